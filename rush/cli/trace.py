@@ -1,0 +1,5 @@
+"""`rush trace` sub-commands."""
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)

@@ -1,0 +1,214 @@
+"""Priority scores: the pure index policies, WFP3, UNICEF, F1-F4, Lin and linear weights.
+
+Every policy maps a job to a key; **smaller keys run first**. "Largest first" policies
+are negated here so the kernels only ever sort ascending. Ties go to the earlier submit,
+then the smaller job index (which is (submit, job_id) order).
+
+Notation: q = processors, p~ = runtime estimate (requested time unless a predictor
+replaced it), w = wait = now - submit, r = submit - time origin (guarded at r >= 1).
+
+========  =============================================  ==========
+policy    key                                            run first
+========  =============================================  ==========
+FCFS      submit                                         smallest
+LCFS      submit                                         largest
+SPF/LPF   p~                                             small/large
+SQF/LQF   q                                              small/large
+SAF/LAF   p~ * q                                         small/large
+SRF/LRF   rho = p~ / q                                   small/large
+SEXP/LEXP expansion = (w + p~) / p~                      small/large
+WFP3      (w / p~)^3 * q                                 largest
+UNICEF    w / (log2(q) * p~), log2(1) guarded to 1       largest
+F1        log10(p~) * q + 870 * log10(r)                 smallest
+F2        sqrt(p~) * q + 2.56e4 * log10(r)               smallest
+F3        p~ * q + 6.86e6 * log10(r)                     smallest
+F4        p~ * sqrt(q) + 5.31e5 * log10(r)               smallest
+LIN       3.24e-2 + 1.15e-7 p~ + 2.61e-5 q - 1.57e-7 r   smallest
+LINEAR    sum of weights over (q, p~, w, rho, expansion, area, r)   smallest
+========  =============================================  ==========
+
+F1-F4 are from Carastan-Santos & de Camargo (SC'17); WFP3 and UNICEF from Tang et al.
+(IPDPS'09). The learned polynomial heuristics of ``rush.models`` plug in as LINEAR
+weights over the same feature vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit
+
+from rush.errors import PolicyError
+
+# Feature order for LINEAR weights.
+LINEAR_FEATURES: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area", "r")
+
+POLICY_CODES: dict[str, int] = {
+    "FCFS": 0,
+    "LCFS": 1,
+    "SPF": 2,
+    "LPF": 3,
+    "SQF": 4,
+    "LQF": 5,
+    "SAF": 6,
+    "LAF": 7,
+    "SRF": 8,
+    "LRF": 9,
+    "SEXP": 10,
+    "LEXP": 11,
+    "WFP3": 12,
+    "UNICEF": 13,
+    "F1": 14,
+    "F2": 15,
+    "F3": 16,
+    "F4": 17,
+    "LIN": 18,
+    "LINEAR": 19,
+}
+# Policies whose key depends on the current time (wait); the others are sorted once.
+DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A priority policy by name, with weights for ``LINEAR``."""
+
+    name: str
+    weights: tuple[float, ...] = field(default=(0.0,) * len(LINEAR_FEATURES))
+
+    @property
+    def code(self) -> int:
+        return POLICY_CODES[self.name]
+
+    @property
+    def dynamic(self) -> bool:
+        if self.name == "LINEAR":
+            # Only the wait and expansion terms change with time.
+            return self.weights[2] != 0.0 or self.weights[4] != 0.0
+        return self.code in DYNAMIC_CODES
+
+    def weight_array(self) -> np.ndarray:
+        return np.asarray(self.weights, dtype=np.float64)
+
+
+def parse_policy(text: str) -> Policy:
+    """Parse ``FCFS``, ``wfp3`` or ``LINEAR:q=1,p=0.5,wait=-2`` into a :class:`Policy`."""
+    raw = text.strip()
+    name, _, args = raw.partition(":")
+    name = name.strip().upper()
+    if name not in POLICY_CODES:
+        known = ", ".join(POLICY_CODES)
+        raise PolicyError(f"unknown policy {text!r}", where="--policy", fix=f"use one of: {known}")
+    if name != "LINEAR":
+        if args:
+            raise PolicyError(f"policy {name} takes no parameters", where="--policy", fix=f"write just {name}")
+        return Policy(name)
+    weights = dict.fromkeys(LINEAR_FEATURES, 0.0)
+    for part in filter(None, (p.strip() for p in args.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in weights:
+            raise PolicyError(
+                f"bad LINEAR term {part!r}",
+                where="--policy",
+                fix=f"write LINEAR:feature=weight,... with features {', '.join(LINEAR_FEATURES)}",
+            )
+        try:
+            weights[key] = float(value)
+        except ValueError:
+            raise PolicyError(f"weight {value!r} for {key} is not a number", where="--policy") from None
+    return Policy("LINEAR", tuple(weights[f] for f in LINEAR_FEATURES))
+
+
+@njit(cache=True, inline="always")
+def _guarded_r(submit: float, time_origin: float) -> float:
+    r = submit - time_origin
+    return r if r >= 1.0 else 1.0
+
+
+@njit(cache=True)
+def priority_key(
+    code: int,
+    weights: np.ndarray,
+    now: float,
+    time_origin: float,
+    submit: float,
+    procs: int,
+    estimate: float,
+) -> float:
+    """The key of one job under policy ``code``; smaller runs first."""
+    q = float(procs)
+    p = estimate if estimate > 1.0 else 1.0  # guard divisions and logs for zero-length jobs
+    w = now - submit
+    if w < 0.0:
+        w = 0.0
+    if code == 0:
+        return submit
+    if code == 1:
+        return -submit
+    if code == 2:
+        return estimate
+    if code == 3:
+        return -estimate
+    if code == 4:
+        return q
+    if code == 5:
+        return -q
+    if code == 6:
+        return estimate * q
+    if code == 7:
+        return -estimate * q
+    if code == 8:
+        return estimate / q
+    if code == 9:
+        return -estimate / q
+    if code == 10:
+        return (w + p) / p
+    if code == 11:
+        return -(w + p) / p
+    if code == 12:
+        return -((w / p) ** 3) * q
+    if code == 13:
+        lg = np.log2(q) if q > 1.0 else 1.0
+        return -w / (lg * p)
+    r = _guarded_r(submit, time_origin)
+    if code == 14:
+        return np.log10(p) * q + 870.0 * np.log10(r)
+    if code == 15:
+        return np.sqrt(p) * q + 2.56e4 * np.log10(r)
+    if code == 16:
+        return p * q + 6.86e6 * np.log10(r)
+    if code == 17:
+        return p * np.sqrt(q) + 5.31e5 * np.log10(r)
+    if code == 18:
+        return 3.24e-2 + 1.15e-7 * p + 2.61e-5 * q - 1.57e-7 * r
+    # LINEAR over (q, p~, wait, rho, expansion, area, r)
+    return (
+        weights[0] * q
+        + weights[1] * estimate
+        + weights[2] * w
+        + weights[3] * (estimate / q)
+        + weights[4] * ((w + p) / p)
+        + weights[5] * (estimate * q)
+        + weights[6] * r
+    )
+
+
+@njit(cache=True)
+def priority_keys(
+    code: int,
+    weights: np.ndarray,
+    now: float,
+    time_origin: float,
+    jobs: np.ndarray,
+    submit: np.ndarray,
+    procs: np.ndarray,
+    estimate: np.ndarray,
+) -> np.ndarray:
+    """Keys for the jobs with indices ``jobs``."""
+    out = np.empty(len(jobs), dtype=np.float64)
+    for k in range(len(jobs)):
+        j = jobs[k]
+        out[k] = priority_key(code, weights, now, time_origin, submit[j], procs[j], estimate[j])
+    return out

@@ -1,0 +1,90 @@
+"""The core's input (a snapshot of the queue) and output (decisions with reasons).
+
+These types are pure data: the daemon builds a :class:`Snapshot` from the RJMS, the
+simulator builds the equivalent arrays inside its event loop, and both get their
+decisions from the same kernels in :mod:`rush.core.kernels`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Literal
+
+
+class RuntimeClass(IntEnum):
+    """Predicted runtime class of a job (see the runtime classifier)."""
+
+    UNKNOWN = -1
+    SMALL = 0
+    LARGE = 1
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    job_id: int
+    submit: float
+    procs: int
+    requested_time: float
+    # Runtime estimate used for scheduling; None means requested_time.
+    estimate: float | None = None
+    runtime_class: RuntimeClass = RuntimeClass.UNKNOWN
+    # Opted in to being killed and requeued when predicted small but running past the divider.
+    idempotent: bool = False
+    # The variation predictor expects this job to suffer performance variability if started now.
+    variable: bool = False
+    # How many times this job has been skipped already (kept by the journal in the daemon).
+    skips: int = 0
+    user: int = -1
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    job_id: int
+    start: float
+    procs: int
+    requested_time: float
+    estimate: float | None = None
+    runtime_class: RuntimeClass = RuntimeClass.UNKNOWN
+    idempotent: bool = False
+    # How many times rush has already killed and requeued this job.
+    requeues: int = 0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    now: float
+    total_procs: int
+    free_procs: int
+    pending: tuple[PendingJob, ...] = ()
+    running: tuple[RunningJob, ...] = ()
+    # Origin for the F1-F4 and Lin "submit time" term r (the trace start in the simulator).
+    time_origin: float = 0.0
+
+
+Action = Literal["start", "backfill", "reserve", "skip", "kill", "priority"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    job_id: int
+    action: Action
+    reason: str
+    # start/reserve time, priority score, ... depending on the action.
+    value: float | None = None
+
+
+@dataclass
+class Decisions:
+    now: float
+    # Pending job ids, highest priority first (starvation, class, then policy order).
+    order: list[int] = field(default_factory=list)
+    # Rank-based priority per pending job id: len(order) for the first, 1 for the last.
+    priority: dict[int, int] = field(default_factory=dict)
+    decisions: list[Decision] = field(default_factory=list)
+
+    def of(self, action: Action) -> list[Decision]:
+        return [d for d in self.decisions if d.action == action]
+
+    def job_ids(self, action: Action) -> list[int]:
+        return [d.job_id for d in self.decisions if d.action == action]
