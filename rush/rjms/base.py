@@ -1,0 +1,151 @@
+"""The RJMS backend interface and its registry (modelled on ReFrame's schedulers registry).
+
+A backend lives in its own module (``slurm.py``, ``flux.py``), registers itself by name
+with :func:`register_backend`, and imports its optional dependency lazily so that
+``rush`` works without it and says clearly what is missing when it is asked for.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from rush.errors import BackendUnavailableError, ConfigError
+
+
+@dataclass(frozen=True)
+class RJMSJob:
+    """One job as the RJMS reports it (pending or running)."""
+
+    job_id: int
+    state: str  # "PENDING", "RUNNING", ... as the RJMS names it
+    submit: float  # unix seconds
+    procs: int
+    requested_time: float  # seconds (time limit)
+    start: float | None = None  # unix seconds, when running
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    name: str = ""
+    # rush's per-job inputs recorded at submit by the job_submit plugin
+    # (e.g. {"idempotent": "1", "app": "lammps", "wtype": "network", "class": "large"}).
+    tags: dict[str, str] = field(default_factory=dict)
+    # Held by someone (rush or a user/admin), and the reason the RJMS gives.
+    held: bool = False
+    reason: str = ""
+    site_factor: int = 0
+    restarts: int = 0
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """A consistent read of the queue; ``taken_at`` is unix seconds at the read."""
+
+    taken_at: float
+    total_procs: int
+    free_procs: int
+    jobs: tuple[RJMSJob, ...]
+    partitions: tuple[str, ...] = ()
+
+    @property
+    def pending(self) -> list[RJMSJob]:
+        return [j for j in self.jobs if j.state == "PENDING"]
+
+    @property
+    def running(self) -> list[RJMSJob]:
+        return [j for j in self.jobs if j.state == "RUNNING"]
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    ok: bool
+    # The RJMS's own answer (stdout/stderr or HTTP body), kept for the journal.
+    answer: str = ""
+
+
+class RJMSBackend(abc.ABC):
+    """What rush needs from a resource and job management system."""
+
+    name: str = ""
+
+    @abc.abstractmethod
+    def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
+        """Read pending and running jobs and free resources. Raise RJMSError if unreachable."""
+
+    @abc.abstractmethod
+    def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
+        """Nudge a pending job's priority through the RJMS's own lever (Slurm: SiteFactor)."""
+
+    @abc.abstractmethod
+    def hold(self, job_id: int) -> ActionResult: ...
+
+    @abc.abstractmethod
+    def release(self, job_id: int) -> ActionResult: ...
+
+    @abc.abstractmethod
+    def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
+        """Kill and requeue a running job, updating its rush tags (e.g. class=large)."""
+
+    @abc.abstractmethod
+    def submit(
+        self,
+        *,
+        name: str,
+        procs: int,
+        time_limit: float,
+        command: Sequence[str],
+        comment: str = "",
+        begin: float | None = None,
+        partition: str = "",
+    ) -> int:
+        """Submit a batch job; return its id. Used by replay mode and MPI probes."""
+
+    @abc.abstractmethod
+    def cancel(self, job_id: int) -> ActionResult: ...
+
+    def accounting(self, job_ids: Sequence[int]) -> list[dict]:
+        """Finished-job records (submit/start/end/state...), where the RJMS keeps them."""
+        raise NotImplementedError(f"{self.name} backend has no accounting reader")
+
+
+_BACKENDS: dict[str, str] = {
+    # name -> module that registers it; imported lazily on first use.
+    "slurm": "rush.rjms.slurm",
+    "flux": "rush.rjms.flux",
+}
+_REGISTERED: dict[str, Callable[..., RJMSBackend]] = {}
+
+
+def register_backend(name: str) -> Callable[[type[RJMSBackend]], type[RJMSBackend]]:
+    def decorate(cls: type[RJMSBackend]) -> type[RJMSBackend]:
+        cls.name = name
+        _REGISTERED[name] = cls
+        return cls
+
+    return decorate
+
+
+def backend_names() -> list[str]:
+    return sorted(_BACKENDS)
+
+
+def get_backend(name: str, **options: object) -> RJMSBackend:
+    """Instantiate backend ``name`` with its options (endpoint, socket, binaries...)."""
+    if name not in _BACKENDS:
+        raise ConfigError(
+            f"unknown RJMS backend {name!r}",
+            where="rjms.backend",
+            fix=f"use one of: {', '.join(backend_names())}",
+        )
+    if name not in _REGISTERED:
+        try:
+            importlib.import_module(_BACKENDS[name])
+        except ImportError as exc:
+            raise BackendUnavailableError(
+                f"the {name} backend needs a module that is not installed: {exc.name}",
+                where=f"rjms backend {name!r}",
+                fix=f"pip install 'rush[{name}]' (or install {exc.name})",
+            ) from exc
+    return _REGISTERED[name](**options)
