@@ -1,0 +1,89 @@
+"""Configuration of one scheduling core: policy, backfilling, thresholds, limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rush.core.policies import Policy, parse_policy
+from rush.errors import PolicyError
+
+BackfillMode = Literal["easy", "conservative", "none"]
+BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
+DEFAULT_THRESHOLD = 200_000.0
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    """Everything the core needs besides the snapshot.
+
+    * ``threshold``: starvation threshold T in seconds; a job that has waited strictly more
+      than T goes ahead of all others, FCFS among them. ``None`` disables it.
+    * ``backfill_policy``: order of the backfill scan; ``None`` means the primary policy.
+    * ``use_classes``: predicted-small jobs go before predicted-large ones (after starved jobs).
+    * ``divider``: runtime class divider in seconds; with ``kill_false_small`` an opted-in
+      (idempotent) predicted-small job that runs past it is killed and requeued as large.
+    * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
+    """
+
+    policy: Policy = field(default_factory=lambda: Policy("FCFS"))
+    backfill: BackfillMode = "easy"
+    backfill_policy: Policy | None = None
+    threshold: float | None = DEFAULT_THRESHOLD
+    use_classes: bool = False
+    divider: float | None = None
+    kill_false_small: bool = False
+    max_requeues: int = 1
+    skip_limit: int = 10
+
+    def __post_init__(self) -> None:
+        if self.backfill not in BACKFILL_MODES:
+            raise PolicyError(
+                f"unknown backfilling {self.backfill!r}",
+                where="--backfill",
+                fix=f"use one of: {', '.join(BACKFILL_MODES)}",
+            )
+        if self.threshold is not None and self.threshold < 0:
+            raise PolicyError("starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none")
+        if self.kill_false_small and (self.divider is None or self.divider <= 0):
+            raise PolicyError("false-small kills need a positive divider", where="divider", fix="train a runtime classifier")
+        if self.skip_limit < 0:
+            raise PolicyError("skip_limit must be >= 0", where="skip_limit")
+
+    @property
+    def scan_policy(self) -> Policy:
+        return self.backfill_policy or self.policy
+
+    @classmethod
+    def from_names(
+        cls,
+        policy: str = "FCFS",
+        backfill: str = "easy",
+        threshold: float | str | None = DEFAULT_THRESHOLD,
+        backfill_policy: str | None = None,
+        **kwargs: object,
+    ) -> CoreConfig:
+        return cls(
+            policy=parse_policy(policy),
+            backfill=backfill,  # type: ignore[arg-type]
+            backfill_policy=parse_policy(backfill_policy) if backfill_policy else None,
+            threshold=parse_threshold(threshold),
+            **kwargs,  # type: ignore[arg-type]
+        )
+
+
+def parse_threshold(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "off", ""):
+            return None
+        try:
+            value = float(value)
+        except ValueError:
+            raise PolicyError(
+                f"bad starvation threshold {value!r}", where="--threshold", fix="give seconds, e.g. 200000, or none"
+            ) from None
+    if value < 0:
+        raise PolicyError("starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none")
+    return float(value)
