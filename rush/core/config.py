@@ -44,9 +44,13 @@ class CoreConfig:
                 fix=f"use one of: {', '.join(BACKFILL_MODES)}",
             )
         if self.threshold is not None and self.threshold < 0:
-            raise PolicyError("starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none")
+            raise PolicyError(
+                "starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none"
+            )
         if self.kill_false_small and (self.divider is None or self.divider <= 0):
-            raise PolicyError("false-small kills need a positive divider", where="divider", fix="train a runtime classifier")
+            raise PolicyError(
+                "false-small kills need a positive divider", where="divider", fix="train a runtime classifier"
+            )
         if self.skip_limit < 0:
             raise PolicyError("skip_limit must be >= 0", where="skip_limit")
 
@@ -82,8 +86,12 @@ def parse_threshold(value: float | str | None) -> float | None:
             value = float(value)
         except ValueError:
             raise PolicyError(
-                f"bad starvation threshold {value!r}", where="--threshold", fix="give seconds, e.g. 200000, or none"
+                f"bad starvation threshold {value!r}",
+                where="--threshold",
+                fix="give seconds, e.g. 200000, or none",
             ) from None
     if value < 0:
-        raise PolicyError("starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none")
+        raise PolicyError(
+            "starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none"
+        )
     return float(value)

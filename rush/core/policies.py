@@ -102,7 +102,9 @@ def parse_policy(text: str) -> Policy:
         raise PolicyError(f"unknown policy {text!r}", where="--policy", fix=f"use one of: {known}")
     if name != "LINEAR":
         if args:
-            raise PolicyError(f"policy {name} takes no parameters", where="--policy", fix=f"write just {name}")
+            raise PolicyError(
+                f"policy {name} takes no parameters", where="--policy", fix=f"write just {name}"
+            )
         return Policy(name)
     weights = dict.fromkeys(LINEAR_FEATURES, 0.0)
     for part in filter(None, (p.strip() for p in args.split(","))):

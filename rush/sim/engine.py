@@ -1,16 +1,30 @@
-"""The simulator's event loop. Scheduling decisions come from rush.core (see kernels).
+"""The simulator: replays a workload through the core's decisions.
 
-API (stable; implementation in progress by the lead):
+    simulate(workload, config, inputs=None, progress=False) -> SimResult
 
-    simulate(workload: Workload, config: CoreConfig, inputs: SimInputs | None = None,
-             progress: bool = False) -> SimResult
+The event loop (:mod:`rush.sim.loop`) holds only time and state; ordering, backfilling,
+skip-with-limit and false-small kills are the core's (:mod:`rush.core`). Model outputs
+enter through :class:`SimInputs`, the extension point for runtime predictions.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 
 import numpy as np
+
+from rush.core.backfill import MODE_CONSERVATIVE, MODE_EASY, MODE_NONE
+from rush.core.config import CoreConfig
+from rush.core.ordering import static_keys
+from rush.core.policies import Policy
+from rush.errors import RushError
+from rush.sim.loop import run_simulation
+from rush.sim.result import SimResult
+from rush.workload.model import Workload
+
+_MODES = {"easy": MODE_EASY, "conservative": MODE_CONSERVATIVE, "none": MODE_NONE}
 
 
 @dataclass
@@ -18,12 +32,12 @@ class SimInputs:
     """Per-job inputs from models, aligned with the workload (submit order).
 
     * ``estimate``: runtime predictions replacing p~ for scheduling (kills stay at p~).
-    * ``runtime_class``: predicted class per job (0 small, 1 large); used with
+    * ``runtime_class``: predicted class per job (0 small, 1 large, -1 unknown); used with
       ``CoreConfig.use_classes`` and ``kill_false_small``.
     * ``idempotent``: opt-in mask for false-small kills (default: every job opted in).
     * ``sensitive``: jobs the variation predictor watches (skip-with-limit).
-    * ``variable_intervals``: (k, 2) sorted [start, end) times during which sensitive jobs are
-      predicted to suffer variability.
+    * ``variable_intervals``: (k, 2) sorted, disjoint [start, end) times during which
+      sensitive jobs are predicted to suffer variability.
     """
 
     estimate: np.ndarray | None = None
@@ -31,3 +45,156 @@ class SimInputs:
     idempotent: np.ndarray | None = None
     sensitive: np.ndarray | None = None
     variable_intervals: np.ndarray | None = None
+
+
+def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
+    if values is None:
+        return default
+    arr = np.ascontiguousarray(values, dtype=dtype)
+    if arr.shape != (n,):
+        raise RushError(
+            f"{name} has shape {arr.shape}, the workload has {n} jobs",
+            where=f"SimInputs.{name}",
+            fix="give one value per job, in the workload's (submit, job_id) order",
+        )
+    return arr
+
+
+def _policy_arrays(policy: Policy, time_origin: float, workload: Workload, estimate: np.ndarray):
+    weights = policy.weight_array()
+    if policy.dynamic:
+        return weights, False, np.zeros(1)
+    keys = static_keys(policy.code, weights, time_origin, workload.submit, workload.procs, estimate)
+    return weights, True, keys
+
+
+def simulate(
+    workload: Workload,
+    config: CoreConfig | None = None,
+    inputs: SimInputs | None = None,
+    *,
+    time_origin: float = 0.0,
+    progress: bool = False,
+    label: str = "",
+) -> SimResult:
+    """Replay ``workload`` under ``config``. ``time_origin`` is F1-F4's trace start (SWF: 0)."""
+    config = config or CoreConfig()
+    inputs = inputs or SimInputs()
+    n = len(workload)
+    submit = np.ascontiguousarray(workload.submit, dtype=np.float64)
+    runtime = np.ascontiguousarray(workload.runtime, dtype=np.float64)
+    requested = np.ascontiguousarray(workload.requested_time, dtype=np.float64)
+    procs = np.ascontiguousarray(workload.procs, dtype=np.int64)
+    estimate = _aligned("estimate", inputs.estimate, n, requested, np.float64)
+    runtime_class = _aligned(
+        "runtime_class", inputs.runtime_class, n, np.full(n, -1, dtype=np.int64), np.int64
+    )
+    idempotent = _aligned("idempotent", inputs.idempotent, n, np.ones(n, dtype=np.bool_), np.bool_)
+    sensitive = _aligned("sensitive", inputs.sensitive, n, np.zeros(n, dtype=np.bool_), np.bool_)
+    intervals = (
+        np.zeros((0, 2))
+        if inputs.variable_intervals is None
+        else np.asarray(inputs.variable_intervals, float)
+    )
+    if intervals.ndim != 2 or intervals.shape[1] != 2 or np.any(np.diff(intervals[:, 0]) < 0):
+        raise RushError(
+            "variable_intervals must be a sorted (k, 2) array of [start, end) times",
+            where="SimInputs.variable_intervals",
+        )
+    if n and procs.max() > workload.machine_procs:
+        raise RushError(
+            f"a job needs {procs.max()} processors, the machine has {workload.machine_procs}",
+            where="workload",
+            fix="build the workload with workload_from_trace, which drops such jobs",
+        )
+
+    weights, use_static, static_key = _policy_arrays(config.policy, time_origin, workload, estimate)
+    scan = config.scan_policy
+    same_scan = scan == config.policy
+    scan_weights, scan_static, scan_key = (
+        (weights, use_static, static_key)
+        if same_scan
+        else _policy_arrays(scan, time_origin, workload, estimate)
+    )
+    counter = np.zeros(1, dtype=np.int64)
+    args = (
+        submit,
+        runtime,
+        requested,
+        procs,
+        estimate,
+        runtime_class,
+        idempotent,
+        sensitive,
+        np.ascontiguousarray(intervals[:, 0]),
+        np.ascontiguousarray(intervals[:, 1]),
+        int(workload.machine_procs),
+        _MODES[config.backfill],
+        config.policy.code,
+        weights,
+        use_static,
+        static_key,
+        same_scan,
+        scan.code,
+        scan_weights,
+        scan_static,
+        scan_key,
+        -1.0 if config.threshold is None else float(config.threshold),
+        config.use_classes,
+        config.kill_false_small,
+        float(config.divider) if config.divider is not None else np.inf,
+        int(config.max_requeues),
+        int(config.skip_limit),
+        float(time_origin),
+        counter,
+    )
+    t0 = time.perf_counter()
+    if progress and n:
+        out = _run_with_progress(args, counter, n, label or config.policy.name)
+    else:
+        out = run_simulation(*args)
+    elapsed = time.perf_counter() - t0
+    start, end, backfilled, killed, requeues, wasted, skips, final_class = out
+    info = {
+        "trace": workload.name,
+        "policy": config.policy.name,
+        "backfill": config.backfill,
+        "backfill_policy": scan.name,
+        "threshold": config.threshold,
+        "machine_procs": int(workload.machine_procs),
+        "dropped": dict(workload.dropped),
+        "simulation_seconds": elapsed,
+        "unstarted": int(np.sum(start < 0)),
+    }
+    return SimResult(
+        job_id=workload.job_id,
+        submit=submit,
+        start=start,
+        end=end,
+        procs=procs,
+        requested_time=requested,
+        runtime=runtime,
+        backfilled=backfilled,
+        killed=killed,
+        machine_procs=int(workload.machine_procs),
+        requeues=requeues,
+        wasted_area=wasted,
+        skips=skips,
+        info=info,
+        attributes={"runtime_class": final_class},
+    )
+
+
+def _run_with_progress(args: tuple, counter: np.ndarray, n: int, label: str):
+    """Run the (GIL-free) loop in a thread and show a progress bar fed by its job counter."""
+    from tqdm import tqdm
+
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(run_simulation(*args)), daemon=True)
+    worker.start()
+    with tqdm(total=n, desc=label, unit="job", leave=False, mininterval=0.2) as bar:
+        while worker.is_alive():
+            worker.join(0.2)
+            bar.update(int(counter[0]) - bar.n)
+        bar.update(n - bar.n)
+    return result[0]

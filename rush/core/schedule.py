@@ -1,0 +1,231 @@
+"""The core's entry point for a live queue: ``schedule(snapshot, config) -> Decisions``.
+
+It calls the same compiled ordering, pass and rule kernels as the simulator's event loop,
+and explains every decision in words for the journal.
+
+Live semantics that differ from the simulator only in *who starts jobs*: the RJMS starts
+them, so rush's levers are priorities, holds (skips) and requeues (kills). Because the RJMS
+may start any pending job between two cycles, every pending job the variation predictor
+flags is skipped (held) while its skip count is below the limit, not only those rush
+would start right now.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rush.core.backfill import conservative_pass, easy_pass
+from rush.core.config import CoreConfig
+from rush.core.ordering import compute_order_keys, sort_queue
+from rush.core.rules import effective_estimate, is_killable, kill_due, should_skip
+from rush.core.snapshot import Decision, Decisions, Snapshot
+
+_DIVIDER_NONE = float("inf")
+
+
+def _order(snapshot: Snapshot, config: CoreConfig, policy, arrays) -> np.ndarray:
+    submit, procs, estimate, runtime_class = arrays
+    n = len(submit)
+    queue = np.arange(n, dtype=np.int64)
+    group = np.empty(n, dtype=np.int64)
+    key = np.empty(n, dtype=np.float64)
+    compute_order_keys(
+        queue,
+        n,
+        float(snapshot.now),
+        policy.code,
+        policy.weight_array(),
+        np.zeros(1),
+        False,
+        float(snapshot.time_origin),
+        -1.0 if config.threshold is None else float(config.threshold),
+        submit,
+        procs,
+        estimate,
+        runtime_class,
+        config.use_classes,
+        group,
+        key,
+    )
+    # Sort by index first so the (group, key, index) tie-break is (submit, job_id).
+    sort_queue(queue, group, key, n)
+    return queue
+
+
+def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
+    """Decide priorities, starts, reservations, skips and kills for one snapshot."""
+    now = float(snapshot.now)
+    divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
+    pending = sorted(snapshot.pending, key=lambda p: (p.submit, p.job_id))
+    n = len(pending)
+    submit = np.array([p.submit for p in pending], dtype=np.float64)
+    procs = np.array([p.procs for p in pending], dtype=np.int64)
+    requested = np.array([p.requested_time for p in pending], dtype=np.float64)
+    estimate = np.array(
+        [p.requested_time if p.estimate is None else p.estimate for p in pending], dtype=np.float64
+    )
+    runtime_class = np.array([int(p.runtime_class) for p in pending], dtype=np.int64)
+    variable = np.array([p.variable for p in pending], dtype=np.bool_)
+    skips = np.array([p.skips for p in pending], dtype=np.int64)
+    est = np.array(
+        [
+            effective_estimate(
+                estimate[k],
+                requested[k],
+                is_killable(config.kill_false_small, runtime_class[k], p.idempotent, 0, config.max_requeues),
+                divider,
+            )
+            for k, p in enumerate(pending)
+        ],
+        dtype=np.float64,
+    )
+
+    # Running jobs: estimated ends (sorted) and the false-small kill rule.
+    decisions: list[Decision] = []
+    run_end = []
+    for r in snapshot.running:
+        r_estimate = r.requested_time if r.estimate is None else r.estimate
+        killable = is_killable(
+            config.kill_false_small, int(r.runtime_class), r.idempotent, r.requeues, config.max_requeues
+        )
+        run_end.append(
+            (r.start + effective_estimate(r_estimate, r.requested_time, killable, divider), r.procs)
+        )
+        if killable and kill_due(r.start, now, divider):
+            decisions.append(
+                Decision(
+                    r.job_id,
+                    "kill",
+                    f"predicted small but running {now - r.start:.0f} s > divider {divider:.0f} s; "
+                    f"opted in as idempotent: requeue as large (requeue {r.requeues + 1} of {config.max_requeues})",
+                    now - r.start,
+                )
+            )
+    run_end.sort()
+    r_end = np.array([e for e, _ in run_end], dtype=np.float64)
+    r_procs = np.array([p for _, p in run_end], dtype=np.int64)
+
+    arrays = (submit, procs, estimate, runtime_class)
+    order = _order(snapshot, config, config.policy, arrays)
+    result = Decisions(now=now)
+    result.order = [pending[k].job_id for k in order]
+    result.priority = {job_id: n - rank for rank, job_id in enumerate(result.order)}
+    for rank, k in enumerate(order):
+        decisions.append(
+            Decision(
+                pending[k].job_id, "priority", f"rank {rank + 1} of {n} by {_order_words(config)}", n - rank
+            )
+        )
+
+    out_start = np.empty(n, dtype=np.int64)
+    out_bf = np.empty(n, dtype=np.bool_)
+    out_skip = np.empty(n, dtype=np.int64)
+    free = int(snapshot.free_procs)
+    if config.backfill == "conservative":
+        out_res = np.empty(n, dtype=np.int64)
+        out_res_at = np.empty(n, dtype=np.float64)
+        ns, nk, nr = conservative_pass(
+            now,
+            free,
+            order,
+            n,
+            procs,
+            est,
+            r_end,
+            r_procs,
+            len(r_end),
+            variable,
+            True,
+            skips,
+            config.skip_limit,
+            out_start,
+            out_bf,
+            out_skip,
+            out_res,
+            out_res_at,
+        )
+        for k in range(nr):
+            j = out_res[k]
+            decisions.append(
+                Decision(
+                    pending[j].job_id,
+                    "reserve",
+                    f"conservative reservation at t={out_res_at[k]:.0f}",
+                    out_res_at[k],
+                )
+            )
+        head, shadow, extra = -1, np.inf, 0
+    else:
+        scan = (
+            order if config.backfill_policy is None else _order(snapshot, config, config.scan_policy, arrays)
+        )
+        taken = np.zeros(n, dtype=np.bool_)
+        ns, nk, head, shadow, extra = easy_pass(
+            now,
+            free,
+            order,
+            n,
+            scan,
+            n,
+            procs,
+            est,
+            r_end,
+            r_procs,
+            len(r_end),
+            variable,
+            True,
+            skips,
+            config.skip_limit,
+            config.backfill == "easy",
+            taken,
+            out_start,
+            out_bf,
+            out_skip,
+        )
+        if head >= 0:
+            decisions.append(
+                Decision(
+                    pending[head].job_id,
+                    "reserve",
+                    f"first job that does not fit (q={procs[head]} > free); shadow time t={shadow:.0f}, "
+                    f"extra processors {extra}",
+                    shadow,
+                )
+            )
+    for k in range(ns):
+        j = out_start[k]
+        if out_bf[k]:
+            if config.backfill == "easy" and now + est[j] <= shadow:
+                why = f"backfill: ends by its estimate at t={now + est[j]:.0f} <= shadow time t={shadow:.0f}"
+            elif config.backfill == "easy":
+                why = f"backfill: q={procs[j]} fits the extra processors at the shadow time"
+            else:
+                why = "backfill: its conservative reservation is now, ahead of a waiting higher-priority job"
+            decisions.append(Decision(pending[j].job_id, "backfill", why, now))
+        else:
+            decisions.append(
+                Decision(pending[j].job_id, "start", f"fits now (q={procs[j]}) in priority order", now)
+            )
+    skipped = {int(out_skip[k]) for k in range(nk)}
+    for j in range(n):
+        if j in skipped or should_skip(bool(variable[j]), int(skips[j]), config.skip_limit):
+            decisions.append(
+                Decision(
+                    pending[j].job_id,
+                    "skip",
+                    f"predicted to suffer variability now: delay {skips[j] + 1} of at most {config.skip_limit}",
+                    float(skips[j] + 1),
+                )
+            )
+    result.decisions = decisions
+    return result
+
+
+def _order_words(config: CoreConfig) -> str:
+    parts = []
+    if config.threshold is not None:
+        parts.append(f"starvation (> {config.threshold:.0f} s waits first)")
+    if config.use_classes:
+        parts.append("runtime class (small first)")
+    parts.append(config.policy.name)
+    return ", then ".join(parts)
