@@ -244,24 +244,37 @@ def _earliest_fit(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, dura
 
 
 @njit(cache=True)
-def _reserve(ptime: np.ndarray, pavail: np.ndarray, n: int, i: int, need: int, duration: float) -> int:
-    """Take ``need`` processors on [ptime[i], ptime[i] + duration); return the new length."""
-    end = ptime[i] + duration
-    k = i
-    while k < n and ptime[k] < end:
-        k += 1
-    # Split the segment that contains ``end`` so availability after it is unchanged.
-    if duration > 0.0 and (k >= n or ptime[k] != end):
-        for m in range(n, k, -1):
-            ptime[m] = ptime[m - 1]
-            pavail[m] = pavail[m - 1]
-        ptime[k] = end
-        pavail[k] = pavail[k - 1]
-        n += 1
-    stop = k if duration > 0.0 else i + 1
-    for m in range(i, stop):
-        pavail[m] -= need
+def _breakpoint(ptime: np.ndarray, pavail: np.ndarray, n: int, t: float) -> tuple[int, int]:
+    """Index of the breakpoint at time ``t`` (inserted if missing) and the new length."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ptime[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < n and ptime[lo] == t:
+        return lo, n
+    for m in range(n, lo, -1):
+        ptime[m] = ptime[m - 1]
+        pavail[m] = pavail[m - 1]
+    ptime[lo] = t
+    pavail[lo] = pavail[lo - 1]
+    return lo, n + 1
+
+
+@njit(cache=True)
+def _occupy(ptime: np.ndarray, pavail: np.ndarray, n: int, t0: float, duration: float, delta: int) -> int:
+    """Add ``delta`` free processors on [t0, t0 + duration); return the new length."""
+    i, n = _breakpoint(ptime, pavail, n, t0)
+    k, n = _breakpoint(ptime, pavail, n, t0 + duration)
+    for m in range(i, k):
+        pavail[m] += delta
     return n
+
+
+# A job occupies its processors for at least this long, so zero-length jobs still count.
+MIN_DURATION = 1e-6
 
 
 @njit(cache=True)
@@ -272,6 +285,7 @@ def conservative_pass(
     on: int,
     procs: np.ndarray,
     est: np.ndarray,
+    reserved_at: np.ndarray,
     run_end: np.ndarray,
     run_procs: np.ndarray,
     rn: int,
@@ -285,32 +299,68 @@ def conservative_pass(
     out_reserved: np.ndarray,
     out_reserved_at: np.ndarray,
 ) -> tuple[int, int, int]:
-    """Conservative backfilling; returns (n_started, n_skipped, n_reserved)."""
-    ptime, pavail, n = _profile_from_running(now, free, run_end, run_procs, rn, rn + 2 * on + 2)
+    """Conservative backfilling with compression; returns (n_started, n_skipped, n_reserved).
+
+    ``reserved_at[j]`` is job j's current reservation (``inf`` if it has none yet). Jobs
+    holding one are compressed in order of their reservations: each is taken out and put
+    back at its earliest fit, so it can only move earlier and never delays another. Jobs
+    without one are then placed in priority order. Those whose reservation is now start.
+    """
+    capacity = 2 * (rn + 2 * on) + 4
+    ptime, pavail, n = _profile_from_running(now, free, run_end, run_procs, rn, capacity)
+    held = np.empty(on, dtype=np.int64)
+    held_at = np.empty(on, dtype=np.float64)
+    nh = 0
+    for k in range(on):
+        j = order[k]
+        if reserved_at[j] < INF:
+            t0 = reserved_at[j] if reserved_at[j] > now else now
+            held[nh] = j
+            held_at[nh] = t0
+            nh += 1
+            n = _occupy(ptime, pavail, n, t0, max(est[j], MIN_DURATION), -procs[j])
+    # Stable by reservation time, so equal times keep priority order.
+    by_time = np.argsort(held_at[:nh], kind="mergesort")
+    start_now = np.zeros(on, dtype=np.bool_)
+    position = np.empty(len(procs), dtype=np.int64)
+    for k in range(on):
+        position[order[k]] = k
     ns = 0
     nk = 0
     nr = 0
-    jumped = False  # a higher-priority job is waiting, so a start now is a backfill
+    for phase in range(2):
+        count = nh if phase == 0 else on
+        for m in range(count):
+            if phase == 0:
+                j = held[by_time[m]]
+                duration = max(est[j], MIN_DURATION)
+                n = _occupy(ptime, pavail, n, held_at[by_time[m]], duration, procs[j])
+            else:
+                j = order[m]
+                if reserved_at[j] < INF:
+                    continue
+                duration = max(est[j], MIN_DURATION)
+            i = _earliest_fit(ptime, pavail, n, procs[j], duration)
+            if i < 0:
+                continue  # wider than the machine can ever offer: leave it pending
+            if i == 0 and should_skip(sensitive[j] and variable_now, skips[j], skip_limit):
+                out_skip[nk] = j
+                nk += 1
+                continue
+            n = _occupy(ptime, pavail, n, ptime[i], duration, -procs[j])
+            if i == 0:
+                start_now[position[j]] = True
+            else:
+                out_reserved[nr] = j
+                out_reserved_at[nr] = ptime[i]
+                nr += 1
+    # A start is a backfill when a job ahead of it in priority order is still waiting.
+    waiting_ahead = False
     for k in range(on):
-        j = order[k]
-        duration = est[j]
-        i = _earliest_fit(ptime, pavail, n, procs[j], duration)
-        if i < 0:
-            # Wider than the machine can ever offer: leave it pending.
-            jumped = True
-            continue
-        if i == 0 and should_skip(sensitive[j] and variable_now, skips[j], skip_limit):
-            out_skip[nk] = j
-            nk += 1
-            continue
-        n = _reserve(ptime, pavail, n, i, procs[j], duration)
-        if i == 0:
-            out_start[ns] = j
-            out_backfilled[ns] = jumped
+        if start_now[k]:
+            out_start[ns] = order[k]
+            out_backfilled[ns] = waiting_ahead
             ns += 1
         else:
-            jumped = True
-            out_reserved[nr] = j
-            out_reserved_at[nr] = ptime[i]
-            nr += 1
+            waiting_ahead = True
     return ns, nk, nr

@@ -131,6 +131,7 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
             n,
             procs,
             est,
+            np.full(n, np.inf),  # the RJMS keeps no rush reservations: place every job afresh
             r_end,
             r_procs,
             len(r_end),

@@ -154,7 +154,7 @@ def simulate(
     else:
         out = run_simulation(*args)
     elapsed = time.perf_counter() - t0
-    start, end, backfilled, killed, requeues, wasted, skips, final_class = out
+    start, end, backfilled, killed, requeues, wasted, skips, final_class, first_reservation = out
     info = {
         "trace": workload.name,
         "policy": config.policy.name,
@@ -181,7 +181,7 @@ def simulate(
         wasted_area=wasted,
         skips=skips,
         info=info,
-        attributes={"runtime_class": final_class},
+        attributes={"runtime_class": final_class, "first_reservation": first_reservation},
     )
 
 

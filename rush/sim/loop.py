@@ -136,6 +136,8 @@ def run_simulation(
     requeues = np.zeros(n, dtype=np.int64)
     wasted = np.zeros(n, dtype=np.float64)
     skips = np.zeros(n, dtype=np.int64)
+    first_reservation = np.full(n, np.inf)  # evidence: when the job was first promised a start
+    reserved_at = np.full(n, np.inf)  # conservative backfilling's standing reservations
     runtime_class = runtime_class_in.copy()
     est = np.empty(n, dtype=np.float64)  # reservation estimate of the job's next run
     run_est_end = np.empty(n, dtype=np.float64)  # its current run's estimated end
@@ -249,6 +251,7 @@ def run_simulation(
                 qn,
                 procs,
                 est,
+                reserved_at,
                 r_end,
                 r_procs,
                 rn,
@@ -262,6 +265,13 @@ def run_simulation(
                 out_res,
                 out_res_at,
             )
+            for k in range(qn):
+                reserved_at[queue[k]] = INF
+            for k in range(nr):
+                reserved_at[out_res[k]] = out_res_at[k]
+            for k in range(nr):
+                if first_reservation[out_res[k]] == INF:
+                    first_reservation[out_res[k]] = out_res_at[k]
         else:
             if same_scan:
                 scan = queue
@@ -308,6 +318,8 @@ def run_simulation(
                 out_bf,
                 out_skip,
             )
+            if head >= 0 and mode == MODE_EASY and first_reservation[head] == INF:
+                first_reservation[head] = shadow
         for k in range(nk):
             skips[out_skip[k]] += 1
         if ns == 0:
@@ -360,4 +372,4 @@ def run_simulation(
         for k in range(ns):
             started_mark[out_start[k]] = False
     progress[0] = done
-    return start, end, backfilled, killed, requeues, wasted, skips, runtime_class
+    return start, end, backfilled, killed, requeues, wasted, skips, runtime_class, first_reservation
