@@ -38,6 +38,8 @@ class SimInputs:
     * ``sensitive``: jobs the variation predictor watches (skip-with-limit).
     * ``variable_intervals``: (k, 2) sorted, disjoint [start, end) times during which
       sensitive jobs are predicted to suffer variability.
+    * ``divider``: per-job class divider in force when the job was classified (a weekly
+      retrained classifier changes it); overrides ``CoreConfig.divider``.
     """
 
     estimate: np.ndarray | None = None
@@ -45,6 +47,7 @@ class SimInputs:
     idempotent: np.ndarray | None = None
     sensitive: np.ndarray | None = None
     variable_intervals: np.ndarray | None = None
+    divider: np.ndarray | None = None
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -91,6 +94,8 @@ def simulate(
     )
     idempotent = _aligned("idempotent", inputs.idempotent, n, np.ones(n, dtype=np.bool_), np.bool_)
     sensitive = _aligned("sensitive", inputs.sensitive, n, np.zeros(n, dtype=np.bool_), np.bool_)
+    scalar_divider = float(config.divider) if config.divider is not None else np.inf
+    divider = _aligned("divider", inputs.divider, n, np.full(n, scalar_divider), np.float64)
     intervals = (
         np.zeros((0, 2))
         if inputs.variable_intervals is None
@@ -142,7 +147,7 @@ def simulate(
         -1.0 if config.threshold is None else float(config.threshold),
         config.use_classes,
         config.kill_false_small,
-        float(config.divider) if config.divider is not None else np.inf,
+        divider,
         int(config.max_requeues),
         int(config.skip_limit),
         float(time_origin),

@@ -122,7 +122,7 @@ def run_simulation(
     threshold: float,
     use_classes: bool,
     kill_false_small: bool,
-    divider: float,
+    divider: np.ndarray,
     max_requeues: int,
     skip_limit: int,
     time_origin: float,
@@ -144,7 +144,7 @@ def run_simulation(
     divider_kill = np.zeros(n, dtype=np.bool_)  # its current run ends by a false-small kill
     for j in range(n):
         killable = is_killable(kill_false_small, runtime_class[j], idempotent[j], 0, max_requeues)
-        est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider)
+        est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider[j])
 
     queue = np.empty(n, dtype=np.int64)
     q_group = np.empty(n, dtype=np.int64)
@@ -204,7 +204,7 @@ def run_simulation(
                 killable = is_killable(
                     kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
                 )
-                est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider)
+                est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider[j])
                 start[j] = -1.0
                 end[j] = -1.0
                 backfilled[j] = False
@@ -339,8 +339,8 @@ def run_simulation(
             killable = is_killable(
                 kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
             )
-            if killable and length > divider:
-                length = divider
+            if killable and length > divider[j]:
+                length = divider[j]
                 killed[j] = False
                 divider_kill[j] = True
             end[j] = t + length
