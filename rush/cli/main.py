@@ -25,6 +25,7 @@ def _register() -> None:
     from rush.cli import train as _train
     from rush.cli import daemon as _daemon  # noqa: F401
     from rush.cli import collect as _collect  # noqa: F401
+    from rush.cli import replay as _replay  # noqa: F401
 
     app.add_typer(_trace.app, name="trace", help="Inspect, fetch, convert, resample and synthesise traces.")
     app.add_typer(_train.app, name="train", help="Train models from traces.")
