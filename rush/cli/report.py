@@ -1,3 +1,36 @@
-"""`rush` commands: report (filled in by its issue)."""
+"""``rush report RUN_DIR``: plots of the runs saved by ``rush simulate/compare --out RUN_DIR``."""
 
-from rush.cli.main import app  # noqa: F401
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rush.cli.main import app
+
+
+@app.command("report")
+def report_command(
+    run_dir: Path = typer.Argument(..., help="A run directory written by `rush compare ... --out RUN_DIR`."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Where to write the PNG files (default: RUN_DIR/plots)."
+    ),
+    gantt_start: float | None = typer.Option(
+        None,
+        "--gantt-start",
+        help="Gantt window start, seconds after the first submit (default: 15% of the submit span).",
+    ),
+    gantt_hours: float = typer.Option(24.0, "--gantt-hours", help="Gantt window length in hours."),
+    gantt_label: str | None = typer.Option(
+        None, "--gantt-label", help="Run shown in the Gantt chart (default: the first label)."
+    ),
+    tau: float = typer.Option(10.0, "--tau", help="Bounded-slowdown threshold tau in seconds."),
+) -> None:
+    """Plot cumulative bounded slowdown, wait vs runtime, utilization and a Gantt chart."""
+    from rush.sim.report import report_run_dir
+
+    written = report_run_dir(
+        run_dir, out, tau=tau, gantt_label=gantt_label, gantt_start=gantt_start, gantt_hours=gantt_hours
+    )
+    for path in written:
+        typer.echo(str(path))
