@@ -1,0 +1,88 @@
+"""The runtime-class scheduling variants, as simulator inputs for the shared core.
+
+========================== ===========================================================
+variant                    what the core gets
+========================== ===========================================================
+base                       the policy alone
+classification             predicted classes; small queue first, then large (plain)
+classification-idempotent  as above, plus false-small kills at the divider
+class-clairvoyant          the true classes (runtime <= divider), with kills
+runtime-clairvoyant        actual runtimes as the estimates
+========================== ===========================================================
+
+Predictions come from the walk-forward loop (week 1: all large; then weekly retraining),
+or from a trained model file. The divider in force for a job is the one of the week it
+was predicted in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rush.errors import RushError
+from rush.sim.engine import SimInputs
+from rush.workload.model import Trace, Workload
+
+VARIANTS = ("base", "classification", "classification-idempotent", "class-clairvoyant", "runtime-clairvoyant")
+# ``rush simulate --classes`` names.
+CLI_VARIANTS = {
+    "plain": "classification",
+    "idempotent": "classification-idempotent",
+    "clairvoyant": "class-clairvoyant",
+}
+
+
+def _walkforward(trace: Trace, workload: Workload, model: Path | None, mode: str):
+    from rush.models.walkforward import predict_classes_walkforward
+
+    return predict_classes_walkforward(workload, trace.header, mode=mode, model_path=model)
+
+
+def variant_inputs(
+    variant: str,
+    trace: Trace,
+    workload: Workload,
+    model: Path | None = None,
+    *,
+    mode: str = "weekly",
+    walkforward=None,
+) -> tuple[SimInputs | None, dict, dict | None]:
+    """(simulator inputs, CoreConfig keyword arguments, classification quality) for a variant.
+
+    ``walkforward`` reuses an earlier walk-forward result (one per trace, many policies).
+    """
+    if variant not in VARIANTS:
+        raise RushError(f"unknown variant {variant!r}", where="variant", fix=f"use one of: {', '.join(VARIANTS)}")
+    if variant == "base":
+        return None, {}, None
+    if variant == "runtime-clairvoyant":
+        return SimInputs(estimate=workload.runtime.astype(np.float64)), {}, None
+    wf = walkforward if walkforward is not None else _walkforward(trace, workload, model, mode)
+    divider = np.asarray(wf.divider, dtype=np.float64)
+    finite = np.isfinite(divider) & (divider > 0)
+    # Week 1 has no history and so no divider of its own; the first one computed stands in.
+    fallback = float(divider[finite][0]) if finite.any() else float(np.median(workload.runtime))
+    divider = np.where(finite, divider, fallback)
+    if variant == "class-clairvoyant":
+        runtime_class = np.where(np.minimum(workload.runtime, workload.requested_time) <= divider, 0, 1)
+    else:
+        runtime_class = np.asarray(wf.predicted_class, dtype=np.int64)
+    kills = variant in ("classification-idempotent", "class-clairvoyant")
+    inputs = SimInputs(runtime_class=runtime_class.astype(np.int64), divider=divider)
+    config = {"use_classes": True, "kill_false_small": kills, "divider": float(np.median(divider))}
+    return inputs, config, classification_quality(workload, wf.predicted_class, divider)
+
+
+def classification_quality(workload: Workload, predicted_class: np.ndarray, divider: np.ndarray) -> dict:
+    """Accuracy, precision/recall of the small class, false-small and false-large rates."""
+    from rush.models.evaluation import classification_summary
+
+    actual_small = np.minimum(workload.runtime, workload.requested_time) <= divider
+    return classification_summary(actual_small, np.asarray(predicted_class) == 0)
+
+
+def class_inputs(trace: Trace, workload: Workload, classes: str, model: Path | None):
+    """``rush simulate --classes`` glue: (inputs, config kwargs, classification block)."""
+    return variant_inputs(CLI_VARIANTS[classes], trace, workload, model)
