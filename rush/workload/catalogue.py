@@ -1,0 +1,222 @@
+"""Trace catalogue: Parallel Workloads Archive traces by name, cached and checksummed.
+
+``rush/data/trace_manifest.tsv`` lists each known trace with its sha256 (copied from the
+archive's cleaned logs as mirrored for this project). ``fetch(name)``:
+
+1. finds the file name from a full name (``KTH-SP2-1996-2.1-cln.swf.gz``) or an alias
+   (``KTH-SP2``, case-insensitive);
+2. returns the cached copy under the user cache directory if its sha256 matches;
+3. otherwise copies it from the mirror directory (``RUSH_TRACE_MIRROR`` or ``mirror=``), or
+   downloads it from the archive (``RUSH_TRACE_BASE_URL`` overrides the address);
+4. verifies the sha256 and refuses (and deletes) a mismatching file.
+
+``load_trace(spec)`` accepts a path, a catalogue name or ``lublin[:JOBS[:PROCS[:SEED]]]``
+(the embedded default: a synthetic workload generated in-process, no download).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from rush.errors import TraceFormatError, TraceNotFoundError
+from rush.workload.model import Trace
+
+PWA_BASE_URL = "https://www.cs.huji.ac.il/labs/parallel/workload"
+LUBLIN_DEFAULT = (10_000, 256, 1)
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    file: str
+    sha256: str
+    bytes: int
+    jobs: int
+    pwa_dir: str | None
+
+    @property
+    def alias(self) -> str:
+        # "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2"
+        parts = self.file.split("-")
+        return "-".join(parts[:2]) if len(parts) > 2 else self.file.split(".")[0]
+
+
+@cache
+def catalogue() -> dict[str, CatalogueEntry]:
+    text = resources.files("rush.data").joinpath("trace_manifest.tsv").read_text()
+    entries = {}
+    for row in csv.DictReader(text.splitlines(), delimiter="\t"):
+        entry = CatalogueEntry(
+            file=row["file"],
+            sha256=row["sha256"],
+            bytes=int(row["bytes"]),
+            jobs=int(row["jobs"]),
+            pwa_dir=None if row["pwa_dir"] == "-" else row["pwa_dir"],
+        )
+        entries[entry.file] = entry
+    return entries
+
+
+def lookup(name: str) -> CatalogueEntry:
+    entries = catalogue()
+    if name in entries:
+        return entries[name]
+    by_alias = {e.alias.lower(): e for e in entries.values()}
+    by_stem = {e.file.lower().removesuffix(".swf.gz"): e for e in entries.values()}
+    key = name.lower().removesuffix(".swf.gz").removesuffix(".swf")
+    if key in by_alias:
+        return by_alias[key]
+    if key in by_stem:
+        return by_stem[key]
+    close = difflib.get_close_matches(key, [*by_alias, *by_stem], n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise TraceNotFoundError(
+        f"{name!r} is neither a file nor a catalogue trace",
+        where="TRACE",
+        fix=f"{hint}give a path, or one of: {', '.join(sorted(e.alias for e in entries.values()))} "
+        "(rush trace info --list)",
+    )
+
+
+def cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(os.environ.get("RUSH_CACHE_DIR", user_cache_dir("rush"))) / "traces"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _verify(path: Path, entry: CatalogueEntry, source: str) -> None:
+    actual = sha256_of(path)
+    if actual != entry.sha256:
+        path.unlink(missing_ok=True)
+        raise TraceFormatError(
+            f"sha256 mismatch for {entry.file} from {source}: got {actual}, expected {entry.sha256}",
+            where=source,
+            fix="the copy is corrupt or a different version; fetch it again or fix the mirror",
+        )
+
+
+def _download(entry: CatalogueEntry, target: Path, base_url: str) -> str:
+    import requests
+
+    if entry.pwa_dir is None:
+        raise TraceNotFoundError(
+            f"{entry.file} is not on the Parallel Workloads Archive",
+            where=entry.file,
+            fix="set RUSH_TRACE_MIRROR to a directory that holds it",
+        )
+    url = f"{base_url.rstrip('/')}/{entry.pwa_dir}/{entry.file}"
+    partial = target.with_suffix(target.suffix + ".part")
+    try:
+        with requests.get(url, stream=True, timeout=60) as response:
+            response.raise_for_status()
+            with open(partial, "wb") as fh:
+                for block in response.iter_content(1 << 20):
+                    fh.write(block)
+    except requests.RequestException as exc:
+        partial.unlink(missing_ok=True)
+        raise TraceNotFoundError(
+            f"could not download {entry.file}: {exc}",
+            where=url,
+            fix="check the network, or set RUSH_TRACE_MIRROR to a local directory of traces",
+        ) from exc
+    partial.replace(target)
+    return url
+
+
+def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None = None) -> Path:
+    """The local path of catalogue trace ``name``, verified against its sha256."""
+    entry = lookup(name)
+    target = cache_dir() / entry.file
+    if target.exists() and sha256_of(target) == entry.sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mirror = mirror or os.environ.get("RUSH_TRACE_MIRROR")
+    if mirror:
+        source = Path(mirror) / entry.file
+        if source.exists():
+            shutil.copyfile(source, target)
+            _verify(target, entry, str(source))
+            return target
+    source = _download(entry, target, base_url or os.environ.get("RUSH_TRACE_BASE_URL", PWA_BASE_URL))
+    _verify(target, entry, source)
+    return target
+
+
+def parse_lublin_spec(spec: str) -> tuple[int, int, int] | None:
+    """``lublin[:JOBS[:PROCS[:SEED]]]`` -> (jobs, procs, seed), or None if not such a spec."""
+    head, *args = spec.split(":")
+    if head.lower() != "lublin":
+        return None
+    values = list(LUBLIN_DEFAULT)
+    if len(args) > 3:
+        raise TraceNotFoundError(f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]]")
+    for k, arg in enumerate(args):
+        if not arg.isdigit() or (k < 2 and int(arg) <= 0):
+            raise TraceNotFoundError(
+                f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]] with positive integers"
+            )
+        values[k] = int(arg)
+    return values[0], values[1], values[2]
+
+
+def resolve_trace(spec: str) -> Path:
+    path = Path(spec).expanduser()
+    if path.exists():
+        return path
+    if path.suffix in (".swf", ".gz", ".json", ".txt", ".csv") and (os.sep in spec or "/" in spec):
+        raise TraceNotFoundError(f"no such trace file: {spec}", where="TRACE", fix="check the path")
+    return fetch(spec)
+
+
+def _sniff(path: Path) -> str:
+    import gzip
+
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(4096)
+        except (OSError, EOFError):
+            return "swf"  # read_swf reports the corruption
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        return "sacct-json"
+    first = text.split(b"\n", 1)[0]
+    if b"|" in first and not first.startswith(b";"):
+        return "sacct-parsable"
+    return "swf"
+
+
+def load_trace(spec: str, strict: bool = False) -> Trace:
+    """A path (SWF or sacct output), a catalogue name, or a ``lublin`` synthetic spec."""
+    lublin = parse_lublin_spec(spec)
+    if lublin is not None:
+        from rush.workload.lublin import lublin_generate
+
+        jobs, procs, seed = lublin
+        return lublin_generate(jobs, machine_procs=procs, seed=seed)
+    path = resolve_trace(spec)
+    kind = _sniff(path)
+    if kind.startswith("sacct"):
+        from rush.workload.sacct import read_sacct
+
+        return read_sacct(path)
+    from rush.workload.swf import read_swf
+
+    return read_swf(path, strict=strict)
