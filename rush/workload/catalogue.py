@@ -43,9 +43,14 @@ class CatalogueEntry:
 
     @property
     def alias(self) -> str:
-        # "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2"
-        parts = self.file.split("-")
-        return "-".join(parts[:2]) if len(parts) > 2 else self.file.split(".")[0]
+        # "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2", "HPC2N-2002-2.2-cln.swf.gz" -> "HPC2N"
+        parts = self.file.removesuffix(".swf.gz").split("-")
+        words = []
+        for part in parts:
+            if part[:1].isdigit():
+                break
+            words.append(part)
+        return "-".join(words) or parts[0]
 
 
 @cache

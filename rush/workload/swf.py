@@ -49,13 +49,15 @@ def _parse_header(lines: list[bytes]) -> dict[str, str]:
     header: dict[str, str] = {}
     last = None
     for line in lines:
-        text = line[1:].decode("utf-8", "replace").strip()
+        raw = line[1:].decode("utf-8", "replace")
+        text = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
         key, sep, value = text.partition(":")
-        if sep and key and " " not in key.strip():
+        if indent <= 2 and sep and key and " " not in key.strip():
             last = key.strip()
             header[last] = value.strip()
-        elif last is not None and text and line.startswith(b";  "):
-            # Continuation lines (indented) belong to the previous key.
+        elif last is not None and text:
+            # Indented lines continue the previous key's value.
             header[last] += " " + text
     return header
 
