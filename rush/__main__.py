@@ -1,0 +1,5 @@
+"""``python -m rush`` runs the command line."""
+
+from rush.cli.main import main
+
+main()
