@@ -1,0 +1,120 @@
+"""Sonar-style Cassandra tables (LDMS metrics stored by host and time), via cassandra-driver.
+
+The keyspace, table and columns are configurable. Rows are partitioned by host name and
+clustered by timestamp, as LDMS's Cassandra store writes them; either *wide* (one column
+per metric: ``metrics = {"column": "ldms metric name"}``) or *long* (``metric_column`` and
+``value_column``). Metric names go through the LDMS normaliser, so counters become the
+same per-second rates as from store_csv files.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from rush.collect.base import Collector, Sample, register_collector
+from rush.collect.ldms import normalize
+from rush.collect.rates import RateTracker
+from rush.errors import BackendUnavailableError, CollectorError
+
+
+def _seconds(value) -> float:
+    if isinstance(value, datetime):
+        # The driver returns naive UTC datetimes for timestamp columns.
+        return calendar.timegm(value.utctimetuple()) + value.microsecond / 1e6
+    return float(value)
+
+
+@register_collector("sonar")
+class SonarCollector(Collector):
+    def __init__(
+        self,
+        hosts: Sequence[str] = (),
+        contact_points: Sequence[str] = ("127.0.0.1",),
+        port: int = 9042,
+        keyspace: str = "ldms",
+        table: str = "metrics",
+        host_column: str = "hostname",
+        time_column: str = "ts",
+        metrics: dict[str, str] | None = None,
+        metric_column: str | None = None,
+        value_column: str | None = None,
+        lookback: float = 300.0,
+        session=None,
+    ) -> None:
+        if not hosts:
+            raise CollectorError("no hosts to read", where="collect.sources.sonar.hosts", fix='hosts = ["node001", ...]')
+        if metrics is None and not (metric_column and value_column):
+            raise CollectorError(
+                "give either metrics = {column = name} (wide tables) or metric_column and value_column (long tables)",
+                where="collect.sources.sonar",
+            )
+        for ident in (keyspace, table, host_column, time_column, metric_column or "m", value_column or "v", *(metrics or {})):
+            if not ident.replace("_", "").isalnum():
+                raise CollectorError(f"bad identifier {ident!r}", where="collect.sources.sonar", fix="letters, digits and _ only")
+        self.hosts = list(hosts)
+        self.contact_points, self.port, self.keyspace = list(contact_points), port, keyspace
+        self.table, self.host_column, self.time_column = table, host_column, time_column
+        self.metrics, self.metric_column, self.value_column = metrics, metric_column, value_column
+        self.lookback = lookback
+        self._session = session
+        self._statement = None
+        self.rates = RateTracker()
+        self.last_seen: dict[str, float] = {}
+
+    @property
+    def session(self):
+        if self._session is None:
+            try:
+                from cassandra.cluster import Cluster
+            except ImportError as exc:
+                raise BackendUnavailableError(
+                    "the sonar source needs cassandra-driver", where="collect.sources.sonar", fix="pip install 'rush[cassandra]'"
+                ) from exc
+            try:
+                self._session = Cluster(self.contact_points, port=self.port).connect(self.keyspace)
+            except Exception as exc:  # the driver raises NoHostAvailable and friends
+                raise CollectorError(
+                    f"cannot connect to Cassandra: {exc}", where=f"{self.contact_points}:{self.port}", fix="check contact_points and port"
+                ) from exc
+        return self._session
+
+    def query(self) -> str:
+        columns = [self.time_column]
+        columns += list(self.metrics) if self.metrics else [self.metric_column, self.value_column]
+        return (
+            f"SELECT {', '.join(columns)} FROM {self.keyspace}.{self.table} "
+            f"WHERE {self.host_column} = ? AND {self.time_column} > ? AND {self.time_column} <= ?"
+        )
+
+    def collect(self, now: float | None = None) -> list[Sample]:
+        now = time.time() if now is None else now
+        if self._statement is None:
+            self._statement = self.session.prepare(self.query())
+        samples = []
+        for host in self.hosts:
+            since = self.last_seen.get(host, now - self.lookback)
+            rows = self.session.execute(
+                self._statement, (host, datetime.utcfromtimestamp(since), datetime.utcfromtimestamp(now))
+            )
+            for row in rows:
+                t = _seconds(getattr(row, self.time_column))
+                self.last_seen[host] = max(self.last_seen.get(host, since), t)
+                if self.metrics:
+                    pairs = [(name, getattr(row, column)) for column, name in self.metrics.items()]
+                else:
+                    pairs = [(getattr(row, self.metric_column), getattr(row, self.value_column))]
+                for ldms_name, value in pairs:
+                    if value is None:
+                        continue
+                    name = normalize(ldms_name)
+                    value = float(value) * name.scale
+                    if name.is_rate or not name.known:
+                        samples.append(Sample(t, host, self.name, name.metric, value))
+                        continue
+                    rate = self.rates.update((host, ldms_name), t, value)
+                    if rate is not None:
+                        samples.append(Sample(t, host, self.name, name.metric, rate))
+        return samples
