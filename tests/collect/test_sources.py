@@ -127,14 +127,14 @@ def rapl_tree(root: Path, energy: dict[str, int], wrap: int = 262143328850) -> N
 
 def test_rapl_watts_with_wraparound(tmp_path, monkeypatch):
     wrap = 1_000_000_000
-    rapl_tree(tmp_path, {"intel-rapl:0": ("package-0", wrap - 400_000_000), "intel-rapl:0:0": ("dram", 0)}, wrap)
+    rapl_tree(tmp_path, {"intel-rapl:0": ("package-0", 800_000_000), "intel-rapl:0:0": ("dram", 0)}, wrap)
     clock = iter([0.0, 10.0])
     monkeypatch.setattr("rush.collect.rapl.time.time", lambda: next(clock))
     collector = RaplCollector(root=str(tmp_path), host="n1")
     assert collector.collect() == []
-    rapl_tree(tmp_path, {"intel-rapl:0": ("package-0", 600_000_000), "intel-rapl:0:0": ("dram", 120_000_000)}, wrap)
+    rapl_tree(tmp_path, {"intel-rapl:0": ("package-0", 300_000_000), "intel-rapl:0:0": ("dram", 120_000_000)}, wrap)
     watts = {s.metric: s.value for s in collector.collect()}
-    assert watts["rapl_package_watts"] == pytest.approx(100.0)  # 1000 J over 10 s across the wrap
+    assert watts["rapl_package_watts"] == pytest.approx(50.0)  # 200 J + 300 J over 10 s across the wrap
     assert watts["rapl_dram_watts"] == pytest.approx(12.0)
 
 
