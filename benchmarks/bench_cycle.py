@@ -55,7 +55,9 @@ def main() -> None:
     args = parser.parse_args()
     snapshot = make_snapshot(args.pending, args.running)
     for policy, backfill in (("FCFS", "easy"), ("WFP3", "easy"), ("SAF", "conservative")):
-        config = CoreConfig.from_names(policy, backfill, 200_000, use_classes=True, kill_false_small=True, divider=3600.0)
+        config = CoreConfig.from_names(
+            policy, backfill, 200_000, use_classes=True, kill_false_small=True, divider=3600.0
+        )
         schedule(snapshot, config)  # load compiled kernels
         times = []
         for _ in range(args.repeat):

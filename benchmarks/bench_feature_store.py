@@ -35,7 +35,9 @@ def main() -> None:
         metrics = [f"m{m:03d}" for m in range(args.metrics)]
         with store.db:
             store.db.executemany("INSERT INTO hosts (id, name) VALUES (?, ?)", enumerate(hosts))
-            store.db.executemany("INSERT INTO metrics (id, name, source) VALUES (?, ?, 'bench')", enumerate(metrics))
+            store.db.executemany(
+                "INSERT INTO metrics (id, name, source) VALUES (?, ?, 'bench')", enumerate(metrics)
+            )
         store.close()
         store = FeatureStore(path)
         now = 1_700_000_000.0
@@ -43,13 +45,19 @@ def main() -> None:
             ts = now - (args.minutes - minute) * 60
             values = rng.random(args.nodes * args.metrics)
             rows = (
-                (ts, m, h, float(values[h * args.metrics + m])) for h in range(args.nodes) for m in range(args.metrics)
+                (ts, m, h, float(values[h * args.metrics + m]))
+                for h in range(args.nodes)
+                for m in range(args.metrics)
             )
             with store.db:
-                store.db.executemany("INSERT INTO samples (ts, metric_id, host_id, value) VALUES (?, ?, ?, ?)", rows)
+                store.db.executemany(
+                    "INSERT INTO samples (ts, metric_id, host_id, value) VALUES (?, ?, ?, ?)", rows
+                )
         fill = time.perf_counter() - t0
         rows = args.nodes * args.metrics * args.minutes
-        size = os.path.getsize(path) + (os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0)
+        size = os.path.getsize(path) + (
+            os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0
+        )
         print(f"filled {rows:,} samples in {fill:.1f} s; store {size / 2**20:.0f} MiB")
         for label, job_hosts in (("all nodes", None), ("64-node job", hosts[:64])):
             times = []

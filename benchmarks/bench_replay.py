@@ -53,9 +53,13 @@ print(json.dumps({"jobs": len(w), "parse": t3 - t2, "sim": t4 - t3, "first": fir
 
 
 def main() -> int:
-    mirror = Path(os.environ.get("RUSH_TRACE_MIRROR", Path(__file__).resolve().parents[2] / "shared" / "traces"))
-    print(f"{'trace':32} {'policy':6} {'backfill':12} {'jobs':>7} {'parse':>7} {'sim':>7} "
-          f"{'parse+sim':>9} {'target':>6} {'first call':>10} {'process':>8} {'peak RSS':>9}")
+    mirror = Path(
+        os.environ.get("RUSH_TRACE_MIRROR", Path(__file__).resolve().parents[2] / "shared" / "traces")
+    )
+    print(
+        f"{'trace':32} {'policy':6} {'backfill':12} {'jobs':>7} {'parse':>7} {'sim':>7} "
+        f"{'parse+sim':>9} {'target':>6} {'first call':>10} {'process':>8} {'peak RSS':>9}"
+    )
     failed = 0
     for name, policy, backfill, target in CASES:
         path = mirror / name
@@ -64,15 +68,21 @@ def main() -> int:
             failed += 1
             continue
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", CHILD, str(path), policy, backfill],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(path), policy, backfill],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         process = time.perf_counter() - t0
         m = json.loads(out.stdout.strip().splitlines()[-1])
         total = m["parse"] + m["sim"]
         ok = "ok" if total <= target else "MISSED"
         failed += total > target
-        print(f"{name:32} {policy:6} {backfill:12} {m['jobs']:7d} {m['parse']:7.3f} {m['sim']:7.3f} "
-              f"{total:9.3f} {target:5.1f}s {m['first']:10.3f} {process:8.2f} {m['rss_mb']:7.0f}MB {ok}")
+        print(
+            f"{name:32} {policy:6} {backfill:12} {m['jobs']:7d} {m['parse']:7.3f} {m['sim']:7.3f} "
+            f"{total:9.3f} {target:5.1f}s {m['first']:10.3f} {process:8.2f} {m['rss_mb']:7.0f}MB {ok}"
+        )
     return 1 if failed else 0
 
 

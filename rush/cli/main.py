@@ -19,13 +19,13 @@ app = typer.Typer(
 
 def _register() -> None:
     # Each module adds its commands to ``app`` (or exposes a sub-app named ``app``).
+    from rush.cli import collect as _collect  # noqa: F401
+    from rush.cli import daemon as _daemon  # noqa: F401
+    from rush.cli import replay as _replay  # noqa: F401
+    from rush.cli import report as _report  # noqa: F401
     from rush.cli import simulate as _simulate  # noqa: F401
     from rush.cli import trace as _trace
-    from rush.cli import report as _report  # noqa: F401
     from rush.cli import train as _train
-    from rush.cli import daemon as _daemon  # noqa: F401
-    from rush.cli import collect as _collect  # noqa: F401
-    from rush.cli import replay as _replay  # noqa: F401
 
     app.add_typer(_trace.app, name="trace", help="Inspect, fetch, convert, resample and synthesise traces.")
     app.add_typer(_train.app, name="train", help="Train models from traces.")

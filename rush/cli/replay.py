@@ -16,7 +16,11 @@ def _parse_options(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise RushError(f"bad backend option {pair!r}", where="--rjms-option", fix="write KEY=VALUE, e.g. slurm_conf=/etc/slurm/slurm.conf")
+            raise RushError(
+                f"bad backend option {pair!r}",
+                where="--rjms-option",
+                fix="write KEY=VALUE, e.g. slurm_conf=/etc/slurm/slurm.conf",
+            )
         options[key.strip()] = value
     return options
 
@@ -28,8 +32,12 @@ def replay_command(
     speedup: float = typer.Option(1000.0, "--speedup", help="Divide times by K."),
     rjms: str = typer.Option("slurm", "--rjms", help="RJMS backend name."),
     rjms_option: list[str] = typer.Option([], "--rjms-option", help="Backend option KEY=VALUE (repeatable)."),
-    config: Path | None = typer.Option(None, "--config", help="rush.toml: run daemon cycles during the replay with its policy."),
-    policy: str = typer.Option("FCFS", "--policy", help="Policy of the simulated side when no --config is given."),
+    config: Path | None = typer.Option(
+        None, "--config", help="rush.toml: run daemon cycles during the replay with its policy."
+    ),
+    policy: str = typer.Option(
+        "FCFS", "--policy", help="Policy of the simulated side when no --config is given."
+    ),
     backfill: str = typer.Option("easy", "--backfill"),
     timeout: float = typer.Option(3600.0, "--timeout", help="Give up after this many seconds."),
     out: Path | None = typer.Option(None, "--out", help="Write the fidelity report as JSON."),
@@ -51,7 +59,9 @@ def replay_command(
     else:
         core_config = CoreConfig.from_names(policy, backfill, 200_000)
         backend = get_backend(rjms, **_parse_options(rjms_option))
-    report = replay(backend, workload, Window.parse(window), speedup, core_config, cycle=cycle, timeout=timeout)
+    report = replay(
+        backend, workload, Window.parse(window), speedup, core_config, cycle=cycle, timeout=timeout
+    )
     text = json.dumps(report, indent=2, sort_keys=True)
     if out is not None:
         out.write_text(text)

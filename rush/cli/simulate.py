@@ -29,7 +29,11 @@ def _load_workload(trace: str, procs: int | None, strict: bool):
 
 def _check_backfill(backfill: str) -> None:
     if backfill not in BACKFILL_MODES:
-        raise RushError(f"unknown backfilling {backfill!r}", where="--backfill", fix=f"use one of: {', '.join(BACKFILL_MODES)}")
+        raise RushError(
+            f"unknown backfilling {backfill!r}",
+            where="--backfill",
+            fix=f"use one of: {', '.join(BACKFILL_MODES)}",
+        )
 
 
 def run_one(
@@ -51,7 +55,11 @@ def run_one(
     kwargs: dict = {}
     if classes is not None:
         if classes not in CLASS_MODES:
-            raise RushError(f"unknown --classes {classes!r}", where="--classes", fix=f"use one of: {', '.join(CLASS_MODES)}")
+            raise RushError(
+                f"unknown --classes {classes!r}",
+                where="--classes",
+                fix=f"use one of: {', '.join(CLASS_MODES)}",
+            )
         from rush.models.variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
@@ -63,16 +71,31 @@ def run_one(
 @app.command("simulate")
 def simulate_command(
     trace: str = typer.Argument(..., help=TRACE_HELP),
-    policy: str = typer.Option("FCFS", "--policy", "-p", help="Priority policy: FCFS, SPF, SAF, WFP3, UNICEF, F1..F4, LIN, LINEAR:q=..,p=..."),
+    policy: str = typer.Option(
+        "FCFS",
+        "--policy",
+        "-p",
+        help="Priority policy: FCFS, SPF, SAF, WFP3, UNICEF, F1..F4, LIN, LINEAR:q=..,p=...",
+    ),
     backfill: str = typer.Option("easy", "--backfill", "-b", help="easy | conservative | none"),
-    backfill_policy: str | None = typer.Option(None, "--backfill-policy", help="Order of the backfill scan (default: --policy)."),
-    threshold: str = typer.Option("200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."),
-    procs: int | None = typer.Option(None, "--procs", help="Machine size (default: MaxProcs header, else the largest job)."),
+    backfill_policy: str | None = typer.Option(
+        None, "--backfill-policy", help="Order of the backfill scan (default: --policy)."
+    ),
+    threshold: str = typer.Option(
+        "200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."
+    ),
+    procs: int | None = typer.Option(
+        None, "--procs", help="Machine size (default: MaxProcs header, else the largest job)."
+    ),
     tau: float = typer.Option(10.0, "--tau", help="Bounded-slowdown threshold tau in seconds."),
     jobs_out: Path | None = typer.Option(None, "--jobs-out", help="Write per-job records as CSV."),
     out: Path | None = typer.Option(None, "--out", help="Save the run into RUN_DIR for `rush report`."),
-    classes: str | None = typer.Option(None, "--classes", help="Runtime classes: plain | idempotent | clairvoyant."),
-    model: Path | None = typer.Option(None, "--model", help="A trained runtime-class model (default: walk-forward training)."),
+    classes: str | None = typer.Option(
+        None, "--classes", help="Runtime classes: plain | idempotent | clairvoyant."
+    ),
+    model: Path | None = typer.Option(
+        None, "--model", help="A trained runtime-class model (default: walk-forward training)."
+    ),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
 ) -> None:
@@ -82,7 +105,15 @@ def simulate_command(
     _check_backfill(backfill)
     trace_obj, workload = _load_workload(trace, procs, strict)
     result, classification = run_one(
-        trace_obj, workload, policy, backfill, threshold, backfill_policy, classes, model, progress=not as_json
+        trace_obj,
+        workload,
+        policy,
+        backfill,
+        threshold,
+        backfill_policy,
+        classes,
+        model,
+        progress=not as_json,
     )
     metrics = compute_metrics(result, tau=tau)
     metrics["skipped_lines"] = int(sum(trace_obj.skipped.values()))
@@ -109,7 +140,9 @@ def compare_command(
     trace: str = typer.Argument(..., help=TRACE_HELP),
     policies: str = typer.Option("FCFS,SPF,SAF,WFP3", "--policies", help="Comma-separated policies."),
     backfill: str = typer.Option("easy", "--backfill", "-b", help="easy | conservative | none"),
-    threshold: str = typer.Option("200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."),
+    threshold: str = typer.Option(
+        "200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."
+    ),
     procs: int | None = typer.Option(None, "--procs"),
     tau: float = typer.Option(10.0, "--tau"),
     out: Path | None = typer.Option(None, "--out", help="Save every run into RUN_DIR for `rush report`."),
@@ -131,7 +164,9 @@ def compare_command(
         task = bar.add_task("simulating", total=len(names))
         for name in names:
             bar.update(task, description=f"{name}-{backfill}")
-            result, _ = run_one(trace_obj, workload, name, backfill, threshold, None, None, None, progress=False)
+            result, _ = run_one(
+                trace_obj, workload, name, backfill, threshold, None, None, None, progress=False
+            )
             metrics = compute_metrics(result, tau=tau)
             label = _label(name, backfill, None)
             table[label] = metrics

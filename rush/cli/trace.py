@@ -33,17 +33,23 @@ def info(
     typer.echo(f"jobs           {len(w)}")
     typer.echo(f"dropped        {sum(w.dropped.values())} {w.dropped or ''}")
     typer.echo(f"skipped lines  {sum(loaded.skipped.values())} {loaded.skipped or ''}")
-    typer.echo(f"machine procs  {w.machine_procs} ({'MaxProcs header' if loaded.max_procs else 'largest job'})")
+    typer.echo(
+        f"machine procs  {w.machine_procs} ({'MaxProcs header' if loaded.max_procs else 'largest job'})"
+    )
     typer.echo(f"submit span    {span / 86400:.1f} days")
     if len(w):
-        typer.echo(f"killed at p~   {int((w.runtime > w.requested_time).sum())} jobs with runtime > requested time")
+        typer.echo(
+            f"killed at p~   {int((w.runtime > w.requested_time).sum())} jobs with runtime > requested time"
+        )
         load = float((w.procs * w.runtime).sum() / (w.machine_procs * max(span, 1.0)))
         typer.echo(f"offered load   {load:.3f}")
     typer.echo(f"header keys    {', '.join(loaded.header) or '-'}")
 
 
 @app.command("fetch")
-def fetch(name: str = typer.Argument(..., help="Catalogue name, e.g. KTH-SP2 or SDSC-SP2-1998-4.2-cln.swf.gz.")) -> None:
+def fetch(
+    name: str = typer.Argument(..., help="Catalogue name, e.g. KTH-SP2 or SDSC-SP2-1998-4.2-cln.swf.gz."),
+) -> None:
     """Download (or copy from RUSH_TRACE_MIRROR) a trace and verify its sha256."""
     from rush.workload.catalogue import fetch as fetch_trace
 
@@ -52,7 +58,9 @@ def fetch(name: str = typer.Argument(..., help="Catalogue name, e.g. KTH-SP2 or 
 
 @app.command("convert")
 def convert(
-    source: str = typer.Argument(..., help="sacct --json / --parsable2 output, an SWF file or a catalogue name."),
+    source: str = typer.Argument(
+        ..., help="sacct --json / --parsable2 output, an SWF file or a catalogue name."
+    ),
     output: Path = typer.Argument(..., help="SWF file to write (.gz compresses)."),
 ) -> None:
     """Convert Slurm accounting output (or any readable trace) to SWF."""

@@ -63,7 +63,9 @@ def get_collector(name: str, **options: object) -> Collector:
         module = _MODULES.get(name)
         if module is None:
             raise ConfigError(
-                f"unknown collector {name!r}", where="collect.sources", fix=f"use one of: {', '.join(collector_names())}"
+                f"unknown collector {name!r}",
+                where="collect.sources",
+                fix=f"use one of: {', '.join(collector_names())}",
             )
         try:
             importlib.import_module(module)
@@ -76,4 +78,6 @@ def get_collector(name: str, **options: object) -> Collector:
     try:
         return _REGISTERED[name](**options)
     except TypeError as exc:
-        raise ConfigError(f"bad options for collector {name!r}: {exc}", where=f"collect.sources.{name}") from exc
+        raise ConfigError(
+            f"bad options for collector {name!r}: {exc}", where=f"collect.sources.{name}"
+        ) from exc

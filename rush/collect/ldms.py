@@ -69,8 +69,10 @@ def normalize(column: str) -> MetricName:
     if base.startswith("Port"):
         return MetricName(f"opa_{SANITIZE.sub('_', base)}_per_s", 1.0, rate)
     if base.startswith("client."):
-        key = base[len("client."):]
-        return MetricName(f"lustre_{key}_per_s" if key.endswith("_bytes") else f"lustre_{key}_ops_per_s", 1.0, rate)
+        key = base[len("client.") :]
+        return MetricName(
+            f"lustre_{key}_per_s" if key.endswith("_bytes") else f"lustre_{key}_ops_per_s", 1.0, rate
+        )
     if base.endswith(".sum") and base.removesuffix(".sum").endswith("_bytes"):
         return MetricName(f"lustre_{base.removesuffix('.sum')}_per_s", 1.0, rate)
     if base.endswith(".count"):
@@ -90,7 +92,9 @@ class LdmsCsvReader:
 
     def __init__(self, path: str | Path, unknown: str = "keep") -> None:
         if unknown not in ("keep", "drop"):
-            raise CollectorError(f"unknown={unknown!r}", where="collect.sources.ldms.unknown", fix="keep or drop")
+            raise CollectorError(
+                f"unknown={unknown!r}", where="collect.sources.ldms.unknown", fix="keep or drop"
+            )
         self.path = Path(path)
         self.unknown = unknown
         self.offset = 0
@@ -109,11 +113,16 @@ class LdmsCsvReader:
                 fix="expected #Time,Time_usec,ProducerName,component_id,job_id,app_id,<metrics>",
             )
         self.columns = columns
-        self.names = [normalize(c) for c in columns[len(FIXED):]]
-        for column, name in zip(columns[len(FIXED):], self.names, strict=True):
+        self.names = [normalize(c) for c in columns[len(FIXED) :]]
+        for column, name in zip(columns[len(FIXED) :], self.names, strict=True):
             if not name.known and column not in self._warned:
                 self._warned.add(column)
-                log.warning("%s: unknown LDMS metric %r (%s)", self.path, column, "kept as " + name.metric if self.unknown == "keep" else "dropped")
+                log.warning(
+                    "%s: unknown LDMS metric %r (%s)",
+                    self.path,
+                    column,
+                    "kept as " + name.metric if self.unknown == "keep" else "dropped",
+                )
 
     def read_new(self) -> list[Sample]:
         try:
@@ -124,7 +133,9 @@ class LdmsCsvReader:
                 fh.seek(self.offset)
                 data = fh.read()
         except PermissionError as exc:
-            raise CollectorError("permission denied", where=str(self.path), fix="make the LDMS store readable") from exc
+            raise CollectorError(
+                "permission denied", where=str(self.path), fix="make the LDMS store readable"
+            ) from exc
         except OSError as exc:
             raise CollectorError(f"cannot read: {exc.strerror or exc}", where=str(self.path)) from exc
         # A last line without a newline may still be being written: read it next time.
@@ -148,11 +159,16 @@ class LdmsCsvReader:
         fields = [f.strip() for f in line.split(",")]
         if len(fields) != len(self.columns):
             self.skipped += 1
-            log.warning("%s: line with %d of %d fields skipped (truncated write?)", self.path, len(fields), len(self.columns))
+            log.warning(
+                "%s: line with %d of %d fields skipped (truncated write?)",
+                self.path,
+                len(fields),
+                len(self.columns),
+            )
             return []
         try:
             t = _timestamp(fields[0], fields[1])
-            values = [float(f) for f in fields[len(FIXED):]]
+            values = [float(f) for f in fields[len(FIXED) :]]
         except ValueError:
             self.skipped += 1
             log.warning("%s: non-numeric line skipped: %r", self.path, line[:60])
@@ -173,7 +189,7 @@ class LdmsCsvReader:
         samples = [Sample(t, host, "ldms", m, v) for m, v in totals.items()]
         for key, value in raw.items():
             if key.startswith("counter:"):
-                metric = key[len("counter:"):]
+                metric = key[len("counter:") :]
                 if metric in totals:
                     continue  # the .rate column already gave it
                 rate = self.rates.update((host, metric), t, value)
@@ -188,7 +204,11 @@ class LdmsCsvReader:
 class LdmsCollector(Collector):
     def __init__(self, paths: tuple[str, ...] | list[str] = (), unknown: str = "keep") -> None:
         if not paths:
-            raise CollectorError("no LDMS store_csv paths given", where="collect.sources.ldms.paths", fix='paths = ["/var/ldms/csv/*"]')
+            raise CollectorError(
+                "no LDMS store_csv paths given",
+                where="collect.sources.ldms.paths",
+                fix='paths = ["/var/ldms/csv/*"]',
+            )
         self.patterns = list(paths)
         self.unknown = unknown
         self.readers: dict[str, LdmsCsvReader] = {}

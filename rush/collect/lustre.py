@@ -91,10 +91,17 @@ def _fs_label(instance: str) -> str:
 class LustreCollector(Collector):
     """``mode="files"`` reads the stats files (``paths`` globs); ``mode="lctl"`` runs lctl."""
 
-    def __init__(self, mode: str = "files", paths: tuple[str, ...] = STATS_GLOBS, host: str | None = None,
-                 lctl: str = "lctl") -> None:
+    def __init__(
+        self,
+        mode: str = "files",
+        paths: tuple[str, ...] = STATS_GLOBS,
+        host: str | None = None,
+        lctl: str = "lctl",
+    ) -> None:
         if mode not in ("files", "lctl"):
-            raise CollectorError(f"unknown lustre mode {mode!r}", where="collect.sources.lustre.mode", fix="files or lctl")
+            raise CollectorError(
+                f"unknown lustre mode {mode!r}", where="collect.sources.lustre.mode", fix="files or lctl"
+            )
         self.mode, self.paths, self.lctl = mode, tuple(paths), lctl
         self.host = host or socket.gethostname()
         self.rates = RateTracker()
@@ -102,9 +109,13 @@ class LustreCollector(Collector):
     def read(self) -> list[LliteStats]:
         if self.mode == "lctl":
             try:
-                out = subprocess.run([self.lctl, "get_param", "llite.*.stats"], capture_output=True, text=True, timeout=10)
+                out = subprocess.run(
+                    [self.lctl, "get_param", "llite.*.stats"], capture_output=True, text=True, timeout=10
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
-                raise CollectorError(f"lctl failed: {exc}", where=self.lctl, fix="install the Lustre client tools") from exc
+                raise CollectorError(
+                    f"lctl failed: {exc}", where=self.lctl, fix="install the Lustre client tools"
+                ) from exc
             if out.returncode != 0:
                 raise CollectorError(f"lctl failed: {out.stderr.strip()[:200]}", where=self.lctl)
             return parse_lctl_output(out.stdout)
@@ -114,13 +125,17 @@ class LustreCollector(Collector):
                 try:
                     text = Path(path).read_text()
                 except PermissionError as exc:
-                    raise CollectorError("permission denied", where=path, fix="run as root (debugfs is root-only)") from exc
+                    raise CollectorError(
+                        "permission denied", where=path, fix="run as root (debugfs is root-only)"
+                    ) from exc
                 except OSError as exc:
                     log.warning("%s: %s", path, exc)
                     continue
                 found.append(parse_stats_file(text, Path(path).parent.name, path))
         if not found:
-            raise CollectorError("no llite stats found", where=", ".join(self.paths), fix="is a Lustre client mounted?")
+            raise CollectorError(
+                "no llite stats found", where=", ".join(self.paths), fix="is a Lustre client mounted?"
+            )
         return found
 
     def collect(self) -> list[Sample]:

@@ -50,7 +50,9 @@ class RaplCollector(Collector):
     def zones(self) -> list[Path]:
         base = self.root / "class" / "powercap"
         if not base.is_dir():
-            raise CollectorError("no powercap interface", where=str(base), fix="load intel_rapl_msr or disable the rapl source")
+            raise CollectorError(
+                "no powercap interface", where=str(base), fix="load intel_rapl_msr or disable the rapl source"
+            )
         return sorted(p for p in base.iterdir() if ZONE.match(p.name))
 
     def read_energy(self) -> dict[str, tuple[float, float]]:
@@ -78,7 +80,9 @@ class RaplCollector(Collector):
         return [Sample(now, self.host, self.name, metric, value) for metric, value in watts.items()]
 
 
-def job_energy(store, hosts: Sequence[str], start: float, end: float, metric: str = "rapl_package_watts") -> dict:
+def job_energy(
+    store, hosts: Sequence[str], start: float, end: float, metric: str = "rapl_package_watts"
+) -> dict:
     """Joules and mean watts of a job from its nodes' power samples (trapezoid rule).
 
     Each node's power series is integrated over [start, end]; the value at the window's
@@ -89,11 +93,22 @@ def job_energy(store, hosts: Sequence[str], start: float, end: float, metric: st
     joules = 0.0
     covered = 0
     for host in hosts:
-        series = [(s.timestamp, s.value) for s in store.samples(hosts=[host], start=start, end=end) if s.metric == metric]
+        series = [
+            (s.timestamp, s.value)
+            for s in store.samples(hosts=[host], start=start, end=end)
+            if s.metric == metric
+        ]
         if not series:
             continue
         covered += 1
         times = [start] + [t for t, _ in series] + [end]
         values = [series[0][1]] + [v for _, v in series] + [series[-1][1]]
-        joules += sum((times[k + 1] - times[k]) * (values[k + 1] + values[k]) / 2 for k in range(len(times) - 1))
-    return {"joules": joules, "mean_watts": joules / (end - start), "hosts_with_data": covered, "hosts": len(hosts)}
+        joules += sum(
+            (times[k + 1] - times[k]) * (values[k + 1] + values[k]) / 2 for k in range(len(times) - 1)
+        )
+    return {
+        "joules": joules,
+        "mean_watts": joules / (end - start),
+        "hosts_with_data": covered,
+        "hosts": len(hosts),
+    }

@@ -45,15 +45,29 @@ class SonarCollector(Collector):
         session=None,
     ) -> None:
         if not hosts:
-            raise CollectorError("no hosts to read", where="collect.sources.sonar.hosts", fix='hosts = ["node001", ...]')
+            raise CollectorError(
+                "no hosts to read", where="collect.sources.sonar.hosts", fix='hosts = ["node001", ...]'
+            )
         if metrics is None and not (metric_column and value_column):
             raise CollectorError(
                 "give either metrics = {column = name} (wide tables) or metric_column and value_column (long tables)",
                 where="collect.sources.sonar",
             )
-        for ident in (keyspace, table, host_column, time_column, metric_column or "m", value_column or "v", *(metrics or {})):
+        for ident in (
+            keyspace,
+            table,
+            host_column,
+            time_column,
+            metric_column or "m",
+            value_column or "v",
+            *(metrics or {}),
+        ):
             if not ident.replace("_", "").isalnum():
-                raise CollectorError(f"bad identifier {ident!r}", where="collect.sources.sonar", fix="letters, digits and _ only")
+                raise CollectorError(
+                    f"bad identifier {ident!r}",
+                    where="collect.sources.sonar",
+                    fix="letters, digits and _ only",
+                )
         self.hosts = list(hosts)
         self.contact_points, self.port, self.keyspace = list(contact_points), port, keyspace
         self.table, self.host_column, self.time_column = table, host_column, time_column
@@ -71,13 +85,17 @@ class SonarCollector(Collector):
                 from cassandra.cluster import Cluster
             except ImportError as exc:
                 raise BackendUnavailableError(
-                    "the sonar source needs cassandra-driver", where="collect.sources.sonar", fix="pip install 'rush[cassandra]'"
+                    "the sonar source needs cassandra-driver",
+                    where="collect.sources.sonar",
+                    fix="pip install 'rush[cassandra]'",
                 ) from exc
             try:
                 self._session = Cluster(self.contact_points, port=self.port).connect(self.keyspace)
             except Exception as exc:  # the driver raises NoHostAvailable and friends
                 raise CollectorError(
-                    f"cannot connect to Cassandra: {exc}", where=f"{self.contact_points}:{self.port}", fix="check contact_points and port"
+                    f"cannot connect to Cassandra: {exc}",
+                    where=f"{self.contact_points}:{self.port}",
+                    fix="check contact_points and port",
                 ) from exc
         return self._session
 

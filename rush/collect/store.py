@@ -72,7 +72,9 @@ class FeatureStore:
             metric = self._id("metrics", self._metrics, (s.metric, s.source), (s.metric, s.source))
             rows.append((float(s.timestamp), metric, host, float(s.value)))
         with self.db:
-            self.db.executemany("INSERT INTO samples (ts, metric_id, host_id, value) VALUES (?, ?, ?, ?)", rows)
+            self.db.executemany(
+                "INSERT INTO samples (ts, metric_id, host_id, value) VALUES (?, ?, ?, ?)", rows
+            )
         return len(rows)
 
     def prune(self, older_than: float | None = None) -> int:
@@ -121,7 +123,10 @@ class FeatureStore:
         return features
 
     def samples(
-        self, hosts: Sequence[str] | None = None, start: float = float("-inf"), end: float = float("inf"),
+        self,
+        hosts: Sequence[str] | None = None,
+        start: float = float("-inf"),
+        end: float = float("inf"),
         sources: Sequence[str] | None = None,
     ) -> list[Sample]:
         """Raw samples in [start, end), oldest first."""
@@ -133,7 +138,8 @@ class FeatureStore:
             [start, end, *args],
         )
         return [
-            Sample(ts, host_names[h], metric_names[m][1], metric_names[m][0], value) for ts, m, h, value in rows
+            Sample(ts, host_names[h], metric_names[m][1], metric_names[m][0], value)
+            for ts, m, h, value in rows
         ]
 
     def close(self) -> None:

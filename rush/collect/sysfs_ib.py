@@ -21,11 +21,27 @@ from rush.errors import CollectorError
 log = logging.getLogger(__name__)
 
 STANDARD_COUNTERS = (
-    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
-    "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
-    "local_link_integrity_errors", "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_data",
-    "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "port_xmit_wait", "unicast_xmit_packets",
-    "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets",
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "port_xmit_discards",
+    "port_xmit_constraint_errors",
+    "port_rcv_constraint_errors",
+    "local_link_integrity_errors",
+    "excessive_buffer_overrun_errors",
+    "VL15_dropped",
+    "port_xmit_data",
+    "port_rcv_data",
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "port_xmit_wait",
+    "unicast_xmit_packets",
+    "unicast_rcv_packets",
+    "multicast_xmit_packets",
+    "multicast_rcv_packets",
 )
 DATA_COUNTERS = {"port_xmit_data": "ib_xmit_bytes_per_s", "port_rcv_data": "ib_rcv_bytes_per_s"}
 IB_WORD_BYTES = 4
@@ -40,7 +56,9 @@ def read_counter(path: Path) -> int:
     try:
         text = path.read_text().strip()
     except PermissionError as exc:
-        raise CollectorError("permission denied", where=str(path), fix="run the collector as root or grant read access") from exc
+        raise CollectorError(
+            "permission denied", where=str(path), fix="run the collector as root or grant read access"
+        ) from exc
     except OSError as exc:
         raise CollectorError(f"cannot read counter: {exc.strerror or exc}", where=str(path)) from exc
     try:
@@ -62,7 +80,11 @@ class SysfsIBCollector(Collector):
         """Counter values summed over devices and ports (data counters in bytes)."""
         base = self.root / "class" / "infiniband"
         if not base.is_dir():
-            raise CollectorError("no InfiniBand/Omni-Path devices", where=str(base), fix="check the sysfs root or disable sysfs_ib")
+            raise CollectorError(
+                "no InfiniBand/Omni-Path devices",
+                where=str(base),
+                fix="check the sysfs root or disable sysfs_ib",
+            )
         totals: dict[str, int] = {}
         self.errors = []
         for device in sorted(p for p in base.iterdir() if (p / "ports").is_dir()):

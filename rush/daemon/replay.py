@@ -32,7 +32,9 @@ class ReplayPlan:
     job_ids: dict[int, int]  # trace job id -> RJMS job id
 
 
-def submit_window(backend: RJMSBackend, workload: Workload, partition: str = "") -> tuple[float, dict[int, int]]:
+def submit_window(
+    backend: RJMSBackend, workload: Workload, partition: str = ""
+) -> tuple[float, dict[int, int]]:
     """Submit the scaled jobs at their submit times; return (replay start, id mapping)."""
     t0 = time.time()
     ids: dict[int, int] = {}

@@ -33,7 +33,9 @@ class Window:
             window = cls(int(first), int(count))
         except ValueError:
             raise RushError(
-                f"bad window {text!r}", where="--window", fix="write START:N, e.g. 0:50 (jobs in submit order)"
+                f"bad window {text!r}",
+                where="--window",
+                fix="write START:N, e.g. 0:50 (jobs in submit order)",
             ) from None
         if window.start < 0 or window.count <= 0 or not sep:
             raise RushError(f"bad window {text!r}", where="--window", fix="START >= 0 and N > 0, e.g. 100:50")
@@ -119,7 +121,11 @@ def fidelity_report(simulated: SimResult, observed: list[Observed], tau: float =
         "per_job": [
             {"job_id": int(j), "sim_wait": float(s), "real_wait": float(r), "difference": float(d)}
             for j, s, r, d in zip(
-                simulated.job_id, simulated.start - simulated.submit, real.start - real.submit, diff, strict=True
+                simulated.job_id,
+                simulated.start - simulated.submit,
+                real.start - real.submit,
+                diff,
+                strict=True,
             )
         ],
         "metrics": {k: {"simulator": sim_metrics.get(k), "slurm": real_metrics.get(k)} for k in keys},

@@ -54,17 +54,15 @@ def variant_inputs(
     ``walkforward`` reuses an earlier walk-forward result (one per trace, many policies).
     """
     if variant not in VARIANTS:
-        raise RushError(f"unknown variant {variant!r}", where="variant", fix=f"use one of: {', '.join(VARIANTS)}")
+        raise RushError(
+            f"unknown variant {variant!r}", where="variant", fix=f"use one of: {', '.join(VARIANTS)}"
+        )
     if variant == "base":
         return None, {}, None
     if variant == "runtime-clairvoyant":
         return SimInputs(estimate=workload.runtime.astype(np.float64)), {}, None
     wf = walkforward if walkforward is not None else _walkforward(trace, workload, model, mode)
-    divider = np.asarray(wf.divider, dtype=np.float64)
-    finite = np.isfinite(divider) & (divider > 0)
-    # Week 1 has no history and so no divider of its own; the first one computed stands in.
-    fallback = float(divider[finite][0]) if finite.any() else float(np.median(workload.runtime))
-    divider = np.where(finite, divider, fallback)
+    divider = wf.divider_or_first()
     if variant == "class-clairvoyant":
         runtime_class = np.where(np.minimum(workload.runtime, workload.requested_time) <= divider, 0, 1)
     else:
@@ -72,15 +70,7 @@ def variant_inputs(
     kills = variant in ("classification-idempotent", "class-clairvoyant")
     inputs = SimInputs(runtime_class=runtime_class.astype(np.int64), divider=divider)
     config = {"use_classes": True, "kill_false_small": kills, "divider": float(np.median(divider))}
-    return inputs, config, classification_quality(workload, wf.predicted_class, divider)
-
-
-def classification_quality(workload: Workload, predicted_class: np.ndarray, divider: np.ndarray) -> dict:
-    """Accuracy, precision/recall of the small class, false-small and false-large rates."""
-    from rush.models.evaluation import classification_summary
-
-    actual_small = np.minimum(workload.runtime, workload.requested_time) <= divider
-    return classification_summary(actual_small, np.asarray(predicted_class) == 0)
+    return inputs, config, wf.summary()
 
 
 def class_inputs(trace: Trace, workload: Workload, classes: str, model: Path | None):

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
-JOBS_CSV_HEADER = ("job_id", "submit", "start", "end", "procs", "requested_time", "runtime", "backfilled", "killed")
+JOBS_CSV_HEADER = (
+    "job_id",
+    "submit",
+    "start",
+    "end",
+    "procs",
+    "requested_time",
+    "runtime",
+    "backfilled",
+    "killed",
+)
 
 
 @dataclass

@@ -169,11 +169,15 @@ def parse_lublin_spec(spec: str) -> tuple[int, int, int] | None:
         return None
     values = list(LUBLIN_DEFAULT)
     if len(args) > 3:
-        raise TraceNotFoundError(f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]]")
+        raise TraceNotFoundError(
+            f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]]"
+        )
     for k, arg in enumerate(args):
         if not arg.isdigit() or (k < 2 and int(arg) <= 0):
             raise TraceNotFoundError(
-                f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]] with positive integers"
+                f"bad synthetic spec {spec!r}",
+                where="TRACE",
+                fix="lublin[:JOBS[:PROCS[:SEED]]] with positive integers",
             )
         values[k] = int(arg)
     return values[0], values[1], values[2]

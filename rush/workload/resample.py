@@ -73,7 +73,9 @@ def resample_weekly(trace: Trace, weeks: int, seed: int = 0) -> Trace:
     for f in ("wait", "preceding_job", "think_time"):
         columns[f] = np.full(len(index), -1, dtype=columns[f].dtype)
     header = dict(trace.header)
-    header["Note"] = f"weekly user-profile resampling of {trace.name or 'a trace'} by rush: {weeks} weeks, seed {seed}"
+    header["Note"] = (
+        f"weekly user-profile resampling of {trace.name or 'a trace'} by rush: {weeks} weeks, seed {seed}"
+    )
     header["MaxJobs"] = header["MaxRecords"] = str(len(index))
     return Trace(
         columns=columns,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,15 @@ import numpy as np
 from rush.errors import TraceFormatError
 from rush.workload.model import Trace
 
-STATUS = {"COMPLETED": 1, "FAILED": 0, "TIMEOUT": 0, "NODE_FAIL": 0, "OUT_OF_MEMORY": 0, "CANCELLED": 5, "PREEMPTED": 5}
+STATUS = {
+    "COMPLETED": 1,
+    "FAILED": 0,
+    "TIMEOUT": 0,
+    "NODE_FAIL": 0,
+    "OUT_OF_MEMORY": 0,
+    "CANCELLED": 5,
+    "PREEMPTED": 5,
+}
 
 
 class _Coder:
@@ -89,19 +97,25 @@ def _timestamp(text: str) -> float | None:
         return None
     if text.isdigit():
         return float(text)
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
 
 
 def _rows_from_json(doc: dict, where: str) -> list[dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise TraceFormatError(
-            "not sacct --json output (no top-level 'jobs' list)", where=where, fix="produce it with: sacct --json ..."
+            "not sacct --json output (no top-level 'jobs' list)",
+            where=where,
+            fix="produce it with: sacct --json ...",
         )
     rows = []
     for k, job in enumerate(doc["jobs"]):
         try:
             t = job["time"]
-            alloc = {e.get("type"): e.get("count") for e in job.get("tres", {}).get("allocated", []) if isinstance(e, dict)}
+            alloc = {
+                e.get("type"): e.get("count")
+                for e in job.get("tres", {}).get("allocated", [])
+                if isinstance(e, dict)
+            }
             limit = _number(t.get("limit"))
             rows.append(
                 {
@@ -121,7 +135,9 @@ def _rows_from_json(doc: dict, where: str) -> list[dict]:
                 }
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise TraceFormatError(f"job entry {k} is malformed ({exc!r})", where=f"{where}: jobs[{k}]") from exc
+            raise TraceFormatError(
+                f"job entry {k} is malformed ({exc!r})", where=f"{where}: jobs[{k}]"
+            ) from exc
     return rows
 
 
@@ -140,7 +156,9 @@ def _rows_from_parsable(text: str, where: str) -> list[dict]:
         if not fields or all(not f for f in fields):
             continue
         if len(fields) != len(header):
-            raise TraceFormatError(f"has {len(fields)} fields, the header {len(header)}", where=f"{where}:{lineno}")
+            raise TraceFormatError(
+                f"has {len(fields)} fields, the header {len(header)}", where=f"{where}:{lineno}"
+            )
         rec = dict(zip(header, fields, strict=True))
         try:
             start, end = _timestamp(rec["Start"]), _timestamp(rec["End"])
@@ -188,7 +206,23 @@ def _to_trace(rows: list[dict], name: str) -> Trace:
     users, accounts, partitions, names = _Coder(), _Coder(), _Coder(), _Coder()
     n = len(rows)
     origin = min((r["submit"] for r in rows), default=0.0)
-    cols = {k: np.full(n, -1, dtype=np.int64) for k in ("job_id", "submit", "wait", "runtime", "alloc_procs", "req_procs", "req_time", "status", "user", "group", "app", "queue")}
+    cols = {
+        k: np.full(n, -1, dtype=np.int64)
+        for k in (
+            "job_id",
+            "submit",
+            "wait",
+            "runtime",
+            "alloc_procs",
+            "req_procs",
+            "req_time",
+            "status",
+            "user",
+            "group",
+            "app",
+            "queue",
+        )
+    }
     for k, r in enumerate(rows):
         base_id = r["job_id"].split("_")[0]
         cols["job_id"][k] = int(base_id) if base_id.isdigit() else k + 1
@@ -208,5 +242,10 @@ def _to_trace(rows: list[dict], name: str) -> Trace:
     trace.name = name
     trace.header["UnixStartTime"] = str(int(origin))
     trace.header["Note"] = "converted from Slurm accounting (sacct) by rush"
-    trace.labels = {"user": users.labels(), "group": accounts.labels(), "queue": partitions.labels(), "app": names.labels()}
+    trace.labels = {
+        "user": users.labels(),
+        "group": accounts.labels(),
+        "queue": partitions.labels(),
+        "app": names.labels(),
+    }
     return trace

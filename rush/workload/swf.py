@@ -31,7 +31,11 @@ N_FIELDS = len(SWF_FIELDS)
 
 def _read_bytes(path: Path) -> bytes:
     if not path.exists():
-        raise TraceNotFoundError(f"no such trace file: {path}", where=str(path), fix="check the path, or use a catalogue name such as KTH-SP2")
+        raise TraceNotFoundError(
+            f"no such trace file: {path}",
+            where=str(path),
+            fix="check the path, or use a catalogue name such as KTH-SP2",
+        )
     raw = path.read_bytes()
     if raw[:2] != GZIP_MAGIC:
         return raw
@@ -109,10 +113,14 @@ def read_swf(path: str | Path, strict: bool = False) -> Trace:
     values, rows, ok = parse_swf_numbers(np.frombuffer(raw, dtype=np.uint8))
     if ok:
         comments = [line for line in raw[: _first_job_offset(raw)].split(b"\n") if line.startswith(b";")]
-        return Trace(columns=_columns(values.reshape(rows, N_FIELDS)), header=_parse_header(comments), name=name)
+        return Trace(
+            columns=_columns(values.reshape(rows, N_FIELDS)), header=_parse_header(comments), name=name
+        )
     lines = raw.split(b"\n")
     comments = [line for line in lines if line.startswith(b";")]
-    numbered = [(k + 1, line) for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(b";")]
+    numbered = [
+        (k + 1, line) for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(b";")
+    ]
     skipped: dict[str, int] = {}
     data = None
     if numbered:
@@ -138,7 +146,9 @@ def read_swf(path: str | Path, strict: bool = False) -> Trace:
                     rows.append(parsed)
             if bad:
                 skipped["malformed"] = len(bad)
-                log.warning("%s: skipped %d malformed lines (first: %s)", path, len(bad), ", ".join(map(str, bad[:5])))
+                log.warning(
+                    "%s: skipped %d malformed lines (first: %s)", path, len(bad), ", ".join(map(str, bad[:5]))
+                )
             data = np.asarray(rows, dtype=np.float64).reshape(-1, N_FIELDS)
     else:
         data = np.zeros((0, N_FIELDS))

@@ -98,7 +98,9 @@ def test_lustre_stats_file_and_lctl_output():
     assert stats.snapshot_time == 1700000010.0
     assert stats.counts["read_bytes"] == 120 and stats.sums["read_bytes"] == 52428800
     assert stats.counts["open"] == 30 and "open" not in stats.sums
-    blocks = parse_lctl_output("llite.lustre-ffff88.stats=\n" + LLITE + "llite.scratch-ffff99.stats=\n" + LLITE)
+    blocks = parse_lctl_output(
+        "llite.lustre-ffff88.stats=\n" + LLITE + "llite.scratch-ffff99.stats=\n" + LLITE
+    )
     assert [b.filesystem for b in blocks] == ["lustre-ffff88", "scratch-ffff99"]
 
 
@@ -132,7 +134,9 @@ def test_rapl_watts_with_wraparound(tmp_path, monkeypatch):
     monkeypatch.setattr("rush.collect.rapl.time.time", lambda: next(clock))
     collector = RaplCollector(root=str(tmp_path), host="n1")
     assert collector.collect() == []
-    rapl_tree(tmp_path, {"intel-rapl:0": ("package-0", 300_000_000), "intel-rapl:0:0": ("dram", 120_000_000)}, wrap)
+    rapl_tree(
+        tmp_path, {"intel-rapl:0": ("package-0", 300_000_000), "intel-rapl:0:0": ("dram", 120_000_000)}, wrap
+    )
     watts = {s.metric: s.value for s in collector.collect()}
     assert watts["rapl_package_watts"] == pytest.approx(50.0)  # 200 J + 300 J over 10 s across the wrap
     assert watts["rapl_dram_watts"] == pytest.approx(12.0)
@@ -157,7 +161,13 @@ def test_job_energy_from_store(tmp_path):
     from rush.collect.base import Sample
 
     with FeatureStore(tmp_path / "f.sqlite") as store:
-        store.insert([Sample(t, h, "rapl", "rapl_package_watts", w) for h, w in (("a", 100.0), ("b", 50.0)) for t in range(0, 101, 10)])
+        store.insert(
+            [
+                Sample(t, h, "rapl", "rapl_package_watts", w)
+                for h, w in (("a", 100.0), ("b", 50.0))
+                for t in range(0, 101, 10)
+            ]
+        )
         energy = job_energy(store, ["a", "b", "c"], 0, 100)
     assert energy["joules"] == pytest.approx(15000)
     assert energy["mean_watts"] == pytest.approx(150)
@@ -243,11 +253,18 @@ class FakeCassandraSession:
 def test_sonar_long_table_counters_to_rates():
     t0 = datetime(2023, 11, 14, 22, 13, 20)  # 1700000000
     t1 = datetime(2023, 11, 14, 22, 13, 30)
-    session = FakeCassandraSession({
-        "n1": [(t0, "ib.port_xmit_data#mlx5_0.1", 100), (t1, "ib.port_xmit_data#mlx5_0.1", 350),
-               (t1, "ib.port_rcv_data.rate#mlx5_0.1", 5.0)],
-    })
-    collector = SonarCollector(hosts=["n1", "n2"], metric_column="metric", value_column="value", session=session)
+    session = FakeCassandraSession(
+        {
+            "n1": [
+                (t0, "ib.port_xmit_data#mlx5_0.1", 100),
+                (t1, "ib.port_xmit_data#mlx5_0.1", 350),
+                (t1, "ib.port_rcv_data.rate#mlx5_0.1", 5.0),
+            ],
+        }
+    )
+    collector = SonarCollector(
+        hosts=["n1", "n2"], metric_column="metric", value_column="value", session=session
+    )
     samples = collector.collect(now=1700000100.0)
     assert "WHERE hostname = ? AND ts > ? AND ts <= ?" in session.prepared[0]
     by_metric = {s.metric: s for s in samples}

@@ -51,8 +51,26 @@ def test_priority_formulas(name, expected):
 
 def test_every_policy_is_tested_or_linear():
     assert set(POLICY_CODES) == {
-        "FCFS", "LCFS", "SPF", "LPF", "SQF", "LQF", "SAF", "LAF", "SRF", "LRF", "SEXP", "LEXP",
-        "WFP3", "UNICEF", "F1", "F2", "F3", "F4", "LIN", "LINEAR",
+        "FCFS",
+        "LCFS",
+        "SPF",
+        "LPF",
+        "SQF",
+        "LQF",
+        "SAF",
+        "LAF",
+        "SRF",
+        "LRF",
+        "SEXP",
+        "LEXP",
+        "WFP3",
+        "UNICEF",
+        "F1",
+        "F2",
+        "F3",
+        "F4",
+        "LIN",
+        "LINEAR",
     }
 
 
@@ -68,7 +86,9 @@ def test_f_policies_guard_r_at_one():
 def test_linear_weights_over_documented_features():
     policy = parse_policy("LINEAR:q=2,p=0.5,wait=-1,rho=3,expansion=4,area=0.001,r=1e-6")
     expected = 2 * Q + 0.5 * P - WAIT + 3 * P / Q + 4 * (WAIT + P) / P + 0.001 * P * Q + 1e-6 * SUBMIT
-    assert priority_key(policy.code, policy.weight_array(), NOW, ORIGIN, SUBMIT, Q, P) == pytest.approx(expected)
+    assert priority_key(policy.code, policy.weight_array(), NOW, ORIGIN, SUBMIT, Q, P) == pytest.approx(
+        expected
+    )
     assert policy.dynamic
     assert not parse_policy("LINEAR:q=1,p=1").dynamic
 

@@ -91,5 +91,7 @@ def test_easy_start_times_match_oracle(trace, policy):
         True,
     )
     mismatched = np.flatnonzero(result.start != np.asarray(expected_start))
-    assert len(mismatched) == 0, f"{len(mismatched)} start times differ, first job {prefix.job_id[mismatched[:3]]}"
+    assert len(mismatched) == 0, (
+        f"{len(mismatched)} start times differ, first job {prefix.job_id[mismatched[:3]]}"
+    )
     assert result.backfilled.tolist() == expected_backfilled

@@ -95,8 +95,10 @@ def test_schedule_and_simulator_agree_on_a_random_queue():
         if w.submit[j] <= t and sim.start[j] >= t
     )
     free = 16 - sum(r.procs for r in running)
-    decisions = schedule(Snapshot(now=t, total_procs=16, free_procs=free, pending=pending, running=running),
-                         CoreConfig.from_names("SAF", "easy"))
+    decisions = schedule(
+        Snapshot(now=t, total_procs=16, free_procs=free, pending=pending, running=running),
+        CoreConfig.from_names("SAF", "easy"),
+    )
     started_by_sim = {int(w.job_id[j]) for j in range(n) if sim.start[j] == t}
     started_by_core = set(decisions.job_ids("start")) | set(decisions.job_ids("backfill"))
     # The simulator's pass at t=50 sees the same state only if no event happened exactly at t;

@@ -15,7 +15,9 @@ from tests.workload.test_swf import GOOD, MIRROR
 
 def rush(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "rush", *args], capture_output=True, text=True, env=full_env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "rush", *args], capture_output=True, text=True, env=full_env, timeout=300
+    )
 
 
 def test_wrong_policy_name():
@@ -53,8 +55,21 @@ def test_simulate_json_keys_and_jobs_csv(tmp_path: Path):
     out = rush("simulate", "lublin:400:32:3", "--policy", "SAF", "--json", "--jobs-out", str(csv_path))
     assert out.returncode == 0, out.stderr
     metrics = json.loads(out.stdout)
-    for key in ("jobs", "dropped", "mean_wait", "mean_bounded_slowdown", "mean_pp_bounded_slowdown", "mean_response_time",
-                "utilization", "utilization_window", "throughput_std", "awrt", "makespan", "max_wait", "backfilled"):
+    for key in (
+        "jobs",
+        "dropped",
+        "mean_wait",
+        "mean_bounded_slowdown",
+        "mean_pp_bounded_slowdown",
+        "mean_response_time",
+        "utilization",
+        "utilization_window",
+        "throughput_std",
+        "awrt",
+        "makespan",
+        "max_wait",
+        "backfilled",
+    ):
         assert key in metrics, key
     assert metrics["jobs"] == 400
     lines = csv_path.read_text().splitlines()
@@ -63,7 +78,9 @@ def test_simulate_json_keys_and_jobs_csv(tmp_path: Path):
 
 
 def test_compare_json_and_report(tmp_path: Path):
-    out = rush("compare", "lublin:300:32:4", "--policies", "FCFS,SPF", "--json", "--out", str(tmp_path / "run"))
+    out = rush(
+        "compare", "lublin:300:32:4", "--policies", "FCFS,SPF", "--json", "--out", str(tmp_path / "run")
+    )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["label"] for r in rows] == ["FCFS-easy", "SPF-easy"]

@@ -34,7 +34,7 @@ def test_lublin_documented_statistics():
     assert 2.5 < np.log(np.maximum(p, 1)).mean() < 8 and p.max() <= np.exp(12)
     # Daily cycle: more arrivals in the working day than at night.
     hours = (s % 86400) // 3600
-    assert ((hours >= 8) & (hours < 18)).mean() > 2 * ((hours < 6)).mean()
+    assert ((hours >= 8) & (hours < 18)).mean() > 2 * (hours < 6).mean()
     # Runtime grows with size.
     assert spearmanr(q, p).correlation > 0.05
     assert (np.diff(s) >= 0).all()
@@ -60,7 +60,12 @@ def test_resample_deterministic_and_sorted():
 def test_resample_keeps_user_job_properties():
     trace = _kth_like()
     new = resample_weekly(trace, 5, seed=1)
-    original = {(u, r, q, t) for u, r, q, t in zip(trace["user"], trace["runtime"], trace["alloc_procs"], trace["req_time"], strict=True)}
+    original = {
+        (u, r, q, t)
+        for u, r, q, t in zip(
+            trace["user"], trace["runtime"], trace["alloc_procs"], trace["req_time"], strict=True
+        )
+    }
     for row in zip(new["user"], new["runtime"], new["alloc_procs"], new["req_time"], strict=True):
         assert row in original
 

@@ -11,33 +11,64 @@ from rush.workload.catalogue import load_trace
 from rush.workload.model import workload_from_trace
 
 JOBS_2205 = {
-    "meta": {"plugin": {"type": "openapi/dbv0.0.38"}, "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}}},
+    "meta": {
+        "plugin": {"type": "openapi/dbv0.0.38"},
+        "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}},
+    },
     "errors": [],
     "jobs": [
         {
-            "account": "physics", "job_id": 101, "name": "lammps", "partition": "batch", "user": "alice",
+            "account": "physics",
+            "job_id": 101,
+            "name": "lammps",
+            "partition": "batch",
+            "user": "alice",
             "state": {"current": "COMPLETED", "reason": "None"},
-            "time": {"elapsed": 3500, "submission": 1700000000, "start": 1700000100, "end": 1700003600, "limit": 120},
+            "time": {
+                "elapsed": 3500,
+                "submission": 1700000000,
+                "start": 1700000100,
+                "end": 1700003600,
+                "limit": 120,
+            },
             "required": {"CPUs": 64, "memory": 0},
-            "tres": {"allocated": [{"type": "cpu", "id": 1, "count": 64}, {"type": "node", "id": 4, "count": 2}]},
+            "tres": {
+                "allocated": [{"type": "cpu", "id": 1, "count": 64}, {"type": "node", "id": 4, "count": 2}]
+            },
             "steps": [],
         },
         {
-            "account": "bio", "job_id": 102, "name": "blast", "partition": "debug", "user": "bob",
+            "account": "bio",
+            "job_id": 102,
+            "name": "blast",
+            "partition": "debug",
+            "user": "bob",
             "state": {"current": "CANCELLED by 0", "reason": "None"},
             "time": {"elapsed": 0, "submission": 1700000050, "start": 0, "end": 1700000500, "limit": 30},
-            "required": {"CPUs": 8}, "tres": {"allocated": []}, "steps": [],
+            "required": {"CPUs": 8},
+            "tres": {"allocated": []},
+            "steps": [],
         },
     ],
 }
 JOBS_2302 = {
     "jobs": [
         {
-            "account": "physics", "job_id": 7, "name": "x", "partition": "batch", "user": "alice",
+            "account": "physics",
+            "job_id": 7,
+            "name": "x",
+            "partition": "batch",
+            "user": "alice",
             "state": {"current": ["TIMEOUT"]},
-            "time": {"elapsed": 600, "submission": 100, "start": 160, "end": 760,
-                     "limit": {"set": True, "infinite": False, "number": 10}},
-            "required": {"CPUs": 4}, "tres": {"allocated": [{"type": "cpu", "count": 4}]},
+            "time": {
+                "elapsed": 600,
+                "submission": 100,
+                "start": 160,
+                "end": 760,
+                "limit": {"set": True, "infinite": False, "number": 10},
+            },
+            "required": {"CPUs": 4},
+            "tres": {"allocated": [{"type": "cpu", "count": 4}]},
         }
     ]
 }

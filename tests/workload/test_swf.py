@@ -47,7 +47,10 @@ def test_reads_fields_and_header(tmp_path):
     assert w.procs.tolist() == [4, 8, 2] and w.requested_time.tolist() == [200, 60, 30]
 
 
-MALFORMED = GOOD + "4 30 0 10 1 -1 -1 1 20\n5 40 0 x 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n6 50 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+MALFORMED = (
+    GOOD
+    + "4 30 0 10 1 -1 -1 1 20\n5 40 0 x 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n6 50 0 10 1 -1 -1 1 20 -1 1 1 1 -1 1 -1 -1 -1\n"
+)
 
 
 def test_malformed_lines_are_skipped_and_counted(tmp_path):
@@ -104,7 +107,9 @@ def manifest() -> dict[str, int]:
         return {row["file"]: int(row["jobs"]) for row in csv.DictReader(fh, delimiter="\t")}
 
 
-@pytest.mark.parametrize("name", ["KTH-SP2-1996-2.1-cln.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz", "Lublin-256-10k.swf.gz"])
+@pytest.mark.parametrize(
+    "name", ["KTH-SP2-1996-2.1-cln.swf.gz", "SDSC-SP2-1998-4.2-cln.swf.gz", "Lublin-256-10k.swf.gz"]
+)
 def test_real_traces_have_manifest_job_counts(name):
     jobs = manifest()[name]
     trace = read_swf(MIRROR / name)
