@@ -49,7 +49,7 @@ def reference_schedule(
             pending.append(nxt)
             nxt += 1
 
-        def order(j: int) -> tuple:
+        def order(j: int, t: float = t) -> tuple:
             if threshold is not None and t - submit[j] > threshold:
                 return (0, submit[j], j)
             return (1, key(j, t), j)
