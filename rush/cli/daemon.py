@@ -1,3 +1,47 @@
-"""`rush` commands: daemon (filled in by its issue)."""
+"""``rush daemon``: run the scheduler against the real queue (dry-run by default)."""
 
-from rush.cli.main import app  # noqa: F401
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+from rush.cli.main import app
+
+
+@app.command("daemon")
+def daemon_command(
+    config: Path = typer.Option(..., "--config", help="rush.toml (see deploy/rush.toml)."),
+    apply: bool = typer.Option(
+        False, "--apply/--dry-run", help="Act on the RJMS, or only journal (default)."
+    ),
+    once: bool = typer.Option(False, "--once", help="Run one cycle and exit."),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Read the queue, decide with the core, apply or journal every decision with its reason."""
+    from rush.daemon.config import load_config
+    from rush.daemon.service import Daemon
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    settings = load_config(config)
+    daemon = Daemon(settings, dry_run=not apply)
+    if not once:
+        port = daemon.metrics.serve(settings.daemon.metrics_address)
+        logging.getLogger("rush.daemon").info(
+            "metrics on %s (port %d); %s",
+            settings.daemon.metrics_address,
+            port,
+            "applying decisions" if apply else "dry-run",
+        )
+    if once:
+        report = daemon.run_cycle()
+        typer.echo(
+            f"cycle {report.cycle}: {'ok' if report.ok else 'failed: ' + report.error}; "
+            f"decisions {report.decisions}; applied {report.applied}; {report.seconds * 1e3:.0f} ms"
+        )
+        raise typer.Exit(0 if report.ok else 1)
+    daemon.run()

@@ -48,7 +48,7 @@ def submit_window(
             procs=int(workload.procs[k]),
             time_limit=float(workload.requested_time[k]),
             command=["sleep", f"{float(workload.runtime[k]):.3f}"],
-            comment=f"rush:replay={trace_id}",
+            comment=f"rush-replay:{trace_id}",
             partition=partition,
         )
     return t0, ids

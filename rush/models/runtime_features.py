@@ -1,51 +1,120 @@
 """Features of a job at submission for the small/large runtime classifier.
 
-Only information available when the job is submitted is used:
+Only what is known when the job is submitted is used (the :data:`FEATURES` order):
 
 * job: requested time p~ and requested processors q;
-* temporal (local time from ``UnixStartTime`` + ``TimeZone``): hour, weekday, day of month,
-  month, week of year, quarter;
+* temporal, in local wall-clock time (:class:`Clock`): hour, weekday (Monday 0), day of
+  month, month, week of year (``day_of_year // 7 + 1``), quarter;
 * lag: for each category (user, q), (user, p~) and (user, submit day), the class (0 small,
-  1 large, -1 unknown) of the previous 1, 2 and 3 *finished* jobs of that category;
+  1 large, -1 unknown) of the previous 1, 2 and 3 *finished* jobs of that category, most
+  recently finished first;
 * aggregation: per category, the fraction of its finished jobs that were small (-1 unknown).
 
-"Finished" is decided by the caller feeding :meth:`RuntimeHistory.observe_finished`: the
-walk-forward loop feeds jobs whose logged end (submit + wait + runtime) has passed, the
-live daemon feeds real completion events. A finished job's class is its runtime against
-the divider in force when the features are computed.
+A finished job's class is its runtime (clipped at its requested time, as the simulator
+kills there) against the divider in force when the features are computed, so a weekly
+retraining relabels the whole history consistently.
 
-:class:`RuntimeHistory` is the one implementation for both offline and live use. Its
-per-category summaries are cached per divider, so features for 10 000 pending jobs are a
-few dictionary lookups each.
+"Finished before t" means the job's logged end (submit + wait + runtime) is *strictly*
+before t. Strict, so that a zero-length job submitted at t never appears in its own
+history (with ``<=`` its own label would leak into its features).
+
+This module holds the offline, vectorised computation (:class:`FinishedIndex`), used by
+the walk-forward loop for all jobs at once. The live daemon's incremental store,
+:class:`rush.models.history.RuntimeHistory`, computes the same values from completion
+events; a test checks that both agree.
 """
 
 from __future__ import annotations
 
-import bisect
-import json
-from collections import deque
-from pathlib import Path
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
-from rush.errors import ModelError
-
 TEMPORAL = ("hour", "weekday", "monthday", "month", "week", "quarter")
 CATEGORIES = ("user_procs", "user_reqtime", "user_day")
+LAGS = (1, 2, 3)
 FEATURES: tuple[str, ...] = (
     "requested_time",
     "procs",
     *TEMPORAL,
-    *(f"lag{k}_{c}" for c in CATEGORIES for k in (1, 2, 3)),
+    *(f"lag{k}_{c}" for c in CATEGORIES for k in LAGS),
     *(f"frac_small_{c}" for c in CATEGORIES),
 )
+N_STATIC = 2 + len(TEMPORAL)  # columns that do not depend on the history
 UNKNOWN = -1.0
 DAY = 86400
+# Without UnixStartTime, t = 0 is taken as an arbitrary Monday 00:00 (1970-01-05 UTC).
+ARBITRARY_MONDAY = 4 * DAY
 
 
-def temporal_features(unix_time: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Clock:
+    """Maps a source's times to local wall-clock seconds (for temporal features and days).
+
+    ``start`` is the Unix time of t = 0; ``timezone`` an IANA name (daylight saving
+    applied, offsets looked up per UTC hour); otherwise ``utc_offset`` seconds are added.
+    """
+
+    start: float = ARBITRARY_MONDAY
+    timezone: str | None = None
+    utc_offset: float = 0.0
+
+    @classmethod
+    def from_header(cls, header: dict[str, str] | None) -> Clock:
+        """SWF header: ``UnixStartTime``, then ``TimeZoneString`` or else ``TimeZone`` seconds."""
+        header = header or {}
+
+        def number(key: str) -> float | None:
+            raw = str(header.get(key, "")).strip().split(" ")[0]
+            try:
+                return float(raw)
+            except ValueError:
+                return None
+
+        start = number("UnixStartTime")
+        if start is None:
+            return cls()
+        zone = str(header.get("TimeZoneString", "")).strip() or None
+        if zone is not None:
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                zone = None
+        offset = 0.0 if zone is not None else (number("TimeZone") or 0.0)
+        return cls(start=start, timezone=zone, utc_offset=offset)
+
+    @classmethod
+    def unix(cls, timezone: str | None = None) -> Clock:
+        """The daemon's clock: times are Unix epochs; ``timezone`` None means UTC."""
+        return cls(start=0.0, timezone=timezone)
+
+    def local(self, t: np.ndarray | float) -> np.ndarray:
+        unix = np.asarray(t, dtype=np.float64) + self.start
+        if self.timezone is None:
+            return unix + self.utc_offset
+        zone = ZoneInfo(self.timezone)
+        hours = np.floor(unix / 3600.0).astype(np.int64)
+        distinct, inverse = np.unique(hours, return_inverse=True)
+        from datetime import datetime
+
+        offsets = np.array(
+            [datetime.fromtimestamp(int(h) * 3600, zone).utcoffset().total_seconds() for h in distinct],
+            dtype=np.float64,
+        )
+        return unix + offsets[inverse.reshape(hours.shape)]
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "timezone": self.timezone, "utc_offset": self.utc_offset}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Clock:
+        return cls(float(data["start"]), data.get("timezone"), float(data.get("utc_offset", 0.0)))
+
+
+def temporal_features(local_seconds: np.ndarray) -> np.ndarray:
     """(n, 6) hour, weekday (Monday 0), day of month, month, week of year, quarter."""
-    t = np.asarray(unix_time, dtype=np.float64)
+    t = np.asarray(local_seconds, dtype=np.float64)
     days = np.floor(t / DAY).astype(np.int64)
     date = days.astype("datetime64[D]")
     month_start = date.astype("datetime64[M]")
@@ -63,110 +132,111 @@ def temporal_features(unix_time: np.ndarray) -> np.ndarray:
     ).astype(np.float64)
 
 
-def _keys(user: int, procs: int, requested_time: float, day: int) -> tuple[tuple, tuple, tuple]:
-    return (("q", user, procs), ("p", user, float(requested_time)), ("d", user, day))
+def static_features(requested_time: np.ndarray, procs: np.ndarray, local_submit: np.ndarray) -> np.ndarray:
+    """The history-free columns: p~, q and the temporal features."""
+    out = np.empty((len(requested_time), N_STATIC), dtype=np.float64)
+    out[:, 0] = requested_time
+    out[:, 1] = procs
+    out[:, 2:] = temporal_features(local_submit)
+    return out
 
 
-class RuntimeHistory:
-    """Per-category history of finished jobs; answers the lag and aggregation features."""
+def local_day(local_seconds: np.ndarray) -> np.ndarray:
+    return np.floor(np.asarray(local_seconds, dtype=np.float64) / DAY).astype(np.int64)
 
-    def __init__(self) -> None:
-        self.recent: dict[tuple, deque] = {}  # last three finished runtimes, oldest first
-        self.runtimes: dict[tuple, list[float]] = {}  # all finished runtimes, sorted
-        self._summary: dict[tuple, tuple[float, float, float, float]] = {}
-        self._summary_divider: float | None = None
 
-    def observe_finished(
-        self, user: int, procs: int, requested_time: float, submit_local: float, runtime: float
-    ) -> None:
-        """A job finished; ``submit_local`` is its local submit time (unix + time zone)."""
-        day = int(submit_local // DAY)
-        for key in _keys(int(user), int(procs), requested_time, day):
-            self.recent.setdefault(key, deque(maxlen=3)).append(float(runtime))
-            bisect.insort(self.runtimes.setdefault(key, []), float(runtime))
-            self._summary.pop(key, None)
+def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Dense integer codes of the (a, b) pairs."""
+    _, a_code = np.unique(a, return_inverse=True)
+    b_values, b_code = np.unique(b, return_inverse=True)
+    key = a_code.reshape(-1).astype(np.int64) * len(b_values) + b_code.reshape(-1)
+    return np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
-    def _category(self, key: tuple, divider: float) -> tuple[float, float, float, float]:
-        if self._summary_divider != divider:
-            self._summary = {}
-            self._summary_divider = divider
-        cached = self._summary.get(key)
-        if cached is not None:
-            return cached
-        recent = self.recent.get(key)
-        if recent is None or not np.isfinite(divider):
-            value = (UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN)
-        else:
-            lags = [0.0 if r <= divider else 1.0 for r in reversed(recent)]
-            lags += [UNKNOWN] * (3 - len(lags))
-            runtimes = self.runtimes[key]
-            value = (*lags, bisect.bisect_right(runtimes, divider) / len(runtimes))
-        self._summary[key] = value
-        return value
 
-    def features(
-        self,
-        user: np.ndarray,
-        procs: np.ndarray,
-        requested_time: np.ndarray,
-        submit_local: np.ndarray,
-        divider: float,
-    ) -> np.ndarray:
-        """The :data:`FEATURES` matrix for jobs submitted at local times ``submit_local``."""
-        n = len(user)
-        out = np.empty((n, len(FEATURES)), dtype=np.float64)
-        out[:, 0] = requested_time
-        out[:, 1] = procs
-        out[:, 2:8] = temporal_features(submit_local)
-        days = np.floor(np.asarray(submit_local, dtype=np.float64) / DAY).astype(np.int64)
-        user = np.asarray(user, dtype=np.int64)
-        seconds = (np.asarray(procs, dtype=np.int64), np.asarray(requested_time, dtype=np.float64), days)
-        for c, (kind, second) in enumerate(zip(("q", "p", "d"), seconds, strict=True)):
-            # Pending jobs share categories: look each distinct one up once.
-            pairs = np.column_stack([user.astype(np.float64), second.astype(np.float64)])
-            distinct, inverse = np.unique(pairs, axis=0, return_inverse=True)
-            cast = float if kind == "p" else int
-            summaries = np.array(
-                [self._category((kind, int(u), cast(v)), divider) for u, v in distinct], dtype=np.float64
-            ).reshape(-1, 4)
-            rows = summaries[inverse.reshape(-1)]
-            out[:, 8 + 3 * c : 11 + 3 * c] = rows[:, :3]
-            out[:, 17 + c] = rows[:, 3]
+def category_codes(
+    user: np.ndarray, procs: np.ndarray, requested_time: np.ndarray, day: np.ndarray
+) -> np.ndarray:
+    """(3, n) codes of the categories (user, q), (user, p~), (user, submit day)."""
+    return np.stack([_pair_codes(user, procs), _pair_codes(user, requested_time), _pair_codes(user, day)])
+
+
+@dataclass
+class HistoryLookup:
+    """Where each queried job's finished history sits in :class:`FinishedIndex` order."""
+
+    lag_runtime: np.ndarray  # (m, 9): runtimes of the previous 1..3 finished jobs per category; NaN none
+    begin: np.ndarray  # (3, m): first sorted position of the job's category
+    stop: np.ndarray  # (3, m): one past its last job finished before the query time
+
+
+class FinishedIndex:
+    """Every job of a trace sorted by (category, end), for "finished before τ" queries.
+
+    Built once; a query for m jobs at times τ is a few ``searchsorted`` calls. Only the
+    prefix of a category with end < τ is ever read, so jobs that had not finished leak
+    nothing (neither their runtimes nor how many there are).
+    """
+
+    def __init__(self, categories: np.ndarray, end: np.ndarray, runtime: np.ndarray) -> None:
+        self.categories = categories
+        self.end = np.asarray(end, dtype=np.float64)
+        self.order: list[np.ndarray] = []
+        self.sorted_runtime: list[np.ndarray] = []
+        self.sorted_category: list[np.ndarray] = []
+        for codes in categories:
+            order = np.lexsort((self.end, codes))  # stable: ties in end keep job order
+            self.order.append(order)
+            self.sorted_runtime.append(np.asarray(runtime, dtype=np.float64)[order])
+            self.sorted_category.append(codes[order])
+
+    def lookup(self, jobs: np.ndarray, tau: np.ndarray) -> HistoryLookup:
+        """History of jobs ``jobs`` (indices) as known just before times ``tau``."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        tau = np.asarray(tau, dtype=np.float64)
+        # Exact (category, time) comparison through ranks of all times involved.
+        times = np.unique(np.concatenate([self.end, tau]))
+        end_rank = np.searchsorted(times, self.end)
+        tau_rank = np.searchsorted(times, tau)
+        scale = np.int64(len(times) + 1)
+        m = len(jobs)
+        lag = np.full((m, 3 * len(self.order)), np.nan)
+        begin = np.empty((len(self.order), m), dtype=np.int64)
+        stop = np.empty((len(self.order), m), dtype=np.int64)
+        for c, order in enumerate(self.order):
+            codes = self.categories[c][jobs]
+            sorted_codes = self.sorted_category[c]
+            key = sorted_codes * scale + end_rank[order]
+            stop[c] = np.searchsorted(key, codes * scale + tau_rank, side="left")  # end < tau
+            begin[c] = np.searchsorted(sorted_codes, codes, side="left")
+            count = stop[c] - begin[c]
+            for k in LAGS:
+                at = np.maximum(stop[c] - k, 0)
+                lag[:, 3 * c + k - 1] = np.where(count >= k, self.sorted_runtime[c][at], np.nan)
+        return HistoryLookup(lag, begin, stop)
+
+    def small_prefix(self, divider: float) -> list[np.ndarray]:
+        """Per category, cumulative counts of small jobs in sorted order (leading 0)."""
+        return [np.concatenate([[0], np.cumsum(runtime <= divider)]) for runtime in self.sorted_runtime]
+
+
+def history_features(
+    lookup: HistoryLookup, rows: np.ndarray, divider: float, prefix: list[np.ndarray] | None
+) -> np.ndarray:
+    """(len(rows), 12) lag classes and small fractions under ``divider``.
+
+    ``rows`` select lookup rows; ``prefix`` is :meth:`FinishedIndex.small_prefix` for the
+    same divider. A non-finite divider (no history yet) gives all-unknown values.
+    """
+    m = len(rows)
+    n_cat = lookup.begin.shape[0]
+    out = np.full((m, 3 * n_cat + n_cat), UNKNOWN)
+    if not np.isfinite(divider) or prefix is None:
         return out
-
-    # Persistence, so a restarted daemon keeps its history.
-    def save(self, path: str | Path) -> None:
-        data = {
-            "recent": [[list(k), list(v)] for k, v in self.recent.items()],
-            "runtimes": [[list(k), v] for k, v in self.runtimes.items()],
-        }
-        Path(path).write_text(json.dumps(data))
-
-    @classmethod
-    def load(cls, path: str | Path) -> RuntimeHistory:
-        try:
-            data = json.loads(Path(path).read_text())
-            history = cls()
-            for key, values in data["recent"]:
-                history.recent[tuple(key)] = deque(values, maxlen=3)
-            for key, values in data["runtimes"]:
-                history.runtimes[tuple(key)] = sorted(values)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ModelError(
-                f"cannot read the runtime history: {exc}", where=str(path), fix="delete it to start afresh"
-            ) from exc
-        return history
-
-
-def local_time(submit: np.ndarray, header: dict[str, str]) -> np.ndarray:
-    """Local wall-clock seconds of SWF submit times (``UnixStartTime`` + ``TimeZone``)."""
-
-    def number(key: str) -> float:
-        raw = str(header.get(key, "")).strip().split(" ")[0]
-        try:
-            return float(raw)
-        except ValueError:
-            return 0.0
-
-    # Without a header, t = 0 is taken as Thursday 1970-01-01 00:00, an arbitrary origin.
-    return np.asarray(submit, dtype=np.float64) + number("UnixStartTime") + number("TimeZone")
+    lag = lookup.lag_runtime[rows]
+    out[:, : 3 * n_cat] = np.where(np.isnan(lag), UNKNOWN, (lag > divider).astype(np.float64))
+    for c in range(n_cat):
+        begin, stop = lookup.begin[c, rows], lookup.stop[c, rows]
+        count = stop - begin
+        small = prefix[c][stop] - prefix[c][begin]
+        out[:, 3 * n_cat + c] = np.where(count > 0, small / np.maximum(count, 1), UNKNOWN)
+    return out

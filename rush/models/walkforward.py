@@ -1,16 +1,28 @@
 """Online learning by weeks: predict each week with a model trained on the past only.
 
-Week 1: every job is predicted large (nothing has finished). At the end of each week:
-the divider becomes the median runtime of all jobs finished so far; the classifier is
-retrained on them (features as computed at their submission, labels runtime <= divider);
-the next week's jobs are predicted.
+Weeks are counted from the first submission. Week 1: every job is predicted large (nothing
+has finished, there is no divider). At the start of every later week k:
 
-A job counts as finished at its logged end, submit + wait + runtime, from the trace: the
-offline loop replays what the original system knew. Runtimes are clipped at the
-requested time (a job killed at its walltime ran p~).
+1. the *training history* is every job that finished before the week starts (logged end
+   ``submit + wait + runtime`` < week start; optionally only those that finished in the
+   last ``train_weeks`` weeks);
+2. the divider becomes the median of their runtimes (clipped at p~, as the simulator kills
+   there);
+3. the classifier is retrained on them: features as they were when each job was predicted,
+   relabelled under the new divider, label = runtime > divider (0 small, 1 large);
+4. the week's submissions are predicted.
 
-Modes: ``weekly`` computes a week's lag and aggregation features at the week's start;
-``live`` updates them as jobs finish within the week (what the daemon does).
+The offline loop replays what the original system knew: "finished" follows the logged end
+times. The live daemon uses real completion events instead (:mod:`rush.models.history`).
+
+Modes (how fresh the lag and aggregation features are):
+
+* ``weekly``: computed at the week's start, frozen for the week;
+* ``live``: computed at each job's submission, from every job finished before it (the
+  daemon's behaviour). The model and divider still change only at week boundaries.
+
+Everything is vectorised (:class:`~rush.models.runtime_features.FinishedIndex`): per week
+the cost is one forest fit and a few array passes, whichever the mode.
 """
 
 from __future__ import annotations
@@ -18,13 +30,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from sklearn.base import clone
 
 from rush.errors import ModelError
-from rush.models.evaluation import classification_summary
+from rush.models.evaluation import classification_block, classification_summary
 from rush.models.runtime_class import LARGE, RuntimeClassifier
-from rush.models.runtime_features import FEATURES, RuntimeHistory, local_time
+from rush.models.runtime_features import (
+    FEATURES,
+    N_STATIC,
+    Clock,
+    FinishedIndex,
+    category_codes,
+    history_features,
+    local_day,
+    static_features,
+)
 from rush.workload.model import Workload
 
 WEEK = 7 * 86400
@@ -33,137 +56,192 @@ MODES = ("weekly", "live")
 
 @dataclass
 class WalkForwardResult:
-    predicted_class: np.ndarray  # per job, 0 small / 1 large
-    divider: np.ndarray  # per job: the divider in force when it was predicted (NaN in week 1)
-    features: np.ndarray
-    runtime: np.ndarray  # clipped at the requested time
-    weekly: list[dict] = field(default_factory=list)
+    """Per-job predictions aligned with the workload (submit order), and per-week reports."""
+
+    predicted_class: np.ndarray  # int8: 0 small, 1 large
+    divider: np.ndarray  # float64: divider in force when the job was predicted (NaN: no history)
+    runtime: np.ndarray  # float64: runtime clipped at p~ (what the labels use)
+    week: np.ndarray  # int64: week index of the job's submission (0 = the first week)
+    features: np.ndarray  # (n, len(FEATURES)): features the prediction used
+    weekly_report: list[dict] = field(default_factory=list)
+    importances: np.ndarray = field(default_factory=lambda: np.zeros((0, len(FEATURES))))
     mode: str = "weekly"
     seconds: float = 0.0
+    feature_names: tuple[str, ...] = FEATURES
+
+    @property
+    def weekly(self) -> list[dict]:
+        return self.weekly_report
 
     def divider_or_first(self) -> np.ndarray:
-        """Per-job divider; week 1 (no history yet) is judged against the first one computed."""
+        """Per-job divider; jobs predicted before any history are judged against the first one."""
         known = np.isfinite(self.divider)
-        first = float(self.divider[known][0]) if known.any() else float("inf")
+        first = float(self.divider[known][0]) if known.any() else float(np.median(self.runtime))
         return np.where(known, self.divider, first)
 
+    def actual_class(self) -> np.ndarray:
+        return np.where(self.runtime <= self.divider_or_first(), 0, 1).astype(np.int8)
+
     def summary(self) -> dict:
-        """Classification quality over the whole walk-forward run, week 1 included."""
-        return classification_summary(self.runtime <= self.divider_or_first(), self.predicted_class == 0)
+        """Classification quality over the whole run (week 1 included, all large)."""
+        return classification_summary(self.actual_class() == 0, self.predicted_class == 0)
 
-
-def logged_end(workload: Workload) -> np.ndarray:
-    wait = workload.extra.get("wait")
-    wait = np.zeros(len(workload)) if wait is None else np.maximum(np.asarray(wait, dtype=np.float64), 0.0)
-    return workload.submit + wait + clipped_runtime(workload)
+    def classification(self) -> dict:
+        """The ``classification`` JSON block (the simulator adds kills and wasted area)."""
+        return classification_block(self.actual_class() == 0, self.predicted_class == 0)
 
 
 def clipped_runtime(workload: Workload) -> np.ndarray:
-    return np.minimum(workload.runtime, workload.requested_time)
+    return np.minimum(workload.runtime, workload.requested_time).astype(np.float64)
+
+
+def logged_end(workload: Workload) -> np.ndarray:
+    """submit + wait + runtime from the trace (an unknown wait counts as 0)."""
+    wait = workload.extra.get("wait")
+    wait = np.zeros(len(workload)) if wait is None else np.maximum(np.asarray(wait, dtype=np.float64), 0.0)
+    return workload.submit + wait + np.maximum(workload.runtime, 0.0)
+
+
+def _classifier(estimator: Any, n_estimators: int, random_state: int | None) -> RuntimeClassifier:
+    if isinstance(estimator, RuntimeClassifier):
+        return clone(estimator)
+    return RuntimeClassifier(estimator=estimator, n_estimators=n_estimators, random_state=random_state)
+
+
+@dataclass
+class PreparedTrace:
+    """The per-trace work shared by every week (and reusable across modes)."""
+
+    static: np.ndarray
+    runtime: np.ndarray
+    end: np.ndarray
+    index: FinishedIndex
+    week: np.ndarray
+    week_start: np.ndarray  # trace time of each week's start
+    clock: Clock
+
+
+def prepare(workload: Workload, trace_header: dict[str, str] | None) -> PreparedTrace:
+    clock = Clock.from_header(trace_header)
+    local = clock.local(workload.submit)
+    runtime = clipped_runtime(workload)
+    end = logged_end(workload)
+    codes = category_codes(workload.user, workload.procs, workload.requested_time, local_day(local))
+    origin = float(workload.submit[0]) if len(workload) else 0.0
+    week = ((workload.submit - origin) // WEEK).astype(np.int64)
+    n_weeks = int(week[-1]) + 1 if len(workload) else 0
+    return PreparedTrace(
+        static=static_features(workload.requested_time, workload.procs, local),
+        runtime=runtime,
+        end=end,
+        index=FinishedIndex(codes, end, runtime),
+        week=week,
+        week_start=origin + WEEK * np.arange(n_weeks, dtype=np.float64),
+        clock=clock,
+    )
 
 
 def predict_classes_walkforward(
     workload: Workload,
-    trace_header: dict[str, str],
+    trace_header: dict[str, str] | None,
     mode: str = "weekly",
-    estimator=None,
+    estimator: Any = None,
     model_path: str | Path | None = None,
-    random_state: int = 0,
+    *,
+    n_estimators: int = 50,
+    random_state: int | None = 0,
+    train_weeks: int | None = None,
+    prepared: PreparedTrace | None = None,
 ) -> WalkForwardResult:
-    """Walk-forward predictions for every job (module docstring).
+    """Walk-forward predictions for every job of ``workload`` (module docstring).
 
-    With ``model_path``, a trained model is used for every week instead of retraining
-    (its divider from the sidecar); features still come from the replayed history.
+    * ``estimator``: None (the default forest), a name from ``ESTIMATORS``, any scikit-learn
+      classifier, or a configured :class:`RuntimeClassifier`.
+    * ``model_path``: use that trained model (and its sidecar's divider) for every week
+      instead of retraining; features still come from the replayed history. A model trained
+      on the same trace has seen its future: its quality is optimistic.
+    * ``train_weeks``: train only on jobs finished in the last ``train_weeks`` weeks (a
+      sliding window; bounds the cost on long traces and follows workload drift).
+    * ``prepared``: reuse :func:`prepare`'s result across calls on the same workload.
     """
     if mode not in MODES:
         raise ModelError(f"unknown mode {mode!r}", where="--mode", fix=f"use one of: {', '.join(MODES)}")
+    if train_weeks is not None and train_weeks < 1:
+        raise ModelError(
+            "train_weeks must be >= 1", where="train_weeks", fix="give a number of weeks, or none"
+        )
     started = time.perf_counter()
     n = len(workload)
-    runtime = clipped_runtime(workload)
-    end = logged_end(workload)
-    local = local_time(workload.submit, trace_header)
+    p = prepared or prepare(workload, trace_header)
     fixed_model = fixed_divider = None
     if model_path is not None:
-        from rush.models.persistence import load_model
+        from rush.models.runtime_class import load_runtime_classifier
 
-        fixed_model, meta = load_model(model_path, expected_features=list(FEATURES))
+        fixed_model, meta = load_runtime_classifier(model_path)
         fixed_divider = float(meta["divider"])
 
-    history = RuntimeHistory()
-    features = np.zeros((n, len(FEATURES)))
-    predicted = np.full(n, LARGE, dtype=np.int64)
+    # When each job's history is read: its week's start (weekly) or its submission (live).
+    tau = p.week_start[p.week] if mode == "weekly" else np.asarray(workload.submit, dtype=np.float64)
+    lookup = p.index.lookup(np.arange(n), tau)
+    end_order = np.argsort(p.end, kind="stable")
+    sorted_end = p.end[end_order]
+
+    features = np.empty((n, len(FEATURES)), dtype=np.float64)
+    features[:, :N_STATIC] = p.static
+    predicted = np.full(n, LARGE, dtype=np.int8)
     divider_of = np.full(n, np.nan)
-    finished_order = np.argsort(end, kind="stable")
-    finished_count = 0
+    bounds = np.searchsorted(p.week, np.arange(len(p.week_start) + 1))
     weekly: list[dict] = []
-    if n == 0:
-        return WalkForwardResult(predicted, divider_of, features, runtime, weekly, mode)
-    origin = float(workload.submit[0])
-    week_of = ((workload.submit - origin) // WEEK).astype(np.int64)
-    bounds = np.searchsorted(week_of, np.arange(week_of[-1] + 2))
-
-    def finish_until(t: float) -> None:
-        nonlocal finished_count
-        while finished_count < n and end[finished_order[finished_count]] <= t:
-            j = finished_order[finished_count]
-            history.observe_finished(
-                workload.user[j], workload.procs[j], workload.requested_time[j], local[j], runtime[j]
-            )
-            finished_count += 1
-
-    model = None
-    divider = np.nan
-    for week in range(len(bounds) - 1):
-        lo, hi = bounds[week], bounds[week + 1]
-        week_start = origin + week * WEEK
-        finish_until(week_start)
-        done = finished_order[:finished_count]
-        importances = None
-        if fixed_model is not None:
-            model, divider = fixed_model, fixed_divider
-        elif finished_count:
-            # Retrain on everything finished before this week.
-            divider = float(np.median(runtime[done]))
-            model = RuntimeClassifier(estimator=estimator, random_state=random_state)
-            model.fit(features[done], np.where(runtime[done] <= divider, 0, 1))
-            importances = model.feature_importances_
+    importances: list[np.ndarray] = []
+    for week, week_start in enumerate(p.week_start):
+        lo, hi = int(bounds[week]), int(bounds[week + 1])
+        finished = int(np.searchsorted(sorted_end, week_start, side="left"))  # end < week start
+        first = (
+            0 if train_weeks is None else int(np.searchsorted(sorted_end, week_start - train_weeks * WEEK))
+        )
+        train = end_order[first:finished]
+        report: dict = {"week": week, "start": float(week_start), "jobs": hi - lo, "trained_on": 0}
         if hi == lo:
             continue
-        index = np.arange(lo, hi)
-        if mode == "weekly":
-            features[index] = history.features(
-                workload.user[index],
-                workload.procs[index],
-                workload.requested_time[index],
-                local[index],
-                divider,
-            )
-        else:
-            for j in index:
-                finish_until(workload.submit[j])
-                features[j] = history.features(
-                    workload.user[j : j + 1],
-                    workload.procs[j : j + 1],
-                    workload.requested_time[j : j + 1],
-                    local[j : j + 1],
-                    divider,
-                )[0]
+        rows = np.arange(lo, hi)
+        model, divider = None, float("nan")
+        if fixed_model is not None:
+            model, divider = fixed_model, fixed_divider
+        elif len(train):
+            divider = float(np.median(p.runtime[train]))
+            prefix = p.index.small_prefix(divider)
+            X_train = np.empty((len(train), len(FEATURES)))
+            X_train[:, :N_STATIC] = p.static[train]
+            X_train[:, N_STATIC:] = history_features(lookup, train, divider, prefix)
+            model = _classifier(estimator, n_estimators, random_state)
+            model.fit(X_train, np.where(p.runtime[train] <= divider, 0, 1))
+            report["trained_on"] = len(train)
+            imp = getattr(model, "feature_importances_", None)
+            if imp is not None:
+                importances.append(np.asarray(imp, dtype=np.float64))
+                report["importances"] = dict(zip(FEATURES, map(float, imp), strict=True))
+        prefix = p.index.small_prefix(divider) if np.isfinite(divider) else None
+        features[rows, N_STATIC:] = history_features(lookup, rows, divider, prefix)
         if model is not None:
-            predicted[index] = model.predict(features[index])
-        divider_of[index] = divider
-        if np.isfinite(divider):
-            quality = classification_summary(runtime[index] <= divider, predicted[index] == 0)
-        else:
-            quality = {"jobs": int(hi - lo)}
-        quality |= {
-            "week": week,
-            "divider": divider,
-            "trained_on": int(finished_count),
-            "importances": None
-            if importances is None
-            else dict(zip(FEATURES, map(float, importances), strict=True)),
-        }
-        weekly.append(quality)
-    return WalkForwardResult(
-        predicted, divider_of, features, runtime, weekly, mode, seconds=time.perf_counter() - started
+            predicted[rows] = model.predict(features[rows])
+        divider_of[rows] = divider
+        report["divider"] = divider
+        weekly.append(report)
+
+    result = WalkForwardResult(
+        predicted_class=predicted,
+        divider=divider_of,
+        runtime=p.runtime,
+        week=p.week,
+        features=features,
+        weekly_report=weekly,
+        importances=np.array(importances).reshape(-1, len(FEATURES)),
+        mode=mode,
     )
+    # Per-week quality, judged against the divider in force (week 1: the first one).
+    actual_small = result.actual_class() == 0
+    for report in weekly:
+        lo, hi = int(bounds[report["week"]]), int(bounds[report["week"] + 1])
+        report.update(classification_summary(actual_small[lo:hi], predicted[lo:hi] == 0))
+    result.seconds = time.perf_counter() - started
+    return result
