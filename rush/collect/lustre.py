@@ -7,8 +7,13 @@ The format (``/proc/fs/lustre/llite/<fs>-<id>/stats`` or
     read_bytes                1234 samples [bytes] 4096 1048576 987654321 [sumsq]
     open                      42 samples [usecs]
 
-``lctl get_param`` prefixes each file with a ``llite.<fs>-<id>.stats=`` line. Counts and
-byte sums are counters; the collector turns them into per-second rates.
+``lctl get_param`` prefixes each file with a ``llite.<fs>-<id>.stats=`` line. Lines may
+stop after the unit (``open 42 samples [usecs]``: a count only). Counts and the byte
+sums of ``read_bytes``/``write_bytes`` are counters: the collector turns each mount's into
+per-second rates (timed by ``snapshot_time``) and sums them over the mounts —
+``lustre_read_bytes_per_s``, ``lustre_write_bytes_per_s`` and ``lustre_<op>_ops_per_s``.
+A line it cannot parse is skipped with a warning; an unreadable file is skipped with a
+warning unless no file at all could be read (then :class:`CollectorError`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class LliteStats:
     snapshot_time: float | None = None
     counts: dict[str, float] = field(default_factory=dict)
     sums: dict[str, float] = field(default_factory=dict)  # e.g. read_bytes -> total bytes
+    bad_lines: int = 0  # lines skipped with a warning
 
 
 def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
@@ -43,21 +49,26 @@ def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
         parts = line.split()
         if not parts:
             continue
-        if parts[0] == "snapshot_time":
-            stats.snapshot_time = float(parts[1])
-            continue
-        if parts[0] in ("start_time", "elapsed_time"):
-            continue
-        if len(parts) < 3 or parts[2] != "samples":
-            log.warning("%s:%d: not a stats line: %r", where, lineno, line[:60])
-            continue
         try:
-            stats.counts[parts[0]] = float(parts[1])
+            if parts[0] == "snapshot_time":
+                stats.snapshot_time = float(parts[1])
+                continue
+            if parts[0] in ("start_time", "elapsed_time"):
+                continue
+            if len(parts) < 3 or parts[2] != "samples":
+                stats.bad_lines += 1
+                log.warning("%s:%d: not a stats line: %r", where, lineno, line[:60])
+                continue
             # name count samples [unit] min max sum [sumsq]
-            if len(parts) >= 7:
-                stats.sums[parts[0]] = float(parts[6])
-        except ValueError:
+            count = float(parts[1])
+            total = float(parts[6]) if len(parts) >= 7 and parts[3].startswith("[") else None
+        except (ValueError, IndexError):
+            stats.bad_lines += 1
             log.warning("%s:%d: bad number in %r", where, lineno, line[:60])
+            continue
+        stats.counts[parts[0]] = count
+        if total is not None:
+            stats.sums[parts[0]] = total
     return stats
 
 
@@ -80,11 +91,6 @@ def parse_lctl_output(text: str) -> list[LliteStats]:
     if name is not None:
         blocks.append(_parse_block(name, lines, "lctl"))
     return blocks
-
-
-def _fs_label(instance: str) -> str:
-    # "lustre-ffff8881234" -> "lustre"
-    return instance.rsplit("-", 1)[0] if "-" in instance else instance
 
 
 @register_collector("lustre")
@@ -119,34 +125,47 @@ class LustreCollector(Collector):
             if out.returncode != 0:
                 raise CollectorError(f"lctl failed: {out.stderr.strip()[:200]}", where=self.lctl)
             return parse_lctl_output(out.stdout)
-        found = []
+        found, errors = [], []
         for pattern in self.paths:
             for path in sorted(glob.glob(pattern)):
                 try:
                     text = Path(path).read_text()
-                except PermissionError as exc:
-                    raise CollectorError(
-                        "permission denied", where=path, fix="run as root (debugfs is root-only)"
-                    ) from exc
-                except OSError as exc:
-                    log.warning("%s: %s", path, exc)
+                except PermissionError:
+                    errors.append(f"{path}: permission denied")
+                    continue
+                except OSError as exc:  # the file system was unmounted between glob and read
+                    errors.append(f"{path}: {exc.strerror or exc}")
                     continue
                 found.append(parse_stats_file(text, Path(path).parent.name, path))
+        for error in errors:
+            log.warning("lustre: %s", error)
         if not found:
+            if errors:
+                raise CollectorError(
+                    f"no llite stats file could be read ({errors[0]})",
+                    where=", ".join(self.paths),
+                    fix="run the collector as root (debugfs is root-only), or use mode='lctl'",
+                )
             raise CollectorError(
-                "no llite stats found", where=", ".join(self.paths), fix="is a Lustre client mounted?"
+                "no llite stats found",
+                where=", ".join(self.paths),
+                fix="is a Lustre client mounted? Lustre >= 2.12 keeps them under /sys/kernel/debug",
             )
         return found
 
     def collect(self) -> list[Sample]:
-        samples = []
+        """Rates summed over the mounted file systems: one sample per metric and host."""
+        totals: dict[str, float] = {}
+        stamp = 0.0
         for stats in self.read():
             now = stats.snapshot_time or time.time()
-            fs = _fs_label(stats.filesystem)
+            stamp = max(stamp, now)
             values = {f"{k}_ops": v for k, v in stats.counts.items()}
             values |= {k: v for k, v in stats.sums.items() if k.endswith("_bytes")}
             for key, value in values.items():
-                rate = self.rates.update((fs, key), now, value)
+                # Keyed by the client instance: each mount has its own counters.
+                rate = self.rates.update((stats.filesystem, key), now, value)
                 if rate is not None:
-                    samples.append(Sample(now, self.host, self.name, f"lustre_{key}_per_s", rate))
-        return samples
+                    metric = f"lustre_{key}_per_s"
+                    totals[metric] = totals.get(metric, 0.0) + rate
+        return [Sample(stamp, self.host, self.name, metric, value) for metric, value in totals.items()]

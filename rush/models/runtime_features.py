@@ -26,6 +26,7 @@ events; a test checks that both agree.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -103,6 +104,16 @@ class Clock:
             dtype=np.float64,
         )
         return unix + offsets[inverse.reshape(hours.shape)]
+
+    def local_scalar(self, t: float) -> float:
+        """:meth:`local` for one time (the daemon's completion events), without numpy."""
+        unix = float(t) + self.start
+        if self.timezone is None:
+            return unix + self.utc_offset
+        from datetime import datetime
+
+        hour = math.floor(unix / 3600.0) * 3600
+        return unix + datetime.fromtimestamp(hour, ZoneInfo(self.timezone)).utcoffset().total_seconds()
 
     def to_dict(self) -> dict:
         return {"start": self.start, "timezone": self.timezone, "utc_offset": self.utc_offset}

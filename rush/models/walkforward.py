@@ -245,3 +245,80 @@ def predict_classes_walkforward(
         report.update(classification_summary(actual_small[lo:hi], predicted[lo:hi] == 0))
     result.seconds = time.perf_counter() - started
     return result
+
+
+@dataclass
+class TrainedModel:
+    """A classifier fitted on a whole history, with what its sidecar needs."""
+
+    model: RuntimeClassifier
+    divider: float
+    jobs: int
+    metadata: dict
+
+
+def fit_on_history(
+    workload: Workload,
+    trace_header: dict[str, str] | None,
+    mode: str = "weekly",
+    estimator: Any = None,
+    *,
+    n_estimators: int = 50,
+    random_state: int | None = 0,
+    prepared: PreparedTrace | None = None,
+) -> TrainedModel:
+    """Fit on every job of the trace (all have finished by its end): the model to deploy.
+
+    Features are those each job had when it was submitted (per ``mode``), relabelled under
+    the divider of the whole history, the median clipped runtime.
+    """
+    if mode not in MODES:
+        raise ModelError(f"unknown mode {mode!r}", where="--mode", fix=f"use one of: {', '.join(MODES)}")
+    if len(workload) == 0:
+        raise ModelError("the trace has no jobs to train on", where=workload.name or "trace")
+    p = prepared or prepare(workload, trace_header)
+    n = len(workload)
+    tau = p.week_start[p.week] if mode == "weekly" else np.asarray(workload.submit, dtype=np.float64)
+    lookup = p.index.lookup(np.arange(n), tau)
+    divider = float(np.median(p.runtime))
+    X = np.empty((n, len(FEATURES)))
+    X[:, :N_STATIC] = p.static
+    X[:, N_STATIC:] = history_features(lookup, np.arange(n), divider, p.index.small_prefix(divider))
+    model = _classifier(estimator, n_estimators, random_state).fit(X, np.where(p.runtime <= divider, 0, 1))
+    metadata = {
+        "model": "runtime-class",
+        "features": list(FEATURES),
+        "divider": divider,
+        "mode": mode,
+        "estimator": type(model.model_).__name__ if model.model_ is not None else "constant",
+        "clock": p.clock.to_dict(),
+        "training_window": {
+            "trace": workload.name,
+            "jobs": n,
+            "first_submit": float(workload.submit[0]),
+            "last_submit": float(workload.submit[-1]),
+            "first_week": 0,
+            "last_week": int(p.week[-1]),
+            "unix_start": p.clock.start,
+        },
+    }
+    return TrainedModel(model, divider, n, metadata)
+
+
+def replay_history(workload: Workload, trace_header: dict[str, str] | None):
+    """A :class:`~rush.models.history.RuntimeHistory` holding every job of the trace, fed in
+    completion order, to hand over to a daemon that starts where the trace ends."""
+    from rush.models.history import RuntimeHistory
+
+    clock = Clock.from_header(trace_header)
+    history = RuntimeHistory(clock=clock)
+    runtime = clipped_runtime(workload)
+    for j in np.argsort(logged_end(workload), kind="stable"):
+        history.observe_finished(
+            int(workload.user[j]),
+            int(workload.procs[j]),
+            float(workload.requested_time[j]),
+            float(workload.submit[j]),
+            float(runtime[j]),
+        )
+    return history

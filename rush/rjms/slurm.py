@@ -6,8 +6,9 @@ Slurm's own levers and never overwrite ``Priority=``:
 * priority: ``scontrol update JobId=N SiteFactor=S`` (priority/multifactor stays in charge;
   the site factor is added to the job's priority);
 * skip: ``scontrol hold N`` now, ``scontrol release N`` in a later cycle;
-* false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...``
-  with the job's rush tags updated (class=large, requeues=k);
+* false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...
+  StartTime=now`` with the job's rush tags updated (class=large, requeues=k), so the
+  requeued job is eligible at once instead of after Slurm's requeue delay;
 * submit (replay, probes): ``sbatch --parsable``.
 
 Every command is an argv list (no shell); job ids and free-text arguments are validated.
@@ -124,6 +125,17 @@ class SlurmBackend(RJMSBackend):
             ) from exc
         if not isinstance(data, dict):
             raise RJMSError(f"{tool} answered with unexpected JSON", where=f"{tool} {' '.join(args)}")
+        # Slurm 22.05 exits 0 when slurmctld is unreachable and reports it only here: an
+        # empty job list would otherwise look like an empty queue.
+        errors = data.get("errors") or []
+        if errors:
+            first = errors[0] if isinstance(errors[0], dict) else {"description": str(errors[0])}
+            text = first.get("description") or first.get("error") or str(first)
+            raise RJMSError(
+                f"{tool} reported an error: {text}",
+                where=f"{tool} {' '.join(args)}",
+                fix="check that slurmctld is up (scontrol ping); rush takes no action until it answers",
+            )
         return data
 
     def _action(self, tool: str, *args: str) -> ActionResult:
@@ -239,7 +251,17 @@ class SlurmBackend(RJMSBackend):
         result = self._action("scontrol", "requeue", _job_id(job_id))
         if not result.ok:
             return result
-        tagged = self._action("scontrol", "update", f"JobId={job_id}", f"AdminComment={comment}")
+        # Slurm sets the requeue delay when the job has finished completing: wait for that.
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            out = self._run("squeue", "-h", "-j", str(job_id), "-o", "%T")
+            if out.returncode == 0 and out.stdout.strip() == "PENDING":
+                break
+            time.sleep(0.5)
+        # Slurm delays a requeued job (BeginTime ~2 min); as a large job it may run at once.
+        tagged = self._action(
+            "scontrol", "update", f"JobId={job_id}", f"AdminComment={comment}", "StartTime=now"
+        )
         return ActionResult(ok=tagged.ok, answer=f"{result.answer}; {tagged.answer}")
 
     def cancel(self, job_id: int) -> ActionResult:

@@ -1,179 +1,217 @@
-"""Runtime classification: no future leakage, weekly retraining, persistence, live history."""
+"""Runtime classification walk-forward on a real trace: no future leakage, weekly retraining,
+the divider, the live history agreeing with the offline features, the compiled forest."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier
 
-from rush.errors import ModelError
-from rush.models.evaluation import classification_summary
-from rush.models.persistence import load_model, save_model, sidecar_path
-from rush.models.runtime_class import RuntimeClassifier
-from rush.models.runtime_features import FEATURES, RuntimeHistory, temporal_features
-from rush.models.walkforward import WEEK, clipped_runtime, logged_end, predict_classes_walkforward
-from rush.workload.model import workload_from_trace
-from tests.core.test_real_traces import MIRROR
+from rush.models.history import JobColumns, RuntimeHistory
+from rush.models.runtime_class import FlatForest, RuntimeClassifier
+from rush.models.runtime_features import FEATURES, Clock, FinishedIndex
+from rush.models.walkforward import (
+    WEEK,
+    clipped_runtime,
+    fit_on_history,
+    logged_end,
+    predict_classes_walkforward,
+)
+from rush.workload.model import Workload, workload_from_trace
+
+MIRROR = Path(os.environ.get("RUSH_TRACE_MIRROR", Path(__file__).parents[3] / "shared" / "traces"))
 
 
 @cache
-def kth(n: int = 5000):
+def _kth_trace():
     path = MIRROR / "KTH-SP2-1996-2.1-cln.swf.gz"
     if not path.exists():
-        pytest.skip("no trace mirror: set RUSH_TRACE_MIRROR")
+        pytest.skip(f"trace {path} not available: set RUSH_TRACE_MIRROR to the traces directory")
     from rush.workload.swf import read_swf
 
-    trace = read_swf(path)
+    return read_swf(path)
+
+
+def kth(n: int = 4000) -> tuple[Workload, dict]:
+    """The first ``n`` jobs of KTH-SP2 (about 7 weeks for 4000) and the trace header."""
+    trace = _kth_trace()
     w = workload_from_trace(trace)
-    return w.subset(np.arange(n)), trace.header
+    return w.subset(np.arange(n)), dict(trace.header)
 
 
-def small_forest():
+def small_forest() -> RandomForestClassifier:
     return RandomForestClassifier(n_estimators=8, max_depth=8, random_state=0)
 
 
-def walk(w, header, mode):
+def walk(w: Workload, header: dict, mode: str):
     return predict_classes_walkforward(w, header, mode=mode, estimator=small_forest())
 
 
+def with_runtime(w: Workload, runtime: np.ndarray) -> Workload:
+    copy = w.subset(np.arange(len(w)))
+    copy.runtime = np.asarray(runtime, dtype=np.float64)
+    return copy
+
+
 @pytest.mark.parametrize("mode", ["weekly", "live"])
-def test_no_future_information(mode):
+@pytest.mark.parametrize("weeks", [2.5, 4.5])
+def test_no_future_leakage(mode, weeks):
+    """Changing what had not finished by time t changes nothing predicted up to t."""
     w, header = kth()
     base = walk(w, header, mode)
-    cut = float(w.submit[0] + 6 * WEEK)
-    later = np.flatnonzero(w.submit > cut)
+    t = float(w.submit[0] + weeks * WEEK)
+    unfinished = logged_end(w) >= t  # finished before t means end < t
     rng = np.random.default_rng(0)
-    shuffled = w.subset(np.arange(len(w)))
-    shuffled.runtime = w.runtime.copy()
-    # The runtimes of jobs submitted after the cut are unknown before it: shuffle them.
-    shuffled.runtime[later] = rng.permutation(w.runtime[later])
-    assert not np.array_equal(shuffled.runtime, w.runtime)
-    again = walk(shuffled, header, mode)
-    before = w.submit <= cut
-    assert np.array_equal(again.predicted_class[before], base.predicted_class[before])
-    assert np.array_equal(again.features[before], base.features[before])
-    # The check is sensitive: shuffling *finished* history does change predictions.
-    early = np.flatnonzero(logged_end(w) < w.submit[0] + 3 * WEEK)
-    touched = w.subset(np.arange(len(w)))
-    touched.runtime = w.runtime.copy()
-    touched.runtime[early] = rng.permutation(w.runtime[early])[::-1]
-    assert not np.array_equal(
-        walk(touched, header, mode).predicted_class[before], base.predicted_class[before]
-    )
+    # Longer runtimes keep them unfinished at t but change their labels and later history.
+    runtime = w.runtime.copy()
+    runtime[unfinished] += rng.uniform(0, 200_000, unfinished.sum())
+    changed = walk(with_runtime(w, runtime), header, mode)
+    known = w.submit <= t
+    if mode == "weekly":  # the whole week holding t is predicted at its start
+        known |= base.week == base.week[np.searchsorted(w.submit, t, side="right") - 1]
+    assert known.sum() > 1000
+    assert np.array_equal(changed.predicted_class[known], base.predicted_class[known])
+    assert np.array_equal(changed.features[known], base.features[known])
+    assert np.array_equal(changed.divider[known], base.divider[known], equal_nan=True)
+    # The change does reach later weeks: the check is not vacuous.
+    assert not np.array_equal(changed.features[~known], base.features[~known])
+    assert not np.array_equal(changed.predicted_class[~known], base.predicted_class[~known])
 
 
-def test_first_week_large_and_divider_is_median_of_finished_history():
+def test_finished_history_does_change_predictions():
+    """The converse: jobs finished before t *are* used (reversed runtimes change predictions)."""
     w, header = kth()
-    result = walk(w, header, "weekly")
-    first = w.submit < w.submit[0] + WEEK
-    assert (result.predicted_class[first] == 1).all()
-    assert np.isnan(result.divider[first]).all()
+    base = walk(w, header, "weekly")
+    t = float(w.submit[0] + 3 * WEEK)
+    finished = np.flatnonzero(logged_end(w) < t)
+    runtime = w.runtime.copy()
+    # Swap small and large among finished jobs (ranks reversed), keeping them finished.
+    order = np.argsort(runtime[finished])
+    swapped = runtime[finished].copy()
+    swapped[order] = np.sort(runtime[finished])[::-1]
+    runtime[finished] = np.minimum(
+        swapped, t - 1 - w.submit[finished] - np.maximum(w.extra["wait"][finished], 0)
+    )
+    changed = walk(with_runtime(w, runtime), header, "weekly")
+    week3 = base.week == 3
+    assert not np.array_equal(changed.predicted_class[week3], base.predicted_class[week3])
+
+
+def test_zero_length_job_is_not_in_its_own_history():
+    # Two zero-length jobs of one user, submitted and ended at 100: at 100 neither has finished.
+    codes = np.zeros((3, 2), dtype=np.int64)
+    index = FinishedIndex(codes, end=np.array([100.0, 100.0]), runtime=np.array([0.0, 0.0]))
+    lookup = index.lookup(np.array([0, 1]), np.array([100.0, 100.0]))
+    assert (lookup.stop - lookup.begin == 0).all() and np.isnan(lookup.lag_runtime).all()
+    later = index.lookup(np.array([0]), np.array([100.5]))
+    assert (later.stop - later.begin == 2).all()
+
+
+@pytest.mark.parametrize("mode", ["weekly", "live"])
+def test_first_week_large_and_divider_is_median_of_finished_history(mode):
+    w, header = kth()
+    result = walk(w, header, mode)
+    first = result.week == 0
+    assert (result.predicted_class[first] == 1).all() and np.isnan(result.divider[first]).all()
+    assert result.predicted_class.dtype == np.int8 and len(result.predicted_class) == len(w)
     runtime, end = clipped_runtime(w), logged_end(w)
-    for week in result.weekly[1:6]:
+    assert len(result.weekly_report) >= 6
+    for week in result.weekly_report[1:]:
         start = w.submit[0] + week["week"] * WEEK
-        assert week["divider"] == pytest.approx(np.median(runtime[end <= start]))
-        assert week["trained_on"] == int((end <= start).sum())
-    assert result.summary()["jobs"] == len(w)
-    assert 0.6 < result.summary()["accuracy"] <= 1.0
+        done = end < start
+        assert week["divider"] == np.median(runtime[done])
+        assert week["trained_on"] == done.sum()
+        rows = result.week == week["week"]
+        assert (result.divider[rows] == week["divider"]).all()
+        assert week["jobs"] == rows.sum() and sum(week["confusion"].values()) == rows.sum()
+    # Small predictions happen, and the classifier beats predicting everything large.
+    summary = result.summary()
+    assert summary["confusion"]["TS"] > 0
+    assert summary["accuracy"] > np.mean(result.actual_class() == 1)
+    assert result.importances.shape == (len(result.weekly_report) - 1, len(FEATURES))
+    np.testing.assert_allclose(result.importances.sum(axis=1), 1.0)
 
 
-def test_persistence_round_trip_and_refusals(tmp_path):
-    rng = np.random.default_rng(1)
-    X = rng.random((200, len(FEATURES)))
-    y = (X[:, 0] > 0.5).astype(int)
-    model = RuntimeClassifier(n_estimators=5).fit(X, y)
-    path = tmp_path / "m.joblib"
-    meta = save_model(
-        model, path, {"features": list(FEATURES), "divider": 600.0, "training_window": {"jobs": 200}}
-    )
-    assert set(meta["versions"]) >= {"scikit-learn", "numpy", "joblib", "rush"}
-    loaded, meta2 = load_model(path, expected_features=list(FEATURES))
-    assert np.array_equal(loaded.predict(X), model.predict(X)) and meta2["divider"] == 600.0
-    with pytest.raises(ModelError, match="trained on features"):
-        load_model(path, expected_features=list(FEATURES)[:-1])
-    # A changed byte: the sha256 check refuses it before unpickling.
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-    with pytest.raises(ModelError, match="sha256 mismatch"):
-        load_model(path)
-    # A corrupt file whose sidecar was made to match still fails clearly.
-    path.write_bytes(b"not a joblib file")
-    save_meta = sidecar_path(path).read_text()
-    import hashlib
-    import json
-
-    side = json.loads(save_meta) | {"sha256": hashlib.sha256(b"not a joblib file").hexdigest()}
-    sidecar_path(path).write_text(json.dumps(side))
-    with pytest.raises(ModelError, match="cannot load the model"):
-        load_model(path)
-    sidecar_path(path).unlink()
-    with pytest.raises(ModelError, match="sidecar is missing"):
-        load_model(path)
+def test_training_window_limits_the_history():
+    w, header = kth()
+    result = predict_classes_walkforward(w, header, estimator=small_forest(), train_weeks=2)
+    runtime, end = clipped_runtime(w), logged_end(w)
+    for week in result.weekly_report[1:]:
+        start = w.submit[0] + week["week"] * WEEK
+        window = (end < start) & (end >= start - 2 * WEEK)
+        assert week["trained_on"] == window.sum()
+        assert week["divider"] == np.median(runtime[window])
 
 
-def test_walkforward_with_a_trained_model_checks_features(tmp_path):
-    w, header = kth(2000)
-    model = RuntimeClassifier(n_estimators=4).fit(np.zeros((4, len(FEATURES))), [0, 1, 0, 1])
-    good, bad = tmp_path / "good.joblib", tmp_path / "bad.joblib"
-    save_model(model, good, {"features": list(FEATURES), "divider": 900.0})
-    save_model(model, bad, {"features": ["procs"], "divider": 900.0})
-    result = predict_classes_walkforward(w, header, model_path=good)
-    assert (result.divider == 900.0).all()
-    with pytest.raises(ModelError, match="trained on features"):
-        predict_classes_walkforward(w, header, model_path=bad)
+def test_live_features_see_completions_within_the_week():
+    w, header = kth()
+    weekly, live = walk(w, header, "weekly"), walk(w, header, "live")
+    late = (weekly.week >= 1) & ((w.submit - w.submit[0]) % WEEK > 3 * 86400)
+    assert not np.array_equal(weekly.features[late], live.features[late])
+    start_of_week = (weekly.week >= 1) & ((w.submit - w.submit[0]) % WEEK < 60)
+    # Jobs submitted in a week's first minute see (nearly) the same history in both modes.
+    assert np.mean(np.all(weekly.features[start_of_week] == live.features[start_of_week], axis=1)) > 0.8
 
 
-def test_history_store_live_updates_and_persistence(tmp_path):
-    history = RuntimeHistory()
-    day = 86400 * 20000.0
-    for runtime in (100, 5000, 50):
-        history.observe_finished(user=7, procs=4, requested_time=3600, submit_local=day + 10, runtime=runtime)
-    X = history.features(
-        np.array([7, 8]), np.array([4, 4]), np.array([3600.0, 3600.0]), np.array([day + 99, day + 99]), 1000.0
-    )
-    row = dict(zip(FEATURES, X[0], strict=True))
-    assert (row["lag1_user_procs"], row["lag2_user_procs"], row["lag3_user_procs"]) == (0.0, 1.0, 0.0)
-    assert row["frac_small_user_reqtime"] == pytest.approx(2 / 3)
-    assert row["frac_small_user_day"] == pytest.approx(2 / 3)
-    assert dict(zip(FEATURES, X[1], strict=True))["lag1_user_procs"] == -1.0  # unknown user
-    # A new completion is seen at once (the cached summary is invalidated).
-    history.observe_finished(7, 4, 3600, day + 10, 9000)
-    assert (
-        history.features(np.array([7]), np.array([4]), np.array([3600.0]), np.array([day]), 1000.0)[0][8]
-        == 1.0
-    )
-    path = tmp_path / "history.json"
-    history.save(path)
-    again = RuntimeHistory.load(path)
-    assert np.array_equal(
-        again.features(np.array([7]), np.array([4]), np.array([3600.0]), np.array([day]), 1000.0),
-        history.features(np.array([7]), np.array([4]), np.array([3600.0]), np.array([day]), 1000.0),
-    )
-    path.write_text("{broken")
-    with pytest.raises(ModelError, match="runtime history"):
-        RuntimeHistory.load(path)
+def test_live_history_store_reproduces_offline_live_features():
+    """The daemon's incremental store, fed completions in end order, agrees with the
+    vectorised offline computation, job by job."""
+    w, header = kth(3000)
+    result = walk(w, header, "live")
+    runtime, end = clipped_runtime(w), logged_end(w)
+    history = RuntimeHistory(clock=Clock.from_header(header))
+    order = np.lexsort((np.arange(len(w)), end))
+    fed = 0
+    sample = np.flatnonzero(result.week >= 1)[::7]
+    for j in sample:
+        while fed < len(order) and end[order[fed]] < w.submit[j]:
+            k = order[fed]
+            history.observe_finished(w.user[k], w.procs[k], w.requested_time[k], w.submit[k], runtime[k])
+            fed += 1
+        row = history.features(
+            JobColumns(
+                w.user[j : j + 1], w.procs[j : j + 1], w.requested_time[j : j + 1], w.submit[j : j + 1]
+            ),
+            divider=result.divider[j],
+        )[0]
+        np.testing.assert_array_equal(row, result.features[j], err_msg=f"job {j}")
+    assert len(sample) > 300
 
 
-def test_temporal_features():
-    # 2023-11-14 (a Tuesday) 22:13:20 UTC
-    row = temporal_features(np.array([1700000000.0]))[0]
-    assert row.tolist() == [22, 1, 14, 11, (317 // 7) + 1, 4]
+def test_compiled_forest_equals_scikit_learn():
+    w, header = kth()
+    trained = fit_on_history(w, header, estimator=RuntimeClassifier(n_estimators=20))
+    forest = trained.model.model_
+    X = walk(w, header, "live").features
+    flat = FlatForest.of(forest)
+    assert flat is not None
+    assert np.array_equal(flat.predict(X), forest.predict(X))
+    assert np.array_equal(trained.model.predict(X), forest.predict(X).astype(np.int8))
 
 
-def test_evaluation_formulas_on_a_hand_case():
-    actual_small = np.array([1, 1, 1, 0, 0, 0, 0, 1], bool)
-    predicted_small = np.array([1, 1, 0, 1, 0, 0, 0, 0], bool)
-    s = classification_summary(actual_small, predicted_small)
-    assert s["confusion"] == {"TS": 2, "FS": 1, "FL": 2, "TL": 3}
-    assert s["accuracy"] == pytest.approx(5 / 8)
-    assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == pytest.approx(2 / 4)
-    assert s["false_small_rate"] == pytest.approx(1 / 3) and s["false_large_rate"] == pytest.approx(2 / 5)
+def test_any_scikit_learn_classifier_or_name():
+    from sklearn.tree import DecisionTreeClassifier
+
+    w, header = kth(2500)
+    for estimator in ("logreg", "extra-trees", DecisionTreeClassifier(max_depth=5)):
+        result = predict_classes_walkforward(w, header, estimator=estimator, n_estimators=10)
+        assert set(np.unique(result.predicted_class)) <= {0, 1}
+        assert result.summary()["jobs"] == len(w)
 
 
 def test_one_class_training_week_predicts_that_class():
     model = RuntimeClassifier().fit(np.zeros((3, 2)), [1, 1, 1])
     assert model.predict(np.zeros((2, 2))).tolist() == [1, 1]
     assert model.predict_proba(np.zeros((1, 2))).tolist() == [[0.0, 1.0]]
+
+
+def test_bad_mode_is_a_clear_error():
+    from rush.errors import ModelError
+
+    w, header = kth(500)
+    with pytest.raises(ModelError, match="unknown mode"):
+        predict_classes_walkforward(w, header, mode="daily")

@@ -1,0 +1,192 @@
+"""A small slurmrestd client (OpenAPI v0.0.38, Slurm 22.05) for reading the queue.
+
+``url`` is ``unix:/path/to/slurmrestd.sock`` (rest_auth/local: the daemon trusts the
+connecting process's uid) or ``http(s)://host:port`` (rest_auth/jwt: every request carries
+``X-SLURM-USER-NAME`` and ``X-SLURM-USER-TOKEN``). Unix sockets go through a tiny
+``requests`` adapter, so there is no extra dependency. Every failure (refused connection,
+timeout, HTTP error, error list in the answer, non-JSON) raises :class:`RJMSError`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+
+from rush.errors import ConfigError, RJMSError
+
+API = "v0.0.38"
+UNIX_PREFIX = "http+unix://slurmrestd"
+
+
+class _UnixConnection(urllib3.connection.HTTPConnection):
+    def __init__(self, socket_path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = socket_path
+        self.unix_timeout = timeout
+
+    def _new_conn(self) -> socket.socket:  # urllib3 1.26 and 2.x both connect through this
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.unix_timeout)
+        try:
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+
+class _UnixPool(urllib3.HTTPConnectionPool):
+    def __init__(self, socket_path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout, maxsize=2)
+        self.socket_path = socket_path
+        self.unix_timeout = timeout
+
+    def _new_conn(self) -> _UnixConnection:
+        return _UnixConnection(self.socket_path, self.unix_timeout)
+
+
+class UnixSocketAdapter(HTTPAdapter):
+    """Send ``http+unix://slurmrestd/...`` requests to one Unix socket."""
+
+    def __init__(self, socket_path: str, timeout: float) -> None:
+        super().__init__(max_retries=0)
+        self.pool = _UnixPool(socket_path, timeout)
+
+    def get_connection(self, url: str, proxies: dict | None = None) -> _UnixPool:
+        return self.pool
+
+    def get_connection_with_tls_context(self, request, verify, proxies=None, cert=None) -> _UnixPool:
+        return self.pool
+
+    def request_url(self, request, proxies) -> str:
+        return request.path_url
+
+    def close(self) -> None:
+        self.pool.close()
+        super().close()
+
+
+class SlurmREST:
+    """GET JSON from slurmrestd; see the module docstring for ``url`` and authentication."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        jwt: str = "",
+        jwt_file: str = "",
+        user: str = "",
+        timeout: float = 20.0,
+    ) -> None:
+        self.url = url
+        self.timeout = float(timeout)
+        self.jwt = jwt
+        self.jwt_file = Path(jwt_file) if jwt_file else None
+        self.user = user or getpass.getuser()
+        self.session = requests.Session()
+        self.session.trust_env = False  # no proxies from the environment for a local daemon
+        if url.startswith("unix:"):
+            path = url[len("unix:") :]
+            if not path.startswith("/"):
+                raise ConfigError(
+                    f"slurmrestd socket path must be absolute: {url!r}",
+                    where="rjms.options.rest_url",
+                    fix="write unix:/run/slurmrestd/slurmrestd.socket",
+                )
+            self.base = UNIX_PREFIX
+            self.session.mount(UNIX_PREFIX, UnixSocketAdapter(path, self.timeout))
+        elif url.startswith(("http://", "https://")):
+            self.base = url.rstrip("/")
+        else:
+            raise ConfigError(
+                f"unsupported slurmrestd URL {url!r}",
+                where="rjms.options.rest_url",
+                fix="use unix:/path/to/slurmrestd.socket or http://host:6820",
+            )
+
+    def _headers(self) -> dict[str, str]:
+        token = self.jwt
+        if self.jwt_file is not None:
+            try:  # read each time: tokens are rotated by an outside job
+                token = self.jwt_file.read_text().strip().removeprefix("SLURM_JWT=")
+            except OSError as exc:
+                raise RJMSError(
+                    f"cannot read the JWT file ({exc.strerror})",
+                    where=str(self.jwt_file),
+                    fix="write a token from `scontrol token username=USER lifespan=N` there",
+                ) from exc
+        if not token:
+            return {}
+        return {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token}
+
+    def get(self, endpoint: str) -> dict[str, Any]:
+        """GET ``/slurm/v0.0.38/<endpoint>`` and return the decoded answer."""
+        where = f"{self.url} /slurm/{API}/{endpoint}"
+        try:
+            answer = self.session.get(
+                f"{self.base}/slurm/{API}/{endpoint}", headers=self._headers(), timeout=self.timeout
+            )
+        except requests.Timeout as exc:
+            raise RJMSError(
+                f"slurmrestd did not answer within {self.timeout:g} s",
+                where=where,
+                fix="is slurmrestd or slurmctld overloaded? rush retries next cycle",
+            ) from exc
+        except (requests.ConnectionError, OSError) as exc:
+            raise RJMSError(
+                f"cannot connect to slurmrestd ({_root_cause(exc)})",
+                where=where,
+                fix="start slurmrestd or fix rjms.options.rest_url",
+            ) from exc
+        try:
+            data = answer.json()
+        except (json.JSONDecodeError, requests.JSONDecodeError, ValueError):
+            data = None
+        if answer.status_code != 200:
+            detail = _errors(data) or answer.text.strip()[:200]
+            fix = "check rest_auth and the JWT (scontrol token)" if answer.status_code in (401, 403) else None
+            raise RJMSError(
+                f"slurmrestd answered HTTP {answer.status_code}: {detail}",
+                where=where,
+                fix=fix or "check slurmrestd's log",
+            )
+        if not isinstance(data, dict):
+            raise RJMSError(
+                "slurmrestd answered with something that is not a JSON object",
+                where=where,
+                fix=f"is this slurmrestd with openapi/{API} loaded (-s openapi/{API})?",
+            )
+        if errors := _errors(data):
+            raise RJMSError(
+                f"slurmrestd reported: {errors}", where=where, fix="check slurmctld (scontrol ping)"
+            )
+        return data
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _errors(data: object) -> str:
+    if not isinstance(data, dict):
+        return ""
+    items = data.get("errors") or []
+    texts = []
+    for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, dict):
+            texts.append(str(item.get("error") or item.get("description") or item.get("error_number")))
+        else:
+            texts.append(str(item))
+    return "; ".join(texts)
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return str(exc) or type(exc).__name__
