@@ -232,6 +232,6 @@ def submit_probe(
         procs=ntasks,
         time_limit=time_limit,
         command=command,
-        comment="rush:mpi_probe",
+        comment="rush-probe:mpi",
         partition=partition,
     )

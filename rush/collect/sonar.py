@@ -1,30 +1,46 @@
 """Sonar-style Cassandra tables (LDMS metrics stored by host and time), via cassandra-driver.
 
 The keyspace, table and columns are configurable. Rows are partitioned by host name and
-clustered by timestamp, as LDMS's Cassandra store writes them; either *wide* (one column
-per metric: ``metrics = {"column": "ldms metric name"}``) or *long* (``metric_column`` and
-``value_column``). Metric names go through the LDMS normaliser, so counters become the
-same per-second rates as from store_csv files.
+clustered by timestamp, as LDMS's Cassandra store writes them, e.g.::
+
+    CREATE TABLE ldms.metrics (hostname text, ts timestamp, metric text, value double,
+                               PRIMARY KEY ((hostname), ts, metric));
+
+either *wide* (one column per metric: ``metrics = {"column": "ldms metric name"}``) or
+*long* (``metric_column`` and ``value_column``). One prepared statement
+``SELECT ... WHERE <host> = ? AND <ts> > ? AND <ts> <= ?`` is run per host (a partition
+read, which Cassandra serves far better than ``IN`` over partitions). The driver returns
+rows as named tuples and ``timestamp`` columns as naive UTC datetimes. Metric names go
+through the LDMS normaliser, so counters become the same per-second rates as from
+store_csv files. cassandra-driver is imported only when a session is first needed.
 """
 
 from __future__ import annotations
 
 import calendar
+import logging
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from rush.collect.base import Collector, Sample, register_collector
 from rush.collect.ldms import normalize
 from rush.collect.rates import RateTracker
 from rush.errors import BackendUnavailableError, CollectorError
 
+log = logging.getLogger(__name__)
 
-def _seconds(value) -> float:
+
+def _seconds(value: object) -> float:
     if isinstance(value, datetime):
         # The driver returns naive UTC datetimes for timestamp columns.
         return calendar.timegm(value.utctimetuple()) + value.microsecond / 1e6
-    return float(value)
+    return float(value)  # type: ignore[arg-type]
+
+
+def _datetime(seconds: float) -> datetime:
+    """A naive UTC datetime, as the driver encodes timestamp parameters."""
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
 @register_collector("sonar")
@@ -107,32 +123,77 @@ class SonarCollector(Collector):
             f"WHERE {self.host_column} = ? AND {self.time_column} > ? AND {self.time_column} <= ?"
         )
 
-    def collect(self, now: float | None = None) -> list[Sample]:
-        now = time.time() if now is None else now
+    def _statement_for_session(self):
         if self._statement is None:
-            self._statement = self.session.prepare(self.query())
+            try:
+                self._statement = self.session.prepare(self.query())
+            except BackendUnavailableError:
+                raise
+            except Exception as exc:  # InvalidRequest: unknown table or column
+                raise CollectorError(
+                    f"Cassandra rejected the query: {exc}",
+                    where=f"{self.keyspace}.{self.table}",
+                    fix="check keyspace, table and column names in collect.sources.sonar",
+                ) from exc
+        return self._statement
+
+    def _rows(self, host: str, since: float, until: float) -> list:
+        return list(
+            self.session.execute(self._statement_for_session(), (host, _datetime(since), _datetime(until)))
+        )
+
+    def _samples(self, host: str, rows: list) -> list[Sample]:
         samples = []
+        for row in sorted(rows, key=lambda r: _seconds(getattr(r, self.time_column))):
+            t = _seconds(getattr(row, self.time_column))
+            self.last_seen[host] = max(self.last_seen.get(host, t), t)
+            if self.metrics:
+                pairs = [(name, getattr(row, column)) for column, name in self.metrics.items()]
+            else:
+                pairs = [(getattr(row, self.metric_column), getattr(row, self.value_column))]
+            for ldms_name, value in pairs:
+                if value is None:
+                    continue
+                name = normalize(str(ldms_name))
+                if name.is_rate or not name.known:
+                    samples.append(Sample(t, host, self.name, name.metric, float(value) * name.scale))
+                    continue
+                rate = self.rates.update((host, ldms_name), t, value)
+                if rate is not None:
+                    samples.append(Sample(t, host, self.name, name.metric, rate * name.scale))
+        return samples
+
+    def fetch(self, start: float, end: float, hosts: Sequence[str] | None = None) -> list[Sample]:
+        """Samples with ``start < ts <= end`` for ``hosts`` (default: the configured ones).
+
+        For back-filling the feature store (training windows). Counter rates start after
+        each host's first row in the range.
+        """
+        samples = []
+        for host in hosts or self.hosts:
+            samples += self._samples(host, self._rows(host, start, end))
+        return samples
+
+    def collect(self, now: float | None = None) -> list[Sample]:
+        """Rows since the last one seen per host (first time: the last ``lookback`` seconds)."""
+        now = time.time() if now is None else now
+        samples, errors = [], []
         for host in self.hosts:
             since = self.last_seen.get(host, now - self.lookback)
-            rows = self.session.execute(
-                self._statement, (host, datetime.utcfromtimestamp(since), datetime.utcfromtimestamp(now))
+            try:
+                rows = self._rows(host, since, now)
+            except (CollectorError, BackendUnavailableError):
+                raise
+            except Exception as exc:  # a timeout on one partition must not stop the others
+                errors.append(f"{host}: {exc}")
+                continue
+            samples += self._samples(host, rows)
+        for error in errors:
+            log.warning("sonar: %s", error)
+        if errors and len(errors) == len(self.hosts):
+            raise CollectorError(
+                f"every Cassandra query failed ({errors[0]})",
+                where=f"{self.contact_points}:{self.port} {self.keyspace}.{self.table}",
+                fix="check that Cassandra is up and reachable",
             )
-            for row in rows:
-                t = _seconds(getattr(row, self.time_column))
-                self.last_seen[host] = max(self.last_seen.get(host, since), t)
-                if self.metrics:
-                    pairs = [(name, getattr(row, column)) for column, name in self.metrics.items()]
-                else:
-                    pairs = [(getattr(row, self.metric_column), getattr(row, self.value_column))]
-                for ldms_name, value in pairs:
-                    if value is None:
-                        continue
-                    name = normalize(ldms_name)
-                    value = float(value) * name.scale
-                    if name.is_rate or not name.known:
-                        samples.append(Sample(t, host, self.name, name.metric, value))
-                        continue
-                    rate = self.rates.update((host, ldms_name), t, value)
-                    if rate is not None:
-                        samples.append(Sample(t, host, self.name, name.metric, rate))
         return samples

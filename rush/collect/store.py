@@ -7,18 +7,25 @@ with the layout below SQLite meets the target (a 5-minute window over 3,000 node
 metrics in well under 1 s; ``benchmarks/bench_feature_store.py`` prints the figures).
 
 Layout. The logical record is :class:`~rush.collect.base.Sample` (timestamp, host, source,
-metric, value), but a collector reads all its metrics of one host at one instant, so the
-samples are stored one *reading* per row::
+metric, value), but a collector reads all its metrics of one host at (about) one instant,
+so samples are stored one *reading* per row::
 
     hosts(id, name)   metrics(id, name)   sources(id, name)
-    metric_sets(id, source_id, metric_ids BLOB int32[])          -- the columns of a reading
-    readings(ts, host_id, set_id, vals BLOB float64[])           -- UNIQUE (ts, host_id, set_id)
+    metric_sets(id, source_id, metric_ids BLOB int32[])        -- the columns of a reading
+    readings(ts, host_id, set_id, vals BLOB float64[], offsets BLOB float64[] | NULL)
+    UNIQUE INDEX readings_window (ts, host_id, set_id)
 
-Measured on the benchmark, one row per sample with a covering index on
+Samples of one host and source less than ``READING_SPREAD`` (1 s) apart form one reading;
+``offsets`` keeps each value's exact time when they differ (NULL in the common case), so
+window bounds stay exact. Re-inserting the same reading replaces it, so re-ingesting a
+file is idempotent. ``prune`` deletes whole readings (by their first time).
+
+Measured with the benchmark (3,000 nodes x 100 metrics, 1.5 M samples in the window, on
+a shared 2-core machine): one row per sample with a covering index on
 (ts, metric_id, host_id, value) took ~1.3 s per window query (SQLite sorts 1.5 M rows for
-the GROUP BY) and 180 MiB for 3 M samples; one row per reading answers in ~50 ms (numpy
-aggregates the decoded blocks) and takes 24 MiB. Re-inserting the same reading (same
-time, host, source and metric set) replaces it, so re-ingesting a file is idempotent.
+the GROUP BY; fetching them into numpy instead took 2.4 s) and 180 MiB for 3 M samples;
+one row per reading answers in 0.1-0.3 s (numpy aggregates the decoded blocks) and takes
+36 MiB. Readings whose metrics come ms apart (Prometheus instant queries) cost ~0.3 s.
 
 Window features (the one query used for training and live prediction alike)::
 
@@ -49,7 +56,8 @@ from rush.collect.base import Sample
 from rush.errors import CollectorError
 
 log = logging.getLogger(__name__)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+READING_SPREAD = 1.0  # seconds: samples of one host and source this close form one reading
 IDS = np.dtype("<i4")
 VALUES = np.dtype("<f8")
 SCHEMA = """
@@ -61,9 +69,28 @@ CREATE TABLE IF NOT EXISTS sources (id INTEGER PRIMARY KEY, name TEXT UNIQUE NOT
 CREATE TABLE IF NOT EXISTS metric_sets (id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL,
                                         metric_ids BLOB NOT NULL, UNIQUE (source_id, metric_ids));
 CREATE TABLE IF NOT EXISTS readings (ts REAL NOT NULL, host_id INTEGER NOT NULL,
-                                     set_id INTEGER NOT NULL, vals BLOB NOT NULL);
+                                     set_id INTEGER NOT NULL, vals BLOB NOT NULL, offsets BLOB);
 CREATE UNIQUE INDEX IF NOT EXISTS readings_window ON readings (ts, host_id, set_id);
 """
+
+
+def _readings(
+    items: list[tuple[float, str, float]],
+) -> Iterable[tuple[float, dict[str, tuple[float, float]]]]:
+    """Group one host's and source's samples into readings: (first time, {metric: (t, value)})."""
+    items.sort(key=lambda item: item[0])
+    first, values = None, {}
+    for t, metric, value in items:
+        if first is not None and (
+            t - first >= READING_SPREAD or (metric in values and values[metric][0] != t)
+        ):
+            yield first, values
+            first, values = None, {}
+        if first is None:
+            first = t
+        values[metric] = (t, value)  # the same metric and time twice: the last value wins
+    if first is not None:
+        yield first, values
 
 
 class FeatureStore:
@@ -125,35 +152,44 @@ class FeatureStore:
 
     # -- writing ----------------------------------------------------------------------------
     def insert(self, samples: Iterable[Sample]) -> int:
-        """Store samples; returns how many were stored (non-finite values are dropped, logged)."""
-        readings: dict[tuple[float, str, str], dict[str, float]] = {}
+        """Store samples; returns how many were stored (non-finite values are dropped, logged).
+
+        Samples of one host and source less than ``READING_SPREAD`` s apart form one
+        reading (row); each value keeps its exact timestamp (offsets from the row's).
+        """
+        by_origin: dict[tuple[str, str], list[tuple[float, str, float]]] = {}
         dropped = 0
         for s in samples:
             value = float(s.value)
             if not math.isfinite(value):
                 dropped += 1
                 continue
-            # A metric repeated in one reading: the last value wins (as a re-insert would).
-            readings.setdefault((float(s.timestamp), s.host, s.source), {})[s.metric] = value
+            by_origin.setdefault((s.host, s.source), []).append((float(s.timestamp), s.metric, value))
         if dropped:
             log.warning("feature store: %d non-finite sample value(s) dropped", dropped)
+        rows = []
         stored = 0
         with self._lock, self.db:
-            rows = []
-            for (ts, host, source), values in readings.items():
+            for (host, source), items in by_origin.items():
+                host_id = self._name_id("hosts", self._hosts, host)
                 source_id = self._name_id("sources", self._sources, source)
-                metric_ids = [self._name_id("metrics", self._metrics, m) for m in values]
-                rows.append(
-                    (
-                        ts,
-                        self._name_id("hosts", self._hosts, host),
-                        self._set_id(source_id, metric_ids),
-                        np.fromiter(values.values(), VALUES, len(values)).tobytes(),
+                for first, values in _readings(items):
+                    metric_ids = [self._name_id("metrics", self._metrics, m) for m in values]
+                    times = np.fromiter((t for t, _ in values.values()), VALUES, len(values))
+                    offsets = None if not np.any(times != first) else (times - first).astype(VALUES).tobytes()
+                    rows.append(
+                        (
+                            first,
+                            host_id,
+                            self._set_id(source_id, metric_ids),
+                            np.fromiter((v for _, v in values.values()), VALUES, len(values)).tobytes(),
+                            offsets,
+                        )
                     )
-                )
-                stored += len(values)
+                    stored += len(values)
             self.db.executemany(
-                "INSERT OR REPLACE INTO readings (ts, host_id, set_id, vals) VALUES (?, ?, ?, ?)", rows
+                "INSERT OR REPLACE INTO readings (ts, host_id, set_id, vals, offsets) VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
         return stored
 
@@ -173,10 +209,11 @@ class FeatureStore:
     # -- reading ----------------------------------------------------------------------------
     def _rows(
         self, hosts: Sequence[str] | None, start: float, end: float, sources: Sequence[str] | None
-    ) -> list[tuple[float, int, int, bytes]]:
+    ) -> list[tuple[float, int, int, bytes, bytes | None]]:
         with self._lock:
             self._refresh_if_needed()
-            clauses, args = ["ts >= ?", "ts < ?"], [start, end]
+            # A reading starting up to READING_SPREAD before ``start`` may hold later values.
+            clauses, args = ["ts > ?", "ts < ?"], [start - READING_SPREAD, end]
             if hosts is not None:
                 ids = sorted({self._hosts[h] for h in hosts if h in self._hosts})
                 if not ids:
@@ -192,7 +229,8 @@ class FeatureStore:
                 args += ids
             where = " AND ".join(clauses)
             rows = self.db.execute(
-                f"SELECT ts, host_id, set_id, vals FROM readings WHERE {where} ORDER BY ts, rowid", args
+                f"SELECT ts, host_id, set_id, vals, offsets FROM readings WHERE {where} ORDER BY ts, rowid",
+                args,
             ).fetchall()
             top_host = max(self._hosts.values(), default=0)
             if any(r[2] not in self._set_info or r[1] > top_host for r in rows):
@@ -212,24 +250,40 @@ class FeatureStore:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(host ids, metric ids, sums, counts) with sums/counts shaped (hosts, metrics)."""
         rows = self._rows(hosts, start, end, sources)
+        empty = (np.empty(0, int), np.empty(0, int), np.empty((0, 0)), np.empty((0, 0)))
         if not rows:
-            return np.empty(0, int), np.empty(0, int), np.empty((0, 0)), np.empty((0, 0))
-        host_ids, host_index = np.unique(
-            np.fromiter((r[1] for r in rows), np.int64, len(rows)), return_inverse=True
-        )
-        set_ids = np.fromiter((r[2] for r in rows), np.int64, len(rows))
-        metric_ids = np.unique(np.concatenate([self._set_info[s][1] for s in np.unique(set_ids)]))
+            return empty
+        n = len(rows)
+        host_ids, host_index = np.unique(np.fromiter((r[1] for r in rows), np.int64, n), return_inverse=True)
+        set_ids = np.fromiter((r[2] for r in rows), np.int64, n)
+        row_ts = np.fromiter((r[0] for r in rows), VALUES, n)
+        present = np.unique(set_ids)
+        metric_ids = np.unique(np.concatenate([self._set_info[s][1] for s in present]))
         sums = np.zeros((len(host_ids), len(metric_ids)))
         counts = np.zeros((len(host_ids), len(metric_ids)))
-        for set_id in np.unique(set_ids):
+        for set_id in present:
             members = np.flatnonzero(set_ids == set_id)
             columns = np.searchsorted(metric_ids, self._set_info[set_id][1])
             block = np.frombuffer(b"".join(rows[i][3] for i in members), VALUES).reshape(len(members), -1)
-            partial = np.zeros((len(host_ids), block.shape[1]))
-            np.add.at(partial, host_index[members], block)
-            sums[:, columns] += partial
-            counts[:, columns] += np.bincount(host_index[members], minlength=len(host_ids))[:, None]
-        return host_ids, metric_ids, sums, counts
+            # Exact time of every value: the row's, plus its offset when the reading spread out.
+            row_time = row_ts[members]
+            if all(rows[i][4] is None for i in members):
+                inside = np.broadcast_to(((row_time >= start) & (row_time < end))[:, None], block.shape)
+            else:
+                times = np.repeat(row_time[:, None], block.shape[1], axis=1)
+                for k, i in enumerate(members):
+                    if rows[i][4] is not None:
+                        times[k] += np.frombuffer(rows[i][4], VALUES)
+                inside = (times >= start) & (times < end)
+            weights, hits = np.where(inside, block, 0.0), inside.astype(float)
+            where = host_index[members]
+            for c, column in enumerate(columns):  # bincount: far faster than np.add.at
+                sums[:, column] += np.bincount(where, weights=weights[:, c], minlength=len(host_ids))
+                counts[:, column] += np.bincount(where, weights=hits[:, c], minlength=len(host_ids))
+        keep = counts.any(axis=0)  # metrics whose only values fell just before the window
+        if not keep.any():
+            return empty
+        return host_ids, metric_ids[keep], sums[:, keep], counts[:, keep]
 
     def window_features(
         self,
@@ -294,13 +348,16 @@ class FeatureStore:
         source_names = {i: s for s, i in self._sources.items()}
         wanted = None if metrics is None else set(metrics)
         out: list[Sample] = []
-        for ts, host_id, set_id, blob in rows:
+        for ts, host_id, set_id, blob, offsets in rows:
             source_id, ids = self._set_info[set_id]
             host, source = host_names[host_id], source_names[source_id]
-            for metric_id, value in zip(ids.tolist(), np.frombuffer(blob, VALUES).tolist(), strict=True):
+            values = np.frombuffer(blob, VALUES).tolist()
+            times = [ts] * len(values) if offsets is None else (ts + np.frombuffer(offsets, VALUES)).tolist()
+            for metric_id, t, value in zip(ids.tolist(), times, values, strict=True):
                 metric = metric_names[metric_id]
-                if wanted is None or metric in wanted:
-                    out.append(Sample(ts, host, source, metric, value))
+                if (wanted is None or metric in wanted) and start <= t < end:
+                    out.append(Sample(t, host, source, metric, value))
+        out.sort(key=lambda s: s.timestamp)  # stable: a reading's values keep their order
         return out
 
     def size_bytes(self) -> int:

@@ -123,9 +123,10 @@ class SysfsIBCollector(Collector):
         self._warned: set[str] = set()
 
     def read_counters(self) -> dict[tuple[str, str, str], int]:
-        """``{(device, port, counter): value}``; data counters already in bytes.
+        """``{(device, port, counter): raw value}``; hw_counters are keyed ``hw_<name>``.
 
-        hw_counters are keyed ``hw_<name>``.
+        Values stay in the counter's own unit so that wraparound is detected on the counter's
+        range; :meth:`collect` scales the data rates to bytes.
         """
         base = self.root / "class" / "infiniband"
         if not base.is_dir():
@@ -142,7 +143,6 @@ class SysfsIBCollector(Collector):
                 continue
             if not (device / "ports").is_dir():
                 continue
-            unit = data_unit_bytes(device)
             for port in sorted((device / "ports").iterdir()):
                 for folder in folders:
                     directory = port / folder
@@ -155,18 +155,16 @@ class SysfsIBCollector(Collector):
                             # One unreadable counter must not hide the others.
                             self._error(exc)
                             continue
-                        if folder == "counters" and counter.name in DATA_COUNTERS:
-                            if value == SATURATED_32:
-                                # 32-bit PMA counters stick at the top instead of wrapping
-                                self._error(
-                                    CollectorError(
-                                        "counter saturated at 2**32-1 (port without extended counters)",
-                                        where=str(counter),
-                                        fix="clear it with `perfquery -R`; rates resume from the next reading",
-                                    )
+                        if folder == "counters" and counter.name in DATA_COUNTERS and value == SATURATED_32:
+                            # 32-bit PMA counters stick at the top instead of wrapping
+                            self._error(
+                                CollectorError(
+                                    "counter saturated at 2**32-1 (port without extended counters)",
+                                    where=str(counter),
+                                    fix="clear it with `perfquery -R`; rates resume from the next reading",
                                 )
-                                continue
-                            value *= unit
+                            )
+                            continue
                         name = counter.name if folder == "counters" else f"hw_{counter.name}"
                         values[(device.name, port.name, name)] = value
         if not values and self.errors:
@@ -186,10 +184,15 @@ class SysfsIBCollector(Collector):
     def collect(self) -> list[Sample]:
         now = time.time()
         totals: dict[str, float] = {}
+        units: dict[str, int] = {}
         for (device, port, counter), value in self.read_counters().items():
             rate = self.rates.update((device, port, counter), now, value)
             if rate is None:
                 continue
+            if counter in DATA_COUNTERS:
+                if device not in units:
+                    units[device] = data_unit_bytes(self.root / "class" / "infiniband" / device)
+                rate *= units[device]
             metric = DATA_COUNTERS.get(counter, f"ib_{counter}_per_s")
             totals[metric] = totals.get(metric, 0.0) + rate
         return [Sample(now, self.host, self.name, metric, value) for metric, value in totals.items()]

@@ -23,6 +23,7 @@ from rush.sim.engine import simulate
 from rush.workload.model import Workload
 
 log = logging.getLogger(__name__)
+LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")
 
 
 @dataclass
@@ -71,7 +72,8 @@ def wait_until_done(
             log.warning("replay: RJMS read failed, retrying: %s", exc)
             time.sleep(poll)
             continue
-        if not any(job.job_id in rjms_ids for job in state.jobs):
+        # Finished jobs stay listed for a while (MinJobAge): wait only for live ones.
+        if not any(job.job_id in rjms_ids and job.state in LIVE_STATES for job in state.jobs):
             return
         time.sleep(poll)
     raise RJMSError(

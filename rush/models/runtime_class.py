@@ -105,6 +105,7 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> RuntimeClassifier:
         y = np.asarray(y)
+        self.__dict__.pop("flat_", None)  # a refit invalidates the compiled forest
         self.classes_ = np.array([SMALL, LARGE])
         self.n_features_in_ = np.asarray(X).shape[1]
         present = np.unique(y)
@@ -147,7 +148,7 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         return self.flat_
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
+        state = dict(super().__getstate__())
         state.pop("flat_", None)
         return state
 

@@ -5,13 +5,19 @@ archive's cleaned logs as mirrored for this project). ``fetch(name)``:
 
 1. finds the file name from a full name (``KTH-SP2-1996-2.1-cln.swf.gz``) or an alias
    (``KTH-SP2``, case-insensitive);
-2. returns the cached copy under the user cache directory if its sha256 matches;
+2. returns the cached copy (``platformdirs.user_cache_dir("rush")/traces``, or
+   ``$RUSH_CACHE_DIR/traces``) if its size and sha256 match, without any copy or download;
 3. otherwise copies it from the mirror directory (``RUSH_TRACE_MIRROR`` or ``mirror=``), or
-   downloads it from the archive (``RUSH_TRACE_BASE_URL`` overrides the address);
-4. verifies the sha256 and refuses (and deletes) a mismatching file.
+   downloads ``{base}/l_<dir>/<file>`` from the Parallel Workloads Archive
+   (``https://www.cs.huji.ac.il/labs/parallel/workload``; ``RUSH_TRACE_BASE_URL`` or
+   ``base_url=`` overrides the base);
+4. verifies the sha256 before the file takes its place in the cache, and refuses (and
+   deletes) a mismatching copy.
 
-``load_trace(spec)`` accepts a path, a catalogue name or ``lublin[:JOBS[:PROCS[:SEED]]]``
-(the embedded default: a synthetic workload generated in-process, no download).
+``load_trace(spec)`` accepts a path (SWF, or sacct output detected from its content), a
+catalogue name or ``lublin[:JOBS[:PROCS[:SEED]]]``: the embedded default workload, generated
+in-process (Lublin–Feitelson batch model, default 10000 jobs, 256 processors, seed 1), no
+download. Nothing is ever written into the repository.
 """
 
 from __future__ import annotations
@@ -43,14 +49,12 @@ class CatalogueEntry:
 
     @property
     def alias(self) -> str:
-        # "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2", "HPC2N-2002-2.2-cln.swf.gz" -> "HPC2N"
+        # The words before the year: "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2"; no year: the stem.
         parts = self.file.removesuffix(".swf.gz").split("-")
-        words = []
-        for part in parts:
-            if part[:1].isdigit():
-                break
-            words.append(part)
-        return "-".join(words) or parts[0]
+        for k, part in enumerate(parts):
+            if k and len(part) == 4 and part.isdigit():
+                return "-".join(parts[:k])
+        return "-".join(parts)
 
 
 @cache
@@ -116,16 +120,18 @@ def _verify(path: Path, entry: CatalogueEntry, source: str) -> None:
 
 
 def _download(entry: CatalogueEntry, target: Path, base_url: str) -> str:
+    """Download into a temporary file beside ``target``, verify, then rename; the URL."""
     import requests
 
     if entry.pwa_dir is None:
         raise TraceNotFoundError(
             f"{entry.file} is not on the Parallel Workloads Archive",
             where=entry.file,
-            fix="set RUSH_TRACE_MIRROR to a directory that holds it",
+            fix="set RUSH_TRACE_MIRROR to a directory that holds it, "
+            "or generate a synthetic workload in-process: lublin:10000:256",
         )
     url = f"{base_url.rstrip('/')}/{entry.pwa_dir}/{entry.file}"
-    partial = target.with_suffix(target.suffix + ".part")
+    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
     try:
         with requests.get(url, stream=True, timeout=60) as response:
             response.raise_for_status()
@@ -139,26 +145,33 @@ def _download(entry: CatalogueEntry, target: Path, base_url: str) -> str:
             where=url,
             fix="check the network, or set RUSH_TRACE_MIRROR to a local directory of traces",
         ) from exc
+    _verify(partial, entry, url)
     partial.replace(target)
     return url
 
 
+def _cached(target: Path, entry: CatalogueEntry) -> bool:
+    return target.exists() and target.stat().st_size == entry.bytes and sha256_of(target) == entry.sha256
+
+
 def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None = None) -> Path:
-    """The local path of catalogue trace ``name``, verified against its sha256."""
+    """The local path of catalogue trace ``name``, verified against its sha256 (module docstring)."""
     entry = lookup(name)
     target = cache_dir() / entry.file
-    if target.exists() and sha256_of(target) == entry.sha256:
+    if _cached(target, entry):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     mirror = mirror or os.environ.get("RUSH_TRACE_MIRROR")
     if mirror:
         source = Path(mirror) / entry.file
         if source.exists():
-            shutil.copyfile(source, target)
-            _verify(target, entry, str(source))
+            # Copy beside the target, then rename: a concurrent reader never sees half a file.
+            partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+            shutil.copyfile(source, partial)
+            _verify(partial, entry, str(source))
+            partial.replace(target)
             return target
-    source = _download(entry, target, base_url or os.environ.get("RUSH_TRACE_BASE_URL", PWA_BASE_URL))
-    _verify(target, entry, source)
+    _download(entry, target, base_url or os.environ.get("RUSH_TRACE_BASE_URL", PWA_BASE_URL))
     return target
 
 
@@ -221,6 +234,8 @@ def load_trace(spec: str, strict: bool = False) -> Trace:
         jobs, procs, seed = lublin
         return lublin_generate(jobs, machine_procs=procs, seed=seed)
     path = resolve_trace(spec)
+    if path.is_dir():
+        raise TraceFormatError(f"{path} is a directory", where=str(path), fix="give a trace file")
     kind = _sniff(path)
     if kind.startswith("sacct"):
         from rush.workload.sacct import read_sacct

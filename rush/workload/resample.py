@@ -1,73 +1,80 @@
 """Weekly user-profile resampling: new traces that keep each user's job properties.
 
 The trace is cut into weeks from its first submit. For every user, the *weekly slices*
-are the weeks from that user's first active week to the last one, empty weeks included
-(so a user active one week in four stays that sparse). The new trace has ``weeks``
-weeks; for each output week and each user, one of the user's slices is drawn uniformly
-at random and its jobs are copied with their offsets within the week.
+are the weeks from that user's first active week to the last one, **empty weeks
+included** (our choice: a user active one week in four stays that sparse, instead of
+being active every output week; weeks outside the user's span are not counted, so a user
+who joined late is not diluted by the weeks before). A user whose id is unknown (``-1``)
+is one more user. The new trace has ``weeks`` weeks; for each output week and each user,
+one of the user's slices is drawn uniformly at random (with replacement) and its jobs are
+copied with their offsets within the week.
 
 Documented statistics (tested): a user's expected jobs per output week equal the user's
 jobs divided by the number of weeks in the user's span; every output job's (runtime,
 processors, requested time) is one of that user's original jobs; the output is sorted by
-submit time and renumbered 1..n. Deterministic under ``seed``.
+submit time and renumbered 1..n; waits, dependencies and think times are reset to ``-1``.
+``UnixStartTime`` moves to the original first submit, so times of day and days of the week
+keep their phase. Deterministic under ``seed`` (numpy ``default_rng``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from rush.errors import RushError
 from rush.workload.model import SWF_FIELDS, Trace
 
 WEEK = 7 * 86400
 
 
-def user_weekly_slices(trace: Trace) -> dict[int, list[np.ndarray]]:
-    """For each user, one array of job indices per week of the user's active span."""
+def _weeks(trace: Trace) -> tuple[np.ndarray, float]:
     submit = trace["submit"].astype(np.float64)
-    if len(submit) == 0:
+    t0 = float(submit.min()) if len(submit) else 0.0
+    return ((submit - t0) // WEEK).astype(np.int64), t0
+
+
+def user_weekly_slices(trace: Trace) -> dict[int, list[np.ndarray]]:
+    """For each user, one array of job indices per week of the user's active span (in order)."""
+    if len(trace) == 0:
         return {}
-    week = ((submit - submit.min()) // WEEK).astype(np.int64)
-    user = trace["user"]
+    week, _ = _weeks(trace)
+    user = trace["user"].astype(np.int64)
+    order = np.lexsort((trace["submit"], week, user))
+    starts = np.flatnonzero(np.r_[True, np.diff(user[order]) != 0])
+    ends = np.r_[starts[1:], len(order)]
     slices: dict[int, list[np.ndarray]] = {}
-    order = np.lexsort((submit, week, user))
-    for u in np.unique(user):
-        idx = order[user[order] == u]
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+        idx = order[lo:hi]
         weeks = week[idx]
-        first, last = int(weeks.min()), int(weeks.max())
+        first, last = int(weeks[0]), int(weeks[-1])
         bounds = np.searchsorted(weeks, np.arange(first, last + 2))
-        slices[int(u)] = [idx[bounds[k] : bounds[k + 1]] for k in range(last - first + 1)]
+        slices[int(user[idx[0]])] = [idx[bounds[k] : bounds[k + 1]] for k in range(last - first + 1)]
     return slices
 
 
 def resample_weekly(trace: Trace, weeks: int, seed: int = 0) -> Trace:
     """A ``weeks``-week trace drawn from each user's weekly slices (module docstring)."""
     if weeks <= 0:
-        raise ValueError("weeks must be positive")
+        raise RushError(f"weeks must be positive, got {weeks}", where="weeks", fix="e.g. 8 weeks")
     rng = np.random.default_rng(seed)
     submit = trace["submit"].astype(np.float64)
-    t0 = float(submit.min()) if len(submit) else 0.0
-    week_of = ((submit - t0) // WEEK).astype(np.int64) if len(submit) else submit.astype(np.int64)
+    week_of, t0 = _weeks(trace)
+    offset_in_week = submit - (t0 + week_of * WEEK)
     chosen: list[np.ndarray] = []
     new_submit: list[np.ndarray] = []
     for _, slices in sorted(user_weekly_slices(trace).items()):
         picks = rng.integers(0, len(slices), size=weeks)
-        for out_week, pick in enumerate(picks):
+        for out_week, pick in enumerate(picks.tolist()):
             idx = slices[pick]
-            if len(idx) == 0:
-                continue
-            offset = submit[idx] - (t0 + week_of[idx] * WEEK)
-            chosen.append(idx)
-            new_submit.append(out_week * WEEK + offset)
-    if chosen:
-        index = np.concatenate(chosen)
-        times = np.concatenate(new_submit)
-    else:
-        index = np.zeros(0, dtype=np.int64)
-        times = np.zeros(0)
+            if len(idx):
+                chosen.append(idx)
+                new_submit.append(out_week * WEEK + offset_in_week[idx])
+    index = np.concatenate(chosen) if chosen else np.zeros(0, dtype=np.int64)
+    times = np.concatenate(new_submit) if new_submit else np.zeros(0)
     order = np.lexsort((index, times))
     index, times = index[order], times[order]
     columns = {f: trace[f][index].copy() for f in SWF_FIELDS}
-    columns["submit"] = times.astype(columns["submit"].dtype)
+    columns["submit"] = np.round(times).astype(columns["submit"].dtype)
     columns["job_id"] = np.arange(1, len(index) + 1, dtype=np.int64)
     # Waits, dependencies and think times of the original schedule mean nothing here.
     for f in ("wait", "preceding_job", "think_time"):
@@ -77,9 +84,13 @@ def resample_weekly(trace: Trace, weeks: int, seed: int = 0) -> Trace:
         f"weekly user-profile resampling of {trace.name or 'a trace'} by rush: {weeks} weeks, seed {seed}"
     )
     header["MaxJobs"] = header["MaxRecords"] = str(len(index))
+    if trace.unix_start_time is not None:
+        header["UnixStartTime"] = str(trace.unix_start_time + int(t0))
+    for key in ("StartTime", "EndTime"):
+        header.pop(key, None)  # they described the original log
     return Trace(
         columns=columns,
         header=header,
         name=f"{trace.name}-resampled-{weeks}w-{seed}",
-        labels={k: dict(v) for k, v in trace.labels.items()},
+        labels={k: dict(v) for k, v in trace.labels.items() if k != "job_id"},
     )

@@ -1,30 +1,45 @@
 """Slurm accounting import: ``sacct --json`` and ``sacct --parsable2`` into the job model.
 
-Supported: Slurm 22.05+ ``--json`` (``jobs[]`` with ``time.submission/start/end/elapsed``,
-``time.limit`` in minutes as a number or, from 23.02, ``{"set", "infinite", "number"}``,
-``required.CPUs``, ``tres.allocated`` entries of type ``cpu``/``node``, ``user``,
-``account``, ``partition``, ``name``, ``state.current`` as a string or a list), and
-``--parsable2`` (``|``-separated with a header line; times ``2023-01-02T03:04:05``,
-durations ``[D-]HH:MM:SS``/``MM:SS``, ``UNLIMITED``/``Partition_Limit``).
+Supported:
 
-Job steps (``123.batch``, ``123.0``) are skipped. The mapping into SWF fields: submit
-relative to the earliest submit (``UnixStartTime`` = that submit), wait = start - submit,
-runtime = elapsed, allocated/requested CPUs, requested time in seconds, status 1 completed
-/ 0 failed / 5 cancelled, and user, group (account), queue (partition) and application
-(job name) integer-coded with their strings in ``Trace.labels``.
+* ``--json`` from Slurm 22.05 on (data_parser/openapi ``dbv0.0.38``: ``jobs[]`` with
+  ``job_id``, ``time.submission/start/end/elapsed`` as Unix seconds, ``time.limit`` in
+  *minutes*, ``required.CPUs``, ``tres.allocated`` = ``[{type: "cpu"|"node", count}]``,
+  ``user``, ``account``, ``partition``, ``name``, ``state.current`` as a string), and the
+  later changes: numbers wrapped as ``{"set", "infinite", "number"}`` (23.02+) and
+  ``state.current`` as a list of flags (23.11+).
+* ``--parsable2``: ``|``-separated with a header line, e.g.
+  ``sacct -a -X --parsable2 --format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,AllocCPUS,ReqCPUS,NCPUS,AllocNodes,User,Account,Partition,JobName,State``;
+  times ``2023-01-02T03:04:05`` (read as UTC: only differences matter) or
+  ``Unknown``/``None``; durations ``[D-]HH:MM:SS``, ``MM:SS``, ``UNLIMITED``,
+  ``Partition_Limit``.
+
+Mapping into the 18 SWF fields: job steps (``123.batch``, ``123.0``) are skipped and
+counted in ``Trace.skipped["job_steps"]``; submit is relative to the earliest submit
+(header ``UnixStartTime`` = that submit); wait = start - submit; runtime = elapsed;
+allocated processors = allocated CPUs, requested processors = requested CPUs (else
+``NCPUS``/allocated); requested time in seconds (``-1`` when unlimited); status 1
+completed, 0 failed (also timeout, node failure, out of memory), 5 cancelled (also
+preempted), -1 otherwise (pending, running). User, group (account), queue (partition) and
+application (job name) are integer-coded, their strings in ``Trace.labels``. Job ids stay
+when they are unique integers (``JobIDRaw`` is preferred for array tasks); otherwise the
+jobs are renumbered 1..n and ``Trace.labels["job_id"]`` keeps Slurm's ids.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rush.errors import TraceFormatError
+from rush.errors import TraceFormatError, TraceNotFoundError
 from rush.workload.model import Trace
 
 STATUS = {
@@ -33,9 +48,17 @@ STATUS = {
     "TIMEOUT": 0,
     "NODE_FAIL": 0,
     "OUT_OF_MEMORY": 0,
+    "BOOT_FAIL": 0,
+    "DEADLINE": 0,
     "CANCELLED": 5,
     "PREEMPTED": 5,
 }
+PARSABLE_FORMAT = (
+    "JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,AllocCPUS,ReqCPUS,NCPUS,AllocNodes,"
+    "User,Account,Partition,JobName,State"
+)
+PARSABLE_FIX = f"produce it with: sacct -a -X --parsable2 --format={PARSABLE_FORMAT}"
+JSON_FIX = "produce it with: sacct -a --json (Slurm 22.05 or later)"
 
 
 class _Coder:
@@ -47,35 +70,33 @@ class _Coder:
     def __call__(self, value: str | None) -> int:
         if not value:
             return -1
-        return self.codes.setdefault(value, len(self.codes))
+        return self.codes.setdefault(str(value), len(self.codes))
 
     def labels(self) -> dict[int, str]:
         return {v: k for k, v in self.codes.items()}
 
 
-def _number(value) -> float | None:
+def _number(value: Any) -> float | None:
     """A Slurm JSON number, possibly wrapped as {"set": .., "infinite": .., "number": ..}."""
     if isinstance(value, dict):
-        if value.get("infinite"):
-            return None
-        if not value.get("set", True):
+        if value.get("infinite") or not value.get("set", True):
             return None
         value = value.get("number")
-    if value is None:
+    if value is None or isinstance(value, bool):
         return None
     return float(value)
 
 
-def _state(value) -> str:
+def _state(value: Any) -> str:
     if isinstance(value, list):
         value = value[0] if value else ""
-    return str(value or "").split(" ")[0].upper()
+    return str(value or "").split(" ")[0].upper()  # "CANCELLED by 1000" -> "CANCELLED"
 
 
 def _duration(text: str) -> float | None:
     """``[D-]HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` or ``MM`` (Slurm's formats) in seconds."""
     text = text.strip()
-    if not text or text.upper() in ("UNLIMITED", "PARTITION_LIMIT", "INVALID", "NONE"):
+    if not text or text.upper() in ("UNLIMITED", "PARTITION_LIMIT", "INVALID", "NONE", "UNKNOWN"):
         return None
     days = 0
     if "-" in text:
@@ -85,9 +106,12 @@ def _duration(text: str) -> float | None:
     if len(parts) == 3:
         seconds = parts[0] * 3600 + parts[1] * 60 + parts[2]
     elif len(parts) == 2:
-        seconds = parts[0] * 60 + parts[1]
+        # "D-HH:MM" after a day part, else "MM:SS".
+        seconds = parts[0] * 3600 + parts[1] * 60 if days else parts[0] * 60 + parts[1]
+    elif len(parts) == 1:
+        seconds = parts[0] * 3600 if days else parts[0] * 60  # "D-HH" / bare minutes
     else:
-        seconds = parts[0] * 60  # a bare number is minutes (sbatch -t convention)
+        raise ValueError(f"not a Slurm duration: {text!r}")
     return days * 86400 + seconds
 
 
@@ -100,12 +124,10 @@ def _timestamp(text: str) -> float | None:
     return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
 
 
-def _rows_from_json(doc: dict, where: str) -> list[dict]:
+def _rows_from_json(doc: Any, where: str) -> list[dict]:
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise TraceFormatError(
-            "not sacct --json output (no top-level 'jobs' list)",
-            where=where,
-            fix="produce it with: sacct --json ...",
+            "not sacct --json output (no top-level 'jobs' list)", where=where, fix=JSON_FIX
         )
     rows = []
     for k, job in enumerate(doc["jobs"]):
@@ -113,10 +135,10 @@ def _rows_from_json(doc: dict, where: str) -> list[dict]:
             t = job["time"]
             alloc = {
                 e.get("type"): e.get("count")
-                for e in job.get("tres", {}).get("allocated", [])
+                for e in (job.get("tres") or {}).get("allocated") or []
                 if isinstance(e, dict)
             }
-            limit = _number(t.get("limit"))
+            limit = _number(t.get("limit"))  # minutes
             rows.append(
                 {
                     "job_id": str(job["job_id"]),
@@ -126,53 +148,68 @@ def _rows_from_json(doc: dict, where: str) -> list[dict]:
                     "elapsed": _number(t.get("elapsed")),
                     "limit": None if limit is None else limit * 60.0,
                     "alloc_cpus": _number(alloc.get("cpu")),
-                    "req_cpus": _number(job.get("required", {}).get("CPUs")),
+                    "req_cpus": _number((job.get("required") or {}).get("CPUs")),
                     "user": job.get("user"),
                     "account": job.get("account"),
                     "partition": job.get("partition"),
                     "name": job.get("name"),
-                    "state": _state(job.get("state", {}).get("current")),
+                    "state": _state((job.get("state") or {}).get("current")),
                 }
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceFormatError(
-                f"job entry {k} is malformed ({exc!r})", where=f"{where}: jobs[{k}]"
+                f"job entry {k} is malformed ({exc!r})",
+                where=f"{where}: jobs[{k}]",
+                fix=f"each job needs job_id and time.submission/start/end; {JSON_FIX}",
             ) from exc
     return rows
 
 
+def _int_or_none(text: str | None) -> float | None:
+    text = (text or "").strip()
+    return float(text) if text else None
+
+
 def _rows_from_parsable(text: str, where: str) -> list[dict]:
-    reader = csv.reader(io.StringIO(text), delimiter="|")
+    reader = csv.reader(io.StringIO(text), delimiter="|", quoting=csv.QUOTE_NONE)
     header = next(reader, None)
     needed = {"JobID", "Submit", "Start", "End"}
-    if not header or not needed <= set(header):
+    if not header or not (needed - {"JobID"}) <= set(header) or not {"JobID", "JobIDRaw"} & set(header):
         raise TraceFormatError(
-            f"sacct --parsable2 output needs the columns {sorted(needed)}",
-            where=where,
-            fix="sacct --parsable2 --format=JobID,Submit,Start,End,Elapsed,Timelimit,AllocCPUS,ReqCPUS,User,Account,Partition,JobName,State",
+            f"sacct --parsable2 output needs a header line with the columns {sorted(needed)}",
+            where=f"{where}:1",
+            fix=PARSABLE_FIX,
         )
     rows = []
-    for lineno, fields in enumerate(reader, start=2):
-        if not fields or all(not f for f in fields):
+    for fields in reader:
+        lineno = reader.line_num
+        if not fields or all(not f.strip() for f in fields):
             continue
         if len(fields) != len(header):
             raise TraceFormatError(
-                f"has {len(fields)} fields, the header {len(header)}", where=f"{where}:{lineno}"
+                f"has {len(fields)} fields, the header {len(header)}",
+                where=f"{where}:{lineno}",
+                fix="is a job name or comment containing '|'? " + PARSABLE_FIX,
             )
         rec = dict(zip(header, fields, strict=True))
         try:
             start, end = _timestamp(rec["Start"]), _timestamp(rec["End"])
             elapsed = _duration(rec["Elapsed"]) if "Elapsed" in rec else None
+            if elapsed is None and start is not None and end is not None:
+                elapsed = end - start
+            alloc = _int_or_none(rec.get("AllocCPUS"))
+            requested = _int_or_none(rec.get("ReqCPUS")) or _int_or_none(rec.get("NCPUS")) or alloc
             rows.append(
                 {
-                    "job_id": rec["JobID"],
+                    "job_id": rec.get("JobIDRaw") or rec["JobID"],
+                    "display_id": rec.get("JobID") or rec["JobIDRaw"],
                     "submit": _timestamp(rec["Submit"]),
                     "start": start,
                     "end": end,
-                    "elapsed": elapsed if elapsed is not None else (end - start if start and end else None),
+                    "elapsed": elapsed,
                     "limit": _duration(rec.get("Timelimit", "")),
-                    "alloc_cpus": float(rec["AllocCPUS"]) if rec.get("AllocCPUS") else None,
-                    "req_cpus": float(rec["ReqCPUS"]) if rec.get("ReqCPUS") else None,
+                    "alloc_cpus": alloc,
+                    "req_cpus": requested,
                     "user": rec.get("User"),
                     "account": rec.get("Account"),
                     "partition": rec.get("Partition"),
@@ -181,55 +218,86 @@ def _rows_from_parsable(text: str, where: str) -> list[dict]:
                 }
             )
         except ValueError as exc:
-            raise TraceFormatError(f"bad value ({exc})", where=f"{where}:{lineno}") from exc
+            raise TraceFormatError(
+                f"bad value ({exc})",
+                where=f"{where}:{lineno}",
+                fix="times as 2023-01-02T03:04:05, durations as [D-]HH:MM:SS; " + PARSABLE_FIX,
+            ) from exc
     return rows
+
+
+def _is_step(job_id: str) -> bool:
+    return "." in job_id
 
 
 def read_sacct(path: str | Path) -> Trace:
     """Read ``sacct --json`` or ``--parsable2`` output (detected from the content)."""
     path = Path(path)
-    text = path.read_text(errors="replace")
+    if not path.exists():
+        raise TraceNotFoundError(f"no such accounting file: {path}", where=str(path), fix="check the path")
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceFormatError(
+            f"cannot read it ({exc})", where=str(path), fix="give readable sacct output (plain or gzip)"
+        ) from exc
+    text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"invalid JSON: {exc.msg}", where=f"{path}:{exc.lineno}") from exc
+            raise TraceFormatError(
+                f"invalid JSON: {exc.msg}",
+                where=f"{path}:{exc.lineno}",
+                fix="the file is cut or not JSON; " + JSON_FIX,
+            ) from exc
         rows = _rows_from_json(doc, str(path))
     else:
         rows = _rows_from_parsable(text, str(path))
-    # Steps are not jobs; jobs that never started have nothing to replay.
-    rows = [r for r in rows if "." not in r["job_id"] and r["submit"] is not None]
-    return _to_trace(rows, path.stem)
+    skipped: dict[str, int] = {}
+    steps = sum(_is_step(r["job_id"]) for r in rows)
+    jobs = [r for r in rows if not _is_step(r["job_id"])]
+    never = sum(r["submit"] is None for r in jobs)
+    jobs = [r for r in jobs if r["submit"] is not None]
+    if steps:
+        skipped["job_steps"] = steps
+    if never:
+        skipped["no_submit_time"] = never
+    stem = path.name.removesuffix(".gz")
+    trace = _to_trace(jobs, stem.rsplit(".", 1)[0] if "." in stem else stem)
+    trace.skipped = skipped
+    return trace
+
+
+def _job_ids(rows: list[dict]) -> tuple[np.ndarray, dict[int, str] | None]:
+    """Slurm's ids if they are unique integers, else 1..n plus the original ids as labels."""
+    raw = [r["job_id"] for r in rows]
+    if all(i.isdigit() for i in raw) and len(set(raw)) == len(raw):
+        return np.array([int(i) for i in raw], dtype=np.int64), None
+    ids = np.arange(1, len(rows) + 1, dtype=np.int64)
+    return ids, {k + 1: r.get("display_id", r["job_id"]) for k, r in enumerate(rows)}
 
 
 def _to_trace(rows: list[dict], name: str) -> Trace:
+    rows = sorted(rows, key=lambda r: r["submit"])  # SWF is in submit order
     users, accounts, partitions, names = _Coder(), _Coder(), _Coder(), _Coder()
     n = len(rows)
     origin = min((r["submit"] for r in rows), default=0.0)
     cols = {
         k: np.full(n, -1, dtype=np.int64)
-        for k in (
-            "job_id",
-            "submit",
-            "wait",
-            "runtime",
-            "alloc_procs",
-            "req_procs",
-            "req_time",
-            "status",
-            "user",
-            "group",
-            "app",
-            "queue",
-        )
+        for k in ("submit", "wait", "runtime", "alloc_procs", "req_procs", "req_time", "status")
     }
+    cols.update({k: np.full(n, -1, dtype=np.int64) for k in ("user", "group", "app", "queue")})
+    cols["job_id"], id_labels = _job_ids(rows)
     for k, r in enumerate(rows):
-        base_id = r["job_id"].split("_")[0]
-        cols["job_id"][k] = int(base_id) if base_id.isdigit() else k + 1
         cols["submit"][k] = int(r["submit"] - origin)
-        if r["start"] is not None and r["start"] > 0:
-            cols["wait"][k] = int(r["start"] - r["submit"])
-            cols["runtime"][k] = int(r["elapsed"]) if r["elapsed"] is not None else -1
+        # Slurm writes start = 0 (JSON) or Unknown (text) for jobs that never started.
+        if r["start"]:
+            cols["wait"][k] = max(0, int(r["start"] - r["submit"]))
+            if r["elapsed"] is not None:
+                cols["runtime"][k] = int(r["elapsed"])
         cols["alloc_procs"][k] = int(r["alloc_cpus"]) if r["alloc_cpus"] else -1
         cols["req_procs"][k] = int(r["req_cpus"]) if r["req_cpus"] else -1
         cols["req_time"][k] = int(r["limit"]) if r["limit"] is not None else -1
@@ -240,12 +308,21 @@ def _to_trace(rows: list[dict], name: str) -> Trace:
         cols["app"][k] = names(r["name"])
     trace = Trace.from_columns(n, **cols)
     trace.name = name
-    trace.header["UnixStartTime"] = str(int(origin))
-    trace.header["Note"] = "converted from Slurm accounting (sacct) by rush"
+    trace.header.update(
+        {
+            "Version": "2.2",
+            "Note": "converted from Slurm accounting (sacct) by rush",
+            "MaxJobs": str(n),
+            "MaxRecords": str(n),
+            "UnixStartTime": str(int(origin)),
+        }
+    )
     trace.labels = {
         "user": users.labels(),
         "group": accounts.labels(),
         "queue": partitions.labels(),
         "app": names.labels(),
     }
+    if id_labels is not None:
+        trace.labels["job_id"] = id_labels
     return trace

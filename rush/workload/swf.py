@@ -4,18 +4,24 @@ SWF (Feitelson et al., version 2.2): header comments ``; Key: value`` and one li
 with 18 whitespace-separated numeric fields (``rush.workload.model.SWF_FIELDS``); ``-1``
 means unknown. Files may be plain or gzip (detected by magic bytes, not the suffix).
 
-Reading is vectorised: one ``np.loadtxt`` over all job lines. Only when that fails does
-the reader go line by line, to name the first malformed line (``strict``) or to skip and
-count every malformed line (default; ``Trace.skipped["malformed"]`` and a log warning
-with the first line numbers).
+Header: indented comment lines continue the previous key (appended with a space); a key
+given several times (``Queue``, ``Partition``) keeps every value, joined by newlines, and
+the writer emits one ``; Key: value`` line per value again.
+
+Reading is one compiled pass over the bytes (``swf_fast``). Lines that are not 18 numbers
+are skipped and counted in ``Trace.skipped["malformed"]`` (their first line numbers in
+``SWFTrace.malformed_lines`` and in a log warning); with ``strict=True`` the first one
+raises :class:`TraceFormatError` naming ``file:line``.
 """
 
 from __future__ import annotations
 
 import gzip
-import io
 import logging
+import math
+import os
 import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +33,30 @@ from rush.workload.swf_fast import parse_swf_numbers
 log = logging.getLogger(__name__)
 GZIP_MAGIC = b"\x1f\x8b"
 N_FIELDS = len(SWF_FIELDS)
+_IS_FLOAT = np.array([name in SWF_FLOAT_FIELDS for name in SWF_FIELDS])
+
+
+@dataclass
+class SWFTrace(Trace):
+    """A :class:`Trace` read from an SWF file, with where its malformed lines were."""
+
+    # 1-based line numbers of the first skipped malformed lines (all are counted in ``skipped``).
+    malformed_lines: list[int] = field(default_factory=list)
+
+
+def trace_name(path: Path) -> str:
+    """File stem without ``.gz`` and ``.swf``: ``KTH-SP2-1996-2.1-cln.swf.gz`` -> ``KTH-SP2-1996-2.1-cln``."""
+    return path.name.removesuffix(".gz").removesuffix(".swf")
+
+
+def _refetch_hint(path: Path) -> str:
+    from rush.workload.catalogue import lookup
+
+    try:
+        name = lookup(path.name).alias
+    except TraceNotFoundError:
+        return "re-download or re-create the file; a catalogue trace: rush trace fetch NAME"
+    return f"re-download: rush trace fetch {name} (it re-verifies the sha256)"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -34,18 +64,23 @@ def _read_bytes(path: Path) -> bytes:
         raise TraceNotFoundError(
             f"no such trace file: {path}",
             where=str(path),
-            fix="check the path, or use a catalogue name such as KTH-SP2",
+            fix="check the path, or use a catalogue name such as KTH-SP2 (rush trace info --list)",
         )
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:  # a directory, no permission, I/O error
+        raise TraceFormatError(
+            f"cannot read the trace file ({exc.strerror or exc})",
+            where=str(path),
+            fix="give a readable SWF file",
+        ) from exc
     if raw[:2] != GZIP_MAGIC:
         return raw
     try:
         return gzip.decompress(raw)
-    except (EOFError, zlib.error, OSError) as exc:
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
         raise TraceFormatError(
-            f"the gzip data is truncated or corrupt ({exc})",
-            where=str(path),
-            fix="download the file again (rush trace fetch NAME re-verifies its sha256)",
+            f"the gzip data is truncated or corrupt ({exc})", where=str(path), fix=_refetch_hint(path)
         ) from exc
 
 
@@ -53,125 +88,116 @@ def _parse_header(lines: list[bytes]) -> dict[str, str]:
     header: dict[str, str] = {}
     last = None
     for line in lines:
-        raw = line[1:].decode("utf-8", "replace")
+        raw = line.lstrip()[1:].decode("utf-8", "replace").rstrip("\r\n")
         text = raw.strip()
         indent = len(raw) - len(raw.lstrip())
         key, sep, value = text.partition(":")
-        if indent <= 2 and sep and key and " " not in key.strip():
-            last = key.strip()
-            header[last] = value.strip()
+        key = key.strip()
+        if indent <= 2 and sep and key and " " not in key:
+            value = value.strip()
+            header[key] = f"{header[key]}\n{value}" if key in header else value
+            last = key
         elif last is not None and text:
-            # Indented lines continue the previous key's value.
-            header[last] += " " + text
+            header[last] += " " + text  # an indented continuation line
     return header
 
 
-def _columns(data: np.ndarray) -> dict[str, np.ndarray]:
-    return {
-        name: data[:, k].astype(np.float64 if name in SWF_FLOAT_FIELDS else np.int64)
-        for k, name in enumerate(SWF_FIELDS)
-    }
+def _header_lines(raw: bytes) -> list[bytes]:
+    """The comment lines before the first job line."""
+    lines = []
+    for line in raw.split(b"\n"):
+        stripped = line.strip()
+        if stripped.startswith(b";"):
+            lines.append(stripped)
+        elif stripped:
+            break
+    return lines
 
 
-def _parse_line(line: bytes) -> list[float] | str:
+def _describe(line: bytes) -> str:
+    """Why an SWF line is malformed (for messages)."""
     fields = line.split()
     if len(fields) != N_FIELDS:
         return f"has {len(fields)} fields, SWF needs {N_FIELDS}"
-    try:
-        return [float(f) for f in fields]
-    except ValueError:
-        bad = next(f for f in fields if not _is_number(f))
-        return f"field {fields.index(bad) + 1} ({bad.decode('utf-8', 'replace')!r}) is not a number"
+    for k, token in enumerate(fields):
+        try:
+            ok = math.isfinite(float(token))
+        except ValueError:
+            ok = False
+        if not ok:
+            return f"field {k + 1} ({token.decode('utf-8', 'replace')!r}) is not a number"
+    return "is not 18 plain numbers"
 
 
-def _is_number(token: bytes) -> bool:
-    try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
-def _first_job_offset(raw: bytes) -> int:
-    """Offset of the first non-comment, non-blank line (header comments come before it)."""
-    pos = 0
-    while pos < len(raw):
-        end = raw.find(b"\n", pos)
-        end = len(raw) if end < 0 else end
-        line = raw[pos:end].strip()
-        if line and not line.startswith(b";"):
-            return pos
-        pos = end + 1
-    return len(raw)
-
-
-def read_swf(path: str | Path, strict: bool = False) -> Trace:
-    """Read an SWF file (plain or gzip) into a :class:`Trace`."""
+def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
+    """Read an SWF file (plain or gzip) into a trace (see the module docstring)."""
     path = Path(path)
     raw = _read_bytes(path)
-    name = path.name.removesuffix(".gz").removesuffix(".swf")
-    values, rows, ok = parse_swf_numbers(np.frombuffer(raw, dtype=np.uint8))
-    if ok:
-        comments = [line for line in raw[: _first_job_offset(raw)].split(b"\n") if line.startswith(b";")]
-        return Trace(
-            columns=_columns(values.reshape(rows, N_FIELDS)), header=_parse_header(comments), name=name
+    ints, floats, rows, n_bad, bad_lines = parse_swf_numbers(
+        np.frombuffer(raw, dtype=np.uint8), _IS_FLOAT, raw.count(b"\n") + 1
+    )
+    malformed = bad_lines.tolist()
+    if n_bad and strict:
+        lineno = malformed[0]
+        line = raw.split(b"\n", lineno)[lineno - 1]
+        raise TraceFormatError(
+            f"malformed SWF line: {_describe(line)}",
+            where=f"{path}:{lineno}",
+            fix="fix or delete the line, or read without --strict to skip and count malformed lines",
         )
-    lines = raw.split(b"\n")
-    comments = [line for line in lines if line.startswith(b";")]
-    numbered = [
-        (k + 1, line) for k, line in enumerate(lines) if line.strip() and not line.lstrip().startswith(b";")
+    if n_bad:
+        shown = ", ".join(map(str, malformed[:5]))
+        log.warning("%s: skipped %d malformed SWF lines (first at lines %s)", path, n_bad, shown)
+    # Each column is a contiguous row of the parser's arrays: no copy.
+    int_rows = iter(ints[:, :rows])
+    float_rows = iter(floats[:, :rows])
+    columns = {name: next(float_rows if name in SWF_FLOAT_FIELDS else int_rows) for name in SWF_FIELDS}
+    return SWFTrace(
+        columns=columns,
+        header=_parse_header(_header_lines(raw)),
+        name=trace_name(path),
+        skipped={"malformed": n_bad} if n_bad else {},
+        malformed_lines=malformed,
+    )
+
+
+def _format_column(values: np.ndarray) -> list[str]:
+    if values.dtype.kind in "iub":
+        return list(map(str, values.tolist()))
+    # Floats: integral values as integers, others in the shortest exact form; NaN/inf are unknown.
+    return [
+        ("-1" if not math.isfinite(v) else str(int(v)) if v.is_integer() else repr(v))
+        for v in values.astype(np.float64).tolist()
     ]
-    skipped: dict[str, int] = {}
-    data = None
-    if numbered:
-        try:
-            data = np.loadtxt(io.BytesIO(b"\n".join(line for _, line in numbered)), dtype=np.float64, ndmin=2)
-            if data.shape[1] != N_FIELDS:
-                data = None
-        except ValueError:
-            data = None
-        if data is None:
-            rows, bad = [], []
-            for lineno, line in numbered:
-                parsed = _parse_line(line)
-                if isinstance(parsed, str):
-                    if strict:
-                        raise TraceFormatError(
-                            f"malformed SWF line: {parsed}",
-                            where=f"{path}:{lineno}",
-                            fix="fix or delete the line, or drop --strict to skip and count malformed lines",
-                        )
-                    bad.append(lineno)
-                else:
-                    rows.append(parsed)
-            if bad:
-                skipped["malformed"] = len(bad)
-                log.warning(
-                    "%s: skipped %d malformed lines (first: %s)", path, len(bad), ", ".join(map(str, bad[:5]))
-                )
-            data = np.asarray(rows, dtype=np.float64).reshape(-1, N_FIELDS)
-    else:
-        data = np.zeros((0, N_FIELDS))
-    trace = Trace(columns=_columns(data), header=_parse_header(comments), name=name, skipped=skipped)
-    return trace
+
+
+def format_swf(trace: Trace) -> str:
+    """The SWF text of ``trace``: header comments, then one line per job."""
+    header = [
+        f"; {key}: {part}" if part else f"; {key}:"
+        for key, value in trace.header.items()
+        for part in str(value).split("\n")
+    ]
+    columns = [_format_column(np.asarray(trace[f])) for f in SWF_FIELDS]
+    body = map(" ".join, zip(*columns, strict=True))
+    return "\n".join([*header, *body]) + "\n"
 
 
 def write_swf(trace: Trace, path: str | Path) -> None:
-    """Write ``trace`` as SWF (gzip if the name ends in .gz), header comments first."""
+    """Write ``trace`` as SWF (gzip if the name ends in .gz); reading it back gives the same trace."""
     path = Path(path)
-    out = io.StringIO()
-    for key, value in trace.header.items():
-        out.write(f"; {key}: {value}\n")
-    cols = [trace[f] for f in SWF_FIELDS]
-    for k in range(len(trace)):
-        out.write(" ".join(_fmt(c[k]) for c in cols))
-        out.write("\n")
-    data = out.getvalue().encode()
+    data = format_swf(trace).encode()
     if path.suffix == ".gz":
-        data = gzip.compress(data)
-    path.write_bytes(data)
-
-
-def _fmt(value: float | int) -> str:
-    value = float(value)
-    return str(int(value)) if value.is_integer() else f"{value:.6g}"
+        data = gzip.compress(data, compresslevel=6)
+    # Write beside the target, then rename: no half-written trace is left behind.
+    partial = path.with_name(f".{path.name}.{os.getpid()}.part")
+    try:
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise TraceFormatError(
+            f"cannot write the trace ({exc.strerror or exc})",
+            where=str(path),
+            fix="choose a writable output path",
+        ) from exc

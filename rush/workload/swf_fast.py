@@ -70,17 +70,31 @@ def _parse_number(buf: np.ndarray, k: int, end: int) -> tuple[float, int, bool]:
 
 
 @njit(cache=True)
-def parse_swf_numbers(buf: np.ndarray) -> tuple[np.ndarray, int, int, np.ndarray]:
-    """Parse SWF bytes ``buf`` (uint8).
+def parse_swf_numbers(
+    buf: np.ndarray, is_float: np.ndarray, capacity: int
+) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray]:
+    """Parse SWF bytes ``buf`` (uint8) with room for ``capacity`` job lines.
 
-    Returns (values as a flat float array of ``rows * 18``, rows, number of malformed
-    lines, line numbers of the first ``MAX_BAD_LINES_KEPT`` malformed lines).
+    ``is_float[k]`` says whether field ``k`` is stored as float64 (else int64, truncated).
+    Returns (int fields as an (n_int, capacity) array, float fields as (n_float, capacity),
+    rows, number of malformed lines, line numbers of the first ``MAX_BAD_LINES_KEPT`` of
+    them). Only the first ``rows`` columns of the arrays are filled.
     """
     n = len(buf)
-    out = np.empty(n // 2 + N_FIELDS, dtype=np.float64)
+    slot = np.empty(N_FIELDS, dtype=np.int64)  # row of field k in its array
+    n_int = 0
+    n_float = 0
+    for k in range(N_FIELDS):
+        if is_float[k]:
+            slot[k] = n_float
+            n_float += 1
+        else:
+            slot[k] = n_int
+            n_int += 1
+    ints = np.empty((n_int, capacity), dtype=np.int64)
+    floats = np.empty((n_float, capacity), dtype=np.float64)
     bad_lines = np.empty(MAX_BAD_LINES_KEPT, dtype=np.int64)
     n_bad = 0
-    count = 0
     rows = 0
     lineno = 0
     i = 0
@@ -95,10 +109,9 @@ def parse_swf_numbers(buf: np.ndarray) -> tuple[np.ndarray, int, int, np.ndarray
         if k == end or buf[k] == 59:  # blank or ';' comment line
             i = end + 1
             continue
-        line_start = count
         fields = 0
-        ok = True
-        while k < end:
+        ok = rows < capacity
+        while ok and k < end:
             if _is_blank(buf[k]):
                 k += 1
                 continue
@@ -108,15 +121,17 @@ def parse_swf_numbers(buf: np.ndarray) -> tuple[np.ndarray, int, int, np.ndarray
             value, k, ok = _parse_number(buf, k, end)
             if not ok:
                 break
-            out[count] = value
-            count += 1
+            # A bad line leaves partial values in column ``rows``; the next good line overwrites them.
+            if is_float[fields]:
+                floats[slot[fields], rows] = value
+            else:
+                ints[slot[fields], rows] = np.int64(value)
             fields += 1
         if ok and fields == N_FIELDS:
             rows += 1
         else:
-            count = line_start  # drop the line's values
             if n_bad < MAX_BAD_LINES_KEPT:
                 bad_lines[n_bad] = lineno
             n_bad += 1
         i = end + 1
-    return out[:count], rows, n_bad, bad_lines[: min(n_bad, MAX_BAD_LINES_KEPT)]
+    return ints, floats, rows, n_bad, bad_lines[: min(n_bad, MAX_BAD_LINES_KEPT)]

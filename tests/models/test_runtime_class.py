@@ -215,3 +215,13 @@ def test_bad_mode_is_a_clear_error():
     w, header = kth(500)
     with pytest.raises(ModelError, match="unknown mode"):
         predict_classes_walkforward(w, header, mode="daily")
+
+
+def test_refit_replaces_the_compiled_forest():
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 3))
+    model = RuntimeClassifier(n_estimators=5).fit(X, (X[:, 0] > 0.5).astype(int))
+    first = model.predict(X)
+    model.fit(X, (X[:, 0] <= 0.5).astype(int))
+    assert np.array_equal(model.predict(X), model.model_.predict(X))
+    assert (model.predict(X) != first).mean() > 0.9
