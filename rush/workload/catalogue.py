@@ -232,7 +232,7 @@ def load_trace(spec: str, strict: bool = False) -> Trace:
         from rush.workload.lublin import lublin_generate
 
         jobs, procs, seed = lublin
-        return lublin_generate(jobs, machine_procs=procs, seed=seed)
+        return lublin_generate(jobs, machine_procs=procs, seed=seed, job_types="both")  # the reference generator's default: both streams
     path = resolve_trace(spec)
     if path.is_dir():
         raise TraceFormatError(f"{path} is a directory", where=str(path), fix="give a trace file")
