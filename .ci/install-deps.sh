@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  slurm-wlm slurmrestd munge slurm-wlm-basic-plugins lua5.3
+  slurm-wlm slurmrestd munge slurm-wlm-basic-plugins slurm-wlm-jwt-plugin lua5.3
   prometheus prometheus-node-exporter
   openmpi-bin libopenmpi-dev
   sqlite3

@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +74,9 @@ class SlurmCluster:
         self.restd_socket = self.dir / "slurmrestd.sock"
         self.jobcomp = self.dir / "log" / "jobcomp.txt"
         self.jwt_port: int | None = None
+        self.public_dir: Path | None = None
+        # auth/jwt comes in its own Debian package (slurm-wlm-jwt-plugin).
+        self.has_jwt = (PLUGIN_DIR / "auth_jwt.so").exists()
         self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
         # Clients must not pick up a token or a conf from the caller's environment.
         for var in ("SLURM_JWT", "SLURMRESTD_SECURITY"):
@@ -105,9 +109,6 @@ class SlurmCluster:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"AuthInfo=socket={self.munge_socket}",
-            # JWT as an alternative so that `scontrol token` and rest_auth/jwt work.
-            "AuthAltTypes=auth/jwt",
-            f"AuthAltParameters=jwt_key={self.jwt_key}",
             f"StateSaveLocation={self.dir / 'state'}",
             f"SlurmdSpoolDir={self.dir / 'spool'}",
             f"SlurmctldPidFile={self.dir / 'slurmctld.pid'}",
@@ -147,6 +148,9 @@ class SlurmCluster:
             f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4096 State=UNKNOWN",
             f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP",
         ]
+        if self.has_jwt:
+            # JWT as an alternative so that `scontrol token` and rest_auth/jwt work.
+            lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={self.jwt_key}"]
         if self.job_submit_lua is not None:
             # slurmctld loads job_submit.lua from the directory of slurm.conf.
             lines.append("JobSubmitPlugins=lua")
@@ -207,11 +211,20 @@ class SlurmCluster:
 
     def start_restd_jwt(self, timeout: float = 30.0) -> str:
         """An unprivileged slurmrestd with rest_auth/jwt on a free TCP port; returns its URL."""
+        if not self.has_jwt:
+            raise RuntimeError("Slurm's auth/jwt plugin is missing (apt-get install slurm-wlm-jwt-plugin)")
         if "slurmrestd-jwt" not in self.procs:
             self.jwt_port = free_port()
             # SLURM_JWT=daemon: slurmrestd itself needs no munge; each request carries a token.
             env = {**self.env, "SLURM_JWT": "daemon"}
-            argv = [str(SBIN / "slurmrestd"), "-f", str(self.conf), "-a", "rest_auth/jwt", "-s", OPENAPI]
+            # After dropping to nobody it must still read slurm.conf, and pytest's temp dirs
+            # are private (0700): give it a copy in a world-readable directory.
+            self.public_dir = Path(tempfile.mkdtemp(prefix="rush-slurmrestd-"))
+            self.public_dir.chmod(0o755)
+            conf = self.public_dir / "slurm.conf"
+            shutil.copyfile(self.conf, conf)
+            conf.chmod(0o644)
+            argv = [str(SBIN / "slurmrestd"), "-f", str(conf), "-a", "rest_auth/jwt", "-s", OPENAPI]
             argv += ["-u", "nobody", "-g", "nogroup", f"127.0.0.1:{self.jwt_port}"]
             self._spawn("slurmrestd-jwt", argv, env=env)
             self._wait(lambda: _port_open(self.jwt_port), timeout, "slurmrestd (jwt) port")
@@ -321,10 +334,15 @@ class SlurmCluster:
 
     def stop(self) -> None:
         if "slurmctld" in self.procs and "slurmd" in self.procs:
-            self.cancel_all(wait=5.0)
+            try:  # let jobs end cleanly; the PIDs are stopped below whatever happens
+                self.cancel_all(wait=5.0)
+            except (OSError, RuntimeError, subprocess.TimeoutExpired):
+                pass
         for name in ("slurmrestd-jwt", "slurmrestd", "slurmd", "slurmctld", "munged"):
             self._stop(name)
         self._stop_job_steps()
+        if self.public_dir is not None:
+            shutil.rmtree(self.public_dir, ignore_errors=True)
 
 
 def _state(job: dict) -> str:
