@@ -13,10 +13,12 @@ from rush.cli.main import app
 @app.command("daemon")
 def daemon_command(
     config: Path = typer.Option(..., "--config", help="rush.toml (see deploy/rush.toml)."),
-    apply: bool = typer.Option(
-        False, "--apply/--dry-run", help="Act on the RJMS, or only journal (default)."
+    apply: bool | None = typer.Option(
+        None,
+        "--apply/--dry-run",
+        help="Act on the RJMS, or only journal. Default: daemon.dry_run from the config (true).",
     ),
-    once: bool = typer.Option(False, "--once", help="Run one cycle and exit."),
+    once: bool = typer.Option(False, "--once", help="Run one cycle and exit (status 1 if it failed)."),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Read the queue, decide with the core, apply or journal every decision with its reason."""
@@ -28,20 +30,22 @@ def daemon_command(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     settings = load_config(config)
-    daemon = Daemon(settings, dry_run=not apply)
-    if not once:
-        port = daemon.metrics.serve(settings.daemon.metrics_address)
-        logging.getLogger("rush.daemon").info(
-            "metrics on %s (port %d); %s",
-            settings.daemon.metrics_address,
-            port,
-            "applying decisions" if apply else "dry-run",
-        )
+    daemon = Daemon(settings, dry_run=None if apply is None else not apply)
+    log = logging.getLogger("rush.daemon")
     if once:
         report = daemon.run_cycle()
         typer.echo(
-            f"cycle {report.cycle}: {'ok' if report.ok else 'failed: ' + report.error}; "
+            f"cycle {report.cycle} ({daemon.mode}): {'ok' if report.ok else 'failed: ' + report.error}; "
             f"decisions {report.decisions}; applied {report.applied}; {report.seconds * 1e3:.0f} ms"
         )
         raise typer.Exit(0 if report.ok else 1)
-    daemon.run()
+    port = daemon.metrics.serve(settings.daemon.metrics_address)
+    log.info(
+        "rush daemon started: %s; metrics on %s (port %d); journal %s",
+        "applying decisions" if not daemon.dry_run else "dry-run (journal only)",
+        settings.daemon.metrics_address,
+        port,
+        settings.daemon.journal,
+    )
+    daemon.run(handle_signals=True)
+    log.info("rush daemon stopped")

@@ -1,10 +1,23 @@
 """The decision journal: every decision with its reason, and per-job state, in SQLite (WAL).
 
-Crash safety: an action is written as an *intent* before the RJMS is asked, and marked
-done (or failed, with the RJMS's answer) after. On restart, an intent without an outcome
-means the daemon died in between; for a requeue it is reconciled against the RJMS (a job
-whose restart count or tags show the requeue happened is marked done), and a requeue is
-never issued twice for the same run of a job.
+Tables:
+
+* ``decisions``: time, cycle, job, action, reason, value, model outputs (JSON), mode
+  (``apply``/``dry-run``), status, and the RJMS's answer. Status is one of ``intent``
+  (written *before* the RJMS is asked), ``done``, ``failed``, ``dry-run``, ``advice`` (the
+  core's start/backfill/reserve view, the evidence for its order), ``refused`` (a rate
+  limit or a guard said no) and ``skipped`` (rate-limited until a later cycle).
+* ``jobs``: per-job state that must survive a restart: skip count, held-by-rush flag,
+  requeue count (and the job's restart count when rush requeued it), the last site factor
+  applied, the predicted class.
+* ``cycles``: one row per cycle (ok or not, queue sizes, counts, error).
+* ``events``: anything that went wrong besides a decision (RJMS down, bad model file, ...).
+
+Crash safety: an action's intent row (and, for a requeue, the job's new requeue count) is
+committed before the backend is called; its outcome is committed after. An intent found
+open at the next cycle means the daemon died in between (or the RJMS's answer was
+unclear); :mod:`rush.daemon.apply` reconciles it against a fresh read of the RJMS rather
+than re-issuing it. ``synchronous=FULL``: a committed row survives a power cut.
 """
 
 from __future__ import annotations
@@ -12,36 +25,118 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rush.errors import ConfigError
 
 SCHEMA = """
-PRAGMA journal_mode=WAL;
-PRAGMA synchronous=FULL;
 CREATE TABLE IF NOT EXISTS decisions (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, cycle INTEGER NOT NULL, job_id INTEGER NOT NULL,
     action TEXT NOT NULL, reason TEXT NOT NULL, value REAL, model_outputs TEXT,
     mode TEXT NOT NULL, status TEXT NOT NULL, answer TEXT);
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, action);
+CREATE INDEX IF NOT EXISTS decisions_status ON decisions (status);
 CREATE TABLE IF NOT EXISTS jobs (
     job_id INTEGER PRIMARY KEY, skips INTEGER NOT NULL DEFAULT 0, held_by_rush INTEGER NOT NULL DEFAULT 0,
     requeues INTEGER NOT NULL DEFAULT 0, requeued_at_restart INTEGER NOT NULL DEFAULT -1,
-    last_site_factor INTEGER, predicted_class INTEGER NOT NULL DEFAULT -1);
+    last_site_factor INTEGER, predicted_class INTEGER NOT NULL DEFAULT -1, last_seen REAL);
+CREATE TABLE IF NOT EXISTS cycles (
+    cycle INTEGER PRIMARY KEY, time REAL NOT NULL, ok INTEGER NOT NULL, mode TEXT NOT NULL,
+    pending INTEGER, running INTEGER, counts TEXT, seconds REAL, error TEXT);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY, time REAL NOT NULL, cycle INTEGER, kind TEXT NOT NULL, message TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
+DECISION_COLUMNS = (
+    "id",
+    "time",
+    "cycle",
+    "job_id",
+    "action",
+    "reason",
+    "value",
+    "model_outputs",
+    "mode",
+    "status",
+    "answer",
+)
+JOB_COLUMNS = (
+    "job_id",
+    "skips",
+    "held_by_rush",
+    "requeues",
+    "requeued_at_restart",
+    "last_site_factor",
+    "predicted_class",
+    "last_seen",
+)
 
 
 @dataclass
 class JobRecord:
+    """What rush remembers about one job between cycles (and across restarts)."""
+
     job_id: int
     skips: int = 0
     held_by_rush: bool = False
     requeues: int = 0
+    # The job's RJMS restart count when rush requeued it (-1: never): a later read with a
+    # higher count proves the requeue happened.
     requeued_at_restart: int = -1
     last_site_factor: int | None = None
     predicted_class: int = -1
+    last_seen: float | None = None
+
+    def row(self) -> tuple:
+        return (
+            self.job_id,
+            self.skips,
+            int(self.held_by_rush),
+            self.requeues,
+            self.requeued_at_restart,
+            self.last_site_factor,
+            self.predicted_class,
+            self.last_seen,
+        )
+
+    @classmethod
+    def of_row(cls, row: tuple) -> JobRecord:
+        return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7])
+
+
+@dataclass(frozen=True)
+class Intent:
+    id: int
+    cycle: int
+    job_id: int
+    action: str
+    value: float | None
+    answer: str
+
+
+@dataclass
+class MemoryBook:
+    """Per-job state in memory: dry-run plays the bookkeeping here, never in the journal."""
+
+    records: dict[int, JobRecord] = field(default_factory=dict)
+
+    def job(self, job_id: int) -> JobRecord:
+        rec = self.records.get(job_id)
+        return JobRecord(**rec.__dict__) if rec else JobRecord(job_id)
+
+    def jobs(self) -> dict[int, JobRecord]:
+        return {k: JobRecord(**v.__dict__) for k, v in self.records.items()}
+
+    def save_job(self, rec: JobRecord) -> None:
+        self.records[rec.job_id] = JobRecord(**rec.__dict__)
+
+    def forget_jobs(self, job_ids: list[int]) -> None:
+        for job_id in job_ids:
+            self.records.pop(job_id, None)
 
 
 class Journal:
@@ -49,22 +144,89 @@ class Journal:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            # One thread at a time uses it (the daemon's loop), not always the one that opened it.
+            self.db = sqlite3.connect(
+                str(self.path), timeout=30, isolation_level=None, check_same_thread=False
+            )
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
             self.db.executescript(SCHEMA)
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
                 f"cannot open the journal: {exc}",
                 where=str(self.path),
-                fix="check daemon.journal and its directory's permissions",
+                fix="check daemon.journal and its directory's permissions (a corrupt file: move it away)",
             ) from exc
+        self._depth = 0
 
-    # -- cycles and decisions -------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All statements inside commit together (nested uses join the outer one)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    # -- cycles, events -------------------------------------------------------------------
     def next_cycle(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'cycle'").fetchone()
-        cycle = int(row[0]) + 1 if row else 1
-        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('cycle', ?)", (str(cycle),))
+        with self.transaction():
+            row = self.db.execute("SELECT value FROM meta WHERE key = 'cycle'").fetchone()
+            cycle = int(row[0]) + 1 if row else 1
+            self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('cycle', ?)", (str(cycle),))
         return cycle
 
+    def end_cycle(
+        self,
+        cycle: int,
+        ok: bool,
+        mode: str,
+        pending: int | None = None,
+        running: int | None = None,
+        counts: dict[str, int] | None = None,
+        seconds: float | None = None,
+        error: str = "",
+    ) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO cycles (cycle, time, ok, mode, pending, running, counts, seconds, error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (cycle, time.time(), int(ok), mode, pending, running, json.dumps(counts or {}), seconds, error),
+        )
+
+    def cycles(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT cycle, time, ok, mode, pending, running, counts, seconds, error FROM cycles ORDER BY cycle"
+        )
+        keys = ("cycle", "time", "ok", "mode", "pending", "running", "counts", "seconds", "error")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def event(self, cycle: int | None, kind: str, message: str) -> None:
+        self.db.execute(
+            "INSERT INTO events (time, cycle, kind, message) VALUES (?, ?, ?, ?)",
+            (time.time(), cycle, kind, message),
+        )
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        query = "SELECT id, time, cycle, kind, message FROM events"
+        rows = self.db.execute(
+            query + (" WHERE kind = ?" if kind else "") + " ORDER BY id", (kind,) if kind else ()
+        )
+        return [dict(zip(("id", "time", "cycle", "kind", "message"), r, strict=True)) for r in rows]
+
+    # -- decisions ------------------------------------------------------------------------
     def record(
         self,
         cycle: int,
@@ -87,7 +249,7 @@ class Journal:
                 action,
                 reason,
                 value,
-                json.dumps(model_outputs or {}),
+                json.dumps(model_outputs or {}, default=str),
                 mode,
                 status,
                 answer,
@@ -95,68 +257,54 @@ class Journal:
         )
         return int(cur.lastrowid)
 
-    def finish(self, decision_id: int, ok: bool, answer: str) -> None:
+    def finish(self, decision_id: int, status: str, answer: str) -> None:
+        """Settle a decision: ``done``/``failed``, or leave it an ``intent`` with the answer so far."""
         self.db.execute(
-            "UPDATE decisions SET status = ?, answer = ? WHERE id = ?",
-            ("done" if ok else "failed", answer, decision_id),
+            "UPDATE decisions SET status = ?, answer = ? WHERE id = ?", (status, answer, decision_id)
         )
 
-    def open_intents(self) -> list[tuple[int, int, str]]:
-        return self.db.execute(
-            "SELECT id, job_id, action FROM decisions WHERE status = 'intent' ORDER BY id"
-        ).fetchall()
-
-    def decisions(self, job_id: int | None = None) -> list[dict]:
-        query = "SELECT id, time, cycle, job_id, action, reason, value, model_outputs, mode, status, answer FROM decisions"
+    def open_intents(self) -> list[Intent]:
         rows = self.db.execute(
-            query + (" WHERE job_id = ?" if job_id is not None else "") + " ORDER BY id",
-            (job_id,) if job_id is not None else (),
+            "SELECT id, cycle, job_id, action, value, answer FROM decisions WHERE status = 'intent' ORDER BY id"
         )
-        keys = (
-            "id",
-            "time",
-            "cycle",
-            "job_id",
-            "action",
-            "reason",
-            "value",
-            "model_outputs",
-            "mode",
-            "status",
-            "answer",
-        )
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+        return [Intent(*r) for r in rows]
+
+    def decisions(self, job_id: int | None = None, action: str | None = None) -> list[dict[str, Any]]:
+        where, args = [], []
+        if job_id is not None:
+            where.append("job_id = ?")
+            args.append(job_id)
+        if action is not None:
+            where.append("action = ?")
+            args.append(action)
+        query = f"SELECT {', '.join(DECISION_COLUMNS)} FROM decisions"
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        rows = self.db.execute(query + " ORDER BY id", args)
+        out = [dict(zip(DECISION_COLUMNS, r, strict=True)) for r in rows]
+        for d in out:
+            d["model_outputs"] = json.loads(d["model_outputs"] or "{}")
+        return out
 
     # -- per-job state --------------------------------------------------------------------
     def job(self, job_id: int) -> JobRecord:
         row = self.db.execute(
-            "SELECT skips, held_by_rush, requeues, requeued_at_restart, last_site_factor, predicted_class FROM jobs WHERE job_id = ?",
-            (job_id,),
+            f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE job_id = ?", (job_id,)
         ).fetchone()
-        if row is None:
-            return JobRecord(job_id)
-        return JobRecord(job_id, row[0], bool(row[1]), row[2], row[3], row[4], row[5])
+        return JobRecord.of_row(row) if row else JobRecord(job_id)
 
     def jobs(self) -> dict[int, JobRecord]:
-        rows = self.db.execute(
-            "SELECT job_id, skips, held_by_rush, requeues, requeued_at_restart, last_site_factor, predicted_class FROM jobs"
-        )
-        return {r[0]: JobRecord(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6]) for r in rows}
+        rows = self.db.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs")
+        return {r[0]: JobRecord.of_row(r) for r in rows}
 
     def save_job(self, rec: JobRecord) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO jobs (job_id, skips, held_by_rush, requeues, requeued_at_restart, last_site_factor, predicted_class)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                rec.job_id,
-                rec.skips,
-                int(rec.held_by_rush),
-                rec.requeues,
-                rec.requeued_at_restart,
-                rec.last_site_factor,
-                rec.predicted_class,
-            ),
+            f"INSERT OR REPLACE INTO jobs ({', '.join(JOB_COLUMNS)}) VALUES ({', '.join('?' * len(JOB_COLUMNS))})",
+            rec.row(),
         )
+
+    def forget_jobs(self, job_ids: list[int]) -> None:
+        self.db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in job_ids])
 
     def close(self) -> None:
         self.db.close()

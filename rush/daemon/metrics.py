@@ -1,4 +1,25 @@
-"""The daemon's Prometheus metrics (prometheus-client), served on localhost by default."""
+"""The daemon's Prometheus metrics (prometheus-client), served on localhost by default.
+
+Names (``deploy/prometheus/rush-alerts.yml`` and ``deploy/grafana/rush-dashboard.json``
+use them; a test checks that every name they use is exported here):
+
+=================================================  =========  ==========================
+rush_cycle_duration_seconds                        histogram  one good cycle, end to end
+rush_cycles_total{outcome}                         counter    ok, rjms_error, error
+rush_queue_length                                  gauge      pending jobs in the last read
+rush_running_jobs                                  gauge      running jobs in the last read
+rush_decisions_total{kind,outcome}                 counter    kind: priority, hold, skip,
+                                                              release, kill; outcome: done,
+                                                              failed, dry-run, refused, ...
+rush_rjms_errors_total                             counter    failed or stale queue reads
+rush_consecutive_failures                          gauge      failed cycles in a row
+rush_model_latency_seconds{model}                  histogram  prediction time per cycle
+rush_model_errors_total{model}                     counter    unusable model files/inputs
+rush_model_info{model,version}                     gauge      1 per model in use
+rush_last_successful_cycle_timestamp_seconds       gauge      unix time
+rush_dry_run                                       gauge      1 in dry-run, 0 when applying
+=================================================  =========  ==========================
+"""
 
 from __future__ import annotations
 
@@ -11,30 +32,47 @@ class DaemonMetrics:
         r = self.registry
         self.cycle_seconds = Histogram(
             "rush_cycle_duration_seconds",
-            "Duration of one daemon cycle",
+            "Duration of one successful daemon cycle",
             registry=r,
-            buckets=(0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30),
+            buckets=(0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60),
         )
+        self.cycles = Counter("rush_cycles", "Daemon cycles by outcome", ["outcome"], registry=r)
         self.queue_length = Gauge("rush_queue_length", "Pending jobs seen in the last cycle", registry=r)
+        self.running_jobs = Gauge("rush_running_jobs", "Running jobs seen in the last cycle", registry=r)
         self.decisions = Counter(
             "rush_decisions", "Decisions by kind and outcome", ["kind", "outcome"], registry=r
         )
-        self.rjms_errors = Counter("rush_rjms_errors", "Failed reads of the RJMS", registry=r)
+        self.rjms_errors = Counter("rush_rjms_errors", "Failed or stale reads of the RJMS", registry=r)
+        self.consecutive_failures = Gauge(
+            "rush_consecutive_failures", "Failed cycles in a row (0 after a good one)", registry=r
+        )
         self.model_latency = Histogram(
             "rush_model_latency_seconds",
             "Model prediction time per cycle",
+            ["model"],
             registry=r,
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1),
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5),
         )
         self.model_errors = Counter(
-            "rush_model_errors", "Models that could not be loaded or used", registry=r
+            "rush_model_errors", "Model files or inputs that could not be used", ["model"], registry=r
         )
         self.model_info = Gauge("rush_model_info", "Model in use (value 1)", ["model", "version"], registry=r)
         self.last_success = Gauge(
             "rush_last_successful_cycle_timestamp_seconds", "Unix time of the last good cycle", registry=r
         )
+        self.dry_run = Gauge("rush_dry_run", "1 when only journaling, 0 when applying", registry=r)
+        for outcome in ("ok", "rjms_error", "error"):
+            self.cycles.labels(outcome=outcome)  # export zeros so rate() works from the start
 
     def serve(self, address: str) -> int:
+        """Serve /metrics on ``HOST:PORT``; returns the port (0 picks a free one)."""
         host, _, port = address.rpartition(":")
         server, _thread = start_http_server(int(port), addr=host or "127.0.0.1", registry=self.registry)
-        return server.server_port
+        self.server = server
+        return int(server.server_port)
+
+    def shutdown(self) -> None:
+        server = getattr(self, "server", None)
+        if server is not None:
+            server.shutdown()
+            server.server_close()

@@ -2,37 +2,46 @@
 
 One cycle:
 
-1. read the RJMS (on failure: log, count, back off, and take **no** action on stale data);
-2. reconcile actions interrupted by a crash (see :mod:`rush.daemon.journal`);
-3. build the core's snapshot: rush tags from the job_submit plugin, runtime classes (tags,
-   else the configured model), the variation predictor's flags, skip and requeue counts;
-4. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
-5. apply through the backend, most important first (kills, holds, releases, then
-   priorities), within ``max_actions_per_cycle``; in dry-run, only journal.
+1. read the RJMS; on failure, a garbage answer or a read slower than
+   ``daemon.max_read_seconds``: log, count, journal, back off (exponential, capped) and
+   take **no** action on stale data;
+2. reconcile intents left open by a crash (:meth:`Applier.reconcile`);
+3. feed finished jobs to the runtime classifier's live history;
+4. build the core's snapshot (:mod:`rush.daemon.snapshot_builder`);
+5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
+6. plan and apply through the backend within the rate limits, or in dry-run only journal
+   (:mod:`rush.daemon.apply`); the core's start/backfill/reserve view is journaled as
+   ``advice``, the evidence for its order.
 
-Dry-run changes nothing in the RJMS and no per-job bookkeeping; it journals what it would do.
+Any other failure (a corrupt model file, a bug on odd input) is journaled as an event and
+the daemon keeps running.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
-import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
-from rush.core import PendingJob, RunningJob, RuntimeClass, Snapshot, schedule
-from rush.core.snapshot import Decision, Decisions
+from rush.core import schedule
+from rush.core.config import CoreConfig
+from rush.core.snapshot import Decisions
+from rush.daemon.apply import Applier, Book, plan_actions
 from rush.daemon.config import RushConfig, load_config
-from rush.daemon.journal import Journal
+from rush.daemon.journal import Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
-from rush.errors import RJMSError, RushError
-from rush.rjms.base import ClusterState, RJMSBackend, get_backend
+from rush.daemon.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
+from rush.daemon.variation import VariationPredictor, get_predictor
+from rush.errors import ConfigError, RJMSError, RushError
+from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
 
 log = logging.getLogger("rush.daemon")
-CLASS_TAGS = {"small": RuntimeClass.SMALL, "large": RuntimeClass.LARGE}
+# A job rush knows nothing more about is forgotten this long after it left the queue.
+FORGET_AFTER = 3600.0
 
 
 @dataclass
@@ -40,13 +49,23 @@ class CycleReport:
     cycle: int
     ok: bool
     error: str = ""
+    # The core's decisions by action, and the RJMS actions done by kind.
     decisions: dict[str, int] = field(default_factory=dict)
     applied: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    outcome: str = "ok"  # ok, rjms_error, error
 
 
-def _user_id(name: str) -> int:
-    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+def make_backend(config: RushConfig) -> RJMSBackend:
+    """The configured backend; a wrong option is a ConfigError naming ``rjms.options``."""
+    try:
+        return get_backend(config.rjms.backend, **config.rjms.options)
+    except TypeError as exc:
+        raise ConfigError(
+            f"the {config.rjms.backend} backend does not accept these options: {exc}",
+            where="rjms.options",
+            fix="see the backend's documented options in deploy/rush.toml",
+        ) from None
 
 
 class Daemon:
@@ -58,290 +77,264 @@ class Daemon:
         metrics: DaemonMetrics | None = None,
     ) -> None:
         self.config = config
-        self.core_config = config.core_config()
         self.dry_run = config.daemon.dry_run if dry_run is None else dry_run
-        self.backend = backend or get_backend(config.rjms.backend, **config.rjms.options)
-        self.journal = Journal(config.daemon.journal)
+        self.mode = "dry-run" if self.dry_run else "apply"
         self.metrics = metrics or DaemonMetrics()
+        self.metrics.dry_run.set(1 if self.dry_run else 0)
+        self.journal = Journal(config.daemon.journal)
+        self.backend = backend or make_backend(config)
+        self.applier = Applier(self.backend, self.journal, self.metrics)
+        # Dry-run never writes per-job state to the journal; it plays it in memory.
+        self.book: Book = MemoryBook(self.journal.jobs()) if self.dry_run else self.journal
         self.failures = 0
-        self.model = None
-        self.history = None
-        self._load_model()
+        self._stop = threading.Event()
+        self._running: dict[int, RJMSJob] = {}
+        self.classifier = self._load_classifier()
+        self.core_config = self._core_config()
+        self.variation = self._load_variation()
+        self.builder = SnapshotBuilder(self.classifier, self.variation, self._model_error)
 
-    # -- models ---------------------------------------------------------------------------
-    def _load_model(self) -> None:
-        path = self.config.models.runtime_class
-        if path is None:
-            return
-        from rush.models.persistence import load_model
-        from rush.models.runtime_features import FEATURES, RuntimeHistory
+    # -- set-up ---------------------------------------------------------------------------
+    def _model_error(self, model: str, exc: Exception, cycle: int | None = None) -> None:
+        """A model that cannot be used is journaled; the daemon goes on without it."""
+        log.error("model %s not used: %s", model, exc)
+        self.metrics.model_errors.labels(model=model).inc()
+        self.journal.event(cycle, "model", f"{model}: {exc}")
 
+    def _load_classifier(self) -> ClassPredictor | None:
+        m = self.config.models
         try:
-            self.model, meta = load_model(path, expected_features=list(FEATURES))
+            classifier = load_class_predictor(m.runtime_class, m.history, m.small_below)
         except RushError as exc:
-            # A bad model is journaled and the daemon runs without it (classes unknown).
-            log.error("runtime-class model not used: %s", exc)
-            self.metrics.model_errors.inc()
-            return
-        if self.core_config.divider is None:
-            from dataclasses import replace
+            self._model_error("runtime-class", exc)
+            classifier = load_class_predictor(None, None, m.small_below)
+        except Exception as exc:  # a pickle that fails in an unexpected way
+            self._model_error("runtime-class", exc)
+            classifier = load_class_predictor(None, None, m.small_below)
+        if classifier is not None:
+            self.metrics.model_info.labels(model=classifier.name, version=classifier.version).set(1)
+        return classifier
 
-            self.core_config = replace(self.core_config, divider=float(meta["divider"]))
-        self.metrics.model_info.labels(model="runtime-class", version=meta.get("sha256", "")[:12]).set(1)
-        history_path = self.config.models.history
-        self.history = (
-            RuntimeHistory.load(history_path)
-            if history_path and Path(history_path).exists()
-            else RuntimeHistory()
-        )
+    def _core_config(self) -> CoreConfig:
+        divider = self.classifier.divider if self.classifier is not None else None
+        try:
+            return self.config.core_config(divider=divider)
+        except RushError as exc:
+            # kill_false_small with the model's divider, but the model did not load.
+            self.journal.event(None, "config", f"false-small kills disabled: {exc}")
+            log.error("false-small kills disabled: %s", exc)
+            return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
 
-    def _predict_classes(self, jobs: list) -> dict[int, int]:
-        if self.model is None or not jobs:
-            return {}
-        started = time.perf_counter()
-        X = self.history.features(
-            np.array([_user_id(j.user) for j in jobs]),
-            np.array([j.procs for j in jobs]),
-            np.array([j.requested_time for j in jobs]),
-            np.array([j.submit for j in jobs]),
-            float(self.core_config.divider),
-        )
-        predicted = self.model.predict(X)
-        self.metrics.model_latency.observe(time.perf_counter() - started)
-        return {j.job_id: int(c) for j, c in zip(jobs, predicted, strict=True)}
-
-    def _variable_now(self) -> bool:
+    def _load_variation(self) -> VariationPredictor | None:
         v = self.config.variation
-        if not v.enabled or v.store is None:
-            return False
-        from rush.collect.store import FeatureStore
-
-        now = time.time()
-        with FeatureStore(v.store) as store:
-            mean = store.window_features(None, now - v.window, now).get(f"mean_{v.counter}")
-        return mean is not None and mean > v.threshold
+        if not v.enabled:
+            return None
+        try:
+            predictor = get_predictor(
+                v.predictor,
+                source=v.store,
+                counter=v.counter,
+                threshold=v.threshold,
+                window=v.window,
+                workload_type=v.workload_type,
+            )
+        except Exception as exc:
+            self._model_error(f"variation:{v.predictor}", exc)
+            return None
+        self.metrics.model_info.labels(
+            model=f"variation:{v.predictor}", version=f"{v.counter}>{v.threshold:g}/{v.window:g}s"
+        ).set(1)
+        return predictor
 
     # -- one cycle ------------------------------------------------------------------------
+    def _read(self, cycle: int) -> ClusterState:
+        started = time.monotonic()
+        try:
+            state = self.backend.read_state(self.config.daemon.partitions)
+        except RJMSError:
+            raise
+        except Exception as exc:  # garbage the backend did not catch: no action on it
+            raise RJMSError(f"unusable answer: {exc!r}", where=f"{self.config.rjms.backend} read") from exc
+        took = time.monotonic() - started
+        if took > self.config.daemon.max_read_seconds:
+            raise RJMSError(
+                f"the queue read took {took:.1f} s > daemon.max_read_seconds; the data is stale",
+                where=f"{self.config.rjms.backend} read",
+                fix="rush retries next cycle; raise daemon.max_read_seconds if the RJMS is always this slow",
+            )
+        return state
+
+    def _fail(self, cycle: int, started: float, outcome: str, exc: BaseException) -> CycleReport:
+        self.failures += 1
+        self.metrics.cycles.labels(outcome=outcome).inc()
+        self.metrics.consecutive_failures.set(self.failures)
+        if outcome == "rjms_error":
+            self.metrics.rjms_errors.inc()
+            log.warning("cycle %d: RJMS unavailable, no action taken: %s", cycle, exc)
+        else:
+            log.exception("cycle %d failed; the daemon keeps running", cycle, exc_info=exc)
+        seconds = time.perf_counter() - started
+        try:
+            self.journal.event(cycle, outcome, str(exc))
+            self.journal.end_cycle(cycle, False, self.mode, seconds=seconds, error=str(exc)[:2000])
+        except Exception:  # the journal itself failing must not kill the loop
+            log.exception("cannot journal cycle %d's failure", cycle)
+        return CycleReport(cycle, False, str(exc), seconds=seconds, outcome=outcome)
+
     def run_cycle(self) -> CycleReport:
         started = time.perf_counter()
         cycle = self.journal.next_cycle()
         try:
-            state = self.backend.read_state(self.config.daemon.partitions)
+            state = self._read(cycle)
         except RJMSError as exc:
-            self.failures += 1
-            self.metrics.rjms_errors.inc()
-            log.warning("cycle %d: RJMS unavailable, no action taken: %s", cycle, exc)
-            return CycleReport(cycle, False, str(exc), seconds=time.perf_counter() - started)
-        self.failures = 0
-        self._reconcile(state)
-        snapshot = self._snapshot(state)
-        decisions = schedule(snapshot, self.core_config)
-        applied = self._apply(cycle, state, decisions)
-        seconds = time.perf_counter() - started
-        self.metrics.cycle_seconds.observe(seconds)
-        self.metrics.queue_length.set(len(snapshot.pending))
-        self.metrics.last_success.set(time.time())
+            return self._fail(cycle, started, "rjms_error", exc)
+        try:
+            self.applier.reconcile(state)
+            self._observe_completions(state, cycle)
+            built = self.builder.build(state, self.book.jobs())
+            for name, seconds in built.model_seconds.items():
+                self.metrics.model_latency.labels(model=name).observe(seconds)
+            decisions = schedule(built.snapshot, self.core_config)
+            applied, rjms_error = self._act(cycle, state, built, decisions)
+        except Exception as exc:
+            return self._fail(cycle, started, "error", exc)
         counts: dict[str, int] = {}
         for d in decisions.decisions:
             counts[d.action] = counts.get(d.action, 0) + 1
+        seconds = time.perf_counter() - started
+        pending, running = len(built.snapshot.pending), len(built.snapshot.running)
+        if rjms_error is not None:
+            # Part of the plan may be done; the rest waits for the RJMS, with back-off.
+            report = self._fail(cycle, started, "rjms_error", rjms_error)
+            report.decisions, report.applied = counts, applied
+            return report
+        self.failures = 0
+        self.metrics.cycles.labels(outcome="ok").inc()
+        self.metrics.consecutive_failures.set(0)
+        self.metrics.cycle_seconds.observe(seconds)
+        self.metrics.queue_length.set(pending)
+        self.metrics.running_jobs.set(running)
+        self.metrics.last_success.set(time.time())
+        self.journal.end_cycle(cycle, True, self.mode, pending, running, counts, seconds)
         return CycleReport(cycle, True, decisions=counts, applied=applied, seconds=seconds)
 
-    def _snapshot(self, state: ClusterState) -> Snapshot:
-        records = self.journal.jobs()
-        pending_jobs = [j for j in state.jobs if j.state == "PENDING"]
-        predicted = self._predict_classes([j for j in pending_jobs if "class" not in j.tags])
-        variable_now = self._variable_now()
-        wtype = self.config.variation.workload_type
-        pending = []
-        for j in pending_jobs:
-            rec = records.get(j.job_id)
-            runtime_class = CLASS_TAGS.get(j.tags.get("class", ""), RuntimeClass(predicted.get(j.job_id, -1)))
-            if rec is None or rec.predicted_class != int(runtime_class):
-                if not self.dry_run:
-                    rec = rec or self.journal.job(j.job_id)
-                    rec.predicted_class = int(runtime_class)
-                    self.journal.save_job(rec)
-            pending.append(
-                PendingJob(
-                    job_id=j.job_id,
-                    submit=j.submit,
-                    procs=j.procs,
-                    requested_time=j.requested_time,
-                    runtime_class=runtime_class,
-                    idempotent=j.tags.get("idempotent") == "1",
-                    variable=variable_now and j.tags.get("wtype") == wtype,
-                    skips=rec.skips if rec else 0,
-                    user=_user_id(j.user),
-                )
-            )
-        running = []
-        for j in state.jobs:
-            if j.state != "RUNNING" or j.start is None:
-                continue
-            rec = records.get(j.job_id)
-            tag_class = CLASS_TAGS.get(j.tags.get("class", ""))
-            runtime_class = (
-                tag_class if tag_class is not None else RuntimeClass(rec.predicted_class if rec else -1)
-            )
-            running.append(
-                RunningJob(
-                    job_id=j.job_id,
-                    start=j.start,
-                    procs=j.procs,
-                    requested_time=j.requested_time,
-                    runtime_class=runtime_class,
-                    idempotent=j.tags.get("idempotent") == "1",
-                    requeues=max(rec.requeues if rec else 0, int(j.tags.get("requeues", "0") or 0)),
-                )
-            )
-        return Snapshot(
-            now=state.taken_at,
-            total_procs=state.total_procs,
-            free_procs=state.free_procs,
-            pending=tuple(pending),
-            running=tuple(running),
+    def _act(
+        self, cycle: int, state: ClusterState, built: Built, decisions: Decisions
+    ) -> tuple[dict[str, int], RJMSError | None]:
+        # Remember classes predicted this cycle (a running job keeps its pending prediction).
+        with self.journal.transaction():
+            for job_id, cls in built.predicted.items():
+                rec = self.book.job(job_id)
+                if rec.predicted_class != cls:
+                    rec.predicted_class = cls
+                    self.book.save_job(rec)
+            self._touch(state)
+        plan = plan_actions(
+            decisions,
+            state,
+            self.book.jobs(),
+            max_requeues_per_job=self.config.daemon.max_requeues_per_job,
+            max_actions_per_cycle=self.config.daemon.max_actions_per_cycle,
+            skip_limit=self.core_config.skip_limit,
+            outputs=built.outputs,
         )
-
-    def _reconcile(self, state: ClusterState) -> None:
-        """Settle intents left by a crash between journaling and the RJMS's answer."""
-        jobs = {j.job_id: j for j in state.jobs}
-        for decision_id, job_id, action in self.journal.open_intents():
-            job = jobs.get(job_id)
-            rec = self.journal.job(job_id)
-            if action == "kill":
-                happened = job is not None and (
-                    job.restarts > rec.requeued_at_restart or job.tags.get("class") == "large"
-                )
-                # Never issued twice: the job record already counts this requeue.
-                self.journal.finish(
-                    decision_id,
-                    happened,
-                    "reconciled after restart: " + ("requeued" if happened else "not seen in RJMS"),
-                )
-            elif action == "skip":
-                held = job is not None and job.held
-                rec.held_by_rush = held
-                self.journal.save_job(rec)
-                self.journal.finish(decision_id, held, "reconciled after restart")
-            else:
-                self.journal.finish(
-                    decision_id, False, "reconciled after restart: outcome unknown, re-decided next cycle"
-                )
-
-    def _apply(self, cycle: int, state: ClusterState, decisions: Decisions) -> dict[str, int]:
-        mode = "dry-run" if self.dry_run else "apply"
-        jobs = {j.job_id: j for j in state.jobs}
-        skip_ids = set(decisions.job_ids("skip"))
-        actions: list[tuple[str, Decision]] = []
-        for d in decisions.of("kill"):
-            actions.append(("kill", d))
-        for d in decisions.of("skip"):
-            if not self.journal.job(d.job_id).held_by_rush or self.dry_run:
-                actions.append(("hold", d))
-            else:
-                actions.append(("skip-count", d))
-        for job_id, rec in self.journal.jobs().items():
-            if rec.held_by_rush and job_id not in skip_ids and job_id in jobs:
-                actions.append(
-                    (
-                        "release",
-                        Decision(
-                            job_id,
-                            "skip",
-                            "skip limit reached or variability no longer predicted: release",
-                            None,
-                        ),
-                    )
-                )
-        for d in decisions.of("priority"):
-            rec = self.journal.job(d.job_id)
-            if rec.last_site_factor != int(d.value):
-                actions.append(("priority", d))
-        applied: dict[str, int] = {}
-        budget = self.config.daemon.max_actions_per_cycle
-        for kind, d in actions:
-            if kind != "skip-count" and budget <= 0:
-                self.metrics.decisions.labels(kind=kind, outcome="rate-limited").inc()
-                continue
-            if self.dry_run:
-                self.journal.record(cycle, d.job_id, kind, d.reason, d.value, None, mode, "dry-run")
-                self.metrics.decisions.labels(kind=kind, outcome="dry-run").inc()
-                continue
-            if kind != "skip-count":
-                budget -= 1
-            ok = self._act(cycle, kind, d, jobs.get(d.job_id))
-            applied[kind] = applied.get(kind, 0) + int(ok)
-            self.metrics.decisions.labels(kind=kind, outcome="ok" if ok else "failed").inc()
-        # Journal the core's start/backfill/reserve view too: it is the evidence for the order.
-        for d in decisions.decisions:
-            if d.action in ("start", "backfill", "reserve"):
-                self.journal.record(cycle, d.job_id, d.action, d.reason, d.value, None, mode, "advice")
-        return applied
-
-    def _act(self, cycle: int, kind: str, d: Decision, job) -> bool:
-        rec = self.journal.job(d.job_id)
-        mode = "apply"
-        if kind == "skip-count":
-            rec.skips += 1
-            self.journal.save_job(rec)
-            self.journal.record(
-                cycle, d.job_id, "skip", d.reason, rec.skips, None, mode, "done", "still held"
-            )
-            return True
-        if kind == "kill":
-            tags = dict(job.tags) if job else {}
-            tags.update({"class": "large", "requeues": str(rec.requeues + 1)})
-            rec.requeues += 1
-            rec.requeued_at_restart = job.restarts if job else -1
-            rec.predicted_class = int(RuntimeClass.LARGE)
-            with self.journal.db:
-                self.journal.save_job(rec)
-                intent = self.journal.record(cycle, d.job_id, "kill", d.reason, d.value, None, mode, "intent")
-            result = self.backend.requeue(d.job_id, tags)
-        elif kind == "hold":
-            intent = self.journal.record(cycle, d.job_id, "skip", d.reason, d.value, None, mode, "intent")
-            result = self.backend.hold(d.job_id)
-            if result.ok:
-                rec.held_by_rush = True
-                rec.skips += 1
-        elif kind == "release":
-            intent = self.journal.record(cycle, d.job_id, "release", d.reason, None, None, mode, "intent")
-            result = self.backend.release(d.job_id)
-            if result.ok:
-                rec.held_by_rush = False
+        if self.dry_run:
+            self.applier.journal_only(cycle, plan, self.book)
+            applied: dict[str, int] = {}
+            rjms_error = None
         else:
-            intent = self.journal.record(cycle, d.job_id, "priority", d.reason, d.value, None, mode, "intent")
-            result = self.backend.set_priority(d.job_id, int(d.value))
-            if result.ok:
-                rec.last_site_factor = int(d.value)
-        self.journal.save_job(rec)
-        self.journal.finish(intent, result.ok, result.answer)
-        if not result.ok:
-            log.warning("job %d: %s failed: %s", d.job_id, kind, result.answer)
-        return result.ok
+            applied, rjms_error = self.applier.apply(cycle, plan, state)
+        with self.journal.transaction():
+            for d in decisions.decisions:
+                if d.action in ("start", "backfill", "reserve"):
+                    self.journal.record(
+                        cycle,
+                        d.job_id,
+                        d.action,
+                        d.reason,
+                        d.value,
+                        built.outputs.get(d.job_id),
+                        self.mode,
+                        "advice",
+                    )
+        return applied, rjms_error
+
+    def _touch(self, state: ClusterState) -> None:
+        """Mark the jobs still in the queue; forget the ones long gone (none with open intents)."""
+        now = state.taken_at
+        seen = {j.job_id for j in state.jobs}
+        open_jobs = {i.job_id for i in self.journal.open_intents()}
+        stale = []
+        for job_id, rec in self.book.jobs().items():
+            if job_id in seen:
+                if rec.last_seen != now:
+                    rec.last_seen = now
+                    self.book.save_job(rec)
+            elif job_id not in open_jobs and (rec.last_seen or 0) < now - FORGET_AFTER:
+                stale.append(job_id)
+        if stale:
+            self.book.forget_jobs(stale)
+
+    def _observe_completions(self, state: ClusterState, cycle: int) -> None:
+        """Jobs that were running last cycle and left the queue finished: feed the history."""
+        running = {j.job_id: j for j in state.jobs if j.state != "PENDING" and j.start is not None}
+        still_here = {j.job_id for j in state.jobs}
+        finished = [j for job_id, j in self._running.items() if job_id not in still_here]
+        self._running = running
+        if not finished or self.classifier is None:
+            return
+        ends: dict[int, float] = {}
+        try:
+            for record in self.backend.accounting([j.job_id for j in finished]):
+                if record.get("end"):
+                    ends[int(record["job_id"])] = float(record["end"])
+        except (NotImplementedError, RushError) as exc:
+            log.debug("no accounting for finished jobs (%s); using the read time", exc)
+        try:
+            for j in finished:
+                self.classifier.observe_finished(j, ends.get(j.job_id, state.taken_at))
+            self.classifier.save()
+        except Exception as exc:
+            self._model_error(self.classifier.name, exc, cycle)
 
     # -- the loop -------------------------------------------------------------------------
-    def run(self, cycles: int | None = None) -> None:
+    def next_delay(self) -> float:
+        """Seconds until the next cycle: the interval, or exponential back-off after failures."""
+        interval = self.config.daemon.cycle_interval
+        if self.failures == 0:
+            return interval
+        return min(self.config.daemon.backoff_max, interval * 2 ** min(self.failures - 1, 30))
+
+    def stop(self, *_: Any) -> None:
+        self._stop.set()
+
+    def run(self, cycles: int | None = None, handle_signals: bool = False) -> None:
+        """Cycle until :meth:`stop` (SIGTERM/SIGINT with ``handle_signals``) or ``cycles`` cycles."""
+        if handle_signals:
+            signal.signal(signal.SIGTERM, self.stop)
+            signal.signal(signal.SIGINT, self.stop)
         done = 0
-        while cycles is None or done < cycles:
-            report = self.run_cycle()
+        while not self._stop.is_set() and (cycles is None or done < cycles):
+            try:
+                report = self.run_cycle()
+            except Exception as exc:  # e.g. the journal's disk is full: log, back off, retry
+                log.exception("cycle failed outside its guard; retrying after back-off")
+                self.failures += 1
+                self.metrics.cycles.labels(outcome="error").inc()
+                report = CycleReport(0, False, str(exc), outcome="error")
             done += 1
             if report.ok:
                 log.info(
-                    "cycle %d: %s applied %s in %.3f s",
+                    "cycle %d (%s): %s; applied %s; %.3f s",
                     report.cycle,
+                    self.mode,
                     report.decisions,
                     report.applied,
                     report.seconds,
                 )
-                delay = self.config.daemon.cycle_interval
-            else:
-                delay = min(
-                    self.config.daemon.backoff_max,
-                    self.config.daemon.cycle_interval * 2 ** min(self.failures, 10),
-                )
             if cycles is None or done < cycles:
-                time.sleep(delay)
+                self._stop.wait(self.next_delay())
+        self.journal.close()
 
 
 def replay_hooks(config_path: Path):

@@ -1,0 +1,346 @@
+"""From the core's decisions to the RJMS's levers, with guards, rate limits and crash safety.
+
+:func:`plan_actions` (pure) turns :class:`Decisions` into :class:`Action` s:
+
+* ``kill``: requeue a running job with its tags updated (``class=large``, ``requeues+1``);
+  refused when the job already reached ``max_requeues_per_job`` (never a double requeue);
+* ``release``: a job rush holds that the core no longer skips (its limit is reached or
+  the variation predictor stopped flagging it);
+* ``hold``: the first skip of a job (later skips while it stays held only count: ``skip``);
+* ``priority``: set the site factor, only when it differs from the last value applied.
+
+Order: kills, releases, holds, skips, then priorities from the top rank down, so the rate
+limit (``max_actions_per_cycle`` RJMS calls) defers the least important ones.
+
+:class:`Applier` runs a plan. In dry-run it only journals (``status=dry-run``) and plays the
+bookkeeping in memory. Applying, it commits every intent (and a requeue's new count) before
+calling the backend and settles each after; :meth:`Applier.reconcile` settles intents left
+open by a crash against a fresh read of the RJMS instead of re-issuing them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rush.core.snapshot import Decisions
+from rush.daemon.journal import Intent, JobRecord, Journal
+from rush.daemon.metrics import DaemonMetrics
+from rush.errors import RJMSError
+from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+
+log = logging.getLogger("rush.daemon")
+ORDER = ("kill", "release", "hold", "skip", "priority")
+# Actions that call the RJMS (``skip`` only counts a cycle of an existing hold).
+RJMS_ACTIONS = frozenset({"kill", "release", "hold", "priority"})
+
+
+class Book(Protocol):
+    """Per-job state: the journal when applying, a :class:`MemoryBook` in dry-run."""
+
+    def job(self, job_id: int) -> JobRecord: ...
+
+    def jobs(self) -> dict[int, JobRecord]: ...
+
+    def save_job(self, rec: JobRecord) -> None: ...
+
+    def forget_jobs(self, job_ids: list[int]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    job_id: int
+    reason: str
+    value: float | None = None
+    model_outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    actions: list[Action] = field(default_factory=list)
+    refused: list[Action] = field(default_factory=list)
+    deferred: list[Action] = field(default_factory=list)
+
+
+def plan_actions(
+    decisions: Decisions,
+    state: ClusterState,
+    records: dict[int, JobRecord],
+    *,
+    max_requeues_per_job: int,
+    max_actions_per_cycle: int,
+    skip_limit: int,
+    outputs: dict[int, dict[str, Any]] | None = None,
+) -> Plan:
+    outputs = outputs or {}
+    jobs = {j.job_id: j for j in state.jobs}
+    plan = Plan()
+    candidates: list[Action] = []
+
+    def rec(job_id: int) -> JobRecord:
+        return records.get(job_id) or JobRecord(job_id)
+
+    for d in decisions.of("kill"):
+        job = jobs.get(d.job_id)
+        action = Action("kill", d.job_id, d.reason, d.value, outputs.get(d.job_id, {}))
+        if job is None or job.state == "PENDING":
+            continue  # finished or already requeued since the read
+        if rec(d.job_id).requeues >= max_requeues_per_job:
+            plan.refused.append(
+                Action(
+                    "kill",
+                    d.job_id,
+                    f"refused: already requeued {rec(d.job_id).requeues} time(s), "
+                    f"daemon.max_requeues_per_job = {max_requeues_per_job}",
+                    d.value,
+                    action.model_outputs,
+                )
+            )
+            continue
+        candidates.append(action)
+
+    skipped = set(decisions.job_ids("skip"))
+    for job_id, r in records.items():
+        job = jobs.get(job_id)
+        if r.held_by_rush and job is not None and job.state == "PENDING" and job_id not in skipped:
+            why = (
+                f"skip limit reached ({r.skips} of {skip_limit}): release"
+                if r.skips >= skip_limit
+                else "variability no longer predicted: release"
+            )
+            candidates.append(Action("release", job_id, why, float(r.skips), outputs.get(job_id, {})))
+    for d in decisions.of("skip"):
+        job = jobs.get(d.job_id)
+        if job is None or job.state != "PENDING":
+            continue
+        kind = "skip" if rec(d.job_id).held_by_rush else "hold"
+        candidates.append(Action(kind, d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
+    priorities = sorted(decisions.of("priority"), key=lambda d: -(d.value or 0))
+    for d in priorities:
+        if d.value is None or d.job_id not in jobs:
+            continue
+        if rec(d.job_id).last_site_factor != int(d.value):
+            candidates.append(Action("priority", d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
+
+    candidates.sort(key=lambda a: ORDER.index(a.kind))  # stable: priorities keep rank order
+    budget = max_actions_per_cycle
+    for action in candidates:
+        if action.kind in RJMS_ACTIONS:
+            if budget <= 0:
+                plan.deferred.append(action)
+                continue
+            budget -= 1
+        plan.actions.append(action)
+    return plan
+
+
+def _requeue_tags(job: RJMSJob, requeues: int) -> dict[str, str]:
+    tags = dict(job.tags)
+    tags.update({"class": "large", "requeues": str(requeues)})
+    return tags
+
+
+class Applier:
+    def __init__(self, backend: RJMSBackend, journal: Journal, metrics: DaemonMetrics) -> None:
+        self.backend = backend
+        self.journal = journal
+        self.metrics = metrics
+
+    def _count(self, kind: str, outcome: str, n: int = 1) -> None:
+        self.metrics.decisions.labels(kind=kind, outcome=outcome).inc(n)
+
+    # -- dry-run --------------------------------------------------------------------------
+    def journal_only(self, cycle: int, plan: Plan, book: Book) -> None:
+        """Journal what would be done and play the bookkeeping in ``book`` (memory)."""
+        with self.journal.transaction():
+            for a in plan.actions:
+                self.journal.record(
+                    cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "dry-run", "dry-run"
+                )
+                self._count(a.kind, "dry-run")
+                r = book.job(a.job_id)
+                if a.kind == "kill":
+                    r.requeues += 1
+                elif a.kind in ("hold", "skip"):
+                    r.held_by_rush, r.skips = True, r.skips + 1
+                elif a.kind == "release":
+                    r.held_by_rush = False
+                elif a.kind == "priority":
+                    r.last_site_factor = int(a.value or 0)
+                book.save_job(r)
+            self._refused(cycle, plan, "dry-run")
+
+    def _refused(self, cycle: int, plan: Plan, mode: str) -> None:
+        for a in plan.refused:
+            self.journal.record(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, mode, "refused")
+            self._count(a.kind, "refused")
+        if plan.deferred:
+            kinds = sorted({a.kind for a in plan.deferred})
+            self.journal.event(
+                cycle,
+                "rate-limit",
+                f"{len(plan.deferred)} action(s) ({', '.join(kinds)}) deferred by daemon.max_actions_per_cycle",
+            )
+            for a in plan.deferred:
+                self._count(a.kind, "deferred")
+
+    # -- applying -------------------------------------------------------------------------
+    def apply(self, cycle: int, plan: Plan, state: ClusterState) -> tuple[dict[str, int], RJMSError | None]:
+        """Run the plan; returns (done actions by kind, the RJMS error that stopped it, if any)."""
+        jobs = {j.job_id: j for j in state.jobs}
+        intents: list[tuple[Action, int]] = []
+        # All intents first, in one transaction: a crash from here on leaves open intents.
+        with self.journal.transaction():
+            self._refused(cycle, plan, "apply")
+            for a in plan.actions:
+                if a.kind == "skip":
+                    continue
+                if a.kind == "kill":
+                    r = self.journal.job(a.job_id)
+                    r.requeues += 1
+                    r.requeued_at_restart = jobs[a.job_id].restarts
+                    self.journal.save_job(r)
+                intents.append(
+                    (
+                        a,
+                        self.journal.record(
+                            cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "apply", "intent"
+                        ),
+                    )
+                )
+            for a in plan.actions:
+                if a.kind == "skip":  # the job stays held: one more skip, no RJMS call
+                    r = self.journal.job(a.job_id)
+                    r.skips += 1
+                    self.journal.save_job(r)
+                    self.journal.record(
+                        cycle,
+                        a.job_id,
+                        "skip",
+                        a.reason,
+                        float(r.skips),
+                        a.model_outputs,
+                        "apply",
+                        "done",
+                        "still held",
+                    )
+                    self._count("skip", "done")
+        done: dict[str, int] = {}
+        for k, (a, intent) in enumerate(intents):
+            try:
+                result = self._call(a, jobs[a.job_id])
+            except RJMSError as exc:
+                # Unreachable or timed out: the outcome is unknown for this one, and the rest
+                # are not attempted on a queue we can no longer see.
+                log.warning(
+                    "job %d: %s: RJMS error, stopping this cycle's actions: %s", a.job_id, a.kind, exc
+                )
+                self.journal.finish(intent, "intent", f"RJMS error, outcome unknown: {exc}")
+                for b, other in intents[k + 1 :]:
+                    self._abandon(b, other, "not attempted: the RJMS stopped answering")
+                self._count(a.kind, "failed")
+                return done, exc
+            ok = self._settle(a, intent, result)
+            if ok:
+                done[a.kind] = done.get(a.kind, 0) + 1
+        return done, None
+
+    def _call(self, a: Action, job: RJMSJob) -> ActionResult:
+        if a.kind == "kill":
+            return self.backend.requeue(a.job_id, _requeue_tags(job, self.journal.job(a.job_id).requeues))
+        if a.kind == "hold":
+            return self.backend.hold(a.job_id)
+        if a.kind == "release":
+            return self.backend.release(a.job_id)
+        return self.backend.set_priority(a.job_id, int(a.value or 0))
+
+    def _settle(self, a: Action, intent: int, result: ActionResult) -> bool:
+        with self.journal.transaction():
+            r = self.journal.job(a.job_id)
+            if a.kind == "kill" and not result.ok:
+                # The requeue may have half happened (killed, tags not written): the next
+                # cycle reconciles it against the job's restart count, never re-issues it.
+                self.journal.finish(intent, "intent", f"unclear, reconciled next cycle: {result.answer}")
+                self._count(a.kind, "unclear")
+                return False
+            if result.ok:
+                if a.kind == "hold":
+                    r.held_by_rush, r.skips = True, r.skips + 1
+                elif a.kind == "release":
+                    # Re-apply the site factor after a release (Slurm recomputes priorities).
+                    r.held_by_rush, r.last_site_factor = False, None
+                elif a.kind == "priority":
+                    r.last_site_factor = int(a.value or 0)
+                self.journal.save_job(r)
+            self.journal.finish(intent, "done" if result.ok else "failed", result.answer)
+        self._count(a.kind, "done" if result.ok else "failed")
+        if not result.ok:
+            log.warning("job %d: %s failed: %s", a.job_id, a.kind, result.answer)
+        return result.ok
+
+    def _abandon(self, a: Action, intent: int, why: str) -> None:
+        with self.journal.transaction():
+            if a.kind == "kill":
+                self._rollback_requeue(a.job_id)
+            self.journal.finish(intent, "failed", why)
+        self._count(a.kind, "failed")
+
+    def _rollback_requeue(self, job_id: int) -> None:
+        r = self.journal.job(job_id)
+        r.requeues = max(r.requeues - 1, 0)
+        r.requeued_at_restart = -1
+        self.journal.save_job(r)
+
+    # -- after a crash --------------------------------------------------------------------
+    def reconcile(self, state: ClusterState) -> list[tuple[Intent, str, str]]:
+        """Settle open intents against a fresh read; returns (intent, status, answer) per intent."""
+        jobs = {j.job_id: j for j in state.jobs}
+        settled = []
+        for intent in self.journal.open_intents():
+            with self.journal.transaction():
+                status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
+                self.journal.finish(
+                    intent.id,
+                    status,
+                    f"reconciled: {answer}" + (f" ({intent.answer})" if intent.answer else ""),
+                )
+            self._count(intent.action, f"reconciled-{status}")
+            log.info(
+                "job %d: open %s intent reconciled as %s: %s", intent.job_id, intent.action, status, answer
+            )
+            settled.append((intent, status, answer))
+        return settled
+
+    def _reconcile_one(self, intent: Intent, job: RJMSJob | None) -> tuple[str, str]:
+        r = self.journal.job(intent.job_id)
+        if intent.action == "kill":
+            if job is None:
+                return "failed", "the job left the queue; nothing to requeue"
+            if r.requeued_at_restart >= 0 and job.restarts > r.requeued_at_restart:
+                return "done", f"requeued (restart count {r.requeued_at_restart} -> {job.restarts})"
+            if job.tags.get("requeues") == str(r.requeues) and job.tags.get("class") == "large":
+                return "done", "requeued (the job carries rush's requeue tags)"
+            self._rollback_requeue(intent.job_id)
+            return "failed", "not requeued (restart count unchanged); the core decides again on fresh data"
+        if intent.action == "hold":
+            if job is not None and job.held:
+                if not r.held_by_rush:
+                    r.held_by_rush, r.skips = True, r.skips + 1
+                    self.journal.save_job(r)
+                return "done", "the job is held"
+            return "failed", "the job is not held"
+        if intent.action == "release":
+            if job is None or not job.held:
+                r.held_by_rush, r.last_site_factor = False, None
+                self.journal.save_job(r)
+                return "done", "the job is not held"
+            return "failed", "the job is still held; released again if still due"
+        if intent.action == "priority":
+            if job is not None and intent.value is not None and job.site_factor == int(intent.value):
+                r.last_site_factor = int(intent.value)
+                self.journal.save_job(r)
+                return "done", f"site factor is {job.site_factor}"
+            return "failed", "site factor not seen; set again if still due"
+        return "failed", f"unknown action {intent.action!r}"

@@ -1,0 +1,304 @@
+"""From the RJMS's :class:`ClusterState` to the core's :class:`Snapshot`.
+
+Per job, the builder combines what the RJMS says (submit, procs, time limit, start), rush's
+tags written at submit by the job_submit plugin (``idempotent``, ``wtype``, ``class``,
+``requeues``), what the journal remembers (skip and requeue counts, the class predicted
+while the job was pending) and the models' outputs of this cycle (runtime class,
+variation flag). It holds no scheduling logic: that is the core's.
+
+Runtime class, first that applies:
+
+1. ``requeued``: rush already requeued the job (journal or ``requeues`` tag): large;
+2. ``tag``: ``class=small|large`` in the job's rush tags (set by rush or an administrator);
+3. ``journal``: a running job keeps the class predicted while it was pending;
+4. ``model`` / ``rule``: the configured classifier (a trained model, or requested time <=
+   ``models.small_below``); none configured: UNKNOWN.
+
+Jobs held by someone else than rush are left out: the RJMS will not start them, and rush
+never releases them.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.daemon.journal import JobRecord
+from rush.daemon.variation import VariationPredictor
+from rush.errors import ModelError
+from rush.rjms.base import ClusterState, RJMSJob
+
+CLASS_TAGS = {"small": RuntimeClass.SMALL, "large": RuntimeClass.LARGE}
+CLASS_NAMES = {RuntimeClass.SMALL: "small", RuntimeClass.LARGE: "large", RuntimeClass.UNKNOWN: "unknown"}
+# No time limit (Slurm's INFINITE) is a very long request for the classifier's features.
+UNLIMITED_SECONDS = 365 * 86400.0
+
+
+def user_id(name: str) -> int:
+    """A stable integer per user name (the models' ``user`` feature)."""
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+class ClassPredictor(Protocol):
+    """The daemon's view of a runtime classifier."""
+
+    name: str
+    version: str
+    divider: float | None
+
+    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]: ...
+
+    def observe_finished(self, job: RJMSJob, end: float) -> None: ...
+
+    def save(self) -> None: ...
+
+
+class RuleClassPredictor:
+    """Baseline without a model: a job requesting at most ``small_below`` seconds is small."""
+
+    name = "rule"
+
+    def __init__(self, small_below: float) -> None:
+        self.small_below = float(small_below)
+        self.version = f"small_below={self.small_below:g}"
+        self.divider = None
+
+    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]:
+        return [
+            int(RuntimeClass.SMALL if j.requested_time <= self.small_below else RuntimeClass.LARGE)
+            for j in jobs
+        ]
+
+    def observe_finished(self, job: RJMSJob, end: float) -> None:
+        pass
+
+    def save(self) -> None:
+        pass
+
+
+class ModelClassPredictor:
+    """A trained runtime-class model with the live per-user history it reads features from."""
+
+    name = "runtime-class"
+
+    def __init__(self, model_path: str | Path, history_path: str | Path | None = None) -> None:
+        from rush.models.history import RuntimeHistory
+        from rush.models.persistence import sidecar_path
+
+        self.history = RuntimeHistory.from_model(model_path, history_path)
+        self.history_path = Path(history_path) if history_path else None
+        self.divider = float(self.history.divider) if self.history.divider is not None else None
+        import json
+
+        meta = json.loads(sidecar_path(model_path).read_text())
+        self.version = f"{meta.get('created', '?')} sha256:{str(meta.get('sha256', ''))[:12]}"
+
+    def _columns(self, jobs: Sequence[RJMSJob]):
+        from rush.models.history import JobColumns
+
+        return JobColumns(
+            np.array([user_id(j.user) for j in jobs], dtype=np.int64),
+            np.array([j.procs for j in jobs], dtype=np.int64),
+            np.array([min(j.requested_time, UNLIMITED_SECONDS) for j in jobs], dtype=np.float64),
+            np.array([j.submit for j in jobs], dtype=np.float64),
+        )
+
+    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]:
+        if not jobs:
+            return []
+        return [int(c) for c in self.history.predict(self._columns(jobs))]
+
+    def observe_finished(self, job: RJMSJob, end: float) -> None:
+        if job.start is not None:
+            self.history.observe_finished(
+                user_id(job.user),
+                job.procs,
+                min(job.requested_time, UNLIMITED_SECONDS),
+                job.submit,
+                max(end - job.start, 0.0),
+            )
+
+    def save(self) -> None:
+        if self.history_path is not None:
+            self.history.save(self.history_path)
+
+
+def load_class_predictor(
+    runtime_class: Path | None, history: Path | None, small_below: float | None
+) -> ClassPredictor | None:
+    """The configured classifier; raises ModelError for a missing or corrupt model file."""
+    if runtime_class is not None:
+        if not Path(runtime_class).exists():
+            raise ModelError(
+                "runtime-class model file not found",
+                where=str(runtime_class),
+                fix="train one (rush train runtime-class) or remove models.runtime_class",
+            )
+        return ModelClassPredictor(runtime_class, history)
+    if small_below is not None:
+        return RuleClassPredictor(small_below)
+    return None
+
+
+@dataclass
+class Built:
+    snapshot: Snapshot
+    # Model outputs per job id, journaled with each decision about the job.
+    outputs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Classes predicted for pending jobs this cycle (remembered for when they run).
+    predicted: dict[int, int] = field(default_factory=dict)
+    model_seconds: dict[str, float] = field(default_factory=dict)
+
+
+ErrorSink = Callable[[str, Exception], None]
+
+
+class SnapshotBuilder:
+    def __init__(
+        self,
+        classifier: ClassPredictor | None = None,
+        variation: VariationPredictor | None = None,
+        on_model_error: ErrorSink | None = None,
+    ) -> None:
+        self.classifier = classifier
+        self.variation = variation
+        self.on_model_error = on_model_error or (lambda name, exc: None)
+
+    def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
+        if self.classifier is None or not jobs:
+            return {}
+        started = time.perf_counter()
+        try:
+            classes = self.classifier.predict(jobs)
+        except Exception as exc:  # a model failing on live input must not stop scheduling
+            self.on_model_error(self.classifier.name, exc)
+            return {}
+        built.model_seconds[self.classifier.name] = time.perf_counter() - started
+        return {j.job_id: int(c) for j, c in zip(jobs, classes, strict=True)}
+
+    def _variable(self, jobs: list[RJMSJob], now: float, built: Built) -> dict[int, bool]:
+        if self.variation is None or not jobs:
+            return {}
+        started = time.perf_counter()
+        try:
+            flags = self.variation.predict(jobs, now)
+        except Exception as exc:
+            self.on_model_error(f"variation:{self.variation.name}", exc)
+            return {}
+        built.model_seconds[f"variation:{self.variation.name}"] = time.perf_counter() - started
+        return {j.job_id: bool(f) for j, f in zip(jobs, flags, strict=True)}
+
+    def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
+        now = state.taken_at
+        built = Built(Snapshot(now, state.total_procs, state.free_procs))
+        pending_jobs = [
+            j
+            for j in state.jobs
+            if j.state == "PENDING"
+            and not (j.held and not records.get(j.job_id, JobRecord(j.job_id)).held_by_rush)
+        ]
+        running_jobs = [j for j in state.jobs if j.state != "PENDING" and j.start is not None]
+        need_class = [j for j in pending_jobs if _fixed_class(j, records.get(j.job_id)) is None]
+        # Running jobs rush never saw pending (e.g. started before the daemon) are classified now.
+        need_class += [
+            j
+            for j in running_jobs
+            if _fixed_class(j, records.get(j.job_id)) is None
+            and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
+        ]
+        predicted = self._classes(need_class, built)
+        variable = self._variable(pending_jobs, now, built)
+        variation_outputs = _variation_outputs(self.variation)
+        source_name = self.classifier.name if self.classifier else "none"
+
+        pending = []
+        for j in pending_jobs:
+            rec = records.get(j.job_id) or JobRecord(j.job_id)
+            cls, source = _fixed_class(j, rec) or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
+            if j.job_id in predicted:
+                built.predicted[j.job_id] = int(cls)
+            built.outputs[j.job_id] = {
+                "runtime_class": CLASS_NAMES[cls],
+                "class_source": source,
+                "variable": variable.get(j.job_id, False),
+                **variation_outputs,
+            }
+            pending.append(
+                PendingJob(
+                    job_id=j.job_id,
+                    submit=j.submit,
+                    procs=j.procs,
+                    requested_time=j.requested_time,
+                    runtime_class=cls,
+                    idempotent=_flag(j.tags.get("idempotent")),
+                    variable=variable.get(j.job_id, False),
+                    skips=rec.skips,
+                    user=user_id(j.user),
+                )
+            )
+        running = []
+        for j in running_jobs:
+            rec = records.get(j.job_id) or JobRecord(j.job_id)
+            fixed = _fixed_class(j, rec)
+            if fixed is None and rec.predicted_class >= 0:
+                fixed = (RuntimeClass(rec.predicted_class), "journal")
+            cls, source = fixed or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
+            if j.job_id in predicted:
+                built.predicted[j.job_id] = int(cls)
+            requeues = max(rec.requeues, _int(j.tags.get("requeues")))
+            built.outputs[j.job_id] = {"runtime_class": CLASS_NAMES[cls], "class_source": source}
+            running.append(
+                RunningJob(
+                    job_id=j.job_id,
+                    start=float(j.start),
+                    procs=j.procs,
+                    requested_time=j.requested_time,
+                    runtime_class=cls,
+                    idempotent=_flag(j.tags.get("idempotent")),
+                    requeues=requeues,
+                )
+            )
+        built.snapshot = Snapshot(
+            now=now,
+            total_procs=state.total_procs,
+            free_procs=state.free_procs,
+            pending=tuple(pending),
+            running=tuple(running),
+        )
+        return built
+
+
+def _fixed_class(job: RJMSJob, rec: JobRecord | None) -> tuple[RuntimeClass, str] | None:
+    """A class that no model overrides: rush's own requeue, or the job's class tag."""
+    if (rec is not None and rec.requeues > 0) or _int(job.tags.get("requeues")) > 0:
+        return RuntimeClass.LARGE, "requeued"
+    tagged = CLASS_TAGS.get(job.tags.get("class", ""))
+    return (tagged, "tag") if tagged is not None else None
+
+
+def _variation_outputs(variation: VariationPredictor | None) -> dict[str, Any]:
+    if variation is None:
+        return {}
+    out: dict[str, Any] = {"variation_predictor": variation.name}
+    for attr in ("counter", "threshold", "last_mean"):
+        if hasattr(variation, attr):
+            out[f"variation_{attr}"] = getattr(variation, attr)
+    return out
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "yes", "true")
+
+
+def _int(value: str | None) -> int:
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0

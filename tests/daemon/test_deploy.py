@@ -1,0 +1,191 @@
+"""deploy/: the example config loads, the alert rules fire when they should (promtool), the
+scrape config and the systemd unit verify, and the dashboard only uses exported metrics."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rush.daemon.config import load_config
+from rush.daemon.metrics import DaemonMetrics
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+ALERTS = DEPLOY / "prometheus" / "rush-alerts.yml"
+INSTANCE = "node1:9877"
+
+
+def exported_names() -> set[str]:
+    names = set()
+    for family in DaemonMetrics().registry.collect():
+        names.add(family.name)
+        names |= {sample.name for sample in family.samples}
+        if family.type == "counter":
+            names.add(family.name + "_total")
+        if family.type == "histogram":
+            names |= {family.name + s for s in ("_bucket", "_sum", "_count")}
+    return names
+
+
+def used_names(text: str) -> set[str]:
+    return set(re.findall(r"\brush_[a-z_]+\b", text))
+
+
+def test_example_config_loads():
+    config = load_config(DEPLOY / "rush.toml")
+    assert config.rjms.backend == "slurm" and config.daemon.dry_run
+
+
+def test_alerts_and_dashboard_use_exported_metrics():
+    exported = exported_names()
+    rules = ALERTS.read_text()
+    dashboard = (DEPLOY / "grafana" / "rush-dashboard.json").read_text()
+    assert used_names(rules) and used_names(dashboard)
+    assert used_names(rules) <= exported, used_names(rules) - exported
+    assert used_names(dashboard) <= exported, used_names(dashboard) - exported
+    panels = json.loads(dashboard)["panels"]
+    assert all(p["targets"] for p in panels)
+
+
+def promtool() -> str:
+    tool = shutil.which("promtool")
+    if tool is None:
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    return tool
+
+
+def test_prometheus_files_are_valid():
+    tool = promtool()
+    for argv in (
+        ["check", "rules", str(ALERTS)],
+        ["check", "config", str(DEPLOY / "prometheus" / "rush-scrape.yml")],
+    ):
+        out = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def expected(alert: str) -> dict:
+    """The alert's labels and annotations as the rules file defines them, for INSTANCE."""
+    for group in yaml.safe_load(ALERTS.read_text())["groups"]:
+        for rule in group["rules"]:
+            if rule["alert"] == alert:
+                annotations = {
+                    k: v.replace("{{ $labels.instance }}", INSTANCE) for k, v in rule["annotations"].items()
+                }
+                labels = {**rule["labels"], "job": "rush", "instance": INSTANCE}
+                return {"exp_labels": labels, "exp_annotations": annotations}
+    raise KeyError(alert)
+
+
+def test_alert_rules_fire_when_they_should(tmp_path):
+    tool = promtool()
+    series = f'{{job="rush", instance="{INSTANCE}"}}'
+    tests = {
+        "rule_files": [str(ALERTS)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {  # a healthy daemon: nothing fires
+                "interval": "1m",
+                "input_series": [
+                    {"series": f"up{series}", "values": "1x40"},
+                    {"series": f"rush_last_successful_cycle_timestamp_seconds{series}", "values": "0+60x40"},
+                    {
+                        "series": f'rush_cycles_total{{job="rush", instance="{INSTANCE}", outcome="ok"}}',
+                        "values": "0+1x40",
+                    },
+                    {"series": f"rush_rjms_errors_total{series}", "values": "0x40"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "30m", "alertname": a, "exp_alerts": []}
+                    for a in (
+                        "RushDaemonDown",
+                        "RushCyclesFailing",
+                        "RushRJMSErrorsRising",
+                        "RushNoSuccessfulCycle",
+                    )
+                ],
+            },
+            {  # slurmctld down from minute 5: every cycle fails, no success since
+                "interval": "1m",
+                "input_series": [
+                    {"series": f"up{series}", "values": "1x40"},
+                    {
+                        "series": f"rush_last_successful_cycle_timestamp_seconds{series}",
+                        "values": "0 60 120 180 240 300x40",
+                    },
+                    {
+                        "series": f'rush_cycles_total{{job="rush", instance="{INSTANCE}", outcome="ok"}}',
+                        "values": "0 1 2 3 4 5x40",
+                    },
+                    {
+                        "series": f'rush_cycles_total{{job="rush", instance="{INSTANCE}", outcome="rjms_error"}}',
+                        "values": "0x5 1+1x40",
+                    },
+                    {"series": f"rush_rjms_errors_total{series}", "values": "0x5 1+1x40"},
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "4m", "alertname": "RushCyclesFailing", "exp_alerts": []},
+                    {
+                        "eval_time": "25m",
+                        "alertname": "RushCyclesFailing",
+                        "exp_alerts": [expected("RushCyclesFailing")],
+                    },
+                    {
+                        "eval_time": "25m",
+                        "alertname": "RushRJMSErrorsRising",
+                        "exp_alerts": [expected("RushRJMSErrorsRising")],
+                    },
+                    {"eval_time": "15m", "alertname": "RushNoSuccessfulCycle", "exp_alerts": []},
+                    {
+                        "eval_time": "25m",
+                        "alertname": "RushNoSuccessfulCycle",
+                        "exp_alerts": [expected("RushNoSuccessfulCycle")],
+                    },
+                    {"eval_time": "25m", "alertname": "RushDaemonDown", "exp_alerts": []},
+                ],
+            },
+            {  # the daemon process is gone
+                "interval": "1m",
+                "input_series": [{"series": f"up{series}", "values": "1 1 0x20"}],
+                "alert_rule_test": [
+                    {"eval_time": "4m", "alertname": "RushDaemonDown", "exp_alerts": []},
+                    {
+                        "eval_time": "10m",
+                        "alertname": "RushDaemonDown",
+                        "exp_alerts": [expected("RushDaemonDown")],
+                    },
+                ],
+            },
+        ],
+    }
+    path = tmp_path / "rush-alerts.test.yml"
+    path.write_text(yaml.safe_dump(tests))
+    out = subprocess.run([tool, "test", "rules", str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_systemd_unit(tmp_path):
+    unit = (DEPLOY / "rush.service").read_text()
+    service = dict(
+        line.split("=", 1) for line in unit.splitlines() if "=" in line and not line.startswith("#")
+    )
+    assert service["Type"] == "simple" and service["Restart"] == "on-failure"
+    assert service["ExecStart"] == "/usr/local/bin/rush daemon --config /etc/rush/rush.toml"
+    assert "slurmctld.service" in service["After"] and service["NoNewPrivileges"] == "yes"
+    assert service["ProtectSystem"] == "strict" and "/var/lib/rush" in service["ReadWritePaths"]
+    analyze, rush = shutil.which("systemd-analyze"), shutil.which("rush")
+    if analyze is None or rush is None:
+        pytest.skip("systemd-analyze or the rush entry point is not installed")
+    # systemd-analyze checks that ExecStart exists: point it at this installation's rush.
+    local = tmp_path / "rush.service"
+    local.write_text(unit.replace("/usr/local/bin/rush", rush))
+    out = subprocess.run([analyze, "verify", str(local)], capture_output=True, text=True, timeout=60)
+    problems = [
+        line for line in (out.stdout + out.stderr).splitlines() if "rush.service" in line and line.strip()
+    ]
+    assert problems == [], problems

@@ -1,0 +1,138 @@
+"""The daemon's pure steps: ClusterState -> Snapshot, and Decisions -> a rate-limited plan.
+
+ClusterState/RJMSJob are plain data (what any backend returns); the core is the real one.
+"""
+
+from __future__ import annotations
+
+from rush.core import CoreConfig, schedule
+from rush.core.snapshot import Decision, Decisions, RuntimeClass
+from rush.daemon.apply import plan_actions
+from rush.daemon.journal import JobRecord
+from rush.daemon.snapshot_builder import RuleClassPredictor, SnapshotBuilder
+from rush.daemon.variation import RuleVariationPredictor
+from rush.rjms.base import ClusterState, RJMSJob
+
+NOW = 1_000_000.0
+
+
+def pending(job_id: int, limit: float = 600.0, **kw) -> RJMSJob:
+    return RJMSJob(job_id, "PENDING", NOW - 100 + job_id, kw.pop("procs", 2), limit, user="alice", **kw)
+
+
+def running(job_id: int, since: float, limit: float = 600.0, **kw) -> RJMSJob:
+    return RJMSJob(job_id, "RUNNING", NOW - 500, 2, limit, start=NOW - since, user="bob", **kw)
+
+
+def state(*jobs: RJMSJob, free: int = 0) -> ClusterState:
+    return ClusterState(NOW, 8, free, tuple(jobs))
+
+
+def test_classes_tags_journal_and_rule():
+    builder = SnapshotBuilder(classifier=RuleClassPredictor(small_below=900))
+    s = state(
+        pending(1, 600),  # rule: small
+        pending(2, 3600),  # rule: large
+        pending(3, 600, tags={"class": "large"}),  # the tag wins over the rule
+        running(4, 30, tags={"idempotent": "1"}),  # never seen pending: classified now
+        running(5, 30, 600, tags={"requeues": "1"}),  # requeued by rush: large
+        running(6, 30, 600),  # remembered as large while pending
+    )
+    records = {6: JobRecord(6, predicted_class=int(RuntimeClass.LARGE))}
+    built = builder.build(s, records)
+    classes = {j.job_id: j.runtime_class for j in built.snapshot.pending + built.snapshot.running}
+    assert classes == {
+        1: RuntimeClass.SMALL,
+        2: RuntimeClass.LARGE,
+        3: RuntimeClass.LARGE,
+        4: RuntimeClass.SMALL,
+        5: RuntimeClass.LARGE,
+        6: RuntimeClass.LARGE,
+    }
+    assert built.outputs[3]["class_source"] == "tag" and built.outputs[1]["class_source"] == "rule"
+    assert built.outputs[5]["class_source"] == "requeued" and built.outputs[6]["class_source"] == "journal"
+    # Predictions to remember: the pending ones and the running job seen for the first time.
+    assert built.predicted == {1: 0, 2: 1, 4: 0}
+    run = {r.job_id: r for r in built.snapshot.running}
+    assert run[4].idempotent and not run[6].idempotent and run[5].requeues == 1
+
+
+def test_user_held_jobs_are_left_out_and_skips_come_from_the_journal():
+    s = state(
+        pending(1, tags={"wtype": "network"}),
+        pending(2, held=True, reason="JobHeldUser"),
+        pending(3, held=True, reason="JobHeldAdmin", tags={"wtype": "network"}),
+    )
+    rule = RuleVariationPredictor(lambda start, end: 10.0, threshold=1.0)
+    records = {3: JobRecord(3, skips=4, held_by_rush=True)}
+    built = SnapshotBuilder(variation=rule).build(s, records)
+    by_id = {p.job_id: p for p in built.snapshot.pending}
+    assert set(by_id) == {1, 3}  # job 2 is held by its user: not rush's to schedule
+    assert by_id[1].variable and by_id[3].variable and by_id[3].skips == 4 and by_id[1].skips == 0
+    assert built.outputs[1]["variation_last_mean"] == 10.0
+
+
+def test_a_failing_model_is_reported_and_scheduling_goes_on():
+    class Broken:
+        name, version, divider = "runtime-class", "x", None
+
+        def predict(self, jobs):
+            raise ValueError("feature mismatch")
+
+    errors = []
+    built = SnapshotBuilder(Broken(), on_model_error=lambda n, e: errors.append((n, str(e)))).build(
+        state(pending(1)), {}
+    )
+    assert errors == [("runtime-class", "feature mismatch")]
+    assert built.snapshot.pending[0].runtime_class == RuntimeClass.UNKNOWN
+
+
+def plan(decisions: Decisions, s: ClusterState, records=None, **kw):
+    options = {"max_requeues_per_job": 1, "max_actions_per_cycle": 100, "skip_limit": 3} | kw
+    return plan_actions(decisions, s, records or {}, **options)
+
+
+def test_priorities_only_when_changed_and_top_ranks_first():
+    s = state(*(pending(i) for i in (1, 2, 3)))
+    decisions = schedule(
+        SnapshotBuilder().build(s, {}).snapshot, CoreConfig.from_names("FCFS", threshold=None)
+    )
+    assert decisions.priority == {1: 3, 2: 2, 3: 1}
+    p = plan(decisions, s, {2: JobRecord(2, last_site_factor=2)})
+    assert [(a.kind, a.job_id, a.value) for a in p.actions] == [("priority", 1, 3), ("priority", 3, 1)]
+    # The rate limit defers the lowest ranks.
+    p = plan(decisions, s, max_actions_per_cycle=2)
+    assert [a.job_id for a in p.actions] == [1, 2] and [a.job_id for a in p.deferred] == [3]
+
+
+def test_kills_first_and_never_beyond_the_requeue_limit():
+    s = state(
+        running(1, 100, tags={"idempotent": "1"}), running(2, 100, tags={"idempotent": "1"}), pending(3)
+    )
+    decisions = Decisions(
+        NOW,
+        decisions=[
+            Decision(3, "priority", "rank 1", 1),
+            Decision(1, "kill", "false small", 100),
+            Decision(2, "kill", "false small", 100),
+        ],
+    )
+    p = plan(decisions, s, {2: JobRecord(2, requeues=1)}, max_actions_per_cycle=1)
+    assert [(a.kind, a.job_id) for a in p.actions] == [("kill", 1)]
+    assert [(a.kind, a.job_id) for a in p.refused] == [("kill", 2)]
+    assert "max_requeues_per_job" in p.refused[0].reason
+    assert [(a.kind, a.job_id) for a in p.deferred] == [("priority", 3)]
+
+
+def test_hold_then_count_then_release_at_the_limit():
+    s = state(pending(1, tags={"wtype": "network"}), pending(2, held=True, reason="JobHeldUser"))
+    skip = Decisions(NOW, decisions=[Decision(1, "skip", "variable", 1)])
+    assert [a.kind for a in plan(skip, s).actions] == ["hold"]
+    held = {1: JobRecord(1, skips=1, held_by_rush=True)}
+    assert [a.kind for a in plan(skip, s, held).actions] == ["skip"]
+    # The core stops skipping at the limit: release, saying why.
+    at_limit = {1: JobRecord(1, skips=3, held_by_rush=True)}
+    p = plan(Decisions(NOW), s, at_limit)
+    assert [(a.kind, a.job_id) for a in p.actions] == [("release", 1)] and "limit" in p.actions[0].reason
+    # A job held by its user (no held_by_rush record) is never released by rush.
+    assert plan(Decisions(NOW), s, {2: JobRecord(2)}).actions == []
