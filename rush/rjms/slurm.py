@@ -9,7 +9,7 @@ Slurm's own levers through its commands and never overwrite ``Priority=``:
   Slurm adds the site factor to the job's priority);
 * skip: ``scontrol hold N`` now, ``scontrol release N`` in a later cycle;
 * false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...
-  StartTime=now`` with the job's rush tags updated (class=large, requeues=k), so the
+  StartTime=now+5`` with the job's rush tags updated (class=large, requeues=k), so the
   requeued job is eligible at once instead of after Slurm's requeue delay;
 * cancel: ``scancel N``; submit (replay, probes): ``sbatch --parsable``.
 
@@ -400,8 +400,8 @@ class SlurmBackend(RJMSBackend):
             if out.returncode != 0 or out.stdout.strip() != "COMPLETING":
                 break
             time.sleep(0.2)
-        begin = self.cli.action("scontrol", "update", f"JobId={job_id}", "StartTime=now")
-        answer += f"; begin now: {begin.answer}"
+        begin = self.cli.action("scontrol", "update", f"JobId={job_id}", "StartTime=now+5")  # slurmd rejects a launch not newer than the old run's credential revocation
+        answer += f"; begin in 5 s: {begin.answer}"
         return ActionResult(ok=tagged.ok, answer=answer)
 
     def cancel(self, job_id: int) -> ActionResult:

@@ -1,0 +1,366 @@
+"""The daemon against the REAL Slurm of the ``slurm_cluster`` fixture (slurmctld, slurmd, munge).
+
+Site factors visible in squeue, skip (hold) then release at the limit, a false-small job
+requeued once and finished as large, an opted-out job never touched, dry-run changing
+nothing, kill -9 in the middle of a cycle, slurmctld stopped and started again, and the
+``rush daemon`` process itself with its metrics endpoint and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import requests
+
+from rush.collect.base import Sample
+from rush.collect.store import FeatureStore
+from rush.daemon.config import RushConfig, parse_config
+from rush.daemon.journal import Journal
+from rush.daemon.service import Daemon
+from rush.rjms.base import RJMSJob, get_backend
+
+SQUEUE = "/usr/bin/squeue"
+
+
+def wait_for(predicate, timeout: float = 45.0, step: float = 0.5):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not reached in time")
+
+
+def job(cluster, job_id: int) -> RJMSJob | None:
+    return get_backend("slurm", slurm_conf=str(cluster.conf)).job(job_id)
+
+
+def state_of(cluster, job_id: int) -> str:
+    found = job(cluster, job_id)
+    return found.state if found else ""
+
+
+def config(cluster, tmp_path: Path, policy: dict | None = None, **sections) -> RushConfig:
+    raw = {
+        "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+        "policy": {"policy": "SPF", "threshold": "none", **(policy or {})},
+        "rjms": {"backend": "slurm", "options": {"slurm_conf": str(cluster.conf), "timeout": 8}},
+    }
+    raw.update(sections)
+    return parse_config(raw)
+
+
+def fill_machine(cluster) -> int:
+    blocker = cluster.submit("-n", str(cluster.cpus), "-t", "10", "--wrap", "sleep 300")
+    wait_for(lambda: state_of(cluster, blocker) == "RUNNING")
+    return blocker
+
+
+def squeue_priorities(cluster) -> dict[int, int]:
+    out = cluster.run(SQUEUE, "-h", "-t", "PD", "-o", "%i %Q").stdout
+    return {int(a): int(b) for a, b in (line.split() for line in out.splitlines())}
+
+
+FALSE_SMALL = {"kill_false_small": True, "divider": 3, "use_classes": True}
+# The rule classifier: a job asking for at most 2 minutes is predicted small.
+SMALL_RULE = {"small_below": 120}
+
+
+def false_small_job(cluster, idempotent: bool, seconds: int = 10) -> int:
+    comment = "--comment=rush:idempotent,wtype=compute" if idempotent else "--comment=rush:wtype=compute"
+    return cluster.submit("-n", "2", "-t", "1", comment, "--wrap", f"sleep {seconds}")
+
+
+def kills(journal: Journal, job_id: int) -> list[tuple[str, str]]:
+    return [(d["status"], d["answer"]) for d in journal.decisions(job_id, "kill")]
+
+
+# -- priorities -----------------------------------------------------------------------------
+def test_site_factors_visible_in_squeue_and_set_only_when_changed(slurm, tmp_path):
+    fill_machine(slurm)
+    long_job = slurm.submit("-n", "4", "-t", "30", "--wrap", "sleep 5")
+    short_job = slurm.submit("-n", "4", "-t", "5", "--wrap", "sleep 5")
+    daemon = Daemon(config(slurm, tmp_path))
+    report = daemon.run_cycle()
+    assert report.ok and report.applied == {"priority": 2}
+    # SPF: the shorter request ranks first and gets the larger site factor, which Slurm
+    # adds to the job's priority (every other factor weighs 0 in the test cluster).
+    assert job(slurm, short_job).site_factor == 2 and job(slurm, long_job).site_factor == 1
+    priorities = squeue_priorities(slurm)
+    assert priorities[short_job] > priorities[long_job]
+    assert slurm.scontrol_job(short_job)["Priority"] == str(priorities[short_job])
+    decision = daemon.journal.decisions(short_job, "priority")[0]
+    assert (
+        decision["status"] == "done" and "rank 1 of 2" in decision["reason"] and "SPF" in decision["reason"]
+    )
+    # Unchanged ranks: nothing is sent to Slurm again.
+    assert daemon.run_cycle().applied == {}
+    assert len(daemon.journal.decisions(short_job, "priority")) == 1
+    # A new, even shorter job goes on top (factor 3); the others keep theirs: one update.
+    shortest = slurm.submit("-n", "4", "-t", "2", "--wrap", "sleep 5")
+    assert daemon.run_cycle().applied == {"priority": 1}
+    factors = [job(slurm, j).site_factor for j in (shortest, short_job, long_job)]
+    assert factors == [3, 2, 1]
+
+
+def test_dry_run_changes_nothing(slurm, tmp_path):
+    fill_machine(slurm)
+    pending = slurm.submit(
+        "-n", "4", "-t", "5", "--comment=rush:idempotent,wtype=network", "--wrap", "sleep 5"
+    )
+    before = job(slurm, pending)
+    cfg = config(slurm, tmp_path)
+    cfg.daemon.dry_run = True
+    daemon = Daemon(cfg)
+    for _ in range(2):
+        report = daemon.run_cycle()
+        assert report.ok and report.applied == {} and report.decisions["priority"] == 1
+    after = job(slurm, pending)
+    assert (after.site_factor, after.held, after.tags, after.restarts) == (
+        before.site_factor,
+        before.held,
+        before.tags,
+        before.restarts,
+    )
+    decisions = daemon.journal.decisions()
+    assert {d["mode"] for d in decisions} == {"dry-run"}
+    # The would-be priority is journaled once: dry-run remembers it in memory, not in the journal.
+    assert [d["status"] for d in decisions if d["action"] == "priority"] == ["dry-run"]
+    assert daemon.journal.jobs() == {}
+
+
+# -- skips ----------------------------------------------------------------------------------
+def busy_network(tmp_path: Path, skip_limit: int) -> dict:
+    store = tmp_path / "features.sqlite"
+    with FeatureStore(store) as fs:
+        fs.insert([Sample(time.time() - 30, h, "sysfs_ib", "ib_xmit_bytes_per_s", 9e9) for h in ("n1", "n2")])
+    return {
+        "policy": {"skip_limit": skip_limit},
+        "variation": {"enabled": True, "threshold": 1e9, "store": str(store), "workload_type": "network"},
+    }
+
+
+def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
+    blocker = fill_machine(slurm)
+    sections = busy_network(tmp_path, skip_limit=2)
+    cfg = config(slurm, tmp_path, policy=sections.pop("policy"), **sections)
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", "--wrap", "sleep 2")
+    compute = slurm.submit(
+        "-n", "2", "-t", "5", "--comment=rush:wtype=compute", "--hold", "--wrap", "sleep 2"
+    )
+    daemon = Daemon(cfg)
+    daemon.run_cycle()
+    held = job(slurm, network)
+    assert held.held and daemon.journal.job(network).skips == 1
+    hold = daemon.journal.decisions(network, "hold")[0]
+    assert hold["status"] == "done" and hold["model_outputs"]["variable"] is True
+    assert hold["model_outputs"]["variation_last_mean"] == 9e9 and "variability" in hold["reason"]
+    daemon.run_cycle()
+    assert job(slurm, network).held and daemon.journal.job(network).skips == 2
+    daemon.run_cycle()  # limit reached: released although the network is still busy
+    assert not job(slurm, network).held and not daemon.journal.job(network).held_by_rush
+    release = daemon.journal.decisions(network, "release")[0]
+    assert release["status"] == "done" and "limit reached (2 of 2)" in release["reason"]
+    slurm.run("/usr/bin/scancel", str(blocker))
+    wait_for(lambda: state_of(slurm, network) in ("RUNNING", "COMPLETED"))
+    # The compute job was held by its user, not by rush: rush never releases it.
+    assert job(slurm, compute).held and not daemon.journal.decisions(compute)
+
+
+# -- false-small kills ----------------------------------------------------------------------
+def test_opted_in_false_small_job_requeued_once_and_finishes_as_large(slurm, tmp_path):
+    victim = false_small_job(slurm, idempotent=True)
+    daemon = Daemon(config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE))
+    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
+    time.sleep(4)  # past the 3 s divider
+    report = daemon.run_cycle()
+    assert report.applied.get("kill") == 1
+    requeued = wait_for(lambda: (j := job(slurm, victim)) and j.restarts == 1 and j)
+    assert requeued.tags["class"] == "large" and requeued.tags["requeues"] == "1"
+    assert requeued.tags["idempotent"] == "1" and requeued.tags["wtype"] == "compute"
+    [(status, answer)] = kills(daemon.journal, victim)
+    assert status == "done" and "requeued" in answer
+    kill = daemon.journal.decisions(victim, "kill")[0]
+    assert "divider" in kill["reason"] and kill["model_outputs"]["class_source"] == "rule"
+    # It runs again as large, past the divider, and is never killed a second time.
+    deadline = time.time() + 90
+    while time.time() < deadline and state_of(slurm, victim) != "COMPLETED":
+        daemon.run_cycle()
+        time.sleep(1)
+    assert state_of(slurm, victim) == "COMPLETED" and job(slurm, victim).restarts == 1
+    assert len(kills(daemon.journal, victim)) == 1
+
+
+def test_opted_out_job_is_never_touched(slurm, tmp_path):
+    keep = false_small_job(slurm, idempotent=False, seconds=8)
+    daemon = Daemon(config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE))
+    wait_for(lambda: state_of(slurm, keep) == "RUNNING")
+    time.sleep(4)
+    for _ in range(3):
+        assert daemon.run_cycle().ok
+    assert job(slurm, keep).restarts == 0 and job(slurm, keep).tags.get("class") is None
+    assert daemon.journal.decisions(keep) == []
+    wait_for(lambda: state_of(slurm, keep) == "COMPLETED")
+
+
+# -- outages and crashes --------------------------------------------------------------------
+def test_no_action_while_slurmctld_is_down_then_resume(slurm, tmp_path):
+    fill_machine(slurm)
+    pending = slurm.submit("-n", "4", "-t", "5", "--wrap", "sleep 5")
+    daemon = Daemon(config(slurm, tmp_path))
+    slurm.stop_slurmctld()
+    try:
+        reports = [daemon.run_cycle() for _ in range(2)]
+        assert [r.outcome for r in reports] == ["rjms_error", "rjms_error"]
+        assert daemon.journal.decisions() == [] and daemon.journal.open_intents() == []
+        assert daemon.failures == 2 and daemon.next_delay() == 2 * daemon.config.daemon.cycle_interval
+        assert daemon.metrics.registry.get_sample_value("rush_rjms_errors_total") == 2
+    finally:
+        slurm.start_slurmctld()
+    report = wait_for(lambda: (r := daemon.run_cycle()).ok and r, timeout=90, step=1)
+    assert report.applied == {"priority": 1} and daemon.failures == 0
+    assert job(slurm, pending).site_factor == 1
+
+
+CRASHING = textwrap.dedent(
+    """
+    import os, signal, sys
+    from rush.daemon.config import RushConfig
+    from rush.daemon.service import Daemon
+    cfg = RushConfig.model_validate_json(sys.argv[1])
+    daemon = Daemon(cfg)
+    where, method = sys.argv[2], sys.argv[3]
+    real = getattr(daemon.backend, method)
+
+    def crash(*args, **kwargs):
+        if where == "after":  # Slurm did it, the journal never heard back
+            real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    setattr(daemon.backend, method, crash)
+    daemon.run_cycle()
+    """
+)
+
+
+def crash_in(cfg: RushConfig, where: str, method: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CRASHING, cfg.model_dump_json(), where, method],
+        timeout=180,
+        capture_output=True,
+    )
+    assert out.returncode == -signal.SIGKILL, out.stderr.decode()[-2000:]
+
+
+def test_kill_9_before_the_requeue_reaches_slurm(slurm, tmp_path):
+    victim = false_small_job(slurm, idempotent=True)
+    cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
+    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
+    time.sleep(4)
+    crash_in(cfg, "before", "requeue")
+    assert kills(Journal(cfg.daemon.journal), victim) == [("intent", "")]
+    assert job(slurm, victim).restarts == 0
+    # A fresh daemon sees that Slurm never requeued it, and the core decides again: one requeue.
+    daemon = Daemon(cfg)
+    daemon.run_cycle()
+    wait_for(lambda: job(slurm, victim).restarts == 1)
+    for _ in range(2):
+        daemon.run_cycle()
+    history = kills(daemon.journal, victim)
+    assert [s for s, _ in history] == ["failed", "done"] and "not requeued" in history[0][1]
+    assert job(slurm, victim).restarts == 1
+
+
+def test_kill_9_after_the_requeue_before_the_journal_heard(slurm, tmp_path):
+    victim = false_small_job(slurm, idempotent=True)
+    cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
+    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
+    time.sleep(4)
+    crash_in(cfg, "after", "requeue")
+    assert kills(Journal(cfg.daemon.journal), victim) == [("intent", "")]
+    wait_for(lambda: job(slurm, victim).restarts == 1)
+    daemon = Daemon(cfg)
+    deadline = time.time() + 90
+    while time.time() < deadline and state_of(slurm, victim) != "COMPLETED":
+        assert daemon.run_cycle().ok
+        time.sleep(1)
+    # Reconciled from the restart count: done, never issued a second time.
+    [(status, answer)] = kills(daemon.journal, victim)
+    assert status == "done" and "restart count 0 -> 1" in answer
+    assert state_of(slurm, victim) == "COMPLETED", slurm.log_tail("slurmctld", 30) + slurm.log_tail(
+        "slurmd", 20
+    )
+    assert job(slurm, victim).restarts == 1
+
+
+def test_kill_9_mid_cycle_keeps_skip_counts(slurm, tmp_path):
+    blocker = fill_machine(slurm)
+    sections = busy_network(tmp_path, skip_limit=3)
+    cfg = config(slurm, tmp_path, policy=sections.pop("policy"), **sections)
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", "--wrap", "sleep 2")
+    Daemon(cfg).run_cycle()  # cycle 1: hold, skip 1
+    assert job(slurm, network).held and Journal(cfg.daemon.journal).job(network).skips == 1
+    # Cycle 2 dies while setting a new job's site factor, after the skip was counted.
+    slurm.submit("-n", "2", "-t", "5", "--wrap", "sleep 2")
+    crash_in(cfg, "before", "set_priority")
+    assert Journal(cfg.daemon.journal).job(network).skips == 2
+    daemon = Daemon(cfg)
+    daemon.run_cycle()  # cycle 3: the third skip, the priority intent reconciled
+    assert daemon.journal.job(network).skips == 3 and job(slurm, network).held
+    assert daemon.journal.open_intents() == []
+    daemon.run_cycle()  # cycle 4: the limit is reached, released
+    assert not job(slurm, network).held and not daemon.journal.job(network).held_by_rush
+    assert [d["value"] for d in daemon.journal.decisions(network, "skip")] == [2.0, 3.0]
+    slurm.run("/usr/bin/scancel", str(blocker))
+
+
+# -- the daemon process ---------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_rush_daemon_process_applies_serves_metrics_and_stops_on_sigterm(slurm, tmp_path):
+    fill_machine(slurm)
+    pending = slurm.submit("-n", "4", "-t", "5", "--wrap", "sleep 5")
+    port = free_port()
+    path = tmp_path / "rush.toml"
+    path.write_text(
+        f'[daemon]\ncycle_interval = 1\njournal = "{tmp_path / "journal.sqlite"}"\n'
+        f'metrics_address = "127.0.0.1:{port}"\n'
+        f'[policy]\npolicy = "FCFS"\n[rjms]\nbackend = "slurm"\n[rjms.options]\nslurm_conf = "{slurm.conf}"\n'
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rush", "daemon", "--config", str(path), "--apply"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for(lambda: job(slurm, pending).site_factor == 1, timeout=60)
+
+        def scraped() -> str:
+            try:
+                text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            except requests.ConnectionError:
+                return ""
+            return text if 'rush_decisions_total{kind="priority",outcome="done"} 1.0' in text else ""
+
+        text = wait_for(scraped, timeout=30)
+        assert "rush_queue_length 1.0" in text and "rush_dry_run 0.0" in text
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, output
+    assert "applying decisions" in output and "rush daemon stopped" in output
