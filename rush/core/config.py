@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from rush.core.names import BACKFILL_MODES
 from rush.core.policies import Policy, parse_policy
 from rush.errors import PolicyError
 
 BackfillMode = Literal["easy", "conservative", "none"]
-BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
 DEFAULT_THRESHOLD = 200_000.0
 
 
@@ -35,6 +38,9 @@ class CoreConfig:
     kill_false_small: bool = False
     max_requeues: int = 1
     skip_limit: int = 10
+    # Seconds; > 0 rounds waits down to 0, Q, 2Q, 4Q, ... for time-dependent policies, so
+    # live priority values change only on that schedule (0: exact waits, the default offline).
+    wait_quantum: float = 0.0
 
     def __post_init__(self) -> None:
         if self.backfill not in BACKFILL_MODES:
@@ -43,16 +49,24 @@ class CoreConfig:
                 where="--backfill",
                 fix=f"use one of: {', '.join(BACKFILL_MODES)}",
             )
-        if self.threshold is not None and self.threshold < 0:
-            raise PolicyError(
-                "starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none"
-            )
+        if self.threshold is not None:
+            parse_threshold(self.threshold)
         if self.kill_false_small and (self.divider is None or self.divider <= 0):
             raise PolicyError(
                 "false-small kills need a positive divider", where="divider", fix="train a runtime classifier"
             )
         if self.skip_limit < 0:
             raise PolicyError("skip_limit must be >= 0", where="skip_limit")
+        if not (math.isfinite(self.wait_quantum) and self.wait_quantum >= 0):
+            raise PolicyError(
+                f"wait quantum must be a finite number of seconds >= 0, not {self.wait_quantum!r}",
+                where="wait_quantum",
+                fix="e.g. 60 (live default) or 0 (exact waits)",
+            )
+        if self.divider is not None and not (math.isfinite(self.divider) and self.divider > 0):
+            raise PolicyError(
+                f"divider must be a finite number of seconds > 0, not {self.divider!r}", where="divider"
+            )
 
     @property
     def scan_policy(self) -> Policy:
@@ -77,8 +91,15 @@ class CoreConfig:
 
 
 def parse_threshold(value: float | str | None) -> float | None:
+    """Seconds >= 0 (finite), or None for no threshold; booleans and NaN are refused."""
     if value is None:
         return None
+    if isinstance(value, bool):
+        raise PolicyError(
+            f"starvation threshold {value!r} is not a number of seconds",
+            where="--threshold",
+            fix="give seconds, e.g. 200000, or none",
+        )
     if isinstance(value, str):
         if value.strip().lower() in ("none", "off", ""):
             return None
@@ -90,8 +111,18 @@ def parse_threshold(value: float | str | None) -> float | None:
                 where="--threshold",
                 fix="give seconds, e.g. 200000, or none",
             ) from None
-    if value < 0:
+    # A bool is an int to Python: `threshold = true` must not become 1 s; NaN compares false with
+    # everything and inf never triggers, so both would silently disable the threshold.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise PolicyError(
-            "starvation threshold must be >= 0 seconds", where="--threshold", fix="e.g. 200000 or none"
+            f"bad starvation threshold {value!r}",
+            where="--threshold",
+            fix="give a finite number of seconds, e.g. 200000, or none to disable it",
+        )
+    if not (math.isfinite(value) and value >= 0):
+        raise PolicyError(
+            f"starvation threshold must be a finite number of seconds >= 0, not {value!r}",
+            where="--threshold",
+            fix="e.g. 200000, or none to disable it",
         )
     return float(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rush.core.policies import priority_key
+from rush.core.policies import priority_key, quantised_wait
 
 SMALL = 0
 LARGE = 1
@@ -49,10 +49,16 @@ def compute_order_keys(
     estimate: np.ndarray,
     runtime_class: np.ndarray,
     use_classes: bool,
+    wait_quantum: float,
     group: np.ndarray,
     key: np.ndarray,
 ) -> None:
-    """Fill ``group[:qn]`` and ``key[:qn]`` for the jobs ``queue[:qn]``. ``threshold < 0``: none."""
+    """Fill ``group[:qn]`` and ``key[:qn]`` for the jobs ``queue[:qn]``. ``threshold < 0``: none.
+
+    ``wait_quantum > 0``: time-dependent policies see each job's wait rounded down to the
+    geometric grid of :func:`rush.core.policies.quantised_wait`; the starvation test always
+    uses the exact wait.
+    """
     for k in range(qn):
         j = queue[k]
         if threshold >= 0.0 and now - submit[j] > threshold:
@@ -66,7 +72,10 @@ def compute_order_keys(
         if use_static:
             key[k] = static_key[j]
         else:
-            key[k] = priority_key(code, weights, now, time_origin, submit[j], procs[j], estimate[j])
+            seen = now
+            if wait_quantum > 0.0:
+                seen = submit[j] + quantised_wait(now - submit[j], wait_quantum)
+            key[k] = priority_key(code, weights, seen, time_origin, submit[j], procs[j], estimate[j])
 
 
 @njit(cache=True)

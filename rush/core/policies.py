@@ -34,40 +34,15 @@ weights over the same feature vector.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
 
+# The names and codes are plain data in rush.core.names: the command line lists them without numba.
+from rush.core.names import DYNAMIC_CODES, LINEAR_FEATURES, POLICY_CODES
 from rush.errors import PolicyError
-
-# Feature order for LINEAR weights.
-LINEAR_FEATURES: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area", "r")
-
-POLICY_CODES: dict[str, int] = {
-    "FCFS": 0,
-    "LCFS": 1,
-    "SPF": 2,
-    "LPF": 3,
-    "SQF": 4,
-    "LQF": 5,
-    "SAF": 6,
-    "LAF": 7,
-    "SRF": 8,
-    "LRF": 9,
-    "SEXP": 10,
-    "LEXP": 11,
-    "WFP3": 12,
-    "UNICEF": 13,
-    "F1": 14,
-    "F2": 15,
-    "F3": 16,
-    "F4": 17,
-    "LIN": 18,
-    "LINEAR": 19,
-}
-# Policies whose key depends on the current time (wait); the others are sorted once.
-DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})
 
 
 @dataclass(frozen=True)
@@ -117,10 +92,36 @@ def parse_policy(text: str) -> Policy:
                 fix=f"write LINEAR:feature=weight,... with features {', '.join(LINEAR_FEATURES)}",
             )
         try:
-            weights[key] = float(value)
+            weight = float(value)
         except ValueError:
             raise PolicyError(f"weight {value!r} for {key} is not a number", where="--policy") from None
+        if not math.isfinite(weight):
+            raise PolicyError(
+                f"weight {value.strip()!r} for {key} is not a finite number",
+                where="--policy",
+                fix="give finite weights, e.g. LINEAR:q=1,p=0.5",
+            )
+        weights[key] = weight
+    if not any(weights.values()):
+        raise PolicyError(
+            "LINEAR needs at least one non-zero weight (all zero orders nothing)",
+            where="--policy",
+            fix=f"e.g. LINEAR:p=1 (features {', '.join(LINEAR_FEATURES)})",
+        )
     return Policy("LINEAR", tuple(weights[f] for f in LINEAR_FEATURES))
+
+
+@njit(cache=True, inline="always")
+def quantised_wait(wait: float, quantum: float) -> float:
+    """A wait rounded down to the grid 0, Q, 2Q, 4Q, 8Q, ... (``quantum`` = Q > 0).
+
+    Live, time-dependent scores (SEXP, LEXP, WFP3, UNICEF, LINEAR with wait or expansion
+    weights) are computed from this wait, so a job's priority value changes only when its
+    wait crosses a grid point: about log2(wait / Q) times in its life, not every cycle.
+    """
+    if wait < quantum:
+        return 0.0
+    return quantum * 2.0 ** np.floor(np.log2(wait / quantum))
 
 
 @njit(cache=True, inline="always")

@@ -1,7 +1,21 @@
-"""The two per-job rules of the core: skip-with-limit delays and false-small kills.
+"""The per-job rules of the core: skip-with-limit delays and false-small kills.
 
-Both the simulator and the daemon decide through these functions (compiled, so the
-simulator's event loop can call them too).
+Each rule exists once, here. The simulator's event loop (compiled) and the core's live
+entry point :func:`rush.core.schedule` both call these functions; the daemon only carries
+out the decisions they produce.
+
+Skip-with-limit (one semantics for the simulator and the daemon): in a scheduling pass, a
+job that the pass *would start now* (in priority order, or by backfilling) and that the
+variation predictor flags is skipped instead: not started and not reserved in this pass.
+Each pass that skips it counts one skip; once it has been skipped ``skip_limit`` times it is
+started like any other job. A flagged job that does not fit now is not skipped: it is
+ordered, and reserved when it is the EASY head or gets a conservative reservation, like
+any other job. (A live pass is one daemon cycle: the daemon holds the jobs the core skipped
+in this cycle and releases the ones it no longer skips.)
+
+False-small kill: a job predicted small, opted in as idempotent and requeued fewer than
+``max_requeues`` times is killed once it has run for strictly longer than the class
+divider, and requeued *as large* with its original submit time (:func:`requeue_as_large`).
 """
 
 from __future__ import annotations
@@ -9,11 +23,12 @@ from __future__ import annotations
 from numba import njit
 
 SMALL = 0
+LARGE = 1
 
 
 @njit(cache=True, inline="always")
 def should_skip(variable: bool, skips: int, skip_limit: int) -> bool:
-    """Delay a job predicted to suffer variability, at most ``skip_limit`` times."""
+    """Skip a job the pass would start now, when it is flagged and below the limit."""
     return variable and skips < skip_limit
 
 
@@ -31,8 +46,30 @@ def is_killable(
 
 @njit(cache=True, inline="always")
 def kill_due(start: float, now: float, divider: float) -> bool:
-    """A killable job is killed once it has run for longer than the divider."""
-    return now - start >= divider
+    """A killable job is killed once it has run for strictly longer than the divider.
+
+    The simulator knows a run's length and asks at the run's end (``now = start + length``);
+    the daemon asks at each cycle. A run of exactly the divider ends without a kill.
+    """
+    return now - start > divider
+
+
+@njit(cache=True, inline="always")
+def kill_time(start: float, divider: float) -> float:
+    """When a killable run that is due to be killed ends: at the divider."""
+    return start + divider
+
+
+@njit(cache=True, inline="always")
+def requeue_as_large(requeues: int) -> tuple[int, int]:
+    """(runtime class, requeue count) of a job after a false-small kill: large, one more requeue."""
+    return LARGE, requeues + 1
+
+
+@njit(cache=True, inline="always")
+def runtime_class_of(predicted_class: int, requeues: int) -> int:
+    """A job rush has requeued is large whatever a model predicts for it now."""
+    return LARGE if requeues > 0 else predicted_class
 
 
 @njit(cache=True, inline="always")

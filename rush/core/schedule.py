@@ -1,13 +1,16 @@
 """The core's entry point for a live queue: ``schedule(snapshot, config) -> Decisions``.
 
 It calls the same compiled ordering, pass and rule kernels as the simulator's event loop,
-and explains every decision in words for the journal.
+and explains every decision in words for the journal. One pass here is one simulator pass:
 
-Live semantics that differ from the simulator only in *who starts jobs*: the RJMS starts
-them, so rush's levers are priorities, holds (skips) and requeues (kills). Because the RJMS
-may start any pending job between two cycles, every pending job the variation predictor
-flags is skipped (held) while its skip count is below the limit, not only those rush
-would start right now.
+* ``priority``: one value per pending job (:mod:`rush.core.priority_values`), in the core's
+  order; the RJMS orders by it (Slurm: SiteFactor).
+* ``start``/``backfill``/``reserve``: what the core would do now; live, the RJMS starts the
+  jobs itself, so these are the evidence for the order (journaled as advice).
+* ``skip``: exactly the jobs this pass would start now and the variation predictor flags,
+  below their skip limit (:mod:`rush.core.rules`); the daemon holds them for this cycle.
+* ``kill``: running false-small jobs due to be killed, with the class and requeue count they
+  are requeued with.
 """
 
 from __future__ import annotations
@@ -17,13 +20,17 @@ import numpy as np
 from rush.core.backfill import conservative_pass, easy_pass
 from rush.core.config import CoreConfig
 from rush.core.ordering import compute_order_keys, sort_queue
-from rush.core.rules import effective_estimate, is_killable, kill_due, should_skip
-from rush.core.snapshot import Decision, Decisions, Snapshot
+from rush.core.priority_values import priority_values
+from rush.core.rules import effective_estimate, is_killable, kill_due, requeue_as_large, runtime_class_of
+from rush.core.snapshot import Decision, Decisions, RuntimeClass, Snapshot
 
 _DIVIDER_NONE = float("inf")
 
 
-def _order(snapshot: Snapshot, config: CoreConfig, policy, arrays) -> np.ndarray:
+def _order(
+    snapshot: Snapshot, config: CoreConfig, policy, arrays
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pending jobs in the core's order, with their (group, key) in that order."""
     submit, procs, estimate, runtime_class = arrays
     n = len(submit)
     queue = np.arange(n, dtype=np.int64)
@@ -44,12 +51,13 @@ def _order(snapshot: Snapshot, config: CoreConfig, policy, arrays) -> np.ndarray
         estimate,
         runtime_class,
         config.use_classes,
+        float(config.wait_quantum),
         group,
         key,
     )
     # Sort by index first so the (group, key, index) tie-break is (submit, job_id).
     sort_queue(queue, group, key, n)
-    return queue
+    return queue, group, key
 
 
 def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
@@ -64,7 +72,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     estimate = np.array(
         [p.requested_time if p.estimate is None else p.estimate for p in pending], dtype=np.float64
     )
-    runtime_class = np.array([int(p.runtime_class) for p in pending], dtype=np.int64)
+    runtime_class = np.array(
+        [runtime_class_of(int(p.runtime_class), p.requeues) for p in pending], dtype=np.int64
+    )
     variable = np.array([p.variable for p in pending], dtype=np.bool_)
     skips = np.array([p.skips for p in pending], dtype=np.int64)
     est = np.array(
@@ -72,7 +82,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
             effective_estimate(
                 estimate[k],
                 requested[k],
-                is_killable(config.kill_false_small, runtime_class[k], p.idempotent, 0, config.max_requeues),
+                is_killable(
+                    config.kill_false_small, runtime_class[k], p.idempotent, p.requeues, config.max_requeues
+                ),
                 divider,
             )
             for k, p in enumerate(pending)
@@ -85,20 +97,22 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     run_end = []
     for r in snapshot.running:
         r_estimate = r.requested_time if r.estimate is None else r.estimate
-        killable = is_killable(
-            config.kill_false_small, int(r.runtime_class), r.idempotent, r.requeues, config.max_requeues
-        )
+        r_class = runtime_class_of(int(r.runtime_class), r.requeues)
+        killable = is_killable(config.kill_false_small, r_class, r.idempotent, r.requeues, config.max_requeues)
         run_end.append(
             (r.start + effective_estimate(r_estimate, r.requested_time, killable, divider), r.procs)
         )
         if killable and kill_due(r.start, now, divider):
+            new_class, requeues = requeue_as_large(r.requeues)
             decisions.append(
                 Decision(
                     r.job_id,
                     "kill",
                     f"predicted small but running {now - r.start:.0f} s > divider {divider:.0f} s; "
-                    f"opted in as idempotent: requeue as large (requeue {r.requeues + 1} of {config.max_requeues})",
+                    f"opted in as idempotent: requeue as large (requeue {requeues} of {config.max_requeues})",
                     now - r.start,
+                    requeue_class=RuntimeClass(new_class),
+                    requeues=requeues,
                 )
             )
     run_end.sort()
@@ -106,14 +120,19 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     r_procs = np.array([p for _, p in run_end], dtype=np.int64)
 
     arrays = (submit, procs, estimate, runtime_class)
-    order = _order(snapshot, config, config.policy, arrays)
+    order, group, key = _order(snapshot, config, config.policy, arrays)
+    values = priority_values(group, key, config.policy.code, float(snapshot.time_origin))
     result = Decisions(now=now)
     result.order = [pending[k].job_id for k in order]
-    result.priority = {job_id: n - rank for rank, job_id in enumerate(result.order)}
+    result.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
     for rank, k in enumerate(order):
         decisions.append(
             Decision(
-                pending[k].job_id, "priority", f"rank {rank + 1} of {n} by {_order_words(config)}", n - rank
+                pending[k].job_id,
+                "priority",
+                f"rank {rank + 1} of {n}: {_group_words(int(group[rank]), config)}, {config.policy.name} key "
+                f"{key[rank]:.6g} by {_order_words(config)}",
+                int(values[rank]),
             )
         )
 
@@ -158,7 +177,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
         head, shadow, extra = -1, np.inf, 0
     else:
         scan = (
-            order if config.backfill_policy is None else _order(snapshot, config, config.scan_policy, arrays)
+            order
+            if config.backfill_policy is None
+            else _order(snapshot, config, config.scan_policy, arrays)[0]
         )
         taken = np.zeros(n, dtype=np.bool_)
         ns, nk, head, shadow, extra = easy_pass(
@@ -207,19 +228,28 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
             decisions.append(
                 Decision(pending[j].job_id, "start", f"fits now (q={procs[j]}) in priority order", now)
             )
-    skipped = {int(out_skip[k]) for k in range(nk)}
-    for j in range(n):
-        if j in skipped or should_skip(bool(variable[j]), int(skips[j]), config.skip_limit):
-            decisions.append(
-                Decision(
-                    pending[j].job_id,
-                    "skip",
-                    f"predicted to suffer variability now: delay {skips[j] + 1} of at most {config.skip_limit}",
-                    float(skips[j] + 1),
-                )
+    # Skips are exactly the pass's: jobs it would have started now (rules.should_skip).
+    for k in range(nk):
+        j = out_skip[k]
+        decisions.append(
+            Decision(
+                pending[j].job_id,
+                "skip",
+                f"would start now but predicted to suffer variability: delay {skips[j] + 1} "
+                f"of at most {config.skip_limit}",
+                float(skips[j] + 1),
             )
+        )
     result.decisions = decisions
     return result
+
+
+def _group_words(group: int, config: CoreConfig) -> str:
+    if group == 0:
+        return "starved (waited > threshold)"
+    if not config.use_classes:
+        return "not starved"
+    return "predicted small" if group == 1 else "predicted large or unknown"
 
 
 def _order_words(config: CoreConfig) -> str:

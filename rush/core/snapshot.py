@@ -2,7 +2,8 @@
 
 These types are pure data: the daemon builds a :class:`Snapshot` from the RJMS, the
 simulator builds the equivalent arrays inside its event loop, and both get their
-decisions from the same kernels in :mod:`rush.core.kernels`.
+decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.backfill`,
+:mod:`rush.core.rules`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class PendingJob:
     # How many times this job has been skipped already (kept by the journal in the daemon).
     skips: int = 0
     user: int = -1
+    # How many times rush has killed and requeued this job (a requeued job is large).
+    requeues: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,11 @@ class Decision:
     job_id: int
     action: Action
     reason: str
-    # start/reserve time, priority score, ... depending on the action.
+    # start/reserve time, priority value, ... depending on the action.
     value: float | None = None
+    # kill: the class and requeue count the job is requeued with (rules.requeue_as_large).
+    requeue_class: RuntimeClass | None = None
+    requeues: int | None = None
 
 
 @dataclass
@@ -79,7 +85,8 @@ class Decisions:
     now: float
     # Pending job ids, highest priority first (starvation, class, then policy order).
     order: list[int] = field(default_factory=list)
-    # Rank-based priority per pending job id: len(order) for the first, 1 for the last.
+    # Priority value per pending job id (rush.core.priority_values): larger runs first, in the
+    # order of ``order``; a job's value depends on its own score only, not on the others.
     priority: dict[int, int] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
 

@@ -151,6 +151,7 @@ def simulate(
         int(config.max_requeues),
         int(config.skip_limit),
         float(time_origin),
+        float(config.wait_quantum),
         counter,
     )
     t0 = time.perf_counter()
@@ -197,7 +198,8 @@ def _run_with_progress(args: tuple, counter: np.ndarray, n: int, label: str):
     result: list = []
     worker = threading.Thread(target=lambda: result.append(run_simulation(*args)), daemon=True)
     worker.start()
-    with tqdm(total=n, desc=label, unit="job", leave=False, mininterval=0.2) as bar:
+    # disable=None: no bar when stderr is not a terminal (a log file would get hundreds of lines).
+    with tqdm(total=n, desc=label, unit="job", leave=False, mininterval=0.2, disable=None) as bar:
         while worker.is_alive():
             worker.join(0.2)
             bar.update(int(counter[0]) - bar.n)

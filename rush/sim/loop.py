@@ -11,8 +11,8 @@ import numpy as np
 from numba import njit
 
 from rush.core.backfill import MODE_CONSERVATIVE, MODE_EASY, conservative_pass, easy_pass
-from rush.core.ordering import LARGE, compute_order_keys, sort_queue
-from rush.core.rules import effective_estimate, is_killable
+from rush.core.ordering import compute_order_keys, sort_queue
+from rush.core.rules import effective_estimate, is_killable, kill_due, kill_time, requeue_as_large
 
 INF = np.inf
 
@@ -126,6 +126,7 @@ def run_simulation(
     max_requeues: int,
     skip_limit: int,
     time_origin: float,
+    wait_quantum: float,
     progress: np.ndarray,
 ):
     n = len(submit)
@@ -198,9 +199,8 @@ def run_simulation(
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
             if divider_kill[j]:
                 divider_kill[j] = False
-                requeues[j] += 1
                 wasted[j] += (t - start[j]) * procs[j]
-                runtime_class[j] = LARGE
+                runtime_class[j], requeues[j] = requeue_as_large(requeues[j])
                 killable = is_killable(
                     kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
                 )
@@ -239,6 +239,7 @@ def run_simulation(
             estimate,
             runtime_class,
             use_classes,
+            wait_quantum,
             q_group,
             q_key,
         )
@@ -291,6 +292,7 @@ def run_simulation(
                     estimate,
                     runtime_class,
                     use_classes,
+                    wait_quantum,
                     s_group,
                     s_key,
                 )
@@ -339,8 +341,9 @@ def run_simulation(
             killable = is_killable(
                 kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
             )
-            if killable and length > divider[j]:
-                length = divider[j]
+            # The simulator knows the run's length: ask the kill rule at its end.
+            if killable and kill_due(t, t + length, divider[j]):
+                length = kill_time(t, divider[j]) - t
                 killed[j] = False
                 divider_kill[j] = True
             end[j] = t + length

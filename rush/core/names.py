@@ -1,0 +1,41 @@
+"""Policy names and codes: plain data, importable without numba.
+
+``rush --help`` and the option checks of the command line need the list of policies; importing
+:mod:`rush.core.policies` would load numba (about half a second) just to print it.
+"""
+
+from __future__ import annotations
+
+# Feature order for LINEAR weights.
+LINEAR_FEATURES: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area", "r")
+
+POLICY_CODES: dict[str, int] = {
+    "FCFS": 0,
+    "LCFS": 1,
+    "SPF": 2,
+    "LPF": 3,
+    "SQF": 4,
+    "LQF": 5,
+    "SAF": 6,
+    "LAF": 7,
+    "SRF": 8,
+    "LRF": 9,
+    "SEXP": 10,
+    "LEXP": 11,
+    "WFP3": 12,
+    "UNICEF": 13,
+    "F1": 14,
+    "F2": 15,
+    "F3": 16,
+    "F4": 17,
+    "LIN": 18,
+    "LINEAR": 19,
+}
+# Policies whose key depends on the current time (wait); the others are sorted once.
+DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})
+
+BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
+
+# Largest machine the command line accepts (2^24 processors, beyond today's largest systems):
+# per-processor arrays (the report's Gantt rows) stay within memory and counts within int64.
+MAX_MACHINE_PROCS = 2**24
