@@ -29,7 +29,9 @@ summed over ports and file systems: rows of one node within the same second are 
 reading.
 
 Bad input never stops the reader: a line with the wrong number of fields (a partial write)
-is skipped with a warning; a non-numeric value drops that value only; an unknown metric is
+is skipped with a warning, and so is a line whose time is not a number or lies in the
+future (more than five minutes ahead: it would poison every counter's baseline); a
+non-numeric, NaN or infinite value drops that value only; an unknown metric is
 kept as ``ldms_<name>`` (raw value) with a warning, or dropped (``unknown="drop"``). A last
 line without its newline is left for the next read while the file is live, and skipped
 with a warning when reading a finished file (``final=True``).
@@ -39,12 +41,15 @@ from __future__ import annotations
 
 import glob
 import logging
+import math
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from rush.collect.base import Collector, Sample, register_collector
 from rush.collect.rates import RateTracker
+from rush.collect.sysfile import read_small_text
 from rush.errors import CollectorError
 
 log = logging.getLogger(__name__)
@@ -151,6 +156,7 @@ class LdmsCsvReader:
         self.rates = RateTracker()
         self.skipped = 0  # lines skipped
         self.bad_values = 0  # single values skipped
+        self.future_rows = 0  # lines skipped for a time beyond now + the rate tracker's tolerance
         self._warned: set[str] = set()
 
     # -- header ---------------------------------------------------------------------------
@@ -197,7 +203,7 @@ class LdmsCsvReader:
         if not header.is_file():
             return False
         try:
-            text = header.read_text()
+            text = read_small_text(header)  # bounded, no FIFO, undecodable bytes replaced
         except OSError as exc:
             raise CollectorError(f"cannot read: {exc.strerror or exc}", where=str(header)) from exc
         self._header(text.splitlines()[0] if text else "", f"{header}:1")
@@ -216,7 +222,14 @@ class LdmsCsvReader:
         write (skipped with a warning) rather than one still being written.
         """
         try:
-            size = self.path.stat().st_size
+            info = self.path.stat()
+            if not stat.S_ISREG(info.st_mode):  # a FIFO would block the collector forever
+                raise CollectorError(
+                    "not a regular file (a FIFO, device or directory)",
+                    where=str(self.path),
+                    fix="point collect.sources.ldms.paths at store_csv files",
+                )
+            size = info.st_size
             if size < self.offset:  # rotated or truncated: start over
                 log.warning("%s: file shrank, reading it again from the start", self.path)
                 self.offset, self.lineno, self.columns = 0, 0, None
@@ -281,9 +294,18 @@ class LdmsCsvReader:
             t = _timestamp(
                 fields[self.time_index], None if self.usec_index is None else fields[self.usec_index]
             )
-        except ValueError:
+        except (ValueError, OverflowError):
+            t = math.nan
+        if not math.isfinite(t):
             self.skipped += 1
             log.warning("%s: bad time %r, line skipped", where, fields[self.time_index][:30])
+            return
+        if t > self.rates.clock() + self.rates.max_future:
+            # A far-future row must not become the counters' baseline (every later row would
+            # look out of order) nor a sample from the future: skip and count it.
+            self.skipped += 1
+            self.future_rows += 1
+            self._warn("future", f"{where}: time {t:.0f} is in the future (a node's clock?), line skipped")
             return
         host = fields[self.host_index]
         instance = tuple(fields[i] for i in self.instance_indexes)
@@ -294,6 +316,8 @@ class LdmsCsvReader:
             except ValueError:
                 try:
                     value = float(text)
+                    if not math.isfinite(value):
+                        raise ValueError(text)
                 except ValueError:
                     self.bad_values += 1
                     self._warn(

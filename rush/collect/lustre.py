@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import logging
+import math
 import socket
 import subprocess
 import time
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from rush.collect.base import Collector, Sample, register_collector
 from rush.collect.rates import RateTracker
+from rush.collect.sysfile import read_small_text
 from rush.errors import CollectorError
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,14 @@ class LliteStats:
     bad_lines: int = 0  # lines skipped with a warning
 
 
+def _finite(text: str) -> float:
+    """A non-negative finite number: a counter or a time ("nan", "inf", "-3" are bad lines)."""
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(text)
+    return value
+
+
 def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
     stats = LliteStats(filesystem=name)
     for lineno, line in enumerate(lines, start=1):
@@ -51,7 +61,7 @@ def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
             continue
         try:
             if parts[0] == "snapshot_time":
-                stats.snapshot_time = float(parts[1])
+                stats.snapshot_time = _finite(parts[1])
                 continue
             if parts[0] in ("start_time", "elapsed_time"):
                 continue
@@ -60,8 +70,8 @@ def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
                 log.warning("%s:%d: not a stats line: %r", where, lineno, line[:60])
                 continue
             # name count samples [unit] min max sum [sumsq]
-            count = float(parts[1])
-            total = float(parts[6]) if len(parts) >= 7 and parts[3].startswith("[") else None
+            count = _finite(parts[1])
+            total = _finite(parts[6]) if len(parts) >= 7 and parts[3].startswith("[") else None
         except (ValueError, IndexError):
             stats.bad_lines += 1
             log.warning("%s:%d: bad number in %r", where, lineno, line[:60])
@@ -129,12 +139,15 @@ class LustreCollector(Collector):
         for pattern in self.paths:
             for path in sorted(glob.glob(pattern)):
                 try:
-                    text = Path(path).read_text()
+                    text = read_small_text(path)
                 except PermissionError:
                     errors.append(f"{path}: permission denied")
                     continue
                 except OSError as exc:  # the file system was unmounted between glob and read
                     errors.append(f"{path}: {exc.strerror or exc}")
+                    continue
+                except CollectorError as exc:  # a FIFO or an endless file at the path
+                    errors.append(f"{path}: {exc.message}")
                     continue
                 found.append(parse_stats_file(text, Path(path).parent.name, path))
         for error in errors:

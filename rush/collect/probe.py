@@ -16,11 +16,13 @@ import json
 import math
 import shlex
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rush.collect.base import Sample
+from rush.collect.rates import MAX_FUTURE_S
 from rush.errors import CollectorError
 
 if TYPE_CHECKING:
@@ -31,7 +33,8 @@ FORMAT = "rush-mpi-probe/1"
 FEATURES: tuple[str, ...] = tuple(
     f"{op}_{stat}" for op in ("send", "recv", "allreduce") for stat in ("min", "max", "mean")
 )
-PROBE_SCRIPT = Path(__file__).resolve().parents[2] / "collectors" / "mpi_probe.py"
+# Shipped inside the package (the wheel has no collectors/ directory); collectors/mpi_probe.py links here.
+PROBE_SCRIPT = Path(__file__).resolve().with_name("mpi_probe.py")
 
 
 @dataclass(frozen=True)
@@ -57,15 +60,19 @@ class ProbeResult:
 
 def _number(obj: dict[str, Any], key: str, where: str, *, integer: bool = False) -> float:
     value = obj.get(key)
-    ok = (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    )
+    try:
+        # float(): an int beyond float range (JSON allows 10**400) is refused, not an OverflowError.
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(float(value))
+    except OverflowError:
+        ok = False
+    ok = ok and value >= 0
     if ok and integer:
         ok = float(value).is_integer()
     if not ok:
         kind = "a non-negative integer" if integer else "a finite non-negative number"
+        shown = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else "a number too large"
         raise CollectorError(
-            f"field {key!r} must be {kind}, got {value!r}",
+            f"field {key!r} must be {kind}, got {shown[:60]}",
             where=where,
             fix="re-run collectors/mpi_probe.py; do not edit its output",
         )
@@ -92,6 +99,13 @@ def parse_probe_result(obj: object, where: str = "probe result") -> ProbeResult:
     ranks = int(_number(obj, "ranks", where, integer=True))
     if ranks < 1:
         raise CollectorError("field 'ranks' must be >= 1", where=where)
+    timestamp = _number(obj, "timestamp", where)
+    if timestamp > time.time() + MAX_FUTURE_S:  # a future sample would outlive every real one
+        raise CollectorError(
+            f"timestamp {timestamp:.0f} is in the future",
+            where=where,
+            fix="check the clock of the node that ran the probe",
+        )
     job_id = obj.get("job_id")
     known = set(FEATURES) | {
         "format",
@@ -107,7 +121,7 @@ def parse_probe_result(obj: object, where: str = "probe result") -> ProbeResult:
         features=features,
         ranks=ranks,
         hosts=tuple(dict.fromkeys(hosts)),
-        timestamp=_number(obj, "timestamp", where),
+        timestamp=timestamp,
         ring_bytes=int(_number(obj, "ring_bytes", where, integer=True)),
         ring_iterations=int(_number(obj, "ring_iterations", where, integer=True)),
         allreduce_bytes=int(_number(obj, "allreduce_bytes", where, integer=True)),
@@ -130,10 +144,11 @@ def parse_probe_output(text: str, where: str = "probe output") -> list[ProbeResu
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # also int()'s digit limit, deep nesting
             if any(f'"{key}"' in line for key in ("format", *FEATURES)):
+                message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)[:80]
                 raise CollectorError(
-                    f"truncated or broken probe JSON: {exc.msg}", where=f"{where}:{number}"
+                    f"truncated or broken probe JSON: {message}", where=f"{where}:{number}"
                 ) from exc
             continue
         if isinstance(obj, dict) and "format" in obj:
@@ -149,6 +164,8 @@ def parse_probe_output(text: str, where: str = "probe output") -> list[ProbeResu
 
 def read_probe_file(path: Path) -> list[ProbeResult]:
     try:
+        if not path.is_file():  # a FIFO would block, a directory cannot be read
+            raise CollectorError("not a regular file", where=str(path), fix="give the probe's output file")
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise CollectorError(f"cannot read: {exc.strerror}", where=str(path)) from exc

@@ -26,6 +26,7 @@ from typing import Any
 import requests
 
 from rush.collect.base import Collector, Sample, register_collector
+from rush.collect.rates import MAX_FUTURE_S
 from rush.errors import CollectorError
 
 SOURCE = "prometheus"
@@ -85,7 +86,7 @@ class PrometheusClient:
             ) from exc
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python's stack
             body = None
         if response.status_code >= 400:
             detail = _error_text(body) or response.text[:200].strip() or response.reason
@@ -134,10 +135,16 @@ def _parse_data(data: object, where: str) -> list[Series]:
                 )
             points = [(float(t), float(v)) for t, v in raw]
             labels = {str(k): str(v) for k, v in item.get("metric", {}).items()}
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise bad from exc
-        # NaN/Inf (e.g. a rate over a single point) carry no measurement.
-        out.append(Series(labels, [(t, v) for t, v in points if math.isfinite(v)]))
+        # NaN/Inf (e.g. a rate over a single point) carry no measurement; nor does a point
+        # without a real time or stamped in the future (it would sort after every real sample).
+        horizon = time.time() + MAX_FUTURE_S
+        out.append(
+            Series(
+                labels, [(t, v) for t, v in points if math.isfinite(v) and math.isfinite(t) and t <= horizon]
+            )
+        )
     return out
 
 

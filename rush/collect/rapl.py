@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Protocol
 
 from rush.collect.base import Collector, Sample, register_collector
-from rush.collect.rates import RateTracker
+from rush.collect.rates import COUNTER_RANGE_64, RateTracker
+from rush.collect.sysfile import read_small_text
 from rush.errors import CollectorError
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ NODE_POWER = ("rapl_package_watts", "rapl_dram_watts")
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text().strip()
+        return read_small_text(path).strip()
     except PermissionError as exc:
         raise CollectorError(
             "permission denied (energy_uj is root-only since Linux 5.10)",
@@ -54,9 +55,12 @@ def _read(path: Path) -> str:
 def _read_int(path: Path) -> int:
     text = _read(path)
     try:
-        return int(text)
-    except ValueError:
+        value = int(text)
+        if not 0 <= value < COUNTER_RANGE_64:  # negative or beyond 64 bits: garbage
+            raise ValueError(value)
+    except ValueError:  # also int()'s 4300-digit limit
         raise CollectorError(f"not a counter value: {text[:40]!r}", where=str(path)) from None
+    return value
 
 
 def domain_metric(name: str) -> str:
@@ -93,11 +97,14 @@ class RaplCollector(Collector):
         failures: list[CollectorError] = []
         for zone in self.zones():
             try:
-                readings[zone.name] = (
+                name, energy, wrap = (
                     _read(zone / "name"),
                     _read_int(zone / "energy_uj"),
                     _read_int(zone / "max_energy_range_uj"),
                 )
+                if wrap == 0:  # the counter's range divides the wrap test: 0 is garbage
+                    raise CollectorError("max_energy_range_uj is 0", where=str(zone / "max_energy_range_uj"))
+                readings[zone.name] = (name, energy, wrap)
             except CollectorError as exc:
                 failures.append(exc)
         self.errors = [str(e) for e in failures]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import calendar
 import logging
+import math
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -93,6 +94,8 @@ class SonarCollector(Collector):
         self._statement = None
         self.rates = RateTracker()
         self.last_seen: dict[str, float] = {}
+        self.rejected_rows = 0  # rows without a usable time, or stamped in the future
+        self.bad_values = 0  # values that are not finite numbers
 
     @property
     def session(self):
@@ -144,8 +147,22 @@ class SonarCollector(Collector):
 
     def _samples(self, host: str, rows: list) -> list[Sample]:
         samples = []
-        for row in sorted(rows, key=lambda r: _seconds(getattr(r, self.time_column))):
-            t = _seconds(getattr(row, self.time_column))
+        horizon = self.rates.clock() + self.rates.max_future
+        timed = []
+        for row in rows:
+            try:
+                t = _seconds(getattr(row, self.time_column))
+            except (TypeError, ValueError, OverflowError):
+                t = math.nan
+            # A row stamped in the future must not move last_seen there: every later query
+            # ("time > last_seen") would come back empty until a restart.
+            if not math.isfinite(t) or t > horizon:
+                self.rejected_rows += 1
+                if self.rejected_rows == 1:
+                    log.warning("sonar: %s: row with time %r skipped (not a time, or in the future)", host, t)
+                continue
+            timed.append((t, row))
+        for t, row in sorted(timed, key=lambda pair: pair[0]):
             self.last_seen[host] = max(self.last_seen.get(host, t), t)
             if self.metrics:
                 pairs = [(name, getattr(row, column)) for column, name in self.metrics.items()]
@@ -156,7 +173,17 @@ class SonarCollector(Collector):
                     continue
                 name = normalize(str(ldms_name))
                 if name.is_rate or not name.known:
-                    samples.append(Sample(t, host, self.name, name.metric, float(value) * name.scale))
+                    try:
+                        number = float(value)
+                    except (TypeError, ValueError, OverflowError):
+                        number = math.nan
+                    if math.isfinite(number):
+                        samples.append(Sample(t, host, self.name, name.metric, number * name.scale))
+                    else:
+                        self.bad_values += 1
+                    continue
+                if isinstance(value, str):  # a text column: the tracker refuses it, counted there
+                    self.bad_values += 1
                     continue
                 rate = self.rates.update((host, ldms_name), t, value)
                 if rate is not None:

@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from rush.collect.base import Collector, Sample, register_collector
-from rush.collect.rates import RateTracker
+from rush.collect.rates import COUNTER_RANGE_64, RateTracker
+from rush.collect.sysfile import read_small_text
 from rush.errors import CollectorError
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def data_unit_bytes(device: Path | str) -> int:
 def read_counter(path: Path) -> int:
     """One counter file's value; CollectorError (where=path) when it cannot be had."""
     try:
-        text = path.read_text().strip()
+        text = read_small_text(path).strip()
     except PermissionError as exc:
         raise CollectorError(
             "permission denied",
@@ -93,8 +94,11 @@ def read_counter(path: Path) -> int:
             fix="the port or device may have gone away; check `ibstat`",
         ) from exc
     try:
-        return int(text.split()[0])
-    except (ValueError, IndexError):
+        value = int(text.split()[0])
+        if not 0 <= value < COUNTER_RANGE_64:  # "-5", 2**70: garbage, not a counter
+            raise ValueError(value)
+        return value
+    except (ValueError, IndexError):  # also int()'s 4300-digit limit
         # e.g. "N/A (no PMA)" on ports without a performance management agent
         raise CollectorError(
             f"not a counter value: {text[:40]!r}",

@@ -6,8 +6,14 @@ the small fraction can be answered for *any* divider (a retrained model brings a
 It computes exactly what :mod:`rush.models.runtime_features` computes offline when fed the
 same completions in the same order (a test checks it).
 
-In the daemon: ``observe_finished`` on every completion event, ``predict(pending)`` before
-every scheduling pass, ``save`` now and then so a restart keeps the history.
+It is the state of the :class:`~rush.models.runtime_pipeline.RuntimeFeatures` transformer,
+so it is saved inside the model file (joblib) with the classifier: offline and live
+features come from the same object. Times are absolute Unix seconds; the clock only says
+in which zone calendar days are read. Users are :mod:`rush.models.users` keys.
+
+In the daemon: ``observe_finished`` on every completion event, features (through the
+model's pipeline) before every scheduling pass, ``save`` now and then so a restart keeps the
+completions seen since the model was trained.
 """
 
 from __future__ import annotations
@@ -24,25 +30,66 @@ import numpy as np
 
 from rush.errors import ModelError
 from rush.models.runtime_features import DAY, FEATURES, LAGS, N_STATIC, UNKNOWN, Clock, static_features
+from rush.models.users import NAME, USER_KEY_KINDS
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: Unix times, user key kind and the model's sha256 recorded
+MAX_HISTORY_BYTES = 512 << 20  # a saved history larger than this is refused, not read
 _KINDS = ("q", "p", "d")  # the three categories, in FEATURES order
+
+
+RAW_COLUMNS = ("user", "procs", "requested_time", "submit")
+FINISHED_COLUMNS = ("runtime", "end")
+# Unix times the calendar can read (1970 to 3000); durations up to 100 years.
+UNIX_RANGE = (0.0, 32_503_680_000.0)
+DURATION_RANGE = (0.0, 100 * 365 * 86400.0)
+_RANGES = {
+    "submit": UNIX_RANGE,
+    "end": UNIX_RANGE,
+    "requested_time": DURATION_RANGE,
+    "runtime": DURATION_RANGE,
+    "procs": (0, 2**40),
+}
+
+
+class HistoryFormatError(ModelError):
+    """A saved history written by another rush version (its times or keys mean other things)."""
 
 
 @dataclass
 class JobColumns:
-    """Pending jobs as arrays (what :meth:`RuntimeHistory.features` needs)."""
+    """Jobs as arrays: what the runtime-class pipeline takes as ``X``.
+
+    ``user`` holds :mod:`rush.models.users` keys, ``submit`` absolute Unix seconds. Training
+    jobs also carry ``runtime`` (seconds) and ``end`` (Unix seconds, when they finished).
+    """
 
     user: np.ndarray
     procs: np.ndarray
     requested_time: np.ndarray
     submit: np.ndarray
+    runtime: np.ndarray | None = None
+    end: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.user)
 
     @classmethod
-    def of(cls, jobs: JobColumns | Sequence[Any]) -> JobColumns:
-        """Accept columns or a sequence of objects with those attributes (e.g. ``PendingJob``)."""
+    def of(cls, jobs: Any) -> JobColumns:
+        """Columns, a mapping of column name to array, or a sequence of objects with those
+        attributes (e.g. ``PendingJob``)."""
         if isinstance(jobs, JobColumns):
             return jobs
+        if isinstance(jobs, dict):
+            missing = [c for c in RAW_COLUMNS if c not in jobs]
+            if missing:
+                raise ValueError(f"job columns {missing} are missing; the pipeline needs {RAW_COLUMNS}")
+            cols = {c: np.asarray(jobs[c]) for c in RAW_COLUMNS + FINISHED_COLUMNS if c in jobs}
+            return cls(**cols)
+        if isinstance(jobs, np.ndarray):
+            raise ValueError(
+                "the runtime-class pipeline takes job columns (user, procs, requested_time, submit), "
+                "not a feature matrix"
+            )
         return cls(
             np.fromiter((j.user for j in jobs), np.int64, len(jobs)),
             np.fromiter((j.procs for j in jobs), np.int64, len(jobs)),
@@ -50,34 +97,67 @@ class JobColumns:
             np.fromiter((j.submit for j in jobs), np.float64, len(jobs)),
         )
 
+    def subset(self, rows: np.ndarray) -> JobColumns:
+        def pick(a):
+            return None if a is None else np.asarray(a)[rows]
+
+        return JobColumns(*(pick(getattr(self, c)) for c in RAW_COLUMNS + FINISHED_COLUMNS))
+
+    def valid_rows(self) -> np.ndarray:
+        """Rows whose raw columns are finite and in range (live jobs: the others stay unknown)."""
+        ok = np.ones(len(self), dtype=bool)
+        for name in RAW_COLUMNS:
+            arr = np.asarray(getattr(self, name), dtype=np.float64)
+            low, high = _RANGES.get(name, (-np.inf, np.inf))
+            ok &= np.isfinite(arr) & (arr >= low) & (arr <= high)
+        return ok
+
+    def checked(self, finished: bool = False) -> JobColumns:
+        """Equal lengths, integer users and procs, finite times (ValueError naming the column)."""
+        names = RAW_COLUMNS + (FINISHED_COLUMNS if finished else ())
+        n = len(np.asarray(self.user))
+        out = {}
+        for name in names:
+            value = getattr(self, name)
+            if value is None:
+                raise ValueError(f"job column {name!r} is missing (training jobs need runtime and end)")
+            integer = name in ("user", "procs")
+            try:
+                arr = np.asarray(value, dtype=np.int64 if integer else np.float64).reshape(-1)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"job column {name!r} is not numeric: {exc}") from exc
+            if len(arr) != n:
+                raise ValueError(f"job column {name!r} has {len(arr)} values, 'user' has {n}")
+            if not integer and not np.isfinite(arr).all():
+                raise ValueError(f"job column {name!r} holds NaN or infinite values")
+            low, high = _RANGES.get(name, (-np.inf, np.inf))
+            if len(arr) and (arr.min() < low or arr.max() > high):
+                raise ValueError(f"job column {name!r} has values outside [{low:g}, {high:g}]")
+            out[name] = arr
+        return JobColumns(**out)
+
 
 class RuntimeHistory:
     """Per-category finished-job history; answers features and predictions for pending jobs."""
 
-    def __init__(self, clock: Clock | None = None, model: Any = None, divider: float | None = None) -> None:
-        self.clock = clock or Clock.unix()
-        self.model = model
-        self.divider = divider
+    def __init__(self, clock: Clock | None = None, user_key_kind: str = NAME) -> None:
+        self.clock = clock or Clock()
+        self.user_key_kind = user_key_kind
         self.recent: dict[tuple, list[float]] = {}  # last three finished runtimes, oldest first
         self.runtimes: dict[tuple, list[float]] = {}  # all finished runtimes, sorted
         self.observed = 0
         self._cache: dict[tuple, tuple[float, float, float, float]] = {}
         self._cache_divider: float | None = None
 
-    def attach(self, model: Any, divider: float) -> None:
-        """Use a (re)trained classifier and its divider from now on."""
-        self.model, self.divider = model, float(divider)
-        self._cache = {}
+    def __getstate__(self) -> dict:
+        # The summary cache is rebuilt on demand: do not pickle it into the model file.
+        state = dict(self.__dict__)
+        state["_cache"], state["_cache_divider"] = {}, None
+        return state
 
-    @classmethod
-    def from_model(cls, model_path: str | Path, history_path: str | Path | None = None) -> RuntimeHistory:
-        """The daemon's start: a verified model, and the saved history when there is one."""
-        from rush.models.runtime_class import load_runtime_classifier
-
-        model, meta = load_runtime_classifier(model_path)
-        history = cls.load(history_path) if history_path and Path(history_path).exists() else cls()
-        history.attach(model, meta["divider"])
-        return history
+    def empty_copy(self, user_key_kind: str = NAME) -> RuntimeHistory:
+        """A history on the same clock with nothing observed (live users cannot match)."""
+        return RuntimeHistory(self.clock, user_key_kind)
 
     @staticmethod
     def _keys(user: int, procs: int, requested_time: float, day: int) -> tuple[tuple, tuple, tuple]:
@@ -85,8 +165,16 @@ class RuntimeHistory:
 
     def observe_finished(
         self, user: int, procs: int, requested_time: float, submit: float, runtime: float
-    ) -> None:
-        """A job finished. ``submit`` in the clock's time base; runtime clipped at p~ (the kill)."""
+    ) -> bool:
+        """A job finished. ``submit`` in Unix seconds; runtime clipped at p~ (the kill).
+
+        A completion with an unreadable value (NaN, out of range) is skipped (False): it must
+        not poison the sorted runtimes nor stop the other completions of the cycle."""
+        values = {"submit": submit, "requested_time": requested_time, "runtime": runtime, "procs": procs}
+        for name, value in values.items():
+            low, high = _RANGES[name]
+            if not (isinstance(value, int | float | np.number) and low <= value <= high):  # NaN fails too
+                return False
         if requested_time > 0:
             runtime = min(float(runtime), float(requested_time))
         day = int(self.clock.local_scalar(submit) // DAY)
@@ -98,6 +186,7 @@ class RuntimeHistory:
             bisect.insort(self.runtimes.setdefault(key, []), float(runtime))
             self._cache.pop(key, None)
         self.observed += 1
+        return True
 
     def _summary(self, key: tuple, divider: float) -> tuple[float, float, float, float]:
         cached = self._cache.get(key)
@@ -114,10 +203,10 @@ class RuntimeHistory:
         self._cache[key] = value
         return value
 
-    def features(self, jobs: JobColumns | Sequence[Any], divider: float | None = None) -> np.ndarray:
-        """The :data:`FEATURES` matrix for pending jobs under ``divider`` (default: the model's)."""
+    def features(self, jobs: JobColumns | Sequence[Any], divider: float | None) -> np.ndarray:
+        """The :data:`FEATURES` matrix for pending jobs under ``divider`` (None: no history)."""
         jobs = JobColumns.of(jobs)
-        divider = self.divider if divider is None else float(divider)
+        divider = None if divider is None else float(divider)
         n = len(jobs.user)
         local = self.clock.local(jobs.submit)
         out = np.empty((n, len(FEATURES)), dtype=np.float64)
@@ -146,19 +235,6 @@ class RuntimeHistory:
         out[:, N_STATIC + 9 :] = block[:, [3, 7, 11]]
         return out
 
-    def predict(self, jobs: JobColumns | Sequence[Any]) -> np.ndarray:
-        """Predicted class per pending job (0 small, 1 large), int8."""
-        if self.model is None or self.divider is None:
-            raise ModelError(
-                "no runtime classifier attached to the history",
-                where="RuntimeHistory.predict",
-                fix="load one: RuntimeHistory.from_model(MODEL) or history.attach(model, divider)",
-            )
-        X = self.features(jobs)
-        if len(X) == 0:
-            return np.zeros(0, dtype=np.int8)
-        return np.asarray(self.model.predict(X), dtype=np.int8)
-
     def forget_days_before(self, submit: float) -> int:
         """Drop (user, day) categories older than ``submit``'s local day; returns how many."""
         cutoff = int(self.clock.local_scalar(submit) // DAY)
@@ -169,10 +245,13 @@ class RuntimeHistory:
         return len(old)
 
     # Persistence (JSON, written atomically) so a restarted daemon keeps its history.
-    def save(self, path: str | Path) -> None:
+    def save(self, path: str | Path, model_sha256: str | None = None) -> None:
+        """Write the history; ``model_sha256`` names the model it continues."""
         data = {
             "format": FORMAT_VERSION,
             "clock": self.clock.to_dict(),
+            "user_key_kind": self.user_key_kind,
+            "model_sha256": model_sha256,
             "observed": self.observed,
             "categories": [[list(k), self.recent[k], self.runtimes[k]] for k in self.recent],
         }
@@ -182,27 +261,48 @@ class RuntimeHistory:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> RuntimeHistory:
-        fix = "delete the file to start with an empty history (it refills from completions)"
+    def load(cls, path: str | Path) -> tuple[RuntimeHistory, str | None]:
+        """(history, the sha256 of the model it continues); ModelError for any bad file."""
+        fix = "delete the file to start from the model's history (it refills from completions)"
+        path = Path(path)
         try:
-            data = json.loads(Path(path).read_text())
+            if not path.is_file():
+                raise ValueError("not a regular file")
+            if path.stat().st_size > MAX_HISTORY_BYTES:
+                raise ValueError(f"larger than {MAX_HISTORY_BYTES >> 20} MiB")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
             if data.get("format") != FORMAT_VERSION:
-                raise ModelError(
+                raise HistoryFormatError(
                     f"runtime history format {data.get('format')!r}, expected {FORMAT_VERSION}",
                     where=str(path),
                     fix=fix,
                 )
-            history = cls(clock=Clock.from_dict(data["clock"]))
+            kind = data.get("user_key_kind")
+            if kind not in USER_KEY_KINDS:
+                raise ValueError(f"user_key_kind {kind!r} is not one of {USER_KEY_KINDS}")
+            sha = data.get("model_sha256")
+            if sha is not None and not isinstance(sha, str):
+                raise ValueError("model_sha256 is not a string")
+            history = cls(clock=Clock.from_dict(data["clock"]), user_key_kind=kind)
             history.observed = int(data["observed"])
             for key, recent, runtimes in data["categories"]:
-                kind, user, value = key
-                if kind not in _KINDS:
-                    raise ValueError(f"unknown category kind {kind!r}")
-                key = (kind, int(user), float(value) if kind == "p" else int(value))
+                kind_, user, value = key
+                if kind_ not in _KINDS:
+                    raise ValueError(f"unknown category kind {kind_!r}")
+                key = (kind_, int(user), float(value) if kind_ == "p" else int(value))
                 history.recent[key] = [float(r) for r in recent][-3:]
                 history.runtimes[key] = sorted(float(r) for r in runtimes)
-        except ModelError:
-            raise
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+                if not history.recent[key] or not history.runtimes[key]:
+                    raise ValueError(f"category {key} has no runtimes")
+        except ModelError as exc:
+            if exc.where == str(path):
+                raise
+            # e.g. the clock's zone: name this file, not the clock's key alone
+            raise ModelError(
+                f"cannot read the runtime history: {exc.where}: {exc.message}", where=str(path), fix=fix
+            ) from exc
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ModelError(f"cannot read the runtime history: {exc}", where=str(path), fix=fix) from exc
-        return history
+        return history, sha

@@ -1,17 +1,20 @@
-"""Model files: joblib plus a JSON metadata sidecar, verified before loading.
+"""Model files: joblib plus a JSON model card (sidecar), verified before loading.
 
-``save_model(model, path, metadata)`` writes ``path`` (joblib) and ``path + ".json"``
-holding the caller's metadata (feature list, divider, training window, ...) plus the
-library versions, the creation time and the model file's sha256.
+``save_model(model, path, metadata, card)`` writes ``path`` (joblib) and ``path + ".json"``
+holding the caller's metadata (features, classes, divider, training window, time base, ...)
+plus the library versions, the creation time and the model file's sha256. The card is
+validated (:mod:`rush.models.model_card`) before anything is written.
 
-``load_model(path, expected_features)`` reads the sidecar and checks the sha256 *before*
-unpickling, so a truncated, corrupted or swapped file is never loaded; it refuses a model
-trained with other features than the caller will feed it, or pickled by another
-scikit-learn version (whose pickles scikit-learn does not support). Every refusal is a
-:class:`~rush.errors.ModelError` naming the file and the fix; never a wrong prediction.
+``load_model(path, card, expected_features)`` reads the card (at most 1 MiB), validates
+every key, and checks the sha256 *before* unpickling, so a truncated, corrupted or swapped
+file is never loaded; it refuses a model trained with other features than the caller will
+feed it, or pickled by another scikit-learn version (whose pickles scikit-learn does not
+support). Every refusal is a :class:`~rush.errors.ModelError` naming the file (and the card
+key) and the fix; never a traceback, never a wrong prediction.
 
 The sha256 guards integrity, not authenticity: whoever can write both files can make them
-agree. Keep model directories writable only by the scheduler's account.
+agree (and a pickle can run code when loaded). Keep model directories writable only by the
+scheduler's account.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ModelError
+from rush.models.model_card import MAX_CARD_BYTES, ModelCard, card_problems
 
 DEFAULT_FIX = "retrain: rush train runtime-class TRACE --out MODEL"
 
@@ -57,24 +61,37 @@ def sidecar_path(path: str | Path) -> Path:
     return Path(str(path) + ".json")
 
 
-def save_model(model: Any, path: str | Path, metadata: dict) -> dict:
-    """Write the model and its sidecar (both atomically); return the sidecar's content."""
+def save_model(
+    model: Any, path: str | Path, metadata: dict, card: type[ModelCard] = ModelCard, fix: str = DEFAULT_FIX
+) -> dict:
+    """Write the model and its card (both atomically); return the card's content."""
     import joblib
 
     path = Path(path)
+    if path.is_dir() or sidecar_path(path).is_dir():
+        raise ModelError(
+            "the model path is a directory", where=str(path), fix="give a file name, e.g. MODEL.joblib"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    joblib.dump(model, tmp)
-    meta = dict(metadata)
-    meta.setdefault("features", [])
-    meta["versions"] = library_versions()
-    meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    meta["sha256"] = file_sha256(tmp)
     side = sidecar_path(path)
     side_tmp = side.with_name(side.name + ".tmp")
-    side_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=_jsonable))
-    os.replace(tmp, path)
-    os.replace(side_tmp, side)
+    try:
+        joblib.dump(model, tmp)
+        meta = dict(metadata)
+        meta["versions"] = library_versions()
+        meta["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        meta["sha256"] = file_sha256(tmp)
+        meta = json.loads(json.dumps(meta, default=_jsonable))  # numpy values to plain JSON
+        problems = card_problems(card, meta)
+        if problems:  # a bug of the caller, but never write a card that load_model refuses
+            raise ModelError(f"invalid model card: {'; '.join(problems)}", where=str(side), fix=fix)
+        side_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True))
+        os.replace(tmp, path)
+        os.replace(side_tmp, side)
+    finally:
+        for leftover in (tmp, side_tmp):
+            leftover.unlink(missing_ok=True)
     return meta
 
 
@@ -88,53 +105,84 @@ def _minor(version: str) -> str:
     return ".".join(str(version).split(".")[:2])
 
 
+def read_card(path: str | Path, card: type[ModelCard] = ModelCard, fix: str = DEFAULT_FIX) -> dict:
+    """The model file's validated card (the model is not read)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ModelError("the model path is a directory, not a model file", where=str(path), fix=fix)
+    if not path.is_file():
+        raise ModelError("model file not found", where=str(path), fix=fix)
+    side = sidecar_path(path)
+    try:
+        if not side.is_file():
+            raise FileNotFoundError
+        if side.stat().st_size > MAX_CARD_BYTES:
+            raise ModelError(
+                f"the model card is larger than {MAX_CARD_BYTES >> 10} KiB; refusing to read it",
+                where=str(side),
+                fix=fix,
+            )
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelError("the model card (metadata sidecar) is missing", where=str(side), fix=fix) from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(
+            f"the model card is not JSON ({exc.msg})", where=f"{side}:{exc.lineno}", fix=fix
+        ) from exc
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError) as exc:
+        raise ModelError(
+            f"cannot read the model card: {type(exc).__name__}", where=str(side), fix=fix
+        ) from exc
+    problems = card_problems(card, meta)
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise ModelError(
+            f"invalid model card: {'; '.join(problems[:3])}{more}",
+            where=f"{side}: {problems[0].split(':')[0]}",
+            fix=fix,
+        )
+    return meta
+
+
 def load_model(
-    path: str | Path, expected_features: list[str] | None = None, fix: str = DEFAULT_FIX
+    path: str | Path,
+    expected_features: list[str] | None = None,
+    fix: str = DEFAULT_FIX,
+    card: type[ModelCard] = ModelCard,
 ) -> tuple[Any, dict]:
     """Verify and load a model; raise ModelError with the place and the fix otherwise."""
     import joblib
     import sklearn
 
     path = Path(path)
-    if not path.is_file():
-        raise ModelError("model file not found", where=str(path), fix=fix)
+    meta = read_card(path, card, fix)
     side = sidecar_path(path)
-    try:
-        meta = json.loads(side.read_text())
-    except FileNotFoundError:
-        raise ModelError("the metadata sidecar is missing", where=str(side), fix=fix) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelError(f"cannot read the metadata sidecar: {exc}", where=str(side), fix=fix) from exc
-    except json.JSONDecodeError as exc:
-        raise ModelError(
-            f"the metadata sidecar is not JSON ({exc.msg})", where=f"{side}:{exc.lineno}", fix=fix
-        ) from exc
-    if not isinstance(meta, dict) or "sha256" not in meta:
-        raise ModelError("the metadata sidecar has no sha256", where=str(side), fix=fix)
     actual = file_sha256(path)
     if meta["sha256"] != actual:
         raise ModelError(
-            f"sha256 mismatch: the sidecar says {meta['sha256']}, the file is {actual}; refusing to load it",
+            f"sha256 mismatch: the card says {meta['sha256']}, the file is {actual}; refusing to load it",
             where=str(path),
             fix=fix,
         )
-    if expected_features is not None and list(meta.get("features", [])) != list(expected_features):
+    if expected_features is not None and list(meta["features"]) != list(expected_features):
         raise ModelError(
-            f"the model was trained on features {meta.get('features')} "
-            f"but this configuration uses {list(expected_features)}",
-            where=str(side),
+            f"the model was trained on features {meta['features']} "
+            f"but this version of rush uses {list(expected_features)}",
+            where=f"{side}: features",
             fix=fix + " (with the current rush version)",
         )
-    trained_with = meta.get("versions", {}).get("scikit-learn")
-    if trained_with is not None and _minor(trained_with) != _minor(sklearn.__version__):
+    trained_with = meta["versions"]["scikit-learn"]
+    if _minor(trained_with) != _minor(sklearn.__version__):
         raise ModelError(
             f"the model was pickled by scikit-learn {trained_with}, this is {sklearn.__version__}; "
             "scikit-learn does not support loading pickles across versions",
-            where=str(path),
+            where=f"{side}: versions.scikit-learn",
             fix=fix,
         )
     try:
         model = joblib.load(path)
     except Exception as exc:  # unpickling failures come in many types
-        raise ModelError(f"cannot load the model: {exc}", where=str(path), fix=fix) from exc
+        raise ModelError(
+            f"cannot load the model ({type(exc).__name__}: {str(exc)[:200]})", where=str(path), fix=fix
+        ) from exc
     return model, meta

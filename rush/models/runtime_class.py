@@ -6,20 +6,33 @@ scikit-learn classifier (or a name from :data:`ESTIMATORS`) may be passed as ``e
 ``max_samples`` caps each tree's bootstrap sample, so weekly retraining on hundreds of
 thousands of finished jobs stays fast: on KTH-SP2 these defaults classify as well as
 50 unbounded-sample depth-16 trees (accuracy 0.831 vs 0.826, weekly walk-forward) at less than
-half the cost; shallow trees also keep live prediction of 10,000 jobs within budget. Classes: 0 small (runtime <= divider), 1 large.
+half the cost; shallow trees also keep live prediction of 10,000 jobs within budget. Classes:
+0 small (runtime <= divider), 1 large, in practice; as a scikit-learn classifier it takes any
+labels (``classes_`` from :func:`~sklearn.utils.multiclass.unique_labels`), validates its input,
+raises ``NotFittedError`` before ``fit`` and does not change during ``predict`` (it passes
+``check_estimator``; tests/models/test_estimator_checks.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
+from sklearn.utils.validation import check_is_fitted
 
 from rush.errors import ModelError
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+
+    def validate_data(estimator, X, y="no_validation", reset=True, **kwargs):
+        return estimator._validate_data(X, y, reset=reset, **kwargs)
+
 
 SMALL, LARGE = 0, 1
 
@@ -104,53 +117,57 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> RuntimeClassifier:
-        y = np.asarray(y)
-        self.__dict__.pop("flat_", None)  # a refit invalidates the compiled forest
-        self.classes_ = np.array([SMALL, LARGE])
-        self.n_features_in_ = np.asarray(X).shape[1]
-        present = np.unique(y)
-        if len(present) < 2:
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = unique_labels(y)
+        encoded = np.searchsorted(self.classes_, y)
+        if len(self.classes_) < 2:
             # One class only (e.g. an early week): predict it, with certainty.
-            self.constant_ = int(present[0]) if len(present) else LARGE
             self.model_ = None
-            return self
-        self.constant_ = None
-        self.model_ = self._make(len(y)).fit(X, y)
+        else:
+            self.model_ = self._make(len(y)).fit(X, encoded)
+        self._compile()
         return self
 
+    def _compile(self) -> None:
+        # Built at fit (and after unpickling), never during predict: predict changes nothing.
+        self.flat_ = FlatForest.of(self.model_) if self.model_ is not None else None
+
+    def _validated(self, X: np.ndarray) -> np.ndarray:
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, dtype=np.float64)
+
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        X = self._validated(X)
         n = len(X)
-        proba = np.zeros((n, 2))
         if self.model_ is None:
-            proba[:, self.constant_] = 1.0
-            return proba
+            return np.ones((n, 1))
         if not hasattr(self.model_, "predict_proba"):
+            proba = np.zeros((n, len(self.classes_)))
             proba[np.arange(n), self.model_.predict(X).astype(np.int64)] = 1.0
             return proba
         raw = self.model_.predict_proba(X)
-        for k, label in enumerate(self.model_.classes_):
-            proba[:, int(label)] = raw[:, k]
+        proba = np.zeros((n, len(self.classes_)))
+        proba[:, np.asarray(self.model_.classes_, dtype=np.int64)] = raw
         return proba
 
     def predict(self, X: np.ndarray) -> np.ndarray:
+        X = self._validated(X)
         if self.model_ is None:
-            return np.full(len(X), self.constant_, dtype=np.int8)
-        flat = self._flat()
-        X = np.asarray(X)
-        if flat is not None and X.ndim == 2 and X.shape[1] == self.n_features_in_ and not np.isnan(X).any():
-            return flat.predict(X)
-        return self.model_.predict(X).astype(np.int8)
-
-    def _flat(self) -> FlatForest | None:
-        """The compiled evaluation of the default forest (built once, not pickled)."""
-        if "flat_" not in self.__dict__:
-            self.flat_ = FlatForest.of(self.model_)
-        return self.flat_
+            return np.full(len(X), self.classes_[0], dtype=self.classes_.dtype)
+        if self.flat_ is not None:
+            return self.classes_.take(self.flat_.predict(X))
+        return self.classes_.take(np.asarray(self.model_.predict(X), dtype=np.int64))
 
     def __getstate__(self) -> dict:
         state = dict(super().__getstate__())
-        state.pop("flat_", None)
+        state.pop("flat_", None)  # plain arrays, rebuilt on load: keeps the file half the size
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if "model_" in self.__dict__:
+            self._compile()
 
     @property
     def feature_importances_(self) -> np.ndarray | None:
@@ -175,7 +192,9 @@ class FlatForest:
 
     @classmethod
     def of(cls, model: Any) -> FlatForest | None:
-        """Flatten a RandomForest/ExtraTrees over classes [0, 1]; None for anything else."""
+        """Flatten a RandomForest/ExtraTrees over classes [0, 1]; None for anything else.
+
+        ``predict`` returns the class *index* (0 or 1) per row, int8."""
         from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 
         if type(model) not in (RandomForestClassifier, ExtraTreesClassifier):
@@ -244,22 +263,3 @@ def _forest_predict(X, roots, depth, child, feature, threshold, small):  # pragm
     for i in range(n):
         out[i] = 0 if p_small[i] / n_trees >= p_large[i] / n_trees else 1
     return out
-
-
-def load_runtime_classifier(path: str | Path) -> tuple[Any, dict]:
-    """A verified runtime-class model file: (classifier, sidecar metadata with ``divider``)."""
-    from rush.models.persistence import load_model
-    from rush.models.runtime_features import FEATURES
-
-    model, meta = load_model(path, expected_features=list(FEATURES))
-    divider = meta.get("divider")
-    fix = f"retrain: rush train runtime-class TRACE --out {path}"
-    if meta.get("model") != "runtime-class":
-        raise ModelError(f"not a runtime-class model ({meta.get('model')!r})", where=str(path), fix=fix)
-    if not isinstance(divider, int | float) or not np.isfinite(divider) or divider <= 0:
-        raise ModelError(
-            f"the sidecar's divider {divider!r} is not a positive number", where=str(path), fix=fix
-        )
-    if not hasattr(model, "predict"):
-        raise ModelError("the file does not hold a classifier", where=str(path), fix=fix)
-    return model, meta

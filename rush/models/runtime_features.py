@@ -3,7 +3,8 @@
 Only what is known when the job is submitted is used (the :data:`FEATURES` order):
 
 * job: requested time p~ and requested processors q;
-* temporal, in local wall-clock time (:class:`Clock`): hour, weekday (Monday 0), day of
+* temporal, on the site's wall clock (:class:`Clock`) at the submission's absolute Unix
+  time (one time base offline and live, :class:`TimeBase`): hour, weekday (Monday 0), day of
   month, month, week of year (``day_of_year // 7 + 1``), quarter;
 * lag: for each category (user, q), (user, p~) and (user, submit day), the class (0 small,
   1 large, -1 unknown) of the previous 1, 2 and 3 *finished* jobs of that category, most
@@ -45,53 +46,56 @@ FEATURES: tuple[str, ...] = (
 N_STATIC = 2 + len(TEMPORAL)  # columns that do not depend on the history
 UNKNOWN = -1.0
 DAY = 86400
-# Without UnixStartTime, t = 0 is taken as an arbitrary Monday 00:00 (1970-01-05 UTC).
+# Without UnixStartTime, trace time 0 is taken as an arbitrary Monday 00:00 UTC (1970-01-05).
 ARBITRARY_MONDAY = 4 * DAY
 
 
 @dataclass(frozen=True)
 class Clock:
-    """Maps a source's times to local wall-clock seconds (for temporal features and days).
+    """The site's wall clock: absolute Unix seconds to local wall-clock seconds.
 
-    ``start`` is the Unix time of t = 0; ``timezone`` an IANA name (daylight saving
-    applied, offsets looked up per UTC hour); otherwise ``utc_offset`` seconds are added.
+    Calendar features and the (user, day) category are read on this clock. ``timezone`` is
+    an IANA name (daylight saving applied, offsets looked up per UTC hour); without one,
+    ``utc_offset`` seconds are added (0: UTC).
     """
 
-    start: float = ARBITRARY_MONDAY
     timezone: str | None = None
     utc_offset: float = 0.0
 
     @classmethod
-    def from_header(cls, header: dict[str, str] | None) -> Clock:
-        """SWF header: ``UnixStartTime``, then ``TimeZoneString`` or else ``TimeZone`` seconds."""
-        header = header or {}
+    def of(cls, timezone: str | None = None, utc_offset: float = 0.0) -> Clock:
+        """A checked clock: a known IANA zone, an offset within +-18 h (ModelError otherwise)."""
+        from rush.errors import ModelError
 
-        def number(key: str) -> float | None:
-            raw = str(header.get(key, "")).strip().split(" ")[0]
+        if timezone is not None:
             try:
-                return float(raw)
-            except ValueError:
-                return None
+                ZoneInfo(timezone)
+            except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+                raise ModelError(
+                    f"unknown time zone {timezone!r}",
+                    where="timezone",
+                    fix="give an IANA zone name such as Europe/Stockholm or UTC",
+                ) from exc
+        if not math.isfinite(utc_offset) or abs(utc_offset) > 18 * 3600:
+            raise ModelError(
+                f"UTC offset {utc_offset!r} s is not within +-18 h",
+                where="utc_offset",
+                fix="give the offset in seconds, e.g. 3600",
+            )
+        return cls(timezone, float(utc_offset))
 
-        start = number("UnixStartTime")
-        if start is None:
-            return cls()
-        zone = str(header.get("TimeZoneString", "")).strip() or None
-        if zone is not None:
-            try:
-                ZoneInfo(zone)
-            except (ZoneInfoNotFoundError, ValueError):
-                zone = None
-        offset = 0.0 if zone is not None else (number("TimeZone") or 0.0)
-        return cls(start=start, timezone=zone, utc_offset=offset)
+    def describe(self) -> str:
+        if self.timezone is not None:
+            return self.timezone
+        hours, rest = divmod(abs(int(self.utc_offset)), 3600)
+        return (
+            "UTC"
+            if not self.utc_offset
+            else f"UTC{'-' if self.utc_offset < 0 else '+'}{hours:02d}:{rest // 60:02d}"
+        )
 
-    @classmethod
-    def unix(cls, timezone: str | None = None) -> Clock:
-        """The daemon's clock: times are Unix epochs; ``timezone`` None means UTC."""
-        return cls(start=0.0, timezone=timezone)
-
-    def local(self, t: np.ndarray | float) -> np.ndarray:
-        unix = np.asarray(t, dtype=np.float64) + self.start
+    def local(self, unix: np.ndarray | float) -> np.ndarray:
+        unix = np.asarray(unix, dtype=np.float64)
         if self.timezone is None:
             return unix + self.utc_offset
         zone = ZoneInfo(self.timezone)
@@ -105,9 +109,9 @@ class Clock:
         )
         return unix + offsets[inverse.reshape(hours.shape)]
 
-    def local_scalar(self, t: float) -> float:
+    def local_scalar(self, unix: float) -> float:
         """:meth:`local` for one time (the daemon's completion events), without numpy."""
-        unix = float(t) + self.start
+        unix = float(unix)
         if self.timezone is None:
             return unix + self.utc_offset
         from datetime import datetime
@@ -116,11 +120,70 @@ class Clock:
         return unix + datetime.fromtimestamp(hour, ZoneInfo(self.timezone)).utcoffset().total_seconds()
 
     def to_dict(self) -> dict:
-        return {"start": self.start, "timezone": self.timezone, "utc_offset": self.utc_offset}
+        return {"timezone": self.timezone, "utc_offset": self.utc_offset}
 
     @classmethod
     def from_dict(cls, data: dict) -> Clock:
-        return cls(float(data["start"]), data.get("timezone"), float(data.get("utc_offset", 0.0)))
+        return cls.of(data.get("timezone"), float(data.get("utc_offset", 0.0)))
+
+
+@dataclass(frozen=True)
+class TimeBase:
+    """How a source's times become the one time base: absolute Unix epoch seconds.
+
+    ``unix = source time + unix_start``; calendar features are then read on ``clock``, the
+    site's zone. For an SWF trace (and sacct output, converted with the same header):
+    ``unix_start`` is the ``UnixStartTime`` header; the zone is ``TimeZoneString`` (IANA),
+    else ``TimeZone`` (seconds east of UTC), else UTC. Fallback without ``UnixStartTime``:
+    time 0 is 1970-01-05 00:00 (a Monday) and ``unix_start_known`` is False, so hours and
+    weekdays are relative to the log's start, not real dates; the model card says so.
+    ``timezone`` overrides the header's zone (``rush train --timezone``).
+    """
+
+    unix_start: float
+    unix_start_known: bool
+    clock: Clock
+    zone_source: str  # "TimeZoneString", "TimeZone", "--timezone" or "default UTC"
+
+    @classmethod
+    def from_header(cls, header: dict[str, str] | None, timezone: str | None = None) -> TimeBase:
+        header = header or {}
+
+        def number(key: str) -> float | None:
+            raw = str(header.get(key, "")).strip().split(" ")[0]
+            try:
+                value = float(raw)
+            except ValueError:
+                return None
+            return value if math.isfinite(value) else None
+
+        start = number("UnixStartTime")
+        if timezone is not None:
+            clock, source = Clock.of(timezone), "--timezone"
+        else:
+            zone = str(header.get("TimeZoneString", "")).strip() or None
+            try:
+                clock, source = (Clock.of(zone), "TimeZoneString") if zone else (None, "")
+            except Exception:  # an unknown zone name in the header: fall through to TimeZone
+                clock, source = None, ""
+            if clock is None:
+                offset = number("TimeZone")
+                if offset is not None and abs(offset) <= 18 * 3600:
+                    clock, source = Clock.of(None, offset), "TimeZone"
+                else:
+                    clock, source = Clock(), "default UTC"
+        known = start is not None
+        return cls(start if known else float(ARBITRARY_MONDAY), known, clock, source)
+
+    def to_dict(self) -> dict:
+        return {
+            "base": "unix-epoch-seconds",
+            "unix_start": self.unix_start,
+            "unix_start_known": self.unix_start_known,
+            "timezone": self.clock.timezone,
+            "utc_offset": self.clock.utc_offset,
+            "zone_source": self.zone_source,
+        }
 
 
 def temporal_features(local_seconds: np.ndarray) -> np.ndarray:

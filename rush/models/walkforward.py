@@ -14,6 +14,9 @@ has finished, there is no divider). At the start of every later week k:
 
 The offline loop replays what the original system knew: "finished" follows the logged end
 times. The live daemon uses real completion events instead (:mod:`rush.models.history`).
+Times are on the one time base of :mod:`rush.models.runtime_pipeline` (the trace's times
+plus its ``UnixStartTime``, calendar features in its zone); :func:`fit_on_history` builds
+the deployable pipeline the daemon loads.
 
 Modes (how fresh the lag and aggregation features are):
 
@@ -41,17 +44,23 @@ from rush.models.runtime_class import LARGE, RuntimeClassifier
 from rush.models.runtime_features import (
     FEATURES,
     N_STATIC,
-    Clock,
     FinishedIndex,
+    TimeBase,
     category_codes,
     history_features,
     local_day,
     static_features,
 )
+from rush.models.runtime_pipeline import (
+    MODES,
+    WEEK,
+    RuntimeFeatures,
+    job_table,
+    make_runtime_pipeline,
+    runtime_labels,
+)
+from rush.models.users import trace_user_keys
 from rush.workload.model import Workload
-
-WEEK = 7 * 86400
-MODES = ("weekly", "live")
 
 
 @dataclass
@@ -118,12 +127,14 @@ class PreparedTrace:
     index: FinishedIndex
     week: np.ndarray
     week_start: np.ndarray  # trace time of each week's start
-    clock: Clock
+    time_base: TimeBase
 
 
-def prepare(workload: Workload, trace_header: dict[str, str] | None) -> PreparedTrace:
-    clock = Clock.from_header(trace_header)
-    local = clock.local(workload.submit)
+def prepare(
+    workload: Workload, trace_header: dict[str, str] | None, timezone: str | None = None
+) -> PreparedTrace:
+    time_base = TimeBase.from_header(trace_header, timezone)
+    local = time_base.clock.local(workload.submit + time_base.unix_start)
     runtime = clipped_runtime(workload)
     end = logged_end(workload)
     codes = category_codes(workload.user, workload.procs, workload.requested_time, local_day(local))
@@ -137,7 +148,7 @@ def prepare(workload: Workload, trace_header: dict[str, str] | None) -> Prepared
         index=FinishedIndex(codes, end, runtime),
         week=week,
         week_start=origin + WEEK * np.arange(n_weeks, dtype=np.float64),
-        clock=clock,
+        time_base=time_base,
     )
 
 
@@ -175,10 +186,10 @@ def predict_classes_walkforward(
     p = prepared or prepare(workload, trace_header)
     fixed_model = fixed_divider = None
     if model_path is not None:
-        from rush.models.runtime_class import load_runtime_classifier
+        from rush.models.runtime_pipeline import load_runtime_model
 
-        fixed_model, meta = load_runtime_classifier(model_path)
-        fixed_divider = float(meta["divider"])
+        pipeline, card = load_runtime_model(model_path)
+        fixed_model, fixed_divider = pipeline.named_steps["classifier"], float(card["divider"])
 
     # When each job's history is read: its week's start (weekly) or its submission (live).
     tau = p.week_start[p.week] if mode == "weekly" else np.asarray(workload.submit, dtype=np.float64)
@@ -249,9 +260,9 @@ def predict_classes_walkforward(
 
 @dataclass
 class TrainedModel:
-    """A classifier fitted on a whole history, with what its sidecar needs."""
+    """A pipeline fitted on a whole history, with what its model card needs."""
 
-    model: RuntimeClassifier
+    model: Any  # sklearn Pipeline: RuntimeFeatures, then RuntimeClassifier
     divider: float
     jobs: int
     metadata: dict
@@ -265,60 +276,68 @@ def fit_on_history(
     *,
     n_estimators: int = 50,
     random_state: int | None = 0,
-    prepared: PreparedTrace | None = None,
+    user_names: dict[int, str] | None = None,
+    timezone: str | None = None,
 ) -> TrainedModel:
-    """Fit on every job of the trace (all have finished by its end): the model to deploy.
+    """Fit the deployable pipeline on every job of the trace (all have finished by its end).
 
-    Features are those each job had when it was submitted (per ``mode``), relabelled under
-    the divider of the whole history, the median clipped runtime.
+    Features are those each job had when it was submitted (per ``mode``), labels against
+    the divider of the whole history, the median clipped runtime. ``user_names``
+    (``Trace.labels["user"]``, sacct) make the user keys match live Slurm names;
+    ``timezone`` overrides the trace header's zone for the calendar features.
     """
     if mode not in MODES:
         raise ModelError(f"unknown mode {mode!r}", where="--mode", fix=f"use one of: {', '.join(MODES)}")
     if len(workload) == 0:
         raise ModelError("the trace has no jobs to train on", where=workload.name or "trace")
-    p = prepared or prepare(workload, trace_header)
+    time_base = TimeBase.from_header(trace_header, timezone)
+    users, kind = trace_user_keys(workload.user, user_names)
+    runtime = clipped_runtime(workload)
+    table = job_table(
+        workload.submit,
+        users,
+        workload.procs,
+        workload.requested_time,
+        time_base,
+        runtime=workload.runtime,
+        end=logged_end(workload),
+    )
+    divider = float(np.median(runtime))
+    features = RuntimeFeatures(
+        divider=divider,
+        mode=mode,
+        timezone=time_base.clock.timezone,
+        utc_offset=time_base.clock.utc_offset,
+        user_key_kind=kind,
+    )
+    model = make_runtime_pipeline(features, estimator, n_estimators, random_state)
+    try:
+        model.fit(table, runtime_labels(table, divider))
+    except ValueError as exc:  # the jobs' own values (times out of range, ...): not a bug
+        raise ModelError(
+            f"cannot train on this trace: {exc}",
+            where=workload.name or "trace",
+            fix="check the trace's times and sizes (rush trace info TRACE)",
+        ) from exc
+    classifier = model.named_steps["classifier"]
     n = len(workload)
-    tau = p.week_start[p.week] if mode == "weekly" else np.asarray(workload.submit, dtype=np.float64)
-    lookup = p.index.lookup(np.arange(n), tau)
-    divider = float(np.median(p.runtime))
-    X = np.empty((n, len(FEATURES)))
-    X[:, :N_STATIC] = p.static
-    X[:, N_STATIC:] = history_features(lookup, np.arange(n), divider, p.index.small_prefix(divider))
-    model = _classifier(estimator, n_estimators, random_state).fit(X, np.where(p.runtime <= divider, 0, 1))
     metadata = {
         "model": "runtime-class",
         "features": list(FEATURES),
+        "classes": classifier.classes_.tolist(),
         "divider": divider,
         "mode": mode,
-        "estimator": type(model.model_).__name__ if model.model_ is not None else "constant",
-        "clock": p.clock.to_dict(),
+        "estimator": type(classifier.model_).__name__ if classifier.model_ is not None else "constant",
+        "time_base": time_base.to_dict(),
+        "user_key_kind": kind,
         "training_window": {
-            "trace": workload.name,
+            "trace": workload.name or "trace",
             "jobs": n,
-            "first_submit": float(workload.submit[0]),
-            "last_submit": float(workload.submit[-1]),
+            "first_submit": float(table.submit[0]),
+            "last_submit": float(table.submit[-1]),
             "first_week": 0,
-            "last_week": int(p.week[-1]),
-            "unix_start": p.clock.start,
+            "last_week": int((workload.submit[-1] - workload.submit[0]) // WEEK),
+            "calendar_zone": time_base.clock.describe(),
         },
     }
     return TrainedModel(model, divider, n, metadata)
-
-
-def replay_history(workload: Workload, trace_header: dict[str, str] | None):
-    """A :class:`~rush.models.history.RuntimeHistory` holding every job of the trace, fed in
-    completion order, to hand over to a daemon that starts where the trace ends."""
-    from rush.models.history import RuntimeHistory
-
-    clock = Clock.from_header(trace_header)
-    history = RuntimeHistory(clock=clock)
-    runtime = clipped_runtime(workload)
-    for j in np.argsort(logged_end(workload), kind="stable"):
-        history.observe_finished(
-            int(workload.user[j]),
-            int(workload.procs[j]),
-            float(workload.requested_time[j]),
-            float(workload.submit[j]),
-            float(runtime[j]),
-        )
-    return history

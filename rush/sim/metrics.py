@@ -37,7 +37,10 @@ Whole-run metrics:
   and by Poisson noise on small traces); the counts are divided by their mean and the
   population standard deviation (ddof=0) of that normalized series is reported, i.e. the
   coefficient of variation of daily throughput. Only whole bins from the window's start are
-  used; fewer than 2 bins (or no completions) gives NaN.
+  used; fewer than 2 bins (or no completions) gives NaN. Only non-empty bins are stored.
+* Series with one entry per period (``weekly_cumulative_bounded_slowdown``,
+  :func:`utilization_profile`) refuse, with a :class:`~rush.errors.RushError`, a time span
+  needing more than ``100 000 + 100 × jobs`` entries (corrupt, far-apart submit times).
 * ``awrt = sum(q_j p_j r_j) / sum(q_j p_j)``: area-weighted response time (Schwiegelshohn &
   Yahyapour); jobs of zero area carry no weight.
 * ``makespan = max end - t0``.
@@ -75,6 +78,10 @@ DAY = 86400.0
 WINDOW = (0.15, 0.85)
 PERCENTILES = (50, 90, 99)
 NAN = float("nan")
+# Per-period arrays (weekly series, utilization bins) are refused past this many entries per
+# job plus a floor, so memory follows the number of jobs, not the span of their times.
+MAX_PERIODS_PER_JOB = 100
+MIN_PERIODS_ALLOWED = 100_000
 
 
 @dataclass(frozen=True)
@@ -164,16 +171,37 @@ def _clipped_area(start: np.ndarray, end: np.ndarray, procs: np.ndarray, w0: flo
     return float(np.sum(procs * np.maximum(overlap, 0.0)))
 
 
+def _check_periods(periods: float, jobs: int, what: str, period: float) -> int:
+    """``periods`` as an int, or a RushError when the time span would need more per-period
+    entries than ``MAX_PERIODS_PER_JOB`` per job (plus ``MIN_PERIODS_ALLOWED``).
+
+    Submit times 2**53 s apart (a corrupt trace) would otherwise ask for an array of
+    terabytes; real traces stay far below the bound (a year of weeks is 52 entries).
+    """
+    allowed = MIN_PERIODS_ALLOWED + MAX_PERIODS_PER_JOB * jobs
+    if not periods <= allowed:  # also NaN
+        raise RushError(
+            f"the times span {periods:.3g} periods of {period:g} s for {jobs} jobs ({what}); "
+            f"more than {allowed} entries is refused",
+            where="trace submit/end times",
+            fix="check the trace's submit times (a corrupt or far-future value?) or use a longer period",
+        )
+    return int(periods)
+
+
 def _throughput_std(end: np.ndarray, w0: float, w1: float, bin_seconds: float) -> float:
     bins = int(np.floor((w1 - w0) / bin_seconds)) if w1 > w0 else 0
     if bins < 2:
         return NAN
     inside = end[(end >= w0) & (end < w0 + bins * bin_seconds)]
-    counts = np.bincount(((inside - w0) // bin_seconds).astype(np.int64), minlength=bins)[:bins]
-    mean = counts.mean()
-    if mean == 0:
+    if len(inside) == 0:
         return NAN
-    return float(np.std(counts / mean))
+    # Only the non-empty bins are stored (memory by jobs, not by time span); the empty ones
+    # enter the population moments as zeros.
+    _, counts = np.unique(((inside - w0) // bin_seconds).astype(np.int64), return_counts=True)
+    mean = len(inside) / bins
+    second_moment = float(np.sum((counts / mean) ** 2)) / bins
+    return float(np.sqrt(max(second_moment - 1.0, 0.0)))  # normalised series has mean 1
 
 
 def _dropped(info: dict) -> tuple[int, dict[str, int]]:
@@ -345,7 +373,7 @@ def _cumulative(submit: np.ndarray, bsld: np.ndarray, period: float) -> tuple[np
         order = np.argsort(submit, kind="stable")
         submit, bsld = submit[order], bsld[order]
     t0 = submit[0]
-    periods = int(np.floor((submit[-1] - t0) / period)) + 1
+    periods = _check_periods(np.floor((submit[-1] - t0) / period) + 1, len(submit), "weekly series", period)
     times = (np.arange(periods) + 1.0) * period
     counts = np.searchsorted(submit - t0, times, side="left")
     sums = np.concatenate(([0.0], np.cumsum(bsld)))[counts]
@@ -366,7 +394,11 @@ def utilization_profile(result: SimResult, bin_seconds: float, origin: float | N
     if len(start) == 0 or result.machine_procs <= 0:
         return np.zeros(0), np.zeros(0)
     origin = float(result.submit[ran].min()) if origin is None else float(origin)
-    bins = max(int(np.ceil((end.max() - origin) / bin_seconds)), 1)
+    if not bin_seconds > 0:
+        raise RushError(f"bin must be positive, got {bin_seconds}", where="utilization_profile")
+    bins = max(
+        _check_periods(np.ceil((end.max() - origin) / bin_seconds), len(start), "utilization", bin_seconds), 1
+    )
     edges = origin + np.arange(bins + 1) * bin_seconds
     times = np.concatenate((start, end))
     delta = np.concatenate((procs, -procs))

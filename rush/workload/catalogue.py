@@ -27,13 +27,16 @@ import difflib
 import hashlib
 import os
 import shutil
+import zlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from rush.errors import TraceFormatError, TraceNotFoundError
+from rush.workload.limits import MAX_PROCS, MAX_SEED, MAX_SYNTH_JOBS
 from rush.workload.model import Trace
+from rush.workload.trace_file import check_regular_file, normalise_text
 
 PWA_BASE_URL = "https://www.cs.huji.ac.il/labs/parallel/workload"
 LUBLIN_DEFAULT = (10_000, 256, 1)
@@ -167,7 +170,16 @@ def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None =
         if source.exists():
             # Copy beside the target, then rename: a concurrent reader never sees half a file.
             partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-            shutil.copyfile(source, partial)
+            try:
+                check_regular_file(source)
+                shutil.copyfile(source, partial)
+            except (OSError, shutil.SpecialFileError) as exc:
+                partial.unlink(missing_ok=True)
+                raise TraceNotFoundError(
+                    f"cannot copy {entry.file} from the mirror ({exc})",
+                    where=str(source),
+                    fix="fix the mirror's copy (a readable regular file) or unset RUSH_TRACE_MIRROR",
+                ) from exc
             _verify(partial, entry, str(source))
             partial.replace(target)
             return target
@@ -185,12 +197,15 @@ def parse_lublin_spec(spec: str) -> tuple[int, int, int] | None:
         raise TraceNotFoundError(
             f"bad synthetic spec {spec!r}", where="TRACE", fix="lublin[:JOBS[:PROCS[:SEED]]]"
         )
+    upper = (MAX_SYNTH_JOBS, MAX_PROCS, MAX_SEED)
     for k, arg in enumerate(args):
-        if not arg.isdigit() or (k < 2 and int(arg) <= 0):
+        # isascii: str.isdigit also accepts "²", which int() refuses.
+        if not (arg.isascii() and arg.isdigit()) or not (k == 2 or 0 < int(arg)) or int(arg) > upper[k]:
             raise TraceNotFoundError(
                 f"bad synthetic spec {spec!r}",
                 where="TRACE",
-                fix="lublin[:JOBS[:PROCS[:SEED]]] with positive integers",
+                fix=f"lublin[:JOBS[:PROCS[:SEED]]] with JOBS in 1..{MAX_SYNTH_JOBS}, "
+                f"PROCS in 1..{MAX_PROCS}, SEED in 0..2**64-1",
             )
         values[k] = int(arg)
     return values[0], values[1], values[2]
@@ -214,10 +229,10 @@ def _sniff(path: Path) -> str:
         try:
             with gzip.open(path, "rb") as fh:
                 head = fh.read(4096)
-        except (OSError, EOFError):
+        except (OSError, EOFError, zlib.error):
             return "swf"  # read_swf reports the corruption
-    text = head.lstrip()
-    if text.startswith(b"{"):
+    text = normalise_text(head).lstrip()
+    if text.startswith((b"{", b"[")):
         return "sacct-json"
     first = text.split(b"\n", 1)[0]
     if b"|" in first and not first.startswith(b";"):
@@ -226,21 +241,36 @@ def _sniff(path: Path) -> str:
 
 
 def load_trace(spec: str, strict: bool = False) -> Trace:
-    """A path (SWF or sacct output), a catalogue name, or a ``lublin`` synthetic spec."""
+    """A path (SWF or sacct output), a catalogue name, or a ``lublin`` synthetic spec.
+
+    Only regular files are read (a FIFO would block); a file with no job at all is a
+    :class:`TraceFormatError` (an empty run would report all-NaN metrics with success).
+    """
     lublin = parse_lublin_spec(spec)
     if lublin is not None:
         from rush.workload.lublin import lublin_generate
 
         jobs, procs, seed = lublin
-        return lublin_generate(jobs, machine_procs=procs, seed=seed, job_types="both")  # the reference generator's default: both streams
+        return lublin_generate(
+            jobs, machine_procs=procs, seed=seed, job_types="both"
+        )  # the reference generator's default: both streams
     path = resolve_trace(spec)
-    if path.is_dir():
-        raise TraceFormatError(f"{path} is a directory", where=str(path), fix="give a trace file")
+    check_regular_file(path)  # before sniffing: a FIFO would block the first read
     kind = _sniff(path)
     if kind.startswith("sacct"):
         from rush.workload.sacct import read_sacct
 
-        return read_sacct(path)
-    from rush.workload.swf import read_swf
+        trace = read_sacct(path)
+    else:
+        from rush.workload.swf import read_swf
 
-    return read_swf(path, strict=strict)
+        trace = read_swf(path, strict=strict)
+    if len(trace) == 0:
+        skipped = f"; skipped: {trace.skipped}" if trace.skipped else ""
+        raise TraceFormatError(
+            f"no jobs in the trace (read as {kind}{skipped})",
+            where=str(path),
+            fix="check that it is the right file: SWF has one line of 18 numbers per job; "
+            "sacct output needs at least one job (rush trace info explains the formats)",
+        )
+    return trace

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.errors import RushError
+from rush.workload.limits import MAX_PROCS, MAX_SYNTH_JOBS, check_seed
 from rush.workload.model import Trace
 
 BUCKETS = 48
@@ -240,12 +241,13 @@ def requested_times(runtime: np.ndarray, rng: np.random.Generator) -> np.ndarray
 
 def lublin_generate(n_jobs: int, machine_procs: int = 256, seed: int = 0, job_types: str = "batch") -> Trace:
     """``n_jobs`` jobs of the Lublin–Feitelson model on a ``machine_procs`` machine."""
-    if n_jobs < 0 or machine_procs < 1:
+    if not (0 <= n_jobs <= MAX_SYNTH_JOBS and 1 <= machine_procs <= MAX_PROCS):
         raise RushError(
             f"bad synthetic workload size: {n_jobs} jobs on {machine_procs} processors",
             where="lublin",
-            fix="jobs >= 0 and processors >= 1",
+            fix=f"0 <= jobs <= {MAX_SYNTH_JOBS} and 1 <= processors <= {MAX_PROCS}",
         )
+    check_seed(seed, where="lublin seed")
     if job_types not in JOB_TYPES:
         raise RushError(
             f"unknown job types {job_types!r}", where="job_types", fix=f"one of {', '.join(JOB_TYPES)}"

@@ -12,7 +12,10 @@ Trace semantics (the contract, also in the README):
 * q  = allocated processors (field 5), else requested processors (field 8);
 * p  = runtime (field 4);
 * p~ = requested time (field 9), else p;
+* a job whose id appeared earlier in the trace is dropped (the first is kept), counted as
+  ``duplicate_job_id``;
 * jobs with p < 0, q <= 0 or q > machine size are dropped, counted by reason;
+* no job left is an error (:class:`~rush.errors.TraceFormatError`), not an empty run;
 * a job with p > p~ is killed at p~ (by the simulator);
 * machine size = ``MaxProcs`` header, else the largest q; a caller may override it.
 """
@@ -22,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from rush.errors import TraceFormatError
 
 # The 18 SWF fields, in file order (Feitelson's Standard Workload Format, version 2.2).
 SWF_FIELDS: tuple[str, ...] = (
@@ -48,6 +53,18 @@ SWF_FIELDS: tuple[str, ...] = (
 SWF_FLOAT_FIELDS = frozenset({"avg_cpu", "used_mem", "req_mem"})
 
 
+def _header_int(text: str, signed: bool = False) -> int | None:
+    """An integer header value of at most 18 ASCII digits, else None.
+
+    ``str.isdigit`` alone also accepts "²" (which ``int`` refuses) and 5 000-digit numbers
+    (beyond ``int``'s digit limit and any int64 column).
+    """
+    digits = text[1:] if signed and text.startswith("-") else text
+    if not (0 < len(digits) <= 18 and digits.isascii() and digits.isdigit()):
+        return None
+    return int(text)
+
+
 @dataclass
 class Trace:
     """Raw SWF columns (numpy arrays of equal length) plus header comments.
@@ -63,6 +80,8 @@ class Trace:
     labels: dict[str, dict[int, str]] = field(default_factory=dict)
     # Lines skipped while reading, by reason (e.g. {"malformed": 3}).
     skipped: dict[str, int] = field(default_factory=dict)
+    # The file it was read from, for error messages ("" for generated traces).
+    source: str = ""
 
     def __post_init__(self) -> None:
         missing = [f for f in SWF_FIELDS if f not in self.columns]
@@ -100,21 +119,21 @@ class Trace:
             name=self.name,
             labels={k: dict(v) for k, v in self.labels.items()},
             skipped=dict(self.skipped),
+            source=self.source,
         )
 
     @property
     def max_procs(self) -> int | None:
-        """``MaxProcs`` from the header, if it is a positive integer."""
+        """``MaxProcs`` from the header, if it is a positive integer (at most 2**31 - 1)."""
         for key in ("MaxProcs", "MaxNodes"):
-            raw = self.header.get(key, "").strip().split(" ")[0]
-            if raw.isdigit() and int(raw) > 0:
-                return int(raw)
+            value = _header_int(self.header.get(key, "").strip().split(" ")[0])
+            if value is not None and 0 < value < 2**31:
+                return value
         return None
 
     @property
     def unix_start_time(self) -> int | None:
-        raw = self.header.get("UnixStartTime", "").strip()
-        return int(raw) if raw.lstrip("-").isdigit() else None
+        return _header_int(self.header.get("UnixStartTime", "").strip(), signed=True)
 
 
 @dataclass
@@ -155,6 +174,18 @@ class Workload:
         )
 
 
+def duplicate_job_ids(job_id: np.ndarray) -> np.ndarray | None:
+    """Mask of the jobs whose id appeared earlier (file order), or None when ids are unique."""
+    if len(job_id) < 2 or bool(np.all(job_id[1:] > job_id[:-1])):
+        return None  # increasing ids, the usual case: one vectorised comparison, no sort
+    _, first = np.unique(job_id, return_index=True)
+    if len(first) == len(job_id):
+        return None
+    repeated = np.ones(len(job_id), dtype=bool)
+    repeated[first] = False
+    return repeated
+
+
 def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workload:
     """Apply the trace semantics (module docstring) and return a sorted :class:`Workload`."""
     alloc = trace["alloc_procs"]
@@ -171,10 +202,13 @@ def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workl
         machine_procs = int(positive.max()) if len(positive) else 0
 
     dropped: dict[str, int] = {}
-    bad_runtime = runtime < 0
-    bad_procs = ~bad_runtime & (procs <= 0)
-    too_wide = ~bad_runtime & ~bad_procs & (procs > machine_procs)
+    repeated = duplicate_job_ids(trace["job_id"])
+    duplicate = np.zeros(len(trace), dtype=bool) if repeated is None else repeated
+    bad_runtime = ~duplicate & (runtime < 0)
+    bad_procs = ~duplicate & ~bad_runtime & (procs <= 0)
+    too_wide = ~duplicate & ~bad_runtime & ~bad_procs & (procs > machine_procs)
     for reason, mask in (
+        ("duplicate_job_id", duplicate),
         ("runtime<0", bad_runtime),
         ("procs<=0", bad_procs),
         ("procs>machine", too_wide),
@@ -182,7 +216,9 @@ def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workl
         count = int(mask.sum())
         if count:
             dropped[reason] = count
-    keep = ~(bad_runtime | bad_procs | too_wide)
+    keep = ~(duplicate | bad_runtime | bad_procs | too_wide)
+    if not keep.any():
+        _no_jobs(trace, machine_procs, dropped)
 
     submit = trace["submit"].astype(np.float64)
     job_id = trace["job_id"].astype(np.int64)
@@ -201,4 +237,23 @@ def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workl
         name=trace.name,
         dropped=dropped,
         extra={k: trace[k][order] for k in extra_names},
+    )
+
+
+def _no_jobs(trace: Trace, machine_procs: int, dropped: dict[str, int]) -> None:
+    """Raise: a trace with no usable job would give an empty run with all-NaN metrics."""
+    where = trace.source or trace.name or "trace"
+    if len(trace) == 0:
+        skipped = f" ({sum(trace.skipped.values())} lines skipped: {trace.skipped})" if trace.skipped else ""
+        raise TraceFormatError(
+            f"the trace has no jobs{skipped}",
+            where=where,
+            fix="check that it is the right file; SWF needs one line of 18 numbers per job",
+        )
+    reasons = ", ".join(f"{count} {reason}" for reason, count in dropped.items())
+    fix = "check the trace and its MaxProcs header"
+    if "procs>machine" in dropped:
+        fix = f"the machine has {machine_procs} processors: give the real size with --procs N"
+    raise TraceFormatError(
+        f"none of the trace's {len(trace)} jobs is usable (dropped: {reasons})", where=where, fix=fix
     )

@@ -19,9 +19,12 @@ keep their phase. Deterministic under ``seed`` (numpy ``default_rng``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from rush.errors import RushError
+from rush.workload.limits import MAX_WEEKS, check_seed
 from rush.workload.model import SWF_FIELDS, Trace
 
 WEEK = 7 * 86400
@@ -33,7 +36,35 @@ def _weeks(trace: Trace) -> tuple[np.ndarray, float]:
     return ((submit - t0) // WEEK).astype(np.int64), t0
 
 
-def user_weekly_slices(trace: Trace) -> dict[int, list[np.ndarray]]:
+class WeeklySlices(Sequence[np.ndarray]):
+    """One user's jobs per week of its active span, empty weeks included.
+
+    Only the weeks that hold jobs are stored: a user whose first and last submits are years
+    (or, in a hostile trace, 2**53 seconds) apart costs memory in proportion to its jobs,
+    not to its span.
+    """
+
+    def __init__(self, span: int, weeks: np.ndarray, jobs: list[np.ndarray]) -> None:
+        self.span = span  # weeks from the first to the last active week, inclusive
+        self.weeks = weeks  # sorted offsets (from the first week) of the weeks with jobs
+        self.jobs = jobs
+        self._empty = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return self.span
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self.span))]
+        if k < 0:
+            k += self.span
+        if not 0 <= k < self.span:
+            raise IndexError(k)
+        at = int(np.searchsorted(self.weeks, k))
+        return self.jobs[at] if at < len(self.weeks) and self.weeks[at] == k else self._empty
+
+
+def user_weekly_slices(trace: Trace) -> dict[int, WeeklySlices]:
     """For each user, one array of job indices per week of the user's active span (in order)."""
     if len(trace) == 0:
         return {}
@@ -42,20 +73,25 @@ def user_weekly_slices(trace: Trace) -> dict[int, list[np.ndarray]]:
     order = np.lexsort((trace["submit"], week, user))
     starts = np.flatnonzero(np.r_[True, np.diff(user[order]) != 0])
     ends = np.r_[starts[1:], len(order)]
-    slices: dict[int, list[np.ndarray]] = {}
+    slices: dict[int, WeeklySlices] = {}
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         idx = order[lo:hi]
         weeks = week[idx]
         first, last = int(weeks[0]), int(weeks[-1])
-        bounds = np.searchsorted(weeks, np.arange(first, last + 2))
-        slices[int(user[idx[0]])] = [idx[bounds[k] : bounds[k + 1]] for k in range(last - first + 1)]
+        active = np.flatnonzero(np.r_[True, np.diff(weeks) != 0])  # first job of each active week
+        bounds = np.r_[active, len(idx)]
+        jobs = [idx[bounds[k] : bounds[k + 1]] for k in range(len(active))]
+        slices[int(user[idx[0]])] = WeeklySlices(last - first + 1, weeks[active] - first, jobs)
     return slices
 
 
 def resample_weekly(trace: Trace, weeks: int, seed: int = 0) -> Trace:
     """A ``weeks``-week trace drawn from each user's weekly slices (module docstring)."""
-    if weeks <= 0:
-        raise RushError(f"weeks must be positive, got {weeks}", where="weeks", fix="e.g. 8 weeks")
+    if isinstance(weeks, bool) or not isinstance(weeks, int) or not 0 < weeks <= MAX_WEEKS:
+        raise RushError(
+            f"weeks must be positive (at most {MAX_WEEKS}), got {weeks}", where="weeks", fix="e.g. 8 weeks"
+        )
+    check_seed(seed, where="seed")
     rng = np.random.default_rng(seed)
     submit = trace["submit"].astype(np.float64)
     week_of, t0 = _weeks(trace)

@@ -10,7 +10,9 @@ Supported:
   ``state.current`` as a list of flags (23.11+).
 * ``--parsable2``: ``|``-separated with a header line, e.g.
   ``sacct -a -X --parsable2 --format=JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,AllocCPUS,ReqCPUS,NCPUS,AllocNodes,User,Account,Partition,JobName,State``;
-  times ``2023-01-02T03:04:05`` (read as UTC: only differences matter) or
+  times ``2023-01-02T03:04:05`` in the local time of the host that ran sacct (``TZ``): read in
+  the ``timezone`` given to :func:`read_sacct` (an IANA name, also written to the header's
+  ``TimeZoneString``), else in this host's local zone, daylight saving included; or
   ``Unknown``/``None``; durations ``[D-]HH:MM:SS``, ``MM:SS``, ``UNLIMITED``,
   ``Partition_Limit``.
 
@@ -29,18 +31,19 @@ jobs are renumbered 1..n and ``Trace.labels["job_id"]`` keeps Slurm's ids.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
-import zlib
-from datetime import UTC, datetime
+import math
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
-from rush.errors import TraceFormatError, TraceNotFoundError
+from rush.errors import TraceFormatError
 from rush.workload.model import Trace
+from rush.workload.trace_file import read_trace_bytes
 
 STATUS = {
     "COMPLETED": 1,
@@ -76,6 +79,12 @@ class _Coder:
         return {v: k for k, v in self.codes.items()}
 
 
+# Largest magnitude accepted for a time, duration or count: float64 is exact up to 2**53, and
+# every value ends up in an int64 SWF column. NaN, inf and 1e30 are errors, not wrapped ints.
+MAX_VALUE = 2.0**53
+NUMERIC_KEYS = ("submit", "start", "end", "elapsed", "limit", "alloc_cpus", "req_cpus")
+
+
 def _number(value: Any) -> float | None:
     """A Slurm JSON number, possibly wrapped as {"set": .., "infinite": .., "number": ..}."""
     if isinstance(value, dict):
@@ -85,6 +94,19 @@ def _number(value: Any) -> float | None:
     if value is None or isinstance(value, bool):
         return None
     return float(value)
+
+
+def _check_values(row: dict, where: str, fix: str) -> dict:
+    """``row`` if its numbers are finite and within ±2**53, else a TraceFormatError at ``where``."""
+    for key in NUMERIC_KEYS:
+        value = row[key]
+        if value is not None and not (math.isfinite(value) and abs(value) <= MAX_VALUE):
+            raise TraceFormatError(
+                f"job {row['job_id'][:40]!r}: {key} = {value!r} is not a finite number within ±2**53",
+                where=where,
+                fix=fix,
+            )
+    return row
 
 
 def _state(value: Any) -> str:
@@ -115,13 +137,17 @@ def _duration(text: str) -> float | None:
     return days * 86400 + seconds
 
 
-def _timestamp(text: str) -> float | None:
+def _timestamp(text: str, zone: tzinfo | None = None) -> float | None:
+    """Unix seconds of a sacct time; a naive one is in ``zone``, else the host's local time."""
     text = text.strip()
     if not text or text in ("Unknown", "None", "N/A"):
         return None
     if text.isdigit():
         return float(text)
-    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+    when = datetime.fromisoformat(text)
+    if when.tzinfo is None and zone is not None:
+        when = when.replace(tzinfo=zone)
+    return when.timestamp()  # naive: local time, as sacct printed it
 
 
 def _rows_from_json(doc: Any, where: str) -> list[dict]:
@@ -139,29 +165,28 @@ def _rows_from_json(doc: Any, where: str) -> list[dict]:
                 if isinstance(e, dict)
             }
             limit = _number(t.get("limit"))  # minutes
-            rows.append(
-                {
-                    "job_id": str(job["job_id"]),
-                    "submit": _number(t.get("submission")),
-                    "start": _number(t.get("start")),
-                    "end": _number(t.get("end")),
-                    "elapsed": _number(t.get("elapsed")),
-                    "limit": None if limit is None else limit * 60.0,
-                    "alloc_cpus": _number(alloc.get("cpu")),
-                    "req_cpus": _number((job.get("required") or {}).get("CPUs")),
-                    "user": job.get("user"),
-                    "account": job.get("account"),
-                    "partition": job.get("partition"),
-                    "name": job.get("name"),
-                    "state": _state((job.get("state") or {}).get("current")),
-                }
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            row = {
+                "job_id": str(job["job_id"]),
+                "submit": _number(t.get("submission")),
+                "start": _number(t.get("start")),
+                "end": _number(t.get("end")),
+                "elapsed": _number(t.get("elapsed")),
+                "limit": None if limit is None else limit * 60.0,
+                "alloc_cpus": _number(alloc.get("cpu")),
+                "req_cpus": _number((job.get("required") or {}).get("CPUs")),
+                "user": job.get("user"),
+                "account": job.get("account"),
+                "partition": job.get("partition"),
+                "name": job.get("name"),
+                "state": _state((job.get("state") or {}).get("current")),
+            }
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise TraceFormatError(
                 f"job entry {k} is malformed ({exc!r})",
                 where=f"{where}: jobs[{k}]",
                 fix=f"each job needs job_id and time.submission/start/end; {JSON_FIX}",
             ) from exc
+        rows.append(_check_values(row, f"{where}: jobs[{k}]", JSON_FIX))
     return rows
 
 
@@ -170,8 +195,19 @@ def _int_or_none(text: str | None) -> float | None:
     return float(text) if text else None
 
 
-def _rows_from_parsable(text: str, where: str) -> list[dict]:
+def _rows_from_parsable(text: str, where: str, zone: tzinfo | None = None) -> list[dict]:
     reader = csv.reader(io.StringIO(text), delimiter="|", quoting=csv.QUOTE_NONE)
+    try:
+        return _parse_rows(reader, where, zone)
+    except csv.Error as exc:  # a NUL byte, a field over csv's size limit: not sacct text
+        raise TraceFormatError(
+            f"not readable as sacct --parsable2 text ({exc})",
+            where=f"{where}:{reader.line_num}",
+            fix="is it a binary file? " + PARSABLE_FIX,
+        ) from exc
+
+
+def _parse_rows(reader: Any, where: str, zone: tzinfo | None = None) -> list[dict]:
     header = next(reader, None)
     needed = {"JobID", "Submit", "Start", "End"}
     if not header or not (needed - {"JobID"}) <= set(header) or not {"JobID", "JobIDRaw"} & set(header):
@@ -193,36 +229,35 @@ def _rows_from_parsable(text: str, where: str) -> list[dict]:
             )
         rec = dict(zip(header, fields, strict=True))
         try:
-            start, end = _timestamp(rec["Start"]), _timestamp(rec["End"])
+            start, end = _timestamp(rec["Start"], zone), _timestamp(rec["End"], zone)
             elapsed = _duration(rec["Elapsed"]) if "Elapsed" in rec else None
             if elapsed is None and start is not None and end is not None:
                 elapsed = end - start
             alloc = _int_or_none(rec.get("AllocCPUS"))
             requested = _int_or_none(rec.get("ReqCPUS")) or _int_or_none(rec.get("NCPUS")) or alloc
-            rows.append(
-                {
-                    "job_id": rec.get("JobIDRaw") or rec["JobID"],
-                    "display_id": rec.get("JobID") or rec["JobIDRaw"],
-                    "submit": _timestamp(rec["Submit"]),
-                    "start": start,
-                    "end": end,
-                    "elapsed": elapsed,
-                    "limit": _duration(rec.get("Timelimit", "")),
-                    "alloc_cpus": alloc,
-                    "req_cpus": requested,
-                    "user": rec.get("User"),
-                    "account": rec.get("Account"),
-                    "partition": rec.get("Partition"),
-                    "name": rec.get("JobName"),
-                    "state": _state(rec.get("State", "")),
-                }
-            )
-        except ValueError as exc:
+            row = {
+                "job_id": rec.get("JobIDRaw") or rec["JobID"],
+                "display_id": rec.get("JobID") or rec["JobIDRaw"],
+                "submit": _timestamp(rec["Submit"], zone),
+                "start": start,
+                "end": end,
+                "elapsed": elapsed,
+                "limit": _duration(rec.get("Timelimit", "")),
+                "alloc_cpus": alloc,
+                "req_cpus": requested,
+                "user": rec.get("User"),
+                "account": rec.get("Account"),
+                "partition": rec.get("Partition"),
+                "name": rec.get("JobName"),
+                "state": _state(rec.get("State", "")),
+            }
+        except (ValueError, OverflowError) as exc:
             raise TraceFormatError(
                 f"bad value ({exc})",
                 where=f"{where}:{lineno}",
                 fix="times as 2023-01-02T03:04:05, durations as [D-]HH:MM:SS; " + PARSABLE_FIX,
             ) from exc
+        rows.append(_check_values(row, f"{where}:{lineno}", PARSABLE_FIX))
     return rows
 
 
@@ -230,21 +265,26 @@ def _is_step(job_id: str) -> bool:
     return "." in job_id
 
 
-def read_sacct(path: str | Path) -> Trace:
-    """Read ``sacct --json`` or ``--parsable2`` output (detected from the content)."""
-    path = Path(path)
-    if not path.exists():
-        raise TraceNotFoundError(f"no such accounting file: {path}", where=str(path), fix="check the path")
+def _zone(name: str | None) -> tzinfo | None:
+    if name is None:
+        return None
     try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as exc:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
         raise TraceFormatError(
-            f"cannot read it ({exc})", where=str(path), fix="give readable sacct output (plain or gzip)"
+            f"unknown time zone {name!r}", where="--timezone", fix="an IANA name such as Europe/Oslo or UTC"
         ) from exc
+
+
+def read_sacct(path: str | Path, timezone: str | None = None) -> Trace:
+    """Read ``sacct --json`` or ``--parsable2`` output (detected from the content).
+
+    ``timezone``: the zone of ``--parsable2``'s wall-clock times (default: this host's).
+    """
+    path = Path(path)
+    raw = read_trace_bytes(path, "accounting", fix="give readable sacct output (plain or gzip)")
     text = raw.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
         try:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -253,9 +293,13 @@ def read_sacct(path: str | Path) -> Trace:
                 where=f"{path}:{exc.lineno}",
                 fix="the file is cut or not JSON; " + JSON_FIX,
             ) from exc
+        except RecursionError as exc:  # [[[[...]]]] nested deeper than Python's stack
+            raise TraceFormatError(
+                "the JSON is nested too deeply to be sacct output", where=str(path), fix=JSON_FIX
+            ) from exc
         rows = _rows_from_json(doc, str(path))
     else:
-        rows = _rows_from_parsable(text, str(path))
+        rows = _rows_from_parsable(text, str(path), _zone(timezone))
     skipped: dict[str, int] = {}
     steps = sum(_is_step(r["job_id"]) for r in rows)
     jobs = [r for r in rows if not _is_step(r["job_id"])]
@@ -268,6 +312,9 @@ def read_sacct(path: str | Path) -> Trace:
     stem = path.name.removesuffix(".gz")
     trace = _to_trace(jobs, stem.rsplit(".", 1)[0] if "." in stem else stem)
     trace.skipped = skipped
+    trace.source = str(path)
+    if timezone is not None:
+        trace.header["TimeZoneString"] = timezone
     return trace
 
 

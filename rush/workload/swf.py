@@ -2,7 +2,10 @@
 
 SWF (Feitelson et al., version 2.2): header comments ``; Key: value`` and one line per job
 with 18 whitespace-separated numeric fields (``rush.workload.model.SWF_FIELDS``); ``-1``
-means unknown. Files may be plain or gzip (detected by magic bytes, not the suffix).
+means unknown. Files may be plain or gzip (detected by magic bytes, not the suffix); only
+regular files are read (a FIFO or device is refused, it may never end), gzip is decompressed
+as a stream and refused past ``RUSH_MAX_TRACE_BYTES`` (1 GiB), a UTF-8 byte-order mark is
+ignored and old Mac CR-only line ends are read as line ends.
 
 Header: indented comment lines continue the previous key (appended with a space); a key
 given several times (``Queue``, ``Partition``) keeps every value, joined by newlines, and
@@ -11,7 +14,10 @@ the writer emits one ``; Key: value`` line per value again.
 Reading is one compiled pass over the bytes (``swf_fast``). Lines that are not 18 numbers
 are skipped and counted in ``Trace.skipped["malformed"]`` (their first line numbers in
 ``SWFTrace.malformed_lines`` and in a log warning); with ``strict=True`` the first one
-raises :class:`TraceFormatError` naming ``file:line``.
+raises :class:`TraceFormatError` naming ``file:line``. Integer fields beyond ±2**53 (where
+float parsing stops being exact; ``1e308``) and non-finite values make a line malformed. A
+repeated job id is kept here and dropped by the trace semantics (``workload_from_trace``);
+with ``strict=True`` it raises, naming the line of the repeat.
 """
 
 from __future__ import annotations
@@ -20,18 +26,18 @@ import gzip
 import logging
 import math
 import os
-import zlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from rush.errors import TraceFormatError, TraceNotFoundError
-from rush.workload.model import SWF_FIELDS, SWF_FLOAT_FIELDS, Trace
-from rush.workload.swf_fast import parse_swf_numbers
+from rush.errors import TraceFormatError
+from rush.workload.model import SWF_FIELDS, SWF_FLOAT_FIELDS, Trace, duplicate_job_ids
+from rush.workload.swf_fast import MAX_EXACT_INT, MIN_JOB_LINE, parse_swf_numbers
+from rush.workload.trace_file import read_trace_bytes
 
 log = logging.getLogger(__name__)
-GZIP_MAGIC = b"\x1f\x8b"
 N_FIELDS = len(SWF_FIELDS)
 _IS_FLOAT = np.array([name in SWF_FLOAT_FIELDS for name in SWF_FIELDS])
 
@@ -47,41 +53,6 @@ class SWFTrace(Trace):
 def trace_name(path: Path) -> str:
     """File stem without ``.gz`` and ``.swf``: ``KTH-SP2-1996-2.1-cln.swf.gz`` -> ``KTH-SP2-1996-2.1-cln``."""
     return path.name.removesuffix(".gz").removesuffix(".swf")
-
-
-def _refetch_hint(path: Path) -> str:
-    from rush.workload.catalogue import lookup
-
-    try:
-        name = lookup(path.name).alias
-    except TraceNotFoundError:
-        return "re-download or re-create the file; a catalogue trace: rush trace fetch NAME"
-    return f"re-download: rush trace fetch {name} (it re-verifies the sha256)"
-
-
-def _read_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise TraceNotFoundError(
-            f"no such trace file: {path}",
-            where=str(path),
-            fix="check the path, or use a catalogue name such as KTH-SP2 (rush trace info --list)",
-        )
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:  # a directory, no permission, I/O error
-        raise TraceFormatError(
-            f"cannot read the trace file ({exc.strerror or exc})",
-            where=str(path),
-            fix="give a readable SWF file",
-        ) from exc
-    if raw[:2] != GZIP_MAGIC:
-        return raw
-    try:
-        return gzip.decompress(raw)
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-        raise TraceFormatError(
-            f"the gzip data is truncated or corrupt ({exc})", where=str(path), fix=_refetch_hint(path)
-        ) from exc
 
 
 def _parse_header(lines: list[bytes]) -> dict[str, str]:
@@ -102,11 +73,19 @@ def _parse_header(lines: list[bytes]) -> dict[str, str]:
     return header
 
 
+_BLANKS = re.compile(rb"[ \t\r\n]*")
+
+
 def _header_lines(raw: bytes) -> list[bytes]:
     """The comment lines before the first job line."""
     lines = []
-    for line in raw.split(b"\n"):
-        stripped = line.strip()
+    start = 0
+    while start < len(raw):  # line by line up to the first job: no split of the whole file
+        start = _BLANKS.match(raw, start).end()  # a run of blank lines in one C-level step
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        stripped = raw[start:end].strip()
+        start = end + 1
         if stripped.startswith(b";"):
             lines.append(stripped)
         elif stripped:
@@ -114,27 +93,48 @@ def _header_lines(raw: bytes) -> list[bytes]:
     return lines
 
 
+def _shown(token: bytes, limit: int = 40) -> str:
+    text = token[:limit].decode("utf-8", "replace")
+    return repr(text + "…" if len(token) > limit else text)
+
+
 def _describe(line: bytes) -> str:
     """Why an SWF line is malformed (for messages)."""
     fields = line.split()
     if len(fields) != N_FIELDS:
         return f"has {len(fields)} fields, SWF needs {N_FIELDS}"
-    for k, token in enumerate(fields):
+    for k, (name, token) in enumerate(zip(SWF_FIELDS, fields, strict=True)):
         try:
-            ok = math.isfinite(float(token))
+            value = float(token)
         except ValueError:
-            ok = False
-        if not ok:
-            return f"field {k + 1} ({token.decode('utf-8', 'replace')!r}) is not a number"
+            value = math.nan
+        if not math.isfinite(value):  # "abc", "nan", "inf", "1e999"
+            return f"field {k + 1} ({_shown(token)}) is not a number"
+        if name not in SWF_FLOAT_FIELDS and abs(value) > MAX_EXACT_INT:
+            return f"field {k + 1} {name} ({_shown(token)}) is out of range (beyond ±2**53)"
     return "is not 18 plain numbers"
+
+
+def _job_line_number(raw: bytes, row: int) -> int:
+    """1-based line number of job line ``row`` (0-based) of a file without malformed lines."""
+    seen = -1
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(b";"):
+            seen += 1
+            if seen == row:
+                return lineno
+    return 0
 
 
 def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
     """Read an SWF file (plain or gzip) into a trace (see the module docstring)."""
     path = Path(path)
-    raw = _read_bytes(path)
+    raw = read_trace_bytes(path)
+    # No job line is shorter than MIN_JOB_LINE bytes: a file of blank lines needs no room.
+    capacity = min(raw.count(b"\n") + 1, len(raw) // MIN_JOB_LINE + 1)
     ints, floats, rows, n_bad, bad_lines = parse_swf_numbers(
-        np.frombuffer(raw, dtype=np.uint8), _IS_FLOAT, raw.count(b"\n") + 1
+        np.frombuffer(raw, dtype=np.uint8), _IS_FLOAT, capacity
     )
     malformed = bad_lines.tolist()
     if n_bad and strict:
@@ -152,11 +152,21 @@ def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
     int_rows = iter(ints[:, :rows])
     float_rows = iter(floats[:, :rows])
     columns = {name: next(float_rows if name in SWF_FLOAT_FIELDS else int_rows) for name in SWF_FIELDS}
+    if strict:
+        repeated = duplicate_job_ids(columns["job_id"])
+        if repeated is not None:
+            row = int(np.flatnonzero(repeated)[0])
+            raise TraceFormatError(
+                f"job id {int(columns['job_id'][row])} appears again ({int(repeated.sum())} repeated ids)",
+                where=f"{path}:{_job_line_number(raw, row)}",
+                fix="give each job its own id, or read without --strict to keep the first and count the rest",
+            )
     return SWFTrace(
         columns=columns,
         header=_parse_header(_header_lines(raw)),
         name=trace_name(path),
         skipped={"malformed": n_bad} if n_bad else {},
+        source=str(path),
         malformed_lines=malformed,
     )
 

@@ -1,7 +1,8 @@
 """Compiled tokenizer for the numeric block of an SWF file (the reader's fast path).
 
 One pass over the bytes parses every job line into 18 floats. Blank lines and ``;``
-comment lines (leading blanks allowed) are skipped. A line that is not 18 numbers is
+comment lines (leading blanks allowed) are skipped. A line that is not 18 finite numbers
+(integer fields within +-2**53, where a float64 is exact) is
 left out and its 1-based line number recorded, so the reader can skip and count it or,
 in strict mode, name it, without a second, slow, line-by-line pass over the file.
 """
@@ -14,6 +15,15 @@ from numba import njit
 N_FIELDS = 18
 # Line numbers of malformed lines kept for messages; all of them are counted.
 MAX_BAD_LINES_KEPT = 1000
+# Integer fields must be exact in the float the tokenizer builds (and fit int64): a larger
+# value (``1e308``, ``9223372036854775808``) makes the line malformed instead of wrapping
+# silently to -2**63.
+MAX_EXACT_INT = 2.0**53
+# Longest exponent kept while reading digits: 10**400 is already inf (so the value is
+# rejected) and the int64 accumulator cannot overflow on "1e99999999999999999999".
+MAX_EXPONENT = 400
+# The shortest job line: 18 one-character numbers and 17 blanks.
+MIN_JOB_LINE = 2 * N_FIELDS - 1
 
 
 @njit(cache=True, inline="always")
@@ -58,7 +68,8 @@ def _parse_number(buf: np.ndarray, k: int, end: int) -> tuple[float, int, bool]:
         exponent = 0
         exp_digits = 0
         while k < end and 48 <= buf[k] <= 57:
-            exponent = exponent * 10 + (buf[k] - 48)
+            if exponent < MAX_EXPONENT:
+                exponent = exponent * 10 + (buf[k] - 48)
             exp_digits += 1
             k += 1
         if exp_digits == 0:
@@ -123,8 +134,14 @@ def parse_swf_numbers(
                 break
             # A bad line leaves partial values in column ``rows``; the next good line overwrites them.
             if is_float[fields]:
+                if not value - value == 0.0:  # inf or NaN (an overflowing mantissa or exponent)
+                    ok = False
+                    break
                 floats[slot[fields], rows] = value
             else:
+                if not -MAX_EXACT_INT <= value <= MAX_EXACT_INT:  # also false for NaN
+                    ok = False
+                    break
                 ints[slot[fields], rows] = np.int64(value)
             fields += 1
         if ok and fields == N_FIELDS:

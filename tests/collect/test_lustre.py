@@ -3,7 +3,7 @@
 No Lustre client can be mounted here. The file mode reads fixture files in the real
 format; the lctl mode runs a stand-in ``lctl`` script that prints real ``lctl get_param``
 output (said so in that test). Permission errors are produced by patching
-``Path.read_text``: tests run as root, where chmod does not deny reads.
+the collector's file read (``read_small_text``): tests run as root, where chmod does not deny reads.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rush.collect import lustre
 from rush.collect.base import get_collector
 from rush.collect.lustre import LustreCollector, parse_lctl_output, parse_stats_file
 from rush.errors import CollectorError
@@ -105,7 +106,7 @@ def test_missing_and_unreadable_stats(tmp_path, monkeypatch, caplog):
             raise PermissionError(13, "Permission denied")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", deny_b)
+    monkeypatch.setattr(lustre, "read_small_text", lambda path, *a, **k: deny_b(Path(path)))
     pattern = (str(tmp_path / "*-*" / "stats"),)
     with caplog.at_level(logging.WARNING):
         assert [s.filesystem for s in LustreCollector(paths=pattern).read()] == ["a-1"]

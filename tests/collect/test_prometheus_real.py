@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
-from rush.collect.base import get_collector
 
+from rush.collect.base import get_collector
 from rush.collect.prometheus import PrometheusClient, PrometheusCollector
 from rush.errors import CollectorError
 from tests.collect.fixtures_prom import IB_PORT, Rates, Stack, free_port, running_stack, tools_available

@@ -1,7 +1,7 @@
 """RAPL powercap zones on a fixture tree in the real layout; per-job energy accounting.
 
 Tests run as root here, where chmod does not deny reads: the root-only ``energy_uj`` of
-Linux >= 5.10 is emulated by patching ``Path.read_text`` to raise PermissionError.
+Linux >= 5.10 is emulated by patching the collector's file read (``read_small_text``) to raise PermissionError.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rush.collect import rapl
 from rush.collect.base import Sample
 from rush.collect.rapl import RaplCollector, job_energy
 from rush.collect.store import FeatureStore
@@ -73,7 +74,7 @@ def test_permission_denied_everywhere_names_the_fixes(sysfs, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", deny)
+    monkeypatch.setattr(rapl, "read_small_text", lambda path, *a, **k: deny(Path(path)))
     with pytest.raises(CollectorError, match="root-only") as err:
         RaplCollector(root=str(sysfs)).collect()
     assert err.value.where.endswith("energy_uj")

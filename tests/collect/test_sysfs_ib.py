@@ -1,7 +1,7 @@
 """sysfs InfiniBand / Omni-Path counters on fixture trees copied from the real layout.
 
 Tests run as root here, where chmod 000 does not deny reads, so "permission denied" is
-produced by patching ``Path.read_text`` to raise PermissionError for one file.
+produced by patching the collector's file read (``read_small_text``) to raise PermissionError for one file.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from rush.collect import sysfs_ib
 from rush.collect.base import get_collector
 from rush.collect.sysfs_ib import STANDARD_COUNTERS, SysfsIBCollector, data_unit_bytes
 from rush.errors import CollectorError
@@ -128,7 +129,7 @@ def test_permission_denied_on_one_counter_keeps_the_rest(sysfs, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", deny)
+    monkeypatch.setattr(sysfs_ib, "read_small_text", lambda path, *a, **k: deny(Path(path)))
     collector = SysfsIBCollector(root=str(sysfs), host="n1", devices=["mlx5_0"])
     values = collector.read_counters()
     assert ("mlx5_0", "1", "port_xmit_wait") not in values
@@ -144,7 +145,7 @@ def test_nothing_readable_or_no_devices_is_an_error(sysfs, monkeypatch, tmp_path
     def deny(self, *args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "read_text", deny)
+    monkeypatch.setattr(sysfs_ib, "read_small_text", lambda path, *a, **k: deny(Path(path)))
     with pytest.raises(CollectorError, match="no counter could be read"):
         SysfsIBCollector(root=str(sysfs)).collect()
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rush.models.evaluation import classification_block, classification_summary, importance_distribution
-from rush.models.runtime_features import Clock, temporal_features
+from rush.models.runtime_features import TimeBase, temporal_features
 
 
 def test_formulas_on_a_hand_confusion():
@@ -44,17 +44,44 @@ def test_temporal_features():
     assert row.tolist() == [22, 1, 14, 11, (317 // 7) + 1, 4]
 
 
+def local_of(base: TimeBase, trace_times: np.ndarray) -> np.ndarray:
+    """Trace times to the site's wall clock through the one time base (Unix seconds)."""
+    return base.clock.local(np.asarray(trace_times) + base.unix_start)
+
+
 def test_clock_from_swf_header_uses_the_named_time_zone():
     # KTH-SP2: UnixStartTime 843480031 is Mon Sep 23 14:00:31 CEST 1996 (UTC+2 in summer).
     header = {"UnixStartTime": "843480031", "TimeZone": "3600", "TimeZoneString": "Europe/Stockholm"}
-    clock = Clock.from_header(header)
-    hour, weekday, monthday, month = temporal_features(clock.local(np.array([0.0, 40 * 86400.0])))[:, :4].T
+    base = TimeBase.from_header(header)
+    assert base.unix_start == 843480031 and base.unix_start_known and base.zone_source == "TimeZoneString"
+    hour, weekday, monthday, month = temporal_features(local_of(base, np.array([0.0, 40 * 86400.0])))[:, :4].T
     assert (hour[0], weekday[0], monthday[0], month[0]) == (14, 0, 23, 9)
     assert hour[1] == 13  # 40 days later, CET (UTC+1): 12:00:31 UTC is 13:00 local
-    fixed = Clock.from_header({"UnixStartTime": "843480031", "TimeZone": "3600"})
-    assert temporal_features(fixed.local(np.array([0.0])))[0, 0] == 13
+    fixed = TimeBase.from_header({"UnixStartTime": "843480031", "TimeZone": "3600"})
+    assert fixed.zone_source == "TimeZone" and temporal_features(local_of(fixed, np.array([0.0])))[0, 0] == 13
+    # An explicit zone (rush train --timezone) wins over the header's.
+    utc = TimeBase.from_header(header, timezone="UTC")
+    assert utc.zone_source == "--timezone" and temporal_features(local_of(utc, np.array([0.0])))[0, 0] == 12
 
 
 def test_clock_without_header_starts_on_a_monday_midnight():
-    row = temporal_features(Clock.from_header({}).local(np.array([0.0, 3 * 3600.0])))
+    base = TimeBase.from_header({})
+    assert not base.unix_start_known and base.zone_source == "default UTC"
+    row = temporal_features(local_of(base, np.array([0.0, 3 * 3600.0])))
     assert row[0, :2].tolist() == [0, 0] and row[1, :2].tolist() == [3, 0]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"UnixStartTime": "nan"},
+        {"UnixStartTime": "1e400"},
+        {"UnixStartTime": "0", "TimeZoneString": "Not/AZone"},
+        {"UnixStartTime": "0", "TimeZone": "1e12"},
+        {"UnixStartTime": "0", "TimeZoneString": "../../../etc/passwd"},
+    ],
+)
+def test_hostile_time_headers_fall_back_as_documented(header):
+    base = TimeBase.from_header(header)
+    assert np.isfinite(base.unix_start) and abs(base.clock.utc_offset) <= 18 * 3600
+    assert base.clock.timezone is None and np.isfinite(local_of(base, np.array([0.0]))).all()

@@ -10,42 +10,45 @@ import numpy as np
 import pytest
 
 from rush.errors import ModelError
+from rush.models.model_card import RuntimeClassCard
 from rush.models.persistence import load_model, save_model, sidecar_path
-from rush.models.runtime_class import RuntimeClassifier, load_runtime_classifier
 from rush.models.runtime_features import FEATURES
-
-META = {
-    "model": "runtime-class",
-    "features": list(FEATURES),
-    "divider": 600.0,
-    "training_window": {"jobs": 200},
-}
+from rush.models.runtime_pipeline import load_runtime_model
+from tests.models.fixtures import save_trained, synthetic_workload
 
 
 @pytest.fixture
 def saved(tmp_path):
-    rng = np.random.default_rng(1)
-    X = rng.random((300, len(FEATURES)))
-    y = (X[:, 0] > 0.5).astype(int)
-    model = RuntimeClassifier(n_estimators=5).fit(X, y)
     path = tmp_path / "m.joblib"
-    meta = save_model(model, path, META)
-    return model, path, meta, X
+    trained, meta = save_trained(path)
+    return trained, path, meta
 
 
-def test_round_trip_with_sidecar(saved):
-    model, path, meta, X = saved
+def jobs_of(n: int = 50):
+    from rush.models.history import JobColumns
+
+    w = synthetic_workload(n, seed=9)
+    return JobColumns(w.user, w.procs, w.requested_time, w.submit + 1.8e9)
+
+
+def test_round_trip_with_card(saved):
+    trained, path, meta = saved
     assert set(meta["versions"]) >= {"scikit-learn", "numpy", "joblib", "rush", "python"}
     on_disk = json.loads(sidecar_path(path).read_text())
     assert on_disk["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert on_disk["features"] == list(FEATURES) and on_disk["divider"] == 600.0 and "created" in on_disk
-    loaded, meta2 = load_runtime_classifier(path)
-    assert np.array_equal(loaded.predict(X), model.predict(X)) and meta2["divider"] == 600.0
+    assert on_disk["features"] == list(FEATURES) and on_disk["divider"] == trained.divider
+    assert on_disk["classes"] == [0, 1] and on_disk["user_key_kind"] == "trace-id"
+    assert on_disk["time_base"]["timezone"] == "Europe/Stockholm" and on_disk["time_base"]["unix_start_known"]
+    window = on_disk["training_window"]
+    assert window["jobs"] == 600 and 1_700_000_000 <= window["first_submit"] <= window["last_submit"]
+    loaded, card = load_runtime_model(path)
+    X = jobs_of()
+    assert np.array_equal(loaded.predict(X), trained.model.predict(X)) and card["divider"] == trained.divider
     assert not list(path.parent.glob("*.tmp"))
 
 
 def test_changed_byte_refused_before_unpickling(saved, monkeypatch):
-    _, path, _, _ = saved
+    _, path, _ = saved
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -59,45 +62,15 @@ def test_changed_byte_refused_before_unpickling(saved, monkeypatch):
     assert err.value.where == str(path) and "rush train runtime-class" in err.value.fix
 
 
-def test_corrupt_file_with_matching_sidecar_refused(saved):
-    _, path, _, _ = saved
-    path.write_bytes(b"not a joblib file")
-    side = json.loads(sidecar_path(path).read_text()) | {
-        "sha256": hashlib.sha256(b"not a joblib file").hexdigest()
-    }
-    sidecar_path(path).write_text(json.dumps(side))
-    with pytest.raises(ModelError, match="cannot load the model"):
-        load_model(path)
-
-
-def test_missing_or_broken_sidecar_refused(saved):
-    _, path, _, _ = saved
-    sidecar_path(path).write_text("{broken")
-    with pytest.raises(ModelError, match="not JSON"):
-        load_model(path)
-    sidecar_path(path).write_text("{}")
-    with pytest.raises(ModelError, match="no sha256"):
-        load_model(path)
-    sidecar_path(path).unlink()
-    with pytest.raises(ModelError, match="sidecar is missing"):
-        load_model(path)
-    with pytest.raises(ModelError, match="not found"):
-        load_model(path.with_name("absent.joblib"))
-
-
 def test_feature_mismatch_refused(saved):
-    _, path, _, _ = saved
-    with pytest.raises(ModelError, match="trained on features"):
+    _, path, _ = saved
+    with pytest.raises(ModelError, match="trained on features") as err:
         load_model(path, expected_features=list(FEATURES)[:-1])
-    save_model(
-        RuntimeClassifier(n_estimators=2).fit(np.zeros((2, 1)), [0, 1]), path, META | {"features": ["procs"]}
-    )
-    with pytest.raises(ModelError, match="trained on features"):
-        load_runtime_classifier(path)
+    assert err.value.where.endswith(".json: features")
 
 
 def test_other_scikit_learn_version_refused(saved):
-    _, path, _, _ = saved
+    _, path, _ = saved
     side = json.loads(sidecar_path(path).read_text())
     side["versions"]["scikit-learn"] = "0.24.2"
     sidecar_path(path).write_text(json.dumps(side))
@@ -105,11 +78,11 @@ def test_other_scikit_learn_version_refused(saved):
         load_model(path)
 
 
-def test_runtime_class_sidecar_needs_a_divider(saved):
-    model, path, _, _ = saved
-    save_model(model, path, META | {"divider": None})
+def test_save_refuses_an_invalid_card_and_leaves_nothing(saved, tmp_path):
+    trained, _, _ = saved
+    out = tmp_path / "new.joblib"
     with pytest.raises(ModelError, match="divider"):
-        load_runtime_classifier(path)
-    save_model(model, path, META | {"model": "variability"})
-    with pytest.raises(ModelError, match="not a runtime-class model"):
-        load_runtime_classifier(path)
+        save_model(trained.model, out, trained.metadata | {"divider": -1.0}, card=RuntimeClassCard)
+    assert list(tmp_path.glob("new*")) == []
+    with pytest.raises(ModelError, match="directory"):
+        save_model(trained.model, tmp_path, trained.metadata, card=RuntimeClassCard)

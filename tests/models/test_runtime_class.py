@@ -13,7 +13,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from rush.models.history import JobColumns, RuntimeHistory
 from rush.models.runtime_class import FlatForest, RuntimeClassifier
-from rush.models.runtime_features import FEATURES, Clock, FinishedIndex
+from rush.models.runtime_features import FEATURES, FinishedIndex, TimeBase
 from rush.models.walkforward import (
     WEEK,
     clipped_runtime,
@@ -163,19 +163,19 @@ def test_live_history_store_reproduces_offline_live_features():
     w, header = kth(3000)
     result = walk(w, header, "live")
     runtime, end = clipped_runtime(w), logged_end(w)
-    history = RuntimeHistory(clock=Clock.from_header(header))
+    base = TimeBase.from_header(header)  # the history takes Unix times, as live
+    history = RuntimeHistory(clock=base.clock)
+    unix = w.submit + base.unix_start
     order = np.lexsort((np.arange(len(w)), end))
     fed = 0
     sample = np.flatnonzero(result.week >= 1)[::7]
     for j in sample:
         while fed < len(order) and end[order[fed]] < w.submit[j]:
             k = order[fed]
-            history.observe_finished(w.user[k], w.procs[k], w.requested_time[k], w.submit[k], runtime[k])
+            history.observe_finished(w.user[k], w.procs[k], w.requested_time[k], unix[k], runtime[k])
             fed += 1
         row = history.features(
-            JobColumns(
-                w.user[j : j + 1], w.procs[j : j + 1], w.requested_time[j : j + 1], w.submit[j : j + 1]
-            ),
+            JobColumns(w.user[j : j + 1], w.procs[j : j + 1], w.requested_time[j : j + 1], unix[j : j + 1]),
             divider=result.divider[j],
         )[0]
         np.testing.assert_array_equal(row, result.features[j], err_msg=f"job {j}")
@@ -185,12 +185,13 @@ def test_live_history_store_reproduces_offline_live_features():
 def test_compiled_forest_equals_scikit_learn():
     w, header = kth()
     trained = fit_on_history(w, header, estimator=RuntimeClassifier(n_estimators=20))
-    forest = trained.model.model_
+    classifier = trained.model.named_steps["classifier"]
+    forest = classifier.model_
     X = walk(w, header, "live").features
     flat = FlatForest.of(forest)
     assert flat is not None
     assert np.array_equal(flat.predict(X), forest.predict(X))
-    assert np.array_equal(trained.model.predict(X), forest.predict(X).astype(np.int8))
+    assert np.array_equal(classifier.predict(X), forest.predict(X))
 
 
 def test_any_scikit_learn_classifier_or_name():
@@ -205,8 +206,8 @@ def test_any_scikit_learn_classifier_or_name():
 
 def test_one_class_training_week_predicts_that_class():
     model = RuntimeClassifier().fit(np.zeros((3, 2)), [1, 1, 1])
-    assert model.predict(np.zeros((2, 2))).tolist() == [1, 1]
-    assert model.predict_proba(np.zeros((1, 2))).tolist() == [[0.0, 1.0]]
+    assert model.predict(np.zeros((2, 2))).tolist() == [1, 1] and model.classes_.tolist() == [1]
+    assert model.predict_proba(np.zeros((1, 2))).tolist() == [[1.0]]
 
 
 def test_bad_mode_is_a_clear_error():

@@ -1,15 +1,18 @@
-"""``rush train runtime-class``: model, sidecar and history store written and usable."""
+"""``rush train runtime-class``: model and card written and usable; bad flags are clear errors."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
 
-from rush.models.history import JobColumns, RuntimeHistory
+from rush.daemon.snapshot_builder import ModelClassPredictor
 from rush.models.persistence import file_sha256
 from rush.models.runtime_features import FEATURES
+from rush.models.runtime_pipeline import load_runtime_model
 from rush.models.walkforward import predict_classes_walkforward
+from rush.rjms.base import RJMSJob
 from rush.workload.swf import write_swf
 from tests.models.test_runtime_class import _kth_trace, kth
 from tests.workload.test_cli import rush
@@ -38,11 +41,12 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
     assert "walk-forward (live" in out.stdout and "accuracy" in out.stdout
     meta = json.loads((tmp_path / "models" / "rc.joblib.json").read_text())
     assert meta["features"] == list(FEATURES) and meta["model"] == "runtime-class" and meta["mode"] == "live"
-    assert meta["sha256"] == file_sha256(model)
+    assert meta["sha256"] == file_sha256(model) and meta["classes"] == [0, 1]
+    assert meta["time_base"]["timezone"] == "Europe/Stockholm" and meta["user_key_kind"] == "trace-id"
     window = meta["training_window"]
-    assert (
-        window["jobs"] > 2900 and window["first_submit"] <= window["last_submit"] and window["last_week"] >= 4
-    )
+    unix_start = float(trace.header["UnixStartTime"])
+    assert window["jobs"] > 2900 and unix_start <= window["first_submit"] <= window["last_submit"]
+    assert window["last_week"] >= 4
     runtime = np.minimum(
         trace["runtime"][:3000], np.where(trace["req_time"][:3000] > 0, trace["req_time"][:3000], np.inf)
     )
@@ -50,14 +54,20 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
     assert set(meta["walkforward_quality"]) >= {"accuracy", "precision", "recall", "false_small_rate"}
     full = json.loads(report.read_text())
     assert len(full["weeks"]) >= 5 and "requested_time" in full["importances"]
+    assert sorted(p.name for p in model.parent.iterdir()) == ["rc.joblib", "rc.joblib.json"]
 
-    history_path = tmp_path / "models" / "rc.joblib.history.json"
-    assert meta["history"]["sha256"] == file_sha256(history_path)
-    live = RuntimeHistory.from_model(model, history_path)
-    assert live.observed == window["jobs"]
+    # The saved feature step carries the trace's history; the daemon, seeing trace ids that
+    # cannot match its user names, starts the per-user history empty.
+    pipeline, _ = load_runtime_model(model)
+    assert pipeline.named_steps["features"].history_.observed == window["jobs"]
+    live = ModelClassPredictor(model, tmp_path / "history.json")
+    assert live.history.observed == 0 and live.notes
     w, _ = kth(3000)
-    pending = JobColumns(w.user[:100], w.procs[:100], w.requested_time[:100], w.submit[:100] + w.submit[-1])
-    assert set(np.unique(live.predict(pending))) <= {0, 1}
+    pending = [
+        RJMSJob(k, "PENDING", 1.8e9 + k, int(w.procs[k]), float(w.requested_time[k]), user=f"u{w.user[k]}")
+        for k in range(100)
+    ]
+    assert set(live.predict(pending)) <= {0, 1}
 
     # The simulator's entry point accepts the trained model (one model for every week).
     w, header = kth(1500)
@@ -65,8 +75,46 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
     assert (result.divider == meta["divider"]).all() and (result.predicted_class == 0).any()
 
 
-def test_bad_options_are_clear_errors(tmp_path):
-    out = rush("train", "runtime-class", "lublin:300:16", "--out", str(tmp_path / "m"), "--estimator", "svm")
-    assert out.returncode == 2 and "unknown estimator 'svm'" in out.stderr and "fix:" in out.stderr
-    out = rush("train", "runtime-class", "lublin:300:16", "--out", str(tmp_path / "m"), "--mode", "daily")
-    assert out.returncode == 2 and "unknown mode 'daily'" in out.stderr
+BAD_FLAGS = [
+    (["--estimator", "svm"], "--estimator", "unknown estimator 'svm'"),
+    (["--mode", "daily"], "--mode", "unknown mode 'daily'"),
+    (["--trees", "0"], "--trees", "0 trees"),
+    (["--trees", "-3"], "--trees", "-3 trees"),
+    (["--trees", "1000000000"], "--trees", "1000000000 trees"),
+    (["--seed", "-1"], "--seed", "seed -1 is out of range"),
+    (["--seed", str(2**40)], "--seed", "out of range"),
+    (["--train-weeks", "0"], "--train-weeks", "0 weeks"),
+    (["--train-weeks", "-2"], "--train-weeks", "-2 weeks"),
+    (["--timezone", "Mars/Olympus"], "timezone", "unknown time zone 'Mars/Olympus'"),
+    (["--timezone", "../../etc/passwd"], "timezone", "unknown time zone"),
+    (["--report", "{tmp}"], "--report", "is a directory"),
+]
+
+
+def test_bad_flag_count():
+    assert len(BAD_FLAGS) + 3 == 15  # plus the --out cases below
+
+
+@pytest.mark.parametrize(("flags", "where", "message"), BAD_FLAGS, ids=[" ".join(f[0]) for f in BAD_FLAGS])
+def test_bad_flags_are_clear_errors_before_any_work(tmp_path, flags, where, message):
+    flags = [f.replace("{tmp}", str(tmp_path)) for f in flags]
+    out = rush("train", "runtime-class", "lublin:300:16", "--out", str(tmp_path / "m"), *flags)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and where in out.stderr and "fix:" in out.stderr
+    assert "Traceback" not in out.stderr and "walk-forward" not in out.stdout
+    assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("target", ["directory", "under a file", "sidecar a directory"])
+def test_bad_out_path_is_refused_before_training(tmp_path, target):
+    if target == "directory":
+        out_path = tmp_path
+    elif target == "under a file":
+        (tmp_path / "file").write_text("x")
+        out_path = tmp_path / "file" / "m.joblib"
+    else:
+        (tmp_path / "m.joblib.json").mkdir()
+        out_path = tmp_path / "m.joblib"
+    out = rush("train", "runtime-class", "lublin:300:16", "--out", str(out_path), "--no-walkforward")
+    assert out.returncode == 2 and "--out" in out.stderr and "fix:" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr

@@ -242,3 +242,43 @@ def test_consistency_properties(case) -> None:
     assert sum(c["jobs"] for c in m["by_class"].values()) == m["jobs"] == len(result)
     # The last cumulative value is the overall mean.
     assert m["weekly_cumulative_bounded_slowdown"][-1] == pytest.approx(m["mean_bounded_slowdown"])
+
+
+# ---------------------------------------------------------------- hostile time spans
+# Per-period arrays once followed the time span: two jobs 2**53 s apart asked for terabytes.
+FAR = [(0, 0, 100, 1), (2.0**53, 2.0**53, 2.0**53 + 100, 1)]
+
+
+@pytest.mark.parametrize(
+    "jobs",
+    [FAR, [(-1e15, -1e15, -1e15 + 10, 1), (0, 0, 10, 1)], [(0, 0, 10, 1), (1e12, 1e12, 1e12 + 5, 1)]],
+    ids=["2^53-apart", "negative-submit", "30000-years"],
+)
+def test_huge_spans_are_refused_not_allocated(jobs) -> None:
+    result = make(2, jobs)
+    with pytest.raises(RushError, match="periods of 604800 s for 2 jobs") as err:
+        compute_metrics(result)
+    assert "submit times" in str(err.value) and "fix:" in str(err.value)
+    with pytest.raises(RushError, match="utilization"):
+        utilization_profile(result, 3600.0)
+
+
+def test_throughput_std_counts_empty_bins_without_storing_them() -> None:
+    # Completions in 2 of 10**8 one-second bins inside the window: the normalized series is
+    # 10**8 / 2 at those bins and 0 elsewhere, so its population std is sqrt(10**8 / 2 - 1).
+    s = 1e8 / 0.7  # window [0.15 s, 0.85 s] of the submission span s holds 10**8 seconds
+    jobs = [
+        (0, 0, 1, 1),
+        (0.3 * s, 0.3 * s, 0.3 * s + 1, 1),
+        (0.5 * s, 0.5 * s, 0.5 * s + 1, 1),
+        (s, s, s + 1, 1),
+    ]
+    metrics = compute_metrics(make(1, jobs), throughput_bin=1.0, window=(0.15, 0.85))
+    assert metrics["throughput_std"] == pytest.approx(math.sqrt(1e8 / 2 - 1), rel=1e-6)
+
+
+def test_long_real_spans_still_work() -> None:
+    # 30 years of weekly entries for 2 jobs is well inside the bound.
+    thirty_years = 30 * 365 * 86400.0
+    metrics = compute_metrics(make(1, [(0, 0, 10, 1), (thirty_years, thirty_years, thirty_years + 10, 1)]))
+    assert len(metrics["weekly_cumulative_bounded_slowdown"]) == int(thirty_years // (7 * 86400)) + 1

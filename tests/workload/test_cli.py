@@ -113,7 +113,8 @@ def invoke(*args: str):
 
 def test_trace_info_on_a_file_with_malformed_lines(tmp_path: Path):
     path = tmp_path / "bad.swf"
-    path.write_text(GOOD + "9 1 2 3\n" + GOOD.splitlines()[-1] + "\n")
+    # A fourth job after the malformed line (its own id: a repeated id would be dropped).
+    path.write_text(GOOD + "9 1 2 3\n" + "4" + GOOD.splitlines()[-1][1:] + "\n")
     out = invoke("trace", "info", str(path))
     assert out.exit_code == 0, out.output
     lines = dict(line.split(None, 1) if " " in line else (line, "") for line in out.output.splitlines())

@@ -224,7 +224,32 @@ def test_sacct_json_gzip(tmp_path):
     assert trace["job_id"].tolist() == [101, 102] and trace.name == "acct"
 
 
-def test_sacct_parsable2(tmp_path):
+def test_sacct_parsable2_times_are_the_hosts_local_time(tmp_path, monkeypatch):
+    import time
+
+    path = tmp_path / "acct.txt"
+    path.write_text(PARSABLE)
+    monkeypatch.setenv("TZ", "Europe/Oslo")
+    time.tzset()
+    try:
+        local = read_sacct(path)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    # 2023-01-02T03:00:00 in Oslo (UTC+1 in winter) is 02:00 UTC.
+    assert local.header["UnixStartTime"] == str(1672628400 - 3600)
+    named = read_sacct(path, timezone="America/New_York")  # UTC-5 in winter
+    assert named.header["UnixStartTime"] == str(1672628400 + 5 * 3600)
+    assert named.header["TimeZoneString"] == "America/New_York"
+    with pytest.raises(TraceFormatError, match="unknown time zone"):
+        read_sacct(path, timezone="Mars/Olympus")
+
+
+def test_sacct_parsable2(tmp_path, monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
     path = tmp_path / "acct.txt"
     path.write_text(PARSABLE)
     trace = load_trace(str(path))
@@ -235,7 +260,7 @@ def test_sacct_parsable2(tmp_path):
     assert trace["runtime"].tolist() == [7200, 30, -1]
     assert trace["req_time"].tolist() == [86400, -1, 1800]
     assert trace["status"].tolist() == [1, 0, -1]
-    assert trace.header["UnixStartTime"] == "1672628400"  # 2023-01-02T03:00:00 (as UTC)
+    assert trace.header["UnixStartTime"] == "1672628400"  # 2023-01-02T03:00:00 (TZ=UTC)
     assert [trace.labels["user"][u] for u in trace["user"]] == ["carol", "dave", "dave"]
 
 

@@ -1,0 +1,46 @@
+"""Small trained runtime-class models for tests: a synthetic trace, a real pipeline, a card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rush.models.model_card import RuntimeClassCard
+from rush.models.persistence import save_model
+from rush.models.walkforward import TrainedModel, fit_on_history
+from rush.workload.model import Workload
+
+UNIX_START = 1_700_000_000  # 2023-11-14 22:13:20 UTC
+HEADER = {"UnixStartTime": str(UNIX_START), "TimeZoneString": "Europe/Stockholm"}
+
+
+def synthetic_workload(n: int = 600, seed: int = 3) -> Workload:
+    """Two job shapes (short narrow, long wide) by five users over about three weeks."""
+    rng = np.random.default_rng(seed)
+    small = rng.random(n) < 0.5
+    submit = np.sort(rng.uniform(0, 21 * 86400, n)).round()
+    runtime = np.where(small, rng.uniform(10, 300, n), rng.uniform(5000, 40000, n)).round()
+    requested = np.where(small, 600.0, 86400.0)
+    return Workload(
+        job_id=np.arange(1, n + 1),
+        submit=submit,
+        runtime=runtime,
+        procs=np.where(small, 1, 64).astype(np.int64),
+        requested_time=requested,
+        user=(np.arange(n) % 5 + 1).astype(np.int64),
+        machine_procs=128,
+        name="synthetic",
+        extra={"wait": np.zeros(n)},
+    )
+
+
+def trained(n: int = 600, header: dict | None = None, **kwargs) -> TrainedModel:
+    return fit_on_history(
+        synthetic_workload(n), HEADER if header is None else header, n_estimators=5, **kwargs
+    )
+
+
+def save_trained(path: Path, model: TrainedModel | None = None) -> tuple[TrainedModel, dict]:
+    model = model or trained()
+    return model, save_model(model.model, path, model.metadata, card=RuntimeClassCard)
