@@ -18,7 +18,12 @@ def daemon_command(
         "--apply/--dry-run",
         help="Act on the RJMS, or only journal. Default: daemon.dry_run from the config (true).",
     ),
-    once: bool = typer.Option(False, "--once", help="Run one cycle and exit (status 1 if it failed)."),
+    once: bool = typer.Option(
+        False,
+        "--once",
+        help="Validate the config and run one cycle, then exit (status 1 if it failed). "
+        "Dry-run unless --apply is given: daemon.dry_run = false does not apply here.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Read the queue, decide with the core, apply or journal every decision with its reason."""
@@ -30,7 +35,13 @@ def daemon_command(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     settings = load_config(config)
-    daemon = Daemon(settings, dry_run=None if apply is None else not apply)
+    if once:
+        # --once is the validation command: it acts only when --apply is on the command
+        # line, whatever daemon.dry_run says in the file being validated.
+        dry_run: bool | None = apply is not True
+    else:
+        dry_run = None if apply is None else not apply
+    daemon = Daemon(settings, dry_run=dry_run)
     log = logging.getLogger("rush.daemon")
     if once:
         report = daemon.run_cycle()

@@ -50,6 +50,11 @@ def replay_command(
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
+    if out is not None and (out.is_dir() or not out.parent.is_dir()):
+        # Checked before any job is submitted, not after an hour of replay.
+        raise RushError(
+            f"cannot write the report to {out}", where="--out", fix="a file path in an existing directory"
+        )
     workload = workload_from_trace(load_trace(trace))
     cycle = None
     if config is not None:
@@ -59,9 +64,21 @@ def replay_command(
     else:
         core_config = CoreConfig.from_names(policy, backfill, 200_000)
         backend = get_backend(rjms, **_parse_options(rjms_option))
-    report = replay(
-        backend, workload, Window.parse(window), speedup, core_config, cycle=cycle, timeout=timeout
-    )
+    try:
+        report = replay(
+            backend,
+            workload,
+            Window.parse(window),
+            speedup,
+            core_config,
+            cycle=cycle,
+            timeout=timeout,
+            say=lambda text: typer.echo(text, err=True),
+        )
+    except KeyboardInterrupt:
+        # replay() has cancelled the submitted jobs and said so.
+        typer.echo("replay interrupted", err=True)
+        raise typer.Exit(130) from None
     text = json.dumps(report, indent=2, sort_keys=True)
     if out is not None:
         out.write_text(text)
@@ -73,3 +90,11 @@ def replay_command(
     )
     for key, pair in report["metrics"].items():
         typer.echo(f"  {key:24} simulator {pair['simulator']!s:>14}  slurm {pair['slurm']!s:>14}")
+    if report["unfinished"]:
+        # A partial comparison is not a pass: say how many jobs are missing from it.
+        typer.echo(
+            f"warning: {report['unfinished']} of {report['jobs'] + report['unfinished']} replayed jobs "
+            "have no outcome from the RJMS and are not compared",
+            err=True,
+        )
+        raise typer.Exit(1)

@@ -11,47 +11,95 @@
     name = "prom"                 # label in logs and self-metrics; defaults to the collector name
     options = { url = "http://prometheus:9090", rate_window = "1m" }
 
-Unknown keys are rejected with a message that names them (``extra="forbid"``).
+Unknown keys are rejected with a message that names them (``extra="forbid"``). Types are
+strict and numbers finite (``retention = true`` is not 1 s, ``enabled = "false"`` is not
+true); ``retention`` must be > 0 (0 would prune every reading as it is written); an unknown
+collector name is refused here, not retried every cycle. The file is read by
+:func:`rush.config_file.read_toml` (UTF-8 only, at most 1 MiB, regular files only).
 """
 
 from __future__ import annotations
 
-import re
-import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from rush.collect.base import collector_names
+from rush.config_file import (
+    duration_or_number,
+    file_path,
+    non_finite,
+    parse_duration,
+    read_toml,
+    split_host_port,
+)
 from rush.errors import ConfigError
 
-_DURATION = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([smhd]?)\s*$")
-_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+__all__ = [
+    "CollectConfig",
+    "SourceConfig",
+    "collect_config_from_dict",
+    "load_collect_config",
+    "parse_duration",
+]
+
+DAY = 86400.0
+# Strict types (``true`` is not 1 second, ``"false"`` is not true) and no NaN/inf anywhere.
+Duration = Annotated[float, Field(strict=True), BeforeValidator(duration_or_number)]
 
 
-def parse_duration(value: float | int | str) -> float:
-    """``30`` / ``"30s"`` / ``"5m"`` / ``"12h"`` / ``"14d"`` -> seconds."""
-    if isinstance(value, int | float):
-        return float(value)
-    match = _DURATION.match(value)
-    if not match:
-        raise ValueError(f"not a duration: {value!r} (use seconds or a number with s, m, h or d)")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
+def _address(value: str) -> str:
+    if value:
+        split_host_port(value)
+    return value
 
 
 class SourceConfig(BaseModel):
     """One collector run each cycle."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    collector: str
-    name: str = ""
-    options: dict[str, Any] = Field(default_factory=dict)
-    enabled: bool = True
+    collector: StrictStr = Field(description="a registered collector name (e.g. prometheus, rapl)")
+    name: StrictStr = Field(
+        "", max_length=200, description="a label of at most 200 characters (default: the collector)"
+    )
+    options: dict[StrictStr, Any] = Field(
+        default_factory=dict, description="a table of the collector's options (finite numbers only)"
+    )
+    enabled: StrictBool = Field(True, description="true or false")
+
+    @field_validator("collector")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        # A misspelt collector never starts working: refuse it at start-up, not every cycle.
+        if value not in collector_names():
+            raise ValueError(f"unknown collector {value!r}; use one of: {', '.join(collector_names())}")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = non_finite(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _default_name(self) -> SourceConfig:
-        if not self.name:
+        if not self.name.strip():
             self.name = self.collector
         return self
 
@@ -59,28 +107,27 @@ class SourceConfig(BaseModel):
 class CollectConfig(BaseModel):
     """Settings of the collector service (``rush collect``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    interval: float = Field(10.0, gt=0)
-    store: Path = Path("rush-features.sqlite")
-    retention: float = 14 * 86400.0
-    metrics_address: str = "127.0.0.1:9466"
-    prune_every: int = Field(60, ge=1, description="prune the store every N cycles")
-    sources: list[SourceConfig] = Field(default_factory=list)
-
-    @field_validator("interval", "retention", mode="before")
-    @classmethod
-    def _duration(cls, value: Any) -> Any:
-        return parse_duration(value) if isinstance(value, str) else value
-
-    @field_validator("metrics_address")
-    @classmethod
-    def _address(cls, value: str) -> str:
-        if value:
-            host, sep, port = value.rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-                raise ValueError(f"not HOST:PORT: {value!r}")
-        return value
+    interval: Duration = Field(
+        10.0, ge=0.1, le=DAY, description='seconds from 0.1 to 86400, or a duration such as "30s"'
+    )
+    store: Annotated[Path, BeforeValidator(file_path)] = Field(
+        Path("rush-features.sqlite"), description="the path of the feature store file (SQLite)"
+    )
+    # Must be > 0: a retention of 0 (or less) would prune every reading as soon as it is written.
+    retention: Duration = Field(
+        14 * DAY, gt=0, le=36500 * DAY, description='seconds > 0 or a duration such as "14d"'
+    )
+    metrics_address: Annotated[StrictStr, AfterValidator(_address)] = Field(
+        "127.0.0.1:9466", description='HOST:PORT or [IPv6]:PORT (port 0: any free one), or "" for none'
+    )
+    prune_every: StrictInt = Field(
+        60, ge=1, le=1_000_000, description="an integer from 1 to 1000000: prune every N cycles"
+    )
+    sources: list[SourceConfig] = Field(
+        default_factory=list, max_length=1000, description="at most 1000 [[collect.sources]] tables"
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> CollectConfig:
@@ -94,8 +141,7 @@ class CollectConfig(BaseModel):
     def metrics_host_port(self) -> tuple[str, int] | None:
         if not self.metrics_address:
             return None
-        host, _, port = self.metrics_address.rpartition(":")
-        return host.strip("[]"), int(port)
+        return split_host_port(self.metrics_address)
 
 
 def _key(loc: tuple[int | str, ...]) -> str:
@@ -106,6 +152,21 @@ def _key(loc: tuple[int | str, ...]) -> str:
         else:
             parts.append(item)
     return ".".join(parts)
+
+
+def _description(loc: tuple[int | str, ...]) -> str | None:
+    """The description of the field at ``loc`` (list indexes skipped)."""
+    model: Any = CollectConfig
+    description = None
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            break
+        description = fields[part].description
+        model = SourceConfig if part == "sources" else None
+    return description
 
 
 def collect_config_from_dict(section: dict[str, Any], where: str = "rush.toml") -> CollectConfig:
@@ -121,9 +182,14 @@ def collect_config_from_dict(section: dict[str, Any], where: str = "rush.toml") 
                 "remove it or fix its spelling (see rush/collect/config.py)",
             )
         else:
+            value = first.get("input")
+            shown = "" if isinstance(value, dict | list) else f" {value!r}"
+            description = _description(tuple(first["loc"]))
             message, fix = (
-                f"bad value for {key!r}: {first['msg']}",
-                "see the [collect] example in rush/collect/config.py",
+                f"bad value{shown} for {key!r}: {first['msg'].removeprefix('Value error, ')}",
+                f"{key} must be {description}"
+                if description
+                else "see the [collect] example in rush/collect/config.py",
             )
         more = len(exc.errors()) - 1
         if more:
@@ -133,14 +199,7 @@ def collect_config_from_dict(section: dict[str, Any], where: str = "rush.toml") 
 
 def load_collect_config(path: Path) -> CollectConfig:
     """Read the ``[collect]`` section of a rush.toml (other sections belong to other parts)."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read: {exc.strerror}", where=str(path), fix="give an existing rush.toml"
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", where=str(path)) from exc
+    data = read_toml(path)
     section = data.get("collect")
     if section is None:
         raise ConfigError("no [collect] section", where=str(path), fix="add a [collect] table with sources")
@@ -150,4 +209,10 @@ def load_collect_config(path: Path) -> CollectConfig:
     if not config.store.is_absolute():
         # Relative store paths are relative to the config file, not to wherever rush was started.
         config.store = path.parent / config.store
+        if config.store.is_dir():
+            raise ConfigError(
+                "the feature store path is a directory",
+                where=f"{path}: collect.store",
+                fix="give the path of a file, e.g. features.sqlite inside that directory",
+            )
     return config

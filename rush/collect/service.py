@@ -20,16 +20,20 @@ import logging
 import math
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from rush.collect.base import Collector, Sample, get_collector
 from rush.collect.config import CollectConfig, SourceConfig
+from rush.daemon.metrics import serve_metrics
 from rush.errors import RushError
 
 log = logging.getLogger("rush.collect")
+# Reports CollectorService.run keeps (the most recent ones).
+KEEP_REPORTS = 100
 
 
 def open_store(path: Any) -> Any:
@@ -119,20 +123,13 @@ class CollectorService:
 
     def start_metrics_server(self) -> tuple[str, int] | None:
         """Serve self-metrics; returns the bound (host, port) — port 0 in the config picks a free one."""
-        address = self.config.metrics_host_port
-        if address is None:
+        bound = self.config.metrics_host_port
+        if bound is None:
             return None
-        host, port = address
-        try:
-            server, _thread = start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise RushError(
-                f"cannot serve metrics on {host}:{port}: {exc.strerror}",
-                where="collect.metrics_address",
-                fix='pick a free port or set metrics_address = "" to disable',
-            ) from exc
-        self._server = server
-        return host, int(server.server_port)
+        self._server, port = serve_metrics(
+            self.config.metrics_address, self.registry, "collect.metrics_address"
+        )
+        return bound[0], port
 
     def close(self) -> None:
         if self._server is not None:
@@ -210,14 +207,26 @@ class CollectorService:
             self.metrics.store_errors.inc()
             log.error("prune failed: %s", exc)
 
-    def run(self, *, cycles: int | None = None, stop: threading.Event | None = None) -> list[CycleReport]:
-        """Run cycles every ``interval`` until ``stop`` is set or ``cycles`` have run."""
+    def run(
+        self,
+        *,
+        cycles: int | None = None,
+        stop: threading.Event | None = None,
+        keep_reports: int = KEEP_REPORTS,
+    ) -> deque[CycleReport]:
+        """Run cycles every ``interval`` until ``stop`` is set or ``cycles`` have run.
+
+        Returns the last ``keep_reports`` reports: a service that runs for months must not
+        keep every cycle's report (the counters and the store keep the history).
+        """
         stop = stop or threading.Event()
-        reports: list[CycleReport] = []
+        reports: deque[CycleReport] = deque(maxlen=keep_reports)
+        done = 0
         next_start = time.monotonic()
         while not stop.is_set():
             reports.append(self.run_cycle())
-            if cycles is not None and len(reports) >= cycles:
+            done += 1
+            if cycles is not None and done >= cycles:
                 break
             # Fixed-rate schedule; a cycle longer than the interval starts the next one at once.
             next_start = max(next_start + self.config.interval, time.monotonic())

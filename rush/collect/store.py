@@ -97,6 +97,13 @@ class FeatureStore:
     """Samples of all collectors in one SQLite file; ``retention`` in seconds (None: keep all)."""
 
     def __init__(self, path: str | Path, retention: float | None = None) -> None:
+        if retention is not None and not (0 < retention < math.inf):  # also refuses NaN
+            # A retention <= 0 would prune every reading as soon as it is written.
+            raise CollectorError(
+                f"feature store retention must be > 0 seconds, not {retention!r}",
+                where="collect.retention",
+                fix='e.g. "14d"',
+            )
         self.path = Path(path)
         self.retention = retention
         self._lock = threading.Lock()  # the collector service may insert from a worker thread

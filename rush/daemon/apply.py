@@ -4,9 +4,10 @@
 
 * ``kill``: requeue a running job with its tags updated (``class=large``, ``requeues+1``);
   refused when the job already reached ``max_requeues_per_job`` (never a double requeue);
-* ``release``: a job rush holds that the core no longer skips (its limit is reached or
-  the variation predictor stopped flagging it);
-* ``hold``: the first skip of a job (later skips while it stays held only count: ``skip``);
+* ``release``: a job rush holds that the core did not skip in this cycle (its limit is
+  reached, the variation predictor stopped flagging it, or the core would not start it now);
+* ``hold``: a job the core skipped in this cycle, i.e. would have started now (later skips
+  while it stays held only count: ``skip``);
 * ``priority``: set the site factor, only when it differs from the last value applied.
 
 Order: kills, releases, holds, skips, then priorities from the top rank down, so the rate
@@ -15,7 +16,10 @@ limit (``max_actions_per_cycle`` RJMS calls) defers the least important ones.
 :class:`Applier` runs a plan. In dry-run it only journals (``status=dry-run``) and plays the
 bookkeeping in memory. Applying, it commits every intent (and a requeue's new count) before
 calling the backend and settles each after; :meth:`Applier.reconcile` settles intents left
-open by a crash against a fresh read of the RJMS instead of re-issuing them.
+open by a crash against a fresh read of the RJMS instead of re-issuing them. A requeue is
+asynchronous: the call only issues it and its intent stays open; the next cycle's
+reconcile confirms it (restart count or tags), lets the backend finish it
+(:meth:`RJMSBackend.finish_requeue`) and settles it; it is never issued twice.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rush.core.snapshot import Decisions
+from rush.core.snapshot import Decisions, RuntimeClass
 from rush.daemon.journal import Intent, JobRecord, Journal
 from rush.daemon.metrics import DaemonMetrics
 from rush.errors import RJMSError
@@ -55,6 +59,9 @@ class Action:
     reason: str
     value: float | None = None
     model_outputs: dict[str, Any] = field(default_factory=dict)
+    # kill: the class and requeue count the core requeues the job with (rules.requeue_as_large).
+    requeue_class: RuntimeClass | None = None
+    requeues: int | None = None
 
 
 @dataclass
@@ -84,7 +91,9 @@ def plan_actions(
 
     for d in decisions.of("kill"):
         job = jobs.get(d.job_id)
-        action = Action("kill", d.job_id, d.reason, d.value, outputs.get(d.job_id, {}))
+        action = Action(
+            "kill", d.job_id, d.reason, d.value, outputs.get(d.job_id, {}), d.requeue_class, d.requeues
+        )
         if job is None or job.state == "PENDING":
             continue  # finished or already requeued since the read
         if rec(d.job_id).requeues >= max_requeues_per_job:
@@ -108,7 +117,7 @@ def plan_actions(
             why = (
                 f"skip limit reached ({r.skips} of {skip_limit}): release"
                 if r.skips >= skip_limit
-                else "variability no longer predicted: release"
+                else "not skipped this cycle (no longer predicted variable, or it would not start now): release"
             )
             candidates.append(Action("release", job_id, why, float(r.skips), outputs.get(job_id, {})))
     for d in decisions.of("skip"):
@@ -136,10 +145,18 @@ def plan_actions(
     return plan
 
 
-def _requeue_tags(job: RJMSJob, requeues: int) -> dict[str, str]:
+def _requeue_tags(job: RJMSJob, action: Action, requeues: int) -> dict[str, str]:
+    """The job's rush tags after the core's requeue: its new class and requeue count."""
     tags = dict(job.tags)
-    tags.update({"class": "large", "requeues": str(requeues)})
+    cls = action.requeue_class if action.requeue_class is not None else RuntimeClass.LARGE
+    tags.update({"class": cls.name.lower(), "requeues": str(requeues)})
     return tags
+
+
+def _requeue_count(action: Action, journaled: int) -> int:
+    """The requeue count after this kill: the core's, never below the journal's + 1."""
+    core = action.requeues if action.requeues is not None else 0
+    return max(core, journaled + 1)
 
 
 class Applier:
@@ -162,7 +179,7 @@ class Applier:
                 self._count(a.kind, "dry-run")
                 r = book.job(a.job_id)
                 if a.kind == "kill":
-                    r.requeues += 1
+                    r.requeues = _requeue_count(a, r.requeues)
                 elif a.kind in ("hold", "skip"):
                     r.held_by_rush, r.skips = True, r.skips + 1
                 elif a.kind == "release":
@@ -191,15 +208,24 @@ class Applier:
         """Run the plan; returns (done actions by kind, the RJMS error that stopped it, if any)."""
         jobs = {j.job_id: j for j in state.jobs}
         intents: list[tuple[Action, int]] = []
+        # A requeue issued earlier and not yet confirmed is never issued a second time.
+        requeuing = {i.job_id for i in self.journal.open_intents() if i.action == "kill"}
         # All intents first, in one transaction: a crash from here on leaves open intents.
         with self.journal.transaction():
             self._refused(cycle, plan, "apply")
             for a in plan.actions:
                 if a.kind == "skip":
                     continue
+                if a.kind == "kill" and a.job_id in requeuing:
+                    self.journal.record(
+                        cycle, a.job_id, a.kind, "refused: its requeue is still being confirmed",
+                        a.value, a.model_outputs, "apply", "refused",
+                    )  # fmt: skip
+                    self._count(a.kind, "refused")
+                    continue
                 if a.kind == "kill":
                     r = self.journal.job(a.job_id)
-                    r.requeues += 1
+                    r.requeues = _requeue_count(a, r.requeues)
                     r.requeued_at_restart = jobs[a.job_id].restarts
                     self.journal.save_job(r)
                 intents.append(
@@ -249,7 +275,7 @@ class Applier:
 
     def _call(self, a: Action, job: RJMSJob) -> ActionResult:
         if a.kind == "kill":
-            return self.backend.requeue(a.job_id, _requeue_tags(job, self.journal.job(a.job_id).requeues))
+            return self.backend.requeue(a.job_id, _requeue_tags(job, a, self.journal.job(a.job_id).requeues))
         if a.kind == "hold":
             return self.backend.hold(a.job_id)
         if a.kind == "release":
@@ -259,6 +285,19 @@ class Applier:
     def _settle(self, a: Action, intent: int, result: ActionResult) -> bool:
         with self.journal.transaction():
             r = self.journal.job(a.job_id)
+            if a.kind == "kill" and result.ok:
+                # Issued; Slurm completes it asynchronously. The intent stays open and the
+                # next cycle confirms it (restart count, tags) in reconcile, never re-issues it.
+                self.journal.finish(intent, "intent", result.answer)
+                self._count(a.kind, "issued")
+                return True
+            if a.kind == "kill" and not result.attempted:
+                # Nothing reached the RJMS (e.g. no scontrol on this host): certainly not done.
+                self._rollback_requeue(a.job_id)
+                self.journal.finish(intent, "failed", result.answer)
+                self._count(a.kind, "failed")
+                log.warning("job %d: kill not possible: %s", a.job_id, result.answer)
+                return False
             if a.kind == "kill" and not result.ok:
                 # The requeue may have half happened (killed, tags not written): the next
                 # cycle reconciles it against the job's restart count, never re-issues it.
@@ -300,7 +339,13 @@ class Applier:
         settled = []
         for intent in self.journal.open_intents():
             with self.journal.transaction():
-                status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
+                try:
+                    status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
+                except RJMSError as exc:  # a follow-up call failed: confirm again next cycle
+                    status, answer = "intent", str(exc)
+                if status == "intent":  # still in progress: the row stays as it is
+                    log.info("job %d: %s still in progress: %s", intent.job_id, intent.action, answer)
+                    continue
                 self.journal.finish(
                     intent.id,
                     status,
@@ -319,9 +364,16 @@ class Applier:
             if job is None:
                 return "failed", "the job left the queue; nothing to requeue"
             if r.requeued_at_restart >= 0 and job.restarts > r.requeued_at_restart:
-                return "done", f"requeued (restart count {r.requeued_at_restart} -> {job.restarts})"
-            if job.tags.get("requeues") == str(r.requeues) and job.tags.get("class") == "large":
-                return "done", "requeued (the job carries rush's requeue tags)"
+                evidence = f"requeued (restart count {r.requeued_at_restart} -> {job.restarts})"
+            elif job.tags.get("requeues") == str(r.requeues) and job.tags.get("class") == "large":
+                evidence = "requeued (the job carries rush's requeue tags)"
+            else:
+                evidence = ""
+            if evidence:
+                finished = self.backend.finish_requeue(job)
+                if finished is None:  # the old run is still completing
+                    return "intent", f"{evidence}; still completing"
+                return "done", f"{evidence}; {finished.answer}"
             self._rollback_requeue(intent.job_id)
             return "failed", "not requeued (restart count unchanged); the core decides again on fresh data"
         if intent.action == "hold":

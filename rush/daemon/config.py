@@ -4,66 +4,147 @@ Every section forbids unknown keys. Any unknown key or bad value stops start-up 
 :class:`~rush.errors.ConfigError` naming the key as a dotted path (``daemon.cycle_interval``)
 and the fix (the field's description says what is allowed). ``deploy/rush.toml`` is a
 documented example, and a test loads it.
+
+Types are strict (``true`` is not 1 second, ``"false"`` is not false, ``"60"`` is not a
+number), numbers finite and bounded (``cycle_interval = 1e10`` would overflow the sleep
+later), paths neither empty nor directories. The file is read by
+:func:`rush.config_file.read_toml` (UTF-8 only, at most 1 MiB, regular files only).
 """
 
 from __future__ import annotations
 
-import tomllib
+import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
+from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.errors import ConfigError, RushError
 from rush.rjms.base import backend_names
 
 EXAMPLE = "deploy/rush.toml"
+DAY = 86400.0
+# Strict types everywhere: TOML ``true`` is not 1 second, ``"false"`` is not true, and NaN and
+# inf are refused (``allow_inf_nan=False``), so a value that passes here cannot crash a cycle.
+Seconds = Annotated[float, Field(strict=True)]
+FilePath = Annotated[Path, BeforeValidator(file_path)]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=256, pattern=r"^[^\s,]+$")]
+Address = Annotated[StrictStr, AfterValidator(host_port)]
+
+
+def _threshold(value: Any) -> float | str:
+    # One plain check instead of a float|"none" union: a union reports each branch's error.
+    if value == "none":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError('must be seconds (a number) or "none"')
+    if not math.isfinite(value) or not 0 <= value <= 1e9:
+        raise ValueError("must be >= 0 seconds (and at most 1e9)")
+    return float(value)
+
+
+def _option_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a finite number")
+    if isinstance(value, str) and "\0" in value:
+        raise ValueError("must not contain a NUL character")
+    if not isinstance(value, str | int | float | bool):
+        raise ValueError(f"must be a string, integer, number or boolean, not {type(value).__name__}")
+    return value
+
+
+OptionValue = Annotated[Any, PlainValidator(_option_value)]
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class DaemonSection(Section):
-    cycle_interval: float = Field(60.0, gt=0, description="seconds between cycles, > 0 (e.g. 60)")
-    partitions: list[str] = Field([], description="partition names to schedule; [] means all")
-    dry_run: bool = Field(True, description="true (only journal) or false (act); --apply/--dry-run win")
-    journal: Path = Field(Path("/var/lib/rush/journal.sqlite"), description="path of the SQLite journal")
-    metrics_address: str = Field(
-        "127.0.0.1:9877", description="HOST:PORT for Prometheus metrics (port 0 picks a free one)"
+    cycle_interval: Seconds = Field(
+        60.0, ge=1, le=DAY, description="seconds between cycles, from 1 to 86400 (e.g. 60)"
     )
-    max_actions_per_cycle: int = Field(200, ge=0, description="an integer >= 0 (RJMS calls per cycle)")
-    max_requeues_per_job: int = Field(1, ge=0, description="an integer >= 0 (kills+requeues of one job)")
-    backoff_max: float = Field(300.0, gt=0, description="seconds > 0: longest wait after RJMS failures")
-    max_read_seconds: float = Field(
-        30.0, gt=0, description="seconds > 0: a slower queue read is treated as stale (no action)"
+    partitions: list[Name] = Field(
+        [], max_length=10_000, description="partition names (no blanks or commas); [] means all"
     )
-
-    @field_validator("metrics_address")
-    @classmethod
-    def _address(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
-            raise ValueError("must be HOST:PORT, e.g. 127.0.0.1:9877")
-        return value
+    dry_run: StrictBool = Field(True, description="true (only journal) or false (act); --apply/--dry-run win")
+    journal: FilePath = Field(
+        Path("/var/lib/rush/journal.sqlite"), description="the path of the SQLite journal file"
+    )
+    journal_retention: Annotated[Seconds, BeforeValidator(duration_or_number)] = Field(
+        90 * DAY,
+        ge=3600,
+        le=36500 * DAY,
+        description='how long decisions, events and cycles are kept: seconds >= 3600 or "90d"',
+    )
+    metrics_address: Address = Field(
+        "127.0.0.1:9877",
+        description="HOST:PORT or [IPv6]:PORT for Prometheus metrics (port 0 picks a free one)",
+    )
+    max_actions_per_cycle: StrictInt = Field(
+        200, ge=0, le=1_000_000, description="an integer from 0 to 1000000 (RJMS calls per cycle)"
+    )
+    max_requeues_per_job: StrictInt = Field(
+        1, ge=0, le=100, description="an integer from 0 to 100 (kills+requeues of one job)"
+    )
+    backoff_max: Seconds = Field(
+        300.0, gt=0, le=DAY, description="seconds > 0 and <= 86400: longest wait after RJMS failures"
+    )
+    max_read_seconds: Seconds = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="seconds > 0 and <= 3600: a slower queue read is treated as stale (no action)",
+    )
 
 
 class PolicySection(Section):
-    policy: str = Field("FCFS", description="a policy name: FCFS, SPF, WFP3, F1..F4, LINEAR:q=1,...")
+    policy: StrictStr = Field("FCFS", description="a policy name: FCFS, SPF, WFP3, F1..F4, LINEAR:q=1,...")
     backfill: Literal["easy", "conservative", "none"] = Field(
         "easy", description="easy, conservative or none"
     )
-    threshold: float | Literal["none"] = Field(
-        200_000.0, description='starvation threshold in seconds >= 0, or "none"'
+    threshold: Annotated[float | str, PlainValidator(_threshold)] = Field(
+        200_000.0, description='starvation threshold in seconds from 0 to 1e9, or "none"'
     )
-    skip_limit: int = Field(
-        10, ge=0, description="an integer >= 0: most cycles a job is held for variability"
+    skip_limit: StrictInt = Field(
+        10, ge=0, le=10_000, description="an integer from 0 to 10000: most skips of a variable job"
     )
-    use_classes: bool = Field(False, description="true or false: predicted-small jobs first")
-    kill_false_small: bool = Field(False, description="true or false: requeue opted-in false-small jobs")
-    divider: float | None = Field(None, gt=0, description="seconds > 0: the small/large runtime divider")
+    use_classes: StrictBool = Field(False, description="true or false: predicted-small jobs first")
+    kill_false_small: StrictBool = Field(
+        False, description="true or false: requeue opted-in false-small jobs"
+    )
+    divider: Seconds | None = Field(
+        None, gt=0, le=1e9, description="seconds > 0 and <= 1e9: the small/large runtime divider"
+    )
+    wait_quantum: Seconds = Field(
+        60.0,
+        ge=0,
+        le=86_400,
+        description="seconds from 0 to 86400: time-dependent policies (WFP3, UNICEF, SEXP, ...) see "
+        "waits rounded down to 0, Q, 2Q, 4Q, ..., so a job's priority changes only then (0: every cycle)",
+    )
+    time_origin: Seconds | None = Field(
+        None,
+        ge=0,
+        le=4e9,
+        description="Unix time (seconds) from which F1-F4, LIN and LINEAR's r term counts submit "
+        "times; absent: the time of the daemon's first cycle, kept in the journal",
+    )
 
     @field_validator("policy")
     @classmethod
@@ -74,24 +155,20 @@ class PolicySection(Section):
             raise ValueError(exc.message + (f"; {exc.fix}" if exc.fix else "")) from None
         return value
 
-    @field_validator("threshold")
-    @classmethod
-    def _threshold(cls, value: float | str) -> float | str:
-        if isinstance(value, float | int) and value < 0:
-            raise ValueError("must be >= 0 seconds")
-        return value
-
 
 class ModelsSection(Section):
-    runtime_class: Path | None = Field(
+    runtime_class: FilePath | None = Field(
         None, description="path of a runtime-class model (rush train runtime-class); absent: classes unknown"
     )
-    history: Path | None = Field(None, description="path where the live runtime history is kept (JSON)")
-    small_below: float | None = Field(
+    history: FilePath | None = Field(
+        None, description="path of the file where the live runtime history is kept (JSON)"
+    )
+    small_below: Seconds | None = Field(
         None,
         gt=0,
-        description="seconds > 0: a rule classifier, jobs requesting at most this are predicted small "
-        "(used when no model is configured)",
+        le=1e9,
+        description="seconds > 0 and <= 1e9: a rule classifier, jobs requesting at most this are "
+        "predicted small (used when no model is configured)",
     )
 
 
@@ -99,13 +176,15 @@ class VariationSection(Section):
     """The variation predictor; the shipped ``rule`` flags jobs of ``workload_type`` while the
     mean of ``counter`` over the last ``window`` seconds (all nodes) exceeds ``threshold``."""
 
-    enabled: bool = Field(False, description="true or false")
-    predictor: str = Field("rule", description="a registered variation predictor name (rule)")
-    workload_type: str = Field("network", description="the wtype tag of sensitive jobs (e.g. network)")
-    counter: str = Field("ib_xmit_bytes_per_s", description="a feature-store metric name")
-    window: float = Field(300.0, gt=0, description="seconds > 0 (default 300)")
-    threshold: float = Field(0.0, description="a number: the counter mean above which jobs are flagged")
-    store: Path | None = Field(None, description="path of the feature store (rush collect)")
+    enabled: StrictBool = Field(False, description="true or false")
+    predictor: StrictStr = Field("rule", description="a registered variation predictor name (rule)")
+    workload_type: Name = Field("network", description="the wtype tag of sensitive jobs (e.g. network)")
+    counter: Name = Field("ib_xmit_bytes_per_s", description="a feature-store metric name")
+    window: Seconds = Field(300.0, gt=0, le=30 * DAY, description="seconds > 0 and <= 30 days (default 300)")
+    threshold: Annotated[float, Field(strict=True)] = Field(
+        0.0, description="a finite number: the counter mean above which jobs are flagged"
+    )
+    store: FilePath | None = Field(None, description="path of the feature store file (rush collect)")
 
     @field_validator("predictor")
     @classmethod
@@ -118,9 +197,11 @@ class VariationSection(Section):
 
 
 class RJMSSection(Section):
-    backend: str = Field("slurm", description="an RJMS backend name (slurm, flux)")
-    options: dict[str, str | int | float | bool] = Field(
-        {}, description="the backend's options (slurm: rest_url, jwt, slurm_conf, timeout, ...)"
+    backend: StrictStr = Field("slurm", description="an RJMS backend name (slurm, flux)")
+    options: dict[StrictStr, OptionValue] = Field(
+        {},
+        description="a table of the backend's options, each a string, integer, finite number or "
+        "boolean (slurm: rest_url, jwt, slurm_conf, timeout, ...)",
     )
 
     @field_validator("backend")
@@ -152,6 +233,7 @@ class RushConfig(Section):
             kill_false_small=p.kill_false_small,
             divider=p.divider if p.divider is not None else divider,
             max_requeues=self.daemon.max_requeues_per_job,
+            wait_quantum=p.wait_quantum,
         )
 
 
@@ -173,7 +255,7 @@ def explain(exc: ValidationError, source: str) -> ConfigError:
     errors = exc.errors()
     first = errors[0]
     loc = tuple(first["loc"])
-    key = ".".join(str(part) for part in loc) or "top level"
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)[1:] or "top level"
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     if first["type"] == "extra_forbidden":
         parent: Any = RushConfig
@@ -226,20 +308,4 @@ def parse_config(raw: dict[str, Any], source: str = "config") -> RushConfig:
 
 def load_config(path: str | Path) -> RushConfig:
     """Read and validate ``rush.toml``; every problem is a ConfigError with where and fix."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError(
-            "configuration file not found", where=str(path), fix=f"copy {EXAMPLE} there and edit it"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the configuration: {exc.strerror}", where=str(path)) from None
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # tomllib's message ends with "(at line L, column C)".
-        raise ConfigError(
-            f"not valid TOML: {exc}", where=str(path), fix="fix the syntax at the line and column shown"
-        ) from None
-    return parse_config(raw, str(path))
+    return parse_config(read_toml(path, EXAMPLE), str(path))

@@ -18,20 +18,31 @@ committed before the backend is called; its outcome is committed after. An inten
 open at the next cycle means the daemon died in between (or the RJMS's answer was
 unclear); :mod:`rush.daemon.apply` reconciles it against a fresh read of the RJMS rather
 than re-issuing it. ``synchronous=FULL``: a committed row survives a power cut.
+
+Retention: with ``retention`` seconds set (``daemon.journal_retention``, default 90 days),
+each :meth:`Journal.end_cycle` deletes decisions, events and cycles older than that, by
+their ``time`` index, in batches of ``PRUNE_BATCH`` rows (one short transaction each, at
+most ``PRUNE_BATCHES`` per cycle, so a large backlog drains over a few cycles without
+holding the writer lock or the cycle long). An open intent is never deleted: it is the
+evidence :mod:`rush.daemon.apply` reconciles. Deleted pages are reused, and the WAL is
+truncated after checkpoints (``journal_size_limit``), so the file stops growing.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError
+
+log = logging.getLogger("rush.daemon.journal")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -40,6 +51,7 @@ CREATE TABLE IF NOT EXISTS decisions (
     mode TEXT NOT NULL, status TEXT NOT NULL, answer TEXT);
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, action);
 CREATE INDEX IF NOT EXISTS decisions_status ON decisions (status);
+CREATE INDEX IF NOT EXISTS decisions_time ON decisions (time);
 CREATE TABLE IF NOT EXISTS jobs (
     job_id INTEGER PRIMARY KEY, skips INTEGER NOT NULL DEFAULT 0, held_by_rush INTEGER NOT NULL DEFAULT 0,
     requeues INTEGER NOT NULL DEFAULT 0, requeued_at_restart INTEGER NOT NULL DEFAULT -1,
@@ -47,10 +59,17 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS cycles (
     cycle INTEGER PRIMARY KEY, time REAL NOT NULL, ok INTEGER NOT NULL, mode TEXT NOT NULL,
     pending INTEGER, running INTEGER, counts TEXT, seconds REAL, error TEXT);
+CREATE INDEX IF NOT EXISTS cycles_time ON cycles (time);
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, cycle INTEGER, kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_time ON events (time);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 """
+# Retention deletes in batches of this many rows, at most this many batches per cycle.
+PRUNE_BATCH = 2000
+PRUNE_BATCHES = 50
+# Tables pruned by age, with the rows that must survive any age.
+PRUNED = (("decisions", "status != 'intent'"), ("events", "1"), ("cycles", "1"))
 DECISION_COLUMNS = (
     "id",
     "time",
@@ -140,8 +159,20 @@ class MemoryBook:
 
 
 class Journal:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self, path: str | Path, retention: float | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        """``retention``: seconds decisions, events and cycles are kept (None: forever);
+        ``clock``: the time rows are stamped with (a soak test replays weeks in minutes)."""
+        if retention is not None and not retention > 0:  # also refuses NaN
+            raise ConfigError(
+                f"journal retention must be > 0 seconds, not {retention!r}",
+                where="daemon.journal_retention",
+                fix='e.g. "90d"',
+            )
         self.path = Path(path)
+        self.retention = retention
+        self.clock = clock
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # One thread at a time uses it (the daemon's loop), not always the one that opened it.
@@ -150,6 +181,8 @@ class Journal:
             )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")
+            # Truncate the WAL back to this size after a checkpoint instead of keeping its peak.
+            self.db.execute("PRAGMA journal_size_limit=16777216")
             self.db.executescript(SCHEMA)
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
@@ -189,6 +222,17 @@ class Journal:
             self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('cycle', ?)", (str(cycle),))
         return cycle
 
+    def meta(self, key: str) -> str | None:
+        """A value of the journal's key-value table (None when unset)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def meta_default(self, key: str, value: str) -> str:
+        """The value of ``key``, set to ``value`` first if unset (kept across restarts)."""
+        with self.transaction():
+            self.db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (key, value))
+        return self.meta(key) or value
+
     def end_cycle(
         self,
         cycle: int,
@@ -203,8 +247,41 @@ class Journal:
         self.db.execute(
             "INSERT OR REPLACE INTO cycles (cycle, time, ok, mode, pending, running, counts, seconds, error)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (cycle, time.time(), int(ok), mode, pending, running, json.dumps(counts or {}), seconds, error),
+            (cycle, self.clock(), int(ok), mode, pending, running, json.dumps(counts or {}), seconds, error),
         )
+        if self.retention is not None:
+            try:
+                self.prune()
+            except sqlite3.Error as exc:  # e.g. locked by a reader for 30 s: retry next cycle
+                log.warning("journal retention skipped this cycle: %s", exc)
+
+    def prune(self, now: float | None = None, max_batches: int = PRUNE_BATCHES) -> dict[str, int]:
+        """Delete rows older than ``now - retention`` in bounded batches; returns deletions per table."""
+        deleted = {table: 0 for table, _ in PRUNED}
+        if self.retention is None:
+            return deleted
+        cutoff = (self.clock() if now is None else now) - self.retention
+        batches = 0
+        for table, keep in PRUNED:
+            while batches < max_batches:
+                batches += 1
+                with self.transaction():
+                    cur = self.db.execute(
+                        f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table}"
+                        f" WHERE time < ? AND {keep} LIMIT ?)",
+                        (cutoff, PRUNE_BATCH),
+                    )
+                deleted[table] += cur.rowcount
+                if cur.rowcount < PRUNE_BATCH:
+                    break
+        return deleted
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table (decisions, events, cycles, jobs)."""
+        return {
+            table: self.db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("decisions", "events", "cycles", "jobs")
+        }
 
     def cycles(self) -> list[dict[str, Any]]:
         rows = self.db.execute(
@@ -216,7 +293,7 @@ class Journal:
     def event(self, cycle: int | None, kind: str, message: str) -> None:
         self.db.execute(
             "INSERT INTO events (time, cycle, kind, message) VALUES (?, ?, ?, ?)",
-            (time.time(), cycle, kind, message),
+            (self.clock(), cycle, kind, message),
         )
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
@@ -243,7 +320,7 @@ class Journal:
             "INSERT INTO decisions (time, cycle, job_id, action, reason, value, model_outputs, mode, status, answer)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                time.time(),
+                self.clock(),
                 cycle,
                 job_id,
                 action,

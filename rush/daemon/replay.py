@@ -3,7 +3,8 @@
 1. cut and scale a window of the trace (:mod:`rush.daemon.replay_window`);
 2. submit its jobs as ``sleep p/K`` jobs at their scaled submit times;
 3. optionally run daemon cycles meanwhile (``cycle``: a callable, e.g. the daemon's one cycle);
-4. wait until every job has finished and read the outcome back from the RJMS;
+4. wait until every job has finished and read the outcome back from the RJMS (on a
+   timeout, an RJMS failure or Ctrl-C, cancel every job submitted so far, by id);
 5. simulate the same jobs, with the submit times the RJMS recorded, under the same policy;
 6. return the fidelity report (per-job start differences and metric differences).
 """
@@ -11,13 +12,14 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from rush.core.config import CoreConfig
 from rush.daemon.replay_window import Observed, Window, fidelity_report, scale_window
-from rush.errors import RJMSError
+from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
 from rush.sim.engine import simulate
 from rush.workload.model import Workload
@@ -34,11 +36,15 @@ class ReplayPlan:
 
 
 def submit_window(
-    backend: RJMSBackend, workload: Workload, partition: str = ""
+    backend: RJMSBackend, workload: Workload, partition: str = "", ids: dict[int, int] | None = None
 ) -> tuple[float, dict[int, int]]:
-    """Submit the scaled jobs at their submit times; return (replay start, id mapping)."""
+    """Submit the scaled jobs at their submit times; return (replay start, id mapping).
+
+    ``ids`` (trace job id -> RJMS job id) is filled as jobs are submitted, so a caller that
+    is interrupted half-way still knows every job it has to cancel.
+    """
     t0 = time.time()
-    ids: dict[int, int] = {}
+    ids = {} if ids is None else ids
     for k in range(len(workload)):
         delay = t0 + float(workload.submit[k]) - time.time()
         if delay > 0:
@@ -53,6 +59,32 @@ def submit_window(
             partition=partition,
         )
     return t0, ids
+
+
+def cancel_submitted(backend: RJMSBackend, rjms_ids: list[int]) -> str:
+    """Cancel, by id, every submitted job still live; return what was done, for the user."""
+    if not rjms_ids:
+        return "no job had been submitted"
+    try:
+        live = {j.job_id for j in backend.read_state().jobs if j.state in LIVE_STATES}
+        targets = [j for j in rjms_ids if j in live]
+    except RJMSError:  # cannot see the queue: cancel them all, finished ones refuse harmlessly
+        targets = list(rjms_ids)
+    failed = []
+    for job_id in targets:
+        try:
+            if not backend.cancel(job_id).ok:
+                failed.append(job_id)
+        except RJMSError:
+            failed.append(job_id)
+    text = (
+        f"cancelled {len(targets) - len(failed)} of the {len(rjms_ids)} submitted jobs that were still live"
+    )
+    if failed:
+        text += (
+            f"; could not cancel {len(failed)} (cancel them by hand: scancel {' '.join(map(str, failed))})"
+        )
+    return text
 
 
 def wait_until_done(
@@ -112,13 +144,37 @@ def replay(
     timeout: float = 3600.0,
     partition: str = "",
     tau: float = 10.0,
+    say: Callable[[str], object] = log.warning,
 ) -> dict:
-    """Run the replay and return the fidelity report."""
+    """Run the replay and return the fidelity report.
+
+    On a timeout, an RJMS failure or Ctrl-C every job submitted so far is cancelled by id
+    (and ``say`` tells the user) before the error propagates: nothing is left behind.
+    """
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise RushError(f"invalid timeout {timeout!r}", where="--timeout", fix="seconds > 0, e.g. 3600")
     cpus = backend.read_state().total_procs
+    if cpus <= 0:
+        raise RJMSError("the RJMS reports no CPUs", where="replay", fix="check the partitions' nodes (sinfo)")
     scaled = scale_window(workload, window, speedup, cpus)
-    t0, ids = submit_window(backend, scaled, partition)
-    wait_until_done(backend, set(ids.values()), timeout, cycle)
+    ids: dict[int, int] = {}
+    try:
+        t0, _ = submit_window(backend, scaled, partition, ids)
+        wait_until_done(backend, set(ids.values()), timeout, cycle)
+    except (Exception, KeyboardInterrupt) as exc:
+        done = cancel_submitted(backend, list(ids.values()))
+        say(f"replay stopped ({type(exc).__name__}): {done}")
+        if isinstance(exc, RushError):
+            raise type(exc)(f"{exc.message}; {done}", where=exc.where, fix=exc.fix) from exc
+        raise
     observed = collect_outcome(backend, t0, ids)
+    if not observed:
+        raise RJMSError(
+            f"none of the {len(ids)} replayed jobs has a start and an end the RJMS reports: "
+            "nothing can be compared",
+            where="replay",
+            fix="raise MinJobAge in slurm.conf or set rjms.options.jobcomp_file so finished jobs stay visible",
+        )
     # Simulate the jobs as the RJMS saw them: its recorded submit times, the same limits.
     seen = {o.job_id: o.submit for o in observed}
     keep = [k for k in range(len(scaled)) if int(scaled.job_id[k]) in seen]

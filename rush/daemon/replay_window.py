@@ -12,6 +12,7 @@ transformed once and both sides get the transformed jobs:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,8 +45,12 @@ class Window:
 
 def scale_window(workload: Workload, window: Window, speedup: float, cpus: int) -> Workload:
     """The transformed window (see module docstring), as a workload on a ``cpus`` machine."""
-    if speedup <= 0:
-        raise RushError("speedup must be positive", where="--speedup", fix="e.g. --speedup 1000")
+    if not (isinstance(speedup, int | float) and math.isfinite(speedup) and speedup > 0):
+        raise RushError(
+            f"speedup must be a positive number, not {speedup!r}",
+            where="--speedup",
+            fix="e.g. --speedup 1000",
+        )
     if window.start >= len(workload):
         raise RushError(
             f"window starts at job {window.start} but the trace has {len(workload)} jobs", where="--window"
@@ -84,6 +89,13 @@ def fidelity_report(simulated: SimResult, observed: list[Observed], tau: float =
     """Per-job start-time differences and metric differences, simulator vs reality."""
     from rush.sim.metrics import compute_metrics
 
+    if len(simulated) == 0:
+        # No job to compare: any "fraction within 5 s" would be vacuous.
+        raise RushError(
+            "no replayed job finished: nothing can be compared",
+            where="replay",
+            fix="check that the jobs ran (MinJobAge, jobcomp file) and raise --timeout",
+        )
     by_id = {o.job_id: o for o in observed}
     missing = [int(j) for j in simulated.job_id if int(j) not in by_id]
     if missing:
@@ -112,11 +124,11 @@ def fidelity_report(simulated: SimResult, observed: list[Observed], tau: float =
     return {
         "jobs": len(simulated),
         "start_difference": {
-            "mean_abs": float(np.mean(np.abs(diff))) if len(diff) else 0.0,
-            "median_abs": float(np.median(np.abs(diff))) if len(diff) else 0.0,
-            "p90_abs": float(np.percentile(np.abs(diff), 90)) if len(diff) else 0.0,
-            "max_abs": float(np.max(np.abs(diff))) if len(diff) else 0.0,
-            "within_5s": float(np.mean(np.abs(diff) <= 5.0)) if len(diff) else 1.0,
+            "mean_abs": float(np.mean(np.abs(diff))),
+            "median_abs": float(np.median(np.abs(diff))),
+            "p90_abs": float(np.percentile(np.abs(diff), 90)),
+            "max_abs": float(np.max(np.abs(diff))),
+            "within_5s": float(np.mean(np.abs(diff) <= 5.0)),
         },
         "per_job": [
             {"job_id": int(j), "sim_wait": float(s), "real_wait": float(r), "difference": float(d)}
@@ -129,5 +141,5 @@ def fidelity_report(simulated: SimResult, observed: list[Observed], tau: float =
             )
         ],
         "metrics": {k: {"simulator": sim_metrics.get(k), "slurm": real_metrics.get(k)} for k in keys},
-        "submit_latency": float(np.mean(real.submit - simulated.submit)) if len(diff) else 0.0,
+        "submit_latency": float(np.mean(real.submit - simulated.submit)),
     }

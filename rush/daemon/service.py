@@ -5,7 +5,8 @@ One cycle:
 1. read the RJMS; on failure, a garbage answer or a read slower than
    ``daemon.max_read_seconds``: log, count, journal, back off (exponential, capped) and
    take **no** action on stale data;
-2. reconcile intents left open by a crash (:meth:`Applier.reconcile`);
+2. reconcile intents left open by a crash, and confirm the requeues issued last cycle
+   (they are asynchronous: issued, never waited for, never re-issued) (:meth:`Applier.reconcile`);
 3. feed finished jobs to the runtime classifier's live history;
 4. build the core's snapshot (:mod:`rush.daemon.snapshot_builder`);
 5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
@@ -81,7 +82,7 @@ class Daemon:
         self.mode = "dry-run" if self.dry_run else "apply"
         self.metrics = metrics or DaemonMetrics()
         self.metrics.dry_run.set(1 if self.dry_run else 0)
-        self.journal = Journal(config.daemon.journal)
+        self.journal = Journal(config.daemon.journal, retention=config.daemon.journal_retention)
         self.backend = backend or make_backend(config)
         self.applier = Applier(self.backend, self.journal, self.metrics)
         # Dry-run never writes per-job state to the journal; it plays it in memory.
@@ -92,7 +93,9 @@ class Daemon:
         self.classifier = self._load_classifier()
         self.core_config = self._core_config()
         self.variation = self._load_variation()
-        self.builder = SnapshotBuilder(self.classifier, self.variation, self._model_error)
+        self.builder = SnapshotBuilder(
+            self.classifier, self.variation, self._model_error, time_origin=self._time_origin()
+        )
 
     # -- set-up ---------------------------------------------------------------------------
     def _model_error(self, model: str, exc: Exception, cycle: int | None = None) -> None:
@@ -113,6 +116,9 @@ class Daemon:
             classifier = load_class_predictor(None, None, m.small_below)
         if classifier is not None:
             self.metrics.model_info.labels(model=classifier.name, version=classifier.version).set(1)
+            # What an administrator should know about the model (e.g. per-user history starts empty).
+            for note in getattr(classifier, "notes", []):
+                self.journal.event(None, "model", f"{classifier.name}: {note}")
         return classifier
 
     def _core_config(self) -> CoreConfig:
@@ -124,6 +130,16 @@ class Daemon:
             self.journal.event(None, "config", f"false-small kills disabled: {exc}")
             log.error("false-small kills disabled: %s", exc)
             return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
+
+    def _time_origin(self) -> float:
+        """Live origin of r = submit - origin (F1-F4, LIN): configured, else the first cycle's time.
+
+        Offline it is the trace's start; live, the day rush started scheduling this cluster
+        plays that role. It is kept in the journal, so restarts do not move every priority.
+        """
+        if self.config.policy.time_origin is not None:
+            return float(self.config.policy.time_origin)
+        return float(self.journal.meta_default("time_origin", repr(time.time())))
 
     def _load_variation(self) -> VariationPredictor | None:
         v = self.config.variation
@@ -192,6 +208,11 @@ class Daemon:
             self.applier.reconcile(state)
             self._observe_completions(state, cycle)
             built = self.builder.build(state, self.book.jobs())
+            if built.dropped:
+                shown = ", ".join(f"{job_id} ({why})" for job_id, why in built.dropped[:20])
+                self.journal.event(
+                    cycle, "rjms_data", f"{len(built.dropped)} job(s) left out, unusable as read: {shown}"
+                )
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
             decisions = schedule(built.snapshot, self.core_config)

@@ -8,27 +8,30 @@ variation flag). It holds no scheduling logic: that is the core's.
 
 Runtime class, first that applies:
 
-1. ``requeued``: rush already requeued the job (journal or ``requeues`` tag): large;
+1. ``requeued``: rush already requeued the job (journal or ``requeues`` tag): the core's
+   rule (:func:`rush.core.rules.runtime_class_of`) makes it large;
 2. ``tag``: ``class=small|large`` in the job's rush tags (set by rush or an administrator);
 3. ``journal``: a running job keeps the class predicted while it was pending;
 4. ``model`` / ``rule``: the configured classifier (a trained model, or requested time <=
    ``models.small_below``); none configured: UNKNOWN.
 
 Jobs held by someone else than rush are left out: the RJMS will not start them, and rush
-never releases them.
+never releases them. ``time_origin`` (F1-F4's and LIN's r = submit - origin) is the daemon's
+live origin: ``policy.time_origin``, else its first cycle's time kept in the journal.
 """
 
 from __future__ import annotations
 
+import math
 import time
-import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
+from rush.core.rules import runtime_class_of
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.daemon.journal import JobRecord
 from rush.daemon.variation import VariationPredictor
@@ -42,8 +45,11 @@ UNLIMITED_SECONDS = 365 * 86400.0
 
 
 def user_id(name: str) -> int:
-    """A stable integer per user name (the models' ``user`` feature)."""
-    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+    """A stable integer per user name: the models' user key (:func:`rush.models.users.user_key`,
+    the same mapping as training on sacct output)."""
+    from rush.models.users import user_key
+
+    return user_key(name)
 
 
 class ClassPredictor(Protocol):
@@ -84,21 +90,32 @@ class RuleClassPredictor:
 
 
 class ModelClassPredictor:
-    """A trained runtime-class model with the live per-user history it reads features from."""
+    """A trained runtime-class pipeline; its feature step keeps the live per-user history.
+
+    Jobs go in as raw columns on the model's time base (absolute Unix submit times; calendar
+    features in the model's zone) with :func:`user_id` keys, exactly as in training. What
+    the administrator should know (e.g. a model trained on SWF trace ids starts its
+    per-user history empty) is logged at load and kept in ``notes``.
+    """
 
     name = "runtime-class"
 
     def __init__(self, model_path: str | Path, history_path: str | Path | None = None) -> None:
-        from rush.models.history import RuntimeHistory
-        from rush.models.persistence import sidecar_path
+        import logging
 
-        self.history = RuntimeHistory.from_model(model_path, history_path)
-        self.history_path = Path(history_path) if history_path else None
-        self.divider = float(self.history.divider) if self.history.divider is not None else None
-        import json
+        from rush.models.runtime_pipeline import LiveRuntimeModel
 
-        meta = json.loads(sidecar_path(model_path).read_text())
-        self.version = f"{meta.get('created', '?')} sha256:{str(meta.get('sha256', ''))[:12]}"
+        self.live = LiveRuntimeModel(model_path, history_path)
+        self.divider = self.live.divider
+        self.notes = list(self.live.notes)
+        card = self.live.card
+        self.version = f"{card['created']} sha256:{card['sha256'][:12]}"
+        for note in self.notes:
+            logging.getLogger("rush.daemon").warning("runtime-class model %s: %s", model_path, note)
+
+    @property
+    def history(self):
+        return self.live.history
 
     def _columns(self, jobs: Sequence[RJMSJob]):
         from rush.models.history import JobColumns
@@ -110,14 +127,25 @@ class ModelClassPredictor:
             np.array([j.submit for j in jobs], dtype=np.float64),
         )
 
+    def features(self, jobs: Sequence[RJMSJob]) -> np.ndarray:
+        """The feature matrix the model sees for these jobs (for checks and the journal)."""
+        return self.live.features_of(self._columns(jobs))
+
     def predict(self, jobs: Sequence[RJMSJob]) -> list[int]:
         if not jobs:
             return []
-        return [int(c) for c in self.history.predict(self._columns(jobs))]
+        columns = self._columns(jobs)
+        # A job with an unreadable value (NaN limit, submit in year 10^22) stays UNKNOWN;
+        # it must not stop the model classifying every other job.
+        ok = columns.valid_rows()
+        classes = np.full(len(jobs), int(RuntimeClass.UNKNOWN), dtype=np.int64)
+        if ok.any():
+            classes[ok] = self.live.predict(columns.subset(ok) if not ok.all() else columns)
+        return classes.tolist()
 
     def observe_finished(self, job: RJMSJob, end: float) -> None:
         if job.start is not None:
-            self.history.observe_finished(
+            self.live.observe_finished(
                 user_id(job.user),
                 job.procs,
                 min(job.requested_time, UNLIMITED_SECONDS),
@@ -126,8 +154,7 @@ class ModelClassPredictor:
             )
 
     def save(self) -> None:
-        if self.history_path is not None:
-            self.history.save(self.history_path)
+        self.live.save()
 
 
 def load_class_predictor(
@@ -155,6 +182,8 @@ class Built:
     # Classes predicted for pending jobs this cycle (remembered for when they run).
     predicted: dict[int, int] = field(default_factory=dict)
     model_seconds: dict[str, float] = field(default_factory=dict)
+    # Jobs left out because the RJMS reported values the core cannot use: (job id, why).
+    dropped: list[tuple[int, str]] = field(default_factory=list)
 
 
 ErrorSink = Callable[[str, Exception], None]
@@ -166,7 +195,9 @@ class SnapshotBuilder:
         classifier: ClassPredictor | None = None,
         variation: VariationPredictor | None = None,
         on_model_error: ErrorSink | None = None,
+        time_origin: float = 0.0,
     ) -> None:
+        self.time_origin = float(time_origin)
         self.classifier = classifier
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
@@ -198,6 +229,15 @@ class SnapshotBuilder:
     def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
         now = state.taken_at
         built = Built(Snapshot(now, state.total_procs, state.free_procs))
+        usable, seen = [], set()
+        for j in state.jobs:
+            why = "listed twice" if j.job_id in seen else _unusable(j)
+            if why:
+                built.dropped.append((j.job_id, why))
+            else:
+                usable.append(j)
+                seen.add(j.job_id)
+        state = replace(state, jobs=tuple(usable))
         pending_jobs = [
             j
             for j in state.jobs
@@ -205,12 +245,17 @@ class SnapshotBuilder:
             and not (j.held and not records.get(j.job_id, JobRecord(j.job_id)).held_by_rush)
         ]
         running_jobs = [j for j in state.jobs if j.state != "PENDING" and j.start is not None]
-        need_class = [j for j in pending_jobs if _fixed_class(j, records.get(j.job_id)) is None]
+        need_class = [
+            j
+            for j in pending_jobs
+            if _fixed_class(j, records.get(j.job_id)) is None and _requeues(j, records.get(j.job_id)) == 0
+        ]
         # Running jobs rush never saw pending (e.g. started before the daemon) are classified now.
         need_class += [
             j
             for j in running_jobs
             if _fixed_class(j, records.get(j.job_id)) is None
+            and _requeues(j, records.get(j.job_id)) == 0
             and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
         ]
         predicted = self._classes(need_class, built)
@@ -224,6 +269,8 @@ class SnapshotBuilder:
             cls, source = _fixed_class(j, rec) or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
             if j.job_id in predicted:
                 built.predicted[j.job_id] = int(cls)
+            requeues = _requeues(j, rec)
+            cls, source = _after_requeues(cls, source, requeues)
             built.outputs[j.job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
@@ -241,6 +288,7 @@ class SnapshotBuilder:
                     variable=variable.get(j.job_id, False),
                     skips=rec.skips,
                     user=user_id(j.user),
+                    requeues=requeues,
                 )
             )
         running = []
@@ -252,7 +300,8 @@ class SnapshotBuilder:
             cls, source = fixed or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
             if j.job_id in predicted:
                 built.predicted[j.job_id] = int(cls)
-            requeues = max(rec.requeues, _int(j.tags.get("requeues")))
+            requeues = _requeues(j, rec)
+            cls, source = _after_requeues(cls, source, requeues)
             built.outputs[j.job_id] = {"runtime_class": CLASS_NAMES[cls], "class_source": source}
             running.append(
                 RunningJob(
@@ -271,14 +320,37 @@ class SnapshotBuilder:
             free_procs=state.free_procs,
             pending=tuple(pending),
             running=tuple(running),
+            time_origin=self.time_origin,
         )
         return built
 
 
+def _unusable(job: RJMSJob) -> str:
+    """Why the core cannot schedule a job as the RJMS reported it ('' when it can)."""
+    if job.procs <= 0:
+        return f"{job.procs} processors"
+    if not math.isfinite(job.submit):
+        return f"submit time {job.submit!r}"
+    if not job.requested_time >= 0:  # NaN or negative; unlimited (inf) is fine
+        return f"time limit {job.requested_time!r}"
+    if job.state != "PENDING" and job.start is not None and not math.isfinite(job.start):
+        return f"start time {job.start!r}"
+    return ""
+
+
+def _requeues(job: RJMSJob, rec: JobRecord | None) -> int:
+    """Times rush requeued the job: the journal's count, or the tag it wrote with the requeue."""
+    return max(rec.requeues if rec is not None else 0, _int(job.tags.get("requeues")))
+
+
+def _after_requeues(cls: RuntimeClass, source: str, requeues: int) -> tuple[RuntimeClass, str]:
+    """The core's rule for a requeued job's class, with its source for the journal."""
+    ruled = RuntimeClass(runtime_class_of(int(cls), requeues))
+    return (ruled, "requeued") if requeues > 0 else (cls, source)
+
+
 def _fixed_class(job: RJMSJob, rec: JobRecord | None) -> tuple[RuntimeClass, str] | None:
-    """A class that no model overrides: rush's own requeue, or the job's class tag."""
-    if (rec is not None and rec.requeues > 0) or _int(job.tags.get("requeues")) > 0:
-        return RuntimeClass.LARGE, "requeued"
+    """A class that no model overrides: the job's class tag (rush's or an administrator's)."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
     return (tagged, "tag") if tagged is not None else None
 
@@ -298,7 +370,8 @@ def _flag(value: str | None) -> bool:
 
 
 def _int(value: str | None) -> int:
+    """A small count from a job tag; garbage, negatives and huge numbers are clamped."""
     try:
-        return int(value or 0)
+        return min(max(int(value or 0), 0), 1_000)
     except ValueError:
         return 0

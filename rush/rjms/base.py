@@ -63,6 +63,9 @@ class ActionResult:
     ok: bool
     # The RJMS's own answer (stdout/stderr or HTTP body), kept for the journal.
     answer: str = ""
+    # False when nothing reached the RJMS (e.g. the lever needs a command this host lacks):
+    # the failure is certain, so the journal need not reconcile it against the queue.
+    attempted: bool = True
 
 
 class RJMSBackend(abc.ABC):
@@ -86,7 +89,16 @@ class RJMSBackend(abc.ABC):
 
     @abc.abstractmethod
     def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
-        """Kill and requeue a running job, updating its rush tags (e.g. class=large)."""
+        """Kill and requeue a running job, updating its rush tags (e.g. class=large).
+
+        Returns as soon as the RJMS accepted the request: the daemon confirms the requeue on
+        a later cycle (restart count, tags) and then calls :meth:`finish_requeue`.
+        """
+
+    def finish_requeue(self, job: RJMSJob) -> ActionResult | None:
+        """Called once a requeue is confirmed. ``None``: the requeue is still in progress
+        (ask again next cycle); otherwise the result of any follow-up (e.g. its begin time)."""
+        return ActionResult(ok=True, answer="nothing to finish")
 
     @abc.abstractmethod
     def submit(

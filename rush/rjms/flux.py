@@ -23,7 +23,6 @@ runs here) that answers with Flux's documented payloads.
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import Sequence
@@ -54,10 +53,16 @@ def import_flux() -> Any:
 
 
 def urgency_for(site_factor: int) -> int:
-    """rush's priority (rank, larger first) -> Flux urgency 1..30, monotone (log scale)."""
-    if site_factor <= 1:
-        return 1
-    return min(30, 1 + int(4 * math.log2(site_factor)))
+    """rush's priority value (rush.core.priority_values, larger first) -> Flux urgency 1..30.
+
+    Monotone and linear over the value range, so the three bands (large, small/all, starved)
+    map to disjoint urgency ranges. Thirty levels cannot hold rush's full order: a jobtap
+    priority plugin that takes the value itself is the planned replacement.
+    """
+    from rush.core.priority_values import MAX_VALUE
+
+    value = min(max(int(site_factor), 1), MAX_VALUE)
+    return 1 + (value - 1) * 30 // MAX_VALUE
 
 
 def count_cores(r: dict[str, Any] | None) -> int:
@@ -273,7 +278,9 @@ class FluxBackend(RJMSBackend):
     def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
         _check_id(job_id)
         return ActionResult(
-            ok=False, answer="Flux cannot requeue a running job; rush leaves it running (no kill)"
+            ok=False,
+            answer="Flux cannot requeue a running job; rush leaves it running (no kill)",
+            attempted=False,
         )
 
     def cancel(self, job_id: int) -> ActionResult:

@@ -1,17 +1,20 @@
 """Slurm backend: read the queue, set priorities, hold/release, requeue, cancel, submit.
 
-Reads go through slurmrestd (``rest_url``, OpenAPI v0.0.38) when configured, and fall back
-to ``squeue --json`` / ``sinfo --json`` (Slurm 22.05+) when slurmrestd cannot be reached.
-Both answer with the same job and node records, parsed by one function. Actions use
-Slurm's own levers through its commands and never overwrite ``Priority=``:
+Reads and actions go through slurmrestd (``rest_url``, OpenAPI v0.0.38) when configured,
+and through Slurm's commands (``squeue --json`` / ``sinfo --json``, ``scontrol``, ``scancel``,
+``sbatch``) when it cannot be reached or cannot do it; :class:`SlurmBackend` lists which
+path each action takes. Both answer with the same job and node records, parsed (and
+checked field by field) by one function. Actions use Slurm's own levers and never
+overwrite ``Priority=``:
 
-* priority: ``scontrol update JobId=N SiteFactor=S`` (priority/multifactor stays in charge;
-  Slurm adds the site factor to the job's priority);
-* skip: ``scontrol hold N`` now, ``scontrol release N`` in a later cycle;
-* false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...
-  StartTime=now+5`` with the job's rush tags updated (class=large, requeues=k), so the
-  requeued job is eligible at once instead of after Slurm's requeue delay;
-* cancel: ``scancel N``; submit (replay, probes): ``sbatch --parsable``.
+* priority: ``SiteFactor`` (priority/multifactor adds it to the job's priority) or, where
+  only slurmrestd is available, the job's ``nice`` (subtracted from it);
+* skip: hold now, release in a later cycle;
+* false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...``
+  with the job's rush tags updated (class=large, requeues=k); the call returns at once and
+  the daemon confirms the requeue next cycle, then brings the begin time back to now + 5 s
+  (:meth:`SlurmBackend.finish_requeue`) instead of Slurm's requeue delay;
+* cancel: ``DELETE job/N`` or ``scancel N``; submit (replay, probes): ``sbatch --parsable``.
 
 Every command is an argv list (no shell); job ids and free-text arguments are validated.
 rush's per-job inputs come from ``AdminComment`` as written by
@@ -21,6 +24,7 @@ A read either returns a complete :class:`ClusterState` or raises :class:`RJMSErr
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import time
@@ -41,6 +45,7 @@ TAG_KEY = re.compile(r"^[a-z_]+$")
 TAG_VALUE = re.compile(r"^[A-Za-z0-9._-]*$")
 # Slurm's "no value" / "infinite" markers for 32-bit fields (NO_VAL, INFINITE).
 NO_VAL = 0xFFFFFFFE
+NO_VAL_MARKERS = frozenset({NO_VAL, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
 FINAL_STATES = frozenset(
     {
         "COMPLETED",
@@ -107,50 +112,122 @@ def _text(value: str, what: str) -> str:
 
 
 # -- parsing Slurm's JSON (squeue --json and slurmrestd v0.0.38 share the records) ----------
-def _number(value: Any) -> float | None:
-    """A time or count field: a plain number (v0.0.38) or {set, infinite, number} (v0.0.39+)."""
+# Every field is checked: a wrong type, a negative or non-finite count or time is garbage
+# (a broken proxy, a corrupt answer), never a job; the read fails as a whole instead.
+MAX_TIME = 2.0**40  # unix seconds; far beyond any real timestamp
+MAX_COUNT = 2**32
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(value: Any, field: str = "value") -> float | None:
+    """A time or count field: a plain number (v0.0.38) or {set, infinite, number} (v0.0.39+).
+
+    ``None`` when unset; ``inf`` for Slurm's NO_VAL/INFINITE markers.
+    """
     if isinstance(value, dict):
-        if value.get("infinite"):
+        if value.get("infinite") is True:
             return float("inf")
-        if not value.get("set", True):
+        if value.get("set", True) is False:
             return None
         value = value.get("number")
-    if value is None or isinstance(value, bool):
+    if value is None:
         return None
-    number = float(value)
-    return float("inf") if number >= NO_VAL else number
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{field} is {_short(value)}, not a number")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{field} is {_short(value)}, not a finite number >= 0")
+    # Slurm's markers are exact values (NO_VAL, INFINITE and their 64-bit forms).
+    return float("inf") if value in NO_VAL_MARKERS else float(value)
 
 
-def _state(value: Any) -> str:
+def _count(value: Any, field: str) -> int:
+    number = _number(value, field)
+    if number is None:
+        return 0
+    if number >= MAX_COUNT or number != int(number):
+        raise ValueError(f"{field} is {_short(value)}, not a count")
+    return int(number)
+
+
+def _time(value: Any, field: str) -> float | None:
+    """Unix seconds; ``None`` when unset, 0 or Slurm's NO_VAL."""
+    number = _number(value, field)
+    if number is None or number == 0 or number == float("inf"):
+        return None
+    if number >= MAX_TIME:
+        raise ValueError(f"{field} is {_short(value)}, not a unix time")
+    return number
+
+
+def _text_field(record: dict[str, Any], field: str) -> str:
+    value = record.get(field)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is {_short(value)}, not a string")
+    return value
+
+
+def _state(value: Any, field: str = "job_state") -> str:
     if isinstance(value, list):  # v0.0.40+: ["PENDING", "REQUEUED", ...]
-        return str(value[0]) if value else ""
-    return str(value)
+        value = value[0] if value else ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is {_short(value)}, not a state name")
+    return value
 
 
-def parse_job(record: dict[str, Any]) -> RJMSJob:
-    """One job record of ``squeue --json`` / ``GET /slurm/v0.0.38/jobs``."""
+def _nice(value: Any) -> int:
+    """Slurm prints a job's nice as a 32-bit unsigned number (-5 is 4294967291)."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) is not False else None
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**32:
+        raise ValueError(f"nice is {_short(value)}, not a 32-bit integer")
+    return value - 2**32 if value >= 2**31 else value
+
+
+def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
+    """One job record of ``squeue --json`` / ``GET /slurm/v0.0.38/jobs``.
+
+    With the ``nice`` priority lever the job's site factor is its negated nice (the value
+    rush set); with ``site_factor`` it is filled from sprio by the caller.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"a job record is {_short(record)}, not an object")
+    job_id = record["job_id"]
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < MAX_COUNT:
+        raise ValueError(f"job_id is {_short(job_id)}, not a positive integer")
     state = _state(record["job_state"])
-    limit = _number(record.get("time_limit"))  # minutes
-    start = _number(record.get("start_time"))
-    submit = _number(record["submit_time"])
+    if not state:
+        raise ValueError(f"job {job_id} has an empty job_state")
+    limit = _number(record.get("time_limit"), "time_limit")  # minutes
+    start = _time(record.get("start_time"), "start_time")
+    submit = _time(record["submit_time"], "submit_time")
     if submit is None:
-        raise ValueError("job without submit_time")
-    reason = str(record.get("state_reason") or "")
+        raise ValueError(f"job {job_id} has no submit_time")
+    reason = _text_field(record, "state_reason")
+    nice = _nice(record.get("nice"))
     return RJMSJob(
-        job_id=int(record["job_id"]),
+        job_id=job_id,
         state=state,
         submit=submit,
-        procs=max(int(_number(record.get("cpus")) or 1), 1),
+        procs=max(_count(record.get("cpus"), "cpus"), 1),
         requested_time=limit * 60.0 if limit else float("inf"),
-        start=start if state in RUNNING_STATES and start else None,
-        user=str(record.get("user_name") or ""),
-        account=str(record.get("account") or ""),
-        partition=str(record.get("partition") or ""),
-        name=str(record.get("name") or ""),
-        tags=parse_tags(str(record.get("admin_comment") or "")),
+        start=start if state in RUNNING_STATES else None,
+        user=_text_field(record, "user_name"),
+        account=_text_field(record, "account"),
+        partition=_text_field(record, "partition"),
+        name=_text_field(record, "name"),
+        tags=parse_tags(_text_field(record, "admin_comment")),
         held=state == "PENDING" and reason.startswith("JobHeld"),
         reason=reason,
-        restarts=int(_number(record.get("restart_cnt")) or 0),
+        restarts=_count(record.get("restart_cnt"), "restart_cnt"),
+        site_factor=-nice if lever == "nice" else 0,
     )
 
 
@@ -160,16 +237,25 @@ def parse_nodes(records: list[dict[str, Any]], partitions: Sequence[str] = ()) -
     names: set[str] = set()
     wanted = set(partitions)
     for node in records:
-        node_partitions = set(node.get("partitions") or [])
-        if wanted and not node_partitions & wanted:
+        if not isinstance(node, dict):
+            raise ValueError(f"a node record is {_short(node)}, not an object")
+        node_partitions = node.get("partitions") or []
+        flags = node.get("state_flags") or []
+        if not isinstance(node_partitions, list) or not all(isinstance(p, str) for p in node_partitions):
+            raise ValueError(f"partitions is {_short(node_partitions)}, not a list of names")
+        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+            raise ValueError(f"state_flags is {_short(flags)}, not a list of names")
+        if "cpus" not in node:
+            raise KeyError("cpus")
+        cpus = _count(node["cpus"], "cpus")
+        alloc = _count(node.get("alloc_cpus"), "alloc_cpus")
+        states = {_state(node.get("state", ""), "state").lower()} | {f.lower() for f in flags}
+        if wanted and not set(node_partitions) & wanted:
             continue
-        names |= node_partitions
-        cpus = int(node["cpus"])
+        names |= set(node_partitions)
         total += cpus
-        states = {_state(node.get("state", "")).lower()}
-        states |= {str(flag).lower() for flag in node.get("state_flags") or []}
         if not states & UNUSABLE_NODE:
-            free += max(cpus - int(node.get("alloc_cpus") or 0), 0)
+            free += max(cpus - alloc, 0)
     return total, free, names
 
 
@@ -208,10 +294,37 @@ class SlurmBackend(RJMSBackend):
 
     * ``rest_url``: ``unix:/path/slurmrestd.socket`` or ``http://host:6820``; empty = commands only;
     * ``jwt`` / ``jwt_file``: a token (``scontrol token``) for rest_auth/jwt, ``jwt_user`` its user;
-    * ``fallback``: read through squeue/sinfo when slurmrestd cannot be reached (default on);
+    * ``fallback``: use the commands when slurmrestd cannot be reached (default on);
     * ``slurm_conf``: SLURM_CONF for the commands; ``bin_dir``: where they are (/usr/bin);
     * ``timeout``: seconds per command or request; ``jobcomp_file``: JobCompLoc (filetxt), read
-      by :meth:`accounting` for jobs slurmctld has forgotten (older than MinJobAge).
+      by :meth:`accounting` for jobs slurmctld has forgotten (older than MinJobAge);
+    * ``max_answer_mb``: the largest queue answer accepted (default 512 MiB);
+    * ``priority_lever``: ``site_factor`` (``scontrol update SiteFactor=``), ``nice`` (the
+      job's nice, negated: through slurmrestd, else ``scontrol update Nice=``) or ``auto``
+      (default: ``site_factor`` where scontrol is installed, else ``nice``). Both keep
+      priority/multifactor in charge; keep one lever per cluster, since Slurm adds both.
+
+    Which path each action takes (slurmrestd 22.05 serves openapi/v0.0.38: ``GET jobs``,
+    ``GET nodes``, ``POST job/{id}`` with sbatch-like keys, ``DELETE job/{id}``):
+
+    ============  ===============================  ===========================================
+    action        slurmrestd (when ``rest_url``)    command (fallback, or the only way)
+    ============  ===============================  ===========================================
+    read          GET jobs, nodes                   squeue --json, sinfo --json
+    hold          POST job/N {"hold": true}         scontrol hold N
+    release       POST job/N {"hold": false}        scontrol release N
+    priority      POST job/N {"nice": -S} (nice)    scontrol update SiteFactor=S / Nice=-S
+    requeue       none: v0.0.38 has no requeue      scontrol requeue N; update AdminComment
+                  and cannot write AdminComment     (required: without scontrol the requeue
+                                                    fails, journaled, nothing is killed)
+    begin time    (not used: part of the requeue)   scontrol update StartTime=now+5
+    cancel        DELETE job/N                      scancel N
+    submit        (not used)                        sbatch --parsable
+    ============  ===============================  ===========================================
+
+    A transport failure of slurmrestd falls back to the command when ``fallback`` is on and
+    the command is installed (every REST action is idempotent, so a repeat is harmless);
+    a refusal by Slurm (bad job id, finished job) is a failed :class:`ActionResult`.
     """
 
     def __init__(
@@ -225,17 +338,49 @@ class SlurmBackend(RJMSBackend):
         bin_dir: str = "/usr/bin",
         timeout: float = 20.0,
         jobcomp_file: str = "",
+        max_answer_mb: float = 512,
+        priority_lever: str = "auto",
     ) -> None:
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ConfigError(f"invalid timeout {timeout!r}", where="rjms.options.timeout", fix="seconds > 0")
-        self.cli = SlurmCLI(bin_dir=bin_dir, slurm_conf=slurm_conf, timeout=timeout)
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout < 3600:
+            raise ConfigError(
+                f"invalid timeout {timeout!r}",
+                where="rjms.options.timeout",
+                fix="seconds, 0 < timeout < 3600",
+            )
+        if (
+            not isinstance(max_answer_mb, int | float)
+            or isinstance(max_answer_mb, bool)
+            or not 0 < max_answer_mb <= 64 * 1024
+        ):
+            raise ConfigError(
+                f"invalid max_answer_mb {max_answer_mb!r}",
+                where="rjms.options.max_answer_mb",
+                fix="MiB, 0 < max_answer_mb <= 65536 (default 512)",
+            )
+        if not isinstance(fallback, bool):
+            raise ConfigError(
+                f"invalid fallback {fallback!r}", where="rjms.options.fallback", fix="true or false"
+            )
+        if priority_lever not in ("auto", "site_factor", "nice"):
+            raise ConfigError(
+                f"unknown priority_lever {priority_lever!r}",
+                where="rjms.options.priority_lever",
+                fix="site_factor, nice or auto",
+            )
+        limit = int(max_answer_mb * 2**20)
+        self.cli = SlurmCLI(bin_dir=bin_dir, slurm_conf=slurm_conf, timeout=timeout, max_output_bytes=limit)
         self.rest = (
-            SlurmREST(rest_url, jwt=jwt, jwt_file=jwt_file, user=jwt_user, timeout=timeout)
+            SlurmREST(
+                rest_url, jwt=jwt, jwt_file=jwt_file, user=jwt_user, timeout=timeout, max_answer_bytes=limit
+            )
             if rest_url
             else None
         )
-        self.fallback = bool(fallback)
+        self.fallback = fallback
         self.jobcomp_file = Path(jobcomp_file) if jobcomp_file else None
+        if priority_lever == "auto":
+            priority_lever = "site_factor" if self.cli.has("scontrol") or self.rest is None else "nice"
+        self.priority_lever = priority_lever
         # Where the last read came from ("rest" or "cli") and why REST was skipped, if it was.
         self.last_source = ""
         self.last_rest_error: RJMSError | None = None
@@ -269,12 +414,12 @@ class SlurmBackend(RJMSBackend):
 
     def _jobs(self, records: list[dict[str, Any]]) -> list[RJMSJob]:
         try:
-            return [parse_job(r) for r in records]
+            return [parse_job(r, self.priority_lever) for r in records]
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected job record ({exc!r})",
                 where=f"slurm jobs ({self.last_source})",
-                fix="rush supports Slurm 22.05+ JSON job records",
+                fix="rush supports Slurm 22.05+ JSON job records; rush retries next cycle",
             ) from exc
 
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
@@ -291,14 +436,16 @@ class SlurmBackend(RJMSBackend):
             raise RJMSError(
                 f"unexpected node record ({exc!r})",
                 where=f"slurm nodes ({self.last_source})",
-                fix="rush supports Slurm 22.05+ JSON node records",
+                fix="rush supports Slurm 22.05+ JSON node records; rush retries next cycle",
             ) from exc
-        factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
+        if self.priority_lever == "site_factor":
+            factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
+            jobs = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,
             free_procs=free,
-            jobs=tuple(replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs),
+            jobs=tuple(jobs),
             partitions=tuple(sorted(names)),
         )
 
@@ -308,6 +455,8 @@ class SlurmBackend(RJMSBackend):
         found = [j for j in self._jobs(self._records("jobs")) if j.job_id == wanted]
         if not found:
             return None
+        if self.priority_lever != "site_factor":
+            return found[0]
         factors = self.site_factors() if found[0].state == "PENDING" else {}
         return replace(found[0], site_factor=factors.get(wanted, 0))
 
@@ -315,8 +464,11 @@ class SlurmBackend(RJMSBackend):
         """Pending jobs' site factors from ``sprio`` (neither squeue nor slurmrestd 22.05 show it).
 
         Best effort: a held job is not listed (reads 0), and without Slurm's commands on this
-        host (slurmrestd only) every job reads 0. The daemon keeps its own record of what it set.
+        host every job reads 0 (use the ``nice`` lever there). The daemon keeps its own record
+        of what it set.
         """
+        if not self.cli.has("sprio"):
+            return {}
         try:
             out = self.cli.run("sprio", "-h", "-o", "%i %S")
         except RJMSError:
@@ -335,17 +487,17 @@ class SlurmBackend(RJMSBackend):
         records: dict[int, dict[str, Any]] = {}
         for r in self._records("jobs"):
             try:
-                job_id = int(r["job_id"])
+                job_id = r["job_id"]
                 if job_id not in wanted or _state(r["job_state"]) not in FINAL_STATES:
                     continue
                 records[job_id] = {
                     "job_id": job_id,
                     "state": _state(r["job_state"]),
-                    "submit": _number(r["submit_time"]),
-                    "start": _number(r.get("start_time")) or None,
-                    "end": _number(r.get("end_time")) or None,
-                    "procs": int(_number(r.get("cpus")) or 1),
-                    "restarts": int(_number(r.get("restart_cnt")) or 0),
+                    "submit": _time(r["submit_time"], "submit_time"),
+                    "start": _time(r.get("start_time"), "start_time"),
+                    "end": _time(r.get("end_time"), "end_time"),
+                    "procs": max(_count(r.get("cpus"), "cpus"), 1),
+                    "restarts": _count(r.get("restart_cnt"), "restart_cnt"),
                     "exit_code": r.get("exit_code"),
                     "source": self.last_source,
                 }
@@ -366,46 +518,98 @@ class SlurmBackend(RJMSBackend):
         return sorted(records.values(), key=lambda r: r["job_id"])
 
     # -- acting ---------------------------------------------------------------------------
+    def _command(self, what: str, *argv: str) -> ActionResult:
+        """An action through a Slurm command; if the command is not installed, a certain
+        failure that names the fix (nothing reached Slurm)."""
+        if not self.cli.has(argv[0]):
+            return ActionResult(
+                ok=False,
+                answer=f"{what} needs {argv[0]}, which is not installed in {self.cli.bin_dir}"
+                + (" (slurmrestd cannot do it)" if self.rest is not None else "")
+                + ": install Slurm's client commands on this host or set rjms.options.bin_dir",
+                attempted=False,
+            )
+        return self.cli.action(*argv)
+
+    def _act(
+        self, what: str, method: str, job_id: int, body: dict[str, Any] | None, *argv: str
+    ) -> ActionResult:
+        """Through slurmrestd when configured, else (or when it cannot be reached) the command."""
+        jid = _job_id(job_id)
+        if self.rest is not None:
+            try:
+                return self.rest.act(method, f"job/{jid}", body)
+            except RJMSError as exc:
+                self.last_rest_error = exc
+                if not (self.fallback and self.cli.has(argv[0])):
+                    raise
+        return self._command(what, *argv)
+
     def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
+        limit = 2**31 - 3 if self.priority_lever == "nice" else 2**31  # Slurm's NICE_OFFSET - 3
         if (
             isinstance(site_factor, bool)
             or not isinstance(site_factor, int)
-            or not -(2**31) < site_factor < 2**31
+            or not -limit < site_factor < limit
         ):
             raise RJMSError(
                 f"invalid site factor {site_factor!r}", where="set_priority", fix="an integer in 32-bit range"
             )
-        return self.cli.action("scontrol", "update", f"JobId={_job_id(job_id)}", f"SiteFactor={site_factor}")
+        jid = _job_id(job_id)
+        if self.priority_lever == "nice":
+            # A lower nice is a higher priority: nice = -site factor (negative needs an admin).
+            return self._act(
+                "priority", "POST", job_id, {"nice": -site_factor}, "scontrol", "update", f"JobId={jid}",
+                f"Nice={-site_factor}",
+            )  # fmt: skip
+        # SiteFactor is not a key of openapi/v0.0.38's job update: scontrol only.
+        return self._command(
+            "priority (SiteFactor)", "scontrol", "update", f"JobId={jid}", f"SiteFactor={site_factor}"
+        )
 
     def hold(self, job_id: int) -> ActionResult:
-        return self.cli.action("scontrol", "hold", _job_id(job_id))
+        return self._act("hold", "POST", job_id, {"hold": True}, "scontrol", "hold", _job_id(job_id))
 
     def release(self, job_id: int) -> ActionResult:
-        return self.cli.action("scontrol", "release", _job_id(job_id))
+        return self._act("release", "POST", job_id, {"hold": False}, "scontrol", "release", _job_id(job_id))
 
     def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
+        """Issue the requeue and write the tags; return at once (see :meth:`finish_requeue`)."""
         comment = format_tags(tags)  # validate before killing anything
-        result = self.cli.action("scontrol", "requeue", _job_id(job_id))
+        jid = _job_id(job_id)
+        if not self.cli.has("scontrol"):
+            # openapi/v0.0.38 has no requeue and cannot write AdminComment: nothing is killed.
+            return self._command("requeue (no slurmrestd endpoint in openapi/v0.0.38)", "scontrol")
+        result = self.cli.action("scontrol", "requeue", jid)
         if not result.ok:
             return result
-        # Tags at once: they are the daemon's evidence that this run was requeued.
-        tagged = self.cli.action("scontrol", "update", f"JobId={job_id}", f"AdminComment={comment}")
-        answer = f"requeued: {result.answer}; tags {comment}: {tagged.answer}"
-        # Slurm finishes the requeue asynchronously (COMPLETING, then PENDING) and then
-        # delays the job's begin time by ~2 min; as a large job it may run at once, so bring
-        # the begin time back to now once the requeue is complete. Best effort.
-        deadline = time.monotonic() + min(self.cli.timeout, 30.0)
-        while time.monotonic() < deadline:
-            out = self.cli.run("squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T")
-            if out.returncode != 0 or out.stdout.strip() != "COMPLETING":
-                break
-            time.sleep(0.2)
-        begin = self.cli.action("scontrol", "update", f"JobId={job_id}", "StartTime=now+5")  # slurmd rejects a launch not newer than the old run's credential revocation
-        answer += f"; begin in 5 s: {begin.answer}"
-        return ActionResult(ok=tagged.ok, answer=answer)
+        # Tags at once: with the restart count, they are the daemon's evidence that this run
+        # was requeued (it confirms the requeue next cycle, never re-issues it).
+        tagged = self.cli.action("scontrol", "update", f"JobId={jid}", f"AdminComment={comment}")
+        return ActionResult(
+            ok=tagged.ok, answer=f"requeue issued: {result.answer}; tags {comment}: {tagged.answer}"
+        )
+
+    def finish_requeue(self, job: RJMSJob) -> ActionResult | None:
+        """Slurm completes a requeue asynchronously (COMPLETING, then PENDING) and then delays
+        the job's begin time by ~2 min; as a large job it may run at once, so bring the begin
+        time back to now + 5 s (slurmd rejects a launch not newer than the old run's
+        credential revocation). ``None`` while the old run is still completing."""
+        if job.state == "PENDING":
+            # scontrol like the requeue itself, which slurmrestd 22.05 cannot do. Slurm's main
+            # scheduler then starts the job on its next pass (up to sched_interval later).
+            begin = self._command(
+                "begin time", "scontrol", "update", f"JobId={_job_id(job.job_id)}", "StartTime=now+5"
+            )
+            return ActionResult(
+                ok=begin.ok, answer=f"begin in 5 s: {begin.answer}", attempted=begin.attempted
+            )
+        if job.state in ("COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "STAGE_OUT"):
+            return None
+        return ActionResult(ok=True, answer=f"nothing to finish (the job is {job.state})")
 
     def cancel(self, job_id: int) -> ActionResult:
-        return self.cli.action("scancel", _job_id(job_id))
+        return self._act("cancel", "DELETE", job_id, None, "scancel", _job_id(job_id))
 
     def submit(
         self,

@@ -1,10 +1,11 @@
-"""A small slurmrestd client (OpenAPI v0.0.38, Slurm 22.05) for reading the queue.
+"""A small slurmrestd client (OpenAPI v0.0.38, Slurm 22.05): read the queue, update and cancel jobs.
 
 ``url`` is ``unix:/path/to/slurmrestd.sock`` (rest_auth/local: the daemon trusts the
 connecting process's uid) or ``http(s)://host:port`` (rest_auth/jwt: every request carries
 ``X-SLURM-USER-NAME`` and ``X-SLURM-USER-TOKEN``). Unix sockets go through a tiny
 ``requests`` adapter, so there is no extra dependency. Every failure (refused connection,
-timeout, HTTP error, error list in the answer, non-JSON) raises :class:`RJMSError`.
+timeout, HTTP error, error list in the answer, non-JSON, an answer over the size cap)
+raises :class:`RJMSError` on reads; an action Slurm refused is a failed :class:`ActionResult`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import getpass
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,13 @@ import urllib3
 from requests.adapters import HTTPAdapter
 
 from rush.errors import ConfigError, RJMSError
+from rush.rjms.base import ActionResult
 
 API = "v0.0.38"
 UNIX_PREFIX = "http+unix://slurmrestd"
+# An answer larger than this is refused (rjms.options.max_answer_mb); read in 1 MiB chunks.
+DEFAULT_MAX_ANSWER = 512 * 2**20
+CHUNK = 2**20
 
 
 class _UnixConnection(urllib3.connection.HTTPConnection):
@@ -74,7 +80,7 @@ class UnixSocketAdapter(HTTPAdapter):
 
 
 class SlurmREST:
-    """GET JSON from slurmrestd; see the module docstring for ``url`` and authentication."""
+    """JSON from and to slurmrestd; see the module docstring for ``url`` and authentication."""
 
     def __init__(
         self,
@@ -84,9 +90,11 @@ class SlurmREST:
         jwt_file: str = "",
         user: str = "",
         timeout: float = 20.0,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER,
     ) -> None:
         self.url = url
         self.timeout = float(timeout)
+        self.max_answer_bytes = int(max_answer_bytes)
         self.jwt = jwt
         self.jwt_file = Path(jwt_file) if jwt_file else None
         self.user = user or getpass.getuser()
@@ -116,9 +124,9 @@ class SlurmREST:
         if self.jwt_file is not None:
             try:  # read each time: tokens are rotated by an outside job
                 token = self.jwt_file.read_text().strip().removeprefix("SLURM_JWT=")
-            except OSError as exc:
+            except (OSError, UnicodeDecodeError) as exc:
                 raise RJMSError(
-                    f"cannot read the JWT file ({exc.strerror})",
+                    f"cannot read the JWT file ({getattr(exc, 'strerror', None) or exc})",
                     where=str(self.jwt_file),
                     fix="write a token from `scontrol token username=USER lifespan=N` there",
                 ) from exc
@@ -126,34 +134,70 @@ class SlurmREST:
             return {}
         return {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token}
 
-    def get(self, endpoint: str) -> dict[str, Any]:
-        """GET ``/slurm/v0.0.38/<endpoint>`` and return the decoded answer."""
-        where = f"{self.url} /slurm/{API}/{endpoint}"
+    def _request(
+        self, method: str, endpoint: str, body: dict[str, Any] | None = None
+    ) -> tuple[int, object, str]:
+        """(HTTP status, decoded JSON or None, text head) of one request.
+
+        Transport failures (refused, timeout, an answer too big or too slow to arrive) raise
+        :class:`RJMSError`: Slurm's answer is unknown. The body is read in chunks against a
+        size cap and a whole-answer deadline, so a hostile or broken peer cannot make rush
+        hold unbounded memory or wait forever.
+        """
+        where = f"{self.url} {method} /slurm/{API}/{endpoint}"
+        deadline = time.monotonic() + self.timeout
         try:
-            answer = self.session.get(
-                f"{self.base}/slurm/{API}/{endpoint}", headers=self._headers(), timeout=self.timeout
+            answer = self.session.request(
+                method,
+                f"{self.base}/slurm/{API}/{endpoint}",
+                headers=self._headers(),
+                json=body,
+                timeout=self.timeout,
+                stream=True,
             )
+            with answer:
+                chunks, size = [], 0
+                for chunk in answer.iter_content(CHUNK):
+                    size += len(chunk)
+                    if size > self.max_answer_bytes:
+                        raise RJMSError(
+                            f"slurmrestd's answer exceeds {self.max_answer_bytes / 2**20:g} MiB",
+                            where=where,
+                            fix="raise rjms.options.max_answer_mb if the queue is really this large",
+                        )
+                    if time.monotonic() > deadline:
+                        raise requests.Timeout("the answer did not arrive in time")
+                    chunks.append(chunk)
+                raw = b"".join(chunks)
         except requests.Timeout as exc:
             raise RJMSError(
                 f"slurmrestd did not answer within {self.timeout:g} s",
                 where=where,
                 fix="is slurmrestd or slurmctld overloaded? rush retries next cycle",
             ) from exc
-        except (requests.ConnectionError, OSError) as exc:
+        except (requests.RequestException, OSError) as exc:
             raise RJMSError(
                 f"cannot connect to slurmrestd ({_root_cause(exc)})",
                 where=where,
                 fix="start slurmrestd or fix rjms.options.rest_url",
             ) from exc
         try:
-            data = answer.json()
-        except (json.JSONDecodeError, requests.JSONDecodeError, ValueError):
+            # A stray non-UTF-8 byte (a job name in Latin-1) must not blind the daemon to the
+            # whole queue: it becomes U+FFFD, as on the command-line path.
+            data = json.loads(raw.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):  # not JSON, or nested absurdly deep
             data = None
-        if answer.status_code != 200:
-            detail = _errors(data) or answer.text.strip()[:200]
-            fix = "check rest_auth and the JWT (scontrol token)" if answer.status_code in (401, 403) else None
+        return answer.status_code, data, raw[:200].decode("utf-8", "replace").strip()
+
+    def get(self, endpoint: str) -> dict[str, Any]:
+        """GET ``/slurm/v0.0.38/<endpoint>`` and return the decoded answer."""
+        where = f"{self.url} /slurm/{API}/{endpoint}"
+        status, data, text = self._request("GET", endpoint)
+        if status != 200:
+            detail = _errors(data) or text
+            fix = "check rest_auth and the JWT (scontrol token)" if status in (401, 403) else None
             raise RJMSError(
-                f"slurmrestd answered HTTP {answer.status_code}: {detail}",
+                f"slurmrestd answered HTTP {status}: {detail}",
                 where=where,
                 fix=fix or "check slurmrestd's log",
             )
@@ -169,6 +213,17 @@ class SlurmREST:
             )
         return data
 
+    def act(self, method: str, endpoint: str, body: dict[str, Any] | None = None) -> ActionResult:
+        """POST/DELETE an action. Slurm's refusal (HTTP 500 with an error list, 401...) is a
+        failed :class:`ActionResult` for the journal; no answer at all raises RJMSError."""
+        status, data, text = self._request(method, endpoint, body)
+        errors = _errors(data)
+        if status == 200 and isinstance(data, dict) and not errors:
+            return ActionResult(ok=True, answer=f"slurmrestd {method} {endpoint}: ok")
+        return ActionResult(
+            ok=False, answer=f"slurmrestd {method} {endpoint}: HTTP {status}: {errors or text or 'no detail'}"
+        )
+
     def close(self) -> None:
         self.session.close()
 
@@ -183,7 +238,7 @@ def _errors(data: object) -> str:
             texts.append(str(item.get("error") or item.get("description") or item.get("error_number")))
         else:
             texts.append(str(item))
-    return "; ".join(texts)
+    return "; ".join(texts)[:500]  # a journal line, not a dump of whatever came back
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -55,7 +55,7 @@ def test_unknown_section(tmp_path):
 def test_bad_value_names_key_and_fix(tmp_path):
     err = error_of(tmp_path, "[daemon]\ncycle_interval = -5\n")
     assert err.where.endswith("daemon.cycle_interval")
-    assert "-5" in err.message and "greater than 0" in err.message
+    assert "-5" in err.message and "greater than or equal to 1" in err.message
     assert "seconds" in err.fix and "daemon.cycle_interval must be" in err.fix
     err = error_of(tmp_path, '[daemon]\nmax_actions_per_cycle = "many"\n')
     assert err.where.endswith("daemon.max_actions_per_cycle") and "'many'" in err.message

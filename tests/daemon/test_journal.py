@@ -13,7 +13,7 @@ import time
 from rush.daemon.apply import Applier
 from rush.daemon.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
-from rush.rjms.base import ClusterState, RJMSJob
+from rush.rjms.base import ActionResult, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(
     """
@@ -82,9 +82,16 @@ def intent(journal: Journal, job_id: int, action: str, value: float | None = Non
         return journal.record(1, job_id, action, "why", value, {}, "apply", "intent")
 
 
+class NoFollowUp:
+    """Reconciling reaches the backend only to finish a confirmed requeue (nothing to do here)."""
+
+    def finish_requeue(self, job: RJMSJob) -> ActionResult:
+        return ActionResult(ok=True, answer="nothing to finish")
+
+
 def test_reconcile_requeues_never_reissued(tmp_path):
     journal = Journal(tmp_path / "j.sqlite")
-    applier = Applier(backend=None, journal=journal, metrics=DaemonMetrics())  # type: ignore[arg-type]
+    applier = Applier(backend=NoFollowUp(), journal=journal, metrics=DaemonMetrics())  # type: ignore[arg-type]
     intent(journal, 1, "kill", restarts=0)  # Slurm requeued it before the crash
     intent(journal, 2, "kill", restarts=0)  # the crash came before Slurm was asked
     intent(journal, 3, "kill", restarts=0)  # the job finished meanwhile

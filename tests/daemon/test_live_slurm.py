@@ -8,6 +8,7 @@ nothing, kill -9 in the middle of a cycle, slurmctld stopped and started again, 
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -92,22 +93,22 @@ def test_site_factors_visible_in_squeue_and_set_only_when_changed(slurm, tmp_pat
     assert report.ok and report.applied == {"priority": 2}
     # SPF: the shorter request ranks first and gets the larger site factor, which Slurm
     # adds to the job's priority (every other factor weighs 0 in the test cluster).
-    assert job(slurm, short_job).site_factor == 2 and job(slurm, long_job).site_factor == 1
+    assert job(slurm, short_job).site_factor > job(slurm, long_job).site_factor > 0
+    assert job(slurm, short_job).site_factor == daemon.journal.job(short_job).last_site_factor
     priorities = squeue_priorities(slurm)
     assert priorities[short_job] > priorities[long_job]
     assert slurm.scontrol_job(short_job)["Priority"] == str(priorities[short_job])
     decision = daemon.journal.decisions(short_job, "priority")[0]
-    assert (
-        decision["status"] == "done" and "rank 1 of 2" in decision["reason"] and "SPF" in decision["reason"]
-    )
+    assert decision["status"] == "done" and "SPF" in decision["reason"]
     # Unchanged ranks: nothing is sent to Slurm again.
     assert daemon.run_cycle().applied == {}
     assert len(daemon.journal.decisions(short_job, "priority")) == 1
-    # A new, even shorter job goes on top (factor 3); the others keep theirs: one update.
+    # A new, even shorter job goes on top; the others keep theirs: one update.
+    before = [job(slurm, j).site_factor for j in (short_job, long_job)]
     shortest = slurm.submit("-n", "4", "-t", "2", "--wrap", "sleep 5")
     assert daemon.run_cycle().applied == {"priority": 1}
     factors = [job(slurm, j).site_factor for j in (shortest, short_job, long_job)]
-    assert factors == [3, 2, 1]
+    assert factors[0] > factors[1] > factors[2] and factors[1:] == before
 
 
 def test_dry_run_changes_nothing(slurm, tmp_path):
@@ -147,11 +148,15 @@ def busy_network(tmp_path: Path, skip_limit: int) -> dict:
     }
 
 
+# The core skips a flagged job only when it would start it now, so the machine has room;
+# a begin time in the future keeps Slurm from starting the job before rush holds it.
+LATER = "--begin=now+600"
+
+
 def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
-    blocker = fill_machine(slurm)
     sections = busy_network(tmp_path, skip_limit=2)
     cfg = config(slurm, tmp_path, policy=sections.pop("policy"), **sections)
-    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", "--wrap", "sleep 2")
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 2")
     compute = slurm.submit(
         "-n", "2", "-t", "5", "--comment=rush:wtype=compute", "--hold", "--wrap", "sleep 2"
     )
@@ -168,7 +173,7 @@ def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
     assert not job(slurm, network).held and not daemon.journal.job(network).held_by_rush
     release = daemon.journal.decisions(network, "release")[0]
     assert release["status"] == "done" and "limit reached (2 of 2)" in release["reason"]
-    slurm.run("/usr/bin/scancel", str(blocker))
+    slurm.run("/usr/bin/scontrol", "update", f"JobId={network}", "StartTime=now")
     wait_for(lambda: state_of(slurm, network) in ("RUNNING", "COMPLETED"))
     # The compute job was held by its user, not by rush: rush never releases it.
     assert job(slurm, compute).held and not daemon.journal.decisions(compute)
@@ -182,13 +187,24 @@ def test_opted_in_false_small_job_requeued_once_and_finishes_as_large(slurm, tmp
     time.sleep(4)  # past the 3 s divider
     report = daemon.run_cycle()
     assert report.applied.get("kill") == 1
+    # Asynchronous: the cycle issued the requeue and returned; the intent stays open.
+    [(status, answer)] = kills(daemon.journal, victim)
+    assert status == "intent" and answer.startswith("requeue issued")
+    issued = time.monotonic()
     requeued = wait_for(lambda: (j := job(slurm, victim)) and j.restarts == 1 and j)
     assert requeued.tags["class"] == "large" and requeued.tags["requeues"] == "1"
     assert requeued.tags["idempotent"] == "1" and requeued.tags["wtype"] == "compute"
-    [(status, answer)] = kills(daemon.journal, victim)
-    assert status == "done" and "requeued" in answer
+    wait_for(lambda: state_of(slurm, victim) != "COMPLETING", step=0.1)
+    completing = time.monotonic() - issued
     kill = daemon.journal.decisions(victim, "kill")[0]
     assert "divider" in kill["reason"] and kill["model_outputs"]["class_source"] == "rule"
+    # The next cycle confirms it from the restart count and brings the begin time back.
+    assert daemon.run_cycle().ok
+    [(status, answer)] = kills(daemon.journal, victim)
+    assert status == "done" and "restart count 0 -> 1" in answer and "begin in 5 s" in answer
+    print(
+        f"requeue cycle {report.seconds:.2f} s; the old run was completing for ~{completing:.2f} s after it"
+    )
     # It runs again as large, past the divider, and is never killed a second time.
     deadline = time.time() + 90
     while time.time() < deadline and state_of(slurm, victim) != "COMPLETED":
@@ -226,7 +242,7 @@ def test_no_action_while_slurmctld_is_down_then_resume(slurm, tmp_path):
         slurm.start_slurmctld()
     report = wait_for(lambda: (r := daemon.run_cycle()).ok and r, timeout=90, step=1)
     assert report.applied == {"priority": 1} and daemon.failures == 0
-    assert job(slurm, pending).site_factor == 1
+    assert job(slurm, pending).site_factor == daemon.journal.job(pending).last_site_factor > 0
 
 
 CRASHING = textwrap.dedent(
@@ -301,14 +317,13 @@ def test_kill_9_after_the_requeue_before_the_journal_heard(slurm, tmp_path):
 
 
 def test_kill_9_mid_cycle_keeps_skip_counts(slurm, tmp_path):
-    blocker = fill_machine(slurm)
     sections = busy_network(tmp_path, skip_limit=3)
     cfg = config(slurm, tmp_path, policy=sections.pop("policy"), **sections)
-    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", "--wrap", "sleep 2")
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 2")
     Daemon(cfg).run_cycle()  # cycle 1: hold, skip 1
     assert job(slurm, network).held and Journal(cfg.daemon.journal).job(network).skips == 1
     # Cycle 2 dies while setting a new job's site factor, after the skip was counted.
-    slurm.submit("-n", "2", "-t", "5", "--wrap", "sleep 2")
+    slurm.submit("-n", "2", "-t", "5", LATER, "--wrap", "sleep 2")
     crash_in(cfg, "before", "set_priority")
     assert Journal(cfg.daemon.journal).job(network).skips == 2
     daemon = Daemon(cfg)
@@ -318,7 +333,6 @@ def test_kill_9_mid_cycle_keeps_skip_counts(slurm, tmp_path):
     daemon.run_cycle()  # cycle 4: the limit is reached, released
     assert not job(slurm, network).held and not daemon.journal.job(network).held_by_rush
     assert [d["value"] for d in daemon.journal.decisions(network, "skip")] == [2.0, 3.0]
-    slurm.run("/usr/bin/scancel", str(blocker))
 
 
 # -- the daemon process ---------------------------------------------------------------------
@@ -345,7 +359,7 @@ def test_rush_daemon_process_applies_serves_metrics_and_stops_on_sigterm(slurm, 
         text=True,
     )
     try:
-        wait_for(lambda: job(slurm, pending).site_factor == 1, timeout=60)
+        wait_for(lambda: job(slurm, pending).site_factor > 0, timeout=60)
 
         def scraped() -> str:
             try:
@@ -364,3 +378,87 @@ def test_rush_daemon_process_applies_serves_metrics_and_stops_on_sigterm(slurm, 
             proc.wait()
     assert proc.returncode == 0, output
     assert "applying decisions" in output and "rush daemon stopped" in output
+
+
+# -- rush daemon --once: the validation command never acts without --apply ------------------
+def test_once_never_acts_unless_apply_is_given(slurm, tmp_path):
+    fill_machine(slurm)
+    pending = slurm.submit("-n", "4", "-t", "5", "--wrap", "sleep 5")
+    path = tmp_path / "rush.toml"
+    path.write_text(
+        f'[daemon]\ndry_run = false\njournal = "{tmp_path / "journal.sqlite"}"\n'
+        f'[policy]\npolicy = "FCFS"\n[rjms]\nbackend = "slurm"\n[rjms.options]\nslurm_conf = "{slurm.conf}"\n'
+    )
+
+    def once(*extra: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "rush", "daemon", "--config", str(path), "--once", *extra]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300)
+
+    out = once()
+    assert out.returncode == 0, out.stderr
+    assert "(dry-run): ok" in out.stdout and "applied {}" in out.stdout
+    assert job(slurm, pending).site_factor == 0  # the config's dry_run = false did not apply
+    out = once("--apply")
+    assert out.returncode == 0 and "(apply): ok" in out.stdout, out.stdout + out.stderr
+    assert job(slurm, pending).site_factor > 0
+
+
+# -- a host with slurmrestd and no Slurm commands --------------------------------------------
+REST_ONLY_CYCLES = textwrap.dedent(
+    """
+    import json, shutil, sys
+    from rush.daemon.config import RushConfig
+    from rush.daemon.service import Daemon
+    assert shutil.which("scontrol") is None and shutil.which("squeue") is None
+    daemon = Daemon(RushConfig.model_validate_json(sys.argv[1]))
+    reports = [daemon.run_cycle() for _ in range(int(sys.argv[2]))]
+    print(json.dumps([{"ok": r.ok, "error": r.error, "applied": r.applied} for r in reports]))
+    """
+)
+
+
+def rest_only_cycles(cfg: RushConfig, cycles: int) -> list[dict]:
+    """Daemon cycles in a process whose PATH holds only Python: no scontrol/squeue/sbatch."""
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": "/nonexistent"}
+    out = subprocess.run(
+        [sys.executable, "-c", REST_ONLY_CYCLES, cfg.model_dump_json(), str(cycles)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_rest_only_host_holds_releases_sets_priority_and_refuses_requeue(slurm, tmp_path):
+    no_commands = tmp_path / "empty-bin"
+    no_commands.mkdir()
+    sections = busy_network(tmp_path, skip_limit=1)
+    policy = {**sections.pop("policy"), **FALSE_SMALL}
+    cfg = config(slurm, tmp_path, policy=policy, models=SMALL_RULE, **sections)
+    cfg.rjms.options = {"rest_url": slurm.rest_url, "bin_dir": str(no_commands), "timeout": 8}
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 2")
+    plain = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=compute", LATER, "--wrap", "sleep 2")
+    [first] = rest_only_cycles(cfg, 1)
+    assert first["ok"] and first["applied"]["hold"] == 1 and first["applied"]["priority"] >= 1, first
+    journal = Journal(cfg.daemon.journal)
+    # Held through slurmrestd (POST job/N {"hold": true}).
+    assert job(slurm, network).held and journal.job(network).held_by_rush
+    # Priority through the job's nice (SiteFactor is not in openapi/v0.0.38): Slurm shows it.
+    factor = journal.job(plain).last_site_factor
+    assert factor and int(slurm.scontrol_job(plain)["Nice"]) == -factor
+    assert squeue_priorities(slurm)[plain] == factor  # every other factor weighs 0 here
+    [second] = rest_only_cycles(cfg, 1)  # skip limit 1 reached: released through slurmrestd
+    assert second["ok"] and second["applied"].get("release") == 1, second
+    assert not job(slurm, network).held and not Journal(cfg.daemon.journal).job(network).held_by_rush
+    # A false-small kill needs scontrol (no requeue endpoint in v0.0.38): journaled, nothing killed.
+    victim = false_small_job(slurm, idempotent=True, seconds=20)
+    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
+    time.sleep(4)
+    [third] = rest_only_cycles(cfg, 1)
+    assert third["ok"], third
+    [(status, answer)] = kills(Journal(cfg.daemon.journal), victim)
+    assert status == "failed" and "needs scontrol" in answer and "v0.0.38" in answer
+    assert job(slurm, victim).restarts == 0 and state_of(slurm, victim) == "RUNNING"
+    assert Journal(cfg.daemon.journal).job(victim).requeues == 0

@@ -97,12 +97,29 @@ def test_priorities_only_when_changed_and_top_ranks_first():
     decisions = schedule(
         SnapshotBuilder().build(s, {}).snapshot, CoreConfig.from_names("FCFS", threshold=None)
     )
-    assert decisions.priority == {1: 3, 2: 2, 3: 1}
-    p = plan(decisions, s, {2: JobRecord(2, last_site_factor=2)})
-    assert [(a.kind, a.job_id, a.value) for a in p.actions] == [("priority", 1, 3), ("priority", 3, 1)]
+    v = decisions.priority
+    assert v[1] > v[2] > v[3]
+    p = plan(decisions, s, {2: JobRecord(2, last_site_factor=v[2])})
+    assert [(a.kind, a.job_id, a.value) for a in p.actions] == [("priority", 1, v[1]), ("priority", 3, v[3])]
     # The rate limit defers the lowest ranks.
     p = plan(decisions, s, max_actions_per_cycle=2)
     assert [a.job_id for a in p.actions] == [1, 2] and [a.job_id for a in p.deferred] == [3]
+
+
+def test_one_arrival_in_a_long_queue_costs_one_priority_update():
+    jobs = [
+        RJMSJob(i, "PENDING", NOW - 5000 + i, 1 + i % 7, 60.0 * (1 + i % 50), user="u")
+        for i in range(1, 1001)
+    ]
+    config = CoreConfig.from_names("SPF")
+    first = schedule(SnapshotBuilder().build(state(*jobs), {}).snapshot, config)
+    applied = {j: JobRecord(j, last_site_factor=v) for j, v in first.priority.items()}
+    # A new job that goes to the top of the order (shortest request) arrives.
+    arrival = RJMSJob(5000, "PENDING", NOW, 1, 30.0, user="u")
+    second = schedule(SnapshotBuilder().build(state(*jobs, arrival), {}).snapshot, config)
+    assert second.order[0] == 5000
+    p = plan(second, state(*jobs, arrival), applied, max_actions_per_cycle=10_000)
+    assert [(a.kind, a.job_id) for a in p.actions] == [("priority", 5000)]
 
 
 def test_kills_first_and_never_beyond_the_requeue_limit():
@@ -136,3 +153,22 @@ def test_hold_then_count_then_release_at_the_limit():
     assert [(a.kind, a.job_id) for a in p.actions] == [("release", 1)] and "limit" in p.actions[0].reason
     # A job held by its user (no held_by_rush record) is never released by rush.
     assert plan(Decisions(NOW), s, {2: JobRecord(2)}).actions == []
+
+
+def test_jobs_the_core_cannot_use_are_left_out_and_named():
+    import math
+
+    s = state(
+        pending(1),
+        pending(2, procs=0),
+        RJMSJob(3, "PENDING", math.nan, 2, 600.0, user="x"),
+        RJMSJob(4, "PENDING", NOW, 2, math.nan, user="x"),
+        RJMSJob(5, "PENDING", NOW, 2, math.inf, user="x"),  # unlimited: kept
+        pending(1),  # listed twice
+        RJMSJob(6, "RUNNING", NOW, 2, 600.0, start=math.inf, user="x"),
+    )
+    built = SnapshotBuilder().build(s, {})
+    assert sorted(j.job_id for j in built.snapshot.pending) == [1, 5]
+    assert sorted(job_id for job_id, _ in built.dropped) == [1, 2, 3, 4, 6]
+    # The core accepts what is left.
+    assert schedule(built.snapshot, CoreConfig()).order == [1, 5]

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from rush.core.priority_values import MAX_VALUE
 from rush.errors import BackendUnavailableError, RJMSError
 from rush.rjms.base import get_backend
 from rush.rjms.flux import (
@@ -137,13 +138,15 @@ def test_read_state_from_documented_payloads():
 def test_priority_hold_release_cancel():
     fake = FakeFlux()
     backend = FluxBackend(handle=fake)
-    assert [urgency_for(s) for s in (0, 1, 2, 8, 100, 10**6)] == [1, 1, 5, 13, 27, 30]
-    assert backend.set_priority(102, 8).ok and fake.jobs[102]["urgency"] == 13
+    band = MAX_VALUE // 3
+    levels = [urgency_for(s) for s in (0, 1, band, band + 1, 2 * band + 1, MAX_VALUE, 2**31)]
+    assert levels == [1, 1, 10, 11, 21, 30, 30]
+    assert backend.set_priority(102, band + 1).ok and fake.jobs[102]["urgency"] == 11
     assert backend.hold(102).ok and fake.jobs[102]["urgency"] == 0
     assert {j.job_id: j.held for j in backend.read_state().jobs}[102]
     # A priority change while held waits for the release instead of releasing the job.
-    assert backend.set_priority(102, 100).ok and fake.jobs[102]["urgency"] == 0
-    assert backend.release(102).ok and fake.jobs[102]["urgency"] == 27
+    assert backend.set_priority(102, 2 * band + 1).ok and fake.jobs[102]["urgency"] == 0
+    assert backend.release(102).ok and fake.jobs[102]["urgency"] == 21
     assert backend.cancel(103).ok and 103 not in {j.job_id for j in backend.read_state().jobs}
     refused = backend.requeue(101, {"class": "large"})
     assert not refused.ok and "cannot requeue" in refused.answer

@@ -8,14 +8,20 @@ from rush.core.config import CoreConfig
 from rush.daemon.replay import replay
 from rush.daemon.replay_window import Window
 from rush.rjms.base import get_backend
-from rush.workload.model import workload_from_trace
-from tests.core.test_real_traces import MIRROR, real_workload
+from tests.core.test_real_traces import real_workload
 
 
 def test_replay_50_kth_jobs(slurm, tmp_path):
     workload = real_workload("KTH-SP2")
     backend = get_backend("slurm", slurm_conf=str(slurm.conf))
-    report = replay(backend, workload, Window(0, 50), speedup=5000, config=CoreConfig.from_names("FCFS", "easy"), timeout=600)
+    report = replay(
+        backend,
+        workload,
+        Window(0, 50),
+        speedup=5000,
+        config=CoreConfig.from_names("FCFS", "easy"),
+        timeout=600,
+    )
     (tmp_path / "fidelity.json").write_text(json.dumps(report, indent=1))
     assert report["jobs"] == 50 and report["unfinished"] == 0
     assert report["window"]["cpus"] == slurm.cpus
@@ -23,7 +29,21 @@ def test_replay_50_kth_jobs(slurm, tmp_path):
     assert set(report["metrics"]) >= {"mean_wait", "mean_bounded_slowdown", "utilization"}
     for pair in report["metrics"].values():
         assert pair["simulator"] is not None and pair["slurm"] is not None
+    # Every submitted job finished and was compared, one row per window job.
+    assert len(report["rjms_job_ids"]) == 50
+    assert sorted(r["job_id"] for r in report["per_job"]) == sorted(int(k) for k in report["rjms_job_ids"])
+    # Slurm's waits agree with the simulator's. Measured at speedup 5000 on this test cluster:
+    # all 50 within 5 s, mean |diff| 0.52 s, max 2 s (Slurm schedules each second,
+    # bf_interval=1). A regression in the replay pipeline (time base, scaling, procs mapping,
+    # accounting) moves waits by whole job runtimes. This window barely queues, so it does
+    # not test ordering: on busy KTH windows (2800:50 at 500x, 1200:50 at 2000x) Slurm on
+    # this 2-core host measured mean |diff| 33 s and 10 s, makespan 2x and 1.4x the
+    # simulator's (cause not found yet; per-job launch overhead on a loaded host is the
+    # suspect), too loose to bound here.
     diff = report["start_difference"]
-    assert diff["max_abs"] >= diff["p90_abs"] >= diff["median_abs"] >= 0
     print(json.dumps({k: report[k] for k in ("start_difference", "metrics", "submit_latency")}, indent=1))
-    assert MIRROR.exists() and workload_from_trace
+    assert diff["within_5s"] >= 0.9, diff
+    assert diff["mean_abs"] <= 2.0, diff
+    assert diff["max_abs"] <= 10.0, diff
+    # Waits are compared, not raw starts: the replay driver's submit latency is separate.
+    assert abs(report["submit_latency"]) < 5.0
