@@ -1,23 +1,25 @@
-# The two set-up commands of the README.
-#   make demo : install rush and compare policies on the embedded synthetic Lublin workload
-#   make test : install everything the tests need (Slurm, munge, Prometheus, OpenMPI, ...) and run them all
-PYTHON ?= python3
+# Aliases of the README's two set-up commands (./setup.sh needs no make: stock Debian 12 has none).
+#   make demo : ./setup.sh demo  (install rush into .venv/, compare policies on the synthetic Lublin workload)
+#   make test : ./setup.sh test  (Debian packages, rush with every extra into .venv/, the whole suite)
+VENV ?= .venv
 TRACES ?= $(abspath ../shared/traces)
+LINTED = rush tests benchmarks sim collectors
 
-.PHONY: demo test lint bench
+.PHONY: demo test lint bench warmup
 
 demo:
-	$(PYTHON) -m pip install -q .
-	rush compare lublin --policies FCFS,SPF,SAF,WFP3,F1 --out runs/demo
-	rush report runs/demo --out runs/demo/plots
+	./setup.sh demo
 
 test:
-	bash .ci/install-deps.sh
-	RUSH_TRACE_MIRROR=$${RUSH_TRACE_MIRROR:-$(TRACES)} $(PYTHON) -m pytest -q -ra
+	./setup.sh test
+
+warmup:
+	./setup.sh install
 
 lint:
-	ruff check rush tests benchmarks sim collectors
-	ruff format --check rush tests benchmarks sim collectors
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
 
 bench:
-	RUSH_TRACE_MIRROR=$${RUSH_TRACE_MIRROR:-$(TRACES)} $(PYTHON) benchmarks/bench_replay.py
+	RUSH_TRACE_MIRROR=$${RUSH_TRACE_MIRROR:-$(TRACES)} $(VENV)/bin/python benchmarks/bench_replay.py
+	RUSH_TRACE_MIRROR=$${RUSH_TRACE_MIRROR:-$(TRACES)} $(VENV)/bin/python benchmarks/bench_startup.py

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs on a fresh Debian 12 machine (idempotent).
+# Installs the Debian packages the test suite needs on a fresh Debian 12 machine (idempotent).
+# Python packages go into the project's virtual environment: ./setup.sh test does both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,8 @@ APT_PACKAGES=(
   prometheus prometheus-node-exporter
   openmpi-bin libopenmpi-dev
   sqlite3
+  # the project virtual environment (ensurepip) and building mpi4py against Open MPI
+  python3-venv python3-dev gcc
 )
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -25,5 +28,3 @@ for svc in slurmctld slurmd slurmrestd munge prometheus prometheus-node-exporter
     systemctl stop "$svc" || true
   fi
 done
-
-python3 -m pip install -q --disable-pip-version-check -e ".[test,mpi,cassandra]"

@@ -42,7 +42,9 @@ def _crossings(jobs: list[PendingJob], before: float, after: float, config: Core
     dynamic = parse_policy(config.policy.name if config.policy.name != "LINEAR" else "FCFS").dynamic
     count = 0
     for j in jobs:
-        starved = config.threshold is not None and (before - j.submit) <= config.threshold < (after - j.submit)
+        starved = config.threshold is not None and (before - j.submit) <= config.threshold < (
+            after - j.submit
+        )
         moved = dynamic and (
             quantised_wait(before - j.submit, config.wait_quantum)
             != quantised_wait(after - j.submit, config.wait_quantum)

@@ -20,6 +20,8 @@ probe_app = typer.Typer(
 energy_app = typer.Typer(help="Job energy profiles.", no_args_is_help=True)
 app.add_typer(probe_app, name="probe")
 app.add_typer(energy_app, name="energy")
+# logging's own level names: anything else used to reach logging.basicConfig as a ValueError.
+LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
 
 def _parse_options(pairs: list[str], flag: str) -> dict[str, str]:
@@ -37,12 +39,18 @@ def collect_command(
     config: Path = typer.Option(..., "--config", help="rush.toml with a [collect] section."),
     once: bool = typer.Option(False, "--once", help="Run one cycle and exit (no metrics server)."),
     cycles: int | None = typer.Option(None, "--cycles", min=1, help="Stop after N cycles."),
-    log_level: str = typer.Option("info", "--log-level"),
+    log_level: str = typer.Option("info", "--log-level", help=f"One of {', '.join(LOG_LEVELS)}."),
 ) -> None:
     """Run the configured collectors every interval into the feature store, with self-metrics."""
     from rush.collect.config import load_collect_config
     from rush.collect.service import CollectorService
 
+    if log_level.lower() not in LOG_LEVELS:
+        raise RushError(
+            f"unknown log level {log_level!r}",
+            where="--log-level",
+            fix=f"use one of: {', '.join(LOG_LEVELS)}",
+        )
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = load_collect_config(config)
     service = CollectorService(settings)
@@ -59,7 +67,8 @@ def collect_command(
             return
         bound = service.start_metrics_server()
         if bound:
-            typer.echo(f"metrics on http://{bound[0]}:{bound[1]}/metrics")
+            host = f"[{bound[0]}]" if ":" in bound[0] else bound[0]  # an IPv6 address in a URL
+            typer.echo(f"metrics on http://{host}:{bound[1]}/metrics")
         stop = threading.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())

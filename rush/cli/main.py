@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import typer
 
@@ -14,7 +15,30 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Plain help: typer's rich formatter imports rich and markdown-it (~0.1 s) on every --help.
+    rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import rush
+
+        typer.echo(f"rush {rush.__version__} ({Path(rush.__file__).parent})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version and where rush is installed.",
+    ),
+) -> None:
+    """rush: a resource-utilization-aware, learning scheduler for HPC clusters."""
 
 
 def _register() -> None:
@@ -26,6 +50,7 @@ def _register() -> None:
     from rush.cli import simulate as _simulate  # noqa: F401
     from rush.cli import trace as _trace
     from rush.cli import train as _train
+    from rush.cli import warmup as _warmup  # noqa: F401
 
     app.add_typer(_trace.app, name="trace", help="Inspect, fetch, convert, resample and synthesise traces.")
     app.add_typer(_train.app, name="train", help="Train models from traces.")

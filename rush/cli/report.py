@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
 
+from rush.cli import checks
 from rush.cli.main import app
+from rush.errors import ConfigError
+
+MAX_GANTT_HOURS = 24 * 366  # a year of a machine in one chart is already unreadable
 
 
 @app.command("report")
@@ -18,7 +23,7 @@ def report_command(
     gantt_start: float | None = typer.Option(
         None,
         "--gantt-start",
-        help="Gantt window start, seconds after the first submit (default: 15% of the submit span).",
+        help="Gantt window start in seconds after the first submit (default: 15% of the submit span).",
     ),
     gantt_hours: float = typer.Option(24.0, "--gantt-hours", help="Gantt window length in hours."),
     gantt_label: str | None = typer.Option(
@@ -27,6 +32,15 @@ def report_command(
     tau: float = typer.Option(10.0, "--tau", help="Bounded-slowdown threshold tau in seconds."),
 ) -> None:
     """Plot cumulative bounded slowdown, wait vs runtime, utilization and a Gantt chart."""
+    checks.positive_seconds(tau, "--tau", "10")
+    checks.finite_seconds(gantt_start, "--gantt-start", "86400")
+    if not (math.isfinite(gantt_hours) and 0 < gantt_hours <= MAX_GANTT_HOURS):
+        raise ConfigError(
+            f"--gantt-hours must be a number of hours in (0, {MAX_GANTT_HOURS}], got {gantt_hours!r}",
+            where="--gantt-hours",
+            fix="e.g. --gantt-hours 24",
+        )
+    checks.output_dir(out, "--out")
     from rush.sim.report import report_run_dir
 
     written = report_run_dir(

@@ -1,29 +1,47 @@
-"""``rush simulate`` and ``rush compare``: replay a trace through the core."""
+"""``rush simulate`` and ``rush compare``: replay a trace through the core.
+
+Only light modules are imported here: ``rush --help`` loads every command module, and numba,
+numpy and the simulator are needed only once a command runs.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
+import rush
+from rush.cli import checks
 from rush.cli.main import app
-from rush.core.config import BACKFILL_MODES, CoreConfig
+from rush.core.names import BACKFILL_MODES, POLICY_CODES
 from rush.errors import RushError
+
+if TYPE_CHECKING:
+    from rush.sim.result import SimResult
+    from rush.workload.model import Trace, Workload
 
 CLASS_MODES = ("plain", "idempotent", "clairvoyant")
 
 TRACE_HELP = "A trace file (SWF, gzip or plain; sacct JSON/parsable2), a catalogue name (e.g. KTH-SP2) or lublin[:JOBS[:PROCS[:SEED]]]."
+POLICY_HELP = (
+    f"Priority policy: {', '.join(p for p in POLICY_CODES if p != 'LINEAR')}, "
+    "or LINEAR:q=..,p=..,wait=..,rho=..,expansion=..,area=..,r=.. (weights)."
+)
+BACKFILL_HELP = " | ".join(BACKFILL_MODES)
+THRESHOLD_HELP = "Starvation threshold in seconds, or 'none'."
+TAU_HELP = "Bounded-slowdown threshold tau in seconds (> 0)."
+PROCS_HELP = "Machine size in processors (default: MaxProcs header, else the largest job)."
 
 
-def _load_workload(trace: str, procs: int | None, strict: bool):
+def _load_workload(trace: str, procs: int | None, strict: bool) -> tuple[Trace, Workload]:
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
     loaded = load_trace(trace, strict=strict)
-    if procs is not None and procs <= 0:
-        raise RushError(f"--procs must be positive, got {procs}", where="--procs")
     return loaded, workload_from_trace(loaded, machine_procs=procs)
 
 
@@ -36,9 +54,24 @@ def _check_backfill(backfill: str) -> None:
         )
 
 
+def _check_classes(classes: str | None) -> None:
+    if classes is not None and classes not in CLASS_MODES:
+        raise RushError(
+            f"unknown --classes {classes!r}",
+            where="--classes",
+            fix=f"use one of: {', '.join(CLASS_MODES)}",
+        )
+
+
+def _core_config(policy: str, backfill: str, threshold: str, backfill_policy: str | None, **kwargs):
+    from rush.core.config import CoreConfig
+
+    return CoreConfig.from_names(policy, backfill, threshold, backfill_policy, **kwargs)
+
+
 def run_one(
-    trace_obj,
-    workload,
+    trace_obj: Trace,
+    workload: Workload,
     policy: str,
     backfill: str,
     threshold: str,
@@ -46,48 +79,106 @@ def run_one(
     classes: str | None,
     model: Path | None,
     progress: bool,
-):
+) -> tuple[SimResult, dict | None]:
     """One simulation, with the runtime-class variants when ``classes`` is given."""
     from rush.sim.engine import SimInputs, simulate
 
     inputs = None
     classification = None
     kwargs: dict = {}
+    _check_classes(classes)
     if classes is not None:
-        if classes not in CLASS_MODES:
-            raise RushError(
-                f"unknown --classes {classes!r}",
-                where="--classes",
-                fix=f"use one of: {', '.join(CLASS_MODES)}",
-            )
         from rush.models.variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
-    config = CoreConfig.from_names(policy, backfill, threshold, backfill_policy, **kwargs)
-    result = simulate(workload, config, inputs or SimInputs(), progress=progress, label=policy)
+    config = _core_config(policy, backfill, threshold, backfill_policy, **kwargs)
+    label = _label(policy, backfill, classes, backfill_policy)
+    result = simulate(workload, config, inputs or SimInputs(), progress=progress, label=label)
     return result, classification
+
+
+def trace_identity(trace: str) -> dict:
+    """Name and sha256 of the replayed trace, when it has a file (catalogue or path)."""
+    from rush.workload.catalogue import TraceNotFoundError, lookup, parse_lublin_spec, sha256_of
+
+    if parse_lublin_spec(trace) is not None:
+        return {"trace": trace, "trace_sha256": None}  # generated in-process, seeded
+    path = Path(trace).expanduser()
+    if path.is_file():
+        return {"trace": str(path), "trace_sha256": sha256_of(path)}
+    try:
+        entry = lookup(trace)
+    except TraceNotFoundError:
+        return {"trace": trace, "trace_sha256": None}
+    return {"trace": entry.file, "trace_sha256": entry.sha256}  # verified when fetched
+
+
+def run_settings(trace: str, **settings: object) -> dict:
+    """The ``settings`` block of ``--json``: what was run, on what, with which versions."""
+    import numba
+    import numpy
+
+    return (
+        trace_identity(trace)
+        | settings
+        | {
+            "rush_version": rush.__version__,
+            "numba_version": numba.__version__,
+            "numpy_version": numpy.__version__,
+        }
+    )
+
+
+def _precheck(
+    *,
+    backfill: str,
+    threshold: str,
+    procs: int | None,
+    tau: float,
+    policies: list[str],
+    backfill_policy: str | None,
+) -> None:
+    """Every flag checked before the trace is read or anything is computed."""
+    from rush.core.config import parse_threshold
+    from rush.core.policies import parse_policy
+
+    _check_backfill(backfill)
+    parse_threshold(threshold)
+    checks.machine_procs(procs)
+    checks.positive_seconds(tau, "--tau", "10")
+    for name in policies:
+        parse_policy(name)
+    if backfill_policy is not None:
+        try:
+            parse_policy(backfill_policy)
+        except RushError as exc:  # parse_policy names --policy; name the flag that was given
+            raise RushError(exc.message, where="--backfill-policy", fix=exc.fix) from None
+        if backfill == "none":
+            raise RushError(
+                "--backfill-policy needs backfilling",
+                where="--backfill-policy",
+                fix="add --backfill easy or conservative",
+            )
+
+
+def _prepare_numba() -> None:
+    from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
+
+    skip_numba_blas_probe()
+    announce_if_cold()  # stderr, so that --json output on stdout stays one JSON document
 
 
 @app.command("simulate")
 def simulate_command(
     trace: str = typer.Argument(..., help=TRACE_HELP),
-    policy: str = typer.Option(
-        "FCFS",
-        "--policy",
-        "-p",
-        help="Priority policy: FCFS, SPF, SAF, WFP3, UNICEF, F1..F4, LIN, LINEAR:q=..,p=...",
-    ),
-    backfill: str = typer.Option("easy", "--backfill", "-b", help="easy | conservative | none"),
+    policy: str = typer.Option("FCFS", "--policy", "-p", help=POLICY_HELP),
+    backfill: str = typer.Option("easy", "--backfill", "-b", help=BACKFILL_HELP),
     backfill_policy: str | None = typer.Option(
-        None, "--backfill-policy", help="Order of the backfill scan (default: --policy)."
+        None, "--backfill-policy", help="Order of the backfill scan, any --policy value (default: --policy)."
     ),
-    threshold: str = typer.Option(
-        "200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."
-    ),
-    procs: int | None = typer.Option(
-        None, "--procs", help="Machine size (default: MaxProcs header, else the largest job)."
-    ),
-    tau: float = typer.Option(10.0, "--tau", help="Bounded-slowdown threshold tau in seconds."),
+    threshold: str = typer.Option("200000", "--threshold", "-T", help=THRESHOLD_HELP),
+    procs: int | None = typer.Option(None, "--procs", help=PROCS_HELP),
+    tau: float = typer.Option(10.0, "--tau", help=TAU_HELP),
     jobs_out: Path | None = typer.Option(None, "--jobs-out", help="Write per-job records as CSV."),
     out: Path | None = typer.Option(None, "--out", help="Save the run into RUN_DIR for `rush report`."),
     classes: str | None = typer.Option(
@@ -97,12 +188,24 @@ def simulate_command(
         None, "--model", help="A trained runtime-class model (default: walk-forward training)."
     ),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics and settings."),
 ) -> None:
     """Replay TRACE through the scheduling core and print the literature's metrics."""
+    _precheck(
+        backfill=backfill,
+        threshold=threshold,
+        procs=procs,
+        tau=tau,
+        policies=[policy],
+        backfill_policy=backfill_policy,
+    )
+    _check_classes(classes)
+    checks.output_file(jobs_out, "--jobs-out")
+    checks.not_the_input(jobs_out, Path(trace), "--jobs-out")
+    checks.output_dir(out, "--out")
+    _prepare_numba()
     from rush.sim.metrics import compute_metrics
 
-    _check_backfill(backfill)
     trace_obj, workload = _load_workload(trace, procs, strict)
     result, classification = run_one(
         trace_obj,
@@ -122,53 +225,90 @@ def simulate_command(
             "kills": int(result.requeues.sum()),
             "wasted_area": float(result.wasted_area.sum()),
         }
+    label = _label(policy, backfill, classes, backfill_policy)
+    metrics["settings"] = run_settings(
+        trace,
+        label=label,
+        policy=result.info.get("policy", policy),
+        backfill=backfill,
+        backfill_policy=result.info.get("backfill_policy"),
+        threshold=result.info.get("threshold"),
+        tau=tau,
+        procs=int(workload.machine_procs),
+        procs_from="--procs" if procs is not None else "trace",
+        classes=classes,
+        model=str(model) if model is not None else None,
+    )
     time_origin = float(workload.submit.min()) if len(workload) else 0.0
     if jobs_out is not None:
         result.write_jobs_csv(jobs_out, time_origin=time_origin)
     if out is not None:
         from rush.sim.runs import save_run
 
-        save_run(out, _label(policy, backfill, classes), result, metrics)
+        save_run(out, label, result, metrics)
     if as_json:
         typer.echo(json.dumps(_jsonable(metrics), sort_keys=True))
     else:
-        _print_table(trace, {_label(policy, backfill, classes): metrics})
+        _print_table(trace, {label: metrics})
 
 
 @app.command("compare")
 def compare_command(
     trace: str = typer.Argument(..., help=TRACE_HELP),
-    policies: str = typer.Option("FCFS,SPF,SAF,WFP3", "--policies", help="Comma-separated policies."),
-    backfill: str = typer.Option("easy", "--backfill", "-b", help="easy | conservative | none"),
-    threshold: str = typer.Option(
-        "200000", "--threshold", "-T", help="Starvation threshold in seconds, or 'none'."
+    policies: str = typer.Option(
+        "FCFS,SPF,SAF,WFP3", "--policies", help=f"Comma-separated policies ({', '.join(POLICY_CODES)})."
     ),
-    procs: int | None = typer.Option(None, "--procs"),
-    tau: float = typer.Option(10.0, "--tau"),
+    backfill: str = typer.Option("easy", "--backfill", "-b", help=BACKFILL_HELP),
+    threshold: str = typer.Option("200000", "--threshold", "-T", help=THRESHOLD_HELP),
+    procs: int | None = typer.Option(None, "--procs", help=PROCS_HELP),
+    tau: float = typer.Option(10.0, "--tau", help=TAU_HELP),
     out: Path | None = typer.Option(None, "--out", help="Save every run into RUN_DIR for `rush report`."),
-    strict: bool = typer.Option(False, "--strict"),
+    strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of metric objects."),
 ) -> None:
     """Replay TRACE under several policies and print them side by side."""
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if not names:
+        raise RushError("no policies given", where="--policies", fix="e.g. --policies FCFS,SPF,SAF")
+    _precheck(
+        backfill=backfill, threshold=threshold, procs=procs, tau=tau, policies=names, backfill_policy=None
+    )
+    labels = [_label(name, backfill, None) for name in names]
+    if len(set(labels)) != len(labels):
+        raise RushError(
+            f"two policies give the same run label: {', '.join(labels)}",
+            where="--policies",
+            fix="list each policy once",
+        )
+    checks.output_dir(out, "--out")
+    _prepare_numba()
     from rich.progress import Progress
 
     from rush.sim.metrics import compute_metrics
 
-    _check_backfill(backfill)
-    names = [p.strip() for p in policies.split(",") if p.strip()]
-    if not names:
-        raise RushError("no policies given", where="--policies", fix="e.g. --policies FCFS,SPF,SAF")
     trace_obj, workload = _load_workload(trace, procs, strict)
     table: dict[str, dict] = {}
     with Progress(transient=True, disable=as_json or not sys.stderr.isatty()) as bar:
         task = bar.add_task("simulating", total=len(names))
-        for name in names:
-            bar.update(task, description=f"{name}-{backfill}")
+        for name, label in zip(names, labels, strict=True):
+            bar.update(task, description=label)
             result, _ = run_one(
                 trace_obj, workload, name, backfill, threshold, None, None, None, progress=False
             )
             metrics = compute_metrics(result, tau=tau)
-            label = _label(name, backfill, None)
+            metrics["settings"] = run_settings(
+                trace,
+                label=label,
+                policy=result.info.get("policy", name),
+                backfill=backfill,
+                backfill_policy=result.info.get("backfill_policy"),
+                threshold=result.info.get("threshold"),
+                tau=tau,
+                procs=int(workload.machine_procs),
+                procs_from="--procs" if procs is not None else "trace",
+                classes=None,
+                model=None,
+            )
             table[label] = metrics
             if out is not None:
                 from rush.sim.runs import save_run
@@ -181,8 +321,13 @@ def compare_command(
         _print_table(trace, table)
 
 
-def _label(policy: str, backfill: str, classes: str | None) -> str:
-    base = f"{policy.split(':')[0].upper()}-{backfill}"
+def _label(policy: str, backfill: str, classes: str | None, backfill_policy: str | None = None) -> str:
+    """``SPF-easy``; ``FCFS-easy+SAF`` when the backfill scan has its own order; ``-plain`` etc. for classes."""
+    base = f"{policy.split(':')[0].strip().upper()}-{backfill}"
+    if backfill_policy is not None:
+        scan = backfill_policy.split(":")[0].strip().upper()
+        if scan != base.split("-")[0] or ":" in backfill_policy:
+            base += f"+{scan}"
     return f"{base}-{classes}" if classes else base
 
 
@@ -194,8 +339,8 @@ SHOWN = (
     ("mean_pp_bounded_slowdown", "mean pp-bsld", "{:.3f}"),
     ("mean_response_time", "mean response [s]", "{:.0f}"),
     ("awrt", "AWRT [s]", "{:.0f}"),
-    ("utilization", "utilization", "{:.3f}"),
-    ("utilization_window", "util. 15-85%", "{:.3f}"),
+    ("utilization", "utilization [0-1]", "{:.3f}"),
+    ("utilization_window", "util. 15-85% [0-1]", "{:.3f}"),
     ("throughput_std", "throughput SD", "{:.3f}"),
     ("makespan", "makespan [s]", "{:.0f}"),
     ("backfilled", "backfilled", "{:.0f}"),
@@ -203,38 +348,45 @@ SHOWN = (
 )
 
 
+def dropped_line(metrics: dict) -> str | None:
+    """``dropped: 12 jobs (runtime < 0: 10, procs > machine: 2)``, or None when nothing was dropped."""
+    total = int(metrics.get("dropped") or 0)
+    if not total:
+        return None
+    reasons = metrics.get("dropped_by_reason") or {}
+    readable = {"runtime<0": "runtime < 0", "procs<=0": "procs <= 0", "procs>machine": "procs > machine"}
+    parts = ", ".join(f"{readable.get(k, k)}: {v}" for k, v in reasons.items())
+    return f"dropped: {total} jobs ({parts})" if parts else f"dropped: {total} jobs"
+
+
 def _print_table(trace: str, table: dict[str, dict]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    view = Table(title=f"rush: {trace}")
+    first = next(iter(table.values()))
+    tau = (first.get("settings") or {}).get("tau")
+    view = Table(
+        title=f"rush: {trace}",
+        caption=f"bsld: bounded slowdown, tau = {tau:g} s" if isinstance(tau, float) else None,
+    )
     view.add_column("metric")
     for label in table:
-        view.add_column(label, justify="right")
+        view.add_column(escape(label), justify="right")
     for key, title, fmt in SHOWN:
         row = []
         for metrics in table.values():
             value = metrics.get(key)
-            row.append("-" if value is None else fmt.format(value))
-        view.add_row(title, *row)
-    first = next(iter(table.values()))
-    dropped = first.get("dropped", 0)
-    Console().print(view)
-    if dropped:
-        Console().print(f"dropped jobs: {dropped} {first.get('dropped_by_reason', '')}")
+            row.append("-" if value is None or not math.isfinite(value) else fmt.format(value))
+        view.add_row(escape(title), *row)  # escape: rich would read "[s]" as a style tag
+    console = Console()
+    console.print(view)
+    line = dropped_line(first)
+    if line:
+        console.print(line, markup=False, highlight=False)
 
 
 def _jsonable(obj):
-    import numpy as np
+    from rush.sim.runs import jsonable
 
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, float) and obj != obj:
-        return None
-    return obj
+    return jsonable(obj)

@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from rush.errors import RushError
+from rush.workload.limits import MAX_PROCS, MAX_SYNTH_JOBS, MAX_WEEKS, check_count, check_seed
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -45,8 +46,8 @@ def info(
     if list_catalogue or trace is None:
         _list_catalogue()
         return
-    if procs is not None and procs <= 0:
-        raise RushError(f"--procs must be positive, got {procs}", where="--procs", fix="e.g. --procs 128")
+    if procs is not None:
+        check_count(procs, "--procs", "--procs", MAX_PROCS, "--procs 128")
     loaded = load_trace(trace, strict=strict)
     w = workload_from_trace(loaded, machine_procs=procs)
     span = float(w.submit.max() - w.submit.min()) if len(w) else 0.0
@@ -116,8 +117,8 @@ def resample(
     from rush.workload.resample import resample_weekly
     from rush.workload.swf import write_swf
 
-    if weeks <= 0:
-        raise RushError(f"--weeks must be positive, got {weeks}", where="--weeks", fix="e.g. --weeks 8")
+    check_count(weeks, "--weeks", "--weeks", MAX_WEEKS, "--weeks 8")
+    check_seed(seed)
     new = resample_weekly(load_trace(trace), weeks, seed)
     write_swf(new, out)
     typer.echo(f"wrote {len(new)} jobs over {weeks} weeks to {out}")
@@ -132,15 +133,14 @@ def synth(
     out: Path = typer.Option(..., "--out", help="SWF file to write (.gz compresses)."),
 ) -> None:
     """Generate a Lublin–Feitelson synthetic workload."""
-    from rush.workload.lublin import lublin_generate
+    from rush.workload.lublin import JOB_TYPES, lublin_generate
     from rush.workload.swf import write_swf
 
-    if jobs <= 0 or procs <= 0:
-        raise RushError(
-            f"--jobs and --procs must be positive, got {jobs} and {procs}",
-            where="--jobs/--procs",
-            fix="e.g. --jobs 10000 --procs 256",
-        )
+    check_count(jobs, "--jobs", "--jobs", MAX_SYNTH_JOBS, "--jobs 10000")
+    check_count(procs, "--procs", "--procs", MAX_PROCS, "--procs 256")
+    check_seed(seed)
+    if types not in JOB_TYPES:
+        raise RushError(f"unknown job types {types!r}", where="--types", fix=f"one of {', '.join(JOB_TYPES)}")
     trace = lublin_generate(jobs, machine_procs=procs, seed=seed, job_types=types)
     write_swf(trace, out)
     typer.echo(f"wrote {jobs} {types} jobs on {procs} processors (seed {seed}) to {out}")

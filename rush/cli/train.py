@@ -9,46 +9,68 @@ import typer
 
 app = typer.Typer(no_args_is_help=True)
 
+MAX_TREES = 5_000  # beyond this a forest costs memory and prediction time for nothing
+MAX_SEED = 2**32 - 1  # numpy's RandomState range
+MAX_TRAIN_WEEKS = 10_000
+
+
+def _check_output(path: Path, option: str) -> None:
+    """Refuse an output path that cannot be written *before* the training (nothing lost)."""
+    from rush.errors import ConfigError
+
+    if path.is_dir():
+        raise ConfigError("is a directory", where=f"{option} {path}", fix="give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(
+            f"{existing} is not a directory", where=f"{option} {path}", fix="give a writable path"
+        )
+
 
 @app.command("runtime-class")
 def runtime_class(
-    trace: str = typer.Argument(..., help="A trace path or catalogue name."),
-    out: Path = typer.Option(..., "--out", help="Model file to write (MODEL.json sidecar beside it)."),
+    trace: str = typer.Argument(
+        ..., help="A trace path or catalogue name (SWF, or sacct --json/--parsable2)."
+    ),
+    out: Path = typer.Option(..., "--out", help="Model file to write (MODEL.json model card beside it)."),
     mode: str = typer.Option(
         "weekly", "--mode", help="weekly | live: when lag/aggregation features are read."
     ),
     estimator: str = typer.Option("rf", "--estimator", help="rf | extra-trees | hgb | logreg"),
-    trees: int = typer.Option(50, "--trees", help="Trees (boosting iterations for hgb)."),
+    trees: int = typer.Option(50, "--trees", help=f"Trees (boosting iterations for hgb), 1..{MAX_TREES}."),
     train_weeks: int | None = typer.Option(
         None, "--train-weeks", help="Walk-forward: train on the last N weeks only (default: all history)."
     ),
-    history: Path | None = typer.Option(
-        None, "--history", help="Where to write the history store (default: MODEL.history.json)."
+    timezone: str | None = typer.Option(
+        None,
+        "--timezone",
+        help="The site's IANA time zone for calendar features (default: the trace header's "
+        "TimeZoneString, else its TimeZone offset, else UTC). The daemon uses the model's zone.",
     ),
     walkforward: bool = typer.Option(
         True, "--walkforward/--no-walkforward", help="Report the walk-forward quality first."
     ),
     report: Path | None = typer.Option(None, "--report", help="Write the walk-forward report (JSON) here."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help=f"Random seed, 0..{MAX_SEED}."),
 ) -> None:
     """Train the small/large classifier on a trace's whole history and save it.
 
     First the walk-forward quality (each week predicted by a model trained on the past
-    only), then the deployable model: fitted on every job, features as of its submission,
-    labels against the median runtime. Writes MODEL, MODEL.json (features, divider,
-    training window, versions, sha256) and the history store for the daemon.
+    only), then the deployable model: a scikit-learn Pipeline (the feature step holds the
+    per-user history, the divider and the site's clock; then the classifier) fitted on
+    every job, features as of its submission, labels against the median runtime. Writes
+    MODEL (joblib) and MODEL.json, the model card (features, classes, divider, training
+    window, time base, user key kind, versions, sha256), checked before every load.
     """
-    from rush.errors import ModelError
+    from rush.errors import ConfigError, ModelError
     from rush.models.evaluation import walkforward_report
-    from rush.models.persistence import file_sha256, save_model
+    from rush.models.model_card import RuntimeClassCard
+    from rush.models.persistence import save_model
     from rush.models.runtime_class import ESTIMATORS
-    from rush.models.walkforward import (
-        MODES,
-        fit_on_history,
-        predict_classes_walkforward,
-        prepare,
-        replay_history,
-    )
+    from rush.models.runtime_features import TimeBase
+    from rush.models.runtime_pipeline import MODES
+    from rush.models.walkforward import fit_on_history, predict_classes_walkforward, prepare
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
@@ -60,9 +82,35 @@ def runtime_class(
             where="--estimator",
             fix=f"use one of: {', '.join(ESTIMATORS)}",
         )
+    if not 1 <= trees <= MAX_TREES:
+        raise ConfigError(f"{trees} trees is out of range", where="--trees", fix=f"give 1..{MAX_TREES}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed {seed} is out of range", where="--seed", fix=f"give 0..{MAX_SEED}")
+    if train_weeks is not None and not 1 <= train_weeks <= MAX_TRAIN_WEEKS:
+        raise ConfigError(
+            f"{train_weeks} weeks is out of range",
+            where="--train-weeks",
+            fix=f"give 1..{MAX_TRAIN_WEEKS}, or leave it out",
+        )
+    TimeBase.from_header({}, timezone)  # an unknown zone is refused before the work
+    _check_output(out, "--out")
+    _check_output(Path(f"{out}.json"), "--out")  # the model card beside it
+    if report is not None:
+        _check_output(report, "--report")
+
     loaded = load_trace(trace)
     workload = workload_from_trace(loaded)
-    prepared = prepare(workload, loaded.header)
+    if len(workload) == 0:
+        raise ModelError(
+            "the trace has no usable jobs to train on", where=trace, fix="give a trace with jobs"
+        )
+    time_base = TimeBase.from_header(loaded.header, timezone)
+    if not time_base.unix_start_known:
+        typer.echo(
+            "warning: the trace has no UnixStartTime header: calendar features are relative to "
+            "1970-01-05 (a Monday), not real dates; live hours and weekdays will not match",
+            err=True,
+        )
     quality = None
     if walkforward:
         wf = predict_classes_walkforward(
@@ -73,11 +121,12 @@ def runtime_class(
             n_estimators=trees,
             random_state=seed,
             train_weeks=train_weeks,
-            prepared=prepared,
+            prepared=prepare(workload, loaded.header, timezone),
         )
         full = walkforward_report(wf)
         quality = full["classification"]
         if report is not None:
+            report.parent.mkdir(parents=True, exist_ok=True)
             report.write_text(json.dumps(full, indent=2, default=float))
         typer.echo(
             f"walk-forward ({mode}, {len(wf.weekly_report)} weeks, {wf.seconds:.1f} s): "
@@ -90,18 +139,25 @@ def runtime_class(
         estimator=estimator,
         n_estimators=trees,
         random_state=seed,
-        prepared=prepared,
+        user_names=loaded.labels.get("user"),
+        timezone=timezone,
     )
-    history_path = history or out.with_name(out.name + ".history.json")
-    store = replay_history(workload, loaded.header)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    store.save(history_path)
     metadata = dict(trained.metadata)
-    metadata["history"] = {"path": str(history_path), "sha256": file_sha256(history_path)}
     if quality is not None:
         metadata["walkforward_quality"] = quality | {"mode": mode, "train_weeks": train_weeks}
-    meta = save_model(trained.model, out, metadata)
+    meta = save_model(
+        trained.model,
+        out,
+        metadata,
+        card=RuntimeClassCard,
+        fix=f"rerun: rush train runtime-class {trace} --out {out}",
+    )
+    users = (
+        "user names (match live Slurm jobs)"
+        if meta["user_key_kind"] == "name"
+        else "trace user ids (cannot match live Slurm names: the daemon starts the per-user history empty)"
+    )
     typer.echo(
-        f"wrote {out} (divider {trained.divider:.0f} s, {trained.jobs} jobs, sha256 {meta['sha256'][:12]}), "
-        f"{out}.json and {history_path}"
+        f"wrote {out} and {out}.json (divider {trained.divider:.0f} s, {trained.jobs} jobs, "
+        f"calendar zone {metadata['training_window']['calendar_zone']}, {users}, sha256 {meta['sha256'][:12]})"
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 

@@ -35,7 +35,3 @@ POLICY_CODES: dict[str, int] = {
 DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})
 
 BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
-
-# Largest machine the command line accepts (2^24 processors, beyond today's largest systems):
-# per-processor arrays (the report's Gantt rows) stay within memory and counts within int64.
-MAX_MACHINE_PROCS = 2**24

@@ -52,9 +52,7 @@ def key_levels(key: np.ndarray) -> np.ndarray:
     return (ordered >> np.uint32(32 - LEVEL_BITS)).astype(np.int64)
 
 
-def priority_values(
-    group: np.ndarray, key: np.ndarray, policy_code: int, time_origin: float
-) -> np.ndarray:
+def priority_values(group: np.ndarray, key: np.ndarray, policy_code: int, time_origin: float) -> np.ndarray:
     """One value per job from its ordering ``group`` (0, 1, 2) and ``key``; larger runs first."""
     group = np.asarray(group, dtype=np.int64)
     key = np.asarray(key, dtype=np.float64)

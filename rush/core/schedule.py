@@ -15,6 +15,8 @@ and explains every decision in words for the journal. One pass here is one simul
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rush.core.backfill import conservative_pass, easy_pass
@@ -22,7 +24,8 @@ from rush.core.config import CoreConfig
 from rush.core.ordering import compute_order_keys, sort_queue
 from rush.core.priority_values import priority_values
 from rush.core.rules import effective_estimate, is_killable, kill_due, requeue_as_large, runtime_class_of
-from rush.core.snapshot import Decision, Decisions, RuntimeClass, Snapshot
+from rush.core.snapshot import Decision, Decisions, PendingJob, RuntimeClass, Snapshot
+from rush.errors import RushError
 
 _DIVIDER_NONE = float("inf")
 
@@ -60,10 +63,43 @@ def _order(
     return queue, group, key
 
 
+def check_snapshot(snapshot: Snapshot) -> None:
+    """Refuse a snapshot the kernels cannot order soundly (NaN times, no processors, ...).
+
+    The daemon's snapshot builder drops such jobs first; this guards every other caller.
+    """
+    if not math.isfinite(snapshot.now) or not math.isfinite(snapshot.time_origin):
+        raise RushError("the snapshot's time is not finite", where="snapshot.now")
+    if not 0 <= snapshot.free_procs <= max(snapshot.total_procs, 0):
+        raise RushError(
+            f"free processors {snapshot.free_procs} outside [0, {snapshot.total_procs}]",
+            where="snapshot.free_procs",
+        )
+    seen: set[int] = set()
+    for job in (*snapshot.pending, *snapshot.running):
+        when = job.submit if isinstance(job, PendingJob) else job.start
+        # An unlimited request (inf) is allowed; NaN and negative ones are not.
+        if (
+            job.job_id in seen
+            or job.procs <= 0
+            or not math.isfinite(when)
+            or not job.requested_time >= 0
+            or (job.estimate is not None and not job.estimate >= 0)
+        ):
+            raise RushError(
+                f"job {job.job_id} is repeated or has a non-finite submit/start, a NaN or negative "
+                "request or no processors",
+                where=f"snapshot job {job.job_id}",
+                fix="drop the job before scheduling (the daemon's snapshot builder does)",
+            )
+        seen.add(job.job_id)
+
+
 def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     """Decide priorities, starts, reservations, skips and kills for one snapshot."""
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
+    check_snapshot(snapshot)
     pending = sorted(snapshot.pending, key=lambda p: (p.submit, p.job_id))
     n = len(pending)
     submit = np.array([p.submit for p in pending], dtype=np.float64)
@@ -98,7 +134,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     for r in snapshot.running:
         r_estimate = r.requested_time if r.estimate is None else r.estimate
         r_class = runtime_class_of(int(r.runtime_class), r.requeues)
-        killable = is_killable(config.kill_false_small, r_class, r.idempotent, r.requeues, config.max_requeues)
+        killable = is_killable(
+            config.kill_false_small, r_class, r.idempotent, r.requeues, config.max_requeues
+        )
         run_end.append(
             (r.start + effective_estimate(r_estimate, r.requested_time, killable, divider), r.procs)
         )

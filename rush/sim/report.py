@@ -4,7 +4,9 @@
   to the end of each week (:func:`rush.sim.metrics.cumulative_bounded_slowdown`).
 * ``wait_vs_runtime.png``: jobs binned by runtime ``p = end - start`` in geometric bins
   ``[2^k, 2^(k+1))`` seconds (``p < 1 s`` goes to the first bin); per bin and label the median
-  wait and its 10th-90th percentile range.
+  wait and its 10th-90th percentile range, unjoined (bins are categories); a lower panel gives
+  the jobs per bin, and bins with fewer than :data:`MIN_BIN_JOBS` jobs show a hollow median
+  without percentiles.
 * ``utilization.png``: busy processors / machine size, averaged per hour (per day when the run
   spans more than 60 days), from the exact "processors in use" step function.
 * ``gantt_<label>.png``: the jobs of one run in a time window. The simulator does not record
@@ -28,7 +30,7 @@ from matplotlib.figure import Figure
 
 from rush.errors import RushError
 from rush.sim.metrics import WINDOW, cumulative_bounded_slowdown, started_mask, utilization_profile
-from rush.sim.result import SimResult
+from rush.sim.result import SimResult, atomic_write
 from rush.sim.runs import load_runs
 
 FIGSIZE = (10.0, 6.0)
@@ -36,6 +38,7 @@ DPI = 100
 HOUR = 3600.0
 DAY = 86400.0
 LONG_RUN = 60 * DAY  # beyond this span, utilization is averaged per day
+MIN_BIN_JOBS = 20  # fewer jobs than this in a runtime bin: no percentiles drawn
 
 
 def _colors(labels: list[str]) -> dict[str, tuple]:
@@ -47,7 +50,8 @@ def _colors(labels: list[str]) -> dict[str, tuple]:
 
 def _save(fig: Figure, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    with atomic_write(path, "wb") as fh:  # no half-written PNG if drawing fails
+        fig.savefig(fh, dpi=DPI, format="png")
     return path
 
 
@@ -59,8 +63,8 @@ def plot_cumulative_bsld(runs: dict[str, SimResult], path: Path, tau: float = 10
         times, values = cumulative_bounded_slowdown(result, tau)
         if len(times):
             ax.plot(times / (7 * DAY), values, marker=".", color=colors[label], label=label)
-    ax.set_xlabel("weeks since the first submit")
-    ax.set_ylabel(f"mean bounded slowdown of jobs submitted so far (tau = {tau:g} s)")
+    ax.set_xlabel("time since the first submit [weeks]")
+    ax.set_ylabel(f"mean bounded slowdown so far [-] (tau = {tau:g} s)")
     ax.set_title("Cumulative mean bounded slowdown")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
@@ -95,29 +99,79 @@ def wait_by_runtime(result: SimResult) -> WaitByRuntime:
     return WaitByRuntime(bins, stats[:, 0], stats[:, 1], stats[:, 2], count)
 
 
-def plot_wait_vs_runtime(runs: dict[str, SimResult], path: Path) -> Path:
+def plot_wait_vs_runtime(runs: dict[str, SimResult], path: Path, min_jobs: int = MIN_BIN_JOBS) -> Path:
+    return _save(wait_vs_runtime_figure(runs, min_jobs), path)
+
+
+def wait_vs_runtime_figure(runs: dict[str, SimResult], min_jobs: int = MIN_BIN_JOBS) -> Figure:
+    """Median wait per runtime bin (10th-90th percentile bars) above the job count per bin.
+
+    Bins are separate categories, so points are not joined by lines. A bin with fewer than
+    ``min_jobs`` jobs has no meaningful percentiles: its median is a hollow marker without
+    bars, and the count panel shows how many jobs every point stands for.
+    """
     fig = Figure(figsize=FIGSIZE)
-    ax = fig.add_subplot()
+    ax, counts_ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": (3, 1)})
     colors = _colors(list(runs))
     n = len(runs)
+    width = 0.8 / max(n, 1)
+    sparse_shown = False
     for i, (label, result) in enumerate(runs.items()):
         stats = wait_by_runtime(result)
         if len(stats.k) == 0:
             continue
         # Geometric bin centre, nudged per label so the error bars do not hide each other.
-        x = 2.0 ** (stats.k + 0.5 + 0.3 * (i - (n - 1) / 2) / max(n, 1))
+        offset = (i - (n - 1) / 2) * width
+        x = 2.0 ** (stats.k + 0.5 + offset)
+        full = stats.count >= min_jobs
         yerr = np.vstack((stats.median - stats.p10, stats.p90 - stats.median))
-        ax.errorbar(x, stats.median, yerr=yerr, marker="o", ms=4, capsize=3, color=colors[label], label=label)
+        ax.errorbar(
+            x[full],
+            stats.median[full],
+            yerr=yerr[:, full],
+            fmt="o",
+            linestyle="none",
+            ms=4,
+            capsize=3,
+            color=colors[label],
+            label=label,
+        )
+        if (~full).any():
+            sparse_shown = True
+            ax.plot(
+                x[~full],
+                stats.median[~full],
+                "o",
+                linestyle="none",
+                ms=5,
+                markerfacecolor="none",
+                color=colors[label],
+                label=None if full.any() else label,
+            )
+        left = 2.0 ** (stats.k + 0.5 + offset - width / 2)  # centred under the points
+        counts_ax.bar(
+            left,
+            stats.count,
+            width=left * (2.0**width - 1.0),
+            align="edge",
+            color=colors[label],
+            alpha=0.8,
+        )
     ax.set_xscale("log", base=2)
     # symlog: many jobs wait 0 s under backfilling, the rest spread over decades.
     ax.set_yscale("symlog", linthresh=60.0)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("runtime bin [s] (geometric, powers of 2)")
     ax.set_ylabel("wait [s]: median, 10th-90th percentile")
-    ax.set_title("Wait versus runtime")
+    note = f"; hollow: bins with < {min_jobs} jobs, median only" if sparse_shown else ""
+    ax.set_title(f"Wait versus runtime (geometric runtime bins [2^k, 2^(k+1)) s{note})", fontsize="medium")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(loc="best", fontsize="small")
-    return _save(fig, path)
+    counts_ax.set_yscale("log")
+    counts_ax.axhline(min_jobs, color="grey", lw=0.8, ls="--")
+    counts_ax.set_ylabel("jobs per bin [jobs]")
+    counts_ax.set_xlabel("runtime [s] (bins of powers of 2)")
+    counts_ax.grid(True, alpha=0.3, which="major")
+    return fig
 
 
 def utilization_bin(runs: dict[str, SimResult]) -> float:
@@ -145,8 +199,8 @@ def plot_utilization(runs: dict[str, SimResult], path: Path) -> Path:
                 label=label,
             )
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel(f"{'days' if unit == DAY else 'hours'} since the first submit")
-    ax.set_ylabel(f"busy processors / machine ({'daily' if unit == DAY else 'hourly'} mean)")
+    ax.set_xlabel(f"time since the first submit [{'days' if unit == DAY else 'hours'}]")
+    ax.set_ylabel(f"busy processors / machine size [0-1] ({'daily' if unit == DAY else 'hourly'} mean)")
     ax.set_title("Utilization over time")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
@@ -171,7 +225,9 @@ def gantt_bars(result: SimResult, w0: float, w1: float) -> GanttBars:
     ran = started_mask(result) & (result.start < w1) & (result.end > w0) & (result.end > result.start)
     index = np.flatnonzero(ran)
     index = index[np.lexsort((result.end[index], result.start[index]))]
-    free_at = np.full(machine, -np.inf)
+    # Rows in use never exceed the window's jobs' processors: memory follows the jobs drawn,
+    # not the machine size (a run may claim 2^31 processors).
+    free_at = np.full(min(machine, int(result.procs[index].sum())), -np.inf)
     bars: list[tuple[int, int, int, float, float]] = []
     overcommitted = 0
     for j in index:
@@ -239,8 +295,8 @@ def plot_gantt(result: SimResult, label: str, path: Path, w0: float, hours: floa
                 )
     ax.set_xlim(0, hours)
     ax.set_ylim(0, result.machine_procs)
-    ax.set_xlabel(f"hours since t = {w0:.0f} s after the first submit")
-    ax.set_ylabel("processor (reconstructed rows)")
+    ax.set_xlabel(f"time since t0 = {w0:.0f} s after the first submit [hours]")
+    ax.set_ylabel("processor row (reconstructed) [processors]")
     extra = f", {bars.overcommitted} overcommitted" if bars.overcommitted else ""
     ax.set_title(f"{label}: {len(np.unique(bars.job))} jobs (hatched: backfilled{extra})")
     return _save(fig, path)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import csv
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
+
+from rush.errors import RushError
 
 JOBS_CSV_HEADER = (
     "job_id",
@@ -60,8 +67,12 @@ class SimResult:
         return self.end - self.submit
 
     def write_jobs_csv(self, path: str | Path, time_origin: float = 0.0) -> None:
-        """Write the per-job CSV (times relative to ``time_origin``)."""
-        with open(path, "w", newline="") as fh:
+        """Write the per-job CSV (times relative to ``time_origin``), atomically.
+
+        A failure (disk full, a directory at ``path``) leaves any previous file as it was
+        and no partial file behind.
+        """
+        with atomic_write(path, newline="") as fh:
             writer = csv.writer(fh)
             writer.writerow(JOBS_CSV_HEADER)
             for i in range(len(self)):
@@ -78,6 +89,53 @@ class SimResult:
                         int(bool(self.killed[i])),
                     )
                 )
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w", **open_kwargs: object) -> Iterator[IO]:
+    """Open a temporary file next to ``path``; on success rename it over ``path``.
+
+    The rename is atomic on POSIX, so readers see the old file or the complete new one,
+    and an error while writing removes the temporary file and raises a :class:`RushError`
+    naming ``path`` (OSError) or lets the original error through.
+    """
+    # Through a symlink to its target, as open() would; never over a device or FIFO, which
+    # a rename would replace (e.g. /dev/null for root) instead of writing into.
+    path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        raise RushError(
+            "not a regular file: rush replaces its outputs whole",
+            where=str(path),
+            fix="give a regular file path",
+        )
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise RushError(
+            f"cannot write here: {exc.strerror}", where=str(path), fix="choose a writable directory"
+        ) from exc
+    tmp = Path(tmp_name)
+    try:
+        with open(fd, mode, **open_kwargs) as fh:  # type: ignore[call-overload]
+            yield fh
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RushError(
+            f"cannot write the file: {exc.strerror or exc}",
+            where=str(path),
+            fix="check the path and free space",
+        ) from exc
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def _fmt(x: float) -> str:

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import RushError
-from rush.sim.result import JOBS_CSV_HEADER, SimResult
+from rush.sim.result import JOBS_CSV_HEADER, SimResult, atomic_write
+from rush.workload.limits import MAX_PROCS as MAX_MACHINE_PROCS
 
 JOBS_SUFFIX = ".jobs.csv"
 META_SUFFIX = ".json"
@@ -65,8 +66,11 @@ def save_run(run_dir: str | Path, label: str, result: SimResult, metrics: dict) 
     meta_path = run_dir / f"{label}{META_SUFFIX}"
     info = dict(result.info) | {"machine_procs": int(result.machine_procs), "time_origin": origin}
     document = jsonable(metrics) | {"info": jsonable(info)}
+    # Records first, metadata last: a run is listed by its json, so an interrupted save
+    # leaves no half run; each file is replaced atomically.
     result.write_jobs_csv(jobs_path, time_origin=origin)
-    meta_path.write_text(json.dumps(document, indent=1, sort_keys=True, default=str) + "\n")
+    with atomic_write(meta_path) as fh:
+        fh.write(json.dumps(document, indent=1, sort_keys=True, default=str) + "\n")
     return jobs_path, meta_path
 
 
@@ -97,13 +101,27 @@ def load_runs(run_dir: str | Path) -> dict[str, SimResult]:
         meta_path = run_dir / f"{label}{META_SUFFIX}"
         info = document.get("info")
         procs = info.get("machine_procs") if isinstance(info, dict) else None
-        if not isinstance(procs, int) or procs <= 0:
+        # bool is an int to Python (`true` would be 1 processor); the bound keeps the Gantt
+        # chart's per-processor rows within memory.
+        if isinstance(procs, bool) or not isinstance(procs, int) or not 0 < procs <= MAX_MACHINE_PROCS:
             raise RushError(
-                "the run has no positive integer info.machine_procs",
+                f"the run has no info.machine_procs between 1 and {MAX_MACHINE_PROCS} (got {procs!r})",
                 where=str(meta_path),
                 fix="re-create the run with `rush compare ... --out RUN_DIR`",
             )
-        columns = _read_jobs(run_dir / f"{label}{JOBS_SUFFIX}")
+        jobs_path = run_dir / f"{label}{JOBS_SUFFIX}"
+        columns = _read_jobs(jobs_path)
+        procs_column = columns["procs"]
+        bad = np.flatnonzero(
+            (procs_column < 1) | (procs_column > procs) | (procs_column != np.floor(procs_column))
+        )
+        if len(bad):
+            raise RushError(
+                f"job {columns['job_id'][bad[0]]:.0f} has {procs_column[bad[0]]:g} processors, "
+                f"the machine {procs} ({len(bad)} such jobs)",
+                where=str(jobs_path),
+                fix="re-create the run with `rush compare ... --out RUN_DIR`",
+            )
         metrics = {k: v for k, v in document.items() if k != "info"}
         runs[label] = SimResult(
             job_id=columns["job_id"].astype(np.int64),
@@ -169,7 +187,8 @@ def _read_jobs(path: Path) -> dict[str, np.ndarray]:
         return {name: np.zeros(0) for name in JOBS_CSV_HEADER}
     try:
         table = np.loadtxt([line for _, line in numbered], delimiter=",", ndmin=2, dtype=np.float64)
-        if table.shape[1] != width:
+        # loadtxt reads "nan" and "inf"; rush never writes them, and they would poison every plot.
+        if table.shape[1] != width or not np.isfinite(table).all():
             raise ValueError
     except ValueError as exc:
         number, line = _first_bad(numbered, width)

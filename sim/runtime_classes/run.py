@@ -68,10 +68,14 @@ def simulate_all(trace_name: str, wf) -> list[dict]:
             times, cumulative = cumulative_bounded_slowdown(result, 10.0)
             rows.append(
                 {
-                    "trace": trace_name, "policy": policy, "variant": variant,
+                    "trace": trace_name,
+                    "policy": policy,
+                    "variant": variant,
                     "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],
-                    "mean_wait": metrics["mean_wait"], "utilization": metrics["utilization"],
-                    "kills": int(result.requeues.sum()), "wasted_area": float(result.wasted_area.sum()),
+                    "mean_wait": metrics["mean_wait"],
+                    "utilization": metrics["utilization"],
+                    "kills": int(result.requeues.sum()),
+                    "wasted_area": float(result.wasted_area.sum()),
                     "bsld_small": classes.get("0", {}).get("mean_bounded_slowdown"),
                     "bsld_large": classes.get("1", {}).get("mean_bounded_slowdown"),
                     "cumulative": (np.asarray(times).tolist(), np.asarray(cumulative).tolist()),
@@ -120,7 +124,9 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.time()
     with backend(args.dask):
-        walks = Parallel(n_jobs=args.jobs, verbose=5)(delayed(walkforward)(t, m) for t in traces for m in ("weekly", "live"))
+        walks = Parallel(n_jobs=args.jobs, verbose=5)(
+            delayed(walkforward)(t, m) for t in traces for m in ("weekly", "live")
+        )
         weekly = {t: wf for t, m, wf in walks if m == "weekly"}
         batches = Parallel(n_jobs=args.jobs, verbose=5)(delayed(simulate_all)(t, weekly[t]) for t in traces)
     rows = [row for batch in batches for row in batch]
@@ -128,26 +134,67 @@ def main() -> None:
     quality = []
     for t, m, wf in walks:
         s = wf.summary()
-        quality.append({"trace": t, "mode": m, "jobs": s["jobs"], "accuracy": s["accuracy"], "precision": s["precision"],
-                        "recall": s["recall"], "false_small_rate": s["false_small_rate"],
-                        "false_large_rate": s["false_large_rate"], "walkforward_seconds": wf.seconds})
+        quality.append(
+            {
+                "trace": t,
+                "mode": m,
+                "jobs": s["jobs"],
+                "accuracy": s["accuracy"],
+                "precision": s["precision"],
+                "recall": s["recall"],
+                "false_small_rate": s["false_small_rate"],
+                "false_large_rate": s["false_large_rate"],
+                "walkforward_seconds": wf.seconds,
+            }
+        )
     write_table("classification", quality, list(quality[0]))
 
-    base = {r["trace"]: r["mean_bounded_slowdown"] for r in rows if r["policy"] == "FCFS" and r["variant"] == "base"}
+    base = {
+        r["trace"]: r["mean_bounded_slowdown"]
+        for r in rows
+        if r["policy"] == "FCFS" and r["variant"] == "base"
+    }
     for r in rows:
-        r["improvement_over_easy_fcfs_pct"] = 100.0 * (base[r["trace"]] - r["mean_bounded_slowdown"]) / base[r["trace"]]
-    write_table("improvement", rows, ["trace", "policy", "variant", "mean_bounded_slowdown",
-                                      "improvement_over_easy_fcfs_pct", "mean_wait", "utilization", "kills", "wasted_area"])
-    write_table("fairness", rows, ["trace", "policy", "variant", "bsld_small", "bsld_large", "kills", "wasted_area"])
+        r["improvement_over_easy_fcfs_pct"] = (
+            100.0 * (base[r["trace"]] - r["mean_bounded_slowdown"]) / base[r["trace"]]
+        )
+    write_table(
+        "improvement",
+        rows,
+        [
+            "trace",
+            "policy",
+            "variant",
+            "mean_bounded_slowdown",
+            "improvement_over_easy_fcfs_pct",
+            "mean_wait",
+            "utilization",
+            "kills",
+            "wasted_area",
+        ],
+    )
+    write_table(
+        "fairness", rows, ["trace", "policy", "variant", "bsld_small", "bsld_large", "kills", "wasted_area"]
+    )
     importances = [
         {"trace": t, "week": w["week"], **w["importances"]}
-        for t, wf in weekly.items() for w in wf.weekly if w.get("importances")
+        for t, wf in weekly.items()
+        for w in wf.weekly
+        if w.get("importances")
     ]
     if importances:
         write_table("importances", importances, list(importances[0]))
     plot(rows)
-    (OUT / "run.json").write_text(json.dumps({"traces": traces, "seconds": time.time() - started,
-                                             "command": "python sim/runtime_classes/run.py --traces " + ",".join(traces)}, indent=2))
+    (OUT / "run.json").write_text(
+        json.dumps(
+            {
+                "traces": traces,
+                "seconds": time.time() - started,
+                "command": "python sim/runtime_classes/run.py --traces " + ",".join(traces),
+            },
+            indent=2,
+        )
+    )
     print(f"done in {time.time() - started:.0f} s; tables and plots in {OUT}")
 
 

@@ -14,7 +14,6 @@ from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot, schedule
 from rush.sim.engine import SimInputs, simulate
 from tests.core.helpers import workload
 
-
 VARIABLE_UNTIL = 1e12  # the variability interval [-1, VARIABLE_UNTIL) of the simulation
 
 

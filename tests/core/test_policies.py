@@ -22,26 +22,26 @@ def key(name: str, weights=None, submit=SUBMIT, q=Q, p=P) -> float:
 
 
 FORMULAS = [
-        ("FCFS", SUBMIT),
-        ("LCFS", -SUBMIT),
-        ("SPF", P),
-        ("LPF", -P),
-        ("SQF", Q),
-        ("LQF", -Q),
-        ("SAF", P * Q),
-        ("LAF", -P * Q),
-        ("SRF", P / Q),
-        ("LRF", -P / Q),
-        ("SEXP", (WAIT + P) / P),
-        ("LEXP", -(WAIT + P) / P),
-        ("WFP3", -((WAIT / P) ** 3) * Q),
-        ("UNICEF", -WAIT / (math.log2(Q) * P)),
-        ("F1", math.log10(P) * Q + 870 * math.log10(SUBMIT)),
-        ("F2", math.sqrt(P) * Q + 2.56e4 * math.log10(SUBMIT)),
-        ("F3", P * Q + 6.86e6 * math.log10(SUBMIT)),
-        ("F4", P * math.sqrt(Q) + 5.31e5 * math.log10(SUBMIT)),
-        ("LIN", 3.24e-2 + 1.15e-7 * P + 2.61e-5 * Q - 1.57e-7 * SUBMIT),
-    ]
+    ("FCFS", SUBMIT),
+    ("LCFS", -SUBMIT),
+    ("SPF", P),
+    ("LPF", -P),
+    ("SQF", Q),
+    ("LQF", -Q),
+    ("SAF", P * Q),
+    ("LAF", -P * Q),
+    ("SRF", P / Q),
+    ("LRF", -P / Q),
+    ("SEXP", (WAIT + P) / P),
+    ("LEXP", -(WAIT + P) / P),
+    ("WFP3", -((WAIT / P) ** 3) * Q),
+    ("UNICEF", -WAIT / (math.log2(Q) * P)),
+    ("F1", math.log10(P) * Q + 870 * math.log10(SUBMIT)),
+    ("F2", math.sqrt(P) * Q + 2.56e4 * math.log10(SUBMIT)),
+    ("F3", P * Q + 6.86e6 * math.log10(SUBMIT)),
+    ("F4", P * math.sqrt(Q) + 5.31e5 * math.log10(SUBMIT)),
+    ("LIN", 3.24e-2 + 1.15e-7 * P + 2.61e-5 * Q - 1.57e-7 * SUBMIT),
+]
 
 
 @pytest.mark.parametrize(("name", "expected"), FORMULAS)

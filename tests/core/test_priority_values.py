@@ -52,7 +52,12 @@ def test_values_never_invert_the_cores_order(policy, classes):
         if decisions.priority[a] == decisions.priority[b]:
             ka, kb = (
                 priority_key(
-                    parsed.code, parsed.weight_array(), now, ORIGIN, jobs[j].submit, jobs[j].procs,
+                    parsed.code,
+                    parsed.weight_array(),
+                    now,
+                    ORIGIN,
+                    jobs[j].submit,
+                    jobs[j].procs,
                     jobs[j].requested_time,
                 )
                 for j in (a, b)
@@ -105,8 +110,24 @@ def test_a_starving_job_moves_to_the_top_band_once():
 
 def test_key_levels_are_monotone_over_the_float_range():
     keys = np.array(
-        [-np.inf, -1e300, -3.4e38, -1e10, -1.0, -1e-30, -0.0, 0.0, 1e-45, 1e-30, 1.0, 1.0 + 1e-6, 1e10,
-         3.4e38, 1e300, np.inf]
+        [
+            -np.inf,
+            -1e300,
+            -3.4e38,
+            -1e10,
+            -1.0,
+            -1e-30,
+            -0.0,
+            0.0,
+            1e-45,
+            1e-30,
+            1.0,
+            1.0 + 1e-6,
+            1e10,
+            3.4e38,
+            1e300,
+            np.inf,
+        ]
     )
     levels = key_levels(keys)
     assert np.all(np.diff(levels) >= 0)

@@ -150,3 +150,32 @@ def test_schedule_and_simulator_agree_at_every_pass_of_a_random_queue():
             checked += len(started_by_sim)
         # Every job's start was reproduced by the live entry point (not a vacuous comparison).
         assert checked == n
+
+
+def test_hostile_snapshots_are_refused_with_the_job_named():
+    import math
+
+    import pytest
+
+    from rush.errors import RushError
+
+    good = PendingJob(1, 0, 1, 10)
+    cases = [
+        Snapshot(now=math.nan, total_procs=4, free_procs=4, pending=(good,)),
+        Snapshot(now=10, total_procs=4, free_procs=5, pending=(good,)),
+        Snapshot(now=10, total_procs=4, free_procs=-1, pending=(good,)),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(good, PendingJob(1, 1, 1, 10))),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, math.nan, 1, 10),)),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 0, 10),)),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 1, math.nan),)),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 1, -5),)),
+        Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 1, 5, estimate=math.nan),)),
+        Snapshot(now=10, total_procs=4, free_procs=0, running=(RunningJob(3, math.inf, 4, 10),)),
+    ]
+    for snap in cases:
+        with pytest.raises(RushError) as err:
+            schedule(snap, CoreConfig())
+        assert "snapshot" in str(err.value)
+    # An unlimited request is legitimate: it runs, and reserves nothing behind it.
+    unlimited = Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 1, math.inf),))
+    assert schedule(unlimited, CoreConfig()).job_ids("start") == [2]

@@ -283,3 +283,147 @@ def test_gantt_reports_inconsistent_input() -> None:
     # Three 1-processor jobs at once on a 2-processor machine cannot all be placed.
     bars = gantt_bars(_schedule(2, [(0, 10, 1), (0, 10, 1), (0, 10, 1)]), 0, 10)
     assert bars.overcommitted == 1 and len(np.unique(bars.job)) == 3
+
+
+# ---------------------------------------------------------------- wait vs runtime: counts, sparse bins
+
+
+def _runtimes_result(runtimes: list[float], waits: list[float]) -> SimResult:
+    n = len(runtimes)
+    return SimResult(
+        job_id=np.arange(n),
+        submit=np.zeros(n),
+        start=np.array(waits, dtype=float),
+        end=np.array(waits, dtype=float) + np.array(runtimes, dtype=float),
+        procs=np.ones(n, dtype=np.int64),
+        requested_time=np.full(n, 1e6),
+        runtime=np.array(runtimes, dtype=float),
+        backfilled=np.zeros(n, dtype=bool),
+        killed=np.zeros(n, dtype=bool),
+        machine_procs=1,
+    )
+
+
+def test_wait_vs_runtime_shows_counts_and_marks_sparse_bins() -> None:
+    from matplotlib.container import ErrorbarContainer
+    from matplotlib.patches import Rectangle
+
+    from rush.sim.report import MIN_BIN_JOBS, wait_vs_runtime_figure
+
+    # Bin 4 ([16, 32) s) holds 30 jobs, bin 10 ([1024, 2048) s) one job.
+    runtimes = [20.0] * 30 + [1500.0]
+    waits = list(np.linspace(0.0, 2900.0, 30)) + [50_000.0]
+    fig = wait_vs_runtime_figure({"X": _runtimes_result(runtimes, waits)})
+    ax, counts_ax = fig.axes
+    (errorbars,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    data_line = errorbars.lines[0]
+    # Only the full bin has percentile bars; its point sits in bin 4.
+    assert len(data_line.get_xdata()) == 1 and 16 <= data_line.get_xdata()[0] < 32
+    hollow = [line for line in ax.lines if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 1 and 1024 <= hollow[0].get_xdata()[0] < 2048
+    assert hollow[0].get_ydata()[0] == 50_000.0
+    # No line joins bins: every plotted line is markers only.
+    assert all(line.get_linestyle() == "None" for line in ax.lines if len(line.get_xdata()) > 0)
+    heights = sorted(
+        p.get_height() for p in counts_ax.patches if isinstance(p, Rectangle) and p.get_height() > 0
+    )
+    assert heights == [1, 30]
+    assert f"< {MIN_BIN_JOBS} jobs" in ax.get_title() and "[s]" in counts_ax.get_xlabel()
+    assert "[s]" in ax.get_ylabel()
+
+
+# ---------------------------------------------------------------- atomic outputs, corrupt run directories
+
+
+def test_jobs_csv_failure_keeps_the_old_file(tmp_path: Path, runs: dict[str, SimResult], monkeypatch) -> None:
+    import rush.sim.result as result_module
+
+    path = tmp_path / "jobs.csv"
+    path.write_text("previous\n")
+    calls = {"n": 0}
+
+    def failing_fmt(x: float) -> str:
+        calls["n"] += 1
+        if calls["n"] > 10:
+            raise OSError(28, "No space left on device")
+        return "0"
+
+    monkeypatch.setattr(result_module, "_fmt", failing_fmt)
+    with pytest.raises(RushError, match="No space left") as error:
+        runs["FCFS-easy"].write_jobs_csv(path)
+    assert error.value.where == str(path)
+    assert path.read_text() == "previous\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs.csv"]  # no temporary file left
+
+
+def test_save_run_into_a_file_fails_without_output(tmp_path: Path, runs: dict[str, SimResult]) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(RushError) as error:
+        save_run(blocker / "runs", "FCFS-easy", runs["FCFS-easy"], {})
+    assert str(blocker / "runs") in str(error.value)
+    assert blocker.read_text() == "x"
+
+
+CORRUPT_RUNS = [
+    # (what is done to FCFS-easy's files, expected words in the error)
+    ("json_list", "must hold an object"),
+    ("procs_true", "machine_procs"),
+    ("procs_huge", "machine_procs"),
+    ("procs_float", "machine_procs"),
+    ("csv_nan", "malformed"),
+    ("csv_inf", "malformed"),
+    ("csv_wide_job", "processors"),
+    ("csv_zero_procs", "processors"),
+    ("csv_binary", "cannot read"),
+    ("json_binary", "cannot read"),
+]
+
+
+@pytest.mark.parametrize(("damage", "words"), CORRUPT_RUNS, ids=[c[0] for c in CORRUPT_RUNS])
+def test_report_rejects_a_corrupt_run(tmp_path: Path, run_dir: Path, damage: str, words: str) -> None:
+    meta = run_dir / "FCFS-easy.json"
+    jobs = run_dir / "FCFS-easy.jobs.csv"
+    document = json.loads(meta.read_text())
+    lines = jobs.read_text().splitlines()
+    fields = lines[1].split(",")
+    if damage == "json_list":
+        meta.write_text("[1, 2, 3]")
+    elif damage.startswith("procs_"):
+        document["info"]["machine_procs"] = {"procs_true": True, "procs_huge": 10**12, "procs_float": 32.5}[
+            damage
+        ]
+        meta.write_text(json.dumps(document))
+    elif damage in ("csv_nan", "csv_inf"):
+        fields[2] = damage[4:]
+        jobs.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
+    elif damage in ("csv_wide_job", "csv_zero_procs"):
+        fields[4] = "33" if damage == "csv_wide_job" else "0"
+        jobs.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
+    elif damage == "csv_binary":
+        jobs.write_bytes(lines[0].encode() + b"\n\xff\xfe\x00garbage\n")
+    elif damage == "json_binary":
+        meta.write_bytes(b"\xff\xfe\x00")
+    out = tmp_path / "plots"
+    result = CliRunner().invoke(app, ["report", str(run_dir), "--out", str(out)])
+    assert isinstance(result.exception, RushError), result.output
+    assert words in str(result.exception) and "FCFS-easy" in str(result.exception)
+    assert not out.exists()  # nothing written for a run directory that cannot be read
+
+
+def test_gantt_memory_follows_the_jobs_not_the_machine() -> None:
+    # The chart allocates rows only for the jobs drawn: a per-processor array for 2^40
+    # processors (8 TB) fails at once instead of quietly using memory out of proportion.
+    bars = gantt_bars(_schedule(2**40, [(0, 10, 3), (5, 20, 2)]), 0, 30)
+    assert bars.row.tolist() == [0, 3] and bars.rows.tolist() == [3, 2]
+
+
+def test_atomic_write_refuses_a_device(tmp_path: Path, runs: dict[str, SimResult]) -> None:
+    with pytest.raises(RushError, match="not a regular file"):
+        runs["FCFS-easy"].write_jobs_csv("/dev/null")
+    link = tmp_path / "link.csv"
+    target = tmp_path / "target.csv"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    runs["FCFS-easy"].write_jobs_csv(link)  # written through the link, which stays a link
+    assert link.is_symlink() and target.read_text().startswith("job_id,")

@@ -1,0 +1,190 @@
+"""numba's on-disk cache of rush's compiled kernels: is it warm, and fill it (``rush warmup``).
+
+The scheduling core and the SWF parser are compiled by numba on first use (about half a
+minute) and cached in one directory per version of the kernel sources
+(:func:`configure_numba_cache`, called when ``rush`` is imported). Later runs load them in a
+fraction of a second. A first run on a cold cache would otherwise sit silently
+at 0 %; the command line says it is compiling instead, and the set-up scripts run
+``rush warmup`` so that users never see it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+import sys
+from pathlib import Path
+from typing import TextIO
+
+CACHE_PREFIX = "rush-kernels-"
+# A module defines kernels when a line starts with @njit / @numba.njit / @jit (with arguments or not).
+_DECORATOR = re.compile(rb"^[ \t]*@(?:numba\.)?n?jit\b", re.MULTILINE)
+
+# The compiled functions called from Python by `rush simulate/compare` (their callees are
+# compiled into them, so one warm entry point needs no further compilation).
+SIMULATION_ENTRY_POINTS: tuple[tuple[str, str], ...] = (
+    ("rush.workload.swf_fast", "parse_swf_numbers"),
+    ("rush.core.ordering", "static_keys"),
+    ("rush.sim.loop", "run_simulation"),
+)
+FIRST_COMPILE_SECONDS = 30  # measured: 25-35 s on a 2-core machine
+
+
+def kernel_sources_digest(root: Path | None = None) -> str:
+    """sha256 over every module of the package that defines numba kernels (path and content)."""
+    root = root or Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        data = path.read_bytes()
+        if _DECORATOR.search(data):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + data)
+    return digest.hexdigest()[:16]
+
+
+def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | None:
+    """Point numba's cache at a directory named after the kernels' sources; return it.
+
+    numba keys a cached function on its *own* file only: after an edit to
+    ``rush/core/backfill.py`` alone (a `git pull`, an upgrade), ``run_simulation`` in
+    ``rush/sim/loop.py`` would load its old machine code, old EASY pass included, without a
+    word. One directory per version of all kernel sources makes any such edit a cold cache.
+    The base is ``NUMBA_CACHE_DIR`` when set (e.g. the systemd unit's), else
+    ``$RUSH_CACHE_DIR/numba`` (default ``~/.cache/rush/numba``), which also keeps cache files
+    out of the installed package. numba reads the variable when imported; if it already is,
+    its configuration is reloaded so that functions compiled from here on use the directory.
+    """
+    current = environ.get("NUMBA_CACHE_DIR")
+    if current and Path(current).name.startswith(CACHE_PREFIX):
+        base = Path(current).parent  # set by a parent rush process
+    elif current:
+        base = Path(current)
+    else:
+        cache_home = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = Path(environ.get("RUSH_CACHE_DIR") or os.path.join(cache_home, "rush")) / "numba"
+    target = str(base / f"{CACHE_PREFIX}{kernel_sources_digest()}")
+    if environ.get("NUMBA_CACHE_DIR") != target:
+        environ["NUMBA_CACHE_DIR"] = target
+        if "numba" in sys.modules and environ is os.environ:
+            from numba.core import config
+
+            config.reload_config()
+    return target
+
+
+def prune_old_caches() -> list[Path]:
+    """Remove the cache directories of other kernel-source versions next to the current one."""
+    import shutil
+
+    current = os.environ.get("NUMBA_CACHE_DIR")
+    if not current or not Path(current).name.startswith(CACHE_PREFIX):
+        return []
+    removed = []
+    for other in Path(current).parent.glob(f"{CACHE_PREFIX}*"):
+        if other.name != Path(current).name and other.is_dir():
+            shutil.rmtree(other, ignore_errors=True)
+            removed.append(other)
+    return removed
+
+
+def skip_numba_blas_probe() -> None:
+    """Load numba's numpy registry without its BLAS probe importing scipy (~0.3 s per process).
+
+    ``numba.np.arraymath`` calls ``ensure_blas()`` at import, which imports ``scipy.linalg``;
+    numba loads that module the first time any compiled function is loaded, even from the
+    cache. The probe's only use is ``np.correlate``/``np.convolve`` choosing a BLAS inner
+    product over a plain loop; ``np.dot`` and ``np.linalg`` check again (and import scipy)
+    when a kernel that uses them is compiled. rush's kernels use none of them. scipy is hidden
+    only while that one module is imported, and only if nothing has imported it yet.
+    """
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    # `import numba` already imports the (light) scipy package itself; hide the heavy part.
+    hidden = "scipy.linalg" if "scipy" in sys.modules else "scipy"
+    sys.modules[hidden] = None  # type: ignore[assignment]  # makes the import fail at once
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        if hidden in sys.modules and sys.modules[hidden] is None:
+            del sys.modules[hidden]
+
+
+def cold_entry_points(entry_points: tuple[tuple[str, str], ...] = SIMULATION_ENTRY_POINTS) -> list[str]:
+    """Entry points whose cache index is missing, from another numba version, or stale.
+
+    Reads each function's index file the way numba does (``IndexDataCacheFile._load_index``:
+    an empty dict means numba will compile). numba's private API can change: a function
+    whose cache cannot be inspected counts as warm, so at worst the notice is not shown.
+    """
+    cold = []
+    for module_name, function_name in entry_points:
+        dispatcher = getattr(importlib.import_module(module_name), function_name)
+        cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+        load_index = getattr(cache_file, "_load_index", None)
+        if load_index is None:
+            continue
+        try:
+            warm = bool(load_index())
+        except Exception:  # a corrupt index: numba recompiles and overwrites it
+            warm = False
+        if not warm:
+            cold.append(f"{module_name}.{function_name}")
+    return cold
+
+
+def announce_if_cold(stream: TextIO | None = None) -> bool:
+    """Print one line to stderr when the simulation kernels will be compiled; True if so."""
+    if not cold_entry_points():
+        return False
+    print(
+        f"rush: compiling the scheduling core (first run only, about {FIRST_COMPILE_SECONDS} s; "
+        "`rush warmup` does it ahead of time)...",
+        file=stream or sys.stderr,
+        flush=True,
+    )
+    return True
+
+
+def warmup() -> list[str]:
+    """Compile and cache every kernel the simulator, the SWF reader and the daemon use.
+
+    Runs tiny real workloads through the same calls as the commands (so the cached type
+    signatures are the ones they use). Returns what was exercised.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from rush.core import CoreConfig, PendingJob, Snapshot, schedule
+    from rush.core.names import BACKFILL_MODES
+    from rush.sim.engine import simulate
+    from rush.sim.metrics import compute_metrics
+    from rush.workload.model import workload_from_trace
+    from rush.workload.swf import read_swf
+
+    done = []
+    with tempfile.TemporaryDirectory(prefix="rush-warmup-") as tmp:
+        path = Path(tmp) / "warmup.swf"
+        # Four jobs on 4 processors: job 2 waits for job 1, job 3 backfills, job 4 is reserved.
+        path.write_text(
+            "; MaxProcs: 4\n"
+            "1 0 0 100 2 -1 -1 2 100 -1 1 1 1 1 1 -1 -1 -1\n"
+            "2 1 0 50 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n"
+            "3 2 0 10 2 -1 -1 2 20 -1 1 1 1 1 1 -1 -1 -1\n"
+            "4 3 0 30 3 -1 -1 3 40 -1 1 1 1 1 1 -1 -1 -1\n"
+        )
+        trace = read_swf(path)
+        done.append("SWF reader")
+    workload = workload_from_trace(trace)
+    for backfill in BACKFILL_MODES:
+        for policy in ("FCFS", "WFP3"):  # a static and a time-dependent (dynamic) policy
+            result = simulate(workload, CoreConfig.from_names(policy, backfill))
+            compute_metrics(result)
+        done.append(f"simulator ({backfill})")
+    pending = (PendingJob(1, 0.0, 2, 60.0), PendingJob(2, 1.0, 4, 60.0), PendingJob(3, 2.0, 1, 10.0))
+    for backfill in BACKFILL_MODES:
+        schedule(
+            Snapshot(now=10.0, total_procs=4, free_procs=3, pending=pending), CoreConfig(backfill=backfill)
+        )
+    done.append("live core (schedule)")
+    return done

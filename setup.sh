@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The README's two set-up commands (make demo / make test are aliases of these):
+#
+#   ./setup.sh demo   install rush into .venv/ and compare FCFS/SPF/SAF/WFP3/F1 on the embedded
+#                     synthetic Lublin workload; plots in runs/demo/plots
+#   ./setup.sh test   install the system packages the tests use (Slurm, munge, Prometheus,
+#                     OpenMPI, ...), rush with every extra into .venv/, and run the test suite
+#                     (extra arguments go to pytest, e.g. ./setup.sh test tests/sim)
+#
+# Needs only Debian 12's python3 (and root or sudo when a Debian package is missing). Both
+# commands install the same editable rush into the project's virtual environment .venv/, in
+# either order and as often as you like: never into the system Python (PEP 668 forbids it on
+# Debian 12), and never a second, non-editable copy (its numba cache files would shadow the
+# editable install).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+VENV="${RUSH_VENV:-.venv}"
+PY="$VENV/bin/python"
+# The rush that the environment imports is this checkout's (editable) one.
+IS_OURS='import os, sys, rush.cli.main; sys.exit(os.path.dirname(os.path.dirname(os.path.realpath(rush.__file__))) != os.path.realpath("."))'
+
+die() {
+  echo "setup.sh: error: $1" >&2
+  [ -n "${2:-}" ] && echo "  fix: $2" >&2
+  exit 2
+}
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "installing Debian packages needs root: $*" "run this script as root, or install sudo"
+  fi
+}
+
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || die "missing system packages: $*" "install them with your package manager"
+  echo "setup.sh: installing Debian packages: $*"
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_venv() {
+  if [ -x "$PY" ] && "$PY" -m pip --version >/dev/null 2>&1; then
+    return
+  fi
+  command -v python3 >/dev/null 2>&1 || die "python3 not found" "apt-get install python3"
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    die "rush needs Python >= 3.11, found $(python3 --version 2>&1)" "use Debian 12 or newer"
+  if [ -e "$VENV" ]; then
+    [ -f "$VENV/pyvenv.cfg" ] || die "$VENV exists and is not a virtual environment" "move it away, or set RUSH_VENV"
+    rm -rf "$VENV"  # a half-made environment (no pip) from an interrupted run
+  fi
+  # Debian ships venv's pip bootstrap (ensurepip) in a separate package, python3-venv.
+  if ! python3 -m venv "$VENV" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    apt_install python3-venv
+    python3 -m venv "$VENV"
+  fi
+}
+
+install_rush() {
+  local extras="$1"
+  local stamp="$VENV/.rush-install"
+  local want
+  want="$(cat pyproject.toml; echo "extras=$extras"; pwd)"
+  want="$(printf '%s' "$want" | "$PY" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')"
+  # A non-editable copy (e.g. an earlier `pip install .`) leaves rush/ in site-packages, whose
+  # __pycache__ (numba's cache, before it moved to ~/.cache/rush/numba) turns it into a
+  # namespace package hiding the editable install.
+  local purelib
+  purelib="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  if [ -d "$purelib/rush" ]; then
+    echo "setup.sh: removing a non-editable copy of rush from $purelib"
+    "$PY" -m pip uninstall -y -q rush >/dev/null 2>&1 || true
+    rm -rf "$purelib/rush"
+  fi
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$PY" -c "$IS_OURS" 2>/dev/null; then
+    echo "setup.sh: rush is installed in $VENV (up to date)"
+  else
+    echo "setup.sh: installing rush (editable${extras:+, extras: $extras}) into $VENV"
+    "$PY" -m pip install -q --disable-pip-version-check -e ".${extras:+[$extras]}"
+    echo "$want" >"$stamp"
+  fi
+  # Compile the numba kernels now rather than at the first simulation (about 30 s, once).
+  "$VENV/bin/rush" warmup
+}
+
+demo() {
+  ensure_venv
+  install_rush ""
+  "$VENV/bin/rush" compare lublin --policies FCFS,SPF,SAF,WFP3,F1 --out runs/demo
+  "$VENV/bin/rush" report runs/demo --out runs/demo/plots
+  echo "setup.sh: plots in runs/demo/plots; run rush as $VENV/bin/rush (or: source $VENV/bin/activate)"
+}
+
+run_tests() {
+  bash .ci/install-deps.sh
+  ensure_venv
+  install_rush "test,mpi,cassandra,dask"
+  export RUSH_TRACE_MIRROR="${RUSH_TRACE_MIRROR:-$(cd .. && pwd)/shared/traces}"
+  local rc=0
+  "$PY" -m pytest -q -ra "$@" || rc=$?
+  if [ "$rc" -eq 5 ]; then
+    echo "setup.sh: error: pytest collected no tests" >&2  # an empty run must not pass CI
+  fi
+  return "$rc"
+}
+
+case "${1:-}" in
+  demo) shift; demo ;;
+  test) shift; run_tests "$@" ;;
+  install) shift; ensure_venv; install_rush "${1:-}" ;;
+  *)
+    echo "usage: ./setup.sh demo | test [PYTEST ARGS] | install [EXTRAS]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,151 @@
+"""The newcomer path: the set-up script's install step, the wheel's contents, start-up imports.
+
+The install test runs the real ``./setup.sh install`` into a fresh virtual environment (its
+dependencies come from the project's environment through a ``.pth`` file, so nothing is
+downloaded but the build backend), twice, with a non-editable leftover ``rush/`` planted in
+site-packages, the state that made ``make demo`` then ``make test`` break ``rush``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _purelib(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def _build_backend_unreachable(output: str) -> bool:
+    return "No matching distribution found for setuptools" in output or "Could not find a version" in output
+
+
+def test_install_step_twice_with_a_stale_copy(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    site = _purelib(python)
+    # The project's environment provides numpy, numba, ... (a .pth is read at start-up).
+    (site / "project_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # Leftover of a non-editable install: numba cache files make rush/ a namespace package.
+    stale = site / "rush" / "__pycache__"
+    stale.mkdir(parents=True)
+    (stale / "loop.run_simulation-99.py311.nbi").write_bytes(b"stale")
+    env = {**os.environ, "RUSH_VENV": str(venv)}
+    env.pop("VIRTUAL_ENV", None)
+
+    first = subprocess.run(
+        [str(REPO / "setup.sh"), "install"], capture_output=True, text=True, env=env, timeout=600
+    )
+    if first.returncode != 0 and _build_backend_unreachable(first.stdout + first.stderr):
+        pytest.skip("pip cannot fetch the build backend (setuptools) here: no package index")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "removing a non-editable copy" in first.stdout and not (site / "rush").exists()
+    assert "warm:" in first.stdout
+
+    second = subprocess.run(
+        [str(REPO / "setup.sh"), "install"], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "up to date" in second.stdout and "installing rush" not in second.stdout
+
+    version = subprocess.run(
+        [str(venv / "bin" / "rush"), "--version"], capture_output=True, text=True, env=env
+    )
+    assert version.returncode == 0, version.stderr
+    assert version.stdout.split() == ["rush", _project_version(), f"({REPO / 'rush'})"]
+    help_ = subprocess.run([str(venv / "bin" / "rush"), "--help"], capture_output=True, text=True, env=env)
+    assert help_.returncode == 0 and "simulate" in help_.stdout and "warmup" in help_.stdout
+
+    # The test command (here on a directory without tests): pytest's "no tests" (5) fails it.
+    (tmp_path / "empty").mkdir()
+    tests = subprocess.run(
+        [str(REPO / "setup.sh"), "test", str(tmp_path / "empty")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    assert tests.returncode == 5, tests.stdout + tests.stderr
+    assert "pytest collected no tests" in tests.stderr
+    assert "extras: test,mpi,cassandra,dask" in tests.stdout  # the same editable rush, with the test extras
+
+
+def _project_version() -> str:
+    import tomllib
+
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+
+
+def test_setup_script_rejects_an_unknown_command() -> None:
+    out = subprocess.run([str(REPO / "setup.sh"), "deploy"], capture_output=True, text=True)
+    assert out.returncode == 2 and "usage: ./setup.sh demo | test" in out.stderr
+
+
+def test_setup_script_never_deletes_a_directory_that_is_not_a_venv(tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("precious\n")
+    env = {**os.environ, "RUSH_VENV": str(tmp_path)}
+    out = subprocess.run([str(REPO / "setup.sh"), "install"], capture_output=True, text=True, env=env)
+    assert out.returncode == 2 and "is not a virtual environment" in out.stderr and "fix:" in out.stderr
+    assert (tmp_path / "data.txt").read_text() == "precious\n"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    # The README's command is what CI runs (its exit status: test_install_step_twice_with_a_stale_copy).
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "exec ./setup.sh test" in ci
+    readme = (REPO / "README.md").read_text()
+    assert "./setup.sh demo" in readme and "./setup.sh test" in readme
+
+
+def test_wheel_ships_the_probe_and_no_caches(tmp_path: Path) -> None:
+    # Build from a copy (the build writes build/ and *.egg-info next to the sources), caches included.
+    source = tmp_path / "src"
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "runs", "build", "dist", "*.egg-info", ".pytest_cache"
+        ),
+    )
+    cache = source / "rush" / "sim" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "loop.run_simulation-99.py311.nbi").write_bytes(b"planted")
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(tmp_path / "dist")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if out.returncode != 0 and _build_backend_unreachable(out.stdout + out.stderr):
+        pytest.skip("pip cannot fetch the build backend (setuptools) here: no package index")
+    assert out.returncode == 0, out.stderr
+    (wheel,) = (tmp_path / "dist").glob("rush-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "rush/collect/mpi_probe.py" in names and "rush/data/trace_manifest.tsv" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith((".nbi", ".nbc", ".pyc"))]
+
+
+def test_probe_script_is_found_inside_the_package() -> None:
+    import rush
+    from rush.collect.probe import PROBE_SCRIPT
+
+    assert PROBE_SCRIPT.is_file() and PROBE_SCRIPT.parent.parent == Path(rush.__file__).parent
+    # The documented path still works (a link into the package).
+    assert (REPO / "collectors" / "mpi_probe.py").resolve() == PROBE_SCRIPT.resolve()
