@@ -23,8 +23,8 @@ from rush.core.backfill import conservative_pass, easy_pass
 from rush.core.config import CoreConfig
 from rush.core.ordering import compute_order_keys, sort_queue
 from rush.core.priority_values import priority_values
-from rush.core.rules import effective_estimate, is_killable, kill_due, requeue_as_large, runtime_class_of
-from rush.core.snapshot import Decision, Decisions, PendingJob, RuntimeClass, Snapshot
+from rush.core.rules import job_rules, kill_due, requeue_as_large
+from rush.core.snapshot import Decision, Decisions, RuntimeClass, Snapshot
 from rush.errors import RushError
 
 _DIVIDER_NONE = float("inf")
@@ -63,10 +63,31 @@ def _order(
     return queue, group, key
 
 
-def check_snapshot(snapshot: Snapshot) -> None:
+def _column(jobs, name: str, dtype) -> np.ndarray:
+    return np.fromiter((getattr(j, name) for j in jobs), dtype=dtype, count=len(jobs))
+
+
+def _estimates(jobs) -> np.ndarray:
+    return np.fromiter(
+        (j.requested_time if j.estimate is None else j.estimate for j in jobs),
+        dtype=np.float64,
+        count=len(jobs),
+    )
+
+
+def check_snapshot(
+    snapshot: Snapshot,
+    when: np.ndarray,
+    requested: np.ndarray,
+    estimate: np.ndarray,
+    procs: np.ndarray,
+    job_ids: np.ndarray,
+) -> None:
     """Refuse a snapshot the kernels cannot order soundly (NaN times, no processors, ...).
 
-    The daemon's snapshot builder drops such jobs first; this guards every other caller.
+    ``when`` is the submit time of pending jobs and the start of running ones; the other
+    columns are over pending then running jobs. The daemon's snapshot builder drops such
+    jobs first; this guards every other caller. An unlimited request (inf) is allowed.
     """
     if not math.isfinite(snapshot.now) or not math.isfinite(snapshot.time_origin):
         raise RushError("the snapshot's time is not finite", where="snapshot.now")
@@ -75,72 +96,64 @@ def check_snapshot(snapshot: Snapshot) -> None:
             f"free processors {snapshot.free_procs} outside [0, {snapshot.total_procs}]",
             where="snapshot.free_procs",
         )
-    seen: set[int] = set()
-    for job in (*snapshot.pending, *snapshot.running):
-        when = job.submit if isinstance(job, PendingJob) else job.start
-        # An unlimited request (inf) is allowed; NaN and negative ones are not.
-        if (
-            job.job_id in seen
-            or job.procs <= 0
-            or not math.isfinite(when)
-            or not job.requested_time >= 0
-            or (job.estimate is not None and not job.estimate >= 0)
-        ):
-            raise RushError(
-                f"job {job.job_id} is repeated or has a non-finite submit/start, a NaN or negative "
-                "request or no processors",
-                where=f"snapshot job {job.job_id}",
-                fix="drop the job before scheduling (the daemon's snapshot builder does)",
-            )
-        seen.add(job.job_id)
+    bad = (procs <= 0) | ~np.isfinite(when) | ~(requested >= 0) | ~(estimate >= 0)
+    unique, first, counts = np.unique(job_ids, return_index=True, return_counts=True)
+    repeated = np.zeros(len(job_ids), dtype=np.bool_)
+    repeated[first[counts > 1]] = True
+    if np.any(bad | repeated):
+        job_id = int(job_ids[np.argmax(bad | repeated)])
+        raise RushError(
+            f"job {job_id} is repeated or has a non-finite submit/start, a NaN or negative "
+            "request or no processors",
+            where=f"snapshot job {job_id}",
+            fix="drop the job before scheduling (the daemon's snapshot builder does)",
+        )
 
 
 def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     """Decide priorities, starts, reservations, skips and kills for one snapshot."""
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
-    check_snapshot(snapshot)
     pending = sorted(snapshot.pending, key=lambda p: (p.submit, p.job_id))
+    running = snapshot.running
+    everyone = (*pending, *running)
     n = len(pending)
-    submit = np.array([p.submit for p in pending], dtype=np.float64)
-    procs = np.array([p.procs for p in pending], dtype=np.int64)
-    requested = np.array([p.requested_time for p in pending], dtype=np.float64)
-    estimate = np.array(
-        [p.requested_time if p.estimate is None else p.estimate for p in pending], dtype=np.float64
+    submit = _column(pending, "submit", np.float64)
+    procs = _column(pending, "procs", np.int64)
+    requested = _column(pending, "requested_time", np.float64)
+    estimate = _estimates(pending)
+    r_start = _column(running, "start", np.float64)
+    r_procs_all = _column(running, "procs", np.int64)
+    r_requested = _column(running, "requested_time", np.float64)
+    r_estimate = _estimates(running)
+    check_snapshot(
+        snapshot,
+        np.concatenate([submit, r_start]),
+        np.concatenate([requested, r_requested]),
+        np.concatenate([estimate, r_estimate]),
+        np.concatenate([procs, r_procs_all]),
+        _column(everyone, "job_id", np.int64),
     )
-    runtime_class = np.array(
-        [runtime_class_of(int(p.runtime_class), p.requeues) for p in pending], dtype=np.int64
+    classes, killable, est = job_rules(
+        np.concatenate([estimate, r_estimate]),
+        np.concatenate([requested, r_requested]),
+        np.fromiter((int(j.runtime_class) for j in everyone), dtype=np.int64, count=len(everyone)),
+        _column(everyone, "idempotent", np.bool_),
+        _column(everyone, "requeues", np.int64),
+        config.kill_false_small,
+        config.max_requeues,
+        divider,
     )
-    variable = np.array([p.variable for p in pending], dtype=np.bool_)
-    skips = np.array([p.skips for p in pending], dtype=np.int64)
-    est = np.array(
-        [
-            effective_estimate(
-                estimate[k],
-                requested[k],
-                is_killable(
-                    config.kill_false_small, runtime_class[k], p.idempotent, p.requeues, config.max_requeues
-                ),
-                divider,
-            )
-            for k, p in enumerate(pending)
-        ],
-        dtype=np.float64,
-    )
+    runtime_class, est, r_est = classes[:n], est[:n], est[n:]
+    variable = _column(pending, "variable", np.bool_)
+    skips = _column(pending, "skips", np.int64)
 
     # Running jobs: estimated ends (sorted) and the false-small kill rule.
     decisions: list[Decision] = []
-    run_end = []
-    for r in snapshot.running:
-        r_estimate = r.requested_time if r.estimate is None else r.estimate
-        r_class = runtime_class_of(int(r.runtime_class), r.requeues)
-        killable = is_killable(
-            config.kill_false_small, r_class, r.idempotent, r.requeues, config.max_requeues
-        )
-        run_end.append(
-            (r.start + effective_estimate(r_estimate, r.requested_time, killable, divider), r.procs)
-        )
-        if killable and kill_due(r.start, now, divider):
+    r_end_all = r_start + r_est
+    for k in np.flatnonzero(killable[n:]):
+        r = running[k]
+        if kill_due(r.start, now, divider):
             new_class, requeues = requeue_as_large(r.requeues)
             decisions.append(
                 Decision(
@@ -153,9 +166,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
                     requeues=requeues,
                 )
             )
-    run_end.sort()
-    r_end = np.array([e for e, _ in run_end], dtype=np.float64)
-    r_procs = np.array([p for _, p in run_end], dtype=np.int64)
+    by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
+    r_end = np.ascontiguousarray(r_end_all[by_end])
+    r_procs = np.ascontiguousarray(r_procs_all[by_end])
 
     arrays = (submit, procs, estimate, runtime_class)
     order, group, key = _order(snapshot, config, config.policy, arrays)
@@ -163,14 +176,18 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     result = Decisions(now=now)
     result.order = [pending[k].job_id for k in order]
     result.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
-    for rank, k in enumerate(order):
+    words = _order_words(config)
+    groups = {g: _group_words(g, config) for g in (0, 1, 2)}
+    name = config.policy.name
+    for rank, (k, g, kv, v) in enumerate(
+        zip(order.tolist(), group.tolist(), key.tolist(), values.tolist(), strict=True)
+    ):
         decisions.append(
             Decision(
                 pending[k].job_id,
                 "priority",
-                f"rank {rank + 1} of {n}: {_group_words(int(group[rank]), config)}, {config.policy.name} key "
-                f"{key[rank]:.6g} by {_order_words(config)}",
-                int(values[rank]),
+                f"rank {rank + 1} of {n}: {groups[g]}, {name} key {kv:.6g} by {words}",
+                v,
             )
         )
 
