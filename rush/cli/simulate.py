@@ -113,14 +113,34 @@ def trace_identity(trace: str) -> dict:
     return {"trace": entry.file, "trace_sha256": entry.sha256}  # verified when fetched
 
 
-def run_settings(trace: str, **settings: object) -> dict:
-    """The ``settings`` block of ``--json``: what was run, on what, with which versions."""
+def run_settings(
+    trace: str,
+    result: SimResult,
+    label: str,
+    tau: float,
+    procs_given: bool,
+    classes: str | None = None,
+    model: Path | None = None,
+) -> dict:
+    """The ``settings`` block of ``--json``: what was run (from the result), on what, with which versions."""
     import numba
     import numpy
 
+    info = result.info
     return (
         trace_identity(trace)
-        | settings
+        | {
+            "label": label,
+            "policy": info["policy"],
+            "backfill": info["backfill"],
+            "backfill_policy": info.get("backfill_policy"),
+            "threshold": info.get("threshold"),
+            "tau": tau,
+            "procs": int(result.machine_procs),
+            "procs_from": "--procs" if procs_given else "trace",
+            "classes": classes,
+            "model": str(model) if model is not None else None,
+        }
         | {
             "rush_version": rush.__version__,
             "numba_version": numba.__version__,
@@ -226,19 +246,7 @@ def simulate_command(
             "wasted_area": float(result.wasted_area.sum()),
         }
     label = _label(policy, backfill, classes, backfill_policy)
-    metrics["settings"] = run_settings(
-        trace,
-        label=label,
-        policy=result.info.get("policy", policy),
-        backfill=backfill,
-        backfill_policy=result.info.get("backfill_policy"),
-        threshold=result.info.get("threshold"),
-        tau=tau,
-        procs=int(workload.machine_procs),
-        procs_from="--procs" if procs is not None else "trace",
-        classes=classes,
-        model=str(model) if model is not None else None,
-    )
+    metrics["settings"] = run_settings(trace, result, label, tau, procs is not None, classes, model)
     time_origin = float(workload.submit.min()) if len(workload) else 0.0
     if jobs_out is not None:
         result.write_jobs_csv(jobs_out, time_origin=time_origin)
@@ -296,19 +304,7 @@ def compare_command(
                 trace_obj, workload, name, backfill, threshold, None, None, None, progress=False
             )
             metrics = compute_metrics(result, tau=tau)
-            metrics["settings"] = run_settings(
-                trace,
-                label=label,
-                policy=result.info.get("policy", name),
-                backfill=backfill,
-                backfill_policy=result.info.get("backfill_policy"),
-                threshold=result.info.get("threshold"),
-                tau=tau,
-                procs=int(workload.machine_procs),
-                procs_from="--procs" if procs is not None else "trace",
-                classes=None,
-                model=None,
-            )
+            metrics["settings"] = run_settings(trace, result, label, tau, procs is not None)
             table[label] = metrics
             if out is not None:
                 from rush.sim.runs import save_run
