@@ -88,6 +88,9 @@ class Daemon:
         # Dry-run never writes per-job state to the journal; it plays it in memory.
         self.book: Book = MemoryBook(self.journal.jobs()) if self.dry_run else self.journal
         self.failures = 0
+        # The last successful cycle's (cycle number, built snapshot, decisions), for a shell
+        # that carries the decisions out itself (the Flux scheduler module).
+        self.last: tuple[int, Built, Decisions] | None = None
         self._stop = threading.Event()
         self._running: dict[int, RJMSJob] = {}
         self.classifier = self._load_classifier()
@@ -216,6 +219,7 @@ class Daemon:
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
             decisions = schedule(built.snapshot, self.core_config)
+            self.last = (cycle, built, decisions)
             applied, rjms_error = self._act(cycle, state, built, decisions)
         except Exception as exc:
             return self._fail(cycle, started, "error", exc)
@@ -250,6 +254,8 @@ class Daemon:
                     rec.predicted_class = cls
                     self.book.save_job(rec)
             self._touch(state)
+        if self.backend.starts_jobs:  # rush is the scheduler: its order is the priority
+            decisions = replace(decisions, decisions=[d for d in decisions.decisions if d.action != "priority"])
         plan = plan_actions(
             decisions,
             state,
@@ -267,7 +273,9 @@ class Daemon:
             applied, rjms_error = self.applier.apply(cycle, plan, state)
         with self.journal.transaction():
             for d in decisions.decisions:
-                if d.action in ("start", "backfill", "reserve"):
+                # A shell that starts jobs journals its starts with their outcome itself.
+                advice = ("reserve",) if self.backend.starts_jobs else ("start", "backfill", "reserve")
+                if d.action in advice:
                     self.journal.record(
                         cycle,
                         d.job_id,

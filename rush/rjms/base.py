@@ -72,6 +72,10 @@ class RJMSBackend(abc.ABC):
     """What rush needs from a resource and job management system."""
 
     name: str = ""
+    # True when rush itself is the RJMS's scheduler (the Flux scheduler module): the shell
+    # starts the core's start/backfill decisions and the core's order is the priority, so
+    # the daemon loop plans no priority actions and journals no start advice.
+    starts_jobs: bool = False
 
     @abc.abstractmethod
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
