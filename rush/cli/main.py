@@ -45,6 +45,7 @@ def _register() -> None:
     # Each module adds its commands to ``app`` (or exposes a sub-app named ``app``).
     from rush.cli import collect as _collect  # noqa: F401
     from rush.cli import daemon as _daemon  # noqa: F401
+    from rush.cli import flux as _flux  # noqa: F401
     from rush.cli import replay as _replay  # noqa: F401
     from rush.cli import report as _report  # noqa: F401
     from rush.cli import simulate as _simulate  # noqa: F401

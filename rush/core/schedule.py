@@ -110,8 +110,13 @@ def check_snapshot(
         )
 
 
-def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
-    """Decide priorities, starts, reservations, skips and kills for one snapshot."""
+def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool = True) -> Decisions:
+    """Decide priorities, starts, reservations, skips and kills for one snapshot.
+
+    ``explain_priorities=False`` leaves out the one ``priority`` decision per pending job (a
+    shell that starts jobs itself, the Flux scheduler module, needs only ``order`` and
+    ``priority``, not 10 000 explanations per pass).
+    """
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
     pending = sorted(snapshot.pending, key=lambda p: (p.submit, p.job_id))
@@ -179,9 +184,8 @@ def schedule(snapshot: Snapshot, config: CoreConfig) -> Decisions:
     words = _order_words(config)
     groups = {g: _group_words(g, config) for g in (0, 1, 2)}
     name = config.policy.name
-    for rank, (k, g, kv, v) in enumerate(
-        zip(order.tolist(), group.tolist(), key.tolist(), values.tolist(), strict=True)
-    ):
+    explained = zip(order.tolist(), group.tolist(), key.tolist(), values.tolist(), strict=True)
+    for rank, (k, g, kv, v) in enumerate(explained if explain_priorities else ()):
         decisions.append(
             Decision(
                 pending[k].job_id,

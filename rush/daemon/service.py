@@ -218,7 +218,9 @@ class Daemon:
                 )
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
-            decisions = schedule(built.snapshot, self.core_config)
+            decisions = schedule(
+                built.snapshot, self.core_config, explain_priorities=not self.backend.starts_jobs
+            )
             self.last = (cycle, built, decisions)
             applied, rjms_error = self._act(cycle, state, built, decisions)
         except Exception as exc:
@@ -254,8 +256,6 @@ class Daemon:
                     rec.predicted_class = cls
                     self.book.save_job(rec)
             self._touch(state)
-        if self.backend.starts_jobs:  # rush is the scheduler: its order is the priority
-            decisions = replace(decisions, decisions=[d for d in decisions.decisions if d.action != "priority"])
         plan = plan_actions(
             decisions,
             state,
@@ -271,10 +271,10 @@ class Daemon:
             rjms_error = None
         else:
             applied, rjms_error = self.applier.apply(cycle, plan, state)
+        # A shell that starts jobs journals its starts with their outcome itself.
+        advice = ("reserve",) if self.backend.starts_jobs else ("start", "backfill", "reserve")
         with self.journal.transaction():
             for d in decisions.decisions:
-                # A shell that starts jobs journals its starts with their outcome itself.
-                advice = ("reserve",) if self.backend.starts_jobs else ("start", "backfill", "reserve")
                 if d.action in advice:
                     self.journal.record(
                         cycle,

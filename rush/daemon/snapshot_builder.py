@@ -201,6 +201,10 @@ class SnapshotBuilder:
         self.classifier = classifier
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
+        # job id -> (the RJMSJob read, the inputs that vary, its PendingJob and outputs): a job
+        # read as the same object with the same record, class and flag is not rebuilt (the
+        # Flux scheduler module keeps its job objects and runs a pass per event).
+        self._pending_cache: dict[int, tuple[RJMSJob, tuple, PendingJob, dict[str, Any]]] = {}
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -245,27 +249,46 @@ class SnapshotBuilder:
             and not (j.held and not records.get(j.job_id, JobRecord(j.job_id)).held_by_rush)
         ]
         running_jobs = [j for j in state.jobs if j.state != "PENDING" and j.start is not None]
-        need_class = [
-            j
-            for j in pending_jobs
-            if _fixed_class(j, records.get(j.job_id)) is None and _requeues(j, records.get(j.job_id)) == 0
-        ]
-        # Running jobs rush never saw pending (e.g. started before the daemon) are classified now.
-        need_class += [
-            j
-            for j in running_jobs
-            if _fixed_class(j, records.get(j.job_id)) is None
-            and _requeues(j, records.get(j.job_id)) == 0
-            and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
-        ]
+        need_class: list[RJMSJob] = []
+        if self.classifier is not None:
+            need_class = [
+                j
+                for j in pending_jobs
+                if _fixed_class(j, records.get(j.job_id)) is None and _requeues(j, records.get(j.job_id)) == 0
+            ]
+            # Running jobs rush never saw pending (e.g. started before the daemon) are classified now.
+            need_class += [
+                j
+                for j in running_jobs
+                if _fixed_class(j, records.get(j.job_id)) is None
+                and _requeues(j, records.get(j.job_id)) == 0
+                and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
+            ]
         predicted = self._classes(need_class, built)
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
 
         pending = []
+        cache, self._pending_cache = self._pending_cache, {}
         for j in pending_jobs:
-            rec = records.get(j.job_id) or JobRecord(j.job_id)
+            stored = records.get(j.job_id)
+            varies = (
+                (stored.skips, stored.requeues, stored.predicted_class) if stored is not None else None,
+                predicted.get(j.job_id),
+                variable.get(j.job_id, False),
+                variation_outputs,
+                source_name,
+            )
+            hit = cache.get(j.job_id)
+            if hit is not None and hit[0] is j and hit[1] == varies:
+                self._pending_cache[j.job_id] = hit
+                pending.append(hit[2])
+                built.outputs[j.job_id] = hit[3]
+                if j.job_id in predicted:
+                    built.predicted[j.job_id] = int(hit[2].runtime_class)
+                continue
+            rec = stored or JobRecord(j.job_id)
             cls, source = _fixed_class(j, rec) or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
             if j.job_id in predicted:
                 built.predicted[j.job_id] = int(cls)
@@ -291,6 +314,7 @@ class SnapshotBuilder:
                     requeues=requeues,
                 )
             )
+            self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])
         running = []
         for j in running_jobs:
             rec = records.get(j.job_id) or JobRecord(j.job_id)

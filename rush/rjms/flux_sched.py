@@ -28,14 +28,16 @@ import heapq
 import math
 import pwd
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
-from rush.core.snapshot import Decision
+from rush.core import schedule
+from rush.core.snapshot import Decision, RunningJob, Snapshot
+from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.daemon.config import load_config
 from rush.daemon.service import Daemon
 from rush.errors import RushError
@@ -71,17 +73,6 @@ class ModuleArgs:
             else:
                 rest.append(arg)
         return out, rest
-
-
-@dataclass
-class QueuedJob:
-    """What rush needs of a job that Flux does not keep in ``PendingJob``."""
-
-    user: str
-    tags: dict[str, str]
-    name: str = ""
-    queue: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def jobspec_tags(jobspec: dict[str, Any]) -> dict[str, str]:
@@ -152,10 +143,12 @@ class RushScheduler(Scheduler):
                 update={"daemon": config.daemon.model_copy(update={"journal": options.journal})}
             )
         self.config = config
-        self.meta: dict[int, QueuedJob] = {}
+        # Queued jobs as rush reads them (built once, at alloc) and the jobs this module started.
+        self.pending: dict[int, RJMSJob] = {}
         self.running: dict[int, RJMSJob] = {}
         self._users: dict[int, str] = {}
         self.daemon = Daemon(config, backend=ModuleBackend(self))
+        self._warm_up()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._request_schedule(), repeat=interval)
         self._tick.start()
@@ -163,6 +156,18 @@ class RushScheduler(Scheduler):
             f"rush scheduler: policy {config.policy.policy}, backfill {config.policy.backfill}, "
             f"journal {config.daemon.journal}"
         )
+
+    def _warm_up(self) -> None:
+        """Load the core's compiled kernels now, not in the first pass over a full queue."""
+        now = time.time()
+        snapshot = Snapshot(
+            now=now,
+            total_procs=2,
+            free_procs=1,
+            pending=(CorePendingJob(1, now, 2, 60.0),),
+            running=(RunningJob(2, now, 1, 60.0),),
+        )
+        schedule(snapshot, self.daemon.core_config)
 
     # -- the module's view ----------------------------------------------------------------
     def _limit(self, duration: float) -> float:
@@ -178,25 +183,8 @@ class RushScheduler(Scheduler):
         pool = self.resources
         total = pool.to_resource_set().ncores
         busy = pool.copy_allocated().ncores + pool.copy_down().ncores
-        jobs = []
-        for job in self._queue:
-            meta = self.meta.get(job.jobid)
-            if meta is None:
-                continue
-            rr = job.resource_request
-            jobs.append(
-                RJMSJob(
-                    job_id=int(job.jobid),
-                    state="PENDING",
-                    submit=submit_time(meta.tags, float(job.t_submit)),
-                    procs=int(rr.ncores),
-                    requested_time=self._limit(float(rr.duration)),
-                    user=meta.user,
-                    partition=meta.queue,
-                    name=meta.name,
-                    tags=meta.tags,
-                )
-            )
+        # The job objects are kept from alloc on, so the snapshot builder reuses their entries.
+        jobs = [self.pending[job.jobid] for job in self._queue if job.jobid in self.pending]
         jobs.extend(self.running.values())
         if partitions:
             jobs = [j for j in jobs if j.partition in partitions]
@@ -222,11 +210,17 @@ class RushScheduler(Scheduler):
         system = jobspec.get("attributes", {}).get("system", {})
         system = system if isinstance(system, dict) else {}
         job = system.get("job", {})
-        self.meta[jobid] = QueuedJob(
+        tags = jobspec_tags(jobspec)
+        self.pending[jobid] = RJMSJob(
+            job_id=int(jobid),
+            state="PENDING",
+            submit=submit_time(tags, float(t_submit)),
+            procs=int(rr.ncores),
+            requested_time=self._limit(float(rr.duration)),
             user=user_name(int(userid), self._users),
-            tags=jobspec_tags(jobspec),
+            partition=str(system.get("queue", ""))[:256],
             name=str(job.get("name", ""))[:256] if isinstance(job, dict) else "",
-            queue=str(system.get("queue", ""))[:256],
+            tags=tags,
         )
         heapq.heappush(self._queue, PendingJob(jobid, priority, t_submit, request, rr))
 
@@ -260,7 +254,7 @@ class RushScheduler(Scheduler):
 
     def cancel(self, jobid):
         super().cancel(jobid)
-        self.meta.pop(jobid, None)
+        self.pending.pop(jobid, None)
 
     def expiration(self, msg, jobid, expiration):
         """A running job's time limit changed (flux update): the core sees its new estimate."""
@@ -295,12 +289,20 @@ class RushScheduler(Scheduler):
             self._queue = [job for job in self._queue if job.jobid not in done]
             heapq.heapify(self._queue)
             for job_id in done:
-                self.meta.pop(job_id, None)
+                self.pending.pop(job_id, None)
         journal = self.daemon.journal
         with journal.transaction():
             for d, status, answer in records:
                 journal.record(
-                    cycle, d.job_id, d.action, d.reason, d.value, built.outputs.get(d.job_id), "apply", status, answer
+                    cycle,
+                    d.job_id,
+                    d.action,
+                    d.reason,
+                    d.value,
+                    built.outputs.get(d.job_id),
+                    "apply",
+                    status,
+                    answer,
                 )
 
     def _allocate(self, job, decision: Decision) -> tuple[str, str]:
@@ -319,20 +321,12 @@ class RushScheduler(Scheduler):
         limit = self._limit(float(rr.duration))
         if math.isfinite(limit):
             alloc.set_expiration(now + limit)
-        meta = self.meta.get(job.jobid) or QueuedJob(user="", tags={})
-        job.request.success(alloc, {"sched": {"resource_summary": alloc.dumps(), "rush": decision.reason[:200]}})
-        self.running[job.jobid] = RJMSJob(
-            job_id=int(job.jobid),
-            state="RUNNING",
-            submit=submit_time(meta.tags, float(job.t_submit)),
-            procs=int(rr.ncores),
-            requested_time=limit,
-            start=now,
-            user=meta.user,
-            partition=meta.queue,
-            name=meta.name,
-            tags=meta.tags,
+        queued = self.pending.get(job.jobid)
+        job.request.success(
+            alloc, {"sched": {"resource_summary": alloc.dumps(), "rush": decision.reason[:200]}}
         )
+        if queued is not None:
+            self.running[job.jobid] = replace(queued, state="RUNNING", start=now, requested_time=limit)
         return "done", f"allocated {alloc.dumps()}"
 
 

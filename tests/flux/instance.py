@@ -67,6 +67,7 @@ class FluxInstance:
         cores: int | None = None,
         config: str = "",
         env: dict[str, str] | None = None,
+        attrs: dict[str, str] | None = None,
     ) -> None:
         prefix = flux_prefix()
         if prefix is None:
@@ -79,6 +80,8 @@ class FluxInstance:
         self.cores = cores
         self.extra_config = config
         self.extra_env = dict(env or {})
+        # Broker attributes (-S), e.g. {"statedir": DIR} so a restarted instance keeps its jobs.
+        self.attrs = dict(attrs or {})
         self.uri = ""
         self.proc: subprocess.Popen | None = None
         self._log = None
@@ -113,11 +116,16 @@ class FluxInstance:
         uri_file = self.workdir / "uri"
         uri_file.unlink(missing_ok=True)
         argv = [self.flux, "start", f"--test-size={self.size}", f"--config-path={confdir}"]
+        argv += [f"-S{k}={v}" for k, v in self.attrs.items()]
         if self.cores:
             last = self.size - 1
             argv.append(f"--test-hosts=node[0-{last}]" if last else "--test-hosts=node0")
         # The initial program publishes the URI and waits; the instance lives as long as it does.
-        argv += ["sh", "-c", f'echo "$FLUX_URI" > {uri_file}.tmp && mv {uri_file}.tmp {uri_file} && exec sleep 1000000']
+        argv += [
+            "sh",
+            "-c",
+            f'echo "$FLUX_URI" > {uri_file}.tmp && mv {uri_file}.tmp {uri_file} && exec sleep 1000000',
+        ]
         self._log = open(self.workdir / "flux.log", "ab")  # noqa: SIM115
         self.proc = subprocess.Popen(
             argv,
@@ -159,7 +167,9 @@ class FluxInstance:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"flux start exited ({self.proc.returncode}) before {what}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"flux start exited ({self.proc.returncode}) before {what}:\n{self.log_tail()}"
+                )
             try:
                 if ready():
                     return
@@ -223,4 +233,3 @@ class FluxInstance:
             if any(line.split()[:1] == [name] for line in listing.splitlines()):
                 self.module("remove", name)
         self.module("load", path_or_name, *args)
-

@@ -67,9 +67,11 @@ def rush_flux(start_flux):
 def test_serial_queue_starts_in_the_simulators_order(rush_flux, tmp_path):
     flux = rush_flux
     load_rush(flux, write_config(tmp_path, {"policy": "SPF"}))
-    blocker = flux.submit("-n16", "-t", "1m", "sleep", "3")
+    blocker = flux.submit("-n16", "-t", "1m", "sleep", "60")
+    flux.run("job", "wait-event", "-t", "30", str(blocker), "start")
     limits = [50, 10, 40, 20, 30, 25, 45, 15]  # seconds, all distinct: SPF has no ties
     jobs = [flux.submit("-n16", "-t", f"{s}s", "sleep", "0.3") for s in limits]
+    flux.run("cancel", str(blocker))  # every job is queued when the machine frees up
     wait_all(flux, jobs)
     real = sorted(jobs, key=lambda j: t_run(flux, j))
     # The simulator on the same queue: everything pending when the blocker ends.
@@ -94,12 +96,15 @@ def test_serial_queue_starts_in_the_simulators_order(rush_flux, tmp_path):
 def test_easy_backfill_keeps_the_reservation(rush_flux, tmp_path):
     flux = rush_flux
     load_rush(flux, write_config(tmp_path))
-    running = flux.submit("-n12", "-t", "1m", "sleep", "5")
+    running = flux.submit("-n12", "-t", "1m", "sleep", "60")
     flux.run("job", "wait-event", "-t", "30", str(running), "start")
     head = flux.submit("-n16", "-t", "1m", "sleep", "0.2")
     short = flux.submit("-n4", "-t", "20s", "sleep", "0.2")  # ends before the shadow time
     long = flux.submit("-n4", "-t", "5m", "sleep", "0.2")  # would delay the head: waits
-    wait_all(flux, [head, short, long])
+    flux.wait_job(short)
+    time.sleep(1)  # a pass or two with the long job still waiting
+    flux.run("cancel", str(running))
+    wait_all(flux, [head, long])
     assert t_run(flux, short) < t_run(flux, head) <= t_run(flux, long)
     [backfill] = decisions(tmp_path, "backfill")
     assert backfill["job_id"] == short and backfill["status"] == "done"
@@ -131,12 +136,9 @@ def test_skip_with_limit_keeps_a_flagged_job_queued_then_starts_it(rush_flux, tm
     assert not [d for d in decisions(tmp_path) if d["job_id"] == compute and d["action"] in ("skip", "hold")]
 
 
-def test_module_reload_and_broker_restart_start_each_job_once(start_flux, tmp_path):
-    statedir = tmp_path / "state"
-    statedir.mkdir()
+def test_module_reload_hands_running_jobs_back_without_starting_them_again(rush_flux, tmp_path):
+    flux = rush_flux
     config = write_config(tmp_path)
-    flux = start_flux(size=1, cores=16, config="")
-    flux.extra_env = {}
     load_rush(flux, config)
     running = flux.submit("-n8", "-t", "1m", "sleep", "4")
     flux.run("job", "wait-event", "-t", "30", str(running), "start")
@@ -148,6 +150,43 @@ def test_module_reload_and_broker_restart_start_each_job_once(start_flux, tmp_pa
     starts = [d["job_id"] for d in decisions(tmp_path, "start")]
     assert sorted(starts) == sorted([running, waiting])
     assert t_run(flux, waiting) >= t_run(flux, running) + 3  # it waited for the 8 running cores
+
+
+def modprobe_dir(tmp_path: Path, config: Path) -> Path:
+    """deploy/flux/modprobe.d/rush.toml with this checkout's module path and the test's config."""
+    text = (ROOT / "deploy" / "flux" / "modprobe.d" / "rush.toml").read_text()
+    text = text.replace("/opt/rush/lib/python3.11/site-packages/rush/rjms/sched-rush.py", str(MODULE))
+    text = text.replace("config=/etc/rush/rush.toml", f"config={config}")
+    assert str(MODULE) in text and str(config) in text
+    target = tmp_path / "modprobe"
+    (target / "modprobe.d").mkdir(parents=True)
+    (target / "modprobe.d" / "rush.toml").write_text(text)
+    return target
+
+
+def test_loaded_by_configuration_and_a_broker_restart_starts_each_job_once(start_flux, tmp_path):
+    config = write_config(tmp_path)
+    statedir = tmp_path / "state"
+    statedir.mkdir()
+    options = {
+        "size": 1,
+        "cores": 16,
+        "env": {"FLUX_MODPROBE_PATH_APPEND": str(modprobe_dir(tmp_path, config))},
+        "attrs": {"statedir": str(statedir)},
+    }
+    flux = start_flux(**options)
+    listing = flux.module("list").stdout
+    assert "sched-rush" in listing and "sched-simple" not in listing
+    first = flux.submit("-n16", "-t", "1m", "sleep", "0.2")
+    flux.wait_job(first)
+    blocker = flux.submit("-n16", "-t", "1m", "sleep", "60")
+    flux.run("job", "wait-event", "-t", "30", str(blocker), "start")
+    pending = flux.submit("-n4", "-t", "1m", "sleep", "0.2")
+    flux.stop()  # the running job ends with the instance; the pending one is kept in statedir
+    flux = start_flux(**options)
+    flux.wait_job(pending)
+    starts = [d["job_id"] for d in decisions(tmp_path, "start")]
+    assert starts.count(first) == 1 and starts.count(blocker) == 1 and starts.count(pending) == 1
 
 
 def test_bad_module_arguments_refuse_to_load(rush_flux, tmp_path):
