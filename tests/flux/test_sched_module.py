@@ -220,3 +220,19 @@ def test_hostile_jobs_are_denied_or_bounded_and_the_module_keeps_running(rush_fl
         assert "exception" in flux.run("job", "eventlog", str(job_id)).stdout
     assert "sched-rush" in flux.module("list").stdout
     assert {d["job_id"] for d in decisions(tmp_path, "start")} >= {odd, ok}
+
+
+def test_a_job_without_time_limit_gets_the_default_limit_and_can_backfill(rush_flux, tmp_path):
+    flux = rush_flux
+    load_rush(flux, write_config(tmp_path), "default-limit=20")
+    running = flux.submit("-n12", "-t", "1m", "sleep", "60")
+    flux.run("job", "wait-event", "-t", "30", str(running), "start")
+    head = flux.submit("-n16", "-t", "1m", "sleep", "0.2")
+    unlimited = flux.submit("-n4", "sleep", "0.2")  # no -t: 20 s by the module's default-limit
+    flux.wait_job(unlimited)
+    [backfill] = decisions(tmp_path, "backfill")
+    assert backfill["job_id"] == unlimited
+    fields = flux.run("jobs", "-no", "{t_run} {expiration}", str(unlimited)).stdout.split()
+    assert float(fields[1]) - float(fields[0]) == pytest.approx(20, abs=1)  # enforced by Flux too
+    flux.run("cancel", str(running))
+    flux.wait_job(head)
