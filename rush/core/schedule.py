@@ -75,6 +75,15 @@ def _estimates(jobs) -> np.ndarray:
     )
 
 
+def unusable_jobs(
+    procs: np.ndarray, when: np.ndarray, requested: np.ndarray, estimate: np.ndarray
+) -> np.ndarray:
+    """Jobs the kernels cannot order soundly: no processors, a non-finite submit or start time,
+    a NaN or negative request or estimate (an unlimited request, inf, is fine). One rule for
+    the core's check and the daemon's snapshot builder, which drops such jobs and says why."""
+    return (procs <= 0) | ~np.isfinite(when) | ~(requested >= 0) | ~(estimate >= 0)
+
+
 def check_snapshot(
     snapshot: Snapshot,
     when: np.ndarray,
@@ -96,7 +105,7 @@ def check_snapshot(
             f"free processors {snapshot.free_procs} outside [0, {snapshot.total_procs}]",
             where="snapshot.free_procs",
         )
-    bad = (procs <= 0) | ~np.isfinite(when) | ~(requested >= 0) | ~(estimate >= 0)
+    bad = unusable_jobs(procs, when, requested, estimate)
     unique, first, counts = np.unique(job_ids, return_index=True, return_counts=True)
     repeated = np.zeros(len(job_ids), dtype=np.bool_)
     repeated[first[counts > 1]] = True

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rush.core.rules import runtime_class_of
+from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.daemon.journal import JobRecord
 from rush.daemon.variation import VariationPredictor
@@ -151,6 +152,7 @@ class ModelClassPredictor:
                 min(job.requested_time, UNLIMITED_SECONDS),
                 job.submit,
                 max(end - job.start, 0.0),
+                end,
             )
 
     def save(self) -> None:
@@ -233,9 +235,10 @@ class SnapshotBuilder:
     def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
         now = state.taken_at
         built = Built(Snapshot(now, state.total_procs, state.free_procs))
+        bad = _unusable(state.jobs)
         usable, seen = [], set()
-        for j in state.jobs:
-            why = "listed twice" if j.job_id in seen else _unusable(j)
+        for j, unusable in zip(state.jobs, bad, strict=True):
+            why = "listed twice" if j.job_id in seen else _why_unusable(j) if unusable else ""
             if why:
                 built.dropped.append((j.job_id, why))
             else:
@@ -349,17 +352,31 @@ class SnapshotBuilder:
         return built
 
 
-def _unusable(job: RJMSJob) -> str:
-    """Why the core cannot schedule a job as the RJMS reported it ('' when it can)."""
+def _unusable(jobs: tuple[RJMSJob, ...]) -> list[bool]:
+    """The core's rule (:func:`rush.core.schedule.unusable_jobs`) over the jobs as read: the
+    start time counts for running jobs, the submit time for all."""
+    n = len(jobs)
+    procs = np.fromiter((j.procs for j in jobs), dtype=np.int64, count=n)
+    submit = np.fromiter((j.submit for j in jobs), dtype=np.float64, count=n)
+    start = np.fromiter(
+        (j.start if j.state != "PENDING" and j.start is not None else 0.0 for j in jobs),
+        dtype=np.float64,
+        count=n,
+    )
+    requested = np.fromiter((j.requested_time for j in jobs), dtype=np.float64, count=n)
+    # A NaN in either time makes their sum NaN: one finiteness test covers both.
+    return unusable_jobs(procs, submit + start, requested, requested).tolist()
+
+
+def _why_unusable(job: RJMSJob) -> str:
+    """Words for the journal about a job the core's rule refused."""
     if job.procs <= 0:
         return f"{job.procs} processors"
     if not math.isfinite(job.submit):
         return f"submit time {job.submit!r}"
-    if not job.requested_time >= 0:  # NaN or negative; unlimited (inf) is fine
+    if not job.requested_time >= 0:
         return f"time limit {job.requested_time!r}"
-    if job.state != "PENDING" and job.start is not None and not math.isfinite(job.start):
-        return f"start time {job.start!r}"
-    return ""
+    return f"start time {job.start!r}"
 
 
 def _requeues(job: RJMSJob, rec: JobRecord | None) -> int:
