@@ -65,7 +65,7 @@ def one_run(workdir: Path, load: list[str], jobs: int, cores: int) -> dict:
         go = time.time()
         flux.run("queue", "start", "--quiet", check=False)
         flux.run("queue", "drain", timeout=3600)
-        done = json.loads(flux.run("jobs", "-a", "--json").stdout or "{}").get("jobs", [])
+        done = json.loads(flux.run("jobs", "-a", "--count=0", "--json").stdout or "{}").get("jobs", [])
         runs = sorted(j["t_run"] for j in done if j.get("t_run"))
         cleans = [j["t_cleanup"] for j in done if j.get("t_cleanup")]
         if len(runs) != jobs:

@@ -160,10 +160,19 @@ class MemoryBook:
 
 class Journal:
     def __init__(
-        self, path: str | Path, retention: float | None = None, clock: Callable[[], float] = time.time
+        self,
+        path: str | Path,
+        retention: float | None = None,
+        clock: Callable[[], float] = time.time,
+        synchronous: str = "FULL",
     ) -> None:
         """``retention``: seconds decisions, events and cycles are kept (None: forever);
-        ``clock``: the time rows are stamped with (a soak test replays weeks in minutes)."""
+        ``clock``: the time rows are stamped with (a soak test replays weeks in minutes);
+        ``synchronous``: SQLite's FULL (every commit reaches the disk) or NORMAL (a commit
+        survives a crash of the process, not of the machine: the Flux scheduler module, which
+        commits per scheduling pass, uses it)."""
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous must be FULL or NORMAL, not {synchronous!r}")
         if retention is not None and not retention > 0:  # also refuses NaN
             raise ConfigError(
                 f"journal retention must be > 0 seconds, not {retention!r}",
@@ -180,7 +189,7 @@ class Journal:
                 str(self.path), timeout=30, isolation_level=None, check_same_thread=False
             )
             self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.execute(f"PRAGMA synchronous={synchronous}")
             # Truncate the WAL back to this size after a checkpoint instead of keeping its peak.
             self.db.execute("PRAGMA journal_size_limit=16777216")
             self.db.executescript(SCHEMA)

@@ -76,13 +76,16 @@ class Daemon:
         backend: RJMSBackend | None = None,
         dry_run: bool | None = None,
         metrics: DaemonMetrics | None = None,
+        journal_sync: str = "FULL",
     ) -> None:
         self.config = config
         self.dry_run = config.daemon.dry_run if dry_run is None else dry_run
         self.mode = "dry-run" if self.dry_run else "apply"
         self.metrics = metrics or DaemonMetrics()
         self.metrics.dry_run.set(1 if self.dry_run else 0)
-        self.journal = Journal(config.daemon.journal, retention=config.daemon.journal_retention)
+        self.journal = Journal(
+            config.daemon.journal, retention=config.daemon.journal_retention, synchronous=journal_sync
+        )
         self.backend = backend or make_backend(config)
         self.applier = Applier(self.backend, self.journal, self.metrics)
         # Dry-run never writes per-job state to the journal; it plays it in memory.

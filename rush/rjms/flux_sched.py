@@ -147,7 +147,9 @@ class RushScheduler(Scheduler):
         self.pending: dict[int, RJMSJob] = {}
         self.running: dict[int, RJMSJob] = {}
         self._users: dict[int, str] = {}
-        self.daemon = Daemon(config, backend=ModuleBackend(self))
+        # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
+        # loses nothing; a machine crash takes the running jobs with it anyway).
+        self.daemon = Daemon(config, backend=ModuleBackend(self), journal_sync="NORMAL")
         self._warm_up()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._request_schedule(), repeat=interval)
@@ -322,12 +324,11 @@ class RushScheduler(Scheduler):
         if math.isfinite(limit):
             alloc.set_expiration(now + limit)
         queued = self.pending.get(job.jobid)
-        job.request.success(
-            alloc, {"sched": {"resource_summary": alloc.dumps(), "rush": decision.reason[:200]}}
-        )
+        summary = alloc.dumps()
+        job.request.success(alloc, {"sched": {"resource_summary": summary, "rush": decision.reason[:200]}})
         if queued is not None:
             self.running[job.jobid] = replace(queued, state="RUNNING", start=now, requested_time=limit)
-        return "done", f"allocated {alloc.dumps()}"
+        return "done", f"allocated {summary}"
 
 
 def mod_main(h, *args):
