@@ -1,12 +1,21 @@
-"""Shared fixtures. ``slurm_cluster``: one real Slurm on localhost per test session.
+"""Shared fixtures. ``slurm_cluster``: one real Slurm on localhost per test session and install.
 
-Tests that use ``slurm_cluster`` (or ``slurm``) get the ``slurm`` marker automatically, so
-``pytest -m "not slurm"`` runs everything else. The cluster's API is in tests/slurm/cluster.py.
+``slurm_cluster`` is parametrised over the Slurm installs of tests/slurm/cluster.py
+(Debian's 22.05 and 25.11 built from ../shared/vendor), so every live Slurm test runs on
+each: ``test_x[22.05]``, ``test_x[25.11]``; an install that cannot run here is skipped with
+its reason. Pytest groups the tests by the session fixture's parameter and finalises one
+cluster before it creates the next, so only one Slurm runs at a time. ``-k 22.05`` or
+``-k 25.11`` selects one. Tests that use ``slurm_cluster`` (or ``slurm``) get the ``slurm``
+marker automatically, so ``pytest -m "not slurm"`` runs everything else. The cluster's API
+is in tests/slurm/cluster.py.
 """
 
 from __future__ import annotations
 
 import pytest
+
+# The install names of tests/slurm/cluster.py's INSTALLS (kept literal: ids at collection).
+SLURM_INSTALLS = ("22.05", "25.11")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -15,20 +24,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slurm)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory: pytest.TempPathFactory):
-    """A started :class:`tests.slurm.cluster.SlurmCluster` (skips when Slurm is not installed)."""
-    from tests.slurm.cluster import SlurmCluster, available
+@pytest.fixture(scope="session", params=SLURM_INSTALLS)
+def slurm_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """A started :class:`tests.slurm.cluster.SlurmCluster` of one install (skips when that
+    install is absent or cannot run here)."""
+    from tests.slurm.cluster import INSTALLS, SlurmCluster
 
-    reason = available()
+    install = INSTALLS[request.param]
+    reason = install.available()
     if reason:
         pytest.skip(reason)
-    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster = SlurmCluster(tmp_path_factory.mktemp(f"slurm-{install.name}"), install=install)
     try:
         cluster.start()
     except Exception as exc:  # stop what did start; the message carries the daemons' logs
         cluster.stop()
-        pytest.fail(f"could not start the test Slurm: {exc}")
+        pytest.fail(f"could not start the test Slurm {install.name}: {exc}")
     yield cluster
     cluster.stop()
 

@@ -1,14 +1,16 @@
-"""Slurm backend: read the queue, set priorities, hold/release, requeue, cancel, submit.
+"""Slurm backend (22.05 .. 25.11): read the queue, set priorities, hold/release, requeue, cancel, submit.
 
-Reads and actions go through slurmrestd (``rest_url``, OpenAPI v0.0.38) when configured,
-and through Slurm's commands (``squeue --json`` / ``sinfo --json``, ``scontrol``, ``scancel``,
-``sbatch``) when it cannot be reached or cannot do it; :class:`SlurmBackend` lists which
-path each action takes. Both answer with the same job and node records, parsed (and
-checked field by field) by one function. Actions use Slurm's own levers and never
-overwrite ``Priority=``:
+Reads and actions go through slurmrestd (``rest_url``; the OpenAPI version is negotiated,
+see :mod:`rush.rjms.slurm_rest`) when configured, and through Slurm's commands
+(``squeue --json --states=all``, ``scontrol show nodes --json`` or, on 22.05, ``sinfo
+--json``, ``scontrol``, ``scancel``, ``sbatch``) when it cannot be reached or cannot do it;
+:class:`SlurmBackend` lists which path each action takes. Every answer, of every version,
+is read by one normaliser (:mod:`rush.rjms.slurm_json`). Actions use Slurm's own levers and
+never overwrite ``Priority=``:
 
-* priority: ``SiteFactor`` (priority/multifactor adds it to the job's priority) or, where
-  only slurmrestd is available, the job's ``nice`` (subtracted from it);
+* priority: ``SiteFactor`` (priority/multifactor adds it to the job's priority; through
+  slurmrestd v0.0.41+ or ``scontrol``) or, where only an older slurmrestd is available, the
+  job's ``nice`` (subtracted from it);
 * skip: hold now, release in a later cycle;
 * false-small kill: ``scontrol requeue N`` then ``scontrol update JobId=N AdminComment=...``
   with the job's rush tags updated (class=large, requeues=k); the call returns at once and
@@ -24,7 +26,6 @@ A read either returns a complete :class:`ClusterState` or raises :class:`RJMSErr
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
 import time
@@ -35,52 +36,26 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError, RJMSError
+from rush.rjms import slurm_json
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, register_backend
 from rush.rjms.slurm_cli import SlurmCLI
-from rush.rjms.slurm_rest import SlurmREST
+from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's parsing API)
+    FINAL_STATES,
+    RUNNING_STATES,
+    UNUSABLE_NODE,
+    parse_job,
+    parse_nodes,
+    parse_tags,
+)
+from rush.rjms.slurm_rest import NICE_OFFSET, SlurmREST
 
 # Free text passed to Slurm (job name, comment, partition): no newlines, no ';', no quotes.
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9 _.,:=+/@%-]*$")
 TAG_KEY = re.compile(r"^[a-z_]+$")
 TAG_VALUE = re.compile(r"^[A-Za-z0-9._-]*$")
-# Slurm's "no value" / "infinite" markers for 32-bit fields (NO_VAL, INFINITE).
-NO_VAL = 0xFFFFFFFE
-NO_VAL_MARKERS = frozenset({NO_VAL, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
-FINAL_STATES = frozenset(
-    {
-        "COMPLETED",
-        "CANCELLED",
-        "FAILED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "PREEMPTED",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "OUT_OF_MEMORY",
-        "REVOKED",
-    }
-)
-RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "SIGNALING", "STAGE_OUT"})
-# Nodes in these states or with these flags offer no CPUs to new jobs.
-UNUSABLE_NODE = frozenset(
-    {"down", "drain", "drained", "draining", "fail", "failing", "future", "unknown", "maint", "reboot_issued"}
-    | {"not_responding", "powered_down", "powering_down", "power_down", "powering_up", "planned", "invalid"}
-)
 
 
 # -- rush tags in AdminComment --------------------------------------------------------------
-def parse_tags(admin_comment: str) -> dict[str, str]:
-    """``rush:k=v;k=v`` -> {k: v}; anything else (another tool's comment) -> {}."""
-    if not admin_comment or not admin_comment.startswith("rush:"):
-        return {}
-    tags = {}
-    for item in admin_comment[5:].split(";"):
-        key, _, value = item.partition("=")
-        if key.strip():
-            tags[key.strip()] = value.strip() or "1"
-    return tags
-
-
 def format_tags(tags: dict[str, str]) -> str:
     for key, value in tags.items():
         if not TAG_KEY.match(str(key)) or not TAG_VALUE.match(str(value)):
@@ -109,154 +84,6 @@ def _text(value: str, what: str) -> str:
             fix="letters, digits, spaces and _.,:=+/@%- only (no newlines, ';' or quotes)",
         )
     return value
-
-
-# -- parsing Slurm's JSON (squeue --json and slurmrestd v0.0.38 share the records) ----------
-# Every field is checked: a wrong type, a negative or non-finite count or time is garbage
-# (a broken proxy, a corrupt answer), never a job; the read fails as a whole instead.
-MAX_TIME = 2.0**40  # unix seconds; far beyond any real timestamp
-MAX_COUNT = 2**32
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _number(value: Any, field: str = "value") -> float | None:
-    """A time or count field: a plain number (v0.0.38) or {set, infinite, number} (v0.0.39+).
-
-    ``None`` when unset; ``inf`` for Slurm's NO_VAL/INFINITE markers.
-    """
-    if isinstance(value, dict):
-        if value.get("infinite") is True:
-            return float("inf")
-        if value.get("set", True) is False:
-            return None
-        value = value.get("number")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{field} is {_short(value)}, not a number")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{field} is {_short(value)}, not a finite number >= 0")
-    # Slurm's markers are exact values (NO_VAL, INFINITE and their 64-bit forms).
-    return float("inf") if value in NO_VAL_MARKERS else float(value)
-
-
-def _count(value: Any, field: str) -> int:
-    number = _number(value, field)
-    if number is None:
-        return 0
-    if number >= MAX_COUNT or number != int(number):
-        raise ValueError(f"{field} is {_short(value)}, not a count")
-    return int(number)
-
-
-def _time(value: Any, field: str) -> float | None:
-    """Unix seconds; ``None`` when unset, 0 or Slurm's NO_VAL."""
-    number = _number(value, field)
-    if number is None or number == 0 or number == float("inf"):
-        return None
-    if number >= MAX_TIME:
-        raise ValueError(f"{field} is {_short(value)}, not a unix time")
-    return number
-
-
-def _text_field(record: dict[str, Any], field: str) -> str:
-    value = record.get(field)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ValueError(f"{field} is {_short(value)}, not a string")
-    return value
-
-
-def _state(value: Any, field: str = "job_state") -> str:
-    if isinstance(value, list):  # v0.0.40+: ["PENDING", "REQUEUED", ...]
-        value = value[0] if value else ""
-    if not isinstance(value, str):
-        raise ValueError(f"{field} is {_short(value)}, not a state name")
-    return value
-
-
-def _nice(value: Any) -> int:
-    """Slurm prints a job's nice as a 32-bit unsigned number (-5 is 4294967291)."""
-    if isinstance(value, dict):
-        value = value.get("number") if value.get("set", True) is not False else None
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**32:
-        raise ValueError(f"nice is {_short(value)}, not a 32-bit integer")
-    return value - 2**32 if value >= 2**31 else value
-
-
-def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
-    """One job record of ``squeue --json`` / ``GET /slurm/v0.0.38/jobs``.
-
-    With the ``nice`` priority lever the job's site factor is its negated nice (the value
-    rush set); with ``site_factor`` it is filled from sprio by the caller.
-    """
-    if not isinstance(record, dict):
-        raise ValueError(f"a job record is {_short(record)}, not an object")
-    job_id = record["job_id"]
-    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < MAX_COUNT:
-        raise ValueError(f"job_id is {_short(job_id)}, not a positive integer")
-    state = _state(record["job_state"])
-    if not state:
-        raise ValueError(f"job {job_id} has an empty job_state")
-    limit = _number(record.get("time_limit"), "time_limit")  # minutes
-    start = _time(record.get("start_time"), "start_time")
-    submit = _time(record["submit_time"], "submit_time")
-    if submit is None:
-        raise ValueError(f"job {job_id} has no submit_time")
-    reason = _text_field(record, "state_reason")
-    nice = _nice(record.get("nice"))
-    return RJMSJob(
-        job_id=job_id,
-        state=state,
-        submit=submit,
-        procs=max(_count(record.get("cpus"), "cpus"), 1),
-        requested_time=limit * 60.0 if limit else float("inf"),
-        start=start if state in RUNNING_STATES else None,
-        user=_text_field(record, "user_name"),
-        account=_text_field(record, "account"),
-        partition=_text_field(record, "partition"),
-        name=_text_field(record, "name"),
-        tags=parse_tags(_text_field(record, "admin_comment")),
-        held=state == "PENDING" and reason.startswith("JobHeld"),
-        reason=reason,
-        restarts=_count(record.get("restart_cnt"), "restart_cnt"),
-        site_factor=-nice if lever == "nice" else 0,
-    )
-
-
-def parse_nodes(records: list[dict[str, Any]], partitions: Sequence[str] = ()) -> tuple[int, int, set[str]]:
-    """(total CPUs, free CPUs, partition names) over the nodes of ``partitions`` (all if empty)."""
-    total = free = 0
-    names: set[str] = set()
-    wanted = set(partitions)
-    for node in records:
-        if not isinstance(node, dict):
-            raise ValueError(f"a node record is {_short(node)}, not an object")
-        node_partitions = node.get("partitions") or []
-        flags = node.get("state_flags") or []
-        if not isinstance(node_partitions, list) or not all(isinstance(p, str) for p in node_partitions):
-            raise ValueError(f"partitions is {_short(node_partitions)}, not a list of names")
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise ValueError(f"state_flags is {_short(flags)}, not a list of names")
-        if "cpus" not in node:
-            raise KeyError("cpus")
-        cpus = _count(node["cpus"], "cpus")
-        alloc = _count(node.get("alloc_cpus"), "alloc_cpus")
-        states = {_state(node.get("state", ""), "state").lower()} | {f.lower() for f in flags}
-        if wanted and not set(node_partitions) & wanted:
-            continue
-        names |= set(node_partitions)
-        total += cpus
-        if not states & UNUSABLE_NODE:
-            free += max(cpus - alloc, 0)
-    return total, free, names
 
 
 def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
@@ -299,23 +126,29 @@ class SlurmBackend(RJMSBackend):
     * ``timeout``: seconds per command or request; ``jobcomp_file``: JobCompLoc (filetxt), read
       by :meth:`accounting` for jobs slurmctld has forgotten (older than MinJobAge);
     * ``max_answer_mb``: the largest queue answer accepted (default 512 MiB);
+    * ``rest_api``: ``auto`` (default: ask slurmrestd, take the newest version rush knows) or
+      a version to pin (``v0.0.44`` .. ``v0.0.38``), e.g. behind a proxy hiding /openapi/v3;
     * ``priority_lever``: ``site_factor`` (``scontrol update SiteFactor=``), ``nice`` (the
       job's nice, negated: through slurmrestd, else ``scontrol update Nice=``) or ``auto``
       (default: ``site_factor`` where scontrol is installed, else ``nice``). Both keep
       priority/multifactor in charge; keep one lever per cluster, since Slurm adds both.
 
-    Which path each action takes (slurmrestd 22.05 serves openapi/v0.0.38: ``GET jobs``,
-    ``GET nodes``, ``POST job/{id}`` with sbatch-like keys, ``DELETE job/{id}``):
+    Which path each action takes (every OpenAPI version serves ``GET jobs``, ``GET nodes``,
+    ``POST job/{id}`` with sbatch-like keys, ``DELETE job/{id}``; v0.0.41+ also takes
+    ``site_factor``, raw: rush adds Slurm's NICE_OFFSET 2**31 as scontrol does):
 
     ============  ===============================  ===========================================
     action        slurmrestd (when ``rest_url``)    command (fallback, or the only way)
     ============  ===============================  ===========================================
-    read          GET jobs, nodes                   squeue --json, sinfo --json
+    read          GET jobs, nodes                   squeue --json --states=all, scontrol show
+                                                    nodes --json (22.05: sinfo --json)
     hold          POST job/N {"hold": true}         scontrol hold N
     release       POST job/N {"hold": false}        scontrol release N
-    priority      POST job/N {"nice": -S} (nice)    scontrol update SiteFactor=S / Nice=-S
-    requeue       none: v0.0.38 has no requeue      scontrol requeue N; update AdminComment
-                  and cannot write AdminComment     (required: without scontrol the requeue
+    priority      v0.0.41+: POST job/N              scontrol update SiteFactor=S / Nice=-S
+                  {"site_factor": S + 2**31};
+                  POST job/N {"nice": -S} (nice)
+    requeue       none: no OpenAPI version has a    scontrol requeue N; update AdminComment
+                  requeue                           (required: without scontrol the requeue
                                                     fails, journaled, nothing is killed)
     begin time    (not used: part of the requeue)   scontrol update StartTime=now+5
     cancel        DELETE job/N                      scancel N
@@ -340,6 +173,7 @@ class SlurmBackend(RJMSBackend):
         jobcomp_file: str = "",
         max_answer_mb: float = 512,
         priority_lever: str = "auto",
+        rest_api: str = "auto",
     ) -> None:
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout < 3600:
             raise ConfigError(
@@ -371,7 +205,13 @@ class SlurmBackend(RJMSBackend):
         self.cli = SlurmCLI(bin_dir=bin_dir, slurm_conf=slurm_conf, timeout=timeout, max_output_bytes=limit)
         self.rest = (
             SlurmREST(
-                rest_url, jwt=jwt, jwt_file=jwt_file, user=jwt_user, timeout=timeout, max_answer_bytes=limit
+                rest_url,
+                jwt=jwt,
+                jwt_file=jwt_file,
+                user=jwt_user,
+                timeout=timeout,
+                max_answer_bytes=limit,
+                api=rest_api,
             )
             if rest_url
             else None
@@ -384,10 +224,12 @@ class SlurmBackend(RJMSBackend):
         # Where the last read came from ("rest" or "cli") and why REST was skipped, if it was.
         self.last_source = ""
         self.last_rest_error: RJMSError | None = None
+        # Whether `scontrol show nodes --json` works here (22.05's scontrol has no --json).
+        self._scontrol_json: bool | None = None
 
     # -- reading --------------------------------------------------------------------------
     def _read(self, endpoint: str, cli_only: bool = False) -> dict[str, Any]:
-        """``jobs`` or ``nodes`` from slurmrestd, else from squeue/sinfo."""
+        """``jobs`` or ``nodes`` from slurmrestd, else from Slurm's commands."""
         if self.rest is not None and not cli_only:
             try:
                 data = self.rest.get(endpoint)
@@ -397,20 +239,35 @@ class SlurmBackend(RJMSBackend):
                 self.last_rest_error = exc
                 if not self.fallback:
                     raise
-        data = self.cli.json("squeue" if endpoint == "jobs" else "sinfo", "--json")
         self.last_source = "cli"
-        return data
+        if endpoint == "jobs":
+            # Finished jobs too (22.05 listed them by default, 23.02+ does not).
+            return self.cli.json("squeue", "--json", "--states=all")
+        return self._cli_nodes()
+
+    def _cli_nodes(self) -> dict[str, Any]:
+        """Node records: ``scontrol show nodes --json`` (23.02+'s ``sinfo --json`` groups nodes
+        by partition and state), ``sinfo --json`` where scontrol has no --json (22.05)."""
+        if self._scontrol_json is not False and self.cli.has("scontrol"):
+            args = ("show", "nodes", "--json")
+            out = self.cli.run("scontrol", *args)
+            if out.returncode == 0 or "unrecognized option" not in out.stderr:
+                self._scontrol_json = True
+                return self.cli.decode(out, "scontrol", *args)
+            self._scontrol_json = False
+        return self.cli.json("sinfo", "--json")
 
     def _records(self, endpoint: str, cli_only: bool = False) -> list[dict[str, Any]]:
         data = self._read(endpoint, cli_only)
-        records = data.get(endpoint)
-        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        try:
+            return slurm_json.records(data, endpoint)
+        except ValueError as exc:
             raise RJMSError(
-                f"the answer has no list of {endpoint}",
+                str(exc),
                 where=f"slurm {endpoint} ({self.last_source})",
-                fix="rush supports Slurm 22.05+ (openapi/v0.0.38, squeue --json)",
-            )
-        return records
+                fix="rush reads Slurm 22.05 .. 25.11 (openapi v0.0.38 .. v0.0.44, squeue --json, "
+                "scontrol show nodes --json)",
+            ) from exc
 
     def _jobs(self, records: list[dict[str, Any]]) -> list[RJMSJob]:
         try:
@@ -487,22 +344,13 @@ class SlurmBackend(RJMSBackend):
         records: dict[int, dict[str, Any]] = {}
         for r in self._records("jobs"):
             try:
-                job_id = r["job_id"]
-                if job_id not in wanted or _state(r["job_state"]) not in FINAL_STATES:
+                if r.get("job_id") not in wanted:
                     continue
-                records[job_id] = {
-                    "job_id": job_id,
-                    "state": _state(r["job_state"]),
-                    "submit": _time(r["submit_time"], "submit_time"),
-                    "start": _time(r.get("start_time"), "start_time"),
-                    "end": _time(r.get("end_time"), "end_time"),
-                    "procs": max(_count(r.get("cpus"), "cpus"), 1),
-                    "restarts": _count(r.get("restart_cnt"), "restart_cnt"),
-                    "exit_code": r.get("exit_code"),
-                    "source": self.last_source,
-                }
+                record = slurm_json.finished_record(r, self.last_source)
             except (KeyError, TypeError, ValueError) as exc:
                 raise RJMSError(f"unexpected job record ({exc!r})", where="slurm accounting") from exc
+            if record is not None:
+                records[record["job_id"]] = record
         missing = wanted - set(records)
         if missing and self.jobcomp_file is not None:
             try:
@@ -562,7 +410,16 @@ class SlurmBackend(RJMSBackend):
                 "priority", "POST", job_id, {"nice": -site_factor}, "scontrol", "update", f"JobId={jid}",
                 f"Nice={-site_factor}",
             )  # fmt: skip
-        # SiteFactor is not a key of openapi/v0.0.38's job update: scontrol only.
+        if self.rest is not None:
+            # SiteFactor through slurmrestd where its job update takes it (v0.0.41+), stored
+            # raw: scontrol adds NICE_OFFSET, and so must every client.
+            try:
+                if self.rest.can("site_factor"):
+                    return self.rest.act("POST", f"job/{jid}", {"site_factor": site_factor + NICE_OFFSET})
+            except RJMSError as exc:
+                self.last_rest_error = exc
+                if not (self.fallback and self.cli.has("scontrol")):
+                    raise
         return self._command(
             "priority (SiteFactor)", "scontrol", "update", f"JobId={jid}", f"SiteFactor={site_factor}"
         )
@@ -578,8 +435,14 @@ class SlurmBackend(RJMSBackend):
         comment = format_tags(tags)  # validate before killing anything
         jid = _job_id(job_id)
         if not self.cli.has("scontrol"):
-            # openapi/v0.0.38 has no requeue and cannot write AdminComment: nothing is killed.
-            return self._command("requeue (no slurmrestd endpoint in openapi/v0.0.38)", "scontrol")
+            # No OpenAPI version has a requeue: nothing is killed.
+            api = ""
+            if self.rest is not None:
+                try:
+                    api = f" openapi {self.rest.negotiate()}"
+                except RJMSError:
+                    pass
+            return self._command(f"requeue (no requeue endpoint in slurmrestd{api})", "scontrol")
         result = self.cli.action("scontrol", "requeue", jid)
         if not result.ok:
             return result

@@ -83,8 +83,11 @@ class SlurmCLI:
 
     def json(self, tool: str, *args: str) -> dict[str, Any]:
         """Run a command that prints JSON (``squeue --json``) and decode it."""
+        return self.decode(self.run(tool, *args), tool, *args)
+
+    def decode(self, out: subprocess.CompletedProcess[str], tool: str, *args: str) -> dict[str, Any]:
+        """The JSON object a command printed; RJMSError when it failed or printed garbage."""
         where = " ".join([tool, *args])
-        out = self.run(tool, *args)
         if out.returncode != 0:
             raise RJMSError(
                 f"{tool} failed: {out.stderr.strip()[:300] or f'exit status {out.returncode}'}",

@@ -1,4 +1,12 @@
-"""A small slurmrestd client (OpenAPI v0.0.38, Slurm 22.05): read the queue, update and cancel jobs.
+"""A small slurmrestd client: read the queue, update and cancel jobs, on whatever OpenAPI
+version the daemon serves.
+
+The version is negotiated once: rush asks slurmrestd what it serves (``GET /openapi/v3``,
+whose paths list ``/slurm/v0.0.NN/jobs`` for every loaded data_parser) and takes the newest
+it knows (:data:`KNOWN_APIS`: v0.0.44 (25.11) down to v0.0.38 (22.05)); ``api`` pins one
+instead. What differs between versions is the record shapes, read by
+:mod:`rush.rjms.slurm_json`, and the keys of a job update, which :meth:`SlurmREST.can`
+answers from :data:`FEATURES`.
 
 ``url`` is ``unix:/path/to/slurmrestd.sock`` (rest_auth/local: the daemon trusts the
 connecting process's uid) or ``http(s)://host:port`` (rest_auth/jwt: every request carries
@@ -12,6 +20,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -24,7 +33,18 @@ from requests.adapters import HTTPAdapter
 from rush.errors import ConfigError, RJMSError
 from rush.rjms.base import ActionResult
 
-API = "v0.0.38"
+# Newest first: the order of preference. v0.0.38: Slurm 22.05's; v0.0.39 (23.02) and v0.0.40
+# (23.11) are read by the same shape rules but not run in rush's tests; v0.0.41 .. v0.0.44:
+# 24.05 .. 25.11, all four served by 25.11 (26.05 drops v0.0.41).
+KNOWN_APIS = ("v0.0.44", "v0.0.43", "v0.0.42", "v0.0.41", "v0.0.40", "v0.0.39", "v0.0.38")
+LEGACY_API = "v0.0.38"
+# Job-update keys beyond hold/nice/cancel, by version. ``site_factor`` is taken raw by
+# v0.0.41+ (the client adds Slurm's NICE_OFFSET, 2**31, as scontrol does); GET never shows it.
+FEATURES: dict[str, frozenset[str]] = {
+    api: frozenset({"site_factor", "admin_comment", "begin_time"}) for api in KNOWN_APIS[:4]
+}
+NICE_OFFSET = 2**31
+_API_PATH = re.compile(r"^/slurm/(v\d+\.\d+\.\d+)/jobs/?$")
 UNIX_PREFIX = "http+unix://slurmrestd"
 # An answer larger than this is refused (rjms.options.max_answer_mb); read in 1 MiB chunks.
 DEFAULT_MAX_ANSWER = 512 * 2**20
@@ -91,8 +111,19 @@ class SlurmREST:
         user: str = "",
         timeout: float = 20.0,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER,
+        api: str = "auto",
     ) -> None:
+        if api != "auto" and api not in KNOWN_APIS:
+            raise ConfigError(
+                f"unknown slurmrestd OpenAPI version {api!r}",
+                where="rjms.options.rest_api",
+                fix=f"auto (ask slurmrestd) or one of {', '.join(KNOWN_APIS)}",
+            )
         self.url = url
+        # None until negotiated; then the version used for every request.
+        self.api: str | None = None if api == "auto" else api
+        # How the version was chosen, for the journal and for error messages.
+        self.api_note = "" if api == "auto" else "set by rjms.options.rest_api"
         self.timeout = float(timeout)
         self.max_answer_bytes = int(max_answer_bytes)
         self.jwt = jwt
@@ -134,9 +165,7 @@ class SlurmREST:
             return {}
         return {"X-SLURM-USER-NAME": self.user, "X-SLURM-USER-TOKEN": token}
 
-    def _request(
-        self, method: str, endpoint: str, body: dict[str, Any] | None = None
-    ) -> tuple[int, object, str]:
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, object, str]:
         """(HTTP status, decoded JSON or None, text head) of one request.
 
         Transport failures (refused, timeout, an answer too big or too slow to arrive) raise
@@ -144,12 +173,12 @@ class SlurmREST:
         size cap and a whole-answer deadline, so a hostile or broken peer cannot make rush
         hold unbounded memory or wait forever.
         """
-        where = f"{self.url} {method} /slurm/{API}/{endpoint}"
+        where = f"{self.url} {method} {path}"
         deadline = time.monotonic() + self.timeout
         try:
             answer = self.session.request(
                 method,
-                f"{self.base}/slurm/{API}/{endpoint}",
+                f"{self.base}{path}",
                 headers=self._headers(),
                 json=body,
                 timeout=self.timeout,
@@ -189,13 +218,62 @@ class SlurmREST:
             data = None
         return answer.status_code, data, raw[:200].decode("utf-8", "replace").strip()
 
+    # -- the OpenAPI version -----------------------------------------------------------------
+    def negotiate(self) -> str:
+        """The OpenAPI version to use: the newest of :data:`KNOWN_APIS` that slurmrestd serves.
+
+        Asked once (``GET /openapi/v3``) and kept. A slurmrestd that does not publish its
+        paths (404, not JSON: a proxy in front of it) is taken to serve v0.0.38 (22.05's),
+        which a request then confirms or refutes with a clear error; pin ``rest_api`` there.
+        Transport failures raise :class:`RJMSError` and are asked again next time.
+        """
+        if self.api is not None:
+            return self.api
+        where = f"{self.url} GET /openapi/v3"
+        status, data, text = self._request("GET", "/openapi/v3")
+        if status in (401, 403):
+            raise RJMSError(
+                f"slurmrestd answered HTTP {status}: {_errors(data) or text}",
+                where=where,
+                fix="check rest_auth and the JWT (scontrol token)",
+            )
+        if status not in (200, 404):  # slurmrestd's own trouble: ask again next time
+            raise RJMSError(
+                f"slurmrestd answered HTTP {status}: {_errors(data) or text}",
+                where=where,
+                fix="check slurmrestd's log; rush retries next cycle",
+            )
+        paths = data.get("paths") if status == 200 and isinstance(data, dict) else None
+        if not isinstance(paths, dict):
+            self.api, self.api_note = LEGACY_API, f"assumed: /openapi/v3 answered HTTP {status} without paths"
+            return self.api
+        served = sorted({m.group(1) for p in paths if isinstance(p, str) and (m := _API_PATH.match(p))})
+        usable = [api for api in KNOWN_APIS if api in served]
+        if not usable:
+            raise RJMSError(
+                f"slurmrestd serves OpenAPI {', '.join(served) or 'no Slurm jobs endpoint'}; "
+                f"rush knows {', '.join(KNOWN_APIS)}",
+                where=where,
+                fix="load a data_parser rush knows (slurmrestd -s openapi/slurmctld -d data_parser/v0.0.44) "
+                "or update rush",
+            )
+        self.api, self.api_note = usable[0], f"negotiated: slurmrestd serves {', '.join(served)}"
+        return self.api
+
+    def can(self, feature: str) -> bool:
+        """Whether the negotiated version takes ``feature`` in a job update (``site_factor``...)."""
+        return feature in FEATURES.get(self.negotiate(), frozenset())
+
     def get(self, endpoint: str) -> dict[str, Any]:
-        """GET ``/slurm/v0.0.38/<endpoint>`` and return the decoded answer."""
-        where = f"{self.url} /slurm/{API}/{endpoint}"
-        status, data, text = self._request("GET", endpoint)
+        """GET ``/slurm/<version>/<endpoint>`` and return the decoded answer."""
+        api = self.negotiate()
+        where = f"{self.url} /slurm/{api}/{endpoint}"
+        status, data, text = self._request("GET", f"/slurm/{api}/{endpoint}")
         if status != 200:
             detail = _errors(data) or text
             fix = "check rest_auth and the JWT (scontrol token)" if status in (401, 403) else None
+            if status == 404 and self.api_note.startswith("assumed"):
+                fix = f"slurmrestd did not say which OpenAPI it serves ({self.api_note}): set rjms.options.rest_api"
             raise RJMSError(
                 f"slurmrestd answered HTTP {status}: {detail}",
                 where=where,
@@ -205,7 +283,7 @@ class SlurmREST:
             raise RJMSError(
                 "slurmrestd answered with something that is not a JSON object",
                 where=where,
-                fix=f"is this slurmrestd with openapi/{API} loaded (-s openapi/{API})?",
+                fix=f"is this slurmrestd, serving openapi {api}?",
             )
         if errors := _errors(data):
             raise RJMSError(
@@ -216,7 +294,7 @@ class SlurmREST:
     def act(self, method: str, endpoint: str, body: dict[str, Any] | None = None) -> ActionResult:
         """POST/DELETE an action. Slurm's refusal (HTTP 500 with an error list, 401...) is a
         failed :class:`ActionResult` for the journal; no answer at all raises RJMSError."""
-        status, data, text = self._request(method, endpoint, body)
+        status, data, text = self._request(method, f"/slurm/{self.negotiate()}/{endpoint}", body)
         errors = _errors(data)
         if status == 200 and isinstance(data, dict) and not errors:
             return ActionResult(ok=True, answer=f"slurmrestd {method} {endpoint}: ok")

@@ -1,4 +1,5 @@
-"""The daemon against the REAL Slurm of the ``slurm_cluster`` fixture (slurmctld, slurmd, munge).
+"""The daemon against the REAL Slurm of the ``slurm_cluster`` fixture (slurmctld, slurmd, munge),
+on every install the fixture runs (22.05, 25.11).
 
 Site factors visible in squeue, skip (hold) then release at the limit, a false-small job
 requeued once and finished as large, an opted-out job never touched, dry-run changing
@@ -26,8 +27,6 @@ from rush.daemon.journal import Journal
 from rush.daemon.service import Daemon
 from rush.rjms.base import RJMSJob, get_backend
 
-SQUEUE = "/usr/bin/squeue"
-
 
 def wait_for(predicate, timeout: float = 45.0, step: float = 0.5):
     deadline = time.time() + timeout
@@ -40,7 +39,7 @@ def wait_for(predicate, timeout: float = 45.0, step: float = 0.5):
 
 
 def job(cluster, job_id: int) -> RJMSJob | None:
-    return get_backend("slurm", slurm_conf=str(cluster.conf)).job(job_id)
+    return get_backend("slurm", **cluster.options()).job(job_id)
 
 
 def state_of(cluster, job_id: int) -> str:
@@ -52,7 +51,7 @@ def config(cluster, tmp_path: Path, policy: dict | None = None, **sections) -> R
     raw = {
         "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
         "policy": {"policy": "SPF", "threshold": "none", **(policy or {})},
-        "rjms": {"backend": "slurm", "options": {"slurm_conf": str(cluster.conf), "timeout": 8}},
+        "rjms": {"backend": "slurm", "options": cluster.options(timeout=8)},
     }
     raw.update(sections)
     return parse_config(raw)
@@ -65,7 +64,7 @@ def fill_machine(cluster) -> int:
 
 
 def squeue_priorities(cluster) -> dict[int, int]:
-    out = cluster.run(SQUEUE, "-h", "-t", "PD", "-o", "%i %Q").stdout
+    out = cluster.run(cluster.tool("squeue"), "-h", "-t", "PD", "-o", "%i %Q").stdout
     return {int(a): int(b) for a, b in (line.split() for line in out.splitlines())}
 
 
@@ -173,7 +172,7 @@ def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
     assert not job(slurm, network).held and not daemon.journal.job(network).held_by_rush
     release = daemon.journal.decisions(network, "release")[0]
     assert release["status"] == "done" and "limit reached (2 of 2)" in release["reason"]
-    slurm.run("/usr/bin/scontrol", "update", f"JobId={network}", "StartTime=now")
+    slurm.run(slurm.tool("scontrol"), "update", f"JobId={network}", "StartTime=now")
     wait_for(lambda: state_of(slurm, network) in ("RUNNING", "COMPLETED"))
     # The compute job was held by its user, not by rush: rush never releases it.
     assert job(slurm, compute).held and not daemon.journal.decisions(compute)
@@ -276,7 +275,8 @@ def crash_in(cfg: RushConfig, where: str, method: str) -> None:
 
 
 def test_kill_9_before_the_requeue_reaches_slurm(slurm, tmp_path):
-    victim = false_small_job(slurm, idempotent=True)
+    # Long enough to be still running after the crashed daemon's start-up on a loaded host.
+    victim = false_small_job(slurm, idempotent=True, seconds=40)
     cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
     wait_for(lambda: state_of(slurm, victim) == "RUNNING")
     time.sleep(4)
@@ -351,6 +351,7 @@ def test_rush_daemon_process_applies_serves_metrics_and_stops_on_sigterm(slurm, 
         f'[daemon]\ncycle_interval = 1\njournal = "{tmp_path / "journal.sqlite"}"\n'
         f'metrics_address = "127.0.0.1:{port}"\n'
         f'[policy]\npolicy = "FCFS"\n[rjms]\nbackend = "slurm"\n[rjms.options]\nslurm_conf = "{slurm.conf}"\n'
+        f'bin_dir = "{slurm.bin}"\n'
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "rush", "daemon", "--config", str(path), "--apply"],
@@ -388,6 +389,7 @@ def test_once_never_acts_unless_apply_is_given(slurm, tmp_path):
     path.write_text(
         f'[daemon]\ndry_run = false\njournal = "{tmp_path / "journal.sqlite"}"\n'
         f'[policy]\npolicy = "FCFS"\n[rjms]\nbackend = "slurm"\n[rjms.options]\nslurm_conf = "{slurm.conf}"\n'
+        f'bin_dir = "{slurm.bin}"\n'
     )
 
     def once(*extra: str) -> subprocess.CompletedProcess:
@@ -437,7 +439,7 @@ def test_rest_only_host_holds_releases_sets_priority_and_refuses_requeue(slurm, 
     sections = busy_network(tmp_path, skip_limit=1)
     policy = {**sections.pop("policy"), **FALSE_SMALL}
     cfg = config(slurm, tmp_path, policy=policy, models=SMALL_RULE, **sections)
-    cfg.rjms.options = {"rest_url": slurm.rest_url, "bin_dir": str(no_commands), "timeout": 8}
+    cfg.rjms.options = {**slurm.rest_options(), "bin_dir": str(no_commands), "timeout": 8}
     network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 2")
     plain = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=compute", LATER, "--wrap", "sleep 2")
     [first] = rest_only_cycles(cfg, 1)
@@ -445,20 +447,20 @@ def test_rest_only_host_holds_releases_sets_priority_and_refuses_requeue(slurm, 
     journal = Journal(cfg.daemon.journal)
     # Held through slurmrestd (POST job/N {"hold": true}).
     assert job(slurm, network).held and journal.job(network).held_by_rush
-    # Priority through the job's nice (SiteFactor is not in openapi/v0.0.38): Slurm shows it.
+    # Priority through the job's nice (SiteFactor cannot be read back without sprio): Slurm shows it.
     factor = journal.job(plain).last_site_factor
     assert factor and int(slurm.scontrol_job(plain)["Nice"]) == -factor
     assert squeue_priorities(slurm)[plain] == factor  # every other factor weighs 0 here
     [second] = rest_only_cycles(cfg, 1)  # skip limit 1 reached: released through slurmrestd
     assert second["ok"] and second["applied"].get("release") == 1, second
     assert not job(slurm, network).held and not Journal(cfg.daemon.journal).job(network).held_by_rush
-    # A false-small kill needs scontrol (no requeue endpoint in v0.0.38): journaled, nothing killed.
+    # A false-small kill needs scontrol (no OpenAPI version has a requeue): journaled, nothing killed.
     victim = false_small_job(slurm, idempotent=True, seconds=20)
     wait_for(lambda: state_of(slurm, victim) == "RUNNING")
     time.sleep(4)
     [third] = rest_only_cycles(cfg, 1)
     assert third["ok"], third
     [(status, answer)] = kills(Journal(cfg.daemon.journal), victim)
-    assert status == "failed" and "needs scontrol" in answer and "v0.0.38" in answer
+    assert status == "failed" and "needs scontrol" in answer and "no requeue endpoint" in answer
     assert job(slurm, victim).restarts == 0 and state_of(slurm, victim) == "RUNNING"
     assert Journal(cfg.daemon.journal).job(victim).requeues == 0

@@ -1,17 +1,24 @@
-"""A real Slurm on localhost for tests: munge, slurmctld, slurmd and slurmrestd.
+"""A real Slurm on localhost for tests: munge, slurmctld, slurmd and slurmrestd, of a given install.
 
-Everything lives in one temporary directory: a fresh munge key and socket, a slurm.conf on
+:data:`INSTALLS` names the Slurms the tests run on: Debian's 22.05 (``/usr``) and 25.11
+built from ``../shared/vendor`` (``.ci/vendor-slurm.sh``, prefix ``/opt/slurm-25.11`` or
+``RUSH_SLURM_25_PREFIX``). A cluster uses its install's own binaries, plugins and clients
+(22.05's clients cannot talk to a 25.11 controller) and its own config, ports, state and
+spool directories. Everything lives in one temporary directory: a fresh munge key and socket, a slurm.conf on
 free ports, state and spool directories, logs, a JWT key. Nothing is read from /etc/slurm
 or /etc/munge. One slurmd advertises ``cpus`` CPUs through
 ``SlurmdParameters=config_overrides``. The daemons run in the foreground as children of
 the test process (each in its own session) and are stopped by their PIDs.
 
-slurmrestd (22.05) refuses to run as root; the tests run as root, so the local-auth
-instance (Unix socket, ``rest_auth/local``) is started with
-``SLURMRESTD_SECURITY=disable_user_check``: the client's uid (root) must equal the
-daemon's. :meth:`SlurmCluster.start_restd_jwt` starts the production-like variant: an
-unprivileged slurmrestd (``-u nobody``) with ``rest_auth/jwt`` on a TCP port, clients
-authenticating with a token from ``scontrol token``.
+slurmrestd refuses to run as root. On 22.05 the tests' main instance is the local-auth one
+(Unix socket, ``rest_auth/local``), started with ``SLURMRESTD_SECURITY=disable_user_check``
+so that the client's uid (root) equals the daemon's. 25.11 aborts on that setting and sees a
+root client of a local-auth slurmrestd run as another user as that user (writes to root's
+jobs fail), so there the main instance is the production-like one that
+:meth:`SlurmCluster.start_restd_jwt` starts on 22.05 too: an unprivileged slurmrestd
+(``-u daemon``, neither root nor SlurmUser) with ``rest_auth/jwt`` on a TCP port, clients
+authenticating with a token from ``scontrol token``. :meth:`SlurmCluster.rest_options`
+gives the backend options for the main instance either way.
 """
 
 from __future__ import annotations
@@ -25,13 +32,78 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-SBIN = Path("/usr/sbin")
-BIN = Path("/usr/bin")
-PLUGIN_DIR = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")
-PLUGIN_LUA = Path(__file__).resolve().parents[2] / "plugins" / "slurm" / "job_submit_rush.lua"
-OPENAPI = "openapi/v0.0.38"
+REPO = Path(__file__).resolve().parents[2]
+PLUGIN_LUA = REPO / "plugins" / "slurm" / "job_submit_rush.lua"
+VENDOR = REPO.parent / "shared" / "vendor"
+MUNGED = Path("/usr/sbin/munged")
+
+
+@dataclass(frozen=True)
+class SlurmInstall:
+    """Where one Slurm lives: its commands, daemons and plugins."""
+
+    name: str  # the test id: "22.05", "25.11"
+    bin: Path
+    sbin: Path
+    plugin_dir: Path
+    # slurmrestd's plugins: 22.05 needs openapi/v0.0.38 named; 25.11 loads every
+    # data_parser (v0.0.41 .. v0.0.44) by default.
+    restd_plugins: tuple[str, ...] = ()
+    # 22.05 can run its local-auth slurmrestd as root (disable_user_check); 25.11 cannot.
+    local_rest: bool = True
+    # Built from ../shared/vendor (build-slurm.sh writes this marker last) rather than packaged.
+    vendored: bool = False
+
+    def tool(self, name: str) -> str:
+        """The path of a client command of this install (``scontrol``, ``squeue``...)."""
+        return str(self.bin / name)
+
+    def available(self) -> str | None:
+        """None when this install can run the test cluster here, else the reason to skip."""
+        if self.vendored and not (self.sbin.parent / ".built-from").exists():
+            if not VENDOR.is_dir():
+                return f"Slurm {self.name}: {VENDOR} is absent (nothing to build it from)"
+            return f"Slurm {self.name} is not built in {self.sbin.parent}: run .ci/vendor-slurm.sh"
+        for path in (
+            self.sbin / "slurmctld",
+            self.sbin / "slurmd",
+            self.sbin / "slurmrestd",
+            MUNGED,
+            self.bin / "sbatch",
+            self.bin / "scontrol",
+        ):
+            if not path.exists():
+                return f"{path} is not installed (.ci/install-deps.sh installs slurm-wlm, slurmrestd, munge)"
+        if not (self.plugin_dir / "job_submit_lua.so").exists():
+            return f"Slurm {self.name}'s job_submit/lua plugin is missing from {self.plugin_dir}"
+        if os.geteuid() != 0:
+            return "the test Slurm runs slurmctld/slurmd as root (SlurmUser=root)"
+        return None
+
+
+DEBIAN = SlurmInstall(
+    "22.05",
+    bin=Path("/usr/bin"),
+    sbin=Path("/usr/sbin"),
+    plugin_dir=Path("/usr/lib/x86_64-linux-gnu/slurm-wlm"),
+    restd_plugins=("-s", "openapi/v0.0.38"),
+)
+_VENDORED = Path(os.environ.get("RUSH_SLURM_25_PREFIX", "/opt/slurm-25.11"))
+VENDORED = SlurmInstall(
+    "25.11",
+    bin=_VENDORED / "bin",
+    sbin=_VENDORED / "sbin",
+    plugin_dir=_VENDORED / "lib" / "slurm",
+    local_rest=False,
+    vendored=True,
+)
+INSTALLS = {install.name: install for install in (DEBIAN, VENDORED)}
+# The 22.05 paths, for callers that do not pass an install.
+SBIN, BIN, PLUGIN_DIR = DEBIAN.sbin, DEBIAN.bin, DEBIAN.plugin_dir
 
 
 def free_port() -> int:
@@ -40,29 +112,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def available() -> str | None:
-    """None when everything the test Slurm needs is installed, else the reason to skip."""
-    for path in (
-        SBIN / "slurmctld",
-        SBIN / "slurmd",
-        SBIN / "slurmrestd",
-        SBIN / "munged",
-        BIN / "sbatch",
-        BIN / "scontrol",
-    ):
-        if not path.exists():
-            return f"{path} is not installed (.ci/install-deps.sh installs slurm-wlm, slurmrestd, munge)"
-    if not (PLUGIN_DIR / "job_submit_lua.so").exists():
-        return "Slurm's job_submit/lua plugin is missing (apt-get install slurm-wlm-basic-plugins)"
-    if os.geteuid() != 0:
-        return "the test Slurm runs slurmctld/slurmd as root (SlurmUser=root)"
-    return None
+def available(install: SlurmInstall = DEBIAN) -> str | None:
+    """None when ``install`` can run the test cluster here, else the reason to skip."""
+    return install.available()
 
 
 class SlurmCluster:
     """One localhost Slurm; see the module docstring. Use :meth:`start`, then :meth:`stop`."""
 
-    def __init__(self, workdir: Path, cpus: int = 64, job_submit_lua: Path | None = PLUGIN_LUA) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        cpus: int = 64,
+        job_submit_lua: Path | None = PLUGIN_LUA,
+        install: SlurmInstall = DEBIAN,
+    ) -> None:
+        self.install = install
+        self.bin, self.sbin = install.bin, install.sbin
         self.dir = Path(workdir)
         self.cpus = cpus
         self.node = socket.gethostname().split(".")[0]
@@ -76,16 +142,39 @@ class SlurmCluster:
         self.jwt_port: int | None = None
         self.public_dir: Path | None = None
         # auth/jwt comes in its own Debian package (slurm-wlm-jwt-plugin).
-        self.has_jwt = (PLUGIN_DIR / "auth_jwt.so").exists()
-        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        self.has_jwt = (install.plugin_dir / "auth_jwt.so").exists()
+        # This install's commands first: job scripts and helpers find the matching clients.
+        path = f"{install.bin}:{install.sbin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf), "PATH": path}
         # Clients must not pick up a token or a conf from the caller's environment.
         for var in ("SLURM_JWT", "SLURMRESTD_SECURITY"):
             self.env.pop(var, None)
 
     @property
+    def name(self) -> str:
+        return self.install.name
+
+    def tool(self, name: str) -> str:
+        """The path of this install's client command ``name``."""
+        return self.install.tool(name)
+
+    def options(self, **extra: Any) -> dict[str, Any]:
+        """Backend options reading this cluster through its own commands."""
+        return {"slurm_conf": str(self.conf), "bin_dir": str(self.bin), **extra}
+
+    def rest_options(self) -> dict[str, Any]:
+        """Backend options for the main slurmrestd: the local-auth socket (22.05) or the
+        JWT one, with a fresh root token (25.11)."""
+        if self.install.local_rest:
+            return {"rest_url": self.rest_url}
+        return {"rest_url": self.rest_url, "jwt": self.token(), "jwt_user": "root"}
+
+    @property
     def rest_url(self) -> str:
-        """URL of the local-auth slurmrestd (root clients only)."""
-        return f"unix:{self.restd_socket}"
+        """URL of the main slurmrestd (see the module docstring)."""
+        if self.install.local_rest:
+            return f"unix:{self.restd_socket}"
+        return self.rest_jwt_url
 
     @property
     def rest_jwt_url(self) -> str:
@@ -173,7 +262,7 @@ class SlurmCluster:
         self._spawn(
             "munged",
             [
-                str(SBIN / "munged"),
+                str(MUNGED),
                 "-F",
                 "--force",
                 f"--key-file={self.dir / 'munge' / 'munge.key'}",
@@ -185,54 +274,69 @@ class SlurmCluster:
         )
         self._wait(self.munge_socket.exists, timeout, "munged socket")
         self.start_slurmctld(timeout)
-        self._spawn("slurmd", [str(SBIN / "slurmd"), "-D", "-f", str(self.conf), "-N", self.node])
+        self._spawn("slurmd", [str(self.sbin / "slurmd"), "-D", "-f", str(self.conf), "-N", self.node])
         self._wait(self.node_ready, timeout, "slurmd registration")
         self.start_restd(timeout)
         return self
 
     def start_slurmctld(self, timeout: float = 60.0) -> None:
         """(Re)start slurmctld; it recovers its jobs from StateSaveLocation."""
-        self._spawn("slurmctld", [str(SBIN / "slurmctld"), "-D", "-i", "-f", str(self.conf)])
+        self._spawn("slurmctld", [str(self.sbin / "slurmctld"), "-D", "-i", "-f", str(self.conf)])
         self._wait(self.ping, timeout, "slurmctld")
 
     def stop_slurmctld(self) -> None:
         self._stop("slurmctld")
 
     def start_restd(self, timeout: float = 30.0) -> None:
-        """slurmrestd with rest_auth/local on a Unix socket (see the module docstring)."""
+        """The main slurmrestd: rest_auth/local on a Unix socket (22.05) or rest_auth/jwt on
+        a TCP port (25.11; see the module docstring)."""
+        if not self.install.local_rest:
+            self.start_restd_jwt(timeout)
+            return
         self.restd_socket.unlink(missing_ok=True)
         env = {**self.env, "SLURMRESTD_SECURITY": "disable_user_check"}
-        argv = [str(SBIN / "slurmrestd"), "-f", str(self.conf), "-a", "rest_auth/local", "-s", OPENAPI]
+        argv = [str(self.sbin / "slurmrestd"), "-f", str(self.conf), "-a", "rest_auth/local"]
+        argv += self.install.restd_plugins
         self._spawn("slurmrestd", [*argv, f"unix:{self.restd_socket}"], env=env)
         self._wait(self.restd_socket.exists, timeout, "slurmrestd socket")
 
     def stop_restd(self) -> None:
-        self._stop("slurmrestd")
+        """Stop the main slurmrestd."""
+        self._stop("slurmrestd" if self.install.local_rest else "slurmrestd-jwt")
 
     def start_restd_jwt(self, timeout: float = 30.0) -> str:
         """An unprivileged slurmrestd with rest_auth/jwt on a free TCP port; returns its URL."""
         if not self.has_jwt:
             raise RuntimeError("Slurm's auth/jwt plugin is missing (apt-get install slurm-wlm-jwt-plugin)")
         if "slurmrestd-jwt" not in self.procs:
-            self.jwt_port = free_port()
+            # A restart keeps the port: clients hold the URL.
+            self.jwt_port = self.jwt_port or free_port()
             # SLURM_JWT=daemon: slurmrestd itself needs no munge; each request carries a token.
             env = {**self.env, "SLURM_JWT": "daemon"}
             # After dropping to nobody it must still read slurm.conf, and pytest's temp dirs
             # are private (0700): give it a copy in a world-readable directory.
-            self.public_dir = Path(tempfile.mkdtemp(prefix="rush-slurmrestd-"))
+            self.public_dir = self.public_dir or Path(tempfile.mkdtemp(prefix="rush-slurmrestd-"))
             self.public_dir.chmod(0o755)
             conf = self.public_dir / "slurm.conf"
             shutil.copyfile(self.conf, conf)
             conf.chmod(0o644)
-            argv = [str(SBIN / "slurmrestd"), "-f", str(conf), "-a", "rest_auth/jwt", "-s", OPENAPI]
-            argv += ["-u", "nobody", "-g", "nogroup", f"127.0.0.1:{self.jwt_port}"]
+            argv = [str(self.sbin / "slurmrestd"), "-f", str(conf), "-a", "rest_auth/jwt"]
+            # Neither root nor SlurmUser (25.11 refuses both).
+            argv += [
+                *self.install.restd_plugins,
+                "-u",
+                "daemon",
+                "-g",
+                "daemon",
+                f"127.0.0.1:{self.jwt_port}",
+            ]
             self._spawn("slurmrestd-jwt", argv, env=env)
             self._wait(lambda: _port_open(self.jwt_port), timeout, "slurmrestd (jwt) port")
         return self.rest_jwt_url
 
     def token(self, user: str = "root", lifespan: int = 3600) -> str:
         """A JWT for ``user`` from ``scontrol token`` (signed with the cluster's jwt key)."""
-        out = self.run(str(BIN / "scontrol"), "token", f"username={user}", f"lifespan={lifespan}")
+        out = self.run(self.tool("scontrol"), "token", f"username={user}", f"lifespan={lifespan}")
         return out.stdout.strip().partition("SLURM_JWT=")[2]
 
     def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
@@ -266,25 +370,32 @@ class SlurmCluster:
         return out
 
     def ping(self) -> bool:
-        out = self.run(str(BIN / "scontrol"), "ping", check=False, timeout=10)
+        out = self.run(self.tool("scontrol"), "ping", check=False, timeout=10)
         return out.returncode == 0 and "UP" in out.stdout
 
     def node_ready(self) -> bool:
-        out = self.run(str(BIN / "sinfo"), "-h", "-o", "%T", check=False, timeout=10)
+        out = self.run(self.tool("sinfo"), "-h", "-o", "%T", check=False, timeout=10)
         return out.returncode == 0 and out.stdout.strip() in ("idle", "mixed", "allocated")
 
     def submit(self, *sbatch_args: str) -> int:
         """``sbatch --parsable ARGS`` (e.g. ``"-n", "4", "-t", "5", "--wrap", "sleep 9"``) -> job id."""
-        out = self.run(str(BIN / "sbatch"), "--parsable", *sbatch_args)
+        out = self.run(self.tool("sbatch"), "--parsable", *sbatch_args)
         return int(out.stdout.strip().split(";")[0])
 
     def squeue_json(self) -> list[dict]:
-        """The jobs slurmctld knows (pending, running and recently finished), as squeue --json."""
-        return json.loads(self.run(str(BIN / "squeue"), "--json").stdout)["jobs"]
+        """The jobs slurmctld knows (pending, running and recently finished), as squeue --json
+        (raw: this install's shapes; compare parsed jobs in tests, see :meth:`job`)."""
+        return json.loads(self.run(self.tool("squeue"), "--json", "--states=all").stdout)["jobs"]
+
+    def job(self, job_id: int) -> Any:
+        """The job as rush parses it (finished ones included), read through the commands."""
+        from rush.rjms.base import get_backend
+
+        return get_backend("slurm", **self.options()).job(job_id)
 
     def scontrol_job(self, job_id: int) -> dict[str, str]:
         """``scontrol show job -o`` as a dict (AdminComment, Restarts, JobState, ...)."""
-        out = self.run(str(BIN / "scontrol"), "show", "job", "-o", str(int(job_id))).stdout
+        out = self.run(self.tool("scontrol"), "show", "job", "-o", str(int(job_id))).stdout
         fields = {}
         for item in out.split():
             key, sep, value = item.partition("=")
@@ -294,7 +405,7 @@ class SlurmCluster:
 
     def cancel_all(self, wait: float = 10.0) -> None:
         """Cancel every job and wait (briefly) until none is still running."""
-        self.run(str(BIN / "scancel"), "--full", "-u", "root", check=False)
+        self.run(self.tool("scancel"), "--full", "-u", "root", check=False)
         deadline = time.time() + wait
         while time.time() < deadline:
             try:
@@ -346,8 +457,9 @@ class SlurmCluster:
 
 
 def _state(job: dict) -> str:
-    state = job.get("job_state", "")
-    return state if isinstance(state, str) else (state[0] if state else "")
+    from rush.rjms.slurm_json import job_state
+
+    return job_state(job.get("job_state", ""))
 
 
 def _port_open(port: int | None) -> bool:

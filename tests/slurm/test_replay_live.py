@@ -13,7 +13,7 @@ from tests.core.test_real_traces import real_workload
 
 def test_replay_50_kth_jobs(slurm, tmp_path):
     workload = real_workload("KTH-SP2")
-    backend = get_backend("slurm", slurm_conf=str(slurm.conf))
+    backend = get_backend("slurm", **slurm.options())
     report = replay(
         backend,
         workload,

@@ -1,0 +1,334 @@
+"""The one place that reads Slurm's JSON: every shape from 22.05 to 25.11 into rush's job model.
+
+Slurm's answers (``squeue --json``, ``scontrol show nodes --json``, ``sinfo --json`` and
+slurmrestd's ``GET jobs``/``GET nodes``) share their records across versions, but the shapes
+of the values changed with the data_parser versions (v0.0.38 in 22.05 .. v0.0.44 in 25.11):
+
+==================  ===========================  ===============================================
+value               v0.0.38 (22.05)              v0.0.39+ (23.02 .. 25.11, 26.05)
+==================  ===========================  ===============================================
+times, counts       ``1700000000``, ``4``        ``{"set": true, "infinite": false, "number": 4}``
+unlimited limit     ``null`` (or NO_VAL)         ``{"set": false, "infinite": true, "number": 0}``
+job state           ``"COMPLETING"``             ``["COMPLETED", "COMPLETING"]`` (v0.0.40+)
+node state          ``"mixed"`` + ``state_flags`` ``["MIXED", "DRAIN"]``
+exit code           ``768`` (a wait status)       ``{"status": [...], "return_code": {...},
+                                                  "signal": {"id": {...}, "name": ""}}``
+``sinfo --json``    ``{"nodes": [...]}``          ``{"sinfo": [...]}`` (per partition and state;
+                                                  nodes come from ``scontrol show nodes --json``)
+==================  ===========================  ===============================================
+
+Nothing here asks which version wrote an answer: each value is read by its shape, and every
+shape maps to the same :class:`RJMSJob` / node totals. A job state list is folded into the one
+name Slurm itself prints (``job_state_string``: a flag such as COMPLETING or REQUEUED before
+the base state), so the rest of rush sees the same names on every version. A node is free
+only when no element of its state (nor of 22.05's ``state_flags``) is a state that offers no
+CPUs. Every field is checked: a wrong type, a negative or non-finite count or time, an absurd
+list is garbage (a broken proxy, a corrupt answer), never a job; the read fails as a whole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rush.rjms.base import RJMSJob
+
+# Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
+NO_VAL = 0xFFFFFFFE
+NO_VAL_MARKERS = frozenset({NO_VAL, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFE, 0xFFFFFFFFFFFFFFFF})
+MAX_TIME = 2.0**40  # unix seconds; far beyond any real timestamp
+MAX_COUNT = 2**32
+# A state list names one base state and a few flags; more is not a state (bounded work).
+MAX_STATE_NAMES = 64
+MAX_NAME = 256
+
+FINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+        "REVOKED",
+    }
+)
+RUNNING_STATES = frozenset({"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "SIGNALING", "STAGE_OUT"})
+# Slurm's job_state_string(): these flags name the state before the base state does, in this
+# order. A v0.0.40+ state list ["COMPLETED", "COMPLETING"] is "COMPLETING", as 22.05 printed it.
+JOB_FLAG_PRECEDENCE = (
+    "COMPLETING",
+    "STAGE_OUT",
+    "CONFIGURING",
+    "EXPEDITING",
+    "RESIZING",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "SPECIAL_EXIT",
+    "STOPPED",
+    "REVOKED",
+    "RESV_DEL_HOLD",
+    "SIGNALING",
+)
+# Nodes with any of these states or flags offer no CPUs to new jobs (lower case: 22.05 wrote
+# the base state in lower case and flags in upper case; v0.0.40+ writes both upper case).
+# Not PLANNED: 25.11 flags a node its backfill plans a pending job on; its idle CPUs are
+# still idle, and which job gets them is the core's decision.
+UNUSABLE_NODE = frozenset(
+    {"down", "drain", "drained", "draining", "fail", "failing", "future", "unknown", "maint", "reboot_issued"}
+    | {"not_responding", "powered_down", "powering_down", "power_down", "powering_up", "invalid"}
+    | {"maintenance", "error", "power_drain", "invalid_reg", "dynamic_future", "inactive"}
+)
+
+
+def short(value: Any) -> str:
+    """A value for an error message: never the whole of a huge answer."""
+    text = repr(value) if not isinstance(value, list | dict) or len(value) < 8 else f"<{len(value)} items>"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_tags(admin_comment: str) -> dict[str, str]:
+    """``rush:k=v;k=v`` (as plugins/slurm/job_submit_rush.lua writes AdminComment) -> {k: v};
+    anything else (another tool's comment) -> {}."""
+    if not admin_comment or not admin_comment.startswith("rush:"):
+        return {}
+    tags = {}
+    for item in admin_comment[5:].split(";"):
+        key, _, value = item.partition("=")
+        if key.strip():
+            tags[key.strip()] = value.strip() or "1"
+    return tags
+
+
+# -- values -----------------------------------------------------------------------------------
+def number(value: Any, field: str = "value") -> float | None:
+    """A time or count: a plain number (v0.0.38) or ``{set, infinite, number}`` (v0.0.39+).
+
+    ``None`` when unset (``null``, ``set: false``); ``inf`` when infinite or one of Slurm's
+    NO_VAL/INFINITE markers.
+    """
+    if isinstance(value, dict):
+        if value.get("infinite") is True:
+            return math.inf
+        if value.get("set", True) is False:
+            return None
+        value = value.get("number")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{field} is {short(value)}, not a number")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{field} is {short(value)}, not a finite number >= 0")
+    # Slurm's markers are exact values (NO_VAL, INFINITE and their 64-bit forms).
+    return math.inf if value in NO_VAL_MARKERS else float(value)
+
+
+def count(value: Any, field: str) -> int:
+    """A count (CPUs, restarts); 0 when unset."""
+    found = number(value, field)
+    if found is None:
+        return 0
+    if found >= MAX_COUNT or found != int(found):
+        raise ValueError(f"{field} is {short(value)}, not a count")
+    return int(found)
+
+
+def unix_time(value: Any, field: str) -> float | None:
+    """Unix seconds; ``None`` when unset, 0 or Slurm's NO_VAL."""
+    found = number(value, field)
+    if found is None or found == 0 or found == math.inf:
+        return None
+    if found >= MAX_TIME:
+        raise ValueError(f"{field} is {short(value)}, not a unix time")
+    return found
+
+
+def minutes_limit(value: Any, field: str = "time_limit") -> float:
+    """A time limit in minutes as seconds; ``inf`` when unlimited (null, infinite, NO_VAL, 0)."""
+    found = number(value, field)
+    return found * 60.0 if found else math.inf
+
+
+def text(record: dict[str, Any], field: str) -> str:
+    value = record.get(field)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is {short(value)}, not a string")
+    return value
+
+
+def state_names(value: Any, field: str) -> list[str]:
+    """A state as a list of names: ``"RUNNING"`` (v0.0.38) or ``["RUNNING", ...]`` (v0.0.40+)."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if not isinstance(value, list):
+        raise ValueError(f"{field} is {short(value)}, not a state name")
+    if len(value) > MAX_STATE_NAMES:
+        raise ValueError(f"{field} has {len(value)} names, not a state")
+    if not all(isinstance(name, str) and 0 < len(name) <= MAX_NAME for name in value):
+        raise ValueError(f"{field} is {short(value)}, not a list of state names")
+    return list(value)
+
+
+def job_state(value: Any) -> str:
+    """One state name as Slurm prints it (flags before the base state); "" when empty."""
+    names = state_names(value, "job_state")
+    if len(names) <= 1:
+        return names[0] if names else ""
+    present = set(names)
+    for flag in JOB_FLAG_PRECEDENCE:
+        if flag in present:
+            return flag
+    return names[0]  # the base state comes first in v0.0.40+
+
+
+def nice(value: Any) -> int:
+    """Slurm prints a job's nice as a 32-bit unsigned number (-5 is 4294967291) or signed."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) is not False else None
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**32:
+        raise ValueError(f"nice is {short(value)}, not a 32-bit integer")
+    return value - 2**32 if value >= 2**31 else value
+
+
+def exit_code(value: Any) -> str:
+    """``"return_code:signal"`` as sacct and jobcomp write it; "" when unknown.
+
+    v0.0.38 gives the wait status (768 is exit 3), v0.0.39+ an object with ``return_code``
+    and ``signal.id``.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        code = number(value.get("return_code"), "exit_code.return_code")
+        sig = value.get("signal")
+        signal = number(sig.get("id"), "exit_code.signal.id") if isinstance(sig, dict) else None
+        if sig is not None and not isinstance(sig, dict):
+            raise ValueError(f"exit_code.signal is {short(sig)}, not an object")
+        if code is None and signal is None:
+            return ""
+        code_i = 0 if code is None or code == math.inf else int(code)
+        signal_i = 0 if signal is None or signal == math.inf else int(signal)
+        return f"{code_i}:{signal_i}"
+    status = number(value, "exit_code")
+    if status is None or status == math.inf or status >= MAX_COUNT:
+        return ""
+    status_i = int(status)
+    return f"{(status_i >> 8) & 0xFF}:{status_i & 0x7F}"
+
+
+# -- whole answers ------------------------------------------------------------------------------
+def records(data: Any, key: str) -> list[dict[str, Any]]:
+    """The list of records under ``key`` (``jobs`` or ``nodes``); ValueError if there is none."""
+    found = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(found, list) or not all(isinstance(r, dict) for r in found):
+        hint = ""
+        if key == "nodes" and isinstance(data, dict) and "sinfo" in data:
+            hint = " (sinfo --json of Slurm 23.02+ groups nodes by partition and state)"
+        raise ValueError(f"the answer has no list of {key}{hint}")
+    return found
+
+
+def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
+    """One job record of ``squeue --json`` / ``GET /slurm/v0.0.3x|4x/jobs``.
+
+    With the ``nice`` priority lever the job's site factor is its negated nice (the value
+    rush set); with ``site_factor`` it is filled from sprio by the caller.
+    """
+    if not isinstance(record, dict):
+        raise ValueError(f"a job record is {short(record)}, not an object")
+    job_id = record["job_id"]
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < MAX_COUNT:
+        raise ValueError(f"job_id is {short(job_id)}, not a positive integer")
+    state = job_state(record["job_state"])
+    if not state:
+        raise ValueError(f"job {job_id} has an empty job_state")
+    start = unix_time(record.get("start_time"), "start_time")
+    submit = unix_time(record["submit_time"], "submit_time")
+    if submit is None:
+        raise ValueError(f"job {job_id} has no submit_time")
+    reason = text(record, "state_reason")
+    niceness = nice(record.get("nice"))  # checked whatever the lever: garbage is never a job
+    return RJMSJob(
+        job_id=job_id,
+        state=state,
+        submit=submit,
+        procs=max(count(record.get("cpus"), "cpus"), 1),
+        requested_time=minutes_limit(record.get("time_limit")),
+        start=start if state in RUNNING_STATES else None,
+        user=text(record, "user_name"),
+        account=text(record, "account"),
+        partition=text(record, "partition"),
+        name=text(record, "name"),
+        tags=parse_tags(text(record, "admin_comment")),
+        held=state == "PENDING" and reason.startswith("JobHeld"),
+        reason=reason,
+        restarts=count(record.get("restart_cnt"), "restart_cnt"),
+        site_factor=-niceness if lever == "nice" else 0,
+    )
+
+
+def finished_record(record: dict[str, Any], source: str) -> dict[str, Any] | None:
+    """A finished job's accounting record (as :meth:`SlurmBackend.accounting` returns them);
+    ``None`` for a job that has not finished."""
+    state = job_state(record["job_state"])
+    if state not in FINAL_STATES:
+        return None
+    job_id = record["job_id"]
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < MAX_COUNT:
+        raise ValueError(f"job_id is {short(job_id)}, not a positive integer")
+    return {
+        "job_id": job_id,
+        "state": state,
+        "submit": unix_time(record["submit_time"], "submit_time"),
+        "start": unix_time(record.get("start_time"), "start_time"),
+        "end": unix_time(record.get("end_time"), "end_time"),
+        "procs": max(count(record.get("cpus"), "cpus"), 1),
+        "restarts": count(record.get("restart_cnt"), "restart_cnt"),
+        "exit_code": exit_code(record.get("exit_code")),
+        "source": source,
+    }
+
+
+def node_states(node: dict[str, Any]) -> set[str]:
+    """Every state and flag of a node, lower case: ``state`` (a name or a list) and 22.05's
+    ``state_flags``."""
+    flags = node.get("state_flags") or []
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise ValueError(f"state_flags is {short(flags)}, not a list of names")
+    if len(flags) > MAX_STATE_NAMES:
+        raise ValueError(f"state_flags has {len(flags)} names, not a list of flags")
+    return {s.lower() for s in state_names(node.get("state", ""), "state")} | {f.lower() for f in flags}
+
+
+def parse_nodes(records: list[dict[str, Any]], partitions: Sequence[str] = ()) -> tuple[int, int, set[str]]:
+    """(total CPUs, free CPUs, partition names) over the nodes of ``partitions`` (all if empty)."""
+    total = free = 0
+    names: set[str] = set()
+    wanted = set(partitions)
+    for node in records:
+        if not isinstance(node, dict):
+            raise ValueError(f"a node record is {short(node)}, not an object")
+        node_partitions = node.get("partitions") or []
+        if not isinstance(node_partitions, list) or not all(isinstance(p, str) for p in node_partitions):
+            raise ValueError(f"partitions is {short(node_partitions)}, not a list of names")
+        if "cpus" not in node:
+            raise KeyError("cpus")
+        cpus = count(node["cpus"], "cpus")
+        alloc = count(node.get("alloc_cpus"), "alloc_cpus")
+        states = node_states(node)
+        if wanted and not set(node_partitions) & wanted:
+            continue
+        names |= set(node_partitions)
+        total += cpus
+        if not states & UNUSABLE_NODE:
+            free += max(cpus - alloc, 0)
+    return total, free, names
