@@ -197,7 +197,7 @@ class VariationSection(Section):
 
 
 class RJMSSection(Section):
-    backend: StrictStr = Field("slurm", description="an RJMS backend name (slurm, flux)")
+    backend: StrictStr = Field("slurm", description="an RJMS backend name (slurm, pyslurm, flux)")
     options: dict[StrictStr, OptionValue] = Field(
         {},
         description="a table of the backend's options, each a string, integer, finite number or "

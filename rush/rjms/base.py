@@ -130,6 +130,7 @@ _BACKENDS: dict[str, str] = {
     # name -> module that registers it; imported lazily on first use.
     "slurm": "rush.rjms.slurm",
     "flux": "rush.rjms.flux",
+    "pyslurm": "rush.rjms.slurm_pyslurm",
 }
 _REGISTERED: dict[str, Callable[..., RJMSBackend]] = {}
 

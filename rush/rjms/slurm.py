@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -84,6 +84,36 @@ def _text(value: str, what: str) -> str:
             fix="letters, digits, spaces and _.,:=+/@%- only (no newlines, ';' or quotes)",
         )
     return value
+
+
+def finished_records(
+    job_records: Iterable[dict[str, Any]], wanted: set[int], source: str, jobcomp_file: Path | None
+) -> list[dict]:
+    """The finished records of ``wanted`` jobs among slurmctld's job records, then from the
+    jobcomp/filetxt file (``jobcomp_file``) for the ones slurmctld forgot (MinJobAge)."""
+    records: dict[int, dict[str, Any]] = {}
+    for r in job_records:
+        try:
+            if r.get("job_id") not in wanted:
+                continue
+            record = slurm_json.finished_record(r, source)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise RJMSError(f"unexpected job record ({exc!r})", where=f"{source} accounting") from exc
+        if record is not None:
+            records[record["job_id"]] = record
+    missing = wanted - set(records)
+    if missing and jobcomp_file is not None:
+        try:
+            text = jobcomp_file.read_text(errors="replace")
+        except OSError as exc:
+            raise RJMSError(
+                f"cannot read the jobcomp file ({exc.strerror})",
+                where=str(jobcomp_file),
+                fix="set rjms.options.jobcomp_file to slurm.conf's JobCompLoc (JobCompType=jobcomp/filetxt)",
+            ) from exc
+        from_file = parse_jobcomp(text)
+        records.update({j: from_file[j] for j in missing if j in from_file})
+    return sorted(records.values(), key=lambda r: r["job_id"])
 
 
 def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
@@ -341,29 +371,7 @@ class SlurmBackend(RJMSBackend):
         """Finished-job records: from slurmctld while it remembers them (MinJobAge), then
         from the jobcomp/filetxt file when ``jobcomp_file`` is set. No slurmdbd needed."""
         wanted = {int(_job_id(j)) for j in job_ids}
-        records: dict[int, dict[str, Any]] = {}
-        for r in self._records("jobs"):
-            try:
-                if r.get("job_id") not in wanted:
-                    continue
-                record = slurm_json.finished_record(r, self.last_source)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise RJMSError(f"unexpected job record ({exc!r})", where="slurm accounting") from exc
-            if record is not None:
-                records[record["job_id"]] = record
-        missing = wanted - set(records)
-        if missing and self.jobcomp_file is not None:
-            try:
-                text = self.jobcomp_file.read_text(errors="replace")
-            except OSError as exc:
-                raise RJMSError(
-                    f"cannot read the jobcomp file ({exc.strerror})",
-                    where=str(self.jobcomp_file),
-                    fix="set rjms.options.jobcomp_file to slurm.conf's JobCompLoc (JobCompType=jobcomp/filetxt)",
-                ) from exc
-            from_file = parse_jobcomp(text)
-            records.update({j: from_file[j] for j in missing if j in from_file})
-        return sorted(records.values(), key=lambda r: r["job_id"])
+        return finished_records(self._records("jobs"), wanted, self.last_source, self.jobcomp_file)
 
     # -- acting ---------------------------------------------------------------------------
     def _command(self, what: str, *argv: str) -> ActionResult:

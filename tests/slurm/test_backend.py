@@ -36,11 +36,23 @@ def by_rest(cluster, **options: Any) -> RJMSBackend:
     return get_backend("slurm", **cluster.options(**cluster.rest_options(), fallback=False, **options))
 
 
+def by_pyslurm(cluster, **options: Any) -> RJMSBackend:
+    """libslurm through pyslurm: built for Slurm 25.11 only here (.ci/vendor-pyslurm.sh)."""
+    import importlib.util
+
+    if cluster.name != "25.11":
+        pytest.skip("pyslurm is built for Slurm 25.11 only here")
+    if importlib.util.find_spec("pyslurm") is None:
+        pytest.skip("pyslurm is not installed (.ci/vendor-pyslurm.sh .venv/bin/python)")
+    return get_backend("pyslurm", **cluster.options(**options))
+
+
 # One entry per backend kind; every test taking ``make_backend`` runs once per entry. A factory
 # calls pytest.skip(reason) on an install its kind cannot run on.
 BACKEND_KINDS: dict[str, Callable[..., RJMSBackend]] = {
     "commands": by_commands,
     "rest": by_rest,
+    "pyslurm": by_pyslurm,
 }
 
 
@@ -276,7 +288,7 @@ def test_submit_cancel_and_accounting(slurm, make_backend, tmp_path):
     wait_for(lambda: state_of(b, victim) == "CANCELLED")
     # slurmctld forgets jobs after MinJobAge; the jobcomp file still has them.
     from_file = {r["job_id"]: r for r in b.accounting([job_id, victim])}
-    assert from_file[job_id]["source"] in ("rest", "cli")
+    assert from_file[job_id]["source"] in ("rest", "cli", "pyslurm")
     # A squeue that knows no jobs stands for a slurmctld that has forgotten them.
     (tmp_path / "squeue").write_text("#!/bin/sh\necho '{\"jobs\": []}'\n")
     (tmp_path / "squeue").chmod(0o755)
