@@ -101,6 +101,12 @@ run_tests() {
   bash .ci/install-deps.sh
   ensure_venv
   install_rush "test,mpi,cassandra,dask"
+  # The RJMS builds the suite runs against beside Debian's Slurm 22.05, from ../shared/vendor
+  # (cached: minutes the first time, seconds after; nothing is built when it is absent and
+  # those tests skip with the reason).
+  bash .ci/vendor-flux.sh "$PY"
+  bash .ci/vendor-slurm.sh
+  bash .ci/vendor-pyslurm.sh "$PY"
   export RUSH_TRACE_MIRROR="${RUSH_TRACE_MIRROR:-$(cd .. && pwd)/shared/traces}"
   local rc=0
   "$PY" -m pytest -q -ra "$@" || rc=$?

@@ -25,6 +25,12 @@ def _parse_options(pairs: list[str]) -> dict[str, str]:
     return options
 
 
+def _order_text(order: dict) -> str:
+    if order["same"]:
+        return "the simulator's"
+    return f"{order['inversions']} of {order['pairs']} pairs inverted"
+
+
 @app.command("replay")
 def replay_command(
     trace: str = typer.Argument(..., help="A trace path or catalogue name."),
@@ -33,7 +39,16 @@ def replay_command(
     rjms: str = typer.Option("slurm", "--rjms", help="RJMS backend name."),
     rjms_option: list[str] = typer.Option([], "--rjms-option", help="Backend option KEY=VALUE (repeatable)."),
     config: Path | None = typer.Option(
-        None, "--config", help="rush.toml: run daemon cycles during the replay with its policy."
+        None,
+        "--config",
+        help="rush.toml: run daemon cycles during the replay with its policy (priority mode), "
+        "or the rush Flux scheduler module's configuration (scheduler mode).",
+    ),
+    mode: str = typer.Option(
+        "priority",
+        "--mode",
+        help="priority: rush sets priorities, the RJMS's scheduler starts jobs; scheduler (Flux "
+        "only, needs --config): rush's scheduler module replaces the instance's for the replay.",
     ),
     policy: str = typer.Option(
         "FCFS", "--policy", help="Policy of the simulated side when no --config is given."
@@ -43,8 +58,11 @@ def replay_command(
     out: Path | None = typer.Option(None, "--out", help="Write the fidelity report as JSON."),
 ) -> None:
     """Submit a trace window as sleep jobs, run the daemon live, and report simulator vs reality."""
+    import contextlib
+    import os
+
     from rush.core.config import CoreConfig
-    from rush.daemon.replay import replay
+    from rush.daemon.replay import MODES, flux_rush_scheduler, replay
     from rush.daemon.replay_window import Window
     from rush.rjms.base import get_backend
     from rush.workload.catalogue import load_trace
@@ -55,26 +73,46 @@ def replay_command(
         raise RushError(
             f"cannot write the report to {out}", where="--out", fix="a file path in an existing directory"
         )
+    if mode not in MODES:
+        raise RushError(f"unknown mode {mode!r}", where="--mode", fix=f"one of: {', '.join(MODES)}")
+    if mode == "scheduler" and (rjms != "flux" or config is None):
+        raise RushError(
+            "scheduler mode runs rush's Flux scheduler module with a rush.toml",
+            where="--mode scheduler",
+            fix="give --rjms flux and --config rush.toml (the module's policy), or use --mode priority",
+        )
+    parsed_window = Window.parse(window)
+    options = _parse_options(rjms_option)
     workload = workload_from_trace(load_trace(trace))
     cycle = None
-    if config is not None:
+    scheduler: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if mode == "scheduler":
+        from rush.daemon.config import load_config
+
+        # The module decides; the simulator gets the same core configuration from the same file.
+        core_config = load_config(config).core_config()
+        backend = get_backend(rjms, **options)
+        scheduler = flux_rush_scheduler(str(options.get("uri") or os.environ.get("FLUX_URI", "")), config)
+    elif config is not None:
         from rush.daemon.service import replay_hooks
 
         core_config, backend, cycle = replay_hooks(config)
     else:
         core_config = CoreConfig.from_names(policy, backfill, 200_000)
-        backend = get_backend(rjms, **_parse_options(rjms_option))
+        backend = get_backend(rjms, **options)
     try:
-        report = replay(
-            backend,
-            workload,
-            Window.parse(window),
-            speedup,
-            core_config,
-            cycle=cycle,
-            timeout=timeout,
-            say=lambda text: typer.echo(text, err=True),
-        )
+        with scheduler:
+            report = replay(
+                backend,
+                workload,
+                parsed_window,
+                speedup,
+                core_config,
+                cycle=cycle,
+                timeout=timeout,
+                say=lambda text: typer.echo(text, err=True),
+                mode=mode,
+            )
     except KeyboardInterrupt:
         # replay() has cancelled the submitted jobs and said so.
         typer.echo("replay interrupted", err=True)
@@ -83,13 +121,25 @@ def replay_command(
     if out is not None:
         out.write_text(text)
     diff = report["start_difference"]
+    order = report["start_order"]
     typer.echo(
-        f"replayed {report['jobs']} jobs: |wait difference| mean {diff['mean_abs']:.1f} s, "
-        f"median {diff['median_abs']:.1f} s, p90 {diff['p90_abs']:.1f} s, max {diff['max_abs']:.1f} s; "
-        f"{diff['within_5s'] * 100:.0f}% within 5 s"
+        f"replayed {report['jobs']} jobs ({report['rjms']}, {report['mode']} mode): |wait difference| "
+        f"mean {diff['mean_abs']:.1f} s, median {diff['median_abs']:.1f} s, p90 {diff['p90_abs']:.1f} s, "
+        f"max {diff['max_abs']:.1f} s; {diff['within_5s'] * 100:.0f}% within 5 s, "
+        f"{diff['within_granularity'] * 100:.0f}% within {diff['granularity']:g} s"
     )
+    typer.echo(f"  start order: {_order_text(order)}")
+    measured = report.get("measured_runtimes")
+    if measured is not None:  # the simulator with each job's measured run: the decisions alone
+        m_diff = measured["start_difference"]
+        typer.echo(
+            f"  with the measured run lengths: |wait difference| mean {m_diff['mean_abs']:.2f} s, "
+            f"max {m_diff['max_abs']:.2f} s, {m_diff['within_granularity'] * 100:.0f}% within "
+            f"{m_diff['granularity']:g} s; start order: {_order_text(measured['start_order'])}"
+        )
+    real = report["rjms"]
     for key, pair in report["metrics"].items():
-        typer.echo(f"  {key:24} simulator {pair['simulator']!s:>14}  slurm {pair['slurm']!s:>14}")
+        typer.echo(f"  {key:24} simulator {pair['simulator']!s:>14}  {real} {pair[real]!s:>14}")
     if report["unfinished"]:
         # A partial comparison is not a pass: say how many jobs are missing from it.
         typer.echo(

@@ -20,6 +20,11 @@ open by a crash against a fresh read of the RJMS instead of re-issuing them. A r
 asynchronous: the call only issues it and its intent stays open; the next cycle's
 reconcile confirms it (restart count or tags), lets the backend finish it
 (:meth:`RJMSBackend.finish_requeue`) and settles it; it is never issued twice.
+
+On an RJMS without requeue (Flux: ``requeue_replaces_job``), the backend's requeue cancels
+the job and submits a replacement under a new id; reconcile then asks the backend to
+confirm it (:meth:`rush.rjms.flux.FluxBackend.confirm_replacement`: the replacement found by
+its tag, or submitted then if rush's cancel went through and none exists), never twice.
 """
 
 from __future__ import annotations
@@ -254,7 +259,11 @@ class Applier:
                     )
                     self._count("skip", "done")
         done: dict[str, int] = {}
-        for k, (a, intent) in enumerate(intents):
+        # Priorities go last (plan order) and together: one batch call (Flux's plugin takes
+        # thousands of jobs per RPC; other backends loop).
+        singles = [(a, i) for a, i in intents if a.kind != "priority"]
+        grouped = [(a, i) for a, i in intents if a.kind == "priority"]
+        for k, (a, intent) in enumerate(singles):
             try:
                 result = self._call(a, jobs[a.job_id])
             except RJMSError as exc:
@@ -264,13 +273,24 @@ class Applier:
                     "job %d: %s: RJMS error, stopping this cycle's actions: %s", a.job_id, a.kind, exc
                 )
                 self.journal.finish(intent, "intent", f"RJMS error, outcome unknown: {exc}")
-                for b, other in intents[k + 1 :]:
+                for b, other in singles[k + 1 :] + grouped:
                     self._abandon(b, other, "not attempted: the RJMS stopped answering")
                 self._count(a.kind, "failed")
                 return done, exc
-            ok = self._settle(a, intent, result)
-            if ok:
+            if self._settle(a, intent, result):
                 done[a.kind] = done.get(a.kind, 0) + 1
+        if grouped:
+            try:
+                results = self.backend.set_priorities([(a.job_id, int(a.value or 0)) for a, _ in grouped])
+            except RJMSError as exc:  # outcome unknown: the intents stay open for reconcile
+                log.warning("priorities: RJMS error, outcome unknown: %s", exc)
+                for _, intent in grouped:
+                    self.journal.finish(intent, "intent", f"RJMS error, outcome unknown: {exc}")
+                self._count("priority", "failed", len(grouped))
+                return done, exc
+            for (a, intent), result in zip(grouped, results, strict=True):
+                if self._settle(a, intent, result):
+                    done["priority"] = done.get("priority", 0) + 1
         return done, None
 
     def _call(self, a: Action, job: RJMSJob) -> ActionResult:
@@ -340,7 +360,10 @@ class Applier:
         for intent in self.journal.open_intents():
             with self.journal.transaction():
                 try:
-                    status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
+                    if intent.action == "kill" and getattr(self.backend, "requeue_replaces_job", False):
+                        status, answer = self._reconcile_replacement(intent, state)
+                    else:
+                        status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
                 except RJMSError as exc:  # a follow-up call failed: confirm again next cycle
                     status, answer = "intent", str(exc)
                 if status == "intent":  # still in progress: the row stays as it is
@@ -357,6 +380,15 @@ class Applier:
             )
             settled.append((intent, status, answer))
         return settled
+
+    def _reconcile_replacement(self, intent: Intent, state: ClusterState) -> tuple[str, str]:
+        """A kill on an RJMS without requeue: the backend finds (or completes) the replacement."""
+        r = self.journal.job(intent.job_id)
+        tags = {"class": "large", "requeues": str(max(r.requeues, 1))}  # rules.requeue_as_large
+        status, answer = self.backend.confirm_replacement(intent.job_id, tags, state)  # type: ignore[attr-defined]
+        if status == "failed":
+            self._rollback_requeue(intent.job_id)
+        return status, answer
 
     def _reconcile_one(self, intent: Intent, job: RJMSJob | None) -> tuple[str, str]:
         r = self.journal.job(intent.job_id)

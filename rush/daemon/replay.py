@@ -6,16 +6,30 @@
 4. wait until every job has finished and read the outcome back from the RJMS (on a
    timeout, an RJMS failure or Ctrl-C, cancel every job submitted so far, by id);
 5. simulate the same jobs, with the submit times the RJMS recorded, under the same policy;
-6. return the fidelity report (per-job start differences and metric differences).
+6. return the fidelity report (per-job start differences, start order, metric differences),
+   and the same comparison against the simulator run with each job's measured occupation
+   (``measured_runtimes``: the scheduler's decisions without the launch/teardown drift).
+
+Modes (Flux): ``priority``, rush sets priorities (daemon cycles with ``cycle``) and the
+instance's own scheduler starts the jobs; ``scheduler``, rush's Flux scheduler module
+(``rush/rjms/sched-rush.py``) replaces the instance's scheduler for the replay
+(:func:`flux_rush_scheduler`) and starts them itself. On Slurm only ``priority`` exists.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import shutil
+import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.daemon.replay_window import Observed, Window, fidelity_report, scale_window
@@ -26,6 +40,11 @@ from rush.workload.model import Workload
 
 log = logging.getLogger(__name__)
 LIVE_STATES = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")
+MODES = ("priority", "scheduler")
+# The timing granularity a replay's waits are held to, per RJMS and mode (seconds): Slurm
+# schedules about each second (5 s covers its measured latency); the rush module schedules
+# at each Flux event, and a job starts one Flux state transition (alloc, start) later.
+GRANULARITY = {"slurm": 5.0, "flux": 1.0}
 
 
 @dataclass
@@ -36,19 +55,30 @@ class ReplayPlan:
 
 
 def submit_window(
-    backend: RJMSBackend, workload: Workload, partition: str = "", ids: dict[int, int] | None = None
+    backend: RJMSBackend,
+    workload: Workload,
+    partition: str = "",
+    ids: dict[int, int] | None = None,
+    cycle: Callable[[], object] | None = None,
+    poll: float = 1.0,
 ) -> tuple[float, dict[int, int]]:
     """Submit the scaled jobs at their submit times; return (replay start, id mapping).
 
     ``ids`` (trace job id -> RJMS job id) is filled as jobs are submitted, so a caller that
-    is interrupted half-way still knows every job it has to cancel.
+    is interrupted half-way still knows every job it has to cancel. ``cycle`` (the daemon's)
+    runs every ``poll`` seconds meanwhile, when the next submit leaves the time.
     """
     t0 = time.time()
     ids = {} if ids is None else ids
+    last_cycle = t0
     for k in range(len(workload)):
-        delay = t0 + float(workload.submit[k]) - time.time()
-        if delay > 0:
-            time.sleep(delay)
+        due = t0 + float(workload.submit[k])
+        while (delay := due - time.time()) > 0:
+            if cycle is not None and ids and time.time() - last_cycle >= poll:
+                cycle()
+                last_cycle = time.time()
+                continue
+            time.sleep(delay if cycle is None else min(delay, max(last_cycle + poll - time.time(), 0.01)))
         trace_id = int(workload.job_id[k])
         ids[trace_id] = backend.submit(
             name=f"rush-replay-{trace_id}",
@@ -128,9 +158,98 @@ def collect_outcome(backend: RJMSBackend, t0: float, ids: dict[int, int]) -> lis
                 submit=float(record["submit"]) - t0,
                 start=float(record["start"]) - t0,
                 end=float(record["end"]) - t0,
+                released=float(record["released"]) - t0 if record.get("released") is not None else None,
             )
         )
     return observed
+
+
+def flux_command() -> str:
+    """The ``flux`` command of the bindings rush imports (else the one on PATH)."""
+    try:
+        import flux  # type: ignore[import-not-found]
+
+        # PREFIX/lib/python3.X/site-packages/flux/__init__.py -> PREFIX/bin/flux
+        beside = Path(flux.__file__).resolve().parents[4] / "bin" / "flux"
+        if beside.is_file():
+            return str(beside)
+    except ImportError:
+        pass
+    found = shutil.which("flux")
+    if found is None:
+        raise RJMSError(
+            "no flux command found",
+            where="replay --mode scheduler",
+            fix="install flux-core or put flux on PATH",
+        )
+    return found
+
+
+def _flux(uri: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if uri:
+        env["FLUX_URI"] = uri
+    out = subprocess.run([flux_command(), *argv], env=env, capture_output=True, text=True, timeout=120)
+    if check and out.returncode != 0:
+        raise RJMSError(
+            f"flux {' '.join(argv)} failed: {(out.stderr or out.stdout).strip()[-2000:]}",
+            where="replay --mode scheduler",
+            fix="the broker's python3 must import rush: set FLUX_PYTHONPATH_PREPEND to what "
+            "`rush flux-module --pythonpath` prints when starting the instance",
+        )
+    return out
+
+
+def loaded_scheduler(uri: str) -> str | None:
+    """The name of the module that provides the ``sched`` service (None: no scheduler)."""
+    for line in _flux(uri, "module", "list").stdout.splitlines()[1:]:
+        fields = line.split()
+        if fields and "sched" in fields[-1].split(","):
+            return fields[0]
+    return None
+
+
+@contextmanager
+def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None) -> Iterator[str]:
+    """Scheduler mode: rush's module replaces the instance's scheduler, restored afterwards.
+
+    ``flux module remove`` the loaded scheduler, ``flux module load sched-rush.py
+    config=PATH``; on exit the rush module is removed and the previous scheduler (if any) is
+    loaded again, without the arguments it had. Yields the previous scheduler's name.
+    """
+    if module is None:
+        import rush
+
+        module = Path(rush.__file__).resolve().parent / "rjms" / "sched-rush.py"
+    if not module.is_file():
+        raise RJMSError(
+            f"rush's Flux scheduler module is missing: {module}",
+            where="replay --mode scheduler",
+            fix="reinstall rush (the module ships in rush/rjms/), or replay with --mode priority",
+        )
+    previous = loaded_scheduler(uri)
+    if previous is not None:
+        _flux(uri, "module", "remove", previous)
+    try:
+        _flux(uri, "module", "load", str(module), f"config={Path(config_path).resolve()}")
+        # One job through the module first: its first pass loads rush's core (imports, compiled
+        # kernels: 1.7 s measured), which would otherwise delay the window's first jobs.
+        _flux(uri, "run", "-n1", "--job-name=rush-replay-warmup", "true")
+    except RJMSError:
+        current = loaded_scheduler(uri)
+        if current is not None and current != previous:
+            _flux(uri, "module", "remove", current, check=False)
+        if previous is not None:
+            _flux(uri, "module", "load", previous, check=False)
+        raise
+    try:
+        yield previous or ""
+    finally:
+        current = loaded_scheduler(uri)
+        if current is not None and current != previous:
+            _flux(uri, "module", "remove", current, check=False)
+        if previous is not None and current != previous:
+            _flux(uri, "module", "load", previous, check=False)
 
 
 def replay(
@@ -145,21 +264,27 @@ def replay(
     partition: str = "",
     tau: float = 10.0,
     say: Callable[[str], object] = log.warning,
+    mode: str = "priority",
 ) -> dict:
     """Run the replay and return the fidelity report.
 
     On a timeout, an RJMS failure or Ctrl-C every job submitted so far is cancelled by id
     (and ``say`` tells the user) before the error propagates: nothing is left behind.
+    ``mode`` only labels the report: the caller sets the scheduler up (:func:`flux_rush_scheduler`).
     """
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise RushError(f"invalid timeout {timeout!r}", where="--timeout", fix="seconds > 0, e.g. 3600")
+    if mode not in MODES:
+        raise RushError(f"unknown replay mode {mode!r}", where="--mode", fix=f"one of: {', '.join(MODES)}")
     cpus = backend.read_state().total_procs
     if cpus <= 0:
         raise RJMSError("the RJMS reports no CPUs", where="replay", fix="check the partitions' nodes (sinfo)")
-    scaled = scale_window(workload, window, speedup, cpus)
+    # The RJMS's time-limit granularity (Slurm: minutes; Flux: seconds).
+    granularity = float(getattr(backend, "time_limit_granularity", 60.0))
+    scaled = scale_window(workload, window, speedup, cpus, limit_granularity=granularity)
     ids: dict[int, int] = {}
     try:
-        t0, _ = submit_window(backend, scaled, partition, ids)
+        t0, _ = submit_window(backend, scaled, partition, ids, cycle)
         wait_until_done(backend, set(ids.values()), timeout, cycle)
     except (Exception, KeyboardInterrupt) as exc:
         done = cancel_submitted(backend, list(ids.values()))
@@ -185,7 +310,19 @@ def replay(
     order = sorted(range(len(as_seen)), key=lambda k: (as_seen.submit[k], as_seen.job_id[k]))
     as_seen = as_seen.subset(order)
     simulated = simulate(as_seen, config)
-    report = fidelity_report(simulated, observed, tau=tau)
+    rjms = backend.name or "rjms"
+    granularity = GRANULARITY.get(rjms, 5.0)
+    report = fidelity_report(simulated, observed, tau=tau, rjms=rjms, granularity=granularity)
+    # The scheduler's decisions alone: the simulator again, each job running as long as it
+    # really held its processors (sleep p/K plus launch and teardown). Sub-second differences
+    # in run lengths change EASY's later choices, so over a long window the trace's runtimes
+    # compare end to end and these compare decision for decision.
+    occupied = {o.job_id: o.occupied for o in observed}
+    as_run = as_seen.subset(np.arange(len(as_seen)))
+    as_run.runtime = np.array([occupied[int(j)] for j in as_run.job_id], dtype=np.float64)
+    decided = fidelity_report(simulate(as_run, config), observed, tau=tau, rjms=rjms, granularity=granularity)
+    report["measured_runtimes"] = {k: decided[k] for k in ("start_difference", "start_order", "metrics")}
+    report["rjms"], report["mode"] = rjms, mode
     report["window"] = {"start": window.start, "count": window.count, "speedup": speedup, "cpus": cpus}
     report["rjms_job_ids"] = {str(k): v for k, v in ids.items()}
     report["unfinished"] = len(scaled) - len(observed)

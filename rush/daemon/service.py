@@ -33,7 +33,7 @@ from rush.core.config import CoreConfig
 from rush.core.snapshot import Decisions
 from rush.daemon.apply import Applier, Book, plan_actions
 from rush.daemon.config import RushConfig, load_config
-from rush.daemon.journal import Journal, MemoryBook
+from rush.daemon.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
 from rush.daemon.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.daemon.variation import VariationPredictor, get_predictor
@@ -315,6 +315,12 @@ class Daemon:
         self._running = running
         if not finished or self.classifier is None:
             return
+        # A run rush killed (false-small; on Flux the job leaves and a replacement is submitted)
+        # was cut short: its length is not a runtime for the history.
+        records = self.book.jobs()
+        finished = [j for j in finished if not _killed_by_rush(j, records.get(j.job_id))]
+        if not finished:
+            return
         ends: dict[int, float] = {}
         try:
             for record in self.backend.accounting([j.job_id for j in finished]):
@@ -367,6 +373,15 @@ class Daemon:
             if cycles is None or done < cycles:
                 self._stop.wait(self.next_delay())
         self.journal.close()
+
+
+def _killed_by_rush(job: RJMSJob, rec: JobRecord | None) -> bool:
+    """This run of ``job`` ended by rush's kill: the journal counts more requeues than it ran with."""
+    try:
+        ran_with = int(job.tags.get("requeues", 0))
+    except ValueError:
+        ran_with = 0
+    return rec is not None and rec.requeues > ran_with
 
 
 def replay_hooks(config_path: Path):

@@ -85,6 +85,11 @@ class RJMSBackend(abc.ABC):
     def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
         """Nudge a pending job's priority through the RJMS's own lever (Slurm: SiteFactor)."""
 
+    def set_priorities(self, pairs: Sequence[tuple[int, int]]) -> list[ActionResult]:
+        """Many jobs' priorities, one result per (job id, value) pair in order. A backend with a
+        batch lever (Flux's jobtap plugin: one RPC for thousands of jobs) overrides this."""
+        return [self.set_priority(job_id, value) for job_id, value in pairs]
+
     @abc.abstractmethod
     def hold(self, job_id: int) -> ActionResult: ...
 

@@ -8,27 +8,57 @@ for. Reads and actions are plain RPCs on a Flux handle (``handle.rpc(topic, payl
 * resources: ``sched.resource-status`` (R version 1: ``all``, ``allocated``, ``down``);
 * rush tags: the jobspec attribute ``system.rush`` (``flux submit --setattr=rush.idempotent=1``),
   read once per job with ``job-info.lookup``;
-* priority: ``job-manager.urgency``. Flux's urgency has 32 levels (0 hold, 16 default,
-  31 expedite), so rush's rank-based priority is compressed monotonically into 1..30 (a
-  higher rush priority never gets a lower urgency; equal urgencies keep Flux's submit order);
-* hold/release: urgency 0, then back to the urgency the job had;
+* priority, two levers (option ``priority_lever``):
+
+  - ``plugin``: rush's jobtap priority plugin (``plugins/flux/rush-priority.c``) takes
+    rush's values themselves in batches (``job-manager.rush-priority.set``) and makes them
+    the jobs' Flux priorities: no compression;
+  - ``urgency``: ``job-manager.urgency``. Flux's urgency has 32 levels (0 hold, 16 default,
+    31 expedite), so rush's value is compressed monotonically into 1..30 (a higher rush
+    priority never gets a lower urgency; equal urgencies keep Flux's submit order);
+  - ``auto`` (the default): ``plugin`` when the plugin's service answers, else ``urgency``;
+    decided at the first priority update;
+
+  ``read_state`` reports each job's real Flux priority as ``site_factor`` (what is applied);
+* hold/release: urgency 0, then back to the urgency the job had (both levers);
 * cancel: ``job-manager.raise`` with type ``cancel``; submit: ``flux.job.submit`` of an
   RFC 25 jobspec built here.
 
-Flux has no requeue of a running job: :meth:`FluxBackend.requeue` refuses (ok=False) and
-says so, and the daemon journals the refusal. The tests use a fake handle (no Flux broker
-runs here) that answers with Flux's documented payloads.
+Flux has no requeue of a running job. A false-small kill is carried out as a cancel
+(``job-manager.raise``, note :data:`KILL_NOTE`) followed by the submission of the job's
+original jobspec (unwrapped from its signed ``J``, so with its environment) as a new job
+whose ``system.rush`` attributes say ``class=large``, ``requeues=N``, ``submit`` (the
+original submit time, which rush orders it by), ``requeued_from`` (the cancelled id) and
+``requeue_chain`` (every earlier id, oldest first). The daemon journals the intent first and
+confirms the replacement on a later cycle (:meth:`FluxBackend.confirm_replacement`): it is
+found by its ``requeued_from`` tag, or resubmitted when the old job was cancelled by rush and
+no replacement exists; never twice.
+
+Who owns the replacement: job-ingest (flux-core 0.88, ``src/modules/job-ingest/job.c``)
+makes the submitting connection's userid the job's userid and requires the signature's
+userid to match it; ``sign-type=none`` is accepted only from the instance owner. So the
+replacement belongs to whoever runs rush: in a single-user instance (``flux alloc``,
+``flux batch``, a test instance) that is the user, as it should be. In a multi-user system
+instance rush runs as the instance owner (``flux``) and the replacement would run as
+``flux``, not as the user; re-signing as the user needs the user's own munge credential
+(the IMP checks it at launch), which the owner cannot produce. There, leave
+``policy.kill_false_small`` off (or ``daemon.max_requeues_per_job = 0``) until the user
+resubmits through a wrapper of their own. The ``submit``/``requeued_from`` tags are trusted
+only on jobs the instance owner submitted, so a user cannot move their job to the front by
+setting ``--setattr=rush.submit=0``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from rush.errors import BackendUnavailableError, RJMSError
+from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, register_backend
 
 # flux/job.h: job states (a bit each) and the virtual "pending"/"running" masks.
@@ -36,6 +66,16 @@ STATE_DEPEND, STATE_PRIORITY, STATE_SCHED, STATE_RUN, STATE_CLEANUP, STATE_INACT
 STATE_PENDING = STATE_DEPEND | STATE_PRIORITY | STATE_SCHED
 STATE_RUNNING = STATE_RUN | STATE_CLEANUP
 URGENCY_HOLD, URGENCY_DEFAULT, URGENCY_EXPEDITE = 0, 16, 31
+# The note of rush's cancel exception: tells its false-small kills from other cancels.
+KILL_NOTE = "rush: false-small kill, resubmitted as large"
+# Replacement search: jobs listed at most (a bound on the work of one reconcile).
+REPLACEMENT_SEARCH_MAX = 1000
+# Flux priorities are uint32; 0 and the maximum mean held and expedited, never a rush value.
+PRIORITY_MAX = 2**32 - 1
+# rush's jobtap priority plugin (plugins/flux/rush-priority.c): its RPC service and batch limit.
+PLUGIN_SERVICE = "job-manager.rush-priority"
+PLUGIN_MAX_BATCH = 4096
+PRIORITY_LEVERS = ("auto", "plugin", "urgency")
 
 
 def import_flux() -> Any:
@@ -63,6 +103,35 @@ def urgency_for(site_factor: int) -> int:
 
     value = min(max(int(site_factor), 1), MAX_VALUE)
     return 1 + (value - 1) * 30 // MAX_VALUE
+
+
+def jobspec_tags(jobspec: Any) -> dict[str, str]:
+    """rush's per-job inputs: the jobspec attributes under ``system.rush`` (``flux submit
+    --setattr=rush.K=V``), as strings, at most 64 keys of 64 and values of 256 characters."""
+    system = jobspec.get("attributes", {}).get("system", {}) if isinstance(jobspec, dict) else {}
+    rush = system.get("rush", {}) if isinstance(system, dict) else {}
+    if not isinstance(rush, dict):
+        return {}
+    return {str(k)[:64]: str(v)[:256] for k, v in list(rush.items())[:64]}
+
+
+def trusted_submit_time(tags: dict[str, str], t_submit: float, userid: int, owner: int | None) -> float:
+    """The submit time rush orders a job by: Flux's, or the original one of a job rush
+    resubmitted (:func:`submit_time`), trusted only on a job the instance owner submitted with
+    rush's requeue tags: a user's ``--setattr=rush.submit=0`` changes nothing."""
+    if "submit" not in tags or "requeued_from" not in tags or owner is None or int(userid) != owner:
+        return t_submit
+    return submit_time(tags, t_submit)
+
+
+def submit_time(tags: dict[str, str], t_submit: float) -> float:
+    """A job rush resubmitted (a false-small kill) keeps its original submit time for ordering:
+    its ``submit`` tag when it is a number no later than the job's own submit, else ``t_submit``."""
+    try:
+        original = float(tags.get("submit", ""))
+    except ValueError:
+        return t_submit
+    return original if math.isfinite(original) and 0 < original <= t_submit else t_submit
 
 
 def count_cores(r: dict[str, Any] | None) -> int:
@@ -122,19 +191,31 @@ def build_jobspec(
 
 @register_backend("flux")
 class FluxBackend(RJMSBackend):
-    """Options: ``uri`` (a Flux URI; default: FLUX_URI of the environment), ``max_entries``.
+    """Options: ``uri`` (a Flux URI; default: FLUX_URI of the environment), ``max_entries``,
+    ``priority_lever`` (``auto``, ``plugin`` or ``urgency``; see the module's docstring).
 
     ``handle`` (tests and embedding only): an already open Flux handle.
     """
 
-    def __init__(self, uri: str = "", max_entries: int = 10000, handle: Any = None) -> None:
+    def __init__(
+        self, uri: str = "", max_entries: int = 10000, priority_lever: str = "auto", handle: Any = None
+    ) -> None:
+        if priority_lever not in PRIORITY_LEVERS:
+            raise ConfigError(
+                f"unknown priority lever {priority_lever!r}",
+                where="rjms.options.priority_lever",
+                fix="use auto (the jobtap plugin when it answers, else urgency), plugin or urgency",
+            )
         if handle is None:
             import_flux()  # say at once, not at the first read, that the bindings are missing
         self.uri = uri
         self.max_entries = int(max_entries)
+        self.priority_lever = priority_lever
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._held_urgency: dict[int, int] = {}
+        self._lever: str | None = "urgency" if priority_lever == "urgency" else None
+        self._plugin_batch = PLUGIN_MAX_BATCH
 
     @property
     def handle(self) -> Any:
@@ -208,8 +289,7 @@ class FluxBackend(RJMSBackend):
             spec = answer.get("jobspec", {})
             spec = json.loads(spec) if isinstance(spec, str) else spec
             system = spec.get("attributes", {}).get("system", {})
-            rush = system.get("rush", {})
-            tags = {str(k): str(v) for k, v in rush.items()} if isinstance(rush, dict) else {}
+            tags = jobspec_tags(spec)
             duration = system.get("duration")
             self._tags[job_id] = (tags, float(duration) if duration else None)
         return self._tags[job_id]
@@ -227,10 +307,13 @@ class FluxBackend(RJMSBackend):
         tags, duration = self._jobspec_info(job_id)
         duration = float(j.get("duration") or duration or 0)  # 0: no limit requested
         urgency = int(j.get("urgency", URGENCY_DEFAULT))
+        # The priority Flux schedules by: the plugin's value, or the urgency without the plugin
+        # (job-list leaves it out until the job has one: then the urgency stands in).
+        priority = int(j.get("priority", urgency))
         return RJMSJob(
             job_id=job_id,
             state=state,
-            submit=float(j["t_submit"]),
+            submit=self._submit_time(tags, j),
             procs=int(j.get("ncores") or j.get("ntasks") or 1),
             requested_time=duration if duration > 0 else float("inf"),
             start=float(j["t_run"]) if state == "RUNNING" and "t_run" in j else None,
@@ -240,7 +323,7 @@ class FluxBackend(RJMSBackend):
             tags=tags,
             held=state == "PENDING" and urgency == URGENCY_HOLD,
             reason="held (urgency 0)" if urgency == URGENCY_HOLD else "",
-            site_factor=urgency,
+            site_factor=priority,
         )
 
     # -- acting ---------------------------------------------------------------------------
@@ -253,14 +336,98 @@ class FluxBackend(RJMSBackend):
         old = answer.get("old_urgency")
         return ActionResult(ok=True, answer=f"urgency {old} -> {urgency}"), old
 
+    # -- priorities: the rush-priority jobtap plugin, or urgency ------------------------------
     def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
-        if isinstance(site_factor, bool) or not isinstance(site_factor, int):
-            raise RJMSError(f"invalid priority {site_factor!r}", where="set_priority", fix="an integer")
+        return self.set_priorities([(job_id, site_factor)])[0]
+
+    def set_priorities(self, pairs: Sequence[tuple[int, int]]) -> list[ActionResult]:
+        """Set many jobs' priorities; one result per pair, in order.
+
+        With the plugin, one RPC per ``max_batch`` jobs; with urgency, one RPC per job. A
+        value given while rush holds the job is kept and applies on release (the plugin
+        stores it; with urgency, the backend does).
+        """
+        checked = []
+        for job_id, site_factor in pairs:
+            _check_id(job_id)
+            if isinstance(site_factor, bool) or not isinstance(site_factor, int):
+                raise RJMSError(f"invalid priority {site_factor!r}", where="set_priority", fix="an integer")
+            checked.append((job_id, site_factor))
+        if not checked:
+            return []
+        if self.lever() == "plugin":
+            return self._plugin_set(checked)
+        return [self._urgency_set(job_id, value) for job_id, value in checked]
+
+    def lever(self) -> str:
+        """The priority lever in use: ``plugin`` or ``urgency`` (``auto`` asks the plugin once)."""
+        if self._lever is None:
+            present = self._probe_plugin()
+            self._lever = "plugin" if present or self.priority_lever == "plugin" else "urgency"
+        return self._lever
+
+    def _probe_plugin(self) -> bool:
+        """True when the plugin's service answers; learns its batch limit."""
+        try:
+            answer = self.handle.rpc(f"{PLUGIN_SERVICE}.get", {"ids": []}).get()
+        except OSError as exc:
+            if exc.errno == errno.ENOSYS:
+                return False
+            raise RJMSError(
+                f"Flux RPC failed: {exc.strerror or exc}", where=f"{PLUGIN_SERVICE}.get", fix="flux ping"
+            ) from exc
+        batch = answer.get("max_batch") if isinstance(answer, dict) else None
+        if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
+            self._plugin_batch = min(batch, PLUGIN_MAX_BATCH)
+        return True
+
+    def _plugin_set(self, pairs: list[tuple[int, int]]) -> list[ActionResult]:
+        results: list[ActionResult] = []
+        for start in range(0, len(pairs), self._plugin_batch):
+            chunk = pairs[start : start + self._plugin_batch]
+            # rush values are 1 .. 3*2^29; 0 and PRIORITY_MAX are Flux's hold and expedite.
+            payload = [[job_id, min(max(value, 1), PRIORITY_MAX - 1)] for job_id, value in chunk]
+            try:
+                answer = self.handle.rpc(f"{PLUGIN_SERVICE}.set", {"priorities": payload}).get()
+            except OSError as exc:
+                if exc.errno != errno.ENOSYS:
+                    raise RJMSError(
+                        f"Flux RPC failed: {exc.strerror or exc}",
+                        where=f"{PLUGIN_SERVICE}.set",
+                        fix="is the Flux broker up (flux ping)?",
+                    ) from exc
+                self._lever = None  # ask again next time: the plugin may be loaded by then
+                missing = (
+                    "the rush-priority jobtap plugin is not loaded (no job-manager.rush-priority service); "
+                    "load it (flux jobtap load /path/rush-priority.so, or [job-manager] plugins in the "
+                    "instance's configuration) or set rjms.options.priority_lever = 'urgency'"
+                )
+                return results + [ActionResult(ok=False, answer=missing)] * (len(pairs) - len(results))
+            ignored = set(answer.get("ignored", [])) if isinstance(answer, dict) else set()
+            for job_id, value in payload:
+                if job_id in ignored:
+                    results.append(ActionResult(ok=False, answer="unknown job or no longer pending"))
+                else:
+                    results.append(ActionResult(ok=True, answer=f"priority {value} (rush-priority)"))
+        return results
+
+    def plugin_priorities(self, job_ids: Sequence[int]) -> dict[int, int | None]:
+        """The values the plugin holds for these jobs (None: none, the plugin's default applies)."""
+        out: dict[int, int | None] = {}
+        ids = list(job_ids)
+        for start in range(0, len(ids), self._plugin_batch):
+            answer = self._rpc(f"{PLUGIN_SERVICE}.get", {"ids": ids[start : start + self._plugin_batch]})
+            out.update({int(job_id): value for job_id, value in answer.get("priorities", [])})
+        return out
+
+    def _urgency_set(self, job_id: int, site_factor: int) -> ActionResult:
         urgency = urgency_for(site_factor)
         if job_id in self._held_urgency:  # held by rush: applied on release, not now
             self._held_urgency[job_id] = urgency
             return ActionResult(ok=True, answer=f"held; urgency {urgency} applies on release")
         return self._urgency(job_id, urgency)[0]
+
+    # -- holds, requeues, cancels, submissions ---------------------------------------------
 
     def hold(self, job_id: int) -> ActionResult:
         result, old = self._urgency(job_id, URGENCY_HOLD)
@@ -274,14 +441,6 @@ class FluxBackend(RJMSBackend):
         if result.ok:
             self._held_urgency.pop(job_id, None)
         return result
-
-    def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
-        _check_id(job_id)
-        return ActionResult(
-            ok=False,
-            answer="Flux cannot requeue a running job; rush leaves it running (no kill)",
-            attempted=False,
-        )
 
     def cancel(self, job_id: int) -> ActionResult:
         _check_id(job_id)
@@ -320,6 +479,173 @@ class FluxBackend(RJMSBackend):
             return int(flux.job.submit(self.handle, json.dumps(jobspec), urgency=URGENCY_DEFAULT))
         except OSError as exc:
             raise RJMSError(f"flux submit failed: {exc.strerror or exc}", where="job-ingest.submit") from exc
+
+    # -- replay: finished jobs -------------------------------------------------------------
+    # Flux durations are seconds (Slurm's limits are minutes): replay rounds limits to this.
+    time_limit_granularity = 1.0
+
+    def accounting(self, job_ids: Sequence[int]) -> list[dict]:
+        """Finished-job records from job-list (kept while the instance keeps inactive jobs):
+        submit (``t_submit``), start (``t_run``), end (``t_cleanup``: the tasks ended),
+        released (``t_inactive``)."""
+        records = []
+        for job_id in job_ids:
+            _check_id(job_id)
+            try:
+                j = self._job_record(int(job_id))
+            except RJMSError:
+                continue  # unknown (purged) or never ingested: no record, as sacct would say
+            if not int(j.get("state", 0)) & STATE_INACTIVE:
+                continue
+            end = j.get("t_cleanup") or j.get("t_inactive")
+            records.append(
+                {
+                    "job_id": int(job_id),
+                    "submit": float(j["t_submit"]),
+                    "start": float(j["t_run"]) if "t_run" in j else None,
+                    "end": float(end) if end is not None and "t_run" in j else None,
+                    # Resources back with the scheduler: at the latest when the job is inactive.
+                    "released": float(j["t_inactive"]) if "t_inactive" in j and "t_run" in j else None,
+                    "state": str(j.get("result", "")),
+                }
+            )
+        return records
+
+    # -- false-small kills: cancel, then resubmit as large (Flux has no requeue) -------------
+    # The daemon confirms a replacement job (a new id), not a restart of the same job.
+    requeue_replaces_job = True
+
+    def _owner(self) -> int | None:
+        """The instance owner's userid (rush's resubmissions carry it); None if unknown."""
+        if not hasattr(self, "_owner_id"):
+            try:
+                self._owner_id: int | None = int(self.handle.attr_get("security.owner"))
+            except (AttributeError, OSError, ValueError):
+                self._owner_id = None
+        return self._owner_id
+
+    def _submit_time(self, tags: dict[str, str], j: dict[str, Any]) -> float:
+        """Flux's submit time, or the original one of a job rush resubmitted (``rush.submit``).
+
+        Trusted only on a job the instance owner submitted (rush's resubmissions), never later
+        than the job's own submit: a user's ``--setattr=rush.submit=0`` changes nothing.
+        """
+        return trusted_submit_time(tags, float(j["t_submit"]), int(j.get("userid", -1)), self._owner())
+
+    def _job_record(self, job_id: int) -> dict[str, Any]:
+        """``job-list.list-id``: one job, live or inactive, with every attribute."""
+        answer = self._rpc("job-list.list-id", {"id": job_id, "attrs": ["all"]})
+        job = answer.get("job")
+        if not isinstance(job, dict):
+            raise RJMSError("job-list.list-id answered without a job", where=f"job {job_id}")
+        return job
+
+    def _original_jobspec(self, job_id: int) -> dict[str, Any]:
+        """The jobspec as submitted, environment included (job-ingest drops it from ``jobspec``)."""
+        from flux.job import job_kvs_lookup  # type: ignore[import-not-found]
+
+        try:
+            data = job_kvs_lookup(self.handle, job_id, keys=["jobspec"], original=True)
+        except OSError as exc:
+            raise RJMSError(f"cannot read its jobspec: {exc.strerror or exc}", where=f"job {job_id}") from exc
+        spec = data.get("jobspec") if isinstance(data, dict) else None
+        if not isinstance(spec, dict):
+            raise RJMSError("its jobspec is not a JSON object", where=f"job {job_id}")
+        return spec
+
+    def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
+        """Cancel the running job, then submit its jobspec again as large (see the module doc).
+
+        ok: both done (the answer names the replacement). Not attempted: nothing reached
+        Flux (the job could not be read, or already ended). Otherwise unclear: the daemon's
+        next cycle confirms or completes it (:meth:`confirm_replacement`).
+        """
+        _check_id(job_id)
+        try:
+            old = self._job_record(job_id)
+            spec = self._original_jobspec(job_id)
+        except RJMSError as exc:
+            return ActionResult(ok=False, answer=f"not cancelled: {exc}", attempted=False)
+        if int(old.get("state", 0)) & STATE_INACTIVE:
+            return ActionResult(ok=False, answer="not cancelled: the job already ended", attempted=False)
+        try:
+            self._rpc("job-manager.raise", {"id": job_id, "severity": 0, "type": "cancel", "note": KILL_NOTE})
+        except RJMSError as exc:
+            return ActionResult(ok=False, answer=f"cancel: {exc}")
+        return self._resubmit(job_id, old, spec, tags, "cancelled")
+
+    def _resubmit(
+        self, job_id: int, old: dict[str, Any], spec: dict[str, Any], tags: dict[str, str], done: str
+    ) -> ActionResult:
+        system = spec.setdefault("attributes", {}).setdefault("system", {})
+        before = system.get("rush") if isinstance(system.get("rush"), dict) else {}
+        old_tags = {str(k): str(v) for k, v in before.items()}
+        rush = {**old_tags, **{str(k): str(v) for k, v in tags.items()}}
+        rush["submit"] = repr(self._submit_time(old_tags, old))
+        rush["requeued_from"] = str(job_id)
+        chain = [c for c in old_tags.get("requeue_chain", "").split(",") if c.isdigit()]
+        rush["requeue_chain"] = ",".join([*chain, str(job_id)])
+        system["rush"] = rush
+        flux = import_flux()
+        try:
+            new_id = int(flux.job.submit(self.handle, json.dumps(spec), urgency=URGENCY_DEFAULT))
+        except OSError as exc:
+            return ActionResult(ok=False, answer=f"{done}; resubmit failed: {exc.strerror or exc}")
+        return ActionResult(ok=True, answer=f"{done}; replacement {new_id} submitted as {rush['class']}")
+
+    def find_replacement(self, job_id: int, state: ClusterState | None = None) -> int | None:
+        """The job rush submitted in place of ``job_id`` (its ``requeued_from`` tag), live or ended.
+
+        Live jobs come from ``state``; ended ones from ``job-list.list``, narrowed to jobs with
+        the same name submitted since the old one started (at most REPLACEMENT_SEARCH_MAX).
+        """
+        owner = self._owner()
+
+        def replaces(candidate: int, userid: object = None) -> bool:
+            if candidate == job_id or self._jobspec_info(candidate)[0].get("requeued_from") != str(job_id):
+                return False
+            if owner is None:
+                return True
+            if userid is None:  # a live job's user may be a name: ask Flux for the userid
+                userid = self._job_record(candidate).get("userid")
+            return str(userid) == str(owner)  # rush's resubmissions carry the owner's userid
+
+        old = self._job_record(job_id)
+        for j in state.jobs if state is not None else ():
+            if j.tags.get("requeued_from") == str(job_id) and replaces(j.job_id):
+                return j.job_id
+        since = float(old.get("t_run") or old.get("t_submit") or 0.0)
+        listing = self._rpc(
+            "job-list.list",
+            {
+                "max_entries": REPLACEMENT_SEARCH_MAX,
+                "attrs": ["userid", "name", "t_submit"],
+                "constraint": {"and": [{"name": [str(old.get("name", ""))]}, {"t_submit": [f">={since!r}"]}]},
+            },
+        )
+        for j in listing.get("jobs", []):
+            if replaces(int(j["id"]), j.get("userid")):
+                return int(j["id"])
+        return None
+
+    def confirm_replacement(self, job_id: int, tags: dict[str, str], state: ClusterState) -> tuple[str, str]:
+        """Settle a kill left open: (journal status, answer); never submits a second replacement.
+
+        ``done``: a replacement exists (or is submitted now because rush's cancel went through
+        and none exists); ``failed``: the job was not cancelled by rush (the core decides
+        again); ``intent``: still unclear, asked again next cycle.
+        """
+        replacement = self.find_replacement(job_id, state)
+        if replacement is not None:
+            return "done", f"replaced by job {replacement}"
+        old = self._job_record(job_id)
+        cancelled = old.get("exception_type") == "cancel" and old.get("exception_note") == KILL_NOTE
+        if not cancelled:
+            if int(old.get("state", 0)) & STATE_INACTIVE:
+                return "failed", "the job ended before rush cancelled it; nothing to resubmit"
+            return "failed", "not cancelled (no rush cancel on the job); the core decides again on fresh data"
+        result = self._resubmit(job_id, old, self._original_jobspec(job_id), tags, "cancelled earlier")
+        return ("done" if result.ok else "intent"), result.answer
 
 
 def _check_id(job_id: object) -> None:

@@ -30,7 +30,6 @@ import pwd
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
@@ -42,7 +41,7 @@ from rush.daemon.config import load_config
 from rush.daemon.service import Daemon
 from rush.errors import RushError
 from rush.rjms.base import ActionResult, ClusterState, RJMSJob
-from rush.rjms.flux import FluxBackend, count_cores
+from rush.rjms.flux import FluxBackend, count_cores, jobspec_tags, trusted_submit_time
 
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
 
@@ -73,24 +72,6 @@ class ModuleArgs:
             else:
                 rest.append(arg)
         return out, rest
-
-
-def jobspec_tags(jobspec: dict[str, Any]) -> dict[str, str]:
-    """rush's per-job inputs: the jobspec attributes under ``system.rush`` (flux submit --setattr=rush.K=V)."""
-    system = jobspec.get("attributes", {}).get("system", {}) if isinstance(jobspec, dict) else {}
-    rush = system.get("rush", {}) if isinstance(system, dict) else {}
-    if not isinstance(rush, dict):
-        return {}
-    return {str(k)[:64]: str(v)[:256] for k, v in list(rush.items())[:64]}
-
-
-def submit_time(tags: dict[str, str], t_submit: float) -> float:
-    """A job rush resubmitted (a false-small kill) keeps its original submit time for ordering."""
-    try:
-        original = float(tags.get("submit", ""))
-    except ValueError:
-        return t_submit
-    return original if math.isfinite(original) and 0 < original <= t_submit else t_submit
 
 
 def user_name(userid: int, cache: dict[int, str]) -> str:
@@ -152,7 +133,7 @@ class RushScheduler(Scheduler):
         self.daemon = Daemon(config, backend=ModuleBackend(self), journal_sync="NORMAL")
         self._warm_up()
         interval = float(config.daemon.cycle_interval)
-        self._tick = h.timer_watcher_create(interval, lambda *_: self._request_schedule(), repeat=interval)
+        self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
         self._tick.start()
         self.log.info(
             f"rush scheduler: policy {config.policy.policy}, backfill {config.policy.backfill}, "
@@ -170,6 +151,17 @@ class RushScheduler(Scheduler):
             running=(RunningJob(2, now, 1, 60.0),),
         )
         schedule(snapshot, self.daemon.core_config)
+
+    def _periodic_pass(self) -> None:
+        """Skips expire and kill deadlines pass with no Flux event: a pass every cycle_interval,
+        also with an empty queue while jobs run (the base class asks for one only with jobs queued)."""
+        if self._queue:
+            self._request_schedule()
+        elif self.running:
+            self.schedule()
+
+    def _owner(self) -> int | None:
+        return self.daemon.backend._owner()  # type: ignore[attr-defined]
 
     # -- the module's view ----------------------------------------------------------------
     def _limit(self, duration: float) -> float:
@@ -216,7 +208,7 @@ class RushScheduler(Scheduler):
         self.pending[jobid] = RJMSJob(
             job_id=int(jobid),
             state="PENDING",
-            submit=submit_time(tags, float(t_submit)),
+            submit=trusted_submit_time(tags, float(t_submit), int(userid), self._owner()),
             procs=int(rr.ncores),
             requested_time=self._limit(float(rr.duration)),
             user=user_name(int(userid), self._users),
@@ -241,7 +233,7 @@ class RushScheduler(Scheduler):
         self.running[jobid] = RJMSJob(
             job_id=int(jobid),
             state="RUNNING",
-            submit=submit_time(tags, float(t_submit)),
+            submit=trusted_submit_time(tags, float(t_submit), int(userid), self._owner()),
             procs=max(count_cores(r), 1),
             requested_time=expiration - start if expiration > start else math.inf,
             start=start,

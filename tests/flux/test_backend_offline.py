@@ -1,0 +1,97 @@
+"""The Flux backend where a live instance cannot show it: no bindings installed, an older
+flux-core's payloads, and pure functions (urgency compression, jobspec, R).
+
+Everything else (reads, priorities through the plugin and urgency, hold and release,
+cancels) is tested against real instances in this directory. The one FAKE here is the
+handle of :func:`test_older_job_list_payloads`: it answers like a flux-core whose job-list
+has no ``priority`` or ``duration`` attributes, which the vendored 0.88 cannot do.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from rush.core.priority_values import MAX_VALUE
+from rush.errors import BackendUnavailableError
+from rush.rjms.base import get_backend
+from rush.rjms.flux import STATE_RUN, STATE_SCHED, FluxBackend, build_jobspec, count_cores, urgency_for
+
+
+def r_v1(ranks: str, cores: str) -> dict:
+    return {"version": 1, "execution": {"R_lite": [{"rank": ranks, "children": {"core": cores}}]}}
+
+
+def test_missing_bindings_say_what_to_install(monkeypatch):
+    for name in [m for m in sys.modules if m == "flux" or m.startswith("flux.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "flux", None)  # import flux -> ImportError, as without flux-core
+    with pytest.raises(BackendUnavailableError, match="Python bindings") as err:
+        get_backend("flux")
+    assert err.value.fix and "flux-core" in err.value.fix and "not the unrelated PyPI" in err.value.fix
+
+
+def test_urgency_compression_is_monotone_over_rush_values():
+    band = MAX_VALUE // 3
+    levels = [urgency_for(s) for s in (0, 1, band, band + 1, 2 * band + 1, MAX_VALUE, 2**31)]
+    assert levels == [1, 1, 10, 11, 21, 30, 30]  # never 0 (hold) nor 31 (expedite)
+
+
+class Future:
+    def __init__(self, answer: dict) -> None:
+        self.answer = answer
+
+    def get(self) -> dict:
+        return self.answer
+
+
+class OldJobList:
+    """A flux-core whose job-list lists neither ``priority`` nor ``duration``."""
+
+    def rpc(self, topic: str, payload: dict) -> Future:
+        if topic == "job-list.list":
+            return Future(
+                {
+                    "jobs": [
+                        {"id": 7, "state": STATE_SCHED, "urgency": 0, "t_submit": 5.0, "ntasks": 2},
+                        {
+                            "id": 8,
+                            "state": STATE_RUN,
+                            "urgency": 16,
+                            "t_submit": 6.0,
+                            "t_run": 9.0,
+                            "ncores": 4,
+                        },
+                    ]
+                }
+            )
+        if topic == "sched.resource-status":
+            return Future({"all": r_v1("0-1", "0-3"), "allocated": r_v1("0", "0-3")})
+        if topic == "job-info.lookup":
+            spec = {"attributes": {"system": {"duration": 600 if payload["id"] == 7 else 0}}}
+            return Future({"id": payload["id"], "jobspec": json.dumps(spec)})
+        raise OSError(38, "Function not implemented")
+
+
+def test_older_job_list_payloads():
+    state = FluxBackend(handle=OldJobList()).read_state()
+    jobs = {j.job_id: j for j in state.jobs}
+    assert state.total_procs == 8 and state.free_procs == 4
+    # The jobspec's duration stands in for job-list's; the urgency for the priority.
+    assert jobs[7].requested_time == 600 and jobs[7].procs == 2 and jobs[7].held and jobs[7].site_factor == 0
+    assert jobs[8].requested_time == float("inf") and jobs[8].start == 9.0 and jobs[8].site_factor == 16
+
+
+def test_jobspec_follows_rfc25():
+    spec = build_jobspec(name="probe", procs=4, time_limit=90, command=["hostname"], begin=5.0, cwd="/tmp")
+    assert spec["version"] == 1
+    assert spec["resources"] == [
+        {"type": "slot", "count": 4, "label": "task", "with": [{"type": "core", "count": 1}]}
+    ]
+    assert spec["tasks"] == [{"command": ["hostname"], "slot": "task", "count": {"per_slot": 1}}]
+    system = spec["attributes"]["system"]
+    assert system["duration"] == 90 and system["job"] == {"name": "probe"} and system["cwd"] == "/tmp"
+    assert system["dependencies"] == [{"scheme": "begin-time", "value": 5.0}]
+    assert count_cores(r_v1("0-1,5", "[0-3]")) == 12 and count_cores(None) == 0
