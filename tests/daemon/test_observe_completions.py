@@ -57,7 +57,9 @@ class History:
 
 
 def running(job_id: int, **tags: str) -> RJMSJob:
-    return RJMSJob(job_id=job_id, state="RUNNING", submit=0.0, procs=1, requested_time=600.0, start=10.0, tags=tags)
+    return RJMSJob(
+        job_id=job_id, state="RUNNING", submit=0.0, procs=1, requested_time=600.0, start=10.0, tags=tags
+    )
 
 
 def test_killed_by_rush_compares_the_journal_with_the_run():
