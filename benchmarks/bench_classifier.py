@@ -2,9 +2,11 @@
 jobs) and walk-forward time and quality per trace.
 
 1. Fits the deployable pipeline on KTH-SP2's whole history (``fit_on_history``: the feature
-   step holds the trace's per-user history, then the default classifier), then times the
-   pipeline's ``predict`` on 10,000 pending jobs' raw columns (the daemon's per-pass work:
-   features + classification), cold cache and warm cache.
+   step holds the trace's per-user history, then the classifier), then times the daemon's
+   per-pass work on 10,000 pending jobs' raw columns (``LiveRuntimeModel.predict``: the
+   submissions recorded, features, classification), cold cache and warm cache. Twice: the
+   issue-13 classifier (``rush train``'s default: boosting, P(small) >= 1/3) and, as the
+   reference, the previous default (the 50-tree depth-12 forest, compiled).
 2. With ``--walkforward NAME ...``: times the walk-forward (both modes) on those traces and
    prints the classification quality.
 
@@ -21,6 +23,7 @@ import time
 import numpy as np
 
 from rush.models.history import JobColumns
+from rush.models.runtime_class import SMALL_THRESHOLD, RuntimeClassifier
 from rush.models.runtime_features import TimeBase
 from rush.models.walkforward import fit_on_history, predict_classes_walkforward, prepare
 from rush.workload.catalogue import load_trace
@@ -30,10 +33,6 @@ from rush.workload.model import workload_from_trace
 def latency() -> None:
     trace = load_trace("KTH-SP2")
     w = workload_from_trace(trace)
-    trained = fit_on_history(w, trace.header)
-    pipeline = trained.model
-    features, classifier = pipeline.named_steps["features"], pipeline.named_steps["classifier"]
-    history = features.history_
     unix_start = TimeBase.from_header(trace.header).unix_start
     rng = np.random.default_rng(0)
     pick = rng.integers(0, len(w), 10_000)
@@ -44,24 +43,36 @@ def latency() -> None:
         w.requested_time[pick],
         unix_start + w.submit[-1] - rng.random(10_000) * 86400,
     )
-    cold, warm, features_only = [], [], []
-    for _ in range(7):
-        history._cache.clear()  # a completion since the last pass invalidates summaries
-        t0 = time.perf_counter()
-        pipeline.predict(pending)
-        cold.append(time.perf_counter() - t0)
-        t1 = time.perf_counter()
-        features.transform(pending)
-        features_only.append(time.perf_counter() - t1)
-        t2 = time.perf_counter()
-        pipeline.predict(pending)
-        warm.append(time.perf_counter() - t2)
-    ms = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
-    print(
-        f"live predict, 10,000 pending jobs ({len(classifier.model_.estimators_)} trees, depth "
-        f"{classifier.max_depth}): cold {ms(cold):.1f} ms, warm {ms(warm):.1f} ms "
-        f"(features alone, warm: {ms(features_only):.1f} ms); target 50 ms"
-    )
+    for label, classifier in (
+        (
+            "boosting, P(small) >= 1/3 (rush train default)",
+            RuntimeClassifier(estimator="hgb", n_estimators=100, threshold=SMALL_THRESHOLD),
+        ),
+        ("reference: 50-tree depth-12 forest (previous default)", RuntimeClassifier()),
+    ):
+        pipeline = fit_on_history(w, trace.header, mode="live", estimator=classifier).model
+        features = pipeline.named_steps["features"]
+        history = features.history_
+        cold, warm, features_only = [], [], []
+        for _ in range(7):
+            history._cache.clear()  # a completion since the last pass invalidates summaries
+            t0 = time.perf_counter()
+            history.observe_submitted(pending.user, pending.submit)  # as LiveRuntimeModel.predict
+            pipeline.predict(pending)
+            cold.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            features.transform(pending)
+            features_only.append(time.perf_counter() - t1)
+            t2 = time.perf_counter()
+            history.observe_submitted(pending.user, pending.submit)
+            pipeline.predict(pending)
+            warm.append(time.perf_counter() - t2)
+        ms = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
+        print(
+            f"live predict, 10,000 pending jobs, {label}: cold {ms(cold):.1f} ms, warm {ms(warm):.1f} ms "
+            f"(features alone, warm: {ms(features_only):.1f} ms); target 50 ms",
+            flush=True,
+        )
 
 
 def walkforward(names: list[str]) -> None:
@@ -72,7 +83,14 @@ def walkforward(names: list[str]) -> None:
         prepared = prepare(w, trace.header)
         t_prep = time.perf_counter() - t0
         for mode in ("weekly", "live"):
-            r = predict_classes_walkforward(w, trace.header, mode=mode, prepared=prepared)
+            r = predict_classes_walkforward(
+                w,
+                trace.header,
+                mode=mode,
+                prepared=prepared,
+                estimator=RuntimeClassifier(estimator="hgb", n_estimators=100, threshold=SMALL_THRESHOLD),
+                max_train_jobs=20_000,
+            )
             q = r.classification()
             print(
                 f"{name} {mode}: {len(w)} jobs, {len(r.weekly_report)} weeks, {r.seconds + t_prep:.1f} s; "

@@ -35,10 +35,25 @@ def runtime_class(
     ),
     out: Path = typer.Option(..., "--out", help="Model file to write (MODEL.json model card beside it)."),
     mode: str = typer.Option(
-        "weekly", "--mode", help="weekly | live: when lag/aggregation features are read."
+        "live",
+        "--mode",
+        help="live | weekly: history features at each job's submission (as the daemon) or its week's start.",
     ),
-    estimator: str = typer.Option("rf", "--estimator", help="rf | extra-trees | hgb | logreg"),
-    trees: int = typer.Option(50, "--trees", help=f"Trees (boosting iterations for hgb), 1..{MAX_TREES}."),
+    estimator: str = typer.Option("hgb", "--estimator", help="hgb | rf | extra-trees | logreg"),
+    trees: int = typer.Option(
+        100, "--trees", help=f"Boosting iterations for hgb (trees for rf), 1..{MAX_TREES}."
+    ),
+    small_threshold: float | None = typer.Option(
+        1.0 / 3.0,
+        "--small-threshold",
+        help="Predict small when P(small) >= this, in (0, 1) (default 1/3: a false large costs "
+        "twice a false small); 0 for the estimator's own predict.",
+    ),
+    max_train_jobs: int | None = typer.Option(
+        20_000,
+        "--max-train-jobs",
+        help="Walk-forward: refit each week on the N most recently finished jobs (0: all).",
+    ),
     train_weeks: int | None = typer.Option(
         None, "--train-weeks", help="Walk-forward: train on the last N weeks only (default: all history)."
     ),
@@ -67,7 +82,7 @@ def runtime_class(
     from rush.models.evaluation import walkforward_report
     from rush.models.model_card import RuntimeClassCard
     from rush.models.persistence import save_model
-    from rush.models.runtime_class import ESTIMATORS
+    from rush.models.runtime_class import ESTIMATORS, RuntimeClassifier
     from rush.models.runtime_features import TimeBase
     from rush.models.runtime_pipeline import MODES
     from rush.models.walkforward import fit_on_history, predict_classes_walkforward, prepare
@@ -84,6 +99,18 @@ def runtime_class(
         )
     if not 1 <= trees <= MAX_TREES:
         raise ConfigError(f"{trees} trees is out of range", where="--trees", fix=f"give 1..{MAX_TREES}")
+    if small_threshold is not None and not (
+        small_threshold == 0 or 0.0 < small_threshold < 1.0
+    ):  # NaN fails both
+        raise ConfigError(
+            f"{small_threshold} is not a probability",
+            where="--small-threshold",
+            fix="give a number in (0, 1), or 0 for the estimator's own decision",
+        )
+    if max_train_jobs is not None and not 0 <= max_train_jobs <= 10**9:
+        raise ConfigError(
+            f"{max_train_jobs} jobs is out of range", where="--max-train-jobs", fix="give 0 (all) or more"
+        )
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed {seed} is out of range", where="--seed", fix=f"give 0..{MAX_SEED}")
     if train_weeks is not None and not 1 <= train_weeks <= MAX_TRAIN_WEEKS:
@@ -111,16 +138,19 @@ def runtime_class(
             "1970-01-05 (a Monday), not real dates; live hours and weekdays will not match",
             err=True,
         )
+    threshold = small_threshold or None
+    classifier = RuntimeClassifier(
+        estimator=estimator, n_estimators=trees, random_state=seed, threshold=threshold
+    )
     quality = None
     if walkforward:
         wf = predict_classes_walkforward(
             workload,
             loaded.header,
             mode=mode,
-            estimator=estimator,
-            n_estimators=trees,
-            random_state=seed,
+            estimator=classifier,
             train_weeks=train_weeks,
+            max_train_jobs=max_train_jobs or None,
             prepared=prepare(workload, loaded.header, timezone),
         )
         full = walkforward_report(wf)
@@ -136,13 +166,11 @@ def runtime_class(
         workload,
         loaded.header,
         mode=mode,
-        estimator=estimator,
-        n_estimators=trees,
-        random_state=seed,
+        estimator=classifier,
         user_names=loaded.labels.get("user"),
         timezone=timezone,
     )
-    metadata = dict(trained.metadata)
+    metadata = dict(trained.metadata) | {"small_threshold": threshold}
     if quality is not None:
         metadata["walkforward_quality"] = quality | {"mode": mode, "train_weeks": train_weeks}
     meta = save_model(

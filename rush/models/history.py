@@ -1,8 +1,10 @@
 """The live per-user history for the daemon: completion events in, features out.
 
-``RuntimeHistory`` keeps, per category (user, q), (user, p~), (user, submit day), the last
-three finished runtimes and all finished runtimes in sorted order, so the lag classes and
-the small fraction can be answered for *any* divider (a retrained model brings a new one).
+``RuntimeHistory`` keeps, per category (user, q), (user, p~), (user, submit day), user, the
+last three finished runtimes and all finished runtimes in sorted order, so the lag classes
+and the small fraction can be answered for *any* divider (a retrained model brings a new
+one); per user also the last finished job's request, the last :data:`RECENT_ENDS` end times
+and the sum of requests (the user's recent runs, :data:`USER_RECENT`).
 It computes exactly what :mod:`rush.models.runtime_features` computes offline when fed the
 same completions in the same order (a test checks it).
 
@@ -29,12 +31,26 @@ from typing import Any
 import numpy as np
 
 from rush.errors import ModelError
-from rush.models.runtime_features import DAY, FEATURES, LAGS, N_STATIC, UNKNOWN, Clock, static_features
+from rush.models.runtime_features import (
+    DAY,
+    FEATURES,
+    LAGS,
+    N_HISTORY,
+    N_STATIC,
+    RECENT_ENDS,
+    RECENT_WINDOW,
+    STREAM_WINDOW,
+    UNKNOWN,
+    Clock,
+    static_features,
+    user_recent_values,
+)
 from rush.models.users import NAME, USER_KEY_KINDS
 
-FORMAT_VERSION = 2  # 2: Unix times, user key kind and the model's sha256 recorded
+FORMAT_VERSION = 3  # 2: Unix times, user key kind, model sha256; 3: the user category, recent runs
+SUBMITS_KEPT = 512  # per user; a pending job older than its user's last 512 submissions is rare
 MAX_HISTORY_BYTES = 512 << 20  # a saved history larger than this is refused, not read
-_KINDS = ("q", "p", "d")  # the three categories, in FEATURES order
+_KINDS = ("q", "p", "d", "u")  # the four categories, in FEATURES order
 
 
 RAW_COLUMNS = ("user", "procs", "requested_time", "submit")
@@ -145,6 +161,10 @@ class RuntimeHistory:
         self.user_key_kind = user_key_kind
         self.recent: dict[tuple, list[float]] = {}  # last three finished runtimes, oldest first
         self.runtimes: dict[tuple, list[float]] = {}  # all finished runtimes, sorted
+        # user -> [last finished job's request, last RECENT_ENDS end times (sorted), sum of requests]
+        self.users: dict[int, list] = {}
+        # user -> the last SUBMITS_KEPT distinct submission times, sorted (the submission stream)
+        self.submits: dict[int, np.ndarray] = {}
         self.observed = 0
         self._cache: dict[tuple, tuple[float, float, float, float]] = {}
         self._cache_divider: float | None = None
@@ -160,17 +180,53 @@ class RuntimeHistory:
         return RuntimeHistory(self.clock, user_key_kind)
 
     @staticmethod
-    def _keys(user: int, procs: int, requested_time: float, day: int) -> tuple[tuple, tuple, tuple]:
-        return (("q", user, procs), ("p", user, requested_time), ("d", user, day))
+    def _keys(user: int, procs: int, requested_time: float, day: int) -> tuple[tuple, ...]:
+        return (("q", user, procs), ("p", user, requested_time), ("d", user, day), ("u", user))
+
+    def observe_submitted(self, users: Any, submits: Any) -> None:
+        """Submissions seen (training jobs, pending jobs each pass, finished jobs): their
+        distinct times enter the user's submission stream; a time seen again is ignored."""
+        users = np.asarray(users, dtype=np.float64).reshape(-1)
+        submits = np.asarray(submits, dtype=np.float64).reshape(-1)
+        ok = np.isfinite(users) & (np.abs(users) < 2.0**62)
+        ok &= (submits >= UNIX_RANGE[0]) & (submits <= UNIX_RANGE[1])  # NaN fails too
+        if not ok.all():
+            users, submits = users[ok], submits[ok]
+        if not len(users):
+            return
+        for user, _, times in _UserGroups(users.astype(np.int64), submits):
+            kept = self.submits.get(user)
+            merged = np.unique(times) if kept is None else np.union1d(kept, times)
+            if kept is None or len(merged) != len(kept):
+                self.submits[user] = merged[-SUBMITS_KEPT:]
 
     def observe_finished(
-        self, user: int, procs: int, requested_time: float, submit: float, runtime: float
+        self,
+        user: int,
+        procs: int,
+        requested_time: float,
+        submit: float,
+        runtime: float,
+        end: float | None = None,
     ) -> bool:
-        """A job finished. ``submit`` in Unix seconds; runtime clipped at p~ (the kill).
+        """A job finished. ``submit`` and ``end`` in Unix seconds (``end`` None: submit +
+        runtime); runtime clipped at p~ (the kill).
 
         A completion with an unreadable value (NaN, out of range) is skipped (False): it must
         not poison the sorted runtimes nor stop the other completions of the cycle."""
-        values = {"submit": submit, "requested_time": requested_time, "runtime": runtime, "procs": procs}
+        if (
+            end is None
+            and isinstance(submit, int | float | np.number)
+            and isinstance(runtime, int | float | np.number)
+        ):
+            end = float(submit) + float(runtime)
+        values = {
+            "submit": submit,
+            "requested_time": requested_time,
+            "runtime": runtime,
+            "procs": procs,
+            "end": end,
+        }
         for name, value in values.items():
             low, high = _RANGES[name]
             if not (isinstance(value, int | float | np.number) and low <= value <= high):  # NaN fails too
@@ -185,6 +241,13 @@ class RuntimeHistory:
                 del recent[0]
             bisect.insort(self.runtimes.setdefault(key, []), float(runtime))
             self._cache.pop(key, None)
+        state = self.users.setdefault(int(user), [0.0, [], 0.0])
+        state[0] = float(requested_time)
+        bisect.insort(state[1], float(end))
+        if len(state[1]) > RECENT_ENDS:
+            del state[1][0]
+        state[2] += float(requested_time)
+        self.observe_submitted([user], [submit])
         self.observed += 1
         return True
 
@@ -210,7 +273,8 @@ class RuntimeHistory:
         n = len(jobs.user)
         local = self.clock.local(jobs.submit)
         out = np.empty((n, len(FEATURES)), dtype=np.float64)
-        out[:, :N_STATIC] = static_features(jobs.requested_time, jobs.procs, local)
+        groups = _UserGroups(jobs.user, jobs.submit)
+        out[:, :N_STATIC] = static_features(jobs.requested_time, jobs.procs, local, self._stream(groups))
         if divider is None or not np.isfinite(divider):
             out[:, N_STATIC:] = UNKNOWN
             return out
@@ -230,15 +294,74 @@ class RuntimeHistory:
             extend(get(kp) or summary(kp, divider))
             extend(get(kd) or summary(kd, divider))
         block = np.array(flat, dtype=np.float64).reshape(n, 12)
+        # The user category depends on the user alone: once per distinct user.
+        by_user = np.array(
+            [get(("u", u)) or summary(("u", u), divider) for u in groups.users.tolist()], dtype=np.float64
+        ).reshape(-1, 4)[groups.inverse]
+        block = np.concatenate([block, by_user], axis=1)
         # rows hold (lag1, lag2, lag3, frac) per category; FEATURES wants all lags, then fracs.
-        out[:, N_STATIC : N_STATIC + 9] = block[:, [0, 1, 2, 4, 5, 6, 8, 9, 10]]
-        out[:, N_STATIC + 9 :] = block[:, [3, 7, 11]]
+        out[:, N_STATIC : N_STATIC + 12] = block[:, [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14]]
+        out[:, N_STATIC + 12 : N_STATIC + N_HISTORY] = block[:, [3, 7, 11, 15]]
+        # The user's recent runs: one row per distinct user, spread to its jobs.
+        hour = np.zeros(n)
+        table = []
+        for user, rows, submit in groups:
+            r1, r2, request, end, total, count, ends = self._user_row(user)
+            table.append((r1, r2, request, end, total, count))
+            if ends:
+                kept = np.asarray(ends)
+                hour[rows] = np.searchsorted(kept, submit, "left") - np.searchsorted(
+                    kept, submit - RECENT_WINDOW, "left"
+                )
+        per_user = np.array(table, dtype=np.float64).reshape(-1, 6)[groups.inverse]
+        out[:, N_STATIC + N_HISTORY :] = user_recent_values(
+            per_user[:, 0],
+            per_user[:, 1],
+            per_user[:, 2],
+            per_user[:, 3],
+            hour,
+            per_user[:, 4],
+            per_user[:, 5],
+            np.asarray(jobs.submit, dtype=np.float64),
+            np.asarray(jobs.requested_time, dtype=np.float64),
+        )
         return out
+
+    def _stream(self, groups: _UserGroups) -> np.ndarray:
+        """:data:`STREAM` of pending jobs from the recorded submissions (``observe_submitted``)."""
+        out = np.empty((groups.n, 2), dtype=np.float64)
+        out[:, 0], out[:, 1] = UNKNOWN, 0.0
+        for user, rows, submit in groups:
+            kept = self.submits.get(user)
+            if kept is None or not len(kept):
+                continue
+            i = np.searchsorted(kept, submit, "left")
+            out[rows, 0] = np.where(i > 0, submit - kept[np.maximum(i - 1, 0)], UNKNOWN)
+            recent = i - np.searchsorted(kept, submit - STREAM_WINDOW, "left")
+            out[rows, 1] = np.minimum(recent, RECENT_ENDS)
+        return out
+
+    def _user_row(self, user: int) -> tuple:
+        """(r1, r2, last request, last end, sum of requests, count, ends) of a user's history."""
+        nan = float("nan")
+        recent = self.recent.get(("u", user))
+        if not recent:
+            return (nan, nan, 0.0, 0.0, 0.0, 0, [])
+        request, ends, total = self.users[user]
+        return (
+            recent[-1],
+            recent[-2] if len(recent) > 1 else nan,
+            request,
+            ends[-1],
+            total,
+            len(self.runtimes[("u", user)]),
+            ends,
+        )
 
     def forget_days_before(self, submit: float) -> int:
         """Drop (user, day) categories older than ``submit``'s local day; returns how many."""
         cutoff = int(self.clock.local_scalar(submit) // DAY)
-        old = [k for k in self.recent if k[0] == "d" and k[2] < cutoff]
+        old = [k for k in self.recent if k[0] == "d" and k[2] < cutoff]  # user keys stay
         for key in old:
             del self.recent[key], self.runtimes[key]
             self._cache.pop(key, None)
@@ -254,6 +377,8 @@ class RuntimeHistory:
             "model_sha256": model_sha256,
             "observed": self.observed,
             "categories": [[list(k), self.recent[k], self.runtimes[k]] for k in self.recent],
+            "users": [[u, state[0], state[1], state[2]] for u, state in self.users.items()],
+            "submits": [[u, times.tolist()] for u, times in self.submits.items()],
         }
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
@@ -288,14 +413,26 @@ class RuntimeHistory:
             history = cls(clock=Clock.from_dict(data["clock"]), user_key_kind=kind)
             history.observed = int(data["observed"])
             for key, recent, runtimes in data["categories"]:
-                kind_, user, value = key
-                if kind_ not in _KINDS:
-                    raise ValueError(f"unknown category kind {kind_!r}")
-                key = (kind_, int(user), float(value) if kind_ == "p" else int(value))
+                kind_, user, *value = key
+                if kind_ not in _KINDS or len(value) != (0 if kind_ == "u" else 1):
+                    raise ValueError(f"bad category key {key!r}")
+                key = (
+                    (kind_, int(user))
+                    if kind_ == "u"
+                    else (kind_, int(user), float(value[0]) if kind_ == "p" else int(value[0]))
+                )
                 history.recent[key] = [float(r) for r in recent][-3:]
                 history.runtimes[key] = sorted(float(r) for r in runtimes)
                 if not history.recent[key] or not history.runtimes[key]:
                     raise ValueError(f"category {key} has no runtimes")
+            for user, request, ends, total in data["users"]:
+                ends = sorted(float(e) for e in ends)[-RECENT_ENDS:]
+                history.users[int(user)] = [float(request), ends, float(total)]
+            for user, times in data["submits"]:
+                history.submits[int(user)] = np.array(sorted({float(t) for t in times})[-SUBMITS_KEPT:])
+            missing = {k[1] for k in history.recent if k[0] == "u"} - set(history.users)
+            if missing or any(not state[1] for state in history.users.values()):
+                raise ValueError("the per-user recent runs do not match the user categories")
         except ModelError as exc:
             if exc.where == str(path):
                 raise
@@ -306,3 +443,21 @@ class RuntimeHistory:
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ModelError(f"cannot read the runtime history: {exc}", where=str(path), fix=fix) from exc
         return history, sha
+
+
+class _UserGroups:
+    """A batch of jobs grouped by user: iterate (user, row indices, their submit times)."""
+
+    def __init__(self, user: Any, submit: Any) -> None:
+        users = np.asarray(user, dtype=np.int64).reshape(-1)
+        self.n = len(users)
+        self.submit = np.asarray(submit, dtype=np.float64).reshape(-1)
+        self.users, inverse = np.unique(users, return_inverse=True)
+        self.inverse = inverse.reshape(-1)
+        self.order = np.argsort(self.inverse, kind="stable")
+        self.bounds = np.searchsorted(self.inverse[self.order], np.arange(len(self.users) + 1))
+
+    def __iter__(self):
+        for k, user in enumerate(self.users.tolist()):
+            rows = self.order[self.bounds[k] : self.bounds[k + 1]]
+            yield user, rows, self.submit[rows]

@@ -6,10 +6,20 @@ Only what is known when the job is submitted is used (the :data:`FEATURES` order
 * temporal, on the site's wall clock (:class:`Clock`) at the submission's absolute Unix
   time (one time base offline and live, :class:`TimeBase`): hour, weekday (Monday 0), day of
   month, month, week of year (``day_of_year // 7 + 1``), quarter;
+* the user's submission stream (:data:`STREAM`, at the submission in every mode): seconds
+  since the user's previous distinct submission time (-1 none), and how many distinct
+  submission times the user had in the :data:`STREAM_WINDOW` before (at most
+  :data:`RECENT_ENDS`): resubmission bursts after failed runs;
 * lag: for each category (user, q), (user, p~) and (user, submit day), the class (0 small,
   1 large, -1 unknown) of the previous 1, 2 and 3 *finished* jobs of that category, most
   recently finished first;
-* aggregation: per category, the fraction of its finished jobs that were small (-1 unknown).
+* aggregation: per category, the fraction of its finished jobs that were small (-1 unknown);
+* the user's recent runs (category user, issue 13: failed or aborted runs come in bursts and
+  are the small jobs a class-only history misses): the runtimes of the user's last two
+  finished jobs (seconds, Tsafrir's predictor) and the last one's runtime / request ratio,
+  seconds since the user's last job ended (0 when it ended after the submission, live), how
+  many of the user's jobs ended in the hour before the submission (at most
+  :data:`RECENT_ENDS`), and the job's request / the mean request of the user's finished jobs.
 
 A finished job's class is its runtime (clipped at its requested time, as the simulator
 kills there) against the divider in force when the features are computed, so a weekly
@@ -34,16 +44,32 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 
 TEMPORAL = ("hour", "weekday", "monthday", "month", "week", "quarter")
-CATEGORIES = ("user_procs", "user_reqtime", "user_day")
+CATEGORIES = ("user_procs", "user_reqtime", "user_day", "user")
+USER_CATEGORY = CATEGORIES.index("user")
 LAGS = (1, 2, 3)
+USER_RECENT = (
+    "user_last_runtime",
+    "user_last2_runtime",
+    "user_last_ratio",
+    "user_since_last_end",
+    "user_ends_last_hour",
+    "user_request_vs_mean",
+)
+STREAM = ("user_since_last_submit", "user_submits_last_10min")
+STREAM_WINDOW = 600.0
 FEATURES: tuple[str, ...] = (
     "requested_time",
     "procs",
     *TEMPORAL,
+    *STREAM,
     *(f"lag{k}_{c}" for c in CATEGORIES for k in LAGS),
     *(f"frac_small_{c}" for c in CATEGORIES),
+    *USER_RECENT,
 )
-N_STATIC = 2 + len(TEMPORAL)  # columns that do not depend on the history
+N_HISTORY = 4 * len(CATEGORIES)  # lag classes and small fractions
+RECENT_WINDOW = 3600.0  # "ended in the hour before the submission"
+RECENT_ENDS = 100  # that count is capped (the live store keeps this many ends per user)
+N_STATIC = 2 + len(TEMPORAL) + len(STREAM)  # columns that do not depend on finished jobs
 UNKNOWN = -1.0
 DAY = 86400
 # Without UnixStartTime, trace time 0 is taken as an arbitrary Monday 00:00 UTC (1970-01-05).
@@ -206,12 +232,42 @@ def temporal_features(local_seconds: np.ndarray) -> np.ndarray:
     ).astype(np.float64)
 
 
-def static_features(requested_time: np.ndarray, procs: np.ndarray, local_submit: np.ndarray) -> np.ndarray:
-    """The history-free columns: p~, q and the temporal features."""
+def static_features(
+    requested_time: np.ndarray,
+    procs: np.ndarray,
+    local_submit: np.ndarray,
+    stream: np.ndarray | None = None,
+) -> np.ndarray:
+    """The columns free of finished jobs: p~, q, the temporal features and the submission
+    stream (``stream``: :func:`submit_stream`'s (n, 2); None: unknown)."""
     out = np.empty((len(requested_time), N_STATIC), dtype=np.float64)
     out[:, 0] = requested_time
     out[:, 1] = procs
-    out[:, 2:] = temporal_features(local_submit)
+    out[:, 2 : 2 + len(TEMPORAL)] = temporal_features(local_submit)
+    out[:, 2 + len(TEMPORAL) :] = UNKNOWN if stream is None else stream
+    return out
+
+
+def submit_stream(user: np.ndarray, submit: np.ndarray) -> np.ndarray:
+    """(n, 2) :data:`STREAM` of every job among these jobs' distinct (user, submit) times."""
+    user = np.asarray(user)
+    submit = np.asarray(submit, dtype=np.float64)
+    n = len(submit)
+    out = np.full((n, len(STREAM)), UNKNOWN)
+    if n == 0:
+        return out
+    codes = np.unique(user, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    window = submit - STREAM_WINDOW
+    times = np.unique(np.concatenate([submit, window]))
+    scale = np.int64(len(times) + 1)
+    key = codes * scale + np.searchsorted(times, submit)
+    distinct = np.unique(key)
+    pos = np.searchsorted(distinct, key, side="left")  # distinct earlier times of the user
+    prev = distinct[np.maximum(pos - 1, 0)]
+    has_prev = (pos > 0) & (prev // scale == codes)
+    out[:, 0] = np.where(has_prev, submit - times[np.minimum(prev % scale, len(times) - 1)], UNKNOWN)
+    first = np.searchsorted(distinct, codes * scale + np.searchsorted(times, window), side="left")
+    out[:, 1] = np.minimum(pos - first, RECENT_ENDS)
     return out
 
 
@@ -230,17 +286,53 @@ def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def category_codes(
     user: np.ndarray, procs: np.ndarray, requested_time: np.ndarray, day: np.ndarray
 ) -> np.ndarray:
-    """(3, n) codes of the categories (user, q), (user, p~), (user, submit day)."""
-    return np.stack([_pair_codes(user, procs), _pair_codes(user, requested_time), _pair_codes(user, day)])
+    """(4, n) codes of the categories (user, q), (user, p~), (user, submit day), user."""
+    return np.stack(
+        [
+            _pair_codes(user, procs),
+            _pair_codes(user, requested_time),
+            _pair_codes(user, day),
+            np.unique(user, return_inverse=True)[1].reshape(-1).astype(np.int64),
+        ]
+    )
+
+
+def user_recent_values(
+    r1: np.ndarray,
+    r2: np.ndarray,
+    request1: np.ndarray,
+    end1: np.ndarray,
+    ends_last_hour: np.ndarray,
+    request_sum: np.ndarray,
+    count: np.ndarray,
+    submit: np.ndarray,
+    requested_time: np.ndarray,
+) -> np.ndarray:
+    """(m, 6) :data:`USER_RECENT` from the user's finished history (NaN r1/r2: none).
+
+    One formula for the offline index and the live store (it calls this on one row), so
+    both give the same bits."""
+    known = count > 0
+    out = np.full((len(count), len(USER_RECENT)), UNKNOWN)
+    out[:, 0] = np.where(np.isnan(r1), UNKNOWN, r1)
+    out[:, 1] = np.where(np.isnan(r2), UNKNOWN, r2)
+    safe_request1 = np.where(request1 > 0, request1, 1.0)
+    out[:, 2] = np.where(known, np.where(request1 > 0, np.nan_to_num(r1) / safe_request1, 1.0), UNKNOWN)
+    out[:, 3] = np.where(known, np.maximum(submit - end1, 0.0), UNKNOWN)
+    out[:, 4] = np.minimum(ends_last_hour, RECENT_ENDS)
+    mean = request_sum / np.maximum(count, 1)
+    out[:, 5] = np.where(known, requested_time / np.maximum(mean, 1.0), UNKNOWN)
+    return out
 
 
 @dataclass
 class HistoryLookup:
     """Where each queried job's finished history sits in :class:`FinishedIndex` order."""
 
-    lag_runtime: np.ndarray  # (m, 9): runtimes of the previous 1..3 finished jobs per category; NaN none
-    begin: np.ndarray  # (3, m): first sorted position of the job's category
-    stop: np.ndarray  # (3, m): one past its last job finished before the query time
+    lag_runtime: np.ndarray  # (m, 3 * categories): runtimes of the previous 1..3 finished jobs; NaN none
+    begin: np.ndarray  # (categories, m): first sorted position of the job's category
+    stop: np.ndarray  # (categories, m): one past its last job finished before the query time
+    user_recent: np.ndarray | None = None  # (m, len(USER_RECENT)), with the user category
 
 
 class FinishedIndex:
@@ -251,9 +343,21 @@ class FinishedIndex:
     nothing (neither their runtimes nor how many there are).
     """
 
-    def __init__(self, categories: np.ndarray, end: np.ndarray, runtime: np.ndarray) -> None:
+    def __init__(
+        self,
+        categories: np.ndarray,
+        end: np.ndarray,
+        runtime: np.ndarray,
+        requested_time: np.ndarray | None = None,
+        submit: np.ndarray | None = None,
+    ) -> None:
         self.categories = categories
         self.end = np.asarray(end, dtype=np.float64)
+        n = len(self.end)
+        self.requested_time = (
+            np.zeros(n) if requested_time is None else np.asarray(requested_time, dtype=np.float64)
+        )
+        self.submit = self.end if submit is None else np.asarray(submit, dtype=np.float64)
         self.order: list[np.ndarray] = []
         self.sorted_runtime: list[np.ndarray] = []
         self.sorted_category: list[np.ndarray] = []
@@ -262,13 +366,20 @@ class FinishedIndex:
             self.order.append(order)
             self.sorted_runtime.append(np.asarray(runtime, dtype=np.float64)[order])
             self.sorted_category.append(codes[order])
+        self.has_user = len(categories) > USER_CATEGORY
+        if self.has_user:
+            order = self.order[USER_CATEGORY]
+            self.user_end = self.end[order]
+            self.user_request = self.requested_time[order]
+            self.user_request_prefix = np.concatenate([[0.0], np.cumsum(self.user_request)])
 
     def lookup(self, jobs: np.ndarray, tau: np.ndarray) -> HistoryLookup:
         """History of jobs ``jobs`` (indices) as known just before times ``tau``."""
         jobs = np.asarray(jobs, dtype=np.int64)
         tau = np.asarray(tau, dtype=np.float64)
         # Exact (category, time) comparison through ranks of all times involved.
-        times = np.unique(np.concatenate([self.end, tau]))
+        hour_before = self.submit[jobs] - RECENT_WINDOW
+        times = np.unique(np.concatenate([self.end, tau, hour_before]))
         end_rank = np.searchsorted(times, self.end)
         tau_rank = np.searchsorted(times, tau)
         scale = np.int64(len(times) + 1)
@@ -286,7 +397,26 @@ class FinishedIndex:
             for k in LAGS:
                 at = np.maximum(stop[c] - k, 0)
                 lag[:, 3 * c + k - 1] = np.where(count >= k, self.sorted_runtime[c][at], np.nan)
-        return HistoryLookup(lag, begin, stop)
+        user_recent = None
+        if self.has_user:
+            c = USER_CATEGORY
+            codes = self.categories[c][jobs]
+            key = self.sorted_category[c] * scale + end_rank[self.order[c]]
+            first_recent = np.searchsorted(key, codes * scale + np.searchsorted(times, hour_before), "left")
+            b, s = begin[c], stop[c]
+            last = np.maximum(s - 1, 0)
+            user_recent = user_recent_values(
+                lag[:, 3 * c],
+                lag[:, 3 * c + 1],
+                self.user_request[last] if len(last) else np.zeros(0),
+                self.user_end[last] if len(last) else np.zeros(0),
+                np.maximum(s - np.maximum(first_recent, b), 0),
+                self.user_request_prefix[s] - self.user_request_prefix[b],
+                s - b,
+                self.submit[jobs],
+                self.requested_time[jobs],
+            )
+        return HistoryLookup(lag, begin, stop, user_recent)
 
     def small_prefix(self, divider: float) -> list[np.ndarray]:
         """Per category, cumulative counts of small jobs in sorted order (leading 0)."""
@@ -296,16 +426,20 @@ class FinishedIndex:
 def history_features(
     lookup: HistoryLookup, rows: np.ndarray, divider: float, prefix: list[np.ndarray] | None
 ) -> np.ndarray:
-    """(len(rows), 12) lag classes and small fractions under ``divider``.
+    """(len(rows), history columns): lag classes and small fractions under ``divider``, then
+    the user's recent runs (when the index has the user category).
 
     ``rows`` select lookup rows; ``prefix`` is :meth:`FinishedIndex.small_prefix` for the
     same divider. A non-finite divider (no history yet) gives all-unknown values.
     """
     m = len(rows)
     n_cat = lookup.begin.shape[0]
-    out = np.full((m, 3 * n_cat + n_cat), UNKNOWN)
+    recent = 0 if lookup.user_recent is None else lookup.user_recent.shape[1]
+    out = np.full((m, 4 * n_cat + recent), UNKNOWN)
     if not np.isfinite(divider) or prefix is None:
         return out
+    if recent:
+        out[:, 4 * n_cat :] = lookup.user_recent[rows]
     lag = lookup.lag_runtime[rows]
     out[:, : 3 * n_cat] = np.where(np.isnan(lag), UNKNOWN, (lag > divider).astype(np.float64))
     for c in range(n_cat):

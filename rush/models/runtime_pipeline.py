@@ -51,6 +51,7 @@ from rush.models.runtime_features import (
     history_features,
     local_day,
     static_features,
+    submit_stream,
 )
 from rush.models.users import NAME, USER_KEY_KINDS
 
@@ -110,9 +111,15 @@ class RuntimeFeatures(TransformerMixin, BaseEstimator):
         self.clock_ = Clock.of(self.timezone, float(self.utc_offset))
         self.divider_ = divider
         history = RuntimeHistory(self.clock_, self.user_key_kind)
+        history.observe_submitted(jobs.user, jobs.submit)
         for j in np.lexsort((np.arange(len(jobs)), jobs.end)):  # completion order
             history.observe_finished(
-                int(jobs.user[j]), int(jobs.procs[j]), jobs.requested_time[j], jobs.submit[j], runtime[j]
+                int(jobs.user[j]),
+                int(jobs.procs[j]),
+                jobs.requested_time[j],
+                jobs.submit[j],
+                runtime[j],
+                jobs.end[j],
             )
         self.history_ = history
         self.n_features_out_ = len(FEATURES)
@@ -128,7 +135,7 @@ class RuntimeFeatures(TransformerMixin, BaseEstimator):
         n = len(jobs)
         local = self.clock_.local(jobs.submit)
         codes = category_codes(jobs.user, jobs.procs, jobs.requested_time, local_day(local))
-        index = FinishedIndex(codes, jobs.end, runtime)
+        index = FinishedIndex(codes, jobs.end, runtime, jobs.requested_time, jobs.submit)
         if self.mode == "live":
             tau = jobs.submit
         else:
@@ -136,7 +143,9 @@ class RuntimeFeatures(TransformerMixin, BaseEstimator):
             tau = origin + WEEK * np.floor((jobs.submit - origin) / WEEK)
         rows = np.arange(n)
         out = np.empty((n, len(FEATURES)))
-        out[:, :N_STATIC] = static_features(jobs.requested_time, jobs.procs, local)
+        out[:, :N_STATIC] = static_features(
+            jobs.requested_time, jobs.procs, local, submit_stream(jobs.user, jobs.submit)
+        )
         out[:, N_STATIC:] = history_features(
             index.lookup(rows, tau), rows, self.divider_, index.small_prefix(self.divider_)
         )
@@ -148,11 +157,17 @@ class RuntimeFeatures(TransformerMixin, BaseEstimator):
         return self.history_.features(JobColumns.of(X).checked(), self.divider_)
 
     def observe_finished(
-        self, user: int, procs: int, requested_time: float, submit: float, runtime: float
+        self,
+        user: int,
+        procs: int,
+        requested_time: float,
+        submit: float,
+        runtime: float,
+        end: float | None = None,
     ) -> bool:
         """A job finished (live): its runtime enters the per-user history at once."""
         check_is_fitted(self, "history_")
-        return self.history_.observe_finished(user, procs, requested_time, submit, runtime)
+        return self.history_.observe_finished(user, procs, requested_time, submit, runtime, end)
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
         return np.asarray(FEATURES, dtype=object)
@@ -305,17 +320,27 @@ class LiveRuntimeModel:
         return self.features.history_
 
     def features_of(self, jobs: JobColumns) -> np.ndarray:
+        self.history.observe_submitted(jobs.user, jobs.submit)
         return self.features.transform(jobs)
 
     def predict(self, jobs: JobColumns) -> np.ndarray:
+        """Classes of pending jobs; their submissions enter the user's submission stream first
+        (as every submission is among the training jobs offline)."""
         if len(jobs) == 0:
             return np.zeros(0, dtype=np.int8)
+        self.history.observe_submitted(jobs.user, jobs.submit)
         return np.asarray(self.pipeline.predict(jobs), dtype=np.int8)
 
     def observe_finished(
-        self, user: int, procs: int, requested_time: float, submit: float, runtime: float
+        self,
+        user: int,
+        procs: int,
+        requested_time: float,
+        submit: float,
+        runtime: float,
+        end: float | None = None,
     ) -> bool:
-        return self.features.observe_finished(user, procs, requested_time, submit, runtime)
+        return self.features.observe_finished(user, procs, requested_time, submit, runtime, end)
 
     def save(self, now: float | None = None) -> None:
         """Drop (user, day) categories of days no pending job can still have been submitted

@@ -50,6 +50,7 @@ from rush.models.runtime_features import (
     history_features,
     local_day,
     static_features,
+    submit_stream,
 )
 from rush.models.runtime_pipeline import (
     MODES,
@@ -100,6 +101,16 @@ class WalkForwardResult:
         return classification_block(self.actual_class() == 0, self.predicted_class == 0)
 
 
+def published_job_set(workload: Workload) -> Workload:
+    """The thesis's job set: jobs with runtime <= 0 or runtime >= the requested time dropped.
+
+    An option (off by default: the full trace is what a live system sees); the published
+    trace sizes match it. A job without a request has ``requested_time == runtime`` in a
+    :class:`Workload`, so it is dropped too."""
+    keep = (workload.runtime > 0) & (workload.runtime < workload.requested_time)
+    return workload.subset(np.flatnonzero(keep))
+
+
 def clipped_runtime(workload: Workload) -> np.ndarray:
     return np.minimum(workload.runtime, workload.requested_time).astype(np.float64)
 
@@ -142,10 +153,12 @@ def prepare(
     week = ((workload.submit - origin) // WEEK).astype(np.int64)
     n_weeks = int(week[-1]) + 1 if len(workload) else 0
     return PreparedTrace(
-        static=static_features(workload.requested_time, workload.procs, local),
+        static=static_features(
+            workload.requested_time, workload.procs, local, submit_stream(workload.user, workload.submit)
+        ),
         runtime=runtime,
         end=end,
-        index=FinishedIndex(codes, end, runtime),
+        index=FinishedIndex(codes, end, runtime, workload.requested_time, workload.submit),
         week=week,
         week_start=origin + WEEK * np.arange(n_weeks, dtype=np.float64),
         time_base=time_base,
@@ -162,6 +175,7 @@ def predict_classes_walkforward(
     n_estimators: int = 50,
     random_state: int | None = 0,
     train_weeks: int | None = None,
+    max_train_jobs: int | None = None,
     prepared: PreparedTrace | None = None,
 ) -> WalkForwardResult:
     """Walk-forward predictions for every job of ``workload`` (module docstring).
@@ -173,10 +187,16 @@ def predict_classes_walkforward(
       on the same trace has seen its future: its quality is optimistic.
     * ``train_weeks``: train only on jobs finished in the last ``train_weeks`` weeks (a
       sliding window; bounds the cost on long traces and follows workload drift).
+    * ``max_train_jobs``: fit on the most recently finished jobs only (the divider is still
+      the median of the whole training history); bounds a boosted model's weekly refit.
     * ``prepared``: reuse :func:`prepare`'s result across calls on the same workload.
     """
     if mode not in MODES:
         raise ModelError(f"unknown mode {mode!r}", where="--mode", fix=f"use one of: {', '.join(MODES)}")
+    if max_train_jobs is not None and max_train_jobs < 1:
+        raise ModelError(
+            "max_train_jobs must be >= 1", where="max_train_jobs", fix="give a number of jobs, or none"
+        )
     if train_weeks is not None and train_weeks < 1:
         raise ModelError(
             "train_weeks must be >= 1", where="train_weeks", fix="give a number of weeks, or none"
@@ -220,6 +240,8 @@ def predict_classes_walkforward(
             model, divider = fixed_model, fixed_divider
         elif len(train):
             divider = float(np.median(p.runtime[train]))
+            if max_train_jobs is not None:
+                train = train[-max_train_jobs:]  # end order: the most recently finished
             prefix = p.index.small_prefix(divider)
             X_train = np.empty((len(train), len(FEATURES)))
             X_train[:, :N_STATIC] = p.static[train]

@@ -1,16 +1,25 @@
 """Reproduce the runtime-classification experiment.
 
-For each trace (SDSC-SP2, CTC-SP2, KTH-SP2, SDSC-BLUE, HPC2N): one walk-forward per mode
-(weekly, live); then EASY with FCFS, SPF, SAF and WFP3 under the five variants (base,
-classification, classification-idempotent, class-clairvoyant, runtime-clairvoyant),
-threshold 200,000 s, tau 10 s, predictions from the weekly mode. Writes to ``results/``:
+For each trace (SDSC-SP2, CTC-SP2, KTH-SP2, SDSC-BLUE, HPC2N) and job set (``full``: the
+trace as a live system sees it; ``published``: jobs with runtime <= 0 or >= the request
+dropped, the thesis's sizes): one walk-forward per mode (``live`` by default: features at
+each submission, as the daemon computes them); then EASY with the policies (FCFS and SPF by
+default) under the five variants (base, classification, classification-idempotent,
+class-clairvoyant, runtime-clairvoyant), threshold 200,000 s, tau 10 s, predictions from
+the first mode. The classifier (issue 13) is fixed before any evaluation: gradient boosting
+(scikit-learn's HistGradientBoostingClassifier defaults, 100 iterations, no early
+stopping), refit every week on the 20,000 most recently finished jobs, predicting small
+when P(small) >= 1/3. Writes to ``results/<job set>/``:
 
 * ``improvement.csv`` / ``.md``: each variant's mean bounded slowdown and its improvement over
   EASY-FCFS (base), the final value of the cumulative mean bounded slowdown;
-* ``classification.csv`` / ``.md``: accuracy, precision, recall, false-small and false-large
-  rates per trace and mode; kills and wasted area per policy;
+* ``classification.csv`` / ``.md``: accuracy, precision, recall, recall of jobs <= 10 s,
+  false-small and false-large rates per trace and mode;
+* ``summary.csv`` / ``.md``: per trace, the improvement of FCFS- and SPF-classification
+  (plain, idempotent) over EASY-FCFS next to the class-clairvoyant bound, and the share of
+  the bound reached;
 * ``fairness.csv``: mean bounded slowdown of small vs large jobs per configuration;
-* ``importances.csv``: per-week feature importances (weekly mode);
+* ``importances.csv``: per-week feature importances (models that have them; not boosting);
 * ``cumulative_bsld_<trace>.png``: cumulative mean bounded slowdown over time per variant.
 
 Configurations run in parallel with joblib (``--jobs``); with ``--dask ADDRESS`` they run on
@@ -33,32 +42,51 @@ from joblib import Parallel, delayed
 
 TRACES = ("SDSC-SP2", "CTC-SP2", "KTH-SP2", "SDSC-BLUE", "HPC2N")
 POLICIES = ("FCFS", "SPF", "SAF", "WFP3")
+JOB_SETS = ("full", "published")
 OUT = Path(__file__).parent / "results"
+# The classifier, fixed before looking at any scheduling result (module docstring).
+ESTIMATOR = "hgb"
+ITERATIONS = 100
+MAX_TRAIN_JOBS = 20_000
+SHORT = 10.0  # "premature" jobs: recall of jobs that ran <= 10 s
 
 
-def walkforward(trace_name: str, mode: str):
-    from rush.models.walkforward import predict_classes_walkforward
+def load(trace_name: str, job_set: str):
+    from rush.models.walkforward import published_job_set
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
     trace = load_trace(trace_name)
     workload = workload_from_trace(trace)
-    return trace_name, mode, predict_classes_walkforward(workload, trace.header, mode=mode)
+    return trace, published_job_set(workload) if job_set == "published" else workload
 
 
-def simulate_all(trace_name: str, wf) -> list[dict]:
+def classifier():
+    from rush.models.runtime_class import SMALL_THRESHOLD, RuntimeClassifier
+
+    return RuntimeClassifier(estimator=ESTIMATOR, n_estimators=ITERATIONS, threshold=SMALL_THRESHOLD)
+
+
+def walkforward(trace_name: str, job_set: str, mode: str):
+    from rush.models.walkforward import predict_classes_walkforward
+
+    trace, workload = load(trace_name, job_set)
+    wf = predict_classes_walkforward(
+        workload, trace.header, mode=mode, estimator=classifier(), max_train_jobs=MAX_TRAIN_JOBS
+    )
+    return trace_name, job_set, mode, wf
+
+
+def simulate_all(trace_name: str, job_set: str, wf, policies: tuple[str, ...]) -> list[dict]:
     from rush.core.config import CoreConfig
     from rush.models.variants import VARIANTS, variant_inputs
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics, cumulative_bounded_slowdown, per_class
-    from rush.workload.catalogue import load_trace
-    from rush.workload.model import workload_from_trace
 
-    trace = load_trace(trace_name)
-    workload = workload_from_trace(trace)
+    trace, workload = load(trace_name, job_set)
     actual_class = np.where(wf.runtime <= wf.divider_or_first(), 0, 1)
     rows = []
-    for policy in POLICIES:
+    for policy in policies:
         for variant in VARIANTS:
             inputs, kwargs, _ = variant_inputs(variant, trace, workload, walkforward=wf)
             config = CoreConfig.from_names(policy, "easy", 200_000, **kwargs)
@@ -69,6 +97,8 @@ def simulate_all(trace_name: str, wf) -> list[dict]:
             rows.append(
                 {
                     "trace": trace_name,
+                    "job_set": job_set,
+                    "jobs": len(workload),
                     "policy": policy,
                     "variant": variant,
                     "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],
@@ -97,15 +127,15 @@ def backend(dask_address: str | None):
     return parallel_backend("dask")
 
 
-def write_table(name: str, rows: list[dict], columns: list[str]) -> None:
-    with open(OUT / f"{name}.csv", "w", newline="") as fh:
+def write_table(out: Path, name: str, rows: list[dict], columns: list[str]) -> None:
+    with open(out / f"{name}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(_fmt(row.get(c)) for c in columns) + " |")
-    (OUT / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def _fmt(value) -> str:
@@ -114,40 +144,105 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def quality_row(trace: str, job_set: str, mode: str, wf) -> dict:
+    s = wf.summary()
+    actual_small = wf.actual_class() == 0
+    short = actual_small & (wf.runtime <= SHORT)
+    return {
+        "trace": trace,
+        "job_set": job_set,
+        "mode": mode,
+        "jobs": s["jobs"],
+        "accuracy": s["accuracy"],
+        "precision": s["precision"],
+        "recall": s["recall"],
+        "recall_le_10s": float(np.mean(wf.predicted_class[short] == 0)) if short.any() else None,
+        "false_small_rate": s["false_small_rate"],
+        "false_large_rate": s["false_large_rate"],
+        "walkforward_seconds": wf.seconds,
+    }
+
+
+def importance_rows(walks: dict) -> list[dict]:
+    """Per trace and week, the feature importances; the columns are prefixed so that the
+    week-of-year feature's ("week") cannot overwrite the week index (issue 13)."""
+    return [
+        {"trace": t, "week": w["week"], **{f"importance_{k}": v for k, v in w["importances"].items()}}
+        for t, wf in walks.items()
+        for w in wf.weekly
+        if w.get("importances")
+    ]
+
+
+def summary_rows(rows: list[dict]) -> list[dict]:
+    """Per trace: improvements over EASY-FCFS next to the class-clairvoyant bound."""
+    imp = {(r["trace"], r["policy"], r["variant"]): r["improvement_over_easy_fcfs_pct"] for r in rows}
+    out = []
+    for trace in dict.fromkeys(r["trace"] for r in rows):
+        row: dict = {"trace": trace}
+        for policy in ("FCFS", "SPF"):
+            if (trace, policy, "base") not in imp:
+                continue
+            bound = imp[(trace, policy, "class-clairvoyant")]
+            base = imp[(trace, policy, "base")]
+            for variant, short in (("classification", "plain"), ("classification-idempotent", "idempotent")):
+                value = imp[(trace, policy, variant)]
+                row[f"{policy}_{short}_pct"] = value
+                # Share of the bound's gain over the policy alone that classification reaches.
+                row[f"{policy}_{short}_share_of_bound"] = (
+                    (value - base) / (bound - base) if bound != base else None
+                )
+            row[f"{policy}_base_pct"] = base
+            row[f"{policy}_clairvoyant_pct"] = bound
+        row["SPF_idempotent_beats_SPF"] = imp.get(
+            (trace, "SPF", "classification-idempotent"), float("nan")
+        ) > imp.get((trace, "SPF", "base"), float("nan"))
+        out.append(row)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default=",".join(TRACES))
-    parser.add_argument("--jobs", type=int, default=2, help="parallel workers (joblib)")
+    parser.add_argument(
+        "--job-set",
+        choices=(*JOB_SETS, "both"),
+        default="both",
+        help="full trace, the published job set (runtime <= 0 or >= request dropped), or both",
+    )
+    parser.add_argument("--modes", default="live", help="walk-forward modes; the first feeds the simulations")
+    parser.add_argument("--policies", default="FCFS,SPF", help=f"EASY policies, of {','.join(POLICIES)}")
+    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib)")
     parser.add_argument("--dask", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
     args = parser.parse_args()
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    OUT.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    with backend(args.dask):
-        walks = Parallel(n_jobs=args.jobs, verbose=5)(
-            delayed(walkforward)(t, m) for t in traces for m in ("weekly", "live")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    bad = [p for p in policies if p not in POLICIES] + [m for m in modes if m not in ("weekly", "live")]
+    if bad or not modes or not policies or "FCFS" not in policies:
+        raise SystemExit(
+            f"bad --policies/--modes {bad}: policies of {POLICIES} (FCFS needed), modes weekly,live"
         )
-        weekly = {t: wf for t, m, wf in walks if m == "weekly"}
-        batches = Parallel(n_jobs=args.jobs, verbose=5)(delayed(simulate_all)(t, weekly[t]) for t in traces)
-    rows = [row for batch in batches for row in batch]
+    job_sets = JOB_SETS if args.job_set == "both" else (args.job_set,)
+    for job_set in job_sets:
+        run(traces, job_set, modes, policies, args.jobs, args.dask)
 
-    quality = []
-    for t, m, wf in walks:
-        s = wf.summary()
-        quality.append(
-            {
-                "trace": t,
-                "mode": m,
-                "jobs": s["jobs"],
-                "accuracy": s["accuracy"],
-                "precision": s["precision"],
-                "recall": s["recall"],
-                "false_small_rate": s["false_small_rate"],
-                "false_large_rate": s["false_large_rate"],
-                "walkforward_seconds": wf.seconds,
-            }
+
+def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
+    out = OUT / job_set
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    with backend(dask):
+        walks = Parallel(n_jobs=n_jobs, verbose=5)(
+            delayed(walkforward)(t, job_set, m) for t in traces for m in modes
         )
-    write_table("classification", quality, list(quality[0]))
+        first = {t: wf for t, _, m, wf in walks if m == modes[0]}
+        batches = Parallel(n_jobs=n_jobs, verbose=5)(
+            delayed(simulate_all)(t, job_set, first[t], policies) for t in traces
+        )
+    rows = [row for batch in batches for row in batch]
+    quality = [quality_row(t, js, m, wf) for t, js, m, wf in walks]
+    write_table(out, "classification", quality, list(quality[0]))
 
     base = {
         r["trace"]: r["mean_bounded_slowdown"]
@@ -159,10 +254,13 @@ def main() -> None:
             100.0 * (base[r["trace"]] - r["mean_bounded_slowdown"]) / base[r["trace"]]
         )
     write_table(
+        out,
         "improvement",
         rows,
         [
             "trace",
+            "job_set",
+            "jobs",
             "policy",
             "variant",
             "mean_bounded_slowdown",
@@ -173,32 +271,43 @@ def main() -> None:
             "wasted_area",
         ],
     )
+    summary = summary_rows(rows)
+    write_table(out, "summary", summary, list(summary[0]))
     write_table(
-        "fairness", rows, ["trace", "policy", "variant", "bsld_small", "bsld_large", "kills", "wasted_area"]
+        out,
+        "fairness",
+        rows,
+        ["trace", "job_set", "policy", "variant", "bsld_small", "bsld_large", "kills", "wasted_area"],
     )
-    importances = [
-        {"trace": t, "week": w["week"], **w["importances"]}
-        for t, wf in weekly.items()
-        for w in wf.weekly
-        if w.get("importances")
-    ]
+    importances = importance_rows(first)
     if importances:
-        write_table("importances", importances, list(importances[0]))
-    plot(rows)
-    (OUT / "run.json").write_text(
+        write_table(out, "importances", importances, list(importances[0]))
+    plot(rows, out)
+    (out / "run.json").write_text(
         json.dumps(
             {
                 "traces": traces,
+                "job_set": job_set,
+                "modes": modes,
+                "policies": list(policies),
+                "classifier": {
+                    "estimator": ESTIMATOR,
+                    "iterations": ITERATIONS,
+                    "max_train_jobs": MAX_TRAIN_JOBS,
+                    "small_threshold": classifier().threshold,
+                },
                 "seconds": time.time() - started,
-                "command": "python sim/runtime_classes/run.py --traces " + ",".join(traces),
+                "command": "python sim/runtime_classes/run.py --traces "
+                + ",".join(traces)
+                + f" --job-set {job_set} --modes {','.join(modes)} --policies {','.join(policies)}",
             },
             indent=2,
         )
     )
-    print(f"done in {time.time() - started:.0f} s; tables and plots in {OUT}")
+    print(f"{job_set}: done in {time.time() - started:.0f} s; tables and plots in {out}", flush=True)
 
 
-def plot(rows: list[dict]) -> None:
+def plot(rows: list[dict], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -217,7 +326,7 @@ def plot(rows: list[dict]) -> None:
         axes[0].set_ylabel("cumulative mean bounded slowdown")
         axes[1].legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(OUT / f"cumulative_bsld_{trace}.png", dpi=90)
+        fig.savefig(out / f"cumulative_bsld_{trace}.png", dpi=90)
         plt.close(fig)
 
 

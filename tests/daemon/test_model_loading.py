@@ -103,7 +103,7 @@ def test_history_saved_by_an_earlier_rush_is_not_used(tmp_path):
     assert any("format 1" in note for note in predictor.notes) and predictor.history.observed == 0
     assert json.loads((tmp_path / "history.json.unused").read_text()) == old
     predictor.save()
-    assert json.loads((tmp_path / "history.json").read_text())["format"] == 2
+    assert json.loads((tmp_path / "history.json").read_text())["format"] == 3
 
 
 def test_a_job_with_unreadable_values_stays_unknown_and_the_others_are_classified(tmp_path):

@@ -12,7 +12,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from rush.models.runtime_class import RuntimeClassifier
 
 
-@parametrize_with_checks([RuntimeClassifier(n_estimators=5), RuntimeClassifier(estimator="logreg")])
+@parametrize_with_checks(
+    [
+        RuntimeClassifier(n_estimators=5),
+        RuntimeClassifier(estimator="logreg"),
+        RuntimeClassifier(estimator="hgb", n_estimators=10, threshold=1 / 3),
+    ]
+)
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
 

@@ -116,12 +116,14 @@ def test_forget_old_days():
 
 
 GOOD_SAVED = {
-    "format": 2,
+    "format": 3,
     "clock": {"timezone": None, "utc_offset": 0.0},
     "user_key_kind": "name",
     "model_sha256": "ab" * 32,
     "observed": 1,
-    "categories": [[["q", 7, 4], [100.0], [100.0]]],
+    "categories": [[["q", 7, 4], [100.0], [100.0]], [["u", 7], [100.0], [100.0]]],
+    "users": [[7, 3600.0, [1.0e9], 3600.0]],
+    "submits": [[7, [1.0e9 - 100]]],
 }
 
 HOSTILE_HISTORIES = [
@@ -132,6 +134,14 @@ HOSTILE_HISTORIES = [
     ("not UTF-8", b'{"format": "\xff"}', "cannot read"),
     ("nested 100,000 deep", b"[" * 100_000 + b"]" * 100_000, "cannot read"),
     ("format 1 (before the pipeline)", GOOD_SAVED | {"format": 1}, "format 1"),
+    ("format 2 (before the user's recent runs)", GOOD_SAVED | {"format": 2}, "format 2"),
+    ("users missing", {k: v for k, v in GOOD_SAVED.items() if k != "users"}, "cannot read"),
+    ("user runs without their user", GOOD_SAVED | {"users": []}, "do not match"),
+    ("user runs without ends", GOOD_SAVED | {"users": [[7, 3600.0, [], 3600.0]]}, "do not match"),
+    ("user ends text", GOOD_SAVED | {"users": [[7, 3600.0, ["x"], 3600.0]]}, "cannot read"),
+    ("submits missing", {k: v for k, v in GOOD_SAVED.items() if k != "submits"}, "cannot read"),
+    ("submits text", GOOD_SAVED | {"submits": [[7, ["soon"]]]}, "cannot read"),
+    ("user key with a value", GOOD_SAVED | {"categories": [[["u", 7, 4], [1.0], [1.0]]]}, "category key"),
     ("format a string", GOOD_SAVED | {"format": "2"}, "format"),
     ("user kind missing", {k: v for k, v in GOOD_SAVED.items() if k != "user_key_kind"}, "user_key_kind"),
     ("user kind unknown", GOOD_SAVED | {"user_key_kind": "uid"}, "user_key_kind"),
@@ -142,7 +152,7 @@ HOSTILE_HISTORIES = [
     ("clock a list", GOOD_SAVED | {"clock": [1]}, "cannot read"),
     ("observed text", GOOD_SAVED | {"observed": "many"}, "cannot read"),
     ("categories a number", GOOD_SAVED | {"categories": 5}, "cannot read"),
-    ("category kind unknown", GOOD_SAVED | {"categories": [[["x", 7, 4], [1.0], [1.0]]]}, "category kind"),
+    ("category kind unknown", GOOD_SAVED | {"categories": [[["x", 7, 4], [1.0], [1.0]]]}, "category key"),
     ("category key short", GOOD_SAVED | {"categories": [[["q", 7], [1.0], [1.0]]]}, "cannot read"),
     ("runtimes text", GOOD_SAVED | {"categories": [[["q", 7, 4], ["a"], ["b"]]]}, "cannot read"),
     ("runtimes empty", GOOD_SAVED | {"categories": [[["q", 7, 4], [], []]]}, "no runtimes"),
@@ -151,7 +161,7 @@ HOSTILE_HISTORIES = [
 
 
 def test_hostile_history_count():
-    assert len(HOSTILE_HISTORIES) + 2 == 24  # plus a directory and a 600 MiB (sparse) file
+    assert len(HOSTILE_HISTORIES) + 2 == 32  # plus a directory and a 600 MiB (sparse) file
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_finished_history_does_change_predictions():
 
 def test_zero_length_job_is_not_in_its_own_history():
     # Two zero-length jobs of one user, submitted and ended at 100: at 100 neither has finished.
-    codes = np.zeros((3, 2), dtype=np.int64)
+    codes = np.zeros((4, 2), dtype=np.int64)
     index = FinishedIndex(codes, end=np.array([100.0, 100.0]), runtime=np.array([0.0, 0.0]))
     lookup = index.lookup(np.array([0, 1]), np.array([100.0, 100.0]))
     assert (lookup.stop - lookup.begin == 0).all() and np.isnan(lookup.lag_runtime).all()
@@ -170,9 +170,13 @@ def test_live_history_store_reproduces_offline_live_features():
     fed = 0
     sample = np.flatnonzero(result.week >= 1)[::7]
     for j in sample:
+        # Every submission up to this one was seen (the daemon records pending jobs each pass).
+        history.observe_submitted(w.user[: j + 1], unix[: j + 1])
         while fed < len(order) and end[order[fed]] < w.submit[j]:
             k = order[fed]
-            history.observe_finished(w.user[k], w.procs[k], w.requested_time[k], unix[k], runtime[k])
+            history.observe_finished(
+                w.user[k], w.procs[k], w.requested_time[k], unix[k], runtime[k], end[k] + base.unix_start
+            )
             fed += 1
         row = history.features(
             JobColumns(w.user[j : j + 1], w.procs[j : j + 1], w.requested_time[j : j + 1], unix[j : j + 1]),

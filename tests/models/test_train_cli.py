@@ -32,6 +32,8 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
         str(model),
         "--trees",
         "10",
+        "--estimator",
+        "rf",  # a forest: the report then has importances
         "--mode",
         "live",
         "--report",
@@ -75,7 +77,43 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
     assert (result.divider == meta["divider"]).all() and (result.predicted_class == 0).any()
 
 
+def test_default_model_is_the_experiments_classifier_and_runs_live(tmp_path):
+    """rush train's defaults are sim/runtime_classes' classifier: boosting, P(small) >= 1/3."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    trace = _kth_trace()
+    swf = tmp_path / "kth-prefix.swf"
+    write_swf(trace.subset(np.arange(2000)), swf)
+    model = tmp_path / "rc.joblib"
+    out = rush("train", "runtime-class", str(swf), "--out", str(model), "--trees", "20")
+    assert out.returncode == 0, out.stderr
+    assert "walk-forward (live" in out.stdout
+    meta = json.loads((tmp_path / "rc.joblib.json").read_text())
+    assert meta["small_threshold"] == 1.0 / 3.0 and meta["estimator"] == "HistGradientBoostingClassifier"
+    pipeline, _ = load_runtime_model(model)
+    classifier = pipeline.named_steps["classifier"]
+    assert isinstance(classifier.model_, HistGradientBoostingClassifier) and classifier.threshold == 1.0 / 3.0
+    live = ModelClassPredictor(model, tmp_path / "history.json")
+    w, _ = kth(2000)
+    pending = [
+        RJMSJob(k, "PENDING", 1.8e9 + k, int(w.procs[k]), float(w.requested_time[k]), user=f"u{w.user[k]}")
+        for k in range(200)
+    ]
+    classes = live.predict(pending)
+    assert set(classes) <= {0, 1} and len(classes) == 200
+    # The threshold decides: the same probabilities, argmax instead, can only predict fewer small.
+    X = live.features(pending)
+    p_small = classifier.predict_proba(X)[:, 0]
+    assert classes == np.where(p_small >= 1.0 / 3.0, 0, 1).tolist()
+    # The pending jobs' submissions entered the submission stream (user_since_last_submit).
+    assert (X[1:, FEATURES.index("user_since_last_submit")] >= 0).any()
+
+
 BAD_FLAGS = [
+    (["--small-threshold", "1.5"], "--small-threshold", "1.5 is not a probability"),
+    (["--small-threshold", "-0.2"], "--small-threshold", "not a probability"),
+    (["--small-threshold", "nan"], "--small-threshold", "nan is not a probability"),
+    (["--max-train-jobs", "-1"], "--max-train-jobs", "-1 jobs is out of range"),
     (["--estimator", "svm"], "--estimator", "unknown estimator 'svm'"),
     (["--mode", "daily"], "--mode", "unknown mode 'daily'"),
     (["--trees", "0"], "--trees", "0 trees"),
@@ -92,7 +130,7 @@ BAD_FLAGS = [
 
 
 def test_bad_flag_count():
-    assert len(BAD_FLAGS) + 3 == 15  # plus the --out cases below
+    assert len(BAD_FLAGS) + 3 == 19  # plus the --out cases below
 
 
 @pytest.mark.parametrize(("flags", "where", "message"), BAD_FLAGS, ids=[" ".join(f[0]) for f in BAD_FLAGS])
