@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from rush.errors import BackendUnavailableError, ConfigError
+from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,24 @@ class RJMSBackend(abc.ABC):
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records (submit/start/end/state...), where the RJMS keeps them."""
         raise NotImplementedError(f"{self.name} backend has no accounting reader")
+
+
+def check_submit(procs: object, time_limit: object, command: Sequence[str], begin: object = None) -> None:
+    """The checks every backend's :meth:`RJMSBackend.submit` makes before reaching the RJMS:
+    a positive processor count, a finite positive time limit (seconds), a non-empty argv of
+    one-line strings and, when given, a begin time in Unix seconds."""
+    if isinstance(procs, bool) or not isinstance(procs, int) or procs <= 0:
+        raise RJMSError(f"invalid procs {procs!r}", where="submit", fix="a positive integer")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not 0 < time_limit < 2**40:
+        raise RJMSError(f"invalid time limit {time_limit!r}", where="submit", fix="seconds > 0")
+    if not command or any(not isinstance(c, str) or "\n" in c or "\0" in c for c in command):
+        raise RJMSError(
+            f"invalid command {list(command)!r}", where="submit", fix="a non-empty argv list, one line"
+        )
+    if begin is not None and (
+        isinstance(begin, bool) or not isinstance(begin, int | float) or not 0 <= begin < 2**40
+    ):
+        raise RJMSError(f"invalid begin time {begin!r}", where="submit", fix="Unix seconds >= 0")
 
 
 _BACKENDS: dict[str, str] = {

@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, register_backend
+from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
 
 # flux/job.h: job states (a bit each) and the virtual "pending"/"running" masks.
 STATE_DEPEND, STATE_PRIORITY, STATE_SCHED, STATE_RUN, STATE_CLEANUP, STATE_INACTIVE = 2, 4, 8, 16, 32, 64
@@ -461,10 +461,7 @@ class FluxBackend(RJMSBackend):
         begin: float | None = None,
         partition: str = "",
     ) -> int:
-        if isinstance(procs, bool) or not isinstance(procs, int) or procs <= 0:
-            raise RJMSError(f"invalid procs {procs!r}", where="submit", fix="a positive integer")
-        if not 0 < float(time_limit) < float("inf") or not command:
-            raise RJMSError("time_limit must be positive and command non-empty", where="submit")
+        check_submit(procs, time_limit, command, begin)
         jobspec = build_jobspec(
             name=name,
             procs=procs,

@@ -37,7 +37,7 @@ from typing import Any
 
 from rush.errors import ConfigError, RJMSError
 from rush.rjms import slurm_json
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, register_backend
+from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
 from rush.rjms.slurm_cli import SlurmCLI
 from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's parsing API)
     FINAL_STATES,
@@ -493,14 +493,7 @@ class SlurmBackend(RJMSBackend):
         begin: float | None = None,
         partition: str = "",
     ) -> int:
-        if isinstance(procs, bool) or not isinstance(procs, int) or procs <= 0:
-            raise RJMSError(f"invalid procs {procs!r}", where="submit", fix="a positive integer")
-        if not isinstance(time_limit, int | float) or not 0 < time_limit < float("inf"):
-            raise RJMSError(f"invalid time limit {time_limit!r}", where="submit", fix="seconds > 0")
-        if not command or any(not isinstance(c, str) or "\n" in c or "\0" in c for c in command):
-            raise RJMSError(
-                f"invalid command {list(command)!r}", where="submit", fix="a non-empty argv list, one line"
-            )
+        check_submit(procs, time_limit, command, begin)
         # Slurm's limits are whole minutes: round up so the job is never cut short.
         minutes = max(1, int(-(-float(time_limit) // 60)))
         args = [

@@ -51,7 +51,7 @@ from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms import slurm_json
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, register_backend
+from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
 from rush.rjms.slurm import SlurmBackend, _job_id, _text, finished_records, format_tags
 
 ESLURM_INVALID_JOB_ID = 2017  # slurm_errno.h, the same in every release
@@ -421,22 +421,7 @@ class PySlurmBackend(RJMSBackend):
         begin: float | None = None,
         partition: str = "",
     ) -> int:
-        if isinstance(procs, bool) or not isinstance(procs, int) or procs <= 0:
-            raise RJMSError(f"invalid procs {procs!r}", where="submit", fix="a positive integer")
-        if (
-            isinstance(time_limit, bool)
-            or not isinstance(time_limit, int | float)
-            or not 0 < time_limit < 2**40
-        ):
-            raise RJMSError(f"invalid time limit {time_limit!r}", where="submit", fix="seconds > 0")
-        if not command or any(not isinstance(c, str) or "\n" in c or "\0" in c for c in command):
-            raise RJMSError(
-                f"invalid command {list(command)!r}", where="submit", fix="a non-empty argv list, one line"
-            )
-        if begin is not None and (
-            isinstance(begin, bool) or not isinstance(begin, int | float) or not 0 <= begin < 2**40
-        ):
-            raise RJMSError(f"invalid begin time {begin!r}", where="submit", fix="unix seconds")
+        check_submit(procs, time_limit, command, begin)
         options: dict[str, Any] = {
             "name": _text(name, "job name"),
             "ntasks": procs,
