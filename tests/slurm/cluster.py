@@ -212,10 +212,7 @@ class SlurmCluster:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_CPU",
             "SchedulerType=sched/backfill",
-            # batch_sched_delay=0: Slurm may otherwise defer a submitted batch job's scheduling by
-            # up to 3 s when slurmctld is busy (as in the whole suite), which the replay test
-            # measured as a systematic ~4 s lateness against the simulator.
-            "SchedulerParameters=bf_interval=1,sched_min_interval=100000,batch_sched_delay=0",
+            "SchedulerParameters=bf_interval=1,sched_min_interval=100000",
             # multifactor: SiteFactor is added to the priority as is (no weight in 22.05).
             "PriorityType=priority/multifactor",
             "PriorityWeightAge=0",
