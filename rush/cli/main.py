@@ -45,6 +45,7 @@ def _register() -> None:
     # Each module adds its commands to ``app`` (or exposes a sub-app named ``app``).
     from rush.cli import collect as _collect  # noqa: F401
     from rush.cli import daemon as _daemon  # noqa: F401
+    from rush.cli import experiment as _experiment
     from rush.cli import flux as _flux  # noqa: F401
     from rush.cli import replay as _replay  # noqa: F401
     from rush.cli import report as _report  # noqa: F401
@@ -55,6 +56,7 @@ def _register() -> None:
 
     app.add_typer(_trace.app, name="trace", help="Inspect, fetch, convert, resample and synthesise traces.")
     app.add_typer(_train.app, name="train", help="Train models from traces.")
+    app.add_typer(_experiment.app, name="experiment", help="Reproduce published studies (one command each).")
 
 
 _register()

@@ -1,0 +1,1 @@
+"""One module per study; each defines ``register(app: typer.Typer) -> None``."""
