@@ -264,14 +264,16 @@ class FlatBoosting:
     compiled loop: exactly scikit-learn's ``predict_proba`` (baseline, then each tree's leaf
     value added in tree order in float64, ``x <= threshold`` goes left, the loss's inverse
     link), without its per-tree thread dispatch. As :class:`FlatForest`, leaves are their
-    own children (a row stops where its child is itself). Rows with a missing value
-    go to scikit-learn (its ``missing_go_to_left``); categorical splits are not flattened
-    (``of`` returns None). A test checks the equality."""
+    own children (a row stops where its child is itself). A missing value (NaN: e.g. no
+    finished run of the user yet) follows the node's ``missing_go_to_left``, as in
+    scikit-learn; categorical splits are not flattened (``of`` returns None). A test checks
+    the equality, with and without missing values."""
 
-    def __init__(self, model, roots, depth, child, feature, threshold, value) -> None:
+    def __init__(self, model, roots, depth, child, feature, threshold, value, missing_child) -> None:
         self.model = model
         self.roots, self.depth, self.child = roots, depth, child
         self.feature, self.threshold, self.value = feature, threshold, value
+        self.missing_child = missing_child
 
     @classmethod
     def of(cls, model: Any) -> FlatBoosting | None:
@@ -294,6 +296,7 @@ class FlatBoosting:
             [every["left"].astype(np.int64) + offset, every["right"].astype(np.int64) + offset]
         )
         child[leaf] = index[leaf, None]  # a leaf is its own child
+        missing_child = np.where(every["missing_go_to_left"].astype(bool), child[:, 0], child[:, 1])
         return cls(
             model,
             roots,
@@ -302,40 +305,56 @@ class FlatBoosting:
             np.where(leaf, 0, every["feature_idx"]).astype(np.int64),
             every["num_threshold"].astype(np.float64),
             every["value"].astype(np.float64),
+            np.ascontiguousarray(missing_child),
         )
 
     def proba_first(self, X: np.ndarray) -> np.ndarray:
         """P(class index 0) per row, as ``model.predict_proba(X)[:, 0]``."""
         X = np.ascontiguousarray(X, dtype=np.float64)
-        if np.isnan(X).any():
-            return self.model.predict_proba(X)[:, 0]
         baseline = float(np.asarray(self.model._baseline_prediction).reshape(-1)[0])
-        raw = _boosting_raw(
-            X, baseline, self.roots, self.depth, self.child, self.feature, self.threshold, self.value
+        tree = (
+            self.roots,
+            self.depth,
+            self.child,
+            self.missing_child,
+            self.feature,
+            self.threshold,
+            self.value,
         )
+        raw = _boosting_raw(X, baseline, *tree)
         return 1 - self.model._loss.link.inverse(raw)
 
 
+_BLOCK = 8  # rows descending a tree together: their independent load chains overlap
+
+
 @njit(cache=True, nogil=True)
-def _boosting_raw(X, baseline, roots, depth, child, feature, threshold, value):  # pragma: no cover - compiled
-    # Trees outer (scikit-learn's order of additions per row). Boosted trees are lopsided
-    # (depth up to ~15, most leaves far shallower): rows stop at their leaf, not at ``depth``.
+def _boosting_raw(
+    X, baseline, roots, depth, child, missing_child, feature, threshold, value
+):  # pragma: no cover - compiled
+    # Trees outer (scikit-learn's order of additions per row), blocks of rows stepping down a
+    # tree together for its depth (leaves are their own children): a fixed trip count and
+    # interleaved rows beat a per-row "until leaf" loop's branch misses (measured ~25 %).
     n = X.shape[0]
     raw = np.full(n, baseline)
+    nodes = np.empty(_BLOCK, dtype=np.int64)
     for t in range(roots.shape[0]):
         root = roots[t]
-        for i in range(n):
-            node = root
-            while True:
-                nxt = child[node, 0 if X[i, feature[node]] <= threshold[node] else 1]
-                if nxt == node:
-                    break
-                node = nxt
-            raw[i] += value[node]
+        for i0 in range(0, n, _BLOCK):
+            m = min(_BLOCK, n - i0)
+            for b in range(m):
+                nodes[b] = root
+            for _ in range(depth[t]):
+                for b in range(m):
+                    node = nodes[b]
+                    x = X[i0 + b, feature[node]]
+                    if np.isnan(x):
+                        nodes[b] = missing_child[node]
+                    else:
+                        nodes[b] = child[node, 1 if x > threshold[node] else 0]
+            for b in range(m):
+                raw[i0 + b] += value[nodes[b]]
     return raw
-
-
-_BLOCK = 8  # rows descending a tree together: their independent load chains overlap
 
 
 @njit(cache=True, nogil=True)
