@@ -12,7 +12,8 @@ import time
 
 import numpy as np
 
-from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot, schedule
+from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.schedule import schedule
 
 
 def make_snapshot(pending: int, running: int, seed: int = 1) -> Snapshot:

@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-from rush.core import CoreConfig, PendingJob, Snapshot, schedule
+from rush.core import CoreConfig, PendingJob, Snapshot
 from rush.core.policies import parse_policy, quantised_wait
+from rush.core.schedule import schedule
 
 ORIGIN = 1.7e9
 CYCLE = 60.0

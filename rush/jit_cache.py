@@ -155,8 +155,9 @@ def warmup() -> list[str]:
     import tempfile
     from pathlib import Path
 
-    from rush.core import CoreConfig, PendingJob, Snapshot, schedule
+    from rush.core import CoreConfig, PendingJob, Snapshot
     from rush.core.names import BACKFILL_MODES
+    from rush.core.schedule import schedule
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics
     from rush.workload.model import workload_from_trace

@@ -189,3 +189,69 @@ def runtime_class(
         f"wrote {out} and {out}.json (divider {trained.divider:.0f} s, {trained.jobs} jobs, "
         f"calendar zone {metadata['training_window']['calendar_zone']}, {users}, sha256 {meta['sha256'][:12]})"
     )
+
+
+@app.command("variability")
+def variability(
+    dataset: Path = typer.Argument(..., help="A dataset directory from rush dataset build."),
+    out: Path = typer.Option(
+        Path("models/variability.joblib"), "--out", help="Model file to write (MODEL.json card beside it)."
+    ),
+    models: str = typer.Option(
+        "extra_trees,random_forest,knn,adaboost", "--models", help="Model kinds compared, comma-separated."
+    ),
+    estimators: int = typer.Option(100, "--estimators", help="Trees or boosting rounds, 1..2000."),
+    rfe_step: float = typer.Option(
+        0.1, "--rfe-step", help="Fraction of features dropped per RFE step, (0, 1)."
+    ),
+    final_scope: str = typer.Option(
+        "all", "--final-scope", help="all | job | both | best: node scope of the exported model (live: all)."
+    ),
+    seed: int = typer.Option(0, "--seed", help=f"Random seed, 0..{MAX_SEED}."),
+    without_probe: bool = typer.Option(
+        False, "--without-probe", help="Leave the probe features out (when no probe runs live)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the CV table, RFE curve and card as JSON."),
+) -> None:
+    """Model selection (mean F1, leave one application out), node-scope comparison, recursive
+    feature elimination, then the 3-class model with its card (features, classes, thresholds,
+    CV table, training window, data sha256, versions, generator seed and command)."""
+    from rush.variability.dataset import load_dataset
+    from rush.variability.train import TrainOptions, train_variability
+
+    options = TrainOptions(
+        seed=seed,
+        models=tuple(m.strip() for m in models.split(",") if m.strip()),
+        n_estimators=estimators,
+        rfe_step=rfe_step,
+        final_scope=final_scope,
+        exclude=("probe",) if without_probe else (),
+    ).checked()
+    _check_output(out, "--out")
+    _check_output(Path(f"{out}.json"), "--out")
+    trained = train_variability(load_dataset(dataset), options)
+    card = trained.save(out)
+    if as_json:
+        typer.echo(json.dumps(trained.report(), indent=2, sort_keys=True, default=float))
+        return
+    typer.echo("model selection (binary F1, leave one application out):")
+    apps = sorted(trained.cv_table[0]["per_app"])
+    typer.echo(f"  {'model':<14} {'mean':>6} {'pooled':>6}  " + " ".join(f"{a[:10]:>10}" for a in apps))
+    for row in trained.cv_table:
+        typer.echo(
+            f"  {row['model']:<14} {row['mean_f1']:6.3f} {row['pooled_f1']:6.3f}  "
+            + " ".join(f"{row['per_app'][a]:10.3f}" for a in apps)
+        )
+    typer.echo(
+        "node scope ("
+        + trained.model_kind
+        + "): "
+        + ", ".join(
+            f"{r['scope']} {r['mean_f1']:.3f} ({r['features']} features)" for r in trained.scope_table
+        )
+    )
+    typer.echo("RFE: " + ", ".join(f"{r['features']}:{r['mean_f1']:.3f}" for r in trained.rfe_curve))
+    typer.echo(
+        f"wrote {out} and {out}.json: {card['estimator']} on {len(card['features'])} {card['scope']}-scope "
+        f"features, classes {card['class_names']}, sha256 {card['sha256'][:12]}"
+    )

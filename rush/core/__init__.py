@@ -2,6 +2,10 @@
 
 The names below are loaded on first use (PEP 562): importing a light submodule such as
 ``rush.core.names`` must not pull in numba, which costs about half a second at start-up.
+
+Import the function ``schedule`` as ``from rush.core.schedule import schedule``: once the
+submodule ``rush.core.schedule`` is imported, Python binds that name on this package to the
+module, so ``from rush.core import schedule`` then gives the module, not the function.
 """
 
 from __future__ import annotations

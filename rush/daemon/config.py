@@ -34,6 +34,7 @@ from pydantic import (
 from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
+from rush.daemon.speculative import SpeculativeSection
 from rush.errors import ConfigError, RushError
 from rush.rjms.base import backend_names
 
@@ -174,10 +175,12 @@ class ModelsSection(Section):
 
 class VariationSection(Section):
     """The variation predictor; the shipped ``rule`` flags jobs of ``workload_type`` while the
-    mean of ``counter`` over the last ``window`` seconds (all nodes) exceeds ``threshold``."""
+    mean of ``counter`` over the last ``window`` seconds (all nodes) exceeds ``threshold``;
+    ``learned`` flags jobs whose predicted class (``model``, on ``store``'s window of the
+    model card's length) is one of ``classes``."""
 
     enabled: StrictBool = Field(False, description="true or false")
-    predictor: StrictStr = Field("rule", description="a registered variation predictor name (rule)")
+    predictor: StrictStr = Field("rule", description="a registered variation predictor name (rule, learned)")
     workload_type: Name = Field("network", description="the wtype tag of sensitive jobs (e.g. network)")
     counter: Name = Field("ib_xmit_bytes_per_s", description="a feature-store metric name")
     window: Seconds = Field(300.0, gt=0, le=30 * DAY, description="seconds > 0 and <= 30 days (default 300)")
@@ -185,6 +188,16 @@ class VariationSection(Section):
         0.0, description="a finite number: the counter mean above which jobs are flagged"
     )
     store: FilePath | None = Field(None, description="path of the feature store file (rush collect)")
+    model: FilePath | None = Field(
+        None, description="path of a variability model (rush train variability), for predictor = learned"
+    )
+    classes: list[Literal["little", "variation"]] | None = Field(
+        None,
+        min_length=1,
+        max_length=2,
+        description='the predicted classes that flag a job, e.g. ["variation"] or ["little", "variation"] '
+        "(learned; default: the model card's)",
+    )
 
     @field_validator("predictor")
     @classmethod
@@ -217,6 +230,7 @@ class RushConfig(Section):
     policy: PolicySection = PolicySection()
     models: ModelsSection = ModelsSection()
     variation: VariationSection = VariationSection()
+    speculative: SpeculativeSection = SpeculativeSection()
     rjms: RJMSSection = RJMSSection()
     # Validated by rush.collect.config when the collector service runs from the same file.
     collect: dict[str, Any] | None = None
@@ -288,9 +302,15 @@ def _cross_checks(config: RushConfig, source: str) -> None:
             where=f"{source}: policy.divider",
             fix="set policy.divider (seconds) or models.runtime_class (the model's divider is used)",
         )
-    if v.enabled and v.predictor == "rule" and v.store is None:
+    if v.enabled and v.predictor == "learned" and v.model is None:
         raise ConfigError(
-            "the rule variation predictor reads the feature store",
+            "the learned variation predictor needs its model",
+            where=f"{source}: variation.model",
+            fix='set variation.model to a file written by rush train variability, or predictor = "rule"',
+        )
+    if v.enabled and v.predictor in ("rule", "learned") and v.store is None:
+        raise ConfigError(
+            f"the {v.predictor} variation predictor reads the feature store",
             where=f"{source}: variation.store",
             fix="set variation.store to the collector's feature store, or variation.enabled = false",
         )

@@ -28,14 +28,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rush.core import schedule
 from rush.core.config import CoreConfig
+from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions
 from rush.daemon.apply import Applier, Book, plan_actions
 from rush.daemon.config import RushConfig, load_config
 from rush.daemon.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
 from rush.daemon.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
+from rush.daemon.speculative import speculator_for
 from rush.daemon.variation import VariationPredictor, get_predictor
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
@@ -99,6 +100,7 @@ class Daemon:
         self.classifier = self._load_classifier()
         self.core_config = self._core_config()
         self.variation = self._load_variation()
+        self.speculator = speculator_for(config, self.backend, self.journal, self.dry_run)
         self.builder = SnapshotBuilder(
             self.classifier, self.variation, self._model_error, time_origin=self._time_origin()
         )
@@ -151,21 +153,29 @@ class Daemon:
         v = self.config.variation
         if not v.enabled:
             return None
+        if v.predictor == "learned":
+            # The model card fixes the window and the features; the rule's keys do not apply.
+            options: dict[str, Any] = {"source": v.store, "model": v.model, "classes": v.classes}
+        else:
+            options = {
+                "source": v.store,
+                "counter": v.counter,
+                "threshold": v.threshold,
+                "window": v.window,
+                "workload_type": v.workload_type,
+            }
         try:
-            predictor = get_predictor(
-                v.predictor,
-                source=v.store,
-                counter=v.counter,
-                threshold=v.threshold,
-                window=v.window,
-                workload_type=v.workload_type,
-            )
-        except Exception as exc:
+            predictor = get_predictor(v.predictor, **options)
+        except Exception as exc:  # e.g. a tampered model file: journaled, no job is held
             self._model_error(f"variation:{v.predictor}", exc)
             return None
-        self.metrics.model_info.labels(
-            model=f"variation:{v.predictor}", version=f"{v.counter}>{v.threshold:g}/{v.window:g}s"
-        ).set(1)
+        card = getattr(predictor, "card", None)
+        version = (
+            f"{card['estimator']} {card['sha256'][:12]} flags {','.join(predictor.classes)}"
+            if card
+            else f"{v.counter}>{v.threshold:g}/{v.window:g}s"
+        )
+        self.metrics.model_info.labels(model=f"variation:{v.predictor}", version=version).set(1)
         return predictor
 
     # -- one cycle ------------------------------------------------------------------------
@@ -225,7 +235,11 @@ class Daemon:
                 built.snapshot, self.core_config, explain_priorities=not self.backend.starts_jobs
             )
             self.last = (cycle, built, decisions)
+            # Limits first: a priority nudge may start the job at once.
+            speculated = self._speculate(cycle, state)
             applied, rjms_error = self._act(cycle, state, built, decisions)
+            for kind, n in speculated.items():
+                applied[kind] = applied.get(kind, 0) + n
         except Exception as exc:
             return self._fail(cycle, started, "error", exc)
         counts: dict[str, int] = {}
@@ -290,6 +304,18 @@ class Daemon:
                         "advice",
                     )
         return applied, rjms_error
+
+    def _speculate(self, cycle: int, state: ClusterState) -> dict[str, int]:
+        """Speculative reservations (rush.daemon.speculative): the RJMS actions done by kind. A
+        failure there is journaled and leaves the core's actions of this cycle standing."""
+        if self.speculator is None:
+            return {}
+        try:
+            return self.speculator.cycle(cycle, state)
+        except Exception as exc:
+            log.exception("speculative reservations skipped this cycle")
+            self.journal.event(cycle, "speculative", f"skipped this cycle: {exc}")
+            return {}
 
     def _touch(self, state: ClusterState) -> None:
         """Mark the jobs still in the queue; forget the ones long gone (none with open intents)."""

@@ -276,12 +276,14 @@ class SnapshotBuilder:
         cache, self._pending_cache = self._pending_cache, {}
         for j in pending_jobs:
             stored = records.get(j.job_id)
+            job_outputs = _job_variation_outputs(self.variation, j.job_id)
             varies = (
                 (stored.skips, stored.requeues, stored.predicted_class) if stored is not None else None,
                 predicted.get(j.job_id),
                 variable.get(j.job_id, False),
                 variation_outputs,
                 source_name,
+                job_outputs,
             )
             hit = cache.get(j.job_id)
             if hit is not None and hit[0] is j and hit[1] == varies:
@@ -302,6 +304,7 @@ class SnapshotBuilder:
                 "class_source": source,
                 "variable": variable.get(j.job_id, False),
                 **variation_outputs,
+                **job_outputs,
             }
             pending.append(
                 PendingJob(
@@ -404,6 +407,12 @@ def _variation_outputs(variation: VariationPredictor | None) -> dict[str, Any]:
         if hasattr(variation, attr):
             out[f"variation_{attr}"] = getattr(variation, attr)
     return out
+
+
+def _job_variation_outputs(variation: VariationPredictor | None, job_id: int) -> dict[str, Any]:
+    """A predictor's own outputs for one job (the learned one: class, probabilities, reason)."""
+    outputs = getattr(variation, "job_outputs", None)
+    return outputs(job_id) if outputs is not None else {}
 
 
 def _flag(value: str | None) -> bool:

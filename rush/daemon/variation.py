@@ -3,8 +3,10 @@
 A predictor answers ``predict(jobs, now) -> list[bool]`` for jobs that carry a workload type
 (``job.wtype``, or ``job.tags["wtype"]`` as the job_submit plugin records it). Flagged jobs
 become ``PendingJob.variable``; the core then skips (the daemon holds) them, at most
-``skip_limit`` times. Predictors are registered by name, so a learned one (AdaBoost over
-window features) plugs in next to the shipped rule.
+``skip_limit`` times. Predictors are registered by name: the shipped ``rule`` and ``learned``
+(:class:`LearnedVariationPredictor`, the model of ``rush train variability`` on the feature
+store's current window; per-job class and probabilities go to the journal through
+``job_outputs``).
 
 :class:`RuleVariationPredictor` is the rule "flag jobs whose workload type is ``network``
 while the mean of the named counter over the last 5 minutes exceeds X". It reads the
@@ -17,6 +19,7 @@ series into the (start, end) intervals during which the rule fires, for
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -81,6 +84,10 @@ def store_counter(store_path: str | Path, counter: str) -> CounterMean:
             return store.window_features(None, start, end).get(f"mean_{counter}")
 
     return mean
+
+
+class _Unknown(Exception):
+    """No prediction possible now (the reason is journaled; the job is not flagged)."""
 
 
 @register_predictor("rule")
@@ -162,3 +169,203 @@ def variable_intervals(
     starts = np.flatnonzero(edges == 1)
     ends = np.flatnonzero(edges == -1)
     return np.column_stack((breaks[starts], breaks[ends]))
+
+
+# A feature store, or its path (opened at each prediction; the collector service writes it).
+StoreSource = Any
+
+
+@register_predictor("learned")
+class LearnedVariationPredictor:
+    """The trained variability model (``rush train variability``) on the current window.
+
+    At each prediction (one per daemon cycle) the all-node features of
+    ``[now - window, now)`` (``window`` from the model card: what the model was trained on)
+    and the latest probe come from :func:`rush.variability.features.window_features_for`,
+    the function that built the training set; each pending job adds its workload type
+    one-hot. A job is flagged when the predicted class is one of ``classes`` (default: the
+    card's ``variation_classes``, e.g. ``["variation"]``; configurable in
+    ``variation.classes``).
+
+    Scope: a pending job has no nodes yet (Slurm picks them as it starts the job), so live
+    features are all-node ones. A model trained on job-node features (``scope`` job or both
+    in the card) is fed the all-node values under the job-node names, and the journal says so.
+
+    Missing data never holds a job: the store absent, a model feature whose metric the store
+    has never held (a model from another machine), no sample of any model feature in the
+    window, or an unknown workload type make the prediction "unknown", the job is not
+    flagged, and the reason is in the journal's model outputs. A feature without a sample
+    while others have some is imputed as in training (the pipeline's median); the count is
+    journaled. A tampered model file or card is refused when the predictor is built.
+    """
+
+    name = "learned"
+
+    def __init__(
+        self,
+        source: StoreSource = None,
+        model: str | Path | None = None,
+        classes: Sequence[str] | None = None,
+    ) -> None:
+        from rush.variability.features import PROBE_FEATURES, WTYPE_FEATURES, WTYPES
+        from rush.variability.train import load_variability_model
+
+        if model is None:
+            raise ConfigError(
+                "the learned variation predictor needs a model file",
+                where="variation.model",
+                fix="set variation.model to a file written by rush train variability",
+            )
+        if source is None:
+            raise ConfigError(
+                "the learned variation predictor reads the feature store",
+                where="variation.store",
+                fix="set variation.store to the collector's feature store",
+            )
+        from rush.variability.fast import verified
+
+        self.pipeline, self.card = load_variability_model(model)
+        # The trees' own arrays, checked equal to predict_proba now (see rush.variability.fast).
+        self._proba = verified(self.pipeline, len(self.card["features"]))
+        self.model_path = str(model)
+        self.features: list[str] = list(self.card["features"])
+        self.window = float(self.card["window"])
+        self.class_names: list[str] = list(self.card["class_names"])
+        wanted = list(classes) if classes else list(self.card["variation_classes"])
+        unknown = [c for c in wanted if c not in ("none", "little", "variation")]
+        if unknown:
+            raise ConfigError(
+                f"unknown variation class(es) {unknown}",
+                where="variation.classes",
+                fix="some of: little, variation",
+            )
+        self.classes = wanted
+        self.source = source
+        self._wtype_features = set(WTYPE_FEATURES)
+        self._wtypes = frozenset(WTYPES)
+        self._probe_features = set(PROBE_FEATURES)
+        # Counter metrics the model reads: ``<scope>_<stat>_<metric>`` -> metric.
+        self._metrics = sorted(
+            {
+                f.split("_", 2)[2]
+                for f in self.features
+                if f.startswith(("job_", "all_")) and f.count("_") >= 2
+            }
+        )
+        self.last_reason: str | None = None
+        self.last_imputed = 0
+        self._outputs: dict[Any, dict[str, Any]] = {}
+        self._store: Any = None  # kept open between cycles (opening and closing cost ~40 ms)
+
+    # -- the window ------------------------------------------------------------------------
+    def _open(self) -> Any:
+        from rush.collect.store import FeatureStore
+
+        if hasattr(self.source, "window_features"):
+            return self.source
+        path = Path(self.source)
+        if not path.is_file():  # FeatureStore() would create an empty store
+            self.close()
+            raise _Unknown(f"feature store absent: {path}")
+        if self._store is None:
+            try:
+                self._store = FeatureStore(path)
+            except Exception as exc:  # a corrupt or foreign file: no prediction, not a crash
+                raise _Unknown(f"feature store unusable: {str(exc).splitlines()[0][:200]}") from None
+        return self._store
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def current_features(self, now: float) -> dict[str, float]:
+        """The model's features shared by every job at ``now`` (raises _Unknown with the reason)."""
+        from rush.variability.features import store_metrics, window_features_for
+
+        store = self._open()
+        absent = [m for m in self._metrics if m not in store_metrics(store)]
+        if absent:
+            raise _Unknown(
+                f"model features not in the store's schema: {', '.join(absent[:5])}"
+                + (f" (+{len(absent) - 5})" if len(absent) > 5 else "")
+                + " (a model trained on another machine's counters?)"
+            )
+        uses_probe = any(f in self._probe_features for f in self.features)
+        features = window_features_for(store, None, now, self.window, scope="all", with_probe=uses_probe)
+        # Job-node features live: the job's nodes are unknown while it is pending (see class doc).
+        for name in self.features:
+            if name.startswith("job_"):
+                alias = "all_" + name[4:]
+                if alias in features:
+                    features[name] = features[alias]
+        readings = [f for f in self.features if f not in self._wtype_features]
+        if readings and not any(f in features and math.isfinite(features[f]) for f in readings):
+            raise _Unknown(f"no sample of the model's features in [{now - self.window:.0f}, {now:.0f})")
+        self.last_imputed = sum(1 for f in readings if f not in features)
+        return features
+
+    def classify(self, features: dict[str, float], wtypes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(predicted class names, class probabilities (n, classes)) for one row per workload type."""
+        from rush.variability.features import vector, wtype_features
+
+        X = np.vstack([vector(self.features, features | wtype_features(w)) for w in wtypes])
+        proba = self._proba(X)
+        return np.asarray(self.class_names, dtype=object)[proba.argmax(axis=1)], proba
+
+    # -- the predictor interface --------------------------------------------------------------
+    def predict(self, jobs: Sequence[Any], now: float) -> list[bool]:
+        self._outputs = {}
+        self.last_reason = None
+        if not jobs:
+            return []
+        try:
+            features = self.current_features(now)
+        except _Unknown as exc:
+            self.last_reason = str(exc)
+            for j in jobs:
+                self._outputs[getattr(j, "job_id", id(j))] = {
+                    "variation_class": "unknown",
+                    "variation_reason": str(exc),
+                }
+            return [False] * len(jobs)
+        return self.predict_from(features, jobs)
+
+    def predict_from(self, features: dict[str, float], jobs: Sequence[Any]) -> list[bool]:
+        """Flags for ``jobs`` given this cycle's window features (one model call per workload type)."""
+        self._outputs = {}
+        types = [workload_type(j) for j in jobs]
+        known = sorted({w for w in types if w in self._wtypes})
+        flags_by_type: dict[str, tuple[bool, dict[str, Any]]] = {}
+        if known:
+            names, proba = self.classify(features, known)
+            flags = [n in self.classes for n in names]  # the predicted (most probable) class
+            for k, w in enumerate(known):
+                out = {
+                    "variation_class": str(names[k]),
+                    "variation_p": {
+                        c: round(float(p), 4) for c, p in zip(self.class_names, proba[k], strict=True)
+                    },
+                }
+                if self.last_imputed:
+                    out["variation_imputed"] = self.last_imputed
+                flags_by_type[w] = (bool(flags[k]), out)
+        result = []
+        for j, w in zip(jobs, types, strict=True):
+            flag, out = flags_by_type.get(
+                w,
+                (
+                    False,
+                    {
+                        "variation_class": "unknown",
+                        "variation_reason": f"workload type {w[:40]!r} unknown to the model",
+                    },
+                ),
+            )
+            self._outputs[getattr(j, "job_id", id(j))] = out
+            result.append(flag)
+        return result
+
+    def job_outputs(self, job_id: Any) -> dict[str, Any]:
+        """The last prediction for a job (class, probabilities or the unknown reason), for the journal."""
+        return self._outputs.get(job_id, {})

@@ -34,7 +34,7 @@ from pathlib import Path
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
-from rush.core import schedule
+from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.daemon.config import load_config

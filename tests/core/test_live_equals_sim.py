@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot, schedule
+from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot
+from rush.core.schedule import schedule
 from rush.sim.engine import SimInputs, simulate
 from tests.core.helpers import workload
 

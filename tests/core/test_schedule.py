@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot, schedule
+from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.schedule import schedule
 from rush.sim.engine import simulate
 from tests.core.helpers import workload
 

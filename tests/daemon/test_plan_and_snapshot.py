@@ -5,7 +5,8 @@ ClusterState/RJMSJob are plain data (what any backend returns); the core is the 
 
 from __future__ import annotations
 
-from rush.core import CoreConfig, schedule
+from rush.core import CoreConfig
+from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions, RuntimeClass
 from rush.daemon.apply import plan_actions
 from rush.daemon.journal import JobRecord

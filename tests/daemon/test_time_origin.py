@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from rush.core import CoreConfig, schedule
+from rush.core import CoreConfig
+from rush.core.schedule import schedule
 from rush.daemon.service import Daemon
 from rush.daemon.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob

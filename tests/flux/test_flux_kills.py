@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.core import schedule
+from rush.core.schedule import schedule
 from rush.daemon.config import RushConfig, parse_config
 from rush.daemon.journal import Journal
 from rush.daemon.service import Daemon

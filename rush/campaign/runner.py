@@ -1,0 +1,638 @@
+"""The campaign runner behind ``rush campaign run``: control jobs through the RJMS, probes, counters.
+
+A campaign runs ``runs`` control jobs of each named proxy application (collectors/proxies/) in a
+seeded random order, ``concurrency`` at a time, through an RJMS backend of the registry
+(:func:`rush.rjms.base.get_backend`). Each job runs ``rush/campaign/jobrun.py``: the MPI probe
+(collectors/mpi_probe.py) on the job's nodes as it starts, then the application. Meanwhile a
+sampler thread writes node counters into a :class:`rush.collect.store.FeatureStore` in the
+output directory every ``interval`` seconds: procfs (this host: :mod:`rush.campaign.procfs`)
+and, with ``prometheus``, node_exporter's series through Prometheus (every node it scrapes).
+With ``noise`` a noise job (collectors/noise.py) is submitted first and runs for the whole
+campaign; its on/off log labels each run (``noise``: ground truth, never a feature).
+
+Output directory (created; an existing campaign is never overwritten):
+
+* ``records.jsonl``: the header, then one record per finished run, appended as each ends
+  (:mod:`rush.campaign.records` has the format and its check);
+* ``features.sqlite``: the counters and the probe results (source ``mpi_probe``);
+* ``noise.jsonl``: the noise job's log; ``jobs/``: each job's spec and result;
+* ``summary.json``: per application runs, runtime mean/sd/min/max, runs with noise; counters
+  present and absent on this machine; ``progress.json`` while it runs.
+
+Every input is checked, and the RJMS asked once, before anything is created.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import shlex
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rush.campaign.records import (
+    FORMAT,
+    CampaignError,
+    noise_during,
+    noise_intervals,
+    validate_record,
+)
+from rush.errors import RushError
+
+log = logging.getLogger("rush.campaign")
+REPO = Path(__file__).resolve().parents[2]
+COLLECTORS = REPO / "collectors"
+PROXIES = COLLECTORS / "proxies"
+NOISE_SCRIPT = COLLECTORS / "noise.py"
+JOBRUN = Path(__file__).resolve().with_name("jobrun.py")
+# name -> (script in collectors/proxies, workload type)
+APPS: dict[str, tuple[str, str]] = {
+    "halo": ("halo.py", "network"),
+    "cg": ("cg.py", "network"),
+    "compute": ("compute.py", "compute"),
+    "io": ("io.py", "io"),
+}
+MAX_RUNS = 10_000
+MAX_CONCURRENCY = 64
+NOISE_KINDS = ("memory", "network", "io")
+FINISHED_STATES_LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
+# node_exporter series (default collectors) as rates per host, for --prometheus.
+NODE_EXPORTER_QUERIES: dict[str, str] = {
+    "node_net_xmit_bytes_per_s": "rate(node_network_transmit_bytes_total[{w}])",
+    "node_net_rcv_bytes_per_s": "rate(node_network_receive_bytes_total[{w}])",
+    "node_net_xmit_packets_per_s": "rate(node_network_transmit_packets_total[{w}])",
+    "node_net_rcv_packets_per_s": "rate(node_network_receive_packets_total[{w}])",
+    "node_disk_read_bytes_per_s": "rate(node_disk_read_bytes_total[{w}])",
+    "node_disk_written_bytes_per_s": "rate(node_disk_written_bytes_total[{w}])",
+    "node_disk_io_time_frac": "rate(node_disk_io_time_seconds_total[{w}])",
+    "node_cpu_user_s_per_s": 'rate(node_cpu_seconds_total{{mode="user"}}[{w}])',
+    "node_cpu_system_s_per_s": 'rate(node_cpu_seconds_total{{mode="system"}}[{w}])',
+    "node_cpu_iowait_s_per_s": 'rate(node_cpu_seconds_total{{mode="iowait"}}[{w}])',
+    "node_context_switches_per_s": "rate(node_context_switches_total[{w}])",
+    "node_pressure_cpu_waiting_frac": "rate(node_pressure_cpu_waiting_seconds_total[{w}])",
+    "node_pressure_io_waiting_frac": "rate(node_pressure_io_waiting_seconds_total[{w}])",
+    "node_pressure_memory_waiting_frac": "rate(node_pressure_memory_waiting_seconds_total[{w}])",
+    "node_memory_available_bytes": "node_memory_MemAvailable_bytes",
+    "node_load1": "node_load1",
+}
+# The published counter families and where Linux exposes them: reported absent when missing.
+PUBLISHED_COUNTERS = {
+    "InfiniBand (sysclassib)": "/sys/class/infiniband",
+    "Omni-Path (hfi1)": "/sys/class/infiniband/hfi1_0",
+    "Lustre client (llite)": "/proc/fs/lustre",
+    "RAPL energy": "/sys/class/powercap/intel-rapl:0",
+}
+
+
+@dataclass
+class CampaignOptions:
+    apps: tuple[str, ...]
+    runs: int
+    out: Path
+    seed: int = 0
+    rjms: str = "slurm"
+    rjms_options: dict[str, Any] = field(default_factory=dict)
+    noise: bool = False
+    noise_kinds: tuple[str, ...] = NOISE_KINDS
+    noise_on: tuple[float, float] = (20.0, 60.0)
+    noise_off: tuple[float, float] = (20.0, 60.0)
+    noise_workers: int = 1
+    ntasks: int = 2
+    nodes: int | None = None
+    scale: float = 1.0
+    launcher: str = "mpirun"
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=dict)
+    time_limit: float = 600.0
+    partition: str = ""
+    concurrency: int = 1
+    interval: float = 2.0
+    warmup: float = 0.0
+    procfs: bool = True
+    prometheus: str = ""
+    prometheus_host_label: str = "instance"
+    prometheus_rate_window: str = "15s"
+    probe_ring_bytes: str = "4MB"
+    probe_ring_iterations: int = 10
+    probe_allreduce_bytes: str = "4MB"
+    probe_allreduce_iterations: int = 5
+    command: str = ""
+
+
+def parse_apps(text: str) -> tuple[str, ...]:
+    apps = [a.strip() for a in text.split(",") if a.strip()]
+    unknown = [a for a in apps if a not in APPS]
+    if not apps or unknown:
+        shown = ", ".join(repr(a[:40]) for a in unknown[:5]) or "none given"
+        raise CampaignError(
+            f"unknown application(s): {shown}", where="--apps", fix=f"use some of: {','.join(APPS)}"
+        )
+    if len(set(apps)) != len(apps):
+        raise CampaignError("an application is named twice", where="--apps", fix="name each once")
+    return tuple(apps)
+
+
+def _check_number(value: object, low: float, high: float, where: str, integer: bool = False) -> None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and low <= value <= high and (not integer or float(value).is_integer())
+    if not ok:
+        kind = "an integer" if integer else "a number"
+        raise CampaignError(
+            f"must be {kind} in [{low:g}, {high:g}], got {value!r}"[:200],
+            where=where,
+            fix=f"give {kind} between {low:g} and {high:g}",
+        )
+
+
+def validate(options: CampaignOptions) -> None:
+    """Every check that needs no RJMS: names, ranges, files, the output directory."""
+    options.apps = parse_apps(",".join(options.apps))
+    _check_number(options.runs, 1, MAX_RUNS, "--runs", integer=True)
+    _check_number(options.ntasks, 2, 4096, "--ntasks", integer=True)  # the probe's ring needs 2
+    if options.nodes is not None:
+        _check_number(options.nodes, 1, options.ntasks, "--nodes", integer=True)
+    _check_number(options.concurrency, 1, MAX_CONCURRENCY, "--concurrency", integer=True)
+    _check_number(options.scale, 0.001, 1000, "--scale")
+    _check_number(options.interval, 0.2, 3600, "--interval")
+    _check_number(options.warmup, 0, 3600, "--warmup")
+    _check_number(options.time_limit, 10, 7 * 86400, "--time-limit")
+    _check_number(options.seed, -(2**63), 2**63 - 1, "--seed", integer=True)
+    _check_number(options.noise_workers, 1, 64, "--noise-workers", integer=True)
+    for name, pair in (("--noise-on", options.noise_on), ("--noise-off", options.noise_off)):
+        if len(pair) != 2:
+            raise CampaignError("must be MIN:MAX seconds", where=name, fix="e.g. 20:60")
+        _check_number(pair[0], 0.1, 86400, name)
+        _check_number(pair[1], pair[0], 86400, name)
+    bad = [k for k in options.noise_kinds if k not in NOISE_KINDS]
+    if not options.noise_kinds or bad:
+        raise CampaignError(
+            f"unknown noise kind(s) {bad}", where="--noise-kinds", fix=f"some of {NOISE_KINDS}"
+        )
+    if not options.launcher.strip():
+        raise CampaignError("empty launcher", where="--launcher", fix="e.g. mpirun or 'srun --mpi=pmix'")
+    for key, value in options.env.items():
+        if not key or "=" in key or "\0" in key + value or "\n" in key + value:
+            raise CampaignError(f"bad environment variable {key!r}", where="--env", fix="KEY=VALUE, one line")
+    if not options.procfs and not options.prometheus:
+        raise CampaignError(
+            "no counter source", where="--no-procfs", fix="keep procfs or give --prometheus URL"
+        )
+    _check_probe_sizes(options)
+    for path in [PROXIES / APPS[a][0] for a in options.apps] + [JOBRUN, NOISE_SCRIPT]:
+        if not path.is_file():
+            raise CampaignError("program not found", where=str(path), fix="run rush from its source tree")
+    out = options.out
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is not None and existing != out and not existing.is_dir():
+        raise CampaignError(
+            f"cannot create the output directory: {existing} is not a directory",
+            where=str(out),
+            fix="choose another --out",
+        )
+    if out.exists() and not out.is_dir():
+        raise CampaignError("exists and is not a directory", where=str(out), fix="choose a new --out")
+    if out.is_dir() and any(out.iterdir()):
+        raise CampaignError(
+            "not empty: a campaign is never overwritten", where=str(out), fix="choose a new --out directory"
+        )
+
+
+def _check_probe_sizes(options: CampaignOptions) -> None:
+    from rush.collect import mpi_probe
+
+    for name, size in (
+        ("--probe-ring-bytes", options.probe_ring_bytes),
+        ("--probe-allreduce-bytes", options.probe_allreduce_bytes),
+    ):
+        try:
+            value = mpi_probe.parse_bytes(size)
+        except Exception as exc:  # argparse.ArgumentTypeError
+            raise CampaignError(str(exc), where=name, fix="e.g. 4096, 1MiB, 4MB") from None
+        if value > 2**31:
+            raise CampaignError(f"{size} is more than 2 GiB", where=name, fix="a smaller probe message")
+    _check_number(options.probe_ring_iterations, 1, 1000, "--probe-ring-iterations", integer=True)
+    _check_number(options.probe_allreduce_iterations, 1, 1000, "--probe-allreduce-iterations", integer=True)
+
+
+def connect(options: CampaignOptions) -> Any:
+    """The RJMS backend, asked once for its queue so an unreachable RJMS fails before any file."""
+    from rush.rjms.base import get_backend
+
+    try:
+        backend = get_backend(options.rjms, **options.rjms_options)
+    except TypeError as exc:
+        raise CampaignError(
+            f"bad backend option: {exc}",
+            where="--rjms-option",
+            fix=f"see the options of the {options.rjms} backend",
+        ) from None
+    try:
+        backend.read_state()
+    except RushError as exc:
+        raise CampaignError(
+            f"the {options.rjms} RJMS cannot be reached: {exc.message}",
+            where=exc.where or f"--rjms {options.rjms}",
+            fix=exc.fix or "check that the RJMS runs and the --rjms-option values",
+        ) from None
+    return backend
+
+
+# ------------------------------------------------------------------------------- sampling
+
+
+class Sampler(threading.Thread):
+    """Writes node counters into the store every ``interval`` seconds until stopped."""
+
+    def __init__(self, store: Any, lock: threading.Lock, collectors: list[Any], interval: float) -> None:
+        super().__init__(daemon=True, name="rush-campaign-sampler")
+        self.store, self.lock, self.collectors, self.interval = store, lock, collectors, interval
+        self.stop_event = threading.Event()
+        self.samples = 0
+        self.errors: dict[str, str] = {}
+        self.metrics: set[tuple[str, str]] = set()
+
+    def sample_once(self) -> None:
+        for collector in self.collectors:
+            try:
+                samples = collector.collect()
+            except Exception as exc:  # a source that fails costs its samples, not the campaign
+                if collector.name not in self.errors:
+                    log.warning("counter source %s failed: %s", collector.name, exc)
+                self.errors[collector.name] = str(exc)[:300]
+                continue
+            with self.lock:
+                self.store.insert(samples)
+            self.samples += len(samples)
+            self.metrics |= {(s.source, s.metric) for s in samples}
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            started = time.monotonic()
+            self.sample_once()
+            self.stop_event.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=30)
+
+
+def counter_collectors(options: CampaignOptions) -> list[Any]:
+    collectors: list[Any] = []
+    if options.procfs:
+        from rush.campaign.procfs import ProcfsCollector
+
+        collectors.append(ProcfsCollector())
+    if options.prometheus:
+        from rush.collect.prometheus import PrometheusCollector
+
+        label = options.prometheus_host_label
+        queries = {
+            name: f"sum by ({label}) ({expr.format(w=options.prometheus_rate_window)})"
+            for name, expr in NODE_EXPORTER_QUERIES.items()
+        }
+        collectors.append(PrometheusCollector(options.prometheus, queries=queries, host_label=label))
+    return collectors
+
+
+# ------------------------------------------------------------------------------- the run
+
+
+@dataclass
+class _Flight:
+    index: int
+    app: str
+    tag: str
+    job_id: int
+    submitted: float
+    result: Path
+
+
+def _environment(options: CampaignOptions) -> dict[str, str]:
+    # One core per rank (BLAS threads would oversubscribe the allocation).
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if os.geteuid() == 0:  # OpenMPI refuses root without both
+        env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return env | dict(options.env)
+
+
+class Campaign:
+    def __init__(
+        self,
+        options: CampaignOptions,
+        backend: Any,
+        progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.options, self.backend = options, backend
+        self.progress = progress or (lambda _: None)
+        self.out = options.out
+        self.records_path = self.out / "records.jsonl"
+        self.noise_log = self.out / "noise.jsonl"
+        self.noise_job: int | None = None
+        self.records: list[dict[str, Any]] = []
+        self.failures: list[str] = []
+        self.lock = threading.Lock()
+        self.started = time.time()
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _header(self) -> dict[str, Any]:
+        o = self.options
+        return {
+            "format": FORMAT,
+            "campaign": self.out.name,
+            "seed": o.seed,
+            "command": o.command,
+            "machine": socket.gethostname(),
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "apps": {a: APPS[a][1] for a in o.apps},
+            "runs_per_app": o.runs,
+            "rjms": o.rjms,
+            "ntasks": o.ntasks,
+            "scale": o.scale,
+            "noise": o.noise,
+            "store": "features.sqlite",
+        }
+
+    def _submit_noise(self) -> None:
+        o = self.options
+        # Long enough for the whole campaign; it is cancelled when the last run ends.
+        duration = min(
+            7 * 86400.0, o.warmup + 600 + o.runs * len(o.apps) * (o.time_limit + 60) / o.concurrency
+        )
+        argv = [o.python, str(NOISE_SCRIPT), f"--seed={o.seed}", f"--log={self.noise_log}"]
+        argv += [f"--kinds={','.join(o.noise_kinds)}", f"--duration={duration:.0f}"]
+        argv += [f"--on={o.noise_on[0]}:{o.noise_on[1]}", f"--off={o.noise_off[0]}:{o.noise_off[1]}"]
+        argv += [f"--workers={o.noise_workers}", f"--workdir={self.out / 'scratch'}"]
+        self.noise_job = self.backend.submit(
+            name="rush-noise", procs=1, time_limit=duration + 120, command=argv, comment="rush:app=noise",
+            partition=o.partition,
+        )  # fmt: skip
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.noise_log.is_file() and self.noise_log.stat().st_size:
+                return
+            time.sleep(0.5)
+        raise CampaignError(
+            f"the noise job {self.noise_job} did not start within 120 s",
+            where=str(self.noise_log),
+            fix="check that the RJMS has a free CPU for it and that the job can write to --out",
+        )
+
+    def _wait_noise_end(self, timeout: float = 30.0) -> None:
+        # scancel sends SIGTERM: the generator stops its workers and logs "end"; wait for it so
+        # that the log is complete when the campaign returns.
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                lines = self.noise_log.read_text(errors="replace").splitlines()
+            except OSError:
+                return
+            if lines and '"end"' in lines[-1]:
+                return
+            time.sleep(0.2)
+        log.warning("the noise job %s logged no end within %.0f s", self.noise_job, timeout)
+
+    def _submit(self, index: int, app: str) -> _Flight:
+        o = self.options
+        from rush.collect.probe import probe_arguments, probe_command
+
+        tag = f"{index:05d}-{app}"
+        jobs = self.out / "jobs"
+        result = jobs / f"{tag}.result.json"
+        probe = probe_command(
+            o.ntasks, nodes=o.nodes, launcher=o.launcher, python=o.python,
+            probe_args=probe_arguments(
+                ring_bytes=o.probe_ring_bytes, ring_iterations=o.probe_ring_iterations,
+                allreduce_bytes=o.probe_allreduce_bytes, allreduce_iterations=o.probe_allreduce_iterations,
+            ),
+        )  # fmt: skip
+        app_args = [f"--scale={o.scale}", f"--seed={o.seed + index}", f"--workdir={self.out / 'scratch'}"]
+        app_argv = probe_command(
+            o.ntasks, nodes=o.nodes, launcher=o.launcher, python=o.python,
+            script=PROXIES / APPS[app][0], probe_args=app_args,
+        )  # fmt: skip
+        spec = {
+            "tag": tag,
+            "probe": probe,
+            "app": app_argv,
+            "env": _environment(o),
+            "result": str(result),
+            "timeout": o.time_limit,
+        }
+        spec_path = jobs / f"{tag}.spec.json"
+        spec_path.write_text(json.dumps(spec, indent=1) + "\n")
+        submitted = time.time()
+        job_id = self.backend.submit(
+            name=f"rush-{app}", procs=o.ntasks, time_limit=o.time_limit + 60,
+            command=[o.python, str(JOBRUN), str(spec_path)],
+            comment=f"rush:app={app},wtype={APPS[app][1]}", partition=o.partition,
+        )  # fmt: skip
+        return _Flight(index, app, tag, job_id, submitted, result)
+
+    # -- finishing a run ----------------------------------------------------------------------
+    def _finished(self, flights: list[_Flight]) -> dict[int, dict[str, Any]]:
+        if not flights:
+            return {}
+        rows = self.backend.accounting([f.job_id for f in flights])
+        return {
+            int(r["job_id"]): r
+            for r in rows
+            if str(r.get("state", "")).upper() not in FINISHED_STATES_LIVE and r.get("end") is not None
+        }
+
+    def _record(self, flight: _Flight, acct: dict[str, Any], store: Any) -> dict[str, Any]:
+        from rush.collect.probe import FEATURES, parse_probe_result
+
+        try:
+            result = json.loads(flight.result.read_text())
+        except (OSError, ValueError):
+            result = {}  # the job died before writing it (killed, node failure): times from the RJMS
+        app = result.get("app") if isinstance(result.get("app"), dict) else None
+        probe_obj = result.get("probe") if isinstance(result.get("probe"), dict) else None
+        probe = None
+        if probe_obj is not None:
+            try:
+                parsed = parse_probe_result(probe_obj, where=f"{flight.tag} probe")
+            except RushError as exc:
+                log.warning("run %s: probe result refused: %s", flight.tag, exc)
+            else:
+                probe = {k: parsed.features[k] for k in FEATURES}
+                with self.lock:
+                    store.insert(parsed.samples())
+        start = float(result.get("job_start") or acct.get("start") or flight.submitted)
+        end = float(result.get("job_end") or acct.get("end") or start)
+        state = str(acct.get("state") or "UNKNOWN").upper()
+        if app is None and state == "COMPLETED":
+            state = "FAILED"  # the job ended but the application printed no result
+        runtime = float(app["runtime"]) if app else max(0.0, end - start)
+        app_start = float(app["start"]) if app else start
+        hosts = (app or {}).get("hosts") or (probe_obj or {}).get("hosts") or [result.get("host") or ""]
+        record: dict[str, Any] = {
+            "job_id": str(flight.job_id),
+            "app": flight.app,
+            "wtype": APPS[flight.app][1],
+            "nodes": sorted({str(h).split(".")[0] for h in hosts if h}) or ["unknown"],
+            "submit": min(flight.submitted, start),
+            "start": start,
+            "end": max(end, start),
+            "runtime": runtime,
+            "state": state,
+            "probe": probe,
+            "noise": self._noise_label(app_start, app_start + runtime),
+            "run": flight.index,
+            "app_start": app_start,
+        }
+        if app is None:
+            output = str(result.get("app_output") or result.get("probe_output") or "no result file")
+            record["error"] = output[-500:]
+        return validate_record(record, where=f"run {flight.tag}")
+
+    def _noise_label(self, start: float, end: float) -> bool | None:
+        if not self.options.noise:
+            return False  # no noise job in this campaign
+        found = noise_intervals(self.noise_log, now=time.time())
+        return None if found is None else noise_during(found[1], start, end)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        from rush.collect.store import FeatureStore
+
+        o = self.options
+        rng = random.Random(o.seed)
+        order = [app for app in o.apps for _ in range(o.runs)]
+        rng.shuffle(order)
+        (self.out / "jobs").mkdir(parents=True)
+        (self.out / "scratch").mkdir()
+        store = FeatureStore(self.out / "features.sqlite")
+        sampler = Sampler(store, self.lock, counter_collectors(o), o.interval)
+        flights: list[_Flight] = []
+        done = 0
+        with open(self.records_path, "w") as records:
+            records.write(json.dumps(self._header(), sort_keys=True) + "\n")
+            records.flush()
+            sampler.start()
+            try:
+                if o.noise:
+                    self._submit_noise()
+                time.sleep(o.warmup)  # a window of counters before the first job
+                pending = list(enumerate(order))
+                while pending or flights:
+                    while pending and len(flights) < o.concurrency:
+                        index, app = pending.pop(0)
+                        flights.append(self._submit(index, app))
+                    time.sleep(1.0)
+                    finished = self._finished(flights)
+                    for flight in [f for f in flights if f.job_id in finished]:
+                        flights.remove(flight)
+                        record = self._record(flight, finished[flight.job_id], store)
+                        records.write(json.dumps(record, sort_keys=True) + "\n")
+                        records.flush()
+                        self.records.append(record)
+                        done += 1
+                        self._progress(done, len(order))
+                    for flight in list(flights):  # a job the RJMS never ran or lost
+                        if time.time() > flight.submitted + o.time_limit * 2 + 600:
+                            self.backend.cancel(flight.job_id)
+                            flights.remove(flight)
+                            self.failures.append(
+                                f"{flight.tag}: job {flight.job_id} did not finish; cancelled"
+                            )
+            finally:
+                for flight in flights:
+                    self.backend.cancel(flight.job_id)
+                if self.noise_job is not None:
+                    self.backend.cancel(self.noise_job)
+                    self._wait_noise_end()
+                sampler.stop()
+                store.close()
+        summary = self.summary(sampler)
+        _write_json(self.out / "summary.json", summary)
+        return summary
+
+    def _progress(self, done: int, total: int) -> None:
+        info = {
+            "done": done,
+            "total": total,
+            "elapsed_s": round(time.time() - self.started, 1),
+            "last": self.records[-1] if self.records else None,
+        }
+        _write_json(self.out / "progress.json", info)
+        self.progress(info)
+
+    def summary(self, sampler: Sampler) -> dict[str, Any]:
+        from rush.campaign.procfs import ProcfsCollector
+
+        per_app: dict[str, Any] = {}
+        for app in self.options.apps:
+            runs = [r for r in self.records if r["app"] == app]
+            ok = [r["runtime"] for r in runs if r["state"] == "COMPLETED"]
+            mean = sum(ok) / len(ok) if ok else None
+            sd = (
+                math.sqrt(sum((x - mean) ** 2 for x in ok) / (len(ok) - 1))
+                if len(ok) > 1 and mean is not None
+                else None
+            )
+            per_app[app] = {
+                "wtype": APPS[app][1],
+                "runs": len(runs),
+                "completed": len(ok),
+                "runtime_mean": mean,
+                "runtime_sd": sd,
+                "runtime_min": min(ok) if ok else None,
+                "runtime_max": max(ok) if ok else None,
+                "runs_with_noise": sum(1 for r in runs if r["noise"]),
+            }
+        absent = [name for name, path in PUBLISHED_COUNTERS.items() if not Path(path).exists()]
+        procfs = next((c for c in sampler.collectors if isinstance(c, ProcfsCollector)), None)
+        return {
+            "campaign": self.out.name,
+            "records": str(self.records_path),
+            "store": str(self.out / "features.sqlite"),
+            "noise_log": str(self.noise_log) if self.options.noise else None,
+            "runs": len(self.records),
+            "completed": sum(1 for r in self.records if r["state"] == "COMPLETED"),
+            "wall_s": round(time.time() - self.started, 1),
+            "apps": per_app,
+            "counter_samples": sampler.samples,
+            "counters": sorted(f"{s}:{m}" for s, m in sampler.metrics),
+            "counter_errors": sampler.errors,
+            "absent_counters": absent + (procfs.absent() if procfs else []),
+            "failures": self.failures,
+        }
+
+
+def _write_json(path: Path, obj: object) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def run_campaign(
+    options: CampaignOptions, progress: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Validate, reach the RJMS, then run the campaign; return its summary."""
+    options.out = options.out.absolute()  # jobs run in other directories than ours
+    validate(options)
+    backend = connect(options)
+    try:
+        options.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CampaignError(
+            f"cannot create the output directory: {exc.strerror}",
+            where=str(options.out),
+            fix="choose another --out",
+        ) from None
+    return Campaign(options, backend, progress).run()
+
+
+def command_line() -> str:
+    return shlex.join(["rush", *sys.argv[1:]])

@@ -1,0 +1,36 @@
+"""Helpers for the campaign tests: how to run the proxies and the noise generator here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROXIES = REPO / "collectors" / "proxies"
+NOISE = REPO / "collectors" / "noise.py"
+MPIRUN = shutil.which("mpirun")
+
+
+def mpi_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        "OMPI_MCA_rmaps_base_oversubscribe": "1",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+def mpirun(script: Path, args: list[str], cwd: Path, np: int = 2) -> subprocess.CompletedProcess[str]:
+    if MPIRUN is None:
+        pytest.skip("OpenMPI mpirun not installed (.ci/install-deps.sh installs openmpi-bin)")
+    pytest.importorskip("mpi4py", reason="mpi4py not installed in the venv")
+    argv = [MPIRUN, "-np", str(np), "--mca", "btl", "self,vader"]
+    argv += ["--mca", "btl_vader_single_copy_mechanism", "none", sys.executable, str(script), *args]
+    return subprocess.run(argv, capture_output=True, text=True, env=mpi_env(), cwd=cwd, timeout=300)

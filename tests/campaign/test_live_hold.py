@@ -1,0 +1,203 @@
+"""Live acceptance on the REAL test Slurm: the daemon with the *learned* variation predictor holds a
+network-type job while the noise job runs, and releases it when the noise stops or at its skip
+limit; the journal shows the predictions.
+
+The model is trained in the test (helper F's pipeline: build_dataset, train_variability) on a
+synthetic campaign in which "noise on" is exactly "a high network counter" (procfs
+``net_xmit_bytes_per_s`` in the window before the start), so what it predicts is deterministic.
+Everything live is real: the noise job is collectors/noise.py submitted to Slurm (its
+``network`` kind: a loopback TCP stream of ~1 GB/s here, against ~0.1 MB/s of background), the
+counters are sampled from this host's procfs into a feature store by the campaign's sampler,
+and the daemon holds and releases through Slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rush.campaign.procfs import ProcfsCollector
+from rush.campaign.runner import NOISE_SCRIPT, Sampler
+from rush.collect.base import Sample
+from rush.collect.store import FeatureStore
+from rush.daemon.config import parse_config
+from rush.rjms.base import get_backend
+
+WINDOW = 12.0  # the model card's window: the live predictor reads [now - WINDOW, now)
+# bytes/s in the synthetic campaign; live here: ~1e5 quiet, ~1e9 with the network noise. The
+# model splits between the two; the test waits for the live window to be clearly on one side.
+QUIET, NOISY = 1e5, 3e8
+APPS = {"halo": "network", "cg": "network", "compute": "compute", "io": "io"}
+# A begin time in the future keeps Slurm from starting the job before rush holds it.
+LATER = "--begin=now+600"
+
+
+def synthetic_campaign(out: Path, node: str, runs: int = 20) -> tuple[Path, Path]:
+    """records.jsonl + store of a campaign in the past where a noisy window triples the runtime."""
+    rng = random.Random(3)
+    out.mkdir()
+    start0 = time.time() - 86400
+    header = {"format": "rush-campaign/1", "campaign": "synthetic", "seed": 3, "command": "test_live_hold",
+              "machine": node, "created": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    lines, samples = [json.dumps(header)], []
+    index = 0
+    for app, wtype in APPS.items():
+        noisy_runs = set(rng.sample(range(runs), runs // 5))
+        for run in range(runs):
+            start = start0 + 100.0 * index
+            index += 1
+            noisy = run in noisy_runs
+            runtime = (3.0 if noisy else 1.0) * (1 + 0.02 * rng.random())
+            lines.append(json.dumps({
+                "job_id": str(index), "app": app, "wtype": wtype, "nodes": [node],
+                "submit": start - 1, "start": start, "end": start + runtime, "runtime": runtime,
+                "state": "COMPLETED", "probe": None, "noise": noisy,
+            }))  # fmt: skip
+            level = NOISY if noisy else QUIET
+            samples += [
+                Sample(
+                    start - WINDOW + t,
+                    node,
+                    "procfs",
+                    "net_xmit_bytes_per_s",
+                    level * (1 + 0.1 * rng.random()),
+                )
+                for t in range(0, int(WINDOW), 2)
+            ]
+    records, store = out / "records.jsonl", out / "features.sqlite"
+    records.write_text("\n".join(lines) + "\n")
+    with FeatureStore(store) as fs:
+        fs.insert(samples)
+    return records, store
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dataset_mod = pytest.importorskip("rush.variability.dataset", reason="helper F's dataset builder absent")
+    train_mod = pytest.importorskip("rush.variability.train", reason="helper F's training absent")
+    work = tmp_path_factory.mktemp("live-hold-model")
+    records, store = synthetic_campaign(work / "campaign", node="anynode")
+    dataset = dataset_mod.build_dataset(
+        records, store, dataset_mod.DatasetOptions(window=WINDOW, scopes=("all",))
+    )
+    assert dataset.y_class.tolist().count(2) == len(APPS) * 4  # the noisy runs are the "variation" class
+    trained = train_mod.train_variability(
+        dataset, train_mod.TrainOptions(seed=0, models=("adaboost",), n_estimators=10, exclude=("probe",))
+    )
+    path = work / "variability.joblib"
+    trained.save(path)
+    return path
+
+
+@pytest.fixture
+def live_store(tmp_path: Path) -> Iterator[Path]:
+    """This host's procfs counters sampled every second into a feature store, as in a campaign."""
+    path = tmp_path / "features.sqlite"
+    store = FeatureStore(path)
+    sampler = Sampler(store, threading.Lock(), [ProcfsCollector()], interval=1.0)
+    sampler.start()
+    try:
+        yield path
+    finally:
+        sampler.stop()
+        store.close()
+
+
+def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("condition not reached in time")
+
+
+def window_mean(store_path: Path) -> float:
+    with FeatureStore(store_path) as store:
+        now = time.time()
+        features = store.window_features(None, now - WINDOW, now, ["procfs"])
+    return features.get("mean_net_xmit_bytes_per_s", 0.0)
+
+
+def start_noise(cluster: Any, log: Path) -> int:
+    job_id = cluster.submit(
+        "-n", "1", "-t", "10", "--comment=rush:app=noise",
+        "--wrap", f"{sys.executable} {NOISE_SCRIPT} --seed=1 --log={log} --kinds=network --start-on --on=500:500 --duration=500",
+    )  # fmt: skip
+    wait_for(lambda: log.exists() and '"event": "on"' in log.read_text())
+    return job_id
+
+
+def daemon_for(cluster: Any, tmp_path: Path, store: Path, model: Path, skip_limit: int) -> Any:
+    from rush.daemon.service import Daemon
+
+    cfg = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+            "policy": {"policy": "FCFS", "threshold": "none", "skip_limit": skip_limit},
+            "rjms": {"backend": "slurm", "options": cluster.options(timeout=8)},
+            "variation": {"enabled": True, "predictor": "learned", "store": str(store), "model": str(model)},
+        }
+    )
+    return Daemon(cfg)
+
+
+def held(cluster: Any, job_id: int) -> bool:
+    return get_backend("slurm", **cluster.options()).job(job_id).held
+
+
+def test_network_job_held_while_noise_runs_released_when_it_stops(
+    slurm: Any, tmp_path: Path, model: Path, live_store: Path
+) -> None:
+    noise_log = tmp_path / "noise.jsonl"
+    noise = start_noise(slurm, noise_log)
+    wait_for(lambda: window_mean(live_store) > NOISY)  # the whole window sees the noise
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 1")
+    daemon = daemon_for(slurm, tmp_path, live_store, model, skip_limit=50)
+    for skips in (1, 2):
+        daemon.run_cycle()
+        assert held(slurm, network) and daemon.journal.job(network).skips == skips
+    hold = daemon.journal.decisions(network, "hold")[0]
+    assert hold["status"] == "done"
+    outputs = hold["model_outputs"]
+    assert outputs["variation_class"] == "variation", outputs
+    assert outputs["variation_p"]["variation"] > outputs["variation_p"]["none"]
+    # The noise stops (scancel: the generator logs its end); once the window is quiet the
+    # predictor says "none" and the daemon releases the job, well before its skip limit.
+    slurm.run(slurm.tool("scancel"), str(noise))
+    wait_for(lambda: '"event": "end"' in noise_log.read_text())
+    wait_for(lambda: window_mean(live_store) < NOISY / 10, timeout=WINDOW + 60)
+    daemon.run_cycle()
+    assert not held(slurm, network) and not daemon.journal.job(network).held_by_rush
+    release = daemon.journal.decisions(network, "release")[0]
+    assert release["status"] == "done" and "limit" not in release["reason"]
+    assert daemon.journal.job(network).skips == 2
+    assert release["model_outputs"]["variation_class"] == "none", release["model_outputs"]
+
+
+def test_network_job_released_at_its_skip_limit_while_noise_runs(
+    slurm: Any, tmp_path: Path, model: Path, live_store: Path
+) -> None:
+    start_noise(slurm, tmp_path / "noise.jsonl")
+    wait_for(lambda: window_mean(live_store) > NOISY)
+    network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 1")
+    daemon = daemon_for(slurm, tmp_path, live_store, model, skip_limit=2)
+    daemon.run_cycle()
+    daemon.run_cycle()
+    assert held(slurm, network) and daemon.journal.job(network).skips == 2
+    daemon.run_cycle()  # the limit: started although the predictor still says "variation"
+    assert not held(slurm, network)
+    release = daemon.journal.decisions(network, "release")[0]
+    assert release["status"] == "done" and "limit reached (2 of 2)" in release["reason"]
+    assert window_mean(live_store) > NOISY  # the noise was still on
+    slurm.run(slurm.tool("scontrol"), "update", f"JobId={network}", "StartTime=now")
+    wait_for(lambda: get_backend("slurm", **slurm.options()).job(network).state in ("RUNNING", "COMPLETED"))

@@ -1,0 +1,50 @@
+"""The shipped model (models/variability.joblib): its card verifies and matches the shipped dataset;
+on the campaign's own store (when present) the live predictor gives a prediction, not "unknown"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rush.daemon.variation import get_predictor
+from rush.variability.dataset import load_dataset
+from rush.variability.train import load_variability_model
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = ROOT / "models" / "variability.joblib"
+DATASET = ROOT / "models" / "variability-dataset"
+CAMPAIGN = ROOT / "runs" / "campaign-vm1"
+
+pytestmark = pytest.mark.skipif(
+    not MODEL.exists(), reason="models/variability.joblib is not in this checkout"
+)
+
+
+def test_card_verifies_and_matches_the_dataset():
+    model, card = load_variability_model(MODEL)
+    assert card["estimator"] == "adaboost" and card["scope"] == "all" and card["window"] == 30.0
+    assert card["generator"]["seed"] == 2026 and "rush campaign run" in card["generator"]["command"]
+    dataset = load_dataset(DATASET)
+    assert card["data_sha256"] == dataset.description["csv_sha256"]
+    assert set(card["features"]) <= set(dataset.feature_names)
+    assert card["rows"] == len(dataset) and card["variation_runs"] == int(dataset.y_binary.sum())
+    assert list(model.classes_) == card["classes"]
+
+
+@pytest.mark.skipif(
+    not (CAMPAIGN / "features.sqlite").exists(), reason="runs/campaign-vm1 is not in this checkout"
+)
+def test_live_prediction_on_the_campaign_store():
+    predictor = get_predictor("learned", source=CAMPAIGN / "features.sqlite", model=MODEL)
+    lines = (CAMPAIGN / "records.jsonl").read_text().splitlines()
+    run = json.loads(lines[1])
+    assert predictor.predict([SimpleNamespace(job_id=1, wtype=run["wtype"])], run["start"]) in (
+        [True],
+        [False],
+    )
+    out = predictor.job_outputs(1)
+    assert out["variation_class"] in ("none", "little", "variation"), out
+    predictor.close()
