@@ -28,8 +28,9 @@ CLASS_MODES = ("plain", "idempotent", "clairvoyant")
 
 TRACE_HELP = "A trace file (SWF, gzip or plain; sacct JSON/parsable2), a catalogue name (e.g. KTH-SP2) or lublin[:JOBS[:PROCS[:SEED]]]."
 POLICY_HELP = (
-    f"Priority policy: {', '.join(p for p in POLICY_CODES if p != 'LINEAR')}, "
-    "or LINEAR:q=..,p=..,wait=..,rho=..,expansion=..,area=..,r=.. (weights)."
+    f"Priority policy: {', '.join(p for p in POLICY_CODES if p not in ('LINEAR', 'LEARNED'))}, "
+    "LINEAR:q=..,p=..,wait=..,rho=..,expansion=..,area=..,r=.. (weights), "
+    "or LEARNED:path/to/heuristic.json (a fitted polynomial, see rush experiment regression)."
 )
 BACKFILL_HELP = " | ".join(BACKFILL_MODES)
 THRESHOLD_HELP = "Starvation threshold in seconds, or 'none'."

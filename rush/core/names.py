@@ -30,6 +30,8 @@ POLICY_CODES: dict[str, int] = {
     "F4": 17,
     "LIN": 18,
     "LINEAR": 19,
+    # LEARNED:path: a polynomial over (p, q, r) from a JSON file (rush.core.learned).
+    "LEARNED": 20,
 }
 # Policies whose key depends on the current time (wait); the others are sorted once.
 DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})

@@ -25,11 +25,13 @@ F3        p~ * q + 6.86e6 * log10(r)                     smallest
 F4        p~ * sqrt(q) + 5.31e5 * log10(r)               smallest
 LIN       3.24e-2 + 1.15e-7 p~ + 2.61e-5 q - 1.57e-7 r   smallest
 LINEAR    sum of weights over (q, p~, w, rho, expansion, area, r)   smallest
+LEARNED   sum_k c_k (p~/s_p)^a_k (q/s_q)^b_k (r/s_r)^c_k  smallest
 ========  =============================================  ==========
 
 F1-F4 are from Carastan-Santos & de Camargo (SC'17); WFP3 and UNICEF from Tang et al.
 (IPDPS'09). The learned polynomial heuristics of ``rush.models`` plug in as LINEAR
-weights over the same feature vector.
+weights over the same feature vector; the regression-obtained heuristics of ``rush.learn.regression``
+as ``LEARNED:path`` (file format in :mod:`rush.core.learned`; its terms travel in ``weights``).
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ from rush.errors import PolicyError
 
 @dataclass(frozen=True)
 class Policy:
-    """A priority policy by name, with weights for ``LINEAR``."""
+    """A priority policy by name, with weights for ``LINEAR`` or the encoded terms of ``LEARNED``."""
 
     name: str
     weights: tuple[float, ...] = field(default=(0.0,) * len(LINEAR_FEATURES))
+    source: str = field(default="", compare=False)  # LEARNED: the heuristic file
 
     @property
     def code(self) -> int:
@@ -75,6 +78,11 @@ def parse_policy(text: str) -> Policy:
     if name not in POLICY_CODES:
         known = ", ".join(POLICY_CODES)
         raise PolicyError(f"unknown policy {text!r}", where="--policy", fix=f"use one of: {known}")
+    if name == "LEARNED":
+        from rush.core.learned import load_heuristic
+
+        heuristic = load_heuristic(args.strip())
+        return Policy("LEARNED", heuristic.encode(), source=args.strip())
     if name != "LINEAR":
         if args:
             raise PolicyError(
@@ -131,6 +139,19 @@ def _guarded_r(submit: float, time_origin: float) -> float:
 
 
 @njit(cache=True)
+def _learned_key(weights: np.ndarray, p: float, q: float, r: float) -> float:
+    """LEARNED: weights = (n, s_p, s_q, s_r, then a, b, c, coefficient per term)."""
+    x, y, z = p / weights[1], q / weights[2], r / weights[3]
+    total = 0.0
+    for k in range(int(weights[0])):
+        b = 4 + 4 * k
+        total += weights[b + 3] * x ** int(weights[b]) * y ** int(weights[b + 1]) * z ** int(weights[b + 2])
+    if total != total:  # inf - inf from overflowing terms: last, not an unorderable NaN
+        return np.inf
+    return total
+
+
+@njit(cache=True)
 def priority_key(
     code: int,
     weights: np.ndarray,
@@ -176,6 +197,8 @@ def priority_key(
         lg = np.log2(q) if q > 1.0 else 1.0
         return -w / (lg * p)
     r = _guarded_r(submit, time_origin)
+    if code == 20:
+        return _learned_key(weights, p, q, r)
     if code == 14:
         return np.log10(p) * q + 870.0 * np.log10(r)
     if code == 15:

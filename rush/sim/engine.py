@@ -40,6 +40,12 @@ class SimInputs:
       sensitive jobs are predicted to suffer variability.
     * ``divider``: per-job class divider in force when the job was classified (a weekly
       retrained classifier changes it); overrides ``CoreConfig.divider``.
+    * ``reservations`` (n, K) and ``reservation_counts`` (n,): speculative reservations. Job j
+      with ``c = reservation_counts[j] > 0`` runs its attempts with the time limits
+      ``reservations[j, :c]`` (increasing, > 0) instead of its walltime: killed at a limit it
+      would exceed, its work lost, requeued with its original submit time and the next limit
+      (:mod:`rush.core.reservations`); the last limit's kill is final. Backfilling sees
+      min(estimate, current limit); the queue order sees ``estimate`` as given.
     """
 
     estimate: np.ndarray | None = None
@@ -48,6 +54,8 @@ class SimInputs:
     sensitive: np.ndarray | None = None
     variable_intervals: np.ndarray | None = None
     divider: np.ndarray | None = None
+    reservations: np.ndarray | None = None
+    reservation_counts: np.ndarray | None = None
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -61,6 +69,43 @@ def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, 
             fix="give one value per job, in the workload's (submit, job_id) order",
         )
     return arr
+
+
+def _reservation_arrays(inputs: SimInputs, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n, K) limits and (n,) counts, checked: each job's first ``count`` limits increase and are > 0."""
+    where = "SimInputs.reservations"
+    if inputs.reservations is None and inputs.reservation_counts is None:
+        return np.zeros((n, 1), dtype=np.float64), np.zeros(n, dtype=np.int64)
+    if inputs.reservations is None or inputs.reservation_counts is None:
+        raise RushError(
+            "reservations and reservation_counts go together",
+            where=where,
+            fix="give both: an (n, K) array of limits and the number used per job (0: walltime)",
+        )
+    seq = np.ascontiguousarray(inputs.reservations, dtype=np.float64)
+    if seq.ndim != 2 or seq.shape[0] != n or seq.shape[1] < 1:
+        raise RushError(
+            f"reservations has shape {seq.shape}, expected ({n}, K) with K >= 1",
+            where=where,
+            fix="one row per job in the workload's (submit, job_id) order, padded to the longest sequence",
+        )
+    counts = _aligned("reservation_counts", inputs.reservation_counts, n, np.zeros(n, np.int64), np.int64)
+    if counts.min(initial=0) < 0 or counts.max(initial=0) > seq.shape[1]:
+        raise RushError(
+            f"reservation_counts must lie in [0, {seq.shape[1]}]", where="SimInputs.reservation_counts"
+        )
+    used = np.arange(seq.shape[1])[None, :] < counts[:, None]
+    values = np.where(used, seq, 1.0)
+    rising = np.where(used[:, 1:], np.diff(values, axis=1) > 0, True)
+    bad = ~np.isfinite(values).all(axis=1) | (values <= 0).any(axis=1) | ~rising.all(axis=1)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise RushError(
+            f"job #{j}'s reservations {seq[j, : counts[j]].tolist()} are not finite, > 0 and increasing",
+            where=where,
+            fix="give each job a strictly increasing sequence of positive limits",
+        )
+    return seq, counts
 
 
 def _policy_arrays(policy: Policy, time_origin: float, workload: Workload, estimate: np.ndarray):
@@ -96,6 +141,7 @@ def simulate(
     sensitive = _aligned("sensitive", inputs.sensitive, n, np.zeros(n, dtype=np.bool_), np.bool_)
     scalar_divider = float(config.divider) if config.divider is not None else np.inf
     divider = _aligned("divider", inputs.divider, n, np.full(n, scalar_divider), np.float64)
+    res_seq, res_count = _reservation_arrays(inputs, n)
     intervals = (
         np.zeros((0, 2))
         if inputs.variable_intervals is None
@@ -152,6 +198,8 @@ def simulate(
         int(config.skip_limit),
         float(time_origin),
         float(config.wait_quantum),
+        res_seq,
+        res_count,
         counter,
     )
     t0 = time.perf_counter()
@@ -160,7 +208,8 @@ def simulate(
     else:
         out = run_simulation(*args)
     elapsed = time.perf_counter() - t0
-    start, end, backfilled, killed, requeues, wasted, skips, final_class, first_reservation = out
+    start, end, backfilled, killed, requeues, wasted, skips, final_class, first_reservation = out[:9]
+    reservation_kills = out[9]
     info = {
         "trace": workload.name,
         "policy": config.policy.name,
@@ -187,7 +236,11 @@ def simulate(
         wasted_area=wasted,
         skips=skips,
         info=info,
-        attributes={"runtime_class": final_class, "first_reservation": first_reservation},
+        attributes={
+            "runtime_class": final_class,
+            "first_reservation": first_reservation,
+            "reservation_kills": reservation_kills,
+        },
     )
 
 

@@ -2,7 +2,9 @@
 :mod:`rush.core` (ordering, passes and rules), the same code the daemon calls.
 
 At each event time t: process completions (and false-small kills, which requeue the
-job as large with its original submit time), then arrivals, then one scheduling pass.
+job as large with its original submit time; and kills at a speculative reservation, which
+requeue it with its next reservation, :mod:`rush.core.reservations`), then arrivals, then one
+scheduling pass.
 """
 
 from __future__ import annotations
@@ -12,6 +14,13 @@ from numba import njit
 
 from rush.core.backfill import MODE_CONSERVATIVE, MODE_EASY, conservative_pass, easy_pass
 from rush.core.ordering import compute_order_keys, sort_queue
+from rush.core.reservations import (
+    is_speculative,
+    next_attempt,
+    requeue_after_kill,
+    reservation_kill_due,
+    run_limit,
+)
 from rush.core.rules import effective_estimate, is_killable, kill_due, kill_time, requeue_as_large
 
 INF = np.inf
@@ -127,6 +136,8 @@ def run_simulation(
     skip_limit: int,
     time_origin: float,
     wait_quantum: float,
+    res_seq: np.ndarray,
+    res_count: np.ndarray,
     progress: np.ndarray,
 ):
     n = len(submit)
@@ -143,9 +154,14 @@ def run_simulation(
     est = np.empty(n, dtype=np.float64)  # reservation estimate of the job's next run
     run_est_end = np.empty(n, dtype=np.float64)  # its current run's estimated end
     divider_kill = np.zeros(n, dtype=np.bool_)  # its current run ends by a false-small kill
+    attempt = np.zeros(n, dtype=np.int64)  # index of the job's reservation in its sequence
+    limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
+    reservation_kill = np.zeros(n, dtype=np.bool_)  # its current run ends at its reservation
+    reservation_kills = np.zeros(n, dtype=np.int64)
     for j in range(n):
+        limit[j] = run_limit(res_seq[j], res_count[j], 0, requested_time[j])
         killable = is_killable(kill_false_small, runtime_class[j], idempotent[j], 0, max_requeues)
-        est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider[j])
+        est[j] = effective_estimate(estimate[j], limit[j], killable, divider[j])
 
     queue = np.empty(n, dtype=np.int64)
     q_group = np.empty(n, dtype=np.int64)
@@ -197,14 +213,20 @@ def run_simulation(
             hn = _heap_pop(ht, hj, hn)
             free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
-            if divider_kill[j]:
-                divider_kill[j] = False
+            if divider_kill[j] or reservation_kill[j]:
                 wasted[j] += (t - start[j]) * procs[j]
-                runtime_class[j], requeues[j] = requeue_as_large(requeues[j])
+                if divider_kill[j]:
+                    runtime_class[j], requeues[j] = requeue_as_large(requeues[j])
+                else:
+                    attempt[j] = next_attempt(attempt[j])
+                    limit[j] = run_limit(res_seq[j], res_count[j], attempt[j], requested_time[j])
+                    reservation_kills[j] += 1
+                divider_kill[j] = False
+                reservation_kill[j] = False
                 killable = is_killable(
                     kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
                 )
-                est[j] = effective_estimate(estimate[j], requested_time[j], killable, divider[j])
+                est[j] = effective_estimate(estimate[j], limit[j], killable, divider[j])
                 start[j] = -1.0
                 end[j] = -1.0
                 backfilled[j] = False
@@ -333,11 +355,14 @@ def run_simulation(
             start[j] = t
             backfilled[j] = out_bf[k]
             length = runtime[j]
-            if length > requested_time[j]:
-                length = requested_time[j]
-                killed[j] = True
-            else:
-                killed[j] = False
+            killed[j] = False
+            if reservation_kill_due(length, limit[j]):
+                length = limit[j]
+                # A reservation with a successor requeues the job; the last one is a final kill.
+                if is_speculative(res_count[j]) and requeue_after_kill(attempt[j], res_count[j]):
+                    reservation_kill[j] = True
+                else:
+                    killed[j] = True
             killable = is_killable(
                 kill_false_small, runtime_class[j], idempotent[j], requeues[j], max_requeues
             )
@@ -345,6 +370,7 @@ def run_simulation(
             if killable and kill_due(t, t + length, divider[j]):
                 length = kill_time(t, divider[j]) - t
                 killed[j] = False
+                reservation_kill[j] = False
                 divider_kill[j] = True
             end[j] = t + length
             run_est_end[j] = t + est[j]
@@ -375,4 +401,15 @@ def run_simulation(
         for k in range(ns):
             started_mark[out_start[k]] = False
     progress[0] = done
-    return start, end, backfilled, killed, requeues, wasted, skips, runtime_class, first_reservation
+    return (
+        start,
+        end,
+        backfilled,
+        killed,
+        requeues,
+        wasted,
+        skips,
+        runtime_class,
+        first_reservation,
+        reservation_kills,
+    )
