@@ -1,0 +1,111 @@
+"""``rush experiment variability``: RUSH vs FCFS+EASY in the contention simulator (Nichols et al., IPDPS 2022).
+
+Heavy modules are imported inside the command: ``rush --help`` imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+SCENARIO_CHOICES = ("ADAA", "ADPA", "PDPA", "WS", "SS")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("variability")(variability_command)
+
+
+def _scenarios(text: str) -> list[str]:
+    names = [s.strip().upper() for s in text.split(",") if s.strip()]
+    if "ALL" in names:
+        return list(SCENARIO_CHOICES)
+    return list(dict.fromkeys(names))
+
+
+def variability_command(
+    scenario: str = typer.Option(
+        "all", "--scenario", help="ADAA | ADPA | PDPA | WS | SS | all (comma-separated)."
+    ),
+    trials: int = typer.Option(
+        5, "--trials", help="Paired trials per scenario (each runs FCFS+EASY, RUSH, RUSH-L, NOISE-ORACLE)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the campaign, the models and the trials."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Keep campaign/, models/, results/ and plots/ here (default: a temporary directory).",
+    ),
+    campaign_hours: float = typer.Option(
+        2.0, "--campaign-hours", help="Simulated hours of the training campaign."
+    ),
+    cluster: str = typer.Option(
+        "serial", "--cluster", help="Where trials run: serial | local | local:N (rush.sweep)."
+    ),
+    scale: float = typer.Option(
+        1.0, "--scale", help="Fraction of the published job counts (tests use less)."
+    ),
+    fresh: bool = typer.Option(False, "--fresh", help="Redo the campaign, the models and every trial."),
+    train_models: str = typer.Option(
+        "all", "--train-models", help="Model kinds compared in training (comma-separated), or all."
+    ),
+    estimators: int = typer.Option(100, "--estimators", help="Trees / boosting rounds per model."),
+) -> None:
+    """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
+    import tempfile
+
+    from rush.contention.study import check_args, run_study
+    from rush.errors import ConfigError
+    from rush.variability.train import TrainOptions
+
+    names = _scenarios(scenario)
+    check_args(names, trials, seed, campaign_hours, scale)  # before any work: bad input, exit 2
+    kinds = (
+        None if train_models.strip().lower() == "all" else tuple(m.strip() for m in train_models.split(","))
+    )
+    try:
+        TrainOptions(models=kinds or TrainOptions().models, n_estimators=estimators).checked()
+    except ConfigError as exc:  # name this command's flags
+        flag = {"--models": "--train-models"}.get(exc.where or "", exc.where)
+        raise ConfigError(exc.message, where=flag, fix=exc.fix) from None
+    with tempfile.TemporaryDirectory(prefix="rush-variability-") as tmp:
+        where = out or Path(tmp)
+        summary = run_study(
+            where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
+            progress=not as_json,
+            train_models=kinds,
+            estimators=estimators,
+        )  # fmt: skip
+        if as_json:
+            typer.echo(json.dumps(summary, indent=1))
+            return
+        _print(summary, where if out else None)
+
+
+def _print(summary: dict, out: Path | None) -> None:
+    c = summary["campaign"]
+    typer.echo(
+        f"campaign: {c['runs']} runs over {c['hours']} h (seed {c['seed']}), noise on {c['noise_on_share']:.0%}"
+    )
+    for name, t in summary["training"].items():
+        best = max(t["cv_table"], key=lambda r: r["mean_f1"])
+        typer.echo(f"model {name}: {t['model']} on {t['rows']} runs ({t['variation_runs']} with variation), "
+                   f"best LOAO mean F1 {best['mean_f1']:.2f} ({best['model']})")  # fmt: skip
+    for s, by_policy in summary["results"].items():
+        typer.echo(f"\n{s}")
+        typer.echo(
+            f"  {'app':<9}{'policy':<11}{'runs':>6}{'var':>6}{'rt mean':>9}{'rt max':>9}{'wait':>8}{'skips':>7}"
+        )
+        apps = by_policy["FCFS+EASY"]["apps"]
+        for app in apps:
+            for p, res in by_policy.items():
+                a = res["apps"][app]
+                typer.echo(f"  {app:<9}{p:<11}{a['runs']:>6.1f}{a['runs_with_variation']:>6.1f}"
+                           f"{a['runtime_mean']:>9.0f}{a['runtime_max']:>9.0f}{a['wait_mean']:>8.0f}{a['skips_mean']:>7.1f}")  # fmt: skip
+        for p, res in by_policy.items():
+            typer.echo(f"  {p}: runs with variation {res['runs_with_variation']:.1f} of {res['runs']:.0f} per trial, "
+                       f"makespan {res['makespan_mean']:.0f} s, mean wait {res['wait_mean']:.0f} s")  # fmt: skip
+    if out:
+        typer.echo(f"\nresults in {out / 'results'}, plots in {out / 'plots'}")
