@@ -101,6 +101,10 @@ run_tests() {
   bash .ci/install-deps.sh
   ensure_venv
   install_rush "test,mpi,cassandra,dask"
+  # XNES for the mixed-policy study comes from pypop7, whose declared dependencies (nevergrad,
+  # gymnasium, seaborn, ...) its XNES does not use: installed without them.
+  "$PY" -c 'import pypop7' 2>/dev/null ||
+    "$PY" -m pip install -q --disable-pip-version-check --no-deps pypop7==0.0.82
   # The RJMS builds the suite runs against beside Debian's Slurm 22.05, from ../shared/vendor
   # (cached: minutes the first time, seconds after; nothing is built when it is absent and
   # those tests skip with the reason).

@@ -7,8 +7,9 @@ Users opt in through the job comment:
     sbatch --comment=rush:idempotent,app=lammps,wtype=network ...
     sbatch --comment=rush:wtype=io ...                    # workload type only
 
-Keys: idempotent (flag), app (application label, [A-Za-z0-9._-]), wtype (one of
-compute, network, io, memory, mixed). The plugin writes them to the job's admin_comment
+Keys: idempotent (flag), speculative (flag: rush may run the job under shorter limits learnt
+from its application's past runs, requeuing it with the next one when it hits one), app
+(application label, [A-Za-z0-9._-]), wtype (one of compute, network, io, memory, mixed). The plugin writes them to the job's admin_comment
 as "rush:idempotent=1;app=lammps;wtype=network" (app defaults to the job name), where the
 rush daemon reads them. A malformed rush option rejects the submission with a message
 that says how to fix it; so does a rush comment over 1024 characters or a key given twice
@@ -16,7 +17,7 @@ that says how to fix it; so does a rush comment over 1024 characters or a key gi
 whether the daemon runs or not; jobs without a rush comment pass through untouched.
 
 On modification (`scontrol update JobId=N Comment=rush:...`) the new comment re-declares
-the user's keys; the daemon's own keys in admin_comment (class, requeues) are kept. A
+the user's keys; the daemon's own keys in admin_comment (class, requeues, attempt) are kept. A
 rejected modification cannot show its message (Slurm only forwards log_user at submit):
 scontrol reports an error and slurmctld's log says why.
 Install: copy this file as job_submit.lua next to slurm.conf, set JobSubmitPlugins=lua.
@@ -121,7 +122,7 @@ local function parse_rush_comment(comment)
 		if key == "" then
 			return "'" .. shown(item) .. "' has no key before '='"
 		elseif not only(key, "_") then
-			return "cannot read '" .. shown(item) .. "' (keys are idempotent, app, wtype)"
+			return "cannot read '" .. shown(item) .. "' (keys are idempotent, speculative, app, wtype)"
 		elseif tags[key] ~= nil then
 			return "key '" .. key .. "' is given twice"
 		elseif key == "idempotent" then
@@ -129,6 +130,11 @@ local function parse_rush_comment(comment)
 				return "idempotent takes no value (write rush:idempotent)"
 			end
 			tags.idempotent = "1"
+		elseif key == "speculative" then
+			if value ~= "1" and value ~= "yes" and value ~= "true" then
+				return "speculative takes no value (write rush:speculative)"
+			end
+			tags.speculative = "1"
 		elseif key == "app" then
 			if not only(value, "._-") then
 				return "app must be letters, digits, '.', '_' or '-'"
@@ -140,7 +146,7 @@ local function parse_rush_comment(comment)
 			end
 			tags.wtype = value
 		else
-			return "unknown key '" .. key .. "' (use idempotent, app, wtype)"
+			return "unknown key '" .. key .. "' (use idempotent, speculative, app, wtype)"
 		end
 		return nil
 	end)
@@ -167,7 +173,7 @@ local function app_label(job_name)
 end
 
 -- Tags rush itself manages (set by the daemon through scontrol, kept across user edits).
-local DAEMON_KEYS = { "class", "requeues" }
+local DAEMON_KEYS = { "class", "requeues", "attempt" }
 
 local function existing_tags(admin)
 	local tags = {}
@@ -186,7 +192,7 @@ end
 
 local function admin_comment(tags)
 	local parts = {}
-	for _, key in ipairs({ "idempotent", "app", "wtype", "class", "requeues" }) do
+	for _, key in ipairs({ "idempotent", "speculative", "app", "wtype", "class", "requeues", "attempt" }) do
 		if tags[key] ~= nil then
 			table.insert(parts, key .. "=" .. tags[key])
 		end

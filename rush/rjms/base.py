@@ -109,6 +109,16 @@ class RJMSBackend(abc.ABC):
         (ask again next cycle); otherwise the result of any follow-up (e.g. its begin time)."""
         return ActionResult(ok=True, answer="nothing to finish")
 
+    def set_time_limit(self, job_id: int, seconds: float) -> ActionResult:
+        """Set a pending job's time limit (speculative reservations: the attempt's t_k)."""
+        return ActionResult(False, f"the {self.name} backend cannot change a time limit", attempted=False)
+
+    def requeue_with_limit(self, job_id: int, tags: dict[str, str], seconds: float) -> ActionResult:
+        """Run a job that ended at its time limit again with a new limit and updated rush tags
+        (Slurm: requeue the same job; Flux: resubmit its jobspec, a new job). Returns once the
+        RJMS accepted it; the daemon confirms it on a later read."""
+        return ActionResult(False, f"the {self.name} backend cannot requeue a timed-out job", attempted=False)
+
     @abc.abstractmethod
     def submit(
         self,
@@ -147,6 +157,13 @@ def check_submit(procs: object, time_limit: object, command: Sequence[str], begi
         isinstance(begin, bool) or not isinstance(begin, int | float) or not 0 <= begin < 2**40
     ):
         raise RJMSError(f"invalid begin time {begin!r}", where="submit", fix="Unix seconds >= 0")
+
+
+def check_time_limit(seconds: object, where: str = "time limit") -> float:
+    """A time limit in seconds as every backend takes it: a finite number, 0 < seconds < 2**40."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < 2**40:
+        raise RJMSError(f"invalid time limit {seconds!r}", where=where, fix="seconds > 0")
+    return float(seconds)
 
 
 _BACKENDS: dict[str, str] = {

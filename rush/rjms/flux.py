@@ -59,7 +59,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
+from rush.rjms.base import (
+    ActionResult,
+    ClusterState,
+    RJMSBackend,
+    RJMSJob,
+    check_submit,
+    check_time_limit,
+    register_backend,
+)
 
 # flux/job.h: job states (a bit each) and the virtual "pending"/"running" masks.
 STATE_DEPEND, STATE_PRIORITY, STATE_SCHED, STATE_RUN, STATE_CLEANUP, STATE_INACTIVE = 2, 4, 8, 16, 32, 64
@@ -588,7 +596,40 @@ class FluxBackend(RJMSBackend):
             new_id = int(flux.job.submit(self.handle, json.dumps(spec), urgency=URGENCY_DEFAULT))
         except OSError as exc:
             return ActionResult(ok=False, answer=f"{done}; resubmit failed: {exc.strerror or exc}")
-        return ActionResult(ok=True, answer=f"{done}; replacement {new_id} submitted as {rush['class']}")
+        kind = f" as {rush['class']}" if "class" in rush else ""
+        return ActionResult(ok=True, answer=f"{done}; replacement {new_id} submitted{kind}")
+
+    # -- speculative reservations --------------------------------------------------------------
+    def set_time_limit(self, job_id: int, seconds: float) -> ActionResult:
+        """A pending job's duration through ``job-manager.update`` (as ``flux update ID duration=``;
+        the instance owner may set any job's)."""
+        _check_id(job_id)
+        duration = check_time_limit(seconds, "set_time_limit")
+        try:
+            self._rpc(
+                "job-manager.update", {"id": job_id, "updates": {"attributes.system.duration": duration}}
+            )
+        except RJMSError as exc:
+            return ActionResult(ok=False, answer=f"duration not updated: {exc}")
+        self._tags.pop(job_id, None)  # the cached jobspec duration is stale
+        return ActionResult(ok=True, answer=f"duration {duration:g} s")
+
+    def requeue_with_limit(self, job_id: int, tags: dict[str, str], seconds: float) -> ActionResult:
+        """A job that ended by its time limit: its original jobspec submitted again with the new
+        duration, its rush tags updated and its original submit time (Flux has no requeue).
+        The replacement is found next cycle by :meth:`find_replacement`."""
+        _check_id(job_id)
+        duration = check_time_limit(seconds, "requeue_with_limit")
+        try:
+            old = self._job_record(job_id)
+            spec = self._original_jobspec(job_id)
+        except RJMSError as exc:
+            return ActionResult(ok=False, answer=f"not resubmitted: {exc}", attempted=False)
+        if not int(old.get("state", 0)) & STATE_INACTIVE or old.get("exception_type") != "timeout":
+            return ActionResult(ok=False, answer="not resubmitted: the job did not end by its time limit",
+                                attempted=False)  # fmt: skip
+        spec.setdefault("attributes", {}).setdefault("system", {})["duration"] = duration
+        return self._resubmit(job_id, old, spec, tags, f"timed out; duration {duration:g} s")
 
     def find_replacement(self, job_id: int, state: ClusterState | None = None) -> int | None:
         """The job rush submitted in place of ``job_id`` (its ``requeued_from`` tag), live or ended.

@@ -26,6 +26,7 @@ A read either returns a complete :class:`ClusterState` or raises :class:`RJMSErr
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import time
@@ -37,7 +38,15 @@ from typing import Any
 
 from rush.errors import ConfigError, RJMSError
 from rush.rjms import slurm_json
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
+from rush.rjms.base import (
+    ActionResult,
+    ClusterState,
+    RJMSBackend,
+    RJMSJob,
+    check_submit,
+    check_time_limit,
+    register_backend,
+)
 from rush.rjms.slurm_cli import SlurmCLI
 from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's parsing API)
     FINAL_STATES,
@@ -84,6 +93,11 @@ def _text(value: str, what: str) -> str:
             fix="letters, digits, spaces and _.,:=+/@%- only (no newlines, ';' or quotes)",
         )
     return value
+
+
+def _minutes(seconds: float) -> int:
+    """Slurm's limit (whole minutes) that holds ``seconds``: rounded up, at least 1."""
+    return max(1, math.ceil(seconds / 60 - 1e-9))
 
 
 def finished_records(
@@ -478,6 +492,49 @@ class SlurmBackend(RJMSBackend):
         if job.state in ("COMPLETING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "STAGE_OUT"):
             return None
         return ActionResult(ok=True, answer=f"nothing to finish (the job is {job.state})")
+
+    # -- speculative reservations: limits are whole minutes ----------------------------------
+    time_limit_granularity = 60.0
+
+    def set_time_limit(self, job_id: int, seconds: float) -> ActionResult:
+        """``scontrol update TimeLimit=M`` with M the limit in minutes, rounded up (Slurm keeps
+        minutes): a run is never cut before its reservation."""
+        minutes = _minutes(check_time_limit(seconds, "set_time_limit"))
+        return self._command(
+            "time limit", "scontrol", "update", f"JobId={_job_id(job_id)}", f"TimeLimit={minutes}"
+        )
+
+    def requeue_with_limit(self, job_id: int, tags: dict[str, str], seconds: float) -> ActionResult:
+        """A batch job that ended by TIMEOUT: ``scontrol requeue N`` (it is PENDING at once, with
+        the restart count up, on 22.05 and 25.11 with JobRequeue=1), then one ``scontrol update``
+        of its limit, its tags (merged with the job's) and its begin time (Slurm delays a
+        requeued job's begin; the old run ended, so there is nothing to wait for)."""
+        minutes = _minutes(check_time_limit(seconds, "requeue_with_limit"))
+        jid = _job_id(job_id)
+        format_tags(tags)  # validate before touching the job
+        if not self.cli.has("scontrol"):
+            return self._command("requeue (no requeue endpoint in slurmrestd)", "scontrol")
+        job = self.job(job_id)
+        if job is None:
+            return ActionResult(False, "the job is no longer known to slurmctld", attempted=False)
+        if job.state != "TIMEOUT":
+            return ActionResult(False, f"not requeued: the job is {job.state}, not TIMEOUT", attempted=False)
+        comment = format_tags({**job.tags, **tags})
+        result = self.cli.action("scontrol", "requeue", jid)
+        if not result.ok:
+            return result
+        update = self.cli.action(
+            "scontrol",
+            "update",
+            f"JobId={jid}",
+            f"TimeLimit={minutes}",
+            "StartTime=now",
+            f"AdminComment={comment}",
+        )
+        return ActionResult(
+            ok=update.ok,
+            answer=f"requeue issued: {result.answer}; TimeLimit={minutes} StartTime=now {comment}: {update.answer}",
+        )
 
     def cancel(self, job_id: int) -> ActionResult:
         return self._act("cancel", "DELETE", job_id, None, "scancel", _job_id(job_id))
