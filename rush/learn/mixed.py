@@ -285,9 +285,14 @@ def evaluate(
 def task(cell: dict, resources: Mapping[str, Any]) -> list[dict]:
     """Sweep task: ``cell`` = {trace, span: week|trace, weeks, policy, features, weights, threshold, tau}.
 
-    ``span = "trace"`` simulates the whole trace once (the pure-policy ranking; row week -1).
+    ``span = "trace"`` simulates the whole trace once (the pure-policy ranking; row week -1);
+    ``optimiser = "xnes"`` runs a whole XNES search over the cell's weeks (one row).
     """
     tw: TraceWeeks = resources[cell["trace"]]
+    if cell.get("optimiser") == "xnes":  # a whole XNES run in one cell (rush.learn.mixed_xnes)
+        from rush.learn.mixed_xnes import xnes_rows
+
+        return xnes_rows(cell, tw)
     policy = cell_policy(cell, tw.scales)
     threshold = cell.get("threshold")
     tau = float(cell.get("tau", 10.0))

@@ -322,3 +322,110 @@ def test_missing_trace_exits_2_with_a_message(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "no such trace" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- XNES (pypop7) -------------------------------------------------------------------------
+
+
+def _start_value(tw, week: int, features: tuple[str, ...]) -> float:
+    start = np.full(len(features), 1.0 / len(features))
+    cell = {"trace": "t", "weeks": [week], "policy": MIXED, "features": ",".join(features)}
+    return task(cell | {"weights": start.tolist(), "threshold": THRESHOLD}, {"t": tw})[0]["mean_bsld"]
+
+
+def test_xnes_is_never_worse_than_its_start(trace_file: Path) -> None:
+    pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
+    result = run_study(config(trace_file, methods=("xnes3", "xnes6"), seed=3))
+    data = result["traces"][str(trace_file)]
+    tw = load_trace_weeks(str(trace_file))
+    for method, features in (("xnes3", FEATURES_3), ("xnes6", FEATURES_6)):
+        for week in data["weeks"]:
+            m = week["methods"][method]
+            assert m["bsld_star"] <= _start_value(tw, week["week"], features) + 1e-9
+            assert math.isclose(np.abs(m["w_star"]).sum(), 1.0) and len(m["w_star"]) == len(features)
+            # w* is a real policy: re-simulating it gives the value XNES reported.
+            cell = {"trace": "t", "weeks": [week["week"]], "policy": MIXED, "features": ",".join(features)}
+            again = task(cell | {"weights": m["w_star"], "threshold": THRESHOLD}, {"t": tw})[0]
+            assert again["mean_bsld"] == pytest.approx(m["bsld_star"])
+        summary = data["summary"][method]
+        assert summary["weeks"] == 3 and summary["features"] == list(features)
+        assert summary["w_train"] is not None and math.isclose(np.abs(summary["w_train"]).sum(), 1.0)
+    assert result["settings"]["xnes_evaluations"] == {"3": 2 * 4, "6": 2 * 4}  # generations x popsize
+
+
+def test_xnes_results_do_not_depend_on_the_other_methods_chosen(trace_file: Path) -> None:
+    pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
+    alone = run_study(config(trace_file, methods=("xnes3",), seed=5))["traces"][str(trace_file)]
+    mixed = run_study(config(trace_file, methods=("grid", "xnes3"), seed=5))["traces"][str(trace_file)]
+    assert [w["methods"]["xnes3"] for w in alone["weeks"]] == [w["methods"]["xnes3"] for w in mixed["weeks"]]
+
+
+def test_xnes_runs_resume_from_the_sweep_table(trace_file: Path, tmp_path: Path) -> None:
+    """A whole XNES run is one sweep cell: its best w comes back from the kept table, not rerun."""
+    pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
+    first = run_study(config(trace_file, methods=("xnes3",), sweep_dir=tmp_path / "sweep"))
+    again = run_study(config(trace_file, methods=("xnes3",), sweep_dir=tmp_path / "sweep"))
+    assert again["traces"] == first["traces"]
+    assert first["settings"]["sweep_cells_computed"] > 0 and again["settings"]["sweep_cells_computed"] == 0
+
+
+def test_run_xnes_keeps_the_start_on_a_flat_objective_and_spends_its_budget() -> None:
+    pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
+    from rush.learn.mixed_xnes import run_xnes
+
+    calls: list[np.ndarray] = []
+
+    def flat(w: np.ndarray) -> float:
+        calls.append(w)
+        return 4.0
+
+    w, value, done = run_xnes(flat, 3, 12, 4, seed=1)
+    assert value == 4.0 and np.allclose(w, [1 / 3, 1 / 3, 1 / 3])  # ties keep the start
+    assert done == len(calls) == 13  # the start + the budget
+    with pytest.raises(RushError, match="XNES budget"):
+        run_xnes(flat, 3, 0, 4, seed=1)
+
+
+def test_cli_tiny_xnes3_run(trace_file: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
+    out = tmp_path / "out"
+    args = ["--trace", str(trace_file), "--method", "xnes3", "--cma-generations", "2", "--cma-popsize", "3"]
+    result = _cli([*args, "--cluster", "serial", "--json", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["settings"]["methods"] == ["xnes3"] and data["settings"]["xnes_evaluations"]["3"] == 6
+    trace = data["traces"][str(trace_file)]
+    assert set(trace["summary"]) == {"xnes3"}
+    assert all(set(w["methods"]) == {"xnes3"} for w in trace["weeks"])
+    lines = (out / "results" / "weekly.csv").read_text().splitlines()
+    assert len(lines) == 1 + 3 and all(",xnes3," in line for line in lines[1:])
+
+
+def _rush_without_pypop7(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    # pypop7 is installed here, so its absence is made by hiding it from the import system
+    # (sys.modules[name] = None makes ``import`` raise ImportError) in a real rush process.
+    code = (
+        "import runpy, sys; sys.modules['pypop7'] = None; "
+        f"sys.argv = ['rush', 'experiment', 'mixed', *{args!r}]; runpy.run_module('rush', run_name='__main__')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"RUSH_TRACE_MIRROR": str(tmp_path)},
+        timeout=300,
+    )
+
+
+def test_missing_pypop7_exits_2_naming_the_install_and_other_methods_still_run(
+    trace_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    base = ["--trace", str(trace_file), "--cluster", "serial", "--cma-generations", "1", "--cma-popsize", "3"]
+    proc = _rush_without_pypop7([*base, "--method", "grid,xnes6", "--out", str(out)], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install --no-deps pypop7==0.0.82" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()  # refused before any simulation or output
+    ok = _rush_without_pypop7([*base, "--method", "grid,cmaes3", "--grid-steps", "2", "--json"], tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert set(json.loads(ok.stdout)["traces"][str(trace_file)]["summary"]) == {"grid", "cmaes3"}

@@ -14,7 +14,7 @@ import typer
 
 from rush.errors import RushError
 
-METHOD_CHOICES = ("grid", "cmaes3", "cmaes6", "all")
+METHOD_CHOICES = ("grid", "cmaes3", "cmaes6", "xnes3", "xnes6", "all")
 MAX_GRID_STEPS = 100
 MAX_GENERATIONS = 1000
 MAX_POPSIZE = 1000
@@ -37,7 +37,7 @@ def _methods(text: str) -> tuple[str, ...]:
             f"unknown --method {text!r}", where="--method", fix=f"one of {', '.join(METHOD_CHOICES)}"
         )
     if "all" in names:
-        return ("grid", "cmaes3", "cmaes6")
+        return ("grid", "cmaes3", "cmaes6", "xnes3", "xnes6")
     return tuple(dict.fromkeys(names))
 
 
@@ -71,8 +71,10 @@ def mixed_command(
     weeks: str = typer.Option(
         "all", "--weeks", help="The first N weeks of each trace (at most its length), or all."
     ),
-    method: str = typer.Option("all", "--method", help="grid | cmaes3 | cmaes6 | all (comma-separated)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the CMA-ES runs."),
+    method: str = typer.Option(
+        "all", "--method", help="grid | cmaes3 | cmaes6 | xnes3 | xnes6 | all (comma-separated)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the CMA-ES and XNES runs."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     out: Path | None = typer.Option(
         None, "--out", help="Write results/*.csv, results/*.json and plots/ here."
@@ -86,8 +88,12 @@ def mixed_command(
     grid_steps: int = typer.Option(
         10, "--grid-steps", help="Simplex grid step 1/N for grid (10: 66 points)."
     ),
-    generations: int = typer.Option(15, "--cma-generations", help="CMA-ES generations per run."),
-    popsize: int | None = typer.Option(None, "--cma-popsize", help="CMA-ES population (default 4 + 3 ln d)."),
+    generations: int = typer.Option(
+        15, "--cma-generations", help="CMA-ES generations per run (XNES: the same evaluations)."
+    ),
+    popsize: int | None = typer.Option(
+        None, "--cma-popsize", help="CMA-ES/XNES population (default 4 + 3 ln d)."
+    ),
     threshold: str = typer.Option("2.31d", "--threshold", help="Starvation threshold: seconds, 2.31d, none."),
     tau: float = typer.Option(10.0, "--tau", help="Bounded-slowdown threshold tau in seconds (> 0)."),
     procs: int | None = typer.Option(None, "--procs", help="Machine size (default: the trace's)."),
@@ -128,6 +134,10 @@ def mixed_command(
         if parse_lublin_spec(spec) is None:
             resolve_trace(spec)
 
+    if any(m.startswith("xnes") for m in methods) and not ranking:
+        from rush.learn.mixed_xnes import load_xnes
+
+        load_xnes()  # pypop7 missing: exit 2 naming the install line, before any simulation
     from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
     from rush.learn.mixed_study import StudyConfig, pure_ranking, run_study
 
