@@ -4,6 +4,7 @@ absent and malformed files, and the real /proc of this machine."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,9 @@ def test_real_proc_of_this_machine() -> None:
         pytest.skip("no procfs here")
     collector = ProcfsCollector()
     collector.collect()
+    # /proc/stat counts CPU time in jiffies (10 ms): back-to-back readings can be equal, and
+    # then no CPU fraction is defined; wait for the counters to move.
+    time.sleep(0.3)
     metrics = {s.metric: s.value for s in collector.collect()}
     for name in ("net_xmit_bytes_per_s", "cpu_user_frac", "ctxt_per_s", "load1", "mem_available_frac"):
         assert name in metrics
