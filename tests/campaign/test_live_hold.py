@@ -30,6 +30,7 @@ from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.config import parse_config
 from rush.rjms.base import get_backend
+from tests import polling
 
 WINDOW = 12.0  # the model card's window: the live predictor reads [now - WINDOW, now)
 # bytes/s in the synthetic campaign; live here: ~1e5 quiet, ~1e9 with the network noise. The
@@ -112,13 +113,7 @@ def live_store(tmp_path: Path) -> Iterator[Path]:
 
 
 def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def window_mean(store_path: Path) -> float:

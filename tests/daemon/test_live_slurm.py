@@ -26,16 +26,11 @@ from rush.daemon.config import RushConfig, parse_config
 from rush.daemon.journal import Journal
 from rush.daemon.service import Daemon
 from rush.rjms.base import RJMSJob, get_backend
+from tests import polling
 
 
 def wait_for(predicate, timeout: float = 45.0, step: float = 0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def job(cluster, job_id: int) -> RJMSJob | None:

@@ -35,6 +35,7 @@ from rush.daemon.speculative import (
 )
 from rush.errors import ConfigError, RJMSError
 from rush.rjms.base import RJMSJob, get_backend
+from tests import polling
 from tests.slurm.test_lua_plugin_hostile import LUA, run_plugin
 
 # -- configuration ------------------------------------------------------------------------
@@ -201,13 +202,7 @@ SAMPLES = (40.0, 45.0, 50.0, 42.0, 48.0)
 
 
 def wait_for(predicate, timeout: float = 60.0, step: float = 1.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def speculator(cluster, path: Path) -> Speculator:

@@ -12,11 +12,11 @@ import hashlib
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from tests import polling
 from tests.flux import instance
 from tests.flux.instance import FluxInstance
 
@@ -80,13 +80,7 @@ def start(workdir: Path, plugin: Path, conf: str = "", statedir: Path | None = N
 
 
 def wait_for(predicate, timeout: float = 30.0, step: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def priorities(inst: FluxInstance) -> dict[int, int]:

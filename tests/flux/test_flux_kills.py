@@ -27,6 +27,7 @@ from rush.daemon.journal import Journal
 from rush.daemon.service import Daemon
 from rush.rjms.base import get_backend
 from rush.rjms.flux import KILL_NOTE, FluxBackend
+from tests import polling
 from tests.flux.instance import FluxInstance
 
 # The rule classifier: a job asking for at most 2 minutes is predicted small; the divider is 3 s.
@@ -35,13 +36,7 @@ SMALL_RULE = {"small_below": 120}
 
 
 def wait_for(predicate, timeout: float = 45.0, step: float = 0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def config(flux: FluxInstance, tmp_path: Path, policy: dict | None = None, **sections) -> RushConfig:

@@ -17,18 +17,14 @@ from pathlib import Path
 from rush.daemon.journal import Journal
 from rush.daemon.speculative import SpeculativeSection, Speculator
 from rush.rjms.base import get_backend
+from tests import polling
 from tests.flux.instance import FluxInstance
 
 SAMPLES = (3.0, 2.5, 3.5, 2.8, 3.2)
 
 
-def wait_for(predicate, timeout: float = 5.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(0.1)
-    raise AssertionError("condition not reached in time")
+def wait_for(predicate, timeout: float = 5.0, step: float = 0.1):
+    return polling.wait_for(predicate, timeout, step)
 
 
 def speculator(flux: FluxInstance, path: Path) -> Speculator:

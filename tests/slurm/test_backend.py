@@ -20,6 +20,7 @@ import pytest
 from rush.errors import ConfigError, RJMSError
 from rush.rjms.base import RJMSBackend, RJMSJob, get_backend
 from rush.rjms.slurm import SlurmBackend, format_tags, parse_tags
+from tests import polling
 
 
 def backend(cluster, **options) -> SlurmBackend:
@@ -63,13 +64,7 @@ def make_backend(request: pytest.FixtureRequest, slurm) -> Callable[..., RJMSBac
 
 
 def wait_for(predicate, timeout=60.0, step=0.5):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def job(b: SlurmBackend, job_id: int) -> RJMSJob | None:

@@ -22,6 +22,7 @@ from rush.daemon.service import Daemon, make_backend
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms import slurm_pyslurm
 from rush.rjms.base import RJMSBackend, RJMSJob, backend_names, get_backend
+from tests import polling
 
 HAS_PYSLURM = importlib.util.find_spec("pyslurm") is not None
 needs_pyslurm = pytest.mark.skipif(
@@ -41,13 +42,7 @@ def commands_backend(cluster, **options) -> RJMSBackend:
 
 
 def wait_for(predicate, timeout=60.0, step=0.3):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(step)
-    raise AssertionError("condition not reached in time")
+    return polling.wait_for(predicate, timeout, step)
 
 
 def state_of(b: RJMSBackend, job_id: int) -> str:
