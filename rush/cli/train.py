@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD
+
 app = typer.Typer(no_args_is_help=True)
 
 MAX_TREES = 5_000  # beyond this a forest costs memory and prediction time for nothing
@@ -44,10 +46,16 @@ def runtime_class(
         100, "--trees", help=f"Boosting iterations for hgb (trees for rf), 1..{MAX_TREES}."
     ),
     small_threshold: float | None = typer.Option(
-        1.0 / 3.0,
+        SMALL_THRESHOLD,
         "--small-threshold",
-        help="Predict small when P(small) >= this, in (0, 1) (default 1/3: a false large costs "
-        "twice a false small); 0 for the estimator's own predict.",
+        help="Predict small when P(small) >= this, in (0, 1) (the default was chosen on development "
+        "traces: sim/runtime_classes/README.md); 0 for the estimator's own predict.",
+    ),
+    idempotent_threshold: float | None = typer.Option(
+        IDEMPOTENT_THRESHOLD,
+        "--idempotent-threshold",
+        help="The same for jobs rush may kill and requeue (idempotent: a false small costs them a "
+        "kill at the divider only); 0: as --small-threshold.",
     ),
     max_train_jobs: int | None = typer.Option(
         20_000,
@@ -107,6 +115,14 @@ def runtime_class(
             where="--small-threshold",
             fix="give a number in (0, 1), or 0 for the estimator's own decision",
         )
+    if idempotent_threshold is not None and not (
+        idempotent_threshold == 0 or 0.0 < idempotent_threshold < 1.0
+    ):  # NaN fails both
+        raise ConfigError(
+            f"{idempotent_threshold} is not a probability",
+            where="--idempotent-threshold",
+            fix="give a number in (0, 1), or 0 for the --small-threshold decision",
+        )
     if max_train_jobs is not None and not 0 <= max_train_jobs <= 10**9:
         raise ConfigError(
             f"{max_train_jobs} jobs is out of range", where="--max-train-jobs", fix="give 0 (all) or more"
@@ -140,7 +156,11 @@ def runtime_class(
         )
     threshold = small_threshold or None
     classifier = RuntimeClassifier(
-        estimator=estimator, n_estimators=trees, random_state=seed, threshold=threshold
+        estimator=estimator,
+        n_estimators=trees,
+        random_state=seed,
+        threshold=threshold,
+        idempotent_threshold=idempotent_threshold or None,
     )
     quality = None
     if walkforward:
@@ -170,7 +190,10 @@ def runtime_class(
         user_names=loaded.labels.get("user"),
         timezone=timezone,
     )
-    metadata = dict(trained.metadata) | {"small_threshold": threshold}
+    metadata = dict(trained.metadata) | {
+        "small_threshold": threshold,
+        "idempotent_threshold": idempotent_threshold or None,
+    }
     if quality is not None:
         metadata["walkforward_quality"] = quality | {"mode": mode, "train_weeks": train_weeks}
     meta = save_model(

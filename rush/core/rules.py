@@ -34,6 +34,14 @@ def should_skip(variable: bool, skips: int, skip_limit: int) -> bool:
 
 
 @njit(cache=True, inline="always")
+def kills_if_small(kill_false_small: bool, idempotent: bool) -> bool:
+    """Whether a job called small would be killed at the divider if it outran it (and then
+    requeued as large). The runtime classifier judges such jobs at its idempotent threshold:
+    a false "small" costs them that kill, not a large job in the small queue."""
+    return kill_false_small and idempotent
+
+
+@njit(cache=True, inline="always")
 def is_killable(
     kill_false_small: bool,
     runtime_class: int,
@@ -42,7 +50,7 @@ def is_killable(
     max_requeues: int,
 ) -> bool:
     """An opted-in job predicted small may be killed at the divider, and requeued as large."""
-    return kill_false_small and runtime_class == SMALL and idempotent and requeues < max_requeues
+    return kills_if_small(kill_false_small, idempotent) and runtime_class == SMALL and requeues < max_requeues
 
 
 @njit(cache=True, inline="always")

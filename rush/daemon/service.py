@@ -102,7 +102,11 @@ class Daemon:
         self.variation = self._load_variation()
         self.speculator = speculator_for(config, self.backend, self.journal, self.dry_run)
         self.builder = SnapshotBuilder(
-            self.classifier, self.variation, self._model_error, time_origin=self._time_origin()
+            self.classifier,
+            self.variation,
+            self._model_error,
+            time_origin=self._time_origin(),
+            kill_false_small=self.core_config.kill_false_small,
         )
 
     # -- set-up ---------------------------------------------------------------------------

@@ -11,7 +11,9 @@ Runtime class, first that applies:
 1. ``requeued``: rush already requeued the job (journal or ``requeues`` tag): the core's
    rule (:func:`rush.core.rules.runtime_class_of`) makes it large;
 2. ``tag``: ``class=small|large`` in the job's rush tags (set by rush or an administrator);
-3. ``journal``: a running job keeps the class predicted while it was pending;
+3. ``journal``: the class predicted at the first pass that saw the job pending, kept while
+   it waits and runs (features are read once, near submission, as in the offline
+   walk-forward; a retrained model classifies new jobs only);
 4. ``model`` / ``rule``: the configured classifier (a trained model, or requested time <=
    ``models.small_below``); none configured: UNKNOWN.
 
@@ -31,7 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rush.core.rules import runtime_class_of
+from rush.core.rules import kills_if_small, runtime_class_of
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.daemon.journal import JobRecord
@@ -60,7 +62,10 @@ class ClassPredictor(Protocol):
     version: str
     divider: float | None
 
-    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]: ...
+    def predict(self, jobs: Sequence[RJMSJob], killable: Sequence[bool] | None = None) -> list[int]:
+        """Classes of these jobs; ``killable``: per job, whether the core would kill it at the
+        divider if called small (:func:`rush.core.rules.kills_if_small`)."""
+        ...
 
     def observe_finished(self, job: RJMSJob, end: float) -> None: ...
 
@@ -77,7 +82,7 @@ class RuleClassPredictor:
         self.version = f"small_below={self.small_below:g}"
         self.divider = None
 
-    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]:
+    def predict(self, jobs: Sequence[RJMSJob], killable: Sequence[bool] | None = None) -> list[int]:
         return [
             int(RuntimeClass.SMALL if j.requested_time <= self.small_below else RuntimeClass.LARGE)
             for j in jobs
@@ -132,7 +137,7 @@ class ModelClassPredictor:
         """The feature matrix the model sees for these jobs (for checks and the journal)."""
         return self.live.features_of(self._columns(jobs))
 
-    def predict(self, jobs: Sequence[RJMSJob]) -> list[int]:
+    def predict(self, jobs: Sequence[RJMSJob], killable: Sequence[bool] | None = None) -> list[int]:
         if not jobs:
             return []
         columns = self._columns(jobs)
@@ -141,7 +146,13 @@ class ModelClassPredictor:
         ok = columns.valid_rows()
         classes = np.full(len(jobs), int(RuntimeClass.UNKNOWN), dtype=np.int64)
         if ok.any():
-            classes[ok] = self.live.predict(columns.subset(ok) if not ok.all() else columns)
+            # Jobs the core would kill if they outran the divider are judged at the model's
+            # idempotent threshold.
+            kills = np.zeros(len(jobs), dtype=bool) if killable is None else np.asarray(killable, dtype=bool)
+            subset = ok.all()
+            classes[ok] = self.live.predict(
+                columns if subset else columns.subset(ok), kills if subset else kills[ok]
+            )
         return classes.tolist()
 
     def observe_finished(self, job: RJMSJob, end: float) -> None:
@@ -198,8 +209,10 @@ class SnapshotBuilder:
         variation: VariationPredictor | None = None,
         on_model_error: ErrorSink | None = None,
         time_origin: float = 0.0,
+        kill_false_small: bool = False,
     ) -> None:
         self.time_origin = float(time_origin)
+        self.kill_false_small = bool(kill_false_small)
         self.classifier = classifier
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
@@ -212,8 +225,9 @@ class SnapshotBuilder:
         if self.classifier is None or not jobs:
             return {}
         started = time.perf_counter()
+        killable = [kills_if_small(self.kill_false_small, _flag(j.tags.get("idempotent"))) for j in jobs]
         try:
-            classes = self.classifier.predict(jobs)
+            classes = self.classifier.predict(jobs, killable)
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(self.classifier.name, exc)
             return {}
@@ -254,10 +268,15 @@ class SnapshotBuilder:
         running_jobs = [j for j in state.jobs if j.state != "PENDING" and j.start is not None]
         need_class: list[RJMSJob] = []
         if self.classifier is not None:
+            # A job is classified once, at the first pass that sees it pending (as offline,
+            # where each job's features are read at its submission): its class is then the
+            # journal's, so a pass over 10,000 pending jobs classifies only the new ones.
             need_class = [
                 j
                 for j in pending_jobs
-                if _fixed_class(j, records.get(j.job_id)) is None and _requeues(j, records.get(j.job_id)) == 0
+                if _fixed_class(j, records.get(j.job_id)) is None
+                and _requeues(j, records.get(j.job_id)) == 0
+                and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
             ]
             # Running jobs rush never saw pending (e.g. started before the daemon) are classified now.
             need_class += [
@@ -294,7 +313,10 @@ class SnapshotBuilder:
                     built.predicted[j.job_id] = int(hit[2].runtime_class)
                 continue
             rec = stored or JobRecord(j.job_id)
-            cls, source = _fixed_class(j, rec) or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
+            fixed = _fixed_class(j, rec)
+            if fixed is None and j.job_id not in predicted and rec.predicted_class >= 0:
+                fixed = (RuntimeClass(rec.predicted_class), "journal")
+            cls, source = fixed or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
             if j.job_id in predicted:
                 built.predicted[j.job_id] = int(cls)
             requeues = _requeues(j, rec)

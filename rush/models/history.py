@@ -21,6 +21,7 @@ completions seen since the model was trained.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -29,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from rush.errors import ModelError
 from rush.models.runtime_features import (
     DAY,
     FEATURES,
-    LAGS,
     N_HISTORY,
     N_STATIC,
     RECENT_ENDS,
@@ -175,6 +176,10 @@ class RuntimeHistory:
         state["_cache"], state["_cache_divider"] = {}, None
         return state
 
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _Segments.warm()  # loaded by the daemon: compile (or load) the search now, not in its first pass
+
     def empty_copy(self, user_key_kind: str = NAME) -> RuntimeHistory:
         """A history on the same clock with nothing observed (live users cannot match)."""
         return RuntimeHistory(self.clock, user_key_kind)
@@ -194,10 +199,16 @@ class RuntimeHistory:
             users, submits = users[ok], submits[ok]
         if not len(users):
             return
-        for user, _, times in _UserGroups(users.astype(np.int64), submits):
-            kept = self.submits.get(user)
-            merged = np.unique(times) if kept is None else np.union1d(kept, times)
-            if kept is None or len(merged) != len(kept):
+        groups = _UserGroups(users.astype(np.int64), submits)
+        # Each pass re-sends the pending jobs already recorded: only users with a new time merge.
+        kept = [self.submits.get(user) for user in groups.users.tolist()]
+        known = _Segments(kept).holds(groups.inverse, groups.submit)
+        fresh = np.bincount(groups.inverse[~known], minlength=len(kept)) > 0
+        for k in np.flatnonzero(fresh).tolist():
+            user, times = groups.user_times(k)
+            old = kept[k]
+            merged = np.unique(times) if old is None else np.union1d(old, times)
+            if old is None or len(merged) != len(old):
                 self.submits[user] = merged[-SUBMITS_KEPT:]
 
     def observe_finished(
@@ -251,20 +262,39 @@ class RuntimeHistory:
         self.observed += 1
         return True
 
-    def _summary(self, key: tuple, divider: float) -> tuple[float, float, float, float]:
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        recent = self.recent.get(key)
-        if not recent:
-            value = (UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN)
-        else:
-            lags = [0.0 if r <= divider else 1.0 for r in reversed(recent)]
-            lags += [UNKNOWN] * (len(LAGS) - len(lags))
-            runtimes = self.runtimes[key]
-            value = (lags[0], lags[1], lags[2], bisect.bisect_right(runtimes, divider) / len(runtimes))
-        self._cache[key] = value
-        return value
+    def _summaries(self, keys: list[tuple], divider: float, fresh: bool = False) -> np.ndarray:
+        """(len(keys), 4) summaries (lag1, lag2, lag3, small fraction), cached per key;
+        ``fresh``: none of these distinct keys is cached (no lookup)."""
+        cache, recent_of, runtimes_of = self._cache, self.recent.get, self.runtimes
+        get = cache.get
+        rows = []
+        for key in keys:
+            value = None if fresh else get(key)
+            if value is None:
+                recent = recent_of(key)
+                if not recent:
+                    value = (UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN)
+                else:
+                    # the last three finished runtimes, most recent first, as classes
+                    n = len(recent)
+                    runtimes = runtimes_of[key]
+                    value = (
+                        0.0 if recent[-1] <= divider else 1.0,
+                        (0.0 if recent[-2] <= divider else 1.0) if n > 1 else UNKNOWN,
+                        (0.0 if recent[-3] <= divider else 1.0) if n > 2 else UNKNOWN,
+                        bisect.bisect_right(runtimes, divider) / len(runtimes),
+                    )
+                cache[key] = value
+            rows.append(value)
+        return np.array(rows, dtype=np.float64).reshape(-1, 4)
+
+    def _category(
+        self, kind: str, groups: _UserGroups, values: np.ndarray, divider: float, fresh: bool
+    ) -> np.ndarray:
+        """(n, 4) summaries of the jobs' (user, value) categories: one per distinct pair."""
+        user_code, value, inverse = _distinct_pairs(groups.inverse, len(groups.users), values)
+        keys = [(kind, u, v) for u, v in zip(groups.users[user_code].tolist(), value.tolist(), strict=True)]
+        return self._summaries(keys, divider, fresh)[inverse]
 
     def features(self, jobs: JobColumns | Sequence[Any], divider: float | None) -> np.ndarray:
         """The :data:`FEATURES` matrix for pending jobs under ``divider`` (None: no history)."""
@@ -280,46 +310,36 @@ class RuntimeHistory:
             return out
         if self._cache_divider != divider:
             self._cache, self._cache_divider = {}, divider
-        # The daemon's hot path (10,000 pending jobs per pass): plain dict hits, no calls.
-        get, summary = self._cache.get, self._summary
-        days = (local // DAY).astype(np.int64).tolist()
-        users = np.asarray(jobs.user, dtype=np.int64).tolist()
-        procs = np.asarray(jobs.procs, dtype=np.int64).tolist()
-        reqs = np.asarray(jobs.requested_time, dtype=np.float64).tolist()
-        flat: list[float] = []
-        extend = flat.extend
-        for u, q, p, d in zip(users, procs, reqs, days, strict=True):
-            kq, kp, kd = ("q", u, q), ("p", u, p), ("d", u, d)
-            extend(get(kq) or summary(kq, divider))
-            extend(get(kp) or summary(kp, divider))
-            extend(get(kd) or summary(kd, divider))
-        block = np.array(flat, dtype=np.float64).reshape(n, 12)
-        # The user category depends on the user alone: once per distinct user.
-        by_user = np.array(
-            [get(("u", u)) or summary(("u", u), divider) for u in groups.users.tolist()], dtype=np.float64
-        ).reshape(-1, 4)[groups.inverse]
-        block = np.concatenate([block, by_user], axis=1)
+        fresh = not self._cache  # each kind's keys are distinct: none of them can be cached yet
+        # The daemon's hot path (10,000 pending jobs per pass, a few thousand distinct
+        # categories): one summary per distinct category, spread to its jobs by numpy.
+        procs = np.asarray(jobs.procs, dtype=np.int64).reshape(-1)
+        requests = np.asarray(jobs.requested_time, dtype=np.float64).reshape(-1)
+        blocks = (
+            self._category("q", groups, procs, divider, fresh),
+            self._category("p", groups, requests, divider, fresh),
+            self._category("d", groups, (local // DAY).astype(np.int64).reshape(-1), divider, fresh),
+            # The user category depends on the user alone: once per distinct user.
+            self._summaries([("u", u) for u in groups.users.tolist()], divider, fresh)[groups.inverse],
+        )
         # rows hold (lag1, lag2, lag3, frac) per category; FEATURES wants all lags, then fracs.
-        out[:, N_STATIC : N_STATIC + 12] = block[:, [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14]]
-        out[:, N_STATIC + 12 : N_STATIC + N_HISTORY] = block[:, [3, 7, 11, 15]]
+        for c, block in enumerate(blocks):
+            out[:, N_STATIC + 3 * c : N_STATIC + 3 * c + 3] = block[:, :3]
+            out[:, N_STATIC + 12 + c] = block[:, 3]
         # The user's recent runs: one row per distinct user, spread to its jobs.
-        hour = np.zeros(n)
-        table = []
-        for user, rows, submit in groups:
-            r1, r2, request, end, total, count, ends = self._user_row(user)
-            table.append((r1, r2, request, end, total, count))
-            if ends:
-                kept = np.asarray(ends)
-                hour[rows] = np.searchsorted(kept, submit, "left") - np.searchsorted(
-                    kept, submit - RECENT_WINDOW, "left"
-                )
-        per_user = np.array(table, dtype=np.float64).reshape(-1, 6)[groups.inverse]
+        rows = [self._user_row(user) for user in groups.users.tolist()]
+        per_user = np.array([row[:6] for row in rows], dtype=np.float64).reshape(-1, 6)[groups.inverse]
+        ends = _Segments.of_lists([row[6] for row in rows])
+        submit = groups.submit
+        hour = ends.count_before(groups.inverse, submit) - ends.count_before(
+            groups.inverse, submit - RECENT_WINDOW
+        )
         out[:, N_STATIC + N_HISTORY :] = user_recent_values(
             per_user[:, 0],
             per_user[:, 1],
             per_user[:, 2],
             per_user[:, 3],
-            hour,
+            hour.astype(np.float64),
             per_user[:, 4],
             per_user[:, 5],
             np.asarray(jobs.submit, dtype=np.float64),
@@ -330,15 +350,14 @@ class RuntimeHistory:
     def _stream(self, groups: _UserGroups) -> np.ndarray:
         """:data:`STREAM` of pending jobs from the recorded submissions (``observe_submitted``)."""
         out = np.empty((groups.n, 2), dtype=np.float64)
-        out[:, 0], out[:, 1] = UNKNOWN, 0.0
-        for user, rows, submit in groups:
-            kept = self.submits.get(user)
-            if kept is None or not len(kept):
-                continue
-            i = np.searchsorted(kept, submit, "left")
-            out[rows, 0] = np.where(i > 0, submit - kept[np.maximum(i - 1, 0)], UNKNOWN)
-            recent = i - np.searchsorted(kept, submit - STREAM_WINDOW, "left")
-            out[rows, 1] = np.minimum(recent, RECENT_ENDS)
+        kept = _Segments([self.submits.get(user) for user in groups.users.tolist()])
+        submit = groups.submit
+        i = kept.count_before(groups.inverse, submit)
+        out[:, 0] = UNKNOWN
+        if len(kept.flat):
+            previous = kept.flat[np.clip(kept.start[groups.inverse] + i - 1, 0, len(kept.flat) - 1)]
+            out[:, 0] = np.where(i > 0, submit - previous, UNKNOWN)
+        out[:, 1] = np.minimum(i - kept.count_before(groups.inverse, submit - STREAM_WINDOW), RECENT_ENDS)
         return out
 
     def _user_row(self, user: int) -> tuple:
@@ -452,12 +471,114 @@ class _UserGroups:
         users = np.asarray(user, dtype=np.int64).reshape(-1)
         self.n = len(users)
         self.submit = np.asarray(submit, dtype=np.float64).reshape(-1)
-        self.users, inverse = np.unique(users, return_inverse=True)
-        self.inverse = inverse.reshape(-1)
-        self.order = np.argsort(self.inverse, kind="stable")
-        self.bounds = np.searchsorted(self.inverse[self.order], np.arange(len(self.users) + 1))
+        # One stable sort gives the distinct users, each job's user index and each user's rows;
+        # user keys within 65,536 of each other sort as uint16 (numpy's radix sort, 5x faster).
+        low = int(users.min()) if self.n else 0
+        narrow = self.n and int(users.max()) - low < 1 << 16  # Python ints: no overflow
+        self.order = np.argsort((users - low).astype(np.uint16) if narrow else users, kind="stable")
+        ordered = users[self.order]
+        first = np.ones(self.n, dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        self.users = ordered[first]
+        self.inverse = np.empty(self.n, dtype=np.int64)
+        self.inverse[self.order] = np.cumsum(first) - 1
+        self.bounds = np.append(np.flatnonzero(first), self.n)
+
+    def user_times(self, k: int) -> tuple[int, np.ndarray]:
+        """The ``k``-th distinct user and its jobs' submit times."""
+        return int(self.users[k]), self.submit[self.order[self.bounds[k] : self.bounds[k + 1]]]
 
     def __iter__(self):
         for k, user in enumerate(self.users.tolist()):
             rows = self.order[self.bounds[k] : self.bounds[k + 1]]
             yield user, rows, self.submit[rows]
+
+
+def _distinct_pairs(
+    user_code: np.ndarray, n_users: int, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (user code, value) pairs of the jobs, sorted: (their user codes, their
+    values, each job's pair index). Values (or, not integers, their ranks) of a small range
+    are slotted into a (user, value) table, without a sort of the pairs."""
+    distinct = None  # when set, ``values`` are ranks in it
+    if values.dtype.kind != "i":
+        distinct, values = np.unique(values, return_inverse=True)
+        values = values.reshape(-1)
+    low = int(values.min()) if len(values) else 0
+    span = int(values.max()) - low + 1 if len(values) else 1  # Python ints: no overflow
+    if n_users * span <= 4 * len(values) + 1024:
+        key = user_code * span + (values - low)
+        present = np.zeros(n_users * span, dtype=bool)
+        present[key] = True
+        pairs = np.flatnonzero(present)
+        inverse = (np.cumsum(present) - 1)[key]
+    else:
+        if distinct is None:  # integers of a wide range: rank them first
+            distinct, values = np.unique(values, return_inverse=True)
+            values = values.reshape(-1)
+            low, span = 0, len(distinct)
+        pairs, inverse = np.unique(user_code * span + (values - low), return_inverse=True)
+        inverse = inverse.reshape(-1)
+    value = pairs % span + low
+    return pairs // span, value if distinct is None else distinct[value], inverse
+
+
+class _Segments:
+    """Sorted per-user arrays (None: nothing) laid end to end, searched for all jobs at once."""
+
+    def __init__(self, arrays: list[np.ndarray | None]) -> None:
+        lengths = np.array([0 if a is None else len(a) for a in arrays], dtype=np.int64)
+        present = [a for a in arrays if a is not None and len(a)]
+        self.flat = np.concatenate(present).astype(np.float64) if present else np.zeros(0)
+        self.stop = np.cumsum(lengths)
+        self.start = self.stop - lengths
+
+    @classmethod
+    def of_lists(cls, lists: list[list[float]]) -> _Segments:
+        """From sorted lists of floats (empty: nothing), without an array per list."""
+        segments = cls([])
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        segments.stop = np.cumsum(lengths)
+        segments.start = segments.stop - lengths
+        total = int(segments.stop[-1]) if len(lists) else 0
+        segments.flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.float64, count=total)
+        return segments
+
+    @staticmethod
+    def warm() -> None:
+        one = np.zeros(1, dtype=np.int64)
+        _segment_searchsorted(np.zeros(1), one, one + 1, one, np.zeros(1))
+
+    def count_before(self, owner: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per job, how many of its user's values are < its value (``searchsorted`` left)."""
+        return _segment_searchsorted(self.flat, self.start, self.stop, owner, values)
+
+    def holds(self, owner: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Per job, whether its value is among its user's values."""
+        if not len(self.flat):
+            return np.zeros(len(values), dtype=bool)
+        at = self.start[owner] + self.count_before(owner, values)
+        return (at < self.stop[owner]) & (self.flat[np.minimum(at, len(self.flat) - 1)] == values)
+
+
+@njit(cache=True, nogil=True)
+def _segment_searchsorted(flat, start, stop, owner, values):  # pragma: no cover - compiled
+    # np.searchsorted(flat[start[c]:stop[c]], v, "left") for each (c, v): a binary search per
+    # job instead of numpy calls per user (NaN sorts last, as in numpy).
+    out = np.empty(values.shape[0], dtype=np.int64)
+    for j in range(values.shape[0]):
+        lo = start[owner[j]]
+        hi = stop[owner[j]]
+        base = lo
+        v = values[j]
+        if v != v:
+            out[j] = hi - base
+            continue
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if flat[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[j] = lo - base
+    return out

@@ -1,12 +1,15 @@
 """The small/large runtime classifier, scikit-learn style.
 
 ``RuntimeClassifier(estimator=None, n_estimators=50, max_depth=12, min_samples_leaf=10,
-max_samples=5000, random_state=0, n_jobs=1, threshold=None)``: a RandomForest by default; any
+max_samples=5000, random_state=0, n_jobs=1, threshold=None, idempotent_threshold=None)``: a
+RandomForest by default; any
 scikit-learn classifier (or a name from :data:`ESTIMATORS`) may be passed as ``estimator``.
 ``threshold``: predict the first class (0, small) when its probability is at least this
-(binary problems; None: the estimator's own ``predict``). A false "large" costs an
-idempotent small job a wait behind the large queue, a false "small" only a kill at the
-divider, so the experiment predicts small from probability 1/3 (:data:`SMALL_THRESHOLD`).
+(binary problems; None: the estimator's own ``predict``); ``idempotent_threshold``: the
+same for jobs rush may kill at the divider and requeue as large (:meth:`predict_for`), for
+which a false "small" costs only that kill. The defaults of ``rush train`` and the
+experiment (:data:`SMALL_THRESHOLD` 0.5, :data:`IDEMPOTENT_THRESHOLD` 0.1) were chosen on
+development traces (``rush.models.decision_thresholds``).
 ``max_samples`` caps each tree's bootstrap sample, so weekly retraining on hundreds of
 thousands of finished jobs stays fast: on KTH-SP2 these defaults classify as well as
 50 unbounded-sample depth-16 trees (accuracy 0.831 vs 0.826, weekly walk-forward) at less than
@@ -19,11 +22,13 @@ raises ``NotFittedError`` before ``fit`` and does not change during ``predict`` 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted
@@ -39,9 +44,8 @@ except ImportError:  # pragma: no cover - older scikit-learn
 
 
 SMALL, LARGE = 0, 1
-# Predict small when P(small) >= 1/3: a false large counted twice as costly as a false small
-# (the Bayes decision for calibrated probabilities). Fixed before any evaluation (issue 13).
-SMALL_THRESHOLD = 1.0 / 3.0
+# Where the decision thresholds are chosen, and why (re-exported for callers).
+from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD  # noqa: E402, F401
 
 
 def _extra_trees(n_estimators: int, random_state: int | None) -> Any:
@@ -100,6 +104,7 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         random_state: int | None = 0,
         n_jobs: int = 1,
         threshold: float | None = None,
+        idempotent_threshold: float | None = None,
     ) -> None:
         self.estimator = estimator
         self.n_estimators = n_estimators
@@ -109,6 +114,7 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.threshold = threshold
+        self.idempotent_threshold = idempotent_threshold
 
     def _make(self, n_samples: int) -> Any:
         if isinstance(self.estimator, str):
@@ -130,8 +136,10 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         )
 
     def fit(self, X: np.ndarray, y: np.ndarray) -> RuntimeClassifier:
-        if self.threshold is not None and not (0.0 < float(self.threshold) < 1.0):
-            raise ValueError(f"threshold {self.threshold!r} is not a probability in (0, 1)")
+        for name in ("threshold", "idempotent_threshold"):
+            value = getattr(self, name)
+            if value is not None and not (0.0 < float(value) < 1.0):
+                raise ValueError(f"{name} {value!r} is not a probability in (0, 1)")
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
         self.classes_ = unique_labels(y)
@@ -149,6 +157,8 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         thresholded = getattr(self, "threshold", None) is not None
         self.flat_ = FlatForest.of(self.model_) if self.model_ is not None and not thresholded else None
         self.flat_boosting_ = FlatBoosting.of(self.model_) if self.model_ is not None else None
+        if self.flat_boosting_ is not None:
+            self.flat_boosting_.warm()
 
     def _validated(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self)
@@ -181,6 +191,25 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
             p_first = flat.proba_first(X) if flat is not None else self.model_.predict_proba(X)[:, 0]
             return self.classes_.take(np.where(p_first >= threshold, 0, 1))
         return self.classes_.take(np.asarray(self.model_.predict(X), dtype=np.int64))
+
+    def predict_for(self, X: np.ndarray, idempotent: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`predict`, with each idempotent job judged at ``idempotent_threshold``: a
+        false "small" costs such a job a kill at the divider and a requeue as large, not a
+        large job in the small queue, so it may be called small on weaker evidence."""
+        idem_threshold = getattr(self, "idempotent_threshold", None)  # models saved before it
+        if idempotent is None or idem_threshold is None or not np.any(idempotent):
+            return self.predict(X)
+        X = self._validated(X)
+        idempotent = np.asarray(idempotent, dtype=bool).reshape(-1)
+        if len(idempotent) != len(X):
+            raise ValueError(f"{len(idempotent)} idempotent flags for {len(X)} rows")
+        if self.model_ is None or len(self.classes_) != 2 or not hasattr(self.model_, "predict_proba"):
+            return self.predict(X)
+        flat = getattr(self, "flat_boosting_", None)
+        p_first = flat.proba_first(X) if flat is not None else self.model_.predict_proba(X)[:, 0]
+        plain = getattr(self, "threshold", None)
+        threshold = np.where(idempotent, float(idem_threshold), 0.5 if plain is None else float(plain))
+        return self.classes_.take(np.where(p_first >= threshold, 0, 1))
 
     def __getstate__(self) -> dict:
         state = dict(super().__getstate__())
@@ -308,11 +337,8 @@ class FlatBoosting:
             np.ascontiguousarray(missing_child),
         )
 
-    def proba_first(self, X: np.ndarray) -> np.ndarray:
-        """P(class index 0) per row, as ``model.predict_proba(X)[:, 0]``."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        baseline = float(np.asarray(self.model._baseline_prediction).reshape(-1)[0])
-        tree = (
+    def _tree(self) -> tuple[np.ndarray, ...]:
+        return (
             self.roots,
             self.depth,
             self.child,
@@ -321,39 +347,97 @@ class FlatBoosting:
             self.threshold,
             self.value,
         )
-        raw = _boosting_raw(X, baseline, *tree)
+
+    def proba_first(self, X: np.ndarray) -> np.ndarray:
+        """P(class index 0) per row, as ``model.predict_proba(X)[:, 0]``."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        baseline = float(np.asarray(self.model._baseline_prediction).reshape(-1)[0])
+        raw = boosting_raw(X, baseline, *self._tree())
         return 1 - self.model._loss.link.inverse(raw)
+
+    def warm(self) -> None:
+        """Load (or compile) both kernels and start the threads now, at fit or load, so the
+        daemon's first pass does not pay for it."""
+        one = np.zeros((1, int(self.feature.max()) + 1))
+        _boosting_raw(one, 0.0, *self._tree())
+        if _PARALLEL.acquire(blocking=False):
+            try:
+                _boosting_raw_parallel(one, 0.0, *self._tree())
+            finally:
+                _PARALLEL.release()
 
 
 _BLOCK = 8  # rows descending a tree together: their independent load chains overlap
+_PARALLEL_ROWS = 2_048  # fewer rows: the serial loop (starting the threads costs more than it saves)
+# One parallel launch at a time: the fork-safe "workqueue" threading layer must not be entered
+# by two threads at once; a caller that finds it busy takes the serial loop (same result).
+_PARALLEL = threading.Lock()
+if numba.config.THREADING_LAYER == "default":
+    # GNU OpenMP (numba's first choice when libgomp is found) kills a forked child that runs a
+    # parallel kernel after its parent did; "forksafe" takes TBB or workqueue instead.
+    numba.config.THREADING_LAYER = "forksafe"
+
+
+def boosting_raw(X: np.ndarray, baseline: float, *tree: np.ndarray) -> np.ndarray:
+    """The raw score of every row of ``X`` (float64, C order): the rows split between the
+    cores when there are many and no other thread is in the parallel kernel."""
+    if len(X) >= _PARALLEL_ROWS and _PARALLEL.acquire(blocking=False):
+        try:
+            return _boosting_raw_parallel(X, baseline, *tree)
+        finally:
+            _PARALLEL.release()
+    return _boosting_raw(X, baseline, *tree)
+
+
+@njit(cache=True, nogil=True)
+def _boosting_block(
+    X, i0, raw, roots, depth, child, missing_child, feature, threshold, value
+):  # pragma: no cover - compiled
+    # Rows i0 .. i0 + _BLOCK - 1 through every tree, trees in order: each row's additions keep
+    # scikit-learn's order, whatever block or thread handles it. The block steps down a tree
+    # together (interleaved rows: fewer branch misses than a per-row "until leaf" loop) and
+    # stops when no row moved (leaves are their own children), not always at the tree's depth.
+    m = min(_BLOCK, X.shape[0] - i0)
+    nodes = np.empty(_BLOCK, dtype=np.int64)
+    for t in range(roots.shape[0]):
+        root = roots[t]
+        for b in range(m):
+            nodes[b] = root
+        for _ in range(depth[t]):
+            moved = False
+            for b in range(m):
+                node = nodes[b]
+                x = X[i0 + b, feature[node]]
+                if np.isnan(x):
+                    step = missing_child[node]
+                else:
+                    step = child[node, 1 if x > threshold[node] else 0]
+                moved |= step != node
+                nodes[b] = step
+            if not moved:
+                break
+        for b in range(m):
+            raw[i0 + b] += value[nodes[b]]
 
 
 @njit(cache=True, nogil=True)
 def _boosting_raw(
     X, baseline, roots, depth, child, missing_child, feature, threshold, value
 ):  # pragma: no cover - compiled
-    # Trees outer (scikit-learn's order of additions per row), blocks of rows stepping down a
-    # tree together for its depth (leaves are their own children): a fixed trip count and
-    # interleaved rows beat a per-row "until leaf" loop's branch misses (measured ~25 %).
-    n = X.shape[0]
-    raw = np.full(n, baseline)
-    nodes = np.empty(_BLOCK, dtype=np.int64)
-    for t in range(roots.shape[0]):
-        root = roots[t]
-        for i0 in range(0, n, _BLOCK):
-            m = min(_BLOCK, n - i0)
-            for b in range(m):
-                nodes[b] = root
-            for _ in range(depth[t]):
-                for b in range(m):
-                    node = nodes[b]
-                    x = X[i0 + b, feature[node]]
-                    if np.isnan(x):
-                        nodes[b] = missing_child[node]
-                    else:
-                        nodes[b] = child[node, 1 if x > threshold[node] else 0]
-            for b in range(m):
-                raw[i0 + b] += value[nodes[b]]
+    raw = np.full(X.shape[0], baseline)
+    for i0 in range(0, X.shape[0], _BLOCK):
+        _boosting_block(X, i0, raw, roots, depth, child, missing_child, feature, threshold, value)
+    return raw
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _boosting_raw_parallel(
+    X, baseline, roots, depth, child, missing_child, feature, threshold, value
+):  # pragma: no cover - compiled
+    # Row blocks split between the threads; each block writes only its own rows of ``raw``.
+    raw = np.full(X.shape[0], baseline)
+    for k in prange((X.shape[0] + _BLOCK - 1) // _BLOCK):
+        _boosting_block(X, k * _BLOCK, raw, roots, depth, child, missing_child, feature, threshold, value)
     return raw
 
 

@@ -126,7 +126,12 @@ class Clock:
             return unix + self.utc_offset
         zone = ZoneInfo(self.timezone)
         hours = np.floor(unix / 3600.0).astype(np.int64)
-        distinct, inverse = np.unique(hours, return_inverse=True)
+        span = int(hours.max()) - int(hours.min()) + 1 if hours.size else 0  # Python ints: no overflow
+        if 0 < span <= 64:  # a scheduling pass's jobs, submitted within a day or two: every hour of it
+            first = hours.min()
+            distinct, inverse = np.arange(first, first + span), hours - first
+        else:
+            distinct, inverse = np.unique(hours, return_inverse=True)
         from datetime import datetime
 
         offsets = np.array(
@@ -216,20 +221,34 @@ def temporal_features(local_seconds: np.ndarray) -> np.ndarray:
     """(n, 6) hour, weekday (Monday 0), day of month, month, week of year, quarter."""
     t = np.asarray(local_seconds, dtype=np.float64)
     days = np.floor(t / DAY).astype(np.int64)
+    out = np.empty((len(days), len(TEMPORAL)), dtype=np.float64)
+    out[:, 0] = np.floor((t - days * DAY) / 3600.0)
+    # The calendar columns depend on the day alone: when the jobs span fewer days than there
+    # are jobs (a scheduling pass: a day or two), compute them once per day of the span.
+    span = int(days.max()) - int(days.min()) if len(days) else -1  # Python ints: no overflow
+    if 0 <= span < len(days):
+        first = days.min()
+        out[:, 1:] = _calendar(np.arange(first, first + span + 1, dtype=np.int64))[days - first]
+    else:
+        out[:, 1:] = _calendar(days)
+    return out
+
+
+def _calendar(days: np.ndarray) -> np.ndarray:
+    """(n, 5) weekday, day of month, month, week of year, quarter of local day numbers."""
     date = days.astype("datetime64[D]")
     month_start = date.astype("datetime64[M]")
     month = month_start.astype(np.int64) % 12 + 1
     day_of_year = (date - date.astype("datetime64[Y]")).astype(np.int64)
     return np.column_stack(
         [
-            np.floor((t - days * DAY) / 3600.0),
             (days + 3) % 7,  # 1970-01-01 was a Thursday
             (date - month_start).astype(np.int64) + 1,
             month,
             day_of_year // 7 + 1,
             (month - 1) // 3 + 1,
         ]
-    ).astype(np.float64)
+    )
 
 
 def static_features(

@@ -323,13 +323,16 @@ class LiveRuntimeModel:
         self.history.observe_submitted(jobs.user, jobs.submit)
         return self.features.transform(jobs)
 
-    def predict(self, jobs: JobColumns) -> np.ndarray:
+    def predict(self, jobs: JobColumns, idempotent: np.ndarray | None = None) -> np.ndarray:
         """Classes of pending jobs; their submissions enter the user's submission stream first
-        (as every submission is among the training jobs offline)."""
+        (as every submission is among the training jobs offline). ``idempotent``: per job,
+        whether rush may kill and requeue it (the classifier's idempotent threshold then
+        applies, :meth:`RuntimeClassifier.predict_for`)."""
         if len(jobs) == 0:
             return np.zeros(0, dtype=np.int8)
         self.history.observe_submitted(jobs.user, jobs.submit)
-        return np.asarray(self.pipeline.predict(jobs), dtype=np.int8)
+        classifier = self.pipeline.named_steps["classifier"]
+        return np.asarray(classifier.predict_for(self.features.transform(jobs), idempotent), dtype=np.int8)
 
     def observe_finished(
         self,

@@ -35,9 +35,20 @@ CLI_VARIANTS = {
 
 
 def _walkforward(trace: Trace, workload: Workload, model: Path | None, mode: str):
-    from rush.models.walkforward import predict_classes_walkforward
+    from rush.models.walkforward import (
+        DEFAULT_MAX_TRAIN_JOBS,
+        default_classifier,
+        predict_classes_walkforward,
+    )
 
-    return predict_classes_walkforward(workload, trace.header, mode=mode, model_path=model)
+    return predict_classes_walkforward(
+        workload,
+        trace.header,
+        mode=mode,
+        model_path=model,
+        estimator=default_classifier(),
+        max_train_jobs=DEFAULT_MAX_TRAIN_JOBS,
+    )
 
 
 def variant_inputs(
@@ -65,6 +76,9 @@ def variant_inputs(
     divider = wf.divider_or_first()
     if variant == "class-clairvoyant":
         runtime_class = np.where(np.minimum(workload.runtime, workload.requested_time) <= divider, 0, 1)
+    elif variant == "classification-idempotent":
+        # Jobs that may be killed are judged at the classifier's idempotent threshold.
+        runtime_class = np.asarray(wf.for_idempotent().predicted_class, dtype=np.int64)
     else:
         runtime_class = np.asarray(wf.predicted_class, dtype=np.int64)
     kills = variant in ("classification-idempotent", "class-clairvoyant")
@@ -74,5 +88,6 @@ def variant_inputs(
 
 
 def class_inputs(trace: Trace, workload: Workload, classes: str, model: Path | None):
-    """``rush simulate --classes`` glue: (inputs, config kwargs, classification block)."""
-    return variant_inputs(CLI_VARIANTS[classes], trace, workload, model)
+    """``rush simulate --classes`` glue: (inputs, config kwargs, classification block), with
+    the issue-13 classifier's live walk-forward (features at each submission, as the daemon)."""
+    return variant_inputs(CLI_VARIANTS[classes], trace, workload, model, mode="live")

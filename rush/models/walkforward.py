@@ -31,7 +31,7 @@ the cost is one forest fit and a few array passes, whichever the mode.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from sklearn.base import clone
 
 from rush.errors import ModelError
 from rush.models.evaluation import classification_block, classification_summary
-from rush.models.runtime_class import LARGE, RuntimeClassifier
+from rush.models.runtime_class import IDEMPOTENT_THRESHOLD, LARGE, SMALL, SMALL_THRESHOLD, RuntimeClassifier
 from rush.models.runtime_features import (
     FEATURES,
     N_STATIC,
@@ -78,6 +78,39 @@ class WalkForwardResult:
     mode: str = "weekly"
     seconds: float = 0.0
     feature_names: tuple[str, ...] = FEATURES
+    # P(small) the week's model gave each job (NaN: no model that week, or none with
+    # probabilities): lets a decision threshold be chosen without refitting (at_threshold).
+    proba_small: np.ndarray | None = None
+    # The classifier's threshold for idempotent jobs (None: the same decision for every job).
+    idempotent_threshold: float | None = None
+
+    def at_threshold(self, threshold: float) -> WalkForwardResult:
+        """The same walk-forward with "small when P(small) >= threshold" as the decision;
+        jobs without a probability keep their prediction (week 1: large)."""
+        if self.proba_small is None:
+            raise ModelError(
+                "this walk-forward kept no probabilities",
+                where="at_threshold",
+                fix="run it with a classifier that has predict_proba",
+            )
+        if not 0.0 < threshold < 1.0:
+            raise ModelError(
+                f"threshold {threshold!r} is not a probability in (0, 1)",
+                where="at_threshold",
+                fix="give a value strictly between 0 and 1",
+            )
+        known = np.isfinite(self.proba_small)
+        predicted = np.where(
+            known, np.where(self.proba_small >= threshold, SMALL, LARGE), self.predicted_class
+        ).astype(np.int8)
+        return replace(self, predicted_class=predicted, idempotent_threshold=None)
+
+    def for_idempotent(self) -> WalkForwardResult:
+        """Predictions for jobs that may be killed and requeued at the divider: at the
+        classifier's ``idempotent_threshold`` when it has one (else these predictions)."""
+        if self.idempotent_threshold is None or self.proba_small is None:
+            return self
+        return self.at_threshold(self.idempotent_threshold)
 
     @property
     def weekly(self) -> list[dict]:
@@ -120,6 +153,22 @@ def logged_end(workload: Workload) -> np.ndarray:
     wait = workload.extra.get("wait")
     wait = np.zeros(len(workload)) if wait is None else np.maximum(np.asarray(wait, dtype=np.float64), 0.0)
     return workload.submit + wait + np.maximum(workload.runtime, 0.0)
+
+
+# The issue-13 classifier, as the experiment, ``rush train`` and ``rush simulate --classes``
+# use it: boosting (100 iterations), the chosen decision thresholds, weekly refits on the
+# most recently finished jobs.
+DEFAULT_ITERATIONS = 100
+DEFAULT_MAX_TRAIN_JOBS = 20_000
+
+
+def default_classifier() -> RuntimeClassifier:
+    return RuntimeClassifier(
+        estimator="hgb",
+        n_estimators=DEFAULT_ITERATIONS,
+        threshold=SMALL_THRESHOLD,
+        idempotent_threshold=IDEMPOTENT_THRESHOLD,
+    )
 
 
 def _classifier(estimator: Any, n_estimators: int, random_state: int | None) -> RuntimeClassifier:
@@ -220,6 +269,7 @@ def predict_classes_walkforward(
     features = np.empty((n, len(FEATURES)), dtype=np.float64)
     features[:, :N_STATIC] = p.static
     predicted = np.full(n, LARGE, dtype=np.int8)
+    proba_small = np.full(n, np.nan)
     divider_of = np.full(n, np.nan)
     bounds = np.searchsorted(p.week, np.arange(len(p.week_start) + 1))
     weekly: list[dict] = []
@@ -257,6 +307,7 @@ def predict_classes_walkforward(
         features[rows, N_STATIC:] = history_features(lookup, rows, divider, prefix)
         if model is not None:
             predicted[rows] = model.predict(features[rows])
+            proba_small[rows] = _proba_small(model, features[rows])
         divider_of[rows] = divider
         report["divider"] = divider
         weekly.append(report)
@@ -270,6 +321,10 @@ def predict_classes_walkforward(
         weekly_report=weekly,
         importances=np.array(importances).reshape(-1, len(FEATURES)),
         mode=mode,
+        proba_small=proba_small,
+        idempotent_threshold=getattr(
+            fixed_model if fixed_model is not None else estimator, "idempotent_threshold", None
+        ),
     )
     # Per-week quality, judged against the divider in force (week 1: the first one).
     actual_small = result.actual_class() == 0
@@ -278,6 +333,17 @@ def predict_classes_walkforward(
         report.update(classification_summary(actual_small[lo:hi], predicted[lo:hi] == 0))
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _proba_small(model: Any, X: np.ndarray) -> np.ndarray:
+    """P(class 0, small) per row; NaN when the model has no probabilities."""
+    if not hasattr(model, "predict_proba"):
+        return np.full(len(X), np.nan)
+    classes = np.asarray(getattr(model, "classes_", [SMALL, LARGE]))
+    proba = model.predict_proba(X)
+    if SMALL not in classes:
+        return np.zeros(len(X))
+    return np.asarray(proba[:, int(np.flatnonzero(classes == SMALL)[0])], dtype=np.float64)
 
 
 @dataclass

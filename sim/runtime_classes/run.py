@@ -9,7 +9,9 @@ class-clairvoyant, runtime-clairvoyant), threshold 200,000 s, tau 10 s, predicti
 the first mode. The classifier (issue 13) is fixed before any evaluation: gradient boosting
 (scikit-learn's HistGradientBoostingClassifier defaults, 100 iterations, no early
 stopping), refit every week on the 20,000 most recently finished jobs, predicting small
-when P(small) >= 1/3. Writes to ``results/<job set>/``:
+when P(small) >= 0.5 (plain classification) or >= 0.1 (classification-idempotent): the
+thresholds chosen on development traces by ``select_threshold.py``
+(``rush.models.decision_thresholds``). Writes to ``results/<job set>/``:
 
 * ``improvement.csv`` / ``.md``: each variant's mean bounded slowdown and its improvement over
   EASY-FCFS (base), the final value of the cumulative mean bounded slowdown;
@@ -62,12 +64,36 @@ def load(trace_name: str, job_set: str):
 
 
 def classifier():
-    from rush.models.runtime_class import SMALL_THRESHOLD, RuntimeClassifier
+    """The issue-13 classifier (the one ``rush train`` and ``rush simulate`` use)."""
+    from rush.models.walkforward import default_classifier
 
-    return RuntimeClassifier(estimator=ESTIMATOR, n_estimators=ITERATIONS, threshold=SMALL_THRESHOLD)
+    made = default_classifier()
+    assert (made.estimator, made.n_estimators) == (ESTIMATOR, ITERATIONS)
+    return made
 
 
-def walkforward(trace_name: str, job_set: str, mode: str):
+def cached_walkforward(trace_name: str, job_set: str, mode: str):
+    """:func:`walkforward`, memoised on disk (``RUSH_CACHE`` or ~/.cache/rush): the
+    threshold selection and the evaluation reuse a trace's walk-forward. The cache key holds
+    the arguments, this module's code (joblib.Memory) and a digest of ``rush/models`` and
+    ``rush/workload``, so a changed classifier, feature or trace reader refits."""
+    import hashlib
+    import os
+
+    from joblib import Memory
+
+    import rush
+
+    root = Path(rush.__file__).parent
+    digest = hashlib.sha256()
+    for path in sorted([*root.glob("models/*.py"), *root.glob("workload/*.py")]):
+        digest.update(path.read_bytes())
+    location = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_classes"
+    cached = Memory(location, verbose=0).cache(walkforward)
+    return cached(trace_name, job_set, mode, code=digest.hexdigest())
+
+
+def walkforward(trace_name: str, job_set: str, mode: str, code: str = ""):
     from rush.models.walkforward import predict_classes_walkforward
 
     trace, workload = load(trace_name, job_set)
@@ -144,7 +170,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def quality_row(trace: str, job_set: str, mode: str, wf) -> dict:
+def quality_row(trace: str, job_set: str, mode: str, wf, decision: str = "plain") -> dict:
     s = wf.summary()
     actual_small = wf.actual_class() == 0
     short = actual_small & (wf.runtime <= SHORT)
@@ -152,6 +178,7 @@ def quality_row(trace: str, job_set: str, mode: str, wf) -> dict:
         "trace": trace,
         "job_set": job_set,
         "mode": mode,
+        "decision": decision,
         "jobs": s["jobs"],
         "accuracy": s["accuracy"],
         "precision": s["precision"],
@@ -234,14 +261,19 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
     started = time.time()
     with backend(dask):
         walks = Parallel(n_jobs=n_jobs, verbose=5)(
-            delayed(walkforward)(t, job_set, m) for t in traces for m in modes
+            delayed(cached_walkforward)(t, job_set, m) for t in traces for m in modes
         )
         first = {t: wf for t, _, m, wf in walks if m == modes[0]}
         batches = Parallel(n_jobs=n_jobs, verbose=5)(
             delayed(simulate_all)(t, job_set, first[t], policies) for t in traces
         )
     rows = [row for batch in batches for row in batch]
-    quality = [quality_row(t, js, m, wf) for t, js, m, wf in walks]
+    # Quality of both decisions: for jobs that cannot be killed, and for idempotent ones.
+    quality = [
+        quality_row(t, js, m, w, decision)
+        for t, js, m, wf in walks
+        for decision, w in (("plain", wf), ("idempotent", wf.for_idempotent()))
+    ]
     write_table(out, "classification", quality, list(quality[0]))
 
     base = {
@@ -295,6 +327,7 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
                     "iterations": ITERATIONS,
                     "max_train_jobs": MAX_TRAIN_JOBS,
                     "small_threshold": classifier().threshold,
+                    "idempotent_threshold": classifier().idempotent_threshold,
                 },
                 "seconds": time.time() - started,
                 "command": "python sim/runtime_classes/run.py --traces "

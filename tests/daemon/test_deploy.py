@@ -193,3 +193,37 @@ def test_systemd_unit(tmp_path):
         line for line in (out.stdout + out.stderr).splitlines() if "rush.service" in line and line.strip()
     ]
     assert problems == [], problems
+
+
+def test_weekly_retraining_units(tmp_path):
+    """rush-retrain.timer starts rush-retrain.service weekly: export, train beside the model in
+    use, swap it in only after both steps passed, then restart the daemon if it runs."""
+    unit = (DEPLOY / "rush-retrain.service").read_text()
+    lines = [line for line in unit.splitlines() if "=" in line and not line.startswith("#")]
+    starts = [line.split("=", 1)[1] for line in lines if line.startswith("ExecStart=")]
+    assert len(starts) == 3 and "sacct --json" in starts[0] and "mv -f" in starts[0]
+    assert "rush train runtime-class" in starts[1] and "runtime-class.next.joblib" in starts[1]
+    assert starts[2].index("runtime-class.joblib.json") < starts[2].index("runtime-class.joblib'")
+    service = dict(line.split("=", 1) for line in lines)
+    assert service["Type"] == "oneshot" and service["User"] == "rush"
+    assert service["ExecStartPost"] == "+/bin/systemctl try-restart rush.service"
+    timer = (DEPLOY / "rush-retrain.timer").read_text()
+    assert "OnCalendar=Mon *-*-* 03:00:00" in timer and "Persistent=true" in timer
+    beside = Path(sys.executable).with_name("rush")
+    analyze = shutil.which("systemd-analyze")
+    rush = str(beside) if beside.exists() else shutil.which("rush")
+    if analyze is None or rush is None:
+        pytest.skip("systemd-analyze (Debian package systemd) or the rush entry point is not installed")
+    local_service = tmp_path / "rush-retrain.service"
+    local_service.write_text(unit.replace("/usr/local/bin/rush", rush))
+    (tmp_path / "rush-retrain.timer").write_text(timer)
+    out = subprocess.run(
+        [analyze, "verify", str(local_service), str(tmp_path / "rush-retrain.timer")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    problems = [
+        line for line in (out.stdout + out.stderr).splitlines() if "rush-retrain" in line and line.strip()
+    ]
+    assert problems == [], problems

@@ -46,7 +46,7 @@ class History:
     def __init__(self) -> None:
         self.seen: list[int] = []
 
-    def predict(self, jobs):
+    def predict(self, jobs, killable=None):
         return [-1] * len(jobs)
 
     def observe_finished(self, job, end):

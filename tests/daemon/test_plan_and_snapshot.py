@@ -5,6 +5,8 @@ ClusterState/RJMSJob are plain data (what any backend returns); the core is the 
 
 from __future__ import annotations
 
+import pytest
+
 from rush.core import CoreConfig
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions, RuntimeClass
@@ -58,6 +60,51 @@ def test_classes_tags_journal_and_rule():
     assert run[4].idempotent and not run[6].idempotent and run[5].requeues == 1
 
 
+def test_a_pending_job_is_classified_once_then_keeps_its_class():
+    """Features are read once, near submission (as offline): later passes take the journal's
+    class, so the classifier sees only jobs it never classified, even if it changed its mind."""
+
+    class Counting(RuleClassPredictor):
+        def __init__(self, small_below: float) -> None:
+            super().__init__(small_below)
+            self.seen: list[list[int]] = []
+
+        def predict(self, jobs, killable=None):
+            self.seen.append([j.job_id for j in jobs])
+            return super().predict(jobs)
+
+    classifier = Counting(small_below=900)
+    builder = SnapshotBuilder(classifier=classifier)
+    first = builder.build(state(pending(1, 600), pending(2, 3600)), {})
+    assert first.predicted == {1: 0, 2: 1}
+    records = {j: JobRecord(j, predicted_class=c) for j, c in first.predicted.items()}
+    classifier.small_below = 10_000  # a retrained model would now call job 2 small
+    second = builder.build(state(pending(1, 600), pending(2, 3600), pending(3, 3600)), records)
+    assert classifier.seen == [[1, 2], [3]]
+    classes = {p.job_id: p.runtime_class for p in second.snapshot.pending}
+    assert classes == {1: RuntimeClass.SMALL, 2: RuntimeClass.LARGE, 3: RuntimeClass.SMALL}
+    assert second.outputs[2]["class_source"] == "journal" and second.outputs[3]["class_source"] == "rule"
+    assert second.predicted == {3: 0}
+
+
+@pytest.mark.parametrize("kill_false_small", [True, False])
+def test_the_classifier_is_told_which_jobs_the_core_would_kill(kill_false_small):
+    """An idempotent job is judged at the model's idempotent threshold only when false-small
+    kills are on: otherwise a false "small" costs it what it costs any other job."""
+    told = []
+
+    class Recording(RuleClassPredictor):
+        def predict(self, jobs, killable=None):
+            told.append(list(killable))
+            return super().predict(jobs)
+
+    builder = SnapshotBuilder(Recording(small_below=900), kill_false_small=kill_false_small)
+    builder.build(
+        state(pending(1, tags={"idempotent": "1"}), pending(2), pending(3, tags={"idempotent": "no"})), {}
+    )
+    assert told == [[kill_false_small, False, False]]
+
+
 def test_user_held_jobs_are_left_out_and_skips_come_from_the_journal():
     s = state(
         pending(1, tags={"wtype": "network"}),
@@ -77,7 +124,7 @@ def test_a_failing_model_is_reported_and_scheduling_goes_on():
     class Broken:
         name, version, divider = "runtime-class", "x", None
 
-        def predict(self, jobs):
+        def predict(self, jobs, killable=None):
             raise ValueError("feature mismatch")
 
     errors = []

@@ -223,3 +223,24 @@ def test_compiled_boosting_equals_scikit_learn():
     again = pickle.loads(pickle.dumps(model))  # rebuilt on load, not pickled
     assert "flat_boosting_" not in model.__getstate__() and again.flat_boosting_ is not None
     assert np.array_equal(again.predict(X), model.predict(X))
+
+
+def test_threshold_selection_is_maximin_with_ties_to_the_larger_threshold():
+    """sim/runtime_classes/select_threshold.py's written rule (chosen on development traces)."""
+    path = Path(__file__).resolve().parents[2] / "sim" / "runtime_classes" / "select_threshold.py"
+    spec = importlib.util.spec_from_file_location("select_threshold", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shares = {  # threshold -> share per development trace
+        0.5: (0.9, 0.2, 0.8),  # worst 0.2
+        0.4: (0.7, 0.6, 0.8),  # worst 0.6
+        1.0 / 3.0: (0.7, 0.7, 0.65),  # worst 0.65
+        0.25: (0.66, 0.9, 0.9),  # worst 0.66: best; 1/3 is within 0.01, and larger
+        0.2: (0.5, 0.9, 0.9),
+        0.15: (0.4, 0.9, 0.9),
+        0.1: (0.3, 0.9, 0.9),
+        0.05: (0.1, 0.9, 0.9),
+    }
+    rows = [{"threshold": t, "share": s, "share_plain": 0.5} for t, values in shares.items() for s in values]
+    assert module.choose(rows, "share") == 1.0 / 3.0
+    assert module.choose(rows, "share_plain") == 0.5  # all tied: the largest threshold (fewest kills)

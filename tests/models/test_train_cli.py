@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rush.daemon.snapshot_builder import ModelClassPredictor
+from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD
 from rush.models.persistence import file_sha256
 from rush.models.runtime_features import FEATURES
 from rush.models.runtime_pipeline import load_runtime_model
@@ -78,7 +79,8 @@ def test_train_runtime_class_writes_a_deployable_model(tmp_path):
 
 
 def test_default_model_is_the_experiments_classifier_and_runs_live(tmp_path):
-    """rush train's defaults are sim/runtime_classes' classifier: boosting, P(small) >= 1/3."""
+    """rush train's defaults are sim/runtime_classes' classifier: boosting, P(small) >= the
+    chosen thresholds (one for jobs rush may not kill, one for idempotent jobs)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     trace = _kth_trace()
@@ -89,10 +91,14 @@ def test_default_model_is_the_experiments_classifier_and_runs_live(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "walk-forward (live" in out.stdout
     meta = json.loads((tmp_path / "rc.joblib.json").read_text())
-    assert meta["small_threshold"] == 1.0 / 3.0 and meta["estimator"] == "HistGradientBoostingClassifier"
+    assert (
+        meta["small_threshold"] == SMALL_THRESHOLD and meta["estimator"] == "HistGradientBoostingClassifier"
+    )
+    assert meta["idempotent_threshold"] == IDEMPOTENT_THRESHOLD
     pipeline, _ = load_runtime_model(model)
     classifier = pipeline.named_steps["classifier"]
-    assert isinstance(classifier.model_, HistGradientBoostingClassifier) and classifier.threshold == 1.0 / 3.0
+    assert isinstance(classifier.model_, HistGradientBoostingClassifier)
+    assert classifier.threshold == SMALL_THRESHOLD and classifier.idempotent_threshold == IDEMPOTENT_THRESHOLD
     live = ModelClassPredictor(model, tmp_path / "history.json")
     w, _ = kth(2000)
     pending = [
@@ -104,7 +110,12 @@ def test_default_model_is_the_experiments_classifier_and_runs_live(tmp_path):
     # The threshold decides: the same probabilities, argmax instead, can only predict fewer small.
     X = live.features(pending)
     p_small = classifier.predict_proba(X)[:, 0]
-    assert classes == np.where(p_small >= 1.0 / 3.0, 0, 1).tolist()
+    assert classes == np.where(p_small >= SMALL_THRESHOLD, 0, 1).tolist()
+    # Jobs the core would kill at the divider (idempotent, kills on) get their own threshold.
+    killable = [k % 2 == 0 for k in range(len(pending))]
+    thresholds = np.where(killable, IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD)
+    assert live.predict(pending, killable) == np.where(p_small >= thresholds, 0, 1).tolist()
+    assert live.predict(pending, killable) != classes  # the thresholds differ: some jobs move
     # The pending jobs' submissions entered the submission stream (user_since_last_submit).
     assert (X[1:, FEATURES.index("user_since_last_submit")] >= 0).any()
 
@@ -113,6 +124,8 @@ BAD_FLAGS = [
     (["--small-threshold", "1.5"], "--small-threshold", "1.5 is not a probability"),
     (["--small-threshold", "-0.2"], "--small-threshold", "not a probability"),
     (["--small-threshold", "nan"], "--small-threshold", "nan is not a probability"),
+    (["--idempotent-threshold", "1"], "--idempotent-threshold", "1.0 is not a probability"),
+    (["--idempotent-threshold", "nan"], "--idempotent-threshold", "nan is not a probability"),
     (["--max-train-jobs", "-1"], "--max-train-jobs", "-1 jobs is out of range"),
     (["--estimator", "svm"], "--estimator", "unknown estimator 'svm'"),
     (["--mode", "daily"], "--mode", "unknown mode 'daily'"),
@@ -130,7 +143,7 @@ BAD_FLAGS = [
 
 
 def test_bad_flag_count():
-    assert len(BAD_FLAGS) + 3 == 19  # plus the --out cases below
+    assert len(BAD_FLAGS) + 3 == 21  # plus the --out cases below
 
 
 @pytest.mark.parametrize(("flags", "where", "message"), BAD_FLAGS, ids=[" ".join(f[0]) for f in BAD_FLAGS])
