@@ -248,8 +248,9 @@ def test_opted_in_job_killed_at_t1_requeued_with_t2_once_and_completes(slurm, tm
     while slurm.scontrol_job(job_id)["JobState"] != "COMPLETED":
         cycle += 1
         spec.cycle(cycle, spec.backend.read_state())
-        # Slurm's main scheduler starts a requeued job on its next pass: up to sched_interval (60 s).
-        assert time.time() < requeue["time"] + 120, "the requeued run did not complete"
+        # Slurm's main scheduler starts a requeued job on its next pass: up to sched_interval
+        # (60 s), and a whole-suite run under load once needed more than 120 s: a wide guard.
+        assert time.time() < requeue["time"] + 300, "the requeued run did not complete"
         time.sleep(1)
     cycle += 1
     spec.cycle(cycle, spec.backend.read_state())
