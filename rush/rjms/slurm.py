@@ -507,8 +507,11 @@ class SlurmBackend(RJMSBackend):
     def requeue_with_limit(self, job_id: int, tags: dict[str, str], seconds: float) -> ActionResult:
         """A batch job that ended by TIMEOUT: ``scontrol requeue N`` (it is PENDING at once, with
         the restart count up, on 22.05 and 25.11 with JobRequeue=1), then one ``scontrol update``
-        of its limit, its tags (merged with the job's) and its begin time (Slurm delays a
-        requeued job's begin; the old run ended, so there is nothing to wait for)."""
+        of its limit, its tags (merged with the job's) and its begin time: Slurm delays a
+        requeued job's begin by the credential lifetime (~2 min); now + 5 s, as
+        :meth:`finish_requeue`, because slurmd refuses a launch in the same second as the old
+        run's credential revocation ("Job credential revoked": the run fails at once; seen
+        with StartTime=now in a whole-suite run on 22.05)."""
         minutes = _minutes(check_time_limit(seconds, "requeue_with_limit"))
         jid = _job_id(job_id)
         format_tags(tags)  # validate before touching the job
@@ -528,12 +531,12 @@ class SlurmBackend(RJMSBackend):
             "update",
             f"JobId={jid}",
             f"TimeLimit={minutes}",
-            "StartTime=now",
+            "StartTime=now+5",
             f"AdminComment={comment}",
         )
         return ActionResult(
             ok=update.ok,
-            answer=f"requeue issued: {result.answer}; TimeLimit={minutes} StartTime=now {comment}: {update.answer}",
+            answer=f"requeue issued: {result.answer}; TimeLimit={minutes} StartTime=now+5 {comment}: {update.answer}",
         )
 
     def cancel(self, job_id: int) -> ActionResult:
