@@ -16,6 +16,18 @@ MAX_SEED = 2**32 - 1  # numpy's RandomState range
 MAX_TRAIN_WEEKS = 10_000
 
 
+def _check_probability(value: float | None, option: str, zero_means: str) -> None:
+    """A decision threshold: a number in (0, 1), or 0 for ``zero_means``."""
+    from rush.errors import ConfigError
+
+    if value is not None and not (value == 0 or 0.0 < value < 1.0):  # NaN fails both
+        raise ConfigError(
+            f"{value} is not a probability",
+            where=option,
+            fix=f"give a number in (0, 1), or 0 for {zero_means}",
+        )
+
+
 def _check_output(path: Path, option: str) -> None:
     """Refuse an output path that cannot be written *before* the training (nothing lost)."""
     from rush.errors import ConfigError
@@ -107,22 +119,8 @@ def runtime_class(
         )
     if not 1 <= trees <= MAX_TREES:
         raise ConfigError(f"{trees} trees is out of range", where="--trees", fix=f"give 1..{MAX_TREES}")
-    if small_threshold is not None and not (
-        small_threshold == 0 or 0.0 < small_threshold < 1.0
-    ):  # NaN fails both
-        raise ConfigError(
-            f"{small_threshold} is not a probability",
-            where="--small-threshold",
-            fix="give a number in (0, 1), or 0 for the estimator's own decision",
-        )
-    if idempotent_threshold is not None and not (
-        idempotent_threshold == 0 or 0.0 < idempotent_threshold < 1.0
-    ):  # NaN fails both
-        raise ConfigError(
-            f"{idempotent_threshold} is not a probability",
-            where="--idempotent-threshold",
-            fix="give a number in (0, 1), or 0 for the --small-threshold decision",
-        )
+    _check_probability(small_threshold, "--small-threshold", "the estimator's own decision")
+    _check_probability(idempotent_threshold, "--idempotent-threshold", "the --small-threshold decision")
     if max_train_jobs is not None and not 0 <= max_train_jobs <= 10**9:
         raise ConfigError(
             f"{max_train_jobs} jobs is out of range", where="--max-train-jobs", fix="give 0 (all) or more"

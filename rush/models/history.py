@@ -488,11 +488,6 @@ class _UserGroups:
         """The ``k``-th distinct user and its jobs' submit times."""
         return int(self.users[k]), self.submit[self.order[self.bounds[k] : self.bounds[k + 1]]]
 
-    def __iter__(self):
-        for k, user in enumerate(self.users.tolist()):
-            rows = self.order[self.bounds[k] : self.bounds[k + 1]]
-            yield user, rows, self.submit[rows]
-
 
 def _distinct_pairs(
     user_code: np.ndarray, n_users: int, values: np.ndarray
@@ -567,18 +562,6 @@ def _segment_searchsorted(flat, start, stop, owner, values):  # pragma: no cover
     # job instead of numpy calls per user (NaN sorts last, as in numpy).
     out = np.empty(values.shape[0], dtype=np.int64)
     for j in range(values.shape[0]):
-        lo = start[owner[j]]
-        hi = stop[owner[j]]
-        base = lo
-        v = values[j]
-        if v != v:
-            out[j] = hi - base
-            continue
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if flat[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[j] = lo - base
+        lo, hi, v = start[owner[j]], stop[owner[j]], values[j]
+        out[j] = hi - lo if v != v else np.searchsorted(flat[lo:hi], v)
     return out

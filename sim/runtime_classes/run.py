@@ -42,14 +42,13 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from rush.models.walkforward import DEFAULT_MAX_TRAIN_JOBS
+
 TRACES = ("SDSC-SP2", "CTC-SP2", "KTH-SP2", "SDSC-BLUE", "HPC2N")
 POLICIES = ("FCFS", "SPF", "SAF", "WFP3")
 JOB_SETS = ("full", "published")
 OUT = Path(__file__).parent / "results"
 # The classifier, fixed before looking at any scheduling result (module docstring).
-ESTIMATOR = "hgb"
-ITERATIONS = 100
-MAX_TRAIN_JOBS = 20_000
 SHORT = 10.0  # "premature" jobs: recall of jobs that ran <= 10 s
 
 
@@ -67,9 +66,7 @@ def classifier():
     """The issue-13 classifier (the one ``rush train`` and ``rush simulate`` use)."""
     from rush.models.walkforward import default_classifier
 
-    made = default_classifier()
-    assert (made.estimator, made.n_estimators) == (ESTIMATOR, ITERATIONS)
-    return made
+    return default_classifier()
 
 
 def cached_walkforward(trace_name: str, job_set: str, mode: str):
@@ -98,7 +95,7 @@ def walkforward(trace_name: str, job_set: str, mode: str, code: str = ""):
 
     trace, workload = load(trace_name, job_set)
     wf = predict_classes_walkforward(
-        workload, trace.header, mode=mode, estimator=classifier(), max_train_jobs=MAX_TRAIN_JOBS
+        workload, trace.header, mode=mode, estimator=classifier(), max_train_jobs=DEFAULT_MAX_TRAIN_JOBS
     )
     return trace_name, job_set, mode, wf
 
@@ -323,9 +320,9 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
                 "modes": modes,
                 "policies": list(policies),
                 "classifier": {
-                    "estimator": ESTIMATOR,
-                    "iterations": ITERATIONS,
-                    "max_train_jobs": MAX_TRAIN_JOBS,
+                    "estimator": classifier().estimator,
+                    "iterations": classifier().n_estimators,
+                    "max_train_jobs": DEFAULT_MAX_TRAIN_JOBS,
                     "small_threshold": classifier().threshold,
                     "idempotent_threshold": classifier().idempotent_threshold,
                 },

@@ -179,20 +179,30 @@ def test_systemd_unit(tmp_path):
     assert service["ExecStart"] == "/usr/local/bin/rush daemon --config /etc/rush/rush.toml"
     assert "slurmctld.service" in service["After"] and service["NoNewPrivileges"] == "yes"
     assert service["ProtectSystem"] == "strict" and "/var/lib/rush" in service["ReadWritePaths"]
-    # The entry point of the environment running the tests (.venv/bin/rush), else PATH's.
+    assert verify_units(tmp_path, {"rush.service": unit}) == []
+
+
+def verify_units(tmp_path: Path, units: dict[str, str]) -> list[str]:
+    """``systemd-analyze verify`` of these unit files (name -> text): its complaints about them.
+
+    systemd-analyze checks that ExecStart exists: rush is pointed at the entry point of the
+    environment running the tests (.venv/bin/rush), else PATH's."""
     beside = Path(sys.executable).with_name("rush")
     analyze = shutil.which("systemd-analyze")
     rush = str(beside) if beside.exists() else shutil.which("rush")
     if analyze is None or rush is None:
         pytest.skip("systemd-analyze (Debian package systemd) or the rush entry point is not installed")
-    # systemd-analyze checks that ExecStart exists: point it at this installation's rush.
-    local = tmp_path / "rush.service"
-    local.write_text(unit.replace("/usr/local/bin/rush", rush))
-    out = subprocess.run([analyze, "verify", str(local)], capture_output=True, text=True, timeout=60)
-    problems = [
-        line for line in (out.stdout + out.stderr).splitlines() if "rush.service" in line and line.strip()
+    paths = []
+    for name, text in units.items():
+        paths.append(tmp_path / name)
+        paths[-1].write_text(text.replace("/usr/local/bin/rush", rush))
+    out = subprocess.run([analyze, "verify", *map(str, paths)], capture_output=True, text=True, timeout=60)
+    stems = tuple(Path(name).stem for name in units)
+    return [
+        line
+        for line in (out.stdout + out.stderr).splitlines()
+        if line.strip() and any(s in line for s in stems)
     ]
-    assert problems == [], problems
 
 
 def test_weekly_retraining_units(tmp_path):
@@ -209,21 +219,4 @@ def test_weekly_retraining_units(tmp_path):
     assert service["ExecStartPost"] == "+/bin/systemctl try-restart rush.service"
     timer = (DEPLOY / "rush-retrain.timer").read_text()
     assert "OnCalendar=Mon *-*-* 03:00:00" in timer and "Persistent=true" in timer
-    beside = Path(sys.executable).with_name("rush")
-    analyze = shutil.which("systemd-analyze")
-    rush = str(beside) if beside.exists() else shutil.which("rush")
-    if analyze is None or rush is None:
-        pytest.skip("systemd-analyze (Debian package systemd) or the rush entry point is not installed")
-    local_service = tmp_path / "rush-retrain.service"
-    local_service.write_text(unit.replace("/usr/local/bin/rush", rush))
-    (tmp_path / "rush-retrain.timer").write_text(timer)
-    out = subprocess.run(
-        [analyze, "verify", str(local_service), str(tmp_path / "rush-retrain.timer")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    problems = [
-        line for line in (out.stdout + out.stderr).splitlines() if "rush-retrain" in line and line.strip()
-    ]
-    assert problems == [], problems
+    assert verify_units(tmp_path, {"rush-retrain.service": unit, "rush-retrain.timer": timer}) == []

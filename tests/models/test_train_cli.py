@@ -126,6 +126,8 @@ BAD_FLAGS = [
     (["--small-threshold", "nan"], "--small-threshold", "nan is not a probability"),
     (["--idempotent-threshold", "1"], "--idempotent-threshold", "1.0 is not a probability"),
     (["--idempotent-threshold", "nan"], "--idempotent-threshold", "nan is not a probability"),
+    (["--idempotent-threshold", "-0.5"], "--idempotent-threshold", "-0.5 is not a probability"),
+    (["--idempotent-threshold", "1e308"], "--idempotent-threshold", "1e+308 is not a probability"),
     (["--max-train-jobs", "-1"], "--max-train-jobs", "-1 jobs is out of range"),
     (["--estimator", "svm"], "--estimator", "unknown estimator 'svm'"),
     (["--mode", "daily"], "--mode", "unknown mode 'daily'"),
@@ -143,7 +145,7 @@ BAD_FLAGS = [
 
 
 def test_bad_flag_count():
-    assert len(BAD_FLAGS) + 3 == 21  # plus the --out cases below
+    assert len(BAD_FLAGS) + 3 == 23  # plus the --out cases below
 
 
 @pytest.mark.parametrize(("flags", "where", "message"), BAD_FLAGS, ids=[" ".join(f[0]) for f in BAD_FLAGS])
