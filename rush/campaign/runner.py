@@ -228,14 +228,7 @@ def connect(options: CampaignOptions) -> Any:
     """The RJMS backend, asked once for its queue so an unreachable RJMS fails before any file."""
     from rush.rjms.base import get_backend
 
-    try:
-        backend = get_backend(options.rjms, **options.rjms_options)
-    except TypeError as exc:
-        raise CampaignError(
-            f"bad backend option: {exc}",
-            where="--rjms-option",
-            fix=f"see the options of the {options.rjms} backend",
-        ) from None
+    backend = get_backend(options.rjms, **options.rjms_options)  # options checked: a ConfigError
     try:
         backend.read_state()
     except RushError as exc:

@@ -32,25 +32,6 @@ def _min_max(text: str, flag: str) -> tuple[float, float]:
         raise RushError(f"not MIN:MAX seconds: {text[:40]!r}", where=flag, fix="e.g. 20:60") from None
 
 
-def _rjms_options(values: dict[str, str]) -> dict[str, object]:
-    # Numbers and booleans as the backends take them (timeout=20, fallback=false).
-    out: dict[str, object] = {}
-    for key, value in values.items():
-        lowered = value.strip().lower()
-        if lowered in ("true", "false"):
-            out[key] = lowered == "true"
-            continue
-        try:
-            out[key] = int(value)
-        except ValueError:
-            try:
-                number = float(value)
-                out[key] = number if number == number else value
-            except ValueError:
-                out[key] = value
-    return out
-
-
 @app.command("run")
 def run(
     apps: str = typer.Option(..., "--apps", help="Comma-separated proxy applications: halo,cg,compute,io."),
@@ -100,12 +81,16 @@ def run(
         raise CampaignError(
             f"must be on or off, got {noise[:20]!r}", where="--noise", fix="--noise on or --noise off"
         )
-    options_given = _rjms_options(_pairs(rjms_option, "--rjms-option"))
+    from rush.rjms.base import parse_backend_options
+
+    configured: dict[str, object] = {}
     if config is not None:
         from rush.daemon.config import load_config
 
         section = load_config(config).rjms
-        rjms, options_given = section.backend, {**section.options, **options_given}
+        rjms, configured = section.backend, dict(section.options)
+    # Typed by the backend's declared options (timeout=20 a number, fallback=false a bool).
+    options_given = {**configured, **parse_backend_options(rjms, rjms_option)}
     options = CampaignOptions(
         apps=parse_apps(apps),
         runs=runs,

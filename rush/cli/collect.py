@@ -24,16 +24,6 @@ app.add_typer(energy_app, name="energy")
 LOG_LEVELS = ["debug", "info", "warning", "error", "critical"]
 
 
-def _parse_options(pairs: list[str], flag: str) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise RushError(f"bad option {pair!r}", where=flag, fix="write KEY=VALUE")
-        options[key.strip()] = value
-    return options
-
-
 @app.command("collect")
 def collect_command(
     config: Path = typer.Option(..., "--config", help="rush.toml with a [collect] section."),
@@ -116,7 +106,7 @@ def probe_submit(
 ) -> None:
     """Submit the MPI ring/allreduce probe as a batch job; print its job id and result path."""
     from rush.collect.probe import probe_arguments, submit_probe
-    from rush.rjms.base import get_backend
+    from rush.rjms.base import get_backend, parse_backend_options
 
     sizes = _check_sizes(ring_bytes, allreduce_bytes)
     output = output_dir.resolve() / "mpi_probe-{job_id}.json"
@@ -127,7 +117,7 @@ def probe_submit(
         allreduce_iterations=allreduce_iterations,
         output=str(output),
     )
-    backend = get_backend(rjms, **_parse_options(rjms_option, "--rjms-option"))
+    backend = get_backend(rjms, **parse_backend_options(rjms, rjms_option))
     job_id = submit_probe(
         backend, ntasks=ntasks, nodes=nodes, time_limit=time_limit, partition=partition,
         launcher=launcher, python=python, probe_args=args,

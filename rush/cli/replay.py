@@ -11,20 +11,6 @@ from rush.cli.main import app
 from rush.errors import RushError
 
 
-def _parse_options(pairs: list[str]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise RushError(
-                f"bad backend option {pair!r}",
-                where="--rjms-option",
-                fix="write KEY=VALUE, e.g. slurm_conf=/etc/slurm/slurm.conf",
-            )
-        options[key.strip()] = value
-    return options
-
-
 def _order_text(order: dict) -> str:
     if order["same"]:
         return "the simulator's"
@@ -64,7 +50,7 @@ def replay_command(
     from rush.core.config import CoreConfig
     from rush.daemon.replay import MODES, flux_rush_scheduler, replay
     from rush.daemon.replay_window import Window
-    from rush.rjms.base import get_backend
+    from rush.rjms.base import get_backend, parse_backend_options
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
@@ -82,7 +68,7 @@ def replay_command(
             fix="give --rjms flux and --config rush.toml (the module's policy), or use --mode priority",
         )
     parsed_window = Window.parse(window)
-    options = _parse_options(rjms_option)
+    options = parse_backend_options(rjms, rjms_option)  # unknown keys and bad values: exit 2
     workload = workload_from_trace(load_trace(trace))
     cycle = None
     scheduler: contextlib.AbstractContextManager = contextlib.nullcontext()

@@ -360,7 +360,7 @@ class Applier:
         for intent in self.journal.open_intents():
             with self.journal.transaction():
                 try:
-                    if intent.action == "kill" and getattr(self.backend, "requeue_replaces_job", False):
+                    if intent.action == "kill" and self.backend.capabilities.requeue_replaces_job:
                         status, answer = self._reconcile_replacement(intent, state)
                     else:
                         status, answer = self._reconcile_one(intent, jobs.get(intent.job_id))
@@ -385,7 +385,7 @@ class Applier:
         """A kill on an RJMS without requeue: the backend finds (or completes) the replacement."""
         r = self.journal.job(intent.job_id)
         tags = {"class": "large", "requeues": str(max(r.requeues, 1))}  # rules.requeue_as_large
-        status, answer = self.backend.confirm_replacement(intent.job_id, tags, state)  # type: ignore[attr-defined]
+        status, answer = self.backend.confirm_replacement(intent.job_id, tags, state)
         if status == "failed":
             self._rollback_requeue(intent.job_id)
         return status, answer

@@ -280,7 +280,7 @@ def replay(
     if cpus <= 0:
         raise RJMSError("the RJMS reports no CPUs", where="replay", fix="check the partitions' nodes (sinfo)")
     # The RJMS's time-limit granularity (Slurm: minutes; Flux: seconds).
-    granularity = float(getattr(backend, "time_limit_granularity", 60.0))
+    granularity = backend.capabilities.time_limit_granularity
     scaled = scale_window(workload, window, speedup, cpus, limit_granularity=granularity)
     ids: dict[int, int] = {}
     try:

@@ -236,7 +236,7 @@ class Daemon:
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
             decisions = schedule(
-                built.snapshot, self.core_config, explain_priorities=not self.backend.starts_jobs
+                built.snapshot, self.core_config, explain_priorities=not self.backend.capabilities.starts_jobs
             )
             self.last = (cycle, built, decisions)
             # Limits first: a priority nudge may start the job at once.
@@ -293,7 +293,7 @@ class Daemon:
         else:
             applied, rjms_error = self.applier.apply(cycle, plan, state)
         # A shell that starts jobs journals its starts with their outcome itself.
-        advice = ("reserve",) if self.backend.starts_jobs else ("start", "backfill", "reserve")
+        advice = ("reserve",) if self.backend.capabilities.starts_jobs else ("start", "backfill", "reserve")
         with self.journal.transaction():
             for d in decisions.decisions:
                 if d.action in advice:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import abc
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 
@@ -68,14 +69,38 @@ class ActionResult:
     attempted: bool = True
 
 
-class RJMSBackend(abc.ABC):
-    """What rush needs from a resource and job management system."""
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared on its class (the daemon reads it, never probes)."""
 
-    name: str = ""
     # True when rush itself is the RJMS's scheduler (the Flux scheduler module): the shell
     # starts the core's start/backfill decisions and the core's order is the priority, so
     # the daemon loop plans no priority actions and journals no start advice.
     starts_jobs: bool = False
+    # True when the RJMS has no requeue and rush's requeue cancels and resubmits (Flux): the
+    # daemon confirms a replacement job (a new id) through :meth:`RJMSBackend.confirm_replacement`.
+    requeue_replaces_job: bool = False
+    # Seconds a time limit is rounded up to (Slurm: whole minutes; Flux: seconds).
+    time_limit_granularity: float = 60.0
+
+
+@dataclass(frozen=True)
+class BackendOption:
+    """One option a backend's constructor takes (``rjms.options``, ``--rjms-option``)."""
+
+    name: str
+    type: type  # str, bool, int or float; a string value is parsed to it
+    help: str
+    optional: bool = False  # None is accepted (the backend's own default)
+
+
+class RJMSBackend(abc.ABC):
+    """What rush needs from a resource and job management system."""
+
+    name: str = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    # The constructor's keyword options, checked by :func:`check_options` before it runs.
+    options: ClassVar[tuple[BackendOption, ...]] = ()
 
     @abc.abstractmethod
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
@@ -140,6 +165,11 @@ class RJMSBackend(abc.ABC):
         """Finished-job records (submit/start/end/state...), where the RJMS keeps them."""
         raise NotImplementedError(f"{self.name} backend has no accounting reader")
 
+    def confirm_replacement(self, job_id: int, tags: dict[str, str], state: ClusterState) -> tuple[str, str]:
+        """Settle a kill left open on a backend whose requeue replaces the job
+        (``capabilities.requeue_replaces_job``): (journal status, answer)."""
+        raise NotImplementedError(f"the {self.name} backend requeues in place; nothing replaces a job")
+
 
 def check_submit(procs: object, time_limit: object, command: Sequence[str], begin: object = None) -> None:
     """The checks every backend's :meth:`RJMSBackend.submit` makes before reaching the RJMS:
@@ -188,8 +218,8 @@ def backend_names() -> list[str]:
     return sorted(_BACKENDS)
 
 
-def get_backend(name: str, **options: object) -> RJMSBackend:
-    """Instantiate backend ``name`` with its options (endpoint, socket, binaries...)."""
+def backend_class(name: str) -> type[RJMSBackend]:
+    """The class registered as ``name``, importing its module on first use."""
     if name not in _BACKENDS:
         raise ConfigError(
             f"unknown RJMS backend {name!r}",
@@ -205,4 +235,73 @@ def get_backend(name: str, **options: object) -> RJMSBackend:
                 where=f"rjms backend {name!r}",
                 fix=f"pip install 'rush[{name}]' (or install {exc.name})",
             ) from exc
-    return _REGISTERED[name](**options)
+    return _REGISTERED[name]
+
+
+def _parse_value(text: str, kind: type) -> object:
+    # A command-line string as the declared type; ValueError when it is not one.
+    if kind is bool:
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise ValueError(text)
+        return lowered in ("true", "1", "yes", "on")
+    return kind(text)
+
+
+def check_options(
+    backend: type[RJMSBackend], options: Mapping[str, object], where: str = "rjms.options"
+) -> dict[str, object]:
+    """``options`` checked against ``backend.options``: a ConfigError for an unknown key (all
+    of them named, with the valid ones) or a value not of the declared type; strings
+    (``--rjms-option KEY=VALUE``) are parsed to the declared type. Ranges are the backend's."""
+    declared = {option.name: option for option in backend.options}
+    unknown = sorted(set(options) - set(declared))
+    if unknown:
+        raise ConfigError(
+            f"the {backend.name} backend does not accept these options: {', '.join(unknown)}",
+            where=where,
+            fix=f"valid options: {', '.join(sorted(declared))}" if declared else "give no option",
+        )
+    checked: dict[str, object] = {}
+    for key, value in options.items():
+        option = declared[key]
+        kind_name = option.type.__name__
+        if isinstance(value, str) and option.type is not str:
+            try:
+                value = _parse_value(value, option.type)
+            except ValueError:
+                raise ConfigError(
+                    f"invalid {key} {value!r}", where=f"{where}.{key}", fix=f"a {kind_name}: {option.help}"
+                ) from None
+        numeric = option.type is float and isinstance(value, int) and not isinstance(value, bool)
+        fits = numeric or (
+            isinstance(value, option.type) and (option.type is bool or not isinstance(value, bool))
+        )
+        if not (fits or (value is None and option.optional)):
+            raise ConfigError(
+                f"invalid {key} {value!r}", where=f"{where}.{key}", fix=f"a {kind_name}: {option.help}"
+            )
+        checked[key] = value
+    return checked
+
+
+def get_backend(name: str, **options: object) -> RJMSBackend:
+    """Instantiate backend ``name`` with its options (endpoint, socket, binaries...), checked
+    against the options its class declares before the constructor runs."""
+    cls = backend_class(name)
+    return cls(**check_options(cls, options))
+
+
+def parse_backend_options(name: str, pairs: Sequence[str], where: str = "--rjms-option") -> dict[str, object]:
+    """``KEY=VALUE`` strings from the command line, checked against backend ``name``'s options."""
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(
+                f"bad backend option {pair!r}",
+                where=where,
+                fix="write KEY=VALUE, e.g. slurm_conf=/etc/slurm/slurm.conf",
+            )
+        options[key.strip()] = value
+    return check_options(backend_class(name), options, where)

@@ -61,6 +61,8 @@ from typing import Any
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms.base import (
     ActionResult,
+    BackendOption,
+    Capabilities,
     ClusterState,
     RJMSBackend,
     RJMSJob,
@@ -202,8 +204,17 @@ class FluxBackend(RJMSBackend):
     """Options: ``uri`` (a Flux URI; default: FLUX_URI of the environment), ``max_entries``,
     ``priority_lever`` (``auto``, ``plugin`` or ``urgency``; see the module's docstring).
 
-    ``handle`` (tests and embedding only): an already open Flux handle.
+    ``handle`` (tests and embedding only, not a configuration option): an already open Flux handle.
     """
+
+    # Flux durations are seconds; Flux has no requeue, so rush's requeue cancels and resubmits
+    # (the daemon confirms a replacement job, a new id).
+    capabilities = Capabilities(requeue_replaces_job=True, time_limit_granularity=1.0)
+    options = (
+        BackendOption("uri", str, "a Flux URI (default: FLUX_URI of the environment)"),
+        BackendOption("max_entries", int, "the most jobs read per queue listing"),
+        BackendOption("priority_lever", str, "auto, plugin or urgency"),
+    )
 
     def __init__(
         self, uri: str = "", max_entries: int = 10000, priority_lever: str = "auto", handle: Any = None
@@ -486,9 +497,6 @@ class FluxBackend(RJMSBackend):
             raise RJMSError(f"flux submit failed: {exc.strerror or exc}", where="job-ingest.submit") from exc
 
     # -- replay: finished jobs -------------------------------------------------------------
-    # Flux durations are seconds (Slurm's limits are minutes): replay rounds limits to this.
-    time_limit_granularity = 1.0
-
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records from job-list (kept while the instance keeps inactive jobs):
         submit (``t_submit``), start (``t_run``), end (``t_cleanup``: the tasks ended),
@@ -517,9 +525,6 @@ class FluxBackend(RJMSBackend):
         return records
 
     # -- false-small kills: cancel, then resubmit as large (Flux has no requeue) -------------
-    # The daemon confirms a replacement job (a new id), not a restart of the same job.
-    requeue_replaces_job = True
-
     def _owner(self) -> int | None:
         """The instance owner's userid (rush's resubmissions carry it); None if unknown."""
         if not hasattr(self, "_owner_id"):

@@ -86,7 +86,7 @@ def user_name(userid: int, cache: dict[int, str]) -> str:
 class ModuleBackend(FluxBackend):
     """The daemon loop's backend inside the module: reads come from the module's own view."""
 
-    starts_jobs = True
+    capabilities = replace(FluxBackend.capabilities, starts_jobs=True)
 
     def __init__(self, sched: RushScheduler) -> None:
         super().__init__(handle=sched.handle)

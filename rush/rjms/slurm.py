@@ -40,6 +40,8 @@ from rush.errors import ConfigError, RJMSError
 from rush.rjms import slurm_json
 from rush.rjms.base import (
     ActionResult,
+    BackendOption,
+    Capabilities,
     ClusterState,
     RJMSBackend,
     RJMSJob,
@@ -203,6 +205,24 @@ class SlurmBackend(RJMSBackend):
     the command is installed (every REST action is idempotent, so a repeat is harmless);
     a refusal by Slurm (bad job id, finished job) is a failed :class:`ActionResult`.
     """
+
+    capabilities = Capabilities(time_limit_granularity=60.0)  # Slurm's limits are whole minutes
+    options = (
+        BackendOption(
+            "rest_url", str, "unix:/path/slurmrestd.socket or http://host:6820; empty: commands only"
+        ),
+        BackendOption("jwt", str, "a token (scontrol token) for rest_auth/jwt"),
+        BackendOption("jwt_file", str, "a file holding that token"),
+        BackendOption("jwt_user", str, "the token's user"),
+        BackendOption("fallback", bool, "use the commands when slurmrestd cannot be reached"),
+        BackendOption("slurm_conf", str, "SLURM_CONF for the commands", optional=True),
+        BackendOption("bin_dir", str, "where the Slurm commands are (/usr/bin)"),
+        BackendOption("timeout", float, "seconds per command or request"),
+        BackendOption("jobcomp_file", str, "JobCompLoc (filetxt) for jobs slurmctld has forgotten"),
+        BackendOption("max_answer_mb", float, "the largest queue answer accepted, MiB"),
+        BackendOption("priority_lever", str, "site_factor, nice or auto"),
+        BackendOption("rest_api", str, "auto or a slurmrestd version to pin (v0.0.44 .. v0.0.38)"),
+    )
 
     def __init__(
         self,
@@ -493,9 +513,7 @@ class SlurmBackend(RJMSBackend):
             return None
         return ActionResult(ok=True, answer=f"nothing to finish (the job is {job.state})")
 
-    # -- speculative reservations: limits are whole minutes ----------------------------------
-    time_limit_granularity = 60.0
-
+    # -- speculative reservations: limits are whole minutes (capabilities) -------------------
     def set_time_limit(self, job_id: int, seconds: float) -> ActionResult:
         """``scontrol update TimeLimit=M`` with M the limit in minutes, rounded up (Slurm keeps
         minutes): a run is never cut before its reservation."""

@@ -51,7 +51,16 @@ from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms import slurm_json
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob, check_submit, register_backend
+from rush.rjms.base import (
+    ActionResult,
+    BackendOption,
+    Capabilities,
+    ClusterState,
+    RJMSBackend,
+    RJMSJob,
+    check_submit,
+    register_backend,
+)
 from rush.rjms.slurm import SlurmBackend, _job_id, _text, finished_records, format_tags
 
 ESLURM_INVALID_JOB_ID = 2017  # slurm_errno.h, the same in every release
@@ -165,6 +174,14 @@ class PySlurmBackend(RJMSBackend):
     * ``jobcomp_file``: JobCompLoc (filetxt), for :meth:`accounting` of forgotten jobs;
     * ``timeout``: seconds for the configuration check and ``sprio``.
     """
+
+    capabilities = Capabilities(time_limit_granularity=60.0)  # Slurm's limits are whole minutes
+    options = (
+        BackendOption("slurm_conf", str, "the cluster's slurm.conf", optional=True),
+        BackendOption("bin_dir", str, "where Slurm's commands are (sprio, optional)"),
+        BackendOption("jobcomp_file", str, "JobCompLoc (filetxt) for jobs slurmctld has forgotten"),
+        BackendOption("timeout", float, "seconds for the configuration check and sprio"),
+    )
 
     def __init__(
         self,
