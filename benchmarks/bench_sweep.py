@@ -4,7 +4,7 @@ Cells: the weekly slices of SDSC-SP2 (each week simulated on its own, 200 000 s 
 threshold) under FCFS, SPF and SAF, with EASY and without backfilling. Three runs of the same cells:
 
 * reference: a plain loop in this process, no Dask (``simulate_cell`` on a trace loaded once);
-* ``rush.sweep`` on a LocalCluster of 1 worker, then of 2 workers (one process each),
+* ``rush.studies.sweep`` on a LocalCluster of 1 worker, then of 2 workers (one process each),
   streaming rows into a CSV table as in ``rush sweep run``.
 
 Every run is warm: the trace is loaded and the kernels compiled before the clock starts (a
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rush.sweep import SweepOptions, run_sweep
-from rush.sweep.simulation import load_sliced, simulate_cell, trace_resource
+from rush.studies.sweep import SweepOptions, run_sweep
+from rush.studies.sweep.simulation import load_sliced, simulate_cell, trace_resource
 
 TRACE = "SDSC-SP2"
 POLICIES = ("FCFS", "SPF", "SAF")
@@ -123,7 +123,7 @@ def main() -> None:
             rates[workers] = rate
             batch = args.batch or "auto"
             print(
-                f"rush.sweep, LocalCluster {workers} worker(s), batch {batch}: {rate:.1f} simulations/s "
+                f"rush.studies.sweep, LocalCluster {workers} worker(s), batch {batch}: {rate:.1f} simulations/s "
                 f"({rate / ref:.0%} of the reference; cluster start {started:.1f} s, warm-up sweep {warm:.1f} s)"
             )
     print(f"scaling efficiency 1 -> 2 workers: {rates[2] / (2 * rates[1]):.0%}")

@@ -5,7 +5,7 @@ seeded random order, ``concurrency`` at a time, through an RJMS backend of the r
 (:func:`rush.rjms.base.get_backend`). Each job runs ``rush/campaign/jobrun.py``: the MPI probe
 (collectors/mpi_probe.py) on the job's nodes as it starts, then the application. Meanwhile a
 sampler thread writes node counters into a :class:`rush.collect.store.FeatureStore` in the
-output directory every ``interval`` seconds: procfs (this host: :mod:`rush.campaign.procfs`)
+output directory every ``interval`` seconds: procfs (this host: :mod:`rush.collect.procfs`)
 and, with ``prometheus``, node_exporter's series through Prometheus (every node it scrapes).
 With ``noise`` a noise job (collectors/noise.py) is submitted first and runs for the whole
 campaign; its on/off log labels each run (``noise``: ground truth, never a feature).
@@ -282,7 +282,7 @@ class Sampler(threading.Thread):
 def counter_collectors(options: CampaignOptions) -> list[Any]:
     collectors: list[Any] = []
     if options.procfs:
-        from rush.campaign.procfs import ProcfsCollector
+        from rush.collect.procfs import ProcfsCollector
 
         collectors.append(ProcfsCollector())
     if options.prometheus:
@@ -562,7 +562,7 @@ class Campaign:
         self.progress(info)
 
     def summary(self, sampler: Sampler) -> dict[str, Any]:
-        from rush.campaign.procfs import ProcfsCollector
+        from rush.collect.procfs import ProcfsCollector
 
         per_app: dict[str, Any] = {}
         for app in self.options.apps:

@@ -29,8 +29,8 @@ def build(
     workload type; label each run against its application's runtimes (mu + 1.2/1.5 sigma).
     Counters the machine lacks are listed in the description, never synthesised."""
     from rush.errors import ConfigError
-    from rush.variability.dataset import DatasetOptions, build_dataset
-    from rush.variability.features import check_window
+    from rush.models.variability.dataset import DatasetOptions, build_dataset
+    from rush.models.variability.features import check_window
 
     if scope not in SCOPE_CHOICES:
         raise ConfigError(f"unknown scope {scope!r}", where="--scope", fix="job, all or both")

@@ -48,8 +48,8 @@ def replay_command(
     import os
 
     from rush.core.config import CoreConfig
-    from rush.daemon.replay import MODES, flux_rush_scheduler, replay
-    from rush.daemon.replay_window import Window
+    from rush.studies.replay import MODES, flux_rush_scheduler, replay
+    from rush.studies.replay_window import Window
     from rush.rjms.base import get_backend, parse_backend_options
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace

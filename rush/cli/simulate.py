@@ -89,7 +89,7 @@ def run_one(
     kwargs: dict = {}
     _check_classes(classes)
     if classes is not None:
-        from rush.models.variants import class_inputs
+        from rush.studies.runtime_variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
     config = _core_config(policy, backfill, threshold, backfill_policy, **kwargs)

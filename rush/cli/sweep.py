@@ -1,4 +1,4 @@
-"""``rush sweep``: grids of simulations on Dask (rush.sweep), streamed into a resumable table.
+"""``rush sweep``: grids of simulations on Dask (rush.studies.sweep), streamed into a resumable table.
 
 Light imports only at module level: ``rush --help`` loads this module.
 """
@@ -60,10 +60,10 @@ def run_command(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object: counts, paths, failures."),
 ) -> None:
-    from rush.sweep import SweepOptions, run_sweep
-    from rush.sweep.engine import check_options
-    from rush.sweep.grid import cells, read_grid, resolve_traces, slurm_options
-    from rush.sweep.simulation import load_sliced, simulate_cell
+    from rush.studies.sweep import SweepOptions, run_sweep
+    from rush.studies.sweep.engine import check_options
+    from rush.studies.sweep.grid import cells, read_grid, resolve_traces, slurm_options
+    from rush.studies.sweep.simulation import load_sliced, simulate_cell
 
     grid = read_grid(grid_file)
     slurm = slurm_options(

@@ -237,8 +237,8 @@ def variability(
     """Model selection (mean F1, leave one application out), node-scope comparison, recursive
     feature elimination, then the 3-class model with its card (features, classes, thresholds,
     CV table, training window, data sha256, versions, generator seed and command)."""
-    from rush.variability.dataset import load_dataset
-    from rush.variability.train import TrainOptions, train_variability
+    from rush.models.variability.dataset import load_dataset
+    from rush.models.variability.train import TrainOptions, train_variability
 
     options = TrainOptions(
         seed=seed,

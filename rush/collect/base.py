@@ -41,7 +41,7 @@ _MODULES: dict[str, str] = {
     "ldms": "rush.collect.ldms",
     "sonar": "rush.collect.sonar",
     "prometheus": "rush.collect.prometheus",
-    "procfs": "rush.campaign.procfs",
+    "procfs": "rush.collect.procfs",
 }
 _REGISTERED: dict[str, type[Collector]] = {}
 

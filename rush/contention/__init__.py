@@ -8,6 +8,6 @@
 * :mod:`rush.contention.counters`: those rates as noisy interval-mean Samples for a FeatureStore;
 * :mod:`rush.contention.shell`: the event loop that plays the RJMS around ``rush.core.schedule``;
 * :mod:`rush.contention.campaign`: a longitudinal campaign -> records.jsonl + FeatureStore;
-* :mod:`rush.contention.experiment` and :mod:`rush.contention.study`: the published scenarios
+* :mod:`rush.contention.experiment` and :mod:`rush.studies.contention`: the published scenarios
   (ADAA, ADPA, PDPA, WS, SS), paired FCFS+EASY / RUSH trials, tables and plots.
 """

@@ -11,7 +11,7 @@ Scenarios (512 nodes, noise job on 1/16 of the nodes):
 are dealt evenly (a shuffled deck). Each trial draws its workload, the runs' OS jitter and the
 noise schedule once and runs every policy on them (paired trials): FCFS+EASY; RUSH =
 FCFS+EASY with skip-with-limit (the core's ``skip_limit``, 10) driven by the learned predictor
-(:class:`rush.daemon.variation.LearnedVariationPredictor`) on the trial's own feature store;
+(:class:`rush.planner.variation.LearnedVariationPredictor`) on the trial's own feature store;
 RUSH-L, the same flagging the "little" class too; NOISE-ORACLE, a diagnostic bound that flags
 network jobs exactly while the noise is on.
 Ten minutes of warm-up (noise and counters, no jobs) come before t = 0 so that the first
@@ -95,7 +95,7 @@ class LearnedOracle:
     """The daemon's learned predictor on a trial's store, answering the shell's questions."""
 
     def __init__(self, store: Any, model: Path, classes: tuple[str, ...] = ("variation",)) -> None:
-        from rush.daemon.variation import get_predictor
+        from rush.planner.variation import get_predictor
 
         self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
         # The window's content changes only at counter ticks (readings are stamped on the tick

@@ -9,7 +9,7 @@ processors and r the submit time since the time origin (guarded at >= 1, as F1-F
 static key: it depends on the job only, so it is computed once per job (the simulator's
 static keys, the live priority value fixed at submit).
 
-The file (written by :mod:`rush.learn.regression`)::
+The file (written by :mod:`rush.models.policies.regression`)::
 
     {"format": "rush-heuristic", "version": 1, "template": "Lin",
      "features": ["p", "q", "r"], "scale": {"p": 1e5, "q": 256, "r": 1e5},

@@ -30,7 +30,7 @@ LEARNED   sum_k c_k (p~/s_p)^a_k (q/s_q)^b_k (r/s_r)^c_k  smallest
 
 F1-F4 are from Carastan-Santos & de Camargo (SC'17); WFP3 and UNICEF from Tang et al.
 (IPDPS'09). The learned polynomial heuristics of ``rush.models`` plug in as LINEAR
-weights over the same feature vector; the regression-obtained heuristics of ``rush.learn.regression``
+weights over the same feature vector; the regression-obtained heuristics of ``rush.models.policies.regression``
 as ``LEARNED:path`` (file format in :mod:`rush.core.learned`; its terms travel in ``weights``).
 """
 

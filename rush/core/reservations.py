@@ -7,7 +7,7 @@ If the sequence has a further reservation the job is requeued with its original 
 and the next limit; after the last one the kill is final, like a walltime kill. A run of
 exactly its limit ends normally. Jobs with ``count`` = 0 keep their walltime.
 
-How the sequences are chosen (from a job's history) is :mod:`rush.learn.speculative`'s
+How the sequences are chosen (from a job's history) is :mod:`rush.models.speculative.strategy`'s
 business; these rules only say what happens at a limit, once, for every shell.
 """
 

@@ -202,7 +202,7 @@ class VariationSection(Section):
     @field_validator("predictor")
     @classmethod
     def _predictor(cls, value: str) -> str:
-        from rush.daemon.variation import predictor_names
+        from rush.planner.variation import predictor_names
 
         if value not in predictor_names():
             raise ValueError(f"unknown predictor {value!r}; use one of: {', '.join(predictor_names())}")

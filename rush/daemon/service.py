@@ -8,7 +8,7 @@ One cycle:
 2. reconcile intents left open by a crash, and confirm the requeues issued last cycle
    (they are asynchronous: issued, never waited for, never re-issued) (:meth:`Applier.reconcile`);
 3. feed finished jobs to the runtime classifier's live history;
-4. build the core's snapshot (:mod:`rush.daemon.snapshot_builder`);
+4. build the core's snapshot (:mod:`rush.planner.snapshot_builder`);
 5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
 6. plan and apply through the backend within the rate limits, or in dry-run only journal
    (:mod:`rush.daemon.apply`); the core's start/backfill/reserve view is journaled as
@@ -33,11 +33,11 @@ from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions
 from rush.daemon.apply import Applier, Book, plan_actions
 from rush.daemon.config import RushConfig, load_config
-from rush.daemon.journal import JobRecord, Journal, MemoryBook
+from rush.planner.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
-from rush.daemon.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
+from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.daemon.speculative import speculator_for
-from rush.daemon.variation import VariationPredictor, get_predictor
+from rush.planner.variation import VariationPredictor, get_predictor
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
 

@@ -8,7 +8,7 @@ of that application's previous runs that the daemon saw complete; the last
 ``speculative.samples`` of them are kept in the journal's database, so they survive restarts.
 
 At first sight of a pending opted-in job with at least ``speculative.min_samples`` samples,
-the strategy of :mod:`rush.learn.speculative` (``speculative.estimator``, cost alpha, beta,
+the strategy of :mod:`rush.models.speculative.strategy` (``speculative.estimator``, cost alpha, beta,
 gamma) gives t1 < t2 < ... < walltime: never a limit above what the user asked, the last
 reservation is the walltime. The reservations are rounded *up* to what the RJMS can hold
 (Slurm: whole minutes; Flux: seconds) and the job's limit is set to t1. When the job ends
@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS speculative_jobs (
 # An application label as the job_submit plugin accepts it (and a bounded user name).
 LABEL = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 USER = re.compile(r"^[A-Za-z0-9._@-]{0,64}$")
-# numpy, numba (rush.core.reservations) and scipy (rush.learn.speculative) are imported where
+# numpy, numba (rush.core.reservations) and scipy (rush.models.speculative.strategy) are imported where
 # used: the daemon's config imports this module for its section, and `rush --help` stays fast.
 # Bounds on one cycle's work, whatever the queue holds: estimates (one per new opted-in job;
 # a continuous fit is tens of ms) and the finished jobs asked about.
@@ -186,7 +186,7 @@ class Speculator:
         journal: Any,
         dry_run: bool = False,
     ) -> None:
-        from rush.learn.speculative import CostModel
+        from rush.models.speculative.strategy import CostModel
 
         self.section = section
         self.backend = backend
@@ -270,7 +270,7 @@ class Speculator:
     def _new(
         self, cycle: int, state: ClusterState, followed: dict[int, SpecJob], done: dict[str, int]
     ) -> None:
-        from rush.learn.speculative import estimate_strategy
+        from rush.models.speculative.strategy import estimate_strategy
 
         estimates = 0
         strategies: dict[tuple[str, float], tuple[tuple[float, ...], str, int]] = {}

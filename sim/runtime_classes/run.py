@@ -102,7 +102,7 @@ def walkforward(trace_name: str, job_set: str, mode: str, code: str = ""):
 
 def simulate_all(trace_name: str, job_set: str, wf, policies: tuple[str, ...]) -> list[dict]:
     from rush.core.config import CoreConfig
-    from rush.models.variants import VARIANTS, variant_inputs
+    from rush.studies.runtime_variants import VARIANTS, variant_inputs
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics, cumulative_bounded_slowdown, per_class
 

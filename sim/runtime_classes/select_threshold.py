@@ -52,7 +52,7 @@ TIE = 0.01
 
 def bounded_slowdown(trace_name: str, workload, trace, wf, variant: str, policy: str = "FCFS") -> tuple:
     from rush.core.config import CoreConfig
-    from rush.models.variants import variant_inputs
+    from rush.studies.runtime_variants import variant_inputs
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics
 

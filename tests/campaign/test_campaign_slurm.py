@@ -133,7 +133,7 @@ def test_counters_and_probes_are_in_the_store(campaign: tuple[Any, Path, dict]) 
 
 def test_dataset_builder_reads_the_campaign(campaign: tuple[Any, Path, dict]) -> None:
     dataset_module = pytest.importorskip(
-        "rush.variability.dataset", reason="helper F's dataset builder not present"
+        "rush.models.variability.dataset", reason="helper F's dataset builder not present"
     )
     _, out, _ = campaign
     dataset = dataset_module.build_dataset(

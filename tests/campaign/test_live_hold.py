@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from rush.campaign.procfs import ProcfsCollector
+from rush.collect.procfs import ProcfsCollector
 from rush.campaign.runner import NOISE_SCRIPT, Sampler
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
@@ -82,8 +82,8 @@ def synthetic_campaign(out: Path, node: str, runs: int = 20) -> tuple[Path, Path
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dataset_mod = pytest.importorskip("rush.variability.dataset", reason="helper F's dataset builder absent")
-    train_mod = pytest.importorskip("rush.variability.train", reason="helper F's training absent")
+    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="helper F's dataset builder absent")
+    train_mod = pytest.importorskip("rush.models.variability.train", reason="helper F's training absent")
     work = tmp_path_factory.mktemp("live-hold-model")
     records, store = synthetic_campaign(work / "campaign", node="anynode")
     dataset = dataset_mod.build_dataset(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.campaign.procfs import ProcfsCollector
+from rush.collect.procfs import ProcfsCollector
 from rush.campaign.records import noise_during, noise_intervals
 from tests.campaign.conftest import NOISE
 

@@ -1,4 +1,4 @@
-"""The procfs counter source (rush/campaign/procfs.py): exact rates from a fixture /proc tree,
+"""The procfs counter source (rush/collect/procfs.py): exact rates from a fixture /proc tree,
 absent and malformed files, and the real /proc of this machine."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.campaign.procfs import SOURCE, ProcfsCollector
+from rush.collect.procfs import SOURCE, ProcfsCollector
 
 NET = """Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed

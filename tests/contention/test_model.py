@@ -128,7 +128,7 @@ def test_the_window_changes_only_at_ticks(tmp_path) -> None:
     """Why the RUSH oracle may read the window once per sampling interval: between two ticks
     the 300 s window holds the same readings (readings on the 30 s grid, window 10 intervals)."""
     from rush.contention.counters import SAMPLE_INTERVAL
-    from rush.variability.features import window_features_for
+    from rush.models.variability.features import window_features_for
 
     rec = CounterRecorder(np.random.default_rng(2), interval=SAMPLE_INTERVAL)
     with FeatureStore(tmp_path / "s.db") as store:

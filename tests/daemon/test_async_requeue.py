@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rush.daemon.apply import Action, Applier, Plan
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 

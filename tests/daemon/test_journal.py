@@ -11,14 +11,14 @@ import textwrap
 import time
 
 from rush.daemon.apply import Applier
-from rush.daemon.journal import JobRecord, Journal, MemoryBook
+from rush.planner.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from rush.daemon.journal import Journal
+    from rush.planner.journal import Journal
     journal = Journal(sys.argv[1])
     cycle = 0
     while True:  # one transaction per cycle: a skip row and the job's count together

@@ -23,7 +23,7 @@ import requests
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.config import RushConfig, parse_config
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling

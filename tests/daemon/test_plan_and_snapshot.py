@@ -11,9 +11,9 @@ from rush.core import CoreConfig
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions, RuntimeClass
 from rush.daemon.apply import plan_actions
-from rush.daemon.journal import JobRecord
-from rush.daemon.snapshot_builder import RuleClassPredictor, SnapshotBuilder
-from rush.daemon.variation import RuleVariationPredictor
+from rush.planner.journal import JobRecord
+from rush.planner.snapshot_builder import RuleClassPredictor, SnapshotBuilder
+from rush.planner.variation import RuleVariationPredictor
 from rush.rjms.base import ClusterState, RJMSJob
 
 NOW = 1_000_000.0

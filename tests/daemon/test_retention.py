@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rush.daemon import journal as journal_module
+from rush.planner import journal as journal_module
 from rush.daemon.config import parse_config
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
 from rush.errors import ConfigError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob

@@ -24,7 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from rush.daemon.config import parse_config
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.speculative import (
     SpeculativeSection,
     Speculator,

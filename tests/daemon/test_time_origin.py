@@ -7,7 +7,7 @@ import time
 from rush.core import CoreConfig
 from rush.core.schedule import schedule
 from rush.daemon.service import Daemon
-from rush.daemon.snapshot_builder import SnapshotBuilder
+from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
 from tests.daemon.test_resilience import config
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
-from rush.daemon.variation import (
+from rush.planner.variation import (
     RuleVariationPredictor,
     VariationPredictor,
     get_predictor,

@@ -23,7 +23,7 @@ import pytest
 
 from rush.core.schedule import schedule
 from rush.daemon.config import RushConfig, parse_config
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
 from rush.rjms.base import get_backend
 from rush.rjms.flux import KILL_NOTE, FluxBackend
@@ -297,7 +297,7 @@ def test_forged_rush_tags_are_not_trusted(flux, tmp_path):
 # "empty": with no job queued, only the module's periodic pass checks the running job.
 @pytest.mark.parametrize("queue", ["a job waiting", "empty"])
 def test_scheduler_module_kills_once_and_a_reload_does_not_repeat_it(start_flux, tmp_path, queue):
-    """The same kill when rush is Flux's scheduler (rush/rjms/sched-rush.py): the module's
+    """The same kill when rush is Flux's scheduler (rush/flux_module/sched-rush.py): the module's
     daemon loop decides it and FluxBackend carries it out; reloading the module (a new loop on
     the same journal) neither kills nor resubmits again."""
     instance = start_flux(size=1, cores=16)

@@ -6,7 +6,7 @@ is compared with the simulator under FCFS without backfilling. (With the urgency
 instead, rush's FCFS values land on urgency 13 while a job rush has not ranked yet keeps
 Flux's default 16, so sched-simple starts a new job that fits ahead of the waiting ones until
 the next cycle: measured on this window, 11 to 15 of 190 pairs inverted, 4 jobs up to 19 s
-early. That lever is not held to the simulator's order.) Scheduler mode: rush's scheduler module (rush/rjms/sched-rush.py)
+early. That lever is not held to the simulator's order.) Scheduler mode: rush's scheduler module (rush/flux_module/sched-rush.py)
 replaces sched-simple for the replay (through ``rush replay --mode scheduler``, the command a
 user runs) and is compared with the simulator under the same rush.toml: the start order must
 be the simulator's and every wait within Flux's timing granularity (1 s).
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from rush.daemon.journal import Journal
-from rush.daemon.replay import loaded_scheduler, replay
-from rush.daemon.replay_window import Window
+from rush.planner.journal import Journal
+from rush.studies.replay import loaded_scheduler, replay
+from rush.studies.replay_window import Window
 from rush.daemon.service import replay_hooks
 from tests.core.test_real_traces import MIRROR, TRACES, real_workload
 from tests.flux.plugin_build import jobtap_config, plugin_or_skip

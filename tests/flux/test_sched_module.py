@@ -1,4 +1,4 @@
-"""rush as Flux's scheduler (rush/rjms/flux_sched.py) on a live Flux instance.
+"""rush as Flux's scheduler (rush/flux_module/scheduler.py) on a live Flux instance.
 
 The module replaces sched-simple; every pass goes through the daemon loop and
 rush.core.schedule(), and the module allocates the core's starts. Each test reads the

@@ -14,7 +14,7 @@ import json
 import time
 from pathlib import Path
 
-from rush.daemon.journal import Journal
+from rush.planner.journal import Journal
 from rush.daemon.speculative import SpeculativeSection, Speculator
 from rush.rjms.base import get_backend
 from tests import polling

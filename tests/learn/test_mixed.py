@@ -1,7 +1,7 @@
-"""Mixed policies (rush.learn.mixed, rush.learn.mixed_study) at tiny sizes, on real simulations.
+"""Mixed policies (rush.models.policies.mixed, rush.studies.mixed) at tiny sizes, on real simulations.
 
 The traces are small SWF files written here (a few dozen jobs a week on 16 processors, one week
-left empty); every number comes from the real simulator through ``rush.sweep.run_sweep``
+left empty); every number comes from the real simulator through ``rush.studies.sweep.run_sweep``
 (``cluster="serial"``: this process, except the one test that runs on a real LocalCluster).
 """
 
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from rush.cli.main import app
 from rush.errors import RushError
-from rush.learn.mixed import (
+from rush.models.policies.mixed import (
     FEATURES_3,
     FEATURES_6,
     INDEX_POLICIES,
@@ -35,7 +35,7 @@ from rush.learn.mixed import (
     simplex_grid,
     task,
 )
-from rush.learn.mixed_study import StudyConfig, pure_ranking, run_study
+from rush.studies.mixed import StudyConfig, pure_ranking, run_study
 from rush.workload.model import Trace
 from rush.workload.resample import WEEK
 from rush.workload.swf import write_swf
@@ -371,7 +371,7 @@ def test_xnes_runs_resume_from_the_sweep_table(trace_file: Path, tmp_path: Path)
 
 def test_run_xnes_keeps_the_start_on_a_flat_objective_and_spends_its_budget() -> None:
     pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
-    from rush.learn.mixed_xnes import run_xnes
+    from rush.studies.mixed_xnes import run_xnes
 
     calls: list[np.ndarray] = []
 

@@ -14,8 +14,8 @@ import pytest
 from rush.core.learned import parse_heuristic
 from rush.core.policies import parse_policy, priority_key
 from rush.errors import ConfigError
-from rush.learn.regression import design, fit_template, row_weights, template_terms, vif
-from rush.learn.regression_data import pair_jobs, score_pair, score_spread, training_set
+from rush.models.policies.regression import design, fit_template, row_weights, template_terms, vif
+from rush.studies.regression_data import pair_jobs, score_pair, score_spread, training_set
 
 ROOT = Path(__file__).resolve().parents[2]
 

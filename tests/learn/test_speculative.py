@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from rush.errors import ConfigError
-from rush.learn.speculative import (
+from rush.models.speculative.strategy import (
     MAX_SUPPORT,
     CostModel,
     continuous_estimator,
@@ -23,8 +23,8 @@ from rush.learn.speculative import (
     recurrence_strategy,
     upper_bound_strategy,
 )
-from rush.learn.speculative_dists import BoundedRuntime, bounded, distribution
-from rush.learn.speculative_study import ratio_task, reservation_inputs, summarise_ratios
+from rush.models.speculative.distributions import BoundedRuntime, bounded, distribution
+from rush.studies.speculative import ratio_task, reservation_inputs, summarise_ratios
 from rush.workload.model import Workload
 
 

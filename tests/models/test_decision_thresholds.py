@@ -11,7 +11,7 @@ import pytest
 
 from rush.errors import ModelError
 from rush.models.runtime_class import RuntimeClassifier
-from rush.models.variants import variant_inputs
+from rush.studies.runtime_variants import variant_inputs
 from rush.models.walkforward import predict_classes_walkforward
 from tests.models.test_runtime_class import _kth_trace, kth
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from rush.daemon.snapshot_builder import ModelClassPredictor
+from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.models.runtime_features import FEATURES
 from rush.models.walkforward import predict_classes_walkforward
 from rush.rjms.base import RJMSJob

@@ -13,7 +13,7 @@ from pathlib import Path
 import joblib
 import pytest
 
-from rush.daemon.snapshot_builder import load_class_predictor
+from rush.planner.snapshot_builder import load_class_predictor
 from rush.errors import ModelError
 from rush.models.persistence import sidecar_path
 from rush.models.runtime_class import RuntimeClassifier

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from rush.daemon.snapshot_builder import ModelClassPredictor
+from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD
 from rush.models.persistence import file_sha256
 from rush.models.runtime_features import FEATURES

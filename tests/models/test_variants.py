@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.models.variants import VARIANTS, variant_inputs
+from rush.studies.runtime_variants import VARIANTS, variant_inputs
 from rush.models.walkforward import predict_classes_walkforward
 from rush.sim.engine import simulate
 from tests.core.properties import assert_valid_schedule

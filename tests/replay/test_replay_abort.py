@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import pytest
 
 from rush.core.config import CoreConfig
-from rush.daemon.replay import replay
-from rush.daemon.replay_window import Window, fidelity_report
+from rush.studies.replay import replay
+from rush.studies.replay_window import Window, fidelity_report
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 from rush.sim.engine import simulate

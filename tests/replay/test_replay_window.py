@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rush.core.config import CoreConfig
-from rush.daemon.replay_window import Observed, Window, fidelity_report, order_inversions, scale_window
+from rush.studies.replay_window import Observed, Window, fidelity_report, order_inversions, scale_window
 from rush.errors import RushError
 from rush.sim.engine import simulate
 from tests.core.helpers import workload

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from rush.core.config import CoreConfig
-from rush.daemon.replay import replay
-from rush.daemon.replay_window import Window
+from rush.studies.replay import replay
+from rush.studies.replay_window import Window
 from rush.rjms.base import get_backend
 from tests.core.test_real_traces import real_workload
 

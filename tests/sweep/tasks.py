@@ -59,7 +59,7 @@ def bad_return(cell: dict, resources):
 
 def run_slow(out: str, cells: int, cluster: str) -> None:
     """Entry point of the interrupted sweep (a subprocess the test kills)."""
-    from rush.sweep import SweepOptions, run_sweep
+    from rush.studies.sweep import SweepOptions, run_sweep
 
     run_sweep(
         slow,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rush.errors import ConfigError
-from rush.sweep import SweepOptions, cell_key, run_sweep
+from rush.studies.sweep import SweepOptions, cell_key, run_sweep
 from tests.sweep import tasks
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (pip install 'rush[dask]')")
@@ -189,7 +189,7 @@ def test_a_cell_that_kills_its_worker_fails_alone(tmp_path: Path) -> None:
 
 
 def test_automatic_batches_follow_cell_durations() -> None:
-    from rush.sweep.engine import AUTO_BATCH_MAX, Batches
+    from rush.studies.sweep.engine import AUTO_BATCH_MAX, Batches
 
     todo = [(str(i), {"x": i}) for i in range(10_000)]
     plan = Batches(todo, None, workers=2)

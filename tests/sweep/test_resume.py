@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.sweep import SweepOptions, cell_key, run_sweep
+from rush.studies.sweep import SweepOptions, cell_key, run_sweep
 from tests.sweep import tasks
 
 REPO = Path(__file__).resolve().parents[2]

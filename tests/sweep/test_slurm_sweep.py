@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.sweep import SlurmOptions, SweepOptions, run_sweep
+from rush.studies.sweep import SlurmOptions, SweepOptions, run_sweep
 from tests.sweep import tasks
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from rush.variability.dataset import (
+from rush.models.variability.dataset import (
     DatasetError,
     DatasetOptions,
     build_dataset,
@@ -21,7 +21,7 @@ from rush.variability.dataset import (
     load_dataset,
     read_records,
 )
-from rush.variability.features import PROBE_FEATURES, WTYPE_FEATURES, window_features_for
+from rush.models.variability.features import PROBE_FEATURES, WTYPE_FEATURES, window_features_for
 from tests.variability.synth import HOSTS, T0, noise_on, write_campaign
 
 

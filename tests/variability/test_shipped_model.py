@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from rush.daemon.variation import get_predictor
-from rush.variability.dataset import load_dataset
-from rush.variability.train import load_variability_model
+from rush.planner.variation import get_predictor
+from rush.models.variability.dataset import load_dataset
+from rush.models.variability.train import load_variability_model
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "variability.joblib"

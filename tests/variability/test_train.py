@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from rush.errors import ConfigError, ModelError
-from rush.variability.dataset import Dataset, DatasetError
-from rush.variability.fast import fast_proba, verified
-from rush.variability.train import TrainOptions, folds, load_variability_model, train_variability
+from rush.models.variability.dataset import Dataset, DatasetError
+from rush.models.variability.fast import fast_proba, verified
+from rush.models.variability.train import TrainOptions, folds, load_variability_model, train_variability
 from tests.variability.conftest import FAST
 
 

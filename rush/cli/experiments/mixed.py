@@ -124,8 +124,8 @@ def mixed_command(
     traces = list(dict.fromkeys(t.strip() for t in trace if t.strip()))
     if not traces:
         raise RushError("no trace given", where="--trace", fix="e.g. --trace SDSC-SP2")
-    from rush.sweep import SweepOptions
-    from rush.sweep.clusters import check_cluster
+    from rush.studies.sweep import SweepOptions
+    from rush.studies.sweep.clusters import check_cluster
 
     check_cluster(SweepOptions(cluster=cluster, workers=workers))
     from rush.workload.catalogue import parse_lublin_spec, resolve_trace
@@ -135,11 +135,11 @@ def mixed_command(
             resolve_trace(spec)
 
     if any(m.startswith("xnes") for m in methods) and not ranking:
-        from rush.learn.mixed_xnes import load_xnes
+        from rush.studies.mixed_xnes import load_xnes
 
         load_xnes()  # pypop7 missing: exit 2 naming the install line, before any simulation
     from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
-    from rush.learn.mixed_study import StudyConfig, pure_ranking, run_study
+    from rush.studies.mixed import StudyConfig, pure_ranking, run_study
 
     skip_numba_blas_probe()
     announce_if_cold()
@@ -163,7 +163,7 @@ def mixed_command(
     if ranking:
         result = pure_ranking(config)
         if out is not None:
-            from rush.learn.mixed_report import write_ranking
+            from rush.studies.mixed_report import write_ranking
 
             write_ranking(result, out)
         if as_json:
@@ -176,7 +176,7 @@ def mixed_command(
         for skipped in data["skipped_weeks"]:
             typer.secho(f"{spec}: week {skipped['week']} skipped: {skipped['reason']}", err=True)
     if out is not None:
-        from rush.learn.mixed_report import write_study
+        from rush.studies.mixed_report import write_study
 
         write_study(result, out)
     if as_json:

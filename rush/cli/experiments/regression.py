@@ -4,7 +4,7 @@ Scores (S, Q) pairs by trials, fits the Lin/Qdr/Cub/Qua templates by weighted le
 (coefficients, VIF, sign flips between two halves of the pairs), writes each as a LEARNED
 heuristic file and evaluates them as policies against FCFS, SPF, SAF and F1-F4 on Lublin runs
 and weeks of real traces, with and without EASY. Scoring and evaluation run on Dask through
-:func:`rush.sweep.run_sweep`. Heavy modules are imported inside the command.
+:func:`rush.studies.sweep.run_sweep`. Heavy modules are imported inside the command.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _traces(text: str) -> list[str]:
 
 def score_cell(cell: dict, resources: object) -> list[dict]:
     """Sweep task: one pair's 32 rows (features, score, its standard error)."""
-    from rush.learn.regression_data import pair_jobs, score_pair
+    from rush.studies.regression_data import pair_jobs, score_pair
 
     seed = int(cell["pair_seed"])
     submit, procs, runtime = pair_jobs(seed, float(cell.get("q_spread", 1.0)))
@@ -108,7 +108,7 @@ def regression_command(
     ),
 ) -> None:
     """Fit Lin/Qdr/Cub/Qua heuristics on scored (S, Q) pairs and evaluate them as policies."""
-    from rush.learn.regression_data import MAX_PAIRS, MAX_TRIALS, Q_SIZE
+    from rush.studies.regression_data import MAX_PAIRS, MAX_TRIALS, Q_SIZE
 
     _check(pairs, "--pairs", 2, MAX_PAIRS)
     _check(trials, "--trials", Q_SIZE, MAX_TRIALS)
@@ -121,11 +121,11 @@ def regression_command(
     if pairs * trials > MAX_TOTAL_TRIALS:
         raise ConfigError(f"{pairs} pairs x {trials} trials is over {MAX_TOTAL_TRIALS:.0e}", where="--trials")
     trace_names = _traces(traces)
-    from rush.learn.regression_data import check_q_spread
+    from rush.studies.regression_data import check_q_spread
 
     check_q_spread(q_spread)
-    from rush.sweep import SweepOptions
-    from rush.sweep.clusters import check_cluster
+    from rush.studies.sweep import SweepOptions
+    from rush.studies.sweep.clusters import check_cluster
 
     check_cluster(SweepOptions(cluster=cluster, workers=workers))
     result = run_study(
@@ -152,7 +152,7 @@ def regression_command(
 
 
 def _options(out: Path | None, name: str, cluster: str, workers: int | None, resources=None):
-    from rush.sweep import SweepOptions
+    from rush.studies.sweep import SweepOptions
 
     return SweepOptions(
         out=None if out is None else out / "sweeps" / name,
@@ -187,11 +187,11 @@ def run_study(
 
     import numpy as np
 
-    from rush.learn.regression import TEMPLATES, fit_template, row_weights
-    from rush.learn.regression_data import MAX_PAIRS, Q_SIZE, score_spread
-    from rush.learn.regression_eval import BASELINES, evaluate_cell, summarise, trace_resource, trace_weeks
-    from rush.sweep import run_sweep
-    from rush.sweep.simulation import load_sliced
+    from rush.models.policies.regression import TEMPLATES, fit_template, row_weights
+    from rush.studies.regression_data import MAX_PAIRS, Q_SIZE, score_spread
+    from rush.studies.regression import BASELINES, evaluate_cell, summarise, trace_resource, trace_weeks
+    from rush.studies.sweep import run_sweep
+    from rush.studies.sweep.simulation import load_sliced
     from rush.workload.catalogue import resolve_trace
 
     for spec in trace_names:  # a missing trace is an error before any work

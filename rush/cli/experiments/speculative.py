@@ -34,12 +34,12 @@ def speculative_command(
     out: Path | None = typer.Option(
         None, "--out", help="results/ and plots/ here (default: a temporary directory)."
     ),
-    cluster: str = typer.Option("serial", "--cluster", help="serial | local | local:N | slurm (rush.sweep)."),
+    cluster: str = typer.Option("serial", "--cluster", help="serial | local | local:N | slurm (rush.studies.sweep)."),
 ) -> None:
     """Estimators vs the full-knowledge optimum (ratio vs n), and a trace replay; tables and plots."""
     import tempfile
 
-    from rush.learn.speculative_study import check_args, parse_list, run_study
+    from rush.studies.speculative import check_args, parse_list, run_study
 
     names = parse_list(distributions, "--distributions")
     sizes = parse_list(samples, "--samples", int)

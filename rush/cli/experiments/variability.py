@@ -42,7 +42,7 @@ def variability_command(
         2.0, "--campaign-hours", help="Simulated hours of the training campaign."
     ),
     cluster: str = typer.Option(
-        "serial", "--cluster", help="Where trials run: serial | local | local:N (rush.sweep)."
+        "serial", "--cluster", help="Where trials run: serial | local | local:N (rush.studies.sweep)."
     ),
     scale: float = typer.Option(
         1.0, "--scale", help="Fraction of the published job counts (tests use less)."
@@ -56,9 +56,9 @@ def variability_command(
     """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
     import tempfile
 
-    from rush.contention.study import check_args, run_study
+    from rush.studies.contention import check_args, run_study
     from rush.errors import ConfigError
-    from rush.variability.train import TrainOptions
+    from rush.models.variability.train import TrainOptions
 
     names = _scenarios(scenario)
     check_args(names, trials, seed, campaign_hours, scale)  # before any work: bad input, exit 2

@@ -181,7 +181,7 @@ class LearnedVariationPredictor:
 
     At each prediction (one per daemon cycle) the all-node features of
     ``[now - window, now)`` (``window`` from the model card: what the model was trained on)
-    and the latest probe come from :func:`rush.variability.features.window_features_for`,
+    and the latest probe come from :func:`rush.models.variability.features.window_features_for`,
     the function that built the training set; each pending job adds its workload type
     one-hot. A job is flagged when the predicted class is one of ``classes`` (default: the
     card's ``variation_classes``, e.g. ``["variation"]``; configurable in
@@ -207,8 +207,8 @@ class LearnedVariationPredictor:
         model: str | Path | None = None,
         classes: Sequence[str] | None = None,
     ) -> None:
-        from rush.variability.features import PROBE_FEATURES, WTYPE_FEATURES, WTYPES
-        from rush.variability.train import load_variability_model
+        from rush.models.variability.features import PROBE_FEATURES, WTYPE_FEATURES, WTYPES
+        from rush.models.variability.train import load_variability_model
 
         if model is None:
             raise ConfigError(
@@ -222,10 +222,10 @@ class LearnedVariationPredictor:
                 where="variation.store",
                 fix="set variation.store to the collector's feature store",
             )
-        from rush.variability.fast import verified
+        from rush.models.variability.fast import verified
 
         self.pipeline, self.card = load_variability_model(model)
-        # The trees' own arrays, checked equal to predict_proba now (see rush.variability.fast).
+        # The trees' own arrays, checked equal to predict_proba now (see rush.models.variability.fast).
         self._proba = verified(self.pipeline, len(self.card["features"]))
         self.model_path = str(model)
         self.features: list[str] = list(self.card["features"])
@@ -281,7 +281,7 @@ class LearnedVariationPredictor:
 
     def current_features(self, now: float) -> dict[str, float]:
         """The model's features shared by every job at ``now`` (raises _Unknown with the reason)."""
-        from rush.variability.features import store_metrics, window_features_for
+        from rush.models.variability.features import store_metrics, window_features_for
 
         store = self._open()
         absent = [m for m in self._metrics if m not in store_metrics(store)]
@@ -307,7 +307,7 @@ class LearnedVariationPredictor:
 
     def classify(self, features: dict[str, float], wtypes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(predicted class names, class probabilities (n, classes)) for one row per workload type."""
-        from rush.variability.features import vector, wtype_features
+        from rush.models.variability.features import vector, wtype_features
 
         X = np.vstack([vector(self.features, features | wtype_features(w)) for w in wtypes])
         proba = self._proba(X)

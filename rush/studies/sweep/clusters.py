@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
-from rush.sweep.options import SlurmOptions, SweepOptions
+from rush.studies.sweep.options import SlurmOptions, SweepOptions
 
 DASK_FIX = "pip install 'rush[dask]' (dask[distributed] and dask-jobqueue)"
 ADDRESS = re.compile(r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")

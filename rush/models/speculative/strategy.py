@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.errors import ConfigError
-from rush.learn.speculative_dists import BoundedRuntime
+from rush.models.speculative.distributions import BoundedRuntime
 
 # Support points of a discretised law: the O(m^2) programme stays at a few milliseconds.
 GRID_POINTS = 600
@@ -385,7 +385,7 @@ def fit_law(samples: Sequence[float], upper: float | None = None) -> tuple[Bound
     """The family (MLE) whose CDF is closest to the empirical one, truncated to [0, upper]."""
     from scipy import stats
 
-    from rush.learn.speculative_dists import BoundedRuntime as _BR
+    from rush.models.speculative.distributions import BoundedRuntime as _BR
 
     x = np.sort(_check_times(samples, "samples"))
     hi = float(upper) if upper is not None else float(x.max())

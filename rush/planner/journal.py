@@ -42,7 +42,7 @@ from typing import Any
 
 from rush.errors import ConfigError
 
-log = logging.getLogger("rush.daemon.journal")
+log = logging.getLogger("rush.planner.journal")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (

@@ -68,7 +68,7 @@ def evaluate_cell(cell: dict, resources: Any) -> list[dict]:
 
 def trace_weeks(spec: str, count: int, min_jobs: int = 50) -> list[int]:
     """``count`` weeks of ``spec`` spread evenly over its weeks with at least ``min_jobs`` jobs."""
-    from rush.sweep.simulation import load_sliced
+    from rush.studies.sweep.simulation import load_sliced
 
     sizes = load_sliced(spec).week_sizes()
     usable = np.flatnonzero(sizes >= min_jobs)

@@ -2,10 +2,10 @@
 
 pypop7's :class:`pypop7.optimizers.nes.xnes.XNES` calls the objective one candidate at a
 time, so a whole XNES run is one sweep cell (:func:`xnes_rows`, dispatched by
-:func:`rush.learn.mixed.task`): the weeks run in parallel on Dask, each week's run in one
+:func:`rush.models.policies.mixed.task`): the weeks run in parallel on Dask, each week's run in one
 worker. The search mirrors the CMA-ES path: an unconstrained z, the policy w = z / ||z||_1
 (signs free), fitness = the mean over the cell's weeks of the weekly mean bsld
-(:func:`rush.learn.mixed.evaluate`); the start is evaluated first and the best vector evaluated
+(:func:`rush.models.policies.mixed.evaluate`); the start is evaluated first and the best vector evaluated
 is returned, so XNES is never worse than its start.
 
 XNES has no global step size: its search distribution starts as N(mean, I). The start mean is
@@ -54,7 +54,7 @@ def run_xnes(
     ``evaluations`` candidates after the start (the start is evaluated first and kept if no
     candidate beats it). Returns (best w, its value, objective calls).
     """
-    from rush.learn.mixed import normalise
+    from rush.models.policies.mixed import normalise
 
     if not 1 <= evaluations <= MAX_EVALUATIONS or population < 2:
         raise RushError(
@@ -99,7 +99,7 @@ def run_xnes(
 
 def xnes_rows(cell: Mapping[str, Any], tw: Any) -> list[dict]:
     """One XNES run over the cell's weeks: one row with the best w and its value."""
-    from rush.learn.mixed import check_features, evaluate, linear_policy
+    from rush.models.policies.mixed import check_features, evaluate, linear_policy
 
     features = check_features([f for f in str(cell.get("features", "")).split(",") if f])
     weeks = [int(k) for k in cell["weeks"]]

@@ -4,7 +4,7 @@ Input: ``records.jsonl`` (the campaign contract: an optional header object with
 ``"format": "rush-campaign/1"``, then one object per control-job run) and the feature store
 the collectors wrote during the campaign. For each run that COMPLETED:
 
-* counters over ``[start - window, start)`` (:func:`rush.variability.features.window_features_for`,
+* counters over ``[start - window, start)`` (:func:`rush.models.variability.features.window_features_for`,
   the function the live predictor uses) for each requested scope: the job's nodes (``job_``)
   and all nodes (``all_``), min/max/mean over the per-node means;
 * the nine probe features (the record's probe, else the latest probe in the store);
@@ -38,7 +38,7 @@ import numpy as np
 
 from rush.collect.probe import FEATURES as PROBE_NAMES
 from rush.errors import RushError
-from rush.variability.features import (
+from rush.models.variability.features import (
     PROBE_FEATURES,
     SCOPES,
     WTYPE_FEATURES,

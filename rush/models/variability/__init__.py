@@ -4,5 +4,5 @@
 (campaign records joined with the feature store, labels per application), ``train`` (model
 selection under leave-one-application-out cross-validation, feature elimination, the
 exported 3-class model and its card). The live predictor is ``learned`` in
-:mod:`rush.daemon.variation`.
+:mod:`rush.planner.variation`.
 """

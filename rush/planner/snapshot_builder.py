@@ -36,8 +36,8 @@ import numpy as np
 from rush.core.rules import kills_if_small, runtime_class_of
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
-from rush.daemon.journal import JobRecord
-from rush.daemon.variation import VariationPredictor
+from rush.planner.journal import JobRecord
+from rush.planner.variation import VariationPredictor
 from rush.errors import ModelError
 from rush.rjms.base import ClusterState, RJMSJob
 

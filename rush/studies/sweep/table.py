@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError
-from rush.sweep.keys import ERROR, ERROR_TYPE, KEY, PART, PARTS
+from rush.studies.sweep.keys import ERROR, ERROR_TYPE, KEY, PART, PARTS
 
 # A resumable table beyond this is not a sweep's output (and would be read into memory).
 MAX_TABLE_BYTES = 4 << 30

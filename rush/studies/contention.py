@@ -2,10 +2,10 @@
 
 ``prepare`` runs the simulated campaign (unless ``out/campaign`` already holds one with the same
 seed and length), builds the dataset with the variability pipeline
-(:func:`rush.variability.dataset.build_dataset`, window 300 s, job and all-node scopes) and
-trains two models with :func:`rush.variability.train.train_variability`: on all seven
+(:func:`rush.models.variability.dataset.build_dataset`, window 300 s, job and all-node scopes) and
+trains two models with :func:`rush.models.variability.train.train_variability`: on all seven
 applications (ADAA, ADPA, WS, SS) and on the four outside the three-application scenarios
-(PDPA). ``run_study`` then runs every scenario x trial x policy through rush.sweep.
+(PDPA). ``run_study`` then runs every scenario x trial x policy through rush.studies.sweep.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def prepare(
     published four kinds.
     """
     from rush.contention.campaign import filter_records, run_campaign
-    from rush.variability.dataset import DatasetOptions, build_dataset
-    from rush.variability.train import TrainOptions, train_variability
+    from rush.models.variability.dataset import DatasetOptions, build_dataset
+    from rush.models.variability.train import TrainOptions, train_variability
 
     camp = out / "campaign"
     models = out / "models"
@@ -137,7 +137,7 @@ def run_study(
     train_models: tuple[str, ...] | None = None,
     estimators: int = 100,
 ) -> dict[str, Any]:
-    from rush.sweep import SweepOptions, run_sweep
+    from rush.studies.sweep import SweepOptions, run_sweep
 
     check_args(scenarios, trials, seed, hours, scale)
     meta = prepare(out, seed, hours, fresh, train_models, estimators)
@@ -187,7 +187,7 @@ def run_study(
         },
         "thresholds": meta["thresholds"],
         "results": table,
-        "runner": f"rush.sweep.run_sweep, cluster={cluster}",
+        "runner": f"rush.studies.sweep.run_sweep, cluster={cluster}",
     }
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     (results / "tables.md").write_text(markdown(summary))

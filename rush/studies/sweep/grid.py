@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError, RushError
-from rush.sweep.engine import MAX_CELLS
-from rush.sweep.options import SlurmOptions
+from rush.studies.sweep.engine import MAX_CELLS
+from rush.studies.sweep.options import SlurmOptions
 
 KEYS = ("traces", "slice", "weeks", "policies", "backfill", "thresholds", "tau", "procs", "slurm")
 SLURM_KEYS = (
@@ -250,7 +250,7 @@ def _weeks(value: Any, slicing: str, given: bool, where: str) -> list[int] | Non
 
 def resolve_traces(grid: Grid) -> dict[str, Any]:
     """Load each trace once here (checks it, counts its weeks); the loaders the workers will call."""
-    from rush.sweep.simulation import load_sliced, trace_resource
+    from rush.studies.sweep.simulation import load_sliced, trace_resource
 
     loaders = {}
     grid.resolved = {}

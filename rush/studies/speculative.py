@@ -17,14 +17,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from rush.learn.speculative import (
+from rush.models.speculative.strategy import (
     CostModel,
     Strategy,
     estimate_strategy,
     expected_cost,
     optimal_continuous,
 )
-from rush.learn.speculative_dists import DISTRIBUTIONS, distribution
+from rush.models.speculative.distributions import DISTRIBUTIONS, distribution
 
 STUDY_ESTIMATORS = ("discrete", "continuous", "mean-doubling", "upper-bound")
 TRACE_ESTIMATORS = ("walltime", "mean-doubling", "discrete", "continuous")
@@ -319,11 +319,11 @@ def run_study(
     cluster: str = "serial",
     progress: bool = False,
 ) -> dict:
-    """Both parts of the study on rush.sweep; tables under ``out/results``, plots under ``out/plots``."""
+    """Both parts of the study on rush.studies.sweep; tables under ``out/results``, plots under ``out/plots``."""
     import json
     from pathlib import Path
 
-    from rush.sweep import SweepOptions, run_sweep
+    from rush.studies.sweep import SweepOptions, run_sweep
 
     out = Path(out)
     results, plots = out / "results", out / "plots"

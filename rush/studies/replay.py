@@ -1,6 +1,6 @@
 """Replay mode: drive a real RJMS with a trace window and compare it with the simulator.
 
-1. cut and scale a window of the trace (:mod:`rush.daemon.replay_window`);
+1. cut and scale a window of the trace (:mod:`rush.studies.replay_window`);
 2. submit its jobs as ``sleep p/K`` jobs at their scaled submit times;
 3. optionally run daemon cycles meanwhile (``cycle``: a callable, e.g. the daemon's one cycle);
 4. wait until every job has finished and read the outcome back from the RJMS (on a
@@ -12,7 +12,7 @@
 
 Modes (Flux): ``priority``, rush sets priorities (daemon cycles with ``cycle``) and the
 instance's own scheduler starts the jobs; ``scheduler``, rush's Flux scheduler module
-(``rush/rjms/sched-rush.py``) replaces the instance's scheduler for the replay
+(``rush/flux_module/sched-rush.py``) replaces the instance's scheduler for the replay
 (:func:`flux_rush_scheduler`) and starts them itself. On Slurm only ``priority`` exists.
 """
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.daemon.replay_window import Observed, Window, fidelity_report, scale_window
+from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
 from rush.sim.engine import simulate

@@ -1,6 +1,6 @@
 """The mixed-policy study: per-week optima by grid, CMA-ES and XNES, their transfer, the pure ranking.
 
-Per trace (weeks of :mod:`rush.learn.mixed`, split in half: the first half of the weeks with
+Per trace (weeks of :mod:`rush.models.policies.mixed`, split in half: the first half of the weeks with
 jobs is the *training* half, the rest the *test* half):
 
 * the 12 index policies on every week (the best pure policy of each week, SAF, FCFS);
@@ -13,14 +13,14 @@ jobs is the *training* half, the rest the *test* half):
   of the positive simplex (w_i = 1/d), evaluated first; w* is the best vector evaluated, so
   CMA-ES is never worse than its start. Each generation's population, for every week at once,
   is one batch of sweep cells;
-* ``xnes3`` / ``xnes6``: XNES (``pypop7``, :mod:`rush.learn.mixed_xnes`) over the same z, w,
+* ``xnes3`` / ``xnes6``: XNES (``pypop7``, :mod:`rush.studies.mixed_xnes`) over the same z, w,
   start and budget (the CMA-ES runs' generations x population candidates after the start);
   pypop7 evaluates candidates one by one, so each week's whole run is one sweep cell;
 * ``w*_train``: one vector minimising the mean over the training weeks of the weekly mean
   bsld (grid: the best point; CMA-ES, XNES: one more run on that objective), used on the test weeks;
 * ``w_greedy``: week k uses w* of the previous week with jobs.
 
-Simulations run through :func:`rush.sweep.run_sweep` (a LocalCluster by default, one trace
+Simulations run through :func:`rush.studies.sweep.run_sweep` (a LocalCluster by default, one trace
 load per worker); identical cells in a batch are simulated once.
 """
 
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from rush.errors import RushError
-from rush.learn.mixed import (
+from rush.models.policies.mixed import (
     FEATURES_3,
     FEATURES_6,
     INDEX_POLICIES,
@@ -51,7 +51,7 @@ from rush.learn.mixed import (
     task,
     trace_loader,
 )
-from rush.learn.mixed_xnes import popsize
+from rush.studies.mixed_xnes import popsize
 
 METHODS: tuple[str, ...] = ("grid", "cmaes3", "cmaes6", "xnes3", "xnes6")
 METHOD_FEATURES: dict[str, tuple[str, ...]] = {
@@ -94,7 +94,7 @@ class Evaluator:
 
     def run(self, cells: list[dict]) -> list[list[dict]]:
         """Rows of each cell (in cell order); a failed simulation is an error naming it."""
-        from rush.sweep import SweepOptions, cell_key, run_sweep
+        from rush.studies.sweep import SweepOptions, cell_key, run_sweep
 
         keys = [cell_key(c) for c in cells]
         unique = list({k: c for k, c in zip(keys, cells, strict=True)}.items())
@@ -125,8 +125,8 @@ class Evaluator:
 @contextmanager
 def evaluator(config: StudyConfig) -> Iterator[Evaluator]:
     """An :class:`Evaluator` whose Dask cluster (if any) lives as long as the ``with`` block."""
-    from rush.sweep import SweepOptions
-    from rush.sweep.clusters import open_executor
+    from rush.studies.sweep import SweepOptions
+    from rush.studies.sweep.clusters import open_executor
 
     resources = {spec: trace_loader(spec, config.procs) for spec in config.traces}
     ev = Evaluator(config, resources)
@@ -277,7 +277,7 @@ def xnes_runs(
 
     Budget: the CMA-ES runs' (generations x population candidates after the start).
     """
-    from rush.learn.mixed_xnes import load_xnes
+    from rush.studies.mixed_xnes import load_xnes
 
     load_xnes()  # missing pypop7: one clear error here, before any cell is sent
     config = ev.config

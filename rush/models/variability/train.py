@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from rush.errors import ConfigError, ModelError
-from rush.variability.dataset import CLASS_NAMES, Dataset, DatasetError
-from rush.variability.features import feature_scope
+from rush.models.variability.dataset import CLASS_NAMES, Dataset, DatasetError
+from rush.models.variability.features import feature_scope
 
 MODEL_KINDS: tuple[str, ...] = ("extra_trees", "random_forest", "knn", "adaboost")
 FINAL_SCOPES: tuple[str, ...] = ("all", "job", "both", "best")
@@ -140,7 +140,7 @@ class TrainedVariability:
     def save(self, path: str | Path) -> dict[str, Any]:
         """Write the model (joblib) and its card; return the card."""
         from rush.models.persistence import save_model
-        from rush.variability.card import VariabilityCard
+        from rush.models.variability.card import VariabilityCard
 
         self.saved = save_model(self.pipeline, path, self.card, card=VariabilityCard, fix=DEFAULT_FIX)
         return self.saved
@@ -431,7 +431,7 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
 def load_variability_model(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """Verify the card (keys, sha256, scikit-learn version) and load the model."""
     from rush.models.persistence import load_model
-    from rush.variability.card import VariabilityCard
+    from rush.models.variability.card import VariabilityCard
 
     model, card = load_model(path, fix=DEFAULT_FIX, card=VariabilityCard)
     classes = getattr(model, "classes_", None)

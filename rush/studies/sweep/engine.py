@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rush.errors import ConfigError
-from rush.sweep.clusters import SerialExecutor, check_cluster, open_executor
-from rush.sweep.keys import ERROR, ERROR_TYPE, KEY, PART, PARTS, RESERVED, cell_key, check_cell
-from rush.sweep.options import SweepOptions
-from rush.sweep.resources import WorkerResources, loader_token
-from rush.sweep.table import Table, paths, read_description, write_description
+from rush.studies.sweep.clusters import SerialExecutor, check_cluster, open_executor
+from rush.studies.sweep.keys import ERROR, ERROR_TYPE, KEY, PART, PARTS, RESERVED, cell_key, check_cell
+from rush.studies.sweep.options import SweepOptions
+from rush.studies.sweep.resources import WorkerResources, loader_token
+from rush.studies.sweep.table import Table, paths, read_description, write_description
 
 # A sweep above this many cells is a mistake in a grid, not a study (and the cells alone fill memory).
 MAX_CELLS = 1_000_000

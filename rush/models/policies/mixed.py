@@ -24,7 +24,7 @@ Weeks: the trace is cut into weeks from its first (usable) submit, as the weekly
 (EASY backfilling, a starvation threshold) and scored by their mean bounded slowdown. A week
 with no job is reported as skipped, never simulated.
 
-:func:`task` is the sweep task (``rush.sweep.run_sweep``): one cell = one policy on some weeks
+:func:`task` is the sweep task (``rush.studies.sweep.run_sweep``): one cell = one policy on some weeks
 of one trace, the trace being a per-worker resource (:func:`load_trace_weeks`).
 """
 
@@ -289,8 +289,8 @@ def task(cell: dict, resources: Mapping[str, Any]) -> list[dict]:
     ``optimiser = "xnes"`` runs a whole XNES search over the cell's weeks (one row).
     """
     tw: TraceWeeks = resources[cell["trace"]]
-    if cell.get("optimiser") == "xnes":  # a whole XNES run in one cell (rush.learn.mixed_xnes)
-        from rush.learn.mixed_xnes import xnes_rows
+    if cell.get("optimiser") == "xnes":  # a whole XNES run in one cell (rush.studies.mixed_xnes)
+        from rush.studies.mixed_xnes import xnes_rows
 
         return xnes_rows(cell, tw)
     policy = cell_policy(cell, tw.scales)

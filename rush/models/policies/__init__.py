@@ -1,0 +1,1 @@
+"""Learned priority policies: regression-learned heuristics and mixed (weighted-feature) policies."""
