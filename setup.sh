@@ -5,7 +5,8 @@
 #                     synthetic Lublin workload; plots in runs/demo/plots
 #   ./setup.sh test   install the system packages the tests use (Slurm, munge, Prometheus,
 #                     OpenMPI, ...), rush with every extra into .venv/, and run the test suite
-#                     (extra arguments go to pytest, e.g. ./setup.sh test tests/sim)
+#                     (extra arguments go to pytest, e.g. ./setup.sh test tests/sim), one
+#                     pytest-xdist worker per core, the ten slowest tests listed at the end
 #
 # Needs only Debian 12's python3 (and root or sudo when a Debian package is missing). Both
 # commands install the same editable rush into the project's virtual environment .venv/, in
@@ -112,8 +113,15 @@ run_tests() {
   bash .ci/vendor-slurm.sh
   bash .ci/vendor-pyslurm.sh "$PY"
   export RUSH_TRACE_MIRROR="${RUSH_TRACE_MIRROR:-$(cd .. && pwd)/shared/traces}"
+  # One pytest-xdist worker per core (RUSH_TEST_WORKERS overrides; 0 runs in this process).
+  # loadgroup keeps each group on one worker: one per Slurm install, so its cluster starts
+  # once, and one per module for the rest (tests/conftest.py). Arguments given after
+  # `test` come last, so `-n 0` there wins.
+  local workers="${RUSH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
+  [[ "$workers" =~ ^[0-9]+$ ]] ||
+    die "RUSH_TEST_WORKERS must be a number of workers, not '$workers'" "unset it, or set it to e.g. 2 (0: no workers)"
   local rc=0
-  "$PY" -m pytest -q -ra "$@" || rc=$?
+  "$PY" -m pytest -q -ra -n "$workers" --dist loadgroup "$@" || rc=$?
   if [ "$rc" -eq 5 ]; then
     echo "setup.sh: error: pytest collected no tests" >&2  # an empty run must not pass CI
   fi

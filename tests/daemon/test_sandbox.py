@@ -8,6 +8,12 @@ LogsDirectory=, RuntimeDirectory=, ReadWritePaths=, all read from the unit file,
 regression breaks the test), home directories hidden, the process run as an unprivileged
 user with only the unit's environment. Missing mount points (/var/lib/rush) are created in
 an overlay on their top directory, so the host's file systems are not touched.
+
+A checkout cloned under /tmp or a home directory (its .venv, and the interpreter that venv
+points at) is hidden by ``PrivateTmp=`` and ``ProtectHome=``. The tests then run the unit with
+the drop-in a site installing there writes (deploy/README.md): ``ProtectHome=tmpfs`` and
+``BindReadOnlyPaths=`` for exactly those paths, modelled here as systemd applies it (sources
+resolved before anything is hidden, bound read-only over the emptied directories).
 """
 
 from __future__ import annotations
@@ -18,11 +24,14 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
-UNIT = Path(__file__).resolve().parents[2] / "deploy" / "rush.service"
+REPO = Path(__file__).resolve().parents[2]
+UNIT = REPO / "deploy" / "rush.service"
 RUSH = Path(sys.executable).with_name("rush")
 NOBODY = 65534
 # systemd's prefixes for the *Directory= settings.
@@ -32,6 +41,11 @@ DIRECTORY_ROOTS = {
     "LogsDirectory": "/var/log",
     "RuntimeDirectory": "/run",
 }
+# What ProtectHome= empties, and what PrivateTmp= replaces by private directories.
+HOMES = ("/home", "/root", "/run/user")
+PRIVATE_TMP = ("/tmp", "/var/tmp")
+# Where this environment's packages come from (its site-packages and any .pth additions).
+SITE_PATHS = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
 
 # A daemon cycle through the real core, against a queue held in memory (a fake: no RJMS here).
 CYCLE = """
@@ -95,7 +109,57 @@ def environment(settings: dict[str, list[str]]) -> dict[str, str]:
     return env
 
 
-def sandbox_script(writable: list[str], binds: list[Path], config: Path, run: list[str]) -> str:
+def hidden_by_the_sandbox(paths: Iterable[Path | str]) -> list[str]:
+    """The paths (resolved) that ProtectHome= or PrivateTmp= hide, none inside another."""
+    hidden = sorted(
+        {
+            str(Path(p).resolve())
+            for p in paths
+            if any(Path(p).resolve().is_relative_to(root) for root in (*HOMES, *PRIVATE_TMP))
+        }
+    )
+    return [p for p in hidden if not any(p != q and Path(p).is_relative_to(q) for q in hidden)]
+
+
+def checkout_dropin(paths: Iterable[Path | str]) -> dict[str, list[str]]:
+    """The drop-in deploy/README.md gives a site whose rush lives where the unit's sandbox
+    hides it: the homes emptied (tmpfs) rather than made inaccessible, so that systemd can
+    create mount points in them, and the install's paths bound read-only. Empty when nothing
+    is hidden (an install under /usr/local or /opt needs no drop-in)."""
+    hidden = hidden_by_the_sandbox(paths)
+    if not hidden:
+        return {}
+    return {"ProtectHome": ["tmpfs"], "BindReadOnlyPaths": [" ".join(hidden)]}
+
+
+def with_dropin(settings: dict[str, list[str]], dropin: dict[str, list[str]]) -> dict[str, list[str]]:
+    """``settings`` with a drop-in applied: a single-valued setting is replaced, a list grows."""
+    merged = {key: list(values) for key, values in settings.items()}
+    for key, values in dropin.items():
+        merged[key] = merged.get(key, []) + values if key.endswith("Paths") else list(values)
+    return merged
+
+
+def read_only_binds(settings: dict[str, list[str]]) -> list[str]:
+    """BindReadOnlyPaths= (``-`` for an optional source: dropped when it is absent)."""
+    binds = []
+    for value in settings.get("BindReadOnlyPaths", []):
+        for path in value.split():
+            optional, path = path.startswith("-"), path.lstrip("-")
+            if ":" in path:  # SOURCE:DEST is not modelled; the tests bind paths in place
+                raise ValueError(f"BindReadOnlyPaths={path}: only in-place binds are modelled")
+            if optional and not Path(path).exists():
+                continue
+            if settings.get("ProtectHome") == ["yes"] and any(Path(path).is_relative_to(h) for h in HOMES):
+                # systemd cannot create a mount point in an inaccessible home.
+                raise ValueError(f"BindReadOnlyPaths={path} under a home needs ProtectHome=tmpfs")
+            binds.append(path)
+    return binds
+
+
+def sandbox_script(
+    writable: list[str], binds: list[Path], config: Path, run: list[str], read_only: Iterable[str] = ()
+) -> str:
     """Shell commands run inside ``unshare --mount``: build the unit's view, then ``run``."""
     tops = sorted({"/" + Path(p).parts[1] for p in [*writable, "/etc/rush"]})
     work = binds[0].parent
@@ -109,18 +173,19 @@ def sandbox_script(writable: list[str], binds: list[Path], config: Path, run: li
     lines += ["mkdir -p /etc/rush", f"cp {config} /etc/rush/rush.toml", "chmod 0644 /etc/rush/rush.toml"]
     for path, source in zip(writable, binds, strict=True):
         lines += [f"mkdir -p {path}", f"mount --bind {source} {path}"]
-    # ProtectHome=yes: homes hidden. This machine's interpreter lives in a home (pyenv under
-    # /root), so it alone is carried over, read-only; a real install is in /usr/local.
-    interpreter = Path(sys.base_prefix).resolve()
-    homes = [d for d in ("/home", "/root") if Path(d).is_dir()]
-    carried = any(interpreter.is_relative_to(d) for d in homes)
-    if carried:
-        lines += [f"mkdir -p {work}/interpreter", f"mount --bind {interpreter} {work}/interpreter"]
+    # BindReadOnlyPaths=: systemd resolves the sources before it hides anything. Each is bound
+    # first to a staging point in /etc's overlay (outside what is hidden below), then moved to
+    # its place once the homes and /tmp are replaced.
+    staged = [(f"/etc/.rush-bind-{i}", shlex.quote(path)) for i, path in enumerate(read_only)]
+    for stage, path in staged:
+        lines += [f"mkdir -p {stage}", f"mount --bind {path} {stage}"]
+    # ProtectHome=: homes emptied (this sandbox cannot model "inaccessible": it runs as root).
+    homes = [d for d in HOMES if Path(d).is_dir()]
     lines += [f"mount -t tmpfs -o mode=0755 tmpfs {d}" for d in homes]
-    if carried:
-        lines += [f"mkdir -p {interpreter}", f"mount --move {work}/interpreter {interpreter}"]
-    # PrivateTmp=yes (after the binds and the move: their sources live under /tmp).
+    # PrivateTmp=yes (after the binds: their sources live under /tmp).
     lines += ["mount -t tmpfs -o mode=1777 tmpfs /tmp", "mount -t tmpfs -o mode=1777 tmpfs /var/tmp"]
+    for stage, path in staged:
+        lines += [f"mkdir -p {path}", f"mount --move {stage} {path}", f"rmdir {stage}"]
     # ProtectSystem=strict: every other mount read-only (but /dev, /proc and /sys).
     keep = " ".join(shlex.quote(p) for p in [*writable, "/tmp", "/var/tmp"])
     lines.append(
@@ -181,7 +246,7 @@ def run_in_sandbox(
         *[f"{k}={v}" for k, v in env.items()],
         *argv,
     ]
-    script = sandbox_script(writable, binds, config, run)
+    script = sandbox_script(writable, binds, config, run, read_only_binds(settings))
     out = subprocess.run(
         ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
         capture_output=True,
@@ -193,7 +258,8 @@ def run_in_sandbox(
 
 
 @pytest.fixture
-def unit() -> dict[str, list[str]]:
+def unit_file() -> dict[str, list[str]]:
+    """deploy/rush.service's settings as shipped (for an install the sandbox does not hide)."""
     reason = unshare_usable()
     if reason:
         pytest.skip(reason)
@@ -202,6 +268,43 @@ def unit() -> dict[str, list[str]]:
     assert settings["ProtectSystem"] == ["strict"] and settings["ProtectHome"] == ["yes"]
     assert settings["PrivateTmp"] == ["yes"]
     return settings
+
+
+@pytest.fixture
+def unit(unit_file: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The unit for this checkout's environment: with the drop-in when the sandbox hides it (a
+    clone under /tmp or a home; this machine's interpreter is pyenv's, under /root)."""
+    return with_dropin(unit_file, checkout_dropin([REPO, sys.prefix, sys.base_prefix, *SITE_PATHS]))
+
+
+@pytest.fixture(params=["tmp", "home"])
+def hidden_venv(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A virtual environment importing this checkout, made where the sandbox hides it: under
+    /tmp (PrivateTmp=) or under the home directory (ProtectHome=); removed afterwards."""
+    if request.param == "tmp":
+        root = Path("/tmp")
+    else:
+        root = Path.home().resolve()
+        if not any(root.is_relative_to(home) for home in HOMES):
+            pytest.skip(f"the home directory {root} is not one ProtectHome= hides ({', '.join(HOMES)})")
+    parent = Path(tempfile.mkdtemp(prefix="rush-sandbox-", dir=root))
+    try:
+        venv = parent / "clone" / ".venv"
+        subprocess.run(
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True
+        )
+        purelib = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # This checkout and the project environment's packages (numpy, numba...), as a clone's
+        # own editable install would provide them.
+        (Path(purelib) / "checkout.pth").write_text("".join(f"{p}\n" for p in [REPO, *SITE_PATHS]))
+        yield venv
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_unit_derivation_of_writable_directories(unit):
@@ -230,6 +333,38 @@ def test_rush_imports_compiles_and_journals_under_the_unit_sandbox(unit, tmp_pat
     assert "cycle 2 (dry-run): failed" in out.stdout and "Traceback" not in out.stderr, out.stderr
     with sqlite3.connect(journal) as db:
         assert db.execute("SELECT cycle, ok FROM cycles ORDER BY cycle").fetchall() == [(1, 1), (2, 0)]
+
+
+def test_a_checkout_the_sandbox_hides_runs_with_the_documented_dropin(unit_file, hidden_venv, tmp_path):
+    """A clone under /tmp or a home: hidden by the shipped unit, run with deploy/README.md's
+    drop-in (ProtectHome=tmpfs, BindReadOnlyPaths= for the checkout, venv and interpreter)."""
+    python = str(hidden_venv / "bin" / "python")
+    # The daemon's imports (numba, scikit-learn...; the whole cycle runs in the test above).
+    argv = [python, "-c", "import rush.daemon.service as s, numba; print(s.__file__)"]
+    out, _ = run_in_sandbox(tmp_path / "shipped", unit_file, argv)
+    # env quotes the path with the locale's quotes (C.UTF-8: curly ones).
+    assert out.returncode == 127 and python in out.stderr, out.stdout + out.stderr
+    assert "No such file or directory" in out.stderr, out.stderr
+
+    dropin = checkout_dropin([REPO, hidden_venv, sys.prefix, sys.base_prefix, *SITE_PATHS])
+    assert str(hidden_venv) in dropin["BindReadOnlyPaths"][0].split(), dropin
+    out, _ = run_in_sandbox(tmp_path / "dropin", with_dropin(unit_file, dropin), argv)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == str(REPO / "rush" / "daemon" / "service.py"), out.stdout
+    # Bound read-only: the checkout cannot be changed from inside.
+    probe = [python, "-c", f"open({str(hidden_venv / 'x')!r}, 'w')"]
+    out, _ = run_in_sandbox(tmp_path / "probe", with_dropin(unit_file, dropin), probe)
+    assert out.returncode != 0 and "Read-only file system" in out.stderr, out.stdout + out.stderr
+
+
+def test_the_dropin_binds_only_what_is_hidden_and_needs_protecthome_tmpfs():
+    assert checkout_dropin(["/usr/local/lib/rush", "/opt/rush/venv"]) == {}
+    dropin = checkout_dropin(["/home/hpc/rush", "/home/hpc/rush/.venv", "/tmp/clone", "/usr/lib"])
+    assert dropin == {"ProtectHome": ["tmpfs"], "BindReadOnlyPaths": ["/home/hpc/rush /tmp/clone"]}
+    # With ProtectHome=yes the homes are inaccessible: systemd could not create the mount point.
+    with pytest.raises(ValueError, match="needs ProtectHome=tmpfs"):
+        read_only_binds({"ProtectHome": ["yes"], "BindReadOnlyPaths": ["/home/hpc/rush"]})
+    assert read_only_binds(with_dropin({"ProtectHome": ["yes"]}, dropin)) == ["/home/hpc/rush", "/tmp/clone"]
 
 
 def test_the_sandbox_is_strict_enough_to_catch_a_missing_cache_dir(unit, tmp_path):
