@@ -100,13 +100,14 @@ def run_one(
 
 def trace_identity(trace: str) -> dict:
     """Name and sha256 of the replayed trace, when it has a file (catalogue or path)."""
-    from rush.workload.catalogue import TraceNotFoundError, lookup, parse_lublin_spec, sha256_of
+    from rush.hashing import file_sha256
+    from rush.workload.catalogue import TraceNotFoundError, lookup, parse_lublin_spec
 
     if parse_lublin_spec(trace) is not None:
         return {"trace": trace, "trace_sha256": None}  # generated in-process, seeded
     path = Path(trace).expanduser()
     if path.is_file():
-        return {"trace": str(path), "trace_sha256": sha256_of(path)}
+        return {"trace": str(path), "trace_sha256": file_sha256(path)}
     try:
         entry = lookup(trace)
     except TraceNotFoundError:

@@ -19,7 +19,6 @@ scheduler's account.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -28,17 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ModelError
+from rush.hashing import file_sha256
 from rush.models.model_card import MAX_CARD_BYTES, ModelCard, card_problems
 
 DEFAULT_FIX = "retrain: rush train runtime-class TRACE --out MODEL"
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def library_versions() -> dict[str, str]:

@@ -18,13 +18,20 @@ archive's cleaned logs as mirrored for this project). ``fetch(name)``:
 catalogue name or ``lublin[:JOBS[:PROCS[:SEED]]]``: the embedded default workload, generated
 in-process (Lublin–Feitelson batch model, default 10000 jobs, 256 processors, seed 1), no
 download. Nothing is ever written into the repository.
+
+Why not pooch: the traces come first from a local mirror directory (``RUSH_TRACE_MIRROR``),
+and pooch's downloaders (``choose_downloader``) take http(s), ftp, sftp and doi URLs only, no
+local path or ``file://``; the mirror copy would stay hand-written beside it. What pooch would
+replace is one streamed ``requests.get`` into a temporary file (:func:`_download`), and its
+cache layout and hash registry would be a second one beside ``trace_manifest.tsv`` (sizes,
+job counts, aliases). So the fetch stays here: copy or download into a temporary file beside
+the target, verify its sha256 (:func:`rush.hashing.file_sha256`), rename.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
-import hashlib
 import os
 import shutil
 import zlib
@@ -33,7 +40,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from rush.errors import TraceFormatError, TraceNotFoundError
+from rush.errors import ConfigError, TraceFormatError, TraceNotFoundError
+from rush.hashing import file_sha256
 from rush.workload.limits import MAX_PROCS, MAX_SEED, MAX_SYNTH_JOBS
 from rush.workload.model import Trace
 from rush.workload.trace_file import check_regular_file, normalise_text
@@ -103,16 +111,27 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RUSH_CACHE_DIR", user_cache_dir("rush"))) / "traces"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _make_cache(directory: Path) -> None:
+    """Create the cache directory, or say which path is in the way and how to fix it."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        writable = os.access(directory, os.W_OK | os.X_OK)
+    except OSError as exc:  # a regular file where a directory should be, or no permission
+        raise ConfigError(
+            f"cannot use the trace cache {directory}: {exc.strerror or exc}",
+            where=str(directory),
+            fix="set RUSH_CACHE_DIR to a directory rush can write (or move the file in its way)",
+        ) from None
+    if not writable:
+        raise ConfigError(
+            f"the trace cache {directory} is not writable",
+            where=str(directory),
+            fix="set RUSH_CACHE_DIR to a directory rush can write",
+        )
 
 
 def _verify(path: Path, entry: CatalogueEntry, source: str) -> None:
-    actual = sha256_of(path)
+    actual = file_sha256(path)
     if actual != entry.sha256:
         path.unlink(missing_ok=True)
         raise TraceFormatError(
@@ -154,7 +173,7 @@ def _download(entry: CatalogueEntry, target: Path, base_url: str) -> str:
 
 
 def _cached(target: Path, entry: CatalogueEntry) -> bool:
-    return target.exists() and target.stat().st_size == entry.bytes and sha256_of(target) == entry.sha256
+    return target.is_file() and target.stat().st_size == entry.bytes and file_sha256(target) == entry.sha256
 
 
 def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None = None) -> Path:
@@ -163,7 +182,7 @@ def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None =
     target = cache_dir() / entry.file
     if _cached(target, entry):
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _make_cache(target.parent)
     mirror = mirror or os.environ.get("RUSH_TRACE_MIRROR")
     if mirror:
         source = Path(mirror) / entry.file

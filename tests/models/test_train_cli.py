@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from rush.planner.snapshot_builder import ModelClassPredictor
+from rush.hashing import file_sha256
 from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD, SMALL_THRESHOLD
-from rush.models.persistence import file_sha256
 from rush.models.runtime_features import FEATURES
 from rush.models.runtime_pipeline import load_runtime_model
 from rush.models.walkforward import predict_classes_walkforward
+from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.rjms.base import RJMSJob
 from rush.workload.swf import write_swf
 from tests.models.test_runtime_class import _kth_trace, kth

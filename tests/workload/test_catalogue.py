@@ -7,12 +7,15 @@ import functools
 import http.server
 import json
 import shutil
+import subprocess
+import sys
 import threading
 from importlib import resources
 
 import pytest
 
-from rush.errors import TraceFormatError, TraceNotFoundError
+from rush.errors import ConfigError, TraceFormatError, TraceNotFoundError
+from rush.hashing import file_sha256
 from rush.workload import catalogue
 from tests.workload.helpers import GOOD, MIRROR, manifest
 
@@ -72,7 +75,7 @@ def test_fetch_with_a_mirror_argument_replaces_a_corrupt_cached_copy(cache):
     cache.mkdir(parents=True)
     (cache / NAME).write_bytes(b"a stale partial download")
     path = catalogue.fetch("KTH-SP2", mirror=MIRROR)
-    assert catalogue.sha256_of(path) == catalogue.lookup(NAME).sha256
+    assert file_sha256(path) == catalogue.lookup(NAME).sha256
 
 
 def test_download_over_http_is_verified(cache, archive, monkeypatch):
@@ -109,6 +112,31 @@ def test_corrupt_mirror_copy_is_refused(cache, tmp_path, monkeypatch):
     with pytest.raises(TraceFormatError, match="sha256 mismatch"):
         catalogue.fetch(NAME)
     assert not (cache / NAME).exists()
+
+
+@pytest.mark.parametrize("in_the_way", ["cache", "cache/traces"])
+def test_a_regular_file_in_place_of_the_cache_directory_is_a_clear_error(cache, in_the_way, monkeypatch):
+    # RUSH_CACHE_DIR itself a file, or its traces/ subdirectory: NotADirectoryError before.
+    monkeypatch.setenv("RUSH_TRACE_MIRROR", str(MIRROR))
+    blocker = cache.parents[1] / in_the_way
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a directory")
+    with pytest.raises(ConfigError, match="cannot use the trace cache") as err:
+        catalogue.fetch(NAME)
+    assert err.value.where == str(cache) and "RUSH_CACHE_DIR" in err.value.fix
+    assert blocker.read_text() == "not a directory"  # nothing overwritten
+    run = subprocess.run(
+        [sys.executable, "-m", "rush", "trace", "fetch", "KTH-SP2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert str(cache) in run.stderr and "RUSH_CACHE_DIR" in run.stderr
+
+
+def test_file_sha256_is_the_manifest_digest(cache):
+    assert file_sha256(MIRROR / NAME) == catalogue.lookup(NAME).sha256
 
 
 def test_unknown_name_suggests_close_ones():

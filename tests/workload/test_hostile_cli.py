@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from rush.cli.main import app
 from rush.errors import RushError, TraceFormatError, TraceNotFoundError
+from rush.hashing import file_sha256
 from rush.workload import catalogue
 from rush.workload.catalogue import load_trace, parse_lublin_spec
 from rush.workload.lublin import lublin_generate
@@ -155,6 +156,6 @@ def test_a_corrupt_cached_copy_is_replaced_from_the_mirror(cache, tmp_path):
     cache.mkdir(parents=True)
     (cache / NAME).write_bytes(b"truncated")
     path = catalogue.fetch("KTH-SP2", mirror=MIRROR)
-    assert catalogue.sha256_of(path) == catalogue.lookup(NAME).sha256
+    assert file_sha256(path) == catalogue.lookup(NAME).sha256
     assert sorted(p.name for p in cache.iterdir()) == [NAME]
     shutil.rmtree(cache)

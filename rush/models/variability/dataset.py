@@ -25,7 +25,6 @@ features) and ``dataset.json`` (the description, with the CSV's sha256, checked 
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
 import os
@@ -38,6 +37,7 @@ import numpy as np
 
 from rush.collect.probe import FEATURES as PROBE_NAMES
 from rush.errors import RushError
+from rush.hashing import file_sha256
 from rush.models.variability.features import (
     PROBE_FEATURES,
     SCOPES,
@@ -157,7 +157,7 @@ class Dataset:
                     ]
                 )
         description = dict(self.description)
-        description["csv_sha256"] = _sha256(tmp)
+        description["csv_sha256"] = file_sha256(tmp)
         description["feature_names"] = list(self.feature_names)
         json_tmp = json_path.with_name(json_path.name + ".tmp")
         json_tmp.write_text(json.dumps(description, indent=2, sort_keys=True, default=_plain))
@@ -171,14 +171,6 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     raise TypeError(type(value).__name__)
-
-
-def _sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # -------------------------------------------------------------------------------- records
@@ -324,7 +316,7 @@ def read_records(path: str | Path) -> Records:
             raise DatasetError(f"more than {MAX_RECORDS} runs", where=where, fix="split the campaign")
     if not runs:
         raise DatasetError("no runs in the records", where=str(path), fix="give a campaign's records.jsonl")
-    return Records(header, runs, _sha256(path), str(path))
+    return Records(header, runs, file_sha256(path), str(path))
 
 
 # -------------------------------------------------------------------------------- labels
@@ -497,7 +489,7 @@ def load_dataset(path: str | Path) -> Dataset:
         raise DatasetError(
             "feature_names must be a list of names", where=f"{json_path}: feature_names", fix=fix
         )
-    if description.get("csv_sha256") != _sha256(csv_path):
+    if description.get("csv_sha256") != file_sha256(csv_path):
         raise DatasetError(
             "the CSV's sha256 differs from its description: edited or truncated", where=str(csv_path), fix=fix
         )
