@@ -13,8 +13,11 @@ support). Every refusal is a :class:`~rush.errors.ModelError` naming the file (a
 key) and the fix; never a traceback, never a wrong prediction.
 
 The sha256 guards integrity, not authenticity: whoever can write both files can make them
-agree (and a pickle can run code when loaded). Keep model directories writable only by the
-scheduler's account.
+agree, and a pickle runs code when loaded. So ``load_model`` first refuses, like sshd's
+StrictModes, a model file, a card or any directory above them (to ``/``) that is owned by
+anyone but root or the user rush runs as, or writable by group or others
+(:func:`rush.models.trust.check_trusted`; the fix is ``chmod go-w`` or ``chown``). Every model
+rush loads (runtime classes, the variability predictor) comes through here.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Any
 from rush.errors import ModelError
 from rush.hashing import file_sha256
 from rush.models.model_card import MAX_CARD_BYTES, ModelCard, card_problems
+from rush.models.trust import check_trusted
 
 DEFAULT_FIX = "retrain: rush train runtime-class TRACE --out MODEL"
 
@@ -142,13 +146,19 @@ def load_model(
     fix: str = DEFAULT_FIX,
     card: type[ModelCard] = ModelCard,
 ) -> tuple[Any, dict]:
-    """Verify and load a model; raise ModelError with the place and the fix otherwise."""
+    """Verify and load a model; raise ModelError with the place and the fix otherwise.
+
+    Before anything is unpickled: the model and its card must be trusted (owned by root or
+    rush's user, neither they nor a directory above them writable by group or others: the
+    module docstring), the card valid, the sha256 the card's, the features and the
+    scikit-learn minor version the caller's."""
     import joblib
     import sklearn
 
     path = Path(path)
     meta = read_card(path, card, fix)
     side = sidecar_path(path)
+    check_trusted(path, side)
     actual = file_sha256(path)
     if meta["sha256"] != actual:
         raise ModelError(
