@@ -3,15 +3,16 @@
 A user opts a stochastic job in with the rush tag ``speculative`` (Slurm: ``sbatch
 --comment=rush:speculative[,app=NAME]``, written to AdminComment by the job_submit plugin;
 Flux: ``flux submit --setattr=rush.speculative=1 [--setattr=rush.app=NAME]``). Its
-*application* is ``user/app`` (``app`` tag, else the job name). The samples are the runtimes
-of that application's previous runs that the daemon saw complete; the last
+*application* is ``user/app`` (``app`` tag, else the job name). The samples are that
+application's previous runs the daemon saw end, observed or censored by the rules of
+:mod:`rush.models.speculative.job_sequence` (the trace study uses the same); the last
 ``speculative.samples`` of them are kept in the journal's database, so they survive restarts.
 
-At first sight of a pending opted-in job with at least ``speculative.min_samples`` samples,
-the strategy of :mod:`rush.models.speculative.strategy` (``speculative.estimator``, cost alpha, beta,
-gamma) gives t1 < t2 < ... < walltime: never a limit above what the user asked, the last
-reservation is the walltime. The reservations are rounded *up* to what the RJMS can hold
-(Slurm: whole minutes; Flux: seconds) and the job's limit is set to t1. When the job ends
+At first sight of a pending opted-in job, :func:`rush.models.speculative.job_sequence.job_sequence`
+(``speculative.estimator``, cost alpha, beta, gamma, at least ``speculative.min_samples``
+samples, the backend's time-limit granularity) gives t1 < t2 < ... < walltime: never a limit
+above what the user asked, the last reservation is the walltime, each one held as the RJMS can
+(Slurm: whole minutes; Flux: seconds). The job's limit is set to t1. When the job ends
 by its time limit at reservation t_k and :func:`rush.core.reservations.requeue_after_kill`
 says so, it is requeued with t_{k+1} (Slurm: ``scontrol requeue`` + ``TimeLimit``; Flux: its
 jobspec resubmitted with the new duration and its original submit time). Every step is a
@@ -31,13 +32,13 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
 from rush.errors import ConfigError, RushError
+from rush.models.speculative.job_sequence import HISTORY, MIN_HISTORY, PastRun, past_run
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 log = logging.getLogger("rush.daemon.speculative")
@@ -45,7 +46,7 @@ log = logging.getLogger("rush.daemon.speculative")
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS speculative_history (
     app TEXT NOT NULL, job_id INTEGER NOT NULL, runtime REAL NOT NULL, time REAL NOT NULL,
-    PRIMARY KEY (app, job_id));
+    censored INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (app, job_id));
 CREATE TABLE IF NOT EXISTS speculative_jobs (
     job_id INTEGER PRIMARY KEY, app TEXT NOT NULL, walltime REAL NOT NULL, sequence TEXT NOT NULL,
     attempt INTEGER NOT NULL, restarts INTEGER NOT NULL, status TEXT NOT NULL,
@@ -69,7 +70,6 @@ ISSUED = "issued"
 # result as flux_job_result_t (1 COMPLETED, 2 FAILED, 4 CANCELED, 8 TIMEOUT).
 FLUX_RESULTS = {"1": "COMPLETED", "2": "FAILED", "4": "CANCELED", "8": "TIMEOUT"}
 TIMED_OUT = frozenset({"TIMEOUT", "DEADLINE"})
-COMPLETED = frozenset({"COMPLETED"})
 
 
 def ended_as(record: dict[str, Any]) -> str:
@@ -88,10 +88,16 @@ class SpeculativeSection(BaseModel):
         "discrete", description="discrete, continuous or mean-doubling"
     )
     samples: StrictInt = Field(
-        20, ge=1, le=1000, description="past runtimes kept per application, 1 to 1000 (default 20)"
+        HISTORY,
+        ge=1,
+        le=1000,
+        description=f"past runtimes kept per application, 1 to 1000 (default {HISTORY})",
     )
     min_samples: StrictInt = Field(
-        5, ge=1, le=1000, description="runtimes needed before a job is speculated on, 1 to 1000 (default 5)"
+        MIN_HISTORY,
+        ge=1,
+        le=1000,
+        description=f"runtimes needed before a job is speculated on, 1 to 1000 (default {MIN_HISTORY})",
     )
     alpha: float = Field(1.0, strict=True, ge=0, le=1e6, description="cost per reserved second, 0 to 1e6")
     beta: float = Field(0.0, strict=True, ge=0, le=1e6, description="cost per used second, 0 to 1e6")
@@ -162,20 +168,6 @@ def opt_in(job: RJMSJob) -> tuple[bool, str]:
     return True, f"{job.user}/{app}"
 
 
-def round_up(sequence: Iterable[float], granularity: float, walltime: float) -> tuple[float, ...]:
-    """The reservations as the RJMS can hold them: rounded up to its granularity (a run is never
-    cut before its reservation), at most the walltime, strictly increasing, ending at it."""
-    out: list[float] = []
-    for t in sequence:
-        held = math.ceil(t / granularity - 1e-9) * granularity if granularity > 0 else float(t)
-        held = min(held, walltime)
-        if not out or held > out[-1]:
-            out.append(held)
-    if not out or out[-1] < walltime:
-        out.append(walltime)
-    return tuple(out)
-
-
 class Speculator:
     """The daemon's side of speculative reservations (one per daemon; see the module doc)."""
 
@@ -197,9 +189,10 @@ class Speculator:
             self.cost = CostModel(section.alpha, section.beta, section.gamma)
         except ConfigError as exc:
             raise ConfigError(str(exc), where="speculative", fix=exc.fix) from None
-        self.granularity = backend.capabilities.time_limit_granularity
-        self.replaces = backend.capabilities.requeue_replaces_job
+        self.granularity = float(getattr(backend, "time_limit_granularity", 60.0))
+        self.replaces = bool(getattr(backend, "requeue_replaces_job", False))
         journal.db.executescript(SCHEMA)
+        _add_censored_column(journal.db)
         # Dry-run remembers what it would have done in memory, never in the journal.
         self._dry: dict[int, SpecJob] = {}
 
@@ -227,20 +220,25 @@ class Speculator:
             return
         self.journal.db.execute("DELETE FROM speculative_jobs WHERE job_id = ?", (job_id,))
 
-    def history(self, app: str) -> list[float]:
+    def history(self, app: str) -> list[PastRun]:
+        """The application's last ``speculative.samples`` samples, oldest first."""
         rows = self.journal.db.execute(
-            "SELECT runtime FROM speculative_history WHERE app = ? ORDER BY time DESC, job_id DESC LIMIT ?",
+            "SELECT runtime, censored FROM speculative_history WHERE app = ?"
+            " ORDER BY time DESC, job_id DESC LIMIT ?",
             (app, self.section.samples),
         )
-        return [float(r[0]) for r in rows]
+        return [PastRun(float(r[0]), bool(r[1])) for r in rows][::-1]
 
-    def add_sample(self, app: str, job_id: int, runtime: float, when: float) -> None:
-        """A completed run's length joins the application's history (the last N are kept)."""
+    def add_sample(self, app: str, job_id: int, runtime: float, when: float, censored: bool = False) -> None:
+        """A run's length (``censored``: cut by a limit or a person) joins the application's
+        history (the last N are kept)."""
         if self.dry_run or not (math.isfinite(runtime) and runtime > 0):
             return
         db = self.journal.db
         db.execute(
-            "INSERT OR REPLACE INTO speculative_history VALUES (?, ?, ?, ?)", (app, job_id, runtime, when)
+            "INSERT OR REPLACE INTO speculative_history (app, job_id, runtime, time, censored)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (app, job_id, runtime, when, int(censored)),
         )
         db.execute(
             "DELETE FROM speculative_history WHERE app = ? AND rowid NOT IN (SELECT rowid FROM"
@@ -270,7 +268,7 @@ class Speculator:
     def _new(
         self, cycle: int, state: ClusterState, followed: dict[int, SpecJob], done: dict[str, int]
     ) -> None:
-        from rush.models.speculative.strategy import estimate_strategy
+        from rush.models.speculative.job_sequence import job_sequence
 
         estimates = 0
         strategies: dict[tuple[str, float], tuple[tuple[float, ...], str, int]] = {}
@@ -305,16 +303,12 @@ class Speculator:
                     continue  # the rest next cycle
                 estimates += 1
                 samples = self.history(app)
-                if len(samples) < self.section.min_samples:
-                    strategies[key] = ((), f"{len(samples)} sample(s) < min_samples {self.section.min_samples}",
-                                       len(samples))  # fmt: skip
-                else:
-                    try:
-                        strategy = estimate_strategy(self.section.estimator, samples, walltime, self.cost)
-                        seq = round_up(strategy.reservations, self.granularity, walltime)
-                        strategies[key] = (seq, strategy.note, len(samples))
-                    except (RushError, ValueError, FloatingPointError) as exc:
-                        strategies[key] = ((), f"no strategy: {exc}", len(samples))
+                try:
+                    strategy = job_sequence(samples, walltime, self.section.estimator, self.granularity,
+                                            self.cost, self.section.min_samples)  # fmt: skip
+                    strategies[key] = (strategy.reservations, strategy.note, len(samples))
+                except (RushError, ValueError, FloatingPointError) as exc:
+                    strategies[key] = ((), f"no strategy: {exc}", len(samples))
             seq, note, n = strategies[key]
             outputs = {"app": app, "samples": n, "estimator": self.section.estimator, "sequence": list(seq),
                        "walltime": walltime, "note": note}  # fmt: skip
@@ -391,14 +385,17 @@ class Speculator:
         count = len(spec.sequence) if spec.status == "limited" else 0
         if result in TIMED_OUT and count and requeue_after_kill(spec.attempt, count):
             return True
-        if result in COMPLETED:
-            # A run's length is a sample only when it completed (a killed run is censored).
-            self.add_sample(spec.app, spec.origin, runtime, float(end or now))
-            why = f"completed in {runtime:.0f} s at attempt {spec.attempt + 1}: a sample of {spec.app}"
+        # Which ends are samples, and which of them censored, is job_sequence's rule (the study's too).
+        sample = past_run(result, runtime)
+        if sample is not None:
+            self.add_sample(spec.app, spec.origin, sample.length, float(end or now), sample.censored)
+        kind = "no sample" if sample is None else "a censored sample" if sample.censored else "a sample"
+        if result == "COMPLETED":
+            why = f"completed in {runtime:.0f} s at attempt {spec.attempt + 1}: {kind} of {spec.app}"
         elif result in TIMED_OUT:
-            why = f"killed at its last reservation (the walltime) at attempt {spec.attempt + 1}"
+            why = f"killed at its last reservation at attempt {spec.attempt + 1}: {kind} of {spec.app}"
         else:
-            why = f"ended {result or 'without a state'} at attempt {spec.attempt + 1}"
+            why = f"ended {result or 'without a state'} at attempt {spec.attempt + 1}: {kind} of {spec.app}"
         self._record(cycle, spec.job_id, "speculative_end", why, runtime if math.isfinite(runtime) else None,
                      outputs, "done")  # fmt: skip
         self._drop(spec.job_id)
@@ -517,6 +514,14 @@ class Speculator:
             self._save(SpecJob(**{**nxt.__dict__, "restarts": restarts, "updated": state.taken_at}))
             if decision is not None:
                 self.journal.finish(decision["id"], "done", f"{decision['answer']}; {answer}")
+
+
+def _add_censored_column(db: Any) -> None:
+    """Journals written before censored runs were samples lack the column: every row then was a
+    completed run (not censored)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(speculative_history)")}
+    if "censored" not in columns:
+        db.execute("ALTER TABLE speculative_history ADD COLUMN censored INTEGER NOT NULL DEFAULT 0")
 
 
 def speculator_for(config: Any, backend: RJMSBackend, journal: Any, dry_run: bool) -> Speculator | None:

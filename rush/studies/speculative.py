@@ -25,6 +25,15 @@ from rush.models.speculative.strategy import (
     optimal_continuous,
 )
 from rush.models.speculative.distributions import DISTRIBUTIONS, distribution
+from rush.models.speculative.job_sequence import (
+    HISTORY,
+    MIN_HISTORY,
+    SLURM_GRANULARITY,
+    PastRun,
+    job_sequence,
+    past_run,
+    swf_state,
+)
 
 STUDY_ESTIMATORS = ("discrete", "continuous", "mean-doubling", "upper-bound")
 TRACE_ESTIMATORS = ("walltime", "mean-doubling", "discrete", "continuous")
@@ -140,48 +149,70 @@ def application_keys(workload) -> tuple[np.ndarray, str]:
     return keys.ravel(), how
 
 
+def past_runs(workload) -> list[PastRun | None]:
+    """Each trace job's run as a sample (:mod:`rush.models.speculative.job_sequence`'s rules).
+
+    SWF has no TIMEOUT state: a "failed" run (status 0) that reached its walltime is one.
+    """
+    n = len(workload)
+    status = workload.extra.get("status")
+    status = np.asarray(status, dtype=np.int64) if status is not None else np.full(n, -1)
+    return [
+        past_run(
+            swf_state(int(status[j]), float(workload.runtime[j]), float(workload.requested_time[j])),
+            float(workload.runtime[j]),
+        )
+        for j in range(n)
+    ]
+
+
 def reservation_inputs(
-    workload, estimator: str, history: int, min_history: int = 2, cost: CostModel = CostModel()
+    workload,
+    estimator: str,
+    history: int = HISTORY,
+    min_history: int = MIN_HISTORY,
+    cost: CostModel = CostModel(),
+    granularity: float = SLURM_GRANULARITY,
 ) -> tuple[np.ndarray, np.ndarray, dict]:
     """Per-job sequences (padded (n, K) array, counts) from each application's previous runs.
 
-    A job's samples are the runtimes of its application's last ``history`` runs that had
-    *ended* (submit + wait + runtime in the trace) by its submit time, clipped to its walltime
-    (a run beyond the walltime only says that the walltime is needed); zero-length runs are
-    left out. Jobs with fewer than ``min_history`` such runs keep their walltime (count 0).
-    Identical (samples, walltime) pairs share one computation.
+    A job's samples are its application's last ``history`` runs that had *ended* (submit +
+    wait + runtime in the trace) by its submit time and are samples by the rules of
+    :func:`rush.models.speculative.job_sequence.job_sequence` (which also builds, rounds and
+    refuses the sequence: the daemon calls it too). Identical (samples, walltime) pairs share
+    one computation.
     """
     n = len(workload)
     keys, how = application_keys(workload)
     wait = workload.extra.get("wait")
     wait = np.where(np.asarray(wait) >= 0, wait, 0.0) if wait is not None else np.zeros(n)
     ended = workload.submit + wait + workload.runtime
+    runs = past_runs(workload)
     by_app: dict[int, list[int]] = defaultdict(list)
     for j in np.argsort(ended, kind="stable"):
-        if workload.runtime[j] > 0:
+        if runs[j] is not None:
             by_app[int(keys[j])].append(int(j))
     app_end = {k: ended[np.asarray(v)] for k, v in by_app.items()}
     seqs: list[tuple[float, ...]] = [()] * n
     cache: dict[tuple, tuple[float, ...]] = {}
-    opted = 0
+    opted = censored = 0
     if estimator != "walltime":
         for j in range(n):
-            runs = by_app.get(int(keys[j]))
-            if not runs:
+            app = by_app.get(int(keys[j]))
+            upper = float(workload.requested_time[j])
+            if not app or not upper > 0:
                 continue
             stop = int(np.searchsorted(app_end[int(keys[j])], workload.submit[j], side="right"))
-            window = runs[max(0, stop - history) : stop]
-            if len(window) < min_history:
-                continue
-            upper = float(workload.requested_time[j])
-            if not upper > 0:
-                continue
-            samples = tuple(float(min(workload.runtime[i], upper)) for i in window)
-            key = (samples, upper)
+            window = tuple(runs[i] for i in app[max(0, stop - history) : stop])
+            key = (window, upper)
             if key not in cache:
-                cache[key] = estimate_strategy(estimator, samples, upper, cost).reservations
+                cache[key] = job_sequence(
+                    window, upper, estimator, granularity, cost, min_history
+                ).reservations
             seqs[j] = cache[key]
-            opted += 1
+            if seqs[j]:
+                opted += 1
+                censored += any(r.censored and r.length < upper for r in window)
     width = max(1, max((len(s) for s in seqs), default=1))
     arr = np.zeros((n, width))
     counts = np.zeros(n, dtype=np.int64)
@@ -189,7 +220,12 @@ def reservation_inputs(
         if s:
             arr[j, : len(s)] = s
             counts[j] = len(s)
-    info = {"application_key": how, "opted_in": opted, "strategies_computed": len(cache)}
+    info = {
+        "application_key": how,
+        "opted_in": opted,
+        "opted_in_with_censored": censored,
+        "strategies_computed": len(cache),
+    }
     return arr, counts, info
 
 
@@ -215,7 +251,10 @@ def trace_task(cell: dict, resources=None) -> dict:
         workload = resources["workload"]
     else:
         workload = load_slice(cell["trace"], int(cell["jobs"]))
-    seq, counts, info = reservation_inputs(workload, cell["estimator"], int(cell["history"]))
+    granularity = float(cell.get("granularity", SLURM_GRANULARITY))
+    seq, counts, info = reservation_inputs(
+        workload, cell["estimator"], int(cell["history"]), granularity=granularity
+    )
     config = CoreConfig.from_names(policy="FCFS", backfill="easy")
     result = simulate(workload, config, SimInputs(reservations=seq, reservation_counts=counts))
     m = compute_metrics(result)
@@ -235,6 +274,7 @@ def trace_task(cell: dict, resources=None) -> dict:
         "reservation_kills": int(result.attributes["reservation_kills"].sum()),
         "final_kills": int(result.killed.sum()),
         "opted_in": info["opted_in"],
+        "opted_in_with_censored": info["opted_in_with_censored"],
         "strategies_computed": info["strategies_computed"],
         "application_key": info["application_key"],
         "makespan": span,
@@ -315,7 +355,7 @@ def run_study(
     seed: int,
     trace: str | None,
     trace_jobs: int = 5000,
-    history: int = 20,
+    history: int = HISTORY,
     cluster: str = "serial",
     progress: bool = False,
 ) -> dict:
@@ -369,7 +409,14 @@ def run_study(
             if "mean_bsld" in r
         ]
         _write_csv(results / "trace.csv", trace_rows)
-        trace_info = {"trace": trace, "jobs": trace_jobs, "history": history, "policy": "FCFS+EASY"}
+        trace_info = {
+            "trace": trace,
+            "jobs": trace_jobs,
+            "history": history,
+            "min_history": MIN_HISTORY,
+            "granularity": SLURM_GRANULARITY,
+            "policy": "FCFS+EASY",
+        }
     summary = {
         "protocol": {
             "cost": {"alpha": 1.0, "beta": 0.0, "gamma": 0.0},
@@ -412,6 +459,7 @@ _TRACE_COLUMNS = (
     "reservation_kills",
     "final_kills",
     "opted_in",
+    "opted_in_with_censored",
     "strategies_computed",
     "application_key",
     "makespan",

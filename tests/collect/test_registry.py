@@ -25,7 +25,17 @@ def test_names_and_errors():
         get_collector("rapl", nonsense=1)
 
 
-def test_register_a_site_collector():
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> dict[str, type[Collector]]:
+    """The collector registry, restored after the test (a site collector registered here
+    must not leak into later tests)."""
+    from rush.collect import base
+
+    monkeypatch.setattr(base, "_REGISTERED", dict(base._REGISTERED))
+    return base._REGISTERED
+
+
+def test_register_a_site_collector(registry, monkeypatch):
     @register_collector("test_constant")
     class Constant(Collector):
         def __init__(self, value: float = 1.0) -> None:
@@ -38,6 +48,9 @@ def test_register_a_site_collector():
     assert get_collector("test_constant", value=3.0).collect() == [
         Sample(0.0, "h", "test_constant", "c", 3.0)
     ]
+    assert registry["test_constant"] is Constant
+    monkeypatch.undo()  # what the fixture does at teardown: the site collector is gone
+    assert "test_constant" not in collector_names()
 
 
 def test_sources_to_window_features(tmp_path, monkeypatch):

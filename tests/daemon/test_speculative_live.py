@@ -30,10 +30,10 @@ from rush.daemon.speculative import (
     Speculator,
     ended_as,
     opt_in,
-    round_up,
     speculator_for,
 )
 from rush.errors import ConfigError, RJMSError
+from rush.models.speculative.job_sequence import round_up
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
 from tests.slurm.test_lua_plugin_hostile import LUA, run_plugin

@@ -187,10 +187,15 @@ def test_reservation_inputs_use_only_runs_ended_before_submit():
         machine_procs=4,
         extra={"wait": np.zeros(4), "app": np.full(4, -1)},
     )
-    seq, counts, info = reservation_inputs(w, "discrete", history=20, min_history=2)
+    seq, counts, info = reservation_inputs(w, "discrete", history=20, min_history=2, granularity=1.0)
     # Empirical law {100, 250, 500}, bound 1000: (250, 500, 1000) costs 250 + 500/3, the least.
     assert counts.tolist() == [0, 0, 0, 3]
     assert seq[3, :3].tolist() == [250.0, 500.0, 1000.0]
+    # The study simulates a Slurm site: each reservation held as whole minutes, rounded up.
+    seq, _, _ = reservation_inputs(w, "discrete", history=20, min_history=2)
+    assert seq[3, :3].tolist() == [300.0, 540.0, 1000.0]
+    # The default minimum history (5) is not met by three runs.
+    assert reservation_inputs(w, "discrete")[1].sum() == 0
     assert "requested time" in info["application_key"] and info["opted_in"] == 1
     seq, counts, _ = reservation_inputs(w, "walltime", history=20)
     assert counts.sum() == 0

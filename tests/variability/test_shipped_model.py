@@ -1,5 +1,5 @@
 """The shipped model (models/variability.joblib): its card verifies and matches the shipped dataset;
-on the campaign's own store (when present) the live predictor gives a prediction, not "unknown"."""
+on the campaign's own store (when present) the live predictor gives scikit-learn's prediction, not "unknown"."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from rush.planner.variation import get_predictor
 from rush.models.variability.dataset import load_dataset
 from rush.models.variability.train import load_variability_model
+from rush.planner.variation import get_predictor
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "variability.joblib"
@@ -38,13 +38,20 @@ def test_card_verifies_and_matches_the_dataset():
     not (CAMPAIGN / "features.sqlite").exists(), reason="runs/campaign-vm1 is not in this checkout"
 )
 def test_live_prediction_on_the_campaign_store():
+    """The daemon's prediction for campaign runs equals scikit-learn's on the same window features."""
+    from rush.models.variability.features import vector, wtype_features
+
     predictor = get_predictor("learned", source=CAMPAIGN / "features.sqlite", model=MODEL)
     lines = (CAMPAIGN / "records.jsonl").read_text().splitlines()
-    run = json.loads(lines[1])
-    assert predictor.predict([SimpleNamespace(job_id=1, wtype=run["wtype"])], run["start"]) in (
-        [True],
-        [False],
-    )
-    out = predictor.job_outputs(1)
-    assert out["variation_class"] in ("none", "little", "variation"), out
+    runs = [json.loads(line) for line in lines[1:21]]  # line 0 is the header
+    for k, run in enumerate(runs):
+        [flag] = predictor.predict([SimpleNamespace(job_id=k, wtype=run["wtype"])], run["start"])
+        out = predictor.job_outputs(k)
+        assert out["variation_class"] != "unknown", out
+        features = predictor.current_features(run["start"]) | wtype_features(run["wtype"])
+        expected = predictor.pipeline.predict_proba(vector(predictor.features, features)[None, :])[0]
+        journaled = [out["variation_p"][c] for c in predictor.class_names]
+        assert journaled == pytest.approx(expected, abs=5e-5)
+        best = predictor.class_names[int(expected.argmax())]
+        assert out["variation_class"] == best and flag == (best in predictor.classes)
     predictor.close()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import typer
 
+from rush.models.speculative.job_sequence import HISTORY
+
 DEFAULT_DISTRIBUTIONS = "truncnormal,exponential,lognormal,uniform,weibull,gamma,beta,pareto,boundedpareto"
 
 
@@ -28,7 +30,7 @@ def speculative_command(
     repetitions: int = typer.Option(100, "--repetitions", help="Draws of the n samples per (law, n)."),
     trace: str = typer.Option("KTH-SP2", "--trace", help="Trace of the replay ('none': skip it)."),
     trace_jobs: int = typer.Option(5000, "--trace-jobs", help="Jobs of the trace replayed (its first ones)."),
-    history: int = typer.Option(20, "--history", help="Past runs of an application used per job."),
+    history: int = typer.Option(HISTORY, "--history", help="Past runs of an application used per job."),
     seed: int = typer.Option(..., "--seed", help="Seed of the sample draws."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     out: Path | None = typer.Option(
