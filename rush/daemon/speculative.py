@@ -189,8 +189,8 @@ class Speculator:
             self.cost = CostModel(section.alpha, section.beta, section.gamma)
         except ConfigError as exc:
             raise ConfigError(str(exc), where="speculative", fix=exc.fix) from None
-        self.granularity = float(getattr(backend, "time_limit_granularity", 60.0))
-        self.replaces = bool(getattr(backend, "requeue_replaces_job", False))
+        self.granularity = backend.capabilities.time_limit_granularity
+        self.replaces = backend.capabilities.requeue_replaces_job
         journal.db.executescript(SCHEMA)
         _add_censored_column(journal.db)
         # Dry-run remembers what it would have done in memory, never in the journal.
