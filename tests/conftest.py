@@ -9,12 +9,11 @@ cluster before it creates the next, so only one Slurm runs at a time. ``-k 22.05
 marker automatically, so ``pytest -m "not slurm"`` runs everything else. The cluster's API
 is in tests/slurm/cluster.py.
 
-Under pytest-xdist (``./setup.sh test`` runs ``-n <cores> --dist loadgroup``) every test gets
-an ``xdist_group``: the tests of one Slurm install share one group, so that install's cluster
-starts once, on one worker; every other test is grouped by its module, so module-scoped
-fixtures (a Flux instance, a trained model) are built once. The two installs' clusters may
-then run at the same time on two workers: each has its own ports, munge socket, state and
-spool directories (tests/slurm/cluster.py), so they do not meet.
+Under pytest-xdist (``./setup.sh test`` runs ``-n <cores> --dist loadgroup``) the tests of one
+Slurm install run on one worker, so that install's cluster starts once; the rest go module by
+module (tests/xdist_groups.py). The two installs' clusters may then run at the same time on
+two workers: each has its own ports, munge socket, state and spool directories
+(tests/slurm/cluster.py), so they do not meet.
 """
 
 from __future__ import annotations
@@ -25,23 +24,13 @@ import pytest
 SLURM_INSTALLS = ("22.05", "25.11")
 
 
-def xdist_group(item: pytest.Item) -> str:
-    """The group of ``item``'s worker: ``slurm-<install>`` for a live Slurm test, else its module."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is not None and "slurm_cluster" in callspec.params:
-        return f"slurm-{callspec.params['slurm_cluster']}"
-    return item.nodeid.split("::", 1)[0]
+pytest_plugins = ("tests.xdist_groups",)
 
 
-# tryfirst: xdist's own hook reads the xdist_group marks to name each test's group.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
-        if grouped:
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
 
 
 @pytest.fixture(scope="session", params=SLURM_INSTALLS)
