@@ -133,6 +133,8 @@ def test_censored_runs_move_the_sequence_up():
         ((100.0, 200.0), 60.0, 150.0, (120.0, 150.0)),  # never above the walltime
         ((120.0,), 60.0, 600.0, (120.0, 600.0)),  # an exact minute stays
         ((3.2,), 0.0, 60.0, (3.2, 60.0)),  # no granularity: as estimated
+        ((1e-9, 30.0, 1140.0), 60.0, 7200.0, (60.0, 1140.0, 7200.0)),  # never 0 (Slurm: no limit)
+        ((1e-9,), 60.0, 30.0, (30.0,)),  # a walltime under one unit stays the walltime
     ],
 )
 def test_round_up(sequence, granularity, walltime, held):

@@ -114,7 +114,8 @@ def round_up(sequence: Iterable[float], granularity: float, walltime: float) -> 
     walltime = float(walltime)
     out: list[float] = []
     for t in sequence:
-        held = math.ceil(t / granularity - 1e-9) * granularity if granularity > 0 else float(t)
+        # At least one unit: a limit of 0 is no limit at all to Slurm.
+        held = max(math.ceil(t / granularity - 1e-9), 1) * granularity if granularity > 0 else float(t)
         held = min(held, walltime)
         if not out or held > out[-1]:
             out.append(held)
