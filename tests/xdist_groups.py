@@ -10,6 +10,8 @@ vanish (pytest-xdist issue 1386). So the groups travel on a side channel: each w
 the group of every test it collected to a JSON file in a directory the controller gives it
 (``workerinput``), and the controller's scheduler, xdist's LoadScopeScheduling (whole scopes
 to one worker, the largest first), reads them as its scopes. ``--dist loadgroup`` selects it.
+The Slurm groups go out first: they are the longest (their tests wait on real jobs), and a
+long group started last would finish alone.
 """
 
 from __future__ import annotations
@@ -72,6 +74,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         """LoadScopeScheduling with the workers' groups as scopes."""
 
         groups: dict[str, str] | None = None
+        ordered = False
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The queue is complete at the first assignment: the Slurm groups to its front,
+            # the rest in xdist's order (the most tests first).
+            if not self.ordered:
+                self.ordered = True
+                queue = sorted(self.workqueue.items(), key=lambda unit: not unit[0].startswith("slurm-"))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+            super()._assign_work_unit(node)
 
         def _split_scope(self, nodeid: str) -> str:
             # Called once every worker has reported its collection, so every file is written.
