@@ -28,10 +28,16 @@ import numpy as np
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from rush.planner.variation import LearnedVariationPredictor
 from rush.models.variability.dataset import CLASS_NAMES, Dataset
-from rush.models.variability.features import WTYPE_FEATURES, WTYPES, vector, window_features_for, wtype_features
+from rush.models.variability.features import (
+    WTYPE_FEATURES,
+    WTYPES,
+    vector,
+    window_features_for,
+    wtype_features,
+)
 from rush.models.variability.train import TrainOptions, train_variability
+from rush.planner.variation import LearnedVariationPredictor
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:

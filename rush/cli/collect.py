@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from rush.cli.main import app
+from rush.cli.app import app
 from rush.errors import RushError
 
 probe_app = typer.Typer(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from rush.cli.main import app
+from rush.cli.app import app
 
 
 @app.command("flux-module")

@@ -3,42 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import typer
 
+from rush.cli.app import app
 from rush.errors import RushError
-
-app = typer.Typer(
-    name="rush",
-    help="rush: a resource-utilization-aware, learning scheduler for HPC clusters.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-    # Plain help: typer's rich formatter imports rich and markdown-it (~0.1 s) on every --help.
-    rich_markup_mode=None,
-)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        import rush
-
-        typer.echo(f"rush {rush.__version__} ({Path(rush.__file__).parent})")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False,
-        "--version",
-        callback=_print_version,
-        is_eager=True,
-        help="Print the version and where rush is installed.",
-    ),
-) -> None:
-    """rush: a resource-utilization-aware, learning scheduler for HPC clusters."""
 
 
 def _register() -> None:

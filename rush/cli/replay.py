@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from rush.cli.main import app
+from rush.cli.app import app
 from rush.errors import RushError
 
 
@@ -48,9 +48,9 @@ def replay_command(
     import os
 
     from rush.core.config import CoreConfig
+    from rush.rjms.base import get_backend, parse_backend_options
     from rush.studies.replay import MODES, flux_rush_scheduler, replay
     from rush.studies.replay_window import Window
-    from rush.rjms.base import get_backend, parse_backend_options
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 

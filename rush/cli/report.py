@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from rush.cli import checks
-from rush.cli.main import app
+from rush.cli.app import app
 from rush.errors import ConfigError
 
 MAX_GANTT_HOURS = 24 * 366  # a year of a machine in one chart is already unreadable

@@ -16,7 +16,7 @@ import typer
 
 import rush
 from rush.cli import checks
-from rush.cli.main import app
+from rush.cli.app import app
 from rush.core.names import BACKFILL_MODES, POLICY_CODES
 from rush.errors import RushError
 

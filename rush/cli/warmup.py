@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from rush.cli.main import app
+from rush.cli.app import app
 
 
 @app.command("warmup")
@@ -22,7 +22,6 @@ def warmup_command() -> None:
         cold_entry_points,
         prune_old_caches,
         skip_numba_blas_probe,
-        warmup,
     )
 
     skip_numba_blas_probe()
@@ -33,7 +32,7 @@ def warmup_command() -> None:
             err=True,
         )
     t0 = time.perf_counter()
-    done = warmup()
+    done = warm_kernels()
     still_cold = cold_entry_points()
     typer.echo(f"warm: {', '.join(done)} in {time.perf_counter() - t0:.1f} s")
     removed = prune_old_caches()
@@ -46,3 +45,48 @@ def warmup_command() -> None:
             err=True,
         )
         raise typer.Exit(1)
+
+
+def warm_kernels() -> list[str]:
+    """Compile and cache every kernel the simulator, the SWF reader and the daemon use.
+
+    Runs tiny real workloads through the same calls as the commands (so the cached type
+    signatures are the ones they use). Returns what was exercised.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from rush.core import CoreConfig, PendingJob, Snapshot
+    from rush.core.names import BACKFILL_MODES
+    from rush.core.schedule import schedule
+    from rush.sim.engine import simulate
+    from rush.sim.metrics import compute_metrics
+    from rush.workload.model import workload_from_trace
+    from rush.workload.swf import read_swf
+
+    done = []
+    with tempfile.TemporaryDirectory(prefix="rush-warmup-") as tmp:
+        path = Path(tmp) / "warmup.swf"
+        # Four jobs on 4 processors: job 2 waits for job 1, job 3 backfills, job 4 is reserved.
+        path.write_text(
+            "; MaxProcs: 4\n"
+            "1 0 0 100 2 -1 -1 2 100 -1 1 1 1 1 1 -1 -1 -1\n"
+            "2 1 0 50 4 -1 -1 4 60 -1 1 1 1 1 1 -1 -1 -1\n"
+            "3 2 0 10 2 -1 -1 2 20 -1 1 1 1 1 1 -1 -1 -1\n"
+            "4 3 0 30 3 -1 -1 3 40 -1 1 1 1 1 1 -1 -1 -1\n"
+        )
+        trace = read_swf(path)
+        done.append("SWF reader")
+    workload = workload_from_trace(trace)
+    for backfill in BACKFILL_MODES:
+        for policy in ("FCFS", "WFP3"):  # a static and a time-dependent (dynamic) policy
+            result = simulate(workload, CoreConfig.from_names(policy, backfill))
+            compute_metrics(result)
+        done.append(f"simulator ({backfill})")
+    pending = (PendingJob(1, 0.0, 2, 60.0), PendingJob(2, 1.0, 4, 60.0), PendingJob(3, 2.0, 1, 10.0))
+    for backfill in BACKFILL_MODES:
+        schedule(
+            Snapshot(now=10.0, total_procs=4, free_procs=3, pending=pending), CoreConfig(backfill=backfill)
+        )
+    done.append("live core (schedule)")
+    return done

@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from rush.collect.base import Collector, Sample, get_collector
 from rush.collect.config import CollectConfig, SourceConfig
-from rush.daemon.metrics import serve_metrics
+from rush.collect.metrics_server import serve_metrics
 from rush.errors import RushError
 
 log = logging.getLogger("rush.collect")

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
-from rush.planner.journal import Intent, JobRecord, Journal
 from rush.daemon.metrics import DaemonMetrics
 from rush.errors import RJMSError
+from rush.planner.journal import Intent, JobRecord, Journal
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 log = logging.getLogger("rush.daemon")

@@ -33,12 +33,12 @@ from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions
 from rush.daemon.apply import Applier, Book, plan_actions
 from rush.daemon.config import RushConfig, load_config
-from rush.planner.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
-from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.daemon.speculative import speculator_for
-from rush.planner.variation import VariationPredictor, get_predictor
 from rush.errors import ConfigError, RJMSError, RushError
+from rush.planner.journal import JobRecord, Journal, MemoryBook
+from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
+from rush.planner.variation import VariationPredictor, get_predictor
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
 
 log = logging.getLogger("rush.daemon")

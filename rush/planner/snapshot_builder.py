@@ -36,9 +36,9 @@ import numpy as np
 from rush.core.rules import kills_if_small, runtime_class_of
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.errors import ModelError
 from rush.planner.journal import JobRecord
 from rush.planner.variation import VariationPredictor
-from rush.errors import ModelError
 from rush.rjms.base import ClusterState, RJMSJob
 
 CLASS_TAGS = {"small": RuntimeClass.SMALL, "large": RuntimeClass.LARGE}

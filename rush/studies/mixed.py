@@ -13,7 +13,7 @@ jobs is the *training* half, the rest the *test* half):
   of the positive simplex (w_i = 1/d), evaluated first; w* is the best vector evaluated, so
   CMA-ES is never worse than its start. Each generation's population, for every week at once,
   is one batch of sweep cells;
-* ``xnes3`` / ``xnes6``: XNES (``pypop7``, :mod:`rush.studies.mixed_xnes`) over the same z, w,
+* ``xnes3`` / ``xnes6``: XNES (``pypop7``, :mod:`rush.models.policies.mixed_xnes`) over the same z, w,
   start and budget (the CMA-ES runs' generations x population candidates after the start);
   pypop7 evaluates candidates one by one, so each week's whole run is one sweep cell;
 * ``w*_train``: one vector minimising the mean over the training weeks of the weekly mean
@@ -44,14 +44,11 @@ from rush.models.policies.mixed import (
     INDEX_POLICIES,
     MIXED,
     THRESHOLD,
-    TraceWeeks,
-    load_trace_weeks,
     normalise,
     simplex_grid,
-    task,
-    trace_loader,
 )
-from rush.studies.mixed_xnes import popsize
+from rush.models.policies.mixed_xnes import popsize
+from rush.studies.mixed_weeks import TraceWeeks, load_trace_weeks, task, trace_loader
 
 METHODS: tuple[str, ...] = ("grid", "cmaes3", "cmaes6", "xnes3", "xnes6")
 METHOD_FEATURES: dict[str, tuple[str, ...]] = {
@@ -277,7 +274,7 @@ def xnes_runs(
 
     Budget: the CMA-ES runs' (generations x population candidates after the start).
     """
-    from rush.studies.mixed_xnes import load_xnes
+    from rush.models.policies.mixed_xnes import load_xnes
 
     load_xnes()  # missing pypop7: one clear error here, before any cell is sent
     config = ev.config

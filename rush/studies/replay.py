@@ -32,10 +32,10 @@ from pathlib import Path
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
 from rush.sim.engine import simulate
+from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.workload.model import Workload
 
 log = logging.getLogger(__name__)

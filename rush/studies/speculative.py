@@ -17,13 +17,6 @@ from collections import defaultdict
 
 import numpy as np
 
-from rush.models.speculative.strategy import (
-    CostModel,
-    Strategy,
-    estimate_strategy,
-    expected_cost,
-    optimal_continuous,
-)
 from rush.models.speculative.distributions import DISTRIBUTIONS, distribution
 from rush.models.speculative.job_sequence import (
     HISTORY,
@@ -33,6 +26,13 @@ from rush.models.speculative.job_sequence import (
     job_sequence,
     past_run,
     swf_state,
+)
+from rush.models.speculative.strategy import (
+    CostModel,
+    Strategy,
+    estimate_strategy,
+    expected_cost,
+    optimal_continuous,
 )
 
 STUDY_ESTIMATORS = ("discrete", "continuous", "mean-doubling", "upper-bound")

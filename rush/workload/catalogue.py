@@ -30,14 +30,9 @@ the target, verify its sha256 (:func:`rush.hashing.file_sha256`), rename.
 
 from __future__ import annotations
 
-import csv
-import difflib
 import os
 import shutil
 import zlib
-from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from rush.errors import ConfigError, TraceFormatError, TraceNotFoundError
@@ -45,64 +40,10 @@ from rush.hashing import file_sha256
 from rush.workload.limits import MAX_PROCS, MAX_SEED, MAX_SYNTH_JOBS
 from rush.workload.model import Trace
 from rush.workload.trace_file import check_regular_file, normalise_text
+from rush.workload.trace_manifest import CatalogueEntry, catalogue, lookup  # noqa: F401 (callers ask the catalogue)
 
 PWA_BASE_URL = "https://www.cs.huji.ac.il/labs/parallel/workload"
 LUBLIN_DEFAULT = (10_000, 256, 1)
-
-
-@dataclass(frozen=True)
-class CatalogueEntry:
-    file: str
-    sha256: str
-    bytes: int
-    jobs: int
-    pwa_dir: str | None
-
-    @property
-    def alias(self) -> str:
-        # The words before the year: "KTH-SP2-1996-2.1-cln.swf.gz" -> "KTH-SP2"; no year: the stem.
-        parts = self.file.removesuffix(".swf.gz").split("-")
-        for k, part in enumerate(parts):
-            if k and len(part) == 4 and part.isdigit():
-                return "-".join(parts[:k])
-        return "-".join(parts)
-
-
-@cache
-def catalogue() -> dict[str, CatalogueEntry]:
-    text = resources.files("rush.data").joinpath("trace_manifest.tsv").read_text()
-    entries = {}
-    for row in csv.DictReader(text.splitlines(), delimiter="\t"):
-        entry = CatalogueEntry(
-            file=row["file"],
-            sha256=row["sha256"],
-            bytes=int(row["bytes"]),
-            jobs=int(row["jobs"]),
-            pwa_dir=None if row["pwa_dir"] == "-" else row["pwa_dir"],
-        )
-        entries[entry.file] = entry
-    return entries
-
-
-def lookup(name: str) -> CatalogueEntry:
-    entries = catalogue()
-    if name in entries:
-        return entries[name]
-    by_alias = {e.alias.lower(): e for e in entries.values()}
-    by_stem = {e.file.lower().removesuffix(".swf.gz"): e for e in entries.values()}
-    key = name.lower().removesuffix(".swf.gz").removesuffix(".swf")
-    if key in by_alias:
-        return by_alias[key]
-    if key in by_stem:
-        return by_stem[key]
-    close = difflib.get_close_matches(key, [*by_alias, *by_stem], n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
-    raise TraceNotFoundError(
-        f"{name!r} is neither a file nor a catalogue trace",
-        where="TRACE",
-        fix=f"{hint}give a path, or one of: {', '.join(sorted(e.alias for e in entries.values()))} "
-        "(rush trace info --list)",
-    )
 
 
 def cache_dir() -> Path:

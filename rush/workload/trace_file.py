@@ -17,7 +17,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def refetch_hint(path: Path) -> str:
-    from rush.workload.catalogue import lookup
+    from rush.workload.trace_manifest import lookup
 
     try:
         name = lookup(path.name).alias

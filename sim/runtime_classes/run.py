@@ -102,9 +102,9 @@ def walkforward(trace_name: str, job_set: str, mode: str, code: str = ""):
 
 def simulate_all(trace_name: str, job_set: str, wf, policies: tuple[str, ...]) -> list[dict]:
     from rush.core.config import CoreConfig
-    from rush.studies.runtime_variants import VARIANTS, variant_inputs
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics, cumulative_bounded_slowdown, per_class
+    from rush.studies.runtime_variants import VARIANTS, variant_inputs
 
     trace, workload = load(trace_name, job_set)
     actual_class = np.where(wf.runtime <= wf.divider_or_first(), 0, 1)

@@ -52,9 +52,9 @@ TIE = 0.01
 
 def bounded_slowdown(trace_name: str, workload, trace, wf, variant: str, policy: str = "FCFS") -> tuple:
     from rush.core.config import CoreConfig
-    from rush.studies.runtime_variants import variant_inputs
     from rush.sim.engine import simulate
     from rush.sim.metrics import compute_metrics
+    from rush.studies.runtime_variants import variant_inputs
 
     inputs, kwargs, _ = variant_inputs(variant, trace, workload, walkforward=wf)
     result = simulate(workload, CoreConfig.from_names(policy, "easy", 200_000, **kwargs), inputs)

@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from rush.collect.procfs import ProcfsCollector
 from rush.campaign.runner import NOISE_SCRIPT, Sampler
 from rush.collect.base import Sample
+from rush.collect.procfs import ProcfsCollector
 from rush.collect.store import FeatureStore
 from rush.daemon.config import parse_config
 from rush.rjms.base import get_backend

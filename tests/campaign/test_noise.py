@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rush.collect.procfs import ProcfsCollector
 from rush.campaign.records import noise_during, noise_intervals
+from rush.collect.procfs import ProcfsCollector
 from tests.campaign.conftest import NOISE
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from rush.daemon.apply import Action, Applier, Plan
-from rush.planner.journal import Journal
 from rush.daemon.metrics import DaemonMetrics
+from rush.planner.journal import Journal
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 

@@ -11,8 +11,8 @@ import textwrap
 import time
 
 from rush.daemon.apply import Applier
-from rush.planner.journal import JobRecord, Journal, MemoryBook
 from rush.daemon.metrics import DaemonMetrics
+from rush.planner.journal import JobRecord, Journal, MemoryBook
 from rush.rjms.base import ActionResult, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(

@@ -23,8 +23,8 @@ import requests
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.config import RushConfig, parse_config
-from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
+from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
 

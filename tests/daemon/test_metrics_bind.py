@@ -15,10 +15,11 @@ import pytest
 import requests
 from prometheus_client import CollectorRegistry, Counter
 
+from rush.collect import metrics_server as metrics_module
 from rush.collect.config import collect_config_from_dict
+from rush.collect.metrics_server import serve_metrics
 from rush.collect.service import CollectorService
-from rush.daemon import metrics as metrics_module
-from rush.daemon.metrics import DaemonMetrics, serve_metrics
+from rush.daemon.metrics import DaemonMetrics
 from rush.errors import ConfigError
 
 KEY = "daemon.metrics_address"

@@ -8,9 +8,9 @@ import logging
 import numpy as np
 
 from rush.core.snapshot import RuntimeClass
-from rush.planner.snapshot_builder import ModelClassPredictor, SnapshotBuilder, load_class_predictor, user_id
 from rush.models.history import JobColumns
 from rush.models.users import user_key
+from rush.planner.snapshot_builder import ModelClassPredictor, SnapshotBuilder, load_class_predictor, user_id
 from rush.rjms.base import ClusterState, RJMSJob
 from tests.models.fixtures import save_trained, trained
 

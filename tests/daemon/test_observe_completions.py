@@ -7,8 +7,8 @@ would be fed to the runtime classifier's history as a job that finished at the d
 from __future__ import annotations
 
 from rush.daemon.config import parse_config
-from rush.planner.journal import JobRecord
 from rush.daemon.service import Daemon, _killed_by_rush
+from rush.planner.journal import JobRecord
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 

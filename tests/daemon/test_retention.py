@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rush.planner import journal as journal_module
 from rush.daemon.config import parse_config
-from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
 from rush.errors import ConfigError
+from rush.planner import journal as journal_module
+from rush.planner.journal import Journal
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 HOUR = 3600.0

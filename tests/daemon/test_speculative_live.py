@@ -24,7 +24,6 @@ import pytest
 from pydantic import ValidationError
 
 from rush.daemon.config import parse_config
-from rush.planner.journal import Journal
 from rush.daemon.speculative import (
     SpeculativeSection,
     Speculator,
@@ -34,6 +33,7 @@ from rush.daemon.speculative import (
 )
 from rush.errors import ConfigError, RJMSError
 from rush.models.speculative.job_sequence import round_up
+from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
 from tests.slurm.test_lua_plugin_hostile import LUA, run_plugin

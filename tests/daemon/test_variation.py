@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
+from rush.errors import ConfigError
 from rush.planner.variation import (
     RuleVariationPredictor,
     VariationPredictor,
@@ -21,7 +22,6 @@ from rush.planner.variation import (
     variable_intervals,
     workload_type,
 )
-from rush.errors import ConfigError
 from rush.sim.engine import SimInputs, simulate
 from rush.workload.model import Workload
 

@@ -23,8 +23,8 @@ import pytest
 
 from rush.core.schedule import schedule
 from rush.daemon.config import RushConfig, parse_config
-from rush.planner.journal import Journal
 from rush.daemon.service import Daemon
+from rush.planner.journal import Journal
 from rush.rjms.base import get_backend
 from rush.rjms.flux import KILL_NOTE, FluxBackend
 from tests import polling

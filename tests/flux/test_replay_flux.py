@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from rush.daemon.service import replay_hooks
 from rush.planner.journal import Journal
 from rush.studies.replay import loaded_scheduler, replay
 from rush.studies.replay_window import Window
-from rush.daemon.service import replay_hooks
 from tests.core.test_real_traces import MIRROR, TRACES, real_workload
 from tests.flux.plugin_build import jobtap_config, plugin_or_skip
 

@@ -14,8 +14,8 @@ import json
 import time
 from pathlib import Path
 
-from rush.planner.journal import Journal
 from rush.daemon.speculative import SpeculativeSection, Speculator
+from rush.planner.journal import Journal
 from rush.rjms.base import get_backend
 from tests import polling
 from tests.flux.instance import FluxInstance

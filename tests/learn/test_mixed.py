@@ -28,14 +28,12 @@ from rush.models.policies.mixed import (
     SIGNS,
     THRESHOLD,
     VERTEX_POLICIES,
-    evaluate,
     linear_weights,
-    load_trace_weeks,
     normalise,
     simplex_grid,
-    task,
 )
 from rush.studies.mixed import StudyConfig, pure_ranking, run_study
+from rush.studies.mixed_weeks import evaluate, load_trace_weeks, task
 from rush.workload.model import Trace
 from rush.workload.resample import WEEK
 from rush.workload.swf import write_swf
@@ -371,7 +369,7 @@ def test_xnes_runs_resume_from_the_sweep_table(trace_file: Path, tmp_path: Path)
 
 def test_run_xnes_keeps_the_start_on_a_flat_objective_and_spends_its_budget() -> None:
     pytest.importorskip("pypop7", reason="XNES needs pypop7 (pip install --no-deps pypop7==0.0.82)")
-    from rush.studies.mixed_xnes import run_xnes
+    from rush.models.policies.mixed_xnes import run_xnes
 
     calls: list[np.ndarray] = []
 

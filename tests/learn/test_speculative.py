@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from rush.errors import ConfigError
+from rush.models.speculative.distributions import BoundedRuntime, bounded, distribution
 from rush.models.speculative.strategy import (
     MAX_SUPPORT,
     CostModel,
@@ -23,7 +24,6 @@ from rush.models.speculative.strategy import (
     recurrence_strategy,
     upper_bound_strategy,
 )
-from rush.models.speculative.distributions import BoundedRuntime, bounded, distribution
 from rush.studies.speculative import ratio_task, reservation_inputs, summarise_ratios
 from rush.workload.model import Workload
 

@@ -11,8 +11,8 @@ import pytest
 
 from rush.errors import ModelError
 from rush.models.runtime_class import RuntimeClassifier
-from rush.studies.runtime_variants import variant_inputs
 from rush.models.walkforward import predict_classes_walkforward
+from rush.studies.runtime_variants import variant_inputs
 from tests.models.test_runtime_class import _kth_trace, kth
 
 

@@ -16,9 +16,9 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.models.runtime_features import FEATURES
 from rush.models.walkforward import predict_classes_walkforward
+from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.rjms.base import RJMSJob
 from rush.workload.model import Trace, workload_from_trace
 from rush.workload.swf import read_swf, write_swf

@@ -13,11 +13,11 @@ from pathlib import Path
 import joblib
 import pytest
 
-from rush.planner.snapshot_builder import load_class_predictor
 from rush.errors import ModelError
 from rush.models.persistence import sidecar_path
 from rush.models.runtime_class import RuntimeClassifier
 from rush.models.runtime_pipeline import load_runtime_model
+from rush.planner.snapshot_builder import load_class_predictor
 from tests.models.fixtures import save_trained, trained
 
 REQUIRED = (

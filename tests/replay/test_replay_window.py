@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rush.core.config import CoreConfig
-from rush.studies.replay_window import Observed, Window, fidelity_report, order_inversions, scale_window
 from rush.errors import RushError
 from rush.sim.engine import simulate
+from rush.studies.replay_window import Observed, Window, fidelity_report, order_inversions, scale_window
 from tests.core.helpers import workload
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from rush.core.config import CoreConfig
+from rush.rjms.base import get_backend
 from rush.studies.replay import replay
 from rush.studies.replay_window import Window
-from rush.rjms.base import get_backend
 from tests.core.test_real_traces import real_workload
 
 

@@ -13,11 +13,11 @@ from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.config import parse_config
 from rush.daemon.service import Daemon
+from rush.errors import ConfigError, ModelError
+from rush.models.variability.features import vector, window_features_for, wtype_features
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation import LearnedVariationPredictor, get_predictor
-from rush.errors import ConfigError, ModelError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
-from rush.models.variability.features import vector, window_features_for, wtype_features
 from tests.variability.synth import PERIOD, T0
 
 NOISY = T0 + 2 * PERIOD + 420.0  # 420 s into a noise period: the whole window is noisy

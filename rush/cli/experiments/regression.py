@@ -188,8 +188,8 @@ def run_study(
     import numpy as np
 
     from rush.models.policies.regression import TEMPLATES, fit_template, row_weights
-    from rush.studies.regression_data import MAX_PAIRS, Q_SIZE, score_spread
     from rush.studies.regression import BASELINES, evaluate_cell, summarise, trace_resource, trace_weeks
+    from rush.studies.regression_data import MAX_PAIRS, Q_SIZE, score_spread
     from rush.studies.sweep import run_sweep
     from rush.studies.sweep.simulation import load_sliced
     from rush.workload.catalogue import resolve_trace

@@ -56,9 +56,9 @@ def variability_command(
     """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
     import tempfile
 
-    from rush.studies.contention import check_args, run_study
     from rush.errors import ConfigError
     from rush.models.variability.train import TrainOptions
+    from rush.studies.contention import check_args, run_study
 
     names = _scenarios(scenario)
     check_args(names, trials, seed, campaign_hours, scale)  # before any work: bad input, exit 2

@@ -19,28 +19,20 @@ the mixed score is ``sum_i w_i * sign_i * x_i / s_i``, **smallest first**, with 
 * Such a score is the core's ``LINEAR`` policy with raw weights ``sign_i * w_i / s_i``
   (:func:`linear_policy`); nothing here schedules: the simulator and the core do.
 
-Weeks: the trace is cut into weeks from its first (usable) submit, as the weekly slices of
-:mod:`rush.workload.resample`; each week's jobs are simulated alone on the empty machine
-(EASY backfilling, a starvation threshold) and scored by their mean bounded slowdown. A week
-with no job is reported as skipped, never simulated.
-
-:func:`task` is the sweep task (``rush.studies.sweep.run_sweep``): one cell = one policy on some weeks
-of one trace, the trace being a per-worker resource (:func:`load_trace_weeks`).
+Learning the weights on a trace's weeks is the study's part: :mod:`rush.studies.mixed_weeks`
+(evaluation, the sweep task) and :mod:`rush.models.policies.mixed_xnes` (the XNES search).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
 
 import numpy as np
 
 from rush.core.names import LINEAR_FEATURES
 from rush.errors import RushError
-from rush.workload.resample import WEEK
 
 FEATURES_6: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area")
 FEATURES_3: tuple[str, ...] = ("q", "p", "wait")
@@ -189,114 +181,3 @@ def simplex_grid(dimensions: int, steps: int) -> np.ndarray:
     grid = np.asarray(points, dtype=np.float64) / steps
     vertex = (grid == 1.0).any(axis=1)
     return np.concatenate([grid[vertex], grid[~vertex]])
-
-
-@dataclass
-class TraceWeeks:
-    """A trace's workload cut into weeks, with the trace-wide feature scales."""
-
-    name: str
-    workload: Any  # rush.workload.model.Workload
-    weeks: list[np.ndarray]  # job indices (into workload) per week since the first submit
-    scales: FeatureScales
-
-    def jobs(self, week: int) -> int:
-        return len(self.weeks[week]) if 0 <= week < len(self.weeks) else 0
-
-
-def week_indices(submit: np.ndarray) -> list[np.ndarray]:
-    """Job indices of each week since the first submit, empty weeks included."""
-    if len(submit) == 0:
-        return []
-    week = ((submit - submit.min()) // WEEK).astype(np.int64)
-    count = int(week.max()) + 1
-    order = np.argsort(week, kind="stable")
-    bounds = np.searchsorted(week[order], np.arange(count + 1))
-    return [order[bounds[k] : bounds[k + 1]] for k in range(count)]
-
-
-def trace_weeks_from_workload(workload: Any, name: str = "") -> TraceWeeks:
-    return TraceWeeks(
-        name=name or workload.name,
-        workload=workload,
-        weeks=week_indices(np.asarray(workload.submit, dtype=np.float64)),
-        scales=feature_scales(workload.procs, workload.requested_time),
-    )
-
-
-def load_trace_weeks(spec: str, procs: int | None = None) -> TraceWeeks:
-    """The resource loader: a catalogue name or a file, read once per worker."""
-    from rush.workload.catalogue import load_trace
-    from rush.workload.model import workload_from_trace
-
-    workload = workload_from_trace(load_trace(spec), machine_procs=procs)
-    return trace_weeks_from_workload(workload, spec)
-
-
-def trace_loader(spec: str, procs: int | None = None) -> partial:
-    """A picklable zero-argument loader of :func:`load_trace_weeks` (for ``SweepOptions.resources``)."""
-    return partial(load_trace_weeks, spec, procs)
-
-
-def mean_bounded_slowdown(workload: Any, policy: Any, threshold: float | None, tau: float) -> float:
-    """Mean bsld of ``workload`` simulated alone under ``policy`` with EASY backfilling."""
-    from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import bounded_slowdown
-
-    config = CoreConfig(policy=policy, backfill="easy", threshold=threshold)
-    result = simulate(workload, config, time_origin=float(workload.submit.min()))
-    bsld = bounded_slowdown(result, tau)
-    return float(np.mean(bsld)) if not np.isnan(bsld).any() else math.nan
-
-
-def cell_policy(cell: Mapping[str, Any], scales: FeatureScales):
-    """The core policy of a cell: a pure policy name, or MIXED with features and weights."""
-    from rush.core.policies import parse_policy
-
-    name = str(cell.get("policy", ""))
-    if name == MIXED:
-        features = [f for f in str(cell.get("features", "")).split(",") if f]
-        return linear_policy(cell.get("weights") or [], features, scales)
-    return parse_policy(name)
-
-
-def evaluate(
-    tw: TraceWeeks, weeks: Sequence[int], policy: Any, threshold: float | None, tau: float
-) -> list[dict]:
-    """One row per week: its jobs and mean bsld, or ``skipped`` with the reason (no jobs)."""
-    rows = []
-    for week in weeks:
-        if not 0 <= week < len(tw.weeks):
-            raise RushError(
-                f"week {week} is outside the trace (weeks 0 to {len(tw.weeks) - 1})",
-                where=f"trace {tw.name}",
-                fix="choose weeks of the trace",
-            )
-        index = tw.weeks[week]
-        if len(index) == 0:
-            rows.append({"week": week, "jobs": 0, "mean_bsld": None, "skipped": "no jobs in this week"})
-            continue
-        value = mean_bounded_slowdown(tw.workload.subset(index), policy, threshold, tau)
-        rows.append({"week": week, "jobs": len(index), "mean_bsld": value, "skipped": None})
-    return rows
-
-
-def task(cell: dict, resources: Mapping[str, Any]) -> list[dict]:
-    """Sweep task: ``cell`` = {trace, span: week|trace, weeks, policy, features, weights, threshold, tau}.
-
-    ``span = "trace"`` simulates the whole trace once (the pure-policy ranking; row week -1);
-    ``optimiser = "xnes"`` runs a whole XNES search over the cell's weeks (one row).
-    """
-    tw: TraceWeeks = resources[cell["trace"]]
-    if cell.get("optimiser") == "xnes":  # a whole XNES run in one cell (rush.studies.mixed_xnes)
-        from rush.studies.mixed_xnes import xnes_rows
-
-        return xnes_rows(cell, tw)
-    policy = cell_policy(cell, tw.scales)
-    threshold = cell.get("threshold")
-    tau = float(cell.get("tau", 10.0))
-    if cell.get("span") == "trace":
-        value = mean_bounded_slowdown(tw.workload, policy, threshold, tau)
-        return [{"week": -1, "jobs": len(tw.workload), "mean_bsld": value, "skipped": None}]
-    return evaluate(tw, [int(k) for k in cell["weeks"]], policy, threshold, tau)

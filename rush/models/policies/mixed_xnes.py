@@ -1,11 +1,11 @@
 """XNES (exponential natural evolution strategy) for the mixed-policy study, via ``pypop7``.
 
 pypop7's :class:`pypop7.optimizers.nes.xnes.XNES` calls the objective one candidate at a
-time, so a whole XNES run is one sweep cell (:func:`xnes_rows`, dispatched by
-:func:`rush.models.policies.mixed.task`): the weeks run in parallel on Dask, each week's run in one
+time, so a whole XNES run is one sweep cell (:func:`rush.studies.mixed_weeks.xnes_rows`, dispatched by
+:func:`rush.studies.mixed_weeks.task`): the weeks run in parallel on Dask, each week's run in one
 worker. The search mirrors the CMA-ES path: an unconstrained z, the policy w = z / ||z||_1
 (signs free), fitness = the mean over the cell's weeks of the weekly mean bsld
-(:func:`rush.models.policies.mixed.evaluate`); the start is evaluated first and the best vector evaluated
+(:func:`rush.studies.mixed_weeks.evaluate`); the start is evaluated first and the best vector evaluated
 is returned, so XNES is never worse than its start.
 
 XNES has no global step size: its search distribution starts as N(mean, I). The start mean is
@@ -16,8 +16,6 @@ step relative to the mean (1) equals CMA-ES's sigma0 / x0 = (1/d) / (1/d).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -95,37 +93,3 @@ def run_xnes(
     }
     xnes_class(problem, options).optimize()
     return best["w"], float(best["value"]), int(best["calls"])
-
-
-def xnes_rows(cell: Mapping[str, Any], tw: Any) -> list[dict]:
-    """One XNES run over the cell's weeks: one row with the best w and its value."""
-    from rush.models.policies.mixed import check_features, evaluate, linear_policy
-
-    features = check_features([f for f in str(cell.get("features", "")).split(",") if f])
-    weeks = [int(k) for k in cell["weeks"]]
-    threshold = cell.get("threshold")
-    tau = float(cell.get("tau", 10.0))
-    d = len(features)
-
-    def objective(w: np.ndarray) -> float:
-        rows = evaluate(tw, weeks, linear_policy(w, features, tw.scales), threshold, tau)
-        values = [r["mean_bsld"] for r in rows if r["mean_bsld"] is not None]
-        return float(np.mean(values)) if values else math.nan
-
-    w, value, calls = run_xnes(
-        objective,
-        d,
-        int(cell["evaluations"]),
-        popsize(d, cell.get("population")),
-        int(cell["seed"]),
-    )
-    return [
-        {
-            "week": weeks[0] if len(weeks) == 1 else -2,  # -2: the mean over several weeks
-            "jobs": sum(tw.jobs(k) for k in weeks),
-            "mean_bsld": value,
-            "w_best": [float(x) for x in w],
-            "evaluations_done": calls,
-            "skipped": None,
-        }
-    ]
