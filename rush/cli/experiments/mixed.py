@@ -135,7 +135,7 @@ def mixed_command(
             resolve_trace(spec)
 
     if any(m.startswith("xnes") for m in methods) and not ranking:
-        from rush.studies.mixed_xnes import load_xnes
+        from rush.models.policies.mixed_xnes import load_xnes
 
         load_xnes()  # pypop7 missing: exit 2 naming the install line, before any simulation
     from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
