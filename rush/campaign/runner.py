@@ -50,12 +50,13 @@ from rush.campaign.records import (
 from rush.errors import RushError
 
 log = logging.getLogger("rush.campaign")
-REPO = Path(__file__).resolve().parents[2]
-COLLECTORS = REPO / "collectors"
-PROXIES = COLLECTORS / "proxies"
-NOISE_SCRIPT = COLLECTORS / "noise.py"
+# What runs on compute nodes ships inside the package (collectors/ links to it), so campaigns work
+# from a non-editable install, where no source tree exists.
+NODE_PROGRAMS = Path(__file__).resolve().with_name("node_programs")
+PROXIES = NODE_PROGRAMS / "proxies"
+NOISE_SCRIPT = NODE_PROGRAMS / "noise.py"
 JOBRUN = Path(__file__).resolve().with_name("jobrun.py")
-# name -> (script in collectors/proxies, workload type)
+# name -> (script in node_programs/proxies, workload type)
 APPS: dict[str, tuple[str, str]] = {
     "halo": ("halo.py", "network"),
     "cg": ("cg.py", "network"),
