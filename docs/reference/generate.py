@@ -5,15 +5,16 @@
 
 cli.md walks the click command tree that typer builds from ``rush.cli.main.app`` (typer
 0.29 vendors its own click, so the tree is read by attributes, not by click's classes) and
-writes each parameter as ``--help`` shows it; config.md
-walks the pydantic models of ``rush.toml`` (``model_fields``: name, type, default,
-description). The output depends on the code only (no terminal width, no home directory), so
-``tests/test_docs.py`` can compare the committed files with it.
+writes each parameter as ``--help`` shows it; config.md walks the pydantic models of
+``rush.toml`` (``model_fields``: name, type, default, description) and the options each RJMS
+backend class declares. The output depends on the code only (no terminal width, no home
+directory), so ``tests/test_docs.py`` can compare the committed files with it.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 import types
 import typing
@@ -157,6 +158,33 @@ def _section_md(title: str, model: type[BaseModel]) -> list[str]:
     return [*lines, ""]
 
 
+def _backend_options_md() -> list[str]:
+    """``[rjms.options]`` per backend, from the options each backend class declares."""
+    from rush.rjms.base import backend_class, backend_names
+
+    lines = [
+        "## `[rjms.options]`",
+        "",
+        "The options each backend declares (`rjms.backend`); the same keys are `--rjms-option KEY=VALUE`",
+        "of `rush replay`, `rush campaign run` and `rush probe submit`. Any other key is refused before",
+        "the backend is built (exit status 2), naming the valid ones.",
+        "",
+    ]
+    for name in backend_names():
+        backend = backend_class(name)
+        defaults = inspect.signature(backend.__init__).parameters
+        lines += [f"### backend `{name}`", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+        for option in backend.options:
+            default = defaults[option.name].default if option.name in defaults else inspect.Parameter.empty
+            shown = "" if default is inspect.Parameter.empty else f"`{_toml(default)}`"
+            if default is None or default == "":
+                shown = "(unset)"
+            kind = _type_name(option.type) + (" (optional)" if option.optional else "")
+            lines.append(f"| `{option.name}` | {kind} | {shown} | {_cell(option.help)} |")
+        lines.append("")
+    return lines
+
+
 def config_markdown() -> str:
     rush_config, collect_config = _config_models()
     lines = [HEADER, "# `rush.toml` reference", ""]
@@ -171,6 +199,8 @@ def config_markdown() -> str:
         section = _model_of(info.annotation)
         if section is not None:
             lines += _section_md(f"[{name}]", section)
+        if name == "rjms":
+            lines += _backend_options_md()
     # [collect] is a plain table in RushConfig, validated by the collector service's model.
     lines += _section_md("[collect]", collect_config)
     sources = _model_of(typing.get_args(collect_config.model_fields["sources"].annotation)[0])
