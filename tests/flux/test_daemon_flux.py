@@ -143,7 +143,7 @@ def test_dry_run_changes_nothing(flux, tmp_path):
     for _ in range(2):
         report = daemon.run_cycle()
         assert report.ok and report.applied == {} and report.decisions["priority"] == 3
-    time.sleep(0.5)
+    time.sleep(0.5)  # the thing tested: nothing changes (no condition to poll for)
     assert ({j: priorities(flux)[j] for j in jobs}, {j: urgencies(flux)[j] for j in jobs}) == before
     assert query(flux)["updates"] == 0 and query(flux)["stored"] == 0
     decisions = daemon.journal.decisions()

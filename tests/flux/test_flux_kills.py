@@ -85,8 +85,15 @@ def kills(journal: Journal, job_id: int) -> list[tuple[str, str]]:
 
 
 def past_divider(flux: FluxInstance, job_id: int) -> None:
-    wait_for(lambda: running(flux, job_id))
-    time.sleep(3.5)  # past the 3 s divider: now - start > divider at the next cycle
+    """Until the job has run past the divider by the start Flux records (t_run, what the daemon
+    compares with its clock: now - start > divider at the next cycle), with 0.5 s to spare."""
+    past = FALSE_SMALL["divider"] + 0.5
+
+    def run_past() -> bool:
+        found = record(flux, job_id)
+        return found.get("state") == 16 and "t_run" in found and time.time() - found["t_run"] > past
+
+    wait_for(run_past)
 
 
 def test_false_small_job_killed_and_resubmitted_once_as_large(flux, tmp_path):
@@ -179,7 +186,8 @@ def crash_in(cfg: RushConfig, where: str) -> None:
 
 
 def test_kill_9_after_the_cancel_resubmits_exactly_once(flux, tmp_path):
-    victim = false_small_job(flux)
+    # Still running after the crashing daemon's start-up on a loaded host (as on Slurm).
+    victim = false_small_job(flux, seconds=40)
     cfg = config(flux, tmp_path)
     past_divider(flux, victim)
     crash_in(cfg, "after-cancel")
@@ -199,7 +207,8 @@ def test_kill_9_after_the_cancel_resubmits_exactly_once(flux, tmp_path):
 
 
 def test_kill_9_after_the_resubmission_is_not_repeated(flux, tmp_path):
-    victim = false_small_job(flux)
+    # Still running after the crashing daemon's start-up on a loaded host (as on Slurm).
+    victim = false_small_job(flux, seconds=40)
     cfg = config(flux, tmp_path)
     past_divider(flux, victim)
     crash_in(cfg, "after-requeue")

@@ -109,7 +109,7 @@ def test_hold_and_expedite_keep_flux_meaning(flux):
     # A new value while held is stored, not applied: the job stays held.
     assert backend.set_priority(held, 700).ok
     assert backend.plugin_priorities([held]) == {held: 700}
-    time.sleep(0.3)
+    time.sleep(0.3)  # the thing tested: the held job's priority does not move
     assert priorities(flux)[held] == 0
     assert {j.job_id: j.held for j in backend.read_state().jobs}[held]
     # Release: back to the urgency it had (16) and to the stored value.
@@ -152,7 +152,7 @@ def test_values_survive_a_plugin_reload(flux, plugin):
     # The reloaded plugin adopts the priorities the jobs have: nothing moves, nothing to resend.
     assert backend.plugin_priorities(jobs) == values
     assert query(flux)["stored"] == 3 and query(flux)["updates"] == 0
-    time.sleep(0.3)
+    time.sleep(0.3)  # the thing tested: nothing moves after the reload
     assert {j: priorities(flux)[j] for j in jobs} == values
     flux.run("queue", "start")
     assert start_order(flux, jobs) == [jobs[1], jobs[2], jobs[0]]
