@@ -28,9 +28,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("core",)),
     ("traces", ("workload",)),
     ("sources", ("rjms", "collect")),
-    ("models", ("models",)),
+    ("models", ("models", "energy")),
     ("planner", ("planner",)),
-    ("shells", ("sim", "daemon", "flux_module", "contention", "campaign", "energy")),
+    ("shells", ("sim", "daemon", "flux_module", "contention", "campaign")),
     ("studies", ("studies",)),
     ("command line", ("cli", "__main__")),
 )
