@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.flux.instance import FluxInstance, available  # noqa: E402
 
-MODULE = ROOT / "rush" / "rjms" / "sched-rush.py"
+MODULE = ROOT / "rush" / "flux_module" / "sched-rush.py"
 
 
 def rush_config(workdir: Path, policy: str) -> Path:

@@ -34,7 +34,7 @@ def flux_module_command(
         )
         typer.echo(":".join(paths))
         return
-    module = package / "rjms" / "sched-rush.py"
+    module = package / "flux_module" / "sched-rush.py"
     if not module.is_file():  # an install that left the module file out
         typer.secho(f"error: {module} is missing; reinstall rush", fg="red", err=True)
         sys.exit(2)

@@ -220,7 +220,7 @@ def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None)
     if module is None:
         import rush
 
-        module = Path(rush.__file__).resolve().parent / "rjms" / "sched-rush.py"
+        module = Path(rush.__file__).resolve().parent / "flux_module" / "sched-rush.py"
     if not module.is_file():
         raise RJMSError(
             f"rush's Flux scheduler module is missing: {module}",

@@ -316,7 +316,7 @@ def test_scheduler_module_kills_once_and_a_reload_does_not_repeat_it(start_flux,
         '[policy]\npolicy = "FCFS"\nbackfill = "easy"\nthreshold = "none"\nkill_false_small = true\n'
         'divider = 3\nuse_classes = true\n\n[models]\nsmall_below = 120\n\n[rjms]\nbackend = "flux"\n'
     )
-    module = Path(__file__).resolve().parents[2] / "rush" / "rjms" / "sched-rush.py"
+    module = Path(__file__).resolve().parents[2] / "rush" / "flux_module" / "sched-rush.py"
     instance.use_scheduler(str(module), f"config={toml}")
     victim = false_small_job(instance, seconds=8)
     if queue == "a job waiting":  # the whole machine, behind the victim: the queue is never empty

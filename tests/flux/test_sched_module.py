@@ -22,7 +22,7 @@ from rush.sim.engine import simulate
 from rush.workload.model import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = ROOT / "rush" / "rjms" / "sched-rush.py"
+MODULE = ROOT / "rush" / "flux_module" / "sched-rush.py"
 
 
 def write_config(tmp_path: Path, policy: dict | None = None, extra: str = "", interval: float = 2) -> Path:
@@ -155,7 +155,7 @@ def test_module_reload_hands_running_jobs_back_without_starting_them_again(rush_
 def modprobe_dir(tmp_path: Path, config: Path) -> Path:
     """deploy/flux/modprobe.d/rush.toml with this checkout's module path and the test's config."""
     text = (ROOT / "deploy" / "flux" / "modprobe.d" / "rush.toml").read_text()
-    text = text.replace("/opt/rush/lib/python3.11/site-packages/rush/rjms/sched-rush.py", str(MODULE))
+    text = text.replace("/opt/rush/lib/python3.11/site-packages/rush/flux_module/sched-rush.py", str(MODULE))
     text = text.replace("config=/etc/rush/rush.toml", f"config={config}")
     assert str(MODULE) in text and str(config) in text
     target = tmp_path / "modprobe"
