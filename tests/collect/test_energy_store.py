@@ -8,7 +8,7 @@ import numpy as np
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from tests.workload.test_cli import rush
+from tests.rush_cli import rush
 
 
 def test_classify_job_power_from_store(tmp_path):

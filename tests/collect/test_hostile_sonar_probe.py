@@ -20,7 +20,7 @@ import pytest
 from rush.collect.probe import FEATURES, read_probe_file
 from rush.collect.sonar import SonarCollector
 from rush.errors import CollectorError
-from tests.collect.test_sonar import FakeSession, at
+from tests.collect.sonar_fake import FakeSession, at
 
 COUNTER = "ib.port_xmit_data#mlx5_0.1"
 RATE = "ib.port_rcv_data.rate#mlx5_0.1"

@@ -17,8 +17,8 @@ from rush.core.policies import parse_policy, priority_key
 from rush.core.schedule import schedule
 from rush.errors import PolicyError
 from rush.sim.engine import simulate
+from tests.core.drive import drive
 from tests.core.helpers import workload
-from tests.core.test_live_equals_sim import _drive
 
 # A heuristic that is neither SPF nor FCFS: small area first, plus a pull towards early submits.
 GOOD = {
@@ -153,7 +153,7 @@ def test_daemon_plan_orders_like_the_simulator(tmp_path):
     for backfill in ("none", "easy"):
         config = CoreConfig.from_names(policy, backfill, threshold=None)
         sim = simulate(w, config)
-        start, _ = _drive(w, config, np.zeros(n, dtype=bool))
+        start, _ = drive(w, config, np.zeros(n, dtype=bool))
         np.testing.assert_array_equal(start, sim.start)
 
     # One snapshot with everyone pending: the plan's order is the simulator's static-key order.

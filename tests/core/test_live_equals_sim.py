@@ -10,60 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot
-from rush.core.schedule import schedule
+from rush.core import CoreConfig
 from rush.sim.engine import SimInputs, simulate
+from tests.core.drive import VARIABLE_UNTIL, drive
 from tests.core.helpers import workload
-
-VARIABLE_UNTIL = 1e12  # the variability interval [-1, VARIABLE_UNTIL) of the simulation
-
-
-def _drive(w, config: CoreConfig, sensitive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = len(w)
-    start = np.full(n, -1.0)
-    end = np.full(n, np.inf)
-    skips = np.zeros(n, dtype=int)
-    index = {int(w.job_id[j]): j for j in range(n)}
-    times = sorted(set(w.submit.tolist()))
-    done_times: set[float] = set()
-    while True:
-        candidates = [t for t in times if t not in done_times]
-        candidates += [e for e in end[start >= 0].tolist() if e not in done_times]
-        # Like the simulator, the end of variability is an event when jobs still wait.
-        if VARIABLE_UNTIL not in done_times:
-            candidates.append(VARIABLE_UNTIL)
-        if not candidates or np.all(start >= 0):
-            break
-        t = min(candidates)
-        done_times.add(t)
-        running = tuple(
-            RunningJob(int(w.job_id[j]), start[j], int(w.procs[j]), w.requested_time[j])
-            for j in range(n)
-            if 0 <= start[j] and end[j] > t
-        )
-        pending = tuple(
-            PendingJob(
-                int(w.job_id[j]),
-                w.submit[j],
-                int(w.procs[j]),
-                w.requested_time[j],
-                variable=bool(sensitive[j]) and t < VARIABLE_UNTIL,
-                skips=int(skips[j]),
-            )
-            for j in range(n)
-            if w.submit[j] <= t and start[j] < 0
-        )
-        if not pending:
-            continue
-        free = int(w.machine_procs) - sum(r.procs for r in running)
-        decisions = schedule(Snapshot(t, int(w.machine_procs), free, pending, running), config)
-        for job_id in decisions.job_ids("start") + decisions.job_ids("backfill"):
-            j = index[job_id]
-            start[j] = t
-            end[j] = t + min(w.runtime[j], w.requested_time[j])
-        for job_id in decisions.job_ids("skip"):
-            skips[index[job_id]] += 1
-    return start, skips
 
 
 @pytest.mark.parametrize("policy", ["FCFS", "SPF", "WFP3"])
@@ -81,7 +31,7 @@ def test_daemon_like_loop_gives_the_simulators_starts_and_skips(policy, backfill
     sim = simulate(
         w, config, SimInputs(sensitive=sensitive, variable_intervals=np.array([[-1.0, VARIABLE_UNTIL]]))
     )
-    start, skips = _drive(w, config, sensitive)
+    start, skips = drive(w, config, sensitive)
     np.testing.assert_array_equal(start, sim.start)
     np.testing.assert_array_equal(skips, sim.skips)
     # The scenario exercises the rule: some jobs were skipped, some up to the limit.

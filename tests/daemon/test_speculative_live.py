@@ -36,7 +36,7 @@ from rush.models.speculative.job_sequence import round_up
 from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
-from tests.slurm.test_lua_plugin_hostile import LUA, run_plugin
+from tests.slurm.lua_plugin import LUA, run_plugin
 
 # -- configuration ------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from rush.core.schedule import schedule
 from rush.daemon.service import Daemon
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.daemon.test_resilience import config
+from tests.daemon.helpers import config
 
 
 def test_origin_is_the_first_start_and_survives_a_restart(tmp_path):

@@ -28,7 +28,7 @@ from rush.daemon.service import replay_hooks
 from rush.planner.journal import Journal
 from rush.studies.replay import loaded_scheduler, replay
 from rush.studies.replay_window import Window
-from tests.core.test_real_traces import MIRROR, TRACES, real_workload
+from tests.core.real_traces import MIRROR, TRACES, real_workload
 from tests.flux.plugin_build import jobtap_config, plugin_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]

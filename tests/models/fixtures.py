@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestClassifier
 
 from rush.models.model_card import RuntimeClassCard
 from rush.models.persistence import save_model
 from rush.models.walkforward import TrainedModel, fit_on_history
-from rush.workload.model import Workload
+from rush.workload.model import Workload, workload_from_trace
+from tests.workload.helpers import MIRROR
 
 UNIX_START = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 HEADER = {"UnixStartTime": str(UNIX_START), "TimeZoneString": "Europe/Stockholm"}
@@ -44,3 +48,24 @@ def trained(n: int = 600, header: dict | None = None, **kwargs) -> TrainedModel:
 def save_trained(path: Path, model: TrainedModel | None = None) -> tuple[TrainedModel, dict]:
     model = model or trained()
     return model, save_model(model.model, path, model.metadata, card=RuntimeClassCard)
+
+
+@cache
+def kth_trace():
+    path = MIRROR / "KTH-SP2-1996-2.1-cln.swf.gz"
+    if not path.exists():
+        pytest.skip(f"trace {path} not available: set RUSH_TRACE_MIRROR to the traces directory")
+    from rush.workload.swf import read_swf
+
+    return read_swf(path)
+
+
+def kth(n: int = 4000) -> tuple[Workload, dict]:
+    """The first ``n`` jobs of KTH-SP2 (about 7 weeks for 4000) and the trace header."""
+    trace = kth_trace()
+    w = workload_from_trace(trace)
+    return w.subset(np.arange(n)), dict(trace.header)
+
+
+def small_forest() -> RandomForestClassifier:
+    return RandomForestClassifier(n_estimators=8, max_depth=8, random_state=0)

@@ -153,7 +153,7 @@ def test_published_job_set_drops_zero_runtimes_and_runs_reaching_the_request():
 
 
 def test_max_train_jobs_caps_the_fit_not_the_divider():
-    from tests.models.test_runtime_class import kth
+    from tests.models.fixtures import kth
 
     w, header = kth(3000)
     capped = predict_classes_walkforward(
@@ -204,7 +204,7 @@ def test_summary_puts_classification_next_to_the_bound():
 
 
 def test_compiled_boosting_equals_scikit_learn():
-    from tests.models.test_runtime_class import kth
+    from tests.models.fixtures import kth
 
     w, header = kth(4000)
     result = predict_classes_walkforward(w, header, mode="live", n_estimators=5)

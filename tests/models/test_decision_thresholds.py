@@ -13,7 +13,7 @@ from rush.errors import ModelError
 from rush.models.runtime_class import RuntimeClassifier
 from rush.models.walkforward import predict_classes_walkforward
 from rush.studies.runtime_variants import variant_inputs
-from tests.models.test_runtime_class import _kth_trace, kth
+from tests.models.fixtures import kth, kth_trace
 
 
 def boosting(**kw) -> RuntimeClassifier:
@@ -48,7 +48,7 @@ def test_an_idempotent_threshold_outside_0_1_is_refused(bad):
 
 
 def test_walkforward_keeps_probabilities_and_rethresholds_without_refitting():
-    _kth_trace()
+    kth_trace()
     w, header = kth(3000)
     wf = predict_classes_walkforward(
         w, header, mode="live", estimator=boosting(threshold=0.5, idempotent_threshold=0.2)
@@ -65,7 +65,7 @@ def test_walkforward_keeps_probabilities_and_rethresholds_without_refitting():
     ]
     # The idempotent variant takes the classifier's idempotent threshold; the plain one does not.
     assert (wf.for_idempotent().predicted_class == low.predicted_class).all()
-    trace = _kth_trace()
+    trace = kth_trace()
     idem, config, _ = variant_inputs("classification-idempotent", trace, w, walkforward=wf)
     plain, _, _ = variant_inputs("classification", trace, w, walkforward=wf)
     assert (idem.runtime_class == low.predicted_class).all() and config["kill_false_small"]

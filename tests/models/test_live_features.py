@@ -22,8 +22,8 @@ from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.rjms.base import RJMSJob
 from rush.workload.model import Trace, workload_from_trace
 from rush.workload.swf import read_swf, write_swf
-from tests.workload.test_cli import rush
-from tests.workload.test_sacct import JOBS_2205
+from tests.rush_cli import rush
+from tests.workload.sacct_samples import JOBS_2205
 
 S = 1_700_000_000  # 2023-11-14 22:13:20 UTC: hour 23 in Stockholm, 22 in UTC, 17 in New York
 

@@ -3,13 +3,8 @@ the divider, the live history agreeing with the offline features, the compiled f
 
 from __future__ import annotations
 
-import os
-from functools import cache
-from pathlib import Path
-
 import numpy as np
 import pytest
-from sklearn.ensemble import RandomForestClassifier
 
 from rush.models.history import JobColumns, RuntimeHistory
 from rush.models.runtime_class import FlatForest, RuntimeClassifier
@@ -21,30 +16,8 @@ from rush.models.walkforward import (
     logged_end,
     predict_classes_walkforward,
 )
-from rush.workload.model import Workload, workload_from_trace
-
-MIRROR = Path(os.environ.get("RUSH_TRACE_MIRROR", Path(__file__).parents[3] / "shared" / "traces"))
-
-
-@cache
-def _kth_trace():
-    path = MIRROR / "KTH-SP2-1996-2.1-cln.swf.gz"
-    if not path.exists():
-        pytest.skip(f"trace {path} not available: set RUSH_TRACE_MIRROR to the traces directory")
-    from rush.workload.swf import read_swf
-
-    return read_swf(path)
-
-
-def kth(n: int = 4000) -> tuple[Workload, dict]:
-    """The first ``n`` jobs of KTH-SP2 (about 7 weeks for 4000) and the trace header."""
-    trace = _kth_trace()
-    w = workload_from_trace(trace)
-    return w.subset(np.arange(n)), dict(trace.header)
-
-
-def small_forest() -> RandomForestClassifier:
-    return RandomForestClassifier(n_estimators=8, max_depth=8, random_state=0)
+from rush.workload.model import Workload
+from tests.models.fixtures import kth, small_forest
 
 
 def walk(w: Workload, header: dict, mode: str):

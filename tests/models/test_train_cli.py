@@ -15,12 +15,12 @@ from rush.models.walkforward import predict_classes_walkforward
 from rush.planner.snapshot_builder import ModelClassPredictor
 from rush.rjms.base import RJMSJob
 from rush.workload.swf import write_swf
-from tests.models.test_runtime_class import _kth_trace, kth
-from tests.workload.test_cli import rush
+from tests.models.fixtures import kth, kth_trace
+from tests.rush_cli import rush
 
 
 def test_train_runtime_class_writes_a_deployable_model(tmp_path):
-    trace = _kth_trace()
+    trace = kth_trace()
     swf = tmp_path / "kth-prefix.swf"
     write_swf(trace.subset(np.arange(3000)), swf)
     model = tmp_path / "models" / "rc.joblib"
@@ -83,7 +83,7 @@ def test_default_model_is_the_experiments_classifier_and_runs_live(tmp_path):
     chosen thresholds (one for jobs rush may not kill, one for idempotent jobs)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    trace = _kth_trace()
+    trace = kth_trace()
     swf = tmp_path / "kth-prefix.swf"
     write_swf(trace.subset(np.arange(2000)), swf)
     model = tmp_path / "rc.joblib"

@@ -11,7 +11,7 @@ from rush.models.walkforward import predict_classes_walkforward
 from rush.sim.engine import simulate
 from rush.studies.runtime_variants import VARIANTS, variant_inputs
 from tests.core.properties import assert_valid_schedule
-from tests.models.test_runtime_class import kth, small_forest
+from tests.models.fixtures import kth, small_forest
 
 
 def test_variants_on_kth_prefix():
@@ -46,13 +46,13 @@ def test_simulate_cli_classes_block(tmp_path):
     import numpy as np
 
     from rush.workload.swf import write_swf
-    from tests.models.test_runtime_class import _kth_trace
-    from tests.workload.test_cli import rush
+    from tests.models.fixtures import kth_trace
+    from tests.rush_cli import rush
 
     # KTH-SP2's first 3,000 jobs (about 6 weeks): the walk-forward refits the boosted
     # classifier weekly, so the whole trace would take minutes.
     swf = tmp_path / "kth-prefix.swf"
-    write_swf(_kth_trace().subset(np.arange(3000)), swf)
+    write_swf(kth_trace().subset(np.arange(3000)), swf)
     out = rush("simulate", str(swf), "--policy", "FCFS", "--classes", "idempotent", "--json")
     assert out.returncode == 0, out.stderr
     block = json.loads(out.stdout)["classification"]

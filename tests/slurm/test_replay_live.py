@@ -8,7 +8,7 @@ from rush.core.config import CoreConfig
 from rush.rjms.base import get_backend
 from rush.studies.replay import replay
 from rush.studies.replay_window import Window
-from tests.core.test_real_traces import real_workload
+from tests.core.real_traces import real_workload
 
 
 def test_replay_50_kth_jobs(slurm, tmp_path):

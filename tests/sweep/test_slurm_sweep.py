@@ -71,7 +71,7 @@ def test_rush_sweep_run_on_slurm(slurm, tmp_path: Path, monkeypatch: pytest.Monk
     pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed (pip install 'rush[dask]')")
     import json
 
-    from tests.sweep.test_grid_cli import run, write_swf
+    from tests.sweep.helpers import run, write_swf
 
     trace = write_swf(tmp_path / "tiny.swf")
     grid = tmp_path / "grid.toml"

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,15 +12,9 @@ from typer.testing import CliRunner
 from rush.cli.main import app
 from rush.errors import RushError, TraceNotFoundError
 from rush.workload.swf import read_swf
+from tests.rush_cli import rush
 from tests.workload.helpers import GOOD, GOOD_LINES, MIRROR
-from tests.workload.test_sacct import JOBS_2205
-
-
-def rush(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "rush", *args], capture_output=True, text=True, env=full_env, timeout=300
-    )
+from tests.workload.sacct_samples import JOBS_2205
 
 
 def test_wrong_policy_name():

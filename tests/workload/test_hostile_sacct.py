@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from rush.cli.main import app
 from rush.errors import RushError, TraceFormatError
 from rush.workload.catalogue import load_trace
-from tests.workload.test_sacct import JOBS_2205, JOBS_2311, PARSABLE
+from tests.workload.sacct_samples import JOBS_2205, JOBS_2311, PARSABLE
 
 
 def with_job(change) -> bytes:
