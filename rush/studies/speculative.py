@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 
@@ -224,7 +225,7 @@ def reservation_inputs(
         "application_key": how,
         "opted_in": opted,
         "opted_in_with_censored": censored,
-        "strategies_computed": len(cache),
+        "strategies_computed": sum(1 for v in cache.values() if v),
     }
     return arr, counts, info
 
@@ -241,7 +242,10 @@ def load_slice(trace: str, jobs: int):
 def trace_task(cell: dict, resources=None) -> dict:
     """Simulate a trace slice with one estimator's sequences (FCFS + EASY); metrics of the run.
 
-    cell: trace, jobs, estimator, history. ``resources["workload"]`` (when given) is the slice.
+    cell: trace, jobs, estimator, history; optional min_history, granularity (the rules'
+    defaults) and ``every_run_observed`` (the study's rule before the one rule set: every run
+    a sample at its length, nothing censored; kept to measure what the rules changed).
+    ``resources["workload"]`` (when given) is the slice.
     """
     from rush.core.config import CoreConfig
     from rush.sim.engine import SimInputs, simulate
@@ -252,8 +256,13 @@ def trace_task(cell: dict, resources=None) -> dict:
     else:
         workload = load_slice(cell["trace"], int(cell["jobs"]))
     granularity = float(cell.get("granularity", SLURM_GRANULARITY))
+    min_history = int(cell.get("min_history", MIN_HISTORY))
+    runs = workload
+    if cell.get("every_run_observed"):
+        # SWF status 1 on every run: each one "completed" at its length (clipped at the walltime).
+        runs = replace(workload, extra={**workload.extra, "status": np.ones(len(workload), dtype=np.int64)})
     seq, counts, info = reservation_inputs(
-        workload, cell["estimator"], int(cell["history"]), granularity=granularity
+        runs, cell["estimator"], int(cell["history"]), min_history, granularity=granularity
     )
     config = CoreConfig.from_names(policy="FCFS", backfill="easy")
     result = simulate(workload, config, SimInputs(reservations=seq, reservation_counts=counts))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from rush.models.speculative.strategy import (
     recurrence_strategy,
     upper_bound_strategy,
 )
-from rush.studies.speculative import ratio_task, reservation_inputs, summarise_ratios
+from rush.studies.speculative import ratio_task, reservation_inputs, summarise_ratios, trace_task
 from rush.workload.model import Workload
 
 
@@ -199,3 +200,34 @@ def test_reservation_inputs_use_only_runs_ended_before_submit():
     assert "requested time" in info["application_key"] and info["opted_in"] == 1
     seq, counts, _ = reservation_inputs(w, "walltime", history=20)
     assert counts.sum() == 0
+
+
+def test_trace_task_measures_the_old_and_the_new_sample_rules():
+    # One application (same user, same executable): 100, 110, 120 s completed, then three runs
+    # "failed" at their 130 s walltime (SWF status 0: timeouts), then 900 s; job 7 (walltime
+    # 1000) is submitted after all ended.
+    runtime = [100.0, 110.0, 120.0, 130.0, 130.0, 130.0, 900.0, 50.0]
+    walltime = [1000.0, 1000.0, 1000.0, 130.0, 130.0, 130.0, 1000.0, 1000.0]
+    w = Workload(
+        job_id=np.arange(1, 9),
+        submit=np.array([0.0, 200, 400, 600, 800, 1000, 1200, 5000]),
+        runtime=np.array(runtime),
+        procs=np.ones(8, dtype=np.int64),
+        requested_time=np.array(walltime),
+        user=np.zeros(8, dtype=np.int64),
+        machine_procs=4,
+        extra={"wait": np.zeros(8), "app": np.full(8, 3), "status": np.array([1, 1, 1, 0, 0, 0, 1, 1])},
+    )
+    cell = {"trace": "hand", "jobs": 8, "estimator": "discrete", "history": 20, "granularity": 0.0}
+    before = trace_task({**cell, "every_run_observed": True}, {"workload": w})
+    after = trace_task(cell, {"workload": w})
+    # Jobs 6 and 7 see the three cut runs below their 1000 s walltime.
+    assert before["opted_in_with_censored"] == 0 and after["opted_in_with_censored"] == 2
+    seq_before, _, _ = reservation_inputs(
+        replace(w, extra={**w.extra, "status": np.ones(8, dtype=np.int64)}), "discrete", granularity=0.0
+    )
+    seq_after, _, _ = reservation_inputs(w, "discrete", granularity=0.0)
+    # Before, the cut runs read as runs of 130 s: t1 = 130 covers 6 of 7. Kaplan-Meier gives
+    # their mass to the 900 s run (P(X > 120) = 4/7), so 130 s covers no more than 120 s does.
+    assert seq_before[7].tolist() == [130.0, 900.0, 1000.0]
+    assert seq_after[7].tolist() == [120.0, 900.0, 1000.0]
