@@ -2,7 +2,7 @@
 
 The Dask workers are Slurm batch jobs running the venv's python; SLURMCluster submits them
 with the cluster's own sbatch (PATH and SLURM_CONF from the test cluster). Run alone with
-``flock /tmp/rush-cluster.lock .venv/bin/python -m pytest tests/sweep/test_slurm_sweep.py -k 22.05``.
+``flock /tmp/rush-cluster.lock .venv/bin/python -m pytest tests/studies/sweep/test_slurm_sweep.py -k 22.05``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from rush.studies.sweep import SlurmOptions, SweepOptions, run_sweep
-from tests.sweep import tasks
+from tests.studies.sweep import tasks
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 ACTIVE = {"PENDING", "RUNNING", "COMPLETING", "CONFIGURING"}
 
 
@@ -42,7 +42,7 @@ def test_sweep_on_slurm_cluster(slurm, tmp_path: Path) -> None:
             env={
                 "PATH": slurm.env["PATH"],
                 "SLURM_CONF": slurm.env["SLURM_CONF"],
-                "PYTHONPATH": str(REPO),  # the workers import tests.sweep.tasks
+                "PYTHONPATH": str(REPO),  # the workers import tests.studies.sweep.tasks
             },
             local_directory=str(tmp_path / "dask"),
             start_timeout=180,
@@ -71,7 +71,7 @@ def test_rush_sweep_run_on_slurm(slurm, tmp_path: Path, monkeypatch: pytest.Monk
     pytest.importorskip("dask_jobqueue", reason="dask-jobqueue is not installed (pip install 'rush[dask]')")
     import json
 
-    from tests.sweep.helpers import run, write_swf
+    from tests.studies.sweep.helpers import run, write_swf
 
     trace = write_swf(tmp_path / "tiny.swf")
     grid = tmp_path / "grid.toml"

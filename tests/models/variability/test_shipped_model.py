@@ -13,7 +13,7 @@ from rush.models.variability.dataset import load_dataset
 from rush.models.variability.train import load_variability_model
 from rush.planner.variation import get_predictor
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MODEL = ROOT / "models" / "variability.joblib"
 DATASET = ROOT / "models" / "variability-dataset"
 CAMPAIGN = ROOT / "runs" / "campaign-vm1"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from rush.studies.sweep import SweepOptions, cell_key, run_sweep
-from tests.sweep import tasks
+from tests.studies.sweep import tasks
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def data_lines(table: Path) -> list[str]:
@@ -38,7 +38,7 @@ def test_killed_sweep_resumes_without_recomputing(tmp_path: Path, cluster: str) 
     out = tmp_path / "out"
     table = out / "sweep.csv"
     n = 12
-    code = f"from tests.sweep.tasks import run_slow; run_slow({str(out)!r}, {n}, {cluster!r})"
+    code = f"from tests.studies.sweep.tasks import run_slow; run_slow({str(out)!r}, {n}, {cluster!r})"
     proc = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, start_new_session=True, stderr=subprocess.DEVNULL
     )

@@ -22,7 +22,7 @@ from rush.models.variability.dataset import (
     read_records,
 )
 from rush.models.variability.features import PROBE_FEATURES, WTYPE_FEATURES, window_features_for
-from tests.variability.synth import HOSTS, T0, noise_on, write_campaign
+from tests.models.variability.synth import HOSTS, T0, noise_on, write_campaign
 
 
 def test_feature_names_follow_the_contract(dataset):
@@ -86,7 +86,7 @@ def test_description_reports_absent_counters(dataset):
     assert families["infiniband"]["present"] == ["ib_xmit_bytes_per_s"]
     assert families["omni-path"]["absent"] and families["lustre"]["absent"]
     assert d["counters"]["other"] == ["cpu_busy"]
-    assert d["generator"] == {"seed": 1, "command": "tests/variability/synth.py seed=1"}
+    assert d["generator"] == {"seed": 1, "command": "tests/models/variability/synth.py seed=1"}
     assert d["window"] == 300.0 and d["scopes"] == ["job", "all"]
     assert d["rows"] == len(dataset) and d["rows_without_counters"] == 0
 

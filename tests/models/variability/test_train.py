@@ -12,7 +12,7 @@ from rush.errors import ConfigError, ModelError
 from rush.models.variability.dataset import Dataset, DatasetError
 from rush.models.variability.fast import fast_proba, verified
 from rush.models.variability.train import TrainOptions, folds, load_variability_model, train_variability
-from tests.variability.conftest import FAST
+from tests.models.variability.conftest import FAST
 
 
 def test_cv_table_holds_out_each_application(trained, dataset):
@@ -55,7 +55,7 @@ def test_card_and_verified_load(trained, model_file, dataset):
     model, card = load_variability_model(model_file)
     assert card["features"] == trained.features and card["estimator"] == trained.model_kind
     assert card["class_names"][0] == "none" and "variation" in card["class_names"]
-    assert card["generator"] == {"seed": 1, "command": "tests/variability/synth.py seed=1"}
+    assert card["generator"] == {"seed": 1, "command": "tests/models/variability/synth.py seed=1"}
     assert card["window"] == 300.0 and len(card["data_sha256"]) == 64
     assert card["cv_table"] == json.loads(json.dumps(trained.cv_table))
     assert {"rush", "numpy", "scikit-learn"} <= set(card["versions"])

@@ -18,7 +18,7 @@ from rush.models.variability.features import vector, window_features_for, wtype_
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation import LearnedVariationPredictor, get_predictor
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
-from tests.variability.synth import PERIOD, T0
+from tests.models.variability.synth import PERIOD, T0
 
 NOISY = T0 + 2 * PERIOD + 420.0  # 420 s into a noise period: the whole window is noisy
 QUIET = T0 + 2 * PERIOD + 2000.0

@@ -71,7 +71,7 @@ def write_campaign(
                 "format": "rush-campaign/1",
                 "campaign": "synth",
                 "seed": seed,
-                "command": f"tests/variability/synth.py seed={seed}",
+                "command": f"tests/models/variability/synth.py seed={seed}",
                 "machine": "test",
                 "created": "2026-11-23T00:00:00Z",
             }

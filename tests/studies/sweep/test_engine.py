@@ -11,7 +11,7 @@ import pytest
 
 from rush.errors import ConfigError
 from rush.studies.sweep import SweepOptions, cell_key, run_sweep
-from tests.sweep import tasks
+from tests.studies.sweep import tasks
 
 pytest.importorskip("distributed", reason="dask.distributed is not installed (pip install 'rush[dask]')")
 
@@ -58,7 +58,7 @@ def test_table_and_description(tmp_path: Path) -> None:
     assert header[:3] == ["key", "x", "name"] and header[-4:] == ["part", "parts", "error_type", "error"]
     assert {r["square"] for r in table} == {str(i * i) for i in range(6)}
     description = json.loads((out / "sweep.json").read_text())
-    assert description["task"] == "tests.sweep.tasks:square"
+    assert description["task"] == "tests.studies.sweep.tasks:square"
     assert description["cells"] == 6 and description["computed"] == 6 and description["failed"] == 0
     assert description["complete"] is True and description["cluster"] == "local:1"
     assert rows[2] == {
@@ -162,7 +162,7 @@ def test_key_fields(tmp_path: Path) -> None:
 def test_another_task_in_the_same_out_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run_sweep(tasks.square, [{"x": 1}], SweepOptions(out=out, cluster="serial", progress=False))
-    with pytest.raises(ConfigError, match="holds a sweep of tests.sweep.tasks:square"):
+    with pytest.raises(ConfigError, match="holds a sweep of tests.studies.sweep.tasks:square"):
         run_sweep(tasks.flaky, [{"x": 1}], SweepOptions(out=out, cluster="serial", progress=False))
     fresh = run_sweep(
         tasks.flaky, [{"x": 1}], SweepOptions(out=out, cluster="serial", progress=False, resume=False)

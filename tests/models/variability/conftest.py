@@ -8,7 +8,7 @@ import pytest
 
 from rush.models.variability.dataset import DatasetOptions, build_dataset
 from rush.models.variability.train import TrainOptions, train_variability
-from tests.variability.synth import write_campaign
+from tests.models.variability.synth import write_campaign
 
 FAST = TrainOptions(seed=0, models=("adaboost", "extra_trees"), n_estimators=10, rfe_step=0.25)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sweep.helpers import run, write_swf
+from tests.studies.sweep.helpers import run, write_swf
 
 
 @pytest.fixture
