@@ -21,8 +21,8 @@ from typing import Any
 
 from rush.collect.probe import FEATURES as PROBE_FEATURES
 from rush.errors import RushError
+from rush.models.variability.dataset import FORMAT
 
-FORMAT = "rush-campaign/1"
 NOISE_FORMAT = "rush-noise/1"
 WTYPES = ("compute", "network", "io")
 # Largest noise log read (bytes): one line per on/off switch, a week of 10 s periods is < 10 MB.

@@ -24,8 +24,8 @@ from rush.contention.model import APP_NAMES, APPS, JITTER, NODES
 from rush.contention.noise import NOISE_NODES_COUNT, NoiseSchedule
 from rush.contention.shell import EPOCH, JobResult, JobSpec, Simulation
 from rush.core.config import CoreConfig
+from rush.models.variability.dataset import FORMAT
 
-FORMAT = "rush-campaign/1"
 SIZES = (8, 16, 32)
 SIZE_P = (0.25, 0.5, 0.25)
 MAX_HOURS = 48.0

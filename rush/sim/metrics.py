@@ -68,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import vectorize
 
 from rush.errors import RushError
 from rush.sim.result import SimResult
@@ -107,12 +108,21 @@ def started_mask(result: SimResult) -> np.ndarray:
     return (result.start >= result.submit) & (result.end >= result.start)
 
 
+@vectorize(["float64(float64, float64, float64)"], cache=True)
+def job_bounded_slowdown(response: float, run: float, tau: float) -> float:
+    """``max(response / max(run, tau), 1)``: the one bounded-slowdown formula (response = end -
+    submit). A ufunc: numpy arrays here, scalars in compiled studies (rush.studies.regression_data)."""
+    slowdown = response / max(run, tau)
+    return slowdown if slowdown > 1.0 else 1.0
+
+
 def bounded_slowdown(result: SimResult, tau: float = DEFAULT_TAU) -> np.ndarray:
     """``max((end - submit) / max(end - start, tau), 1)`` per job (NaN for unstarted jobs)."""
     _check_tau(tau)
-    run = result.end - result.start
-    out = np.maximum((result.end - result.submit) / np.maximum(run, tau), 1.0)
-    return np.where(started_mask(result), out, np.nan)
+    started = started_mask(result)
+    run = np.where(started, result.end - result.start, tau)  # unstarted: masked below, kept finite
+    out = job_bounded_slowdown(np.where(started, result.end - result.submit, 0.0), run, float(tau))
+    return np.where(started, out, np.nan)
 
 
 def pp_bounded_slowdown(result: SimResult, tau: float = DEFAULT_TAU) -> np.ndarray:

@@ -30,11 +30,12 @@ import numpy as np
 from numba import njit
 
 from rush.errors import ConfigError
+from rush.sim.metrics import DEFAULT_TAU, job_bounded_slowdown
 
 S_SIZE = 16
 Q_SIZE = 32
 MACHINE_PROCS = 256
-TAU = 10.0  # bounded-slowdown threshold, seconds, as rush.sim.metrics
+TAU = DEFAULT_TAU  # bounded-slowdown threshold, seconds
 MAX_PAIRS = 100_000
 MAX_TRIALS = 10_000_000
 
@@ -101,8 +102,7 @@ def _mean_bsld(submit, runtime, start, jobs, tau: float) -> float:
     total = 0.0
     for k in range(len(jobs)):
         j = jobs[k]
-        b = (start[j] - submit[j] + runtime[j]) / max(runtime[j], tau)
-        total += b if b > 1.0 else 1.0
+        total += job_bounded_slowdown(start[j] - submit[j] + runtime[j], runtime[j], tau)
     return total / len(jobs)
 
 

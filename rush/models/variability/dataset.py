@@ -49,7 +49,7 @@ from rush.models.variability.features import (
     wtype_features,
 )
 
-FORMAT = "rush-campaign/1"
+FORMAT = "rush-campaign/1"  # records.jsonl header: the one spelling (campaign, contention read it here)
 DATASET_FORMAT = "rush-variability-dataset/1"
 CLASS_NAMES: tuple[str, ...] = ("none", "little", "variation")
 BINARY_SIGMA = 1.5  # runtime > mu + 1.5 sigma: variation (binary label and class 2)
