@@ -36,7 +36,9 @@ def speculative_command(
     out: Path | None = typer.Option(
         None, "--out", help="results/ and plots/ here (default: a temporary directory)."
     ),
-    cluster: str = typer.Option("serial", "--cluster", help="serial | local | local:N | slurm (rush.studies.sweep)."),
+    cluster: str = typer.Option(
+        "serial", "--cluster", help="serial | local | local:N | slurm (rush.studies.sweep)."
+    ),
 ) -> None:
     """Estimators vs the full-knowledge optimum (ratio vs n), and a trace replay; tables and plots."""
     import tempfile
