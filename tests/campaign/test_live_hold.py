@@ -82,7 +82,9 @@ def synthetic_campaign(out: Path, node: str, runs: int = 20) -> tuple[Path, Path
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="helper F's dataset builder absent")
+    dataset_mod = pytest.importorskip(
+        "rush.models.variability.dataset", reason="helper F's dataset builder absent"
+    )
     train_mod = pytest.importorskip("rush.models.variability.train", reason="helper F's training absent")
     work = tmp_path_factory.mktemp("live-hold-model")
     records, store = synthetic_campaign(work / "campaign", node="anynode")
