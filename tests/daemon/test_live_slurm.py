@@ -73,6 +73,18 @@ def false_small_job(cluster, idempotent: bool, seconds: int = 10) -> int:
     return cluster.submit("-n", "2", "-t", "1", comment, "--wrap", f"sleep {seconds}")
 
 
+def wait_past_divider(cluster, job_id: int) -> None:
+    """Until the job has run past FALSE_SMALL's divider by the start time Slurm records (what
+    the daemon compares with its clock), with 0.5 s to spare."""
+    past = FALSE_SMALL["divider"] + 0.5
+
+    def past_divider() -> bool:
+        found = job(cluster, job_id)
+        return bool(found and found.state == "RUNNING" and found.start and time.time() - found.start > past)
+
+    wait_for(past_divider, step=0.2)
+
+
 def kills(journal: Journal, job_id: int) -> list[tuple[str, str]]:
     return [(d["status"], d["answer"]) for d in journal.decisions(job_id, "kill")]
 
@@ -177,8 +189,7 @@ def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
 def test_opted_in_false_small_job_requeued_once_and_finishes_as_large(slurm, tmp_path):
     victim = false_small_job(slurm, idempotent=True)
     daemon = Daemon(config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE))
-    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
-    time.sleep(4)  # past the 3 s divider
+    wait_past_divider(slurm, victim)
     report = daemon.run_cycle()
     assert report.applied.get("kill") == 1
     # Asynchronous: the cycle issued the requeue and returned; the intent stays open.
@@ -211,8 +222,7 @@ def test_opted_in_false_small_job_requeued_once_and_finishes_as_large(slurm, tmp
 def test_opted_out_job_is_never_touched(slurm, tmp_path):
     keep = false_small_job(slurm, idempotent=False, seconds=8)
     daemon = Daemon(config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE))
-    wait_for(lambda: state_of(slurm, keep) == "RUNNING")
-    time.sleep(4)
+    wait_past_divider(slurm, keep)
     for _ in range(3):
         assert daemon.run_cycle().ok
     assert job(slurm, keep).restarts == 0 and job(slurm, keep).tags.get("class") is None
@@ -273,8 +283,7 @@ def test_kill_9_before_the_requeue_reaches_slurm(slurm, tmp_path):
     # Long enough to be still running after the crashed daemon's start-up on a loaded host.
     victim = false_small_job(slurm, idempotent=True, seconds=40)
     cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
-    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
-    time.sleep(4)
+    wait_past_divider(slurm, victim)
     crash_in(cfg, "before", "requeue")
     assert kills(Journal(cfg.daemon.journal), victim) == [("intent", "")]
     assert job(slurm, victim).restarts == 0
@@ -292,8 +301,7 @@ def test_kill_9_before_the_requeue_reaches_slurm(slurm, tmp_path):
 def test_kill_9_after_the_requeue_before_the_journal_heard(slurm, tmp_path):
     victim = false_small_job(slurm, idempotent=True)
     cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
-    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
-    time.sleep(4)
+    wait_past_divider(slurm, victim)
     crash_in(cfg, "after", "requeue")
     assert kills(Journal(cfg.daemon.journal), victim) == [("intent", "")]
     wait_for(lambda: job(slurm, victim).restarts == 1)
@@ -451,8 +459,7 @@ def test_rest_only_host_holds_releases_sets_priority_and_refuses_requeue(slurm, 
     assert not job(slurm, network).held and not Journal(cfg.daemon.journal).job(network).held_by_rush
     # A false-small kill needs scontrol (no OpenAPI version has a requeue): journaled, nothing killed.
     victim = false_small_job(slurm, idempotent=True, seconds=20)
-    wait_for(lambda: state_of(slurm, victim) == "RUNNING")
-    time.sleep(4)
+    wait_past_divider(slurm, victim)
     [third] = rest_only_cycles(cfg, 1)
     assert third["ok"], third
     [(status, answer)] = kills(Journal(cfg.daemon.journal), victim)
