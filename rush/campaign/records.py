@@ -17,14 +17,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from rush.collect.probe import FEATURES as PROBE_FEATURES
 from rush.errors import RushError
-from rush.models.variability.dataset import FORMAT
+from rush.models.variability.dataset import FORMAT, DatasetError, parse_record
 
 NOISE_FORMAT = "rush-noise/1"
-WTYPES = ("compute", "network", "io")
 # Largest noise log read (bytes): one line per on/off switch, a week of 10 s periods is < 10 MB.
 MAX_NOISE_LOG = 64 * 2**20
 
@@ -38,31 +36,14 @@ def _finite(value: object) -> bool:
 
 
 def validate_record(obj: object, where: str = "record") -> dict[str, Any]:
-    """Check one run record against the contract; return it."""
-    if not isinstance(obj, dict):
-        raise CampaignError("a record must be a JSON object", where=where)
-    for key, kind in (("job_id", str), ("app", str), ("state", str)):
-        if not isinstance(obj.get(key), kind) or not obj[key]:
-            raise CampaignError(f"field {key!r} must be a non-empty string", where=where)
-    if obj.get("wtype") not in WTYPES:
-        raise CampaignError(f"field 'wtype' must be one of {WTYPES}, got {obj.get('wtype')!r}", where=where)
-    nodes = obj.get("nodes")
-    if not isinstance(nodes, list) or not all(isinstance(n, str) and n for n in nodes):
-        raise CampaignError("field 'nodes' must be a list of host names", where=where)
-    for key in ("submit", "start", "end", "runtime"):
-        if not _finite(obj.get(key)) or obj[key] < 0:
-            raise CampaignError(f"field {key!r} must be a finite number >= 0", where=where)
-    if not obj["submit"] <= obj["start"] <= obj["end"]:
-        raise CampaignError("submit <= start <= end does not hold", where=where)
-    probe = obj.get("probe")
-    if probe is not None:
-        if not isinstance(probe, dict) or set(probe) != set(PROBE_FEATURES):
-            raise CampaignError(f"field 'probe' must be null or exactly {PROBE_FEATURES}", where=where)
-        if not all(_finite(v) and v >= 0 for v in probe.values()):
-            raise CampaignError("probe values must be finite numbers >= 0", where=where)
-    if obj.get("noise") not in (True, False, None):
-        raise CampaignError("field 'noise' must be true, false or null", where=where)
-    return obj
+    """Check one run record against the contract and return it: the dataset's check
+    (:func:`rush.models.variability.dataset.parse_record`), so what a campaign writes is what
+    ``rush dataset build`` reads."""
+    try:
+        parse_record(obj, where, 0)
+    except DatasetError as exc:
+        raise CampaignError(exc.message, where=exc.where, fix=exc.fix) from None
+    return cast(dict[str, Any], obj)  # parse_record refused anything but a dict
 
 
 def read_records(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

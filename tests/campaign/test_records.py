@@ -16,6 +16,7 @@ from rush.campaign.records import (
     validate_record,
 )
 from rush.collect.probe import FEATURES
+from rush.models.variability.dataset import DatasetError, parse_record
 
 GOOD = {
     "job_id": "12",
@@ -40,7 +41,9 @@ def test_a_good_record_passes() -> None:
 @pytest.mark.parametrize(
     ("change", "word"),
     [
-        ({"job_id": 12}, "job_id"),
+        ({"job_id": ""}, "job_id"),
+        ({"runtime": 0.0}, "runtime"),  # a COMPLETED run ran
+        ({"state": ""}, "state"),
         ({"app": ""}, "app"),
         ({"wtype": "gpu"}, "wtype"),
         ({"nodes": "vm"}, "nodes"),
@@ -59,6 +62,19 @@ def test_broken_records_name_the_field(change: dict, word: str) -> None:
     with pytest.raises(CampaignError) as info:
         validate_record({**GOOD, **change}, where="records.jsonl:3")
     assert word in info.value.message and info.value.where == "records.jsonl:3"
+
+
+def test_one_check_for_the_campaign_and_the_dataset() -> None:
+    # A run that failed at once (0 s) is a valid record for both; the dataset labels COMPLETED runs only.
+    failed = {**GOOD, "state": "FAILED", "runtime": 0.0, "start": 110.0}
+    assert validate_record(dict(failed)) == failed
+    assert parse_record(failed, "records.jsonl:4", 4).runtime == 0.0
+    for change in ({"runtime": 0.0}, {"probe": {name: -1.0 for name in FEATURES}}, {"nodes": []}):
+        with pytest.raises(DatasetError) as dataset_error:
+            parse_record({**GOOD, **change}, "x", 1)
+        with pytest.raises(CampaignError) as campaign_error:
+            validate_record({**GOOD, **change}, where="x")
+        assert campaign_error.value.message == dataset_error.value.message
 
 
 def test_read_records_keeps_the_header_apart(tmp_path: Path) -> None:

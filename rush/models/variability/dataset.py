@@ -222,7 +222,9 @@ def _text(obj: dict, key: str, where: str) -> str:
 
 
 def parse_record(obj: object, where: str, line: int) -> Record:
-    """One run of the campaign contract, validated (every problem names the line and key)."""
+    """One run of the campaign contract, validated (every problem names the line and key): the
+    one check of a run record, for the campaign that writes it
+    (:func:`rush.campaign.records.validate_record`) and the dataset that reads it."""
     if not isinstance(obj, dict):
         raise DatasetError("a run must be a JSON object", where=where)
     wtype = _text(obj, "wtype", where)
@@ -250,12 +252,20 @@ def parse_record(obj: object, where: str, line: int) -> Record:
             raise DatasetError(
                 f"probe lacks {', '.join(missing)}", where=where, fix="all nine probe features"
             )
+        if any(value < 0 for value in probe.values()):  # times and bandwidths
+            raise DatasetError("probe values must be >= 0", where=where, fix="fix or drop this run")
     noise = obj.get("noise")
     if noise is not None and not isinstance(noise, bool):
         raise DatasetError("'noise' must be true, false or null", where=where)
     state = obj.get("state", "COMPLETED")
-    if not isinstance(state, str) or len(state) > 64:
+    if not isinstance(state, str) or not state or len(state) > 64:
         raise DatasetError("'state' must be a short string", where=where)
+    # A run that failed at once may have lasted 0 s; a COMPLETED one (labelled) ran.
+    runtime = _finite(obj, "runtime", where, positive=state == "COMPLETED")
+    if runtime < 0:
+        raise DatasetError(
+            f"'runtime' must be >= 0, got {runtime!r}", where=where, fix="fix or drop this run"
+        )
     return Record(
         job_id=_text(obj, "job_id", where),
         app=_text(obj, "app", where),
@@ -264,7 +274,7 @@ def parse_record(obj: object, where: str, line: int) -> Record:
         submit=submit,
         start=start,
         end=end,
-        runtime=_finite(obj, "runtime", where, positive=True),
+        runtime=runtime,
         state=state,
         probe=probe,
         noise=noise,
