@@ -130,7 +130,9 @@ class RushScheduler(Scheduler):
         self._users: dict[int, str] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
-        self.daemon = Daemon(config, backend=ModuleBackend(self), journal_sync="NORMAL")
+        # Kept typed: the module asks its own backend for Flux-only facts (the owner).
+        self.backend = ModuleBackend(self)
+        self.daemon = Daemon(config, backend=self.backend, journal_sync="NORMAL")
         self._warm_up()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
@@ -161,7 +163,7 @@ class RushScheduler(Scheduler):
             self.schedule()
 
     def _owner(self) -> int | None:
-        return self.daemon.backend._owner()  # type: ignore[attr-defined]
+        return self.backend._owner()
 
     # -- the module's view ----------------------------------------------------------------
     def _limit(self, duration: float) -> float:
