@@ -13,7 +13,7 @@ import time
 from rush.daemon.apply import Applier
 from rush.daemon.metrics import DaemonMetrics
 from rush.planner.journal import JobRecord, Journal, MemoryBook
-from rush.rjms.base import ActionResult, ClusterState, RJMSJob
+from rush.rjms.base import ActionResult, Capabilities, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(
     """
@@ -84,6 +84,8 @@ def intent(journal: Journal, job_id: int, action: str, value: float | None = Non
 
 class NoFollowUp:
     """Reconciling reaches the backend only to finish a confirmed requeue (nothing to do here)."""
+
+    capabilities = Capabilities()  # requeues in place, as Slurm does
 
     def finish_requeue(self, job: RJMSJob) -> ActionResult:
         return ActionResult(ok=True, answer="nothing to finish")
