@@ -47,7 +47,7 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
     """Point numba's cache at a directory named after the kernels' sources; return it.
 
     numba keys a cached function on its *own* file only: after an edit to
-    ``rush/core/backfill.py`` alone (a `git pull`, an upgrade), ``run_simulation`` in
+    ``rush/core/easy.py`` alone (a `git pull`, an upgrade), ``run_simulation`` in
     ``rush/sim/loop.py`` would load its old machine code, old EASY pass included, without a
     word. One directory per version of all kernel sources makes any such edit a cold cache.
     The base is ``NUMBA_CACHE_DIR`` when set (e.g. the systemd unit's), else

@@ -110,7 +110,7 @@ def test_warmup_fills_a_cold_cache(tmp_path: Path) -> None:
 
 
 def test_kernel_cache_follows_every_kernel_source(tmp_path: Path) -> None:
-    # numba keys run_simulation's cache on loop.py only; an edit to backfill.py alone once
+    # numba keys run_simulation's cache on loop.py only; an edit to easy.py alone once
     # replayed the old EASY pass. The cache directory is named after all kernel sources.
     import shutil
 
@@ -123,7 +123,7 @@ def test_kernel_cache_follows_every_kernel_source(tmp_path: Path) -> None:
     assert before == kernel_sources_digest(Path(rush.__file__).parent)
     (copy / "cli" / "main.py").write_text((copy / "cli" / "main.py").read_text() + "\n# no kernel here\n")
     assert kernel_sources_digest(copy) == before  # no recompilation for a non-kernel edit
-    backfill = copy / "core" / "backfill.py"
+    backfill = copy / "core" / "easy.py"
     backfill.write_text(
         backfill.read_text().replace("out_backfilled[ns] = True", "out_backfilled[ns] = False")
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from rush.core.pass_data import OrderPolicy, PassConfig, PassJobs
 from rush.core.policies import priority_key, quantised_wait
 
 SMALL = 0
@@ -38,27 +39,20 @@ def compute_order_keys(
     queue: np.ndarray,
     qn: int,
     now: float,
-    code: int,
-    weights: np.ndarray,
-    static_key: np.ndarray,
-    use_static: bool,
-    time_origin: float,
-    threshold: float,
-    submit: np.ndarray,
-    procs: np.ndarray,
-    estimate: np.ndarray,
-    runtime_class: np.ndarray,
-    use_classes: bool,
-    wait_quantum: float,
+    policy: OrderPolicy,
+    config: PassConfig,
+    jobs: PassJobs,
     group: np.ndarray,
     key: np.ndarray,
 ) -> None:
-    """Fill ``group[:qn]`` and ``key[:qn]`` for the jobs ``queue[:qn]``. ``threshold < 0``: none.
+    """Fill ``group[:qn]`` and ``key[:qn]`` for the jobs ``queue[:qn]`` under ``policy``.
 
-    ``wait_quantum > 0``: time-dependent policies see each job's wait rounded down to the
-    geometric grid of :func:`rush.core.policies.quantised_wait`; the starvation test always
-    uses the exact wait.
+    ``config.threshold < 0``: no starvation threshold. ``config.wait_quantum > 0``:
+    time-dependent policies see each job's wait rounded down to the geometric grid of
+    :func:`rush.core.policies.quantised_wait`; the starvation test always uses the exact wait.
     """
+    threshold = config.threshold
+    submit = jobs.submit
     for k in range(qn):
         j = queue[k]
         if threshold >= 0.0 and now - submit[j] > threshold:
@@ -66,16 +60,24 @@ def compute_order_keys(
             key[k] = submit[j]
             continue
         g = 1
-        if use_classes and runtime_class[j] != SMALL:
+        if config.use_classes and jobs.runtime_class[j] != SMALL:
             g = 2
         group[k] = g
-        if use_static:
-            key[k] = static_key[j]
+        if policy.use_static:
+            key[k] = policy.static_key[j]
         else:
             seen = now
-            if wait_quantum > 0.0:
-                seen = submit[j] + quantised_wait(now - submit[j], wait_quantum)
-            key[k] = priority_key(code, weights, seen, time_origin, submit[j], procs[j], estimate[j])
+            if config.wait_quantum > 0.0:
+                seen = submit[j] + quantised_wait(now - submit[j], config.wait_quantum)
+            key[k] = priority_key(
+                policy.code,
+                policy.weights,
+                seen,
+                config.time_origin,
+                submit[j],
+                jobs.procs[j],
+                jobs.estimate[j],
+            )
 
 
 @njit(cache=True)

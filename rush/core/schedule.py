@@ -1,16 +1,24 @@
 """The core's entry point for a live queue: ``schedule(snapshot, config) -> Decisions``.
 
-It calls the same compiled ordering, pass and rule kernels as the simulator's event loop,
-and explains every decision in words for the journal. One pass here is one simulator pass:
+It calls the one scheduling pass (:func:`rush.core.scheduling_pass.scheduling_pass`) that
+the simulator's event loop calls, and explains every decision in words for the journal.
+One call here is one simulator pass at the same moment:
 
+* ``kill``: running false-small jobs due to be killed (:func:`rush.core.rules.kill_due`),
+  with the class and requeue count they are requeued with. As in the simulator, a job
+  killed now is back in the queue for this very pass (large, original submit time) and its
+  processors are free.
 * ``priority``: one value per pending job (:mod:`rush.core.priority_values`), in the core's
   order; the RJMS orders by it (Slurm: SiteFactor).
-* ``start``/``backfill``/``reserve``: what the core would do now; live, the RJMS starts the
-  jobs itself, so these are the evidence for the order (journaled as advice).
+* ``start``/``backfill``/``reserve``: what the pass starts and reserves now. Conservative
+  reservations stand from pass to pass: the caller gives each job's previous one back as
+  ``PendingJob.reserved_at`` (``Decisions.reserved_at`` holds the new ones).
 * ``skip``: exactly the jobs this pass would start now and the variation predictor flags,
-  below their skip limit (:mod:`rush.core.rules`); the daemon holds them for this cycle.
-* ``kill``: running false-small jobs due to be killed, with the class and requeue count they
-  are requeued with.
+  below their skip limit (:mod:`rush.core.skip_with_limit`); the daemon holds them.
+
+Speculative reservations live: a job's ``requested_time`` is its current limit (what the
+RJMS enforces) and its ``estimate`` the policy's runtime estimate (the user's walltime when
+no model gives one), as the simulator orders by the estimate and reserves by the limit.
 """
 
 from __future__ import annotations
@@ -19,48 +27,24 @@ import math
 
 import numpy as np
 
-from rush.core.backfill import conservative_pass, easy_pass
 from rush.core.config import CoreConfig
-from rush.core.ordering import compute_order_keys, sort_queue
+from rush.core.pass_data import (
+    PassJobs,
+    PassMoment,
+    RunningSet,
+    new_out,
+    new_queues,
+    new_state,
+    order_policy,
+    pass_config,
+)
 from rush.core.priority_values import priority_values
 from rush.core.rules import job_rules, kill_due, requeue_as_large
-from rush.core.snapshot import Decision, Decisions, RuntimeClass, Snapshot
+from rush.core.scheduling_pass import scheduling_pass
+from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.errors import RushError
 
 _DIVIDER_NONE = float("inf")
-
-
-def _order(
-    snapshot: Snapshot, config: CoreConfig, policy, arrays
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pending jobs in the core's order, with their (group, key) in that order."""
-    submit, procs, estimate, runtime_class = arrays
-    n = len(submit)
-    queue = np.arange(n, dtype=np.int64)
-    group = np.empty(n, dtype=np.int64)
-    key = np.empty(n, dtype=np.float64)
-    compute_order_keys(
-        queue,
-        n,
-        float(snapshot.now),
-        policy.code,
-        policy.weight_array(),
-        np.zeros(1),
-        False,
-        float(snapshot.time_origin),
-        -1.0 if config.threshold is None else float(config.threshold),
-        submit,
-        procs,
-        estimate,
-        runtime_class,
-        config.use_classes,
-        float(config.wait_quantum),
-        group,
-        key,
-    )
-    # Sort by index first so the (group, key, index) tie-break is (submit, job_id).
-    sort_queue(queue, group, key, n)
-    return queue, group, key
 
 
 def _column(jobs, name: str, dtype) -> np.ndarray:
@@ -119,8 +103,61 @@ def check_snapshot(
         )
 
 
+def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float):
+    """Kill decisions, the running jobs left, and the pending jobs with the killed ones back
+    in the queue (large, one more requeue, original submit), as the simulator has them."""
+    now = float(snapshot.now)
+    kills: list[Decision] = []
+    running: list[RunningJob] = []
+    requeued: list[PendingJob] = []
+    killable = job_rules(
+        _estimates(snapshot.running),
+        _column(snapshot.running, "requested_time", np.float64),
+        np.fromiter(
+            (int(r.runtime_class) for r in snapshot.running), dtype=np.int64, count=len(snapshot.running)
+        ),
+        _column(snapshot.running, "idempotent", np.bool_),
+        _column(snapshot.running, "requeues", np.int64),
+        config.kill_false_small,
+        config.max_requeues,
+        divider,
+    )[1]
+    for r, can_kill in zip(snapshot.running, killable.tolist(), strict=True):
+        if not (can_kill and kill_due(r.start, now, divider)):
+            running.append(r)
+            continue
+        new_class, requeues = requeue_as_large(r.requeues)
+        kills.append(
+            Decision(
+                r.job_id,
+                "kill",
+                f"predicted small but running {now - r.start:.0f} s >= divider {divider:.0f} s; "
+                f"opted in as idempotent: requeue as large (requeue {requeues} of {config.max_requeues})",
+                now - r.start,
+                requeue_class=RuntimeClass(new_class),
+                requeues=requeues,
+            )
+        )
+        requeued.append(
+            PendingJob(
+                r.job_id,
+                r.start if r.submit is None else r.submit,
+                r.procs,
+                r.requested_time,
+                r.estimate,
+                RuntimeClass(new_class),
+                r.idempotent,
+                r.variable,
+                r.skips,
+                requeues=requeues,
+            )
+        )
+    pending = sorted((*snapshot.pending, *requeued), key=lambda p: (p.submit, p.job_id))
+    return kills, tuple(pending), tuple(running)
+
+
 def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool = True) -> Decisions:
-    """Decide priorities, starts, reservations, skips and kills for one snapshot.
+    """Decide kills, priorities, starts, reservations and skips for one snapshot.
 
     ``explain_priorities=False`` leaves out the one ``priority`` decision per pending job (a
     shell that starts jobs itself, the Flux scheduler module, needs only ``order`` and
@@ -128,188 +165,147 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     """
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
-    pending = sorted(snapshot.pending, key=lambda p: (p.submit, p.job_id))
-    running = snapshot.running
-    everyone = (*pending, *running)
+    _check(snapshot)
+    kills, pending, running = _pending_with_kills(snapshot, config, divider)
     n = len(pending)
     submit = _column(pending, "submit", np.float64)
     procs = _column(pending, "procs", np.int64)
-    requested = _column(pending, "requested_time", np.float64)
     estimate = _estimates(pending)
-    r_start = _column(running, "start", np.float64)
-    r_procs_all = _column(running, "procs", np.int64)
-    r_requested = _column(running, "requested_time", np.float64)
-    r_estimate = _estimates(running)
-    check_snapshot(
-        snapshot,
-        np.concatenate([submit, r_start]),
-        np.concatenate([requested, r_requested]),
-        np.concatenate([estimate, r_estimate]),
-        np.concatenate([procs, r_procs_all]),
-        _column(everyone, "job_id", np.int64),
-    )
-    classes, killable, est = job_rules(
-        np.concatenate([estimate, r_estimate]),
-        np.concatenate([requested, r_requested]),
-        np.fromiter((int(j.runtime_class) for j in everyone), dtype=np.int64, count=len(everyone)),
-        _column(everyone, "idempotent", np.bool_),
-        _column(everyone, "requeues", np.int64),
+    runtime_class, _, est = job_rules(
+        estimate,
+        _column(pending, "requested_time", np.float64),
+        np.fromiter((int(j.runtime_class) for j in pending), dtype=np.int64, count=n),
+        _column(pending, "idempotent", np.bool_),
+        _column(pending, "requeues", np.int64),
         config.kill_false_small,
         config.max_requeues,
         divider,
     )
-    runtime_class, est, r_est = classes[:n], est[:n], est[n:]
-    variable = _column(pending, "variable", np.bool_)
-    skips = _column(pending, "skips", np.int64)
-
-    # Running jobs: estimated ends (sorted) and the false-small kill rule.
-    decisions: list[Decision] = []
-    r_end_all = r_start + r_est
-    for k in np.flatnonzero(killable[n:]):
-        r = running[k]
-        if kill_due(r.start, now, divider):
-            new_class, requeues = requeue_as_large(r.requeues)
-            decisions.append(
-                Decision(
-                    r.job_id,
-                    "kill",
-                    f"predicted small but running {now - r.start:.0f} s > divider {divider:.0f} s; "
-                    f"opted in as idempotent: requeue as large (requeue {requeues} of {config.max_requeues})",
-                    now - r.start,
-                    requeue_class=RuntimeClass(new_class),
-                    requeues=requeues,
-                )
-            )
+    r_est = job_rules(
+        _estimates(running),
+        _column(running, "requested_time", np.float64),
+        np.fromiter((int(r.runtime_class) for r in running), dtype=np.int64, count=len(running)),
+        _column(running, "idempotent", np.bool_),
+        _column(running, "requeues", np.int64),
+        config.kill_false_small,
+        config.max_requeues,
+        divider,
+    )[2]
+    r_end_all = _column(running, "start", np.float64) + r_est
+    r_procs_all = _column(running, "procs", np.int64)
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
-    r_end = np.ascontiguousarray(r_end_all[by_end])
-    r_procs = np.ascontiguousarray(r_procs_all[by_end])
+    running_set = RunningSet(
+        np.ascontiguousarray(r_end_all[by_end]), np.ascontiguousarray(r_procs_all[by_end]), len(running)
+    )
+    jobs = PassJobs(submit, procs, estimate, est, runtime_class, _column(pending, "variable", np.bool_))
+    state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
+    skips_before = state.skips.copy()
+    policy = order_policy(config.policy)
+    scan = policy if config.backfill_policy is None else order_policy(config.scan_policy)
+    pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
+    queues = new_queues(n)
+    queues.queue[:] = np.arange(n)
+    queues.scan[:] = np.arange(n)
+    out = new_out(n)
+    free = int(snapshot.total_procs) - int(r_procs_all.sum()) if kills else int(snapshot.free_procs)
+    moment = PassMoment(now, free, n, True)
+    result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out)
 
-    arrays = (submit, procs, estimate, runtime_class)
-    order, group, key = _order(snapshot, config, config.policy, arrays)
-    values = priority_values(group, key, config.policy.code, float(snapshot.time_origin))
-    result = Decisions(now=now)
-    result.order = [pending[k].job_id for k in order]
-    result.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
-    words = _order_words(config)
-    groups = {g: _group_words(g, config) for g in (0, 1, 2)}
-    name = config.policy.name
-    explained = zip(order.tolist(), group.tolist(), key.tolist(), values.tolist(), strict=True)
-    for rank, (k, g, kv, v) in enumerate(explained if explain_priorities else ()):
+    order = queues.queue
+    values = priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin))
+    decided = Decisions(now=now)
+    decided.order = [pending[k].job_id for k in order]
+    decided.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
+    decisions: list[Decision] = list(kills)
+    if explain_priorities:
+        decisions += _priority_decisions(pending, queues, values, config)
+    for k in range(result.reserved):
+        j = out.reserved[k]
+        decided.reserved_at[pending[j].job_id] = float(out.reserved_at[k])
         decisions.append(
             Decision(
-                pending[k].job_id,
-                "priority",
-                f"rank {rank + 1} of {n}: {groups[g]}, {name} key {kv:.6g} by {words}",
-                v,
+                pending[j].job_id,
+                "reserve",
+                f"conservative reservation at t={out.reserved_at[k]:.0f}",
+                out.reserved_at[k],
             )
         )
-
-    out_start = np.empty(n, dtype=np.int64)
-    out_bf = np.empty(n, dtype=np.bool_)
-    out_skip = np.empty(n, dtype=np.int64)
-    free = int(snapshot.free_procs)
-    if config.backfill == "conservative":
-        out_res = np.empty(n, dtype=np.int64)
-        out_res_at = np.empty(n, dtype=np.float64)
-        ns, nk, nr = conservative_pass(
-            now,
-            free,
-            order,
-            n,
-            procs,
-            est,
-            np.full(n, np.inf),  # the RJMS keeps no rush reservations: place every job afresh
-            r_end,
-            r_procs,
-            len(r_end),
-            variable,
-            True,
-            skips,
-            config.skip_limit,
-            out_start,
-            out_bf,
-            out_skip,
-            out_res,
-            out_res_at,
-        )
-        for k in range(nr):
-            j = out_res[k]
-            decisions.append(
-                Decision(
-                    pending[j].job_id,
-                    "reserve",
-                    f"conservative reservation at t={out_res_at[k]:.0f}",
-                    out_res_at[k],
-                )
+    if result.head >= 0 and config.backfill == "easy":
+        head = result.head
+        decisions.append(
+            Decision(
+                pending[head].job_id,
+                "reserve",
+                f"first job that does not fit (q={procs[head]} > free); shadow time t={result.shadow:.0f}, "
+                f"extra processors {result.extra}",
+                result.shadow,
             )
-        head, shadow, extra = -1, np.inf, 0
-    else:
-        scan = (
-            order
-            if config.backfill_policy is None
-            else _order(snapshot, config, config.scan_policy, arrays)[0]
         )
-        taken = np.zeros(n, dtype=np.bool_)
-        ns, nk, head, shadow, extra = easy_pass(
-            now,
-            free,
-            order,
-            n,
-            scan,
-            n,
-            procs,
-            est,
-            r_end,
-            r_procs,
-            len(r_end),
-            variable,
-            True,
-            skips,
-            config.skip_limit,
-            config.backfill == "easy",
-            taken,
-            out_start,
-            out_bf,
-            out_skip,
-        )
-        if head >= 0:
-            decisions.append(
-                Decision(
-                    pending[head].job_id,
-                    "reserve",
-                    f"first job that does not fit (q={procs[head]} > free); shadow time t={shadow:.0f}, "
-                    f"extra processors {extra}",
-                    shadow,
-                )
-            )
-    for k in range(ns):
-        j = out_start[k]
-        if out_bf[k]:
-            if config.backfill == "easy" and now + est[j] <= shadow:
-                why = f"backfill: ends by its estimate at t={now + est[j]:.0f} <= shadow time t={shadow:.0f}"
-            elif config.backfill == "easy":
-                why = f"backfill: q={procs[j]} fits the extra processors at the shadow time"
-            else:
-                why = "backfill: its conservative reservation is now, ahead of a waiting higher-priority job"
-            decisions.append(Decision(pending[j].job_id, "backfill", why, now))
-        else:
-            decisions.append(
-                Decision(pending[j].job_id, "start", f"fits now (q={procs[j]}) in priority order", now)
-            )
-    # Skips are exactly the pass's: jobs it would have started now (rules.should_skip).
-    for k in range(nk):
-        j = out_skip[k]
+    for k in range(result.started):
+        j = out.start[k]
+        decisions.append(_start_decision(pending[j], bool(out.backfilled[k]), now, est[j], result, config))
+    # Skips are exactly the pass's: jobs it would have started now (skip_with_limit.should_skip).
+    for k in range(result.skipped):
+        j = out.skip[k]
         decisions.append(
             Decision(
                 pending[j].job_id,
                 "skip",
-                f"would start now but predicted to suffer variability: delay {skips[j] + 1} "
+                f"would start now but predicted to suffer variability: delay {skips_before[j] + 1} "
                 f"of at most {config.skip_limit}",
-                float(skips[j] + 1),
+                float(skips_before[j] + 1),
             )
         )
-    result.decisions = decisions
-    return result
+    decided.decisions = decisions
+    return decided
+
+
+def _check(snapshot: Snapshot) -> None:
+    pending, running = snapshot.pending, snapshot.running
+    check_snapshot(
+        snapshot,
+        np.concatenate([_column(pending, "submit", np.float64), _column(running, "start", np.float64)]),
+        np.concatenate(
+            [_column(pending, "requested_time", np.float64), _column(running, "requested_time", np.float64)]
+        ),
+        np.concatenate([_estimates(pending), _estimates(running)]),
+        np.concatenate([_column(pending, "procs", np.int64), _column(running, "procs", np.int64)]),
+        _column((*pending, *running), "job_id", np.int64),
+    )
+
+
+def _start_decision(
+    job: PendingJob, backfilled: bool, now: float, estimate: float, result, config: CoreConfig
+) -> Decision:
+    if not backfilled:
+        return Decision(job.job_id, "start", f"fits now (q={job.procs}) in priority order", now)
+    estimated_end = now + estimate
+    if config.backfill == "easy" and estimated_end <= result.shadow:
+        why = f"backfill: ends by its estimate at t={estimated_end:.0f} <= shadow time t={result.shadow:.0f}"
+    elif config.backfill == "easy":
+        why = f"backfill: q={job.procs} fits the extra processors at the shadow time"
+    else:
+        why = "backfill: its conservative reservation is now, ahead of a waiting higher-priority job"
+    return Decision(job.job_id, "backfill", why, now)
+
+
+def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Decision]:
+    n = len(pending)
+    words = _order_words(config)
+    groups = {g: _group_words(g, config) for g in (0, 1, 2)}
+    name = config.policy.name
+    explained = zip(
+        queues.queue.tolist(), queues.group.tolist(), queues.key.tolist(), values.tolist(), strict=True
+    )
+    return [
+        Decision(
+            pending[k].job_id,
+            "priority",
+            f"rank {rank + 1} of {n}: {groups[g]}, {name} key {kv:.6g} by {words}",
+            v,
+        )
+        for rank, (k, g, kv, v) in enumerate(explained)
+    ]
 
 
 def _group_words(group: int, config: CoreConfig) -> str:

@@ -2,12 +2,13 @@
 
 These types are pure data: the daemon builds a :class:`Snapshot` from the RJMS, the
 simulator builds the equivalent arrays inside its event loop, and both get their
-decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.backfill`,
+decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.scheduling_pass`,
 :mod:`rush.core.rules`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal
@@ -39,6 +40,9 @@ class PendingJob:
     user: int = -1
     # How many times rush has killed and requeued this job (a requeued job is large).
     requeues: int = 0
+    # Its standing conservative reservation from the previous pass (inf: none); the daemon
+    # keeps it in its journal, as the simulator keeps it in its arrays.
+    reserved_at: float = math.inf
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,12 @@ class RunningJob:
     idempotent: bool = False
     # How many times rush has already killed and requeued this job.
     requeues: int = 0
+    # What a job killed in this pass is requeued with (it competes in the same pass, as in
+    # the simulator): its original submit time (None: its start), skips so far, and whether
+    # the variation predictor flags it now.
+    submit: float | None = None
+    skips: int = 0
+    variable: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,9 @@ class Decisions:
     # order of ``order``; a job's value depends on its own score only, not on the others.
     priority: dict[int, int] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
+    # State for the next pass: standing conservative reservations by job id (the daemon
+    # journals them and gives them back as PendingJob.reserved_at).
+    reserved_at: dict[int, float] = field(default_factory=dict)
 
     def of(self, action: Action) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]

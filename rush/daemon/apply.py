@@ -2,8 +2,9 @@
 
 :func:`plan_actions` (pure) turns :class:`Decisions` into :class:`Action` s:
 
-* ``kill``: requeue a running job with its tags updated (``class=large``, ``requeues+1``);
-  refused when the job already reached ``max_requeues_per_job`` (never a double requeue);
+* ``kill``: requeue a running job with its tags updated (``class=large``, ``requeues+1``).
+  Whether a job may still be killed is the core's rule alone (``rules.is_killable`` with
+  ``daemon.max_requeues_per_job``, over the journal's or the tag's count): never a double requeue;
 * ``release``: a job rush holds that the core did not skip in this cycle (its limit is
   reached, the variation predictor stopped flagging it, or the core would not start it now);
 * ``hold``: a job the core skipped in this cycle, i.e. would have started now (later skips
@@ -81,7 +82,6 @@ def plan_actions(
     state: ClusterState,
     records: dict[int, JobRecord],
     *,
-    max_requeues_per_job: int,
     max_actions_per_cycle: int,
     skip_limit: int,
     outputs: dict[int, dict[str, Any]] | None = None,
@@ -101,18 +101,6 @@ def plan_actions(
         )
         if job is None or job.state == "PENDING":
             continue  # finished or already requeued since the read
-        if rec(d.job_id).requeues >= max_requeues_per_job:
-            plan.refused.append(
-                Action(
-                    "kill",
-                    d.job_id,
-                    f"refused: already requeued {rec(d.job_id).requeues} time(s), "
-                    f"daemon.max_requeues_per_job = {max_requeues_per_job}",
-                    d.value,
-                    action.model_outputs,
-                )
-            )
-            continue
         candidates.append(action)
 
     skipped = set(decisions.job_ids("skip"))
@@ -158,10 +146,11 @@ def _requeue_tags(job: RJMSJob, action: Action, requeues: int) -> dict[str, str]
     return tags
 
 
-def _requeue_count(action: Action, journaled: int) -> int:
-    """The requeue count after this kill: the core's, never below the journal's + 1."""
-    core = action.requeues if action.requeues is not None else 0
-    return max(core, journaled + 1)
+def _requeue_count(action: Action) -> int:
+    """The requeue count after this kill: the core's (rules.requeue_as_large over the
+    snapshot's count, which is the journal's or the job's tag, whichever is higher)."""
+    assert action.requeues is not None, "a kill decision carries its requeue count"
+    return action.requeues
 
 
 class Applier:
@@ -184,7 +173,7 @@ class Applier:
                 self._count(a.kind, "dry-run")
                 r = book.job(a.job_id)
                 if a.kind == "kill":
-                    r.requeues = _requeue_count(a, r.requeues)
+                    r.requeues = _requeue_count(a)
                 elif a.kind in ("hold", "skip"):
                     r.held_by_rush, r.skips = True, r.skips + 1
                 elif a.kind == "release":
@@ -230,7 +219,7 @@ class Applier:
                     continue
                 if a.kind == "kill":
                     r = self.journal.job(a.job_id)
-                    r.requeues = _requeue_count(a, r.requeues)
+                    r.requeues = _requeue_count(a)
                     r.requeued_at_restart = jobs[a.job_id].restarts
                     self.journal.save_job(r)
                 intents.append(

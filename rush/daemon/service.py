@@ -21,6 +21,7 @@ the daemon keeps running.
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import threading
 import time
@@ -276,12 +277,19 @@ class Daemon:
                 if rec.predicted_class != cls:
                     rec.predicted_class = cls
                     self.book.save_job(rec)
+            # Conservative reservations stand from pass to pass: the core's new ones replace
+            # the old for every job it saw pending (the next snapshot gives them back).
+            for job in built.snapshot.pending:
+                at = decisions.reserved_at.get(job.job_id)
+                if (math.inf if at is None else at) != job.reserved_at:
+                    rec = self.book.job(job.job_id)
+                    rec.reserved_at = at
+                    self.book.save_job(rec)
             self._touch(state)
         plan = plan_actions(
             decisions,
             state,
             self.book.jobs(),
-            max_requeues_per_job=self.config.daemon.max_requeues_per_job,
             max_actions_per_cycle=self.config.daemon.max_actions_per_cycle,
             skip_limit=self.core_config.skip_limit,
             outputs=built.outputs,

@@ -34,6 +34,7 @@ from pathlib import Path
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
+from rush.core.rules import time_limit
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
@@ -167,12 +168,9 @@ class RushScheduler(Scheduler):
 
     # -- the module's view ----------------------------------------------------------------
     def _limit(self, duration: float) -> float:
-        if duration > 0:
-            return float(duration)
-        if self.options.default_limit:
-            return self.options.default_limit
         expiration = float(self.resources.expiration or 0.0)
-        return max(expiration - time.time(), 0.0) if expiration > 0 else math.inf
+        left = expiration - time.time() if expiration > 0 else None
+        return time_limit(float(duration), self.options.default_limit, left)
 
     def cluster_state(self, partitions=()) -> ClusterState:
         now = time.time()

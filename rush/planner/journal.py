@@ -55,7 +55,8 @@ CREATE INDEX IF NOT EXISTS decisions_time ON decisions (time);
 CREATE TABLE IF NOT EXISTS jobs (
     job_id INTEGER PRIMARY KEY, skips INTEGER NOT NULL DEFAULT 0, held_by_rush INTEGER NOT NULL DEFAULT 0,
     requeues INTEGER NOT NULL DEFAULT 0, requeued_at_restart INTEGER NOT NULL DEFAULT -1,
-    last_site_factor INTEGER, predicted_class INTEGER NOT NULL DEFAULT -1, last_seen REAL);
+    last_site_factor INTEGER, predicted_class INTEGER NOT NULL DEFAULT -1, last_seen REAL,
+    reserved_at REAL);
 CREATE TABLE IF NOT EXISTS cycles (
     cycle INTEGER PRIMARY KEY, time REAL NOT NULL, ok INTEGER NOT NULL, mode TEXT NOT NULL,
     pending INTEGER, running INTEGER, counts TEXT, seconds REAL, error TEXT);
@@ -92,7 +93,10 @@ JOB_COLUMNS = (
     "last_site_factor",
     "predicted_class",
     "last_seen",
+    "reserved_at",
 )
+# Columns added after a journal's first release, with their type: added when missing.
+ADDED_JOB_COLUMNS = (("reserved_at", "REAL"),)
 
 
 @dataclass
@@ -109,6 +113,9 @@ class JobRecord:
     last_site_factor: int | None = None
     predicted_class: int = -1
     last_seen: float | None = None
+    # The core's standing conservative reservation for the job (None: none), given back to
+    # the next pass as PendingJob.reserved_at.
+    reserved_at: float | None = None
 
     def row(self) -> tuple:
         return (
@@ -120,11 +127,12 @@ class JobRecord:
             self.last_site_factor,
             self.predicted_class,
             self.last_seen,
+            self.reserved_at,
         )
 
     @classmethod
     def of_row(cls, row: tuple) -> JobRecord:
-        return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7])
+        return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7], row[8])
 
 
 @dataclass(frozen=True)
@@ -193,6 +201,11 @@ class Journal:
             # Truncate the WAL back to this size after a checkpoint instead of keeping its peak.
             self.db.execute("PRAGMA journal_size_limit=16777216")
             self.db.executescript(SCHEMA)
+            # A journal written by an earlier rush lacks the columns added since: add them.
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(jobs)")}
+            for column, kind in ADDED_JOB_COLUMNS:
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
                 f"cannot open the journal: {exc}",

@@ -6,16 +6,10 @@ tags written at submit by the job_submit plugin (``idempotent``, ``wtype``, ``cl
 while the job was pending) and the models' outputs of this cycle (runtime class,
 variation flag). It holds no scheduling logic: that is the core's.
 
-Runtime class, first that applies:
-
-1. ``requeued``: rush already requeued the job (journal or ``requeues`` tag): the core's
-   rule (:func:`rush.core.rules.runtime_class_of`) makes it large;
-2. ``tag``: ``class=small|large`` in the job's rush tags (set by rush or an administrator);
-3. ``journal``: the class predicted at the first pass that saw the job pending, kept while
-   it waits and runs (features are read once, near submission, as in the offline
-   walk-forward; a retrained model classifies new jobs only);
-4. ``model`` / ``rule``: the configured classifier (a trained model, or requested time <=
-   ``models.small_below``); none configured: UNKNOWN.
+Runtime class: the core's precedence (:func:`rush.core.rules.class_by_precedence`: requeued,
+then a class tag, then the class journaled at the first pass that saw the job, then this
+pass's model: a trained classifier, or requested time <= ``models.small_below``; none
+configured: UNKNOWN). The builder only gathers those inputs and names the source.
 
 Jobs held by someone else than rush are left out: the RJMS will not start them, and rush
 never releases them. ``time_origin`` (F1-F4's and LIN's r = submit - origin) is the daemon's
@@ -33,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rush.core.rules import kills_if_small, runtime_class_of
+from rush.core.rules import class_by_precedence, kills_if_small
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.errors import ModelError
@@ -274,7 +268,7 @@ class SnapshotBuilder:
             need_class = [
                 j
                 for j in pending_jobs
-                if _fixed_class(j, records.get(j.job_id)) is None
+                if _fixed_class(j) is None
                 and _requeues(j, records.get(j.job_id)) == 0
                 and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
             ]
@@ -282,7 +276,7 @@ class SnapshotBuilder:
             need_class += [
                 j
                 for j in running_jobs
-                if _fixed_class(j, records.get(j.job_id)) is None
+                if _fixed_class(j) is None
                 and _requeues(j, records.get(j.job_id)) == 0
                 and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
             ]
@@ -297,7 +291,9 @@ class SnapshotBuilder:
             stored = records.get(j.job_id)
             job_outputs = _job_variation_outputs(self.variation, j.job_id)
             varies = (
-                (stored.skips, stored.requeues, stored.predicted_class) if stored is not None else None,
+                (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
+                if stored is not None
+                else None,
                 predicted.get(j.job_id),
                 variable.get(j.job_id, False),
                 variation_outputs,
@@ -313,14 +309,11 @@ class SnapshotBuilder:
                     built.predicted[j.job_id] = int(hit[2].runtime_class)
                 continue
             rec = stored or JobRecord(j.job_id)
-            fixed = _fixed_class(j, rec)
-            if fixed is None and j.job_id not in predicted and rec.predicted_class >= 0:
-                fixed = (RuntimeClass(rec.predicted_class), "journal")
-            cls, source = fixed or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
-            if j.job_id in predicted:
-                built.predicted[j.job_id] = int(cls)
             requeues = _requeues(j, rec)
-            cls, source = _after_requeues(cls, source, requeues)
+            journaled = -1 if j.job_id in predicted else rec.predicted_class
+            cls, source = _class_of(j, requeues, journaled, predicted.get(j.job_id, -1), source_name)
+            if j.job_id in predicted:
+                built.predicted[j.job_id] = predicted[j.job_id]
             built.outputs[j.job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
@@ -340,20 +333,19 @@ class SnapshotBuilder:
                     skips=rec.skips,
                     user=user_id(j.user),
                     requeues=requeues,
+                    reserved_at=math.inf if rec.reserved_at is None else rec.reserved_at,
                 )
             )
             self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])
         running = []
         for j in running_jobs:
             rec = records.get(j.job_id) or JobRecord(j.job_id)
-            fixed = _fixed_class(j, rec)
-            if fixed is None and rec.predicted_class >= 0:
-                fixed = (RuntimeClass(rec.predicted_class), "journal")
-            cls, source = fixed or (RuntimeClass(predicted.get(j.job_id, -1)), source_name)
-            if j.job_id in predicted:
-                built.predicted[j.job_id] = int(cls)
             requeues = _requeues(j, rec)
-            cls, source = _after_requeues(cls, source, requeues)
+            cls, source = _class_of(
+                j, requeues, rec.predicted_class, predicted.get(j.job_id, -1), source_name
+            )
+            if j.job_id in predicted:
+                built.predicted[j.job_id] = predicted[j.job_id]
             built.outputs[j.job_id] = {"runtime_class": CLASS_NAMES[cls], "class_source": source}
             running.append(
                 RunningJob(
@@ -364,6 +356,9 @@ class SnapshotBuilder:
                     runtime_class=cls,
                     idempotent=_flag(j.tags.get("idempotent")),
                     requeues=requeues,
+                    # A job the core kills now competes in the same pass with these.
+                    submit=j.submit,
+                    skips=rec.skips,
                 )
             )
         built.snapshot = Snapshot(
@@ -409,16 +404,19 @@ def _requeues(job: RJMSJob, rec: JobRecord | None) -> int:
     return max(rec.requeues if rec is not None else 0, _int(job.tags.get("requeues")))
 
 
-def _after_requeues(cls: RuntimeClass, source: str, requeues: int) -> tuple[RuntimeClass, str]:
-    """The core's rule for a requeued job's class, with its source for the journal."""
-    ruled = RuntimeClass(runtime_class_of(int(cls), requeues))
-    return (ruled, "requeued") if requeues > 0 else (cls, source)
-
-
-def _fixed_class(job: RJMSJob, rec: JobRecord | None) -> tuple[RuntimeClass, str] | None:
-    """A class that no model overrides: the job's class tag (rush's or an administrator's)."""
+def _class_of(
+    job: RJMSJob, requeues: int, journaled: int, predicted: int, model: str
+) -> tuple[RuntimeClass, str]:
+    """The core's precedence (rules.class_by_precedence) over what this job has: its class
+    tag, the journal's class, the model's prediction; the source named for the journal."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
-    return (tagged, "tag") if tagged is not None else None
+    cls, source = class_by_precedence(requeues, None if tagged is None else int(tagged), journaled, predicted)
+    return RuntimeClass(cls), model if source == "model" else source
+
+
+def _fixed_class(job: RJMSJob) -> RuntimeClass | None:
+    """A class no model may override: the job's class tag (rush's or an administrator's)."""
+    return CLASS_TAGS.get(job.tags.get("class", ""))
 
 
 def _variation_outputs(variation: VariationPredictor | None) -> dict[str, Any]:

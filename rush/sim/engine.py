@@ -15,16 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rush.core.backfill import MODE_CONSERVATIVE, MODE_EASY, MODE_NONE
 from rush.core.config import CoreConfig
 from rush.core.ordering import static_keys
+from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
 from rush.errors import RushError
-from rush.sim.loop import run_simulation
+from rush.sim.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.sim.result import SimResult
 from rush.workload.model import Workload
-
-_MODES = {"easy": MODE_EASY, "conservative": MODE_CONSERVATIVE, "none": MODE_NONE}
 
 
 @dataclass
@@ -108,12 +106,16 @@ def _reservation_arrays(inputs: SimInputs, n: int) -> tuple[np.ndarray, np.ndarr
     return seq, counts
 
 
-def _policy_arrays(policy: Policy, time_origin: float, workload: Workload, estimate: np.ndarray):
-    weights = policy.weight_array()
+def _order_policy(
+    policy: Policy, time_origin: float, workload: Workload, estimate: np.ndarray
+) -> OrderPolicy:
+    """A time-independent policy's keys are computed once for the whole trace."""
     if policy.dynamic:
-        return weights, False, np.zeros(1)
-    keys = static_keys(policy.code, weights, time_origin, workload.submit, workload.procs, estimate)
-    return weights, True, keys
+        return order_policy(policy)
+    keys = static_keys(
+        policy.code, policy.weight_array(), time_origin, workload.submit, workload.procs, estimate
+    )
+    return order_policy(policy, keys)
 
 
 def simulate(
@@ -159,47 +161,28 @@ def simulate(
             fix="build the workload with workload_from_trace, which drops such jobs",
         )
 
-    weights, use_static, static_key = _policy_arrays(config.policy, time_origin, workload, estimate)
+    order = _order_policy(config.policy, time_origin, workload, estimate)
     scan = config.scan_policy
-    same_scan = scan == config.policy
-    scan_weights, scan_static, scan_key = (
-        (weights, use_static, static_key)
-        if same_scan
-        else _policy_arrays(scan, time_origin, workload, estimate)
-    )
+    scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, estimate)
     counter = np.zeros(1, dtype=np.int64)
     args = (
-        submit,
-        runtime,
-        requested,
-        procs,
-        estimate,
-        runtime_class,
-        idempotent,
-        sensitive,
-        np.ascontiguousarray(intervals[:, 0]),
-        np.ascontiguousarray(intervals[:, 1]),
+        SimJobs(
+            submit,
+            runtime,
+            requested,
+            procs,
+            estimate,
+            runtime_class,
+            idempotent,
+            sensitive,
+            divider,
+            res_seq,
+            res_count,
+        ),
+        pass_config(config, order, scan_order, time_origin),
+        KillRules(bool(config.kill_false_small), int(config.max_requeues)),
+        VariabilityWindows(np.ascontiguousarray(intervals[:, 0]), np.ascontiguousarray(intervals[:, 1])),
         int(workload.machine_procs),
-        _MODES[config.backfill],
-        config.policy.code,
-        weights,
-        use_static,
-        static_key,
-        same_scan,
-        scan.code,
-        scan_weights,
-        scan_static,
-        scan_key,
-        -1.0 if config.threshold is None else float(config.threshold),
-        config.use_classes,
-        config.kill_false_small,
-        divider,
-        int(config.max_requeues),
-        int(config.skip_limit),
-        float(time_origin),
-        float(config.wait_quantum),
-        res_seq,
-        res_count,
         counter,
     )
     t0 = time.perf_counter()
@@ -209,7 +192,7 @@ def simulate(
         out = run_simulation(*args)
     elapsed = time.perf_counter() - t0
     start, end, backfilled, killed, requeues, wasted, skips, final_class, first_reservation = out[:9]
-    reservation_kills = out[9]
+    reservation_kills = out.reservation_kills
     info = {
         "trace": workload.name,
         "policy": config.policy.name,

@@ -87,9 +87,24 @@ def test_kill_decision_carries_requeue_as_large():
     snap = Snapshot(now=700, total_procs=8, free_procs=7, running=running)
     (kill,) = schedule(snap, CoreConfig(kill_false_small=True, divider=600.0)).of("kill")
     assert kill.requeue_class == RuntimeClass.LARGE and kill.requeues == 1
-    # Exactly at the divider the run is not yet past it.
+    # Still running at the divider: killed (a run of exactly the divider would have completed
+    # and left the running set, as the simulator's run_outcome has it); before it, not.
     at_divider = Snapshot(now=600, total_procs=8, free_procs=7, running=running)
-    assert schedule(at_divider, CoreConfig(kill_false_small=True, divider=600.0)).of("kill") == []
+    assert schedule(at_divider, CoreConfig(kill_false_small=True, divider=600.0)).job_ids("kill") == [1]
+    before = Snapshot(now=599, total_procs=8, free_procs=7, running=running)
+    assert schedule(before, CoreConfig(kill_false_small=True, divider=600.0)).of("kill") == []
+
+
+def test_killed_job_competes_in_the_same_pass_as_large():
+    # As in the simulator: the job killed now is back in the queue (original submit, large)
+    # and its processor is free, so this very pass starts it again.
+    running = (RunningJob(1, 100, 2, 1000, runtime_class=RuntimeClass.SMALL, idempotent=True, submit=50),)
+    pending = (PendingJob(2, 60, 2, 1000, runtime_class=RuntimeClass.SMALL),)
+    snap = Snapshot(now=700, total_procs=2, free_procs=0, pending=pending, running=running)
+    decisions = schedule(snap, CoreConfig(kill_false_small=True, divider=600.0, use_classes=True))
+    assert decisions.job_ids("kill") == [1]
+    # Job 2 is small and goes first; job 1, now large, waits behind it.
+    assert decisions.job_ids("start") == [2] and decisions.order == [2, 1]
 
 
 def test_requeued_pending_job_is_large_and_not_killable_again():

@@ -136,7 +136,7 @@ def test_a_failing_model_is_reported_and_scheduling_goes_on():
 
 
 def plan(decisions: Decisions, s: ClusterState, records=None, **kw):
-    options = {"max_requeues_per_job": 1, "max_actions_per_cycle": 100, "skip_limit": 3} | kw
+    options = {"max_actions_per_cycle": 100, "skip_limit": 3} | kw
     return plan_actions(decisions, s, records or {}, **options)
 
 
@@ -171,22 +171,21 @@ def test_one_arrival_in_a_long_queue_costs_one_priority_update():
 
 
 def test_kills_first_and_never_beyond_the_requeue_limit():
-    s = state(
-        running(1, 100, tags={"idempotent": "1"}), running(2, 100, tags={"idempotent": "1"}), pending(3)
-    )
-    decisions = Decisions(
-        NOW,
-        decisions=[
-            Decision(3, "priority", "rank 1", 1),
-            Decision(1, "kill", "false small", 100),
-            Decision(2, "kill", "false small", 100),
-        ],
-    )
-    p = plan(decisions, s, {2: JobRecord(2, requeues=1)}, max_actions_per_cycle=1)
+    # The journal remembers job 2's requeue; the builder gives that count to the core, whose
+    # rule alone (is_killable, max_requeues) decides: job 2 is not killed again.
+    tags = {"idempotent": "1", "class": "small"}
+    s = state(running(1, 100, tags=dict(tags)), running(2, 100, tags=dict(tags)), pending(3))
+    records = {2: JobRecord(2, requeues=1)}
+    built = SnapshotBuilder(classifier=RuleClassPredictor(small_below=900)).build(s, records)
+    config = CoreConfig(kill_false_small=True, divider=50.0, max_requeues=1)
+    decisions = schedule(built.snapshot, config)
+    assert decisions.job_ids("kill") == [1]
+    p = plan(decisions, s, records, max_actions_per_cycle=1)
     assert [(a.kind, a.job_id) for a in p.actions] == [("kill", 1)]
-    assert [(a.kind, a.job_id) for a in p.refused] == [("kill", 2)]
-    assert "max_requeues_per_job" in p.refused[0].reason
-    assert [(a.kind, a.job_id) for a in p.deferred] == [("priority", 3)]
+    assert p.actions[0].requeues == 1 and p.refused == []
+    # The killed job is back in the core's queue at once (as in the simulator): it gets its
+    # priority value with the pending job, both deferred by the one-action budget.
+    assert sorted((a.kind, a.job_id) for a in p.deferred) == [("priority", 1), ("priority", 3)]
 
 
 def test_hold_then_count_then_release_at_the_limit():

@@ -370,7 +370,7 @@ def test_the_dropin_binds_only_what_is_hidden_and_needs_protecthome_tmpfs():
 def test_the_sandbox_is_strict_enough_to_catch_a_missing_cache_dir(unit, tmp_path):
     """Without NUMBA_CACHE_DIR (the unit before the fix) importing the core fails here."""
     broken = {k: v for k, v in unit.items() if k not in ("Environment", "CacheDirectory")}
-    out, _ = run_in_sandbox(tmp_path, broken, [sys.executable, "-c", "import rush.core.backfill"])
+    out, _ = run_in_sandbox(tmp_path, broken, [sys.executable, "-c", "import rush.core.scheduling_pass"])
     assert out.returncode != 0 and "cannot cache function" in out.stderr, out.stdout + out.stderr
 
 

@@ -1,0 +1,185 @@
+"""The data one scheduling pass reads and writes, as a few typed containers.
+
+A pass (:func:`rush.core.scheduling_pass.scheduling_pass`) is called by the simulator's
+event loop at every event and by the live entry point :func:`rush.core.schedule.schedule`
+once per snapshot. Both hand it the same containers; the compiled kernels take them as
+numba named tuples of arrays, so no kernel needs more than a handful of parameters.
+
+Jobs are indexed ``0 .. n-1`` (the simulator: the workload in (submit, job_id) order; live:
+the snapshot's pending jobs in that order). Per-job arrays are indexed by job, queues hold
+job indices.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from rush.core.config import CoreConfig
+from rush.core.names import BACKFILL_MODES
+from rush.core.policies import Policy
+
+MODE_EASY = 0
+MODE_CONSERVATIVE = 1
+MODE_NONE = 2
+MODES = {"easy": MODE_EASY, "conservative": MODE_CONSERVATIVE, "none": MODE_NONE}
+assert set(MODES) == set(BACKFILL_MODES)
+
+
+class OrderPolicy(NamedTuple):
+    """One priority order: the policy's code and weights, and precomputed keys for a
+    time-independent policy (``use_static``; ``static_key`` per job)."""
+
+    code: int
+    weights: np.ndarray
+    static_key: np.ndarray
+    use_static: bool
+
+
+class PassConfig(NamedTuple):
+    """What a pass is told besides the jobs: backfilling mode, the two orders (priority and
+    backfill scan), starvation threshold (< 0: none), classes, wait quantum, skip limit."""
+
+    mode: int
+    order: OrderPolicy
+    scan: OrderPolicy
+    same_scan: bool
+    threshold: float
+    use_classes: bool
+    wait_quantum: float
+    time_origin: float
+    skip_limit: int
+
+
+class PassJobs(NamedTuple):
+    """Per-job inputs of a pass. ``estimate`` orders the queue (the policy's p~); ``est`` is
+    the reservation estimate (:func:`rush.core.rules.effective_estimate`: walltime or current
+    speculative limit, and the divider for killable jobs)."""
+
+    submit: np.ndarray
+    procs: np.ndarray
+    estimate: np.ndarray
+    est: np.ndarray
+    runtime_class: np.ndarray
+    sensitive: np.ndarray
+
+
+class PassState(NamedTuple):
+    """What a pass carries to the next one, per job: skips so far (skip-with-limit), the
+    standing conservative reservation (``inf``: none), and the first promised start
+    (evidence). The pass updates them in place."""
+
+    skips: np.ndarray
+    reserved_at: np.ndarray
+    first_reservation: np.ndarray
+
+
+class RunningSet(NamedTuple):
+    """Running jobs by estimated end (ascending), with their processors; ``count`` of them."""
+
+    end: np.ndarray
+    procs: np.ndarray
+    count: int
+
+
+class PassQueues(NamedTuple):
+    """The pending queue (job indices) in priority order and in backfill-scan order, with
+    their (group, key) sort words, and a per-job scratch mask (all False between passes)."""
+
+    queue: np.ndarray
+    group: np.ndarray
+    key: np.ndarray
+    scan: np.ndarray
+    scan_group: np.ndarray
+    scan_key: np.ndarray
+    taken: np.ndarray
+
+
+class PassOut(NamedTuple):
+    """Output buffers of one pass (sized for every job)."""
+
+    start: np.ndarray
+    backfilled: np.ndarray
+    skip: np.ndarray
+    reserved: np.ndarray
+    reserved_at: np.ndarray
+
+
+class PassMoment(NamedTuple):
+    """The moment of a pass: time, free processors, queue length, and whether sensitive jobs
+    are predicted to vary now (live: each job's flag is already in ``sensitive``)."""
+
+    now: float
+    free: int
+    queued: int
+    variable_now: bool
+
+
+class PassResult(NamedTuple):
+    """Counts written to :class:`PassOut`, and EASY's head, shadow time and extra processors."""
+
+    started: int
+    skipped: int
+    reserved: int
+    head: int
+    shadow: float
+    extra: int
+
+
+@njit(cache=True)
+def new_queues(n: int) -> PassQueues:
+    """Empty queue buffers for ``n`` jobs."""
+    return PassQueues(
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+        np.zeros(n, dtype=np.bool_),
+    )
+
+
+@njit(cache=True)
+def new_out(n: int) -> PassOut:
+    """Output buffers of a pass over at most ``n`` jobs."""
+    return PassOut(
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.bool_),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.float64),
+    )
+
+
+def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray | None = None) -> PassState:
+    return PassState(
+        np.zeros(n, dtype=np.int64) if skips is None else np.array(skips, dtype=np.int64),
+        np.full(n, np.inf) if reserved_at is None else np.array(reserved_at, dtype=np.float64),
+        np.full(n, np.inf),
+    )
+
+
+def order_policy(policy: Policy, static_key: np.ndarray | None = None) -> OrderPolicy:
+    """A policy as a pass sees it; ``static_key`` (one per job) for a time-independent policy
+    whose keys were computed once (the simulator), else keys are computed at each pass."""
+    if static_key is None:
+        return OrderPolicy(policy.code, policy.weight_array(), np.zeros(1), False)
+    return OrderPolicy(policy.code, policy.weight_array(), static_key, True)
+
+
+def pass_config(config: CoreConfig, order: OrderPolicy, scan: OrderPolicy, time_origin: float) -> PassConfig:
+    """The pass's view of a :class:`CoreConfig`, with its two orders already built."""
+    return PassConfig(
+        MODES[config.backfill],
+        order,
+        scan,
+        config.scan_policy == config.policy,
+        -1.0 if config.threshold is None else float(config.threshold),
+        bool(config.use_classes),
+        float(config.wait_quantum),
+        float(time_origin),
+        int(config.skip_limit),
+    )

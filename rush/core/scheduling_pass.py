@@ -1,0 +1,110 @@
+"""One scheduling pass, the only one: order the queue, then EASY, conservative or list
+scheduling, then count skips and update standing reservations.
+
+The simulator's event loop (:mod:`rush.sim.loop`) calls it at every event; the live entry
+point :func:`rush.core.schedule.schedule` calls it once per snapshot. What a pass carries to
+the next (skip counts, conservative reservations, first promised starts) is
+:class:`rush.core.pass_data.PassState`, passed in and updated here; the shells keep it
+between passes (the simulator in its arrays, the daemon in its journal).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rush.core.conservative import conservative_pass
+from rush.core.easy import easy_pass
+from rush.core.ordering import compute_order_keys, sort_queue
+from rush.core.pass_data import (
+    MODE_CONSERVATIVE,
+    MODE_EASY,
+    PassConfig,
+    PassJobs,
+    PassMoment,
+    PassOut,
+    PassQueues,
+    PassResult,
+    PassState,
+    RunningSet,
+)
+
+INF = np.inf
+
+
+@njit(cache=True)
+def order_queue(moment: PassMoment, config: PassConfig, jobs: PassJobs, queues: PassQueues) -> None:
+    """Sort ``queues.queue[:queued]`` into priority order and, when the backfill scan has its
+    own policy, ``queues.scan[:queued]`` into scan order (ties: the job's index)."""
+    qn = moment.queued
+    compute_order_keys(queues.queue, qn, moment.now, config.order, config, jobs, queues.group, queues.key)
+    sort_queue(queues.queue, queues.group, queues.key, qn)
+    if config.mode != MODE_CONSERVATIVE and not config.same_scan:
+        compute_order_keys(
+            queues.scan, qn, moment.now, config.scan, config, jobs, queues.scan_group, queues.scan_key
+        )
+        sort_queue(queues.scan, queues.scan_group, queues.scan_key, qn)
+
+
+@njit(cache=True)
+def scheduling_pass(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+) -> PassResult:
+    """One pass over the queue ``queues.queue[:moment.queued]`` (any order on entry; sorted
+    on exit). Writes starts, skips and new reservations to ``out``; updates ``state``: one
+    more skip per skipped job, standing reservations replaced by this pass's (conservative),
+    first promised starts (conservative reservations and the EASY head's shadow time)."""
+    order_queue(moment, config, jobs, queues)
+    head = -1
+    shadow = INF
+    extra = 0
+    nr = 0
+    if config.mode == MODE_CONSERVATIVE:
+        ns, nk, nr = conservative_pass(moment, config, jobs, state, queues, running, out)
+        for k in range(moment.queued):
+            state.reserved_at[queues.queue[k]] = INF
+        for k in range(nr):
+            j = out.reserved[k]
+            state.reserved_at[j] = out.reserved_at[k]
+            if state.first_reservation[j] == INF:
+                state.first_reservation[j] = out.reserved_at[k]
+    else:
+        ns, nk, head, shadow, extra = easy_pass(moment, config, jobs, state, queues, running, out)
+        if head >= 0 and config.mode == MODE_EASY and state.first_reservation[head] == INF:
+            state.first_reservation[head] = shadow
+    for k in range(nk):
+        state.skips[out.skip[k]] += 1
+    return PassResult(ns, nk, nr, head, shadow, extra)
+
+
+@njit(cache=True)
+def drop_started(queues: PassQueues, queued: int, started: np.ndarray, same_scan: bool) -> int:
+    """Remove the jobs marked in ``started`` from both queues, keeping their order; return the
+    new queue length."""
+    m = 0
+    for k in range(queued):
+        j = queues.queue[k]
+        if not started[j]:
+            queues.queue[m] = j
+            queues.group[m] = queues.group[k]
+            queues.key[m] = queues.key[k]
+            m += 1
+    if same_scan:
+        for k in range(m):
+            queues.scan[k] = queues.queue[k]
+    else:
+        m2 = 0
+        for k in range(queued):
+            j = queues.scan[k]
+            if not started[j]:
+                queues.scan[m2] = j
+                queues.scan_group[m2] = queues.scan_group[k]
+                queues.scan_key[m2] = queues.scan_key[k]
+                m2 += 1
+    return m
