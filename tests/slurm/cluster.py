@@ -212,7 +212,9 @@ class SlurmCluster:
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_CPU",
             "SchedulerType=sched/backfill",
-            "SchedulerParameters=bf_interval=1,sched_min_interval=100000",
+            # sched_interval: the main scheduler's pass every 2 s, not 60 (a requeued job whose
+            # begin time has come waits for that pass; the tests waited up to a minute each).
+            "SchedulerParameters=bf_interval=1,sched_interval=2,sched_min_interval=100000",
             # multifactor: SiteFactor is added to the priority as is (no weight in 22.05).
             "PriorityType=priority/multifactor",
             "PriorityWeightAge=0",
