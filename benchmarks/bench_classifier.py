@@ -33,6 +33,11 @@ import time
 import numpy as np
 
 from rush.models import runtime_class
+
+try:
+    from rush.models import trees
+except ImportError:  # before issue 19: the kernels lived in runtime_class
+    trees = None
 from rush.models.history import JobColumns
 from rush.models.runtime_class import RuntimeClassifier
 from rush.models.runtime_features import TimeBase
@@ -108,7 +113,9 @@ def pass_times(pipeline, pending: JobColumns, repeats: int = 7) -> dict[str, flo
 
 def one_core(model, X: np.ndarray) -> None:
     """The trees on one core: the parallel kernel held, as if another thread were in it."""
-    with getattr(runtime_class, "_PARALLEL", contextlib.nullcontext()):  # none before issue 13's speed-up
+    # rush.models.trees since issue 19; runtime_class before it; none before issue 13's speed-up
+    lock = getattr(trees, "PARALLEL", None) if trees is not None else None
+    with lock or getattr(runtime_class, "_PARALLEL", contextlib.nullcontext()):
         model.predict(X)
 
 

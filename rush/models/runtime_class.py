@@ -22,18 +22,16 @@ raises ``NotFittedError`` before ``fit`` and does not change during ``predict`` 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
-from numba import njit, prange
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted
 
 from rush.errors import ModelError
+from rush.models.trees import CompiledTrees, compile_trees
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data
@@ -154,11 +152,17 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
 
     def _compile(self) -> None:
         # Built at fit (and after unpickling), never during predict: predict changes nothing.
-        thresholded = getattr(self, "threshold", None) is not None
-        self.flat_ = FlatForest.of(self.model_) if self.model_ is not None and not thresholded else None
-        self.flat_boosting_ = FlatBoosting.of(self.model_) if self.model_ is not None else None
-        if self.flat_boosting_ is not None:
-            self.flat_boosting_.warm()
+        self.compiled_: CompiledTrees | None = None
+        if self.model_ is not None:
+            self.compiled_ = compile_trees(self.model_)
+        if self.compiled_ is not None:
+            self.compiled_.warm()
+
+    def _model_proba(self, X: np.ndarray) -> np.ndarray:
+        """The fitted model's probabilities over its (encoded) classes: compiled, bit-equal to
+        its own ``predict_proba`` (rush.models.trees), when it is a supported tree ensemble."""
+        compiled = getattr(self, "compiled_", None)
+        return compiled.predict_proba(X) if compiled is not None else self.model_.predict_proba(X)
 
     def _validated(self, X: np.ndarray) -> np.ndarray:
         check_is_fitted(self)
@@ -173,7 +177,7 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
             proba = np.zeros((n, len(self.classes_)))
             proba[np.arange(n), self.model_.predict(X).astype(np.int64)] = 1.0
             return proba
-        raw = self.model_.predict_proba(X)
+        raw = self._model_proba(X)
         proba = np.zeros((n, len(self.classes_)))
         proba[:, np.asarray(self.model_.classes_, dtype=np.int64)] = raw
         return proba
@@ -182,14 +186,16 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         X = self._validated(X)
         if self.model_ is None:
             return np.full(len(X), self.classes_[0], dtype=self.classes_.dtype)
-        if self.flat_ is not None:
-            return self.classes_.take(self.flat_.predict(X))
         threshold = getattr(self, "threshold", None)  # models saved before it existed
         if threshold is not None and len(self.classes_) == 2 and hasattr(self.model_, "predict_proba"):
             # model_ was fitted on encoded labels: its column 0 is classes_[0]
-            flat = getattr(self, "flat_boosting_", None)
-            p_first = flat.proba_first(X) if flat is not None else self.model_.predict_proba(X)[:, 0]
+            p_first = self._model_proba(X)[:, 0]
             return self.classes_.take(np.where(p_first >= threshold, 0, 1))
+        compiled = getattr(self, "compiled_", None)
+        if compiled is not None:  # the model's own predict, compiled
+            return self.classes_.take(
+                np.asarray(self.model_.classes_, dtype=np.int64)[compiled.predict_index(X)]
+            )
         return self.classes_.take(np.asarray(self.model_.predict(X), dtype=np.int64))
 
     def predict_for(self, X: np.ndarray, idempotent: np.ndarray | None = None) -> np.ndarray:
@@ -205,16 +211,14 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"{len(idempotent)} idempotent flags for {len(X)} rows")
         if self.model_ is None or len(self.classes_) != 2 or not hasattr(self.model_, "predict_proba"):
             return self.predict(X)
-        flat = getattr(self, "flat_boosting_", None)
-        p_first = flat.proba_first(X) if flat is not None else self.model_.predict_proba(X)[:, 0]
+        p_first = self._model_proba(X)[:, 0]
         plain = getattr(self, "threshold", None)
         threshold = np.where(idempotent, float(idem_threshold), 0.5 if plain is None else float(plain))
         return self.classes_.take(np.where(p_first >= threshold, 0, 1))
 
     def __getstate__(self) -> dict:
         state = dict(super().__getstate__())
-        state.pop("flat_", None)  # plain arrays, rebuilt on load: keeps the file half the size
-        state.pop("flat_boosting_", None)
+        state.pop("compiled_", None)  # plain arrays, rebuilt on load: keeps the file half the size
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -227,242 +231,3 @@ class RuntimeClassifier(ClassifierMixin, BaseEstimator):
         """The fitted model's importances (None for a constant week or a model without them)."""
         model = getattr(self, "model_", None)
         return getattr(model, "feature_importances_", None)
-
-
-class FlatForest:
-    """A fitted binary tree ensemble as flat arrays, evaluated by a compiled loop.
-
-    Gives exactly scikit-learn's ``predict`` (same float32 inputs, float64 thresholds,
-    per-tree normalised leaf values summed in tree order, mean, argmax with ties to class
-    0). Leaves are their own children so every row takes ``max_depth`` branch-free steps,
-    and rows descend a tree in blocks of eight; about 1.5x faster than scikit-learn's
-    per-tree dispatch on 10,000 rows, without the GIL. A test checks the equality.
-    """
-
-    def __init__(self, roots, depth, child, feature, threshold, small) -> None:
-        self.roots, self.depth, self.child = roots, depth, child
-        self.feature, self.threshold, self.small = feature, threshold, small
-
-    @classmethod
-    def of(cls, model: Any) -> FlatForest | None:
-        """Flatten a RandomForest/ExtraTrees over classes [0, 1]; None for anything else.
-
-        ``predict`` returns the class *index* (0 or 1) per row, int8."""
-        from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
-
-        if type(model) not in (RandomForestClassifier, ExtraTreesClassifier):
-            return None
-        if list(model.classes_) != [SMALL, LARGE] or model.n_outputs_ != 1:
-            return None
-        roots, depth, child, feature, threshold, small = [], [], [], [], [], []
-        offset = 0
-        for tree in (e.tree_ for e in model.estimators_):
-            value = tree.value[:, 0, :2].astype(np.float64)
-            total = value.sum(axis=1)
-            total[total == 0.0] = 1.0
-            leaf = tree.children_left == -1
-            nodes = np.arange(tree.node_count) + offset
-            # A leaf is its own child: every row descends exactly ``max_depth`` steps, branch-free.
-            pairs = np.column_stack([tree.children_left + offset, tree.children_right + offset])
-            pairs[leaf] = nodes[leaf, None]
-            roots.append(offset)
-            depth.append(tree.max_depth)
-            child.append(pairs)
-            feature.append(np.where(leaf, 0, tree.feature))
-            threshold.append(tree.threshold)
-            small.append(np.column_stack([value[:, 0] / total, value[:, 1] / total]))
-            offset += tree.node_count
-        return cls(
-            np.array(roots, dtype=np.int64),
-            np.array(depth, dtype=np.int64),
-            np.ascontiguousarray(np.concatenate(child), dtype=np.int32),
-            np.concatenate(feature).astype(np.int32),
-            np.concatenate(threshold).astype(np.float64),
-            np.ascontiguousarray(np.concatenate(small)),
-        )
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        X32 = np.ascontiguousarray(X, dtype=np.float32)
-        return _forest_predict(
-            X32, self.roots, self.depth, self.child, self.feature, self.threshold, self.small
-        )
-
-
-class FlatBoosting:
-    """A fitted binary ``HistGradientBoostingClassifier`` as flat arrays, evaluated by a
-    compiled loop: exactly scikit-learn's ``predict_proba`` (baseline, then each tree's leaf
-    value added in tree order in float64, ``x <= threshold`` goes left, the loss's inverse
-    link), without its per-tree thread dispatch. As :class:`FlatForest`, leaves are their
-    own children (a row stops where its child is itself). A missing value (NaN: e.g. no
-    finished run of the user yet) follows the node's ``missing_go_to_left``, as in
-    scikit-learn; categorical splits are not flattened (``of`` returns None). A test checks
-    the equality, with and without missing values."""
-
-    def __init__(self, model, roots, depth, child, feature, threshold, value, missing_child) -> None:
-        self.model = model
-        self.roots, self.depth, self.child = roots, depth, child
-        self.feature, self.threshold, self.value = feature, threshold, value
-        self.missing_child = missing_child
-
-    @classmethod
-    def of(cls, model: Any) -> FlatBoosting | None:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
-        if type(model) is not HistGradientBoostingClassifier or model.n_trees_per_iteration_ != 1:
-            return None
-        if getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
-            return None
-        nodes = [predictors[0].nodes for predictors in model._predictors]
-        if any(n["is_categorical"].any() for n in nodes):
-            return None
-        sizes = np.array([len(n) for n in nodes], dtype=np.int64)
-        roots = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        offset = np.repeat(roots, sizes)
-        every = np.concatenate(nodes)
-        leaf = every["is_leaf"].astype(bool)
-        index = np.arange(len(every), dtype=np.int64)
-        child = np.column_stack(
-            [every["left"].astype(np.int64) + offset, every["right"].astype(np.int64) + offset]
-        )
-        child[leaf] = index[leaf, None]  # a leaf is its own child
-        missing_child = np.where(every["missing_go_to_left"].astype(bool), child[:, 0], child[:, 1])
-        return cls(
-            model,
-            roots,
-            np.array([int(n["depth"].max()) for n in nodes], dtype=np.int64),
-            np.ascontiguousarray(child),
-            np.where(leaf, 0, every["feature_idx"]).astype(np.int64),
-            every["num_threshold"].astype(np.float64),
-            every["value"].astype(np.float64),
-            np.ascontiguousarray(missing_child),
-        )
-
-    def _tree(self) -> tuple[np.ndarray, ...]:
-        return (
-            self.roots,
-            self.depth,
-            self.child,
-            self.missing_child,
-            self.feature,
-            self.threshold,
-            self.value,
-        )
-
-    def proba_first(self, X: np.ndarray) -> np.ndarray:
-        """P(class index 0) per row, as ``model.predict_proba(X)[:, 0]``."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        baseline = float(np.asarray(self.model._baseline_prediction).reshape(-1)[0])
-        raw = boosting_raw(X, baseline, *self._tree())
-        return 1 - self.model._loss.link.inverse(raw)
-
-    def warm(self) -> None:
-        """Load (or compile) both kernels and start the threads now, at fit or load, so the
-        daemon's first pass does not pay for it."""
-        one = np.zeros((1, int(self.feature.max()) + 1))
-        _boosting_raw(one, 0.0, *self._tree())
-        if _PARALLEL.acquire(blocking=False):
-            try:
-                _boosting_raw_parallel(one, 0.0, *self._tree())
-            finally:
-                _PARALLEL.release()
-
-
-_BLOCK = 8  # rows descending a tree together: their independent load chains overlap
-_PARALLEL_ROWS = 2_048  # fewer rows: the serial loop (starting the threads costs more than it saves)
-# One parallel launch at a time: the fork-safe "workqueue" threading layer must not be entered
-# by two threads at once; a caller that finds it busy takes the serial loop (same result).
-_PARALLEL = threading.Lock()
-if numba.config.THREADING_LAYER == "default":
-    # GNU OpenMP (numba's first choice when libgomp is found) kills a forked child that runs a
-    # parallel kernel after its parent did; "forksafe" takes TBB or workqueue instead.
-    numba.config.THREADING_LAYER = "forksafe"
-
-
-def boosting_raw(X: np.ndarray, baseline: float, *tree: np.ndarray) -> np.ndarray:
-    """The raw score of every row of ``X`` (float64, C order): the rows split between the
-    cores when there are many and no other thread is in the parallel kernel."""
-    if len(X) >= _PARALLEL_ROWS and _PARALLEL.acquire(blocking=False):
-        try:
-            return _boosting_raw_parallel(X, baseline, *tree)
-        finally:
-            _PARALLEL.release()
-    return _boosting_raw(X, baseline, *tree)
-
-
-@njit(cache=True, nogil=True)
-def _boosting_block(
-    X, i0, raw, roots, depth, child, missing_child, feature, threshold, value
-):  # pragma: no cover - compiled
-    # Rows i0 .. i0 + _BLOCK - 1 through every tree, trees in order: each row's additions keep
-    # scikit-learn's order, whatever block or thread handles it. The block steps down a tree
-    # together (interleaved rows: fewer branch misses than a per-row "until leaf" loop) and
-    # stops when no row moved (leaves are their own children), not always at the tree's depth.
-    m = min(_BLOCK, X.shape[0] - i0)
-    nodes = np.empty(_BLOCK, dtype=np.int64)
-    for t in range(roots.shape[0]):
-        root = roots[t]
-        for b in range(m):
-            nodes[b] = root
-        for _ in range(depth[t]):
-            moved = False
-            for b in range(m):
-                node = nodes[b]
-                x = X[i0 + b, feature[node]]
-                if np.isnan(x):
-                    step = missing_child[node]
-                else:
-                    step = child[node, 1 if x > threshold[node] else 0]
-                moved |= step != node
-                nodes[b] = step
-            if not moved:
-                break
-        for b in range(m):
-            raw[i0 + b] += value[nodes[b]]
-
-
-@njit(cache=True, nogil=True)
-def _boosting_raw(
-    X, baseline, roots, depth, child, missing_child, feature, threshold, value
-):  # pragma: no cover - compiled
-    raw = np.full(X.shape[0], baseline)
-    for i0 in range(0, X.shape[0], _BLOCK):
-        _boosting_block(X, i0, raw, roots, depth, child, missing_child, feature, threshold, value)
-    return raw
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _boosting_raw_parallel(
-    X, baseline, roots, depth, child, missing_child, feature, threshold, value
-):  # pragma: no cover - compiled
-    # Row blocks split between the threads; each block writes only its own rows of ``raw``.
-    raw = np.full(X.shape[0], baseline)
-    for k in prange((X.shape[0] + _BLOCK - 1) // _BLOCK):
-        _boosting_block(X, k * _BLOCK, raw, roots, depth, child, missing_child, feature, threshold, value)
-    return raw
-
-
-@njit(cache=True, nogil=True)
-def _forest_predict(X, roots, depth, child, feature, threshold, small):  # pragma: no cover - compiled
-    # Trees outer, rows inner: one tree's nodes stay in cache while all rows descend it.
-    n = X.shape[0]
-    n_trees = roots.shape[0]
-    p_small = np.zeros(n)
-    p_large = np.zeros(n)
-    nodes = np.empty(_BLOCK, dtype=np.int64)
-    for t in range(n_trees):
-        root = roots[t]
-        for i0 in range(0, n, _BLOCK):
-            m = min(_BLOCK, n - i0)
-            for b in range(m):
-                nodes[b] = root
-            for _ in range(depth[t]):
-                for b in range(m):
-                    node = nodes[b]
-                    nodes[b] = child[node, 1 if X[i0 + b, feature[node]] > threshold[node] else 0]
-            for b in range(m):
-                p_small[i0 + b] += small[nodes[b], 0]
-                p_large[i0 + b] += small[nodes[b], 1]
-    out = np.empty(n, dtype=np.int8)
-    for i in range(n):
-        out[i] = 0 if p_small[i] / n_trees >= p_large[i] / n_trees else 1
-    return out

@@ -14,7 +14,7 @@ counter from the feature store (``FeatureStore.window_features(None, now - windo
 the mean over nodes of each node's mean) or from any callable ``(start, end) -> mean``, so
 tests and the simulator use the same rule. :func:`variable_intervals` turns a counter time
 series into the (start, end) intervals during which the rule fires, for
-``rush.sim.engine.SimInputs.variable_intervals``.
+``rush.simulator.engine.SimInputs.variable_intervals``.
 """
 
 from __future__ import annotations
@@ -222,11 +222,11 @@ class LearnedVariationPredictor:
                 where="variation.store",
                 fix="set variation.store to the collector's feature store",
             )
-        from rush.models.variability.fast import verified
+        from rush.models.trees import verified_proba
 
         self.pipeline, self.card = load_variability_model(model)
-        # The trees' own arrays, checked equal to predict_proba now (see rush.models.variability.fast).
-        self._proba = verified(self.pipeline, len(self.card["features"]))
+        # The trees compiled, checked equal to predict_proba now (see rush.models.trees).
+        self._proba = verified_proba(self.pipeline, len(self.card["features"]))
         self.model_path = str(model)
         self.features: list[str] = list(self.card["features"])
         self.window = float(self.card["window"])

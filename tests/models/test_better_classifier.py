@@ -121,7 +121,7 @@ def test_threshold_decides_on_the_small_probability():
     assert low.predict(X).tolist() == np.where(p_small >= 0.2, 0, 1).tolist()
     assert (low.predict(X) == 0).sum() > (plain.predict(X) == 0).sum()
     forest = RuntimeClassifier(n_estimators=5, threshold=0.2).fit(X, y)
-    assert forest.flat_ is None  # the compiled forest is argmax only: the threshold goes by proba
+    assert forest.compiled_ is not None  # the threshold goes by the compiled probabilities
     assert forest.predict(X).tolist() == np.where(forest.predict_proba(X)[:, 0] >= 0.2, 0, 1).tolist()
 
 
@@ -210,18 +210,16 @@ def test_compiled_boosting_equals_scikit_learn():
     result = predict_classes_walkforward(w, header, mode="live", n_estimators=5)
     X, y = result.features, result.actual_class()
     model = RuntimeClassifier(estimator="hgb", n_estimators=30, threshold=0.4).fit(X, y)
-    assert model.flat_boosting_ is not None
+    assert model.compiled_ is not None
     X_nan = X.copy()
     X_nan[::17, 3] = np.nan  # missing values take each node's missing side, as scikit-learn
     for data in (X, X_nan):
-        np.testing.assert_array_equal(
-            model.flat_boosting_.proba_first(data), model.model_.predict_proba(data)[:, 0]
-        )
+        np.testing.assert_array_equal(model.compiled_.predict_proba(data), model.model_.predict_proba(data))
     assert model.predict(X).tolist() == np.where(model.model_.predict_proba(X)[:, 0] >= 0.4, 0, 1).tolist()
     import pickle
 
     again = pickle.loads(pickle.dumps(model))  # rebuilt on load, not pickled
-    assert "flat_boosting_" not in model.__getstate__() and again.flat_boosting_ is not None
+    assert "compiled_" not in model.__getstate__() and again.compiled_ is not None
     assert np.array_equal(again.predict(X), model.predict(X))
 
 

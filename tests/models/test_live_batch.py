@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from rush.models import runtime_class
+from rush.models import runtime_class, trees
 from rush.models.history import SUBMITS_KEPT, JobColumns, RuntimeHistory, _distinct_pairs
 from rush.models.runtime_features import Clock, temporal_features
 
@@ -109,15 +109,15 @@ def fitted_boosting():
 
 def test_parallel_serial_and_threaded_trees_equal_scikit_learn():
     model, X = fitted_boosting()
-    flat = model.flat_boosting_
-    expected = model.model_.predict_proba(X)[:, 0]
-    assert len(X) >= runtime_class._PARALLEL_ROWS  # the parallel kernel
-    assert np.array_equal(flat.proba_first(X), expected)
-    assert np.array_equal(flat.proba_first(X[:100]), expected[:100])  # the serial one
-    with runtime_class._PARALLEL:  # another thread in the parallel kernel: the serial one
-        assert np.array_equal(flat.proba_first(X), expected)
+    compiled = model.compiled_
+    expected = model.model_.predict_proba(X)
+    assert len(X) >= trees.PARALLEL_ROWS  # the parallel kernel
+    assert np.array_equal(compiled.predict_proba(X), expected)
+    assert np.array_equal(compiled.predict_proba(X[:100]), expected[:100])  # the serial one
+    with trees.PARALLEL:  # another thread in the parallel kernel: the serial one
+        assert np.array_equal(compiled.predict_proba(X), expected)
     results: list[np.ndarray] = []
-    threads = [threading.Thread(target=lambda: results.append(flat.proba_first(X))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: results.append(compiled.predict_proba(X))) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -126,13 +126,13 @@ def test_parallel_serial_and_threaded_trees_equal_scikit_learn():
 
 
 def _child_predicts(model, X, expected) -> None:
-    raise SystemExit(0 if np.array_equal(model.flat_boosting_.proba_first(X), expected) else 3)
+    raise SystemExit(0 if np.array_equal(model.compiled_.predict_proba(X), expected) else 3)
 
 
 def test_forked_child_predicts_after_its_parent_did():
     # GNU OpenMP, numba's default threading layer where libgomp exists, kills such a child.
     model, X = fitted_boosting()
-    expected = model.flat_boosting_.proba_first(X)  # the parent runs the parallel kernel first
+    expected = model.compiled_.predict_proba(X)  # the parent runs the parallel kernel first
     child = multiprocessing.get_context("fork").Process(target=_child_predicts, args=(model, X, expected))
     child.start()
     child.join(120)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from rush.models.history import JobColumns, RuntimeHistory
-from rush.models.runtime_class import FlatForest, RuntimeClassifier
+from rush.models.runtime_class import RuntimeClassifier
 from rush.models.runtime_features import FEATURES, FinishedIndex, TimeBase
+from rush.models.trees import compile_trees
 from rush.models.walkforward import (
     WEEK,
     clipped_runtime,
@@ -165,9 +166,10 @@ def test_compiled_forest_equals_scikit_learn():
     classifier = trained.model.named_steps["classifier"]
     forest = classifier.model_
     X = walk(w, header, "live").features
-    flat = FlatForest.of(forest)
-    assert flat is not None
-    assert np.array_equal(flat.predict(X), forest.predict(X))
+    compiled = compile_trees(forest)
+    assert compiled is not None
+    assert np.array_equal(compiled.predict_proba(X), forest.predict_proba(X))
+    assert np.array_equal(forest.classes_[compiled.predict_index(X)], forest.predict(X))
     assert np.array_equal(classifier.predict(X), forest.predict(X))
 
 

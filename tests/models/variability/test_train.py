@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from rush.errors import ConfigError, ModelError
+from rush.models.trees import pipeline_proba, verified_proba
 from rush.models.variability.dataset import Dataset, DatasetError
-from rush.models.variability.fast import fast_proba, verified
 from rush.models.variability.train import TrainOptions, folds, load_variability_model, train_variability
 from tests.models.variability.conftest import FAST
 
@@ -80,10 +80,10 @@ def test_tampered_model_file_is_refused(model_file, tmp_path):
 
 def test_fast_probabilities_equal_the_pipeline(trained, dataset):
     X = dataset.X[:, [dataset.feature_names.index(f) for f in trained.features]]
-    fast = fast_proba(trained.pipeline)
-    assert fast is not None
-    np.testing.assert_allclose(fast(X), trained.pipeline.predict_proba(X), rtol=1e-12)
-    assert verified(trained.pipeline, X.shape[1]) is not None
+    compiled = pipeline_proba(trained.pipeline)
+    assert compiled is not None
+    np.testing.assert_array_equal(compiled(X), trained.pipeline.predict_proba(X))
+    np.testing.assert_array_equal(verified_proba(trained.pipeline, X.shape[1])(X), compiled(X))
 
 
 def test_one_application_cannot_be_cross_validated(dataset):
@@ -145,3 +145,18 @@ def test_a_fold_whose_training_part_has_one_class(dataset):
     y[np.flatnonzero(first)[:3]] = 1
     result = train_variability(replace(dataset, y_binary=y, y_class=y * 2), FAST)
     assert result.cv_table[0]["per_app"][dataset.apps[0]] == 0.0
+
+
+def test_a_one_class_training_fold_predicts_that_class():
+    from rush.models.variability.train import fit, importances
+
+    X = np.arange(12.0).reshape(6, 2)
+    model = fit(lambda n: pytest.fail("no estimator can learn from one class"), X, np.ones(6, dtype=np.int64))
+    assert model.predict(X[:3]).tolist() == [1, 1, 1]
+    assert importances(model, 2).tolist() == [0.0, 0.0]  # it ranks no feature above another
+
+
+def test_folds_hold_out_each_application_in_sorted_order():
+    apps = np.array(["b", "a", "b", "c", "a"], dtype=object)
+    got = [(app, train.tolist(), test.tolist()) for app, train, test in folds(apps)]
+    assert got == [("a", [0, 2, 3], [1, 4]), ("b", [1, 3, 4], [0, 2]), ("c", [0, 1, 2, 4], [3])]
