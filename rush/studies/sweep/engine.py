@@ -21,7 +21,7 @@ import datetime as dt
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rush.errors import ConfigError
@@ -176,12 +176,15 @@ def check_options(options: SweepOptions) -> dict[str, str]:
     return {name: loader_token(name, loader) for name, loader in options.resources.items()}
 
 
-def _bar(options: SweepOptions, total: int, initial: int):
-    from tqdm import tqdm
+@contextlib.contextmanager
+def _bar(options: SweepOptions, total: int, initial: int) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr (rich, as the CLI's help and tables); yields ``advance(n)``."""
+    from rich.console import Console
+    from rich.progress import Progress
 
-    return tqdm(
-        total=total, initial=initial, unit="cell", disable=not options.progress, file=sys.stderr, leave=False
-    )
+    with Progress(console=Console(file=sys.stderr), transient=True, disable=not options.progress) as bar:
+        task = bar.add_task("cells", total=total, completed=initial)
+        yield lambda n: bar.advance(task, n)
 
 
 def run_sweep(
@@ -261,7 +264,7 @@ def run_sweep(
                     if table is not None:
                         table.append(full)
                     fresh[key] = full
-                    bar.update(1)
+                    bar(1)
     finally:
         if table is not None:
             table.close()

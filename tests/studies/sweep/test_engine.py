@@ -205,3 +205,14 @@ def test_automatic_batches_follow_cell_durations() -> None:
     tail.observe([1e-4])
     assert max(len(b) for b in tail) <= 40 // 8  # every worker keeps several of the remaining tasks
     assert sum(len(b) for b in Batches(todo[:17], 5, workers=2)) == 17
+
+
+def test_the_progress_bar_changes_no_row(capsys):
+    cells = [{"x": i} for i in range(4)]
+    shown = run_sweep(tasks.square, cells, SweepOptions(cluster="serial", progress=True))
+    quiet = run_sweep(tasks.square, cells, SweepOptions(cluster="serial", progress=False))
+    assert [r["x"] for r in shown] == [0, 1, 2, 3]
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in shown] == [
+        {k: v for k, v in r.items() if k != "seconds"} for r in quiet
+    ]
+    assert capsys.readouterr().out == ""  # the bar goes to stderr, never into piped output
