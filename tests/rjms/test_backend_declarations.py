@@ -26,8 +26,10 @@ from rush.rjms.slurm import SlurmBackend
 
 def test_every_declared_option_is_a_constructor_keyword_and_back() -> None:
     # The declaration and the constructor cannot drift: same names, both ways.
-    for name in ("slurm", "flux"):
-        cls = backend_class(name)
+    from rush.rjms.slurm_pyslurm import PySlurmBackend  # the module imports without pyslurm
+
+    for cls in (backend_class("slurm"), backend_class("flux"), PySlurmBackend):
+        name = cls.__name__
         keywords = set(inspect.signature(cls.__init__).parameters) - {"self", "handle"}
         assert {o.name for o in cls.options} == keywords, name
 
