@@ -31,14 +31,15 @@ def _ratio(a: int, b: int) -> float:
 
 
 def confusion(actual_small: np.ndarray, predicted_small: np.ndarray) -> dict[str, int]:
-    actual_small = np.asarray(actual_small, dtype=bool)
-    predicted_small = np.asarray(predicted_small, dtype=bool)
-    return {
-        "TS": int(np.sum(predicted_small & actual_small)),
-        "FS": int(np.sum(predicted_small & ~actual_small)),
-        "FL": int(np.sum(~predicted_small & actual_small)),
-        "TL": int(np.sum(~predicted_small & ~actual_small)),
-    }
+    """The four counts, from scikit-learn's confusion matrix (rows actual, columns predicted)."""
+    from sklearn.metrics import confusion_matrix
+
+    actual_small = np.asarray(actual_small, dtype=bool).reshape(-1)
+    predicted_small = np.asarray(predicted_small, dtype=bool).reshape(-1)
+    if len(actual_small) == 0:  # scikit-learn refuses an empty matrix; the counts are zero
+        return {"TS": 0, "FS": 0, "FL": 0, "TL": 0}
+    (ts, fl), (fs, tl) = confusion_matrix(actual_small, predicted_small, labels=[True, False])
+    return {"TS": int(ts), "FS": int(fs), "FL": int(fl), "TL": int(tl)}
 
 
 def classification_summary(actual_small: np.ndarray, predicted_small: np.ndarray) -> dict:

@@ -176,20 +176,13 @@ def make_estimator(kind: str, seed: int, n_estimators: int, n_train: int = 10**6
     return Pipeline([imputer, ("model", model)])
 
 
-class ConstantClassifier:
-    """A training fold with one class only: predict it (no estimator can learn a boundary)."""
-
-    def __init__(self, label: int, n_features: int) -> None:
-        self.label = int(label)
-        self.feature_importances_ = np.zeros(n_features)
-
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        return np.full(len(X), self.label)
-
-
 def fit(make: Callable[[int], Any], X: np.ndarray, y: np.ndarray) -> Any:
+    """The model fitted on a training fold; with one class only, scikit-learn's
+    ``DummyClassifier`` predicting it (no estimator can learn a boundary; no importances)."""
+    from sklearn.dummy import DummyClassifier
+
     if len(np.unique(y)) < 2:
-        return ConstantClassifier(y[0], X.shape[1])
+        return DummyClassifier(strategy="most_frequent").fit(X, y)
     return make(len(y)).fit(X, y)
 
 
@@ -212,16 +205,20 @@ def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 
 def folds(apps: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """Leave one application out: (held-out app, train indices, test indices)."""
-    names = sorted(set(apps.tolist()))
+    """Leave one application out (scikit-learn's ``LeaveOneGroupOut``, applications in sorted
+    order): (held-out app, train indices, test indices)."""
+    from sklearn.model_selection import LeaveOneGroupOut
+
+    names = np.unique(apps)
     if len(names) < 2:
         raise DatasetError(
-            f"the dataset has one application ({names[0] if names else 'none'}): "
+            f"the dataset has one application ({names[0] if len(names) else 'none'}): "
             "leave-one-application-out cross-validation needs at least 2",
             where="dataset apps",
             fix="run the campaign with two or more applications",
         )
-    return [(a, np.flatnonzero(apps != a), np.flatnonzero(apps == a)) for a in names]
+    splits = LeaveOneGroupOut().split(np.zeros((len(apps), 1)), groups=apps)
+    return [(str(app), train, test) for app, (train, test) in zip(names, splits, strict=True)]
 
 
 def loao(make: Callable[[int], Any], X: np.ndarray, y: np.ndarray, apps: np.ndarray) -> dict[str, Any]:
@@ -246,7 +243,12 @@ def rfe_order(
     y: np.ndarray,
     step: int,
 ) -> tuple[list[int], list[int]]:
-    """(features most important first, sizes visited): drop the least important ``step`` at a time."""
+    """(features most important first, sizes visited): drop the least important ``step`` at a time.
+
+    Not scikit-learn's ``RFE``: its ``ranking_`` ties the features dropped in one step, while
+    this order keeps them by importance, and the curve's refits and the model card's feature
+    list take their columns in this order (RFE would change the committed study's figures);
+    and a KNN model is ranked by ExtraTrees here, which ``RFECV`` (one estimator) cannot do."""
     remaining = list(range(X.shape[1]))
     eliminated: list[int] = []
     sizes = []
