@@ -51,9 +51,10 @@ def kill_due(start: float, now: float, divider: float) -> bool:
     Asked of running jobs after the completions at ``now`` (live: at each pass; the job is
     still running, so it has run for at least ``now - start``). A run of exactly the divider
     completes first and is not killed: :func:`run_outcome` asks the same question of a run
-    whose length the simulator knows (``length > divider``).
+    whose length the simulator knows (``length > divider``). Compared as ``start + divider``,
+    the kill time the simulator computes (``now - start`` can round just below the divider).
     """
-    return now - start >= divider
+    return now >= start + divider
 
 
 @njit(cache=True, inline="always")
