@@ -30,8 +30,8 @@ from pathlib import Path
 from rush.collect.base import Collector, Sample, register_collector
 from rush.collect.config import collect_config_from_dict
 from rush.collect.service import CollectorService
-from rush.daemon.config import parse_config
 from rush.daemon.service import Daemon
+from rush.planner.config import parse_config
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 CHECKPOINTS = (1_000, 2_000, 5_000, 10_000)

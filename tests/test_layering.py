@@ -42,9 +42,6 @@ SIDEWAYS: dict[tuple[str, str], str] = {
     ("config_file", "errors"): "configuration errors are RushErrors",
     ("collect", "rjms"): "the MPI probe is submitted through an RJMS backend (type hints only)",
     ("__main__", "cli"): "python -m rush runs the command line",
-    # Debt (issue 19, section 2): the Flux module still runs the daemon's cycle as a library;
-    # when the planner owns snapshot -> core -> plan, the module only allocates and this goes.
-    ("flux_module", "daemon"): "the Flux scheduler module runs rush.daemon.service.Daemon's cycle",
 }
 LAYER_OF: dict[str, int] = {
     package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages

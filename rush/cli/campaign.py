@@ -85,7 +85,7 @@ def run(
 
     configured: dict[str, object] = {}
     if config is not None:
-        from rush.daemon.config import load_config
+        from rush.planner.config import load_config
 
         section = load_config(config).rjms
         rjms, configured = section.backend, dict(section.options)

@@ -28,8 +28,8 @@ def daemon_command(
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Read the queue, decide with the core, apply or journal every decision with its reason."""
-    from rush.daemon.config import load_config
     from rush.daemon.service import Daemon
+    from rush.planner.config import load_config
 
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

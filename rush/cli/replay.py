@@ -73,7 +73,7 @@ def replay_command(
     cycle = None
     scheduler: contextlib.AbstractContextManager = contextlib.nullcontext()
     if mode == "scheduler":
-        from rush.daemon.config import load_config
+        from rush.planner.config import load_config
 
         # The module decides; the simulator gets the same core configuration from the same file.
         core_config = load_config(config).core_config()

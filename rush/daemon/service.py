@@ -1,77 +1,31 @@
-"""The rush daemon: read the queue, ask the core, apply (or only journal) its decisions.
+"""The rush daemon: the planner's cycle (:class:`rush.planner.plan.Planner`) in a loop.
 
-One cycle:
-
-1. read the RJMS; on failure, a garbage answer or a read slower than
-   ``daemon.max_read_seconds``: log, count, journal, back off (exponential, capped) and
-   take **no** action on stale data;
-2. reconcile intents left open by a crash, and confirm the requeues issued last cycle
-   (they are asynchronous: issued, never waited for, never re-issued) (:meth:`Applier.reconcile`);
-3. feed finished jobs to the runtime classifier's live history;
-4. build the core's snapshot (:mod:`rush.planner.snapshot_builder`);
-5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
-6. plan and apply through the backend within the rate limits, or in dry-run only journal
-   (:mod:`rush.daemon.apply`); the core's start/backfill/reserve view is journaled as
-   ``advice``, the evidence for its order.
-
-Any other failure (a corrupt model file, a bug on odd input) is journaled as an event and
-the daemon keeps running.
+Each cycle reads the RJMS, asks the core and applies (or only journals) its plan; this module
+adds what only a long-running process needs: the interval between cycles, exponential
+back-off after failures (capped at ``daemon.backoff_max``), and stopping on SIGTERM/SIGINT.
+A failure outside a cycle's own guard (e.g. the journal's disk is full) is logged and counted,
+and the loop goes on after the back-off.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import signal
 import threading
-import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rush.core.config import CoreConfig
-from rush.core.schedule import schedule
-from rush.core.snapshot import Decisions
-from rush.daemon.apply import Applier, Book, plan_actions
-from rush.daemon.config import RushConfig, load_config
-from rush.daemon.metrics import DaemonMetrics
-from rush.daemon.speculative import speculator_for
-from rush.errors import ConfigError, RJMSError, RushError
-from rush.planner.journal import JobRecord, Journal, MemoryBook
-from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
-from rush.planner.variation import VariationPredictor, get_predictor
-from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
+from rush.planner.config import RushConfig, load_config
+from rush.planner.metrics import DaemonMetrics
+from rush.planner.plan import CycleReport, Planner
+from rush.rjms.base import RJMSBackend
 
 log = logging.getLogger("rush.daemon")
-# A job rush knows nothing more about is forgotten this long after it left the queue.
-FORGET_AFTER = 3600.0
 
 
-@dataclass
-class CycleReport:
-    cycle: int
-    ok: bool
-    error: str = ""
-    # The core's decisions by action, and the RJMS actions done by kind.
-    decisions: dict[str, int] = field(default_factory=dict)
-    applied: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    outcome: str = "ok"  # ok, rjms_error, error
+class Daemon(Planner):
+    """The planner's cycle every ``daemon.cycle_interval`` seconds, with back-off."""
 
-
-def make_backend(config: RushConfig) -> RJMSBackend:
-    """The configured backend; a wrong option is a ConfigError naming ``rjms.options``."""
-    try:
-        return get_backend(config.rjms.backend, **config.rjms.options)
-    except TypeError as exc:
-        raise ConfigError(
-            f"the {config.rjms.backend} backend does not accept these options: {exc}",
-            where="rjms.options",
-            fix="see the backend's documented options in deploy/rush.toml",
-        ) from None
-
-
-class Daemon:
     def __init__(
         self,
         config: RushConfig,
@@ -80,298 +34,8 @@ class Daemon:
         metrics: DaemonMetrics | None = None,
         journal_sync: str = "FULL",
     ) -> None:
-        self.config = config
-        self.dry_run = config.daemon.dry_run if dry_run is None else dry_run
-        self.mode = "dry-run" if self.dry_run else "apply"
-        self.metrics = metrics or DaemonMetrics()
-        self.metrics.dry_run.set(1 if self.dry_run else 0)
-        self.journal = Journal(
-            config.daemon.journal, retention=config.daemon.journal_retention, synchronous=journal_sync
-        )
-        self.backend = backend or make_backend(config)
-        self.applier = Applier(self.backend, self.journal, self.metrics)
-        # Dry-run never writes per-job state to the journal; it plays it in memory.
-        self.book: Book = MemoryBook(self.journal.jobs()) if self.dry_run else self.journal
-        self.failures = 0
-        # The last successful cycle's (cycle number, built snapshot, decisions), for a shell
-        # that carries the decisions out itself (the Flux scheduler module).
-        self.last: tuple[int, Built, Decisions] | None = None
+        super().__init__(config, backend, dry_run, metrics, journal_sync)
         self._stop = threading.Event()
-        self._running: dict[int, RJMSJob] = {}
-        self.classifier = self._load_classifier()
-        self.core_config = self._core_config()
-        self.variation = self._load_variation()
-        self.speculator = speculator_for(config, self.backend, self.journal, self.dry_run)
-        self.builder = SnapshotBuilder(
-            self.classifier,
-            self.variation,
-            self._model_error,
-            time_origin=self._time_origin(),
-            kill_false_small=self.core_config.kill_false_small,
-        )
-
-    # -- set-up ---------------------------------------------------------------------------
-    def _model_error(self, model: str, exc: Exception, cycle: int | None = None) -> None:
-        """A model that cannot be used is journaled; the daemon goes on without it."""
-        log.error("model %s not used: %s", model, exc)
-        self.metrics.model_errors.labels(model=model).inc()
-        self.journal.event(cycle, "model", f"{model}: {exc}")
-
-    def _load_classifier(self) -> ClassPredictor | None:
-        m = self.config.models
-        try:
-            classifier = load_class_predictor(m.runtime_class, m.history, m.small_below)
-        except RushError as exc:
-            self._model_error("runtime-class", exc)
-            classifier = load_class_predictor(None, None, m.small_below)
-        except Exception as exc:  # a pickle that fails in an unexpected way
-            self._model_error("runtime-class", exc)
-            classifier = load_class_predictor(None, None, m.small_below)
-        if classifier is not None:
-            self.metrics.model_info.labels(model=classifier.name, version=classifier.version).set(1)
-            # What an administrator should know about the model (e.g. per-user history starts empty).
-            for note in getattr(classifier, "notes", []):
-                self.journal.event(None, "model", f"{classifier.name}: {note}")
-        return classifier
-
-    def _core_config(self) -> CoreConfig:
-        divider = self.classifier.divider if self.classifier is not None else None
-        try:
-            return self.config.core_config(divider=divider)
-        except RushError as exc:
-            # kill_false_small with the model's divider, but the model did not load.
-            self.journal.event(None, "config", f"false-small kills disabled: {exc}")
-            log.error("false-small kills disabled: %s", exc)
-            return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
-
-    def _time_origin(self) -> float:
-        """Live origin of r = submit - origin (F1-F4, LIN): configured, else the first cycle's time.
-
-        Offline it is the trace's start; live, the day rush started scheduling this cluster
-        plays that role. It is kept in the journal, so restarts do not move every priority.
-        """
-        if self.config.policy.time_origin is not None:
-            return float(self.config.policy.time_origin)
-        return float(self.journal.meta_default("time_origin", repr(time.time())))
-
-    def _load_variation(self) -> VariationPredictor | None:
-        v = self.config.variation
-        if not v.enabled:
-            return None
-        if v.predictor == "learned":
-            # The model card fixes the window and the features; the rule's keys do not apply.
-            options: dict[str, Any] = {"source": v.store, "model": v.model, "classes": v.classes}
-        else:
-            options = {
-                "source": v.store,
-                "counter": v.counter,
-                "threshold": v.threshold,
-                "window": v.window,
-                "workload_type": v.workload_type,
-            }
-        try:
-            predictor = get_predictor(v.predictor, **options)
-        except Exception as exc:  # e.g. a tampered model file: journaled, no job is held
-            self._model_error(f"variation:{v.predictor}", exc)
-            return None
-        card = getattr(predictor, "card", None)
-        version = (
-            f"{card['estimator']} {card['sha256'][:12]} flags {','.join(predictor.classes)}"
-            if card
-            else f"{v.counter}>{v.threshold:g}/{v.window:g}s"
-        )
-        self.metrics.model_info.labels(model=f"variation:{v.predictor}", version=version).set(1)
-        return predictor
-
-    # -- one cycle ------------------------------------------------------------------------
-    def _read(self, cycle: int) -> ClusterState:
-        started = time.monotonic()
-        try:
-            state = self.backend.read_state(self.config.daemon.partitions)
-        except RJMSError:
-            raise
-        except Exception as exc:  # garbage the backend did not catch: no action on it
-            raise RJMSError(f"unusable answer: {exc!r}", where=f"{self.config.rjms.backend} read") from exc
-        took = time.monotonic() - started
-        if took > self.config.daemon.max_read_seconds:
-            raise RJMSError(
-                f"the queue read took {took:.1f} s > daemon.max_read_seconds; the data is stale",
-                where=f"{self.config.rjms.backend} read",
-                fix="rush retries next cycle; raise daemon.max_read_seconds if the RJMS is always this slow",
-            )
-        return state
-
-    def _fail(self, cycle: int, started: float, outcome: str, exc: BaseException) -> CycleReport:
-        self.failures += 1
-        self.metrics.cycles.labels(outcome=outcome).inc()
-        self.metrics.consecutive_failures.set(self.failures)
-        if outcome == "rjms_error":
-            self.metrics.rjms_errors.inc()
-            log.warning("cycle %d: RJMS unavailable, no action taken: %s", cycle, exc)
-        else:
-            log.exception("cycle %d failed; the daemon keeps running", cycle, exc_info=exc)
-        seconds = time.perf_counter() - started
-        try:
-            self.journal.event(cycle, outcome, str(exc))
-            self.journal.end_cycle(cycle, False, self.mode, seconds=seconds, error=str(exc)[:2000])
-        except Exception:  # the journal itself failing must not kill the loop
-            log.exception("cannot journal cycle %d's failure", cycle)
-        return CycleReport(cycle, False, str(exc), seconds=seconds, outcome=outcome)
-
-    def run_cycle(self) -> CycleReport:
-        started = time.perf_counter()
-        cycle = self.journal.next_cycle()
-        try:
-            state = self._read(cycle)
-        except RJMSError as exc:
-            return self._fail(cycle, started, "rjms_error", exc)
-        try:
-            self.applier.reconcile(state)
-            self._observe_completions(state, cycle)
-            built = self.builder.build(state, self.book.jobs())
-            if built.dropped:
-                shown = ", ".join(f"{job_id} ({why})" for job_id, why in built.dropped[:20])
-                self.journal.event(
-                    cycle, "rjms_data", f"{len(built.dropped)} job(s) left out, unusable as read: {shown}"
-                )
-            for name, seconds in built.model_seconds.items():
-                self.metrics.model_latency.labels(model=name).observe(seconds)
-            decisions = schedule(
-                built.snapshot, self.core_config, explain_priorities=not self.backend.capabilities.starts_jobs
-            )
-            self.last = (cycle, built, decisions)
-            # Limits first: a priority nudge may start the job at once.
-            speculated = self._speculate(cycle, state)
-            applied, rjms_error = self._act(cycle, state, built, decisions)
-            for kind, n in speculated.items():
-                applied[kind] = applied.get(kind, 0) + n
-        except Exception as exc:
-            return self._fail(cycle, started, "error", exc)
-        counts: dict[str, int] = {}
-        for d in decisions.decisions:
-            counts[d.action] = counts.get(d.action, 0) + 1
-        seconds = time.perf_counter() - started
-        pending, running = len(built.snapshot.pending), len(built.snapshot.running)
-        if rjms_error is not None:
-            # Part of the plan may be done; the rest waits for the RJMS, with back-off.
-            report = self._fail(cycle, started, "rjms_error", rjms_error)
-            report.decisions, report.applied = counts, applied
-            return report
-        self.failures = 0
-        self.metrics.cycles.labels(outcome="ok").inc()
-        self.metrics.consecutive_failures.set(0)
-        self.metrics.cycle_seconds.observe(seconds)
-        self.metrics.queue_length.set(pending)
-        self.metrics.running_jobs.set(running)
-        self.metrics.last_success.set(time.time())
-        self.journal.end_cycle(cycle, True, self.mode, pending, running, counts, seconds)
-        return CycleReport(cycle, True, decisions=counts, applied=applied, seconds=seconds)
-
-    def _act(
-        self, cycle: int, state: ClusterState, built: Built, decisions: Decisions
-    ) -> tuple[dict[str, int], RJMSError | None]:
-        # Remember classes predicted this cycle (a running job keeps its pending prediction).
-        with self.journal.transaction():
-            for job_id, cls in built.predicted.items():
-                rec = self.book.job(job_id)
-                if rec.predicted_class != cls:
-                    rec.predicted_class = cls
-                    self.book.save_job(rec)
-            # Conservative reservations stand from pass to pass: the core's new ones replace
-            # the old for every job it saw pending (the next snapshot gives them back).
-            for job in built.snapshot.pending:
-                at = decisions.reserved_at.get(job.job_id)
-                if (math.inf if at is None else at) != job.reserved_at:
-                    rec = self.book.job(job.job_id)
-                    rec.reserved_at = at
-                    self.book.save_job(rec)
-            self._touch(state)
-        plan = plan_actions(
-            decisions,
-            state,
-            self.book.jobs(),
-            max_actions_per_cycle=self.config.daemon.max_actions_per_cycle,
-            skip_limit=self.core_config.skip_limit,
-            outputs=built.outputs,
-        )
-        if self.dry_run:
-            self.applier.journal_only(cycle, plan, self.book)
-            applied: dict[str, int] = {}
-            rjms_error = None
-        else:
-            applied, rjms_error = self.applier.apply(cycle, plan, state)
-        # A shell that starts jobs journals its starts with their outcome itself.
-        advice = ("reserve",) if self.backend.capabilities.starts_jobs else ("start", "backfill", "reserve")
-        with self.journal.transaction():
-            for d in decisions.decisions:
-                if d.action in advice:
-                    self.journal.record(
-                        cycle,
-                        d.job_id,
-                        d.action,
-                        d.reason,
-                        d.value,
-                        built.outputs.get(d.job_id),
-                        self.mode,
-                        "advice",
-                    )
-        return applied, rjms_error
-
-    def _speculate(self, cycle: int, state: ClusterState) -> dict[str, int]:
-        """Speculative reservations (rush.daemon.speculative): the RJMS actions done by kind. A
-        failure there is journaled and leaves the core's actions of this cycle standing."""
-        if self.speculator is None:
-            return {}
-        try:
-            return self.speculator.cycle(cycle, state)
-        except Exception as exc:
-            log.exception("speculative reservations skipped this cycle")
-            self.journal.event(cycle, "speculative", f"skipped this cycle: {exc}")
-            return {}
-
-    def _touch(self, state: ClusterState) -> None:
-        """Mark the jobs still in the queue; forget the ones long gone (none with open intents)."""
-        now = state.taken_at
-        seen = {j.job_id for j in state.jobs}
-        open_jobs = {i.job_id for i in self.journal.open_intents()}
-        stale = []
-        for job_id, rec in self.book.jobs().items():
-            if job_id in seen:
-                if rec.last_seen != now:
-                    rec.last_seen = now
-                    self.book.save_job(rec)
-            elif job_id not in open_jobs and (rec.last_seen or 0) < now - FORGET_AFTER:
-                stale.append(job_id)
-        if stale:
-            self.book.forget_jobs(stale)
-
-    def _observe_completions(self, state: ClusterState, cycle: int) -> None:
-        """Jobs that were running last cycle and left the queue finished: feed the history."""
-        running = {j.job_id: j for j in state.jobs if j.state != "PENDING" and j.start is not None}
-        still_here = {j.job_id for j in state.jobs}
-        finished = [j for job_id, j in self._running.items() if job_id not in still_here]
-        self._running = running
-        if not finished or self.classifier is None:
-            return
-        # A run rush killed (false-small; on Flux the job leaves and a replacement is submitted)
-        # was cut short: its length is not a runtime for the history.
-        records = self.book.jobs()
-        finished = [j for j in finished if not _killed_by_rush(j, records.get(j.job_id))]
-        if not finished:
-            return
-        ends: dict[int, float] = {}
-        try:
-            for record in self.backend.accounting([j.job_id for j in finished]):
-                if record.get("end"):
-                    ends[int(record["job_id"])] = float(record["end"])
-        except (NotImplementedError, RushError) as exc:
-            log.debug("no accounting for finished jobs (%s); using the read time", exc)
-        try:
-            for j in finished:
-                self.classifier.observe_finished(j, ends.get(j.job_id, state.taken_at))
-            self.classifier.save()
-        except Exception as exc:
-            self._model_error(self.classifier.name, exc, cycle)
 
     # -- the loop -------------------------------------------------------------------------
     def next_delay(self) -> float:
@@ -411,15 +75,6 @@ class Daemon:
             if cycles is None or done < cycles:
                 self._stop.wait(self.next_delay())
         self.journal.close()
-
-
-def _killed_by_rush(job: RJMSJob, rec: JobRecord | None) -> bool:
-    """This run of ``job`` ended by rush's kill: the journal counts more requeues than it ran with."""
-    try:
-        ran_with = int(job.tags.get("requeues", 0))
-    except ValueError:
-        ran_with = 0
-    return rec is not None and rec.requeues > ran_with
 
 
 def replay_hooks(config_path: Path):

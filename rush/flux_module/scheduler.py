@@ -14,11 +14,12 @@ default: the instance's expiration, else unlimited), plus the base class's ``que
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
 pending queue, the jobs it started, the resource pool) into a :class:`ClusterState` and hands
-it to the daemon loop (:class:`rush.daemon.service.Daemon`, the same code as ``rush daemon``):
+it to the planner (:class:`rush.planner.plan.Planner`, the same cycle as ``rush daemon``):
 runtime classes, the variation predictor, :func:`rush.core.schedule`, skip counting and
-false-small kills, all journaled. The module then allocates the core's ``start`` and
-``backfill`` decisions, in the core's order, from Flux's resource pool, and journals each with
-its reason and outcome. A skipped job simply stays queued; a periodic pass
+false-small kills, all journaled. Its backend declares that it starts jobs, so the planner
+plans no priorities and a skip is only counted. The module then only allocates the core's
+``start`` and ``backfill`` decisions, in the core's order, from Flux's resource pool, and
+journals each with its reason and outcome. A skipped job simply stays queued; a periodic pass
 (``daemon.cycle_interval``) re-evaluates skips and kill deadlines when nothing else happens.
 """
 
@@ -38,10 +39,10 @@ from rush.core.rules import time_limit
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
-from rush.daemon.config import load_config
-from rush.daemon.service import Daemon
 from rush.errors import RushError
-from rush.rjms.base import ActionResult, ClusterState, RJMSJob
+from rush.planner.config import load_config
+from rush.planner.plan import Planner
+from rush.rjms.base import ClusterState, RJMSJob
 from rush.rjms.flux import FluxBackend, count_cores, jobspec_tags, trusted_submit_time
 
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
@@ -85,7 +86,9 @@ def user_name(userid: int, cache: dict[int, str]) -> str:
 
 
 class ModuleBackend(FluxBackend):
-    """The daemon loop's backend inside the module: reads come from the module's own view."""
+    """The planner's backend inside the module: reads come from the module's own view, and it
+    starts jobs (the module allocates them), so the planner places no holds and no priorities.
+    Kills go through Flux as for the daemon (cancel and resubmit)."""
 
     capabilities = replace(FluxBackend.capabilities, starts_jobs=True)
 
@@ -95,17 +98,6 @@ class ModuleBackend(FluxBackend):
 
     def read_state(self, partitions=()) -> ClusterState:
         return self.sched.cluster_state(partitions)
-
-    # The core's skips keep a job in the module's queue; there is nothing to hold in Flux, and
-    # the order is the priority.
-    def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
-        return ActionResult(ok=True, answer="scheduler mode: the order is the priority")
-
-    def hold(self, job_id: int) -> ActionResult:
-        return ActionResult(ok=True, answer="scheduler mode: kept queued, not started")
-
-    def release(self, job_id: int) -> ActionResult:
-        return ActionResult(ok=True, answer="scheduler mode: may start in a later pass")
 
 
 class RushScheduler(Scheduler):
@@ -133,7 +125,7 @@ class RushScheduler(Scheduler):
         # loses nothing; a machine crash takes the running jobs with it anyway).
         # Kept typed: the module asks its own backend for Flux-only facts (the owner).
         self.backend = ModuleBackend(self)
-        self.daemon = Daemon(config, backend=self.backend, journal_sync="NORMAL")
+        self.planner = Planner(config, backend=self.backend, journal_sync="NORMAL")
         self._warm_up()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
@@ -153,7 +145,7 @@ class RushScheduler(Scheduler):
             pending=(CorePendingJob(1, now, 2, 60.0),),
             running=(RunningJob(2, now, 1, 60.0),),
         )
-        schedule(snapshot, self.daemon.core_config)
+        schedule(snapshot, self.planner.core_config)
 
     def _periodic_pass(self) -> None:
         """Skips expire and kill deadlines pass with no Flux event: a pass every cycle_interval,
@@ -199,7 +191,7 @@ class RushScheduler(Scheduler):
         except Exception as exc:  # jobspec is untrusted input: deny, never stop the module
             why = str(exc) or type(exc).__name__
             request.deny(why[:500])
-            self.daemon.journal.event(None, "denied", f"job {jobid}: {why[:500]}")
+            self.planner.journal.event(None, "denied", f"job {jobid}: {why[:500]}")
             return
         system = jobspec.get("attributes", {}).get("system", {})
         system = system if isinstance(system, dict) else {}
@@ -259,13 +251,13 @@ class RushScheduler(Scheduler):
         self.handle.respond(msg, None)
 
     def schedule(self):
-        """One pass: the daemon loop decides, this module allocates its starts in its order."""
+        """One pass: the planner decides, this module allocates its starts in its order."""
         if not self._queue and not self.running:
             return
-        report = self.daemon.run_cycle()
-        if not report.ok or self.daemon.last is None or self.daemon.last[0] != report.cycle:
-            return  # journaled by the loop; nothing is started on a failed pass
-        cycle, built, decisions = self.daemon.last
+        report = self.planner.run_cycle()
+        if not report.ok or self.planner.last is None or self.planner.last[0] != report.cycle:
+            return  # journaled by the planner; nothing is started on a failed pass
+        cycle, built, decisions = self.planner.last
         queued = {job.jobid: job for job in self._queue}
         done: set[int] = set()
         records = []
@@ -284,7 +276,7 @@ class RushScheduler(Scheduler):
             heapq.heapify(self._queue)
             for job_id in done:
                 self.pending.pop(job_id, None)
-        journal = self.daemon.journal
+        journal = self.planner.journal
         with journal.transaction():
             for d, status, answer in records:
                 journal.record(

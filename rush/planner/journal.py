@@ -16,7 +16,7 @@ Tables:
 Crash safety: an action's intent row (and, for a requeue, the job's new requeue count) is
 committed before the backend is called; its outcome is committed after. An intent found
 open at the next cycle means the daemon died in between (or the RJMS's answer was
-unclear); :mod:`rush.daemon.apply` reconciles it against a fresh read of the RJMS rather
+unclear); :mod:`rush.planner.apply` reconciles it against a fresh read of the RJMS rather
 than re-issuing it. ``synchronous=FULL``: a committed row survives a power cut.
 
 Retention: with ``retention`` seconds set (``daemon.journal_retention``, default 90 days),
@@ -24,7 +24,7 @@ each :meth:`Journal.end_cycle` deletes decisions, events and cycles older than t
 their ``time`` index, in batches of ``PRUNE_BATCH`` rows (one short transaction each, at
 most ``PRUNE_BATCHES`` per cycle, so a large backlog drains over a few cycles without
 holding the writer lock or the cycle long). An open intent is never deleted: it is the
-evidence :mod:`rush.daemon.apply` reconciles. Deleted pages are reused, and the WAL is
+evidence :mod:`rush.planner.apply` reconciles. Deleted pages are reused, and the WAL is
 truncated after checkpoints (``journal_size_limit``), so the file stops growing.
 """
 

@@ -75,7 +75,8 @@ class Capabilities:
 
     # True when rush itself is the RJMS's scheduler (the Flux scheduler module): the shell
     # starts the core's start/backfill decisions and the core's order is the priority, so
-    # the daemon loop plans no priority actions and journals no start advice.
+    # the planner plans no priority actions and journals no start advice; a job the core
+    # skips is simply not started, so a hold or release is bookkeeping, never an RJMS call.
     starts_jobs: bool = False
     # True when the RJMS has no requeue and rush's requeue cancels and resubmits (Flux): the
     # daemon confirms a replacement job (a new id) through :meth:`RJMSBackend.confirm_replacement`.

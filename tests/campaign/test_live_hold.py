@@ -28,7 +28,7 @@ from rush.campaign.runner import NOISE_SCRIPT, Sampler
 from rush.collect.base import Sample
 from rush.collect.procfs import ProcfsCollector
 from rush.collect.store import FeatureStore
-from rush.daemon.config import parse_config
+from rush.planner.config import parse_config
 from rush.rjms.base import get_backend
 from tests import polling
 

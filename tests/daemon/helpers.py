@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from rush.daemon.config import parse_config
+from rush.planner.config import parse_config
 
 
 def config(tmp_path, **sections):

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rush.daemon.apply import Action, Applier, Plan
-from rush.daemon.metrics import DaemonMetrics
+from rush.core.snapshot import RuntimeClass
+from rush.planner.apply import Action, Applier, Plan
 from rush.planner.journal import Journal
+from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 
@@ -58,7 +59,11 @@ def state_of(job: RJMSJob) -> ClusterState:
 
 
 def kill_plan() -> Plan:
-    return Plan(actions=[Action("kill", 5, "false small: ran past the divider", 4.0)])
+    # The core's kill carries the class and count it requeues with (rules.requeue_as_large).
+    kill = Action(
+        "kill", 5, "false small: ran past the divider", 4.0, requeue_class=RuntimeClass.LARGE, requeues=1
+    )
+    return Plan(actions=[kill])
 
 
 def statuses(journal: Journal) -> list[tuple[str, str]]:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rush.daemon.config import RushConfig, load_config, parse_config
-from rush.daemon.service import make_backend
 from rush.errors import ConfigError
+from rush.planner.config import RushConfig, load_config, parse_config
+from rush.planner.plan import make_backend
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "rush.toml"
 

@@ -15,8 +15,8 @@ import pytest
 
 from rush.collect.config import load_collect_config
 from rush.config_file import MAX_CONFIG_BYTES
-from rush.daemon.config import load_config
 from rush.errors import ConfigError
+from rush.planner.config import load_config
 
 A_DIRECTORY = "/tmp"  # any existing directory
 # (section, key, TOML value): each must be refused with the error naming section.key.
@@ -276,7 +276,7 @@ def test_collect_field_refuses(tmp_path: Path, key: str, value: str) -> None:
 
 def test_every_field_has_a_hostile_case() -> None:
     from rush.collect.config import CollectConfig, SourceConfig
-    from rush.daemon.config import RushConfig
+    from rush.planner.config import RushConfig
 
     daemon_keys = {f"{s}.{k}" for s, k, _ in DAEMON_CASES}
     for section, info in RushConfig.model_fields.items():

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rush.daemon.config import load_config
-from rush.daemon.metrics import DaemonMetrics
+from rush.planner.config import load_config
+from rush.planner.metrics import DaemonMetrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 ALERTS = DEPLOY / "prometheus" / "rush-alerts.yml"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from rush.daemon.config import parse_config
 from rush.daemon.service import Daemon
 from rush.errors import RJMSError
+from rush.planner.config import parse_config
 from rush.rjms.base import get_backend
 from rush.rjms.slurm import SlurmBackend
 from tests.daemon.fake_slurmrestd import FakeSlurmrestd, body, job_record, node_record

@@ -10,9 +10,9 @@ import sys
 import textwrap
 import time
 
-from rush.daemon.apply import Applier
-from rush.daemon.metrics import DaemonMetrics
+from rush.planner.apply import Applier
 from rush.planner.journal import JobRecord, Journal, MemoryBook
+from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, Capabilities, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(

@@ -22,8 +22,8 @@ import requests
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from rush.daemon.config import RushConfig, parse_config
 from rush.daemon.service import Daemon
+from rush.planner.config import RushConfig, parse_config
 from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
@@ -252,7 +252,7 @@ def test_no_action_while_slurmctld_is_down_then_resume(slurm, tmp_path):
 CRASHING = textwrap.dedent(
     """
     import os, signal, sys
-    from rush.daemon.config import RushConfig
+    from rush.planner.config import RushConfig
     from rush.daemon.service import Daemon
     cfg = RushConfig.model_validate_json(sys.argv[1])
     daemon = Daemon(cfg)
@@ -412,7 +412,7 @@ def test_once_never_acts_unless_apply_is_given(slurm, tmp_path):
 REST_ONLY_CYCLES = textwrap.dedent(
     """
     import json, shutil, sys
-    from rush.daemon.config import RushConfig
+    from rush.planner.config import RushConfig
     from rush.daemon.service import Daemon
     assert shutil.which("scontrol") is None and shutil.which("squeue") is None
     daemon = Daemon(RushConfig.model_validate_json(sys.argv[1]))

@@ -19,8 +19,8 @@ from rush.collect import metrics_server as metrics_module
 from rush.collect.config import collect_config_from_dict
 from rush.collect.metrics_server import serve_metrics
 from rush.collect.service import CollectorService
-from rush.daemon.metrics import DaemonMetrics
 from rush.errors import ConfigError
+from rush.planner.metrics import DaemonMetrics
 
 KEY = "daemon.metrics_address"
 

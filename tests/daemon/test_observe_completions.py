@@ -6,9 +6,10 @@ would be fed to the runtime classifier's history as a job that finished at the d
 
 from __future__ import annotations
 
-from rush.daemon.config import parse_config
-from rush.daemon.service import Daemon, _killed_by_rush
+from rush.daemon.service import Daemon
+from rush.planner.config import parse_config
 from rush.planner.journal import JobRecord
+from rush.planner.plan import _killed_by_rush
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 

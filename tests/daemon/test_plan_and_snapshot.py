@@ -10,7 +10,7 @@ import pytest
 from rush.core import CoreConfig
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions, RuntimeClass
-from rush.daemon.apply import plan_actions
+from rush.planner.apply import plan_actions
 from rush.planner.journal import JobRecord
 from rush.planner.snapshot_builder import RuleClassPredictor, SnapshotBuilder
 from rush.planner.variation import RuleVariationPredictor

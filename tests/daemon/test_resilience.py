@@ -12,8 +12,8 @@ import threading
 
 import requests
 
-from rush.daemon.metrics import DaemonMetrics
 from rush.daemon.service import Daemon
+from rush.planner.metrics import DaemonMetrics
 from tests.daemon.helpers import closed_port, config
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rush.daemon.config import parse_config
 from rush.daemon.service import Daemon
 from rush.errors import ConfigError
 from rush.planner import journal as journal_module
+from rush.planner.config import parse_config
 from rush.planner.journal import Journal
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 

@@ -50,7 +50,7 @@ SITE_PATHS = [p for p in sys.path if Path(p).name in ("site-packages", "dist-pac
 # A daemon cycle through the real core, against a queue held in memory (a fake: no RJMS here).
 CYCLE = """
 import sys
-from rush.daemon.config import load_config
+from rush.planner.config import load_config
 from rush.daemon.service import Daemon
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 

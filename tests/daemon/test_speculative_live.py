@@ -1,4 +1,4 @@
-"""Speculative reservations carried out live (issue 12, part 4): rush/daemon/speculative.py.
+"""Speculative reservations carried out live (issue 12, part 4): rush/planner/speculative.py.
 
 Offline: the ``[speculative]`` section's hostile values, the opt-in tags' hostile values, the
 rounding of a strategy to what the RJMS holds, the job_submit plugin's new keys (real Lua).
@@ -23,17 +23,17 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from rush.daemon.config import parse_config
-from rush.daemon.speculative import (
+from rush.errors import ConfigError, RJMSError
+from rush.models.speculative.job_sequence import round_up
+from rush.planner.config import parse_config
+from rush.planner.journal import Journal
+from rush.planner.speculative import (
     SpeculativeSection,
     Speculator,
     ended_as,
     opt_in,
     speculator_for,
 )
-from rush.errors import ConfigError, RJMSError
-from rush.models.speculative.job_sequence import round_up
-from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
 from tests import polling
 from tests.slurm.lua_plugin import LUA, run_plugin

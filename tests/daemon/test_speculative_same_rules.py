@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.daemon.speculative import SpeculativeSection, Speculator
 from rush.planner.journal import Journal
+from rush.planner.speculative import SpeculativeSection, Speculator
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 from rush.studies.speculative import reservation_inputs
 from rush.workload.model import Workload

@@ -18,8 +18,8 @@ import pytest
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from rush.daemon.config import RushConfig, parse_config
 from rush.daemon.service import Daemon
+from rush.planner.config import RushConfig, parse_config
 from rush.planner.journal import Journal
 from tests.flux import plugin_build
 from tests.flux.instance import FluxInstance

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from rush.core.schedule import schedule
-from rush.daemon.config import RushConfig, parse_config
 from rush.daemon.service import Daemon
+from rush.planner.config import RushConfig, parse_config
 from rush.planner.journal import Journal
 from rush.rjms.base import get_backend
 from rush.rjms.flux import KILL_NOTE, FluxBackend
@@ -157,7 +157,7 @@ def test_daemon_restart_neither_kills_nor_resubmits_again(flux, tmp_path):
 CRASHING = textwrap.dedent(
     """
     import os, signal, sys
-    from rush.daemon.config import RushConfig
+    from rush.planner.config import RushConfig
     from rush.daemon.service import Daemon
     cfg = RushConfig.model_validate_json(sys.argv[1])
     daemon = Daemon(cfg)

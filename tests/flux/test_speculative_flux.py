@@ -14,8 +14,8 @@ import json
 import time
 from pathlib import Path
 
-from rush.daemon.speculative import SpeculativeSection, Speculator
 from rush.planner.journal import Journal
+from rush.planner.speculative import SpeculativeSection, Speculator
 from rush.rjms.base import get_backend
 from tests import polling
 from tests.flux.instance import FluxInstance
@@ -122,8 +122,8 @@ def test_not_enough_history_keeps_the_duration(flux, tmp_path):
 def test_the_daemon_carries_it_out_when_enabled(flux, tmp_path):
     """``[speculative] enabled = true`` in the daemon's config: the same sequence through
     Daemon.run_cycle, its RJMS actions counted with the core's."""
-    from rush.daemon.config import parse_config
     from rush.daemon.service import Daemon
+    from rush.planner.config import parse_config
 
     config = parse_config(
         {

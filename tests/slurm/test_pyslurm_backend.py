@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from rush.daemon.config import parse_config
-from rush.daemon.service import Daemon, make_backend
+from rush.daemon.service import Daemon
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
+from rush.planner.config import parse_config
+from rush.planner.plan import make_backend
 from rush.rjms import slurm_pyslurm
 from rush.rjms.base import RJMSBackend, RJMSJob, backend_names, get_backend
 from tests import polling

@@ -1,7 +1,7 @@
 """A job's speculative reservation sequence from its application's past runs: the one rule set.
 
 The trace study (:mod:`rush.studies.speculative`) and the daemon
-(:mod:`rush.daemon.speculative`) both call :func:`job_sequence`; neither decides these rules.
+(:mod:`rush.planner.speculative`) both call :func:`job_sequence`; neither decides these rules.
 
 **Which runs are samples.** The quantity a reservation must cover is how long a run holds its
 allocation when no limit cuts it. So:

@@ -11,10 +11,10 @@ import pytest
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
-from rush.daemon.config import parse_config
 from rush.daemon.service import Daemon
 from rush.errors import ConfigError, ModelError
 from rush.models.variability.features import vector, window_features_for, wtype_features
+from rush.planner.config import parse_config
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation import LearnedVariationPredictor, get_predictor
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob

@@ -41,7 +41,7 @@ from rush.errors import ConfigError, RushError
 from rush.models.speculative.job_sequence import HISTORY, MIN_HISTORY, PastRun, past_run
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
-log = logging.getLogger("rush.daemon.speculative")
+log = logging.getLogger("rush.planner.speculative")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS speculative_history (

@@ -26,6 +26,10 @@ On an RJMS without requeue (Flux: ``requeue_replaces_job``), the backend's reque
 the job and submits a replacement under a new id; reconcile then asks the backend to
 confirm it (:meth:`rush.rjms.flux.FluxBackend.confirm_replacement`: the replacement found by
 its tag, or submitted then if rush's cancel went through and none exists), never twice.
+
+On a backend that starts jobs itself (``Capabilities.starts_jobs``: the Flux scheduler
+module), a hold or release calls nothing: the skipped job stays in rush's own queue, and
+the journal keeps its skip count as for any hold.
 """
 
 from __future__ import annotations
@@ -35,15 +39,20 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
-from rush.daemon.metrics import DaemonMetrics
 from rush.errors import RJMSError
 from rush.planner.journal import Intent, JobRecord, Journal
+from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 log = logging.getLogger("rush.daemon")
 ORDER = ("kill", "release", "hold", "skip", "priority")
 # Actions that call the RJMS (``skip`` only counts a cycle of an existing hold).
 RJMS_ACTIONS = frozenset({"kill", "release", "hold", "priority"})
+# What a hold or release means on a backend that starts jobs itself (Capabilities.starts_jobs).
+SCHEDULER_MODE = {
+    "hold": "scheduler mode: kept queued, not started",
+    "release": "scheduler mode: may start in a later pass",
+}
 
 
 class Book(Protocol):
@@ -285,6 +294,9 @@ class Applier:
     def _call(self, a: Action, job: RJMSJob) -> ActionResult:
         if a.kind == "kill":
             return self.backend.requeue(a.job_id, _requeue_tags(job, a, self.journal.job(a.job_id).requeues))
+        if a.kind in SCHEDULER_MODE and self.backend.capabilities.starts_jobs:
+            # rush is the scheduler: a skipped job stays queued; only the skip count is kept.
+            return ActionResult(ok=True, answer=SCHEDULER_MODE[a.kind])
         if a.kind == "hold":
             return self.backend.hold(a.job_id)
         if a.kind == "release":

@@ -34,8 +34,8 @@ from pydantic import (
 from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
-from rush.daemon.speculative import SpeculativeSection
 from rush.errors import ConfigError, RushError
+from rush.planner.speculative import SpeculativeSection
 from rush.rjms.base import backend_names
 
 EXAMPLE = "deploy/rush.toml"
