@@ -5,7 +5,7 @@
 #                     synthetic Lublin workload; plots in runs/demo/plots
 #   ./setup.sh test   install the system packages the tests use (Slurm, munge, Prometheus,
 #                     OpenMPI, ...), rush with every extra into .venv/, and run the test suite
-#                     (extra arguments go to pytest, e.g. ./setup.sh test tests/sim), one
+#                     (extra arguments go to pytest, e.g. ./setup.sh test tests/simulator), one
 #                     pytest-xdist worker per core, the ten slowest tests listed at the end
 #
 # Needs only Debian 12's python3 (and root or sudo when a Debian package is missing). Both

@@ -32,7 +32,7 @@ CASES = [
 CHILD = r"""
 import json, resource, sys, time
 from rush.core.config import CoreConfig
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.workload.model import workload_from_trace
 from rush.workload.swf import read_swf
 path, policy, backfill = sys.argv[1:4]

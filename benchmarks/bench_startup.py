@@ -36,8 +36,8 @@ import rush.cli.main
 t1 = time.perf_counter()
 from rush.jit_cache import skip_numba_blas_probe
 from rush.core.config import CoreConfig
-from rush.sim.engine import simulate
-from rush.sim.metrics import compute_metrics
+from rush.simulator.engine import simulate
+from rush.simulator.metrics import compute_metrics
 from rush.workload.model import workload_from_trace
 from rush.workload.swf import read_swf
 skip_numba_blas_probe()

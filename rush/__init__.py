@@ -1,6 +1,6 @@
 """rush: a resource-utilization-aware, learning scheduler for HPC clusters.
 
-One policy core (``rush.core``) is shared by the trace simulator (``rush.sim``)
+One policy core (``rush.core``) is shared by the trace simulator (``rush.simulator``)
 and the live daemon (``rush.daemon``).
 """
 

@@ -27,7 +27,7 @@ _DECORATOR = re.compile(rb"^[ \t]*@(?:numba\.)?n?jit\b", re.MULTILINE)
 SIMULATION_ENTRY_POINTS: tuple[tuple[str, str], ...] = (
     ("rush.workload.swf_fast", "parse_swf_numbers"),
     ("rush.core.ordering", "static_keys"),
-    ("rush.sim.loop", "run_simulation"),
+    ("rush.simulator.loop", "run_simulation"),
 )
 FIRST_COMPILE_SECONDS = 30  # measured: 25-35 s on a 2-core machine
 
@@ -48,7 +48,7 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
 
     numba keys a cached function on its *own* file only: after an edit to
     ``rush/core/easy.py`` alone (a `git pull`, an upgrade), ``run_simulation`` in
-    ``rush/sim/loop.py`` would load its old machine code, old EASY pass included, without a
+    ``rush/simulator/loop.py`` would load its old machine code, old EASY pass included, without a
     word. One directory per version of all kernel sources makes any such edit a cold cache.
     The base is ``NUMBA_CACHE_DIR`` when set (e.g. the systemd unit's), else
     ``$RUSH_CACHE_DIR/numba`` (default ``~/.cache/rush/numba``), which also keeps cache files

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sources", ("rjms", "collect")),
     ("models", ("models", "energy")),
     ("planner", ("planner",)),
-    ("shells", ("sim", "daemon", "flux_module", "contention", "campaign")),
+    ("shells", ("simulator", "daemon", "flux_module", "contention", "campaign")),
     ("studies", ("studies",)),
     ("command line", ("cli", "__main__")),
 )
@@ -173,7 +173,10 @@ def test_no_cycle_between_cli_modules() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("from rush.sim.engine import simulate\n", ["rush.sim.engine", "rush.sim.engine.simulate"]),
+        (
+            "from rush.simulator.engine import simulate\n",
+            ["rush.simulator.engine", "rush.simulator.engine.simulate"],
+        ),
         ("def f():\n    from rush.studies import sweep\n", ["rush.studies", "rush.studies.sweep"]),
         ("import rush.cli.main\n", ["rush.cli.main"]),
         ("from . import base\n", ["rush.collect", "rush.collect.base"]),
@@ -190,9 +193,9 @@ def test_imports_are_found_where_they_hide(tmp_path: Path, source: str, expected
 def test_an_upward_import_is_reported(tmp_path: Path) -> None:
     """A core module importing the simulator is an upward edge by the table."""
     path = tmp_path / "rules.py"
-    path.write_text("def f():\n    from rush.sim.engine import simulate\n")
+    path.write_text("def f():\n    from rush.simulator.engine import simulate\n")
     name, line = imported_names("rush.core.rules", path)[0]
-    assert (name, line) == ("rush.sim.engine", 2)
+    assert (name, line) == ("rush.simulator.engine", 2)
     assert LAYER_OF[package_of(name)] > LAYER_OF[package_of("rush.core.rules")]
 
 

@@ -116,10 +116,10 @@ def test_ci_runs_the_setup_test_command_and_returns_its_status(tmp_path: Path) -
     setup.write_text('#!/usr/bin/env bash\necho "$PWD" "$@" > called\nexit 5\n')
     setup.chmod(0o755)
     out = subprocess.run(
-        [str(tmp_path / ".ci" / "run"), "tests/sim"], capture_output=True, text=True, cwd="/"
+        [str(tmp_path / ".ci" / "run"), "tests/simulator"], capture_output=True, text=True, cwd="/"
     )
     assert out.returncode == 5, out.stderr
-    assert (tmp_path / "called").read_text().split() == [str(tmp_path), "test", "tests/sim"]
+    assert (tmp_path / "called").read_text().split() == [str(tmp_path), "test", "tests/simulator"]
 
 
 def test_setup_script_offers_the_demo_and_test_commands() -> None:
@@ -139,7 +139,7 @@ def test_wheel_ships_the_probe_and_no_caches(tmp_path: Path) -> None:
             ".venv", ".git", "runs", "build", "dist", "*.egg-info", ".pytest_cache"
         ),
     )
-    cache = source / "rush" / "sim" / "__pycache__"
+    cache = source / "rush" / "simulator" / "__pycache__"
     cache.mkdir(exist_ok=True)
     (cache / "loop.run_simulation-99.py311.nbi").write_bytes(b"planted")
     out = subprocess.run(

@@ -148,7 +148,7 @@ def test_numba_cache_directory_choice(tmp_path: Path) -> None:
     out = python(
         """
         import os, numba
-        import rush.sim.loop as loop
+        import rush.simulator.loop as loop
         print(loop.run_simulation._cache._cache_path.startswith(os.environ["NUMBA_CACHE_DIR"] + os.sep))
         print(os.path.basename(os.environ["NUMBA_CACHE_DIR"]))
         """,

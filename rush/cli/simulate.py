@@ -21,7 +21,7 @@ from rush.core.names import BACKFILL_MODES, POLICY_CODES
 from rush.errors import RushError
 
 if TYPE_CHECKING:
-    from rush.sim.result import SimResult
+    from rush.simulator.result import SimResult
     from rush.workload.model import Trace, Workload
 
 CLASS_MODES = ("plain", "idempotent", "clairvoyant")
@@ -82,7 +82,7 @@ def run_one(
     progress: bool,
 ) -> tuple[SimResult, dict | None]:
     """One simulation, with the runtime-class variants when ``classes`` is given."""
-    from rush.sim.engine import SimInputs, simulate
+    from rush.simulator.engine import SimInputs, simulate
 
     inputs = None
     classification = None
@@ -226,7 +226,7 @@ def simulate_command(
     checks.not_the_input(jobs_out, Path(trace), "--jobs-out")
     checks.output_dir(out, "--out")
     _prepare_numba()
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.metrics import compute_metrics
 
     trace_obj, workload = _load_workload(trace, procs, strict)
     result, classification = run_one(
@@ -253,7 +253,7 @@ def simulate_command(
     if jobs_out is not None:
         result.write_jobs_csv(jobs_out, time_origin=time_origin)
     if out is not None:
-        from rush.sim.runs import save_run
+        from rush.simulator.runs import save_run
 
         save_run(out, label, result, metrics)
     if as_json:
@@ -294,7 +294,7 @@ def compare_command(
     _prepare_numba()
     from rich.progress import Progress
 
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.metrics import compute_metrics
 
     trace_obj, workload = _load_workload(trace, procs, strict)
     table: dict[str, dict] = {}
@@ -309,7 +309,7 @@ def compare_command(
             metrics["settings"] = run_settings(trace, result, label, tau, procs is not None)
             table[label] = metrics
             if out is not None:
-                from rush.sim.runs import save_run
+                from rush.simulator.runs import save_run
 
                 save_run(out, label, result, metrics)
             bar.advance(task)
@@ -385,6 +385,6 @@ def _print_table(trace: str, table: dict[str, dict]) -> None:
 
 
 def _jsonable(obj):
-    from rush.sim.runs import jsonable
+    from rush.simulator.runs import jsonable
 
     return jsonable(obj)

@@ -59,8 +59,8 @@ def warm_kernels() -> list[str]:
     from rush.core import CoreConfig, PendingJob, Snapshot
     from rush.core.names import BACKFILL_MODES
     from rush.core.schedule import schedule
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics
     from rush.workload.model import workload_from_trace
     from rush.workload.swf import read_swf
 

@@ -1,7 +1,7 @@
 """One scheduling pass, the only one: order the queue, then EASY, conservative or list
 scheduling, then count skips and update standing reservations.
 
-The simulator's event loop (:mod:`rush.sim.loop`) calls it at every event; the live entry
+The simulator's event loop (:mod:`rush.simulator.loop`) calls it at every event; the live entry
 point :func:`rush.core.schedule.schedule` calls it once per snapshot. What a pass carries to
 the next (skip counts, conservative reservations, first promised starts) is
 :class:`rush.core.pass_data.PassState`, passed in and updated here; the shells keep it

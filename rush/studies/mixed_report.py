@@ -1,7 +1,7 @@
 """Tables and plots of the mixed-policy study (``--out DIR``): results/*.csv|json, plots/*.png.
 
 Everything is computed before anything is written, and each file is replaced whole
-(:func:`rush.sim.result.atomic_write`), so a failed run leaves no half table.
+(:func:`rush.simulator.result.atomic_write`), so a failed run leaves no half table.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import re
 from pathlib import Path
 
-from rush.sim.result import atomic_write
+from rush.simulator.result import atomic_write
 
 WEEKLY_COLUMNS = (
     "trace",

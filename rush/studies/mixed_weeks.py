@@ -84,8 +84,8 @@ def trace_loader(spec: str, procs: int | None = None) -> partial:
 def mean_bounded_slowdown(workload: Any, policy: Any, threshold: float | None, tau: float) -> float:
     """Mean bsld of ``workload`` simulated alone under ``policy`` with EASY backfilling."""
     from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import bounded_slowdown
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import bounded_slowdown
 
     config = CoreConfig(policy=policy, backfill="easy", threshold=threshold)
     result = simulate(workload, config, time_origin=float(workload.submit.min()))

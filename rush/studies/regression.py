@@ -42,8 +42,8 @@ def _workload(cell: dict, resources: Any):
 def evaluate_cell(cell: dict, resources: Any) -> list[dict]:
     """Rows (policy label, backfill, mean BSLD, ...) for one workload under the cell's policies."""
     from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics
 
     workload = _workload(cell, resources)
     origin = float(workload.submit.min())

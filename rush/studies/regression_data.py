@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from rush.errors import ConfigError
-from rush.sim.metrics import DEFAULT_TAU, job_bounded_slowdown
+from rush.simulator.metrics import DEFAULT_TAU, job_bounded_slowdown
 
 S_SIZE = 16
 Q_SIZE = 32

@@ -34,7 +34,7 @@ import numpy as np
 from rush.core.config import CoreConfig
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.workload.model import Workload
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.errors import RushError
-from rush.sim.result import SimResult
+from rush.simulator.result import SimResult
 from rush.workload.model import Workload
 
 
@@ -151,7 +151,7 @@ def fidelity_report(
     granularity, the bound of ``within_granularity`` (Slurm schedules each second or so; 5 s
     covers its measured latency).
     """
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.metrics import compute_metrics
 
     if len(simulated) == 0:
         # No job to compare: any "fraction within 5 s" would be vacuous.

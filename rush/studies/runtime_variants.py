@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import RushError
-from rush.sim.engine import SimInputs
+from rush.simulator.engine import SimInputs
 from rush.workload.model import Trace, Workload
 
 VARIANTS = ("base", "classification", "classification-idempotent", "class-clairvoyant", "runtime-clairvoyant")

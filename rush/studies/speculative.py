@@ -248,8 +248,8 @@ def trace_task(cell: dict, resources=None) -> dict:
     ``resources["workload"]`` (when given) is the slice.
     """
     from rush.core.config import CoreConfig
-    from rush.sim.engine import SimInputs, simulate
-    from rush.sim.metrics import bounded_slowdown, compute_metrics
+    from rush.simulator.engine import SimInputs, simulate
+    from rush.simulator.metrics import bounded_slowdown, compute_metrics
 
     if resources is not None and "workload" in resources:
         workload = resources["workload"]

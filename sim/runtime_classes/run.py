@@ -102,8 +102,8 @@ def walkforward(trace_name: str, job_set: str, mode: str, code: str = ""):
 
 def simulate_all(trace_name: str, job_set: str, wf, policies: tuple[str, ...]) -> list[dict]:
     from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import compute_metrics, cumulative_bounded_slowdown, per_class
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics, cumulative_bounded_slowdown, per_class
     from rush.studies.runtime_variants import VARIANTS, variant_inputs
 
     trace, workload = load(trace_name, job_set)

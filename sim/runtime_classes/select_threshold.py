@@ -52,8 +52,8 @@ TIE = 0.01
 
 def bounded_slowdown(trace_name: str, workload, trace, wf, variant: str, policy: str = "FCFS") -> tuple:
     from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics
     from rush.studies.runtime_variants import variant_inputs
 
     inputs, kwargs, _ = variant_inputs(variant, trace, workload, walkforward=wf)

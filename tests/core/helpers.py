@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.sim.engine import SimInputs, simulate
-from rush.sim.result import SimResult
+from rush.simulator.engine import SimInputs, simulate
+from rush.simulator.result import SimResult
 from rush.workload.model import Trace, Workload, workload_from_trace
 
 

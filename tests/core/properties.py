@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rush.sim.result import SimResult
+from rush.simulator.result import SimResult
 
 
 def max_concurrent_procs(result: SimResult) -> int:

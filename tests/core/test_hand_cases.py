@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.sim.engine import SimInputs
+from rush.simulator.engine import SimInputs
 from tests.core.helpers import run, workload
 
 # M=10. J1 holds 6 procs until 100; J2 (8) is the head, shadow 100, extra 2.

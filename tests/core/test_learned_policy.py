@@ -16,7 +16,7 @@ from rush.core.ordering import static_keys
 from rush.core.policies import parse_policy, priority_key
 from rush.core.schedule import schedule
 from rush.errors import PolicyError
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from tests.core.drive import drive
 from tests.core.helpers import workload
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rush.core import CoreConfig
-from rush.sim.engine import SimInputs, simulate
+from rush.simulator.engine import SimInputs, simulate
 from tests.core.drive import VARIABLE_UNTIL, drive
 from tests.core.helpers import workload
 

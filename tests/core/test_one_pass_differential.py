@@ -22,7 +22,7 @@ from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.core.reservations import next_attempt, requeue_after_kill, run_limit
 from rush.core.rules import is_killable
 from rush.core.schedule import schedule
-from rush.sim.engine import SimInputs, simulate
+from rush.simulator.engine import SimInputs, simulate
 from tests.core.helpers import workload
 
 VARIABLE_UNTIL = 2_000.0  # sensitive jobs are predicted to vary on [-1, VARIABLE_UNTIL)

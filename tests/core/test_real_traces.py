@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rush.core.config import CoreConfig
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from tests.core.properties import assert_reservations_kept, assert_valid_schedule
 from tests.core.real_traces import TRACES, real_workload
 from tests.core.reference import reference_schedule

@@ -6,7 +6,7 @@ import numpy as np
 
 from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.core.schedule import schedule
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from tests.core.helpers import workload
 
 

@@ -22,7 +22,7 @@ from rush.planner.variation import (
     variable_intervals,
     workload_type,
 )
-from rush.sim.engine import SimInputs, simulate
+from rush.simulator.engine import SimInputs, simulate
 from rush.workload.model import Workload
 
 

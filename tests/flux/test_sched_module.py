@@ -18,7 +18,7 @@ import pytest
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.workload.model import Workload
 
 ROOT = Path(__file__).resolve().parents[2]

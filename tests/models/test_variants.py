@@ -8,7 +8,7 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.models.walkforward import predict_classes_walkforward
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.studies.runtime_variants import VARIANTS, variant_inputs
 from tests.core.properties import assert_valid_schedule
 from tests.models.fixtures import kth, small_forest

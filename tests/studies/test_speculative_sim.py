@@ -7,7 +7,7 @@ import pytest
 
 from rush.core.reservations import next_attempt, requeue_after_kill, reservation_kill_due, run_limit
 from rush.errors import RushError
-from rush.sim.engine import SimInputs
+from rush.simulator.engine import SimInputs
 from tests.core.helpers import run, workload
 
 # M=2. J0 (2 procs, runs 25) under (10, 20, 40); J1 (1 proc, 5 s) without a sequence;

@@ -3,7 +3,7 @@
 The trace is a per-worker resource (:func:`load_sliced`): read and turned into a workload
 once per worker; each cell simulates one weekly slice (or the whole trace) under its policy,
 backfilling and starvation threshold, and returns the scalar metrics of
-:func:`rush.sim.metrics.compute_metrics`.
+:func:`rush.simulator.metrics.compute_metrics`.
 
 Weeks are counted from the trace's first submit (as ``rush trace resample`` does); week k
 holds the jobs submitted in [t0 + k·7 d, t0 + (k+1)·7 d) and is simulated on its own, on an
@@ -74,8 +74,8 @@ def trace_resource(spec: str) -> str:
 def simulate_cell(cell: dict, resources: Any) -> dict:
     """One simulation; the row is the scalar metrics (numbers) of the run."""
     from rush.core.config import CoreConfig
-    from rush.sim.engine import simulate
-    from rush.sim.metrics import compute_metrics
+    from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics
 
     sliced: SlicedWorkload = resources[trace_resource(cell["trace"])]
     week = cell.get("week")

@@ -16,7 +16,7 @@ import pytest
 from rush.core.config import CoreConfig
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.studies.replay import replay
 from rush.studies.replay_window import Window, fidelity_report
 from tests.core.helpers import workload

@@ -7,7 +7,7 @@ import pytest
 
 from rush.core.config import CoreConfig
 from rush.errors import RushError
-from rush.sim.engine import simulate
+from rush.simulator.engine import simulate
 from rush.studies.replay_window import Observed, Window, fidelity_report, order_inversions, scale_window
 from tests.core.helpers import workload
 

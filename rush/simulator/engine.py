@@ -2,7 +2,7 @@
 
     simulate(workload, config, inputs=None, progress=False) -> SimResult
 
-The event loop (:mod:`rush.sim.loop`) holds only time and state; ordering, backfilling,
+The event loop (:mod:`rush.simulator.loop`) holds only time and state; ordering, backfilling,
 skip-with-limit and false-small kills are the core's (:mod:`rush.core`). Model outputs
 enter through :class:`SimInputs`, the extension point for runtime predictions.
 """
@@ -20,8 +20,8 @@ from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
 from rush.errors import RushError
-from rush.sim.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
-from rush.sim.result import SimResult
+from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
+from rush.simulator.result import SimResult
 from rush.workload.model import Workload
 
 

@@ -71,7 +71,7 @@ import numpy as np
 from numba import vectorize
 
 from rush.errors import RushError
-from rush.sim.result import SimResult
+from rush.simulator.result import SimResult
 
 DEFAULT_TAU = 10.0
 WEEK = 7 * 86400.0

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rush.errors import RushError
-from rush.sim.metrics import (
+from rush.simulator.metrics import (
     bounded_slowdown,
     compute_metrics,
     cumulative_bounded_slowdown,
@@ -19,8 +19,8 @@ from rush.sim.metrics import (
     pp_bounded_slowdown,
     utilization_profile,
 )
-from rush.sim.result import SimResult
-from rush.sim.runs import jsonable
+from rush.simulator.result import SimResult
+from rush.simulator.runs import jsonable
 
 
 def make(machine: int, jobs: list[tuple[float, float, float, int]], **extra) -> SimResult:

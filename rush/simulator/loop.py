@@ -112,7 +112,7 @@ def _running_remove(
 
 class SimJobs(NamedTuple):
     """The workload's per-job columns in (submit, job_id) order, with the models' inputs
-    (see :class:`rush.sim.engine.SimInputs`)."""
+    (see :class:`rush.simulator.engine.SimInputs`)."""
 
     submit: np.ndarray
     runtime: np.ndarray

@@ -2,10 +2,10 @@
 
 A run directory holds, for each labelled run (e.g. ``SPF-easy``):
 
-* ``<label>.jobs.csv``: the per-job records (:data:`rush.sim.result.JOBS_CSV_HEADER`), times
+* ``<label>.jobs.csv``: the per-job records (:data:`rush.simulator.result.JOBS_CSV_HEADER`), times
   relative to the trace's first submit (never-started jobs keep ``start = end = -1 - origin``,
   which is before their submit, so they stay recognisable);
-* ``<label>.json``: the metrics dict of :func:`rush.sim.metrics.compute_metrics` plus
+* ``<label>.json``: the metrics dict of :func:`rush.simulator.metrics.compute_metrics` plus
   ``"info"``: the run's description (policy, backfill, threshold, trace, machine_procs, drops,
   ...) and ``time_origin``, the absolute time subtracted from the CSV times.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import RushError
-from rush.sim.result import JOBS_CSV_HEADER, SimResult, atomic_write
+from rush.simulator.result import JOBS_CSV_HEADER, SimResult, atomic_write
 from rush.workload.limits import MAX_PROCS as MAX_MACHINE_PROCS
 
 JOBS_SUFFIX = ".jobs.csv"

@@ -1,7 +1,7 @@
 """PNG plots of the runs in a run directory (``rush report RUN_DIR``).
 
 * ``cumulative_bsld.png``: for each label, the mean bounded slowdown of all jobs submitted up
-  to the end of each week (:func:`rush.sim.metrics.cumulative_bounded_slowdown`).
+  to the end of each week (:func:`rush.simulator.metrics.cumulative_bounded_slowdown`).
 * ``wait_vs_runtime.png``: jobs binned by runtime ``p = end - start`` in geometric bins
   ``[2^k, 2^(k+1))`` seconds (``p < 1 s`` goes to the first bin); per bin and label the median
   wait and its 10th-90th percentile range, unjoined (bins are categories); a lower panel gives
@@ -29,9 +29,9 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from rush.errors import RushError
-from rush.sim.metrics import WINDOW, cumulative_bounded_slowdown, started_mask, utilization_profile
-from rush.sim.result import SimResult, atomic_write
-from rush.sim.runs import load_runs
+from rush.simulator.metrics import WINDOW, cumulative_bounded_slowdown, started_mask, utilization_profile
+from rush.simulator.result import SimResult, atomic_write
+from rush.simulator.runs import load_runs
 
 FIGSIZE = (10.0, 6.0)
 DPI = 100
@@ -359,6 +359,6 @@ def _default_gantt_start(result: SimResult) -> float:
 
 
 def report_run_dir(run_dir: str | Path, out_dir: str | Path | None = None, **options) -> list[Path]:
-    """Load ``run_dir`` (see :mod:`rush.sim.runs`) and write its plots (default ``RUN_DIR/plots``)."""
+    """Load ``run_dir`` (see :mod:`rush.simulator.runs`) and write its plots (default ``RUN_DIR/plots``)."""
     runs = load_runs(run_dir)
     return write_report(runs, Path(run_dir) / "plots" if out_dir is None else out_dir, **options)

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from rush.cli.main import app
 from rush.core.config import CoreConfig
 from rush.errors import RushError
-from rush.sim.engine import simulate
-from rush.sim.metrics import compute_metrics
-from rush.sim.report import DPI, FIGSIZE, gantt_bars, wait_by_runtime, write_report
-from rush.sim.result import JOBS_CSV_HEADER, SimResult
-from rush.sim.runs import load_metrics, load_runs, save_run
+from rush.simulator.engine import simulate
+from rush.simulator.metrics import compute_metrics
+from rush.simulator.report import DPI, FIGSIZE, gantt_bars, wait_by_runtime, write_report
+from rush.simulator.result import JOBS_CSV_HEADER, SimResult
+from rush.simulator.runs import load_metrics, load_runs, save_run
 from rush.workload.model import Trace, workload_from_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -308,7 +308,7 @@ def test_wait_vs_runtime_shows_counts_and_marks_sparse_bins() -> None:
     from matplotlib.container import ErrorbarContainer
     from matplotlib.patches import Rectangle
 
-    from rush.sim.report import MIN_BIN_JOBS, wait_vs_runtime_figure
+    from rush.simulator.report import MIN_BIN_JOBS, wait_vs_runtime_figure
 
     # Bin 4 ([16, 32) s) holds 30 jobs, bin 10 ([1024, 2048) s) one job.
     runtimes = [20.0] * 30 + [1500.0]
@@ -336,7 +336,7 @@ def test_wait_vs_runtime_shows_counts_and_marks_sparse_bins() -> None:
 
 
 def test_jobs_csv_failure_keeps_the_old_file(tmp_path: Path, runs: dict[str, SimResult], monkeypatch) -> None:
-    import rush.sim.result as result_module
+    import rush.simulator.result as result_module
 
     path = tmp_path / "jobs.csv"
     path.write_text("previous\n")
