@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError, RJMSError
+from rush.rjms import site_factor as site_factor_values
 from rush.rjms import slurm_json
 from rush.rjms.base import (
     ActionResult,
@@ -58,7 +59,7 @@ from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's pa
     parse_nodes,
     parse_tags,
 )
-from rush.rjms.slurm_rest import NICE_OFFSET, SlurmREST
+from rush.rjms.slurm_rest import SlurmREST
 
 # Free text passed to Slurm (job name, comment, partition): no newlines, no ';', no quotes.
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9 _.,:=+/@%-]*$")
@@ -394,12 +395,7 @@ class SlurmBackend(RJMSBackend):
             out = self.cli.run("sprio", "-h", "-o", "%i %S")
         except RJMSError:
             return {}
-        factors = {}
-        for line in out.stdout.splitlines() if out.returncode == 0 else []:
-            parts = line.split()
-            if len(parts) == 2 and parts[0].isdigit() and parts[1].lstrip("-").isdigit():
-                factors[int(parts[0])] = int(parts[1])
-        return factors
+        return site_factor_values.parse_sprio(out.stdout) if out.returncode == 0 else {}
 
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records: from slurmctld while it remembers them (MinJobAge), then
@@ -436,28 +432,20 @@ class SlurmBackend(RJMSBackend):
         return self._command(what, *argv)
 
     def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
-        limit = 2**31 - 3 if self.priority_lever == "nice" else 2**31  # Slurm's NICE_OFFSET - 3
-        if (
-            isinstance(site_factor, bool)
-            or not isinstance(site_factor, int)
-            or not -limit < site_factor < limit
-        ):
-            raise RJMSError(
-                f"invalid site factor {site_factor!r}", where="set_priority", fix="an integer in 32-bit range"
-            )
+        site_factor = site_factor_values.checked(site_factor, self.priority_lever)
         jid = _job_id(job_id)
         if self.priority_lever == "nice":
-            # A lower nice is a higher priority: nice = -site factor (negative needs an admin).
             return self._act(
-                "priority", "POST", job_id, {"nice": -site_factor}, "scontrol", "update", f"JobId={jid}",
-                f"Nice={-site_factor}",
+                "priority", "POST", job_id, {"nice": site_factor_values.as_nice(site_factor)}, "scontrol", "update",
+                f"JobId={jid}", f"Nice={site_factor_values.as_nice(site_factor)}",
             )  # fmt: skip
         if self.rest is not None:
-            # SiteFactor through slurmrestd where its job update takes it (v0.0.41+), stored
-            # raw: scontrol adds NICE_OFFSET, and so must every client.
+            # SiteFactor through slurmrestd where its job update takes it (v0.0.41+).
             try:
                 if self.rest.can("site_factor"):
-                    return self.rest.act("POST", f"job/{jid}", {"site_factor": site_factor + NICE_OFFSET})
+                    return self.rest.act(
+                        "POST", f"job/{jid}", {"site_factor": site_factor_values.rest_raw(site_factor)}
+                    )
             except RJMSError as exc:
                 self.last_rest_error = exc
                 if not (self.fallback and self.cli.has("scontrol")):

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
+from rush.rjms import site_factor as site_factor_values
 from rush.rjms import slurm_json
 from rush.rjms.base import (
     ActionResult,
@@ -369,14 +370,7 @@ class PySlurmBackend(RJMSBackend):
         return self._act(what, lambda: self.pyslurm.Job(jid).modify(desc))
 
     def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
-        if (
-            isinstance(site_factor, bool)
-            or not isinstance(site_factor, int)
-            or not -(2**31) < site_factor < 2**31
-        ):
-            raise RJMSError(
-                f"invalid site factor {site_factor!r}", where="set_priority", fix="an integer in 32-bit range"
-            )
+        site_factor = site_factor_values.checked(site_factor)
         _jid(job_id)
         if site_factor == 0:
             return ActionResult(

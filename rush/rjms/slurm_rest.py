@@ -43,7 +43,6 @@ LEGACY_API = "v0.0.38"
 FEATURES: dict[str, frozenset[str]] = {
     api: frozenset({"site_factor", "admin_comment", "begin_time"}) for api in KNOWN_APIS[:4]
 }
-NICE_OFFSET = 2**31
 _API_PATH = re.compile(r"^/slurm/(v\d+\.\d+\.\d+)/jobs/?$")
 UNIX_PREFIX = "http+unix://slurmrestd"
 # An answer larger than this is refused (rjms.options.max_answer_mb); read in 1 MiB chunks.
