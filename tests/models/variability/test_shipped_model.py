@@ -4,6 +4,7 @@ on the campaign's own store (when present) the live predictor gives scikit-learn
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -37,11 +38,14 @@ def test_card_verifies_and_matches_the_dataset():
 @pytest.mark.skipif(
     not (CAMPAIGN / "features.sqlite").exists(), reason="runs/campaign-vm1 is not in this checkout"
 )
-def test_live_prediction_on_the_campaign_store():
+def test_live_prediction_on_the_campaign_store(tmp_path: Path):
     """The daemon's prediction for campaign runs equals scikit-learn's on the same window features."""
     from rush.models.variability.features import vector, wtype_features
 
-    predictor = get_predictor("learned", source=CAMPAIGN / "features.sqlite", model=MODEL)
+    # A copy: opening the store (SQLite, WAL) rewrites the committed file.
+    store = tmp_path / "features.sqlite"
+    shutil.copyfile(CAMPAIGN / "features.sqlite", store)
+    predictor = get_predictor("learned", source=store, model=MODEL)
     lines = (CAMPAIGN / "records.jsonl").read_text().splitlines()
     runs = [json.loads(line) for line in lines[1:21]]  # line 0 is the header
     for k, run in enumerate(runs):
