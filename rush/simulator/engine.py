@@ -229,15 +229,19 @@ def simulate(
 
 def _run_with_progress(args: tuple, counter: np.ndarray, n: int, label: str):
     """Run the (GIL-free) loop in a thread and show a progress bar fed by its job counter."""
-    from tqdm import tqdm
+    import sys
+
+    from rich.console import Console
+    from rich.progress import Progress
 
     result: list = []
     worker = threading.Thread(target=lambda: result.append(run_simulation(*args)), daemon=True)
     worker.start()
-    # disable=None: no bar when stderr is not a terminal (a log file would get hundreds of lines).
-    with tqdm(total=n, desc=label, unit="job", leave=False, mininterval=0.2, disable=None) as bar:
+    # No bar when stderr is not a terminal (a log file would get hundreds of lines).
+    with Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task(label, total=n)
         while worker.is_alive():
             worker.join(0.2)
-            bar.update(int(counter[0]) - bar.n)
-        bar.update(n - bar.n)
+            bar.update(task, completed=int(counter[0]))
+        bar.update(task, completed=n)
     return result[0]
