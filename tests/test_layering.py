@@ -194,9 +194,9 @@ def test_an_upward_import_is_reported(tmp_path: Path) -> None:
     """A core module importing the simulator is an upward edge by the table."""
     path = tmp_path / "rules.py"
     path.write_text("def f():\n    from rush.simulator.engine import simulate\n")
-    name, line = imported_names("rush.core.rules", path)[0]
+    name, line = imported_names("rush.core.job_rules", path)[0]
     assert (name, line) == ("rush.simulator.engine", 2)
-    assert LAYER_OF[package_of(name)] > LAYER_OF[package_of("rush.core.rules")]
+    assert LAYER_OF[package_of(name)] > LAYER_OF[package_of("rush.core.job_rules")]
 
 
 def test_a_cycle_is_reported_with_its_imports() -> None:

@@ -55,7 +55,7 @@ class PassConfig(NamedTuple):
 
 class PassJobs(NamedTuple):
     """Per-job inputs of a pass. ``estimate`` orders the queue (the policy's p~); ``est`` is
-    the reservation estimate (:func:`rush.core.rules.effective_estimate`: walltime or current
+    the reservation estimate (:func:`rush.core.job_rules.effective_estimate`: walltime or current
     speculative limit, and the divider for killable jobs)."""
 
     submit: np.ndarray

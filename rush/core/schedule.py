@@ -4,7 +4,7 @@ It calls the one scheduling pass (:func:`rush.core.scheduling_pass.scheduling_pa
 the simulator's event loop calls, and explains every decision in words for the journal.
 One call here is one simulator pass at the same moment:
 
-* ``kill``: running false-small jobs due to be killed (:func:`rush.core.rules.kill_due`),
+* ``kill``: running false-small jobs due to be killed (:func:`rush.core.false_small_kill.kill_due`),
   with the class and requeue count they are requeued with. As in the simulator, a job
   killed now is back in the queue for this very pass (large, original submit time) and its
   processors are free.
@@ -28,6 +28,8 @@ import math
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.false_small_kill import kill_due, requeue_as_large
+from rush.core.job_rules import job_rules
 from rush.core.pass_data import (
     PassJobs,
     PassMoment,
@@ -39,7 +41,6 @@ from rush.core.pass_data import (
     pass_config,
 )
 from rush.core.priority_values import priority_values
-from rush.core.rules import job_rules, kill_due, requeue_as_large
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.errors import RushError

@@ -3,7 +3,7 @@
 These types are pure data: the daemon builds a :class:`Snapshot` from the RJMS, the
 simulator builds the equivalent arrays inside its event loop, and both get their
 decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.scheduling_pass`,
-:mod:`rush.core.rules`).
+:mod:`rush.core.false_small_kill`, :mod:`rush.core.job_rules`).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Decision:
     reason: str
     # start/reserve time, priority value, ... depending on the action.
     value: float | None = None
-    # kill: the class and requeue count the job is requeued with (rules.requeue_as_large).
+    # kill: the class and requeue count the job is requeued with (false_small_kill.requeue_as_large).
     requeue_class: RuntimeClass | None = None
     requeues: int | None = None
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
-from rush.core.rules import time_limit
+from rush.core.job_rules import time_limit
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob

@@ -3,7 +3,7 @@
 :func:`plan_actions` (pure) turns :class:`Decisions` into :class:`Action` s:
 
 * ``kill``: requeue a running job with its tags updated (``class=large``, ``requeues+1``).
-  Whether a job may still be killed is the core's rule alone (``rules.is_killable`` with
+  Whether a job may still be killed is the core's rule alone (``false_small_kill.is_killable`` with
   ``daemon.max_requeues_per_job``, over the journal's or the tag's count): never a double requeue;
 * ``release``: a job rush holds that the core did not skip in this cycle (its limit is
   reached, the variation predictor stopped flagging it, or the core would not start it now);
@@ -74,7 +74,7 @@ class Action:
     reason: str
     value: float | None = None
     model_outputs: dict[str, Any] = field(default_factory=dict)
-    # kill: the class and requeue count the core requeues the job with (rules.requeue_as_large).
+    # kill: the class and requeue count the core requeues the job with (false_small_kill.requeue_as_large).
     requeue_class: RuntimeClass | None = None
     requeues: int | None = None
 
@@ -156,7 +156,7 @@ def _requeue_tags(job: RJMSJob, action: Action, requeues: int) -> dict[str, str]
 
 
 def _requeue_count(action: Action) -> int:
-    """The requeue count after this kill: the core's (rules.requeue_as_large over the
+    """The requeue count after this kill: the core's (false_small_kill.requeue_as_large over the
     snapshot's count, which is the journal's or the job's tag, whichever is higher)."""
     assert action.requeues is not None, "a kill decision carries its requeue count"
     return action.requeues
@@ -385,7 +385,7 @@ class Applier:
     def _reconcile_replacement(self, intent: Intent, state: ClusterState) -> tuple[str, str]:
         """A kill on an RJMS without requeue: the backend finds (or completes) the replacement."""
         r = self.journal.job(intent.job_id)
-        tags = {"class": "large", "requeues": str(max(r.requeues, 1))}  # rules.requeue_as_large
+        tags = {"class": "large", "requeues": str(max(r.requeues, 1))}  # false_small_kill.requeue_as_large
         status, answer = self.backend.confirm_replacement(intent.job_id, tags, state)
         if status == "failed":
             self._rollback_requeue(intent.job_id)

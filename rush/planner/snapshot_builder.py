@@ -6,7 +6,7 @@ tags written at submit by the job_submit plugin (``idempotent``, ``wtype``, ``cl
 while the job was pending) and the models' outputs of this cycle (runtime class,
 variation flag). It holds no scheduling logic: that is the core's.
 
-Runtime class: the core's precedence (:func:`rush.core.rules.class_by_precedence`: requeued,
+Runtime class: the core's precedence (:func:`rush.core.runtime_classes.class_by_precedence`: requeued,
 then a class tag, then the class journaled at the first pass that saw the job, then this
 pass's model: a trained classifier, or requested time <= ``models.small_below``; none
 configured: UNKNOWN). The builder only gathers those inputs and names the source.
@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rush.core.rules import class_by_precedence, kills_if_small
+from rush.core.false_small_kill import kills_if_small
+from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.errors import ModelError
@@ -58,7 +59,7 @@ class ClassPredictor(Protocol):
 
     def predict(self, jobs: Sequence[RJMSJob], killable: Sequence[bool] | None = None) -> list[int]:
         """Classes of these jobs; ``killable``: per job, whether the core would kill it at the
-        divider if called small (:func:`rush.core.rules.kills_if_small`)."""
+        divider if called small (:func:`rush.core.false_small_kill.kills_if_small`)."""
         ...
 
     def observe_finished(self, job: RJMSJob, end: float) -> None: ...
@@ -407,7 +408,7 @@ def _requeues(job: RJMSJob, rec: JobRecord | None) -> int:
 def _class_of(
     job: RJMSJob, requeues: int, journaled: int, predicted: int, model: str
 ) -> tuple[RuntimeClass, str]:
-    """The core's precedence (rules.class_by_precedence) over what this job has: its class
+    """The core's precedence (runtime_classes.class_by_precedence) over what this job has: its class
     tag, the journal's class, the model's prediction; the source named for the journal."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
     cls, source = class_by_precedence(requeues, None if tagged is None else int(tagged), journaled, predicted)

@@ -1,4 +1,4 @@
-"""Speculative reservations, live: carry out rush.core.reservations on the RJMS (issue 12, part 4).
+"""Speculative reservations, live: carry out rush.core.speculative_reservations on the RJMS (issue 12, part 4).
 
 A user opts a stochastic job in with the rush tag ``speculative`` (Slurm: ``sbatch
 --comment=rush:speculative[,app=NAME]``, written to AdminComment by the job_submit plugin;
@@ -13,7 +13,7 @@ At first sight of a pending opted-in job, :func:`rush.models.speculative.job_seq
 samples, the backend's time-limit granularity) gives t1 < t2 < ... < walltime: never a limit
 above what the user asked, the last reservation is the walltime, each one held as the RJMS can
 (Slurm: whole minutes; Flux: seconds). The job's limit is set to t1. When the job ends
-by its time limit at reservation t_k and :func:`rush.core.reservations.requeue_after_kill`
+by its time limit at reservation t_k and :func:`rush.core.speculative_reservations.requeue_after_kill`
 says so, it is requeued with t_{k+1} (Slurm: ``scontrol requeue`` + ``TimeLimit``; Flux: its
 jobspec resubmitted with the new duration and its original submit time). Every step is a
 journal decision (action ``speculate``, ``speculative_requeue`` or ``speculative_end``) with
@@ -23,7 +23,7 @@ At most one requeue per attempt, across restarts: the attempt lives in the journ
 (``speculative_jobs``) and in a tag; a requeue is marked ``requeuing`` *before* it is issued,
 and a later cycle confirms it from the RJMS (Slurm: the restart count went up; Flux: the
 replacement job exists) before anything else is done for that job. The rules of what happens
-at a limit are :mod:`rush.core.reservations`'; this module only reads, asks and acts.
+at a limit are :mod:`rush.core.speculative_reservations`'; this module only reads, asks and acts.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS speculative_jobs (
 # An application label as the job_submit plugin accepts it (and a bounded user name).
 LABEL = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 USER = re.compile(r"^[A-Za-z0-9._@-]{0,64}$")
-# numpy, numba (rush.core.reservations) and scipy (rush.models.speculative.strategy) are imported where
+# numpy, numba (rush.core.speculative_reservations) and scipy (rush.models.speculative.strategy) are imported where
 # used: the daemon's config imports this module for its section, and `rush --help` stays fast.
 # Bounds on one cycle's work, whatever the queue holds: estimates (one per new opted-in job;
 # a continuous fit is tens of ms) and the finished jobs asked about.
@@ -147,7 +147,7 @@ class SpecJob:
     def limit(self) -> float:
         import numpy as np
 
-        from rush.core.reservations import run_limit
+        from rush.core.speculative_reservations import run_limit
 
         seq = np.asarray(self.sequence, dtype=float)
         return float(run_limit(seq, len(self.sequence), self.attempt, self.walltime))
@@ -367,7 +367,7 @@ class Speculator:
             return self._settle_end(cycle, spec, record, now)
 
     def _settle_end(self, cycle: int, spec: SpecJob, record: dict[str, Any] | None, now: float) -> bool:
-        from rush.core.reservations import requeue_after_kill
+        from rush.core.speculative_reservations import requeue_after_kill
 
         if record is None:
             if spec.updated < now - FORGET_AFTER:
@@ -405,7 +405,7 @@ class Speculator:
         self, cycle: int, spec: SpecJob, record: dict[str, Any], now: float, done: dict[str, int]
     ) -> None:
         """Issue the one requeue of this attempt: marked ``requeuing`` in the journal first."""
-        from rush.core.reservations import next_attempt
+        from rush.core.speculative_reservations import next_attempt
 
         k = next_attempt(spec.attempt)
         limit = SpecJob(**{**spec.__dict__, "attempt": k}).limit()
@@ -448,7 +448,7 @@ class Speculator:
     def _confirm(self, cycle: int, state: ClusterState, live: dict[int, RJMSJob], followed: dict[int, SpecJob],
                  done: dict[str, int]) -> None:  # fmt: skip
         """Settle requeues issued earlier from what the RJMS shows (never issued twice)."""
-        from rush.core.reservations import next_attempt
+        from rush.core.speculative_reservations import next_attempt
 
         # A requeue issued on this very read is confirmed from the next one.
         for spec in [s for s in followed.values() if s.status == "requeuing" and s.updated < state.taken_at]:

@@ -42,7 +42,7 @@ class SimInputs:
       with ``c = reservation_counts[j] > 0`` runs its attempts with the time limits
       ``reservations[j, :c]`` (increasing, > 0) instead of its walltime: killed at a limit it
       would exceed, its work lost, requeued with its original submit time and the next limit
-      (:mod:`rush.core.reservations`); the last limit's kill is final. Backfilling sees
+      (:mod:`rush.core.speculative_reservations`); the last limit's kill is final. Backfilling sees
       min(estimate, current limit); the queue order sees ``estimate`` as given.
     """
 

@@ -3,9 +3,9 @@
 
 At each event time t: process completions (and false-small kills, which requeue the
 job as large with its original submit time; and kills at a speculative reservation, which
-requeue it with its next reservation, :mod:`rush.core.reservations`), then arrivals, then one
+requeue it with its next reservation, :mod:`rush.core.speculative_reservations`), then arrivals, then one
 scheduling pass (:func:`rush.core.scheduling_pass.scheduling_pass`, the live core's too).
-Which kill ends a run is :func:`rush.core.rules.run_outcome`'s decision.
+Which kill ends a run is :func:`rush.core.false_small_kill.run_outcome`'s decision.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
-from rush.core.reservations import next_attempt, run_limit
-from rush.core.rules import (
+from rush.core.false_small_kill import (
     RUN_DIVIDER_REQUEUE,
     RUN_FINAL_KILL,
     RUN_RESERVATION_REQUEUE,
-    effective_estimate,
     is_killable,
     requeue_as_large,
     run_outcome,
 )
+from rush.core.job_rules import effective_estimate
+from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
 from rush.core.scheduling_pass import drop_started, scheduling_pass
+from rush.core.speculative_reservations import next_attempt, run_limit
 
 INF = np.inf
 
@@ -173,7 +173,7 @@ def run_simulation(
     runtime_class = jobs.runtime_class.copy()
     est = np.empty(n, dtype=np.float64)  # reservation estimate of the job's next run
     run_est_end = np.empty(n, dtype=np.float64)  # its current run's estimated end
-    outcome = np.zeros(n, dtype=np.int64)  # how its current run ends (rules.run_outcome)
+    outcome = np.zeros(n, dtype=np.int64)  # how its current run ends (false_small_kill.run_outcome)
     attempt = np.zeros(n, dtype=np.int64)  # index of the job's reservation in its sequence
     limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
     reservation_kills = np.zeros(n, dtype=np.int64)

@@ -6,7 +6,7 @@ reaches the divider), builds a snapshot with the state the daemon keeps in its j
 counts, standing conservative reservations, requeue counts, speculative attempts), and carries
 out the core's decisions. The RJMS enforces each run's time limit (walltime or current
 speculative reservation); a run killed at a reservation with a successor is requeued with
-the next one (:mod:`rush.core.reservations`). Every backfilling mode, with runtime classes,
+the next one (:mod:`rush.core.speculative_reservations`). Every backfilling mode, with runtime classes,
 false-small kills, skip-with-limit and speculative reservations all on, must give the
 simulator's starts, ends, kills, skips and first reservations job by job.
 """
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
-from rush.core.reservations import next_attempt, requeue_after_kill, run_limit
-from rush.core.rules import is_killable
+from rush.core.false_small_kill import is_killable
 from rush.core.schedule import schedule
+from rush.core.speculative_reservations import next_attempt, requeue_after_kill, run_limit
 from rush.simulator.engine import SimInputs, simulate
 from tests.core.helpers import workload
 

@@ -59,7 +59,7 @@ def state_of(job: RJMSJob) -> ClusterState:
 
 
 def kill_plan() -> Plan:
-    # The core's kill carries the class and count it requeues with (rules.requeue_as_large).
+    # The core's kill carries the class and count it requeues with (false_small_kill.requeue_as_large).
     kill = Action(
         "kill", 5, "false small: ran past the divider", 4.0, requeue_class=RuntimeClass.LARGE, requeues=1
     )

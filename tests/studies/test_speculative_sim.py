@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.core.reservations import next_attempt, requeue_after_kill, reservation_kill_due, run_limit
+from rush.core.speculative_reservations import (
+    next_attempt,
+    requeue_after_kill,
+    reservation_kill_due,
+    run_limit,
+)
 from rush.errors import RushError
 from rush.simulator.engine import SimInputs
 from tests.core.helpers import run, workload
