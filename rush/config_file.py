@@ -1,4 +1,8 @@
-"""Reading ``rush.toml`` safely: one reader for the daemon's and the collector's configuration.
+"""Reading configuration files safely, and one way to report their validation errors.
+
+:func:`read_toml` is the one reader for ``rush.toml`` and the other TOML inputs (sweep grids);
+:func:`explain` turns pydantic's ``ValidationError`` into the :class:`~rush.errors.ConfigError`
+every validated input reports (``rush.toml``, ``[collect]``, sweep grids, campaign options).
 
 A configuration file is small. Whatever is given instead — a directory, a FIFO (opening it
 would block forever), ``/dev/zero``, a 100 MB file, bytes that are not UTF-8, TOML nested
@@ -8,13 +12,17 @@ naming the file and the fix, read with work and memory bounded by ``MAX_CONFIG_B
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import ipaddress
 import math
 import re
 import stat
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
 
 from rush.errors import ConfigError
 
@@ -169,3 +177,81 @@ def non_finite(value: Any, depth: int = 0, max_depth: int = 8) -> str | None:
         if problem:
             return problem
     return None
+
+
+# -- pydantic's errors as ConfigErrors ----------------------------------------------------------
+
+MAX_SHOWN = 80  # characters of a bad value echoed back: a hostile file may hold megabytes in one
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds, through ``list[...]``, ``X | None`` and ``Annotated``."""
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[type[BaseModel] | None, Any]:
+    """The model holding the last key of ``loc`` and the FieldInfo of the deepest known key on it."""
+    parent: type[BaseModel] | None = model
+    info = None
+    for i, part in enumerate(loc):
+        if isinstance(part, int):
+            continue  # an index into a list keeps the list's item model
+        fields = parent.model_fields if parent is not None else {}
+        if part not in fields:
+            return parent, info  # a key inside a free-form table: its table's description
+        info = fields[part]
+        if i < len(loc) - 1:
+            parent = _inner_model(info.annotation)
+    return parent, info
+
+
+def key_path(loc: tuple[int | str, ...], prefix: str = "") -> str:
+    """``("sources", 0, "kind")`` -> ``sources[0].kind`` (after ``prefix.`` when given)."""
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    return (prefix + key if prefix else key[1:]) or prefix or "top level"
+
+
+def explain(
+    exc: ValidationError, source: str, model: type[BaseModel], *, prefix: str = "", example: str = EXAMPLE
+) -> ConfigError:
+    """The first validation error as a ConfigError: ``where`` is ``source: key.path``, ``fix`` what to do.
+
+    The fix is the field's description ("KEY must be <description>"), the keys allowed where an
+    unknown one was found (with the closest spelling), or ``example`` when the model says nothing."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = tuple(first["loc"])
+    key = key_path(loc, prefix)
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    where = f"{source}: {key}"
+    parent, info = _walk(model, loc)
+    if first["type"] == "extra_forbidden":
+        allowed = list(parent.model_fields) if parent is not None else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        section = key_path(loc[:-1], prefix) if loc[:-1] or prefix else "the top level"
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        listed = f"; allowed in {section}: {', '.join(allowed)}" if allowed else f"; see {example}"
+        return ConfigError(
+            f"unknown key {key!r}{more}", where=where, fix=f"remove it or fix its spelling{hint}{listed}"
+        )
+    description = info.description if info is not None else None
+    if first["type"] == "missing":
+        return ConfigError(
+            f"missing key {key!r}{more}",
+            where=where,
+            fix=f"add {key}: {description}" if description else f"add it (see {example})",
+        )
+    value = first.get("input")
+    shown = "" if isinstance(value, dict | list) else f" {repr(value)[:MAX_SHOWN]}"
+    message = first["msg"].removeprefix("Value error, ")
+    return ConfigError(
+        f"bad value{shown} for {key!r}: {message}{more}",
+        where=where,
+        fix=f"{key} must be {description}" if description else f"see {example}",
+    )

@@ -40,6 +40,7 @@ from pydantic import (
 from rush.collect.base import collector_names
 from rush.config_file import (
     duration_or_number,
+    explain,
     file_path,
     non_finite,
     parse_duration,
@@ -144,57 +145,18 @@ class CollectConfig(BaseModel):
         return split_host_port(self.metrics_address)
 
 
-def _key(loc: tuple[int | str, ...]) -> str:
-    parts: list[str] = ["collect"]
-    for item in loc:
-        if isinstance(item, int):
-            parts[-1] += f"[{item}]"
-        else:
-            parts.append(item)
-    return ".".join(parts)
-
-
-def _description(loc: tuple[int | str, ...]) -> str | None:
-    """The description of the field at ``loc`` (list indexes skipped)."""
-    model: Any = CollectConfig
-    description = None
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        fields = getattr(model, "model_fields", {})
-        if part not in fields:
-            break
-        description = fields[part].description
-        model = SourceConfig if part == "sources" else None
-    return description
-
-
 def collect_config_from_dict(section: dict[str, Any], where: str = "rush.toml") -> CollectConfig:
     """Validate a ``[collect]`` table; errors name the key (``collect.sources[0].optoins``)."""
     try:
         return CollectConfig.model_validate(section)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = _key(tuple(first["loc"]))
-        if first["type"] == "extra_forbidden":
-            message, fix = (
-                f"unknown key {key!r}",
-                "remove it or fix its spelling (see rush/collect/config.py)",
-            )
-        else:
-            value = first.get("input")
-            shown = "" if isinstance(value, dict | list) else f" {value!r}"
-            description = _description(tuple(first["loc"]))
-            message, fix = (
-                f"bad value{shown} for {key!r}: {first['msg'].removeprefix('Value error, ')}",
-                f"{key} must be {description}"
-                if description
-                else "see the [collect] example in rush/collect/config.py",
-            )
-        more = len(exc.errors()) - 1
-        if more:
-            message += f" (and {more} more problem{'s' if more > 1 else ''})"
-        raise ConfigError(message, where=f"{where}: {key}", fix=fix) from None
+        raise explain(
+            exc,
+            where,
+            CollectConfig,
+            prefix="collect",
+            example="the [collect] example in rush/collect/config.py",
+        ) from None
 
 
 def load_collect_config(path: Path) -> CollectConfig:

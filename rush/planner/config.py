@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from rush.config_file import duration_or_number, file_path, host_port, read_toml
+from rush.config_file import explain as explain_validation
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.errors import ConfigError, RushError
@@ -251,46 +252,9 @@ class RushConfig(Section):
         )
 
 
-def _field_description(loc: tuple[Any, ...]) -> str | None:
-    """The description of the field at ``loc`` (walking the section models)."""
-    model: Any = RushConfig
-    info = None
-    for part in loc:
-        fields = getattr(model, "model_fields", None)
-        if not fields or part not in fields:
-            return info.description if info is not None else None
-        info = fields[part]
-        model = info.annotation
-    return info.description if info is not None else None
-
-
 def explain(exc: ValidationError, source: str) -> ConfigError:
     """The first validation error as a ConfigError naming the dotted key and the fix."""
-    errors = exc.errors()
-    first = errors[0]
-    loc = tuple(first["loc"])
-    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)[1:] or "top level"
-    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
-    if first["type"] == "extra_forbidden":
-        parent: Any = RushConfig
-        for part in loc[:-1]:
-            parent = parent.model_fields[part].annotation if hasattr(parent, "model_fields") else None
-        allowed = ", ".join(getattr(parent, "model_fields", {})) or "see " + EXAMPLE
-        section = ".".join(str(p) for p in loc[:-1]) or "the top level"
-        return ConfigError(
-            f"unknown key {key!r}{more}",
-            where=f"{source}: {key}",
-            fix=f"remove it or fix its spelling; allowed in {section}: {allowed}",
-        )
-    message = first["msg"].removeprefix("Value error, ")
-    value = first.get("input")
-    shown = "" if isinstance(value, dict) else f" {value!r}"
-    description = _field_description(loc)
-    return ConfigError(
-        f"bad value{shown} for {key!r}: {message}{more}",
-        where=f"{source}: {key}",
-        fix=(f"{key} must be {description}" if description else f"see {EXAMPLE}"),
-    )
+    return explain_validation(exc, source, RushConfig, example=EXAMPLE)
 
 
 def _cross_checks(config: RushConfig, source: str) -> None:
