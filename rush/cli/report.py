@@ -41,7 +41,7 @@ def report_command(
             fix="e.g. --gantt-hours 24",
         )
     checks.output_dir(out, "--out")
-    from rush.simulator.report import report_run_dir
+    from rush.studies.plots.simulation import report_run_dir
 
     written = report_run_dir(
         run_dir, out, tau=tau, gantt_label=gantt_label, gantt_start=gantt_start, gantt_hours=gantt_hours

@@ -43,6 +43,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from rush.models.walkforward import DEFAULT_MAX_TRAIN_JOBS
+from rush.studies.plots.runtime_classes import plot
 
 TRACES = ("SDSC-SP2", "CTC-SP2", "KTH-SP2", "SDSC-BLUE", "HPC2N")
 POLICIES = ("FCFS", "SPF", "SAF", "WFP3")
@@ -335,29 +336,6 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
         )
     )
     print(f"{job_set}: done in {time.time() - started:.0f} s; tables and plots in {out}", flush=True)
-
-
-def plot(rows: list[dict], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    for trace in sorted({r["trace"] for r in rows}):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-        for ax, policy in zip(axes, ("FCFS", "SPF"), strict=True):
-            for r in rows:
-                if r["trace"] == trace and r["policy"] == policy:
-                    times, values = r["cumulative"]
-                    ax.plot(np.asarray(times) / 86400, values, label=r["variant"])
-            ax.set_title(f"{trace}: EASY-{policy}")
-            ax.set_xlabel("days since first submit")
-            ax.set_yscale("log")
-        axes[0].set_ylabel("cumulative mean bounded slowdown")
-        axes[1].legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / f"cumulative_bsld_{trace}.png", dpi=90)
-        plt.close(fig)
 
 
 if __name__ == "__main__":

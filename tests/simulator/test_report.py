@@ -15,9 +15,9 @@ from rush.core.config import CoreConfig
 from rush.errors import RushError
 from rush.simulator.engine import simulate
 from rush.simulator.metrics import compute_metrics
-from rush.simulator.report import DPI, FIGSIZE, gantt_bars, wait_by_runtime, write_report
 from rush.simulator.result import JOBS_CSV_HEADER, SimResult
 from rush.simulator.runs import load_metrics, load_runs, save_run
+from rush.studies.plots.simulation import DPI, FIGSIZE, gantt_bars, wait_by_runtime, write_report
 from rush.workload.model import Trace, workload_from_trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -308,7 +308,7 @@ def test_wait_vs_runtime_shows_counts_and_marks_sparse_bins() -> None:
     from matplotlib.container import ErrorbarContainer
     from matplotlib.patches import Rectangle
 
-    from rush.simulator.report import MIN_BIN_JOBS, wait_vs_runtime_figure
+    from rush.studies.plots.simulation import MIN_BIN_JOBS, wait_vs_runtime_figure
 
     # Bin 4 ([16, 32) s) holds 30 jobs, bin 10 ([1024, 2048) s) one job.
     runtimes = [20.0] * 30 + [1500.0]
