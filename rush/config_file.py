@@ -250,8 +250,12 @@ def explain(
     value = first.get("input")
     shown = "" if isinstance(value, dict | list) else f" {repr(value)[:MAX_SHOWN]}"
     message = first["msg"].removeprefix("Value error, ")
+    # An entry of a list: the description is the list's ("policies must be a list of ...").
+    described = loc
+    while described and isinstance(described[-1], int):
+        described = described[:-1]
     return ConfigError(
         f"bad value{shown} for {key!r}: {message}{more}",
         where=where,
-        fix=f"{key} must be {description}" if description else f"see {example}",
+        fix=f"{key_path(described, prefix)} must be {description}" if description else f"see {example}",
     )

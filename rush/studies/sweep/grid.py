@@ -25,32 +25,144 @@ or without jobs are :class:`~rush.errors.ConfigError` naming the file and key.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+)
+
+from rush.config_file import explain
+from rush.core.config import parse_threshold
+from rush.core.names import BACKFILL_MODES
+from rush.core.policies import parse_policy
 from rush.errors import ConfigError, RushError
 from rush.studies.sweep.engine import MAX_CELLS
 from rush.studies.sweep.options import SlurmOptions
 
-KEYS = ("traces", "slice", "weeks", "policies", "backfill", "thresholds", "tau", "procs", "slurm")
-SLURM_KEYS = (
-    "queue",
-    "cores",
-    "memory",
-    "walltime",
-    "jobs",
-    "processes",
-    "python",
-    "account",
-    "job_extra_directives",
-)
 MAX_LIST = 100_000  # entries of one list: far above any grid, far below a memory problem
 MAX_GRID_BYTES = 1 << 20
+EXAMPLE = "the grid example in `rush sweep run --help`"
+
+
+def _listed(value: Any) -> Any:
+    # ``policies = "FCFS"`` is a list of one.
+    return value if isinstance(value, list) else [value]
+
+
+def _axis(values: list) -> list:
+    if not values:
+        raise ValueError("is empty: the product has no cells")
+    if len(set(values)) != len(values):
+        raise ValueError("lists an entry twice (list each once)")
+    return values
+
+
+def _policy(name: str) -> str:
+    try:
+        parse_policy(name)
+    except RushError as exc:
+        raise ValueError(f"{exc.message} ({exc.fix})" if exc.fix else exc.message) from None
+    return name
+
+
+def _backfill(mode: str) -> str:
+    if mode not in BACKFILL_MODES:
+        raise ValueError(f"unknown backfilling {mode!r}; use {', '.join(BACKFILL_MODES)}")
+    return mode
+
+
+def _threshold(value: Any) -> float | str:
+    if isinstance(value, str) and value.strip().lower() in ("none", "off"):
+        return "none"
+    if isinstance(value, str) and not value.strip():
+        raise ValueError('an empty threshold; give seconds, or "none"')
+    try:
+        seconds = parse_threshold(value)
+    except RushError as exc:
+        raise ValueError(exc.message) from None
+    except TypeError:
+        seconds = None
+    if seconds is None:
+        raise ValueError('not a threshold; give seconds, or "none"')
+    return float(seconds)
+
+
+def _weeks(value: Any) -> Any:
+    return None if value == "all" else _listed(value)
+
+
+Text = Annotated[StrictStr, StringConstraints(strip_whitespace=True, min_length=1)]
+Axis = Field(max_length=MAX_LIST)
+Count = Annotated[StrictInt, Field(gt=0, le=100_000)]
+
+
+class SlurmTable(BaseModel):
+    """The grid's ``[slurm]`` table (dask-jobqueue SLURMCluster options); the command line's go over it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    queue: StrictStr | None = Field(None, description="a partition name (a string)")
+    cores: Count = Field(1, description="cores per worker job, an integer 1..100000")
+    memory: StrictStr = Field("1GB", description='memory per worker job, a string such as "2GB"')
+    walltime: StrictStr = Field("00:30:00", description='a time limit, a string such as "01:00:00"')
+    jobs: Count = Field(1, description="the number of worker jobs, an integer 1..100000")
+    processes: Count = Field(1, description="worker processes per job, an integer 1..100000")
+    python: StrictStr | None = Field(None, description="the workers' python (a path)")
+    account: StrictStr | None = Field(None, description="a Slurm account name (a string)")
+    job_extra_directives: list[StrictStr] = Field(
+        default_factory=list, description='a list of #SBATCH lines, e.g. ["--exclusive"]'
+    )
+
+
+class GridFile(BaseModel):
+    """A grid file as written; :func:`check_grid` adds the rules between keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    traces: Annotated[list[Text], BeforeValidator(_listed), Axis, AfterValidator(_axis)] = Field(
+        description="a list of catalogue names, trace paths or lublin[:JOBS[:PROCS[:SEED]]]"
+    )
+    policies: Annotated[
+        list[Annotated[Text, AfterValidator(_policy)]], BeforeValidator(_listed), Axis, AfterValidator(_axis)
+    ] = Field(description='a list of policies, e.g. ["FCFS", "LINEAR:q=1,wait=2"]')
+    backfill: Annotated[
+        list[Annotated[Text, AfterValidator(_backfill)]],
+        BeforeValidator(_listed),
+        Axis,
+        AfterValidator(_axis),
+    ] = Field(default_factory=lambda: ["easy"], description=f"a list of {', '.join(BACKFILL_MODES)}")
+    thresholds: Annotated[
+        list[Annotated[Any, AfterValidator(_threshold)]],
+        BeforeValidator(_listed),
+        Axis,
+        AfterValidator(_axis),
+    ] = Field(default_factory=lambda: [200000], description='a list of seconds >= 0 or "none"')
+    slice: Literal["week", "none"] = Field("none", description='"week" (each week on its own) or "none"')
+    weeks: Annotated[
+        list[Annotated[StrictInt, Field(ge=0, lt=100_000)]] | None,
+        BeforeValidator(_weeks),
+        Axis,
+        AfterValidator(lambda v: v if v is None else _axis(v)),
+    ] = Field(None, description='a list of week numbers from 0, or "all"')
+    tau: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        10.0, description="seconds > 0 (the bounded-slowdown tau), e.g. 10"
+    )
+    procs: Annotated[StrictInt, Field(gt=0, lt=2**31)] | None = Field(
+        None, description="a processor count, e.g. 128"
+    )
+    slurm: SlurmTable = Field(default_factory=SlurmTable, description="a table of SLURMCluster options")
 
 
 @dataclass
@@ -113,92 +225,27 @@ def _read_json(path: Path) -> Any:
         raise ConfigError(f"cannot read the grid: {exc.strerror}", where=where) from None
 
 
-def _list(doc: dict, key: str, where: str, default: list | None = None) -> list:
-    if key not in doc:
-        if default is None:
-            raise ConfigError(f"the grid has no {key!r}", where=where, fix=f"add {key} = [...]")
-        return default
-    value = doc[key]
-    if not isinstance(value, list):
-        value = [value]
-    if not value:
-        raise ConfigError(
-            f"{key} is empty: the product has no cells", where=f"{where}: {key}", fix="list at least one"
-        )
-    if len(value) > MAX_LIST:
-        raise ConfigError(
-            f"{key} has {len(value)} entries", where=f"{where}: {key}", fix=f"at most {MAX_LIST}"
-        )
-    return value
-
-
-def _strings(values: list, key: str, where: str) -> list[str]:
-    for i, v in enumerate(values):
-        if not isinstance(v, str) or not v.strip():
-            raise ConfigError(
-                f"{key}[{i}] is {v!r}, not a non-empty string", where=f"{where}: {key}[{i}]", fix="quote it"
-            )
-    if len(set(values)) != len(values):
-        raise ConfigError(f"{key} lists an entry twice", where=f"{where}: {key}", fix="list each once")
-    return [v.strip() for v in values]
-
-
 def check_grid(doc: dict, where: str) -> Grid:
-    unknown = [k for k in doc if k not in KEYS]
-    if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), KEYS, n=1)
-        raise ConfigError(
-            f"unknown key {unknown[0]!r}",
-            where=f"{where}: {unknown[0]}",
-            fix=f"did you mean {close[0]!r}?" if close else f"the keys are: {', '.join(KEYS)}",
-        )
-    traces = _strings(_list(doc, "traces", where), "traces", where)
-    policies = _strings(_list(doc, "policies", where), "policies", where)
-    backfill = _strings(_list(doc, "backfill", where, ["easy"]), "backfill", where)
-    thresholds = [_threshold(v, i, where) for i, v in enumerate(_list(doc, "thresholds", where, [200000]))]
-    if len(set(thresholds)) != len(thresholds):
-        raise ConfigError(
-            "thresholds lists an entry twice", where=f"{where}: thresholds", fix="list each once"
-        )
-    from rush.core.names import BACKFILL_MODES
-    from rush.core.policies import parse_policy
-
-    for i, name in enumerate(policies):
-        try:
-            parse_policy(name)
-        except RushError as exc:
-            raise ConfigError(exc.message, where=f"{where}: policies[{i}]", fix=exc.fix) from None
-    for i, mode in enumerate(backfill):
-        if mode not in BACKFILL_MODES:
-            raise ConfigError(
-                f"unknown backfilling {mode!r}",
-                where=f"{where}: backfill[{i}]",
-                fix=f"use {', '.join(BACKFILL_MODES)}",
-            )
-    slicing = doc.get("slice", "none")
-    if slicing not in ("week", "none"):
-        raise ConfigError(f"slice is {slicing!r}", where=f"{where}: slice", fix='use "week" or "none"')
-    weeks = _weeks(doc.get("weeks", "all"), slicing, "weeks" in doc, where)
-    tau = doc.get("tau", 10.0)
-    if isinstance(tau, bool) or not isinstance(tau, int | float) or not math.isfinite(tau) or tau <= 0:
-        raise ConfigError(f"tau is {tau!r}", where=f"{where}: tau", fix="seconds > 0, e.g. 10")
-    procs = doc.get("procs")
-    if procs is not None and (isinstance(procs, bool) or not isinstance(procs, int) or not 0 < procs < 2**31):
-        raise ConfigError(f"procs is {procs!r}", where=f"{where}: procs", fix="a processor count, e.g. 128")
-    slurm = doc.get("slurm", {})
-    if not isinstance(slurm, dict):
-        raise ConfigError(
-            "slurm is not a table", where=f"{where}: slurm", fix="[slurm] with queue, cores, ..."
-        )
-    for k in slurm:
-        if k not in SLURM_KEYS:
-            raise ConfigError(
-                f"unknown key {k!r}",
-                where=f"{where}: slurm.{k}",
-                fix=f"the keys are: {', '.join(SLURM_KEYS)}",
-            )
-    grid = Grid(where, traces, slicing, weeks, policies, backfill, thresholds, float(tau), procs, dict(slurm))
-    planned = grid.axes_size() * (len(weeks) if weeks is not None else 1)
+    """The grid in ``doc`` (from the file ``where``), or a ConfigError naming the key."""
+    try:
+        parsed = GridFile.model_validate(doc)
+    except ValidationError as exc:
+        raise explain(exc, where, GridFile, example=EXAMPLE) from None
+    if parsed.slice == "none" and "weeks" in parsed.model_fields_set:
+        raise ConfigError('weeks needs slice = "week"', where=f"{where}: weeks", fix='add slice = "week"')
+    grid = Grid(
+        where,
+        parsed.traces,
+        parsed.slice,
+        parsed.weeks,
+        parsed.policies,
+        parsed.backfill,
+        parsed.thresholds,
+        parsed.tau,
+        parsed.procs,
+        parsed.slurm.model_dump(exclude_unset=True),
+    )
+    planned = grid.axes_size() * (len(grid.weeks) if grid.weeks is not None else 1)
     if planned > MAX_CELLS:
         raise ConfigError(
             f"the grid has {planned} cells, over the cap of {MAX_CELLS}",
@@ -206,46 +253,6 @@ def check_grid(doc: dict, where: str) -> Grid:
             fix="split it into several grids or coarsen its axes",
         )
     return grid
-
-
-def _threshold(value: Any, i: int, where: str) -> float | str:
-    from rush.core.config import parse_threshold
-
-    if isinstance(value, str) and value.strip().lower() in ("none", "off"):
-        return "none"
-    if isinstance(value, str) and not value.strip():
-        raise ConfigError("an empty threshold", where=f"{where}: thresholds[{i}]", fix='seconds, or "none"')
-    try:
-        seconds = parse_threshold(value)
-    except RushError as exc:
-        raise ConfigError(exc.message, where=f"{where}: thresholds[{i}]", fix=exc.fix) from None
-    except TypeError:
-        seconds = None
-    if seconds is None:
-        raise ConfigError(
-            f"bad threshold {value!r}", where=f"{where}: thresholds[{i}]", fix='seconds, or "none"'
-        )
-    return float(seconds)
-
-
-def _weeks(value: Any, slicing: str, given: bool, where: str) -> list[int] | None:
-    if slicing == "none":
-        if given:
-            raise ConfigError('weeks needs slice = "week"', where=f"{where}: weeks", fix='add slice = "week"')
-        return None
-    if value == "all":
-        return None
-    values = _list({"weeks": value}, "weeks", where)
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 100_000:
-            raise ConfigError(
-                f"weeks[{i}] is {v!r}",
-                where=f"{where}: weeks[{i}]",
-                fix='week numbers from 0, or weeks = "all"',
-            )
-    if len(set(values)) != len(values):
-        raise ConfigError("weeks lists a week twice", where=f"{where}: weeks", fix="list each once")
-    return [int(v) for v in values]
 
 
 def resolve_traces(grid: Grid) -> dict[str, Any]:
@@ -313,11 +320,8 @@ def cells(grid: Grid, loaded: dict[str, Any]) -> list[dict]:
 def slurm_options(grid: Grid, **overrides: Any) -> SlurmOptions:
     """The grid's [slurm] table with the command line's values over it."""
     values = dict(grid.slurm) | {k: v for k, v in overrides.items() if v is not None}
-    types = {"cores": int, "jobs": int, "processes": int, "job_extra_directives": list}
-    for k, v in values.items():
-        want = types.get(k, str)
-        if isinstance(v, bool) or not isinstance(v, want) or (want is int and not 0 < v <= 100_000):
-            raise ConfigError(
-                f"slurm.{k} is {v!r}", where=f"{grid.source}: slurm.{k}", fix=f"a {want.__name__}"
-            )
-    return SlurmOptions(**values)
+    try:
+        table = SlurmTable.model_validate(values)
+    except ValidationError as exc:
+        raise explain(exc, grid.source, SlurmTable, prefix="slurm", example=EXAMPLE) from None
+    return SlurmOptions(**table.model_dump(exclude_unset=True))  # SlurmOptions keeps its defaults
