@@ -14,6 +14,7 @@ directory), so ``tests/test_docs.py`` can compare the committed files with it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import sys
 import types
@@ -158,6 +159,22 @@ def _section_md(title: str, model: type[BaseModel]) -> list[str]:
     return [*lines, ""]
 
 
+def _option_defaults(backend: Any) -> dict[str, Any]:
+    """Each option's default: the fields of the backend's options dataclass when it takes one,
+    else its constructor's keyword defaults."""
+    options_type = getattr(backend, "options_type", None)
+    if options_type is not None and dataclasses.is_dataclass(options_type):
+        found = {}
+        for field in dataclasses.fields(options_type):
+            if field.default is not dataclasses.MISSING:
+                found[field.name] = field.default
+            elif field.default_factory is not dataclasses.MISSING:
+                found[field.name] = field.default_factory()
+        return found
+    parameters = inspect.signature(backend.__init__).parameters
+    return {k: p.default for k, p in parameters.items() if p.default is not inspect.Parameter.empty}
+
+
 def _backend_options_md() -> list[str]:
     """``[rjms.options]`` per backend, from the options each backend class declares."""
     from rush.rjms.base import backend_class, backend_names
@@ -172,10 +189,10 @@ def _backend_options_md() -> list[str]:
     ]
     for name in backend_names():
         backend = backend_class(name)
-        defaults = inspect.signature(backend.__init__).parameters
+        defaults = _option_defaults(backend)
         lines += [f"### backend `{name}`", "", "| key | type | default | meaning |", "|---|---|---|---|"]
         for option in backend.options:
-            default = defaults[option.name].default if option.name in defaults else inspect.Parameter.empty
+            default = defaults.get(option.name, inspect.Parameter.empty)
             shown = "" if default is inspect.Parameter.empty else f"`{_toml(default)}`"
             if default is None or default == "":
                 shown = "(unset)"
