@@ -23,7 +23,7 @@ def flux_module_command(
 
     The broker runs Python modules with its own python3, so rush and its dependencies must be
     on that interpreter's path: set FLUX_PYTHONPATH_PREPEND to what --pythonpath prints (in
-    the flux service's environment for a system instance). See deploy/flux/README.md.
+    the flux service's environment for a system instance). See docs/admin-flux.md.
     """
     import rush
 
