@@ -195,6 +195,12 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+def _fields(model: type[BaseModel] | None) -> dict[str, Any]:
+    """A model's fields by the key an input uses: the alias when there is one (``--runs``)."""
+    fields = model.model_fields if model is not None else {}
+    return {info.alias or name: info for name, info in fields.items()}
+
+
 def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[type[BaseModel] | None, Any]:
     """The model holding the last key of ``loc`` and the FieldInfo of the deepest known key on it."""
     parent: type[BaseModel] | None = model
@@ -202,7 +208,7 @@ def _walk(model: type[BaseModel], loc: tuple[int | str, ...]) -> tuple[type[Base
     for i, part in enumerate(loc):
         if isinstance(part, int):
             continue  # an index into a list keeps the list's item model
-        fields = parent.model_fields if parent is not None else {}
+        fields = _fields(parent)
         if part not in fields:
             return parent, info  # a key inside a free-form table: its table's description
         info = fields[part]
@@ -232,7 +238,7 @@ def explain(
     where = f"{source}: {key}"
     parent, info = _walk(model, loc)
     if first["type"] == "extra_forbidden":
-        allowed = list(parent.model_fields) if parent is not None else []
+        allowed = list(_fields(parent))
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         section = key_path(loc[:-1], prefix) if loc[:-1] or prefix else "the top level"
         hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -55,3 +55,15 @@ def test_missing_key_and_more_problems_are_counted() -> None:
 def test_a_huge_value_is_not_echoed_whole() -> None:
     err = error({"name": "a", "counts": ["x" * 10_000]})
     assert len(err.message) < MAX_SHOWN + 100
+
+
+class Flags(BaseModel):
+    model_config = ConfigDict(strict=True)
+    runs: StrictInt = Field(ge=1, alias="--runs", description="an integer from 1")
+
+
+def test_fields_keyed_by_their_alias_are_named_and_described_by_it() -> None:
+    with pytest.raises(ValidationError) as info:
+        Flags.model_validate({"--runs": 0})
+    err = explain(info.value, "command line", Flags)
+    assert err.where == "command line: --runs" and err.fix == "--runs must be an integer from 1"

@@ -38,7 +38,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from rush.campaign.records import (
     FORMAT,
@@ -47,6 +60,7 @@ from rush.campaign.records import (
     noise_intervals,
     validate_record,
 )
+from rush.config_file import explain
 from rush.errors import RushError
 
 log = logging.getLogger("rush.campaign")
@@ -143,52 +157,111 @@ def parse_apps(text: str) -> tuple[str, ...]:
     return tuple(apps)
 
 
-def _check_number(value: object, low: float, high: float, where: str, integer: bool = False) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and low <= value <= high and (not integer or float(value).is_integer())
-    if not ok:
-        kind = "an integer" if integer else "a number"
-        raise CampaignError(
-            f"must be {kind} in [{low:g}, {high:g}], got {value!r}"[:200],
-            where=where,
-            fix=f"give {kind} between {low:g} and {high:g}",
-        )
+def _ordered(pair: tuple[float, float]) -> tuple[float, float]:
+    if pair[1] < pair[0]:
+        raise ValueError(f"MIN {pair[0]:g} is over MAX {pair[1]:g}")
+    return pair
+
+
+def _noise_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    bad = [k[:40] for k in kinds if k not in NOISE_KINDS]
+    if not kinds or bad:
+        raise ValueError(f"unknown noise kind(s) {bad}" if bad else "no noise kind")
+    return kinds
+
+
+def _environment_names(env: dict[str, str]) -> dict[str, str]:
+    for key, value in env.items():
+        if not key or "=" in key or "\0" in key + value or "\n" in key + value:
+            raise ValueError(f"bad environment variable {key[:40]!r}")
+    return env
+
+
+def _probe_size(size: str) -> str:
+    from rush.collect import mpi_probe
+
+    try:
+        value = mpi_probe.parse_bytes(size)
+    except Exception as exc:  # argparse.ArgumentTypeError
+        raise ValueError(str(exc)) from None
+    if value > 2**31:
+        raise ValueError(f"{size} is more than 2 GiB")
+    return size
+
+
+def _count(low: int, high: int, flag: str) -> Any:
+    return Field(ge=low, le=high, alias=flag, description=f"an integer in {low}..{high}")
+
+
+def _number(low: float, high: float, flag: str) -> Any:
+    return Field(ge=low, le=high, alias=flag, description=f"a number in [{low:g}, {high:g}]")
+
+
+Seconds = Annotated[float, Field(ge=0.1, le=86400, allow_inf_nan=False)]
+ProbeSize = Annotated[StrictStr, AfterValidator(_probe_size)]
+
+
+class CampaignInput(BaseModel):
+    """The values of :class:`CampaignOptions` a campaign checks, keyed by their command-line flags."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    runs: StrictInt = _count(1, MAX_RUNS, "--runs")
+    ntasks: StrictInt = _count(2, 4096, "--ntasks")  # the probe's ring needs 2
+    nodes: StrictInt | None = Field(ge=1, alias="--nodes", description="an integer from 1 to --ntasks")
+    concurrency: StrictInt = _count(1, MAX_CONCURRENCY, "--concurrency")
+    scale: Annotated[float, Field(allow_inf_nan=False)] = _number(0.001, 1000, "--scale")
+    interval: Annotated[float, Field(allow_inf_nan=False)] = _number(0.2, 3600, "--interval")
+    warmup: Annotated[float, Field(allow_inf_nan=False)] = _number(0, 3600, "--warmup")
+    time_limit: Annotated[float, Field(allow_inf_nan=False)] = _number(10, 7 * 86400, "--time-limit")
+    seed: StrictInt = _count(-(2**63), 2**63 - 1, "--seed")
+    noise_workers: StrictInt = _count(1, 64, "--noise-workers")
+    noise_on: Annotated[tuple[Seconds, Seconds], AfterValidator(_ordered)] = Field(
+        alias="--noise-on", description="MIN:MAX seconds, each in [0.1, 86400], e.g. 20:60"
+    )
+    noise_off: Annotated[tuple[Seconds, Seconds], AfterValidator(_ordered)] = Field(
+        alias="--noise-off", description="MIN:MAX seconds, each in [0.1, 86400], e.g. 20:60"
+    )
+    noise_kinds: Annotated[tuple[StrictStr, ...], AfterValidator(_noise_kinds)] = Field(
+        alias="--noise-kinds", description=f"some of {','.join(NOISE_KINDS)}"
+    )
+    launcher: Annotated[StrictStr, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        alias="--launcher", description="an MPI launcher, e.g. mpirun or 'srun --mpi=pmix'"
+    )
+    env: Annotated[dict[StrictStr, StrictStr], AfterValidator(_environment_names)] = Field(
+        alias="--env", description="KEY=VALUE pairs, each on one line"
+    )
+    probe_ring_bytes: ProbeSize = Field(
+        alias="--probe-ring-bytes", description="a size up to 2 GiB, e.g. 4096, 1MiB, 4MB"
+    )
+    probe_allreduce_bytes: ProbeSize = Field(
+        alias="--probe-allreduce-bytes", description="a size up to 2 GiB, e.g. 4096, 1MiB, 4MB"
+    )
+    probe_ring_iterations: StrictInt = _count(1, 1000, "--probe-ring-iterations")
+    probe_allreduce_iterations: StrictInt = _count(1, 1000, "--probe-allreduce-iterations")
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes_within_tasks(cls, nodes: int | None, info: ValidationInfo) -> int | None:
+        ntasks = info.data.get("ntasks")
+        if nodes is not None and ntasks is not None and nodes > ntasks:
+            raise ValueError(f"more nodes than --ntasks ({ntasks}): each node runs a task")
+        return nodes
 
 
 def validate(options: CampaignOptions) -> None:
     """Every check that needs no RJMS: names, ranges, files, the output directory."""
     options.apps = parse_apps(",".join(options.apps))
-    _check_number(options.runs, 1, MAX_RUNS, "--runs", integer=True)
-    _check_number(options.ntasks, 2, 4096, "--ntasks", integer=True)  # the probe's ring needs 2
-    if options.nodes is not None:
-        _check_number(options.nodes, 1, options.ntasks, "--nodes", integer=True)
-    _check_number(options.concurrency, 1, MAX_CONCURRENCY, "--concurrency", integer=True)
-    _check_number(options.scale, 0.001, 1000, "--scale")
-    _check_number(options.interval, 0.2, 3600, "--interval")
-    _check_number(options.warmup, 0, 3600, "--warmup")
-    _check_number(options.time_limit, 10, 7 * 86400, "--time-limit")
-    _check_number(options.seed, -(2**63), 2**63 - 1, "--seed", integer=True)
-    _check_number(options.noise_workers, 1, 64, "--noise-workers", integer=True)
-    for name, pair in (("--noise-on", options.noise_on), ("--noise-off", options.noise_off)):
-        if len(pair) != 2:
-            raise CampaignError("must be MIN:MAX seconds", where=name, fix="e.g. 20:60")
-        _check_number(pair[0], 0.1, 86400, name)
-        _check_number(pair[1], pair[0], 86400, name)
-    bad = [k for k in options.noise_kinds if k not in NOISE_KINDS]
-    if not options.noise_kinds or bad:
-        raise CampaignError(
-            f"unknown noise kind(s) {bad}", where="--noise-kinds", fix=f"some of {NOISE_KINDS}"
-        )
-    if not options.launcher.strip():
-        raise CampaignError("empty launcher", where="--launcher", fix="e.g. mpirun or 'srun --mpi=pmix'")
-    for key, value in options.env.items():
-        if not key or "=" in key or "\0" in key + value or "\n" in key + value:
-            raise CampaignError(f"bad environment variable {key!r}", where="--env", fix="KEY=VALUE, one line")
+    given = {info.alias: getattr(options, name) for name, info in CampaignInput.model_fields.items()}
+    try:
+        CampaignInput.model_validate(given)
+    except ValidationError as exc:
+        error = explain(exc, "command line", CampaignInput, example="rush campaign run --help")
+        raise CampaignError(error.message, where=error.where, fix=error.fix) from None
     if not options.procfs and not options.prometheus:
         raise CampaignError(
             "no counter source", where="--no-procfs", fix="keep procfs or give --prometheus URL"
         )
-    _check_probe_sizes(options)
     for path in [PROXIES / APPS[a][0] for a in options.apps] + [JOBRUN, NOISE_SCRIPT]:
         if not path.is_file():
             raise CampaignError("program not found", where=str(path), fix="run rush from its source tree")
@@ -206,23 +279,6 @@ def validate(options: CampaignOptions) -> None:
         raise CampaignError(
             "not empty: a campaign is never overwritten", where=str(out), fix="choose a new --out directory"
         )
-
-
-def _check_probe_sizes(options: CampaignOptions) -> None:
-    from rush.collect import mpi_probe
-
-    for name, size in (
-        ("--probe-ring-bytes", options.probe_ring_bytes),
-        ("--probe-allreduce-bytes", options.probe_allreduce_bytes),
-    ):
-        try:
-            value = mpi_probe.parse_bytes(size)
-        except Exception as exc:  # argparse.ArgumentTypeError
-            raise CampaignError(str(exc), where=name, fix="e.g. 4096, 1MiB, 4MB") from None
-        if value > 2**31:
-            raise CampaignError(f"{size} is more than 2 GiB", where=name, fix="a smaller probe message")
-    _check_number(options.probe_ring_iterations, 1, 1000, "--probe-ring-iterations", integer=True)
-    _check_number(options.probe_allreduce_iterations, 1, 1000, "--probe-allreduce-iterations", integer=True)
 
 
 def connect(options: CampaignOptions) -> Any:
@@ -287,14 +343,16 @@ def counter_collectors(options: CampaignOptions) -> list[Any]:
 
         collectors.append(ProcfsCollector())
     if options.prometheus:
-        from rush.collect.prometheus import PrometheusCollector
+        from rush.collect.prometheus import PrometheusCollector, PrometheusOptions
 
         label = options.prometheus_host_label
         queries = {
             name: f"sum by ({label}) ({expr.format(w=options.prometheus_rate_window)})"
             for name, expr in NODE_EXPORTER_QUERIES.items()
         }
-        collectors.append(PrometheusCollector(options.prometheus, queries=queries, host_label=label))
+        collectors.append(
+            PrometheusCollector(PrometheusOptions(options.prometheus, queries=queries, host_label=label))
+        )
     return collectors
 
 
