@@ -124,8 +124,9 @@ def test_kernel_cache_follows_every_kernel_source(tmp_path: Path) -> None:
     (copy / "cli" / "main.py").write_text((copy / "cli" / "main.py").read_text() + "\n# no kernel here\n")
     assert kernel_sources_digest(copy) == before  # no recompilation for a non-kernel edit
     backfill = copy / "core" / "easy.py"
+    assert "out.backfilled[ns] = True" in backfill.read_text()  # the edit below must change something
     backfill.write_text(
-        backfill.read_text().replace("out_backfilled[ns] = True", "out_backfilled[ns] = False")
+        backfill.read_text().replace("out.backfilled[ns] = True", "out.backfilled[ns] = False")
     )
     assert kernel_sources_digest(copy) != before
 
