@@ -49,7 +49,7 @@ def replay_command(
 
     from rush.core.config import CoreConfig
     from rush.rjms.base import get_backend, parse_backend_options
-    from rush.studies.replay import MODES, flux_rush_scheduler, replay
+    from rush.studies.replay import MODES, ReplayOptions, flux_rush_scheduler, replay
     from rush.studies.replay_window import Window
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
@@ -94,10 +94,9 @@ def replay_command(
                 parsed_window,
                 speedup,
                 core_config,
-                cycle=cycle,
-                timeout=timeout,
-                say=lambda text: typer.echo(text, err=True),
-                mode=mode,
+                ReplayOptions(
+                    cycle=cycle, timeout=timeout, say=lambda text: typer.echo(text, err=True), mode=mode
+                ),
             )
     except KeyboardInterrupt:
         # replay() has cancelled the submitted jobs and said so.

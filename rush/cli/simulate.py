@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,19 +71,26 @@ def _core_config(policy: str, backfill: str, threshold: str, backfill_policy: st
     return CoreConfig.from_names(policy, backfill, threshold, backfill_policy, **kwargs)
 
 
+@dataclass(frozen=True)
+class RunChoice:
+    """What one simulation runs: the flags of ``rush simulate`` that pick the scheduler."""
+
+    policy: str
+    backfill: str
+    threshold: str
+    backfill_policy: str | None = None
+    classes: str | None = None  # runtime-class variant (None: no classes)
+    model: Path | None = None  # trained runtime classifier for ``classes``
+
+
 def run_one(
-    trace_obj: Trace,
-    workload: Workload,
-    policy: str,
-    backfill: str,
-    threshold: str,
-    backfill_policy: str | None,
-    classes: str | None,
-    model: Path | None,
-    progress: bool,
+    trace_obj: Trace, workload: Workload, choice: RunChoice, progress: bool
 ) -> tuple[SimResult, dict | None]:
-    """One simulation, with the runtime-class variants when ``classes`` is given."""
+    """One simulation, with the runtime-class variants when ``choice.classes`` is given."""
     from rush.simulator.engine import SimInputs, simulate
+
+    policy, backfill, threshold = choice.policy, choice.backfill, choice.threshold
+    backfill_policy, classes, model = choice.backfill_policy, choice.classes, choice.model
 
     inputs = None
     classification = None
@@ -229,17 +237,8 @@ def simulate_command(
     from rush.simulator.metrics import compute_metrics
 
     trace_obj, workload = _load_workload(trace, procs, strict)
-    result, classification = run_one(
-        trace_obj,
-        workload,
-        policy,
-        backfill,
-        threshold,
-        backfill_policy,
-        classes,
-        model,
-        progress=not as_json,
-    )
+    choice = RunChoice(policy, backfill, threshold, backfill_policy, classes, model)
+    result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
     metrics = compute_metrics(result, tau=tau)
     metrics["skipped_lines"] = int(sum(trace_obj.skipped.values()))
     if classification is not None:
@@ -302,9 +301,7 @@ def compare_command(
         task = bar.add_task("simulating", total=len(names))
         for name, label in zip(names, labels, strict=True):
             bar.update(task, description=label)
-            result, _ = run_one(
-                trace_obj, workload, name, backfill, threshold, None, None, None, progress=False
-            )
+            result, _ = run_one(trace_obj, workload, RunChoice(name, backfill, threshold), progress=False)
             metrics = compute_metrics(result, tau=tau)
             metrics["settings"] = run_settings(trace, result, label, tau, procs is not None)
             table[label] = metrics

@@ -12,6 +12,7 @@ import abc
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rush.errors import BackendUnavailableError, ConfigError
 
@@ -27,6 +28,9 @@ class Sample:
 
 class Collector(abc.ABC):
     name: str = ""
+    # A source with many options takes them as one dataclass of this type;
+    # :func:`get_collector` builds it from the ``[[collect.sources]]`` table.
+    options_type: ClassVar[type | None] = None
 
     @abc.abstractmethod
     def collect(self) -> list[Sample]:
@@ -77,7 +81,10 @@ def get_collector(name: str, **options: object) -> Collector:
                 fix=f"pip install {exc.name} (or pip install 'rush[cassandra]' for sonar)",
             ) from exc
     try:
-        return _REGISTERED[name](**options)
+        cls = _REGISTERED[name]
+        if cls.options_type is not None:
+            return cls(cls.options_type(**options))  # type: ignore[call-arg]
+        return cls(**options)
     except TypeError as exc:
         raise ConfigError(
             f"bad options for collector {name!r}: {exc}", where=f"collect.sources.{name}"

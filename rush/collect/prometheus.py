@@ -148,6 +148,22 @@ def _parse_data(data: object, where: str) -> list[Series]:
     return out
 
 
+@dataclass(frozen=True)
+class PrometheusOptions:
+    """The prometheus source's options (meanings in :class:`PrometheusCollector`)."""
+
+    url: str
+    metrics: list[str] | None = None
+    queries: dict[str, str] | None = None
+    host_label: str = "instance"
+    strip_port: bool = True
+    rate_window: str = "1m"
+    mode: str = "rate"
+    selector: str = ""
+    raw_lookback: str = "5m"
+    timeout: float = 10.0
+
+
 @register_collector(SOURCE)
 class PrometheusCollector(Collector):
     """node_exporter IB/RAPL rates from a Prometheus server, one Sample per host and metric.
@@ -160,21 +176,17 @@ class PrometheusCollector(Collector):
     scrape (``5m``); ``timeout`` seconds.
     """
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        metrics: list[str] | None = None,
-        queries: dict[str, str] | None = None,
-        host_label: str = "instance",
-        strip_port: bool = True,
-        rate_window: str = "1m",
-        mode: str = "rate",
-        selector: str = "",
-        raw_lookback: str = "5m",
-        timeout: float = 10.0,
-        session: requests.Session | None = None,
-    ) -> None:
+    options_type = PrometheusOptions
+
+    def __init__(self, options: PrometheusOptions, session: requests.Session | None = None) -> None:
+        url, metrics, queries, host_label = options.url, options.metrics, options.queries, options.host_label
+        strip_port, rate_window, mode, selector = (
+            options.strip_port,
+            options.rate_window,
+            options.mode,
+            options.selector,
+        )
+        raw_lookback, timeout = options.raw_lookback, options.timeout
         if mode not in ("rate", "raw"):
             raise CollectorError(
                 f"unknown mode {mode!r}", where="prometheus source 'mode'", fix="use 'rate' or 'raw'"

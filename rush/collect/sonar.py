@@ -22,6 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from rush.collect.base import Collector, Sample, register_collector
@@ -44,23 +45,37 @@ def _datetime(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
+@dataclass(frozen=True)
+class SonarOptions:
+    """The sonar source's options (its ``[[collect.sources]]`` table)."""
+
+    hosts: Sequence[str] = ()
+    contact_points: Sequence[str] = ("127.0.0.1",)
+    port: int = 9042
+    keyspace: str = "ldms"
+    table: str = "metrics"
+    host_column: str = "hostname"
+    time_column: str = "ts"
+    metrics: dict[str, str] | None = None  # wide tables: {column: rush name}
+    metric_column: str | None = None  # long tables: the metric's name column...
+    value_column: str | None = None  # ...and its value column
+    lookback: float = 300.0
+
+
 @register_collector("sonar")
 class SonarCollector(Collector):
-    def __init__(
-        self,
-        hosts: Sequence[str] = (),
-        contact_points: Sequence[str] = ("127.0.0.1",),
-        port: int = 9042,
-        keyspace: str = "ldms",
-        table: str = "metrics",
-        host_column: str = "hostname",
-        time_column: str = "ts",
-        metrics: dict[str, str] | None = None,
-        metric_column: str | None = None,
-        value_column: str | None = None,
-        lookback: float = 300.0,
-        session=None,
-    ) -> None:
+    options_type = SonarOptions
+
+    def __init__(self, options: SonarOptions = SonarOptions(), session=None) -> None:
+        hosts, contact_points, port, keyspace = (
+            options.hosts,
+            options.contact_points,
+            options.port,
+            options.keyspace,
+        )
+        table, host_column, time_column = options.table, options.host_column, options.time_column
+        metrics, metric_column, value_column = options.metrics, options.metric_column, options.value_column
+        lookback = options.lookback
         if not hosts:
             raise CollectorError(
                 "no hosts to read", where="collect.sources.sonar.hosts", fix='hosts = ["node001", ...]'

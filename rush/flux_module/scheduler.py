@@ -41,6 +41,7 @@ from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.errors import RushError
 from rush.planner.config import load_config
+from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
 from rush.rjms.base import ClusterState, RJMSJob
 from rush.rjms.flux import FluxBackend, count_cores, jobspec_tags, trusted_submit_time
@@ -280,13 +281,9 @@ class RushScheduler(Scheduler):
         with journal.transaction():
             for d, status, answer in records:
                 journal.record(
-                    cycle,
-                    d.job_id,
-                    d.action,
-                    d.reason,
-                    d.value,
-                    built.outputs.get(d.job_id),
-                    "apply",
+                    DecisionRow(
+                        cycle, d.job_id, d.action, d.reason, d.value, built.outputs.get(d.job_id), "apply"
+                    ),
                     status,
                     answer,
                 )

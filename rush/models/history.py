@@ -43,6 +43,7 @@ from rush.models.runtime_features import (
     STREAM_WINDOW,
     UNKNOWN,
     Clock,
+    UserHistory,
     static_features,
     user_recent_values,
 )
@@ -334,7 +335,7 @@ class RuntimeHistory:
         hour = ends.count_before(groups.inverse, submit) - ends.count_before(
             groups.inverse, submit - RECENT_WINDOW
         )
-        out[:, N_STATIC + N_HISTORY :] = user_recent_values(
+        history = UserHistory(
             per_user[:, 0],
             per_user[:, 1],
             per_user[:, 2],
@@ -342,6 +343,9 @@ class RuntimeHistory:
             hour.astype(np.float64),
             per_user[:, 4],
             per_user[:, 5],
+        )
+        out[:, N_STATIC + N_HISTORY :] = user_recent_values(
+            history,
             np.asarray(jobs.submit, dtype=np.float64),
             np.asarray(jobs.requested_time, dtype=np.float64),
         )

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
@@ -316,21 +317,24 @@ def category_codes(
     )
 
 
-def user_recent_values(
-    r1: np.ndarray,
-    r2: np.ndarray,
-    request1: np.ndarray,
-    end1: np.ndarray,
-    ends_last_hour: np.ndarray,
-    request_sum: np.ndarray,
-    count: np.ndarray,
-    submit: np.ndarray,
-    requested_time: np.ndarray,
-) -> np.ndarray:
+class UserHistory(NamedTuple):
+    """Per queried job, its user's finished history before the job's submit."""
+
+    r1: np.ndarray  # runtime of the last finished job (NaN: none)
+    r2: np.ndarray  # runtime of the one before (NaN: none)
+    request1: np.ndarray  # requested time of the last finished job
+    end1: np.ndarray  # end of the last finished job
+    ends_last_hour: np.ndarray  # how many of the user's jobs ended in the last hour
+    request_sum: np.ndarray  # sum of the requested times of the finished jobs
+    count: np.ndarray  # how many finished jobs
+
+
+def user_recent_values(history: UserHistory, submit: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
     """(m, 6) :data:`USER_RECENT` from the user's finished history (NaN r1/r2: none).
 
     One formula for the offline index and the live store (it calls this on one row), so
     both give the same bits."""
+    r1, r2, request1, end1, ends_last_hour, request_sum, count = history
     known = count > 0
     out = np.full((len(count), len(USER_RECENT)), UNKNOWN)
     out[:, 0] = np.where(np.isnan(r1), UNKNOWN, r1)
@@ -424,7 +428,7 @@ class FinishedIndex:
             first_recent = np.searchsorted(key, codes * scale + np.searchsorted(times, hour_before), "left")
             b, s = begin[c], stop[c]
             last = np.maximum(s - 1, 0)
-            user_recent = user_recent_values(
+            history = UserHistory(
                 lag[:, 3 * c],
                 lag[:, 3 * c + 1],
                 self.user_request[last] if len(last) else np.zeros(0),
@@ -432,6 +436,9 @@ class FinishedIndex:
                 np.maximum(s - np.maximum(first_recent, b), 0),
                 self.user_request_prefix[s] - self.user_request_prefix[b],
                 s - b,
+            )
+            user_recent = user_recent_values(
+                history,
                 self.submit[jobs],
                 self.requested_time[jobs],
             )

@@ -171,10 +171,10 @@ def default_classifier() -> RuntimeClassifier:
     )
 
 
-def _classifier(estimator: Any, n_estimators: int, random_state: int | None) -> RuntimeClassifier:
+def _classifier(estimator: Any) -> RuntimeClassifier:
     if isinstance(estimator, RuntimeClassifier):
         return clone(estimator)
-    return RuntimeClassifier(estimator=estimator, n_estimators=n_estimators, random_state=random_state)
+    return RuntimeClassifier(estimator=estimator)
 
 
 @dataclass
@@ -221,8 +221,6 @@ def predict_classes_walkforward(
     estimator: Any = None,
     model_path: str | Path | None = None,
     *,
-    n_estimators: int = 50,
-    random_state: int | None = 0,
     train_weeks: int | None = None,
     max_train_jobs: int | None = None,
     prepared: PreparedTrace | None = None,
@@ -230,7 +228,8 @@ def predict_classes_walkforward(
     """Walk-forward predictions for every job of ``workload`` (module docstring).
 
     * ``estimator``: None (the default forest), a name from ``ESTIMATORS``, any scikit-learn
-      classifier, or a configured :class:`RuntimeClassifier`.
+      classifier, or a configured :class:`RuntimeClassifier` (its size and seed, e.g.
+      ``RuntimeClassifier(estimator="logreg", n_estimators=10)``).
     * ``model_path``: use that trained model (and its sidecar's divider) for every week
       instead of retraining; features still come from the replayed history. A model trained
       on the same trace has seen its future: its quality is optimistic.
@@ -296,7 +295,7 @@ def predict_classes_walkforward(
             X_train = np.empty((len(train), len(FEATURES)))
             X_train[:, :N_STATIC] = p.static[train]
             X_train[:, N_STATIC:] = history_features(lookup, train, divider, prefix)
-            model = _classifier(estimator, n_estimators, random_state)
+            model = _classifier(estimator)
             model.fit(X_train, np.where(p.runtime[train] <= divider, 0, 1))
             report["trained_on"] = len(train)
             imp = getattr(model, "feature_importances_", None)

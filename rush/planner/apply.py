@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
 from rush.errors import RJMSError
-from rush.planner.journal import Intent, JobRecord, Journal
+from rush.planner.journal import DecisionRow, Intent, JobRecord, Journal
 from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
@@ -177,7 +177,8 @@ class Applier:
         with self.journal.transaction():
             for a in plan.actions:
                 self.journal.record(
-                    cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "dry-run", "dry-run"
+                    DecisionRow(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "dry-run"),
+                    "dry-run",
                 )
                 self._count(a.kind, "dry-run")
                 r = book.job(a.job_id)
@@ -194,7 +195,9 @@ class Applier:
 
     def _refused(self, cycle: int, plan: Plan, mode: str) -> None:
         for a in plan.refused:
-            self.journal.record(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, mode, "refused")
+            self.journal.record(
+                DecisionRow(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, mode), "refused"
+            )
             self._count(a.kind, "refused")
         if plan.deferred:
             kinds = sorted({a.kind for a in plan.deferred})
@@ -220,10 +223,9 @@ class Applier:
                 if a.kind == "skip":
                     continue
                 if a.kind == "kill" and a.job_id in requeuing:
-                    self.journal.record(
-                        cycle, a.job_id, a.kind, "refused: its requeue is still being confirmed",
-                        a.value, a.model_outputs, "apply", "refused",
-                    )  # fmt: skip
+                    why = "refused: its requeue is still being confirmed"
+                    row = DecisionRow(cycle, a.job_id, a.kind, why, a.value, a.model_outputs, "apply")
+                    self.journal.record(row, "refused")
                     self._count(a.kind, "refused")
                     continue
                 if a.kind == "kill":
@@ -235,7 +237,8 @@ class Applier:
                     (
                         a,
                         self.journal.record(
-                            cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "apply", "intent"
+                            DecisionRow(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, "apply"),
+                            "intent",
                         ),
                     )
                 )
@@ -245,13 +248,9 @@ class Applier:
                     r.skips += 1
                     self.journal.save_job(r)
                     self.journal.record(
-                        cycle,
-                        a.job_id,
-                        "skip",
-                        a.reason,
-                        float(r.skips),
-                        a.model_outputs,
-                        "apply",
+                        DecisionRow(
+                            cycle, a.job_id, "skip", a.reason, float(r.skips), a.model_outputs, "apply"
+                        ),
                         "done",
                         "still held",
                     )

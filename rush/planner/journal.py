@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rush.errors import ConfigError
 
@@ -97,6 +97,18 @@ JOB_COLUMNS = (
 )
 # Columns added after a journal's first release, with their type: added when missing.
 ADDED_JOB_COLUMNS = (("reserved_at", "REAL"),)
+
+
+class DecisionRow(NamedTuple):
+    """One decision as the journal records it (its status and RJMS answer come apart)."""
+
+    cycle: int
+    job_id: int
+    action: str
+    reason: str
+    value: float | None
+    model_outputs: dict | None
+    mode: str  # apply, dry-run...
 
 
 @dataclass
@@ -326,18 +338,9 @@ class Journal:
         return [dict(zip(("id", "time", "cycle", "kind", "message"), r, strict=True)) for r in rows]
 
     # -- decisions ------------------------------------------------------------------------
-    def record(
-        self,
-        cycle: int,
-        job_id: int,
-        action: str,
-        reason: str,
-        value: float | None,
-        model_outputs: dict | None,
-        mode: str,
-        status: str,
-        answer: str = "",
-    ) -> int:
+    def record(self, row: DecisionRow, status: str, answer: str = "") -> int:
+        """Journal one decision with its status (``intent``, ``done``...); returns its id."""
+        cycle, job_id, action, reason, value, model_outputs, mode = row
         cur = self.db.execute(
             "INSERT INTO decisions (time, cycle, job_id, action, reason, value, model_outputs, mode, status, answer)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

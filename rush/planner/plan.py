@@ -34,7 +34,7 @@ from rush.core.snapshot import Decisions
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.planner.apply import Applier, Book, plan_actions
 from rush.planner.config import RushConfig
-from rush.planner.journal import JobRecord, Journal, MemoryBook
+from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
@@ -306,13 +306,15 @@ class Planner:
             for d in decisions.decisions:
                 if d.action in advice:
                     self.journal.record(
-                        cycle,
-                        d.job_id,
-                        d.action,
-                        d.reason,
-                        d.value,
-                        built.outputs.get(d.job_id),
-                        self.mode,
+                        DecisionRow(
+                            cycle,
+                            d.job_id,
+                            d.action,
+                            d.reason,
+                            d.value,
+                            built.outputs.get(d.job_id),
+                            self.mode,
+                        ),
                         "advice",
                     )
         return applied, rjms_error

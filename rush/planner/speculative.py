@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_
 
 from rush.errors import ConfigError, RushError
 from rush.models.speculative.job_sequence import HISTORY, MIN_HISTORY, PastRun, past_run
+from rush.planner.journal import DecisionRow
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 log = logging.getLogger("rush.planner.speculative")
@@ -248,7 +249,9 @@ class Speculator:
 
     def _record(self, cycle: int, job_id: int, action: str, reason: str, value: float | None,
                 outputs: dict[str, Any], status: str, answer: str = "") -> None:  # fmt: skip
-        self.journal.record(cycle, job_id, action, reason, value, outputs, self.mode, status, answer)
+        self.journal.record(
+            DecisionRow(cycle, job_id, action, reason, value, outputs, self.mode), status, answer
+        )
 
     # -- one cycle --------------------------------------------------------------------------
     def cycle(self, cycle: int, state: ClusterState) -> dict[str, int]:
@@ -439,7 +442,9 @@ class Speculator:
 
     def _record_id(self, cycle: int, job_id: int, action: str, reason: str, value: float,
                    outputs: dict[str, Any]) -> int:  # fmt: skip
-        return self.journal.record(cycle, job_id, action, reason, value, outputs, self.mode, ISSUED)
+        return self.journal.record(
+            DecisionRow(cycle, job_id, action, reason, value, outputs, self.mode), ISSUED
+        )
 
     def _open_requeue(self, job_id: int) -> dict[str, Any] | None:
         open_ = [d for d in self.journal.decisions(job_id, "speculative_requeue") if d["status"] == ISSUED]

@@ -102,6 +102,9 @@ class RJMSBackend(abc.ABC):
     capabilities: ClassVar[Capabilities] = Capabilities()
     # The constructor's keyword options, checked by :func:`check_options` before it runs.
     options: ClassVar[tuple[BackendOption, ...]] = ()
+    # A backend with many options takes them as one dataclass of this type (its fields are
+    # the declared options); :func:`get_backend` builds it from the checked options.
+    options_type: ClassVar[type | None] = None
 
     @abc.abstractmethod
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
@@ -290,7 +293,10 @@ def get_backend(name: str, **options: object) -> RJMSBackend:
     """Instantiate backend ``name`` with its options (endpoint, socket, binaries...), checked
     against the options its class declares before the constructor runs."""
     cls = backend_class(name)
-    return cls(**check_options(cls, options))
+    checked = check_options(cls, options)
+    if cls.options_type is not None:
+        return cls(cls.options_type(**checked))  # type: ignore[call-arg]
+    return cls(**checked)
 
 
 def parse_backend_options(name: str, pairs: Sequence[str], where: str = "--rjms-option") -> dict[str, object]:

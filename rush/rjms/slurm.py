@@ -31,7 +31,7 @@ import re
 import shlex
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -162,6 +162,24 @@ def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
     return records
 
 
+@dataclass(frozen=True)
+class SlurmOptions:
+    """The Slurm backend's options (``rjms.options``; meanings in :class:`SlurmBackend`)."""
+
+    rest_url: str = ""
+    jwt: str = ""
+    jwt_file: str = ""
+    jwt_user: str = ""
+    fallback: bool = True
+    slurm_conf: str | None = None
+    bin_dir: str = "/usr/bin"
+    timeout: float = 20.0
+    jobcomp_file: str = ""
+    max_answer_mb: float = 512
+    priority_lever: str = "auto"
+    rest_api: str = "auto"
+
+
 @register_backend("slurm")
 class SlurmBackend(RJMSBackend):
     """Options (``rjms.options`` in the daemon's config):
@@ -225,21 +243,18 @@ class SlurmBackend(RJMSBackend):
         BackendOption("rest_api", str, "auto or a slurmrestd version to pin (v0.0.44 .. v0.0.38)"),
     )
 
-    def __init__(
-        self,
-        rest_url: str = "",
-        jwt: str = "",
-        jwt_file: str = "",
-        jwt_user: str = "",
-        fallback: bool = True,
-        slurm_conf: str | None = None,
-        bin_dir: str = "/usr/bin",
-        timeout: float = 20.0,
-        jobcomp_file: str = "",
-        max_answer_mb: float = 512,
-        priority_lever: str = "auto",
-        rest_api: str = "auto",
-    ) -> None:
+    options_type = SlurmOptions
+
+    def __init__(self, options: SlurmOptions = SlurmOptions()) -> None:
+        rest_url, jwt, jwt_file, jwt_user = options.rest_url, options.jwt, options.jwt_file, options.jwt_user
+        fallback, slurm_conf, bin_dir, timeout = (
+            options.fallback,
+            options.slurm_conf,
+            options.bin_dir,
+            options.timeout,
+        )
+        jobcomp_file, max_answer_mb = options.jobcomp_file, options.max_answer_mb
+        priority_lever, rest_api = options.priority_lever, options.rest_api
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not 0 < timeout < 3600:
             raise ConfigError(
                 f"invalid timeout {timeout!r}",

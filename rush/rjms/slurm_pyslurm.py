@@ -62,7 +62,7 @@ from rush.rjms.base import (
     check_submit,
     register_backend,
 )
-from rush.rjms.slurm import SlurmBackend, _job_id, _text, finished_records, format_tags
+from rush.rjms.slurm import SlurmBackend, SlurmOptions, _job_id, _text, finished_records, format_tags
 
 ESLURM_INVALID_JOB_ID = 2017  # slurm_errno.h, the same in every release
 INSTALL_FIX = (
@@ -203,7 +203,9 @@ class PySlurmBackend(RJMSBackend):
             )
         # The command backend for sprio only; it also checks bin_dir and timeout.
         self._commands = SlurmBackend(
-            slurm_conf=slurm_conf or None, bin_dir=bin_dir, timeout=timeout, priority_lever="site_factor"
+            SlurmOptions(
+                slurm_conf=slurm_conf or None, bin_dir=bin_dir, timeout=timeout, priority_lever="site_factor"
+            )
         )
         # Absolute: libslurm keeps the path for later reads, whatever rush's working directory.
         self.slurm_conf = str(Path(slurm_conf).absolute()) if slurm_conf else os.environ.get("SLURM_CONF", "")

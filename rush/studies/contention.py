@@ -14,6 +14,7 @@ import csv
 import json
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,21 +125,29 @@ def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale
         )
 
 
-def run_study(
-    out: Path,
-    scenarios: list[str],
-    trials: int,
-    seed: int,
-    hours: float,
-    cluster: str = "serial",
-    scale: float = 1.0,
-    fresh: bool = False,
-    progress: bool = False,
-    train_models: tuple[str, ...] | None = None,
-    estimators: int = 100,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ContentionStudy:
+    """What one run of the study covers (``rush experiment variability``'s flags)."""
+
+    out: Path
+    scenarios: list[str]
+    trials: int
+    seed: int
+    hours: float  # of the synthetic campaign the models are trained on
+    cluster: str = "serial"
+    scale: float = 1.0
+    fresh: bool = False
+    progress: bool = False
+    train_models: tuple[str, ...] | None = None  # None: all
+    estimators: int = 100
+
+
+def run_study(study: ContentionStudy) -> dict[str, Any]:
     from rush.studies.sweep import SweepOptions, run_sweep
 
+    out, scenarios, trials, seed, hours = study.out, study.scenarios, study.trials, study.seed, study.hours
+    cluster, scale, fresh, progress = study.cluster, study.scale, study.fresh, study.progress
+    train_models, estimators = study.train_models, study.estimators
     check_args(scenarios, trials, seed, hours, scale)
     meta = prepare(out, seed, hours, fresh, train_models, estimators)
     cells = [

@@ -25,6 +25,7 @@ defined over, with the same number of samples per job.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -53,23 +54,37 @@ class PairScores:
     trials_per_job: int
 
 
+class PairJobs(NamedTuple):
+    """A pair's jobs (S then Q, in submit order), as the compiled kernels take them."""
+
+    submit: np.ndarray
+    procs: np.ndarray
+    runtime: np.ndarray
+
+
+class Running(NamedTuple):
+    """Running jobs sorted by end: their ends and processors (the first ``n_running`` rows)."""
+
+    ends: np.ndarray
+    used_procs: np.ndarray
+
+
 @njit(cache=True)
 def _list_schedule(
-    submit: np.ndarray,
-    procs: np.ndarray,
-    runtime: np.ndarray,
+    jobs: PairJobs,
     order: np.ndarray,
     machine: int,
-    ends: np.ndarray,
-    used_procs: np.ndarray,
+    running: Running,
     n_running: int,
     used: int,
     t_last: float,
     start: np.ndarray,
 ) -> None:
-    """Start ``order``'s jobs strictly in that order; ``ends``/``used_procs`` hold the running
-    jobs sorted by end (the first ``n_running``), ``used`` their processors, ``t_last`` the last
+    """Start ``order``'s jobs strictly in that order; ``running`` holds the running jobs
+    sorted by end (the first ``n_running``), ``used`` their processors, ``t_last`` the last
     start. Writes ``start``; works on copies the caller provides."""
+    submit, procs, runtime = jobs.submit, jobs.procs, jobs.runtime
+    ends, used_procs = running.ends, running.used_procs
     head = 0
     for k in range(len(order)):
         j = order[k]
@@ -125,7 +140,8 @@ def _score_pair(
     ends0 = np.zeros(n)
     used0 = np.zeros(n, dtype=np.int64)
     start = np.zeros(n)
-    _list_schedule(submit, procs, runtime, np.arange(n_s), machine, ends0, used0, 0, 0, -np.inf, start)
+    jobs = PairJobs(submit, procs, runtime)
+    _list_schedule(jobs, np.arange(n_s), machine, Running(ends0, used0), 0, 0, -np.inf, start)
     t_branch = submit[n_s - 1]
     t_last = start[n_s - 1]
     if t_branch > t_last:
@@ -166,9 +182,7 @@ def _score_pair(
             order[1:] = others
             ends[:n_run] = run_end[:n_run]
             used_procs[:n_run] = run_procs[:n_run]
-            _list_schedule(
-                submit, procs, runtime, order, machine, ends, used_procs, n_run, used, t_last, start
-            )
+            _list_schedule(jobs, order, machine, Running(ends, used_procs), n_run, used, t_last, start)
             b = _mean_bsld(submit, runtime, start, q_jobs, tau)
             s1 += b
             s2 += b * b

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from rush.errors import ConfigError
@@ -77,21 +78,26 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def run_study(
-    pairs: int,
-    trials: int,
-    seed: int,
-    q_spread: float,
-    runs: int,
-    jobs: int,
-    trace_names: list[str],
-    weeks: int,
-    spread_pairs: int,
-    spread_repeats: int,
-    out: Path | None,
-    cluster: str,
-    workers: int | None,
-) -> dict:
+@dataclass(frozen=True)
+class RegressionStudy:
+    """What one run of the study covers (``rush experiment regression``'s flags)."""
+
+    pairs: int  # (S, Q) pairs scored
+    trials: int  # random orders per Q job put first
+    seed: int
+    q_spread: float
+    runs: int  # Lublin evaluation runs
+    jobs: int  # jobs per Lublin run
+    trace_names: list[str]  # traces evaluated week by week
+    weeks: int
+    spread_pairs: int  # pairs of the score-spread-vs-trials part
+    spread_repeats: int
+    out: Path | None  # None: nothing written but the heuristics (in a temporary directory)
+    cluster: str
+    workers: int | None
+
+
+def run_study(study: RegressionStudy) -> dict:
     import functools
     import tempfile
 
@@ -104,6 +110,10 @@ def run_study(
     from rush.studies.sweep.simulation import load_sliced
     from rush.workload.catalogue import resolve_trace
 
+    pairs, trials, seed, q_spread = study.pairs, study.trials, study.seed, study.q_spread
+    runs, jobs, trace_names, weeks = study.runs, study.jobs, study.trace_names, study.weeks
+    spread_pairs, spread_repeats = study.spread_pairs, study.spread_repeats
+    out, cluster, workers = study.out, study.cluster, study.workers
     for spec in trace_names:  # a missing trace is an error before any work
         resolve_trace(spec)
     messages: list[str] = []

@@ -252,26 +252,41 @@ def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None)
             _flux(uri, "module", "load", previous, check=False)
 
 
+@dataclass(frozen=True)
+class ReplayOptions:
+    """How a replay runs, beyond what it replays."""
+
+    cycle: Callable[[], object] | None = None  # the daemon's cycle, run while waiting
+    timeout: float = 3600.0  # seconds for the whole window to finish
+    partition: str = ""
+    tau: float = 10.0  # bounded-slowdown threshold of the report
+    say: Callable[[str], object] = log.warning  # tells the user what was cancelled
+    mode: str = "priority"  # only labels the report: the caller sets the scheduler up
+
+
 def replay(
     backend: RJMSBackend,
     workload: Workload,
     window: Window,
     speedup: float,
     config: CoreConfig,
-    *,
-    cycle: Callable[[], object] | None = None,
-    timeout: float = 3600.0,
-    partition: str = "",
-    tau: float = 10.0,
-    say: Callable[[str], object] = log.warning,
-    mode: str = "priority",
+    options: ReplayOptions = ReplayOptions(),
 ) -> dict:
     """Run the replay and return the fidelity report.
 
     On a timeout, an RJMS failure or Ctrl-C every job submitted so far is cancelled by id
-    (and ``say`` tells the user) before the error propagates: nothing is left behind.
-    ``mode`` only labels the report: the caller sets the scheduler up (:func:`flux_rush_scheduler`).
+    (and ``options.say`` tells the user) before the error propagates: nothing is left behind.
+    ``options.mode`` only labels the report: the caller sets the scheduler up
+    (:func:`flux_rush_scheduler`).
     """
+    cycle, timeout, partition, tau, say, mode = (
+        options.cycle,
+        options.timeout,
+        options.partition,
+        options.tau,
+        options.say,
+        options.mode,
+    )
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise RushError(f"invalid timeout {timeout!r}", where="--timeout", fix="seconds > 0, e.g. 3600")
     if mode not in MODES:

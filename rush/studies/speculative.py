@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -356,25 +357,37 @@ def _write_csv(path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
-def run_study(
-    out,
-    distributions: list[str],
-    samples: list[int],
-    repetitions: int,
-    seed: int,
-    trace: str | None,
-    trace_jobs: int = 5000,
-    history: int = HISTORY,
-    cluster: str = "serial",
-    progress: bool = False,
-) -> dict:
+@dataclass(frozen=True)
+class SpeculativeStudy:
+    """What one run of the study covers (``rush experiment speculative``'s flags)."""
+
+    out: Path
+    distributions: list[str]
+    samples: list[int]
+    repetitions: int
+    seed: int
+    trace: str | None  # None: no trace replay
+    trace_jobs: int = 5000
+    history: int = HISTORY
+    cluster: str = "serial"
+    progress: bool = False
+
+
+def run_study(study: SpeculativeStudy) -> dict:
     """Both parts of the study on rush.studies.sweep; tables under ``out/results``, plots under ``out/plots``."""
     import json
-    from pathlib import Path
 
     from rush.studies.sweep import SweepOptions, run_sweep
 
-    out = Path(out)
+    out = Path(study.out)
+    distributions, samples, repetitions, seed = (
+        study.distributions,
+        study.samples,
+        study.repetitions,
+        study.seed,
+    )
+    trace, trace_jobs, history = study.trace, study.trace_jobs, study.history
+    cluster, progress = study.cluster, study.progress
     results, plots = out / "results", out / "plots"
     cells = ratio_cells(distributions, samples, repetitions, seed)
     rows = run_sweep(

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rush.collect.prometheus import PrometheusClient, PrometheusCollector
+from rush.collect.prometheus import PrometheusClient, PrometheusCollector, PrometheusOptions
 from rush.errors import CollectorError
 
 NOW = time.time()
@@ -112,7 +112,7 @@ def test_hostile_prometheus_answer(server: str, status: int, body: bytes, expect
 
 
 def test_raw_mode_ignores_a_future_point_and_keeps_counting(server: str):
-    collector = PrometheusCollector(server, mode="raw", metrics=["ib_xmit_bytes_per_s"])
+    collector = PrometheusCollector(PrometheusOptions(server, mode="raw", metrics=["ib_xmit_bytes_per_s"]))
 
     def answer(t: float, v: float) -> tuple[int, bytes]:
         series = [{"metric": {"instance": "n1:9100"}, "values": [[t, str(v)]]}]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rush.collect.probe import FEATURES, read_probe_file
-from rush.collect.sonar import SonarCollector
+from rush.collect.sonar import SonarCollector, SonarOptions
 from rush.errors import CollectorError
 from tests.collect.sonar_fake import FakeSession, at
 
@@ -44,7 +44,9 @@ SONAR_CASES = [
 def test_hostile_sonar_rows(extra, rates: int, rows: int, values: int):
     base = [("n1", at(0), COUNTER, 100.0), ("n1", at(10), COUNTER, 350.0)]
     session = FakeSession(["hostname", "ts", "metric", "value"], base + extra)
-    collector = SonarCollector(hosts=["n1"], metric_column="metric", value_column="value", session=session)
+    collector = SonarCollector(
+        SonarOptions(hosts=["n1"], metric_column="metric", value_column="value"), session=session
+    )
     samples = collector.fetch(1699999990.0, 1700000000.0 + 2 * 10**9)
     counter_rates = [s for s in samples if s.metric == "ib_xmit_bytes_per_s"]
     assert len(counter_rates) == rates and counter_rates[0].value == pytest.approx(100.0)

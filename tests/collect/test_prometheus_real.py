@@ -17,7 +17,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from rush.collect.base import get_collector
-from rush.collect.prometheus import PrometheusClient, PrometheusCollector
+from rush.collect.prometheus import PrometheusClient, PrometheusCollector, PrometheusOptions
 from rush.errors import CollectorError
 from tests.collect.fixtures_prom import IB_PORT, Rates, Stack, free_port, running_stack, tools_available
 
@@ -83,7 +83,9 @@ def test_rate_mode_returns_expected_rates(stack: Stack) -> None:
 
 def test_query_range_returns_a_series(stack: Stack) -> None:
     collector = PrometheusCollector(
-        stack.url, metrics=["ib_xmit_bytes_per_s", "rapl_package_watts"], rate_window=WINDOW
+        PrometheusOptions(
+            stack.url, metrics=["ib_xmit_bytes_per_s", "rapl_package_watts"], rate_window=WINDOW
+        )
     )
     end = time.time() - 1
     samples = collector.collect_range(end - 2, end, step=1.0)
@@ -95,7 +97,9 @@ def test_query_range_returns_a_series(stack: Stack) -> None:
 
 
 def test_raw_mode_computes_rates_from_counters(stack: Stack) -> None:
-    collector = PrometheusCollector(stack.url, mode="raw", host_label="instance", strip_port=False)
+    collector = PrometheusCollector(
+        PrometheusOptions(stack.url, mode="raw", host_label="instance", strip_port=False)
+    )
     assert collector.collect() == []  # first call primes the rate tracker
     time.sleep(3.2)
     samples = collector.collect()
@@ -107,9 +111,13 @@ def test_raw_mode_computes_rates_from_counters(stack: Stack) -> None:
 
 
 def test_selector_narrows_series(stack: Stack) -> None:
-    none = PrometheusCollector(stack.url, selector='job="absent"', rate_window=WINDOW).collect()
+    none = PrometheusCollector(
+        PrometheusOptions(stack.url, selector='job="absent"', rate_window=WINDOW)
+    ).collect()
     assert none == []
-    some = PrometheusCollector(stack.url, selector='job="node"', rate_window=WINDOW).collect()
+    some = PrometheusCollector(
+        PrometheusOptions(stack.url, selector='job="node"', rate_window=WINDOW)
+    ).collect()
     assert {s.metric for s in some} == set(EXPECTED)
 
 
@@ -119,7 +127,7 @@ def test_selector_narrows_series(stack: Stack) -> None:
 def test_connection_refused_names_the_url() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(CollectorError) as info:
-        PrometheusCollector(url).collect()
+        PrometheusCollector(PrometheusOptions(url)).collect()
     assert info.value.where == f"{url}/api/v1/query"
     assert "cannot connect" in info.value.message
     assert url in (info.value.fix or "")
@@ -137,7 +145,7 @@ def test_bad_promql_is_http_400_from_real_prometheus(stack: Stack) -> None:
 def test_non_api_endpoint_is_rejected(stack: Stack) -> None:
     # node_exporter is not a Prometheus server: its answer is not the API's JSON.
     with pytest.raises(CollectorError) as info:
-        PrometheusCollector(f"http://{stack.exporter}").collect()
+        PrometheusCollector(PrometheusOptions(f"http://{stack.exporter}")).collect()
     assert info.value.where is not None and stack.exporter in info.value.where
 
 
@@ -184,7 +192,7 @@ def test_error_answers(status: int, body: bytes, expected: str) -> None:
     try:
         url = f"http://127.0.0.1:{server.server_port}"
         with pytest.raises(CollectorError, match=expected) as info:
-            PrometheusCollector(url).collect()
+            PrometheusCollector(PrometheusOptions(url)).collect()
         assert info.value.where == f"{url}/api/v1/query"
         assert info.value.fix
     finally:
@@ -194,6 +202,6 @@ def test_error_answers(status: int, body: bytes, expected: str) -> None:
 
 def test_bad_options() -> None:
     with pytest.raises(CollectorError, match="unknown metric"):
-        PrometheusCollector("http://x", metrics=["ib_bogus"])
+        PrometheusCollector(PrometheusOptions("http://x", metrics=["ib_bogus"]))
     with pytest.raises(CollectorError, match="unknown mode"):
-        PrometheusCollector("http://x", mode="fast")
+        PrometheusCollector(PrometheusOptions("http://x", mode="fast"))

@@ -13,8 +13,7 @@ import sys
 
 import pytest
 
-from rush.collect.base import get_collector
-from rush.collect.sonar import SonarCollector
+from rush.collect.sonar import SonarCollector, SonarOptions
 from rush.errors import BackendUnavailableError, CollectorError
 from tests.collect.sonar_fake import FakeSession, at
 
@@ -31,9 +30,8 @@ LONG_ROWS = [
 
 def test_long_table_counters_become_rates():
     session = FakeSession(["hostname", "ts", "metric", "value"], LONG_ROWS)
-    collector = get_collector(
-        "sonar", hosts=["n1", "n2"], metric_column="metric", value_column="value", session=session
-    )
+    options = SonarOptions(hosts=["n1", "n2"], metric_column="metric", value_column="value")
+    collector = SonarCollector(options, session=session)
     samples = collector.collect(now=1700000100.0)
     assert session.prepared == [
         "SELECT ts, metric, value FROM ldms.metrics WHERE hostname = ? AND ts > ? AND ts <= ?"
@@ -55,11 +53,13 @@ def test_wide_table_and_fetch_for_a_training_window():
     rows = [("n1", at(t), 1000.0 * t, 2.0) for t in range(0, 60, 10)]
     session = FakeSession(["node", "time", "xmit", "rcv_rate"], rows)
     collector = SonarCollector(
-        hosts=["n1"],
-        table="metrics",
-        host_column="node",
-        time_column="time",
-        metrics={"xmit": "ib.port_xmit_data#mlx5_0.1", "rcv_rate": "ib.port_rcv_data.rate#mlx5_0.1"},
+        SonarOptions(
+            hosts=["n1"],
+            table="metrics",
+            host_column="node",
+            time_column="time",
+            metrics={"xmit": "ib.port_xmit_data#mlx5_0.1", "rcv_rate": "ib.port_rcv_data.rate#mlx5_0.1"},
+        ),
         session=session,
     )
     samples = collector.fetch(1700000000.0 - 1, 1700000030.0)
@@ -71,12 +71,12 @@ def test_wide_table_and_fetch_for_a_training_window():
 def test_one_failing_host_does_not_stop_the_others(caplog):
     session = FakeSession(["hostname", "ts", "metric", "value"], LONG_ROWS, fail_hosts=("n1",))
     collector = SonarCollector(
-        hosts=["n1", "n2"], metric_column="metric", value_column="value", session=session
+        SonarOptions(hosts=["n1", "n2"], metric_column="metric", value_column="value"), session=session
     )
     samples = collector.collect(now=1700000100.0)
     assert {s.host for s in samples} == {"n2"} and "OperationTimedOut" in caplog.text
     everything_down = SonarCollector(
-        hosts=["n1"], metric_column="metric", value_column="value", session=session
+        SonarOptions(hosts=["n1"], metric_column="metric", value_column="value"), session=session
     )
     with pytest.raises(CollectorError, match="every Cassandra query failed"):
         everything_down.collect(now=1700000100.0)
@@ -85,7 +85,8 @@ def test_one_failing_host_does_not_stop_the_others(caplog):
 def test_bad_table_is_a_clear_error():
     session = FakeSession(["hostname", "ts", "metric", "value"], [])
     collector = SonarCollector(
-        hosts=["n1"], table="nosuchtable", metric_column="metric", value_column="value", session=session
+        SonarOptions(hosts=["n1"], table="nosuchtable", metric_column="metric", value_column="value"),
+        session=session,
     )
     with pytest.raises(CollectorError, match="Cassandra rejected the query") as err:
         collector.collect(now=0.0)
@@ -94,16 +95,16 @@ def test_bad_table_is_a_clear_error():
 
 def test_config_errors():
     with pytest.raises(CollectorError, match="no hosts"):
-        SonarCollector()
+        SonarCollector(SonarOptions())
     with pytest.raises(CollectorError, match="wide tables"):
-        SonarCollector(hosts=["n1"])
+        SonarCollector(SonarOptions(hosts=["n1"]))
     with pytest.raises(CollectorError, match="bad identifier"):
-        SonarCollector(hosts=["n1"], table="x; DROP", metric_column="m", value_column="v")
+        SonarCollector(SonarOptions(hosts=["n1"], table="x; DROP", metric_column="m", value_column="v"))
 
 
 def test_missing_driver_is_reported_when_a_session_is_needed(monkeypatch):
     monkeypatch.setitem(sys.modules, "cassandra.cluster", None)  # import fails as if not installed
-    collector = SonarCollector(hosts=["n1"], metric_column="m", value_column="v")  # lazy: fine
+    collector = SonarCollector(SonarOptions(hosts=["n1"], metric_column="m", value_column="v"))  # lazy: fine
     with pytest.raises(BackendUnavailableError, match="cassandra-driver") as err:
         collector.collect(now=0.0)
     assert "rush[cassandra]" in err.value.fix
@@ -111,6 +112,18 @@ def test_missing_driver_is_reported_when_a_session_is_needed(monkeypatch):
 
 def test_unreachable_cassandra_with_the_real_driver():
     pytest.importorskip("cassandra.cluster")
-    collector = SonarCollector(hosts=["n1"], metric_column="m", value_column="v", port=1)  # nothing listens
+    collector = SonarCollector(
+        SonarOptions(hosts=["n1"], metric_column="m", value_column="v", port=1)
+    )  # nothing listens
     with pytest.raises(CollectorError, match="cannot connect to Cassandra"):
         collector.collect(now=0.0)
+
+
+def test_the_registry_builds_the_options_from_the_sources_table():
+    from rush.collect.base import get_collector
+    from rush.errors import ConfigError
+
+    collector = get_collector("sonar", hosts=["n1"], metric_column="m", value_column="v", port=9043)
+    assert isinstance(collector, SonarCollector) and (collector.hosts, collector.port) == (["n1"], 9043)
+    with pytest.raises(ConfigError, match="bad options for collector 'sonar'"):
+        get_collector("sonar", hosts=["n1"], metric_column="m", value_column="v", sesion=None)

@@ -11,14 +11,14 @@ import textwrap
 import time
 
 from rush.planner.apply import Applier
-from rush.planner.journal import JobRecord, Journal, MemoryBook
+from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook
 from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, Capabilities, ClusterState, RJMSJob
 
 WRITER = textwrap.dedent(
     """
     import sys
-    from rush.planner.journal import Journal
+    from rush.planner.journal import DecisionRow, Journal
     journal = Journal(sys.argv[1])
     cycle = 0
     while True:  # one transaction per cycle: a skip row and the job's count together
@@ -27,7 +27,8 @@ WRITER = textwrap.dedent(
             rec = journal.job(42)
             rec.skips += 1
             journal.save_job(rec)
-            journal.record(cycle, 42, "skip", "variable", rec.skips, {"m": 1}, "apply", "done", "still held")
+            row = DecisionRow(cycle, 42, "skip", "variable", rec.skips, {"m": 1}, "apply")
+            journal.record(row, "done", "still held")
     """
 )
 
@@ -79,7 +80,7 @@ def intent(journal: Journal, job_id: int, action: str, value: float | None = Non
             rec.requeues += 1
             rec.requeued_at_restart = restarts
             journal.save_job(rec)
-        return journal.record(1, job_id, action, "why", value, {}, "apply", "intent")
+        return journal.record(DecisionRow(1, job_id, action, "why", value, {}, "apply"), "intent")
 
 
 class NoFollowUp:

@@ -12,7 +12,7 @@ from rush.daemon.service import Daemon
 from rush.errors import ConfigError
 from rush.planner import journal as journal_module
 from rush.planner.config import parse_config
-from rush.planner.journal import Journal
+from rush.planner.journal import DecisionRow, Journal
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 
 HOUR = 3600.0
@@ -90,9 +90,9 @@ def test_prune_in_bounded_batches_never_drops_an_open_intent(tmp_path: Path, mon
     clock = Clock()
     journal = Journal(tmp_path / "j.sqlite", retention=HOUR, clock=clock)
     with journal.transaction():
-        intent = journal.record(1, 7, "kill", "false small", None, {}, "apply", "intent")
+        intent = journal.record(DecisionRow(1, 7, "kill", "false small", None, {}, "apply"), "intent")
         for i in range(95):
-            journal.record(1, 100 + i, "priority", "order", i, {}, "apply", "done")
+            journal.record(DecisionRow(1, 100 + i, "priority", "order", i, {}, "apply"), "done")
             journal.event(1, "rjms_error", f"down {i}")
     journal.end_cycle(1, True, "apply")  # nothing is old yet
     assert journal.counts()["decisions"] == 96

@@ -24,7 +24,7 @@ import pytest
 from rush.core.schedule import schedule
 from rush.daemon.service import Daemon
 from rush.planner.config import RushConfig, parse_config
-from rush.planner.journal import Journal
+from rush.planner.journal import DecisionRow, Journal
 from rush.rjms.base import get_backend
 from rush.rjms.flux import KILL_NOTE, FluxBackend
 from tests import polling
@@ -231,7 +231,7 @@ def test_kill_9_before_the_cancel_lets_the_core_decide_again(flux, tmp_path):
     rec = journal.job(victim)
     rec.requeues = 1
     journal.save_job(rec)
-    journal.record(1, victim, "kill", "killed at the divider", None, {}, "apply", "intent")
+    journal.record(DecisionRow(1, victim, "kill", "killed at the divider", None, {}, "apply"), "intent")
     journal.close()
     daemon = Daemon(cfg)
     report = daemon.run_cycle()

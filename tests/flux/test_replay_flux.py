@@ -26,7 +26,7 @@ import pytest
 
 from rush.daemon.service import replay_hooks
 from rush.planner.journal import Journal
-from rush.studies.replay import loaded_scheduler, replay
+from rush.studies.replay import ReplayOptions, loaded_scheduler, replay
 from rush.studies.replay_window import Window
 from tests.core.real_traces import MIRROR, TRACES, real_workload
 from tests.flux.plugin_build import jobtap_config, plugin_or_skip
@@ -60,7 +60,14 @@ def test_priority_mode_plugin_values_obeyed_by_sched_simple(start_flux, tmp_path
     instance = start_flux(size=1, cores=16, config=jobtap_config(plugin))
     config = write_config(tmp_path, instance.uri, "none", 'priority_lever = "plugin"\n')
     core_config, backend, cycle = replay_hooks(config)
-    report = replay(backend, real_workload("KTH-SP2"), WINDOW, SPEEDUP, core_config, cycle=cycle, timeout=300)
+    report = replay(
+        backend,
+        real_workload("KTH-SP2"),
+        WINDOW,
+        SPEEDUP,
+        core_config,
+        ReplayOptions(cycle=cycle, timeout=300),
+    )
     (tmp_path / "fidelity.json").write_text(json.dumps(report, indent=1))
     print(json.dumps({k: report[k] for k in ("start_difference", "start_order", "metrics")}, indent=1))
     check_complete(report)

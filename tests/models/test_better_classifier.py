@@ -207,7 +207,7 @@ def test_compiled_boosting_equals_scikit_learn():
     from tests.models.fixtures import kth
 
     w, header = kth(4000)
-    result = predict_classes_walkforward(w, header, mode="live", n_estimators=5)
+    result = predict_classes_walkforward(w, header, mode="live", estimator=RuntimeClassifier(n_estimators=5))
     X, y = result.features, result.actual_class()
     model = RuntimeClassifier(estimator="hgb", n_estimators=30, threshold=0.4).fit(X, y)
     assert model.compiled_ is not None

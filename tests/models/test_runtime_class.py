@@ -178,7 +178,9 @@ def test_any_scikit_learn_classifier_or_name():
 
     w, header = kth(2500)
     for estimator in ("logreg", "extra-trees", DecisionTreeClassifier(max_depth=5)):
-        result = predict_classes_walkforward(w, header, estimator=estimator, n_estimators=10)
+        result = predict_classes_walkforward(
+            w, header, estimator=RuntimeClassifier(estimator=estimator, n_estimators=10)
+        )
         assert set(np.unique(result.predicted_class)) <= {0, 1}
         assert result.summary()["jobs"] == len(w)
 

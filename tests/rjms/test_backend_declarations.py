@@ -3,6 +3,7 @@ backend is built (an unknown key or a wrong type is a ConfigError, exit 2 from t
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from rush.rjms.base import (
     parse_backend_options,
 )
 from rush.rjms.flux import FluxBackend
-from rush.rjms.slurm import SlurmBackend
+from rush.rjms.slurm import SlurmBackend, SlurmOptions
 
 
 def test_every_declared_option_is_a_constructor_keyword_and_back() -> None:
@@ -30,7 +31,10 @@ def test_every_declared_option_is_a_constructor_keyword_and_back() -> None:
 
     for cls in (backend_class("slurm"), backend_class("flux"), PySlurmBackend):
         name = cls.__name__
-        keywords = set(inspect.signature(cls.__init__).parameters) - {"self", "handle"}
+        if cls.options_type is None:
+            keywords = set(inspect.signature(cls.__init__).parameters) - {"self", "handle"}
+        else:  # many options: one dataclass the registry builds
+            keywords = {field.name for field in dataclasses.fields(cls.options_type)}
         assert {o.name for o in cls.options} == keywords, name
 
 
@@ -96,7 +100,7 @@ def test_a_backend_that_requeues_in_place_confirms_no_replacement() -> None:
 
     assert RJMSBackend.confirm_replacement is InPlace.confirm_replacement
     with pytest.raises(NotImplementedError, match="requeues in place"):
-        InPlace(bin_dir="/nonexistent").confirm_replacement(1, {}, None)  # type: ignore[arg-type]
+        InPlace(SlurmOptions(bin_dir="/nonexistent")).confirm_replacement(1, {}, None)  # type: ignore[arg-type]
 
 
 def _rush(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ import json
 
 from rush.core.config import CoreConfig
 from rush.rjms.base import get_backend
-from rush.studies.replay import replay
+from rush.studies.replay import ReplayOptions, replay
 from rush.studies.replay_window import Window
 from tests.core.real_traces import real_workload
 
@@ -20,7 +20,7 @@ def test_replay_50_kth_jobs(slurm, tmp_path):
         Window(0, 50),
         speedup=5000,
         config=CoreConfig.from_names("FCFS", "easy"),
-        timeout=600,
+        options=ReplayOptions(timeout=600),
     )
     (tmp_path / "fidelity.json").write_text(json.dumps(report, indent=1))
     assert report["jobs"] == 50 and report["unfinished"] == 0

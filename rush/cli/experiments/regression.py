@@ -83,9 +83,9 @@ def regression_command(
     from rush.studies.sweep.clusters import check_cluster
 
     check_cluster(SweepOptions(cluster=cluster, workers=workers))
-    from rush.studies.regression_heuristics import run_study
+    from rush.studies.regression_heuristics import RegressionStudy, run_study
 
-    result = run_study(
+    study = RegressionStudy(
         pairs,
         trials,
         seed,
@@ -100,6 +100,7 @@ def regression_command(
         cluster,
         workers,
     )
+    result = run_study(study)
     for message in result["messages"]:
         typer.secho(message, err=True)
     if as_json:

@@ -43,7 +43,7 @@ def speculative_command(
     """Estimators vs the full-knowledge optimum (ratio vs n), and a trace replay; tables and plots."""
     import tempfile
 
-    from rush.studies.speculative import check_args, parse_list, run_study
+    from rush.studies.speculative import SpeculativeStudy, check_args, parse_list, run_study
 
     names = parse_list(distributions, "--distributions")
     sizes = parse_list(samples, "--samples", int)
@@ -55,7 +55,7 @@ def speculative_command(
         resolve_trace(trace_name)  # an unknown trace fails here, before the sweep
     with tempfile.TemporaryDirectory(prefix="rush-speculative-") as tmp:
         where = out or Path(tmp)
-        summary = run_study(
+        study = SpeculativeStudy(
             where,
             names,
             sizes,
@@ -67,6 +67,7 @@ def speculative_command(
             cluster,
             progress=not as_json,
         )
+        summary = run_study(study)
         if out is None:
             summary["out"] = None
         if as_json:

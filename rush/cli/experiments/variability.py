@@ -58,7 +58,7 @@ def variability_command(
 
     from rush.errors import ConfigError
     from rush.models.variability.train import TrainOptions
-    from rush.studies.contention import check_args, run_study
+    from rush.studies.contention import ContentionStudy, check_args, run_study
 
     names = _scenarios(scenario)
     check_args(names, trials, seed, campaign_hours, scale)  # before any work: bad input, exit 2
@@ -72,12 +72,11 @@ def variability_command(
         raise ConfigError(exc.message, where=flag, fix=exc.fix) from None
     with tempfile.TemporaryDirectory(prefix="rush-variability-") as tmp:
         where = out or Path(tmp)
-        summary = run_study(
+        study = ContentionStudy(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
-            progress=not as_json,
-            train_models=kinds,
-            estimators=estimators,
+            progress=not as_json, train_models=kinds, estimators=estimators,
         )  # fmt: skip
+        summary = run_study(study)
         if as_json:
             typer.echo(json.dumps(summary, indent=1))
             return

@@ -17,7 +17,7 @@ from rush.core.config import CoreConfig
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
 from rush.simulator.engine import simulate
-from rush.studies.replay import replay
+from rush.studies.replay import ReplayOptions, replay
 from rush.studies.replay_window import Window, fidelity_report
 from tests.core.helpers import workload
 
@@ -76,7 +76,7 @@ TRACE = workload(8, [(0, 2, 30, 60), (0, 2, 30, 60), (0, 2, 30, 60)])
 def test_timeout_cancels_every_submitted_job_and_says_so():
     rjms, said = MemoryRJMS(), []
     with pytest.raises(RJMSError, match="still not finished") as err:
-        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), timeout=0.5, say=said.append)
+        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), ReplayOptions(timeout=0.5, say=said.append))
     assert sorted(rjms.cancelled) == [100, 101, 102]
     assert set(rjms.jobs.values()) == {"CANCELLED"}
     assert "cancelled 3 of the 3 submitted jobs" in str(err.value)
@@ -86,7 +86,7 @@ def test_timeout_cancels_every_submitted_job_and_says_so():
 def test_ctrl_c_while_submitting_cancels_what_was_submitted():
     rjms, said = MemoryRJMS(interrupt_at=2), []
     with pytest.raises(KeyboardInterrupt):
-        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), timeout=60, say=said.append)
+        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), ReplayOptions(timeout=60, say=said.append))
     assert sorted(rjms.cancelled) == [100, 101] and set(rjms.jobs.values()) == {"CANCELLED"}
     assert "KeyboardInterrupt" in said[0] and "cancelled 2 of the 2" in said[0]
 
@@ -94,7 +94,7 @@ def test_ctrl_c_while_submitting_cancels_what_was_submitted():
 def test_no_finished_job_is_not_a_100_percent_match():
     rjms = MemoryRJMS(finish=True)
     with pytest.raises(RJMSError, match="nothing can be compared"):
-        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), timeout=60)
+        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), ReplayOptions(timeout=60))
     assert rjms.cancelled == []  # they finished: nothing to cancel
     empty = simulate(TRACE.subset([]), CoreConfig())
     with pytest.raises(RushError, match="nothing can be compared"):
@@ -105,7 +105,7 @@ def test_no_finished_job_is_not_a_100_percent_match():
 def test_bad_timeout_is_refused_before_submitting(timeout):
     rjms = MemoryRJMS()
     with pytest.raises(RushError, match="--timeout"):
-        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), timeout=timeout)
+        replay(rjms, TRACE, Window(0, 3), 100.0, CoreConfig(), ReplayOptions(timeout=timeout))
     assert rjms.jobs == {}
 
 
@@ -113,7 +113,7 @@ def test_bad_timeout_is_refused_before_submitting(timeout):
 def test_bad_speedup_is_refused_before_submitting(speedup):
     rjms = MemoryRJMS()
     with pytest.raises(RushError, match="--speedup"):
-        replay(rjms, TRACE, Window(0, 3), speedup, CoreConfig(), timeout=60)
+        replay(rjms, TRACE, Window(0, 3), speedup, CoreConfig(), ReplayOptions(timeout=60))
     assert rjms.jobs == {}
 
 
