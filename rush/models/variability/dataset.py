@@ -31,11 +31,25 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
 from rush.collect.probe import FEATURES as PROBE_NAMES
+from rush.config_file import explain
 from rush.errors import RushError
 from rush.hashing import file_sha256
 from rush.models.variability.features import (
@@ -193,32 +207,79 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-def _finite(obj: dict, key: str, where: str, *, positive: bool = False) -> float:
-    value = obj.get(key)
-    try:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(float(value))
-    except OverflowError:
-        ok = False
-    if ok and positive:
-        ok = value > 0
-    if not ok:
-        shown = repr(value)[:40] if not isinstance(value, int) or abs(value) < 10**30 else "a huge number"
-        kind = "a finite number > 0" if positive else "a finite number"
-        raise DatasetError(f"{key!r} must be {kind}, got {shown}", where=where, fix="fix or drop this run")
-    return float(value)
+def _job_id(value: Any) -> Any:
+    # Slurm job ids are numbers in some writers' JSON: 12 is job "12" (bools stay refused).
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-def _text(obj: dict, key: str, where: str) -> str:
-    value = obj.get(key)
-    if isinstance(value, int) and not isinstance(value, bool) and key == "job_id":
-        value = str(value)
-    if not isinstance(value, str) or not value or len(value) > MAX_NAME:
-        raise DatasetError(
-            f"{key!r} must be a non-empty string of at most {MAX_NAME} characters",
-            where=where,
-            fix="fix or drop this run",
-        )
-    return value
+def _known_wtype(wtype: str) -> str:
+    if wtype not in WTYPES:
+        raise ValueError(f"unknown wtype {wtype!r}; use one of: {', '.join(WTYPES)}")
+    return wtype
+
+
+def _whole_probe(probe: Any) -> Any:
+    if isinstance(probe, dict):
+        missing = [name for name in PROBE_NAMES if name not in probe]
+        if missing:
+            raise ValueError(f"probe lacks {', '.join(missing)} (all nine probe features)")
+    return probe
+
+
+Finite = Annotated[float, Field(strict=True, allow_inf_nan=False)]  # strict: true and "10" are no numbers
+Name = Annotated[StrictStr, Field(min_length=1, max_length=MAX_NAME)]
+ProbeValues = create_model(  # type: ignore[call-overload]
+    "ProbeValues",
+    __config__=ConfigDict(extra="ignore"),
+    **{
+        name: (Annotated[Finite, Field(ge=0, description="a time or bandwidth >= 0")], ...)
+        for name in PROBE_NAMES
+    },
+)
+
+
+class RunRecord(BaseModel):
+    """One line of ``records.jsonl`` as the campaign contract has it (keys beyond it are kept out)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    job_id: Annotated[Name, BeforeValidator(_job_id)] = Field(
+        description=f"a job id (at most {MAX_NAME} characters)"
+    )
+    app: Name = Field(description=f"an application name (1..{MAX_NAME} characters)")
+    wtype: Annotated[StrictStr, AfterValidator(_known_wtype)] = Field(
+        description=f"one of {', '.join(WTYPES)}"
+    )
+    nodes: list[Name] = Field(
+        min_length=1,
+        max_length=MAX_NODES,
+        description=f"a non-empty list of host names (at most {MAX_NODES})",
+    )
+    submit: Finite = Field(description="a finite time (s since the epoch)")
+    start: Finite = Field(description="a finite time (s since the epoch)")
+    end: Finite = Field(description="a finite time (s since the epoch), submit <= start <= end")
+    state: StrictStr = Field("COMPLETED", min_length=1, max_length=64, description="a short job state")
+    runtime: Finite = Field(ge=0, description="seconds >= 0 (> 0 for a COMPLETED run)")
+    probe: Annotated[ProbeValues | None, BeforeValidator(_whole_probe)] = Field(  # type: ignore[valid-type]
+        None, description="an object of the nine probe features, or null"
+    )
+    noise: StrictBool | None = Field(None, description="true, false or null")
+
+    @field_validator("end")
+    @classmethod
+    def _in_order(cls, end: float, info: ValidationInfo) -> float:
+        submit, start = info.data.get("submit"), info.data.get("start")
+        if submit is not None and start is not None and not submit <= start <= end:
+            raise ValueError("submit <= start <= end does not hold (check the clock)")
+        return end
+
+    @field_validator("runtime")
+    @classmethod
+    def _ran(cls, runtime: float, info: ValidationInfo) -> float:
+        # A run that failed at once may have lasted 0 s; a COMPLETED one (labelled) ran.
+        if runtime == 0 and info.data.get("state") == "COMPLETED":
+            raise ValueError("a COMPLETED run lasted 0 s")
+        return runtime
 
 
 def parse_record(obj: object, where: str, line: int) -> Record:
@@ -227,57 +288,23 @@ def parse_record(obj: object, where: str, line: int) -> Record:
     (:func:`rush.campaign.records.validate_record`) and the dataset that reads it."""
     if not isinstance(obj, dict):
         raise DatasetError("a run must be a JSON object", where=where)
-    wtype = _text(obj, "wtype", where)
-    if wtype not in WTYPES:
-        raise DatasetError(f"unknown wtype {wtype!r}", where=where, fix=f"use one of: {', '.join(WTYPES)}")
-    nodes = obj.get("nodes")
-    if (
-        not isinstance(nodes, list)
-        or not 0 < len(nodes) <= MAX_NODES
-        or not all(isinstance(n, str) and 0 < len(n) <= MAX_NAME for n in nodes)
-    ):
-        raise DatasetError(
-            f"'nodes' must be a non-empty list of host names (at most {MAX_NODES})", where=where
-        )
-    submit, start, end = (_finite(obj, k, where) for k in ("submit", "start", "end"))
-    if not submit <= start <= end:
-        raise DatasetError("submit <= start <= end does not hold", where=where, fix="check the clock")
-    probe = obj.get("probe")
-    if probe is not None:
-        if not isinstance(probe, dict):
-            raise DatasetError("'probe' must be an object or null", where=where)
-        probe = {name: _finite(probe, name, f"{where}: probe") for name in PROBE_NAMES if name in probe}
-        missing = [name for name in PROBE_NAMES if name not in probe]
-        if missing:
-            raise DatasetError(
-                f"probe lacks {', '.join(missing)}", where=where, fix="all nine probe features"
-            )
-        if any(value < 0 for value in probe.values()):  # times and bandwidths
-            raise DatasetError("probe values must be >= 0", where=where, fix="fix or drop this run")
-    noise = obj.get("noise")
-    if noise is not None and not isinstance(noise, bool):
-        raise DatasetError("'noise' must be true, false or null", where=where)
-    state = obj.get("state", "COMPLETED")
-    if not isinstance(state, str) or not state or len(state) > 64:
-        raise DatasetError("'state' must be a short string", where=where)
-    # A run that failed at once may have lasted 0 s; a COMPLETED one (labelled) ran.
-    runtime = _finite(obj, "runtime", where, positive=state == "COMPLETED")
-    if runtime < 0:
-        raise DatasetError(
-            f"'runtime' must be >= 0, got {runtime!r}", where=where, fix="fix or drop this run"
-        )
+    try:
+        run = RunRecord.model_validate(obj)
+    except ValidationError as exc:
+        error = explain(exc, where, RunRecord, example="a record written by rush campaign run")
+        raise DatasetError(error.message, where=where, fix=error.fix) from None
     return Record(
-        job_id=_text(obj, "job_id", where),
-        app=_text(obj, "app", where),
-        wtype=wtype,
-        nodes=tuple(dict.fromkeys(nodes)),
-        submit=submit,
-        start=start,
-        end=end,
-        runtime=runtime,
-        state=state,
-        probe=probe,
-        noise=noise,
+        job_id=run.job_id,
+        app=run.app,
+        wtype=run.wtype,
+        nodes=tuple(dict.fromkeys(run.nodes)),
+        submit=run.submit,
+        start=run.start,
+        end=run.end,
+        runtime=run.runtime,
+        state=run.state,
+        probe=None if run.probe is None else {name: getattr(run.probe, name) for name in PROBE_NAMES},
+        noise=run.noise,
         line=line,
     )
 
