@@ -48,6 +48,7 @@ def replay_command(
     import os
 
     from rush.core.config import CoreConfig
+    from rush.models.policies.heuristic_file import parse_policy_text
     from rush.rjms.base import get_backend, parse_backend_options
     from rush.studies.replay import MODES, ReplayOptions, flux_rush_scheduler, replay
     from rush.studies.replay_window import Window
@@ -84,7 +85,7 @@ def replay_command(
 
         core_config, backend, cycle = replay_hooks(config)
     else:
-        core_config = CoreConfig.from_names(policy, backfill, 200_000)
+        core_config = CoreConfig.from_names(parse_policy_text(policy), backfill, 200_000)
         backend = get_backend(rjms, **options)
     try:
         with scheduler:

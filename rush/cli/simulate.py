@@ -67,8 +67,10 @@ def _check_classes(classes: str | None) -> None:
 
 def _core_config(policy: str, backfill: str, threshold: str, backfill_policy: str | None, **kwargs):
     from rush.core.config import CoreConfig
+    from rush.models.policies.heuristic_file import parse_policy_text
 
-    return CoreConfig.from_names(policy, backfill, threshold, backfill_policy, **kwargs)
+    chosen = parse_policy_text(backfill_policy) if backfill_policy else None
+    return CoreConfig.from_names(parse_policy_text(policy), backfill, threshold, chosen, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -170,17 +172,17 @@ def _precheck(
 ) -> None:
     """Every flag checked before the trace is read or anything is computed."""
     from rush.core.config import parse_threshold
-    from rush.core.policies import parse_policy
+    from rush.models.policies.heuristic_file import parse_policy_text
 
     _check_backfill(backfill)
     parse_threshold(threshold)
     checks.machine_procs(procs)
     checks.positive_seconds(tau, "--tau", "10")
     for name in policies:
-        parse_policy(name)
+        parse_policy_text(name)
     if backfill_policy is not None:
         try:
-            parse_policy(backfill_policy)
+            parse_policy_text(backfill_policy)
         except RushError as exc:  # parse_policy names --policy; name the flag that was given
             raise RushError(exc.message, where="--backfill-policy", fix=exc.fix) from None
         if backfill == "none":

@@ -74,19 +74,24 @@ class CoreConfig:
     @classmethod
     def from_names(
         cls,
-        policy: str = "FCFS",
+        policy: str | Policy = "FCFS",
         backfill: str = "easy",
         threshold: float | str | None = DEFAULT_THRESHOLD,
-        backfill_policy: str | None = None,
+        backfill_policy: str | Policy | None = None,
         **kwargs: object,
     ) -> CoreConfig:
+        """Policies by name, or already parsed (a LEARNED policy is: its file is read above the core)."""
         return cls(
-            policy=parse_policy(policy),
+            policy=_parsed(policy),
             backfill=backfill,  # type: ignore[arg-type]
-            backfill_policy=parse_policy(backfill_policy) if backfill_policy else None,
+            backfill_policy=_parsed(backfill_policy) if backfill_policy else None,
             threshold=parse_threshold(threshold),
             **kwargs,  # type: ignore[arg-type]
         )
+
+
+def _parsed(policy: str | Policy) -> Policy:
+    return policy if isinstance(policy, Policy) else parse_policy(policy)
 
 
 def parse_threshold(value: float | str | None) -> float | None:

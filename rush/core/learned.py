@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import stat
 from dataclasses import dataclass
-from pathlib import Path
 
 from rush.errors import PolicyError
 
@@ -46,7 +43,7 @@ OPTIONAL_KEYS = frozenset({"info"})
 HEADER = 4  # n_terms, s_p, s_q, s_r
 PER_TERM = 4  # a, b, c, coefficient
 
-_FIX = "write the file with `rush experiment regression` or follow the format in rush/core/learned.py"
+FIX = "write the file with `rush experiment regression` or follow the format in rush/core/learned.py"
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ class Heuristic:
 
 
 def _error(where: str, message: str) -> PolicyError:
-    return PolicyError(message, where=where, fix=_FIX)
+    return PolicyError(message, where=where, fix=FIX)
 
 
 def _finite(value: object, where: str) -> float:
@@ -151,28 +148,11 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a finite number")
 
 
-def load_heuristic(path: str | Path) -> Heuristic:
-    """Read and validate a heuristic file (regular file, at most :data:`MAX_FILE_BYTES`)."""
-    where = f"LEARNED:{path}"
-    if not str(path).strip():
-        raise PolicyError(
-            "LEARNED needs a file", where="--policy", fix="write LEARNED:path/to/heuristic.json"
-        )
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise _error(where, "not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise _error(where, f"{info.st_size} bytes, over the {MAX_FILE_BYTES}-byte limit")
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise PolicyError(
-            f"cannot read the heuristic: {exc.strerror or exc}",
-            where=where,
-            fix="give the path of a heuristic JSON file",
-        ) from None
-    if len(raw) > MAX_FILE_BYTES:  # grew after the stat
+def heuristic_from_bytes(raw: bytes, where: str) -> Heuristic:
+    """Validate a heuristic file's bytes (at most :data:`MAX_FILE_BYTES`); ``where`` names the
+    file in errors. The file itself is read by the shell
+    (:func:`rush.models.policies.heuristic_file.read_heuristic`): the core reads no files."""
+    if len(raw) > MAX_FILE_BYTES:
         raise _error(where, f"over the {MAX_FILE_BYTES}-byte limit")
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)

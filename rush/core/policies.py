@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 
 # The names and codes are plain data in rush.core.names: the command line lists them without numba.
+from rush.core.learned import Heuristic
 from rush.core.names import DYNAMIC_CODES, LINEAR_FEATURES, POLICY_CODES
 from rush.errors import PolicyError
 
@@ -70,6 +71,11 @@ class Policy:
         return np.asarray(self.weights, dtype=np.float64)
 
 
+def learned_policy(heuristic: Heuristic, source: str) -> Policy:
+    """The LEARNED policy of a validated heuristic (its terms travel in ``weights``)."""
+    return Policy("LEARNED", heuristic.encode(), source=source)
+
+
 def parse_policy(text: str) -> Policy:
     """Parse ``FCFS``, ``wfp3`` or ``LINEAR:q=1,p=0.5,wait=-2`` into a :class:`Policy`."""
     raw = text.strip()
@@ -79,10 +85,12 @@ def parse_policy(text: str) -> Policy:
         known = ", ".join(POLICY_CODES)
         raise PolicyError(f"unknown policy {text!r}", where="--policy", fix=f"use one of: {known}")
     if name == "LEARNED":
-        from rush.core.learned import load_heuristic
-
-        heuristic = load_heuristic(args.strip())
-        return Policy("LEARNED", heuristic.encode(), source=args.strip())
+        # The core reads no files: the shells read LEARNED:path first (parse_policy_text).
+        raise PolicyError(
+            f"{raw!r}: a LEARNED policy is read from its file before the core sees it",
+            where="--policy",
+            fix="call rush.models.policies.heuristic_file.parse_policy_text (or learned_policy)",
+        )
     if name != "LINEAR":
         if args:
             raise PolicyError(

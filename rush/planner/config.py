@@ -34,8 +34,8 @@ from pydantic import (
 from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.config_file import explain as explain_validation
 from rush.core.config import CoreConfig
-from rush.core.policies import parse_policy
 from rush.errors import ConfigError, RushError
+from rush.models.policies.heuristic_file import parse_policy_text
 from rush.planner.speculative import SpeculativeSection
 from rush.rjms.base import backend_names
 
@@ -152,7 +152,7 @@ class PolicySection(Section):
     @classmethod
     def _policy(cls, value: str) -> str:
         try:
-            parse_policy(value)
+            parse_policy_text(value)
         except RushError as exc:
             raise ValueError(exc.message + (f"; {exc.fix}" if exc.fix else "")) from None
         return value
@@ -240,7 +240,7 @@ class RushConfig(Section):
         """The core's configuration; ``divider`` (a model's) applies when policy.divider is unset."""
         p = self.policy
         return CoreConfig.from_names(
-            p.policy,
+            parse_policy_text(p.policy),
             p.backfill,
             p.threshold,
             skip_limit=p.skip_limit,

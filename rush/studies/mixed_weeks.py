@@ -95,13 +95,13 @@ def mean_bounded_slowdown(workload: Any, policy: Any, threshold: float | None, t
 
 def cell_policy(cell: Mapping[str, Any], scales: FeatureScales):
     """The core policy of a cell: a pure policy name, or MIXED with features and weights."""
-    from rush.core.policies import parse_policy
+    from rush.models.policies.heuristic_file import parse_policy_text
 
     name = str(cell.get("policy", ""))
     if name == MIXED:
         features = [f for f in str(cell.get("features", "")).split(",") if f]
         return linear_policy(cell.get("weights") or [], features, scales)
-    return parse_policy(name)
+    return parse_policy_text(name)
 
 
 def evaluate(

@@ -42,6 +42,7 @@ def _workload(cell: dict, resources: Any):
 def evaluate_cell(cell: dict, resources: Any) -> list[dict]:
     """Rows (policy label, backfill, mean BSLD, ...) for one workload under the cell's policies."""
     from rush.core.config import CoreConfig
+    from rush.models.policies.heuristic_file import parse_policy_text
     from rush.simulator.engine import simulate
     from rush.simulator.metrics import compute_metrics
 
@@ -50,7 +51,7 @@ def evaluate_cell(cell: dict, resources: Any) -> list[dict]:
     rows = []
     for label, policy in cell["policies"]:
         for backfill in cell.get("backfills", BACKFILLS):
-            config = CoreConfig.from_names(policy, backfill, threshold=None)
+            config = CoreConfig.from_names(parse_policy_text(policy), backfill, threshold=None)
             result = simulate(workload, config, time_origin=origin)
             metrics = compute_metrics(result, tau=10.0)
             rows.append(

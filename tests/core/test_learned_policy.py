@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from rush.core import CoreConfig, PendingJob, Snapshot
-from rush.core.learned import MAX_FILE_BYTES, MAX_TERMS, load_heuristic
+from rush.core.learned import MAX_FILE_BYTES, MAX_TERMS, heuristic_from_bytes
 from rush.core.ordering import static_keys
 from rush.core.policies import parse_policy, priority_key
 from rush.core.schedule import schedule
 from rush.errors import PolicyError
+from rush.models.policies.heuristic_file import parse_policy_text, read_heuristic
 from rush.simulator.engine import simulate
 from tests.core.drive import drive
 from tests.core.helpers import workload
@@ -44,7 +45,7 @@ def _expected(p: float, q: float, r: float) -> float:
 
 
 def test_key_is_the_documented_polynomial(tmp_path):
-    policy = parse_policy(f"LEARNED:{_write(tmp_path, GOOD)}")
+    policy = parse_policy_text(f"LEARNED:{_write(tmp_path, GOOD)}")
     assert policy.name == "LEARNED" and not policy.dynamic
     w = policy.weight_array()
     # r is the submit time since the origin; p and r guarded at >= 1 like the other policies.
@@ -56,7 +57,7 @@ def test_overflowing_terms_sort_last_not_nan(tmp_path):
     data = dict(
         GOOD, terms=[[8, 0, 0], [0, 0, 8]], coefficients=[1.0, -1.0], scale={"p": 1e-300, "q": 1, "r": 1e-300}
     )
-    policy = parse_policy(f"LEARNED:{_write(tmp_path, data)}")
+    policy = parse_policy_text(f"LEARNED:{_write(tmp_path, data)}")
     assert priority_key(policy.code, policy.weight_array(), 0.0, 0.0, 5.0, 1, 5.0) == math.inf
 
 
@@ -109,7 +110,7 @@ def test_hostile_files_are_policy_errors_naming_the_file(tmp_path):
     cases = _hostile(tmp_path)
     for name, path in cases:
         with pytest.raises(PolicyError) as err:
-            parse_policy(f"LEARNED:{path}")
+            parse_policy_text(f"LEARNED:{path}")
         assert path in str(err.value), name
         assert err.value.fix, name
 
@@ -117,13 +118,13 @@ def test_hostile_files_are_policy_errors_naming_the_file(tmp_path):
 def test_missing_fifo_and_empty_paths(tmp_path):
     for path in (str(tmp_path / "absent.json"), str(tmp_path)):
         with pytest.raises(PolicyError, match="LEARNED"):
-            parse_policy(f"LEARNED:{path}")
+            parse_policy_text(f"LEARNED:{path}")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     with pytest.raises(PolicyError, match="not a regular file"):  # would block on open
-        load_heuristic(fifo)
+        read_heuristic(fifo)
     with pytest.raises(PolicyError, match="needs a file"):
-        parse_policy("LEARNED")
+        parse_policy_text("LEARNED")
 
 
 def test_simulator_uses_the_learned_order(tmp_path):
@@ -131,8 +132,8 @@ def test_simulator_uses_the_learned_order(tmp_path):
     policy = f"LEARNED:{_write(tmp_path, GOOD)}"
     jobs = [(0.0, 4, 100.0, 100.0)] + [(float(k), 1 + k % 4, 10.0, 10.0 + 7 * k) for k in range(1, 12)]
     w = workload(4, jobs)
-    result = simulate(w, CoreConfig.from_names(policy, "none", threshold=None))
-    parsed = parse_policy(policy)
+    result = simulate(w, CoreConfig.from_names(parse_policy_text(policy), "none", threshold=None))
+    parsed = parse_policy_text(policy)
     keys = static_keys(parsed.code, parsed.weight_array(), 0.0, w.submit, w.procs, w.requested_time)
     waiting = np.arange(1, len(jobs))
     expected = waiting[np.lexsort((waiting, keys[waiting]))]
@@ -151,13 +152,13 @@ def test_daemon_plan_orders_like_the_simulator(tmp_path):
     req = runtime * rng.uniform(1.0, 2.5, n)
     w = workload(6, list(zip(submit, procs, runtime, req, strict=True)))
     for backfill in ("none", "easy"):
-        config = CoreConfig.from_names(policy, backfill, threshold=None)
+        config = CoreConfig.from_names(parse_policy_text(policy), backfill, threshold=None)
         sim = simulate(w, config)
         start, _ = drive(w, config, np.zeros(n, dtype=bool))
         np.testing.assert_array_equal(start, sim.start)
 
     # One snapshot with everyone pending: the plan's order is the simulator's static-key order.
-    config = CoreConfig.from_names(policy, "easy", threshold=None)
+    config = CoreConfig.from_names(parse_policy_text(policy), "easy", threshold=None)
     pending = tuple(
         PendingJob(int(w.job_id[j]), float(w.submit[j]), int(w.procs[j]), float(w.requested_time[j]))
         for j in range(n)
@@ -168,3 +169,15 @@ def test_daemon_plan_orders_like_the_simulator(tmp_path):
     assert plan.order == [int(w.job_id[j]) for j in np.lexsort((np.arange(n), keys))]
     values = [plan.priority[j] for j in plan.order]
     assert values == sorted(values, reverse=True)
+
+
+def test_the_core_reads_no_file(tmp_path):
+    # LEARNED:path is read above the core; the core validates bytes and evaluates the key.
+    path = _write(tmp_path, GOOD)
+    with pytest.raises(PolicyError, match="read from its file before the core"):
+        parse_policy(f"LEARNED:{path}")
+    raw = Path(path).read_bytes()
+    assert heuristic_from_bytes(raw, "x") == read_heuristic(path)
+    with pytest.raises(PolicyError, match="byte limit") as err:
+        heuristic_from_bytes(b" " * (MAX_FILE_BYTES + 1), "LEARNED:big.json")
+    assert err.value.where == "LEARNED:big.json"

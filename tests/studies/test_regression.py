@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from rush.core.learned import parse_heuristic
-from rush.core.policies import parse_policy, priority_key
+from rush.core.policies import priority_key
 from rush.errors import ConfigError
+from rush.models.policies.heuristic_file import parse_policy_text
 from rush.models.policies.regression import design, fit_template, row_weights, template_terms, vif
 from rush.studies.regression_data import pair_jobs, score_pair, score_spread, training_set
 
@@ -118,7 +119,7 @@ def test_learned_policy_key_is_the_fitted_prediction(tmp_path):
     heuristic = parse_heuristic(data, "test")
     path = tmp_path / "cub.json"
     path.write_text(json.dumps(data))
-    policy = parse_policy(f"LEARNED:{path}")
+    policy = parse_policy_text(f"LEARNED:{path}")
     x = np.column_stack([p, q, r]) / np.asarray(heuristic.scale)
     predicted = np.hstack([np.ones((len(p), 1)), design(x, template_terms("Cub"))]) @ fit.coefficients
     keys = [
@@ -195,7 +196,7 @@ def test_cli_json_and_out_at_a_tiny_size(tmp_path):
     for name in ("training", "coefficients", "fits", "spread", "evaluation", "summary"):
         assert (out / "results" / f"{name}.csv").stat().st_size > 0
     for name in ("Lin", "Qdr", "Cub", "Qua"):
-        parse_policy(f"LEARNED:{out / 'heuristics' / f'{name}.json'}")
+        parse_policy_text(f"LEARNED:{out / 'heuristics' / f'{name}.json'}")
     assert (out / "plots" / "vif.png").exists()
 
 

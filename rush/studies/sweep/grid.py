@@ -46,8 +46,8 @@ from pydantic import (
 from rush.config_file import explain
 from rush.core.config import parse_threshold
 from rush.core.names import BACKFILL_MODES
-from rush.core.policies import parse_policy
 from rush.errors import ConfigError, RushError
+from rush.models.policies.heuristic_file import parse_policy_text
 from rush.studies.sweep.engine import MAX_CELLS
 from rush.studies.sweep.options import SlurmOptions
 
@@ -71,7 +71,7 @@ def _axis(values: list) -> list:
 
 def _policy(name: str) -> str:
     try:
-        parse_policy(name)
+        parse_policy_text(name)
     except RushError as exc:
         raise ValueError(f"{exc.message} ({exc.fix})" if exc.fix else exc.message) from None
     return name

@@ -74,6 +74,7 @@ def trace_resource(spec: str) -> str:
 def simulate_cell(cell: dict, resources: Any) -> dict:
     """One simulation; the row is the scalar metrics (numbers) of the run."""
     from rush.core.config import CoreConfig
+    from rush.models.policies.heuristic_file import parse_policy_text
     from rush.simulator.engine import simulate
     from rush.simulator.metrics import compute_metrics
 
@@ -82,7 +83,9 @@ def simulate_cell(cell: dict, resources: Any) -> dict:
     workload = sliced.workload if week is None else sliced.week(int(week), where=f"{cell['trace']} week")
     threshold = cell.get("threshold", "none")
     config = CoreConfig.from_names(
-        cell["policy"], cell.get("backfill", "easy"), None if threshold == "none" else threshold
+        parse_policy_text(cell["policy"]),
+        cell.get("backfill", "easy"),
+        None if threshold == "none" else threshold,
     )
     result = simulate(workload, config)
     metrics = compute_metrics(result, tau=float(cell.get("tau", 10.0)))
