@@ -208,7 +208,9 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     queues.queue[:] = np.arange(n)
     queues.scan[:] = np.arange(n)
     out = new_out(n)
-    free = int(snapshot.total_procs) - int(r_procs_all.sum()) if kills else int(snapshot.free_procs)
+    # The RJMS's free count (it knows drained and down resources), plus what the kills free.
+    killed = {d.job_id for d in kills}
+    free = int(snapshot.free_procs) + sum(r.procs for r in snapshot.running if r.job_id in killed)
     moment = PassMoment(now, free, n, True)
     result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out)
 
