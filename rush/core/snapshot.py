@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal
 
+from rush.core.resources import Fabric, Node, Request, Slot
+
 
 class RuntimeClass(IntEnum):
     """Predicted runtime class of a job (see the runtime classifier)."""
@@ -43,6 +45,9 @@ class PendingJob:
     # Its standing conservative reservation from the previous pass (inf: none); the daemon
     # keeps it in its journal, as the simulator keeps it in its arrays.
     reserved_at: float = math.inf
+    # Nodes x (cores, GPUs), exclusivity, partition (rush.core.resources); None: ``procs``
+    # cores anywhere.
+    request: Request | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ class RunningJob:
     submit: float | None = None
     skips: int = 0
     variable: bool = False
+    request: Request | None = None
+    # Where it runs, on a cluster with nodes (what it gives back when it ends).
+    allocation: tuple[Slot, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,9 @@ class Snapshot:
     running: tuple[RunningJob, ...] = ()
     # Origin for the F1-F4 and Lin "submit time" term r (the trace start in the simulator).
     time_origin: float = 0.0
+    # The nodes (rush.core.resources); empty: a bag of ``total_procs`` processors.
+    nodes: tuple[Node, ...] = ()
+    fabric: Fabric = Fabric()
 
 
 Action = Literal["start", "backfill", "reserve", "skip", "kill", "priority"]
@@ -88,6 +99,8 @@ class Decision:
     # kill: the class and requeue count the job is requeued with (false_small_kill.requeue_as_large).
     requeue_class: RuntimeClass | None = None
     requeues: int | None = None
+    # start/backfill: where (node names); reserve: where the reservation holds them.
+    nodes: tuple[str, ...] = ()
 
 
 @dataclass

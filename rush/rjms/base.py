@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rush.core.resources import Node, Request
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 
 
@@ -38,6 +39,11 @@ class RJMSJob:
     reason: str = ""
     site_factor: int = 0
     restarts: int = 0
+    # Nodes x (cores, GPUs), exclusivity, partition, as the RJMS records the request
+    # (rush.core.resources.Request); None: ``procs`` cores anywhere.
+    request: Request | None = None
+    # Where a running job runs: (node name, cores, GPUs) per node.
+    allocation: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class ClusterState:
     free_procs: int
     jobs: tuple[RJMSJob, ...]
     partitions: tuple[str, ...] = ()
+    # The nodes with their state and free cores/GPUs (empty: the RJMS gave only counts).
+    nodes: tuple[Node, ...] = ()
 
     @property
     def pending(self) -> list[RJMSJob]:
