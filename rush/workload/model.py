@@ -17,7 +17,10 @@ Trace semantics (the contract, also in the README):
 * jobs with p < 0, q <= 0 or q > machine size are dropped, counted by reason;
 * no job left is an error (:class:`~rush.errors.TraceFormatError`), not an empty run;
 * a job with p > p~ is killed at p~ (by the simulator);
-* machine size = ``MaxProcs`` header, else the largest q; a caller may override it.
+* machine size = ``MaxProcs`` header, else the largest q; a caller may override it;
+* the machine's nodes and each job's node request (``Workload.machine``,
+  ``Workload.requests``) follow :mod:`rush.workload.machine`: whole nodes where the header's
+  ``MaxNodes``/``MaxProcs`` and every job show node allocation, else cores only (q anywhere).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rush.errors import TraceFormatError
+from rush.workload.machine import Machine, NodeRequests, describe_machine, node_requests
 
 # The 18 SWF fields, in file order (Feitelson's Standard Workload Format, version 2.2).
 SWF_FIELDS: tuple[str, ...] = (
@@ -82,6 +86,9 @@ class Trace:
     skipped: dict[str, int] = field(default_factory=dict)
     # The file it was read from, for error messages ("" for generated traces).
     source: str = ""
+    # Node-level columns from sources that record them per job (sacct; rush.workload.machine
+    # NODE_COLUMNS), aligned with the jobs; SWF derives them from its header instead.
+    node_columns: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         missing = [f for f in SWF_FIELDS if f not in self.columns]
@@ -120,6 +127,7 @@ class Trace:
             labels={k: dict(v) for k, v in self.labels.items()},
             skipped=dict(self.skipped),
             source=self.source,
+            node_columns={k: v[mask_or_index] for k, v in self.node_columns.items()},
         )
 
     @property
@@ -155,6 +163,9 @@ class Workload:
     dropped: dict[str, int] = field(default_factory=dict)
     # Extra per-job attributes carried along (e.g. group, app, queue, partition, status).
     extra: dict[str, np.ndarray] = field(default_factory=dict)
+    # The machine's nodes and each job's node request (rush.workload.machine); None: cores only.
+    machine: Machine | None = None
+    requests: NodeRequests | None = None
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -171,6 +182,8 @@ class Workload:
             name=self.name,
             dropped=dict(self.dropped),
             extra={k: v[index] for k, v in self.extra.items()},
+            machine=self.machine,
+            requests=None if self.requests is None else self.requests.subset(index),
         )
 
 
@@ -186,8 +199,18 @@ def duplicate_job_ids(job_id: np.ndarray) -> np.ndarray | None:
     return repeated
 
 
-def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workload:
-    """Apply the trace semantics (module docstring) and return a sorted :class:`Workload`."""
+def workload_from_trace(
+    trace: Trace,
+    machine_procs: int | None = None,
+    *,
+    cores_per_node: int | None = None,
+    whole_node: bool | None = None,
+) -> Workload:
+    """Apply the trace semantics (module docstring) and return a sorted :class:`Workload`.
+
+    ``cores_per_node``/``whole_node`` override how the machine's nodes are derived
+    (:func:`rush.workload.machine.describe_machine`); a contradicted override is an error.
+    """
     alloc = trace["alloc_procs"]
     req = trace["req_procs"]
     procs = np.where(alloc > 0, alloc, req).astype(np.int64)
@@ -224,6 +247,10 @@ def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workl
     job_id = trace["job_id"].astype(np.int64)
     order = np.flatnonzero(keep)
     order = order[np.lexsort((job_id[order], submit[order]))]
+    machine = describe_machine(
+        trace, int(machine_procs), keep, cores_per_node=cores_per_node, whole_node=whole_node
+    )
+    requests = node_requests(trace, machine).subset(order)
     # p~ of 0 with p == 0 is legal (zero-length job); keep p~ >= p only through the kill rule.
     extra_names = ("group", "app", "queue", "partition", "status", "wait")
     return Workload(
@@ -237,6 +264,8 @@ def workload_from_trace(trace: Trace, machine_procs: int | None = None) -> Workl
         name=trace.name,
         dropped=dropped,
         extra={k: trace[k][order] for k in extra_names},
+        machine=machine,
+        requests=requests,
     )
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rush.errors import TraceFormatError
+from rush.errors import RushError, TraceFormatError
 from rush.workload.model import SWF_FIELDS, SWF_FLOAT_FIELDS, Trace, duplicate_job_ids
 from rush.workload.swf_fast import MAX_EXACT_INT, MIN_JOB_LINE, parse_swf_numbers
 from rush.workload.trace_file import read_trace_bytes
@@ -48,6 +48,8 @@ class SWFTrace(Trace):
 
     # 1-based line numbers of the first skipped malformed lines (all are counted in ``skipped``).
     malformed_lines: list[int] = field(default_factory=list)
+    # 1-based line number of each header key's first line (for errors about the header).
+    header_lines: dict[str, int] = field(default_factory=dict)
 
 
 def trace_name(path: Path) -> str:
@@ -55,10 +57,12 @@ def trace_name(path: Path) -> str:
     return path.name.removesuffix(".gz").removesuffix(".swf")
 
 
-def _parse_header(lines: list[bytes]) -> dict[str, str]:
+def _parse_header(lines: list[tuple[int, bytes]]) -> tuple[dict[str, str], dict[str, int]]:
+    """The header's keys and values, and the line number of each key's first line."""
     header: dict[str, str] = {}
+    first_line: dict[str, int] = {}
     last = None
-    for line in lines:
+    for lineno, line in lines:
         raw = line.lstrip()[1:].decode("utf-8", "replace").rstrip("\r\n")
         text = raw.strip()
         indent = len(raw) - len(raw.lstrip())
@@ -67,17 +71,18 @@ def _parse_header(lines: list[bytes]) -> dict[str, str]:
         if indent <= 2 and sep and key and " " not in key:
             value = value.strip()
             header[key] = f"{header[key]}\n{value}" if key in header else value
+            first_line.setdefault(key, lineno)
             last = key
         elif last is not None and text:
             header[last] += " " + text  # an indented continuation line
-    return header
+    return header, first_line
 
 
 _BLANKS = re.compile(rb"[ \t\r\n]*")
 
 
-def _header_lines(raw: bytes) -> list[bytes]:
-    """The comment lines before the first job line."""
+def _header_lines(raw: bytes) -> list[tuple[int, bytes]]:
+    """The comment lines before the first job line, with their 1-based line numbers."""
     lines = []
     start = 0
     while start < len(raw):  # line by line up to the first job: no split of the whole file
@@ -87,7 +92,7 @@ def _header_lines(raw: bytes) -> list[bytes]:
         stripped = raw[start:end].strip()
         start = end + 1
         if stripped.startswith(b";"):
-            lines.append(stripped)
+            lines.append((raw.count(b"\n", 0, end) + 1, stripped))  # header only: a few KB
         elif stripped:
             break
     return lines
@@ -115,12 +120,12 @@ def _describe(line: bytes) -> str:
     return "is not 18 plain numbers"
 
 
-def _job_line_number(raw: bytes, row: int) -> int:
-    """1-based line number of job line ``row`` (0-based) of a file without malformed lines."""
+def _job_line_number(raw: bytes, row: int, malformed: frozenset[int] = frozenset()) -> int:
+    """1-based line number of job line ``row`` (0-based), skipping the ``malformed`` lines."""
     seen = -1
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         stripped = line.strip()
-        if stripped and not stripped.startswith(b";"):
+        if stripped and not stripped.startswith(b";") and lineno not in malformed:
             seen += 1
             if seen == row:
                 return lineno
@@ -161,14 +166,29 @@ def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
                 where=f"{path}:{_job_line_number(raw, row)}",
                 fix="give each job its own id, or read without --strict to keep the first and count the rest",
             )
+    header, header_lines = _parse_header(_header_lines(raw))
     return SWFTrace(
         columns=columns,
-        header=_parse_header(_header_lines(raw)),
+        header=header,
         name=trace_name(path),
         skipped={"malformed": n_bad} if n_bad else {},
         source=str(path),
         malformed_lines=malformed,
+        header_lines=header_lines,
     )
+
+
+def job_line_number(trace: Trace, row: int) -> int:
+    """1-based line of job ``row`` of ``trace`` in its SWF file (for errors: re-reads the file).
+
+    Exact while the trace is the file's jobs in file order (as :func:`read_swf` returns them)
+    with at most ``MAX_BAD_LINES_KEPT`` malformed lines; 0 when the file is gone.
+    """
+    try:
+        raw = read_trace_bytes(Path(trace.source))
+    except RushError:  # moved or deleted since it was read
+        return 0
+    return _job_line_number(raw, row, frozenset(getattr(trace, "malformed_lines", ())))
 
 
 def _format_column(values: np.ndarray) -> list[str]:
