@@ -147,6 +147,7 @@ def describe_machine(
     """
     partitions = partition_names(trace.header)
     if trace.node_columns:  # sacct: requests per job, no node inventory
+        partitions = partitions or dict(trace.labels.get("queue", {}))
         why = "accounting (sacct): nodes per job, the machine's nodes unknown"
         return Machine(0, 1, machine_procs, False, partitions, why)
     max_nodes = header_number(trace.header.get("MaxNodes", ""))

@@ -26,6 +26,10 @@ preempted), -1 otherwise (pending, running). User, group (account), queue (parti
 application (job name) are integer-coded, their strings in ``Trace.labels``. Job ids stay
 when they are unique integers (``JobIDRaw`` is preferred for array tasks); otherwise the
 jobs are renumbered 1..n and ``Trace.labels["job_id"]`` keeps Slurm's ids.
+
+Node level (:mod:`rush.workload.sacct_nodes`): nodes, GPUs and exclusivity per job go to
+``Trace.node_columns`` (with the partition's code; ``Trace.labels["queue"]`` names it);
+``SubmitLine`` may hold ``|`` when it is the last column.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import numpy as np
 
 from rush.errors import TraceFormatError
 from rush.workload.model import Trace
+from rush.workload.sacct_nodes import json_node_fields, node_columns, parsable_node_fields
 from rush.workload.trace_file import read_trace_bytes
 
 STATUS = {
@@ -58,7 +63,7 @@ STATUS = {
 }
 PARSABLE_FORMAT = (
     "JobIDRaw,JobID,Submit,Start,End,Elapsed,Timelimit,AllocCPUS,ReqCPUS,NCPUS,AllocNodes,"
-    "User,Account,Partition,JobName,State"
+    "User,Account,Partition,JobName,State,NNodes,AllocTRES,ReqTRES,SubmitLine"
 )
 PARSABLE_FIX = f"produce it with: sacct -a -X --parsable2 --format={PARSABLE_FORMAT}"
 JSON_FIX = "produce it with: sacct -a --json (Slurm 22.05 or later)"
@@ -179,6 +184,7 @@ def _rows_from_json(doc: Any, where: str) -> list[dict]:
                 "partition": job.get("partition"),
                 "name": job.get("name"),
                 "state": _state((job.get("state") or {}).get("current")),
+                **json_node_fields(job),
             }
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise TraceFormatError(
@@ -221,6 +227,8 @@ def _parse_rows(reader: Any, where: str, zone: tzinfo | None = None) -> list[dic
         lineno = reader.line_num
         if not fields or all(not f.strip() for f in fields):
             continue
+        if len(fields) > len(header) and header[-1] == "SubmitLine":  # a '|' in the command line
+            fields = [*fields[: len(header) - 1], "|".join(fields[len(header) - 1 :])]
         if len(fields) != len(header):
             raise TraceFormatError(
                 f"has {len(fields)} fields, the header {len(header)}",
@@ -250,12 +258,14 @@ def _parse_rows(reader: Any, where: str, zone: tzinfo | None = None) -> list[dic
                 "partition": rec.get("Partition"),
                 "name": rec.get("JobName"),
                 "state": _state(rec.get("State", "")),
+                **parsable_node_fields(rec),
             }
         except (ValueError, OverflowError) as exc:
             raise TraceFormatError(
                 f"bad value ({exc})",
                 where=f"{where}:{lineno}",
-                fix="times as 2023-01-02T03:04:05, durations as [D-]HH:MM:SS; " + PARSABLE_FIX,
+                fix="times as 2023-01-02T03:04:05, durations as [D-]HH:MM:SS, counts (NNodes, gres/gpu=N) "
+                "as whole numbers; " + PARSABLE_FIX,
             ) from exc
         rows.append(_check_values(row, f"{where}:{lineno}", PARSABLE_FIX))
     return rows
@@ -355,6 +365,7 @@ def _to_trace(rows: list[dict], name: str) -> Trace:
         cols["app"][k] = names(r["name"])
     trace = Trace.from_columns(n, **cols)
     trace.name = name
+    trace.node_columns = node_columns(rows, cols["queue"].copy())
     trace.header.update(
         {
             "Version": "2.2",
