@@ -65,6 +65,9 @@ from rush.rjms.slurm_rest import SlurmREST
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9 _.,:=+/@%-]*$")
 TAG_KEY = re.compile(r"^[a-z_]+$")
 TAG_VALUE = re.compile(r"^[A-Za-z0-9._-]*$")
+# Seconds a read of the switch tree is reused (slurm.conf/topology.conf change it only with
+# `scontrol reconfigure`); one command per read cycle otherwise.
+TOPOLOGY_TTL = 300.0
 
 
 # -- rush tags in AdminComment --------------------------------------------------------------
@@ -306,6 +309,8 @@ class SlurmBackend(RJMSBackend):
         self.last_rest_error: RJMSError | None = None
         # Whether `scontrol show nodes --json` works here (22.05's scontrol has no --json).
         self._scontrol_json: bool | None = None
+        # (when read, node -> leaf switch index) of the last `scontrol show topology`.
+        self._leaves: tuple[float, dict[str, int]] | None = None
 
     # -- reading --------------------------------------------------------------------------
     def _read(self, endpoint: str, cli_only: bool = False) -> dict[str, Any]:
@@ -360,7 +365,8 @@ class SlurmBackend(RJMSBackend):
             ) from exc
 
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
-        """Pending and live jobs (finished ones left out) and free CPUs, all or nothing."""
+        """Pending and live jobs (finished ones left out), free CPUs and the nodes (state, free
+        cores and GPUs, leaf switch), all or nothing."""
         taken_at = time.time()
         jobs = [j for j in self._jobs(self._records("jobs")) if j.state not in FINAL_STATES]
         if partitions:
@@ -369,6 +375,7 @@ class SlurmBackend(RJMSBackend):
             # Once REST has failed in this read, do not wait for it a second time.
             nodes = self._records("nodes", cli_only=self.last_source == "cli")
             total, free, names = parse_nodes(nodes, partitions)
+            node_list = slurm_json.node_list(nodes, partitions, self.leaf_switches())
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected node record ({exc!r})",
@@ -384,7 +391,26 @@ class SlurmBackend(RJMSBackend):
             free_procs=free,
             jobs=tuple(jobs),
             partitions=tuple(sorted(names)),
+            nodes=node_list,
         )
+
+    def leaf_switches(self) -> dict[str, int]:
+        """Node name -> leaf switch index from ``scontrol show topology`` (topology/tree), read
+        once every :data:`TOPOLOGY_TTL` seconds (it changes only with a reconfiguration); {}
+        (every node on leaf 0) without scontrol, without a topology, or when it fails."""
+        now = time.monotonic()
+        if self._leaves is not None and now - self._leaves[0] < TOPOLOGY_TTL:
+            return self._leaves[1]
+        leaves: dict[str, int] = {}
+        if self.cli.has("scontrol"):
+            try:
+                out = self.cli.run("scontrol", "show", "topology")
+            except RJMSError:
+                out = None
+            if out is not None and out.returncode == 0:
+                leaves = slurm_json.leaf_switches(out.stdout)  # ValueError: a hostile host list
+        self._leaves = (now, leaves)
+        return leaves
 
     def job(self, job_id: int) -> RJMSJob | None:
         """One job as slurmctld knows it, finished ones included (for MinJobAge seconds)."""

@@ -29,9 +29,11 @@ list is garbage (a broken proxy, a corrupt answer), never a job; the read fails 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from rush.core.resources import Node, NodeState, Request
 from rush.rjms.base import RJMSJob
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
@@ -257,11 +259,14 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
         raise ValueError(f"job {job_id} has no submit_time")
     reason = text(record, "state_reason")
     niceness = nice(record.get("nice"))  # checked whatever the lever: garbage is never a job
+    cpus = max(count(record.get("cpus"), "cpus"), 1)
+    request = parse_request(record, cpus)
+    allocation = parse_allocation(record, request.gpus_per_node) if state in RUNNING_STATES else ()
     return RJMSJob(
         job_id=job_id,
         state=state,
         submit=submit,
-        procs=max(count(record.get("cpus"), "cpus"), 1),
+        procs=cpus,
         requested_time=minutes_limit(record.get("time_limit")),
         start=start if state in RUNNING_STATES else None,
         user=text(record, "user_name"),
@@ -273,6 +278,8 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
         reason=reason,
         restarts=count(record.get("restart_cnt"), "restart_cnt"),
         site_factor=-niceness if lever == "nice" else 0,
+        request=request,
+        allocation=allocation,
     )
 
 
@@ -332,3 +339,289 @@ def parse_nodes(records: list[dict[str, Any]], partitions: Sequence[str] = ()) -
         if not states & UNUSABLE_NODE:
             free += max(cpus - alloc, 0)
     return total, free, names
+
+
+# -- nodes, requests and allocations (issue 20) --------------------------------------------------
+# A host list or a job's allocation longer than this is not a cluster (bounded work).
+MAX_NODES = 1_000_000
+# Node state (rush.core.resources.NodeState) from Slurm's states and flags, lower case.
+DRAINED_STATES = frozenset({"drain", "drained", "draining"})
+DOWN_STATES = frozenset({"down", "fail", "failing", "not_responding"})
+# Sharing values that mean whole nodes: v0.0.39+ ``shared: ["none"]``, 22.05's ``shared: "none"``,
+# v0.0.41's ``exclusive: ["true"]``.
+EXCLUSIVE_VALUES = frozenset({"none", "exclusive", "true"})
+_HOSTLIST_PART = re.compile(r"([^\[\],]*)\[([^\]]*)\]")
+
+
+def hostlist(value: str, field: str = "hostlist", limit: int = MAX_NODES) -> list[str]:
+    """Slurm's host list (``n[1-4,7],gpu[01-02]``, ``rack[1-2]-n[1-2]``) as names, in order;
+    more than ``limit`` names is refused (a hostile list must not blow up)."""
+    if not isinstance(value, str):
+        raise ValueError(f"{field} is {short(value)}, not a host list")
+    names: list[str] = []
+    for item in _split_top(value.strip()):
+        expanded = [""]
+        rest = item
+        while rest:
+            match = _HOSTLIST_PART.match(rest)
+            if match is None:
+                if "[" in rest or "]" in rest:
+                    raise ValueError(f"{field} has a malformed range in {short(item)}")
+                expanded = [e + rest for e in expanded]
+                break
+            prefix, ranges = match.groups()
+            suffixes = _ranges(ranges, field, limit)
+            if len(expanded) * len(suffixes) > limit:
+                raise ValueError(f"{field} names more than {limit} hosts")
+            expanded = [e + prefix + s for e in expanded for s in suffixes]
+            rest = rest[match.end() :]
+        names += [e for e in expanded if e]
+        if len(names) > limit:
+            raise ValueError(f"{field} names more than {limit} hosts")
+    return names
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p]
+
+
+def _ranges(ranges: str, field: str, limit: int) -> list[str]:
+    """``1-4,07`` -> ["1", "2", "3", "4", "07"] (zero padding kept, as Slurm writes it)."""
+    out: list[str] = []
+    for part in ranges.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            raise ValueError(f"{field} has a malformed range [{short(ranges)}]")
+        first, last = int(low), int(high or low)
+        if last < first or last - first + len(out) >= limit:
+            raise ValueError(f"{field} has a range [{short(ranges)}] of more than {limit} hosts")
+        out += [str(n).zfill(len(low)) for n in range(first, last + 1)]
+    return out
+
+
+def gres_gpus(value: Any, field: str = "gres") -> int:
+    """GPUs in a GRES or TRES string: ``gpu:2``, ``gpu:a100:2(S:0-1)``, ``gpu:1(IDX:0)``,
+    ``gres/gpu:2``, ``gres/gpu=1``, ``gres:gpu:2`` (0 when none; a name without count is 1)."""
+    if value is None or value == "" or value == "N/A":
+        return 0
+    if not isinstance(value, str) or len(value) > 64 * MAX_NAME:
+        raise ValueError(f"{field} is {short(value)}, not a GRES string")
+    total = 0
+    for item in _split_top(value):
+        item = item.split("(", 1)[0].strip()
+        for prefix in ("gres/", "gres:"):
+            item = item.removeprefix(prefix)
+        name, _, rest = item.replace("=", ":").partition(":")
+        if name != "gpu":
+            continue
+        tail = rest.rsplit(":", 1)[-1] if rest else ""
+        found = int(tail) if tail.isdigit() else 1
+        if found >= MAX_COUNT:
+            raise ValueError(f"{field} counts {short(value)} GPUs")
+        total += found
+    return min(total, MAX_COUNT - 1)
+
+
+def tres_value(value: Any, key: str, field: str) -> int | None:
+    """One count of a TRES string (``cpu=4,mem=2G,node=2`` -> node: 2); None when absent."""
+    if not value:
+        return None
+    if not isinstance(value, str) or len(value) > 64 * MAX_NAME:
+        raise ValueError(f"{field} is {short(value)}, not a TRES string")
+    for item in value.split(","):
+        name, _, number_text = item.partition("=")
+        if name == key and number_text.isdigit():
+            found = int(number_text)
+            if found >= MAX_COUNT:
+                raise ValueError(f"{field} has {key}={short(number_text)}, not a count")
+            return found
+    return None
+
+
+def is_exclusive(record: dict[str, Any]) -> bool:
+    """Whole nodes: ``--exclusive`` (``shared``/``exclusive`` as each version writes it) or a
+    running job's ``job_resources.nodes.whole``."""
+    for key in ("shared", "exclusive"):
+        value = record.get(key)
+        if value is True:
+            return True
+        values = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        if any(isinstance(v, str) and v.lower() in EXCLUSIVE_VALUES for v in values[:MAX_STATE_NAMES]):
+            return True
+    resources = record.get("job_resources")
+    nodes = resources.get("nodes") if isinstance(resources, dict) else None
+    return isinstance(nodes, dict) and nodes.get("whole") is True
+
+
+def job_gpus(record: dict[str, Any], nodes: int, tasks: int) -> int:
+    """GPUs per node a job asks for: ``tres_per_node`` (``--gres``, ``--gpus-per-node``), else
+    ``tres_per_job`` (``--gpus``) or ``tres_per_task`` spread over its nodes (rounded up)."""
+    per_node = gres_gpus(text(record, "tres_per_node"), "tres_per_node")
+    if per_node:
+        return per_node
+    per_job = gres_gpus(text(record, "tres_per_job"), "tres_per_job")
+    per_job += gres_gpus(text(record, "tres_per_task"), "tres_per_task") * max(tasks, 1)
+    return -(-per_job // max(nodes, 1)) if per_job else 0
+
+
+def parse_request(record: dict[str, Any], cpus: int) -> Request:
+    """What a job asks for (docs/reference/resources.md, "Slurm"): whole nodes when it asked
+    for more than one node (``tres_req_str``'s ``node=``: the ``-N`` Slurm keeps; its
+    ``node_count`` is also Slurm's own estimate for ``-n`` jobs), for whole nodes
+    (``--exclusive``), for GPUs or for tasks per node; else ``cpus`` cores anywhere."""
+    node_count = count(record.get("node_count"), "node_count")
+    asked = tres_value(text(record, "tres_req_str"), "node", "tres_req_str") or node_count or 1
+    wanted_cpus = tres_value(text(record, "tres_req_str"), "cpu", "tres_req_str") or cpus
+    tasks = count(record.get("tasks"), "tasks")
+    exclusive = is_exclusive(record)
+    nodes = max(asked, node_count, 1)
+    gpus = job_gpus(record, nodes, tasks)
+    per_node_tasks = count(record.get("tasks_per_node"), "tasks_per_node")
+    partition = text(record, "partition").split(",", 1)[0]  # a pending job may list several
+    if nodes > MAX_NODES:
+        raise ValueError(f"node_count is {nodes}, more than {MAX_NODES} nodes")
+    if asked > 1 or exclusive or gpus or per_node_tasks:
+        cores = max(-(-wanted_cpus // nodes), 1)
+        return Request(nodes, cores, gpus, exclusive, partition)
+    return Request(0, max(wanted_cpus, 1), 0, False, partition)
+
+
+def parse_allocation(record: dict[str, Any], gpus_per_node: int = 0) -> tuple[tuple[str, int, int], ...]:
+    """(node, CPUs, GPUs) per node of a job's ``job_resources``: v0.0.39+'s ``nodes.allocation``
+    or 22.05's ``allocated_nodes`` (CPUs: its allocated cores, scaled to ``allocated_cpus``);
+    GPUs from ``gres_detail`` (one entry per node), else ``gpus_per_node`` each."""
+    resources = record.get("job_resources")
+    if not isinstance(resources, dict):
+        return ()
+    nodes = resources.get("nodes")
+    if isinstance(nodes, dict):
+        entries = nodes.get("allocation") or []
+        if not isinstance(entries, list) or len(entries) > MAX_NODES:
+            raise ValueError(f"job_resources.nodes.allocation is {short(entries)}, not a node list")
+        cpus = []
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                raise ValueError(f"an allocation entry is {short(entry)}, not a node")
+            found = entry.get("cpus")
+            cpus.append(
+                (entry["name"], count(found.get("count") if isinstance(found, dict) else found, "cpus"))
+            )
+    else:
+        cpus = _legacy_allocation(resources)
+    details = record.get("gres_detail") or []
+    if not isinstance(details, list):
+        raise ValueError(f"gres_detail is {short(details)}, not a list")
+    gpus = [gres_gpus(d, "gres_detail") for d in details] if len(details) == len(cpus) else None
+    return tuple(
+        (name, cores, gpus[i] if gpus is not None else gpus_per_node) for i, (name, cores) in enumerate(cpus)
+    )
+
+
+def _legacy_allocation(resources: dict[str, Any]) -> list[tuple[str, int]]:
+    """22.05 (v0.0.38): ``allocated_nodes`` [{nodename, sockets: {s: {cores: {c: "allocated"}}}}]
+    and ``allocated_cpus``; a node's CPUs are its allocated cores, scaled to the total
+    (threads per core)."""
+    entries = resources.get("allocated_nodes") or []
+    if isinstance(entries, dict):  # some builds key the list by index
+        entries = list(entries.values())
+    if not isinstance(entries, list) or len(entries) > MAX_NODES:
+        raise ValueError(f"job_resources.allocated_nodes is {short(entries)}, not a node list")
+    total = count(resources.get("allocated_cpus"), "allocated_cpus")
+    found: list[tuple[str, int]] = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("nodename"), str):
+            raise ValueError(f"an allocated node is {short(entry)}, not a node")
+        sockets = entry.get("sockets") or {}
+        cores = 0
+        for socket in sockets.values() if isinstance(sockets, dict) else ():
+            socket_cores = socket.get("cores") if isinstance(socket, dict) else None
+            if isinstance(socket_cores, dict):
+                cores += sum(1 for status in socket_cores.values() if status == "allocated")
+        found.append((entry["nodename"], cores))
+    counted = sum(c for _, c in found)
+    if found and (counted == 0 or total % counted):
+        # No core map (or one that does not add up): the total spread evenly.
+        share, extra = divmod(total, len(found))
+        return [(name, share + (i < extra)) for i, (name, _) in enumerate(found)]
+    scale = total // counted if counted else 1
+    return [(name, cores * scale) for name, cores in found]
+
+
+def node_state(states: set[str]) -> NodeState:
+    """up, drained or down from a node's states and flags (:func:`node_states`)."""
+    if states & DOWN_STATES:
+        return "down"
+    if states & DRAINED_STATES:
+        return "drained"
+    return "up"
+
+
+def parse_node(record: dict[str, Any], leaves: dict[str, int]) -> Node:
+    """One node record as a :class:`Node`: CPUs, GPUs (``gres``), memory, state, partitions,
+    leaf switch (``leaves``: name -> leaf index, else 0) and what is free (CPUs - alloc_cpus,
+    GPUs - ``gres_used``; nothing on a node that takes no new jobs)."""
+    name = record.get("name")
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
+        raise ValueError(f"a node name is {short(name)}, not a name")
+    partitions = record.get("partitions") or []
+    if not isinstance(partitions, list) or not all(isinstance(p, str) for p in partitions):
+        raise ValueError(f"partitions is {short(partitions)}, not a list of names")
+    cpus = count(record["cpus"], "cpus")
+    gpus = gres_gpus(text(record, "gres"), "gres")
+    states = node_states(record)
+    usable = not states & UNUSABLE_NODE
+    free_cpus = max(cpus - count(record.get("alloc_cpus"), "alloc_cpus"), 0) if usable else 0
+    free_gpus = max(gpus - gres_gpus(text(record, "gres_used"), "gres_used"), 0) if usable else 0
+    return Node(
+        name=name,
+        cores=cpus,
+        gpus=gpus,
+        memory_mb=count(record.get("real_memory"), "real_memory"),
+        state=node_state(states),
+        partitions=tuple(partitions),
+        leaf=leaves.get(name, 0),
+        free_cores=free_cpus,
+        free_gpus=free_gpus,
+    )
+
+
+def node_list(
+    records: list[dict[str, Any]], partitions: Sequence[str] = (), leaves: dict[str, int] | None = None
+) -> tuple[Node, ...]:
+    """The nodes of ``partitions`` (all if empty), in Slurm's order."""
+    wanted = set(partitions)
+    nodes = []
+    for record in records:
+        if not isinstance(record, dict):
+            raise ValueError(f"a node record is {short(record)}, not an object")
+        node = parse_node(record, leaves or {})
+        if not wanted or set(node.partitions) & wanted:
+            nodes.append(node)
+    return tuple(nodes)
+
+
+def leaf_switches(topology: str) -> dict[str, int]:
+    """Node name -> leaf switch index from ``scontrol show topology`` (``SwitchName=s1 Level=0
+    ... Nodes=n[1-4]``): leaves numbered in the order Slurm prints them; {} when it prints none
+    (topology/flat, or no topology.conf)."""
+    leaves: dict[str, int] = {}
+    index = 0
+    for line in topology.splitlines()[:MAX_NODES]:
+        fields = dict(item.partition("=")[::2] for item in line.split() if "=" in item)
+        if fields.get("Level") != "0" or "SwitchName" not in fields:
+            continue
+        for node in hostlist(fields.get("Nodes", ""), "topology Nodes"):
+            leaves.setdefault(node, index)
+        index += 1
+    return leaves

@@ -152,17 +152,78 @@ def job_record(job: Any) -> dict[str, Any]:
         "nice": job.nice,
         "restart_cnt": job.requeue_count,
         "exit_code": {"return_code": job.exit_code, "signal": {"id": job.exit_code_signal}},
+        **_resource_fields(job),
     }
 
 
-def node_record(node: Any) -> dict[str, Any]:
-    """A pyslurm Node as the fields of an ``scontrol show nodes --json`` record."""
+def _tres_count(tres: Any, key: str) -> int | None:
+    """``tres.<key>.count`` of a pyslurm TrackableResources (None when absent)."""
+    found = getattr(getattr(tres, key, None), "count", None)
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+def _gpu_count(gres: Any) -> int:
+    """GPUs in pyslurm's gres dicts: {"gres/gpu": 2}, {"gpu": 2}, {"gpu": {"count": 2}} or a
+    TrackableResources' {"gpu": GPU(count=2)}."""
+    total = 0
+    for key, value in (gres or {}).items() if isinstance(gres, dict) else ():
+        if str(key).split(":")[0].removeprefix("gres/") != "gpu":
+            continue
+        value = value.get("count") if isinstance(value, dict) else getattr(value, "count", value)
+        total += value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return total
+
+
+def _cpu_ids(ids: Any) -> int:
+    """CPUs in a cpu id list (``0-3,6``); bounded like a host list."""
+    return len(slurm_json.hostlist(f"c[{ids}]", "cpu_ids", limit=slurm_json.MAX_COUNT >> 12)) if ids else 0
+
+
+def _resource_fields(job: Any) -> dict[str, Any]:
+    """Nodes, GPUs, sharing and the running allocation as squeue --json names them."""
+    requested = job.requested_tres
+    req_cpus, req_nodes = _tres_count(requested, "cpu"), _tres_count(requested, "node")
+    per_node, per_task = _gpu_count(job.gres_per_node), _gpu_count(getattr(job.tres_per_task, "gres", None))
+    fields: dict[str, Any] = {
+        "node_count": job.num_nodes,
+        "tasks": job.ntasks,
+        "tasks_per_node": job.ntasks_per_node,
+        "tres_req_str": ",".join(
+            f"{key}={value}" for key, value in (("cpu", req_cpus), ("node", req_nodes)) if value is not None
+        ),
+        "tres_per_node": f"gres/gpu:{per_node}" if per_node else "",
+        "tres_per_task": f"gres/gpu:{per_task}" if per_task else "",
+        # resource_sharing: "NO" is --exclusive, "OK" oversubscribe, "USER"/"MCS"/"TOPO"
+        "shared": ["none"] if job.resource_sharing == "NO" else [],
+    }
+    if job.state in slurm_json.RUNNING_STATES:
+        layout = job.get_resource_layout_per_node() or {}
+        fields["job_resources"] = {
+            "nodes": {
+                "allocation": [
+                    {"name": name, "cpus": {"count": _cpu_ids(node.get("cpu_ids"))}}
+                    for name, node in layout.items()
+                ]
+            }
+        }
+        fields["gres_detail"] = [f"gpu:{_gpu_count(node.get('gres'))}" for node in layout.values()]
+    return fields
+
+
+def node_record(node: Any, gpus_used: int = 0) -> dict[str, Any]:
+    """A pyslurm Node as the fields of an ``scontrol show nodes --json`` record;
+    ``gpus_used``: the running jobs' GPUs on it (pyslurm 25.11's ``allocated_gres`` stays
+    empty while GPUs are in use)."""
+    gpus = _gpu_count(node.configured_gres)
     return {
         "name": node.name,
         "cpus": node.total_cpus,
         "alloc_cpus": node.allocated_cpus,
         "state": [s for s in (node.state or "").split("+") if s],  # "IDLE+DRAIN"
         "partitions": list(node.partitions or []),
+        "real_memory": node.real_memory,
+        "gres": f"gpu:{gpus}" if gpus else "",
+        "gres_used": f"gpu:{gpus_used}" if gpus_used else "",
     }
 
 
@@ -313,14 +374,19 @@ class PySlurmBackend(RJMSBackend):
             ) from exc
 
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
-        """Pending and live jobs (finished ones left out) and free CPUs, all or nothing."""
+        """Pending and live jobs (finished ones left out), free CPUs and the nodes, all or nothing."""
         taken_at = time.time()
-        jobs = [j for j in self._parse(self._job_records()) if j.state not in slurm_json.FINAL_STATES]
-        if partitions:
-            jobs = [j for j in jobs if j.partition in partitions]
+        live = [j for j in self._parse(self._job_records()) if j.state not in slurm_json.FINAL_STATES]
+        jobs = [j for j in live if j.partition in partitions] if partitions else live
         nodes = self._call("Nodes.load", self.pyslurm.Nodes.load)
+        gpus_used: dict[str, int] = {}
+        for job in live:  # every partition's jobs: a node may be in several
+            for name, _, gpus in job.allocation:
+                gpus_used[name] = gpus_used.get(name, 0) + gpus
         try:
-            total, free, names = slurm_json.parse_nodes([node_record(n) for n in nodes.values()], partitions)
+            records = [node_record(n, gpus_used.get(n.name, 0)) for n in nodes.values()]
+            total, free, names = slurm_json.parse_nodes(records, partitions)
+            node_list = slurm_json.node_list(records, partitions, self._commands.leaf_switches())
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected node record ({exc!r})", where="pyslurm nodes", fix="rush retries next cycle"
@@ -332,6 +398,7 @@ class PySlurmBackend(RJMSBackend):
             free_procs=free,
             jobs=tuple(replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs),
             partitions=tuple(sorted(names)),
+            nodes=node_list,
         )
 
     def job(self, job_id: int) -> RJMSJob | None:

@@ -19,6 +19,16 @@ jobs fail), so there the main instance is the production-like one that
 (``-u daemon``, neither root nor SlurmUser) with ``rest_auth/jwt`` on a TCP port, clients
 authenticating with a token from ``scontrol token``. :meth:`SlurmCluster.rest_options`
 gives the backend options for the main instance either way.
+
+Multi-node layout (``layout=MULTI_NODE``, Slurm 25.11 only: the vendored build has
+``--enable-multiple-slurmd``, Debian's 22.05 has not): eight nodes ``n1`` .. ``n8`` of 4 CPUs
+and 1 GiB, each its own ``slurmd -N nX`` on this host (own port, spool, pid and log file
+through ``%n``; ``NodeHostname=localhost``); partitions ``batch`` = n[1-6] (default) and
+``gpu`` = n[5-8]; n5 .. n8 carry a fake GPU GRES (``gpu:2``: ``Name=gpu Count=2`` in
+gres.conf, no device file, ``AutoDetect=off``); ``topology/tree`` with leaf switches ``s1``
+= n[1-4] and ``s2`` = n[5-8] under ``s0``; ``SelectType=select/cons_tres`` with
+``CR_CPU``; n4 drained at start (``reason=rush-test-drain``). The
+``slurm_nodes`` session fixture (tests/slurm/conftest.py) shares one such cluster.
 """
 
 from __future__ import annotations
@@ -102,6 +112,27 @@ VENDORED = SlurmInstall(
     vendored=True,
 )
 INSTALLS = {install.name: install for install in (DEBIAN, VENDORED)}
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """A multi-node cluster on this host: one slurmd per node (see the module docstring)."""
+
+    nodes: tuple[str, ...] = tuple(f"n{i}" for i in range(1, 9))
+    cpus: int = 4
+    memory_mb: int = 1024
+    # (partition, its nodes as a Slurm host list, default partition?)
+    partitions: tuple[tuple[str, str, bool], ...] = (("batch", "n[1-6]", True), ("gpu", "n[5-8]", False))
+    gpu_nodes: tuple[str, ...] = ("n5", "n6", "n7", "n8")
+    gpus_per_node: int = 2
+    drained: tuple[str, ...] = ("n4",)
+    # (leaf switch, its nodes); the root switch s0 links them.
+    switches: tuple[tuple[str, str], ...] = (("s1", "n[1-4]"), ("s2", "n[5-8]"))
+
+
+MULTI_NODE = NodeLayout()
+DRAIN_REASON = "rush-test-drain"
+
 # The 22.05 paths, for callers that do not pass an install.
 SBIN, BIN, PLUGIN_DIR = DEBIAN.sbin, DEBIAN.bin, DEBIAN.plugin_dir
 
@@ -126,8 +157,11 @@ class SlurmCluster:
         cpus: int = 64,
         job_submit_lua: Path | None = PLUGIN_LUA,
         install: SlurmInstall = DEBIAN,
+        layout: NodeLayout | None = None,
     ) -> None:
         self.install = install
+        # None: the single node of ``cpus`` CPUs named after this host.
+        self.layout = layout
         self.bin, self.sbin = install.bin, install.sbin
         self.dir = Path(workdir)
         self.cpus = cpus
@@ -190,6 +224,10 @@ class SlurmCluster:
             key.write_bytes(os.urandom(size))
             key.chmod(0o600)
         self.ctld_port, self.slurmd_port = free_port(), free_port()
+        # Several slurmd on one host each need their own spool, pid and log file (%n: node name).
+        slurmd_tag = "-%n" if self.layout else ""
+        for node in self.layout.nodes if self.layout else ():
+            (self.dir / "spool" / node).mkdir(exist_ok=True)
         lines = [
             "ClusterName=rushtest",
             f"SlurmctldHost={self.node}(127.0.0.1)",
@@ -199,11 +237,11 @@ class SlurmCluster:
             "SlurmdUser=root",
             f"AuthInfo=socket={self.munge_socket}",
             f"StateSaveLocation={self.dir / 'state'}",
-            f"SlurmdSpoolDir={self.dir / 'spool'}",
+            f"SlurmdSpoolDir={self.dir / 'spool' / slurmd_tag.strip('-')}",
             f"SlurmctldPidFile={self.dir / 'slurmctld.pid'}",
-            f"SlurmdPidFile={self.dir / 'slurmd.pid'}",
+            f"SlurmdPidFile={self.dir / f'slurmd{slurmd_tag}.pid'}",
             f"SlurmctldLogFile={self.dir / 'log' / 'slurmctld.log'}",
-            f"SlurmdLogFile={self.dir / 'log' / 'slurmd.log'}",
+            f"SlurmdLogFile={self.dir / 'log' / f'slurmd{slurmd_tag}.log'}",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
             "MailProg=/bin/true",
@@ -236,8 +274,7 @@ class SlurmCluster:
             "InactiveLimit=0",
             "KillWait=1",
             "MessageTimeout=5",
-            f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4096 State=UNKNOWN",
-            f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP",
+            *self._node_lines(),
         ]
         if self.has_jwt:
             # JWT as an alternative so that `scontrol token` and rest_auth/jwt work.
@@ -247,6 +284,43 @@ class SlurmCluster:
             lines.append("JobSubmitPlugins=lua")
             shutil.copyfile(self.job_submit_lua, self.dir / "job_submit.lua")
         self.conf.write_text("\n".join(lines) + "\n")
+
+    def _node_lines(self) -> list[str]:
+        """slurm.conf's nodes and partitions; for a layout also gres.conf and topology.conf."""
+        if self.layout is None:
+            return [
+                f"NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=4096 State=UNKNOWN",
+                f"PartitionName=debug Nodes={self.node} Default=YES MaxTime=INFINITE State=UP",
+            ]
+        layout = self.layout
+        lines = ["GresTypes=gpu", "TopologyPlugin=topology/tree"]
+        self.slurmd_ports = {node: free_port() for node in layout.nodes}
+        for node in layout.nodes:
+            gres = f" Gres=gpu:{layout.gpus_per_node}" if node in layout.gpu_nodes else ""
+            lines.append(
+                f"NodeName={node} NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.slurmd_ports[node]} "
+                f"CPUs={layout.cpus} RealMemory={layout.memory_mb}{gres} State=UNKNOWN"
+            )
+        for name, nodes, default in layout.partitions:
+            lines.append(
+                f"PartitionName={name} Nodes={nodes} Default={'YES' if default else 'NO'} MaxTime=INFINITE State=UP"
+            )
+        # 25.11's slurmd drops a file-less GPU ("Ignoring file-less GPU") and the node is then
+        # INVAL: empty regular files stand in for the devices (task/none never binds them).
+        devices = self.dir / "dev"
+        devices.mkdir(exist_ok=True)
+        for index in range(layout.gpus_per_node):
+            (devices / f"gpu{index}").touch()
+        files = f"{devices}/gpu[0-{layout.gpus_per_node - 1}]"
+        gres = ["AutoDetect=off"]
+        gres += [
+            f"NodeName={node} Name=gpu Count={layout.gpus_per_node} File={files}" for node in layout.gpu_nodes
+        ]
+        (self.dir / "gres.conf").write_text("\n".join(gres) + "\n")
+        leaves = [f"SwitchName={name} Nodes={nodes}" for name, nodes in layout.switches]
+        root = f"SwitchName=s0 Switches={','.join(name for name, _ in layout.switches)}"
+        (self.dir / "topology.conf").write_text("\n".join([*leaves, root]) + "\n")
+        return lines
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         with open(self.dir / "log" / f"{name}.out", "ab") as log:
@@ -276,10 +350,31 @@ class SlurmCluster:
         )
         self._wait(self.munge_socket.exists, timeout, "munged socket")
         self.start_slurmctld(timeout)
-        self._spawn("slurmd", [str(self.sbin / "slurmd"), "-D", "-f", str(self.conf), "-N", self.node])
+        for node in self.slurmd_nodes:
+            self._spawn(
+                self._slurmd_name(node), [str(self.sbin / "slurmd"), "-D", "-f", str(self.conf), "-N", node]
+            )
         self._wait(self.node_ready, timeout, "slurmd registration")
+        if self.layout is not None:
+            for node in self.layout.drained:
+                self.run(
+                    self.tool("scontrol"),
+                    "update",
+                    f"NodeName={node}",
+                    "State=DRAIN",
+                    f"Reason={DRAIN_REASON}",
+                )
         self.start_restd(timeout)
         return self
+
+    @property
+    def slurmd_nodes(self) -> tuple[str, ...]:
+        """The node names this cluster runs a slurmd for."""
+        return self.layout.nodes if self.layout is not None else (self.node,)
+
+    def _slurmd_name(self, node: str) -> str:
+        # The single-node cluster's slurmd keeps its name (log files, tests that stop it).
+        return "slurmd" if self.layout is None else f"slurmd-{node}"
 
     def start_slurmctld(self, timeout: float = 60.0) -> None:
         """(Re)start slurmctld; it recovers its jobs from StateSaveLocation."""
@@ -376,8 +471,14 @@ class SlurmCluster:
         return out.returncode == 0 and "UP" in out.stdout
 
     def node_ready(self) -> bool:
-        out = self.run(self.tool("sinfo"), "-h", "-o", "%T", check=False, timeout=10)
-        return out.returncode == 0 and out.stdout.strip() in ("idle", "mixed", "allocated")
+        """Every node has registered (a layout's drained nodes are drained only after)."""
+        out = self.run(self.tool("sinfo"), "-h", "-N", "-o", "%T", check=False, timeout=10)
+        states = out.stdout.split()
+        return (
+            out.returncode == 0
+            and len(states) >= len(self.slurmd_nodes)
+            and all(state in ("idle", "mixed", "allocated") for state in states)
+        )
 
     def submit(self, *sbatch_args: str) -> int:
         """``sbatch --parsable ARGS`` (e.g. ``"-n", "4", "-t", "5", "--wrap", "sleep 9"``) -> job id."""
@@ -446,12 +547,13 @@ class SlurmCluster:
                 continue
 
     def stop(self) -> None:
-        if "slurmctld" in self.procs and "slurmd" in self.procs:
+        slurmds = [self._slurmd_name(node) for node in self.slurmd_nodes]
+        if "slurmctld" in self.procs and any(name in self.procs for name in slurmds):
             try:  # let jobs end cleanly; the PIDs are stopped below whatever happens
                 self.cancel_all(wait=5.0)
             except (OSError, RuntimeError, subprocess.TimeoutExpired):
                 pass
-        for name in ("slurmrestd-jwt", "slurmrestd", "slurmd", "slurmctld", "munged"):
+        for name in ("slurmrestd-jwt", "slurmrestd", *slurmds, "slurmctld", "munged"):
             self._stop(name)
         self._stop_job_steps()
         if self.public_dir is not None:
