@@ -14,6 +14,8 @@ _EXPORTS = {
     "Trace": "model",
     "Workload": "model",
     "workload_from_trace": "model",
+    "Machine": "machine",
+    "NodeRequests": "machine",
     "read_swf": "swf",
     "write_swf": "swf",
     "SWFTrace": "swf",
@@ -27,6 +29,8 @@ _EXPORTS = {
     "load_trace": "catalogue",
 }
 __all__ = [
+    "Machine",
+    "NodeRequests",
     "SWFTrace",
     "SWF_FIELDS",
     "Trace",
@@ -47,6 +51,7 @@ __all__ = [
 if TYPE_CHECKING:
     from rush.workload.catalogue import fetch, load_trace, lookup, resolve_trace
     from rush.workload.lublin import lublin_generate
+    from rush.workload.machine import Machine, NodeRequests
     from rush.workload.model import SWF_FIELDS, Trace, Workload, workload_from_trace
     from rush.workload.resample import resample_weekly, user_weekly_slices
     from rush.workload.sacct import read_sacct
