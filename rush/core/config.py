@@ -9,6 +9,7 @@ from typing import Literal
 
 from rush.core.names import BACKFILL_MODES
 from rush.core.policies import Policy, parse_policy
+from rush.core.resources import PLACEMENTS
 from rush.errors import PolicyError
 
 BackfillMode = Literal["easy", "conservative", "none"]
@@ -26,6 +27,8 @@ class CoreConfig:
     * ``divider``: runtime class divider in seconds; with ``kill_false_small`` an opted-in
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
+    * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
+      ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
 
     policy: Policy = field(default_factory=lambda: Policy("FCFS"))
@@ -40,8 +43,15 @@ class CoreConfig:
     # Seconds; > 0 rounds waits down to 0, Q, 2Q, 4Q, ... for time-dependent policies, so
     # live priority values change only on that schedule (0: exact waits, the default offline).
     wait_quantum: float = 0.0
+    placement: str = "first-fit"
 
     def __post_init__(self) -> None:
+        if self.placement not in PLACEMENTS:
+            raise PolicyError(
+                f"unknown placement {self.placement!r}",
+                where="placement",
+                fix=f"use one of: {', '.join(PLACEMENTS)}",
+            )
         if self.backfill not in BACKFILL_MODES:
             raise PolicyError(
                 f"unknown backfilling {self.backfill!r}",

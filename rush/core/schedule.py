@@ -23,6 +23,7 @@ no model gives one), as the simulator orders by the estimate and reserves by the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -30,6 +31,8 @@ import numpy as np
 from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_rules import job_rules
+from rush.core.node_view import procs_only_view
+from rush.core.nodes_snapshot import on_nodes as _on_nodes
 from rush.core.pass_data import (
     PassJobs,
     PassMoment,
@@ -151,6 +154,7 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float):
                 r.variable,
                 r.skips,
                 requeues=requeues,
+                request=r.request,
             )
         )
     pending = sorted((*snapshot.pending, *requeued), key=lambda p: (p.submit, p.job_id))
@@ -195,6 +199,18 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     r_end_all = _column(running, "start", np.float64) + r_est
     r_procs_all = _column(running, "procs", np.int64)
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
+    killed = {d.job_id for d in kills}
+    if snapshot.nodes:
+        sized = _on_nodes(snapshot, config, pending, [running[k] for k in by_end], killed)
+        nodes, infeasible = sized.view, sized.infeasible
+        # With nodes a running set's "procs" are its rows of allocations (nodes.held).
+        r_procs_all = np.empty(len(running), dtype=np.int64)
+        r_procs_all[by_end] = np.arange(len(running))
+        free = sized.free
+    else:
+        nodes, infeasible = procs_only_view(n), {}
+        # The RJMS's free count (it knows drained and down resources), plus what the kills free.
+        free = int(snapshot.free_procs) + sum(r.procs for r in snapshot.running if r.job_id in killed)
     running_set = RunningSet(
         np.ascontiguousarray(r_end_all[by_end]), np.ascontiguousarray(r_procs_all[by_end]), len(running)
     )
@@ -205,21 +221,26 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     scan = policy if config.backfill_policy is None else order_policy(config.scan_policy)
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
-    queues.queue[:] = np.arange(n)
-    queues.scan[:] = np.arange(n)
+    # A job that can never run here is left out of the pass (it would block the queue).
+    schedulable = np.array([k for k in range(n) if k not in infeasible], dtype=np.int64)
+    queues.queue[: len(schedulable)] = schedulable
+    queues.scan[: len(schedulable)] = schedulable
     out = new_out(n)
-    # The RJMS's free count (it knows drained and down resources), plus what the kills free.
-    killed = {d.job_id for d in kills}
-    free = int(snapshot.free_procs) + sum(r.procs for r in snapshot.running if r.job_id in killed)
-    moment = PassMoment(now, free, n, True)
-    result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out)
+    moment = PassMoment(now, free, len(schedulable), True)
+    result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out, nodes)
+    names = tuple(node.name for node in snapshot.nodes)
 
+    queued = moment.queued
+    queues = queues._replace(
+        queue=queues.queue[:queued], group=queues.group[:queued], key=queues.key[:queued]
+    )
     order = queues.queue
     values = priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin))
     decided = Decisions(now=now)
     decided.order = [pending[k].job_id for k in order]
     decided.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
     decisions: list[Decision] = list(kills)
+    decisions += [Decision(pending[k].job_id, "infeasible", why) for k, why in sorted(infeasible.items())]
     if explain_priorities:
         decisions += _priority_decisions(pending, queues, values, config)
     for k in range(result.reserved):
@@ -234,19 +255,13 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
             )
         )
     if result.head >= 0 and config.backfill == "easy":
-        head = result.head
-        decisions.append(
-            Decision(
-                pending[head].job_id,
-                "reserve",
-                f"first job that does not fit (q={procs[head]} > free); shadow time t={result.shadow:.0f}, "
-                f"extra processors {result.extra}",
-                result.shadow,
-            )
-        )
+        decisions.append(_head_decision(pending[result.head], result, nodes, names))
     for k in range(result.started):
         j = out.start[k]
-        decisions.append(_start_decision(pending[j], bool(out.backfilled[k]), now, est[j], result, config))
+        start = _start_decision(pending[j], bool(out.backfilled[k]), now, est[j], result, config)
+        if names:
+            start = dataclasses.replace(start, nodes=_row_names(nodes.placed, k, names))
+        decisions.append(start)
     # Skips are exactly the pass's: jobs it would have started now (skip_with_limit.should_skip).
     for k in range(result.skipped):
         j = out.skip[k]
@@ -261,6 +276,38 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         )
     decided.decisions = decisions
     return decided
+
+
+def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> Decision:
+    if not names:
+        return Decision(
+            job.job_id,
+            "reserve",
+            f"first job that does not fit (q={job.procs} > free); shadow time t={result.shadow:.0f}, "
+            f"extra processors {result.extra}",
+            result.shadow,
+        )
+    if result.shadow == math.inf:
+        why = "first job that does not fit; it cannot fit until drained or down nodes return: no reservation"
+        return Decision(job.job_id, "reserve", why, result.shadow)
+    held = _row_names(nodes.reserved, 0, names)
+    return Decision(
+        job.job_id,
+        "reserve",
+        f"first job that does not fit now; shadow time t={result.shadow:.0f} on {_short(held)}, "
+        f"{result.extra} cores free now outside it",
+        result.shadow,
+        nodes=held,
+    )
+
+
+def _row_names(slots, row: int, names: tuple[str, ...]) -> tuple[str, ...]:
+    picked = slots.node[slots.offset[row] : slots.offset[row + 1]]
+    return tuple(dict.fromkeys(names[i] for i in picked.tolist()))
+
+
+def _short(nodes: tuple[str, ...]) -> str:
+    return ",".join(nodes) if len(nodes) <= 8 else ",".join(nodes[:8]) + f",... ({len(nodes)} nodes)"
 
 
 def _check(snapshot: Snapshot) -> None:
@@ -293,7 +340,7 @@ def _start_decision(
 
 
 def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Decision]:
-    n = len(pending)
+    n = len(queues.queue)
     words = _order_words(config)
     groups = {g: _group_words(g, config) for g in (0, 1, 2)}
     name = config.policy.name

@@ -14,7 +14,10 @@ import numpy as np
 from numba import njit
 
 from rush.core.conservative import conservative_pass
+from rush.core.conservative_nodes import conservative_nodes_pass
 from rush.core.easy import easy_pass
+from rush.core.easy_nodes import easy_nodes_pass
+from rush.core.node_pool import NodeView
 from rush.core.ordering import compute_order_keys, sort_queue
 from rush.core.pass_data import (
     MODE_CONSERVATIVE,
@@ -55,18 +58,26 @@ def scheduling_pass(
     queues: PassQueues,
     running: RunningSet,
     out: PassOut,
+    nodes: NodeView,
 ) -> PassResult:
     """One pass over the queue ``queues.queue[:moment.queued]`` (any order on entry; sorted
     on exit). Writes starts, skips and new reservations to ``out``; updates ``state``: one
     more skip per skipped job, standing reservations replaced by this pass's (conservative),
-    first promised starts (conservative reservations and the EASY head's shadow time)."""
+    first promised starts (conservative reservations and the EASY head's shadow time).
+
+    With nodes (``nodes.pool.count > 0``) fits, shadow times and reservations are computed
+    on them and each start's nodes are written to ``nodes.placed``; without, on processor
+    counts (``running`` rows are then aligned with ``nodes.held`` rows)."""
     order_queue(moment, config, jobs, queues)
     head = -1
     shadow = INF
     extra = 0
     nr = 0
     if config.mode == MODE_CONSERVATIVE:
-        ns, nk, nr = conservative_pass(moment, config, jobs, state, queues, running, out)
+        if nodes.pool.count > 0:
+            ns, nk, nr = conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+        else:
+            ns, nk, nr = conservative_pass(moment, config, jobs, state, queues, running, out)
         for k in range(moment.queued):
             state.reserved_at[queues.queue[k]] = INF
         for k in range(nr):
@@ -74,6 +85,12 @@ def scheduling_pass(
             state.reserved_at[j] = out.reserved_at[k]
             if state.first_reservation[j] == INF:
                 state.first_reservation[j] = out.reserved_at[k]
+    elif nodes.pool.count > 0:
+        ns, nk, head, shadow, extra = easy_nodes_pass(
+            moment, config, jobs, state, queues, running, out, nodes
+        )
+        if head >= 0 and config.mode == MODE_EASY and state.first_reservation[head] == INF:
+            state.first_reservation[head] = shadow
     else:
         ns, nk, head, shadow, extra = easy_pass(moment, config, jobs, state, queues, running, out)
         if head >= 0 and config.mode == MODE_EASY and state.first_reservation[head] == INF:

@@ -86,7 +86,9 @@ class Snapshot:
     fabric: Fabric = Fabric()
 
 
-Action = Literal["start", "backfill", "reserve", "skip", "kill", "priority"]
+# ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is
+# left out of the pass, and the shell denies it (Flux) or journals it (Slurm).
+Action = Literal["start", "backfill", "reserve", "skip", "kill", "priority", "infeasible"]
 
 
 @dataclass(frozen=True)

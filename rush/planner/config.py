@@ -120,6 +120,11 @@ class PolicySection(Section):
     backfill: Literal["easy", "conservative", "none"] = Field(
         "easy", description="easy, conservative or none"
     )
+    placement: Literal["first-fit", "topology", "variability"] = Field(
+        "first-fit",
+        description="where jobs go on a cluster with nodes: first-fit (lowest free nodes, as RUSH's Flux), "
+        "topology (fewest leaf switches) or variability (flagged jobs to quiet pods first, then skip-with-limit)",
+    )
     threshold: Annotated[float | str, PlainValidator(_threshold)] = Field(
         200_000.0, description='starvation threshold in seconds from 0 to 1e9, or "none"'
     )
@@ -249,6 +254,7 @@ class RushConfig(Section):
             divider=p.divider if p.divider is not None else divider,
             max_requeues=self.daemon.max_requeues_per_job,
             wait_quantum=p.wait_quantum,
+            placement=p.placement,
         )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.node_view import procs_only_view
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
@@ -184,6 +185,7 @@ def simulate(
         VariabilityWindows(np.ascontiguousarray(intervals[:, 0]), np.ascontiguousarray(intervals[:, 1])),
         int(workload.machine_procs),
         counter,
+        procs_only_view(n),
     )
     t0 = time.perf_counter()
     if progress and n:

@@ -24,6 +24,7 @@ from rush.core.false_small_kill import (
     run_outcome,
 )
 from rush.core.job_rules import effective_estimate
+from rush.core.node_pool import NodePool, NodeView, Slots, new_slots
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
 from rush.core.scheduling_pass import drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
@@ -153,6 +154,43 @@ class SimOutcome(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
+def _give_back(pool: NodePool, held: Slots, row: int, sign: int = 1) -> int:
+    """Return (sign 1) or take (-1) allocation ``row``'s cores and GPUs; returns its cores on
+    usable nodes (what the machine's free count changes by)."""
+    cores = 0
+    for k in range(held.offset[row], held.offset[row + 1]):
+        node = held.node[k]
+        pool.free_cores[node] += sign * held.cores[k]
+        pool.free_gpus[node] += sign * held.gpus[k]
+        if pool.usable[node]:
+            cores += held.cores[k]
+    return cores
+
+
+@njit(cache=True, nogil=True)
+def _keep_placement(view: NodeView, k: int, row: int) -> NodeView:
+    """Append start ``k``'s allocation (``view.placed`` row k) as ``view.held`` row ``row``,
+    growing the buffers when full."""
+    placed = view.placed
+    held = view.held
+    first = placed.offset[k]
+    count = placed.offset[k + 1] - first
+    at = held.offset[row]
+    if row + 2 > held.offset.shape[0] or at + count > held.node.shape[0]:
+        bigger = new_slots(2 * held.offset.shape[0], 2 * held.node.shape[0] + count)
+        bigger.offset[: row + 1] = held.offset[: row + 1]
+        bigger.node[:at] = held.node[:at]
+        bigger.cores[:at] = held.cores[:at]
+        bigger.gpus[:at] = held.gpus[:at]
+        held = bigger
+    held.node[at : at + count] = placed.node[first : first + count]
+    held.cores[at : at + count] = placed.cores[first : first + count]
+    held.gpus[at : at + count] = placed.gpus[first : first + count]
+    held.offset[row + 1] = at + count
+    return NodeView(view.pool, view.request, held, view.placement, view.placed, view.reserved)
+
+
+@njit(cache=True, nogil=True)
 def run_simulation(
     jobs: SimJobs,
     config: PassConfig,
@@ -160,7 +198,11 @@ def run_simulation(
     windows: VariabilityWindows,
     machine_procs: int,
     progress: np.ndarray,
+    nodes: NodeView,
 ) -> SimOutcome:
+    """Replay ``jobs`` on a machine of ``machine_procs`` processors, or on ``nodes`` when its
+    pool has nodes (``nodes.pool.free_cores`` is then updated as jobs start and end, and the
+    running set's ``procs`` are rows of the started jobs' allocations)."""
     submit = jobs.submit
     procs = jobs.procs
     n = len(submit)
@@ -198,7 +240,19 @@ def run_simulation(
     started_mark = np.zeros(n, dtype=np.bool_)
     out = new_out(n)
 
+    on_nodes = nodes.pool.count > 0
     free = machine_procs
+    # Node mode: every start's allocation, appended (row_of[j]: job j's current run's row).
+    held = nodes.held
+    row_of = np.full(n, -1, dtype=np.int64)
+    rows = 0
+    if on_nodes:
+        held = new_slots(n + 16, 4 * n + nodes.pool.count + 16)
+        free = 0
+        for node in range(nodes.pool.count):
+            if nodes.pool.usable[node]:
+                free += nodes.pool.free_cores[node]
+    view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
     nxt = 0
     vi = 0
     nv = len(windows.start)
@@ -224,7 +278,10 @@ def run_simulation(
         while hn > 0 and ht[0] <= t:
             j = hj[0]
             hn = _heap_pop(ht, hj, hn)
-            free += procs[j]
+            if on_nodes:
+                free += _give_back(view.pool, view.held, row_of[j])
+            else:
+                free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
             if outcome[j] == RUN_DIVIDER_REQUEUE or outcome[j] == RUN_RESERVATION_REQUEUE:
                 wasted[j] += (t - start[j]) * procs[j]
@@ -266,7 +323,7 @@ def run_simulation(
             continue
         moment = PassMoment(t, free, qn, variable_now)
         result = scheduling_pass(
-            moment, config, pass_jobs, state, queues, RunningSet(r_end, r_procs, rn), out
+            moment, config, pass_jobs, state, queues, RunningSet(r_end, r_procs, rn), out, view
         )
         ns = result.started
         if ns == 0:
@@ -274,7 +331,13 @@ def run_simulation(
         for k in range(ns):
             j = out.start[k]
             started_mark[j] = True
-            free -= procs[j]
+            if on_nodes:
+                view = _keep_placement(view, k, rows)
+                row_of[j] = rows
+                rows += 1
+                free -= _give_back(view.pool, view.held, row_of[j], -1)
+            else:
+                free -= procs[j]
             start[j] = t
             backfilled[j] = out.backfilled[k]
             killable = is_killable(
@@ -288,7 +351,9 @@ def run_simulation(
             end[j] = t + length
             run_est_end[j] = t + est[j]
             hn = _heap_push(ht, hj, hn, end[j], j)
-            rn = _running_insert(r_end, r_job, r_procs, rn, run_est_end[j], j, procs[j])
+            rn = _running_insert(
+                r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]
+            )
         qn = drop_started(queues, qn, started_mark, config.same_scan)
         for k in range(ns):
             started_mark[out.start[k]] = False

@@ -1,0 +1,286 @@
+"""EASY backfilling and list scheduling on nodes: :mod:`rush.core.easy` with fits, shadow
+time and reservations computed on the nodes instead of a processor count.
+
+1. Start jobs in priority order while they can be placed (:func:`rush.core.node_pool.place`).
+2. The first that cannot (the head) gets a reservation: the running and just-started jobs
+   give their nodes back in order of estimated end until the head can be placed; that end is
+   the shadow time. Its reservation takes nodes busy now first, so as few free nodes as
+   possible are *blocked* (held for the head).
+3. Backfill in scan order: a job that ends by the shadow time may use any free resource and
+   takes blocked ones first; a longer one only what is free now and not blocked.
+
+On one-core nodes with processor requests this is exactly :func:`rush.core.easy.easy_pass`
+(blocked processors are the complement of Mu'alem & Feitelson's "extra" processors), which
+tests/core/test_node_pass.py checks job by job. Skip-with-limit applies to a job the pass
+would start now; with variability-aware placement a flagged job is first tried on quiet
+nodes only, and started there rather than skipped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rush.core.node_pool import (
+    PLACE_FIRST_FIT,
+    PLACE_VARIABILITY,
+    NodeView,
+    Room,
+    Slots,
+    need_units,
+    place,
+)
+from rush.core.pass_data import (
+    MODE_EASY,
+    PassConfig,
+    PassJobs,
+    PassMoment,
+    PassOut,
+    PassQueues,
+    PassState,
+    RunningSet,
+)
+from rush.core.skip_with_limit import should_skip
+
+INF = np.inf
+NO_FIT = -1
+SKIPPED = -2
+
+
+@njit(cache=True)
+def lower_bound_cores(nodes: NodeView, j: int, procs: int) -> int:
+    """Cores job j needs at least (a cheap reject before trying to place it)."""
+    request = nodes.request
+    return procs if request.nodes[j] == 0 else request.nodes[j] * request.cores[j]
+
+
+@njit(cache=True)
+def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: int) -> int:
+    """Place job j on ``room`` (slots of ``nodes.placed`` from ``k0``): the slot count,
+    ``NO_FIT``, or ``SKIPPED`` when it fits but skip-with-limit delays it. A flagged job under
+    variability-aware placement tries quiet nodes first and starts there if it can."""
+    if skip_now and nodes.placement == PLACE_VARIABILITY:
+        quiet = Room(room.cores, room.gpus, room.prefer, True)
+        count = place(nodes.pool, nodes.request, j, need, quiet, PLACE_VARIABILITY, nodes.placed, k0)
+        if count >= 0:
+            return count
+    count = place(nodes.pool, nodes.request, j, need, room, nodes.placement, nodes.placed, k0)
+    if count < 0:
+        return NO_FIT
+    return SKIPPED if skip_now else count
+
+
+@njit(cache=True)
+def _release(free_c: np.ndarray, free_g: np.ndarray, slots: Slots, row: int, sign: int) -> int:
+    """Give back (sign 1) or take (sign -1) the resources of ``slots`` row ``row``; returns cores."""
+    cores = 0
+    for k in range(slots.offset[row], slots.offset[row + 1]):
+        free_c[slots.node[k]] += sign * slots.cores[k]
+        free_g[slots.node[k]] += sign * slots.gpus[k]
+        cores += slots.cores[k]
+    return cores
+
+
+@njit(cache=True)
+def _fits(nodes: NodeView, j: int, need: int, free_c: np.ndarray, free_g: np.ndarray) -> bool:
+    room = Room(free_c, free_g, np.zeros(nodes.pool.count, dtype=np.bool_), False)
+    return place(nodes.pool, nodes.request, j, need, room, PLACE_FIRST_FIT, nodes.reserved, 0) >= 0
+
+
+@njit(cache=True)
+def node_shadow_time(
+    now: float, nodes: NodeView, head: int, need: int, running: RunningSet, started: RunningSet, free: Room
+) -> tuple[float, np.ndarray, np.ndarray]:
+    """Shadow time of the head and the free cores and GPUs per node then, from ``free`` (now,
+    after this pass's starts). With nodes a :class:`RunningSet`'s ``procs`` are allocation
+    rows: of ``nodes.held`` for ``running``, of ``nodes.placed`` for ``started``."""
+    free_c = free.cores.copy()
+    free_g = free.gpus.copy()
+    lower = lower_bound_cores(nodes, head, need)
+    released = 0
+    for node in range(nodes.pool.count):
+        if nodes.pool.usable[node]:
+            released += free_c[node]
+    a = 0
+    b = 0
+    shadow = INF
+    while a < running.count or b < started.count:
+        if b >= started.count or (a < running.count and running.end[a] <= started.end[b]):
+            e = running.end[a]
+            released += _release(free_c, free_g, nodes.held, running.procs[a], 1)
+            a += 1
+        else:
+            e = started.end[b]
+            released += _release(free_c, free_g, nodes.placed, started.procs[b], 1)
+            b += 1
+        if released >= lower and _fits(nodes, head, need, free_c, free_g):
+            shadow = e
+            # Everything that ends at the shadow time is free then, too.
+            while a < running.count and running.end[a] <= shadow:
+                _release(free_c, free_g, nodes.held, running.procs[a], 1)
+                a += 1
+            while b < started.count and started.end[b] <= shadow:
+                _release(free_c, free_g, nodes.placed, started.procs[b], 1)
+                b += 1
+            break
+    if shadow < now:
+        shadow = now
+    return shadow, free_c, free_g
+
+
+@njit(cache=True)
+def _reserve_head(
+    nodes: NodeView, head: int, need: int, shadow_c: np.ndarray, shadow_g: np.ndarray, free: Room
+) -> tuple[np.ndarray, np.ndarray]:
+    """Place the head at the shadow time, on nodes busy now first; returns the cores and GPUs
+    per node it blocks now (its reservation minus what is released by then)."""
+    m = nodes.pool.count
+    request = nodes.request
+    prefer = np.zeros(m, dtype=np.bool_)
+    for node in range(m):
+        rel_c = shadow_c[node] - free.cores[node]
+        rel_g = shadow_g[node] - free.gpus[node]
+        if request.nodes[head] == 0:
+            prefer[node] = rel_c > 0
+        elif request.exclusive[head]:
+            prefer[node] = free.cores[node] == 0 and free.gpus[node] == 0
+        else:
+            prefer[node] = rel_c >= request.cores[head] and rel_g >= request.gpus[head]
+    blocked_c = np.zeros(m, dtype=np.int64)
+    blocked_g = np.zeros(m, dtype=np.int64)
+    room = Room(shadow_c, shadow_g, prefer, False)
+    count = place(nodes.pool, request, head, need, room, PLACE_FIRST_FIT, nodes.reserved, 0)
+    nodes.reserved.offset[1] = max(count, 0)
+    for k in range(max(count, 0)):
+        node = nodes.reserved.node[k]
+        blocked_c[node] += max(nodes.reserved.cores[k] - (shadow_c[node] - free.cores[node]), 0)
+        blocked_g[node] += max(nodes.reserved.gpus[k] - (shadow_g[node] - free.gpus[node]), 0)
+    for node in range(m):
+        blocked_c[node] = min(blocked_c[node], free.cores[node])
+        blocked_g[node] = min(blocked_g[node], free.gpus[node])
+    return blocked_c, blocked_g
+
+
+@njit(cache=True)
+def _record(nodes: NodeView, out: PassOut, ns: int, j: int, count: int, backfilled: bool) -> int:
+    out.start[ns] = j
+    out.backfilled[ns] = backfilled
+    nodes.placed.offset[ns + 1] = nodes.placed.offset[ns] + count
+    return ns + 1
+
+
+@njit(cache=True)
+def easy_nodes_pass(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+    nodes: NodeView,
+) -> tuple[int, int, int, float, int]:
+    """EASY (``config.mode`` easy) or list scheduling on nodes; returns (n_started, n_skipped,
+    head, shadow, extra) as :func:`rush.core.easy.easy_pass`, ``extra`` being the cores free
+    now outside the head's reservation. Start i's nodes are ``nodes.placed`` row i; the head's
+    reservation is ``nodes.reserved`` row 0."""
+    pool = nodes.pool
+    m = pool.count
+    now = moment.now
+    procs = jobs.procs
+    free_c = pool.free_cores.copy()
+    free_g = pool.free_gpus.copy()
+    no_prefer = np.zeros(m, dtype=np.bool_)
+    free_room = Room(free_c, free_g, no_prefer, False)
+    nodes.placed.offset[0] = 0
+    nodes.reserved.offset[1] = 0
+    free_total = moment.free
+    ns = 0
+    nk = 0
+    head = -1
+    for k in range(moment.queued):
+        j = queues.queue[k]
+        need = need_units(nodes.request, j, procs[j])
+        skip_now = should_skip(jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit)
+        count = _decide(nodes, j, need, free_room, skip_now, nodes.placed.offset[ns])
+        if count == NO_FIT:
+            head = j
+            break
+        queues.taken[j] = True
+        if count == SKIPPED:
+            out.skip[nk] = j
+            nk += 1
+            continue
+        ns = _record(nodes, out, ns, j, count, False)
+        free_total -= _release(free_c, free_g, nodes.placed, ns - 1, -1)
+    shadow = INF
+    extra = 0
+    if head >= 0 and config.mode == MODE_EASY:
+        new_end = np.empty(ns, dtype=np.float64)
+        new_rows = np.arange(ns)
+        for k in range(ns):
+            new_end[k] = now + jobs.est[out.start[k]]
+        if ns > 1:
+            perm = np.argsort(new_end)
+            new_end = new_end[perm]
+            new_rows = new_rows[perm]
+        need = need_units(nodes.request, head, procs[head])
+        shadow, shadow_c, shadow_g = node_shadow_time(
+            now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
+        )
+        blocked_c = np.zeros(m, dtype=np.int64)
+        blocked_g = np.zeros(m, dtype=np.int64)
+        if shadow < INF:
+            blocked_c, blocked_g = _reserve_head(nodes, head, need, shadow_c, shadow_g, free_room)
+        long_c = free_c - blocked_c
+        long_g = free_g - blocked_g
+        prefer_blocked = (blocked_c > 0) | (blocked_g > 0)
+        short_room = Room(free_c, free_g, prefer_blocked, False)
+        long_room = Room(long_c, long_g, no_prefer, False)
+        for node in range(m):
+            if pool.usable[node]:
+                extra += max(long_c[node], 0)
+        queues.taken[head] = True
+        scan = queues.queue if config.same_scan else queues.scan
+        for k in range(moment.queued):
+            if free_total <= 0:
+                break
+            j = scan[k]
+            if queues.taken[j] or lower_bound_cores(nodes, j, procs[j]) > free_total:
+                continue
+            ends_in_time = now + jobs.est[j] <= shadow
+            need = need_units(nodes.request, j, procs[j])
+            skip_now = should_skip(
+                jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
+            )
+            room = short_room if ends_in_time else long_room
+            count = _decide(nodes, j, need, room, skip_now, nodes.placed.offset[ns])
+            if count == NO_FIT:
+                continue
+            queues.taken[j] = True
+            if count == SKIPPED:
+                out.skip[nk] = j
+                nk += 1
+                continue
+            ns = _record(nodes, out, ns, j, count, True)
+            for e in range(nodes.placed.offset[ns - 1], nodes.placed.offset[ns]):
+                node = nodes.placed.node[e]
+                c = nodes.placed.cores[e]
+                g = nodes.placed.gpus[e]
+                free_c[node] -= c
+                free_g[node] -= g
+                free_total -= c
+                if ends_in_time:
+                    # It is gone by the shadow time: it uses the head's blocked resources first.
+                    blocked_c[node] -= min(blocked_c[node], c)
+                    blocked_g[node] -= min(blocked_g[node], g)
+                    prefer_blocked[node] = blocked_c[node] > 0 or blocked_g[node] > 0
+                    long_c[node] = free_c[node] - blocked_c[node]
+                    long_g[node] = free_g[node] - blocked_g[node]
+                else:
+                    long_c[node] -= c
+                    long_g[node] -= g
+                    extra -= c
+    for k in range(moment.queued):
+        queues.taken[queues.queue[k]] = False
+    return ns, nk, head, shadow, extra

@@ -1,0 +1,210 @@
+"""Nodes in the compiled pass: the pool, each job's request, allocations, and placement.
+
+The pass sees a cluster with nodes as a :class:`NodeView` of arrays (built from
+:class:`rush.core.resources.Node` by :func:`rush.core.node_view.node_view`, or by the
+simulator). A view with ``pool.count == 0`` means a bag of processors: the pass then runs its
+processor-count kernels, bit for bit as before nodes existed.
+
+Placement (:func:`place`) chooses the nodes for one job on given per-node availabilities:
+
+* ``PLACE_FIRST_FIT``: lowest-indexed eligible nodes;
+* ``PLACE_TOPOLOGY``: fewest leaf switches: the smallest leaf that holds the whole job (best
+  fit), else the leaves with the most room first (Slurm's topology/tree, Flux's TreePool);
+* ``PLACE_VARIABILITY``: topology packing; for a job the variation predictor flags, only
+  quiet nodes (``pool.quiet``) are eligible on a first try (the pass falls back to
+  skip-with-limit when none fit).
+
+Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
+ends before the shadow time takes the head's reserved nodes first, and the head's reservation
+takes nodes that are busy now first. On one-core nodes this makes node-level EASY exactly the
+processor-count EASY of Mu'alem & Feitelson (tests/core/test_node_pass.py checks it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+PLACE_FIRST_FIT = 0
+PLACE_TOPOLOGY = 1
+PLACE_VARIABILITY = 2
+PLACEMENT_CODES = {"first-fit": PLACE_FIRST_FIT, "topology": PLACE_TOPOLOGY, "variability": PLACE_VARIABILITY}
+
+
+class NodePool(NamedTuple):
+    """The nodes: capacity, what is free now, whether new jobs may use them (up), partition
+    membership (bit p of ``partitions`` for partition p), leaf switch, and whether the
+    variation predictor sees their pod as quiet. ``leaf_room`` is scratch, one per leaf."""
+
+    cores: np.ndarray
+    gpus: np.ndarray
+    free_cores: np.ndarray
+    free_gpus: np.ndarray
+    usable: np.ndarray
+    partitions: np.ndarray
+    leaf: np.ndarray
+    quiet: np.ndarray
+    leaf_room: np.ndarray
+    count: int
+
+
+class NodeRequests(NamedTuple):
+    """Per job: nodes (0: ``cores`` processors anywhere), cores and GPUs per node, exclusive,
+    and partition bit index (-1: any node)."""
+
+    nodes: np.ndarray
+    cores: np.ndarray
+    gpus: np.ndarray
+    exclusive: np.ndarray
+    partition: np.ndarray
+
+
+class Slots(NamedTuple):
+    """Allocations in compressed rows: item i has entries ``offset[i] .. offset[i+1]``, each a
+    node with the cores and GPUs taken on it."""
+
+    offset: np.ndarray
+    node: np.ndarray
+    cores: np.ndarray
+    gpus: np.ndarray
+
+
+class Room(NamedTuple):
+    """Per-node availability a placement is computed on, the nodes it should use first, and
+    whether only quiet nodes count (variability-aware placement of a flagged job)."""
+
+    cores: np.ndarray
+    gpus: np.ndarray
+    prefer: np.ndarray
+    quiet_only: bool
+
+
+class NodeView(NamedTuple):
+    """Everything node-level a pass needs: the pool, requests by job index, the running jobs'
+    allocations (rows aligned with the pass's :class:`rush.core.pass_data.RunningSet`), the
+    placement policy, and outputs: ``placed`` (one row per start, in start order) and the
+    EASY head's reserved nodes (``reserved``: row 0)."""
+
+    pool: NodePool
+    request: NodeRequests
+    held: Slots
+    placement: int
+    placed: Slots
+    reserved: Slots
+
+
+@njit(cache=True)
+def new_slots(rows: int, entries: int) -> Slots:
+    offset = np.zeros(rows + 1, dtype=np.int64)
+    return Slots(
+        offset,
+        np.empty(entries, dtype=np.int64),
+        np.empty(entries, dtype=np.int64),
+        np.empty(entries, dtype=np.int64),
+    )
+
+
+@njit(cache=True)
+def in_partition(pool: NodePool, request: NodeRequests, j: int, node: int) -> bool:
+    p = request.partition[j]
+    return pool.usable[node] and (p < 0 or ((pool.partitions[node] >> p) & 1) == 1)
+
+
+@njit(cache=True)
+def _units(pool: NodePool, request: NodeRequests, j: int, node: int, room: Room) -> int:
+    """What ``node`` offers job j on ``room``: cores for a processor request, else 1 if the
+    node can hold one of its nodes and 0 if not."""
+    if not in_partition(pool, request, j, node) or (room.quiet_only and not pool.quiet[node]):
+        return 0
+    if request.nodes[j] == 0:
+        return max(room.cores[node], 0)
+    if request.exclusive[j]:
+        return 1 if room.cores[node] == pool.cores[node] and room.gpus[node] == pool.gpus[node] else 0
+    return 1 if room.cores[node] >= request.cores[j] and room.gpus[node] >= request.gpus[j] else 0
+
+
+@njit(cache=True)
+def _take(
+    pool: NodePool, request: NodeRequests, j: int, node: int, room: Room, left: int
+) -> tuple[int, int, int]:
+    """(cores, GPUs, units) job j takes on ``node`` when ``left`` units are still needed."""
+    if request.nodes[j] == 0:
+        c = min(room.cores[node], left)
+        return c, 0, c
+    if request.exclusive[j]:
+        return pool.cores[node], pool.gpus[node], 1
+    return request.cores[j], request.gpus[j], 1
+
+
+@njit(cache=True)
+def need_units(request: NodeRequests, j: int, procs: int) -> int:
+    return procs if request.nodes[j] == 0 else request.nodes[j]
+
+
+@njit(cache=True)
+def _fill(
+    pool: NodePool, request: NodeRequests, j: int, need: int, room: Room, leaf: int, out: Slots, k0: int
+) -> tuple[int, int]:
+    """Take units for job j from eligible nodes (of ``leaf``, or any when -1), preferred ones
+    first, then by index; returns (units still needed, next entry index)."""
+    k = k0
+    for phase in range(2):
+        want_prefer = phase == 0
+        for node in range(pool.count):
+            if need <= 0:
+                return need, k
+            if room.prefer[node] != want_prefer or (leaf >= 0 and pool.leaf[node] != leaf):
+                continue
+            if _units(pool, request, j, node, room) <= 0:
+                continue
+            c, g, u = _take(pool, request, j, node, room, need)
+            out.node[k] = node
+            out.cores[k] = c
+            out.gpus[k] = g
+            k += 1
+            need -= u
+    return need, k
+
+
+@njit(cache=True)
+def place(
+    pool: NodePool, request: NodeRequests, j: int, need: int, room: Room, policy: int, out: Slots, k0: int
+) -> int:
+    """Place job j (``need`` units: nodes, or cores for a processor request) on ``room``:
+    write its slots from entry ``k0`` of ``out`` on and return their number, or -1 when it
+    does not fit (entries from ``k0`` then hold garbage)."""
+    total = 0
+    leaves = pool.leaf_room
+    leaves[:] = 0
+    for node in range(pool.count):
+        u = _units(pool, request, j, node, room)
+        if u > 0:
+            total += u
+            leaves[pool.leaf[node]] += u
+    if total < need:
+        return -1
+    if policy == PLACE_FIRST_FIT:
+        left, k = _fill(pool, request, j, need, room, -1, out, k0)
+        return k - k0 if left <= 0 else -1
+    # Topology: the smallest leaf that holds it all, else the roomiest leaves first.
+    best = -1
+    for leaf in range(leaves.shape[0]):
+        if leaves[leaf] >= need and (best < 0 or leaves[leaf] < leaves[best]):
+            best = leaf
+    if best >= 0:
+        left, k = _fill(pool, request, j, need, room, best, out, k0)
+        return k - k0 if left <= 0 else -1
+    left = need
+    k = k0
+    while left > 0:
+        best = -1
+        for leaf in range(leaves.shape[0]):
+            if leaves[leaf] > 0 and (best < 0 or leaves[leaf] > leaves[best]):
+                best = leaf
+        if best < 0:
+            return -1
+        leaves[best] = 0
+        left, k = _fill(pool, request, j, left, room, best, out, k)
+    return k - k0

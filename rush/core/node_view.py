@@ -1,0 +1,200 @@
+"""From the snapshot's nodes and requests to the pass's arrays (:class:`NodeView`), and the
+checks that keep bad requests out of the pass.
+
+A request the partition can never satisfy (more nodes or GPUs than it has, a GPU job where
+no node has GPUs, an unknown partition, zero or absurd counts) is not scheduled: the core
+reports it as ``infeasible`` with the job, the reason and the fix, and leaves it out of the
+pass, so it can never become the EASY head and stall the queue. A job that only waits for
+drained or down nodes is feasible: it waits, and its shadow time is infinite until they
+return, so it blocks nobody.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rush.core.node_pool import PLACEMENT_CODES, NodePool, NodeRequests, NodeView, Slots, new_slots
+from rush.core.resources import NODE_STATES, Node, Request
+from rush.errors import RushError
+
+# Bit p of a node's partition mask is partition p: at most 63 partitions.
+MAX_PARTITIONS = 63
+# No request may ask for more than this many nodes, cores or GPUs per node (bounded work).
+MAX_COUNT = 1 << 24
+
+
+def _empty_int(n: int = 0) -> np.ndarray:
+    return np.zeros(n, dtype=np.int64)
+
+
+def procs_only_view(jobs: int) -> NodeView:
+    """The view of a cluster without nodes (the pass runs its processor-count kernels)."""
+    pool = NodePool(
+        _empty_int(), _empty_int(), _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_),
+        _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_), _empty_int(1), 0,
+    )  # fmt: skip
+    requests = NodeRequests(
+        _empty_int(jobs), np.ones(jobs, dtype=np.int64), _empty_int(jobs), np.zeros(jobs, dtype=np.bool_),
+        np.full(jobs, -1, dtype=np.int64),
+    )  # fmt: skip
+    return NodeView(pool, requests, new_slots(0, 0), 0, new_slots(0, 0), new_slots(1, 0))
+
+
+def partition_index(nodes: Sequence[Node]) -> dict[str, int]:
+    """Partition name -> bit index, in order of first appearance."""
+    names: dict[str, int] = {}
+    for node in nodes:
+        for p in node.partitions:
+            names.setdefault(p, len(names))
+    if len(names) > MAX_PARTITIONS:
+        raise RushError(
+            f"{len(names)} partitions; the core handles at most {MAX_PARTITIONS}",
+            where="snapshot.nodes",
+            fix="schedule fewer partitions per rush instance (daemon.partitions)",
+        )
+    return names
+
+
+def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str, int]) -> NodePool:
+    """The pool; a node whose free counts the RJMS did not give is free where no running job
+    holds it (``allocated``: cores and GPUs held per node, shape (m, 2))."""
+    m = len(nodes)
+    cores = np.fromiter((n.cores for n in nodes), dtype=np.int64, count=m)
+    gpus = np.fromiter((n.gpus for n in nodes), dtype=np.int64, count=m)
+    for i, node in enumerate(nodes):
+        if (
+            node.state not in NODE_STATES
+            or not (0 < node.cores <= MAX_COUNT)
+            or not (0 <= node.gpus <= MAX_COUNT)
+        ):
+            raise RushError(
+                f"node {node.name!r}: state {node.state!r}, {node.cores} cores, {node.gpus} GPUs",
+                where=f"snapshot node {i}",
+                fix=f"give a state in {NODE_STATES}, 1..{MAX_COUNT} cores and 0..{MAX_COUNT} GPUs",
+            )
+    free_c = np.array(
+        [n.cores - allocated[i, 0] if n.free_cores is None else n.free_cores for i, n in enumerate(nodes)],
+        dtype=np.int64,
+    ).reshape(m)
+    free_g = np.array(
+        [n.gpus - allocated[i, 1] if n.free_gpus is None else n.free_gpus for i, n in enumerate(nodes)],
+        dtype=np.int64,
+    ).reshape(m)
+    free_c = np.clip(free_c, 0, cores)
+    free_g = np.clip(free_g, 0, gpus)
+    masks = np.fromiter(
+        (sum(1 << partitions[p] for p in set(n.partitions)) for n in nodes), dtype=np.int64, count=m
+    )
+    leaf = np.fromiter((n.leaf for n in nodes), dtype=np.int64, count=m)
+    if m and (leaf.min() < 0 or leaf.max() >= MAX_COUNT):
+        raise RushError(
+            "a node's leaf switch index is negative or huge",
+            where="snapshot.nodes",
+            fix="number leaves 0..L-1",
+        )
+    return NodePool(
+        cores,
+        gpus,
+        free_c,
+        free_g,
+        np.fromiter((n.state == "up" for n in nodes), dtype=np.bool_, count=m),
+        masks,
+        leaf,
+        np.fromiter((n.quiet for n in nodes), dtype=np.bool_, count=m),
+        np.zeros(int(leaf.max()) + 1 if m else 1, dtype=np.int64),
+        m,
+    )
+
+
+def request_problem(request: Request, procs: int, pool: NodePool, partitions: dict[str, int]) -> str | None:
+    """Why ``request`` can never run on this machine (None: it can), naming the fix."""
+    if not (0 <= request.nodes <= MAX_COUNT and 1 <= request.cores_per_node <= MAX_COUNT):
+        return f"asks for {request.nodes} nodes of {request.cores_per_node} cores: give nodes >= 0 and cores >= 1"
+    if not 0 <= request.gpus_per_node <= MAX_COUNT:
+        return f"asks for {request.gpus_per_node} GPUs per node: give 0 or more"
+    if request.nodes == 0 and request.gpus_per_node:
+        return "asks for GPUs without a node count: give nodes and GPUs per node"
+    if request.partition and request.partition not in partitions:
+        known = ", ".join(sorted(partitions)) or "none"
+        return f"partition {request.partition!r} does not exist here (partitions: {known})"
+    member = np.ones(pool.count, dtype=np.bool_)
+    if request.partition:
+        member = ((pool.partitions >> partitions[request.partition]) & 1) == 1
+    where = f"partition {request.partition!r}" if request.partition else "the machine"
+    if request.nodes == 0:
+        if procs > int(pool.cores[member].sum()):
+            return f"asks for {procs} cores; {where} has {int(pool.cores[member].sum())}"
+        return None
+    if request.exclusive:
+        fit = member & (pool.gpus >= request.gpus_per_node) & (pool.cores >= request.cores_per_node)
+    else:
+        fit = member & (pool.cores >= request.cores_per_node) & (pool.gpus >= request.gpus_per_node)
+    if request.gpus_per_node and not np.any(member & (pool.gpus > 0)):
+        return f"asks for GPUs; {where} has no node with GPUs: submit to a GPU partition"
+    if int(fit.sum()) < request.nodes:
+        return (
+            f"asks for {request.nodes} nodes with {request.cores_per_node} cores and "
+            f"{request.gpus_per_node} GPUs each; {where} has {int(fit.sum())} such nodes"
+        )
+    return None
+
+
+def requests_of(
+    requests: Sequence[Request | None], procs: np.ndarray, partitions: dict[str, int]
+) -> NodeRequests:
+    """Per-job request arrays (a job without a request asks for ``procs`` cores anywhere)."""
+    n = len(requests)
+    nodes = _empty_int(n)
+    cores = np.ones(n, dtype=np.int64)
+    gpus = _empty_int(n)
+    exclusive = np.zeros(n, dtype=np.bool_)
+    partition = np.full(n, -1, dtype=np.int64)
+    for j, r in enumerate(requests):
+        if r is None:
+            cores[j] = procs[j]
+            continue
+        nodes[j] = min(max(r.nodes, 0), MAX_COUNT)
+        cores[j] = min(max(r.cores_per_node, 1), MAX_COUNT) if r.nodes else procs[j]
+        gpus[j] = min(max(r.gpus_per_node, 0), MAX_COUNT)
+        exclusive[j] = r.exclusive
+        # An unknown partition only reaches here for a job reported infeasible (not scheduled).
+        partition[j] = partitions.get(r.partition, -1) if r.partition else -1
+    return NodeRequests(nodes, cores, gpus, exclusive, partition)
+
+
+def held_slots(allocations: Sequence[Sequence[tuple[int, int, int]]], m: int) -> Slots:
+    """Running jobs' allocations as rows (in the pass's running order)."""
+    rows = len(allocations)
+    entries = sum(len(a) for a in allocations)
+    slots = new_slots(rows, entries)
+    k = 0
+    for i, allocation in enumerate(allocations):
+        for node, c, g in allocation:
+            if not 0 <= node < m:
+                raise RushError(
+                    f"a running job's allocation names node index {node} of {m}",
+                    where="snapshot running allocation",
+                    fix="give Slot.node as an index into Snapshot.nodes",
+                )
+            slots.node[k], slots.cores[k], slots.gpus[k] = node, c, g
+            k += 1
+        slots.offset[i + 1] = k
+    return slots
+
+
+def node_view(pool: NodePool, requests: NodeRequests, held: Slots, placement: str) -> NodeView:
+    """The pass's view, with output buffers large enough for any pass."""
+    if placement not in PLACEMENT_CODES:
+        raise RushError(
+            f"unknown placement {placement!r}",
+            where="placement",
+            fix=f"use one of {', '.join(PLACEMENT_CODES)}",
+        )
+    n = len(requests.nodes)
+    # Every slot of a start holds at least one core; a failed try writes at most one per node.
+    entries = int(pool.cores.sum()) + pool.count + 1
+    return NodeView(
+        pool, requests, held, PLACEMENT_CODES[placement], new_slots(n, entries), new_slots(1, pool.count + 1)
+    )
