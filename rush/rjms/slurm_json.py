@@ -518,7 +518,7 @@ def parse_allocation(record: dict[str, Any], gpus_per_node: int = 0) -> tuple[tu
                 (entry["name"], count(found.get("count") if isinstance(found, dict) else found, "cpus"))
             )
     else:
-        cpus = _legacy_allocation(resources)
+        cpus = _legacy_allocation(resources, count(record.get("cpus"), "cpus"))
     details = record.get("gres_detail") or []
     if not isinstance(details, list):
         raise ValueError(f"gres_detail is {short(details)}, not a list")
@@ -528,16 +528,16 @@ def parse_allocation(record: dict[str, Any], gpus_per_node: int = 0) -> tuple[tu
     )
 
 
-def _legacy_allocation(resources: dict[str, Any]) -> list[tuple[str, int]]:
-    """22.05 (v0.0.38): ``allocated_nodes`` [{nodename, sockets: {s: {cores: {c: "allocated"}}}}]
-    and ``allocated_cpus``; a node's CPUs are its allocated cores, scaled to the total
-    (threads per core)."""
+def _legacy_allocation(resources: dict[str, Any], cpus: int) -> list[tuple[str, int]]:
+    """22.05 (v0.0.38): ``allocated_nodes`` [{nodename, sockets: {s: {cores: {c: "allocated"}}}}];
+    a node's CPUs are its allocated cores, scaled up to the job's ``cpus`` when that is a whole
+    multiple (threads per core). 22.05's ``allocated_cpus`` is not the allocation (1 for an
+    exclusive job holding 64 CPUs), so it is only the fallback without a core map."""
     entries = resources.get("allocated_nodes") or []
     if isinstance(entries, dict):  # some builds key the list by index
         entries = list(entries.values())
     if not isinstance(entries, list) or len(entries) > MAX_NODES:
         raise ValueError(f"job_resources.allocated_nodes is {short(entries)}, not a node list")
-    total = count(resources.get("allocated_cpus"), "allocated_cpus")
     found: list[tuple[str, int]] = []
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("nodename"), str):
@@ -550,11 +550,12 @@ def _legacy_allocation(resources: dict[str, Any]) -> list[tuple[str, int]]:
                 cores += sum(1 for status in socket_cores.values() if status == "allocated")
         found.append((entry["nodename"], cores))
     counted = sum(c for _, c in found)
-    if found and (counted == 0 or total % counted):
-        # No core map (or one that does not add up): the total spread evenly.
+    if counted == 0 and found:
+        # No core map: the job's CPUs spread evenly.
+        total = cpus or count(resources.get("allocated_cpus"), "allocated_cpus")
         share, extra = divmod(total, len(found))
         return [(name, share + (i < extra)) for i, (name, _) in enumerate(found)]
-    scale = total // counted if counted else 1
+    scale = cpus // counted if counted and cpus >= counted and cpus % counted == 0 else 1
     return [(name, cores * scale) for name, cores in found]
 
 
