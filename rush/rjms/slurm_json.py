@@ -404,7 +404,9 @@ def _ranges(ranges: str, field: str, limit: int) -> list[str]:
         if not low.isdigit() or (high and not high.isdigit()):
             raise ValueError(f"{field} has a malformed range [{short(ranges)}]")
         first, last = int(low), int(high or low)
-        if last < first or last - first + len(out) >= limit:
+        if last < first:
+            raise ValueError(f"{field} has a reversed range [{short(ranges)}]")
+        if last - first + len(out) >= limit:
             raise ValueError(f"{field} has a range [{short(ranges)}] of more than {limit} hosts")
         out += [str(n).zfill(len(low)) for n in range(first, last + 1)]
     return out
