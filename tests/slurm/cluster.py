@@ -24,11 +24,13 @@ Multi-node layout (``layout=MULTI_NODE``, Slurm 25.11 only: the vendored build h
 ``--enable-multiple-slurmd``, Debian's 22.05 has not): eight nodes ``n1`` .. ``n8`` of 4 CPUs
 and 1 GiB, each its own ``slurmd -N nX`` on this host (own port, spool, pid and log file
 through ``%n``; ``NodeHostname=localhost``); partitions ``batch`` = n[1-6] (default) and
-``gpu`` = n[5-8]; n5 .. n8 carry a fake GPU GRES (``gpu:2``: ``Name=gpu Count=2`` in
-gres.conf, no device file, ``AutoDetect=off``); ``topology/tree`` with leaf switches ``s1``
-= n[1-4] and ``s2`` = n[5-8] under ``s0``; ``SelectType=select/cons_tres`` with
-``CR_CPU``; n4 drained at start (``reason=rush-test-drain``). The
-``slurm_nodes`` session fixture (tests/slurm/conftest.py) shares one such cluster.
+``gpu`` = n[5-8]; n5 .. n8 carry a fake GPU GRES (``gpu:2``: ``Name=gpu Count=2
+File=<dir>/dev/gpu[0-1]`` in gres.conf with ``AutoDetect=off``; the files are empty regular
+files, because 25.11's slurmd ignores a file-less GPU and the controller then marks the node
+INVAL); ``topology/tree`` with leaf switches ``s1`` = n[1-4] and ``s2`` = n[5-8] under
+``s0``; ``SelectType=select/cons_tres`` with ``CR_CPU``; n4 drained once every node has
+registered (``reason=rush-test-drain``). It starts in about a second. The ``slurm_nodes``
+session fixture (tests/slurm/conftest.py) shares one such cluster.
 """
 
 from __future__ import annotations
@@ -446,7 +448,8 @@ class SlurmCluster:
                 return
             time.sleep(0.2)
         raise RuntimeError(
-            f"timed out waiting for {what}: {self.log_tail('slurmctld')} {self.log_tail('slurmd')}"
+            f"timed out waiting for {what}: {self.log_tail('slurmctld')} "
+            f"{self.log_tail(self._slurmd_name(self.slurmd_nodes[0]))}"
         )
 
     def log_tail(self, name: str, lines: int = 15) -> str:
