@@ -483,6 +483,15 @@ class SlurmCluster:
             and all(state in ("idle", "mixed", "allocated") for state in states)
         )
 
+    def node_up(self, node: str) -> Callable[[], bool]:
+        """A poll: ``node`` takes jobs again (idle, mixed or allocated, no flag)."""
+
+        def poll() -> bool:
+            out = self.run(self.tool("sinfo"), "-h", "-n", node, "-o", "%T", check=False, timeout=10)
+            return out.returncode == 0 and out.stdout.strip() in ("idle", "mixed", "allocated")
+
+        return poll
+
     def submit(self, *sbatch_args: str) -> int:
         """``sbatch --parsable ARGS`` (e.g. ``"-n", "4", "-t", "5", "--wrap", "sleep 9"``) -> job id."""
         out = self.run(self.tool("sbatch"), "--parsable", *sbatch_args)

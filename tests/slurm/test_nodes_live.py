@@ -217,3 +217,29 @@ def test_single_node_cluster_nodes(slurm) -> None:
         assert found.request is not None and found.request.exclusive, kind
         assert found.allocation == ((slurm.node, slurm.cpus, 0),), kind
         assert state.nodes[0].free_cores == 0, kind
+
+
+def test_node_down_under_a_running_job(nodes_cluster) -> None:
+    """An admin sets a node DOWN under a running job: Slurm ends or requeues the job, the node
+    reads down with nothing free, and every read still succeeds. The node is resumed after."""
+    scontrol = nodes_cluster.tool("scontrol")
+    job = nodes_cluster.submit("-p", "batch", "-w", "n3", "-n", "2", "-t", "5", "--wrap", SLEEP)
+    polling.wait_for(running(nodes_cluster, [job]), timeout=60, step=0.3)
+    try:
+        nodes_cluster.run(scontrol, "update", "NodeName=n3", "State=DOWN", "Reason=rush-test-down")
+        commands = readers(nodes_cluster)["commands"]
+
+        def off_n3() -> ClusterState | None:
+            state = commands.read_state()
+            on_n3 = [j for j in state.running if any(name == "n3" for name, _, _ in j.allocation)]
+            return None if on_n3 else state
+
+        polling.wait_for(off_n3, timeout=60, step=0.3)
+        for kind, state in read_all(nodes_cluster).items():
+            [n3] = [node for node in state.nodes if node.name == "n3"]
+            assert (n3.state, n3.free_cores) == ("down", 0), kind
+            assert_nodes_account_for_jobs(state)
+    finally:
+        nodes_cluster.cancel_all()
+        nodes_cluster.run(scontrol, "update", "NodeName=n3", "State=RESUME")
+        polling.wait_for(nodes_cluster.node_up("n3"), timeout=60, step=0.3)
