@@ -260,7 +260,8 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         j = out.start[k]
         start = _start_decision(pending[j], bool(out.backfilled[k]), now, est[j], result, config)
         if names:
-            start = dataclasses.replace(start, nodes=_row_names(nodes.placed, k, names))
+            where = _row_names(nodes.placed, k, names)
+            start = dataclasses.replace(start, reason=f"{start.reason}; on {_short(where)}", nodes=where)
         decisions.append(start)
     # Skips are exactly the pass's: jobs it would have started now (skip_with_limit.should_skip).
     for k in range(result.skipped):

@@ -301,7 +301,11 @@ class Planner:
         else:
             applied, rjms_error = self.applier.apply(cycle, plan, state)
         # A shell that starts jobs journals its starts with their outcome itself.
-        advice = ("reserve",) if self.backend.capabilities.starts_jobs else ("start", "backfill", "reserve")
+        advice = (
+            ("reserve", "infeasible")
+            if self.backend.capabilities.starts_jobs
+            else ("start", "backfill", "reserve", "infeasible")
+        )
         with self.journal.transaction():
             for d in decisions.decisions:
                 if d.action in advice:

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rush.core.false_small_kill import kills_if_small
+from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
@@ -335,10 +336,12 @@ class SnapshotBuilder:
                     user=user_id(j.user),
                     requeues=requeues,
                     reserved_at=math.inf if rec.reserved_at is None else rec.reserved_at,
+                    request=j.request,
                 )
             )
             self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])
         running = []
+        node_index = {node.name: i for i, node in enumerate(state.nodes)}
         for j in running_jobs:
             rec = records.get(j.job_id) or JobRecord(j.job_id)
             requeues = _requeues(j, rec)
@@ -360,6 +363,8 @@ class SnapshotBuilder:
                     # A job the core kills now competes in the same pass with these.
                     submit=j.submit,
                     skips=rec.skips,
+                    request=j.request,
+                    allocation=_slots(j, node_index),
                 )
             )
         built.snapshot = Snapshot(
@@ -369,8 +374,15 @@ class SnapshotBuilder:
             pending=tuple(pending),
             running=tuple(running),
             time_origin=self.time_origin,
+            nodes=state.nodes,
         )
         return built
+
+
+def _slots(job: RJMSJob, node_index: dict[str, int]) -> tuple[Slot, ...]:
+    """A running job's allocation on the snapshot's nodes (nodes the RJMS did not list, e.g.
+    outside the partitions rush schedules, are left out)."""
+    return tuple(Slot(node_index[n], c, g) for n, c, g in job.allocation if n in node_index)
 
 
 def _unusable(jobs: tuple[RJMSJob, ...]) -> list[bool]:

@@ -96,6 +96,8 @@ DAEMON_CASES = [
     ("policy", "backfill", '"aggressive"'),
     ("policy", "backfill", "true"),
     ("policy", "backfill", '""'),
+    ("policy", "placement", '"nearest"'),
+    ("policy", "placement", "3"),
     ("policy", "threshold", "nan"),
     ("policy", "threshold", "inf"),
     ("policy", "threshold", "true"),
