@@ -198,3 +198,27 @@ def node_view(pool: NodePool, requests: NodeRequests, held: Slots, placement: st
     return NodeView(
         pool, requests, held, PLACEMENT_CODES[placement], new_slots(n, entries), new_slots(1, pool.count + 1)
     )
+
+
+def uniform_pool(nodes: int, cores: int, nodes_per_leaf: int = 0) -> NodePool:
+    """``nodes`` idle, up nodes of ``cores`` cores in one partition; leaf switches of
+    ``nodes_per_leaf`` nodes (0: one leaf). The simulator's machine for a trace."""
+    if not (0 < nodes <= MAX_COUNT and 0 < cores <= MAX_COUNT and nodes_per_leaf >= 0):
+        raise RushError(
+            f"a machine of {nodes} nodes x {cores} cores, {nodes_per_leaf} nodes per leaf",
+            where="machine",
+            fix="give nodes and cores per node > 0 and nodes per leaf >= 0",
+        )
+    leaf = np.arange(nodes, dtype=np.int64) // nodes_per_leaf if nodes_per_leaf else _empty_int(nodes)
+    return NodePool(
+        np.full(nodes, cores, dtype=np.int64),
+        _empty_int(nodes),
+        np.full(nodes, cores, dtype=np.int64),
+        _empty_int(nodes),
+        np.ones(nodes, dtype=np.bool_),
+        np.ones(nodes, dtype=np.int64),
+        leaf,
+        np.ones(nodes, dtype=np.bool_),
+        _empty_int(int(leaf.max()) + 1),
+        nodes,
+    )

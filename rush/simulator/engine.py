@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.core.node_view import procs_only_view
+from rush.core.node_pool import NodeRequests, NodeView, new_slots
+from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
@@ -119,6 +120,28 @@ def _order_policy(
     return order_policy(policy, keys)
 
 
+def _node_view(workload: Workload, config: CoreConfig, nodes_per_leaf: int) -> NodeView:
+    """The trace's machine as nodes and each job's request (SWF partitions are not node sets
+    in the archive's logs, so every job may use every node)."""
+    machine, requests = workload.machine, workload.requests
+    if machine is None or requests is None or machine.nodes <= 0:
+        raise RushError(
+            "this workload does not say what nodes its machine has",
+            where="workload.machine",
+            fix="read the trace with workload_from_trace (SWF), or simulate on processor counts",
+        )
+    pool = uniform_pool(machine.nodes, machine.cores_per_node, nodes_per_leaf)
+    n = len(workload)
+    view = NodeRequests(
+        np.ascontiguousarray(requests.nodes, dtype=np.int64),
+        np.where(requests.nodes > 0, requests.cores_per_node, workload.procs).astype(np.int64),
+        np.ascontiguousarray(requests.gpus_per_node, dtype=np.int64),
+        np.ascontiguousarray(requests.exclusive, dtype=np.bool_),
+        np.full(n, -1, dtype=np.int64),
+    )
+    return node_view(pool, view, new_slots(0, 0), config.placement)
+
+
 def simulate(
     workload: Workload,
     config: CoreConfig | None = None,
@@ -127,8 +150,14 @@ def simulate(
     time_origin: float = 0.0,
     progress: bool = False,
     label: str = "",
+    on_nodes: bool = False,
+    nodes_per_leaf: int = 0,
 ) -> SimResult:
-    """Replay ``workload`` under ``config``. ``time_origin`` is F1-F4's trace start (SWF: 0)."""
+    """Replay ``workload`` under ``config``. ``time_origin`` is F1-F4's trace start (SWF: 0).
+
+    ``on_nodes``: schedule on the trace's nodes (``workload.machine``: whole nodes where the
+    log allocated them, else one-core nodes, which decide as processor counts do), with
+    leaf switches of ``nodes_per_leaf`` nodes for topology placement (0: one switch)."""
     config = config or CoreConfig()
     inputs = inputs or SimInputs()
     n = len(workload)
@@ -185,7 +214,7 @@ def simulate(
         VariabilityWindows(np.ascontiguousarray(intervals[:, 0]), np.ascontiguousarray(intervals[:, 1])),
         int(workload.machine_procs),
         counter,
-        procs_only_view(n),
+        _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n),
     )
     t0 = time.perf_counter()
     if progress and n:

@@ -1,0 +1,72 @@
+"""The simulator on nodes (issue 20): on a trace's own nodes the one pass decides as on
+processor counts wherever the two describe the same machine, and placement policies only
+change where jobs go.
+
+* KTH-SP2 (cores only): one-core nodes, processor requests;
+* SDSC-BLUE and LLNL-Atlas (whole nodes of 8 cores): exclusive node requests on identical
+  nodes are isomorphic to processor counts in multiples of 8, so every start time is equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rush.core.config import CoreConfig
+from rush.errors import RushError
+from rush.simulator.engine import simulate
+from rush.workload.model import workload_from_trace
+from tests.core.real_traces import MIRROR
+
+TRACES = {
+    "KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz",
+    "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
+    "LLNL-Atlas": "LLNL-Atlas-2006-2.1-cln.swf.gz",
+}
+JOBS = 4000
+
+
+def _workload(name: str):
+    path = MIRROR / TRACES[name]
+    if not path.exists():
+        pytest.skip(f"trace {path} not available: set RUSH_TRACE_MIRROR to the traces directory")
+    from rush.workload.swf import read_swf
+
+    return workload_from_trace(read_swf(path)).subset(np.arange(JOBS))
+
+
+@pytest.mark.parametrize("trace", sorted(TRACES))
+@pytest.mark.parametrize(("policy", "backfill"), [("FCFS", "easy"), ("SPF", "easy"), ("FCFS", "none")])
+def test_nodes_decide_as_processor_counts_on_real_traces(trace: str, policy: str, backfill: str) -> None:
+    workload = _workload(trace)
+    config = CoreConfig.from_names(policy, backfill, 200_000)
+    procs = simulate(workload, config)
+    nodes = simulate(workload, config, on_nodes=True)
+    assert np.array_equal(procs.start, nodes.start)
+    assert np.array_equal(procs.backfilled, nodes.backfilled)
+    if trace != "KTH-SP2":
+        assert workload.machine.whole_node and workload.requests.exclusive.all()
+
+
+def test_topology_placement_keeps_every_job_on_valid_nodes() -> None:
+    workload = _workload("SDSC-BLUE")
+    config = CoreConfig.from_names("FCFS", "easy", 200_000, placement="topology")
+    result = simulate(workload, config, on_nodes=True, nodes_per_leaf=16)
+    started = result.start >= 0
+    assert started.all()
+    # Capacity is never exceeded: at every start, running nodes <= the machine's.
+    nodes = workload.requests.nodes
+    events = sorted(
+        [(s, 1, k) for k, s in enumerate(result.start)] + [(e, 0, k) for k, e in enumerate(result.end)]
+    )
+    busy = 0
+    for _, kind, k in events:
+        busy += nodes[k] if kind else -nodes[k]
+        assert busy <= workload.machine.nodes
+
+
+def test_a_workload_without_nodes_is_refused_on_nodes() -> None:
+    workload = _workload("KTH-SP2")
+    bare = workload.__class__(**{**workload.__dict__, "machine": None})
+    with pytest.raises(RushError, match="does not say what nodes"):
+        simulate(bare, CoreConfig(), on_nodes=True)
