@@ -32,9 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.resources import Node
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
 from rush.simulator.engine import simulate
+from rush.studies.replay_slurm import INHERENT, setting_differences, slurm_settings
 from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.workload.model import Workload
 
@@ -252,6 +254,23 @@ def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None)
             _flux(uri, "module", "load", previous, check=False)
 
 
+def scheduler_differences(backend: RJMSBackend, nodes: tuple[Node, ...], scaled: Workload) -> dict:
+    """Slurm only: the settings that make its backfill differ from the simulator's EASY (each
+    with its fix), the differences no setting removes, and the settings read."""
+    if backend.name != "slurm":
+        return {}
+    settings = slurm_settings(backend)
+    keys = ("bf_interval", "bf_resolution", "bf_window", "bf_job_part_count_reserve", "sched_interval",
+            "batch_sched_delay", "PriorityType", "PriorityCalcPeriod", "PriorityWeightAge")  # fmt: skip
+    max_limit = float(scaled.requested_time.max()) if len(scaled) else 0.0
+    return {
+        "settings": setting_differences(settings, nodes, max_limit),
+        "inherent": list(INHERENT),
+        "read": {k: settings[k] for k in keys if k in settings},
+        "cores_per_node": sorted({node.cores for node in nodes}),
+    }
+
+
 @dataclass(frozen=True)
 class ReplayOptions:
     """How a replay runs, beyond what it replays."""
@@ -291,12 +310,16 @@ def replay(
         raise RushError(f"invalid timeout {timeout!r}", where="--timeout", fix="seconds > 0, e.g. 3600")
     if mode not in MODES:
         raise RushError(f"unknown replay mode {mode!r}", where="--mode", fix=f"one of: {', '.join(MODES)}")
-    cpus = backend.read_state().total_procs
+    state = backend.read_state()
+    cpus = state.total_procs
     if cpus <= 0:
         raise RJMSError("the RJMS reports no CPUs", where="replay", fix="check the partitions' nodes (sinfo)")
     # The RJMS's time-limit granularity (Slurm: minutes; Flux: seconds).
-    granularity = backend.capabilities.time_limit_granularity
-    scaled = scale_window(workload, window, speedup, cpus, limit_granularity=granularity)
+    limit_step = backend.capabilities.time_limit_granularity
+    scaled = scale_window(workload, window, speedup, cpus, limit_granularity=limit_step)
+    differences = scheduler_differences(backend, state.nodes, scaled)
+    for text in differences.get("settings", []):
+        say(f"replay: Slurm's backfill will differ from the simulator's EASY: {text}")
     ids: dict[int, int] = {}
     try:
         t0, _ = submit_window(backend, scaled, partition, ids, cycle)
@@ -340,5 +363,8 @@ def replay(
     report["rjms"], report["mode"] = rjms, mode
     report["window"] = {"start": window.start, "count": window.count, "speedup": speedup, "cpus": cpus}
     report["rjms_job_ids"] = {str(k): v for k, v in ids.items()}
+    report["scheduler_differences"] = differences
+    # Scaled limits rounded up to the RJMS's granularity: the estimates EASY had lost to scaling.
+    report["limits_at_floor"] = float(np.mean(scaled.requested_time <= limit_step))
     report["unfinished"] = len(scaled) - len(observed)
     return report

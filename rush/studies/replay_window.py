@@ -138,6 +138,16 @@ def order_inversions(
     return count, examples
 
 
+def kendall_tau(sim_start: np.ndarray, real_start: np.ndarray) -> float:
+    """Kendall's tau-b of the simulated and the real start times (1.0 for a single job)."""
+    from scipy.stats import kendalltau  # scikit-learn's dependency; imported when a report is made
+
+    if len(sim_start) < 2:
+        return 1.0
+    tau = kendalltau(sim_start, real_start).statistic
+    return float(tau) if np.isfinite(tau) else 1.0
+
+
 def fidelity_report(
     simulated: SimResult,
     observed: list[Observed],
@@ -208,6 +218,8 @@ def fidelity_report(
         },
         "start_order": {
             "same": inversions == 0,
+            # Kendall's tau-b of the two start orders (1: the same order; ties count as ties).
+            "kendall_tau": kendall_tau(simulated.start, real.start),
             "tolerance": float(granularity),
             "inversions": inversions,
             "pairs": len(simulated) * (len(simulated) - 1) // 2,

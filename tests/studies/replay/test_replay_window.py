@@ -107,6 +107,8 @@ def test_fidelity_report_names_the_rjms_and_the_start_order():
     report = fidelity_report(sim, observed, rjms="flux", granularity=1.0)
     assert set(report["metrics"]["mean_wait"]) == {"simulator", "flux"}
     order = report["start_order"]
+    # Kendall's tau-b: 2 concordant, 1 discordant of 3 pairs.
+    assert order.pop("kendall_tau") == pytest.approx(1 / 3)
     assert order == {"same": False, "tolerance": 1.0, "inversions": 1, "pairs": 3, "examples": [[2, 3]]}
     assert report["start_difference"]["granularity"] == 1.0
     assert report["start_difference"]["within_granularity"] == pytest.approx(1 / 3)
