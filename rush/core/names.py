@@ -32,6 +32,9 @@ POLICY_CODES: dict[str, int] = {
     "LINEAR": 19,
     # LEARNED:path: a polynomial over (p, q, r) from a JSON file (rush.core.learned).
     "LEARNED": 20,
+    # The RJMS's own priority, highest first (Flux: urgency and priority plugins; Slurm: its
+    # multifactor priority); live only, keys given by the shell (PendingJob.rjms_priority).
+    "RJMS": 21,
 }
 # Policies whose key depends on the current time (wait); the others are sorted once.
 DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})

@@ -34,6 +34,7 @@ from rush.core.job_rules import job_rules
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
 from rush.core.pass_data import (
+    OrderPolicy,
     PassJobs,
     PassMoment,
     RunningSet,
@@ -217,8 +218,8 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     jobs = PassJobs(submit, procs, estimate, est, runtime_class, _column(pending, "variable", np.bool_))
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
-    policy = order_policy(config.policy)
-    scan = policy if config.backfill_policy is None else order_policy(config.scan_policy)
+    policy = _order(config.policy, pending)
+    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending)
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
@@ -277,6 +278,17 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         )
     decided.decisions = decisions
     return decided
+
+
+def _order(policy, pending) -> OrderPolicy:
+    """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
+    first; ties in submit order)."""
+    if policy.name != "RJMS":
+        return order_policy(policy)
+    keys = -np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
+    if not np.all(np.isfinite(keys)):
+        raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
+    return order_policy(policy, keys)
 
 
 def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> Decision:

@@ -48,6 +48,8 @@ class PendingJob:
     # Nodes x (cores, GPUs), exclusivity, partition (rush.core.resources); None: ``procs``
     # cores anywhere.
     request: Request | None = None
+    # The RJMS's own priority of the job (larger first), for the RJMS policy.
+    rjms_priority: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -337,6 +337,7 @@ class SnapshotBuilder:
                     requeues=requeues,
                     reserved_at=math.inf if rec.reserved_at is None else rec.reserved_at,
                     request=j.request,
+                    rjms_priority=float(j.priority),
                 )
             )
             self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])

@@ -39,6 +39,9 @@ class RJMSJob:
     reason: str = ""
     site_factor: int = 0
     restarts: int = 0
+    # The RJMS's own priority (Flux: the job's priority from its urgency and plugins; Slurm:
+    # its multifactor priority), read by the RJMS policy.
+    priority: float = 0.0
     # Nodes x (cores, GPUs), exclusivity, partition, as the RJMS records the request
     # (rush.core.resources.Request); None: ``procs`` cores anywhere.
     request: Request | None = None

@@ -191,6 +191,13 @@ def simulate(
             fix="build the workload with workload_from_trace, which drops such jobs",
         )
 
+    for named in (config.policy, config.scan_policy):
+        if named.name == "RJMS":
+            raise RushError(
+                "the RJMS policy orders by the RJMS's own priority, which a trace does not have",
+                where="policy",
+                fix="simulate another policy (FCFS is what an RJMS without a priority plugin does)",
+            )
     order = _order_policy(config.policy, time_origin, workload, estimate)
     scan = config.scan_policy
     scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, estimate)
