@@ -201,6 +201,23 @@ def nice(value: Any) -> int:
     return value - 2**32 if value >= 2**31 else value
 
 
+def job_priority(value: Any) -> float:
+    """Slurm's job priority (multifactor, or set by an admin): the RJMS policy's key.
+
+    0 when unset (and for a held job, which Slurm gives priority 0); Slurm's INFINITE and
+    NO_VAL markers read as the top of its 32-bit range, so the key stays finite (the core
+    refuses a non-finite one) and such a job still sorts first.
+    """
+    found = number(value, "priority")
+    if found is None:
+        return 0.0
+    if found == math.inf:
+        return float(MAX_COUNT - 1)
+    if found >= MAX_COUNT:
+        raise ValueError(f"priority is {short(value)}, beyond Slurm's 32-bit priorities")
+    return found
+
+
 def exit_code(value: Any) -> str:
     """``"return_code:signal"`` as sacct and jobcomp write it; "" when unknown.
 
@@ -278,6 +295,7 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
         reason=reason,
         restarts=count(record.get("restart_cnt"), "restart_cnt"),
         site_factor=-niceness if lever == "nice" else 0,
+        priority=job_priority(record.get("priority")),
         request=request,
         allocation=allocation,
     )

@@ -150,10 +150,17 @@ def job_record(job: Any) -> dict[str, Any]:
         "admin_comment": job.admin_comment,
         "state_reason": job.state_reason,
         "nice": job.nice,
+        "priority": _priority(job.priority),
         "restart_cnt": job.requeue_count,
         "exit_code": {"return_code": job.exit_code, "signal": {"id": job.exit_code_signal}},
         **_resource_fields(job),
     }
+
+
+def _priority(value: Any) -> Any:
+    """pyslurm's Job.priority (an int, None for NO_VAL, "UNLIMITED" for INFINITE) in the
+    JSON shape the normaliser reads (slurm_json.job_priority)."""
+    return {"set": True, "infinite": True, "number": 0} if value == "UNLIMITED" else value
 
 
 def _tres_count(tres: Any, key: str) -> int | None:

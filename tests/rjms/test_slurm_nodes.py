@@ -5,6 +5,7 @@ clear error, never a crash. The live counterpart is tests/slurm/test_nodes_live.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -236,3 +237,78 @@ def test_hostile_topology_through_the_backend_names_the_place(tmp_path):
     with pytest.raises(RJMSError, match="more than") as caught:
         get_backend("slurm", bin_dir=str(bin_dir)).read_state()
     assert caught.value.where.startswith("slurm nodes")
+
+
+# -- the RJMS's own priority (RJMSJob.priority, the RJMS policy's key) -----------------------
+@pytest.mark.parametrize(
+    ("value", "priority"),
+    [
+        (n(4_294_000), 4_294_000.0),  # v0.0.39+
+        (12_345, 12_345.0),  # v0.0.38: a plain number
+        (n(0), 0.0),  # a held job
+        ({"set": False, "infinite": False, "number": 0}, 0.0),
+        (None, 0.0),
+        ({"set": True, "infinite": True, "number": 0}, 2.0**32 - 1),
+        (0xFFFFFFFE, 2.0**32 - 1),  # NO_VAL as v0.0.38 prints it: still finite, still first
+    ],
+)
+def test_job_priority_in_every_shape(value, priority):
+    parsed = slurm_json.parse_job(job(priority=value) if value is not None else job())
+    assert parsed.priority == priority and math.isfinite(parsed.priority)
+
+
+@pytest.mark.parametrize("value", [-1, 2**40, "high", n(-5), True, float("nan")])
+def test_hostile_job_priority_is_refused(value):
+    with pytest.raises(ValueError, match="priority"):
+        slurm_json.parse_job(job(priority=value))
+
+
+def test_pyslurm_priority_maps_to_the_json_shape():
+    """pyslurm's Job.priority: an int, None (NO_VAL) or "UNLIMITED" (INFINITE)."""
+    from rush.rjms.slurm_pyslurm import _priority
+
+    for given, expected in ((7, 7.0), (None, 0.0), ("UNLIMITED", 2.0**32 - 1)):
+        assert slurm_json.parse_job(job(priority=_priority(given))).priority == expected
+
+
+def test_recorded_priorities_and_the_rjms_policy_order():
+    """Both versions' recorded answers carry each job's priority (0 for the held job); the
+    planner hands it to the core, whose RJMS policy orders by it, highest first."""
+    from rush.core.config import CoreConfig
+    from rush.core.schedule import schedule
+    from rush.planner.snapshot_builder import SnapshotBuilder
+    from rush.rjms.base import ClusterState
+
+    for version in ("22.05", "25.11"):
+        records = json.loads((RECORDED / version / "commands" / "jobs.json").read_text())["jobs"]
+        parsed = {j.job_id: j for j in map(slurm_json.parse_job, records)}
+        held = [j for j in parsed.values() if j.held]
+        assert held and {j.priority for j in held} == {0.0}, version
+        assert all(j.priority == 1.0 for j in parsed.values() if not j.held), version
+    # Three pending jobs whose Slurm priorities disagree with their submit order.
+    pending = [
+        slurm_json.parse_job(job(job_id=k, submit_time=n(1_700_000_000 + k), priority=n(p), cpus=n(4)))
+        for k, p in ((1, 10), (2, 900), (3, 50))
+    ]
+    state = ClusterState(taken_at=1_700_000_100.0, total_procs=4, free_procs=0, jobs=tuple(pending))
+    snapshot = SnapshotBuilder().build(state, {}).snapshot
+    assert [p.rjms_priority for p in snapshot.pending] == [10.0, 900.0, 50.0]
+    assert schedule(snapshot, CoreConfig.from_names("RJMS", "easy", None)).order == [2, 3, 1]
+
+
+def test_hostile_priority_through_the_backend_names_the_place(tmp_path):
+    """A job record whose priority is garbage fails the read with a clear RJMSError."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    data = json.loads((RECORDED / "25.11" / "commands" / "jobs.json").read_text())
+    data["jobs"][1]["priority"] = {"set": True, "infinite": False, "number": -3}
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text(json.dumps(data))
+    nodes = RECORDED / "25.11" / "commands" / "nodes.json"
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\ncat '{jobs}'\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\ncat '{nodes}'\n")
+    for tool in ("squeue", "scontrol"):
+        (bin_dir / tool).chmod(0o755)
+    with pytest.raises(RJMSError, match="priority") as caught:
+        get_backend("slurm", bin_dir=str(bin_dir)).read_state()
+    assert caught.value.where.startswith("slurm")
