@@ -33,7 +33,7 @@ def group_of(item: pytest.Item) -> str:
     """``slurm-<install>`` for a test of a live Slurm install, ``slurm-nodes`` for one of the
     multi-node cluster, else the test's module."""
     if "slurm_nodes" in getattr(item, "fixturenames", ()):
-        return "slurm-nodes"  # the multi-node cluster (tests/slurm/conftest.py)
+        return "slurm-nodes"  # the multi-node cluster (tests/conftest.py)
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "slurm_cluster" in callspec.params:
         return f"slurm-{callspec.params['slurm_cluster']}"

@@ -30,7 +30,7 @@ files, because 25.11's slurmd ignores a file-less GPU and the controller then ma
 INVAL); ``topology/tree`` with leaf switches ``s1`` = n[1-4] and ``s2`` = n[5-8] under
 ``s0``; ``SelectType=select/cons_tres`` with ``CR_CPU``; n4 drained once every node has
 registered (``reason=rush-test-drain``). It starts in about a second. The ``slurm_nodes``
-session fixture (tests/slurm/conftest.py) shares one such cluster.
+session fixture (tests/conftest.py) shares one such cluster.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the Slurm backends report about nodes, requests and allocations, on real clusters.
 
-The multi-node cluster (``slurm_nodes``, tests/slurm/conftest.py; layout in tests/slurm/cluster.py:
+The multi-node cluster (``slurm_nodes``, tests/conftest.py; layout in tests/slurm/cluster.py:
 n1 .. n8 of 4 CPUs, ``batch`` = n[1-6], ``gpu`` = n[5-8] with 2 GPUs each, leaf switches
 n[1-4] and n[5-8], n4 drained) is read through every backend kind that runs here: Slurm's
 commands, slurmrestd (negotiated, and pinned to its oldest version v0.0.41) and pyslurm. Each
