@@ -13,7 +13,12 @@ noise schedule once and runs every policy on them (paired trials): FCFS+EASY; RU
 FCFS+EASY with skip-with-limit (the core's ``skip_limit``, 10) driven by the learned predictor
 (:class:`rush.planner.variation.LearnedVariationPredictor`) on the trial's own feature store;
 RUSH-L, the same flagging the "little" class too; NOISE-ORACLE, a diagnostic bound that flags
-network jobs exactly while the noise is on.
+network jobs exactly while the noise is on. Placement is the core's: ``first-fit`` (lowest free
+nodes, as RUSH's Flux matched) for those four; beyond RUSH, TOPOLOGY is FCFS+EASY with the
+core's topology packing (fewest pods), RUSH-V and NOISE-ORACLE-V the same flags with
+variability-aware placement (a flagged job goes to quiet pods first and is skipped only when
+none holds it; a pod is quiet by the predictor's ``quiet_leaves`` rule, the oracle's pods are
+quiet while the noise is off).
 Ten minutes of warm-up (noise and counters, no jobs) come before t = 0 so that the first
 predictions have a full 5-minute window.
 
@@ -25,7 +30,7 @@ threshold, applied to the experiments' runs.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -33,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from rush.contention.counters import SAMPLE_INTERVAL
-from rush.contention.model import APP_NAMES, APPS, JITTER, THREE_APPS, scaled
+from rush.contention.model import APP_NAMES, APPS, JITTER, POD_SIZE, PODS, THREE_APPS, hostname, scaled
 from rush.contention.noise import NoiseSchedule
 from rush.contention.shell import EPOCH, JobSpec, Simulation
 from rush.core.config import CoreConfig
@@ -45,8 +50,15 @@ AT_ZERO = 0.2
 # RUSH-L also when it is "little" (the configurable variation classes of the issue).
 # NOISE-ORACLE is a diagnostic bound, not a predictor: it flags network jobs exactly while the
 # noise job is on (ground truth no scheduler has), to show what skip-with-limit can buy here.
-POLICIES: tuple[str, ...] = ("FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE")
-RUSH_CLASSES: dict[str, tuple[str, ...]] = {"RUSH": ("variation",), "RUSH-L": ("little", "variation")}
+POLICIES: tuple[str, ...] = (
+    "FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE", "TOPOLOGY", "RUSH-V", "NOISE-ORACLE-V",
+)  # fmt: skip
+RUSH_CLASSES: dict[str, tuple[str, ...]] = {
+    "RUSH": ("variation",),
+    "RUSH-L": ("little", "variation"),
+    "RUSH-V": ("variation",),
+}
+PLACEMENT: dict[str, str] = {"TOPOLOGY": "topology", "RUSH-V": "variability", "NOISE-ORACLE-V": "variability"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +104,8 @@ def workload(scenario: Scenario, rng: np.random.Generator, scale: float = 1.0) -
 
 
 class LearnedOracle:
-    """The daemon's learned predictor on a trial's store, answering the shell's questions."""
+    """The daemon's learned predictor on a trial's store, answering the shell's questions on
+    each job's tentative placement (job-node windows when the model reads them)."""
 
     def __init__(self, store: Any, model: Path, classes: tuple[str, ...] = ("variation",)) -> None:
         from rush.planner.variation import get_predictor
@@ -100,30 +113,40 @@ class LearnedOracle:
         self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
         # The window's content changes only at counter ticks (readings are stamped on the tick
         # grid and the window is a whole number of intervals), so one feature read per interval
-        # serves every prediction in it: same answers, far fewer store queries.
-        features = self.predictor.current_features
-        cache: dict[int, dict] = {}
+        # and node set serves every prediction in it: same answers, far fewer store queries.
+        features_on = self.predictor.features_on
+        cache: dict[tuple, dict] = {}
 
-        def per_interval(now: float) -> dict:
-            key = math.ceil((now - EPOCH) / SAMPLE_INTERVAL - 1e-9)
-            if key not in cache:
+        def per_interval(now: float, hosts) -> dict:
+            tick = math.ceil((now - EPOCH) / SAMPLE_INTERVAL - 1e-9)
+            key = (tick, None if hosts is None else tuple(hosts))
+            if not cache or next(iter(cache))[0] != tick:
                 cache.clear()
-                cache[key] = features(now)
+            if key not in cache:
+                cache[key] = features_on(now, hosts)
             return dict(cache[key])
 
         if self.predictor.window % SAMPLE_INTERVAL == 0:
-            self.predictor.current_features = per_interval
+            self.predictor.features_on = per_interval
         self.asked = 0
         self.flagged = 0
         self.unknown = 0
 
     def __call__(self, now: float, asked) -> list[bool]:
         jobs = [SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype) for spec, _ in asked]
-        flags = self.predictor.predict(jobs, now)
+        hosts = [[hostname(int(k)) for k in nodes] for _, nodes in asked]
+        flags = self.predictor.predict_on(jobs, now, hosts)
         self.asked += len(jobs)
         self.flagged += sum(flags)
         self.unknown += len(jobs) if self.predictor.last_reason else 0
         return flags
+
+    def quiet_pods(self, now: float) -> np.ndarray:
+        """Per pod: a network job on the pod's nodes is not predicted to vary (the predictor's
+        ``quiet_leaves`` on all the pod's nodes, where its traffic shows)."""
+        leaves = {p: [hostname(k) for k in range(p * POD_SIZE, (p + 1) * POD_SIZE)] for p in range(PODS)}
+        quiet = self.predictor.quiet_leaves(now, leaves)
+        return np.array([quiet[p] for p in range(PODS)], dtype=bool)
 
 
 class NoiseOracle:
@@ -141,6 +164,10 @@ class NoiseOracle:
         self.flagged += sum(flags)
         return flags
 
+    def quiet_pods(self, now: float) -> np.ndarray:
+        """The noise job has two nodes in every pod: all pods are loud while it is on."""
+        return np.full(PODS, self.noise.level(now - EPOCH) == 0)
+
 
 def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     """One scenario x trial x policy: one row per job (the sweep task)."""
@@ -153,7 +180,9 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     work_seed, noise_seed, counter_seed = seeds.spawn(3)
     jobs = workload(scenario, np.random.default_rng(work_seed), float(cell.get("scale", 1.0)))
     noise = NoiseSchedule.random(np.random.default_rng(noise_seed), 20 * 3600.0)
-    config = CoreConfig.from_names("FCFS", "easy")
+    config = replace(
+        CoreConfig.from_names("FCFS", "easy"), placement=PLACEMENT.get(cell["policy"], "first-fit")
+    )
     rush = cell["policy"] in RUSH_CLASSES
     thresholds = cell["thresholds"]
     # The trial's counters live in an in-memory store (only RUSH reads them).
@@ -161,7 +190,7 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     oracle: LearnedOracle | NoiseOracle | None = None
     if rush:
         oracle = LearnedOracle(store, Path(cell["models"][scenario.model]), RUSH_CLASSES[cell["policy"]])
-    elif cell["policy"] == "NOISE-ORACLE":
+    elif cell["policy"] in ("NOISE-ORACLE", "NOISE-ORACLE-V"):
         oracle = NoiseOracle(noise)
     sim = Simulation(jobs, config, np.random.default_rng(counter_seed), noise, store=store, oracle=oracle)
     results = sim.run()

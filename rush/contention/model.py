@@ -51,6 +51,9 @@ import numpy as np
 NODES = 512
 POD_SIZE = 32
 PODS = NODES // POD_SIZE
+# Cores per node as the core sees them: every job asks for whole nodes, exclusive (compute never
+# contends), so the count only sizes the core's node requests, not any slowdown.
+CORES_PER_NODE = 32
 LINK_GBS = 12.5  # 100 Gb/s EDR / Omni-Path class link, per node and direction
 TAPER = 4.0  # pod uplinks oversubscribed 4:1
 POD_UPLINK_GBS = POD_SIZE * LINK_GBS / TAPER  # 100 GB/s per pod and direction

@@ -2,20 +2,24 @@
 
 At every event (an arrival, an end, a noise switch) and every ``PASS_INTERVAL`` seconds (the
 RJMS's periodic scheduling pass, like Slurm's backfill interval) the shell builds a
-:class:`rush.core.Snapshot` (nodes are the processors; the noise job is a running job with an
-unlimited request) and calls :func:`rush.core.schedule.schedule`. It starts exactly the jobs the
-core starts or backfills, in the core's order, and counts the core's skips per job (as the
-daemon's journal does); it decides nothing itself. Placement is the RJMS's part: a job that
-fits in one pod goes to the fullest pod it fits in (best fit), else it takes whole pods in
-order of free nodes, most first, so that it spans as few pods as possible.
+:class:`rush.core.Snapshot` of the fat-tree (512 :class:`rush.core.resources.Node` of
+``CORES_PER_NODE`` cores, ``leaf`` = pod), the noise job and the running jobs with their
+allocations, and the pending jobs with their node requests (whole nodes, exclusive, as the
+model's applications ask), and calls :func:`rush.core.schedule.schedule`. It starts exactly
+the jobs the core starts or backfills, in the core's order, **on the core's nodes**
+(``Decision.nodes``), and counts the core's skips per job (as the daemon's journal does); it
+decides nothing itself. Placement is ``CoreConfig.placement``: ``first-fit`` (lowest free
+nodes, the faithful default: RUSH's Flux used its default match), ``topology`` (fewest pods)
+or ``variability`` (topology packing; flagged jobs go to quiet pods first).
 
 Variation flags come from an *oracle* ``(now, [(spec, nodes)]) -> [bool]`` asked only for
 jobs the pass would start: the shell runs the pass, asks about the jobs it starts that have
 no answer yet, and reruns it with the answers until no unasked job starts. A flag only
 matters for a job the pass would start now (the core skips exactly those), so this gives the
 same decisions as asking about every pending job, with far fewer model evaluations. ``nodes``
-is where the job would go if started now (its tentative placement), so job-scope features
-are read on the nodes it would really get.
+is the core's placement of the job in that pass (its tentative placement), so job-scope
+features are read on the nodes it would really get. With ``placement="variability"`` an
+oracle that has ``quiet_pods(now) -> bool per pod`` marks each pod's nodes ``Node.quiet``.
 """
 
 from __future__ import annotations
@@ -28,10 +32,11 @@ import numpy as np
 
 from rush.collect.store import FeatureStore
 from rush.contention.counters import CounterRecorder
-from rush.contention.model import APPS, NODES, REQUEST_FACTOR, hostname, scaled
+from rush.contention.model import APPS, CORES_PER_NODE, NODES, POD_SIZE, REQUEST_FACTOR, hostname, scaled
 from rush.contention.noise import NoiseSchedule
 from rush.contention.state import NOISE, Running, evaluate
 from rush.core.config import CoreConfig
+from rush.core.resources import Node, Request, Slot
 from rush.core.schedule import schedule
 from rush.core.snapshot import PendingJob, RunningJob, Snapshot
 
@@ -169,7 +174,13 @@ class Simulation:
             while arrivals < len(specs) and specs[arrivals].submit <= t:
                 s = specs[arrivals]
                 base = scaled(APPS[s.app], s.nodes, s.scaling)[0]
-                pending[s.job_id] = PendingJob(s.job_id, s.submit, s.nodes, base * REQUEST_FACTOR)
+                pending[s.job_id] = PendingJob(
+                    s.job_id,
+                    s.submit,
+                    s.nodes * CORES_PER_NODE,
+                    base * REQUEST_FACTOR,
+                    request=node_request(s.nodes),
+                )
                 arrivals += 1
                 changed = True
             if t >= recorder.next_tick - _EPS:
@@ -189,25 +200,28 @@ class Simulation:
         return sorted(done, key=lambda r: r.job_id)
 
     def _pass(self, t, free, pending, active, by_id) -> bool:
-        """One scheduling pass; starts the core's starts. Returns whether any job started."""
-        running = [RunningJob(NOISE_JOB_ID, 0.0, len(NOISE), math.inf)] + [
-            RunningJob(a.spec.job_id, a.start, a.spec.nodes, pending_request(a)) for a in active.values()
+        """One scheduling pass; starts the core's starts on the core's nodes. Returns whether
+        any job started."""
+        running = [NOISE_RUNNING] + [
+            running_job(a.spec.job_id, a.start, a.running.nodes, pending_request(a)) for a in active.values()
         ]
+        nodes = MACHINE
+        quiet_pods = getattr(self.oracle, "quiet_pods", None)
+        if self.config.placement == "variability" and quiet_pods is not None:
+            nodes = machine(np.asarray(quiet_pods(EPOCH + t), dtype=bool))
         answers: dict[int, bool] = {}
         while True:
             jobs = tuple(replace(p, variable=answers.get(p.job_id, False)) for p in pending.values())
-            snapshot = Snapshot(t, NODES, int(free.sum()), jobs, tuple(running))
+            snapshot = Snapshot(
+                t, NODES * CORES_PER_NODE, int(free.sum()) * CORES_PER_NODE, jobs, tuple(running), nodes=nodes
+            )
             decisions = schedule(snapshot, self.config, explain_priorities=False)
-            starts = [d.job_id for d in decisions.decisions if d.action in ("start", "backfill")]
-            unasked = [j for j in starts if j not in answers]
+            starts = [d for d in decisions.decisions if d.action in ("start", "backfill")]
+            unasked = [d for d in starts if d.job_id not in answers]
             if self.oracle is None or not unasked:
                 break
-            tentative = free.copy()
-            asked = []
-            for j in unasked:
-                nodes = place(tentative, by_id[j].nodes)
-                tentative[nodes] = False  # the pass's earlier starts take their nodes first
-                asked.append((by_id[j], nodes))
+            # The tentative placement is the core's own: the nodes this pass gives the job.
+            asked = [(by_id[d.job_id], node_indices(d.nodes)) for d in unasked]
             self.predictions += len(asked)
             flags = self.oracle(EPOCH + t, asked)
             answers.update({spec.job_id: bool(f) for (spec, _), f in zip(asked, flags, strict=True)})
@@ -216,18 +230,22 @@ class Simulation:
             p = pending[j]
             pending[j] = replace(p, skips=p.skips + 1)
         shell_starts = []
-        for j in starts:
-            spec = by_id[j]
-            nodes = place(free, spec.nodes)
-            free[nodes] = False
+        for d in starts:
+            spec = by_id[d.job_id]
+            where = node_indices(d.nodes)
+            if len(where) != spec.nodes or not free[where].all():
+                raise RuntimeError(
+                    f"the core placed job {d.job_id} on {d.nodes}: not {spec.nodes} free nodes"
+                )
+            free[where] = False
             app = APPS[spec.app]
             base, net, io = scaled(app, spec.nodes, spec.scaling)
             work = base * spec.jitter
-            self._skips_at_start[j] = pending.pop(j).skips
-            active[j] = _Active(spec, Running(j, spec.app, nodes, net, io), t, work, base)
-            shell_starts.append(j)
+            self._skips_at_start[d.job_id] = pending.pop(d.job_id).skips
+            active[d.job_id] = _Active(spec, Running(d.job_id, spec.app, where, net, io), t, work, base)
+            shell_starts.append(d.job_id)
         if self.keep_log:
-            self.log.append(PassLog(t, snapshot, starts, shell_starts, skipped))
+            self.log.append(PassLog(t, snapshot, [d.job_id for d in starts], shell_starts, skipped))
         return bool(shell_starts)
 
 
@@ -235,10 +253,43 @@ def pending_request(a: _Active) -> float:
     return a.base * REQUEST_FACTOR
 
 
-def place(free: np.ndarray, n: int) -> np.ndarray:
-    """The n lowest-numbered free nodes (Slurm's linear node selection without the topology
-    plugin). Marks nothing; the caller does. ``free`` is a (NODES,) bool mask."""
-    nodes = np.flatnonzero(free)[:n]
-    if len(nodes) < n:
-        raise RuntimeError(f"{n} nodes requested, {len(nodes)} free")
-    return nodes
+def node_request(nodes: int) -> Request:
+    """What every job of the model asks: whole nodes, exclusive."""
+    return Request(nodes=nodes, cores_per_node=CORES_PER_NODE, exclusive=True)
+
+
+def machine(quiet: np.ndarray | None = None) -> tuple[Node, ...]:
+    """The fat-tree as the core sees it: node k is ``n%03d`` on leaf (pod) k // POD_SIZE;
+    ``quiet`` (one flag per pod) marks the pods the variation predictor sees as quiet."""
+    return tuple(
+        Node(
+            hostname(k),
+            CORES_PER_NODE,
+            leaf=k // POD_SIZE,
+            quiet=True if quiet is None else bool(quiet[k // POD_SIZE]),
+        )
+        for k in range(NODES)
+    )
+
+
+def running_job(job_id: int, start: float, nodes: np.ndarray, requested: float) -> RunningJob:
+    """A running job with its allocation (whole nodes) for the core."""
+    return RunningJob(
+        job_id,
+        start,
+        len(nodes) * CORES_PER_NODE,
+        requested,
+        request=node_request(len(nodes)),
+        allocation=tuple(Slot(int(k), CORES_PER_NODE) for k in nodes),
+    )
+
+
+def node_indices(names: Sequence[str]) -> np.ndarray:
+    """Node names (``n%03d``) back to indices."""
+    return np.fromiter((_INDEX[n] for n in names), dtype=np.int64, count=len(names))
+
+
+MACHINE = machine()
+_INDEX = {node.name: k for k, node in enumerate(MACHINE)}
+# The noise job: a running job holding its nodes for ever (an unlimited request).
+NOISE_RUNNING = running_job(NOISE_JOB_ID, 0.0, NOISE, math.inf)

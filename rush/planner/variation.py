@@ -15,12 +15,22 @@ the mean over nodes of each node's mean) or from any callable ``(start, end) -> 
 tests and the simulator use the same rule. :func:`variable_intervals` turns a counter time
 series into the (start, end) intervals during which the rule fires, for
 ``rush.simulator.engine.SimInputs.variable_intervals``.
+
+Where a job would run (issue 20): a predictor may also answer for given nodes. The learned
+one reads job-node windows at a job's tentative placement when its model uses job-node
+features (``uses_job_nodes``; :mod:`rush.planner.variation_placement` asks the core where the
+job would start, predicts there and reruns the pass). For variability-aware placement
+(``placement = "variability"``) each predictor says which leaf switches (pods) are quiet
+(:meth:`quiet_leaves`), documented rule: a pod is quiet when the learned model's prediction
+for a job of the sensitive workload type placed on the pod's nodes is not a variation class,
+or, for the rule, when the counter's mean over the pod's nodes in the window is at most the
+threshold. No data on a pod means quiet (a silent collector must not steer jobs).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -115,6 +125,7 @@ class RuleVariationPredictor:
         self.window = float(window)
         self.workload_type = workload_type
         self.mean: CounterMean = source if callable(source) else store_counter(source, counter)
+        self.store_path: Path | None = None if callable(source) else Path(source)
         # The last reading, kept for the journal's model outputs.
         self.last_mean: float | None = None
 
@@ -129,6 +140,23 @@ class RuleVariationPredictor:
             return [False] * len(jobs)
         busy = self.busy(now)
         return [busy and s for s in sensitive]
+
+    def quiet_leaves(self, now: float, leaves: Mapping[int, Sequence[str]]) -> dict[int, bool]:
+        """Per leaf: the counter's mean over its nodes in the window is at most the threshold.
+
+        A callable source gives one machine-wide mean, so every leaf gets the same answer."""
+        if self.store_path is None:
+            busy = self.busy(now)
+            return {leaf: not busy for leaf in leaves}
+        from rush.collect.store import FeatureStore
+
+        key = f"mean_{self.counter}"
+        out: dict[int, bool] = {}
+        with FeatureStore(self.store_path) as store:
+            for leaf, hosts in leaves.items():
+                mean = store.window_features(list(hosts), now - self.window, now).get(key) if hosts else None
+                out[leaf] = mean is None or not math.isfinite(mean) or mean <= self.threshold
+        return out
 
 
 def variable_intervals(
@@ -187,9 +215,12 @@ class LearnedVariationPredictor:
     card's ``variation_classes``, e.g. ``["variation"]``; configurable in
     ``variation.classes``).
 
-    Scope: a pending job has no nodes yet (Slurm picks them as it starts the job), so live
-    features are all-node ones. A model trained on job-node features (``scope`` job or both
-    in the card) is fed the all-node values under the job-node names, and the journal says so.
+    Scope: a pending job has no nodes yet, so :meth:`predict` reads all-node features; a
+    model trained on job-node features (``uses_job_nodes``) is then fed the all-node values
+    under the job-node names. :meth:`predict_on` reads the job-node window on the nodes the
+    core would give the job (its tentative placement), as in training; the planner and the
+    contention simulator call it for the jobs a pass would start
+    (:mod:`rush.planner.variation_placement`).
 
     Missing data never holds a job: the store absent, a model feature whose metric the store
     has never held (a model from another machine), no sample of any model feature in the
@@ -252,6 +283,9 @@ class LearnedVariationPredictor:
                 if f.startswith(("job_", "all_")) and f.count("_") >= 2
             }
         )
+        # The model reads job-node features: predictions need the job's tentative placement.
+        self.uses_job_nodes = any(f.startswith("job_") for f in self.features)
+        self._uses_all_nodes = any(f.startswith("all_") for f in self.features)
         self.last_reason: str | None = None
         self.last_imputed = 0
         self._outputs: dict[Any, dict[str, Any]] = {}
@@ -304,6 +338,77 @@ class LearnedVariationPredictor:
             raise _Unknown(f"no sample of the model's features in [{now - self.window:.0f}, {now:.0f})")
         self.last_imputed = sum(1 for f in readings if f not in features)
         return features
+
+    def features_on(self, now: float, hosts: Sequence[str] | None) -> dict[str, float]:
+        """The model's window features for a job placed on ``hosts`` (None: not placed, the
+        all-node window of :meth:`current_features`); raises _Unknown with the reason."""
+        from rush.models.variability.features import window_features_for
+
+        if hosts is None or not self.uses_job_nodes:
+            return self.current_features(now)
+        features = self.current_features(now) if self._uses_all_nodes else {}
+        for name in [f for f in features if f.startswith("job_")]:
+            del features[name]  # the aliases of current_features: the real ones follow
+        store = self._open()
+        uses_probe = any(f in self._probe_features for f in self.features)
+        features |= window_features_for(
+            store, list(hosts), now, self.window, scope="job", with_probe=uses_probe
+        )
+        readings = [f for f in self.features if f not in self._wtype_features]
+        if readings and not any(f in features and math.isfinite(features[f]) for f in readings):
+            raise _Unknown(
+                f"no sample of the model's features on the job's nodes in [{now - self.window:.0f}, {now:.0f})"
+            )
+        self.last_imputed = sum(1 for f in readings if f not in features)
+        return features
+
+    def predict_on(
+        self, jobs: Sequence[Any], now: float, hosts: Sequence[Sequence[str] | None]
+    ) -> list[bool]:
+        """Flags for ``jobs`` each placed on its ``hosts`` (job-node windows at the tentative
+        placement; a job with None is predicted on the all-node window)."""
+        outputs: dict[Any, dict[str, Any]] = {}
+        flags: list[bool] = [False] * len(jobs)
+        groups: dict[tuple[str, ...] | None, list[int]] = {}
+        for k, h in enumerate(hosts):
+            groups.setdefault(None if h is None or not self.uses_job_nodes else tuple(h), []).append(k)
+        reason = None
+        for key, members in groups.items():
+            group = [jobs[k] for k in members]
+            try:
+                answers = self.predict_from(self.features_on(now, key), group)
+            except _Unknown as exc:
+                reason = str(exc)
+                answers = [False] * len(group)
+                self._outputs = {
+                    getattr(j, "job_id", id(j)): {"variation_class": "unknown", "variation_reason": reason}
+                    for j in group
+                }
+            if key is not None:
+                for out in self._outputs.values():
+                    out["variation_nodes"] = _short_hosts(key)
+            outputs |= self._outputs
+            for k, f in zip(members, answers, strict=True):
+                flags[k] = f
+        self._outputs = outputs
+        self.last_reason = reason
+        return flags
+
+    def quiet_leaves(
+        self, now: float, leaves: Mapping[int, Sequence[str]], wtype: str = "network"
+    ) -> dict[int, bool]:
+        """Per leaf: a ``wtype`` job placed on its nodes is not predicted in a variation class.
+
+        With an all-node model every leaf gets the same answer; no prediction means quiet."""
+        from types import SimpleNamespace
+
+        probe = [SimpleNamespace(job_id=("leaf", leaf), wtype=wtype) for leaf in leaves]
+        saved = self._outputs
+        try:
+            flags = self.predict_on(probe, now, [list(h) for h in leaves.values()])
+        finally:
+            self._outputs = saved
+        return {leaf: not f for leaf, f in zip(leaves, flags, strict=True)}
 
     def classify(self, features: dict[str, float], wtypes: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(predicted class names, class probabilities (n, classes)) for one row per workload type."""
@@ -369,3 +474,7 @@ class LearnedVariationPredictor:
     def job_outputs(self, job_id: Any) -> dict[str, Any]:
         """The last prediction for a job (class, probabilities or the unknown reason), for the journal."""
         return self._outputs.get(job_id, {})
+
+
+def _short_hosts(hosts: Sequence[str]) -> str:
+    return ",".join(hosts) if len(hosts) <= 8 else ",".join(hosts[:8]) + f",... ({len(hosts)} nodes)"

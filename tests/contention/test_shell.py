@@ -1,13 +1,16 @@
-"""The shell around the core: its starts are the core's decisions; skips follow the core's limit."""
+"""The shell around the core: its starts are the core's decisions on the core's nodes; skips
+follow the core's limit; the oracle is asked on the core's tentative placement."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from rush.contention.model import APP_NAMES, NODES
+from rush.contention.model import APP_NAMES, POD_SIZE, PODS
 from rush.contention.noise import NoiseSchedule
-from rush.contention.shell import JobSpec, Simulation, place
+from rush.contention.shell import JobSpec, Simulation
 from rush.contention.state import NOISE
 from rush.core.config import CoreConfig
 from rush.core.schedule import schedule
@@ -35,12 +38,17 @@ def test_starts_equal_the_cores_decisions() -> None:
     )
     results = sim.run()
     assert len(results) == 80
+    by_id = {r.job_id: r for r in results}
     started = 0
     for entry in sim.log:
         again = schedule(entry.snapshot, sim.config, explain_priorities=False)
         expected = [d.job_id for d in again.decisions if d.action in ("start", "backfill")]
         assert entry.shell_starts == expected == entry.core_starts
         started += len(entry.shell_starts)
+        # ... on the core's nodes.
+        for d in again.decisions:
+            if d.action in ("start", "backfill"):
+                assert list(d.nodes) == by_id[d.job_id].hosts
     assert started == 80
     # Backfilling happened (the workload mixes sizes) and no job ran before it was submitted.
     assert any(d.action == "backfill" for e in sim.log for d in schedule(e.snapshot, sim.config).decisions)
@@ -111,13 +119,65 @@ def test_baseline_is_deterministic_and_noise_slows_network_runs() -> None:
     assert all(not r.noise for r in quiet) and all(r.noise for r in loud)
 
 
-def test_place_takes_the_lowest_free_nodes() -> None:
-    free = np.ones(NODES, dtype=bool)
-    free[NOISE] = False
-    free[:5] = False
-    assert list(place(free, 3)) == [5, 6, 7]
-    with pytest.raises(RuntimeError):
-        place(np.zeros(NODES, dtype=bool), 1)
+def test_the_oracle_is_asked_on_the_cores_placement() -> None:
+    """The nodes an oracle gets for a job are the ones the core gives it in that pass."""
+    seen: list[tuple[float, int, list[str]]] = []
+
+    def record(now, pairs):
+        seen.extend((now, spec.job_id, [f"n{k:03d}" for k in nodes]) for spec, nodes in pairs)
+        return [False] * len(pairs)
+
+    rng = np.random.default_rng(2)
+    sim = Simulation(jobs(40, sizes=(8, 16, 32)), CoreConfig.from_names("FCFS", "easy"), rng,
+                     NoiseSchedule.off(), oracle=record)  # fmt: skip
+    results = {r.job_id: r for r in sim.run()}
+    # Nothing is flagged, so the first answer's placement is where the job really started.
+    assert len(seen) == 40
+    for _, job_id, hosts in seen:
+        assert hosts == results[job_id].hosts
+
+
+@pytest.mark.parametrize("placement", ["first-fit", "topology"])
+def test_placements_reach_the_shell(placement: str) -> None:
+    """Topology packing keeps every job that fits in a pod inside one pod more often than first fit."""
+    rng = np.random.default_rng(4)
+    config = replace(CoreConfig.from_names("FCFS", "easy"), placement=placement)
+    results = Simulation(jobs(60, seed=4, sizes=(8, 16)), config, rng, NoiseSchedule.off()).run()
+    pods = [len({int(h[1:]) // POD_SIZE for h in r.hosts}) for r in results]
+    one_pod = sum(p == 1 for p in pods)
+    if placement == "topology":
+        assert one_pod == len(results)  # 8 and 16 nodes always fit in a 30-node pod's free room
+    else:
+        assert one_pod < len(results)  # lowest free nodes straddle pods
+
+
+def test_variability_placement_sends_flagged_jobs_to_quiet_pods() -> None:
+    """Flagged network jobs start on quiet pods only (pods 3 and 9 here) or wait; unflagged
+    ones go anywhere; no flagged job is skipped while a quiet placement exists."""
+    quiet = np.zeros(PODS, dtype=bool)
+    quiet[[3, 9]] = True
+
+    class Oracle:
+        def __call__(self, now, pairs):
+            return [spec.app in ("AMG", "Kripke", "MILC") for spec, _ in pairs]
+
+        def quiet_pods(self, now):
+            return quiet
+
+    rng = np.random.default_rng(6)
+    config = replace(CoreConfig.from_names("FCFS", "easy", skip_limit=1000), placement="variability")
+    specs = jobs(50, seed=6, sizes=(8, 16))
+    sim = Simulation(specs, config, rng, NoiseSchedule.off(), oracle=Oracle(), keep_log=True)
+    results = sim.run()
+    network = [r for r in results if r.app in ("AMG", "Kripke", "MILC")]
+    assert network and len(results) == 50
+    for r in network:
+        assert {int(h[1:]) // POD_SIZE for h in r.hosts} <= {3, 9}
+    others = {int(h[1:]) // POD_SIZE for r in results if r not in network for h in r.hosts}
+    assert others - {3, 9}
+    for entry in sim.log:
+        for node in entry.snapshot.nodes:
+            assert node.quiet == bool(quiet[node.leaf])
 
 
 @pytest.mark.parametrize(
