@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from flux.job import JobID  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
@@ -44,7 +45,17 @@ from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
 from rush.rjms.base import ClusterState, RJMSJob
-from rush.rjms.flux import FluxBackend, count_cores, jobspec_tags, trusted_submit_time
+from rush.rjms.flux import (
+    FluxBackend,
+    allocation_from_r,
+    count_cores,
+    jobspec_tags,
+    nodes_from_r,
+    r_hosts,
+    r_ranks,
+    request_from_jobspec,
+    trusted_submit_time,
+)
 
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
 
@@ -122,6 +133,12 @@ class RushScheduler(Scheduler):
         self.pending: dict[int, RJMSJob] = {}
         self.running: dict[int, RJMSJob] = {}
         self._users: dict[int, str] = {}
+        # Node name <-> broker rank (names are R's hostnames when unique, else rank<N>).
+        self._rank_of: dict[str, int] = {}
+        self._names: dict[int, str] = {}
+        self._queues = self._queue_properties()
+        # The t_estimate last published per job (sched-backfill's protocol: only on change).
+        self._estimates: dict[int, float] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
         # Kept typed: the module asks its own backend for Flux-only facts (the owner).
@@ -165,11 +182,30 @@ class RushScheduler(Scheduler):
         left = expiration - time.time() if expiration > 0 else None
         return time_limit(float(duration), self.options.default_limit, left)
 
+    def _queue_properties(self) -> dict[str, list[str]]:
+        """Flux queues (rush's partitions) and the node properties each requires, from the
+        instance's configuration ([queues.NAME] requires = [...]); {} without queues."""
+        try:
+            config = self.handle.rpc("config.get").get() or {}
+        except OSError:
+            return {}
+        queues = config.get("queues", {}) if isinstance(config, dict) else {}
+        out = {}
+        for name, queue in (queues if isinstance(queues, dict) else {}).items():
+            requires = queue.get("requires", []) if isinstance(queue, dict) else []
+            out[str(name)] = [str(p) for p in requires] if isinstance(requires, list) else []
+        return out
+
     def cluster_state(self, partitions=()) -> ClusterState:
         now = time.time()
         pool = self.resources
-        total = pool.to_resource_set().ncores
-        busy = pool.copy_allocated().ncores + pool.copy_down().ncores
+        everything = pool.to_resource_set().to_dict()
+        allocated = pool.copy_allocated().to_dict()
+        down = pool.copy_down().to_dict()
+        total = count_cores(everything)
+        busy = count_cores(allocated) + count_cores(down)
+        nodes = nodes_from_r(everything, allocated, down, queues=self._queues)
+        self._node_names(everything)
         # The job objects are kept from alloc on, so the snapshot builder reuses their entries.
         jobs = [self.pending[job.jobid] for job in self._queue if job.jobid in self.pending]
         jobs.extend(self.running.values())
@@ -181,6 +217,27 @@ class RushScheduler(Scheduler):
             free_procs=max(int(total) - int(busy), 0),
             jobs=tuple(jobs),
             partitions=tuple(sorted({j.partition for j in jobs if j.partition})),
+            nodes=nodes,
+        )
+
+    def _node_names(self, everything: dict | None = None) -> dict[int, str]:
+        """Node names by rank as :func:`rush.rjms.flux.nodes_from_r` gives them (kept both ways)."""
+        if everything is None:
+            everything = self.resources.to_resource_set().to_dict()
+        self._names = r_hosts(everything, list(r_ranks(everything)))
+        self._rank_of = {name: rank for rank, name in self._names.items()}
+        return self._names
+
+    def _running_job(self, queued: RJMSJob, start: float, limit: float, r: dict) -> RJMSJob:
+        """A job as it runs: its cores and nodes as Flux allocated them (an exclusive
+        one-slot job holds the whole node)."""
+        return replace(
+            queued,
+            state="RUNNING",
+            start=start,
+            requested_time=limit,
+            procs=max(count_cores(r), 1),
+            allocation=allocation_from_r(r, self._names),
         )
 
     # -- Scheduler overrides --------------------------------------------------------------
@@ -198,6 +255,12 @@ class RushScheduler(Scheduler):
         system = system if isinstance(system, dict) else {}
         job = system.get("job", {})
         tags = jobspec_tags(jobspec)
+        try:
+            request_shape = request_from_jobspec(jobspec)
+        except (ValueError, TypeError, AttributeError):
+            request_shape = None  # Flux parsed it: read as its cores anywhere
+        if request_shape is not None and not self._queues:
+            request_shape = replace(request_shape, partition="")  # no queues: every node
         self.pending[jobid] = RJMSJob(
             job_id=int(jobid),
             state="PENDING",
@@ -205,9 +268,11 @@ class RushScheduler(Scheduler):
             procs=int(rr.ncores),
             requested_time=self._limit(float(rr.duration)),
             user=user_name(int(userid), self._users),
-            partition=str(system.get("queue", ""))[:256],
+            partition=str(system.get("queue", ""))[:256] if self._queues else "",
             name=str(job.get("name", ""))[:256] if isinstance(job, dict) else "",
             tags=tags,
+            site_factor=int(priority),
+            request=request_shape,
         )
         heapq.heappush(self._queue, PendingJob(jobid, priority, t_submit, request, rr))
 
@@ -221,8 +286,9 @@ class RushScheduler(Scheduler):
         try:
             answer = self.handle.rpc("job-info.lookup", {"id": jobid, "keys": ["jobspec"], "flags": 0}).get()
             tags = jobspec_tags(answer.get("jobspec", {}))
-        except OSError:
-            tags = {}
+            request = request_from_jobspec(answer.get("jobspec", {}))
+        except (OSError, ValueError, TypeError, AttributeError):
+            tags, request = {}, None
         self.running[jobid] = RJMSJob(
             job_id=int(jobid),
             state="RUNNING",
@@ -232,6 +298,8 @@ class RushScheduler(Scheduler):
             start=start,
             user=user_name(int(userid), self._users),
             tags=tags,
+            request=request,
+            allocation=allocation_from_r(r, self._names or self._node_names()),
         )
 
     def free(self, jobid, R, final=False):
@@ -251,8 +319,23 @@ class RushScheduler(Scheduler):
             self.running[jobid] = replace(job, requested_time=max(float(expiration) - job.start, 0.0))
         self.handle.respond(msg, None)
 
+    def prioritize(self, jobs):
+        """Flux priorities changed (``flux job urgency``, a priority plugin): the queue is
+        re-sorted by the base class and each job's RJMSJob carries its new priority as
+        ``site_factor``; a pass follows (the base class asks for one)."""
+        super().prioritize(jobs)
+        for jobid, priority in jobs:
+            job = self.pending.get(jobid)
+            if job is not None and job.site_factor != int(priority):
+                self.pending[jobid] = replace(job, site_factor=int(priority))
+
     def schedule(self):
-        """One pass: the planner decides, this module allocates its starts in its order."""
+        """One pass: the planner decides, this module allocates its starts in its order.
+
+        A start the pool refuses means the core's view of the machine was wrong: it is
+        journaled as failed and logged as an error, and no later start of the pass is made
+        (they were planned around it: a backfill past a refused head could take its nodes).
+        The next pass decides again on a fresh read."""
         if not self._queue and not self.running:
             return
         report = self.planner.run_cycle()
@@ -260,16 +343,32 @@ class RushScheduler(Scheduler):
             return  # journaled by the planner; nothing is started on a failed pass
         cycle, built, decisions = self.planner.last
         queued = {job.jobid: job for job in self._queue}
+        reserved = [d.job_id for d in decisions.decisions if d.action == "reserve"]
         done: set[int] = set()
         records = []
+        refused: int | None = None
         for d in decisions.decisions:
-            if d.action not in ("start", "backfill"):
-                continue
             job = queued.get(d.job_id)
             if job is None:
                 continue
-            status, answer = self._allocate(job, d)
-            if status != "deferred":
+            if d.action == "infeasible":  # the core's reason names the fix; Flux denies it
+                job.request.deny(f"rush: {d.reason}"[:500])
+                self.planner.journal.event(None, "denied", f"job {d.job_id}: {d.reason}"[:500])
+                done.add(d.job_id)
+                continue
+            if d.action not in ("start", "backfill"):
+                continue
+            if refused is not None:
+                why = f"not attempted: the pool refused job {refused} earlier in this pass; decided again next pass"
+                records.append((d, "failed", why))
+                continue
+            status, answer = self._allocate(
+                job, d, reserved[0] if reserved and d.action == "backfill" else None
+            )
+            if status == "refused":
+                refused, status = d.job_id, "failed"
+                self.log.error(f"rush: job {d.job_id}: {answer}")
+            elif status == "done" or answer.startswith("denied"):
                 done.add(d.job_id)
             records.append((d, status, answer))
         if done:
@@ -277,6 +376,8 @@ class RushScheduler(Scheduler):
             heapq.heapify(self._queue)
             for job_id in done:
                 self.pending.pop(job_id, None)
+                self._estimates.pop(job_id, None)
+        self._publish_estimates(decisions.decisions)
         journal = self.planner.journal
         with journal.transaction():
             for d, status, answer in records:
@@ -288,17 +389,72 @@ class RushScheduler(Scheduler):
                     answer,
                 )
 
-    def _allocate(self, job, decision: Decision) -> tuple[str, str]:
-        """Allocate one of the core's starts: (journal status, answer)."""
+    def _publish_estimates(self, decisions: list[Decision]) -> None:
+        """``sched.t_estimate`` on each reserved job (its reserved start time), as sched-backfill
+        annotates its head job; cleared on a job no longer reserved. Sent only on change."""
+        now = {
+            d.job_id: float(d.value)
+            for d in decisions
+            if d.action == "reserve" and d.value is not None and math.isfinite(d.value)
+        }
+        for job in self._queue:
+            old = self._estimates.get(job.jobid)
+            new = now.get(job.jobid)
+            if new is not None and (old is None or abs(new - old) >= 1.0):
+                self._estimates[job.jobid] = new
+                job.request.annotate({"sched": {"t_estimate": new}})
+            elif new is None and old is not None:
+                del self._estimates[job.jobid]
+                job.request.annotate({"sched": {"t_estimate": None}})
+
+    def _placed_request(self, rr, decision: Decision):
+        """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint
+        added to its own), so the pool allocates on exactly those nodes; ``rr`` unchanged
+        when the decision names no nodes (a snapshot without nodes)."""
+        if not decision.nodes:
+            return rr
+        missing = [name for name in decision.nodes if name not in self._rank_of]
+        if missing:
+            raise KeyError(f"the core placed it on nodes the pool does not have: {missing[:5]}")
+        ranks = ",".join(str(self._rank_of[name]) for name in decision.nodes)
+        own = rr.constraint
+        constraint = {"ranks": [ranks]} if own is None else {"and": [own, {"ranks": [ranks]}]}
+        return type(rr)(
+            rr.node_count,
+            rr.slot_count,
+            rr.slot_size,
+            rr.gpu_per_slot,
+            rr.duration,
+            constraint,
+            rr.exclusive,
+            rr.jobspec,
+        )
+
+    def _allocate(self, job, decision: Decision, head: int | None) -> tuple[str, str]:
+        """Allocate one of the core's starts on its nodes: (journal status, answer); status
+        ``refused`` when the pool cannot (a bug: the core's view was not the pool's)."""
         rr = job.resource_request
         try:
-            alloc = self.resources.alloc(job.jobid, rr)
+            placed = self._placed_request(rr, decision)
+            alloc = self.resources.alloc(job.jobid, placed)
         except InsufficientResources as exc:
-            # The core counts cores; the pool also sees topology (e.g. whole nodes). Retried next pass.
-            return "deferred", f"not allocated: {exc or 'insufficient resources'}; retried next pass"
+            where = f" on {','.join(decision.nodes)}" if decision.nodes else ""
+            return (
+                "refused",
+                f"REFUSED by the pool{where}: {exc or 'insufficient resources'} (the core's view was not the pool's)",
+            )
+        except KeyError as exc:
+            return "refused", f"REFUSED: {exc}"
         except InfeasibleRequest as exc:
-            job.request.deny(str(exc) or "unsatisfiable request")
-            return "failed", f"denied: {exc}"
+            try:  # infeasible on the core's nodes only, or for the job itself?
+                self.resources.check_feasibility(rr)
+            except InfeasibleRequest:
+                job.request.deny(str(exc) or "unsatisfiable request")
+                return "failed", f"denied: {exc}"
+            return (
+                "refused",
+                f"REFUSED on {','.join(decision.nodes)}: {exc} (the core's view was not the pool's)",
+            )
         now = time.time()
         alloc.set_starttime(now)
         limit = self._limit(float(rr.duration))
@@ -306,9 +462,12 @@ class RushScheduler(Scheduler):
             alloc.set_expiration(now + limit)
         queued = self.pending.get(job.jobid)
         summary = alloc.dumps()
-        job.request.success(alloc, {"sched": {"resource_summary": summary, "rush": decision.reason[:200]}})
+        annotations = {"resource_summary": summary, "rush": decision.reason[:200]}
+        if head is not None:  # sched-backfill's annotation: the job it backfilled around
+            annotations["backfill"] = JobID(head).f58
+        job.request.success(alloc, {"sched": annotations})
         if queued is not None:
-            self.running[job.jobid] = replace(queued, state="RUNNING", start=now, requested_time=limit)
+            self.running[job.jobid] = self._running_job(queued, now, limit, alloc.to_dict())
         return "done", f"allocated {summary}"
 
 

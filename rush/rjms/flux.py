@@ -54,10 +54,13 @@ import errno
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from rush.core.resources import Node, Request
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
 from rush.rjms.base import (
     ActionResult,
@@ -165,6 +168,199 @@ def _idset_size(idset: str) -> int:
     return size
 
 
+# Bounds on what a jobspec or an R may name (a hostile jobspec is denied, never expanded).
+MAX_IDS = 1 << 20
+MAX_RESOURCE_DEPTH = 16
+
+
+def idset_ids(idset: str, limit: int = MAX_IDS) -> list[int]:
+    """The ids of an RFC 22 idset (``0-3,7``, brackets allowed), at most ``limit`` of them."""
+    ids: list[int] = []
+    for part in str(idset).strip("[]").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high) if high else int(low)
+        if first < 0 or last < first or len(ids) + last - first + 1 > limit:
+            raise ValueError(f"idset {idset[:80]!r}: ranges must be ascending, at most {limit} ids")
+        ids.extend(range(first, last + 1))
+    return ids
+
+
+def _count(vertex: dict[str, Any]) -> int:
+    """A jobspec vertex's count: an integer or the minimum of an RFC 14 range."""
+    count = vertex.get("count", 1)
+    if isinstance(count, dict):
+        count = count.get("min", 1)
+    if isinstance(count, str):
+        count = int(count.split("-")[0].split(",")[0].split(":")[0])
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 < count <= MAX_IDS:
+        raise ValueError(f"resource count {vertex.get('count')!r}: give an integer 1..{MAX_IDS}")
+    return count
+
+
+def request_from_jobspec(jobspec: Any) -> Request:
+    """A Flux jobspec's resources as the core's :class:`Request` (docs/reference/resources.md,
+    section Flux). Walks the resource graph as flux-core's ``ResourceRequest.from_jobspec``:
+
+    * a node level (``-N``): ``nodes`` = its count, per node its slots x (cores, GPUs);
+      ``exclusive`` from the node (or slot) vertex;
+    * slots only, exclusive: one whole node per slot;
+    * slots only of one core and no GPU (``-n``): that many cores anywhere (exact);
+    * one slot (``-n1 -c4``, ``-n1 -g1``): one node with its cores and GPUs (exact);
+    * several slots of more cores, no GPU (``-n4 -c2``): their cores anywhere (the core may
+      split a slot over two nodes; the module then lets Flux place the slots on those nodes);
+    * several slots with GPUs (``-n2 -g1``): one node per slot (Flux may also pack two slots
+      on one node; every placement of the core's is one Flux accepts).
+
+    The queue (``attributes.system.queue``) is the partition. ValueError on a malformed one.
+    """
+    if not isinstance(jobspec, dict) or not isinstance(jobspec.get("resources"), list):
+        raise ValueError("jobspec has no resources list")
+    found = {"nodes": 0, "slots": 0, "cores": 0, "gpus": 0, "exclusive": False, "factor": 1}
+
+    def walk(vertices: list[Any], factor: int, depth: int) -> None:
+        if depth > MAX_RESOURCE_DEPTH:
+            raise ValueError(f"resources nested deeper than {MAX_RESOURCE_DEPTH}")
+        for vertex in vertices:
+            if not isinstance(vertex, dict):
+                raise ValueError("a resource vertex is not an object")
+            kind, count = vertex.get("type"), _count(vertex)
+            children = vertex.get("with", [])
+            if not isinstance(children, list):
+                raise ValueError("'with' is not a list")
+            if kind == "node":
+                found["nodes"], found["factor"] = count * factor, factor
+                found["exclusive"] = found["exclusive"] or bool(vertex.get("exclusive"))
+                walk(children, factor, depth + 1)
+                continue
+            if kind == "slot":
+                found["slots"] = count
+                found["exclusive"] = found["exclusive"] or bool(vertex.get("exclusive"))
+            elif kind == "core":
+                found["cores"] = count
+            elif kind == "gpu":
+                found["gpus"] = count
+            walk(children, factor * count, depth + 1)
+
+    walk(jobspec["resources"], 1, 0)
+    slots, cores, gpus = int(found["slots"]), int(found["cores"]), int(found["gpus"])
+    if slots <= 0 or cores <= 0:
+        raise ValueError("jobspec has no slot with cores")
+    system = (
+        jobspec.get("attributes", {}).get("system", {}) if isinstance(jobspec.get("attributes"), dict) else {}
+    )
+    queue = system.get("queue", "") if isinstance(system, dict) else ""
+    partition = str(queue)[:256] if isinstance(queue, str) else ""
+    nodes, exclusive = int(found["nodes"]), bool(found["exclusive"])
+    if nodes:
+        return Request(nodes, slots * cores, slots * gpus, exclusive, partition)
+    if exclusive:
+        return Request(slots, cores, gpus, True, partition)
+    if slots == 1 or gpus:
+        return Request(slots, cores, gpus, False, partition)
+    return Request(0, slots * cores, 0, False, partition)
+
+
+def r_ranks(r: dict[str, Any] | None) -> dict[int, tuple[list[int], list[int]]]:
+    """An R version 1 object's ranks: rank -> (core ids, GPU ids)."""
+    out: dict[int, tuple[list[int], list[int]]] = {}
+    for entry in (r or {}).get("execution", {}).get("R_lite", []):
+        children = entry.get("children", {})
+        cores = idset_ids(str(children.get("core", "")))
+        gpus = idset_ids(str(children.get("gpu", "")))
+        for rank in idset_ids(str(entry["rank"])):
+            have = out.setdefault(rank, ([], []))
+            have[0].extend(cores)
+            have[1].extend(gpus)
+    return out
+
+
+def r_hosts(r: dict[str, Any] | None, ranks: Sequence[int]) -> dict[int, str]:
+    """Node names by rank: R's ``nodelist`` hostnames when each rank has its own, else
+    ``rank<N>`` (an R made by ``flux R encode`` without hosts repeats the local hostname)."""
+    names: list[str] = []
+    for entry in (r or {}).get("execution", {}).get("nodelist", []) or []:
+        names.extend(expand_hostlist(str(entry)))
+    ordered = sorted(ranks)
+    if len(names) >= len(ordered) and len(set(names)) == len(names):
+        by_index = dict(enumerate(names))
+        every = sorted(idset_ids(",".join(str(e["rank"]) for e in r.get("execution", {}).get("R_lite", []))))
+        position = {rank: i for i, rank in enumerate(every)}
+        return {rank: by_index.get(position.get(rank, -1), f"rank{rank}") for rank in ordered}
+    return {rank: f"rank{rank}" for rank in ordered}
+
+
+def expand_hostlist(hostlist: str, limit: int = MAX_IDS) -> list[str]:
+    """RFC 29 hostlist (``node[0-3,7],login``) -> host names, at most ``limit``."""
+    hosts: list[str] = []
+    for match in re.finditer(r"([^,\[]+)(?:\[([^\]]*)\])?([^,]*)", hostlist):
+        prefix, ranges, suffix = match.group(1), match.group(2), match.group(3)
+        if ranges is None:
+            hosts.append(prefix + suffix)
+            continue
+        for part in ranges.split(","):
+            low, _, high = part.partition("-")
+            width = len(low)
+            first, last = int(low), int(high) if high else int(low)
+            if last < first or len(hosts) + last - first + 1 > limit:
+                raise ValueError(f"hostlist {hostlist[:80]!r}: ascending ranges, at most {limit} hosts")
+            hosts.extend(f"{prefix}{i:0{width}d}{suffix}" for i in range(first, last + 1))
+    return hosts
+
+
+def nodes_from_r(
+    everything: dict[str, Any] | None,
+    allocated: dict[str, Any] | None,
+    down: dict[str, Any] | None,
+    drained: Sequence[int] = (),
+    queues: dict[str, list[str]] | None = None,
+) -> tuple[Node, ...]:
+    """The instance's nodes (one per broker rank) from the scheduler's R sets: cores and GPUs
+    from ``all``, free ones from ``allocated``, state from ``down`` (``drained`` ranks read
+    ``drained``, other down ranks ``down``; either offers nothing). ``queues``: queue name ->
+    the node properties it requires; a node belongs to every queue whose properties it has."""
+    ranks = r_ranks(everything)
+    busy = r_ranks(allocated)
+    off = set(r_ranks(down))
+    names = r_hosts(everything, list(ranks))
+    properties: dict[str, set[int]] = {}
+    for name, idset in ((everything or {}).get("execution", {}).get("properties", {}) or {}).items():
+        properties[str(name)] = set(idset_ids(str(idset)))
+    drained_set = set(drained)
+    nodes = []
+    for rank in sorted(ranks):
+        cores, gpus = ranks[rank]
+        used = busy.get(rank, ([], []))
+        state = "drained" if rank in drained_set else "down" if rank in off else "up"
+        member = tuple(
+            sorted(
+                q for q, need in (queues or {}).items() if all(rank in properties.get(p, ()) for p in need)
+            )
+        )
+        nodes.append(
+            Node(
+                name=names[rank],
+                cores=len(cores),
+                gpus=len(gpus),
+                state=state,
+                partitions=member,
+                free_cores=0 if state != "up" else len(set(cores) - set(used[0])),
+                free_gpus=0 if state != "up" else len(set(gpus) - set(used[1])),
+            )
+        )
+    return tuple(nodes)
+
+
+def allocation_from_r(r: dict[str, Any] | None, names: dict[int, str]) -> tuple[tuple[str, int, int], ...]:
+    """A running job's R as (node name, cores, GPUs) per node (``names``: rank -> node name)."""
+    return tuple(
+        (names.get(rank, f"rank{rank}"), len(cores), len(gpus))
+        for rank, (cores, gpus) in sorted(r_ranks(r).items())
+    )
+
+
 def build_jobspec(
     *,
     name: str,
@@ -232,6 +428,8 @@ class FluxBackend(RJMSBackend):
         self.priority_lever = priority_lever
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
+        self._requests: dict[int, Request | None] = {}
+        self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
         self._held_urgency: dict[int, int] = {}
         self._lever: str | None = "urgency" if priority_lever == "urgency" else None
         self._plugin_batch = PLUGIN_MAX_BATCH
@@ -283,6 +481,11 @@ class FluxBackend(RJMSBackend):
             jobs = [self._job(j) for j in listing["jobs"]]
             total = count_cores(status.get("all"))
             free = total - count_cores(status.get("allocated")) - count_cores(status.get("down"))
+            nodes = nodes_from_r(
+                status.get("all"), status.get("allocated"), status.get("down"), self._drained()
+            )
+            names = r_hosts(status.get("all"), list(r_ranks(status.get("all"))))
+            jobs = [self._with_allocation(j, names) for j in jobs]
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected Flux answer ({exc!r})",
@@ -293,13 +496,36 @@ class FluxBackend(RJMSBackend):
             jobs = [j for j in jobs if j.partition in partitions]
         live = {j.job_id for j in jobs}
         self._tags = {k: v for k, v in self._tags.items() if k in live}
+        self._requests = {k: v for k, v in self._requests.items() if k in live}
+        self._allocations = {k: v for k, v in self._allocations.items() if k in live}
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,
             free_procs=max(free, 0),
             jobs=tuple(jobs),
             partitions=tuple(sorted({j.partition for j in jobs if j.partition})),
+            nodes=nodes,
         )
+
+    def _drained(self) -> list[int]:
+        """Drained ranks (``resource.status``'s ``drain``: idset -> reason); [] if unreadable:
+        they then read ``down``, which offers nothing to new jobs either."""
+        try:
+            drain = self._rpc("resource.status", {}).get("drain", {})
+            return [r for idset in (drain or {}) for r in idset_ids(str(idset))]
+        except (RJMSError, ValueError, TypeError, AttributeError):
+            return []
+
+    def _with_allocation(self, job: RJMSJob, names: dict[int, str]) -> RJMSJob:
+        """A running job with its allocation from its R (read once per job)."""
+        if job.state != "RUNNING":
+            return job
+        if job.job_id not in self._allocations:
+            answer = self._rpc("job-info.lookup", {"id": job.job_id, "keys": ["R"], "flags": 0})
+            r = answer.get("R", {})
+            r = json.loads(r) if isinstance(r, str) else r
+            self._allocations[job.job_id] = allocation_from_r(r, names)
+        return replace(job, allocation=self._allocations[job.job_id])
 
     def _jobspec_info(self, job_id: int) -> tuple[dict[str, str], float | None]:
         """rush tags and requested duration from the job's jobspec (cached per job)."""
@@ -311,6 +537,10 @@ class FluxBackend(RJMSBackend):
             tags = jobspec_tags(spec)
             duration = system.get("duration")
             self._tags[job_id] = (tags, float(duration) if duration else None)
+            try:
+                self._requests[job_id] = request_from_jobspec(spec)
+            except (ValueError, TypeError, AttributeError):
+                self._requests[job_id] = None  # Flux denies it; rush reads its cores anywhere
         return self._tags[job_id]
 
     def _job(self, j: dict[str, Any]) -> RJMSJob:
@@ -343,6 +573,7 @@ class FluxBackend(RJMSBackend):
             held=state == "PENDING" and urgency == URGENCY_HOLD,
             reason="held (urgency 0)" if urgency == URGENCY_HOLD else "",
             site_factor=priority,
+            request=self._requests.get(job_id),
         )
 
     # -- acting ---------------------------------------------------------------------------

@@ -23,24 +23,16 @@ WHY = sharness.unavailable()
 NAMES = sharness.case_names() if WHY is None else []
 
 # Case number -> why rush's module does not pass it yet (empty: every case passes).
-NO_T_ESTIMATE = "the module publishes no sched.t_estimate annotation for the reserved job"
-CORE_COUNTS = (
-    "the snapshot counts cores: the pool refuses a start the core made on free cores, the start is "
-    "deferred and later jobs go on"
+URGENCY = (
+    "rush orders by its policy (FCFS: submit time); Flux's priority reaches the module "
+    "(prioritize: RJMSJob.site_factor) but no core policy orders by it yet, so a flux job "
+    "urgency change does not reorder the queue"
 )
-URGENCY = "FCFS orders by submit time: a flux job urgency change does not reorder the queue"
 NOT_YET: dict[int, str] = {
-    10: NO_T_ESTIMATE,
-    13: "the backfilled job is annotated sched.rush, not sched.backfill = the head's f58 id",
-    23: NO_T_ESTIMATE,
-    24: CORE_COUNTS + " (the -N2 head on rank 1's 2 free cores), so the short job is not backfilled",
     30: URGENCY,
     31: URGENCY + " (jp1 started first)",
     32: URGENCY + " (jp2 never ran, so it has no free event to wait for)",
-    34: NO_T_ESTIMATE,
-    47: NO_T_ESTIMATE,
-    48: CORE_COUNTS + " (the 2-GPU head refused, the no-duration GPU job started)",
-    49: "the only free GPU went to the no-duration job of case 48",
+    36: URGENCY + " (the boosted job does not displace the reserved head, whose t_estimate stays)",
 }
 
 
