@@ -239,3 +239,33 @@ def test_skip_holds_a_flagged_job_only_when_it_fits_in_its_partition(nodes_clust
     assert report.ok and not job(cluster, batch_job).held
     assert daemon.journal.decisions(batch_job, "release")[0]["status"] == "done"
     assert set(started_on(daemon, batch_job)) <= BATCH - {"n4", "n5", "n6"}
+
+
+# -- the RJMS policy: Slurm's own priority orders the pass -----------------------------------
+def test_rjms_policy_follows_slurms_priority_and_an_admin_change(nodes_cluster, tmp_path):
+    """Three jobs each needing every usable batch node: only the first in order can start. With
+    policy RJMS the start advice goes to the job Slurm ranks highest (an admin's
+    ``scontrol update Priority=``), and to another once the admin raises that one (dry-run: the
+    priorities are Slurm's alone)."""
+    cluster = nodes_cluster
+    jobs = [
+        cluster.submit("-p", "batch", "-N", "5", "--exclusive", "-t", "5", LATER, "--wrap", SLEEP)
+        for _ in range(3)
+    ]
+    scontrol = cluster.tool("scontrol")
+    cluster.run(scontrol, "update", f"JobId={jobs[1]}", "Priority=5000")
+    daemon = Daemon(config(cluster, tmp_path, True, {"policy": "RJMS"}))
+
+    def first_started() -> tuple[int, float]:
+        report = daemon.run_cycle()
+        assert report.ok, report.error
+        (started,) = daemon.last[2].job_ids("start")
+        return started, job(cluster, started).priority
+
+    assert first_started() == (jobs[1], 5000.0)
+    assert started_on(daemon, jobs[1]) == ("n1", "n2", "n3", "n5", "n6")
+    cluster.run(scontrol, "update", f"JobId={jobs[2]}", "Priority=9000")
+    assert first_started() == (jobs[2], 9000.0)
+    # Under FCFS the same queue starts the first submitted job.
+    fcfs = Daemon(config(cluster, tmp_path / "fcfs", True))
+    assert fcfs.run_cycle().ok and fcfs.last[2].job_ids("start") == [jobs[0]]
