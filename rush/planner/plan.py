@@ -39,6 +39,7 @@ from rush.planner.metrics import DaemonMetrics
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
 from rush.planner.variation import VariationPredictor, get_predictor
+from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
 
 log = logging.getLogger("rush.daemon")
@@ -229,6 +230,10 @@ class Planner:
             self.applier.reconcile(state)
             self._observe_completions(state, cycle)
             built = self.builder.build(state, self.book.jobs())
+            try:  # job-node windows at the core's tentative placement; quiet pods (issue 20)
+                built = predict_at_placement(built, self.variation, self.core_config, state)
+            except Exception as exc:  # a model failing on live input must not stop scheduling
+                self._model_error(f"variation:{getattr(self.variation, 'name', '?')}", exc, cycle)
             if built.dropped:
                 shown = ", ".join(f"{job_id} ({why})" for job_id, why in built.dropped[:20])
                 self.journal.event(
