@@ -366,5 +366,7 @@ def replay(
     report["scheduler_differences"] = differences
     # Scaled limits rounded up to the RJMS's granularity: the estimates EASY had lost to scaling.
     report["limits_at_floor"] = float(np.mean(scaled.requested_time <= limit_step))
+    # Slurm decides on whole-second ticks: a job shorter than one holds its cores about 1 s.
+    report["sub_second_jobs"] = float(np.mean(scaled.runtime < 1.0)) if len(scaled) else 0.0
     report["unfinished"] = len(scaled) - len(observed)
     return report
