@@ -19,7 +19,7 @@ import rush
 from rush.cli import checks
 from rush.cli.app import app
 from rush.core.names import BACKFILL_MODES, POLICY_CODES
-from rush.errors import RushError
+from rush.errors import ConfigError, RushError
 
 if TYPE_CHECKING:
     from rush.simulator.result import SimResult
@@ -83,6 +83,9 @@ class RunChoice:
     backfill_policy: str | None = None
     classes: str | None = None  # runtime-class variant (None: no classes)
     model: Path | None = None  # trained runtime classifier for ``classes``
+    on_nodes: bool = False  # schedule on the trace's nodes (rush.workload.machine)
+    placement: str = "first-fit"
+    nodes_per_leaf: int = 0
 
 
 def run_one(
@@ -102,9 +105,17 @@ def run_one(
         from rush.studies.runtime_variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
-    config = _core_config(policy, backfill, threshold, backfill_policy, **kwargs)
+    config = _core_config(policy, backfill, threshold, backfill_policy, placement=choice.placement, **kwargs)
     label = _label(policy, backfill, classes, backfill_policy)
-    result = simulate(workload, config, inputs or SimInputs(), progress=progress, label=label)
+    result = simulate(
+        workload,
+        config,
+        inputs or SimInputs(),
+        progress=progress,
+        label=label,
+        on_nodes=choice.on_nodes,
+        nodes_per_leaf=choice.nodes_per_leaf,
+    )
     return result, classification
 
 
@@ -159,6 +170,23 @@ def run_settings(
             "numpy_version": numpy.__version__,
         }
     )
+
+
+def _check_placement(placement: str, on_nodes: bool, nodes_per_leaf: int) -> None:
+    from rush.core.resources import PLACEMENTS
+
+    if placement not in PLACEMENTS:
+        raise ConfigError(
+            f"unknown placement {placement!r}",
+            where="--placement",
+            fix=f"use one of: {', '.join(PLACEMENTS)}",
+        )
+    if not on_nodes and (placement != "first-fit" or nodes_per_leaf):
+        raise ConfigError(
+            "--placement and --nodes-per-leaf choose where jobs go on nodes",
+            where="--placement" if placement != "first-fit" else "--nodes-per-leaf",
+            fix="add --nodes",
+        )
 
 
 def _precheck(
@@ -221,6 +249,18 @@ def simulate_command(
     ),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics and settings."),
+    on_nodes: bool = typer.Option(
+        False,
+        "--nodes",
+        help="Schedule on the trace's nodes (whole nodes where the log allocated them, e.g. SDSC-BLUE, "
+        "LLNL-Atlas; else one-core nodes). Default: processor counts.",
+    ),
+    placement: str = typer.Option(
+        "first-fit", "--placement", help="With --nodes: first-fit, topology or variability."
+    ),
+    nodes_per_leaf: int = typer.Option(
+        0, "--nodes-per-leaf", min=0, help="With --nodes: nodes per leaf switch (0: one switch)."
+    ),
 ) -> None:
     """Replay TRACE through the scheduling core and print the literature's metrics."""
     _precheck(
@@ -232,6 +272,7 @@ def simulate_command(
         backfill_policy=backfill_policy,
     )
     _check_classes(classes)
+    _check_placement(placement, on_nodes, nodes_per_leaf)
     checks.output_file(jobs_out, "--jobs-out")
     checks.not_the_input(jobs_out, Path(trace), "--jobs-out")
     checks.output_dir(out, "--out")
@@ -239,7 +280,9 @@ def simulate_command(
     from rush.simulator.metrics import compute_metrics
 
     trace_obj, workload = _load_workload(trace, procs, strict)
-    choice = RunChoice(policy, backfill, threshold, backfill_policy, classes, model)
+    choice = RunChoice(
+        policy, backfill, threshold, backfill_policy, classes, model, on_nodes, placement, nodes_per_leaf
+    )
     result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
     metrics = compute_metrics(result, tau=tau)
     metrics["skipped_lines"] = int(sum(trace_obj.skipped.values()))

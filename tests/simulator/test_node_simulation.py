@@ -70,3 +70,20 @@ def test_a_workload_without_nodes_is_refused_on_nodes() -> None:
     bare = workload.__class__(**{**workload.__dict__, "machine": None})
     with pytest.raises(RushError, match="does not say what nodes"):
         simulate(bare, CoreConfig(), on_nodes=True)
+
+
+def test_cli_simulates_on_nodes_and_checks_its_flags() -> None:
+    import json
+
+    from tests.rush_cli import rush
+
+    _workload("SDSC-BLUE")  # skips without the mirror
+    on_nodes = rush(
+        "simulate", "SDSC-BLUE", "--nodes", "--placement", "topology", "--nodes-per-leaf", "16", "--json"
+    )
+    assert on_nodes.returncode == 0, on_nodes.stderr
+    assert json.loads(on_nodes.stdout)["utilization"] > 0
+    wrong = rush("simulate", "SDSC-BLUE", "--placement", "topology")
+    assert wrong.returncode == 2 and "add --nodes" in wrong.stderr
+    unknown = rush("simulate", "SDSC-BLUE", "--nodes", "--placement", "nearest")
+    assert unknown.returncode == 2 and "first-fit, topology, variability" in unknown.stderr
