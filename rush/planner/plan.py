@@ -101,6 +101,15 @@ class Planner:
         self._running: dict[int, RJMSJob] = {}
         self.classifier = self._load_classifier()
         self.core_config = self._core_config()
+        if self.core_config.placement == "variability" and not self.backend.capabilities.starts_jobs:
+            # The RJMS places jobs itself: a flagged job released for a quiet pod may land anywhere.
+            note = (
+                "placement = variability on an RJMS that places jobs itself: rush's placements are "
+                "advice; flagged jobs with a quiet placement are released, not held (first-fit keeps "
+                "skip-with-limit)"
+            )
+            self.journal.event(None, "config", note)
+            log.warning(note)
         self.variation = self._load_variation()
         self.speculator = speculator_for(config, self.backend, self.journal, self.dry_run)
         self.builder = SnapshotBuilder(
@@ -144,6 +153,12 @@ class Planner:
             self.journal.event(None, "config", f"false-small kills disabled: {exc}")
             log.error("false-small kills disabled: %s", exc)
             return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
+
+    def _sets_priorities(self) -> bool:
+        """Priority actions only where the RJMS orders by them: not when rush starts jobs itself
+        (Flux module), nor under the RJMS policy, whose order is the RJMS's own priority (on
+        Slurm that priority includes rush's SiteFactor: setting it would feed back)."""
+        return not self.backend.capabilities.starts_jobs and self.core_config.policy.name != "RJMS"
 
     def _time_origin(self) -> float:
         """Live origin of r = submit - origin (F1-F4, LIN): configured, else the first cycle's time.
@@ -242,7 +257,7 @@ class Planner:
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
             decisions = schedule(
-                built.snapshot, self.core_config, explain_priorities=not self.backend.capabilities.starts_jobs
+                built.snapshot, self.core_config, explain_priorities=self._sets_priorities()
             )
             self.last = (cycle, built, decisions)
             # Limits first: a priority nudge may start the job at once.
