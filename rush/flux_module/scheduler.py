@@ -34,6 +34,7 @@ from pathlib import Path
 
 from flux.job import JobID  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
+from flux.resource.ResourceCount import ResourceCount  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
 from rush.core.job_rules import time_limit
@@ -410,7 +411,9 @@ class RushScheduler(Scheduler):
     def _placed_request(self, rr, decision: Decision):
         """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint
         added to its own), so the pool allocates on exactly those nodes; ``rr`` unchanged
-        when the decision names no nodes (a snapshot without nodes)."""
+        when the decision names no nodes (a snapshot without nodes). Slots the core placed
+        one node each (GPU slots: :func:`rush.rjms.flux.request_from_jobspec`) become a node
+        request of one slot per node, so Flux cannot pack two of them on one node."""
         if not decision.nodes:
             return rr
         missing = [name for name in decision.nodes if name not in self._rank_of]
@@ -419,9 +422,13 @@ class RushScheduler(Scheduler):
         ranks = ",".join(str(self._rank_of[name]) for name in decision.nodes)
         own = rr.constraint
         constraint = {"ranks": [ranks]} if own is None else {"and": [own, {"ranks": [ranks]}]}
+        node_count, slot_count = rr.node_count, rr.slot_count
+        count = len(decision.nodes)
+        if node_count is None and rr.gpu_per_slot > 0 and rr.nslots == count and rr.nslots_max == count:
+            node_count, slot_count = ResourceCount(count, count), ResourceCount(1, 1)
         return type(rr)(
-            rr.node_count,
-            rr.slot_count,
+            node_count,
+            slot_count,
             rr.slot_size,
             rr.gpu_per_slot,
             rr.duration,

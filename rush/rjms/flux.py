@@ -170,7 +170,7 @@ def _idset_size(idset: str) -> int:
 
 # Bounds on what a jobspec or an R may name (a hostile jobspec is denied, never expanded).
 MAX_IDS = 1 << 20
-MAX_RESOURCE_DEPTH = 16
+MAX_RESOURCE_DEPTH = 100  # as flux-core's own parser (Rv1Pool.py)
 
 
 def idset_ids(idset: str, limit: int = MAX_IDS) -> list[int]:

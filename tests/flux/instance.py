@@ -68,6 +68,7 @@ class FluxInstance:
         config: str = "",
         env: dict[str, str] | None = None,
         attrs: dict[str, str] | None = None,
+        layout: str = "",
     ) -> None:
         prefix = flux_prefix()
         if prefix is None:
@@ -79,6 +80,9 @@ class FluxInstance:
         self.size = int(size)
         self.cores = cores
         self.extra_config = config
+        # A node layout of its own: ``[[resource.config]]`` tables (hosts node0..node<size-1>,
+        # cores, gpus, properties), written with ``noverify`` in place of the ``cores`` one.
+        self.layout = layout
         self.extra_env = dict(env or {})
         # Broker attributes (-S), e.g. {"statedir": DIR} so a restarted instance keeps its jobs.
         self.attrs = dict(attrs or {})
@@ -91,7 +95,9 @@ class FluxInstance:
         confdir = self.workdir / "conf"
         confdir.mkdir(exist_ok=True)
         text = ""
-        if self.cores:
+        if self.layout:
+            text += "[resource]\nnoverify = true\n\n" + self.layout + "\n"
+        elif self.cores:
             last = self.size - 1
             hosts = f"node[0-{last}]" if last else "node0"
             text += (
@@ -117,7 +123,7 @@ class FluxInstance:
         uri_file.unlink(missing_ok=True)
         argv = [self.flux, "start", f"--test-size={self.size}", f"--config-path={confdir}"]
         argv += [f"-S{k}={v}" for k, v in self.attrs.items()]
-        if self.cores:
+        if self.cores or self.layout:
             last = self.size - 1
             argv.append(f"--test-hosts=node[0-{last}]" if last else "--test-hosts=node0")
         # The initial program publishes the URI and waits; the instance lives as long as it does.
