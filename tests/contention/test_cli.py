@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from rush.contention.experiment import POLICIES
+
 # One model kind with few rounds keeps the test's training short (the published four are the default).
 QUICK = ("--train-models", "adaboost", "--estimators", "10")
 
@@ -42,7 +44,7 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
         assert summary["training"][name]["cv_table"]
     for scenario, n_apps, n_jobs in (("ADAA", 7, 19), ("PDPA", 3, 15)):
         by_policy = summary["results"][scenario]
-        assert set(by_policy) == {"FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE"}
+        assert set(by_policy) == set(POLICIES) >= {"FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE", "RUSH-V"}
         for res in by_policy.values():
             assert res["trials"] == 1 and res["runs"] == n_jobs
             assert len(res["makespans"]) == 1 and res["makespan_mean"] > 0
@@ -54,7 +56,7 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     for name in ("variation_runs.png", "runtimes.png", "makespans.png", "waits.png"):
         assert (out / "plots" / name).stat().st_size > 1000
     runs = (out / "results" / "runs.csv").read_text().splitlines()
-    assert runs[0].startswith("scenario,policy,trial,job_id") and len(runs) == 1 + 4 * (19 + 15)
+    assert runs[0].startswith("scenario,policy,trial,job_id") and len(runs) == 1 + len(POLICIES) * (19 + 15)
     # The campaign follows the records contract and the models carry cards.
     first = json.loads((out / "campaign" / "records.jsonl").read_text().splitlines()[0])
     assert first["format"] == "rush-campaign/1" and first["seed"] == 3

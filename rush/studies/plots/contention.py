@@ -21,6 +21,9 @@ def plot_study(out: Path, rows: list[dict], table: dict) -> None:
         "RUSH": "tab:orange",
         "RUSH-L": "tab:green",
         "NOISE-ORACLE": "tab:gray",
+        "TOPOLOGY": "tab:purple",
+        "RUSH-V": "tab:red",
+        "NOISE-ORACLE-V": "tab:brown",
     }
     width = 0.8 / len(POLICIES)
 
