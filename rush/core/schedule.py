@@ -261,8 +261,10 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         j = out.start[k]
         start = _start_decision(pending[j], bool(out.backfilled[k]), now, est[j], result, config)
         if names:
-            where = _row_names(nodes.placed, k, names)
-            start = dataclasses.replace(start, reason=f"{start.reason}; on {_short(where)}", nodes=where)
+            where, taken = _row(nodes.placed, k, names)
+            start = dataclasses.replace(
+                start, reason=f"{start.reason}; on {_short(where)}", nodes=where, allocation=taken
+            )
         decisions.append(start)
     # Skips are exactly the pass's: jobs it would have started now (skip_with_limit.should_skip).
     for k in range(result.skipped):
@@ -303,7 +305,7 @@ def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> De
     if result.shadow == math.inf:
         why = "first job that does not fit; it cannot fit until drained or down nodes return: no reservation"
         return Decision(job.job_id, "reserve", why, result.shadow)
-    held = _row_names(nodes.reserved, 0, names)
+    held, taken = _row(nodes.reserved, 0, names)
     return Decision(
         job.job_id,
         "reserve",
@@ -311,12 +313,20 @@ def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> De
         f"{result.extra} cores free now outside it",
         result.shadow,
         nodes=held,
+        allocation=taken,
     )
 
 
-def _row_names(slots, row: int, names: tuple[str, ...]) -> tuple[str, ...]:
-    picked = slots.node[slots.offset[row] : slots.offset[row + 1]]
-    return tuple(dict.fromkeys(names[i] for i in picked.tolist()))
+def _row(slots, row: int, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, int, int], ...]]:
+    """Node names of allocation ``row`` and (name, cores, GPUs) per node."""
+    lo, hi = int(slots.offset[row]), int(slots.offset[row + 1])
+    taken = tuple(
+        (names[i], c, g)
+        for i, c, g in zip(
+            slots.node[lo:hi].tolist(), slots.cores[lo:hi].tolist(), slots.gpus[lo:hi].tolist(), strict=True
+        )
+    )
+    return tuple(dict.fromkeys(name for name, _, _ in taken)), taken
 
 
 def _short(nodes: tuple[str, ...]) -> str:

@@ -105,6 +105,8 @@ class Decision:
     requeues: int | None = None
     # start/backfill: where (node names); reserve: where the reservation holds them.
     nodes: tuple[str, ...] = ()
+    # The same as (node name, cores, GPUs) per node: what the job takes on each.
+    allocation: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
