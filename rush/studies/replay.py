@@ -8,7 +8,10 @@
 5. simulate the same jobs, with the submit times the RJMS recorded, under the same policy;
 6. return the fidelity report (per-job start differences, start order, metric differences),
    and the same comparison against the simulator run with each job's measured occupation
-   (``measured_runtimes``: the scheduler's decisions without the launch/teardown drift).
+   (``measured_runtimes``: the scheduler's decisions without the launch/teardown drift) and,
+   on Slurm, with runtimes rounded up to Slurm's whole-second ticks (``whole_second_runtimes``);
+   on Slurm the settings that make its backfill differ from EASY are reported and warned
+   about before any job is submitted (``scheduler_differences``, :mod:`rush.studies.replay_slurm`).
 
 Modes (Flux): ``priority``, rush sets priorities (daemon cycles with ``cycle``) and the
 instance's own scheduler starts the jobs; ``scheduler``, rush's Flux scheduler module
@@ -360,6 +363,18 @@ def replay(
     as_run.runtime = np.array([occupied[int(j)] for j in as_run.job_id], dtype=np.float64)
     decided = fidelity_report(simulate(as_run, config), observed, tau=tau, rjms=rjms, granularity=granularity)
     report["measured_runtimes"] = {k: decided[k] for k in ("start_difference", "start_order", "metrics")}
+    if rjms == "slurm":
+        # Slurm on its whole-second ticks: each job holds its cores for whole seconds (at least
+        # one), the time until the tick that sees it end. Slurm's schedule lies between the
+        # simulator's and this one's (measured, docs/admin-slurm.md "Replay").
+        on_ticks = as_seen.subset(np.arange(len(as_seen)))
+        on_ticks.runtime = np.maximum(np.ceil(as_seen.runtime), 1.0)
+        ticked = fidelity_report(
+            simulate(on_ticks, config), observed, tau=tau, rjms=rjms, granularity=granularity
+        )
+        report["whole_second_runtimes"] = {
+            k: ticked[k] for k in ("start_difference", "start_order", "metrics")
+        }
     report["rjms"], report["mode"] = rjms, mode
     report["window"] = {"start": window.start, "count": window.count, "speedup": speedup, "cpus": cpus}
     report["rjms_job_ids"] = {str(k): v for k, v in ids.items()}
