@@ -273,6 +273,7 @@ class RushScheduler(Scheduler):
             name=str(job.get("name", ""))[:256] if isinstance(job, dict) else "",
             tags=tags,
             site_factor=int(priority),
+            priority=float(priority),
             request=request_shape,
         )
         heapq.heappush(self._queue, PendingJob(jobid, priority, t_submit, request, rr))
@@ -299,6 +300,7 @@ class RushScheduler(Scheduler):
             start=start,
             user=user_name(int(userid), self._users),
             tags=tags,
+            priority=float(priority),
             request=request,
             allocation=allocation_from_r(r, self._names or self._node_names()),
         )
@@ -322,13 +324,14 @@ class RushScheduler(Scheduler):
 
     def prioritize(self, jobs):
         """Flux priorities changed (``flux job urgency``, a priority plugin): the queue is
-        re-sorted by the base class and each job's RJMSJob carries its new priority as
-        ``site_factor``; a pass follows (the base class asks for one)."""
+        re-sorted by the base class and each job's RJMSJob carries its new priority
+        (``priority``, which policy RJMS orders by, and ``site_factor``); a pass follows (the
+        base class asks for one)."""
         super().prioritize(jobs)
         for jobid, priority in jobs:
             job = self.pending.get(jobid)
-            if job is not None and job.site_factor != int(priority):
-                self.pending[jobid] = replace(job, site_factor=int(priority))
+            if job is not None and job.priority != float(priority):
+                self.pending[jobid] = replace(job, site_factor=int(priority), priority=float(priority))
 
     def schedule(self):
         """One pass: the planner decides, this module allocates its starts in its order.

@@ -573,6 +573,7 @@ class FluxBackend(RJMSBackend):
             held=state == "PENDING" and urgency == URGENCY_HOLD,
             reason="held (urgency 0)" if urgency == URGENCY_HOLD else "",
             site_factor=priority,
+            priority=float(priority),
             request=self._requests.get(job_id),
         )
 

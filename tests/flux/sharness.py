@@ -21,7 +21,7 @@ What is substituted in the copy of the test (:func:`substitute`), and nothing el
 * ``flux module load|unload|remove|reload sched-backfill`` -> the same command on
   ``sched-rush``;
 * ``load`` and ``reload`` get ``$RUSH_SCHED_ARGS`` appended (``config=`` a rush.toml with
-  policy FCFS, EASY backfill, no rush extras; the journal beside it), so
+  policy RJMS (Flux's priority order), EASY backfill, no rush extras; the journal beside it), so
   ``flux module load sched-backfill queue-depth=bogus`` becomes
   ``flux module load sched-rush $RUSH_SCHED_ARGS queue-depth=bogus``.
 
@@ -95,11 +95,13 @@ def substitute(text: str) -> str:
 
 
 def rush_config(directory: Path) -> Path:
-    """FCFS with EASY backfill, nothing else of rush's (the scheduler sched-backfill is)."""
+    """sched-backfill's rules in rush's terms: EASY backfill, the queue in Flux's priority
+    order (policy RJMS: highest first, ties in submit order, as sched-backfill's priority then
+    job id), nothing else of rush's."""
     path = directory / "rush.toml"
     path.write_text(
         f'[daemon]\ncycle_interval = 1\njournal = "{directory / "journal.sqlite"}"\n\n'
-        '[policy]\npolicy = "FCFS"\nbackfill = "easy"\nwait_quantum = 0\n\n'
+        '[policy]\npolicy = "RJMS"\nbackfill = "easy"\nwait_quantum = 0\n\n'
         '[rjms]\nbackend = "flux"\n'
     )
     return path

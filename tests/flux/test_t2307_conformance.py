@@ -22,18 +22,9 @@ pytestmark = pytest.mark.flux
 WHY = sharness.unavailable()
 NAMES = sharness.case_names() if WHY is None else []
 
-# Case number -> why rush's module does not pass it yet (empty: every case passes).
-URGENCY = (
-    "rush orders by its policy (FCFS: submit time); Flux's priority reaches the module "
-    "(prioritize: RJMSJob.site_factor) but no core policy orders by it yet, so a flux job "
-    "urgency change does not reorder the queue"
-)
-NOT_YET: dict[int, str] = {
-    30: URGENCY,
-    31: URGENCY + " (jp1 started first)",
-    32: URGENCY + " (jp2 never ran, so it has no free event to wait for)",
-    36: URGENCY + " (the boosted job does not displace the reserved head, whose t_estimate stays)",
-}
+# Case number -> why rush's module does not pass it yet. Empty: with policy RJMS (Flux's
+# priority order, as sched-backfill) every case passes.
+NOT_YET: dict[int, str] = {}
 
 
 @pytest.fixture(scope="module")
