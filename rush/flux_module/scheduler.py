@@ -140,6 +140,8 @@ class RushScheduler(Scheduler):
         self._queues = self._queue_properties()
         # The t_estimate last published per job (sched-backfill's protocol: only on change).
         self._estimates: dict[int, float] = {}
+        # Jobs the core finds infeasible and the pool does not (logged once each).
+        self._disagreed: set[int] = set()
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
         # Kept typed: the module asks its own backend for Flux-only facts (the owner).
@@ -313,6 +315,8 @@ class RushScheduler(Scheduler):
     def cancel(self, jobid):
         super().cancel(jobid)
         self.pending.pop(jobid, None)
+        self._estimates.pop(jobid, None)
+        self._disagreed.discard(jobid)
 
     def expiration(self, msg, jobid, expiration):
         """A running job's time limit changed (flux update): the core sees its new estimate."""
@@ -355,10 +359,9 @@ class RushScheduler(Scheduler):
             job = queued.get(d.job_id)
             if job is None:
                 continue
-            if d.action == "infeasible":  # the core's reason names the fix; Flux denies it
-                job.request.deny(f"rush: {d.reason}"[:500])
-                self.planner.journal.event(None, "denied", f"job {d.job_id}: {d.reason}"[:500])
-                done.add(d.job_id)
+            if d.action == "infeasible":
+                if self._deny_infeasible(job, d.reason):
+                    done.add(d.job_id)
                 continue
             if d.action not in ("start", "backfill"):
                 continue
@@ -392,6 +395,24 @@ class RushScheduler(Scheduler):
                     status,
                     answer,
                 )
+
+    def _deny_infeasible(self, job, reason: str) -> bool:
+        """Deny a job the core finds infeasible here, with the core's reason (naming the fix),
+        when Flux's pool agrees. When the pool could run it, the core's reading of its request
+        is the approximation (docs/reference/resources.md, Flux: several GPU slots read one
+        node each): it is not denied, it stays queued, and the disagreement is logged once."""
+        try:
+            self.resources.check_feasibility(job.resource_request)
+        except InfeasibleRequest:
+            job.request.deny(f"rush: {reason}"[:500])
+            self.planner.journal.event(None, "denied", f"job {job.jobid}: {reason}"[:500])
+            return True
+        if job.jobid not in self._disagreed:
+            self._disagreed.add(job.jobid)
+            why = f"job {job.jobid}: the core finds it infeasible ({reason}) but Flux's pool does not; left queued"
+            self.log.error(f"rush: {why}"[:500])
+            self.planner.journal.event(None, "infeasible", why[:500])
+        return False
 
     def _publish_estimates(self, decisions: list[Decision]) -> None:
         """``sched.t_estimate`` on each reserved job (its reserved start time), as sched-backfill

@@ -162,9 +162,20 @@ def test_infeasible_and_hostile_requests_are_denied_with_a_reason(nodes_flux, tm
         log = flux.run("job", "eventlog", str(job)).stdout
         assert "alloc" not in log.split("exception")[0]
     assert "gpu" in flux.run("job", "eventlog", str(gpu_in_batch)).stdout.lower()
+    # Three GPU slots: rush reads one node each (three GPU nodes; the queue has two), Flux
+    # could pack them on two: not denied on rush's reading, left queued, the disagreement logged.
+    three = flux.submit("-q", "gpu", "-n3", "-g1", "-t", "1m", "true")
     ok = flux.submit("-n1", "-t", "1m", "true")
     flux.wait_job(ok)
+    con = sqlite3.connect(tmp_path / "journal.sqlite")
+    events = wait_for(
+        lambda: con.execute("SELECT message FROM events WHERE kind = 'infeasible'").fetchall(), 30, 0.2
+    )
+    con.close()
+    assert str(three) in events[0][0] and "left queued" in events[0][0]
+    assert flux.run("jobs", "-no", "{state}", str(three)).stdout.strip() == "SCHED"
     assert "sched-rush" in flux.module("list").stdout
+    flux.run("cancel", str(three))
 
 
 @pytest.mark.parametrize(
