@@ -25,10 +25,12 @@ The published method (Nichols et al., IPDPS 2022), step by step:
    values (median of the training data; a feature never seen becomes 0), so what the live
    predictor feeds it is treated exactly as in training.
 
-``final_scope`` defaults to ``all``: live, a pending job has no nodes yet (Slurm chooses them
-as it starts the job), so the daemon can only compute the all-node window; a model on
-job-node features would be fed values it never saw in training. The scope comparison is
-reported so that a site whose RJMS tells rush the nodes beforehand can choose ``job``.
+``final_scope`` defaults to ``all``: a pending job has no nodes of its own yet. Since the
+core decides placement (issue 20), the daemon and the contention simulator can read a job's
+node window at its tentative placement (the core's nodes for it in this pass,
+:mod:`rush.planner.variation_placement`), so ``job`` is usable live too; the scope comparison
+says whether it is worth it (in the contention simulator it is not: a node's counters show
+only its own traffic, and a job's nodes are idle before it starts; sim/variability/README.md).
 """
 
 from __future__ import annotations
@@ -391,8 +393,8 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
         },
         "window": float(description.get("window", 300.0)),
         "scope": final_scope,
-        "scope_reason": "live the job's nodes are unknown before it starts; all-node features are what "
-        "the daemon can compute"
+        "scope_reason": "the default: a job's nodes are unknown before it starts unless the core's "
+        "tentative placement is read; all-node features need no placement"
         if final_scope == "all"
         else f"chosen: {options.final_scope}",
         "cv_table": cv_table,
