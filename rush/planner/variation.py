@@ -148,6 +148,8 @@ class RuleVariationPredictor:
         if self.store_path is None:
             busy = self.busy(now)
             return {leaf: not busy for leaf in leaves}
+        if not self.store_path.is_file():  # no store, no data: every leaf quiet (none created)
+            return dict.fromkeys(leaves, True)
         from rush.collect.store import FeatureStore
 
         key = f"mean_{self.counter}"

@@ -151,3 +151,21 @@ def test_rule_quiet_leaves_reads_each_leafs_counter(job_model) -> None:
     leaves = {0: HOSTS[:4], 1: HOSTS[4:], 2: []}
     assert rule.quiet_leaves(NOISY, leaves) == {0: False, 1: True, 2: True}
     assert rule.quiet_leaves(QUIET, leaves) == {0: True, 1: True, 2: True}
+
+
+def test_quiet_leaves_without_data_are_quiet(job_model, tmp_path) -> None:
+    """No store, or a window without samples: every leaf quiet (no data never steers a job)."""
+    model, store = job_model
+    leaves = {0: HOSTS[:4], 1: HOSTS[4:]}
+    missing = tmp_path / "absent.sqlite"
+    assert get_predictor("rule", source=missing).quiet_leaves(NOISY, leaves) == {0: True, 1: True}
+    assert not missing.exists()
+    assert get_predictor("learned", source=missing, model=model).quiet_leaves(NOISY, leaves) == {
+        0: True,
+        1: True,
+    }
+    late = NOISY + 100 * PERIOD  # long after the campaign's last sample
+    assert get_predictor("learned", source=store, model=model).quiet_leaves(late, leaves) == {
+        0: True,
+        1: True,
+    }
