@@ -193,3 +193,14 @@ def test_bad_job_specs_are_refused(spec: JobSpec) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError):
         Simulation([spec], CoreConfig.from_names("FCFS", "easy"), rng, NoiseSchedule.off()).run()
+
+
+def test_noise_oracle_pods_are_quiet_exactly_while_the_noise_is_off() -> None:
+    from rush.contention.experiment import NoiseOracle
+    from rush.contention.shell import EPOCH
+
+    noise = NoiseSchedule(np.array([100.0]), np.array([400.0]), np.array([0.8]))
+    oracle = NoiseOracle(noise)
+    assert oracle.quiet_pods(EPOCH + 50.0).tolist() == [True] * PODS
+    assert oracle.quiet_pods(EPOCH + 200.0).tolist() == [False] * PODS
+    assert oracle.quiet_pods(EPOCH + 400.0).tolist() == [True] * PODS
