@@ -24,6 +24,7 @@ from numba import njit
 from rush.core.node_pool import (
     PLACE_FIRST_FIT,
     PLACE_VARIABILITY,
+    NodePool,
     NodeView,
     Room,
     Slots,
@@ -47,11 +48,43 @@ NO_FIT = -1
 SKIPPED = -2
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lower_bound_cores(nodes: NodeView, j: int, procs: int) -> int:
     """Cores job j needs at least (a cheap reject before trying to place it)."""
     request = nodes.request
     return procs if request.nodes[j] == 0 else request.nodes[j] * request.cores[j]
+
+
+@njit(cache=True, inline="always")
+def _idle(
+    capacity: tuple[np.ndarray, np.ndarray, np.ndarray], cores: np.ndarray, gpus: np.ndarray, node: int
+) -> int:
+    """1 when ``node`` is up and wholly free on the room (cores, gpus); ``capacity`` is the
+    pool's (usable, cores, gpus) arrays, held in locals by the caller."""
+    usable, cap_c, cap_g = capacity
+    return 1 if usable[node] and cores[node] == cap_c[node] and gpus[node] == cap_g[node] else 0
+
+
+@njit(cache=True)
+def _count_idle(pool: NodePool, cores: np.ndarray, gpus: np.ndarray) -> int:
+    usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
+    idle = 0
+    for node in range(pool.count):
+        if usable[node] and cores[node] == cap_c[node] and gpus[node] == cap_g[node]:
+            idle += 1
+    return idle
+
+
+@njit(cache=True, inline="always")
+def hopeless(nodes: NodeView, j: int, need: int, total: int, idle: int) -> bool:
+    """Job j cannot fit on a room offering ``total`` cores with ``idle`` wholly free nodes: an
+    O(1) bound that spares the O(nodes) placement for most jobs of a long queue."""
+    request = nodes.request
+    if request.nodes[j] == 0:
+        return need > total
+    if request.exclusive[j]:
+        return need > idle
+    return need * request.cores[j] > total
 
 
 @njit(cache=True)
@@ -73,17 +106,17 @@ def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: 
 @njit(cache=True)
 def _release(free_c: np.ndarray, free_g: np.ndarray, slots: Slots, row: int, sign: int) -> int:
     """Give back (sign 1) or take (sign -1) the resources of ``slots`` row ``row``; returns cores."""
+    node, c, g = slots.node, slots.cores, slots.gpus
     cores = 0
     for k in range(slots.offset[row], slots.offset[row + 1]):
-        free_c[slots.node[k]] += sign * slots.cores[k]
-        free_g[slots.node[k]] += sign * slots.gpus[k]
-        cores += slots.cores[k]
+        free_c[node[k]] += sign * c[k]
+        free_g[node[k]] += sign * g[k]
+        cores += c[k]
     return cores
 
 
 @njit(cache=True)
-def _fits(nodes: NodeView, j: int, need: int, free_c: np.ndarray, free_g: np.ndarray) -> bool:
-    room = Room(free_c, free_g, np.zeros(nodes.pool.count, dtype=np.bool_), False)
+def _fits(nodes: NodeView, j: int, need: int, room: Room) -> bool:
     return place(nodes.pool, nodes.request, j, need, room, PLACE_FIRST_FIT, nodes.reserved, 0) >= 0
 
 
@@ -96,31 +129,36 @@ def node_shadow_time(
     rows: of ``nodes.held`` for ``running``, of ``nodes.placed`` for ``started``."""
     free_c = free.cores.copy()
     free_g = free.gpus.copy()
+    room = Room(free_c, free_g, free.prefer, False)  # free.prefer: none preferred
+    held, placed = nodes.held, nodes.placed
+    run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
     lower = lower_bound_cores(nodes, head, need)
+    usable = nodes.pool.usable
     released = 0
     for node in range(nodes.pool.count):
-        if nodes.pool.usable[node]:
+        if usable[node]:
             released += free_c[node]
     a = 0
     b = 0
     shadow = INF
-    while a < running.count or b < started.count:
-        if b >= started.count or (a < running.count and running.end[a] <= started.end[b]):
-            e = running.end[a]
-            released += _release(free_c, free_g, nodes.held, running.procs[a], 1)
+    rn, sn = running.count, started.count
+    while a < rn or b < sn:
+        if b >= sn or (a < rn and run_end[a] <= new_end[b]):
+            e = run_end[a]
+            released += _release(free_c, free_g, held, run_row[a], 1)
             a += 1
         else:
-            e = started.end[b]
-            released += _release(free_c, free_g, nodes.placed, started.procs[b], 1)
+            e = new_end[b]
+            released += _release(free_c, free_g, placed, new_row[b], 1)
             b += 1
-        if released >= lower and _fits(nodes, head, need, free_c, free_g):
+        if released >= lower and _fits(nodes, head, need, room):
             shadow = e
             # Everything that ends at the shadow time is free then, too.
-            while a < running.count and running.end[a] <= shadow:
-                _release(free_c, free_g, nodes.held, running.procs[a], 1)
+            while a < rn and run_end[a] <= shadow:
+                _release(free_c, free_g, held, run_row[a], 1)
                 a += 1
-            while b < started.count and started.end[b] <= shadow:
-                _release(free_c, free_g, nodes.placed, started.procs[b], 1)
+            while b < sn and new_end[b] <= shadow:
+                _release(free_c, free_g, placed, new_row[b], 1)
                 b += 1
             break
     if shadow < now:
@@ -192,34 +230,49 @@ def easy_nodes_pass(
     free_g = pool.free_gpus.copy()
     no_prefer = np.zeros(m, dtype=np.bool_)
     free_room = Room(free_c, free_g, no_prefer, False)
+    # Arrays held in locals for the loops (see rush.core.node_pool).
+    usable = pool.usable
+    capacity = (usable, pool.cores, pool.gpus)
+    placed_off, placed_node, placed_c, placed_g = nodes.placed
+    queue, taken, est = queues.queue, queues.taken, jobs.est
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
+    idle_now = _count_idle(pool, free_c, free_g)
     ns = 0
     nk = 0
     head = -1
     for k in range(moment.queued):
-        j = queues.queue[k]
+        j = queue[k]
         need = need_units(nodes.request, j, procs[j])
         skip_now = should_skip(jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit)
-        count = _decide(nodes, j, need, free_room, skip_now, nodes.placed.offset[ns])
+        if hopeless(nodes, j, need, free_total, idle_now):
+            count = NO_FIT
+        else:
+            count = _decide(nodes, j, need, free_room, skip_now, placed_off[ns])
         if count == NO_FIT:
             head = j
             break
-        queues.taken[j] = True
+        taken[j] = True
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
             continue
         ns = _record(nodes, out, ns, j, count, False)
-        free_total -= _release(free_c, free_g, nodes.placed, ns - 1, -1)
+        for e in range(placed_off[ns - 1], placed_off[ns]):
+            node = placed_node[e]
+            idle_now -= _idle(capacity, free_c, free_g, node)
+            free_c[node] -= placed_c[e]
+            free_g[node] -= placed_g[e]
+            free_total -= placed_c[e]
+            idle_now += _idle(capacity, free_c, free_g, node)
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
         new_end = np.empty(ns, dtype=np.float64)
         new_rows = np.arange(ns)
         for k in range(ns):
-            new_end[k] = now + jobs.est[out.start[k]]
+            new_end[k] = now + est[out.start[k]]
         if ns > 1:
             perm = np.argsort(new_end)
             new_end = new_end[perm]
@@ -238,35 +291,46 @@ def easy_nodes_pass(
         short_room = Room(free_c, free_g, prefer_blocked, False)
         long_room = Room(long_c, long_g, no_prefer, False)
         for node in range(m):
-            if pool.usable[node]:
+            if usable[node]:
                 extra += max(long_c[node], 0)
-        queues.taken[head] = True
-        scan = queues.queue if config.same_scan else queues.scan
+        idle_long = _count_idle(pool, long_c, long_g)
+        taken[head] = True
+        scan = queue if config.same_scan else queues.scan
+        r_nodes, r_cores, r_exclusive = nodes.request.nodes, nodes.request.cores, nodes.request.exclusive
         for k in range(moment.queued):
             if free_total <= 0:
                 break
             j = scan[k]
-            if queues.taken[j] or lower_bound_cores(nodes, j, procs[j]) > free_total:
+            if taken[j]:
                 continue
-            ends_in_time = now + jobs.est[j] <= shadow
-            need = need_units(nodes.request, j, procs[j])
+            # O(1) bounds before the O(nodes) placement: cores, and idle nodes for exclusive jobs.
+            need = procs[j] if r_nodes[j] == 0 else r_nodes[j]
+            ends_in_time = now + est[j] <= shadow
+            cores_bound = need if r_nodes[j] == 0 else need * r_cores[j]
+            if cores_bound > (free_total if ends_in_time else extra):
+                continue
+            if r_nodes[j] > 0 and r_exclusive[j] and need > (idle_now if ends_in_time else idle_long):
+                continue
             skip_now = should_skip(
                 jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
             )
             room = short_room if ends_in_time else long_room
-            count = _decide(nodes, j, need, room, skip_now, nodes.placed.offset[ns])
+            count = _decide(nodes, j, need, room, skip_now, placed_off[ns])
             if count == NO_FIT:
                 continue
-            queues.taken[j] = True
+            taken[j] = True
             if count == SKIPPED:
                 out.skip[nk] = j
                 nk += 1
                 continue
             ns = _record(nodes, out, ns, j, count, True)
-            for e in range(nodes.placed.offset[ns - 1], nodes.placed.offset[ns]):
-                node = nodes.placed.node[e]
-                c = nodes.placed.cores[e]
-                g = nodes.placed.gpus[e]
+            for e in range(placed_off[ns - 1], placed_off[ns]):
+                node = placed_node[e]
+                c = placed_c[e]
+                g = placed_g[e]
+                idle_now -= _idle(capacity, free_c, free_g, node)
+                idle_long -= _idle(capacity, long_c, long_g, node)
+                long_before = max(long_c[node], 0) if usable[node] else 0
                 free_c[node] -= c
                 free_g[node] -= g
                 free_total -= c
@@ -280,7 +344,10 @@ def easy_nodes_pass(
                 else:
                     long_c[node] -= c
                     long_g[node] -= g
-                    extra -= c
+                # extra: cores free now outside the head's reservation, on up nodes.
+                extra += (max(long_c[node], 0) if usable[node] else 0) - long_before
+                idle_now += _idle(capacity, free_c, free_g, node)
+                idle_long += _idle(capacity, long_c, long_g, node)
     for k in range(moment.queued):
-        queues.taken[queues.queue[k]] = False
+        taken[queue[k]] = False
     return ns, nk, head, shadow, extra

@@ -33,7 +33,7 @@ def procs_only_view(jobs: int) -> NodeView:
     """The view of a cluster without nodes (the pass runs its processor-count kernels)."""
     pool = NodePool(
         _empty_int(), _empty_int(), _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_),
-        _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_), _empty_int(1), 0,
+        _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_), _empty_int(1), _empty_int(), 0,
     )  # fmt: skip
     requests = NodeRequests(
         _empty_int(jobs), np.ones(jobs, dtype=np.int64), _empty_int(jobs), np.zeros(jobs, dtype=np.bool_),
@@ -104,6 +104,7 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
         leaf,
         np.fromiter((n.quiet for n in nodes), dtype=np.bool_, count=m),
         np.zeros(int(leaf.max()) + 1 if m else 1, dtype=np.int64),
+        _empty_int(m),
         m,
     )
 
@@ -220,5 +221,6 @@ def uniform_pool(nodes: int, cores: int, nodes_per_leaf: int = 0) -> NodePool:
         leaf,
         np.ones(nodes, dtype=np.bool_),
         _empty_int(int(leaf.max()) + 1),
+        _empty_int(nodes),
         nodes,
     )
