@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from tests.flux.test_sched_module import MODULE, write_config
+from tests.flux.module_config import MODULE, write_config
 from tests.polling import wait_for
 
 # (name, nodes, time limit, sleep seconds), in submit order.

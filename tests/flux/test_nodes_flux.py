@@ -17,7 +17,7 @@ import pytest
 
 from rush.core.resources import Request
 from rush.rjms.flux import FluxBackend, request_from_jobspec
-from tests.flux.test_sched_module import MODULE, write_config
+from tests.flux.module_config import MODULE, write_config
 from tests.polling import wait_for
 
 LAYOUT = """

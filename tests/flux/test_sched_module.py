@@ -7,7 +7,6 @@ evidence from Flux itself (``flux jobs``) and from rush's journal.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from pathlib import Path
@@ -20,20 +19,7 @@ from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
 from rush.simulator.engine import simulate
 from rush.workload.model import Workload
-
-ROOT = Path(__file__).resolve().parents[2]
-MODULE = ROOT / "rush" / "flux_module" / "sched-rush.py"
-
-
-def write_config(tmp_path: Path, policy: dict | None = None, extra: str = "", interval: float = 2) -> Path:
-    settings = {"policy": "FCFS", "backfill": "easy", "wait_quantum": 0, **(policy or {})}
-    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
-    path = tmp_path / "rush.toml"
-    path.write_text(
-        f'[daemon]\ncycle_interval = {interval}\njournal = "{tmp_path / "journal.sqlite"}"\n\n'
-        "[policy]\n" + "\n".join(lines) + "\n\n" + extra + '\n[rjms]\nbackend = "flux"\n'
-    )
-    return path
+from tests.flux.module_config import MODULE, ROOT, write_config
 
 
 def load_rush(flux, config: Path, *args: str) -> None:

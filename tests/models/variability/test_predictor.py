@@ -17,7 +17,8 @@ from rush.models.variability.features import vector, window_features_for, wtype_
 from rush.planner.config import parse_config
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation import LearnedVariationPredictor, get_predictor
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.models.variability.queue_backend import Queue
 from tests.models.variability.synth import PERIOD, T0
 
 NOISY = T0 + 2 * PERIOD + 420.0  # 420 s into a noise period: the whole window is noisy
@@ -132,37 +133,6 @@ def test_snapshot_builder_journals_per_job_outputs(predictor):
     assert [p.variable for p in built.snapshot.pending] == [True, False]
     assert built.outputs[1]["variation_class"] == "variation" and "variation_p" in built.outputs[1]
     assert built.outputs[2]["variation_class"] == "unknown"
-
-
-class Queue(RJMSBackend):
-    """A backend whose queue the test sets: the rule under test is the daemon's (hold on a
-    flag, journal), not Slurm's; tests/campaign runs the same on the real test Slurm."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
-        self.held: list[int] = []
-
-    def read_state(self, partitions=()):
-        return self.state
-
-    def set_priority(self, job_id, site_factor):
-        return ActionResult(True)
-
-    def hold(self, job_id):
-        self.held.append(job_id)
-        return ActionResult(True)
-
-    def release(self, job_id):
-        return ActionResult(True)
-
-    def requeue(self, job_id, tags):
-        return ActionResult(True)
-
-    def cancel(self, job_id):
-        return ActionResult(True)
-
-    def submit(self, **kwargs):
-        raise NotImplementedError
 
 
 def _daemon(tmp_path, model_file, store, state, **variation):

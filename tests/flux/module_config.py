@@ -1,0 +1,20 @@
+"""rush's Flux scheduler module for the Flux tests: its path and a rush.toml to load it with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = ROOT / "rush" / "flux_module" / "sched-rush.py"
+
+
+def write_config(tmp_path: Path, policy: dict | None = None, extra: str = "", interval: float = 2) -> Path:
+    settings = {"policy": "FCFS", "backfill": "easy", "wait_quantum": 0, **(policy or {})}
+    lines = [f"{k} = {json.dumps(v)}" for k, v in settings.items()]
+    path = tmp_path / "rush.toml"
+    path.write_text(
+        f'[daemon]\ncycle_interval = {interval}\njournal = "{tmp_path / "journal.sqlite"}"\n\n'
+        "[policy]\n" + "\n".join(lines) + "\n\n" + extra + '\n[rjms]\nbackend = "flux"\n'
+    )
+    return path
