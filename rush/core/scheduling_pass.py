@@ -68,36 +68,61 @@ def scheduling_pass(
     With nodes (``nodes.pool.count > 0``) fits, shadow times and reservations are computed
     on them and each start's nodes are written to ``nodes.placed``; without, on processor
     counts (``running`` rows are then aligned with ``nodes.held`` rows)."""
+    if nodes.pool.count == 0:
+        return counts_pass(moment, config, jobs, state, queues, running, out)
     order_queue(moment, config, jobs, queues)
-    head = -1
-    shadow = INF
-    extra = 0
-    nr = 0
     if config.mode == MODE_CONSERVATIVE:
-        if nodes.pool.count > 0:
-            ns, nk, nr = conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
-        else:
-            ns, nk, nr = conservative_pass(moment, config, jobs, state, queues, running, out)
+        ns, nk, nr = conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+        return _settle(moment, config, state, queues, out, PassResult(ns, nk, nr, -1, INF, 0))
+    ns, nk, head, shadow, extra = easy_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+    return _settle(moment, config, state, queues, out, PassResult(ns, nk, 0, head, shadow, extra))
+
+
+@njit(cache=True)
+def counts_pass(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+) -> PassResult:
+    """:func:`scheduling_pass` on processor counts (a cluster without nodes). The simulator
+    calls it directly on such traces: a node view passed at every event costs a
+    reference-count update per array, measurable over a whole trace."""
+    order_queue(moment, config, jobs, queues)
+    if config.mode == MODE_CONSERVATIVE:
+        ns, nk, nr = conservative_pass(moment, config, jobs, state, queues, running, out)
+        return _settle(moment, config, state, queues, out, PassResult(ns, nk, nr, -1, INF, 0))
+    ns, nk, head, shadow, extra = easy_pass(moment, config, jobs, state, queues, running, out)
+    return _settle(moment, config, state, queues, out, PassResult(ns, nk, 0, head, shadow, extra))
+
+
+@njit(cache=True)
+def _settle(
+    moment: PassMoment,
+    config: PassConfig,
+    state: PassState,
+    queues: PassQueues,
+    out: PassOut,
+    result: PassResult,
+) -> PassResult:
+    """Carry the pass into ``state``: standing reservations replaced by this pass's
+    (conservative), first promised starts, one more skip per skipped job."""
+    if config.mode == MODE_CONSERVATIVE:
         for k in range(moment.queued):
             state.reserved_at[queues.queue[k]] = INF
-        for k in range(nr):
+        for k in range(result.reserved):
             j = out.reserved[k]
             state.reserved_at[j] = out.reserved_at[k]
             if state.first_reservation[j] == INF:
                 state.first_reservation[j] = out.reserved_at[k]
-    elif nodes.pool.count > 0:
-        ns, nk, head, shadow, extra = easy_nodes_pass(
-            moment, config, jobs, state, queues, running, out, nodes
-        )
-        if head >= 0 and config.mode == MODE_EASY and state.first_reservation[head] == INF:
-            state.first_reservation[head] = shadow
-    else:
-        ns, nk, head, shadow, extra = easy_pass(moment, config, jobs, state, queues, running, out)
-        if head >= 0 and config.mode == MODE_EASY and state.first_reservation[head] == INF:
-            state.first_reservation[head] = shadow
-    for k in range(nk):
+    elif result.head >= 0 and config.mode == MODE_EASY and state.first_reservation[result.head] == INF:
+        state.first_reservation[result.head] = result.shadow
+    for k in range(result.skipped):
         state.skips[out.skip[k]] += 1
-    return PassResult(ns, nk, nr, head, shadow, extra)
+    return result
 
 
 @njit(cache=True)

@@ -26,7 +26,7 @@ from rush.core.false_small_kill import (
 from rush.core.job_rules import effective_estimate
 from rush.core.node_pool import NodePool, NodeView, Slots, new_slots
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
-from rush.core.scheduling_pass import drop_started, scheduling_pass
+from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
 
 INF = np.inf
@@ -322,9 +322,11 @@ def run_simulation(
         if qn == 0 or free <= 0:
             continue
         moment = PassMoment(t, free, qn, variable_now)
-        result = scheduling_pass(
-            moment, config, pass_jobs, state, queues, RunningSet(r_end, r_procs, rn), out, view
-        )
+        running_set = RunningSet(r_end, r_procs, rn)
+        if on_nodes:
+            result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
+        else:
+            result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
         ns = result.started
         if ns == 0:
             continue
