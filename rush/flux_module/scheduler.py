@@ -42,6 +42,7 @@ from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.errors import RushError
+from rush.flux_module.rank_pool import RankCachedResourcePool
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -115,6 +116,8 @@ class ModuleBackend(FluxBackend):
 
 class RushScheduler(Scheduler):
     queue_depth = "unlimited"
+    # The core's placements are ranks constraints; this pool decodes each once (rank_pool.py).
+    pool_class = RankCachedResourcePool
 
     def __init__(self, h, *args):
         options, rest = ModuleArgs.parse(list(args))
