@@ -99,7 +99,7 @@ def counts_pass(
     return _settle(moment, config, state, queues, out, PassResult(ns, nk, 0, head, shadow, extra))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _settle(
     moment: PassMoment,
     config: PassConfig,

@@ -168,11 +168,9 @@ def _give_back(pool: NodePool, held: Slots, row: int, sign: int = 1) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _keep_placement(view: NodeView, k: int, row: int) -> NodeView:
-    """Append start ``k``'s allocation (``view.placed`` row k) as ``view.held`` row ``row``,
+def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
+    """Append start ``k``'s allocation (``placed`` row k) as ``held`` row ``row``,
     growing the buffers when full."""
-    placed = view.placed
-    held = view.held
     first = placed.offset[k]
     count = placed.offset[k + 1] - first
     at = held.offset[row]
@@ -187,7 +185,7 @@ def _keep_placement(view: NodeView, k: int, row: int) -> NodeView:
     held.cores[at : at + count] = placed.cores[first : first + count]
     held.gpus[at : at + count] = placed.gpus[first : first + count]
     held.offset[row + 1] = at + count
-    return NodeView(view.pool, view.request, held, view.placement, view.placed, view.reserved)
+    return held
 
 
 @njit(cache=True, nogil=True)
@@ -252,7 +250,8 @@ def run_simulation(
         for node in range(nodes.pool.count):
             if nodes.pool.usable[node]:
                 free += nodes.pool.free_cores[node]
-    view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
+    # No node view lives across the loop's iterations: on processor counts it would cost a
+    # reference-count update per array at every event (counts_pass takes none).
     nxt = 0
     vi = 0
     nv = len(windows.start)
@@ -279,7 +278,7 @@ def run_simulation(
             j = hj[0]
             hn = _heap_pop(ht, hj, hn)
             if on_nodes:
-                free += _give_back(view.pool, view.held, row_of[j])
+                free += _give_back(nodes.pool, held, row_of[j])
             else:
                 free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
@@ -324,6 +323,7 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now)
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
+            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
             result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
@@ -334,10 +334,10 @@ def run_simulation(
             j = out.start[k]
             started_mark[j] = True
             if on_nodes:
-                view = _keep_placement(view, k, rows)
+                held = _keep_placement(held, nodes.placed, k, rows)
                 row_of[j] = rows
                 rows += 1
-                free -= _give_back(view.pool, view.held, row_of[j], -1)
+                free -= _give_back(nodes.pool, held, row_of[j], -1)
             else:
                 free -= procs[j]
             start[j] = t
