@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated run names to keep (substring)")
     parser.add_argument("--profile", action="store_true", help="rush under cProfile; print the top")
     parser.add_argument("--unlimited", action="store_true", help="also sched-backfill queue-depth=unlimited")
-    parser.add_argument("--fast", action="store_true", help="also rush with the rank-cached pool")
+    parser.add_argument("--fast", action="store_true", help="also rush with the prototype fixes (benchmarks/flux_fast_sched.py)")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--keep", default="", help="keep every run's directory under this one")
     args = parser.parse_args()

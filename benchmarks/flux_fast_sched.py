@@ -1,13 +1,9 @@
-"""A prototype of the fix benchmarks/bench_flux_nodes.py suggests for rush's Flux module, to
-measure it (``--fast``); rush/flux_module/ is unchanged. Loaded by path in place of
-``rush/flux_module/sched-rush.py`` (same arguments).
+"""Prototypes of the fixes benchmarks/bench_flux_nodes.py suggests for rush's Flux module, to
+measure them (``--fast``). Loaded by path in place of ``rush/flux_module/sched-rush.py`` (same
+arguments).
 
-Why: rush's module allocates each of the core's starts with an RFC 31 ``ranks`` constraint
-(exactly the core's nodes). flux-core 0.88's ``Rv1Pool.alloc`` checks the constraint on every
-candidate node, and ``Rv1Set._matches_constraint`` decodes the constraint's idset string again
-for each node: at 1 000 nodes that is ~1 000 ``IDset`` constructions per allocation (cProfile:
-~85% of the module's time). The fix: a pool whose ``_matches_constraint`` decodes a pure
-``ranks`` constraint once (cached by its strings) and tests set membership.
+The first fix (a pool that decodes the core's ``ranks`` constraint once) is now the module's
+own (rush/flux_module/rank_pool.py), so this module only adds the two below.
 
 With ``RUSH_BENCH_YIELD=1`` also the second fix: the module's pass is synchronous, so the
 job-manager's answers to the first allocations (``alloc_success`` responds in a KVS-commit
@@ -29,49 +25,19 @@ the burst has been handled, so today the first start waits for the whole queue's
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import time
 
 from _flux._core import ffi, lib  # type: ignore[import-not-found]
-from flux.idset import IDset  # type: ignore[import-not-found]
 from flux.kvs import KVSTxn  # type: ignore[import-not-found]
 from flux.kvs import commit_async as kvs_commit_async  # type: ignore[import-not-found]
-from flux.resource.ResourcePool import ResourcePool  # type: ignore[import-not-found]
-from flux.resource.Rv1Pool import Rv1Pool  # type: ignore[import-not-found]
 from flux.scheduler import Scheduler  # type: ignore[import-not-found]
 
 from rush.flux_module.scheduler import RushScheduler
 from rush.planner.journal import DecisionRow
 
-# Decoded ``ranks`` constraints, by their idset strings (a constraint is the same set each time).
-_RANKS: dict[tuple[str, ...], frozenset[int]] = {}
-
-
-class RankCachedPool(Rv1Pool):
-    def _matches_constraint(self, rank: int, info: dict, constraint: dict) -> bool:
-        if isinstance(constraint, dict) and len(constraint) == 1 and "ranks" in constraint:
-            key = tuple(constraint["ranks"])
-            ids = _RANKS.get(key)
-            if ids is None:
-                if len(_RANKS) > 4096:
-                    _RANKS.clear()
-                ids = _RANKS[key] = frozenset(i for s in key for i in IDset(s))
-            return rank in ids
-        return super()._matches_constraint(rank, info, constraint)
-
-
-class RankCachedResourcePool(ResourcePool):
-    def __init__(self, arg=None, version=1, log=None, **kwargs):
-        if isinstance(arg, str):
-            arg = json.loads(arg)
-        if arg is None or isinstance(arg, dict):
-            arg = RankCachedPool(arg, log=log, **kwargs)
-        super().__init__(arg, version=version, log=log)
-
 
 class FastRushScheduler(RushScheduler):
-    pool_class = RankCachedResourcePool
     yielding = os.environ.get("RUSH_BENCH_YIELD", "") == "1"
     _rerun = False
 

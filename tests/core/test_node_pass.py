@@ -261,3 +261,37 @@ def test_conservative_on_nodes_reserves_without_overcommitting() -> None:
     started = {d.job_id: d.nodes for d in decisions.decisions if d.action in ("start", "backfill")}
     assert reserved == {1: 1000.0, 2: 1500.0}
     assert list(started) == [3] and started[3][0] in ("n2", "n3")
+
+
+@pytest.mark.parametrize(
+    ("node", "words"),
+    [
+        (Node("bad", 0), "1..16777216 cores"),
+        (Node("bad", -4), "1..16777216 cores"),
+        (Node("bad", 1 << 40), "1..16777216 cores"),
+        (Node("bad", 4, gpus=-1), "0..16777216 GPUs"),
+        (Node("bad", 4, state="rebooting"), "give a state in"),  # type: ignore[arg-type]
+        (Node("bad", 4, leaf=-1), "leaf switch"),
+    ],
+)
+def test_a_hostile_node_is_refused_with_its_name(node: Node, words: str) -> None:
+    from rush.errors import RushError
+
+    snapshot = Snapshot(
+        now=0.0, total_procs=8, free_procs=4, pending=(PendingJob(1, 0, 1, 10),), nodes=(Node("ok", 4), node)
+    )
+    with pytest.raises(RushError, match=words) as caught:
+        schedule(snapshot, CoreConfig())
+    assert "snapshot node" in caught.value.where or "snapshot.nodes" in caught.value.where
+
+
+def test_an_allocation_on_an_unknown_node_is_refused() -> None:
+    from rush.errors import RushError
+
+    running = (RunningJob(10, 0, 4, 100, allocation=(Slot(7, 4),)),)
+    snapshot = Snapshot(
+        now=1.0, total_procs=4, free_procs=4, pending=(PendingJob(1, 0, 1, 10),), running=running,
+        nodes=(Node("n0", 4),),
+    )  # fmt: skip
+    with pytest.raises(RushError, match="node index 7 of 1"):
+        schedule(snapshot, CoreConfig())

@@ -6,37 +6,20 @@ from __future__ import annotations
 
 from rush.planner.config import parse_config
 from rush.planner.plan import Planner
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.models.variability.queue_backend import Queue
 
 
-class Recording(RJMSBackend):
-    """Records the levers the planner pulls; its queue is fixed by the test."""
+class Recording(Queue):
+    """A fixed queue that also records the priorities the planner sets."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.state = state
+        super().__init__(state)
         self.priorities: list[tuple[int, int]] = []
-
-    def read_state(self, partitions=()):
-        return self.state
 
     def set_priority(self, job_id, site_factor):
         self.priorities.append((job_id, site_factor))
-        return ActionResult(True)
-
-    def hold(self, job_id):
-        return ActionResult(True)
-
-    def release(self, job_id):
-        return ActionResult(True)
-
-    def requeue(self, job_id, tags):
-        return ActionResult(True)
-
-    def cancel(self, job_id):
-        return ActionResult(True)
-
-    def submit(self, **kwargs):
-        raise NotImplementedError
+        return super().set_priority(job_id, site_factor)
 
 
 def _planner(tmp_path, policy: str) -> Planner:
