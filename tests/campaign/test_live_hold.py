@@ -13,71 +13,22 @@ and the daemon holds and releases through Slurm.
 
 from __future__ import annotations
 
-import json
-import random
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rush.campaign.runner import NOISE_SCRIPT, Sampler
-from rush.collect.base import Sample
-from rush.collect.procfs import ProcfsCollector
-from rush.collect.store import FeatureStore
+from rush.campaign.runner import NOISE_SCRIPT
 from rush.planner.config import parse_config
 from rush.rjms.base import get_backend
 from tests import polling
+from tests.live_rush_common import NOISY, WINDOW, train_model, window_mean
+from tests.live_rush_common import live_store as sampled_store
 
-WINDOW = 12.0  # the model card's window: the live predictor reads [now - WINDOW, now)
-# bytes/s in the synthetic campaign; live here: ~1e5 quiet, ~1e9 with the network noise. The
-# model splits between the two; the test waits for the live window to be clearly on one side.
-QUIET, NOISY = 1e5, 3e8
-APPS = {"halo": "network", "cg": "network", "compute": "compute", "io": "io"}
 # A begin time in the future keeps Slurm from starting the job before rush holds it.
 LATER = "--begin=now+600"
-
-
-def synthetic_campaign(out: Path, node: str, runs: int = 20) -> tuple[Path, Path]:
-    """records.jsonl + store of a campaign in the past where a noisy window triples the runtime."""
-    rng = random.Random(3)
-    out.mkdir()
-    start0 = time.time() - 86400
-    header = {"format": "rush-campaign/1", "campaign": "synthetic", "seed": 3, "command": "test_live_hold",
-              "machine": node, "created": "2026-01-01T00:00:00+00:00"}  # fmt: skip
-    lines, samples = [json.dumps(header)], []
-    index = 0
-    for app, wtype in APPS.items():
-        noisy_runs = set(rng.sample(range(runs), runs // 5))
-        for run in range(runs):
-            start = start0 + 100.0 * index
-            index += 1
-            noisy = run in noisy_runs
-            runtime = (3.0 if noisy else 1.0) * (1 + 0.02 * rng.random())
-            lines.append(json.dumps({
-                "job_id": str(index), "app": app, "wtype": wtype, "nodes": [node],
-                "submit": start - 1, "start": start, "end": start + runtime, "runtime": runtime,
-                "state": "COMPLETED", "probe": None, "noise": noisy,
-            }))  # fmt: skip
-            level = NOISY if noisy else QUIET
-            samples += [
-                Sample(
-                    start - WINDOW + t,
-                    node,
-                    "procfs",
-                    "net_xmit_bytes_per_s",
-                    level * (1 + 0.1 * rng.random()),
-                )
-                for t in range(0, int(WINDOW), 2)
-            ]
-    records, store = out / "records.jsonl", out / "features.sqlite"
-    records.write_text("\n".join(lines) + "\n")
-    with FeatureStore(store) as fs:
-        fs.insert(samples)
-    return records, store
 
 
 @pytest.fixture(scope="module")
@@ -86,43 +37,17 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "rush.models.variability.dataset", reason="helper F's dataset builder absent"
     )
     train_mod = pytest.importorskip("rush.models.variability.train", reason="helper F's training absent")
-    work = tmp_path_factory.mktemp("live-hold-model")
-    records, store = synthetic_campaign(work / "campaign", node="anynode")
-    dataset = dataset_mod.build_dataset(
-        records, store, dataset_mod.DatasetOptions(window=WINDOW, scopes=("all",))
-    )
-    assert dataset.y_class.tolist().count(2) == len(APPS) * 4  # the noisy runs are the "variation" class
-    trained = train_mod.train_variability(
-        dataset, train_mod.TrainOptions(seed=0, models=("adaboost",), n_estimators=10, exclude=("probe",))
-    )
-    path = work / "variability.joblib"
-    trained.save(path)
-    return path
+    return train_model(tmp_path_factory.mktemp("live-hold-model"), dataset_mod, train_mod)
 
 
 @pytest.fixture
 def live_store(tmp_path: Path) -> Iterator[Path]:
-    """This host's procfs counters sampled every second into a feature store, as in a campaign."""
-    path = tmp_path / "features.sqlite"
-    store = FeatureStore(path)
-    sampler = Sampler(store, threading.Lock(), [ProcfsCollector()], interval=1.0)
-    sampler.start()
-    try:
+    with sampled_store(tmp_path / "features.sqlite") as path:
         yield path
-    finally:
-        sampler.stop()
-        store.close()
 
 
 def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
     return polling.wait_for(predicate, timeout, step)
-
-
-def window_mean(store_path: Path) -> float:
-    with FeatureStore(store_path) as store:
-        now = time.time()
-        features = store.window_features(None, now - WINDOW, now, ["procfs"])
-    return features.get("mean_net_xmit_bytes_per_s", 0.0)
 
 
 def start_noise(cluster: Any, log: Path) -> int:

@@ -1,0 +1,172 @@
+"""RUSH live on Flux, as the paper deployed it (Nichols et al., IPDPS'22): rush loaded as the
+Flux scheduler module (FCFS + EASY) with the *learned* variation predictor and skip-with-limit,
+the real noise job and network-sensitive jobs, on a real Flux instance.
+
+The same acceptance as tests/campaign/test_live_hold.py on Slurm: a flagged network job stays
+queued while the noise runs and starts when the noise stops, or at its skip limit; a compute
+job is not held; the journal keeps each prediction (class, probabilities, what it was read
+on). The model is trained in the test on a synthetic campaign where the noise slows network
+jobs only (tests/live_rush_common.py), so what it predicts live is deterministic. Everything
+else is real: the noise job is collectors/noise.py submitted to Flux (its ``network`` kind,
+a loopback TCP stream of ~1 GB/s here), this host's procfs counters are sampled into the
+feature store the module's predictor reads, and the module allocates through Flux. The Flux
+nodes are fake (one broker, ``resource.config``): the counters are this host's.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rush.campaign.runner import NOISE_SCRIPT
+from tests import polling
+from tests.flux.module_config import MODULE
+from tests.live_rush_common import NOISY, WINDOW, live_store, train_model, window_mean
+
+NETWORK = "--setattr=rush.wtype=network"
+COMPUTE = "--setattr=rush.wtype=compute"
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="the dataset builder absent")
+    train_mod = pytest.importorskip("rush.models.variability.train", reason="the training absent")
+    work = tmp_path_factory.mktemp("rush-live-model")
+    return train_model(work, dataset_mod, train_mod, sensitive=frozenset({"network"}))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Path]:
+    with live_store(tmp_path / "features.sqlite") as path:
+        yield path
+
+
+def rush_on_flux(start_flux: Any, tmp_path: Path, store: Path, model: Path, skip_limit: int) -> Any:
+    """A 1-node, 16-core Flux instance scheduled by rush: FCFS + EASY, the learned predictor."""
+    config = tmp_path / "rush.toml"
+    # dry_run = false: the module's skips are in effect either way; applying, the journal
+    # keeps each job's skip count (a reloaded module goes on counting from it).
+    config.write_text(
+        f'[daemon]\ncycle_interval = 1\njournal = "{tmp_path / "journal.sqlite"}"\ndry_run = false\n\n'
+        f'[policy]\npolicy = "FCFS"\nbackfill = "easy"\nwait_quantum = 0\nskip_limit = {skip_limit}\n\n'
+        f'[variation]\nenabled = true\npredictor = "learned"\nstore = "{store}"\nmodel = "{model}"\n\n'
+        '[rjms]\nbackend = "flux"\n'
+    )
+    flux = start_flux(size=1, cores=16)
+    flux.use_scheduler(str(MODULE), f"config={config}")
+    return flux
+
+
+def start_noise(flux: Any, log: Path) -> int:
+    """collectors/noise.py's network kind as a Flux job, on from its start until cancelled."""
+    job_id = flux.submit(
+        "-n1", "-t", "10m", "--setattr=rush.app=noise",
+        sys.executable, str(NOISE_SCRIPT), "--seed=1", f"--log={log}", "--kinds=network",
+        "--start-on", "--on=500:500", "--duration=500",
+    )  # fmt: skip
+    wait_for(lambda: log.exists() and '"event": "on"' in log.read_text())
+    wait_for(lambda: window_mean(log.parent / "features.sqlite") > NOISY)  # the whole window sees it
+    return job_id
+
+
+def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
+    return polling.wait_for(predicate, timeout, step)
+
+
+def decisions(tmp_path: Path, job_id: int, *actions: str) -> list[dict]:
+    con = sqlite3.connect(tmp_path / "journal.sqlite")
+    con.row_factory = sqlite3.Row
+    rows = [dict(r) for r in con.execute("SELECT * FROM decisions WHERE job_id = ? ORDER BY id", (job_id,))]
+    con.close()
+    for row in rows:
+        row["model_outputs"] = json.loads(row["model_outputs"] or "{}")
+    return [r for r in rows if not actions or r["action"] in actions]
+
+
+def skips(tmp_path: Path, job_id: int) -> list[dict]:
+    return decisions(tmp_path, job_id, "skip", "hold")
+
+
+def journaled_skips(tmp_path: Path, job_id: int) -> int:
+    """The job's skip count as the journal keeps it (what a reloaded module counts on from)."""
+    con = sqlite3.connect(tmp_path / "journal.sqlite")
+    [(count,)] = con.execute("SELECT skips FROM jobs WHERE job_id = ?", (job_id,)).fetchall()
+    con.close()
+    return int(count)
+
+
+def noise_event_time(log: Path, event: str) -> float | None:
+    for line in log.read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("event") == event:
+            return float(obj["t"])
+    return None
+
+
+def state(flux: Any, job_id: int) -> str:
+    return flux.run("jobs", "-no", "{state}", str(job_id)).stdout.strip()
+
+
+def test_network_job_waits_for_the_noise_to_stop_and_a_compute_job_does_not(
+    start_flux: Any, tmp_path: Path, model: Path, store: Path
+) -> None:
+    flux = rush_on_flux(start_flux, tmp_path, store, model, skip_limit=10_000)
+    noise_log = tmp_path / "noise.jsonl"
+    noise = start_noise(flux, noise_log)
+    network = flux.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
+    compute = flux.submit("-n2", "-t", "5m", COMPUTE, "sleep", "1")
+    flux.wait_job(compute)  # not held: its workload type does not suffer from this noise
+    assert skips(tmp_path, compute) == []
+    [started] = decisions(tmp_path, compute, "start")
+    assert started["status"] == "done" and started["model_outputs"]["variation_class"] == "none"
+    # The network job is skipped pass after pass while the noise runs; Flux keeps it queued.
+    wait_for(lambda: len(skips(tmp_path, network)) >= 3)
+    assert state(flux, network) == "SCHED"
+    for skip in skips(tmp_path, network):
+        outputs = skip["model_outputs"]
+        assert outputs["variation_class"] == "variation", outputs
+        assert outputs["variation_p"]["variation"] > outputs["variation_p"]["none"]
+        assert "variability" in skip["reason"]
+    # The noise stops (cancelled: the generator logs its end); once the window is quiet the
+    # predictor says "none" and the module starts the job, far below its skip limit.
+    flux.run("cancel", str(noise))
+    wait_for(lambda: noise_event_time(noise_log, "end") is not None)
+    flux.run("job", "wait-event", "-t", str(WINDOW + 60), str(network), "start", timeout=WINDOW + 70)
+    flux.wait_job(network)
+    [start] = decisions(tmp_path, network, "start")
+    assert start["status"] == "done" and "limit" not in start["reason"]
+    assert start["model_outputs"]["variation_class"] == "none", start["model_outputs"]
+    assert start["time"] > noise_event_time(noise_log, "end")
+    assert start["id"] > max(d["id"] for d in skips(tmp_path, network))
+    [release] = decisions(tmp_path, network, "release")
+    assert release["cycle"] == start["cycle"] and "limit" not in release["reason"], release["reason"]
+    assert journaled_skips(tmp_path, network) == len(skips(tmp_path, network)) < 10_000
+    assert flux.run("jobs", "-no", "{result}", str(network)).stdout.strip() == "COMPLETED"
+
+
+def test_network_job_starts_at_its_skip_limit_while_the_noise_runs(
+    start_flux: Any, tmp_path: Path, model: Path, store: Path
+) -> None:
+    flux = rush_on_flux(start_flux, tmp_path, store, model, skip_limit=3)
+    noise_log = tmp_path / "noise.jsonl"
+    start_noise(flux, noise_log)
+    network = flux.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
+    flux.wait_job(network)
+    held = skips(tmp_path, network)
+    assert len(held) == 3 and all(d["model_outputs"]["variation_class"] == "variation" for d in held)
+    assert [d["status"] for d in held] == ["done"] * 3 and journaled_skips(tmp_path, network) == 3
+    # At the limit the job is released and started in the same pass.
+    [release] = decisions(tmp_path, network, "release")
+    assert "skip limit reached (3 of 3)" in release["reason"], release["reason"]
+    [start] = decisions(tmp_path, network, "start")
+    assert start["status"] == "done" and start["cycle"] == release["cycle"]
+    # Started although the predictor still says "variation": the noise was on throughout.
+    assert start["model_outputs"]["variation_class"] == "variation"
+    assert noise_event_time(noise_log, "off") is None and noise_event_time(noise_log, "end") is None
+    assert window_mean(tmp_path / "features.sqlite") > NOISY
