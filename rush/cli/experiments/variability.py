@@ -10,23 +10,32 @@ from pathlib import Path
 
 import typer
 
-SCENARIO_CHOICES = ("ADAA", "ADPA", "PDPA", "WS", "SS")
-
 
 def register(app: typer.Typer) -> None:
     app.command("variability")(variability_command)
 
 
-def _scenarios(text: str) -> list[str]:
-    names = [s.strip().upper() for s in text.split(",") if s.strip()]
-    if "ALL" in names:
-        return list(SCENARIO_CHOICES)
-    return list(dict.fromkeys(names))
-
-
 def variability_command(
-    scenario: str = typer.Option(
-        "all", "--scenario", help="ADAA | ADPA | PDPA | WS | SS | all (comma-separated)."
+    scenario: str | None = typer.Option(
+        None,
+        "--scenario",
+        help="ADAA | ADPA | PDPA | WS | SS | all (comma-separated) [default: the study file's, else all].",
+        show_default=False,
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        metavar="STUDY.TOML",
+        help="A study file (TOML: [machine], [noise], scenarios); default: the paper's set-up. "
+        "Keys: docs/reference/variability-study.md.",
+    ),
+    variant: list[str] = typer.Option(
+        [],
+        "--variant",
+        metavar="NAME",
+        help="paper | multipod (pods of 128, 4:1 tapered) | onoff (noise switched on and off); "
+        "repeatable [default: paper].",
+        show_default=False,
     ),
     trials: int = typer.Option(
         5, "--trials", help="Paired trials per scenario (each runs FCFS+EASY, RUSH, RUSH-L, NOISE-ORACLE)."
@@ -56,12 +65,19 @@ def variability_command(
     """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
     import tempfile
 
+    from rush.contention.spec import check_scenarios, check_variants, load_study_spec
+
+    # Everything is checked before anything is created (bad input: exit 2, no directory); the
+    # study file first, before the simulator's modules are imported.
+    spec = load_study_spec(config)
+    names = list(spec.scenarios if scenario is None else check_scenarios(scenario.split(",")))
+    variants = tuple(v.variant_name for v in check_variants(spec, variant))
+
     from rush.errors import ConfigError
     from rush.models.variability.train import TrainOptions
     from rush.studies.contention import ContentionStudy, check_args, run_study
 
-    names = _scenarios(scenario)
-    check_args(names, trials, seed, campaign_hours, scale)  # before any work: bad input, exit 2
+    check_args(names, trials, seed, campaign_hours, scale)
     kinds = (
         None if train_models.strip().lower() == "all" else tuple(m.strip() for m in train_models.split(","))
     )
@@ -74,7 +90,8 @@ def variability_command(
         where = out or Path(tmp)
         study = ContentionStudy(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
-            progress=not as_json, train_models=kinds, estimators=estimators,
+            progress=not as_json, train_models=kinds, estimators=estimators, study_spec=spec,
+            variants=variants,
         )  # fmt: skip
         summary = run_study(study)
         if as_json:
