@@ -338,7 +338,8 @@ def summarise(rows: Sequence[dict], predictions: Sequence[dict]) -> dict[str, An
             for d in paired.get(v, {}).get(s, {}).values():
                 for key in ("removed", "removed_within"):
                     bound = oracle[key]["mean"] if oracle else None
-                    d[f"{key}_share_of_oracle"] = d[key]["mean"] / bound if bound else None
+                    # Undefined when the oracle removes nothing (or adds runs with variation).
+                    d[f"{key}_share_of_oracle"] = d[key]["mean"] / bound if bound and bound > 0 else None
 
     by_key: dict[tuple[str, str, str], list[Prediction]] = defaultdict(list)
     for q in asked:
@@ -448,7 +449,7 @@ def _experiment_rows(summary: dict[str, Any], v: str) -> list[list[str]]:
                     f"{e['makespan_mean']:.0f}",
                     _range(d["makespan_change_pct"] if d else None, unit=" %"),
                     _num(e["wait_mean"], 0),
-                    _limits(e),
+                    "—" if p == BASELINE else _limits(e),  # FCFS+EASY never skips
                     f"{e['limit_hits_per_trial']:.1f}",
                     _flags(summary, v, s, p),
                 ]

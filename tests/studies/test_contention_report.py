@@ -95,6 +95,11 @@ def test_paired_differences_and_the_oracle_share_are_exact() -> None:
     assert rush["makespan_change_pct"]["mean"] == pytest.approx(0.0)
     assert rush["removed_share_of_oracle"] == 0.5
     assert "FCFS+EASY" not in s["paired"]["paper"]["ADAA"]
+    # An oracle that adds runs with variation, or none at all, gives no share (not a negative %).
+    worse = [dict(r, variation=True) if r["policy"] == "PRESENT-ORACLE" else r for r in trials()]
+    without = [r for r in trials() if r["policy"] != "PRESENT-ORACLE"]
+    for rows in (worse, without):
+        assert summarise(rows, [])["paired"]["paper"]["ADAA"]["RUSH"]["removed_share_of_oracle"] is None
     assert e["PRESENT-ORACLE"]["diagnostic"] and not e["RUSH"]["diagnostic"]
 
 
@@ -168,6 +173,8 @@ def test_markdown_has_the_expected_rows_and_labels_diagnostics() -> None:
     )
     assert "0.0 % [-10.0, +10.0] |" in row  # +10 % and -10 %: a mean of 0
     assert row.endswith("| 10 | 0.0 | 0.5 / 0.5 |")
+    baseline = next(x for x in lines if x.startswith("| ADAA | FCFS+EASY | 2 |"))
+    assert baseline.endswith("| — | 0.0 | — |")  # FCFS+EASY has no skip limit and no flags
     assert any(x.startswith("| ADAA | PRESENT-ORACLE (diagnostic) |") for x in lines)
     assert any(x.startswith("| ADAA | NOISE-ORACLE (diagnostic) | 1 |") for x in lines)
     assert not any(x.startswith("| ADAA | PRESENT-ORACLE |") for x in lines)
