@@ -1,13 +1,16 @@
 """A longitudinal campaign in the contention simulator: records.jsonl + FeatureStore (the contract).
 
-The seven applications run back to back under random background load for ``hours`` simulated
-hours: Poisson arrivals sized to keep about ``load`` of the machine busy, each job a uniformly
-drawn application on 8, 16 or 32 nodes (probabilities 1/4, 1/2, 1/4; weak scaling, so an
-application's unimpeded runtime does not depend on its size and its label thresholds apply
-to all its runs), scheduled FCFS+EASY by the core, with the noise job switching on and off.
-Every run is a control job: its record carries the nodes, times and runtime the simulator
-produced, ``probe`` null (the simulator has no MPI probe) and ``noise`` (ground truth, never a
-feature). The counters of all 512 nodes go to the feature store every 30 s.
+Like the paper's data collection, the campaign runs the seven applications as control jobs over
+hundreds of noise episodes, under background load like the experiments': it is a sequence of
+*blocks*, one every ``BLOCK_EVERY`` seconds, each an experiment-like burst (``BLOCK_JOBS`` jobs,
+20 % at the block's start, the rest uniform over 20 minutes, applications dealt evenly), 60 %
+of the jobs on 16 nodes and 20 % each on 8 and 32 (weak scaling: an application's unimpeded
+runtime does not depend on its size, so its label thresholds hold for all its runs). The core
+schedules them FCFS+EASY with first-fit placement, the noise job always running at its varying
+intensity. Every run is a control job: its record carries the nodes, times and runtime the
+simulator produced, its own MPI probe taken on its nodes as it started (``probe``, the nine
+features) and ``noise`` (ground truth, never a feature: the noise was loud, above the middle of
+its range, on average over the run). The counters of every node go to the feature store every 30 s.
 """
 
 from __future__ import annotations
@@ -20,34 +23,34 @@ from pathlib import Path
 import numpy as np
 
 from rush.collect.store import FeatureStore
-from rush.contention.model import APP_NAMES, APPS, JITTER, NODES
-from rush.contention.noise import NOISE_NODES_COUNT, NoiseSchedule
+from rush.contention.apps import APP_NAMES, APPS
+from rush.contention.experiment_workload import burst
+from rush.contention.model import JITTER
+from rush.contention.noise import NoiseSchedule, NoiseSpec
 from rush.contention.shell import EPOCH, JobResult, JobSpec, Simulation
+from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 from rush.models.variability.dataset import FORMAT
 
+BLOCK_JOBS = 190
+BLOCK_EVERY = 2100.0  # about an experiment's makespan: the machine stays busy like in one
 SIZES = (8, 16, 32)
-SIZE_P = (0.25, 0.5, 0.25)
+SIZE_P = (0.2, 0.6, 0.2)
 MAX_HOURS = 48.0
 
 
-def campaign_jobs(rng: np.random.Generator, hours: float, load: float = 0.8) -> list[JobSpec]:
-    """Poisson arrivals of random applications and sizes for ``hours``, offered ``load``."""
-    mean_nodes = float(np.dot(SIZES, SIZE_P))
-    mean_base = float(np.mean([a.base for a in APPS.values()]))
-    rate = load * (NODES - NOISE_NODES_COUNT) / (mean_nodes * mean_base)
-    jobs, t, k = [], 0.0, 0
-    while True:
-        t += rng.exponential(1.0 / rate)
-        if t >= hours * 3600.0:
-            return jobs
-        k += 1
-        app = APP_NAMES[int(rng.integers(len(APP_NAMES)))]
-        size = int(rng.choice(SIZES, p=SIZE_P))
-        jobs.append(JobSpec(k, app, size, t, "weak", float(rng.lognormal(0.0, JITTER))))
+def campaign_jobs(rng: np.random.Generator, hours: float) -> list[JobSpec]:
+    """The campaign's blocks of experiment-like bursts over ``hours``."""
+    jobs: list[JobSpec] = []
+    blocks = max(1, math.floor(hours * 3600.0 / BLOCK_EVERY))
+    for b in range(blocks):
+        sizes = rng.choice(SIZES, p=SIZE_P, size=BLOCK_JOBS)
+        for spec in burst(rng, APP_NAMES, sizes, "weak", start=b * BLOCK_EVERY, first_id=len(jobs) + 1):
+            jobs.append(spec)
+    return jobs
 
 
-def record(r: JobResult) -> dict:
+def record(r: JobResult, loud: float) -> dict:
     return {
         "job_id": str(r.job_id),
         "app": r.app,
@@ -58,49 +61,62 @@ def record(r: JobResult) -> dict:
         "end": EPOCH + r.end,
         "runtime": r.runtime,
         "state": "COMPLETED",
-        "probe": None,
-        "noise": r.noise,
+        "probe": r.probe,
+        "noise": bool(r.noise_level > loud),
+        "noise_level": r.noise_level,
+        "size": r.size,
     }
 
 
-def run_campaign(out: Path, hours: float, seed: int, command: str, load: float = 0.8) -> dict:
+def run_campaign(out: Path, hours: float, seed: int, command: str, fabric: Fabric, noise: NoiseSpec) -> dict:
     """Write ``out/records.jsonl`` and ``out/store.db``; return a summary."""
     if not (math.isfinite(hours) and 0 < hours <= MAX_HOURS):
         raise ValueError(f"campaign hours must be in (0, {MAX_HOURS}]")
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    jobs = campaign_jobs(rng, hours, load)
-    noise = NoiseSchedule.random(rng, hours * 3600.0 * 2 + 7200.0)
+    jobs = campaign_jobs(rng, hours)
+    horizon = hours * 3600.0 * 4 + 7200.0
+    schedule = NoiseSchedule.random(noise, rng, horizon)
     store_path = out / "store.db"
     for stale in (store_path, out / "store.db-wal", out / "store.db-shm"):
         stale.unlink(missing_ok=True)
     with FeatureStore(store_path) as store:
-        sim = Simulation(jobs, CoreConfig.from_names("FCFS", "easy"), rng, noise, store=store)
+        sim = Simulation(
+            jobs,
+            CoreConfig.from_names("FCFS", "easy"),
+            rng,
+            schedule,
+            fabric,
+            store=store,
+            probe_at_start=True,
+        )
         results = sim.run()
+    loud = sum(noise.intensity) / 2.0 if noise.mode == "always" else 0.0
     header = {
         "format": FORMAT,
         "campaign": "contention-sim",
         "seed": seed,
         "command": command,
-        "machine": f"rush contention simulator, {NODES} nodes",
+        "machine": f"rush contention simulator, {fabric.machine.nodes} nodes ({fabric.machine.name})",
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     tmp = out / "records.jsonl.tmp"
     with tmp.open("w") as fh:
         fh.write(json.dumps(header) + "\n")
         for r in results:
-            fh.write(json.dumps(record(r)) + "\n")
+            fh.write(json.dumps(record(r, loud)) + "\n")
     tmp.replace(out / "records.jsonl")
+    end = max(r.end for r in results)
     return {
         "runs": len(results),
         "hours": hours,
+        "simulated_s": end,
+        "noise_episodes": schedule.episodes(end),
         "seed": seed,
-        "noise_on_share": float(
-            np.sum(np.minimum(noise.ends, hours * 3600) - np.minimum(noise.starts, hours * 3600))
-        )
-        / (hours * 3600.0),
+        "runs_per_app": {a: sum(r.app == a for r in results) for a in APPS},
         "records": str(out / "records.jsonl"),
         "store": str(store_path),
+        "jitter_sigma": JITTER,
     }
 
 

@@ -13,23 +13,28 @@ from __future__ import annotations
 import numpy as np
 
 from rush.collect.base import Sample
-from rush.contention.model import NODES, hostname
 from rush.contention.state import METRIC_NAMES, METRICS
 
 SAMPLE_INTERVAL = 30.0  # seconds between readings (LDMS-like; 10 readings per 5-minute window)
 COUNTER_NOISE = 0.05
-HOSTS: tuple[str, ...] = tuple(hostname(k) for k in range(NODES))
 _SOURCE_OF = {m: s for s, ms in METRICS.items() for m in ms}
 
 
 class CounterRecorder:
     """Integrates per-node rates over time and emits one reading per node and source per tick."""
 
-    def __init__(self, rng: np.random.Generator, interval: float = SAMPLE_INTERVAL, origin: float = 0.0):
+    def __init__(
+        self,
+        rng: np.random.Generator,
+        hosts: tuple[str, ...],
+        interval: float = SAMPLE_INTERVAL,
+        origin: float = 0.0,
+    ) -> None:
         self.rng = rng
+        self.hosts = hosts
         self.interval = float(interval)
         self.origin = float(origin)  # simulated epoch of t = 0
-        self.acc = np.zeros((NODES, len(METRIC_NAMES)))
+        self.acc = np.zeros((len(hosts), len(METRIC_NAMES)))
         self.last = 0.0
         self.next_tick = self.interval
 
@@ -52,6 +57,6 @@ class CounterRecorder:
         stamp = self.origin + t
         return [
             Sample(stamp, host, _SOURCE_OF[metric], metric, float(v))
-            for host, row in zip(HOSTS, values.tolist(), strict=True)
+            for host, row in zip(self.hosts, values.tolist(), strict=True)
             for metric, v in zip(METRIC_NAMES, row, strict=True)
         ]

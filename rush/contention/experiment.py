@@ -1,64 +1,57 @@
-"""The variability experiments (Nichols et al., IPDPS 2022, section on simulation) in the contention simulator.
+"""The variability experiments of Nichols et al. (IPDPS'22) in the contention simulator.
 
-Scenarios (512 nodes, noise job on 1/16 of the nodes):
+Scenarios (the paper's Table II; 512 nodes, noise job on 1/16 of them, always on):
 
 * ADAA: all 7 applications, 190 jobs on 16 nodes, model trained on all applications;
-* ADPA: 3 applications (MILC, Laghos, MACSio), 150 jobs, model trained on all;
-* PDPA: the same 3 applications, model trained on the other 4 only;
+* ADPA: 3 applications (Laghos, LBANN, PENNANT), 150 jobs, model trained on all;
+* PDPA: the same 3 applications, model trained on the other 4 (AMG, Kripke, sw4lite, SWFFT);
 * WS / SS: all applications at 8, 16 and 32 nodes (190 jobs), weak / strong scaling, model on all.
 
-20 % of the jobs are submitted at t = 0 and the rest uniformly over 20 minutes; applications
-are dealt evenly (a shuffled deck). Each trial draws its workload, the runs' OS jitter and the
-noise schedule once and runs every policy on them (paired trials): FCFS+EASY; RUSH =
-FCFS+EASY with skip-with-limit (the core's ``skip_limit``, 10) driven by the learned predictor
-(:class:`rush.planner.variation.LearnedVariationPredictor`) on the trial's own feature store;
-RUSH-L, the same flagging the "little" class too; NOISE-ORACLE, a diagnostic bound that flags
-network jobs exactly while the noise is on. Placement is the core's: ``first-fit`` (lowest free
-nodes, as RUSH's Flux matched) for those four; beyond RUSH, TOPOLOGY is FCFS+EASY with the
-core's topology packing (fewest pods), RUSH-V and NOISE-ORACLE-V the same flags with
-variability-aware placement (a flagged job goes to quiet pods first and is skipped only when
-none holds it; a pod is quiet by the predictor's ``quiet_leaves`` rule, the oracle's pods are
-quiet while the noise is off).
-Ten minutes of warm-up (noise and counters, no jobs) come before t = 0 so that the first
-predictions have a full 5-minute window.
+Each trial draws its workload (:func:`rush.contention.experiment_workload.burst`), the runs' OS
+jitter and the noise schedule once and runs every policy on them (paired trials). Policies:
+FCFS+EASY; RUSH = FCFS+EASY with skip-with-limit (limit 10) driven by the learned predictor
+(:class:`rush.contention.oracles.LearnedOracle`) on the trial's own feature store; RUSH-30 and
+RUSH-UNLIMITED, the same with skip limits 30 and none (sensitivity); PRESENT-ORACLE and
+NOISE-ORACLE, diagnostics (:mod:`rush.contention.oracles`), limit 10. Placement is first-fit,
+as RUSH's Flux matched. Ten minutes of warm-up (noise and counters, no jobs) come before t = 0
+so that the first predictions have a full window.
+
+Variants (sensitivity runs of the set-up): ``paper`` (one pod of 512, noise always on),
+``multipod`` (4 pods of 128 with 4:1 tapered pod uplinks), ``onoff`` (noise switching on and off).
 
 A run "has variation" when its slowdown (runtime over its unimpeded runtime at its size)
-exceeds mu + 1.5 sigma of its application's slowdowns in the campaign: the training label's
-threshold, applied to the experiments' runs.
+exceeds mu + 1.5 sigma of its application's slowdowns in the campaign (the training label's
+threshold); the report adds within-experiment thresholds.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 
-from rush.contention.counters import SAMPLE_INTERVAL
-from rush.contention.model import APP_NAMES, APPS, JITTER, POD_SIZE, PODS, THREE_APPS, hostname, scaled
-from rush.contention.noise import NoiseSchedule
-from rush.contention.shell import EPOCH, JobSpec, Simulation
+from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled
+from rush.contention.experiment_workload import burst
+from rush.contention.machine import MULTIPOD, PAPER, Machine
+from rush.contention.noise import SWITCHING, NoiseSchedule, NoiseSpec
+from rush.contention.oracles import LearnedOracle, NoiseOracle, PresentStateOracle, Recorded
+from rush.contention.shell import Simulation
+from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 
 WARMUP = 600.0
-ARRIVAL_SPAN = 1200.0
-AT_ZERO = 0.2
-# RUSH flags a job when the model's most probable class is "variation" (the card's default);
-# RUSH-L also when it is "little" (the configurable variation classes of the issue).
-# NOISE-ORACLE is a diagnostic bound, not a predictor: it flags network jobs exactly while the
-# noise job is on (ground truth no scheduler has), to show what skip-with-limit can buy here.
+UNLIMITED = -1
 POLICIES: tuple[str, ...] = (
-    "FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE", "TOPOLOGY", "RUSH-V", "NOISE-ORACLE-V",
+    "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "PRESENT-ORACLE", "NOISE-ORACLE",
 )  # fmt: skip
-RUSH_CLASSES: dict[str, tuple[str, ...]] = {
-    "RUSH": ("variation",),
-    "RUSH-L": ("little", "variation"),
-    "RUSH-V": ("variation",),
-}
-PLACEMENT: dict[str, str] = {"TOPOLOGY": "topology", "RUSH-V": "variability", "NOISE-ORACLE-V": "variability"}
+DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE")
+SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
+LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED")
+# The core's skip counter never reaches this: "no limit".
+_NO_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -82,125 +75,74 @@ SCENARIOS: dict[str, Scenario] = {
     )
 }
 SCENARIO_NAMES: tuple[str, ...] = tuple(SCENARIOS)
-OTHER_FOUR: tuple[str, ...] = tuple(a for a in APP_NAMES if a not in THREE_APPS)
+VARIANTS: dict[str, tuple[Machine, NoiseSpec]] = {
+    "paper": (PAPER, NoiseSpec()),
+    "multipod": (MULTIPOD, NoiseSpec()),
+    "onoff": (PAPER, SWITCHING),
+}
 
 
-def workload(scenario: Scenario, rng: np.random.Generator, scale: float = 1.0) -> list[JobSpec]:
-    """The scenario's jobs (``scale`` shrinks the job count for tests)."""
+def workload(scenario: Scenario, rng: np.random.Generator, scale: float = 1.0):
+    """The scenario's jobs, submitted after the warm-up (``scale`` shrinks the count for tests)."""
     n = max(1, round(scenario.jobs * scale))
-    deck = np.resize(np.array(scenario.apps), n)
-    rng.shuffle(deck)
     sizes = np.resize(np.array(scenario.sizes), n)
     rng.shuffle(sizes)
-    at_zero = round(AT_ZERO * n)
-    submit = np.concatenate([np.zeros(at_zero), rng.uniform(0.0, ARRIVAL_SPAN, n - at_zero)])
-    jitter = rng.lognormal(0.0, JITTER, n)
-    return [
-        JobSpec(
-            k + 1, str(deck[k]), int(sizes[k]), WARMUP + float(submit[k]), scenario.scaling, float(jitter[k])
-        )
-        for k in range(n)
-    ]
+    return burst(rng, scenario.apps, sizes, scenario.scaling, start=WARMUP)
 
 
-class LearnedOracle:
-    """The daemon's learned predictor on a trial's store, answering the shell's questions on
-    each job's tentative placement (job-node windows when the model reads them)."""
-
-    def __init__(self, store: Any, model: Path, classes: tuple[str, ...] = ("variation",)) -> None:
-        from rush.planner.variation import get_predictor
-
-        self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
-        # The window's content changes only at counter ticks (readings are stamped on the tick
-        # grid and the window is a whole number of intervals), so one feature read per interval
-        # and node set serves every prediction in it: same answers, far fewer store queries.
-        features_on = self.predictor.features_on
-        cache: dict[tuple, dict] = {}
-
-        def per_interval(now: float, hosts) -> dict:
-            tick = math.ceil((now - EPOCH) / SAMPLE_INTERVAL - 1e-9)
-            key = (tick, None if hosts is None else tuple(hosts))
-            if not cache or next(iter(cache))[0] != tick:
-                cache.clear()
-            if key not in cache:
-                cache[key] = features_on(now, hosts)
-            return dict(cache[key])
-
-        if self.predictor.window % SAMPLE_INTERVAL == 0:
-            self.predictor.features_on = per_interval
-        self.asked = 0
-        self.flagged = 0
-        self.unknown = 0
-
-    def __call__(self, now: float, asked) -> list[bool]:
-        jobs = [SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype) for spec, _ in asked]
-        hosts = [[hostname(int(k)) for k in nodes] for _, nodes in asked]
-        flags = self.predictor.predict_on(jobs, now, hosts)
-        self.asked += len(jobs)
-        self.flagged += sum(flags)
-        self.unknown += len(jobs) if self.predictor.last_reason else 0
-        return flags
-
-    def quiet_pods(self, now: float) -> np.ndarray:
-        """Per pod: a network job on the pod's nodes is not predicted to vary (the predictor's
-        ``quiet_leaves`` on all the pod's nodes, where its traffic shows)."""
-        leaves = {p: [hostname(k) for k in range(p * POD_SIZE, (p + 1) * POD_SIZE)] for p in range(PODS)}
-        quiet = self.predictor.quiet_leaves(now, leaves)
-        return np.array([quiet[p] for p in range(PODS)], dtype=bool)
-
-
-class NoiseOracle:
-    """Flags network jobs while the noise job is on (the diagnostic bound, see POLICIES)."""
-
-    def __init__(self, noise: NoiseSchedule) -> None:
-        self.noise = noise
-        self.asked = 0
-        self.flagged = 0
-
-    def __call__(self, now: float, asked) -> list[bool]:
-        on = self.noise.level(now - EPOCH) > 0
-        flags = [on and APPS[spec.app].wtype == "network" for spec, _ in asked]
-        self.asked += len(flags)
-        self.flagged += sum(flags)
-        return flags
-
-    def quiet_pods(self, now: float) -> np.ndarray:
-        """The noise job has two nodes in every pod: all pods are loud while it is on."""
-        return np.full(PODS, self.noise.level(now - EPOCH) == 0)
+def skip_limit(policy: str) -> int:
+    return SKIP_LIMIT.get(policy, 10)
 
 
 def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
-    """One scenario x trial x policy: one row per job (the sweep task)."""
+    """One variant x scenario x trial x policy: one row per job (``kind`` "job") and one per
+    question a flagging policy answered (``kind`` "prediction")."""
     from rush.collect.store import FeatureStore
 
     scenario = SCENARIOS[cell["scenario"]]
+    machine, noise_spec = cell_machine(cell)
     seeds = np.random.SeedSequence(
         [int(cell["seed"]), SCENARIO_NAMES.index(scenario.name), int(cell["trial"])]
     )
-    work_seed, noise_seed, counter_seed = seeds.spawn(3)
+    work_seed, noise_seed, counter_seed, probe_seed = seeds.spawn(4)
     jobs = workload(scenario, np.random.default_rng(work_seed), float(cell.get("scale", 1.0)))
-    noise = NoiseSchedule.random(np.random.default_rng(noise_seed), 20 * 3600.0)
+    noise = NoiseSchedule.random(noise_spec, np.random.default_rng(noise_seed), 3 * 86_400.0)
+    policy = cell["policy"]
+    limit = skip_limit(policy)
     config = replace(
-        CoreConfig.from_names("FCFS", "easy"), placement=PLACEMENT.get(cell["policy"], "first-fit")
+        CoreConfig.from_names("FCFS", "easy"), skip_limit=_NO_LIMIT if limit == UNLIMITED else limit
     )
-    rush = cell["policy"] in RUSH_CLASSES
     thresholds = cell["thresholds"]
-    # The trial's counters live in an in-memory store (only RUSH reads them).
-    store = FeatureStore(":memory:") if rush else None
-    oracle: LearnedOracle | NoiseOracle | None = None
-    if rush:
-        oracle = LearnedOracle(store, Path(cell["models"][scenario.model]), RUSH_CLASSES[cell["policy"]])
-    elif cell["policy"] in ("NOISE-ORACLE", "NOISE-ORACLE-V"):
-        oracle = NoiseOracle(noise)
-    sim = Simulation(jobs, config, np.random.default_rng(counter_seed), noise, store=store, oracle=oracle)
+    fabric = Fabric(machine, noise_spec)
+    reference = PresentStateOracle(thresholds)
+    store = FeatureStore(":memory:") if policy in LEARNED else None
+    oracle = None
+    if policy in LEARNED:
+        model = cell["models"][scenario.model]
+        learned = LearnedOracle(
+            store,
+            Path(model["path"]),
+            np.random.default_rng(probe_seed),
+            threshold=model.get("flag_threshold"),
+        )
+        oracle = Recorded(learned, reference)
+    elif policy == "PRESENT-ORACLE":
+        oracle = Recorded(reference, reference)
+    elif policy == "NOISE-ORACLE":
+        oracle = Recorded(NoiseOracle(noise_spec), reference)
+    sim = Simulation(
+        jobs, config, np.random.default_rng(counter_seed), noise, fabric, store=store, oracle=oracle
+    )
     results = sim.run()
     if store is not None:
         store.close()
+    # The sweep adds the cell's parameters (variant, scenario, policy, trial) to every row.
     rows = []
     for r in results:
         slowdown = r.runtime / r.base
         rows.append(
             {
+                "kind": "job",
                 "job_id": r.job_id,
                 "app": r.app,
                 "wtype": r.wtype,
@@ -213,26 +155,38 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
                 "slowdown": slowdown,
                 "wait": r.wait,
                 "skips": r.skips,
-                "noise": r.noise,
+                "skip_limit": limit,
+                "limit_hit": r.limit_hit,
+                "noise_level": r.noise_level,
                 "variation": bool(slowdown > thresholds[r.app]),
-                "predictions": oracle.asked if oracle else 0,
-                "flagged": oracle.flagged if oracle else 0,
             }
         )
+    if oracle is not None:
+        for e in oracle.events:
+            rows.append({"kind": "prediction", **e, "t": e["t"] - WARMUP})
     return rows
+
+
+def cell_machine(cell: dict) -> tuple[Machine, NoiseSpec]:
+    """The cell's machine and noise: its variant's, or the study file's for ``paper``."""
+    spec = cell.get("study_spec")
+    if spec is not None:
+        noise = dict(spec["noise"])
+        if "intensity" in noise:
+            noise["intensity"] = tuple(noise["intensity"])
+        return Machine(**spec["machine"]), NoiseSpec(**noise)
+    return VARIANTS[cell.get("variant", "paper")]
 
 
 def slowdown_thresholds(records_path: Path) -> dict[str, float]:
     """Per application: mu + 1.5 sigma of the campaign's slowdowns (runtime / unimpeded runtime)."""
-    import json
-
     by_app: dict[str, list[float]] = {}
     with records_path.open() as fh:
         for line in fh:
             obj = json.loads(line)
             if "format" in obj or obj.get("state") != "COMPLETED":
                 continue
-            base = scaled(APPS[obj["app"]], len(obj["nodes"]), "weak")[0]
+            base = scaled(APPS[obj["app"]], len(obj["nodes"]), "weak").base
             by_app.setdefault(obj["app"], []).append(obj["runtime"] / base)
     out = {}
     for app in APP_NAMES:
@@ -241,42 +195,7 @@ def slowdown_thresholds(records_path: Path) -> dict[str, float]:
     return out
 
 
-def summarise(rows: list[dict]) -> dict:
-    """Per scenario and policy: per-application table and makespans (means over trials)."""
-    out: dict[str, Any] = {}
-    keys = sorted(
-        {(r["scenario"], r["policy"]) for r in rows},
-        key=lambda k: (SCENARIO_NAMES.index(k[0]), POLICIES.index(k[1])),
-    )
-    for scenario, policy in keys:
-        sel = [r for r in rows if r["scenario"] == scenario and r["policy"] == policy]
-        trials = sorted({r["trial"] for r in sel})
-        makespans = [max(r["end"] for r in sel if r["trial"] == t) for t in trials]
-        apps = {}
-        for app in APP_NAMES:
-            a = [r for r in sel if r["app"] == app]
-            if not a:
-                continue
-            runtime = np.array([r["runtime"] for r in a])
-            apps[app] = {
-                "runs": len(a) / len(trials),
-                "runs_with_variation": sum(r["variation"] for r in a) / len(trials),
-                "runtime_mean": float(runtime.mean()),
-                "runtime_max": float(runtime.max()),
-                "slowdown_mean": float(np.mean([r["slowdown"] for r in a])),
-                "wait_mean": float(np.mean([r["wait"] for r in a])),
-                "skips_mean": float(np.mean([r["skips"] for r in a])),
-            }
-        first = [next(r for r in sel if r["trial"] == t) for t in trials]
-        out.setdefault(scenario, {})[policy] = {
-            "trials": len(trials),
-            "predictions_per_trial": float(np.mean([r["predictions"] for r in first])),
-            "flagged_per_trial": float(np.mean([r["flagged"] for r in first])),
-            "runs_with_variation": sum(r["variation"] for r in sel) / len(trials),
-            "runs": len(sel) / len(trials),
-            "makespan_mean": float(np.mean(makespans)),
-            "makespans": [float(m) for m in makespans],
-            "wait_mean": float(np.mean([r["wait"] for r in sel])),
-            "apps": apps,
-        }
-    return out
+__all__ = [
+    "DIAGNOSTICS", "OTHER_FOUR", "POLICIES", "SCENARIOS", "SCENARIO_NAMES", "VARIANTS", "Scenario",
+    "run_trial", "slowdown_thresholds", "workload",
+]  # fmt: skip

@@ -1,76 +1,109 @@
-"""The noise job: variable all-to-all traffic on 1/16 of the nodes, switched on and off at random.
+"""The noise job: all-to-all traffic of variable intensity on 1/16 of the nodes.
 
-It holds 32 nodes for the whole run, two per pod (the last two of each pod): an RJMS places a
-long-running 32-node job across the machine, and all-to-all between pods is what loads the
-tapered uplinks. Its schedule alternates off and on periods with exponential durations
-(means ``MEAN_OFF`` = 600 s and ``MEAN_ON`` = 300 s, so it is on about a third of the time,
-starting off); during each on period every noise node injects ``intensity x LINK_GBS`` with
-the intensity drawn uniformly from [0.5, 1.0] (the "variable" traffic), all of it between
-pods but the 1/31 that stays in the node's own pod.
+As in the paper, a noise job runs for the whole experiment on 1/16 of the nodes (32 of 512)
+and sends all-to-all traffic among them. Its nodes are spread over the machine, an equal
+number on every leaf (the last ones of each leaf: 2 of 32), so every leaf's uplinks carry some
+of its traffic; a noise job packed into one leaf would load no uplink and disturb nobody.
+
+``mode = "always"`` (the paper's): the noise is always on and its intensity varies: it holds a
+level drawn uniformly from ``intensity`` (a fraction of the link rate) for an exponential time
+of mean ``change_every`` seconds, then draws the next (the program cycles through message sizes
+and pauses). ``mode = "switching"`` (the variant): off periods of mean ``mean_off`` alternate with
+on periods of mean ``mean_on``, each on period at one drawn level.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from rush.contention.model import NODES, POD_SIZE
+from rush.contention.machine import Machine
 
-MEAN_OFF = 600.0
-MEAN_ON = 300.0
-INTENSITY = (0.5, 1.0)
-PER_POD = 2
-NOISE_NODES_COUNT = PER_POD * NODES // POD_SIZE  # 32 = 1/16 of the machine
+MODES = ("always", "switching")
 
 
-def noise_nodes() -> np.ndarray:
-    """The 32 nodes of the noise job: the last two of every pod."""
-    pods = np.arange(NODES // POD_SIZE)
-    return np.sort(np.concatenate([pods * POD_SIZE + POD_SIZE - k for k in range(1, PER_POD + 1)]))
+@dataclass(frozen=True)
+class NoiseSpec:
+    fraction: float = 1.0 / 16.0
+    mode: str = "always"
+    intensity: tuple[float, float] = (0.25, 1.0)
+    change_every: float = 180.0
+    mean_on: float = 300.0
+    mean_off: float = 600.0
+
+    def __post_init__(self) -> None:
+        lo, hi = self.intensity
+        ok = (
+            0.0 < self.fraction <= 0.5
+            and self.mode in MODES
+            and all(math.isfinite(x) for x in (lo, hi, self.change_every, self.mean_on, self.mean_off))
+            and 0.0 <= lo <= hi <= 1.0
+            and min(self.change_every, self.mean_on, self.mean_off) > 0
+        )
+        if not ok:
+            raise ValueError(f"inconsistent noise spec {self}")
+
+    def nodes(self, machine: Machine) -> np.ndarray:
+        """The noise job's nodes: the last ``round(fraction x leaf_size)`` of every leaf (at least one)."""
+        per_leaf = max(1, round(self.fraction * machine.leaf_size))
+        leaves = np.arange(machine.leaves) * machine.leaf_size
+        return np.sort(np.concatenate([leaves + machine.leaf_size - k for k in range(1, per_leaf + 1)]))
+
+
+SWITCHING = NoiseSpec(mode="switching")
 
 
 @dataclass(frozen=True)
 class NoiseSchedule:
-    """On periods ``[starts[k], ends[k])`` with per-period intensity in [0.5, 1] of line rate."""
+    """Piecewise-constant intensity: ``levels[k]`` on ``[times[k], times[k + 1])`` (fraction of link rate)."""
 
-    starts: np.ndarray
-    ends: np.ndarray
-    intensity: np.ndarray
+    times: np.ndarray  # change points, times[0] == 0
+    levels: np.ndarray
 
     @classmethod
-    def random(cls, rng: np.random.Generator, horizon: float, enabled: bool = True) -> NoiseSchedule:
-        starts, ends, level = [], [], []
-        t = 0.0
-        while enabled and t < horizon:
-            t += rng.exponential(MEAN_OFF)
-            on = rng.exponential(MEAN_ON)
-            starts.append(t)
-            ends.append(t + on)
-            level.append(rng.uniform(*INTENSITY))
-            t += on
-        return cls(np.array(starts), np.array(ends), np.array(level))
+    def random(cls, spec: NoiseSpec, rng: np.random.Generator, horizon: float) -> NoiseSchedule:
+        times, levels, t = [], [], 0.0
+        while t < horizon:
+            if spec.mode == "always":
+                times.append(t)
+                levels.append(rng.uniform(*spec.intensity))
+                t += rng.exponential(spec.change_every)
+            else:
+                times.append(t)
+                levels.append(0.0)
+                t += rng.exponential(spec.mean_off)
+                times.append(t)
+                levels.append(rng.uniform(*spec.intensity))
+                t += rng.exponential(spec.mean_on)
+        return cls(np.asarray(times, dtype=float), np.asarray(levels, dtype=float))
+
+    @classmethod
+    def constant(cls, level: float) -> NoiseSchedule:
+        return cls(np.zeros(1), np.array([float(level)]))
 
     @classmethod
     def off(cls) -> NoiseSchedule:
-        return cls(np.zeros(0), np.zeros(0), np.zeros(0))
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_switches", np.sort(np.concatenate([self.starts, self.ends])))
+        return cls.constant(0.0)
 
     def level(self, t: float) -> float:
-        """Intensity at time t (0 when off)."""
-        k = int(np.searchsorted(self.starts, t, side="right")) - 1
-        if k >= 0 and t < self.ends[k]:
-            return float(self.intensity[k])
-        return 0.0
+        k = int(np.searchsorted(self.times, t, side="right")) - 1
+        return float(self.levels[max(k, 0)])
 
     def next_switch(self, t: float) -> float:
-        """The first switch time strictly after t (inf when none)."""
-        times = self._switches  # type: ignore[attr-defined]
-        k = int(np.searchsorted(times, t, side="right"))
-        return float(times[k]) if k < len(times) else float("inf")
+        """The first change strictly after t (inf when none)."""
+        k = int(np.searchsorted(self.times, t, side="right"))
+        return float(self.times[k]) if k < len(self.times) else math.inf
 
-    def active_during(self, start: float, end: float) -> bool:
-        """Whether the noise was on at any time in [start, end) (the records' ground truth)."""
-        return bool(np.any((self.starts < end) & (self.ends > start)))
+    def mean_level(self, start: float, end: float) -> float:
+        """Mean intensity over [start, end) (a record's ground truth, never a feature)."""
+        if end <= start:
+            return self.level(start)
+        edges = np.concatenate([[start], self.times[(self.times > start) & (self.times < end)], [end]])
+        levels = [self.level(a) for a in edges[:-1]]
+        return float(np.dot(levels, np.diff(edges)) / (end - start))
+
+    def episodes(self, horizon: float) -> int:
+        """How many intensity periods start before ``horizon``."""
+        return int(np.searchsorted(self.times, horizon, side="left"))

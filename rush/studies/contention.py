@@ -1,11 +1,16 @@
 """The whole variability study: campaign -> dataset -> models -> paired trials -> tables and plots.
 
-``prepare`` runs the simulated campaign (unless ``out/campaign`` already holds one with the same
-seed and length), builds the dataset with the variability pipeline
-(:func:`rush.models.variability.dataset.build_dataset`, window 300 s, job and all-node scopes) and
-trains two models with :func:`rush.models.variability.train.train_variability`: on all seven
-applications (ADAA, ADPA, WS, SS) and on the four outside the three-application scenarios
-(PDPA). ``run_study`` then runs every scenario x trial x policy through rush.studies.sweep.
+``prepare`` runs, per variant of the set-up (the paper's, and the sensitivity variants asked
+for), the simulated campaign on that machine and noise (unless ``out/<variant>/campaign``
+already holds one made alike), builds the dataset with the variability pipeline
+(:func:`rush.models.variability.dataset.build_dataset`, window 300 s, job and all-node scopes,
+each run's own probe) and trains two models with
+:func:`rush.models.variability.train.train_variability` (leave-one-application-out model
+selection among ExtraTrees, RandomForest, kNN and AdaBoost, the node scope with the best
+held-out F1, RFE, the 3-class model, the flag threshold on held-out data): on all seven
+applications (ADAA, ADPA, WS, SS) and on the four outside ADPA/PDPA's three (PDPA).
+``run_study`` then runs every variant x scenario x trial x policy through rush.studies.sweep
+and hands the rows to :mod:`rush.studies.contention_report`.
 """
 
 from __future__ import annotations
@@ -18,76 +23,98 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rush.contention.experiment import (
-    OTHER_FOUR,
-    POLICIES,
-    SCENARIOS,
-    run_trial,
-    slowdown_thresholds,
-    summarise,
-)
+from rush.contention.apps import OTHER_FOUR
+from rush.contention.experiment import POLICIES, SCENARIOS, run_trial, slowdown_thresholds
 from rush.errors import ConfigError
 
 MAX_TRIALS = 100
 MAX_HOURS = 48.0
+WINDOW = 300.0
 
 
 def _command() -> str:
     return "rush " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv else "rush"
 
 
-def prepare(
-    out: Path,
-    seed: int,
-    hours: float,
-    fresh: bool = False,
-    train_models: tuple[str, ...] | None = None,
-    estimators: int = 100,
-) -> dict[str, Any]:
-    """Campaign, datasets and the two models under ``out``; reused when already made alike.
+@dataclass(frozen=True)
+class ContentionStudy:
+    """What one run of the study covers (``rush experiment variability``'s flags)."""
 
-    ``train_models``/``estimators`` narrow the model selection (tests); None means the
-    published four kinds.
-    """
+    out: Path
+    scenarios: list[str]
+    trials: int
+    seed: int
+    hours: float  # of the simulated campaign the models are trained on
+    cluster: str = "serial"
+    scale: float = 1.0
+    fresh: bool = False
+    progress: bool = False
+    train_models: tuple[str, ...] | None = None  # None: all four kinds
+    estimators: int = 100
+    study_spec: Any = None  # rush.contention.spec.StudySpec; None: the paper's set-up
+    variants: tuple[str, ...] = ("paper",)
+    policies: tuple[str, ...] = POLICIES
+    first_trial: int = 0  # trials first_trial .. first_trial + trials - 1 (held-out seeds)
+
+
+def _spec(study: ContentionStudy, variant: str) -> dict[str, dict[str, Any]]:
+    from rush.contention.spec import load_study_spec
+
+    spec = (study.study_spec or load_study_spec(None)).variant(variant)
+    return {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)}
+
+
+def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
+    """Campaign, datasets and the two models of one variant under ``out/<variant>``; reused
+    when already made alike."""
     from rush.contention.campaign import filter_records, run_campaign
+    from rush.contention.experiment import cell_machine
+    from rush.contention.state import Fabric
     from rush.models.variability.dataset import DatasetOptions, build_dataset
     from rush.models.variability.train import TrainOptions, train_variability
 
-    camp = out / "campaign"
-    models = out / "models"
+    spec = _spec(study, variant)
+    base = study.out / variant
+    camp, models = base / "campaign", base / "models"
     meta_path = models / "prepare.json"
-    wanted: dict[str, Any] = {"seed": seed, "hours": hours}
-    if train_models is not None or estimators != 100:
-        wanted["train"] = {"models": list(train_models or ()), "estimators": estimators}
-    if not fresh and meta_path.is_file():
+    wanted: dict[str, Any] = {"seed": study.seed, "hours": study.hours, "spec": json.loads(json.dumps(spec))}
+    if study.train_models is not None or study.estimators != 100:
+        wanted["train"] = {"models": list(study.train_models or ()), "estimators": study.estimators}
+    if not study.fresh and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
-        if meta.get("campaign_args") == wanted and all(Path(p).is_file() for p in meta["models"].values()):
+        if meta.get("campaign_args") == wanted and all(
+            Path(m["path"]).is_file() for m in meta["models"].values()
+        ):
             meta["reused"] = True
             return meta
     models.mkdir(parents=True, exist_ok=True)
-    summary = run_campaign(camp, hours, seed, _command())
+    machine, noise = cell_machine({"study_spec": spec})
+    summary = run_campaign(camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise)
     filter_records(camp / "records.jsonl", camp / "records-other4.jsonl", OTHER_FOUR)
-    options = DatasetOptions(window=300.0, scopes=("job", "all"))
+    options = DatasetOptions(window=WINDOW, scopes=("job", "all"))
     trained: dict[str, Any] = {}
-    paths: dict[str, str] = {}
+    paths: dict[str, dict[str, Any]] = {}
     for name, records in (("all", "records.jsonl"), ("other4", "records-other4.jsonl")):
         dataset = build_dataset(camp / records, camp / "store.db", options)
         dataset.save(models / f"dataset-{name}")
-        options_t = TrainOptions(seed=seed, n_estimators=estimators)
-        if train_models is not None:
-            options_t = TrainOptions(seed=seed, models=train_models, n_estimators=estimators)
-        model = train_variability(dataset, options_t)
+        kinds = study.train_models or TrainOptions().models
+        model = train_variability(
+            dataset,
+            TrainOptions(seed=study.seed, models=kinds, n_estimators=study.estimators, final_scope="best"),
+        )
         path = models / f"variability-{name}.joblib"
-        model.save(path)
-        paths[name] = str(path)
+        card = model.save(path)
+        paths[name] = {"path": str(path), "flag_threshold": card.get("flag_threshold")}
         report = model.report()
         trained[name] = {
             "rows": len(dataset),
             "variation_runs": int(dataset.y_binary.sum()),
             "model": report["model"],
             "features": report["features"],
+            "scope": card.get("scope"),
             "cv_table": report["cv_table"],
             "scope_table": report["scope_table"],
+            "flag_threshold": card.get("flag_threshold_table"),
         }
     meta = {
         "campaign_args": wanted,
@@ -117,7 +144,7 @@ def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale
         raise ConfigError(
             f"--campaign-hours must be 0.1 to {MAX_HOURS:.0f}, got {hours}",
             where="--campaign-hours",
-            fix="e.g. 4",
+            fix="e.g. 12",
         )
     if not 0.01 <= scale <= 1.0:
         raise ConfigError(
@@ -125,56 +152,40 @@ def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale
         )
 
 
-@dataclass(frozen=True)
-class ContentionStudy:
-    """What one run of the study covers (``rush experiment variability``'s flags)."""
-
-    out: Path
-    scenarios: list[str]
-    trials: int
-    seed: int
-    hours: float  # of the synthetic campaign the models are trained on
-    cluster: str = "serial"
-    scale: float = 1.0
-    fresh: bool = False
-    progress: bool = False
-    train_models: tuple[str, ...] | None = None  # None: all
-    estimators: int = 100
-
-
 def run_study(study: ContentionStudy) -> dict[str, Any]:
+    from rush.studies.contention_report import markdown, summarise
     from rush.studies.sweep import SweepOptions, run_sweep
 
-    out, scenarios, trials, seed, hours = study.out, study.scenarios, study.trials, study.seed, study.hours
-    cluster, scale, fresh, progress = study.cluster, study.scale, study.fresh, study.progress
-    train_models, estimators = study.train_models, study.estimators
-    check_args(scenarios, trials, seed, hours, scale)
-    meta = prepare(out, seed, hours, fresh, train_models, estimators)
+    check_args(study.scenarios, study.trials, study.seed, study.hours, study.scale)
+    metas = {v: prepare(study, v) for v in study.variants}
     cells = [
         {
+            "variant": v,
             "scenario": s,
             "trial": t,
             "policy": p,
-            "seed": seed,
-            "scale": scale,
-            "models": meta["models"],
-            "thresholds": meta["thresholds"],
+            "seed": study.seed,
+            "scale": study.scale,
+            "models": metas[v]["models"],
+            "thresholds": metas[v]["thresholds"],
+            "study_spec": _spec(study, v),
         }
-        for s in scenarios
-        for t in range(trials)
-        for p in POLICIES
+        for v in study.variants
+        for s in study.scenarios
+        for t in range(study.first_trial, study.first_trial + study.trials)
+        for p in study.policies
     ]
-    results = out / "results"
+    results = study.out / "results"
     results.mkdir(parents=True, exist_ok=True)
     rows = run_sweep(
         run_trial,
         cells,
         SweepOptions(
             out=results / "sweep",
-            cluster=cluster,
-            resume=not fresh,
-            progress=progress,
-            key_fields=["scenario", "trial", "policy", "seed", "scale"],
+            cluster=study.cluster,
+            resume=not study.fresh,
+            progress=study.progress,
+            key_fields=["variant", "scenario", "trial", "policy", "seed", "scale"],
         ),
     )
     if rows.failed:
@@ -182,73 +193,50 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
         raise ConfigError(
             f"{rows.failed} trial(s) failed: {'; '.join(errors)[:500]}", where="rush experiment variability"
         )
-    jobs = [r for r in rows if r["scenario"] in scenarios]
-    table = summarise(jobs)
-    _write_runs(results / "runs.csv", jobs)
+    wanted = set(study.scenarios)
+    jobs = [r for r in rows if r.get("kind") == "job" and r["scenario"] in wanted]
+    predictions = [r for r in rows if r.get("kind") == "prediction" and r["scenario"] in wanted]
+    table = summarise(jobs, predictions)
+    _write_csv(results / "runs.csv", jobs, JOB_COLUMNS)
+    _write_csv(results / "predictions.csv", predictions, PREDICTION_COLUMNS)
     summary = {
-        "scenarios": scenarios,
-        "trials": trials,
-        "seed": seed,
-        "campaign": meta["campaign"],
+        "scenarios": study.scenarios,
+        "variants": list(study.variants),
+        "trials": list(range(study.first_trial, study.first_trial + study.trials)),
+        "seed": study.seed,
+        "campaign": {v: m["campaign"] for v, m in metas.items()},
         "training": {
-            k: {kk: v[kk] for kk in ("rows", "variation_runs", "model", "cv_table")}
-            for k, v in meta["training"].items()
+            v: {
+                k: {kk: t[kk] for kk in ("rows", "variation_runs", "model", "scope", "cv_table", "scope_table",
+                                         "flag_threshold", "features")}
+                for k, t in m["training"].items()
+            }
+            for v, m in metas.items()
         },
-        "thresholds": meta["thresholds"],
+        "thresholds": {v: m["thresholds"] for v, m in metas.items()},
         "results": table,
-        "runner": f"rush.studies.sweep.run_sweep, cluster={cluster}",
-    }
+        "runner": f"rush.studies.sweep.run_sweep, cluster={study.cluster}",
+    }  # fmt: skip
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
-    (results / "tables.md").write_text(markdown(summary))
+    (results / "tables.md").write_text(markdown(table))
     from rush.studies.plots.contention import plot_study
 
-    plot_study(out / "plots", jobs, table)
+    plot_study(study.out, jobs, table)
     return summary
 
 
-COLUMNS = (
-    "scenario", "policy", "trial", "job_id", "app", "wtype", "size", "submit", "start", "end",
-    "runtime", "base", "slowdown", "wait", "skips", "noise", "variation",
+JOB_COLUMNS = (
+    "variant", "scenario", "policy", "trial", "job_id", "app", "wtype", "size", "submit", "start", "end",
+    "runtime", "base", "slowdown", "wait", "skips", "skip_limit", "limit_hit", "noise_level", "variation",
 )  # fmt: skip
+PREDICTION_COLUMNS = ("variant", "scenario", "policy", "trial", "t", "job_id", "app", "flag", "oracle_flag")
 
 
-def _write_runs(path: Path, rows: list[dict]) -> None:
-    with path.open("w", newline="") as fh:
+def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(COLUMNS)
-        for r in sorted(rows, key=lambda r: (r["scenario"], r["policy"], r["trial"], r["job_id"])):
-            w.writerow([r[c] for c in COLUMNS])
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    """The per-application and per-experiment tables of ``summary`` as Markdown (results/tables.md)."""
-    lines = []
-    for s, by_policy in summary["results"].items():
-        policies = list(by_policy)
-        lines += [f"### {s}", "", "| app | " + " | ".join(
-            f"{p} var / runs | {p} runtime mean / max (s) | {p} wait (s)" for p in policies
-        ) + " |", "|---|" + "---|---|---|" * len(policies)]  # fmt: skip
-        for app in by_policy[policies[0]]["apps"]:
-            cells = []
-            for p in policies:
-                a = by_policy[p]["apps"][app]
-                cells += [
-                    f"{a['runs_with_variation']:.1f} / {a['runs']:.0f}",
-                    f"{a['runtime_mean']:.0f} / {a['runtime_max']:.0f}",
-                    f"{a['wait_mean']:.0f}",
-                ]
-            lines.append(f"| {app} | " + " | ".join(cells) + " |")
-        lines.append("")
-        lines.append(
-            "| policy | runs with variation per trial | makespan mean (s) | makespans (s) | mean wait (s) | flagged / asked per trial |"
-        )
-        lines.append("|---|---|---|---|---|---|")
-        for p in policies:
-            r = by_policy[p]
-            spans = ", ".join(f"{m:.0f}" for m in r["makespans"])
-            lines.append(
-                f"| {p} | {r['runs_with_variation']:.1f} of {r['runs']:.0f} | {r['makespan_mean']:.0f} | {spans} "
-                f"| {r['wait_mean']:.0f} | {r.get('flagged_per_trial', 0):.0f} / {r.get('predictions_per_trial', 0):.0f} |"
-            )
-        lines.append("")
-    return "\n".join(lines)
+        w.writerow(columns)
+        for r in sorted(rows, key=lambda r: tuple(str(r[c]) for c in columns[:5])):
+            w.writerow([r[c] for c in columns])
+    tmp.replace(path)

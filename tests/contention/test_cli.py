@@ -26,48 +26,63 @@ def rush(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
 
 
 def test_tiny_experiment_end_to_end(tmp_path) -> None:
-    """A short campaign, both models trained, one paired trial of ADAA and PDPA at 10 % size.
+    """A short campaign (one block), both models trained, one paired trial of ADAA and PDPA at
+    10 % size, every policy.
 
     Sizes are tiny so the suite stays short; the figures come from the full command (sim/variability).
     """
     out = tmp_path / "study"
     proc = rush(
-        "--scenario", "ADAA,PDPA", "--trials", "1", "--seed", "3", "--campaign-hours", "0.3",
-        "--scale", "0.1", "--json", "--out", str(out), *QUICK,
+        "--scenario", "ADAA,PDPA", "--trials", "1", "--first-trial", "7", "--seed", "3",
+        "--campaign-hours", "0.6", "--scale", "0.1", "--json", "--out", str(out), *QUICK,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout)
-    assert summary["scenarios"] == ["ADAA", "PDPA"] and summary["trials"] == 1
-    assert summary["campaign"]["runs"] > 50
-    assert set(summary["training"]) == {"all", "other4"}
+    assert summary["scenarios"] == ["ADAA", "PDPA"] and summary["trials"] == [7]
+    camp = summary["campaign"]["paper"]
+    assert camp["runs"] == 190 and camp["noise_episodes"] > 5
+    training = summary["training"]["paper"]
+    assert set(training) == {"all", "other4"}
     for name in ("all", "other4"):
-        assert summary["training"][name]["cv_table"]
+        assert training[name]["cv_table"] and training[name]["scope"] in ("job", "all", "both")
+    experiments = summary["results"]["experiments"]["paper"]
     for scenario, n_apps, n_jobs in (("ADAA", 7, 19), ("PDPA", 3, 15)):
-        by_policy = summary["results"][scenario]
-        assert set(by_policy) == set(POLICIES) >= {"FCFS+EASY", "RUSH", "RUSH-L", "NOISE-ORACLE", "RUSH-V"}
-        for res in by_policy.values():
+        by_policy = experiments[scenario]
+        assert set(by_policy) == set(POLICIES) >= {"FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED",
+                                                   "PRESENT-ORACLE", "NOISE-ORACLE"}  # fmt: skip
+        for policy, res in by_policy.items():
             assert res["trials"] == 1 and res["runs"] == n_jobs
             assert len(res["makespans"]) == 1 and res["makespan_mean"] > 0
             assert len(res["apps"]) == n_apps
+            assert res["diagnostic"] == policy.endswith("ORACLE")
             for app in res["apps"].values():
-                assert set(app) >= {"runs", "runs_with_variation", "runtime_mean", "runtime_max", "wait_mean"}
                 assert app["runtime_max"] >= app["runtime_mean"] > 0
-    assert "| RUSH-L |" in (out / "results" / "tables.md").read_text()
-    for name in ("variation_runs.png", "runtimes.png", "makespans.png", "waits.png"):
+    # The flagging policies' answers sit beside the present-state oracle's.
+    agreement = summary["results"]["agreement"]["paper"]["ADAA"]
+    assert {"RUSH", "PRESENT-ORACLE"} <= set(agreement)
+    assert agreement["PRESENT-ORACLE"]["fp"] == agreement["PRESENT-ORACLE"]["fn"] == 0
+    tables = (out / "results" / "tables.md").read_text()
+    assert "RUSH-30" in tables and "(diagnostic)" in tables
+    for name in ("fig4_variation_runs.png", "fig5_runtimes.png", "fig6_makespan.png", "skip_limit.png"):
         assert (out / "plots" / name).stat().st_size > 1000
     runs = (out / "results" / "runs.csv").read_text().splitlines()
-    assert runs[0].startswith("scenario,policy,trial,job_id") and len(runs) == 1 + len(POLICIES) * (19 + 15)
-    # The campaign follows the records contract and the models carry cards.
-    first = json.loads((out / "campaign" / "records.jsonl").read_text().splitlines()[0])
+    assert runs[0].startswith("variant,scenario,policy,trial,job_id") and len(runs) == 1 + len(POLICIES) * (
+        19 + 15
+    )
+    # The campaign follows the records contract with each run's own probe; the models carry cards.
+    lines = (out / "paper" / "campaign" / "records.jsonl").read_text().splitlines()
+    first, run = json.loads(lines[0]), json.loads(lines[1])
     assert first["format"] == "rush-campaign/1" and first["seed"] == 3
-    assert (out / "models" / "variability-all.joblib.json").is_file()
+    assert set(run["probe"]) >= {"send_max", "recv_mean", "allreduce_mean"}
+    card = json.loads((out / "paper" / "models" / "variability-all.joblib.json").read_text())
+    assert "flag_threshold" in card
     # A second run reuses the campaign, models and finished trials.
     again = rush(
-        "--scenario", "ADAA", "--trials", "1", "--seed", "3", "--campaign-hours", "0.3",
-        "--scale", "0.1", "--json", "--out", str(out), *QUICK,
+        "--scenario", "ADAA", "--trials", "1", "--first-trial", "7", "--seed", "3",
+        "--campaign-hours", "0.6", "--scale", "0.1", "--json", "--out", str(out), *QUICK,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr[-2000:]
-    assert json.loads(again.stdout)["results"]["ADAA"] == summary["results"]["ADAA"]
+    assert json.loads(again.stdout)["results"]["experiments"]["paper"]["ADAA"] == experiments["ADAA"]
 
 
 @pytest.mark.parametrize(
@@ -82,6 +97,8 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
         (("--scale", "50"), "--scale"),
         (("--scale", "0"), "--scale"),
         (("--seed", "-1"), "--seed"),
+        (("--first-trial", "-3"), "--first-trial"),
+        (("--variant", "fattree"), "--variant"),
         (("--train-models", "nope"), "--train-models"),
         (("--estimators", "0"), "--estimators"),
         (("--estimators", "100000000"), "--estimators"),

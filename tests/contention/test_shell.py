@@ -8,12 +8,24 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from rush.contention.model import APP_NAMES, POD_SIZE, PODS
-from rush.contention.noise import NoiseSchedule
+from rush.contention.apps import APP_NAMES, APPS
+from rush.contention.machine import PAPER
+from rush.contention.noise import NoiseSchedule, NoiseSpec
+from rush.contention.oracles import NoiseOracle, PresentStateOracle, Recorded
 from rush.contention.shell import JobSpec, Simulation
-from rush.contention.state import NOISE
+from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 from rush.core.schedule import schedule
+
+FABRIC = Fabric(PAPER, NoiseSpec())
+NOISE = FABRIC.noise_nodes
+LEAF_SIZE = PAPER.leaf_size
+LEAVES = PAPER.leaves
+NETWORK = tuple(a for a in APP_NAMES if APPS[a].wtype == "network")
+
+
+def varying(seed: int = 0) -> NoiseSchedule:
+    return NoiseSchedule.random(NoiseSpec(), np.random.default_rng(seed), 50_000.0)
 
 
 def jobs(n: int, seed: int = 0, sizes=(16,)) -> list[JobSpec]:
@@ -33,7 +45,8 @@ def test_starts_equal_the_cores_decisions() -> None:
         jobs(80, sizes=(8, 16, 32, 64)),
         CoreConfig.from_names("FCFS", "easy"),
         rng,
-        NoiseSchedule.random(rng, 10_000.0),
+        varying(),
+        FABRIC,
         keep_log=True,
     )
     results = sim.run()
@@ -82,22 +95,22 @@ def test_flagged_jobs_are_skipped_up_to_the_limit_then_start() -> None:
     """
     asked: list[int] = []
 
-    def flag_network(now, pairs):
+    def flag_network(present, pairs):
         asked.extend(spec.job_id for spec, _ in pairs)
-        return [spec.app in ("AMG", "Kripke", "MILC") for spec, _ in pairs]
+        return [spec.app in NETWORK for spec, _ in pairs]
 
     specs = jobs(14)
     rng = np.random.default_rng(1)
     config = CoreConfig.from_names("FCFS", "easy", skip_limit=3)
-    sim = Simulation(specs, config, rng, NoiseSchedule.off(), oracle=flag_network, keep_log=True)
+    sim = Simulation(specs, config, rng, NoiseSchedule.off(), FABRIC, oracle=flag_network, keep_log=True)
     results = {r.job_id: r for r in sim.run()}
     for spec in specs:
         r = results[spec.job_id]
-        if spec.app in ("AMG", "Kripke", "MILC"):
-            assert r.skips == 3
+        if spec.app in NETWORK:
+            assert r.skips == 3 and r.limit_hit  # started because it reached the limit
             assert r.wait > 0
         else:
-            assert r.skips == 0
+            assert r.skips == 0 and not r.limit_hit
     # The shell skipped exactly the core's skips.
     for entry in sim.log:
         again = schedule(entry.snapshot, config, explain_priorities=False)
@@ -108,28 +121,28 @@ def test_flagged_jobs_are_skipped_up_to_the_limit_then_start() -> None:
 def test_baseline_is_deterministic_and_noise_slows_network_runs() -> None:
     def run(noise: NoiseSchedule):
         rng = np.random.default_rng(5)
-        return Simulation(jobs(60, seed=3), CoreConfig.from_names("FCFS", "easy"), rng, noise).run()
+        return Simulation(jobs(60, seed=3), CoreConfig.from_names("FCFS", "easy"), rng, noise, FABRIC).run()
 
     quiet = run(NoiseSchedule.off())
     again = run(NoiseSchedule.off())
     assert [(r.start, r.end) for r in quiet] == [(r.start, r.end) for r in again]
-    loud = run(NoiseSchedule(np.array([0.0]), np.array([1e6]), np.array([1.0])))
+    loud = run(NoiseSchedule.constant(1.0))
     slow = lambda rs, apps: np.mean([r.runtime / r.base for r in rs if r.app in apps])  # noqa: E731
-    assert slow(loud, ("AMG", "Kripke", "MILC")) > slow(quiet, ("AMG", "Kripke", "MILC"))
-    assert all(not r.noise for r in quiet) and all(r.noise for r in loud)
+    assert slow(loud, NETWORK) > slow(quiet, NETWORK)
+    assert all(r.noise_level == 0.0 for r in quiet) and all(r.noise_level == 1.0 for r in loud)
 
 
 def test_the_oracle_is_asked_on_the_cores_placement() -> None:
     """The nodes an oracle gets for a job are the ones the core gives it in that pass."""
     seen: list[tuple[float, int, list[str]]] = []
 
-    def record(now, pairs):
-        seen.extend((now, spec.job_id, [f"n{k:03d}" for k in nodes]) for spec, nodes in pairs)
+    def record(present, pairs):
+        seen.extend((present.now, spec.job_id, [f"n{k:03d}" for k in nodes]) for spec, nodes in pairs)
         return [False] * len(pairs)
 
     rng = np.random.default_rng(2)
     sim = Simulation(jobs(40, sizes=(8, 16, 32)), CoreConfig.from_names("FCFS", "easy"), rng,
-                     NoiseSchedule.off(), oracle=record)  # fmt: skip
+                     NoiseSchedule.off(), FABRIC, oracle=record)  # fmt: skip
     results = {r.job_id: r for r in sim.run()}
     # Nothing is flagged, so the first answer's placement is where the job really started.
     assert len(seen) == 40
@@ -139,45 +152,80 @@ def test_the_oracle_is_asked_on_the_cores_placement() -> None:
 
 @pytest.mark.parametrize("placement", ["first-fit", "topology"])
 def test_placements_reach_the_shell(placement: str) -> None:
-    """Topology packing keeps every job that fits in a pod inside one pod more often than first fit."""
+    """Topology packing keeps every job that fits in a leaf inside one leaf; first fit does not."""
     rng = np.random.default_rng(4)
     config = replace(CoreConfig.from_names("FCFS", "easy"), placement=placement)
-    results = Simulation(jobs(60, seed=4, sizes=(8, 16)), config, rng, NoiseSchedule.off()).run()
-    pods = [len({int(h[1:]) // POD_SIZE for h in r.hosts}) for r in results]
-    one_pod = sum(p == 1 for p in pods)
+    results = Simulation(jobs(60, seed=4, sizes=(8, 16)), config, rng, NoiseSchedule.off(), FABRIC).run()
+    leaves = [len({int(h[1:]) // LEAF_SIZE for h in r.hosts}) for r in results]
+    one_leaf = sum(n == 1 for n in leaves)
     if placement == "topology":
-        assert one_pod == len(results)  # 8 and 16 nodes always fit in a 30-node pod's free room
+        assert one_leaf == len(results)  # 8 and 16 nodes always fit in a 30-node leaf's free room
     else:
-        assert one_pod < len(results)  # lowest free nodes straddle pods
+        assert one_leaf < len(results)  # lowest free nodes straddle leaves
 
 
-def test_variability_placement_sends_flagged_jobs_to_quiet_pods() -> None:
-    """Flagged network jobs start on quiet pods only (pods 3 and 9 here) or wait; unflagged
-    ones go anywhere; no flagged job is skipped while a quiet placement exists."""
-    quiet = np.zeros(PODS, dtype=bool)
+def test_variability_placement_sends_flagged_jobs_to_quiet_leaves() -> None:
+    """Flagged network jobs start on quiet leaves only (3 and 9 here) or wait; unflagged ones go
+    anywhere; no flagged job is skipped while a quiet placement exists."""
+    quiet = np.zeros(LEAVES, dtype=bool)
     quiet[[3, 9]] = True
 
     class Oracle:
-        def __call__(self, now, pairs):
-            return [spec.app in ("AMG", "Kripke", "MILC") for spec, _ in pairs]
+        def __call__(self, present, pairs):
+            return [spec.app in NETWORK for spec, _ in pairs]
 
-        def quiet_pods(self, now):
+        def quiet_leaves(self, present):
             return quiet
 
     rng = np.random.default_rng(6)
     config = replace(CoreConfig.from_names("FCFS", "easy", skip_limit=1000), placement="variability")
     specs = jobs(50, seed=6, sizes=(8, 16))
-    sim = Simulation(specs, config, rng, NoiseSchedule.off(), oracle=Oracle(), keep_log=True)
+    sim = Simulation(specs, config, rng, NoiseSchedule.off(), FABRIC, oracle=Oracle(), keep_log=True)
     results = sim.run()
-    network = [r for r in results if r.app in ("AMG", "Kripke", "MILC")]
+    network = [r for r in results if r.app in NETWORK]
     assert network and len(results) == 50
     for r in network:
-        assert {int(h[1:]) // POD_SIZE for h in r.hosts} <= {3, 9}
-    others = {int(h[1:]) // POD_SIZE for r in results if r not in network for h in r.hosts}
+        assert {int(h[1:]) // LEAF_SIZE for h in r.hosts} <= {3, 9}
+    others = {int(h[1:]) // LEAF_SIZE for r in results if r not in network for h in r.hosts}
     assert others - {3, 9}
     for entry in sim.log:
         for node in entry.snapshot.nodes:
             assert node.quiet == bool(quiet[node.leaf])
+
+
+def test_present_state_oracle_flags_exactly_the_jobs_that_would_exceed_their_threshold() -> None:
+    """The diagnostic: its flag is the model's slowdown of the job started now, there, against
+    its app's threshold; RUSH's answers are logged beside it."""
+    thresholds = dict.fromkeys(APP_NAMES, 1.02)
+    oracle = PresentStateOracle(thresholds)
+    always = lambda present, pairs: [True] * len(pairs)  # noqa: E731
+    recorded = Recorded(always, oracle)
+    rng = np.random.default_rng(8)
+    sim = Simulation(jobs(40, seed=8), CoreConfig.from_names("FCFS", "easy", skip_limit=2), rng,
+                     NoiseSchedule.constant(1.0), FABRIC, oracle=recorded)  # fmt: skip
+    sim.run()
+    events = recorded.events
+    assert events and all(e["flag"] for e in events)
+    truth = [e["oracle_flag"] for e in events]
+    assert any(truth) and not all(truth)  # some placements cross a loud uplink, some stay in a leaf
+    # Inside one leaf nothing contends: never flagged; across two leaves under full noise: flagged.
+    spec = JobSpec(1, "SWFFT", 16, 0.0)
+    from rush.contention.shell import Present
+
+    present = Present(0.0, FABRIC, [], 1.0, FABRIC.utilisation([], 1.0))
+    inside, across = np.arange(16), np.r_[np.arange(8), np.arange(32, 40)]
+    assert oracle(present, [(spec, inside), (spec, across)]) == [False, True]
+
+
+def test_noise_oracle_flags_network_jobs_while_the_noise_is_loud() -> None:
+    from rush.contention.shell import Present
+
+    oracle = NoiseOracle(NoiseSpec())  # loud above 0.625, the middle of [0.25, 1]
+    pairs = [(JobSpec(1, "SWFFT", 16, 0.0), np.arange(16)), (JobSpec(2, "PENNANT", 16, 0.0), np.arange(16))]
+    quiet = Present(0.0, FABRIC, [], 0.5, FABRIC.utilisation([], 0.5))
+    loud = Present(0.0, FABRIC, [], 0.9, FABRIC.utilisation([], 0.9))
+    assert oracle(quiet, pairs) == [False, False]
+    assert oracle(loud, pairs) == [True, False]
 
 
 @pytest.mark.parametrize(
@@ -192,15 +240,4 @@ def test_variability_placement_sends_flagged_jobs_to_quiet_pods() -> None:
 def test_bad_job_specs_are_refused(spec: JobSpec) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError):
-        Simulation([spec], CoreConfig.from_names("FCFS", "easy"), rng, NoiseSchedule.off()).run()
-
-
-def test_noise_oracle_pods_are_quiet_exactly_while_the_noise_is_off() -> None:
-    from rush.contention.experiment import NoiseOracle
-    from rush.contention.shell import EPOCH
-
-    noise = NoiseSchedule(np.array([100.0]), np.array([400.0]), np.array([0.8]))
-    oracle = NoiseOracle(noise)
-    assert oracle.quiet_pods(EPOCH + 50.0).tolist() == [True] * PODS
-    assert oracle.quiet_pods(EPOCH + 200.0).tolist() == [False] * PODS
-    assert oracle.quiet_pods(EPOCH + 400.0).tolist() == [True] * PODS
+        Simulation([spec], CoreConfig.from_names("FCFS", "easy"), rng, NoiseSchedule.off(), FABRIC).run()

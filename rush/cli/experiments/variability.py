@@ -38,7 +38,15 @@ def variability_command(
         show_default=False,
     ),
     trials: int = typer.Option(
-        5, "--trials", help="Paired trials per scenario (each runs FCFS+EASY, RUSH, RUSH-L, NOISE-ORACLE)."
+        5,
+        "--trials",
+        help="Paired trials per scenario (each runs FCFS+EASY, RUSH with skip limits 10, 30 and none, "
+        "and the PRESENT-ORACLE and NOISE-ORACLE diagnostics).",
+    ),
+    first_trial: int = typer.Option(
+        0,
+        "--first-trial",
+        help="Number of the first trial (its seeds): report on trials never used in development.",
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the campaign, the models and the trials."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -48,7 +56,7 @@ def variability_command(
         help="Keep campaign/, models/, results/ and plots/ here (default: a temporary directory).",
     ),
     campaign_hours: float = typer.Option(
-        2.0, "--campaign-hours", help="Simulated hours of the training campaign."
+        12.0, "--campaign-hours", help="Simulated hours of the training campaign."
     ),
     cluster: str = typer.Option(
         "serial", "--cluster", help="Where trials run: serial | local | local:N (rush.studies.sweep)."
@@ -78,6 +86,10 @@ def variability_command(
     from rush.studies.contention import ContentionStudy, check_args, run_study
 
     check_args(names, trials, seed, campaign_hours, scale)
+    if not 0 <= first_trial <= 1_000_000:
+        raise ConfigError(
+            f"--first-trial must be 0 to 1000000, got {first_trial}", where="--first-trial", fix="e.g. 1000"
+        )
     kinds = (
         None if train_models.strip().lower() == "all" else tuple(m.strip() for m in train_models.split(","))
     )
@@ -91,7 +103,7 @@ def variability_command(
         study = ContentionStudy(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
             progress=not as_json, train_models=kinds, estimators=estimators, study_spec=spec,
-            variants=variants,
+            variants=variants, first_trial=first_trial,
         )  # fmt: skip
         summary = run_study(study)
         if as_json:
@@ -101,27 +113,25 @@ def variability_command(
 
 
 def _print(summary: dict, out: Path | None) -> None:
-    c = summary["campaign"]
-    typer.echo(
-        f"campaign: {c['runs']} runs over {c['hours']} h (seed {c['seed']}), noise on {c['noise_on_share']:.0%}"
-    )
-    for name, t in summary["training"].items():
-        best = max(t["cv_table"], key=lambda r: r["mean_f1"])
-        typer.echo(f"model {name}: {t['model']} on {t['rows']} runs ({t['variation_runs']} with variation), "
-                   f"best LOAO mean F1 {best['mean_f1']:.2f} ({best['model']})")  # fmt: skip
-    for s, by_policy in summary["results"].items():
-        typer.echo(f"\n{s}")
-        typer.echo(
-            f"  {'app':<9}{'policy':<11}{'runs':>6}{'var':>6}{'rt mean':>9}{'rt max':>9}{'wait':>8}{'skips':>7}"
-        )
-        apps = by_policy["FCFS+EASY"]["apps"]
-        for app in apps:
-            for p, res in by_policy.items():
-                a = res["apps"][app]
-                typer.echo(f"  {app:<9}{p:<11}{a['runs']:>6.1f}{a['runs_with_variation']:>6.1f}"
-                           f"{a['runtime_mean']:>9.0f}{a['runtime_max']:>9.0f}{a['wait_mean']:>8.0f}{a['skips_mean']:>7.1f}")  # fmt: skip
-        for p, res in by_policy.items():
-            typer.echo(f"  {p}: runs with variation {res['runs_with_variation']:.1f} of {res['runs']:.0f} per trial, "
-                       f"makespan {res['makespan_mean']:.0f} s, mean wait {res['wait_mean']:.0f} s")  # fmt: skip
+    for variant, c in summary["campaign"].items():
+        typer.echo(f"[{variant}] campaign: {c['runs']} runs over {c['hours']} h (seed {c['seed']}), "
+                   f"{c['noise_episodes']} noise episodes")  # fmt: skip
+        for name, t in summary["training"][variant].items():
+            best = max(t["cv_table"], key=lambda r: r["mean_f1"])
+            flag = t.get("flag_threshold") or {}
+            typer.echo(f"  model {name}: {t['model']} ({t['scope']} nodes) on {t['rows']} runs "
+                       f"({t['variation_runs']} with variation), LOAO mean F1 {best['mean_f1']:.2f}, "
+                       f"flag threshold {flag.get('threshold')}")  # fmt: skip
+    results = summary["results"]
+    for variant, by_scenario in results["experiments"].items():
+        for s, by_policy in by_scenario.items():
+            typer.echo(f"\n[{variant}] {s}")
+            for p, r in by_policy.items():
+                d = results["paired"].get(variant, {}).get(s, {}).get(p)
+                change = f", makespan {d['makespan_change_pct']['mean']:+.1f} %" if d else ""
+                tag = " (diagnostic)" if r.get("diagnostic") else ""
+                typer.echo(f"  {p + tag:<28} runs with variation {r['runs_with_variation']:5.1f} of {r['runs']:.0f}"
+                           f" per trial, makespan {r['makespan_mean']:.0f} s{change}, mean wait {r['wait_mean']:.0f} s,"
+                           f" limit hits {r['limit_hits_per_trial']:.1f}")  # fmt: skip
     if out:
         typer.echo(f"\nresults in {out / 'results'}, plots in {out / 'plots'}")

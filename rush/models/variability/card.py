@@ -18,6 +18,9 @@ class VariabilityCard(ModelCard):
     class_names: list[CLASS_NAME] = Field(min_length=2, max_length=3)
     variation_classes: list[CLASS_NAME] = Field(min_length=1, max_length=3)
     window: float = Field(gt=0, le=30 * 86400)
+    # P(variation classes) at or above which a job is flagged (chosen on held-out data); None:
+    # the most probable class decides.
+    flag_threshold: float | None = Field(None, ge=0.0, le=1.0)
     scope: Literal["job", "all", "both"]
     data_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     seed: int = Field(ge=0)

@@ -206,6 +206,47 @@ def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 # -------------------------------------------------------------------------------- CV
 
 
+def flag_threshold(
+    make: Callable[[int], Any],
+    X: np.ndarray,
+    y_class: np.ndarray,
+    apps: np.ndarray,
+    variation_classes: Sequence[str],
+) -> dict[str, Any]:
+    """The probability of the variation classes above which the live predictor flags a job.
+
+    Every run's class probabilities come from the leave-one-application-out fold that did not
+    train on its application (held-out data); the threshold is the one of scikit-learn's
+    precision-recall curve with the best F1 of the binary label ("variation class or not").
+    With no positive, or no probability, the rule stays "most probable class" (None)."""
+    from sklearn.metrics import precision_recall_curve
+
+    wanted = [CLASS_NAMES.index(c) for c in variation_classes]
+    positive = np.isin(y_class, wanted).astype(int)
+    score = np.zeros(len(y_class))
+    for _, train, test in folds(apps):
+        model = fit(make, X[train], y_class[train])
+        if not hasattr(model, "predict_proba"):
+            return {"threshold": None, "reason": "the model has no probabilities"}
+        proba = model.predict_proba(X[test])
+        cols = [k for k, c in enumerate(model.classes_) if int(c) in wanted]
+        score[test] = proba[:, cols].sum(axis=1) if cols else 0.0
+    if positive.sum() == 0:
+        return {"threshold": None, "reason": "no run in the variation classes"}
+    precision, recall, thresholds = precision_recall_curve(positive, score)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)[:-1]
+    best = int(np.argmax(f))
+    return {
+        "threshold": float(thresholds[best]),
+        "held_out_f1": float(f[best]),
+        "precision": float(precision[best]),
+        "recall": float(recall[best]),
+        "argmax_f1": f1(positive, (score >= 0.5).astype(int)),
+        "chosen_by": "best F1 of the leave-one-application-out probabilities (sklearn precision_recall_curve)",
+    }
+
+
 def folds(apps: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """Leave one application out (scikit-learn's ``LeaveOneGroupOut``, applications in sorted
     order): (held-out app, train indices, test indices)."""
@@ -376,6 +417,14 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
     if len(np.unique(y_class)) < 2:
         raise DatasetError("one class only in the 3-class labels", where="dataset labels")
     pipeline = make_estimator(chosen, seed, n_est, len(y_class)).fit(X[:, final_cols], y_class)
+    # 5. the flag threshold, on held-out data (each run predicted by the fold without its app).
+    flag = flag_threshold(
+        lambda n: make_estimator(chosen, seed, n_est, n),
+        X[:, final_cols],
+        y_class,
+        apps,
+        options.variation_classes,
+    )
     seconds = time.perf_counter() - started
     description = dataset.description
     present_classes = [int(c) for c in pipeline.classes_]
@@ -386,6 +435,8 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
         "classes": present_classes,
         "class_names": [CLASS_NAMES[c] for c in present_classes],
         "variation_classes": list(options.variation_classes),
+        "flag_threshold": flag["threshold"],
+        "flag_threshold_table": flag,
         "thresholds": {
             "binary": "runtime > mu + 1.5 sigma of the application (ddof 0)",
             "classes": "none < mu + 1.2 sigma <= little <= mu + 1.5 sigma < variation",

@@ -1,0 +1,145 @@
+"""Who answers the shell's question "will this job vary if it starts now, there?".
+
+* :class:`LearnedOracle` is RUSH: the daemon's learned predictor
+  (:class:`rush.planner.variation.LearnedVariationPredictor`) on the trial's own feature store,
+  with an MPI probe run on the job's tentative nodes just before the question (simulated from
+  the link state, :mod:`rush.contention.probe`), as RUSH probes a job's nodes.
+* :class:`PresentStateOracle` is a diagnostic, not a predictor: it knows the model's law and the
+  present state and flags a job when, started now on its tentative nodes beside the running
+  jobs and the current noise, its slowdown would exceed its application's threshold. It is the
+  best case for a predictor of RUSH's kind (one that sees only the present).
+* :class:`NoiseOracle` is the other diagnostic: it flags network jobs while the noise is
+  loud (intensity above the middle of its range; with switching noise: while it is on).
+
+:class:`Recorded` wraps a flagging oracle and logs each answer beside the present-state
+oracle's for the same job, nodes and moment (the flag-agreement table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from rush.collect.base import Sample
+from rush.collect.probe import SOURCE as PROBE_SOURCE
+from rush.contention.apps import APPS
+from rush.contention.noise import NoiseSpec
+from rush.contention.probe import simulate_probe
+from rush.contention.shell import JobSpec, Oracle, Present
+from rush.contention.state import Running
+
+
+class PresentStateOracle:
+    def __init__(self, thresholds: dict[str, float]) -> None:
+        self.thresholds = thresholds
+        self.asked = 0
+        self.flagged = 0
+
+    def slowdown(self, present: Present, spec: JobSpec, nodes: np.ndarray) -> float:
+        candidate = Running.of(spec.job_id, spec.app, nodes, present.fabric.machine, spec.scaling)
+        return present.fabric.slowdown_if_started(present.running, present.noise_level, candidate)
+
+    def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
+        flags = [self.slowdown(present, spec, nodes) > self.thresholds[spec.app] for spec, nodes in asked]
+        self.asked += len(flags)
+        self.flagged += sum(flags)
+        return flags
+
+
+class NoiseOracle:
+    def __init__(self, spec: NoiseSpec) -> None:
+        lo, hi = spec.intensity
+        self.loud = 0.0 if spec.mode == "switching" else (lo + hi) / 2.0
+        self.asked = 0
+        self.flagged = 0
+
+    def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
+        loud = present.noise_level > self.loud
+        flags = [loud and APPS[spec.app].wtype == "network" for spec, _ in asked]
+        self.asked += len(flags)
+        self.flagged += sum(flags)
+        return flags
+
+
+class LearnedOracle:
+    """RUSH's learned predictor. A job is flagged when the probability of ``classes`` reaches
+    ``threshold`` (the model card's flag threshold, chosen on held-out campaign data), or, with
+    no threshold, when the most probable class is one of them."""
+
+    def __init__(
+        self,
+        store: Any,
+        model: Path,
+        rng: np.random.Generator,
+        classes: tuple[str, ...] = ("variation",),
+        threshold: float | None = None,
+    ) -> None:
+        from rush.planner.variation import get_predictor
+
+        self.store = store
+        self.rng = rng
+        self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
+        self.classes = classes
+        self.threshold = threshold
+        self.asked = 0
+        self.flagged = 0
+        self.unknown = 0
+        self._stamp = 0
+
+    def _probe(self, present: Present, nodes: np.ndarray) -> None:
+        """Run the probe on the tentative nodes now and store it as the real probe would."""
+        features = simulate_probe(present.fabric, present.util, nodes, self.rng)
+        # Distinct stamps keep two probes of one pass apart (the store's latest probe wins).
+        self._stamp += 1
+        stamp = present.now + 1e-4 * (self._stamp % 1000)
+        hosts = [present.fabric.machine.hostname(int(k)) for k in nodes]
+        self.store.insert(
+            [Sample(stamp, h, PROBE_SOURCE, name, value) for h in hosts for name, value in features.items()]
+        )
+
+    def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
+        flags = []
+        for spec, nodes in asked:
+            self._probe(present, nodes)
+            job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
+            hosts = [present.fabric.machine.hostname(int(k)) for k in nodes]
+            flag = self.predictor.predict_on([job], present.now, [hosts])[0]
+            out = self.predictor.job_outputs(spec.job_id)
+            if self.threshold is not None and "variation_p" in out:
+                p = sum(out["variation_p"].get(c, 0.0) for c in self.classes)
+                flag = p >= self.threshold
+            self.unknown += out.get("variation_class") == "unknown"
+            flags.append(bool(flag))
+        self.asked += len(flags)
+        self.flagged += sum(flags)
+        return flags
+
+
+class Recorded:
+    """An oracle whose answers are logged beside the present-state oracle's."""
+
+    def __init__(self, oracle: Oracle, reference: PresentStateOracle) -> None:
+        self.oracle = oracle
+        self.reference = reference
+        self.events: list[dict[str, Any]] = []
+
+    @property
+    def asked(self) -> int:
+        return getattr(self.oracle, "asked", 0)
+
+    @property
+    def flagged(self) -> int:
+        return getattr(self.oracle, "flagged", 0)
+
+    def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
+        flags = self.oracle(present, asked)
+        truth = [self.reference.slowdown(present, spec, nodes) > self.reference.thresholds[spec.app]
+                 for spec, nodes in asked]  # fmt: skip
+        for (spec, _), f, o in zip(asked, flags, truth, strict=True):
+            self.events.append({"t": present.t, "job_id": spec.job_id, "app": spec.app, "flag": bool(f),
+                                "oracle_flag": bool(o)})  # fmt: skip
+        return flags
