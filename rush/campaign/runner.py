@@ -374,6 +374,12 @@ def _environment(options: CampaignOptions) -> dict[str, str]:
     env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if os.geteuid() == 0:  # OpenMPI refuses root without both
         env |= {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    launch = shlex.split(options.launcher)
+    if options.rjms == "flux" and launch and Path(launch[0]).name == "mpirun":
+        # In a Flux job (FLUX_JOB_ID set) OpenMPI 4's mpirun picks its pmix "flux" component,
+        # meant for ranks Flux starts itself, and crashes (4.1.4, flux-core 0.88); mpirun starts
+        # its ranks with its own PMIx. --env OMPI_MCA_pmix=... overrides.
+        env["OMPI_MCA_pmix"] = "^flux"
     return env | dict(options.env)
 
 

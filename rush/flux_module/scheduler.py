@@ -21,6 +21,10 @@ plans no priorities and a skip is only counted. The module then only allocates t
 ``start`` and ``backfill`` decisions, in the core's order, from Flux's resource pool, and
 journals each with its reason and outcome. A skipped job simply stays queued; a periodic pass
 (``daemon.cycle_interval``) re-evaluates skips and kill deadlines when nothing else happens.
+Every Flux event is a pass too, so a skip limit counts passes, not seconds. With
+``daemon.dry_run = false`` the journal keeps each job's skip count (``jobs.skips``) and the
+``hold``/``skip``/``release`` rows say ``done``; in dry-run the skips still happen (starts always
+do) but are journaled as dry-run and counted in memory only.
 """
 
 from __future__ import annotations
@@ -156,8 +160,18 @@ class RushScheduler(Scheduler):
         self._tick.start()
         self.log.info(
             f"rush scheduler: policy {config.policy.policy}, backfill {config.policy.backfill}, "
+            f"skip limit {config.policy.skip_limit}, "
+            f"variation {config.variation.predictor if config.variation.enabled else 'off'}, "
             f"journal {config.daemon.journal}"
         )
+        if config.daemon.dry_run and config.variation.enabled:
+            # The module starts jobs whatever dry_run says, so a skip is in effect either way;
+            # only applying keeps the skip counts in the journal (a reload counts on from them).
+            self.log.warning(
+                "rush: daemon.dry_run = true: skipped jobs stay queued but their skips are "
+                "journaled as dry-run and counted in memory only (a module reload starts them "
+                "from 0); set daemon.dry_run = false"
+            )
 
     def _warm_up(self) -> None:
         """Load the core's compiled kernels now, not in the first pass over a full queue."""

@@ -22,7 +22,9 @@ for. Reads and actions are plain RPCs on a Flux handle (``handle.rpc(topic, payl
   ``read_state`` reports each job's real Flux priority as ``site_factor`` (what is applied);
 * hold/release: urgency 0, then back to the urgency the job had (both levers);
 * cancel: ``job-manager.raise`` with type ``cancel``; submit: ``flux.job.submit`` of an
-  RFC 25 jobspec built here.
+  RFC 25 jobspec built here, run as a batch job (:func:`build_jobspec`: the command once on
+  the first node, holding every core; the comment's ``rush:k=v,...`` tags as ``system.rush``),
+  as the campaign runner, the probe and replay expect of ``submit``.
 
 Flux has no requeue of a running job. A false-small kill is carried out as a cancel
 (``job-manager.raise``, note :data:`KILL_NOTE`) followed by the submission of the job's
@@ -89,6 +91,8 @@ PRIORITY_MAX = 2**32 - 1
 PLUGIN_SERVICE = "job-manager.rush-priority"
 PLUGIN_MAX_BATCH = 4096
 PRIORITY_LEVERS = ("auto", "plugin", "urgency")
+# flux_job_result_t (job-list's ``result``) by name, as accounting records give a job's end.
+RESULTS = {1: "COMPLETED", 2: "FAILED", 4: "CANCELED", 8: "TIMEOUT"}
 
 
 def import_flux() -> Any:
@@ -361,6 +365,33 @@ def allocation_from_r(r: dict[str, Any] | None, names: dict[int, str]) -> tuple[
     )
 
 
+def result_name(result: Any) -> str:
+    """job-list's ``result`` (flux_job_result_t) as its name; another value as given."""
+    try:
+        return RESULTS.get(int(result), str(result))
+    except (TypeError, ValueError):
+        return str(result if result is not None else "")
+
+
+def comment_tags(comment: str) -> dict[str, str]:
+    """rush's tags in a submit comment, as Slurm's job_submit plugin reads them:
+    ``rush:app=halo,wtype=network`` (``,`` or ``;`` between items) -> {"app": "halo", "wtype":
+    "network"}; a bare key is "1"; another tool's comment gives none."""
+    if not comment.startswith("rush:"):
+        return {}
+    tags = {}
+    for item in re.split("[,;]", comment[5:]):
+        key, _, value = item.partition("=")
+        if key.strip():
+            tags[key.strip()[:64]] = value.strip()[:256] or "1"
+    return tags
+
+
+# The shell runs a batch job's command once, on the allocation's first node, as sbatch runs
+# its script: one task per node (the shell's per-resource option), and only task 0 runs it.
+BATCH_GUARD = 'if [ "${FLUX_TASK_RANK:-0}" = 0 ]; then exec "$@"; fi'
+
+
 def build_jobspec(
     *,
     name: str,
@@ -371,8 +402,14 @@ def build_jobspec(
     begin: float | None = None,
     queue: str = "",
     cwd: str | None = None,
+    batch: bool = False,
 ) -> dict[str, Any]:
-    """An RFC 25 (jobspec v1) request: ``procs`` tasks of one core each."""
+    """An RFC 25 (jobspec v1) request: ``procs`` tasks of one core each.
+
+    ``batch``: ``procs`` cores held, the command run once (on the first node, as a Slurm batch
+    script; it launches its own ranks, e.g. with mpirun), its output discarded. ``comment``'s
+    rush tags (:func:`comment_tags`) become the job's ``system.rush`` attributes, beside
+    ``comment`` itself."""
     system: dict[str, Any] = {
         "duration": float(time_limit),
         "cwd": cwd or os.getcwd(),
@@ -380,17 +417,26 @@ def build_jobspec(
         "job": {"name": name},
     }
     if comment:
-        system["rush"] = {"comment": comment}
+        system["rush"] = {**comment_tags(comment), "comment": comment}
     if queue:
         system["queue"] = queue
     if begin is not None:
         system["dependencies"] = [{"scheme": "begin-time", "value": float(begin)}]
+    task: dict[str, Any] = {"command": list(command), "slot": "task", "count": {"per_slot": 1}}
+    if batch:
+        task["command"] = ["sh", "-c", BATCH_GUARD, "rush-batch", *command]
+        system["shell"] = {
+            "options": {
+                "per-resource": {"type": "node", "count": 1},
+                "output": {"stdout": {"type": "file", "path": "/dev/null"}},
+            }
+        }
     return {
         "version": 1,
         "resources": [
             {"type": "slot", "count": int(procs), "label": "task", "with": [{"type": "core", "count": 1}]}
         ],
-        "tasks": [{"command": list(command), "slot": "task", "count": {"per_slot": 1}}],
+        "tasks": [task],
         "attributes": {"system": system},
     }
 
@@ -721,6 +767,7 @@ class FluxBackend(RJMSBackend):
             comment=comment,
             begin=begin,
             queue=partition,
+            batch=True,
         )
         flux = import_flux()  # signing the request needs the real bindings
         try:
@@ -732,7 +779,7 @@ class FluxBackend(RJMSBackend):
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records from job-list (kept while the instance keeps inactive jobs):
         submit (``t_submit``), start (``t_run``), end (``t_cleanup``: the tasks ended),
-        released (``t_inactive``)."""
+        released (``t_inactive``), state (the result by name: COMPLETED, FAILED, CANCELED, TIMEOUT)."""
         records = []
         for job_id in job_ids:
             _check_id(job_id)
@@ -751,7 +798,7 @@ class FluxBackend(RJMSBackend):
                     "end": float(end) if end is not None and "t_run" in j else None,
                     # Resources back with the scheduler: at the latest when the job is inactive.
                     "released": float(j["t_inactive"]) if "t_inactive" in j and "t_run" in j else None,
-                    "state": str(j.get("result", "")),
+                    "state": result_name(j.get("result")),
                 }
             )
         return records
