@@ -48,6 +48,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +92,23 @@ def _readings(
         values[metric] = (t, value)  # the same metric and time twice: the last value wins
     if first is not None:
         yield first, values
+
+
+def over_nodes(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(reported, min, max, mean) over the nodes axis (-2) of per-node sums and counts.
+
+    ``reported`` counts the nodes with a value of each metric; where it is 0 the min is inf,
+    the max -inf and the mean NaN. The nodes are summed one after another in their order
+    (``add.accumulate``): the same answer for one node set alone or stacked with others,
+    whatever the number of metrics (``sum`` changes its order with the array's shape)."""
+    has = counts > 0
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=has)
+    lo = np.where(has, means, np.inf).min(axis=-2)
+    hi = np.where(has, means, -np.inf).max(axis=-2)
+    reported = has.sum(axis=-2)
+    total = np.add.accumulate(means, axis=-2)[..., -1, :]
+    mean = np.divide(total, reported, out=np.full_like(total, np.nan), where=reported > 0)
+    return reported, lo, hi, mean
 
 
 class FeatureStore:
@@ -215,7 +233,12 @@ class FeatureStore:
 
     # -- reading ----------------------------------------------------------------------------
     def _rows(
-        self, hosts: Sequence[str] | None, start: float, end: float, sources: Sequence[str] | None
+        self,
+        hosts: Sequence[str] | None,
+        start: float,
+        end: float,
+        sources: Sequence[str] | None,
+        order: str = "ts, rowid",
     ) -> list[tuple[float, int, int, bytes, bytes | None]]:
         with self._lock:
             self._refresh_if_needed()
@@ -236,11 +259,14 @@ class FeatureStore:
                 args += ids
             where = " AND ".join(clauses)
             rows = self.db.execute(
-                f"SELECT ts, host_id, set_id, vals, offsets FROM readings WHERE {where} ORDER BY ts, rowid",
+                f"SELECT ts, host_id, set_id, vals, offsets FROM readings WHERE {where} ORDER BY {order}",
                 args,
             ).fetchall()
             top_host = max(self._hosts.values(), default=0)
-            if any(r[2] not in self._set_info or r[1] > top_host for r in rows):
+            if rows and (
+                max(map(itemgetter(1), rows)) > top_host
+                or not set(map(itemgetter(2), rows)) <= self._set_info.keys()
+            ):
                 self._load_names()  # written by another process after the refresh above
             return rows
 
@@ -256,14 +282,18 @@ class FeatureStore:
         self, hosts: Sequence[str] | None, start: float, end: float, sources: Sequence[str] | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(host ids, metric ids, sums, counts) with sums/counts shaped (hosts, metrics)."""
-        rows = self._rows(hosts, start, end, sources)
+        # The index's order, no sort: a host's rows of one metric set are in time order either
+        # way (one reading per time), and that is the only order the sums depend on.
+        rows = self._rows(hosts, start, end, sources, order="ts, host_id, set_id")
         empty = (np.empty(0, int), np.empty(0, int), np.empty((0, 0)), np.empty((0, 0)))
         if not rows:
             return empty
-        n = len(rows)
-        host_ids, host_index = np.unique(np.fromiter((r[1] for r in rows), np.int64, n), return_inverse=True)
-        set_ids = np.fromiter((r[2] for r in rows), np.int64, n)
-        row_ts = np.fromiter((r[0] for r in rows), VALUES, n)
+        # Columns of the fetched rows in one pass each (C-level), not one generator per column.
+        row_ts, host_col, set_col, vals, offsets = zip(*rows, strict=True)
+        host_ids, host_index = np.unique(np.array(host_col, np.int64), return_inverse=True)
+        set_ids = np.array(set_col, np.int64)
+        row_ts = np.array(row_ts, VALUES)
+        spread = np.array([o is not None for o in offsets], bool)
         present = np.unique(set_ids)
         metric_ids = np.unique(np.concatenate([self._set_info[s][1] for s in present]))
         sums = np.zeros((len(host_ids), len(metric_ids)))
@@ -271,16 +301,17 @@ class FeatureStore:
         for set_id in present:
             members = np.flatnonzero(set_ids == set_id)
             columns = np.searchsorted(metric_ids, self._set_info[set_id][1])
-            block = np.frombuffer(b"".join(rows[i][3] for i in members), VALUES).reshape(len(members), -1)
+            block = np.frombuffer(b"".join([vals[i] for i in members.tolist()]), VALUES).reshape(
+                len(members), -1
+            )
             # Exact time of every value: the row's, plus its offset when the reading spread out.
             row_time = row_ts[members]
-            if all(rows[i][4] is None for i in members):
+            if not spread[members].any():
                 inside = np.broadcast_to(((row_time >= start) & (row_time < end))[:, None], block.shape)
             else:
                 times = np.repeat(row_time[:, None], block.shape[1], axis=1)
-                for k, i in enumerate(members):
-                    if rows[i][4] is not None:
-                        times[k] += np.frombuffer(rows[i][4], VALUES)
+                for k in np.flatnonzero(spread[members]).tolist():
+                    times[k] += np.frombuffer(offsets[members[k]], VALUES)
                 inside = (times >= start) & (times < end)
             weights, hits = np.where(inside, block, 0.0), inside.astype(float)
             where = host_index[members]
@@ -306,11 +337,7 @@ class FeatureStore:
         _, metric_ids, sums, counts = self._node_means(hosts, start, end, sources)
         if not len(metric_ids):
             return {}
-        reported = counts > 0
-        means = np.divide(sums, counts, out=np.zeros_like(sums), where=reported)
-        lo = np.where(reported, means, np.inf).min(axis=0)
-        hi = np.where(reported, means, -np.inf).max(axis=0)
-        mean = means.sum(axis=0) / reported.sum(axis=0)
+        _, lo, hi, mean = over_nodes(sums, counts)
         names = {i: name for name, i in self._metrics.items()}
         features: dict[str, float] = {}
         for k in sorted(range(len(metric_ids)), key=lambda k: names[int(metric_ids[k])]):
@@ -319,6 +346,63 @@ class FeatureStore:
             features[f"max_{name}"] = float(hi[k])
             features[f"mean_{name}"] = float(mean[k])
         return features
+
+    def node_sums(
+        self,
+        hosts: Sequence[str] | None,
+        start: float,
+        end: float,
+        sources: Sequence[str] | None = None,
+    ) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+        """(host names, metric names, sums, counts (hosts, metrics)) of the values in [start, end).
+
+        The raw step of window_features, for callers that aggregate many node sets of one window
+        (:func:`over_nodes` on a host's rows gives what window_features gives for those hosts:
+        a host's sums do not depend on which other hosts were read with it)."""
+        host_ids, metric_ids, sums, counts = self._node_means(hosts, start, end, sources)
+        host_names = {i: h for h, i in self._hosts.items()}
+        metric_names = {i: m for m, i in self._metrics.items()}
+        return (
+            [host_names[int(h)] for h in host_ids],
+            [metric_names[int(m)] for m in metric_ids],
+            sums,
+            counts,
+        )
+
+    def host_ids(self) -> dict[str, int]:
+        """Host name -> id (window_features orders a window's nodes by id)."""
+        with self._lock:
+            self._refresh_if_needed()
+            return dict(self._hosts)
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever the store's content may have: another connection committed
+        (``PRAGMA data_version``) or this one wrote (``total_changes``)."""
+        with self._lock:
+            return int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.db.total_changes
+
+    def readings_between(self, bands: Sequence[tuple[float, float]]) -> bool:
+        """Whether a value has a time in one of the [lo, hi) ``bands``."""
+        if not bands:
+            return False
+        # A reading's values lie at ts, or in [ts, ts + READING_SPREAD) when it has offsets.
+        at_ts = " OR ".join("(ts >= ? AND ts < ?)" for _ in bands)
+        spread = " OR ".join("(ts > ? AND ts < ?)" for _ in bands)
+        with self._lock:
+            found = self.db.execute(
+                f"SELECT EXISTS (SELECT 1 FROM readings WHERE {at_ts})", [x for band in bands for x in band]
+            ).fetchone()[0]
+            if found:
+                return True
+            spread_rows = self.db.execute(
+                f"SELECT ts, offsets FROM readings WHERE offsets IS NOT NULL AND ({spread})",
+                [x for lo, hi in bands for x in (lo - READING_SPREAD, hi)],
+            ).fetchall()
+        for ts, offsets in spread_rows:
+            times = ts + np.frombuffer(offsets, VALUES)
+            if any(((times >= lo) & (times < hi)).any() for lo, hi in bands):
+                return True
+        return False
 
     def node_means(
         self,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -288,10 +289,12 @@ class LearnedVariationPredictor:
         # The model reads job-node features: predictions need the job's tentative placement.
         self.uses_job_nodes = any(f.startswith("job_") for f in self.features)
         self._uses_all_nodes = any(f.startswith("all_") for f in self.features)
+        self._uses_probe = any(f in self._probe_features for f in self.features)
         self.last_reason: str | None = None
         self.last_imputed = 0
         self._outputs: dict[Any, dict[str, Any]] = {}
         self._store: Any = None  # kept open between cycles (opening and closing cost ~40 ms)
+        self._reader: Any = None  # the last window read (WindowReader), reused while it serves
 
     # -- the window ------------------------------------------------------------------------
     def _open(self) -> Any:
@@ -311,13 +314,24 @@ class LearnedVariationPredictor:
         return self._store
 
     def close(self) -> None:
+        self._reader = None
         if self._store is not None:
             self._store.close()
             self._store = None
 
+    def _window(self, now: float) -> Any:
+        """The window reader for ``now``: the last one while the store's window content is the
+        same (see WindowReader.serves), else a new one (raises _Unknown without a store)."""
+        from rush.models.variability.features import WindowReader
+
+        store = self._open()
+        if self._reader is None or not self._reader.serves(store, now, self.window):
+            self._reader = WindowReader(store, now, self.window)
+        return self._reader
+
     def current_features(self, now: float) -> dict[str, float]:
         """The model's features shared by every job at ``now`` (raises _Unknown with the reason)."""
-        from rush.models.variability.features import store_metrics, window_features_for
+        from rush.models.variability.features import store_metrics
 
         store = self._open()
         absent = [m for m in self._metrics if m not in store_metrics(store)]
@@ -327,8 +341,7 @@ class LearnedVariationPredictor:
                 + (f" (+{len(absent) - 5})" if len(absent) > 5 else "")
                 + " (a model trained on another machine's counters?)"
             )
-        uses_probe = any(f in self._probe_features for f in self.features)
-        features = window_features_for(store, None, now, self.window, scope="all", with_probe=uses_probe)
+        features = self._window(now).all_nodes("all", with_probe=self._uses_probe)
         # Job-node features live: the job's nodes are unknown while it is pending (see class doc).
         for name in self.features:
             if name.startswith("job_"):
@@ -344,18 +357,12 @@ class LearnedVariationPredictor:
     def features_on(self, now: float, hosts: Sequence[str] | None) -> dict[str, float]:
         """The model's window features for a job placed on ``hosts`` (None: not placed, the
         all-node window of :meth:`current_features`); raises _Unknown with the reason."""
-        from rush.models.variability.features import window_features_for
-
         if hosts is None or not self.uses_job_nodes:
             return self.current_features(now)
         features = self.current_features(now) if self._uses_all_nodes else {}
         for name in [f for f in features if f.startswith("job_")]:
             del features[name]  # the aliases of current_features: the real ones follow
-        store = self._open()
-        uses_probe = any(f in self._probe_features for f in self.features)
-        features |= window_features_for(
-            store, list(hosts), now, self.window, scope="job", with_probe=uses_probe
-        )
+        features |= self._window(now).table([list(hosts)], "job", with_probe=self._uses_probe).row(0)
         readings = [f for f in self.features if f not in self._wtype_features]
         if readings and not any(f in features and math.isfinite(features[f]) for f in readings):
             raise _Unknown(
@@ -368,33 +375,137 @@ class LearnedVariationPredictor:
         self, jobs: Sequence[Any], now: float, hosts: Sequence[Sequence[str] | None]
     ) -> list[bool]:
         """Flags for ``jobs`` each placed on its ``hosts`` (job-node windows at the tentative
-        placement; a job with None is predicted on the all-node window)."""
-        outputs: dict[Any, dict[str, Any]] = {}
-        flags: list[bool] = [False] * len(jobs)
+        placement; a job with None is predicted on the all-node window).
+
+        The answers of :meth:`features_on` then :meth:`predict_from` per distinct placement,
+        computed at once: the window is read once for all placements' nodes, each placement's
+        row is assembled from the table, and the model is called once for every (placement,
+        workload type) row (tests/planner/test_variation_batch.py asserts equality)."""
         groups: dict[tuple[str, ...] | None, list[int]] = {}
         for k, h in enumerate(hosts):
             groups.setdefault(None if h is None or not self.uses_job_nodes else tuple(h), []).append(k)
+        rows, failed = self._placement_rows(list(groups), now)
+        types = [workload_type(j) for j in jobs]
+        # One model row per (placement, known workload type).
+        wanted: dict[tuple[int, str], int] = {}
+        for g, members in enumerate(groups.values()):
+            if g not in failed:
+                for k in members:
+                    if types[k] in self._wtypes:
+                        wanted.setdefault((g, types[k]), len(wanted))
+        answers = self._answers(rows, wanted)
+        outputs: dict[Any, dict[str, Any]] = {}
+        flags: list[bool] = [False] * len(jobs)
         reason = None
-        for key, members in groups.items():
-            group = [jobs[k] for k in members]
-            try:
-                answers = self.predict_from(self.features_on(now, key), group)
-            except _Unknown as exc:
-                reason = str(exc)
-                answers = [False] * len(group)
-                self._outputs = {
-                    getattr(j, "job_id", id(j)): {"variation_class": "unknown", "variation_reason": reason}
-                    for j in group
-                }
-            if key is not None:
-                for out in self._outputs.values():
-                    out["variation_nodes"] = _short_hosts(key)
-            outputs |= self._outputs
-            for k, f in zip(members, answers, strict=True):
-                flags[k] = f
+        for g, (key, members) in enumerate(groups.items()):
+            nodes = {} if key is None else {"variation_nodes": _short_hosts(key)}
+            if g in failed:
+                reason = failed[g]
+                out = {"variation_class": "unknown", "variation_reason": reason} | nodes
+                for k in members:
+                    outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = dict(out)
+                continue
+            self.last_imputed = int(rows.imputed[g])
+            for k in members:
+                w = types[k]
+                if (g, w) in wanted:
+                    flag, out = answers[wanted[g, w]]
+                else:
+                    flag, out = (
+                        False,
+                        {
+                            "variation_class": "unknown",
+                            "variation_reason": f"workload type {w[:40]!r} unknown to the model",
+                        },
+                    )
+                outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = out | nodes
+                flags[k] = flag
         self._outputs = outputs
         self.last_reason = reason
         return flags
+
+    def _placement_rows(
+        self, keys: Sequence[tuple[str, ...] | None], now: float
+    ) -> tuple[_Rows, dict[int, str]]:
+        """The model's feature row of each placement (None: the all-node window) as
+        :meth:`features_on` gives it, and the placements without a prediction (index -> reason)."""
+        from rush.models.variability.features import vector
+
+        rows = _Rows(np.full((len(keys), len(self.features)), np.nan), np.zeros(len(keys), dtype=np.int64))
+        failed: dict[int, str] = {}
+        shared: dict[str, float] = {}
+        shared_error = None
+        if None in keys or self._uses_all_nodes:
+            try:
+                shared = self.current_features(now)
+            except _Unknown as exc:  # no store, a foreign schema or an empty all-node window
+                shared_error = str(exc)
+        readings = [m for m, f in enumerate(self.features) if f not in self._wtype_features]
+        if None in keys:
+            if shared_error is not None:
+                failed[keys.index(None)] = shared_error
+            else:
+                rows.values[keys.index(None)] = vector(self.features, shared)
+                rows.imputed[keys.index(None)] = self.last_imputed
+        placed = [g for g, key in enumerate(keys) if key is not None]
+        if not placed:
+            return rows, failed
+        try:
+            if self._uses_all_nodes and shared_error is not None:
+                raise _Unknown(shared_error)
+            reader = self._window(now)
+        except _Unknown as exc:
+            return rows, failed | dict.fromkeys(placed, str(exc))
+        # As features_on: the job-node window over the all-node features (without their job_ aliases).
+        if self._uses_all_nodes:
+            base = vector(self.features, {f: v for f, v in shared.items() if not f.startswith("job_")})
+        else:
+            base = np.full(len(self.features), np.nan)
+        table = reader.table([keys[g] for g in placed], "job", with_probe=self._uses_probe)
+        column = {name: c for c, name in enumerate(table.names)}
+        take = [(m, column[f]) for m, f in enumerate(self.features) if f in column]
+        values = np.repeat(base[None, :], len(placed), axis=0)
+        if take:
+            model_cols, table_cols = (list(c) for c in zip(*take, strict=True))
+            found = table.values[:, table_cols]
+            values[:, model_cols] = np.where(np.isnan(found), values[:, model_cols], found)
+        held = ~np.isnan(values[:, readings])
+        usable = (
+            (held & np.isfinite(values[:, readings])).any(axis=1) if readings else np.ones(len(placed), bool)
+        )
+        rows.values[placed] = values
+        rows.imputed[placed] = len(readings) - held.sum(axis=1)
+        window = f"[{now - self.window:.0f}, {now:.0f})"
+        for g, ok in zip(placed, usable, strict=True):
+            if not ok:
+                failed[g] = f"no sample of the model's features on the job's nodes in {window}"
+        return rows, failed
+
+    def _answers(
+        self, rows: _Rows, wanted: Mapping[tuple[int, str], int]
+    ) -> list[tuple[bool, dict[str, Any]]]:
+        """(flag, journal output) of each wanted (placement, workload type) row, in one model call."""
+        from rush.models.variability.features import WTYPES
+
+        if not wanted:
+            return []
+        pairs = list(wanted)
+        X = rows.values[[g for g, _ in pairs]]
+        for w in WTYPES:  # the one-hot, as wtype_features gives it
+            if f"wtype_{w}" in self.features:
+                X[:, self.features.index(f"wtype_{w}")] = [1.0 if wt == w else 0.0 for _, wt in pairs]
+        proba = self._proba(X)
+        names = np.asarray(self.class_names, dtype=object)[proba.argmax(axis=1)]
+        answers = []
+        for (g, _), name, p in zip(pairs, names, proba.tolist(), strict=True):
+            out: dict[str, Any] = {
+                "variation_class": str(name),
+                "variation_p": {c: round(v, 4) for c, v in zip(self.class_names, p, strict=True)},
+            }
+            if rows.imputed[g]:
+                out["variation_imputed"] = int(rows.imputed[g])
+            answers.append((name in self.classes, out))
+        return answers
 
     def quiet_leaves(
         self, now: float, leaves: Mapping[int, Sequence[str]], wtype: str = "network"
@@ -476,6 +587,15 @@ class LearnedVariationPredictor:
     def job_outputs(self, job_id: Any) -> dict[str, Any]:
         """The last prediction for a job (class, probabilities or the unknown reason), for the journal."""
         return self._outputs.get(job_id, {})
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The model's feature rows of a pass's placements (NaN: no value) and, per row, how many
+    counter and probe features had no value (imputed by the pipeline, journaled)."""
+
+    values: np.ndarray  # (placements, model features)
+    imputed: np.ndarray  # (placements,) int
 
 
 def _short_hosts(hosts: Sequence[str]) -> str:

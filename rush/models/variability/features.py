@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from rush.collect.probe import FEATURES as PROBE_NAMES
 from rush.collect.probe import SOURCE as PROBE_SOURCE
+from rush.collect.store import over_nodes
 from rush.errors import ConfigError
 
 SCOPES: tuple[str, ...] = ("job", "all")
@@ -128,6 +130,256 @@ def window_features_for(
     if with_probe:
         features |= record_probe_features(probe) or probe_features(store, hosts, start, window)
     return features
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """Features of many node sets of one window: ``values[k]`` is set k's row in ``names``
+    order, NaN where the feature has no value (a present feature is never NaN)."""
+
+    names: list[str]
+    values: np.ndarray  # (sets, names) float64
+
+    def row(self, k: int) -> dict[str, float]:
+        """Set k's features as window_features_for returns them."""
+        return {n: float(v) for n, v in zip(self.names, self.values[k], strict=True) if not math.isnan(v)}
+
+
+@dataclass
+class _ProbeIndex:
+    """Per host row of a WindowReader: its latest probe time in the probe window (-inf: none),
+    the position of that probe's first sample in the window's sample order (unique per host),
+    its (position, metric, value) samples, and which distinct reading they are (-1: more than
+    one value of a metric, averaged by the general path)."""
+
+    latest: np.ndarray
+    first: np.ndarray
+    reading: np.ndarray
+    items: list[list[tuple[int, str, float]]]
+    readings: list[tuple[tuple[str, float], ...]]
+
+
+class WindowReader:
+    """The window ``[start - window, start)`` of one store, read once for many node sets.
+
+    :meth:`table` gives, for each node set, what ``window_features_for(store, hosts, start,
+    window, scope=scope, with_probe=with_probe)`` gives (tests/planner/test_variation_batch.py
+    asserts equality), but reads the store once for the union of the sets' hosts, keeps every
+    node's sums, and aggregates all sets of one size at once: a scheduling pass asks about
+    hundreds of tentative placements in one window, and the planner reruns the pass at the same
+    instant. :meth:`serves` says whether the reader still answers for another start: the store
+    unchanged since it was read (``FeatureStore.version``) and no value between the old and the
+    new window edges, so the window's content is the same (counters arrive on a tick grid:
+    every instant between two ticks sees one window).
+    """
+
+    def __init__(self, store: Any, start: float, window: float) -> None:
+        self.window = check_window(window, "window")
+        if not math.isfinite(start):
+            raise ConfigError(f"start {start!r} is not a finite time", where="window start")
+        self.store = store
+        self.start = float(start)
+        self.version = store.version()
+        self._sources = counter_sources(store)
+        # One row per host the store knows, in id order (window_features' node order).
+        ids = store.host_ids()
+        self._hosts = sorted(ids, key=ids.__getitem__)
+        self._row_of = {h: k for k, h in enumerate(self._hosts)}
+        self._loaded = np.zeros(len(self._hosts), bool)
+        self._column: dict[str, int] = {}  # counter -> column of _sums/_counts
+        self._sums = np.zeros((len(self._hosts), 0))
+        self._counts = np.zeros((len(self._hosts), 0))
+        self._probe: _ProbeIndex | None = None
+        self._probe_rows: dict[tuple[int, int], np.ndarray] = {}
+        self._all: dict[tuple[str, bool], dict[str, float]] = {}
+
+    def serves(self, store: Any, start: float, window: float) -> bool:
+        """Whether this reader's answers are those of ``store`` for ``start`` (then it moves there)."""
+        if store is not self.store or float(window) != self.window or not math.isfinite(start):
+            return False
+        if store.version() != self.version:
+            return False
+        if start != self.start:
+            edges = (-self.window, 0.0, PROBE_GRACE)  # the counter window's and the probes' edges
+            bands = [(min(self.start, start) + e, max(self.start, start) + e) for e in edges]
+            if store.readings_between(bands):
+                return False
+            self.start = float(start)
+        return True
+
+    # -- node sets --------------------------------------------------------------------------
+    def _groups(self, host_sets: Sequence[Sequence[str]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(set indices, rows (sets, nodes)) per node count: each set's known hosts, once each,
+        in id order. Sets without a known host are in none."""
+        by_length: dict[int, list[int]] = {}
+        for k, hosts in enumerate(host_sets):
+            by_length.setdefault(len(hosts), []).append(k)
+        sets: dict[int, list[np.ndarray]] = {}
+        rows: dict[int, list[np.ndarray]] = {}
+
+        def add(members: np.ndarray, member_rows: np.ndarray) -> None:
+            sets.setdefault(member_rows.shape[1], []).append(members)
+            rows.setdefault(member_rows.shape[1], []).append(member_rows)
+
+        for length, members in by_length.items():
+            if length == 0:
+                continue
+            flat = [self._row_of.get(h, -1) for k in members for h in host_sets[k]]
+            grid = np.sort(np.array(flat, np.int64).reshape(len(members), length), axis=1)
+            clean = (grid[:, 0] >= 0) & (np.diff(grid, axis=1) > 0).all(axis=1)
+            if clean.any():
+                add(np.array(members)[clean], grid[clean])
+            for k in np.array(members)[~clean].tolist():  # duplicates or unknown hosts
+                known = sorted({self._row_of[h] for h in host_sets[k] if h in self._row_of})
+                if known:
+                    add(np.array([k]), np.array([known], np.int64))
+        return [(np.concatenate(sets[n]), np.concatenate(rows[n])) for n in sets if n]
+
+    # -- counters ---------------------------------------------------------------------------
+    def _load(self, rows: np.ndarray) -> None:
+        """Per-node sums and counts of the hosts of ``rows`` not read yet (one store query)."""
+        missing = np.setdiff1d(rows, np.flatnonzero(self._loaded))
+        if not len(missing) or not self._sources:
+            return
+        everyone = len(missing) == len(self._hosts)  # no host filter: the same rows, faster
+        hosts = None if everyone else [self._hosts[k] for k in missing.tolist()]
+        found, metrics, sums, counts = self.store.node_sums(
+            hosts, self.start - self.window, self.start, self._sources
+        )
+        new = [m for m in metrics if m not in self._column]
+        if new:
+            for metric in new:
+                self._column[metric] = len(self._column)
+            pad = np.zeros((len(self._hosts), len(new)))
+            self._sums, self._counts = np.hstack((self._sums, pad)), np.hstack((self._counts, pad))
+        # A host written since this reader was made is not ours (the next serves() says so).
+        kept = [k for k, h in enumerate(found) if h in self._row_of]
+        at = np.array([self._row_of[found[k]] for k in kept], np.int64)
+        columns = np.array([self._column[m] for m in metrics], np.int64)
+        if len(at) and len(columns):
+            self._sums[np.ix_(at, columns)] = sums[kept]
+            self._counts[np.ix_(at, columns)] = counts[kept]
+        self._loaded[missing] = True
+
+    def _counters(self, n_sets: int, groups: list[tuple[np.ndarray, np.ndarray]], scope: str) -> FeatureTable:
+        """``<scope>_<stat>_<metric>`` of each node set (see :func:`counter_features`)."""
+        for _, rows in groups:
+            self._load(rows.ravel())
+        metrics = sorted(self._column)
+        names = [f"{scope}_{stat}_{m}" for m in metrics for stat in STATS]
+        values = np.full((n_sets, len(names)), np.nan)
+        if not metrics:
+            return FeatureTable(names, values)
+        order = [self._column[m] for m in metrics]
+        sums, counts = self._sums[:, order], self._counts[:, order]
+        for members, rows in groups:
+            reported, lo, hi, mean = over_nodes(sums[rows], counts[rows])
+            stats = np.stack((lo, hi, mean), axis=2).reshape(len(members), -1)  # STATS order
+            ok = np.repeat(reported > 0, len(STATS), axis=1) & np.isfinite(stats)
+            values[members] = np.where(ok, stats, np.nan)
+        return FeatureTable(names, values)
+
+    # -- probes -----------------------------------------------------------------------------
+    def _probe_index(self) -> _ProbeIndex:
+        """Each host's latest probe in the probe window (see :class:`_ProbeIndex`)."""
+        if self._probe is None:
+            samples = self.store.samples(
+                None, self.start - self.window, self.start + PROBE_GRACE, sources=[PROBE_SOURCE]
+            )
+            index = _ProbeIndex(
+                np.full(len(self._hosts), -np.inf),
+                np.full(len(self._hosts), -1, np.int64),
+                np.full(len(self._hosts), -1, np.int64),
+                [[] for _ in self._hosts],
+                [],
+            )
+            for k, s in enumerate(samples):  # oldest first: a later probe replaces the host's
+                row = self._row_of.get(s.host)
+                if row is None:
+                    continue
+                if s.timestamp > index.latest[row]:
+                    index.latest[row], index.first[row], index.items[row] = s.timestamp, k, []
+                if s.metric in PROBE_NAMES:
+                    index.items[row].append((k, s.metric, s.value))
+            readings: dict[tuple[tuple[str, float], ...], int] = {}
+            for row, held in enumerate(index.items):
+                metrics = [metric for _, metric, _ in held]
+                if held and len(set(metrics)) == len(metrics):  # one value per metric: one probe
+                    values = tuple((metric, value) for _, metric, value in held)
+                    index.reading[row] = readings.setdefault(values, len(readings))
+            index.readings = list(readings)
+            self._probe = index
+        return self._probe
+
+    def _probes(self, n_sets: int, groups: list[tuple[np.ndarray, np.ndarray]]) -> FeatureTable:
+        """The probe features of each node set (see :func:`probe_features`): the latest probe on
+        the set's hosts, each value averaged over the hosts it was taken on at that time."""
+        index = self._probe_index()
+        values = np.full((n_sets, len(PROBE_FEATURES)), np.nan)
+        for members, rows in groups:
+            times = index.latest[rows]
+            newest = times.max(axis=1)
+            taken = (times == newest[:, None]) & np.isfinite(newest)[:, None]
+            hosts = taken.sum(axis=1)
+            # Usually every host taking part holds the same values (one probe wrote them): the
+            # mean of k copies, computed once per (values, k).
+            reading = np.where(taken, index.reading[rows], -1)
+            same = (reading.max(axis=1) == np.where(taken, reading, np.iinfo(np.int64).max).min(axis=1)) & (
+                reading.max(axis=1) >= 0
+            )
+            for k, r, n in zip(
+                members[same].tolist(), reading.max(axis=1)[same].tolist(), hosts[same].tolist(), strict=True
+            ):
+                values[k] = self._copies_mean(r, n)
+            for k, row_mask, set_rows in zip(members[~same].tolist(), taken[~same], rows[~same], strict=True):
+                if row_mask.any():
+                    values[k] = self._probe_mean(set_rows[row_mask])
+        return FeatureTable(list(PROBE_FEATURES), values)
+
+    def _copies_mean(self, reading: int, hosts: int) -> np.ndarray:
+        """The probe row of one reading's values on ``hosts`` hosts (np.mean as probe_features)."""
+        key = (reading, hosts)
+        if key not in self._probe_rows:
+            row = np.full(len(PROBE_FEATURES), np.nan)
+            for metric, value in self._probe_index().readings[reading]:
+                row[PROBE_NAMES.index(metric)] = float(np.mean([value] * hosts))
+            self._probe_rows[key] = row
+        return self._probe_rows[key]
+
+    def _probe_mean(self, rows: np.ndarray) -> np.ndarray:
+        """The probe row of the latest samples of ``rows``, in the window's sample order."""
+        index = self._probe_index()
+        per_metric: dict[str, list[float]] = {}
+        for _, metric, value in sorted(item for r in rows.tolist() for item in index.items[r]):
+            per_metric.setdefault(metric, []).append(value)
+        row = np.full(len(PROBE_FEATURES), np.nan)
+        for metric, vals in per_metric.items():
+            row[PROBE_NAMES.index(metric)] = float(np.mean(vals))
+        return row
+
+    # -- both -------------------------------------------------------------------------------
+    def table(
+        self, host_sets: Sequence[Sequence[str]], scope: str = "job", with_probe: bool = True
+    ) -> FeatureTable:
+        """Counter features of ``scope`` and (``with_probe``) probe features of each node set."""
+        if scope not in SCOPES:
+            raise ConfigError(
+                f"unknown scope {scope!r}", where="scope", fix=f"use one of: {', '.join(SCOPES)}"
+            )
+        groups = self._groups(host_sets)
+        counters = self._counters(len(host_sets), groups, scope)
+        if not with_probe:
+            return counters
+        probes = self._probes(len(host_sets), groups)
+        return FeatureTable(counters.names + probes.names, np.hstack((counters.values, probes.values)))
+
+    def all_nodes(self, scope: str = "all", with_probe: bool = True) -> dict[str, float]:
+        """window_features_for over every node (hosts None), read once per window."""
+        key = (scope, with_probe)
+        if key not in self._all:
+            # Every node the store knows (one without a value in the window adds nothing).
+            self._all[key] = self.table([self._hosts], scope, with_probe).row(0)
+        return dict(self._all[key])
 
 
 def vector(names: Sequence[str], features: Mapping[str, float]) -> np.ndarray:
