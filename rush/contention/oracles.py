@@ -17,6 +17,7 @@ oracle's for the same job, nodes and moment (the flag-agreement table).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -24,9 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from rush.collect.base import Sample
-from rush.collect.probe import SOURCE as PROBE_SOURCE
 from rush.contention.apps import APPS
+from rush.contention.counters import SAMPLE_INTERVAL
 from rush.contention.noise import NoiseSpec
 from rush.contention.probe import simulate_probe
 from rush.contention.shell import JobSpec, Oracle, Present
@@ -68,7 +68,16 @@ class NoiseOracle:
 class LearnedOracle:
     """RUSH's learned predictor. A job is flagged when the probability of ``classes`` reaches
     ``threshold`` (the model card's flag threshold, chosen on held-out campaign data), or, with
-    no threshold, when the most probable class is one of them."""
+    no threshold, when the most probable class is one of them.
+
+    The counter window is read as the daemon's predictor reads it
+    (:func:`rush.models.variability.features.window_features_for`, the function that built the
+    training set: all-node, and the job-node window on the tentative nodes when the model reads
+    job-node features) once per counter interval and node set: the store's readings are stamped
+    on the 30 s grid, so the window's content changes only at ticks. The probe taken on the
+    tentative nodes just before the question joins those features as the latest probe the
+    predictor would read from the store, and the predictor's own model call decides
+    (:meth:`~rush.planner.variation.LearnedVariationPredictor.predict_from`)."""
 
     def __init__(
         self,
@@ -88,31 +97,48 @@ class LearnedOracle:
         self.asked = 0
         self.flagged = 0
         self.unknown = 0
-        self._stamp = 0
+        self._cache: dict[tuple[int, tuple[int, ...] | None], dict[str, float]] = {}
+        self._tick = -1
+        self._all_nodes = any(f.startswith("all_") for f in self.predictor.features)
 
-    def _probe(self, present: Present, nodes: np.ndarray) -> None:
-        """Run the probe on the tentative nodes now and store it as the real probe would."""
-        features = simulate_probe(present.fabric, present.util, nodes, self.rng)
-        # Distinct stamps keep two probes of one pass apart (the store's latest probe wins).
-        self._stamp += 1
-        stamp = present.now + 1e-4 * (self._stamp % 1000)
-        hosts = [present.fabric.machine.hostname(int(k)) for k in nodes]
-        self.store.insert(
-            [Sample(stamp, h, PROBE_SOURCE, name, value) for h in hosts for name, value in features.items()]
-        )
+    def _window(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
+        """The counter features for a job on ``nodes`` now: all-node and, when the model reads
+        them, job-node windows, by the function that built the training set."""
+        from rush.models.variability.features import window_features_for
+
+        tick = math.ceil(present.t / SAMPLE_INTERVAL - 1e-9)
+        if tick != self._tick:
+            self._cache.clear()
+            self._tick = tick
+        features: dict[str, float] = {}
+        window = self.predictor.window
+        if self._all_nodes:
+            if (tick, None) not in self._cache:
+                self._cache[(tick, None)] = window_features_for(
+                    self.store, None, present.now, window, scope="all", with_probe=False
+                )
+            features |= self._cache[(tick, None)]  # type: ignore[operator]
+        if self.predictor.uses_job_nodes:
+            key = (tick, tuple(nodes.tolist()))
+            if key not in self._cache:
+                hosts = [present.fabric.machine.hostname(int(k)) for k in nodes]
+                self._cache[key] = window_features_for(
+                    self.store, hosts, present.now, window, scope="job", with_probe=False
+                )
+            features |= self._cache[key]  # type: ignore[operator]
+        return features
 
     def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
         flags = []
         for spec, nodes in asked:
-            self._probe(present, nodes)
+            window = self._window(present, nodes)
+            probe = simulate_probe(present.fabric, present.util, nodes, self.rng)
+            features = window | {f"probe_{name}": value for name, value in probe.items()}
             job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
-            hosts = [present.fabric.machine.hostname(int(k)) for k in nodes]
-            flag = self.predictor.predict_on([job], present.now, [hosts])[0]
+            flag = self.predictor.predict_from(features, [job])[0]
             out = self.predictor.job_outputs(spec.job_id)
             if self.threshold is not None and "variation_p" in out:
-                p = sum(out["variation_p"].get(c, 0.0) for c in self.classes)
-                flag = p >= self.threshold
-            self.unknown += out.get("variation_class") == "unknown"
+                flag = sum(out["variation_p"].get(c, 0.0) for c in self.classes) >= self.threshold
             flags.append(bool(flag))
         self.asked += len(flags)
         self.flagged += sum(flags)

@@ -160,3 +160,30 @@ def test_folds_hold_out_each_application_in_sorted_order():
     apps = np.array(["b", "a", "b", "c", "a"], dtype=object)
     got = [(app, train.tolist(), test.tolist()) for app, train, test in folds(apps)]
     assert got == [("a", [0, 2, 3], [1, 4]), ("b", [1, 3, 4], [0, 2]), ("c", [0, 1, 2, 4], [3])]
+
+
+def test_flag_threshold_is_chosen_on_held_out_probabilities(trained, model_file):
+    """The card's flag threshold: the point of the precision-recall curve of the
+    leave-one-application-out probabilities with the best F1 (never worse than the most probable
+    class rule on the same held-out data)."""
+    table = trained.card["flag_threshold_table"]
+    assert 0.0 <= trained.card["flag_threshold"] <= 1.0
+    assert table["threshold"] == trained.card["flag_threshold"]
+    assert table["held_out_f1"] >= table["argmax_f1"]
+    assert table["held_out_f1"] == pytest.approx(
+        2 * table["precision"] * table["recall"] / (table["precision"] + table["recall"])
+    )
+    _, card = load_variability_model(model_file)
+    assert card["flag_threshold"] == trained.card["flag_threshold"]
+
+
+def test_a_flag_threshold_outside_0_1_is_refused(model_file, tmp_path):
+    import shutil
+
+    copy = tmp_path / model_file.name  # the session's model file stays untouched
+    shutil.copy(model_file, copy)
+    card = json.loads(model_file.with_name(model_file.name + ".json").read_text())
+    card["flag_threshold"] = 1.5
+    copy.with_name(copy.name + ".json").write_text(json.dumps(card))
+    with pytest.raises(ModelError, match="flag_threshold"):
+        load_variability_model(copy)
