@@ -5,8 +5,8 @@
 * :mod:`.speculative`: ``rush experiment speculative`` (ratio_vs_n.png, trace.png).
 * :mod:`.mixed`: ``rush experiment mixed`` (``<trace>_weekly_bsld.png``).
 * :mod:`.regression`: ``rush experiment regression`` (spread.png, vif.png, evaluation.png).
-* :mod:`.contention`: ``rush experiment variability`` (variation_runs.png, runtimes.png,
-  makespans.png, waits.png).
+* :mod:`.contention`: ``rush experiment variability`` (fig4_variation_runs.png,
+  fig5_runtimes.png, fig6_makespan.png, skip_limit.png; ``-<variant>`` for sensitivity variants).
 * :mod:`.runtime_classes`: ``sim/runtime_classes/run.py`` (``cumulative_bsld_<trace>.png``).
 
 matplotlib is imported only inside the functions (start-up time); :func:`pyplot` is the one
