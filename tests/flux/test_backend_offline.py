@@ -95,3 +95,53 @@ def test_jobspec_follows_rfc25():
     assert system["duration"] == 90 and system["job"] == {"name": "probe"} and system["cwd"] == "/tmp"
     assert system["dependencies"] == [{"scheme": "begin-time", "value": 5.0}]
     assert count_cores(r_v1("0-1,5", "[0-3]")) == 12 and count_cores(None) == 0
+
+
+def test_batch_jobspec_runs_the_command_once_on_the_first_node():
+    """A batch job holds every core and runs its command once (as an sbatch script): one shell
+    task per node, only task 0 executes, output discarded; the command's words stay intact."""
+    import subprocess
+
+    from rush.rjms.flux import BATCH_GUARD
+
+    spec = build_jobspec(name="b", procs=8, time_limit=60, command=["echo", "a b", "$HOME"], batch=True)
+    assert spec["resources"][0]["count"] == 8
+    task = spec["tasks"][0]
+    assert task["command"][:4] == ["sh", "-c", BATCH_GUARD, "rush-batch"]
+    assert task["command"][4:] == ["echo", "a b", "$HOME"]
+    shell = spec["attributes"]["system"]["shell"]["options"]
+    assert shell["per-resource"] == {"type": "node", "count": 1}
+    assert shell["output"]["stdout"]["path"] == "/dev/null"
+    # The guard itself, run by sh as the Flux shell would: rank 0 runs the command, others do not.
+    env = {"PATH": "/usr/bin:/bin"}
+    ran = subprocess.run(task["command"], capture_output=True, text=True, env={**env, "FLUX_TASK_RANK": "0"})
+    assert ran.stdout == "a b $HOME\n"
+    idle = subprocess.run(task["command"], capture_output=True, text=True, env={**env, "FLUX_TASK_RANK": "3"})
+    assert idle.stdout == "" and idle.returncode == 0
+    assert (
+        "shell"
+        not in build_jobspec(name="t", procs=2, time_limit=60, command=["true"])["attributes"]["system"]
+    )
+
+
+def test_comment_tags_become_system_rush_attributes():
+    from rush.rjms.flux import comment_tags
+
+    assert comment_tags("rush:app=halo,wtype=network;optin") == {
+        "app": "halo",
+        "wtype": "network",
+        "optin": "1",
+    }
+    assert comment_tags("another tool's comment") == {}
+    assert comment_tags("rush:") == {}
+    long = comment_tags("rush:" + "k" * 100 + "=" + "v" * 1000)
+    assert [len(k) for k in long] == [64] and [len(v) for v in long.values()] == [256]
+    spec = build_jobspec(name="c", procs=1, time_limit=60, command=["true"], comment="rush:wtype=io")
+    assert spec["attributes"]["system"]["rush"] == {"wtype": "io", "comment": "rush:wtype=io"}
+
+
+def test_result_names():
+    from rush.rjms.flux import result_name
+
+    assert [result_name(r) for r in (1, 2, 4, 8)] == ["COMPLETED", "FAILED", "CANCELED", "TIMEOUT"]
+    assert result_name("COMPLETED") == "COMPLETED" and result_name(None) == "" and result_name(16) == "16"
