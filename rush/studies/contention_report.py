@@ -84,6 +84,8 @@ class Prediction(BaseModel):
     policy: str = Field(min_length=1)
     trial: int = Field(ge=0)
     app: str = Field(min_length=1)
+    job_id: int | str | None = Field(None, description="the job asked about (for the start decisions)")
+    t: Finite | None = Field(None, description="when it was asked (for the start decisions)")
     flag: StrictBool = Field(description="the policy's answer")
     oracle_flag: StrictBool = Field(description="the present-state oracle's answer")
 
@@ -305,6 +307,20 @@ def _agreement(preds: list[Prediction]) -> dict[str, Any]:
     }
 
 
+def start_decisions(preds: list[Prediction]) -> list[Prediction]:
+    """Each job's last question (the one its start followed): a "no" starts the job at once and a
+    "yes" is asked again at the next pass, so per-question counts weigh repeated true flags and
+    hide that every false negative is a start. Questions without a job id or time are left out."""
+    last: dict[tuple[int, int | str], Prediction] = {}
+    for q in preds:
+        if q.job_id is None or q.t is None:
+            continue
+        key = (q.trial, q.job_id)
+        if key not in last or q.t >= last[key].t:  # type: ignore[operator]
+            last[key] = q
+    return list(last.values())
+
+
 def summarise(rows: Sequence[dict], predictions: Sequence[dict]) -> dict[str, Any]:
     """The study's metrics (see the module's docstring); plain JSON types only.
 
@@ -357,6 +373,7 @@ def summarise(rows: Sequence[dict], predictions: Sequence[dict]) -> dict[str, An
         for q in preds:
             per_app[q.app].append(q)
         a["apps"] = {app: _agreement(per_app[app]) for app in sorted(per_app, key=str.lower)}
+        a["at_start"] = _agreement(start_decisions(preds))
         agreement.setdefault(v, {}).setdefault(s, {})[p] = a
 
     summary = {
@@ -576,6 +593,25 @@ def markdown(summary: dict[str, Any]) -> str:
             ),
             agreement,
         )
+        at_start = [
+            [v, s, label(p), str(d["asked"]), str(d["flagged"]), str(d["oracle_flagged"]), str(d["fn"]),
+             _num(d["precision"], 3), _num(d["recall"], 3), _num(d["f1"], 3)]
+            for v, by_s in summary["agreement"].items()
+            for s, by_p in by_s.items()
+            for p, a in by_p.items()
+            if (d := a.get("at_start")) and d["asked"]
+        ]  # fmt: skip
+        if at_start:
+            lines += [
+                "At the start decision (each job's last question): a \"no\" starts the job, so every false",
+                "negative here is a job started where the oracle would have held it.",
+                "",
+            ]
+            lines += _table(
+                ("variant", "scenario", "policy", "jobs", "flagged at start", "oracle flagged at start",
+                 "started against the oracle (fn)", "precision", "recall", "F1"),
+                at_start,
+            )  # fmt: skip
     else:
         lines += ["No predictions were recorded.", ""]
     lines += ["## Skip-limit sensitivity", ""]

@@ -41,14 +41,16 @@ def job(policy: str, trial: int, app: str = "SWFFT", **over) -> dict:
     return row
 
 
-def ask(policy: str, flag: bool, oracle: bool, trial: int = 0, app: str = "SWFFT") -> dict:
+def ask(
+    policy: str, flag: bool, oracle: bool, trial: int = 0, app: str = "SWFFT", job_id: int = 1, t: float = 10.0
+) -> dict:
     return {
         "variant": "paper",
         "scenario": "ADAA",
         "policy": policy,
         "trial": trial,
-        "t": 10.0,
-        "job_id": 1,
+        "t": t,
+        "job_id": job_id,
         "app": app,
         "flag": flag,
         "oracle_flag": oracle,
@@ -270,3 +272,22 @@ def test_plot_study_writes_the_figures(tmp_path: Path) -> None:
         assert width > 400 and height > 300
     assert json.loads((tmp_path / "results" / "summary.json").read_text()) == summary
     assert (tmp_path / "results" / "tables.md").read_text() == markdown(summary)
+
+
+def test_start_decisions_are_each_jobs_last_question() -> None:
+    """Job 1 is flagged twice (agreeing with the oracle) then starts on a "no" the oracle calls
+    wrong; job 2 is asked once and starts on an agreed "no". Per question: recall 2/3; at the
+    start decisions: one job started against the oracle, recall 0."""
+    preds = [
+        ask("RUSH", True, True, job_id=1, t=10.0),
+        ask("RUSH", True, True, job_id=1, t=20.0),
+        ask("RUSH", False, True, job_id=1, t=30.0),
+        ask("RUSH", False, False, job_id=2, t=15.0),
+    ]
+    a = summarise(trials(), preds)["agreement"]["paper"]["ADAA"]["RUSH"]
+    assert a["recall"] == pytest.approx(2 / 3)
+    start = a["at_start"]
+    assert (start["asked"], start["tp"], start["fp"], start["fn"], start["tn"]) == (2, 0, 0, 1, 1)
+    assert start["recall"] == 0.0
+    text = markdown(summarise(trials(), preds))
+    assert "| paper | ADAA | RUSH | 2 | 0 | 1 | 1 | — | 0.000 | — |" in text
