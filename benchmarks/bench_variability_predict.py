@@ -19,7 +19,9 @@
    Reference: fetching the window's raw rows for those hosts (the floor of any SQLite design).
 
 ``python -c pass`` (process start) is printed as the machine's speed reference. Figures are the
-median of ``--repeat`` runs after one warm-up.
+median of ``--repeat`` runs after one warm-up. The set-up's objects are frozen out of the
+garbage collector (``gc.freeze()``, as a long-running daemon would after loading its model):
+otherwise a full collection over the process's heap (~70 ms here) lands in some runs.
 
 Run: ``python benchmarks/bench_variability_predict.py [--jobs 1000] [--repeat 7]``
 """
@@ -27,6 +29,7 @@ Run: ``python benchmarks/bench_variability_predict.py [--jobs 1000] [--repeat 7]
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -176,6 +179,8 @@ def main() -> None:
             f"{sum(f.startswith('all_') for f in trained.features)} all-node, "
             f"{sum(f.startswith('probe_') for f in trained.features)} probe); uses_job_nodes={predictor.uses_job_nodes}"
         )
+        gc.collect()
+        gc.freeze()
         jobs = [SimpleNamespace(job_id=i, wtype=WTYPES[i % 3]) for i in range(args.jobs)]
         placements = [
             [hosts[int(k)] for k in sorted(rng.choice(NODES, JOB_NODES, replace=False))] for _ in jobs

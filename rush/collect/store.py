@@ -37,7 +37,10 @@ mean rate over the window), then over those per-node means ``min_<metric>``,
 ``hosts`` is None, else over the given (job's) nodes. min/max are therefore over nodes,
 not over single samples: the variability model asks "how loaded is the busiest/idlest
 node", and one noisy sample should not decide it. The same metric name from two sources
-(e.g. IB bytes from sysfs and from LDMS) is pooled.
+(e.g. IB bytes from sysfs and from LDMS) is pooled. The mean adds the nodes' means in host id
+order (:func:`over_nodes`), so many node sets of one window read once (``node_sums``, then
+``over_nodes`` per set: :class:`rush.models.variability.features.WindowReader`) give exactly
+what ``window_features`` gives for each.
 """
 
 from __future__ import annotations
@@ -98,15 +101,35 @@ def over_nodes(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nda
     """(reported, min, max, mean) over the nodes axis (-2) of per-node sums and counts.
 
     ``reported`` counts the nodes with a value of each metric; where it is 0 the min is inf,
-    the max -inf and the mean NaN. The nodes are summed one after another in their order
-    (``add.accumulate``): the same answer for one node set alone or stacked with others,
-    whatever the number of metrics (``sum`` changes its order with the array's shape)."""
+    the max -inf and the mean NaN. The nodes are summed one after another in their order: the
+    same answer for one node set alone or stacked with others, whatever the number of metrics
+    (numpy's ``sum`` changes its order with the array's shape)."""
+    return reduce_nodes(*per_node(sums, counts))
+
+
+def per_node(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The elementwise step of :func:`over_nodes`: (has a value, mean (0 without), mean or
+    inf, mean or -inf) of each node and metric; node sets may then be gathered from them."""
     has = counts > 0
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=has)
-    lo = np.where(has, means, np.inf).min(axis=-2)
-    hi = np.where(has, means, -np.inf).max(axis=-2)
-    reported = has.sum(axis=-2)
-    total = np.add.accumulate(means, axis=-2)[..., -1, :]
+    return has, means, np.where(has, means, np.inf), np.where(has, means, -np.inf)
+
+
+def reduce_nodes(
+    has: np.ndarray, means: np.ndarray, low: np.ndarray, high: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The reduction step of :func:`over_nodes` over axis -2 of :func:`per_node`'s arrays."""
+    if means.shape[-2] > 64:  # few sets of many nodes: one call each (accumulate: in order)
+        lo, hi, reported = low.min(axis=-2), high.max(axis=-2), has.sum(axis=-2)
+        total = np.add.accumulate(means, axis=-2)[..., -1, :]
+    else:  # many sets of few nodes: node by node over all sets (strided reductions are slow)
+        lo, hi = low[..., 0, :].copy(), high[..., 0, :].copy()
+        reported, total = has[..., 0, :].astype(np.int64), means[..., 0, :].copy()
+        for node in range(1, means.shape[-2]):
+            np.minimum(lo, low[..., node, :], out=lo)
+            np.maximum(hi, high[..., node, :], out=hi)
+            reported += has[..., node, :]
+            total += means[..., node, :]
     mean = np.divide(total, reported, out=np.full_like(total, np.nan), where=reported > 0)
     return reported, lo, hi, mean
 
@@ -239,11 +262,14 @@ class FeatureStore:
         end: float,
         sources: Sequence[str] | None,
         order: str = "ts, rowid",
+        check_names: bool = True,
     ) -> list[tuple[float, int, int, bytes, bytes | None]]:
         with self._lock:
             self._refresh_if_needed()
-            # A reading starting up to READING_SPREAD before ``start`` may hold later values.
-            clauses, args = ["ts > ?", "ts < ?"], [start - READING_SPREAD, end]
+            # A reading starting up to READING_SPREAD before ``start`` may hold later values,
+            # only if its values spread out (offsets); one without has them all before start.
+            clauses = ["ts > ?", "ts < ?", "(ts >= ? OR offsets IS NOT NULL)"]
+            args = [start - READING_SPREAD, end, start]
             if hosts is not None:
                 ids = sorted({self._hosts[h] for h in hosts if h in self._hosts})
                 if not ids:
@@ -263,9 +289,13 @@ class FeatureStore:
                 args,
             ).fetchall()
             top_host = max(self._hosts.values(), default=0)
-            if rows and (
-                max(map(itemgetter(1), rows)) > top_host
-                or not set(map(itemgetter(2), rows)) <= self._set_info.keys()
+            if (
+                check_names
+                and rows
+                and (
+                    max(map(itemgetter(1), rows)) > top_host
+                    or not set(map(itemgetter(2), rows)) <= self._set_info.keys()
+                )
             ):
                 self._load_names()  # written by another process after the refresh above
             return rows
@@ -284,26 +314,40 @@ class FeatureStore:
         """(host ids, metric ids, sums, counts) with sums/counts shaped (hosts, metrics)."""
         # The index's order, no sort: a host's rows of one metric set are in time order either
         # way (one reading per time), and that is the only order the sums depend on.
-        rows = self._rows(hosts, start, end, sources, order="ts, host_id, set_id")
+        rows = self._rows(hosts, start, end, sources, order="ts, host_id, set_id", check_names=False)
         empty = (np.empty(0, int), np.empty(0, int), np.empty((0, 0)), np.empty((0, 0)))
         if not rows:
             return empty
         # Columns of the fetched rows in one pass each (C-level), not one generator per column.
         row_ts, host_col, set_col, vals, offsets = zip(*rows, strict=True)
-        host_ids, host_index = np.unique(np.array(host_col, np.int64), return_inverse=True)
-        set_ids = np.array(set_col, np.int64)
-        row_ts = np.array(row_ts, VALUES)
-        spread = np.array([o is not None for o in offsets], bool)
+        # Host ids are small integers: rank them by counting, not by sorting.
+        n = len(rows)
+        host_of_row = np.fromiter(host_col, np.int64, n)
+        host_ids = np.flatnonzero(np.bincount(host_of_row))
+        rank = np.zeros(host_ids[-1] + 1, np.int64)
+        rank[host_ids] = np.arange(len(host_ids))
+        host_index = rank[host_of_row]
+        set_ids = np.fromiter(set_col, np.int64, n)
+        row_ts = np.fromiter(row_ts, VALUES, n)
+        if offsets.count(None) == n:  # the common case: no reading spread out
+            spread = np.zeros(n, bool)
+        else:
+            spread = np.fromiter((o is not None for o in offsets), bool, n)
         present = np.unique(set_ids)
+        if (
+            host_ids[-1] > max(self._hosts.values(), default=0)
+            or not set(present.tolist()) <= self._set_info.keys()
+        ):
+            with self._lock:
+                self._load_names()  # written by another process after _rows' refresh
         metric_ids = np.unique(np.concatenate([self._set_info[s][1] for s in present]))
         sums = np.zeros((len(host_ids), len(metric_ids)))
         counts = np.zeros((len(host_ids), len(metric_ids)))
         for set_id in present:
             members = np.flatnonzero(set_ids == set_id)
             columns = np.searchsorted(metric_ids, self._set_info[set_id][1])
-            block = np.frombuffer(b"".join([vals[i] for i in members.tolist()]), VALUES).reshape(
-                len(members), -1
-            )
+            picked = itemgetter(*members.tolist())(vals) if len(members) > 1 else (vals[members[0]],)
+            block = np.frombuffer(b"".join(picked), VALUES).reshape(len(members), -1)
             # Exact time of every value: the row's, plus its offset when the reading spread out.
             row_time = row_ts[members]
             if not spread[members].any():

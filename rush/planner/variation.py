@@ -221,9 +221,11 @@ class LearnedVariationPredictor:
     Scope: a pending job has no nodes yet, so :meth:`predict` reads all-node features; a
     model trained on job-node features (``uses_job_nodes``) is then fed the all-node values
     under the job-node names. :meth:`predict_on` reads the job-node window on the nodes the
-    core would give the job (its tentative placement), as in training; the planner and the
-    contention simulator call it for the jobs a pass would start
-    (:mod:`rush.planner.variation_placement`).
+    core would give the job (its tentative placement), as in training; the planner calls it
+    for the jobs a pass would start (:mod:`rush.planner.variation_placement`). The window is
+    read once for all of a call's placements and kept while the store's window content is the
+    same (:class:`rush.models.variability.features.WindowReader`: the planner's reruns of a
+    pass and instants between two counter ticks), and the model is called once per call.
 
     Missing data never holds a job: the store absent, a model feature whose metric the store
     has never held (a model from another machine), no sample of any model feature in the
@@ -393,15 +395,15 @@ class LearnedVariationPredictor:
                 for k in members:
                     if types[k] in self._wtypes:
                         wanted.setdefault((g, types[k]), len(wanted))
-        answers = self._answers(rows, wanted)
+        nodes = [{} if key is None else {"variation_nodes": _short_hosts(key)} for key in groups]
+        answers = self._answers(rows, wanted, nodes)
         outputs: dict[Any, dict[str, Any]] = {}
         flags: list[bool] = [False] * len(jobs)
         reason = None
-        for g, (key, members) in enumerate(groups.items()):
-            nodes = {} if key is None else {"variation_nodes": _short_hosts(key)}
+        for g, members in enumerate(groups.values()):
             if g in failed:
                 reason = failed[g]
-                out = {"variation_class": "unknown", "variation_reason": reason} | nodes
+                out = {"variation_class": "unknown", "variation_reason": reason} | nodes[g]
                 for k in members:
                     outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = dict(out)
                 continue
@@ -416,9 +418,10 @@ class LearnedVariationPredictor:
                         {
                             "variation_class": "unknown",
                             "variation_reason": f"workload type {w[:40]!r} unknown to the model",
-                        },
+                        }
+                        | nodes[g],
                     )
-                outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = out | nodes
+                outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = out
                 flags[k] = flag
         self._outputs = outputs
         self.last_reason = reason
@@ -482,9 +485,10 @@ class LearnedVariationPredictor:
         return rows, failed
 
     def _answers(
-        self, rows: _Rows, wanted: Mapping[tuple[int, str], int]
+        self, rows: _Rows, wanted: Mapping[tuple[int, str], int], nodes: Sequence[dict[str, str]]
     ) -> list[tuple[bool, dict[str, Any]]]:
-        """(flag, journal output) of each wanted (placement, workload type) row, in one model call."""
+        """(flag, journal output) of each wanted (placement, workload type) row, in one model
+        call; ``nodes[placement]`` is added to its outputs."""
         from rush.models.variability.features import WTYPES
 
         if not wanted:
@@ -496,15 +500,17 @@ class LearnedVariationPredictor:
                 X[:, self.features.index(f"wtype_{w}")] = [1.0 if wt == w else 0.0 for _, wt in pairs]
         proba = self._proba(X)
         names = np.asarray(self.class_names, dtype=object)[proba.argmax(axis=1)]
+        imputed = rows.imputed.tolist()
         answers = []
+        digits = [4] * len(self.class_names)
         for (g, _), name, p in zip(pairs, names, proba.tolist(), strict=True):
             out: dict[str, Any] = {
                 "variation_class": str(name),
-                "variation_p": {c: round(v, 4) for c, v in zip(self.class_names, p, strict=True)},
+                "variation_p": dict(zip(self.class_names, map(round, p, digits), strict=True)),
             }
-            if rows.imputed[g]:
-                out["variation_imputed"] = int(rows.imputed[g])
-            answers.append((name in self.classes, out))
+            if imputed[g]:
+                out["variation_imputed"] = imputed[g]
+            answers.append((name in self.classes, out | nodes[g]))
         return answers
 
     def quiet_leaves(

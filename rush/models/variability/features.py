@@ -15,6 +15,11 @@ its start. Live, nothing is stamped in the future, so the grace changes nothing 
 
 Counters exclude the probe's own source (``mpi_probe``): probes are features of their own.
 A feature without data is absent from the dict (the caller makes it NaN), never invented.
+
+:class:`WindowReader` is the same function for many node sets of one window (a scheduling
+pass's tentative placements): one store query for all their hosts, every set's row equal to
+``window_features_for`` on it (tests/planner/test_variation_batch.py), reused while the store's
+window content is unchanged (benchmarks/bench_variability_predict.py prints the figures).
 """
 
 from __future__ import annotations
@@ -22,13 +27,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from rush.collect.probe import FEATURES as PROBE_NAMES
 from rush.collect.probe import SOURCE as PROBE_SOURCE
-from rush.collect.store import over_nodes
+from rush.collect.store import per_node, reduce_nodes
 from rush.errors import ConfigError
 
 SCOPES: tuple[str, ...] = ("job", "all")
@@ -224,8 +230,12 @@ class WindowReader:
         for length, members in by_length.items():
             if length == 0:
                 continue
-            flat = [self._row_of.get(h, -1) for k in members for h in host_sets[k]]
-            grid = np.sort(np.array(flat, np.int64).reshape(len(members), length), axis=1)
+            names = chain.from_iterable(host_sets[k] for k in members)
+            try:
+                flat = np.fromiter(map(self._row_of.__getitem__, names), np.int64, len(members) * length)
+            except KeyError:  # an unknown host: -1, handled below
+                flat = np.array([self._row_of.get(h, -1) for k in members for h in host_sets[k]], np.int64)
+            grid = np.sort(flat.reshape(len(members), length), axis=1)
             clean = (grid[:, 0] >= 0) & (np.diff(grid, axis=1) > 0).all(axis=1)
             if clean.any():
                 add(np.array(members)[clean], grid[clean])
@@ -238,7 +248,7 @@ class WindowReader:
     # -- counters ---------------------------------------------------------------------------
     def _load(self, rows: np.ndarray) -> None:
         """Per-node sums and counts of the hosts of ``rows`` not read yet (one store query)."""
-        missing = np.setdiff1d(rows, np.flatnonzero(self._loaded))
+        missing = np.unique(rows[~self._loaded[rows]])
         if not len(missing) or not self._sources:
             return
         everyone = len(missing) == len(self._hosts)  # no host filter: the same rows, faster
@@ -271,9 +281,10 @@ class WindowReader:
         if not metrics:
             return FeatureTable(names, values)
         order = [self._column[m] for m in metrics]
-        sums, counts = self._sums[:, order], self._counts[:, order]
+        # The elementwise step once per node, then each set gathers its nodes' rows.
+        nodes = per_node(self._sums[:, order], self._counts[:, order])
         for members, rows in groups:
-            reported, lo, hi, mean = over_nodes(sums[rows], counts[rows])
+            reported, lo, hi, mean = reduce_nodes(*(np.take(a, rows, axis=0) for a in nodes))
             stats = np.stack((lo, hi, mean), axis=2).reshape(len(members), -1)  # STATS order
             ok = np.repeat(reported > 0, len(STATS), axis=1) & np.isfinite(stats)
             values[members] = np.where(ok, stats, np.nan)
@@ -327,10 +338,12 @@ class WindowReader:
             same = (reading.max(axis=1) == np.where(taken, reading, np.iinfo(np.int64).max).min(axis=1)) & (
                 reading.max(axis=1) >= 0
             )
-            for k, r, n in zip(
-                members[same].tolist(), reading.max(axis=1)[same].tolist(), hosts[same].tolist(), strict=True
-            ):
-                values[k] = self._copies_mean(r, n)
+            if same.any():
+                pairs, which = np.unique(
+                    np.column_stack((reading.max(axis=1)[same], hosts[same])), axis=0, return_inverse=True
+                )
+                means = np.vstack([self._copies_mean(r, n) for r, n in pairs.tolist()])
+                values[members[same]] = means[which.ravel()]
             for k, row_mask, set_rows in zip(members[~same].tolist(), taken[~same], rows[~same], strict=True):
                 if row_mask.any():
                     values[k] = self._probe_mean(set_rows[row_mask])
