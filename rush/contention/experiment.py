@@ -119,12 +119,7 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     oracle = None
     if policy in LEARNED:
         model = cell["models"][scenario.model]
-        learned = LearnedOracle(
-            store,
-            Path(model["path"]),
-            np.random.default_rng(probe_seed),
-            threshold=model.get("flag_threshold"),
-        )
+        learned = LearnedOracle(store, Path(model["path"]), np.random.default_rng(probe_seed))
         oracle = Recorded(learned, reference)
     elif policy == "PRESENT-ORACLE":
         oracle = Recorded(reference, reference)

@@ -66,9 +66,9 @@ class NoiseOracle:
 
 
 class LearnedOracle:
-    """RUSH's learned predictor. A job is flagged when the probability of ``classes`` reaches
-    ``threshold`` (the model card's flag threshold, chosen on held-out campaign data), or, with
-    no threshold, when the most probable class is one of them.
+    """RUSH's learned predictor, with its own flag rule: the probability of ``classes`` against the
+    model card's flag threshold (chosen on held-out campaign data), or, with none, the most
+    probable class.
 
     The counter window is read as the daemon's predictor reads it
     (:func:`rush.models.variability.features.window_features_for`, the function that built the
@@ -85,7 +85,6 @@ class LearnedOracle:
         model: Path,
         rng: np.random.Generator,
         classes: tuple[str, ...] = ("variation",),
-        threshold: float | None = None,
     ) -> None:
         from rush.planner.variation import get_predictor
 
@@ -93,7 +92,6 @@ class LearnedOracle:
         self.rng = rng
         self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
         self.classes = classes
-        self.threshold = threshold
         self.asked = 0
         self.flagged = 0
         self.unknown = 0
@@ -135,11 +133,7 @@ class LearnedOracle:
             probe = simulate_probe(present.fabric, present.util, nodes, self.rng)
             features = window | {f"probe_{name}": value for name, value in probe.items()}
             job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
-            flag = self.predictor.predict_from(features, [job])[0]
-            out = self.predictor.job_outputs(spec.job_id)
-            if self.threshold is not None and "variation_p" in out:
-                flag = sum(out["variation_p"].get(c, 0.0) for c in self.classes) >= self.threshold
-            flags.append(bool(flag))
+            flags.append(bool(self.predictor.predict_from(features, [job])[0]))
         self.asked += len(flags)
         self.flagged += sum(flags)
         return flags

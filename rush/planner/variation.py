@@ -214,9 +214,12 @@ class LearnedVariationPredictor:
     ``[now - window, now)`` (``window`` from the model card: what the model was trained on)
     and the latest probe come from :func:`rush.models.variability.features.window_features_for`,
     the function that built the training set; each pending job adds its workload type
-    one-hot. A job is flagged when the predicted class is one of ``classes`` (default: the
-    card's ``variation_classes``, e.g. ``["variation"]``; configurable in
-    ``variation.classes``).
+    one-hot. A job is flagged when the probability of ``classes`` (default: the card's
+    ``variation_classes``, e.g. ``["variation"]``; configurable in ``variation.classes``) reaches
+    the card's ``flag_threshold`` (chosen on held-out campaign data by ``rush train
+    variability``); a card without one, or classes other than the card's, flag on the most
+    probable class. The journal's model outputs carry the class, the probabilities, the rule,
+    the scope and the window of every prediction.
 
     Scope: a pending job has no nodes yet, so :meth:`predict` reads all-node features; a
     model trained on job-node features (``uses_job_nodes``) is then fed the all-node values
@@ -276,6 +279,18 @@ class LearnedVariationPredictor:
                 fix="some of: little, variation",
             )
         self.classes = wanted
+        # The card's flag threshold (P(variation classes) chosen on held-out data) applies to the
+        # classes it was chosen for; other configured classes fall back to the most probable class.
+        threshold = self.card.get("flag_threshold")
+        same = sorted(wanted) == sorted(self.card["variation_classes"])
+        self.flag_threshold: float | None = float(threshold) if threshold is not None and same else None
+        self._class_columns = [k for k, c in enumerate(self.class_names) if c in wanted]
+        self._provenance = {"variation_scope": self.card["scope"], "variation_window_s": self.window}
+        self._provenance["variation_rule"] = (
+            f"P({'+'.join(wanted)}) >= {self.flag_threshold:.4g}"
+            if self.flag_threshold is not None
+            else f"most probable class in {wanted}"
+        )
         self.source = source
         self._wtype_features = set(WTYPE_FEATURES)
         self._wtypes = frozenset(WTYPES)
@@ -500,18 +515,26 @@ class LearnedVariationPredictor:
                 X[:, self.features.index(f"wtype_{w}")] = [1.0 if wt == w else 0.0 for _, wt in pairs]
         proba = self._proba(X)
         names = np.asarray(self.class_names, dtype=object)[proba.argmax(axis=1)]
+        flags = self._flags(names, proba)
         imputed = rows.imputed.tolist()
         answers = []
         digits = [4] * len(self.class_names)
-        for (g, _), name, p in zip(pairs, names, proba.tolist(), strict=True):
+        for (g, _), name, p, flag in zip(pairs, names, proba.tolist(), flags, strict=True):
             out: dict[str, Any] = {
                 "variation_class": str(name),
                 "variation_p": dict(zip(self.class_names, map(round, p, digits), strict=True)),
+                **self._provenance,
             }
             if imputed[g]:
                 out["variation_imputed"] = imputed[g]
-            answers.append((name in self.classes, out | nodes[g]))
+            answers.append((flag, out | nodes[g]))
         return answers
+
+    def _flags(self, names: np.ndarray, proba: np.ndarray) -> list[bool]:
+        """The flag rule: the card's threshold on P(classes), else the most probable class."""
+        if self.flag_threshold is None:
+            return [n in self.classes for n in names]
+        return (proba[:, self._class_columns].sum(axis=1) >= self.flag_threshold).tolist()
 
     def quiet_leaves(
         self, now: float, leaves: Mapping[int, Sequence[str]], wtype: str = "network"
@@ -563,13 +586,14 @@ class LearnedVariationPredictor:
         flags_by_type: dict[str, tuple[bool, dict[str, Any]]] = {}
         if known:
             names, proba = self.classify(features, known)
-            flags = [n in self.classes for n in names]  # the predicted (most probable) class
+            flags = self._flags(names, proba)
             for k, w in enumerate(known):
                 out = {
                     "variation_class": str(names[k]),
                     "variation_p": {
                         c: round(float(p), 4) for c, p in zip(self.class_names, proba[k], strict=True)
                     },
+                    **self._provenance,
                 }
                 if self.last_imputed:
                     out["variation_imputed"] = self.last_imputed

@@ -210,3 +210,35 @@ def test_prediction_is_one_model_call_per_workload_type(predictor):
     assert len(flags) == 1002 and calls == [3]
     assert json.dumps([predictor.job_outputs(i) for i in range(3)])  # journal-ready JSON
     assert np.array(flags).all()
+
+
+def _with_threshold(model_file, tmp_path, threshold):
+    """A copy of the session's model whose card carries ``threshold`` (the card is re-checked on load)."""
+    copy = tmp_path / model_file.name
+    shutil.copy(model_file, copy)
+    card = json.loads(model_file.with_name(model_file.name + ".json").read_text())
+    card["flag_threshold"] = threshold
+    copy.with_name(copy.name + ".json").write_text(json.dumps(card))
+    return copy
+
+
+def test_the_cards_flag_threshold_decides(model_file, campaign, tmp_path):
+    """With the card's threshold a job is flagged when P(variation) reaches it, whatever the most
+    probable class; the rule, scope and window are journaled."""
+    p = get_predictor("learned", source=campaign[1], model=model_file)
+    p.predict(jobs("network"), QUIET)
+    quiet_p = p.job_outputs(0)["variation_p"]["variation"]
+    assert p.job_outputs(0)["variation_class"] == "none" and quiet_p < 0.5
+    low = get_predictor("learned", source=campaign[1], model=_with_threshold(model_file, tmp_path, quiet_p / 2))
+    assert low.predict(jobs("network"), QUIET) == [True]  # most probable "none", flagged by the threshold
+    out = low.job_outputs(0)
+    assert out["variation_class"] == "none" and out["variation_rule"].startswith("P(variation) >= ")
+    assert out["variation_scope"] == "all" and out["variation_window_s"] == 300.0
+    high = get_predictor("learned", source=campaign[1], model=_with_threshold(model_file, tmp_path, 1.0))
+    assert high.predict(jobs("network"), QUIET) == [False]
+    # Classes other than the card's: the threshold was not chosen for them, the most probable class rules.
+    other = get_predictor(
+        "learned", source=campaign[1], model=_with_threshold(model_file, tmp_path, 0.0), classes=["little"]
+    )
+    assert other.predict(jobs("network"), QUIET) == [False]
+    assert other.job_outputs(0)["variation_rule"] == "most probable class in ['little']"
