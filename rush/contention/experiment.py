@@ -44,6 +44,9 @@ from rush.core.config import CoreConfig
 
 WARMUP = 600.0
 UNLIMITED = -1
+# An hour of an idle machine held by flagged jobs releases them (see Simulation.idle_release):
+# never reached with a finite limit (10 or 30 passes of at most 30 s each).
+IDLE_RELEASE = 3600.0
 POLICIES: tuple[str, ...] = (
     "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "PRESENT-ORACLE", "NOISE-ORACLE",
 )  # fmt: skip
@@ -126,8 +129,9 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     elif policy == "NOISE-ORACLE":
         oracle = Recorded(NoiseOracle(noise_spec), reference)
     sim = Simulation(
-        jobs, config, np.random.default_rng(counter_seed), noise, fabric, store=store, oracle=oracle
-    )
+        jobs, config, np.random.default_rng(counter_seed), noise, fabric, store=store, oracle=oracle,
+        idle_release=IDLE_RELEASE,
+    )  # fmt: skip
     results = sim.run()
     if store is not None:
         store.close()

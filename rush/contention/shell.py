@@ -20,7 +20,10 @@ core's placement of the job in that pass (its tentative placement). ``present`` 
 at that moment (:class:`Present`): the learned predictor reads only the feature store and a
 probe on the tentative nodes from it; the diagnostic oracles read the ground truth.
 
-A job started while flagged (its skip count had reached the limit) is a *limit hit*.
+A job started while flagged (its skip count had reached the limit) is a *limit hit*. With
+``idle_release`` set, flagged jobs that have kept an otherwise idle machine waiting that long
+start anyway (also limit hits, counted in ``idle_releases``): the simulator's way to keep an
+unlimited skip limit finite when a predictor never unflags.
 """
 
 from __future__ import annotations
@@ -146,10 +149,16 @@ class Simulation:
     store: FeatureStore | None = None
     oracle: Oracle | None = None
     probe_at_start: bool = False
+    # Seconds the machine may sit idle (only the noise running) with every pending job flagged
+    # before they start anyway, counted as limit hits: an unlimited skip limit under a predictor
+    # that never unflags would otherwise hold them for ever. None: no release.
+    idle_release: float | None = None
     pass_interval: float = PASS_INTERVAL
     keep_log: bool = False
     log: list[PassLog] = field(default_factory=list)
     predictions: int = 0
+    idle_releases: int = 0
+    _idle_since: float | None = None
 
     def __post_init__(self) -> None:
         m = self.fabric.machine
@@ -272,8 +281,19 @@ class Simulation:
             nodes = tuple(replace(n, quiet=bool(quiet[n.leaf])) for n in self._nodes)
         answers: dict[int, bool] = {}
         free_cores = int(free.sum()) * m.cores_per_node
+        if active:
+            self._idle_since = None
+        elif self._idle_since is None:
+            self._idle_since = t
+        release = (
+            self.idle_release is not None
+            and self._idle_since is not None
+            and t - self._idle_since >= self.idle_release
+        )
         while True:
-            jobs = tuple(replace(p, variable=answers.get(p.job_id, False)) for p in pending.values())
+            jobs = tuple(
+                replace(p, variable=answers.get(p.job_id, False) and not release) for p in pending.values()
+            )
             snapshot = Snapshot(t, m.nodes * m.cores_per_node, free_cores, jobs, tuple(running), nodes=nodes)
             decisions = schedule(snapshot, self.config, explain_priorities=False)
             starts = [d for d in decisions.decisions if d.action in ("start", "backfill")]
@@ -302,10 +322,12 @@ class Simulation:
             probe = simulate_probe(self.fabric, state.util, where, self.rng) if self.probe_at_start else None
             s = scaled(APPS[spec.app], spec.nodes, spec.scaling)
             skips = pending.pop(d.job_id).skips
-            active[d.job_id] = _Active(
-                spec, run, t, s.base * spec.jitter, s.base, skips, answers.get(d.job_id, False), probe
-            )
+            flagged = answers.get(d.job_id, False)
+            self.idle_releases += flagged and release
+            active[d.job_id] = _Active(spec, run, t, s.base * spec.jitter, s.base, skips, flagged, probe)
             shell_starts.append(d.job_id)
+        if shell_starts:
+            self._idle_since = None
         if self.keep_log:
             self.log.append(PassLog(t, snapshot, [d.job_id for d in starts], shell_starts, skipped))
         return bool(shell_starts)

@@ -34,3 +34,23 @@ def mpirun(script: Path, args: list[str], cwd: Path, np: int = 2) -> subprocess.
     argv = [MPIRUN, "-np", str(np), "--mca", "btl", "self,vader"]
     argv += ["--mca", "btl_vader_single_copy_mechanism", "none", sys.executable, str(script), *args]
     return subprocess.run(argv, capture_output=True, text=True, env=mpi_env(), cwd=cwd, timeout=300)
+
+
+def assert_noise_labels_from_the_log(out: Path) -> None:
+    """A finished campaign in ``out``: the noise job switched on, every record's ``noise`` label
+    is what its log says for the run's application time, and the log ends cleanly ("end")."""
+    import json
+    import time
+
+    from rush.campaign.records import noise_during, noise_intervals, read_records
+
+    found = noise_intervals(out / "noise.jsonl", now=time.time())
+    assert found is not None
+    header, intervals = found
+    assert header["seed"] == 5 and intervals  # it did switch on
+    _, runs = read_records(out / "records.jsonl")
+    for r in runs:
+        assert r["noise"] is noise_during(intervals, r["app_start"], r["app_start"] + r["runtime"])
+    assert (
+        json.loads((out / "noise.jsonl").read_text().splitlines()[-1])["event"] == "end"
+    )  # cancelled cleanly

@@ -13,17 +13,16 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from rush.campaign.records import FORMAT, noise_during, noise_intervals, read_records
+from rush.campaign.records import FORMAT, read_records
 from rush.collect.probe import FEATURES
 from rush.collect.store import FeatureStore
-from tests.campaign.conftest import MPIRUN
+from tests.campaign.conftest import MPIRUN, assert_noise_labels_from_the_log
 from tests.flux.instance import FluxInstance, available
 
 APPS = ("halo", "compute")
@@ -95,14 +94,7 @@ def test_jobs_carry_their_tags_and_run_once(campaign: tuple[FluxInstance, Path, 
 
 def test_noise_labels_come_from_the_noise_jobs_log(campaign: tuple[FluxInstance, Path, dict]) -> None:
     flux, out, _ = campaign
-    found = noise_intervals(out / "noise.jsonl", now=time.time())
-    assert found is not None
-    header, intervals = found
-    assert header["seed"] == 5 and intervals  # it did switch on
-    _, runs = read_records(out / "records.jsonl")
-    for r in runs:
-        assert r["noise"] is noise_during(intervals, r["app_start"], r["app_start"] + r["runtime"])
-    assert json.loads((out / "noise.jsonl").read_text().splitlines()[-1])["event"] == "end"
+    assert_noise_labels_from_the_log(out)
     live = flux.run("jobs", "-no", "{id}", "--filter=pending,running").stdout.split()
     assert live == []  # the noise job does not outlive the campaign
     noise = [j for j in flux.run("jobs", "-a", "-no", "{id} {name}").stdout.splitlines() if "rush-noise" in j]

@@ -7,8 +7,6 @@ installed, from node_exporter on the real /proc and /sys through Prometheus.
 
 from __future__ import annotations
 
-import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -17,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from rush.campaign.records import FORMAT, noise_during, noise_intervals, read_records
+from rush.campaign.records import FORMAT, read_records
 from rush.campaign.runner import CampaignOptions, run_campaign
 from rush.collect.probe import FEATURES
 from rush.collect.store import FeatureStore
-from tests.campaign.conftest import MPIRUN
+from tests.campaign.conftest import MPIRUN, assert_noise_labels_from_the_log
 from tests.collect.fixtures_prom import tools_available
 from tests.slurm.cluster import _state
 
@@ -93,16 +91,7 @@ def test_records_follow_the_contract(campaign: tuple[Any, Path, dict]) -> None:
 
 def test_noise_labels_come_from_the_noise_jobs_log(campaign: tuple[Any, Path, dict]) -> None:
     cluster, out, _ = campaign
-    found = noise_intervals(out / "noise.jsonl", now=time.time())
-    assert found is not None
-    header, intervals = found
-    assert header["seed"] == 5 and intervals  # it did switch on
-    _, runs = read_records(out / "records.jsonl")
-    for r in runs:
-        assert r["noise"] is noise_during(intervals, r["app_start"], r["app_start"] + r["runtime"])
-    assert (
-        json.loads((out / "noise.jsonl").read_text().splitlines()[-1])["event"] == "end"
-    )  # cancelled cleanly
+    assert_noise_labels_from_the_log(out)
     live = [j for j in cluster.squeue_json() if _state(j) in ("PENDING", "RUNNING")]
     assert live == []  # the noise job does not outlive the campaign
 

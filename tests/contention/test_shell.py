@@ -241,3 +241,18 @@ def test_bad_job_specs_are_refused(spec: JobSpec) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError):
         Simulation([spec], CoreConfig.from_names("FCFS", "easy"), rng, NoiseSchedule.off(), FABRIC).run()
+
+
+def test_an_idle_machine_held_by_flagged_jobs_is_released() -> None:
+    """An unlimited skip limit under an oracle that flags everything for ever: with
+    ``idle_release`` the jobs start after that long on an idle machine (limit hits); without it
+    the run would never drain."""
+    specs = jobs(6, seed=9)
+    rng = np.random.default_rng(9)
+    config = CoreConfig.from_names("FCFS", "easy", skip_limit=2**31 - 1)
+    always = lambda present, pairs: [True] * len(pairs)  # noqa: E731
+    sim = Simulation(specs, config, rng, NoiseSchedule.off(), FABRIC, oracle=always, idle_release=600.0)
+    results = sim.run()
+    assert len(results) == 6 and all(r.limit_hit for r in results)
+    first = min(r.start for r in results)
+    assert first >= 600.0 and sim.idle_releases == 6
