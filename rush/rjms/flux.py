@@ -59,7 +59,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rush.core.resources import Node, Request
@@ -392,24 +392,29 @@ def comment_tags(comment: str) -> dict[str, str]:
 BATCH_GUARD = 'if [ "${FLUX_TASK_RANK:-0}" = 0 ]; then exec "$@"; fi'
 
 
-def build_jobspec(
-    *,
-    name: str,
-    procs: int,
-    time_limit: float,
-    command: Sequence[str],
-    comment: str = "",
-    begin: float | None = None,
-    queue: str = "",
-    cwd: str | None = None,
-    batch: bool = False,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class JobSubmission:
+    """What rush submits to Flux (replay jobs, probes, campaign runs)."""
+
+    name: str
+    procs: int
+    time_limit: float
+    command: Sequence[str]
+    comment: str = ""
+    begin: float | None = None
+    queue: str = ""
+    cwd: str | None = None
+
+
+def build_jobspec(job: JobSubmission, batch: bool = False) -> dict[str, Any]:
     """An RFC 25 (jobspec v1) request: ``procs`` tasks of one core each.
 
     ``batch``: ``procs`` cores held, the command run once (on the first node, as a Slurm batch
     script; it launches its own ranks, e.g. with mpirun), its output discarded. ``comment``'s
     rush tags (:func:`comment_tags`) become the job's ``system.rush`` attributes, beside
     ``comment`` itself."""
+    name, procs, time_limit, command = job.name, job.procs, job.time_limit, job.command
+    comment, begin, queue, cwd = job.comment, job.begin, job.queue, job.cwd
     system: dict[str, Any] = {
         "duration": float(time_limit),
         "cwd": cwd or os.getcwd(),
@@ -760,13 +765,7 @@ class FluxBackend(RJMSBackend):
     ) -> int:
         check_submit(procs, time_limit, command, begin)
         jobspec = build_jobspec(
-            name=name,
-            procs=procs,
-            time_limit=time_limit,
-            command=command,
-            comment=comment,
-            begin=begin,
-            queue=partition,
+            JobSubmission(name, procs, time_limit, command, comment=comment, begin=begin, queue=partition),
             batch=True,
         )
         flux = import_flux()  # signing the request needs the real bindings

@@ -17,7 +17,15 @@ import pytest
 from rush.core.priority_values import MAX_VALUE
 from rush.errors import BackendUnavailableError
 from rush.rjms.base import get_backend
-from rush.rjms.flux import STATE_RUN, STATE_SCHED, FluxBackend, build_jobspec, count_cores, urgency_for
+from rush.rjms.flux import (
+    STATE_RUN,
+    STATE_SCHED,
+    FluxBackend,
+    JobSubmission,
+    build_jobspec,
+    count_cores,
+    urgency_for,
+)
 
 
 def r_v1(ranks: str, cores: str) -> dict:
@@ -85,7 +93,7 @@ def test_older_job_list_payloads():
 
 
 def test_jobspec_follows_rfc25():
-    spec = build_jobspec(name="probe", procs=4, time_limit=90, command=["hostname"], begin=5.0, cwd="/tmp")
+    spec = build_jobspec(JobSubmission("probe", 4, 90, ["hostname"], begin=5.0, cwd="/tmp"))
     assert spec["version"] == 1
     assert spec["resources"] == [
         {"type": "slot", "count": 4, "label": "task", "with": [{"type": "core", "count": 1}]}
@@ -104,7 +112,7 @@ def test_batch_jobspec_runs_the_command_once_on_the_first_node():
 
     from rush.rjms.flux import BATCH_GUARD
 
-    spec = build_jobspec(name="b", procs=8, time_limit=60, command=["echo", "a b", "$HOME"], batch=True)
+    spec = build_jobspec(JobSubmission("b", 8, 60, ["echo", "a b", "$HOME"]), batch=True)
     assert spec["resources"][0]["count"] == 8
     task = spec["tasks"][0]
     assert task["command"][:4] == ["sh", "-c", BATCH_GUARD, "rush-batch"]
@@ -118,10 +126,7 @@ def test_batch_jobspec_runs_the_command_once_on_the_first_node():
     assert ran.stdout == "a b $HOME\n"
     idle = subprocess.run(task["command"], capture_output=True, text=True, env={**env, "FLUX_TASK_RANK": "3"})
     assert idle.stdout == "" and idle.returncode == 0
-    assert (
-        "shell"
-        not in build_jobspec(name="t", procs=2, time_limit=60, command=["true"])["attributes"]["system"]
-    )
+    assert "shell" not in build_jobspec(JobSubmission("t", 2, 60, ["true"]))["attributes"]["system"]
 
 
 def test_comment_tags_become_system_rush_attributes():
@@ -136,7 +141,7 @@ def test_comment_tags_become_system_rush_attributes():
     assert comment_tags("rush:") == {}
     long = comment_tags("rush:" + "k" * 100 + "=" + "v" * 1000)
     assert [len(k) for k in long] == [64] and [len(v) for v in long.values()] == [256]
-    spec = build_jobspec(name="c", procs=1, time_limit=60, command=["true"], comment="rush:wtype=io")
+    spec = build_jobspec(JobSubmission("c", 1, 60, ["true"], comment="rush:wtype=io"))
     assert spec["attributes"]["system"]["rush"] == {"wtype": "io", "comment": "rush:wtype=io"}
 
 
