@@ -16,6 +16,7 @@ and hands the rows to :mod:`rush.studies.contention_report`.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import shlex
 import sys
@@ -197,8 +198,8 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
     jobs = [r for r in rows if r.get("kind") == "job" and r["scenario"] in wanted]
     predictions = [r for r in rows if r.get("kind") == "prediction" and r["scenario"] in wanted]
     table = summarise(jobs, predictions)
-    _write_csv(results / "runs.csv", jobs, JOB_COLUMNS)
-    _write_csv(results / "predictions.csv", predictions, PREDICTION_COLUMNS)
+    _write_csv(results / "runs.csv.gz", jobs, JOB_COLUMNS)
+    _write_csv(results / "predictions.csv.gz", predictions, PREDICTION_COLUMNS)
     summary = {
         "scenarios": study.scenarios,
         "variants": list(study.variants),
@@ -233,10 +234,20 @@ PREDICTION_COLUMNS = ("variant", "scenario", "policy", "trial", "t", "job_id", "
 
 
 def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
+    """Gzipped CSV (tens of MB of rows otherwise), written whole then renamed; rows in trial order."""
+    import gzip
+
     tmp = path.with_suffix(".tmp")
-    with tmp.open("w", newline="") as fh:
+    # mtime 0: the same rows give the same bytes (no spurious diffs in the committed results).
+    with gzip.GzipFile(tmp, "wb", mtime=0) as raw, io.TextIOWrapper(raw, newline="") as fh:
         w = csv.writer(fh)
         w.writerow(columns)
-        for r in sorted(rows, key=lambda r: tuple(str(r[c]) for c in columns[:5])):
+        for r in sorted(rows, key=lambda r: tuple(_sort_key(r[c]) for c in columns[:6])):
             w.writerow([r[c] for c in columns])
     tmp.replace(path)
+
+
+def _sort_key(value: Any) -> tuple:
+    """Numbers by value (trials, job ids, times), text by text."""
+    return (0, float(value), "") if isinstance(value, int | float) else (1, 0.0, str(value))
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -65,7 +66,7 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     assert "RUSH-30" in tables and "(diagnostic)" in tables
     for name in ("fig4_variation_runs.png", "fig5_runtimes.png", "fig6_makespan.png", "skip_limit.png"):
         assert (out / "plots" / name).stat().st_size > 1000
-    runs = (out / "results" / "runs.csv").read_text().splitlines()
+    runs = gzip.decompress((out / "results" / "runs.csv.gz").read_bytes()).decode().splitlines()
     assert runs[0].startswith("variant,scenario,policy,trial,job_id") and len(runs) == 1 + len(POLICIES) * (
         19 + 15
     )
