@@ -84,13 +84,15 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     if not study.fresh and meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if meta.get("campaign_args") == wanted and all(
-            Path(m["path"]).is_file() for m in meta["models"].values()
+            (study.out / m["path"]).is_file() for m in meta["models"].values()
         ):
             meta["reused"] = True
             return meta
     models.mkdir(parents=True, exist_ok=True)
     machine, noise = cell_machine({"study_spec": spec})
     summary = run_campaign(camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise)
+    for key in ("records", "store"):
+        summary[key] = str(Path(summary[key]).relative_to(study.out))
     filter_records(camp / "records.jsonl", camp / "records-other4.jsonl", OTHER_FOUR)
     options = DatasetOptions(window=WINDOW, scopes=("job", "all"))
     trained: dict[str, Any] = {}
@@ -105,7 +107,8 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         )
         path = models / f"variability-{name}.joblib"
         card = model.save(path)
-        paths[name] = {"path": str(path), "flag_threshold": card.get("flag_threshold")}
+        # Relative to the study's directory: a clone elsewhere reuses the committed models.
+        paths[name] = {"path": str(path.relative_to(study.out)), "flag_threshold": card.get("flag_threshold")}
         report = model.report()
         trained[name] = {
             "rows": len(dataset),
@@ -167,7 +170,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             "policy": p,
             "seed": study.seed,
             "scale": study.scale,
-            "models": metas[v]["models"],
+            "models": {k: m | {"path": str(study.out / m["path"])} for k, m in metas[v]["models"].items()},
             "thresholds": metas[v]["thresholds"],
             "study_spec": _spec(study, v),
         }
@@ -250,4 +253,3 @@ def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
 def _sort_key(value: Any) -> tuple:
     """Numbers by value (trials, job ids, times), text by text."""
     return (0, float(value), "") if isinstance(value, int | float) else (1, 0.0, str(value))
-
