@@ -235,11 +235,24 @@ def test_node_down_under_a_running_job(nodes_cluster) -> None:
             return None if on_n3 else state
 
         polling.wait_for(off_n3, timeout=60, step=0.3)
-        for kind, state in read_all(nodes_cluster).items():
+
+        def reads_while_down() -> dict[str, ClusterState] | None:
+            # The test cluster has ReturnToService=2: slurmctld asks DOWN nodes to register and
+            # n3 comes back after a ping interval, which a loaded machine can outlast. Set it
+            # down (again), read, and keep the reads only if it was still down after them.
+            nodes_cluster.run(
+                scontrol, "update", "NodeName=n3", "State=DOWN", "Reason=rush-test-down", check=False
+            )
+            reads = read_all(nodes_cluster)
+            state = nodes_cluster.run(nodes_cluster.tool("sinfo"), "-h", "-n", "n3", "-o", "%T", check=False)
+            return reads if state.stdout.strip().startswith("down") else None
+
+        for kind, state in polling.wait_for(reads_while_down, timeout=120, step=0.5).items():
             [n3] = [node for node in state.nodes if node.name == "n3"]
             assert (n3.state, n3.free_cores) == ("down", 0), kind
             assert_nodes_account_for_jobs(state)
     finally:
         nodes_cluster.cancel_all()
-        nodes_cluster.run(scontrol, "update", "NodeName=n3", "State=RESUME")
+        # RESUME fails ("invalid node state transition") when n3 has already returned by itself.
+        nodes_cluster.run(scontrol, "update", "NodeName=n3", "State=RESUME", check=False)
         polling.wait_for(nodes_cluster.node_up("n3"), timeout=60, step=0.3)
