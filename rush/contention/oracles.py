@@ -91,7 +91,6 @@ class LearnedOracle:
         self.store = store
         self.rng = rng
         self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
-        self.classes = classes
         self.asked = 0
         self.flagged = 0
         self.unknown = 0
@@ -157,8 +156,11 @@ class Recorded:
 
     def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
         flags = self.oracle(present, asked)
-        truth = [self.reference.slowdown(present, spec, nodes) > self.reference.thresholds[spec.app]
-                 for spec, nodes in asked]  # fmt: skip
+        # The present-state oracle recorded against itself: its answers are the truth already.
+        truth = flags if self.oracle is self.reference else [
+            self.reference.slowdown(present, spec, nodes) > self.reference.thresholds[spec.app]
+            for spec, nodes in asked
+        ]  # fmt: skip
         for (spec, _), f, o in zip(asked, flags, truth, strict=True):
             self.events.append({"t": present.t, "job_id": spec.job_id, "app": spec.app, "flag": bool(f),
                                 "oracle_flag": bool(o)})  # fmt: skip

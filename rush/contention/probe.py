@@ -45,8 +45,7 @@ def simulate_probe(
     n = len(nodes)
     link = fabric.machine.link_gbs * 1e9
     if n < 2:
-        zero = {name: 0.0 for name in FEATURES}
-        return zero
+        return dict.fromkeys(FEATURES, 0.0)
     nxt = np.roll(nodes, -1)
     u = edge_util(fabric, util, nodes, nxt)
     edge = LATENCY_S * h_lat(u) + RING_BYTES / link * g_bw(u)
