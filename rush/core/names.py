@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
-# Feature order for LINEAR weights.
-LINEAR_FEATURES: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area", "r")
+# Feature order for LINEAR weights. ``fairshare`` is the site's fair-share factor in [0, 1]
+# (Slurm's, flux-accounting's, or the simulator's decayed-usage one; 1: no usage), read by the
+# shell; like every LINEAR term, the smaller key runs first, so ``fairshare=-w`` favours it.
+LINEAR_FEATURES: tuple[str, ...] = ("q", "p", "wait", "rho", "expansion", "area", "r", "fairshare")
+# A job whose fair-share factor the shell does not know counts as used exactly its share.
+NEUTRAL_FAIRSHARE = 0.5
 
 POLICY_CODES: dict[str, int] = {
     "FCFS": 0,

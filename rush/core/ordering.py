@@ -18,8 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from rush.core.names import LINEAR_FEATURES, POLICY_CODES
 from rush.core.pass_data import OrderPolicy, PassConfig, PassJobs
 from rush.core.policies import priority_key, quantised_wait
+
+LINEAR_CODE = POLICY_CODES["LINEAR"]
+FAIRSHARE_TERM = LINEAR_FEATURES.index("fairshare")
 
 SMALL = 0
 LARGE = 1
@@ -78,6 +82,8 @@ def compute_order_keys(
                 jobs.procs[j],
                 jobs.estimate[j],
             )
+            if policy.code == LINEAR_CODE:
+                key[k] += policy.weights[FAIRSHARE_TERM] * jobs.fairshare[j]
 
 
 @njit(cache=True)

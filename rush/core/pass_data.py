@@ -64,6 +64,8 @@ class PassJobs(NamedTuple):
     est: np.ndarray
     runtime_class: np.ndarray
     sensitive: np.ndarray
+    # The site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare`` term).
+    fairshare: np.ndarray
 
 
 class PassState(NamedTuple):

@@ -63,8 +63,8 @@ class Policy:
     @property
     def dynamic(self) -> bool:
         if self.name == "LINEAR":
-            # Only the wait and expansion terms change with time.
-            return self.weights[2] != 0.0 or self.weights[4] != 0.0
+            # The wait and expansion terms change with time, and so does fair-share (usage).
+            return self.weights[2] != 0.0 or self.weights[4] != 0.0 or self.weights[7] != 0.0
         return self.code in DYNAMIC_CODES
 
     def weight_array(self) -> np.ndarray:
@@ -217,7 +217,8 @@ def priority_key(
         return p * np.sqrt(q) + 5.31e5 * np.log10(r)
     if code == 18:
         return 3.24e-2 + 1.15e-7 * p + 2.61e-5 * q - 1.57e-7 * r
-    # LINEAR over (q, p~, wait, rho, expansion, area, r)
+    # LINEAR over (q, p~, wait, rho, expansion, area, r); the fair-share term is per job and
+    # added by rush.core.ordering (it is not a function of these inputs).
     return (
         weights[0] * q
         + weights[1] * estimate

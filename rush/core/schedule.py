@@ -31,6 +31,7 @@ import numpy as np
 from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_rules import job_rules
+from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
 from rush.core.pass_data import (
@@ -215,7 +216,15 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     running_set = RunningSet(
         np.ascontiguousarray(r_end_all[by_end]), np.ascontiguousarray(r_procs_all[by_end]), len(running)
     )
-    jobs = PassJobs(submit, procs, estimate, est, runtime_class, _column(pending, "variable", np.bool_))
+    jobs = PassJobs(
+        submit,
+        procs,
+        estimate,
+        est,
+        runtime_class,
+        _column(pending, "variable", np.bool_),
+        _fairshare(pending),
+    )
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
     policy = _order(config.policy, pending)
@@ -280,6 +289,24 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         )
     decided.decisions = decisions
     return decided
+
+
+def _fairshare(pending) -> np.ndarray:
+    """Each pending job's fair-share factor (unknown: neutral), refused outside [0, 1]."""
+    values = np.fromiter(
+        (NEUTRAL_FAIRSHARE if p.fairshare is None else p.fairshare for p in pending),
+        dtype=np.float64,
+        count=len(pending),
+    )
+    bad = ~((values >= 0.0) & (values <= 1.0))
+    if np.any(bad):
+        job = pending[int(np.argmax(bad))]
+        raise RushError(
+            f"job {job.job_id}'s fair-share factor {job.fairshare!r} is outside [0, 1]",
+            where=f"snapshot job {job.job_id}: fairshare",
+            fix="give the RJMS's normalised factor (Slurm: sprio -n, flux-accounting: fairshare)",
+        )
+    return values
 
 
 def _order(policy, pending) -> OrderPolicy:

@@ -50,6 +50,10 @@ class PendingJob:
     request: Request | None = None
     # The RJMS's own priority of the job (larger first), for the RJMS policy.
     rjms_priority: float = 0.0
+    # The site's fair-share factor of the job's association in [0, 1] (Slurm's FairShare,
+    # flux-accounting's fairshare; 1: no usage), for LINEAR's fairshare term; None: unknown,
+    # counted as rush.core.names.NEUTRAL_FAIRSHARE.
+    fairshare: float | None = None
 
 
 @dataclass(frozen=True)

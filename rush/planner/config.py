@@ -34,6 +34,8 @@ from pydantic import (
 from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.config_file import explain as explain_validation
 from rush.core.config import CoreConfig
+from rush.core.names import LINEAR_FEATURES
+from rush.core.priority_values import MAX_VALUE
 from rush.errors import ConfigError, RushError
 from rush.models.policies.heuristic_file import parse_policy_text
 from rush.planner.speculative import SpeculativeSection
@@ -231,6 +233,25 @@ class RJMSSection(Section):
         return value
 
 
+class SiteSection(Section):
+    """How rush's order sits beside the site's own priorities (fair-share, QOS, age)."""
+
+    priority_weight: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=MAX_VALUE,
+        description="an integer from 1 to 1610612736: rush's priority values are scaled into "
+        "[0, priority_weight] (Slurm: the SiteFactor, next to PriorityWeightFairshare and the "
+        "others; Flux: the term added to the site's priority plugin); absent: the full range, "
+        "rush's order overrides the site's factors",
+    )
+    fairshare: Literal["none", "rjms"] = Field(
+        "none",
+        description='"rjms": read each pending job\'s fair-share factor from the RJMS (Slurm: '
+        'sprio -n; Flux: flux-accounting) for the policy\'s fairshare term; "none": do not',
+    )
+
+
 class RushConfig(Section):
     daemon: DaemonSection = DaemonSection()
     policy: PolicySection = PolicySection()
@@ -238,6 +259,7 @@ class RushConfig(Section):
     variation: VariationSection = VariationSection()
     speculative: SpeculativeSection = SpeculativeSection()
     rjms: RJMSSection = RJMSSection()
+    site: SiteSection = SiteSection()
     # Validated by rush.collect.config when the collector service runs from the same file.
     collect: dict[str, Any] | None = None
 
@@ -272,6 +294,12 @@ def _cross_checks(config: RushConfig, source: str) -> None:
             where=f"{source}: policy.divider",
             fix="set policy.divider (seconds) or models.runtime_class (the model's divider is used)",
         )
+    if config.site.fairshare == "none" and _uses_fairshare(p.policy):
+        raise ConfigError(
+            "the policy has a fairshare term but no fair-share factor is read",
+            where=f"{source}: site.fairshare",
+            fix="set site.fairshare = \"rjms\" (the RJMS's factor), or drop the policy's fairshare term",
+        )
     if v.enabled and v.predictor == "learned" and v.model is None:
         raise ConfigError(
             "the learned variation predictor needs its model",
@@ -284,6 +312,11 @@ def _cross_checks(config: RushConfig, source: str) -> None:
             where=f"{source}: variation.store",
             fix="set variation.store to the collector's feature store, or variation.enabled = false",
         )
+
+
+def _uses_fairshare(policy_text: str) -> bool:
+    policy = parse_policy_text(policy_text)
+    return policy.name == "LINEAR" and policy.weights[LINEAR_FEATURES.index("fairshare")] != 0.0
 
 
 def parse_config(raw: dict[str, Any], source: str = "config") -> RushConfig:

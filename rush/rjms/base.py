@@ -42,6 +42,9 @@ class RJMSJob:
     # The RJMS's own priority (Flux: the job's priority from its urgency and plugins; Slurm:
     # its multifactor priority), read by the RJMS policy.
     priority: float = 0.0
+    # The site's fair-share factor of the job's association in [0, 1] (Slurm: sprio -n's
+    # FAIRSHARE; Flux: flux-accounting's fairshare), read with site.fairshare = "rjms"; None: not read.
+    fairshare: float | None = None
     # Nodes x (cores, GPUs), exclusivity, partition, as the RJMS records the request
     # (rush.core.resources.Request); None: ``procs`` cores anywhere.
     request: Request | None = None

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_pool import NodeRequests, NodeView, new_slots
 from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
@@ -46,6 +47,8 @@ class SimInputs:
       would exceed, its work lost, requeued with its original submit time and the next limit
       (:mod:`rush.core.speculative_reservations`); the last limit's kill is final. Backfilling sees
       min(estimate, current limit); the queue order sees ``estimate`` as given.
+    * ``fairshare``: the site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare``
+      term); default: neutral (0.5) for every job.
     """
 
     estimate: np.ndarray | None = None
@@ -56,6 +59,7 @@ class SimInputs:
     divider: np.ndarray | None = None
     reservations: np.ndarray | None = None
     reservation_counts: np.ndarray | None = None
+    fairshare: np.ndarray | None = None
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -174,6 +178,13 @@ def simulate(
     scalar_divider = float(config.divider) if config.divider is not None else np.inf
     divider = _aligned("divider", inputs.divider, n, np.full(n, scalar_divider), np.float64)
     res_seq, res_count = _reservation_arrays(inputs, n)
+    fairshare = _aligned("fairshare", inputs.fairshare, n, np.full(n, NEUTRAL_FAIRSHARE), np.float64)
+    if not np.all((fairshare >= 0.0) & (fairshare <= 1.0)):
+        raise RushError(
+            "a fair-share factor is outside [0, 1] (or NaN)",
+            where="SimInputs.fairshare",
+            fix="give factors in [0, 1], 1 for an association without usage",
+        )
     intervals = (
         np.zeros((0, 2))
         if inputs.variable_intervals is None
@@ -215,6 +226,7 @@ def simulate(
             divider,
             res_seq,
             res_count,
+            fairshare,
         ),
         pass_config(config, order, scan_order, time_origin),
         KillRules(bool(config.kill_false_small), int(config.max_requeues)),

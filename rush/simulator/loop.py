@@ -126,6 +126,8 @@ class SimJobs(NamedTuple):
     divider: np.ndarray
     reservations: np.ndarray
     reservation_counts: np.ndarray
+    # The site's fair-share factor per job in [0, 1] (LINEAR's fairshare term).
+    fairshare: np.ndarray
 
 
 class KillRules(NamedTuple):
@@ -218,7 +220,7 @@ def run_simulation(
     limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
     reservation_kills = np.zeros(n, dtype=np.int64)
     state = PassState(np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF))
-    pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive)
+    pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive, jobs.fairshare)
     for j in range(n):
         limit[j] = run_limit(jobs.reservations[j], jobs.reservation_counts[j], 0, jobs.requested_time[j])
         killable = is_killable(
