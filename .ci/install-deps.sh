@@ -9,6 +9,8 @@ APT_PACKAGES=(
   prometheus prometheus-node-exporter
   openmpi-bin libopenmpi-dev
   sqlite3
+  # accounting for the fair-share tests: slurmdbd and its database, started by the tests
+  slurmdbd mariadb-server
   # the project virtual environment (ensurepip) and building mpi4py against Open MPI
   python3-venv python3-dev gcc
 )
@@ -23,7 +25,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # Debian's packaged services must not run on their own: the tests start their own instances.
-for svc in slurmctld slurmd slurmrestd munge prometheus prometheus-node-exporter; do
+for svc in slurmctld slurmd slurmrestd slurmdbd mariadb munge prometheus prometheus-node-exporter; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" || true
   fi

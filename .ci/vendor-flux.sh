@@ -26,6 +26,13 @@ if [ -z "$prefix" ]; then
   fi
 fi
 [ -x "$prefix/bin/flux" ] || { echo "vendor-flux: error: $prefix/bin/flux missing" >&2; exit 1; }
+# flux-accounting (fair-share priorities, mf_priority.so) into the same prefix, for the tests of
+# rush beside a site's fair-share (about 45 s the first time, cached after).
+if [ ! -e "$prefix/lib/flux/job-manager/plugins/mf_priority.so" ] && [ -x "$vendor/build-flux-accounting.sh" ]; then
+  echo "vendor-flux: building flux-accounting from $vendor (cached after the first run)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO bash "$vendor/build-flux-accounting.sh" "$prefix" >/dev/null
+fi
 
 site="$(ls -d "$prefix"/lib/python3*/site-packages 2>/dev/null | head -1)"
 [ -n "$site" ] || { echo "vendor-flux: error: no Python bindings under $prefix/lib" >&2; exit 1; }

@@ -9,6 +9,7 @@ from typing import Literal
 
 from rush.core.names import BACKFILL_MODES
 from rush.core.policies import Policy, parse_policy
+from rush.core.priority_values import MAX_VALUE
 from rush.core.resources import PLACEMENTS
 from rush.errors import PolicyError
 
@@ -27,6 +28,7 @@ class CoreConfig:
     * ``divider``: runtime class divider in seconds; with ``kill_false_small`` an opted-in
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
+    * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -44,8 +46,19 @@ class CoreConfig:
     # live priority values change only on that schedule (0: exact waits, the default offline).
     wait_quantum: float = 0.0
     placement: str = "first-fit"
+    # Beside a site's own priorities: the values are scaled into [0, priority_weight]
+    # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
+    priority_weight: int | None = None
 
     def __post_init__(self) -> None:
+        if self.priority_weight is not None and not (
+            isinstance(self.priority_weight, int) and 1 <= self.priority_weight <= MAX_VALUE
+        ):
+            raise PolicyError(
+                f"priority_weight {self.priority_weight!r} is not an integer in [1, {MAX_VALUE}]",
+                where="site.priority_weight",
+                fix=f"an integer from 1 to {MAX_VALUE} (a larger one overflows Slurm's 32-bit SiteFactor)",
+            )
         if self.placement not in PLACEMENTS:
             raise PolicyError(
                 f"unknown placement {self.placement!r}",

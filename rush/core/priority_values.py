@@ -66,3 +66,12 @@ def priority_values(group: np.ndarray, key: np.ndarray, policy_code: int, time_o
     shifted[starved] = key[starved] - time_origin
     within = (BAND - 1) - key_levels(shifted)
     return 1 + BAND * _BAND_OF_GROUP[group] + within
+
+
+def scaled(values: np.ndarray, priority_weight: int | None) -> np.ndarray:
+    """Values mapped into [0, priority_weight] (monotone: the order is kept, near ties merge),
+    for a site that weighs rush's order beside its own factors; None: unchanged."""
+    if priority_weight is None:
+        return values
+    # Exact in integers: values * weight < 2**31 * 2**31 fits int64.
+    return (np.asarray(values, dtype=np.int64) * np.int64(priority_weight)) // np.int64(MAX_VALUE)

@@ -45,7 +45,7 @@ from rush.core.pass_data import (
     order_policy,
     pass_config,
 )
-from rush.core.priority_values import priority_values
+from rush.core.priority_values import priority_values, scaled
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.errors import RushError
@@ -245,7 +245,10 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         queue=queues.queue[:queued], group=queues.group[:queued], key=queues.key[:queued]
     )
     order = queues.queue
-    values = priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin))
+    values = scaled(
+        priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin)),
+        config.priority_weight,
+    )
     decided = Decisions(now=now)
     decided.order = [pending[k].job_id for k in order]
     decided.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}

@@ -277,6 +277,7 @@ class RushConfig(Section):
             max_requeues=self.daemon.max_requeues_per_job,
             wait_quantum=p.wait_quantum,
             placement=p.placement,
+            priority_weight=self.site.priority_weight,
         )
 
 

@@ -60,3 +60,23 @@ def test_the_simulator_orders_by_the_same_term() -> None:
     assert np.argsort(result.start).tolist() == [0, 3, 2, 1]
     with pytest.raises(RushError, match="outside"):
         simulate(workload, config, inputs=SimInputs(fairshare=np.array([0.5, 2.0, 0.3, 0.9])))
+
+
+def test_priority_weight_scales_the_values_and_keeps_the_order() -> None:
+    snapshot = _snapshot((0.1, 0.9, 0.5, 0.3))
+    full = schedule(snapshot, CoreConfig(policy=parse_policy("LINEAR:r=1,fairshare=-1e6")))
+    weighed = schedule(
+        snapshot, CoreConfig(policy=parse_policy("LINEAR:r=1,fairshare=-1e6"), priority_weight=1000)
+    )
+    assert weighed.order == full.order
+    values = [weighed.priority[j] for j in weighed.order]
+    assert values == sorted(values, reverse=True)
+    assert all(0 <= v <= 1000 for v in values)
+    # Not starved, so band 1: a third of the range up to two thirds.
+    assert all(333 <= v <= 667 for v in values)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 2**31, 1.5])
+def test_a_priority_weight_that_overflows_the_site_factor_is_refused(bad) -> None:
+    with pytest.raises(RushError, match="priority_weight"):
+        CoreConfig(priority_weight=bad)
