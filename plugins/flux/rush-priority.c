@@ -17,22 +17,39 @@
  * unknown or inactive are ignored and counted ("unknown"), running jobs too
  * ("not_pending").
  *
- * Priority of a job:
+ * Priority of a job, combine = "replace" (the default: rush's order is the priority):
  *   urgency 0 (held)     -> 0 (Flux's hold; rush's skip-with-limit holds this way)
  *   urgency 31 (expedite)-> 4294967295 (Flux's maximum)
  *   a rush value stored  -> that value
  *   otherwise            -> the default (1: after every ranked job, and among
  *                           unranked jobs Flux's own order, submit order)
  *
+ * combine = "add" (rush beside a site priority plugin such as flux-accounting's
+ * mf_priority.so, loaded BEFORE this one): job-manager calls every loaded plugin's
+ * job.priority.get / job.state.priority callback in load order with ONE argument object
+ * (jobtap.c: jobtap_stack_call), and OUT args are merged (json_object_update), so this
+ * plugin reads the "priority" the site's plugin returned (the base) and returns
+ *   base + (rush value, else the default, 0)      clamped to 4294967294
+ * The base is kept per job, so a value set by RPC is applied as base + value at once;
+ * the site plugin's own updates (flux account-priority-update reprioritizes every job)
+ * run through the whole stack, so this plugin adds its term again. The site plugin's
+ * "unavailable" (-1: association data not loaded yet) is passed on unchanged, as are
+ * hold (0) and expedite. No base from an earlier plugin: the urgency is the base (what
+ * Flux's .priority-default would return). Values are 0 .. 4294967294 in this mode.
+ *
  * Values live in job aux data, so they are freed when the job starts or leaves
  * (job.state.run, job.state.cleanup) and when the plugin is unloaded. A job the
  * plugin meets already prioritized (plugin reload, broker restart: Flux replays the
  * job's eventlog, priority included, before job.new) keeps that priority as its
  * value, so a reload or restart changes no priority and the daemon resends nothing.
+ * With combine = "add" the value adopted is that priority minus the base at the job's
+ * next priority computation (exact unless the base changed in between).
  *
  * Configuration (jobtap conf, all optional):
- *   default    priority of jobs without a rush value (1 .. 4294967294, default 1)
+ *   default    priority of jobs without a rush value (replace: 1 .. 4294967294, default 1;
+ *              add: the term added, 0 .. 4294967294, default 0)
  *   max_batch  entries per set/get request (1 .. 100000, default 4096)
+ *   combine    "replace" (default) or "add" (see above)
  */
 
 #include <errno.h>
@@ -40,6 +57,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <flux/core.h>
 #include <flux/jobtap.h>
@@ -54,55 +72,92 @@
 /* 0 and FLUX_JOB_PRIORITY_MAX mean "held" and "expedited": not rush values. */
 #define VALUE_MIN ((json_int_t)FLUX_JOB_PRIORITY_MIN + 1)
 #define VALUE_MAX ((json_int_t)FLUX_JOB_PRIORITY_MAX - 1)
+/* combine = "add": 0 is a value (nothing added); the sum never reaches expedite. */
+#define ADD_VALUE_MIN ((json_int_t)0)
+/* A plugin's "unavailable" priority (flux-core's job-manager/jobtap.h, not installed). */
+#define PRIORITY_UNAVAIL (-1)
+#define NO_BASE (-2)
+#define CONF_UNSET INT64_MIN
 
 struct rush_ctx {
     flux_plugin_t *p;
     int64_t default_priority;
     size_t max_batch;
+    bool add;         /* combine = "add": base (earlier plugins) + value */
+    int64_t value_min; /* smallest value set accepts: 1 (replace) or 0 (add) */
     int64_t stored;   /* values currently held in job aux data */
     int64_t updates;  /* values accepted by set since load */
 };
 
-/* One stored value; the destructor keeps ctx->stored exact whoever frees it
- * (our own delete, job destruction, or plugin unload). */
+/* One job's state: rush's value (if any), and in add mode the base the earlier plugins
+ * last returned and a priority to adopt after a reload. The destructor keeps
+ * ctx->stored exact whoever frees it (our own delete, job destruction, plugin unload). */
 struct rush_value {
     struct rush_ctx *ctx;
+    bool has_value;
     int64_t value;
+    int64_t base;   /* NO_BASE until the stack computed one */
+    int64_t adopt;  /* add mode: a known job's priority before a reload, else -1 */
 };
 
 static void value_destroy (void *arg)
 {
     struct rush_value *v = arg;
     if (v) {
-        v->ctx->stored--;
+        if (v->has_value)
+            v->ctx->stored--;
         free (v);
     }
-}
-
-static int value_store (struct rush_ctx *ctx, flux_jobid_t id, int64_t value)
-{
-    struct rush_value *v = flux_jobtap_job_aux_get (ctx->p, id, AUX_VALUE);
-    if (v) {
-        v->value = value;
-        return 0;
-    }
-    if (!(v = malloc (sizeof (*v))))
-        return -1;
-    v->ctx = ctx;
-    v->value = value;
-    ctx->stored++;
-    if (flux_jobtap_job_aux_set (ctx->p, id, AUX_VALUE, v, value_destroy) < 0) {
-        int saved = errno;
-        value_destroy (v);
-        errno = saved;
-        return -1;
-    }
-    return 0;
 }
 
 static struct rush_value *value_get (struct rush_ctx *ctx, flux_jobid_t id)
 {
     return flux_jobtap_job_aux_get (ctx->p, id, AUX_VALUE);
+}
+
+/* The job's entry, created empty when missing. */
+static struct rush_value *entry_get (struct rush_ctx *ctx, flux_jobid_t id)
+{
+    struct rush_value *v = value_get (ctx, id);
+    if (v)
+        return v;
+    if (!(v = calloc (1, sizeof (*v))))
+        return NULL;
+    v->ctx = ctx;
+    v->base = NO_BASE;
+    v->adopt = -1;
+    if (flux_jobtap_job_aux_set (ctx->p, id, AUX_VALUE, v, value_destroy) < 0) {
+        int saved = errno;
+        value_destroy (v);
+        errno = saved;
+        return NULL;
+    }
+    return v;
+}
+
+static void value_set (struct rush_value *v, int64_t value)
+{
+    if (!v->has_value)
+        v->ctx->stored++;
+    v->has_value = true;
+    v->value = value;
+    v->adopt = -1;
+}
+
+static int value_store (struct rush_ctx *ctx, flux_jobid_t id, int64_t value)
+{
+    struct rush_value *v = entry_get (ctx, id);
+    if (!v)
+        return -1;
+    value_set (v, value);
+    return 0;
+}
+
+/* add mode: base + value, never past the largest non-expedite priority. */
+static int64_t added (int64_t base, int64_t value)
+{
+    int64_t sum = base + value;
+    return sum > VALUE_MAX ? VALUE_MAX : sum;
 }
 
 static int64_t effective_priority (struct rush_ctx *ctx, int urgency, struct rush_value *v)
@@ -111,22 +166,59 @@ static int64_t effective_priority (struct rush_ctx *ctx, int urgency, struct rus
         return FLUX_JOB_PRIORITY_MIN;
     if (urgency == FLUX_JOB_URGENCY_EXPEDITE)
         return FLUX_JOB_PRIORITY_MAX;
-    return v ? v->value : ctx->default_priority;
+    return v && v->has_value ? v->value : ctx->default_priority;
+}
+
+/* add mode: the earlier plugins' priority plus rush's term. Returns 1 when the OUT
+ * priority is to be left as it is (the site plugin said "unavailable"). */
+static int add_priority (struct rush_ctx *ctx, flux_plugin_arg_t *args, int urgency, int64_t *out)
+{
+    json_int_t base = NO_BASE, current = -1;
+    struct rush_value *v;
+
+    (void)flux_plugin_arg_unpack (args, FLUX_PLUGIN_ARG_OUT, "{s?I}", "priority", &base);
+    (void)flux_plugin_arg_unpack (args, FLUX_PLUGIN_ARG_IN, "{s?I}", "priority", &current);
+    if (base == PRIORITY_UNAVAIL)
+        return 1;
+    if (urgency == FLUX_JOB_URGENCY_HOLD || urgency == FLUX_JOB_URGENCY_EXPEDITE) {
+        *out = effective_priority (ctx, urgency, NULL);
+        return 0;
+    }
+    if (base < FLUX_JOB_PRIORITY_MIN || base > FLUX_JOB_PRIORITY_MAX)
+        base = urgency;  /* no site plugin before this one: Flux's default, the urgency */
+    if (!(v = entry_get (ctx, FLUX_JOBTAP_CURRENT_JOB))) {
+        *out = added (base, ctx->default_priority);
+        return 0;
+    }
+    v->base = base;
+    if (!v->has_value && v->adopt >= 0 && v->adopt >= base)
+        value_set (v, v->adopt - base > VALUE_MAX ? VALUE_MAX : v->adopt - base);
+    v->adopt = -1;
+    *out = base == FLUX_JOB_PRIORITY_MAX ? base
+                                         : added (base, v->has_value ? v->value : ctx->default_priority);
+    return 0;
 }
 
 /* job.state.priority and job.priority.get: always return a priority, so that the
- * builtin .priority-default (priority = urgency) never decides. */
+ * builtin .priority-default (priority = urgency) never decides; in add mode, the sum
+ * with what the plugins loaded before this one returned. */
 static int priority_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *arg)
 {
     struct rush_ctx *ctx = flux_plugin_aux_get (p, AUX_CTX);
     int urgency;
+    int64_t priority;
 
     if (flux_plugin_arg_unpack (args, FLUX_PLUGIN_ARG_IN, "{s:i}", "urgency", &urgency) < 0) {
         flux_log (flux_jobtap_get_flux (p), LOG_ERR, "%s: %s: %s", PLUGIN_NAME, topic,
                   flux_plugin_arg_strerror (args));
         return -1;
     }
-    int64_t priority = effective_priority (ctx, urgency, value_get (ctx, FLUX_JOBTAP_CURRENT_JOB));
+    if (ctx->add) {
+        if (add_priority (ctx, args, urgency, &priority) == 1)
+            return 0;  /* the site plugin's "unavailable" stands: the job waits in PRIORITY */
+    }
+    else
+        priority = effective_priority (ctx, urgency, value_get (ctx, FLUX_JOBTAP_CURRENT_JOB));
     return flux_plugin_arg_pack (args, FLUX_PLUGIN_ARG_OUT, "{s:I}", "priority", (json_int_t)priority);
 }
 
@@ -146,6 +238,15 @@ static int new_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args,
         || urgency == FLUX_JOB_URGENCY_HOLD || urgency == FLUX_JOB_URGENCY_EXPEDITE
         || priority < VALUE_MIN || priority > VALUE_MAX)
         return 0;
+    if (ctx->add) {
+        /* The priority is base + value; the base is known at the next computation. */
+        struct rush_value *v = entry_get (ctx, FLUX_JOBTAP_CURRENT_JOB);
+        if (v && !v->has_value)
+            v->adopt = priority;
+        else if (!v)
+            flux_log_error (flux_jobtap_get_flux (p), "%s: keeping the priority of a known job", PLUGIN_NAME);
+        return 0;
+    }
     if (value_store (ctx, FLUX_JOBTAP_CURRENT_JOB, priority) < 0)
         flux_log_error (flux_jobtap_get_flux (p), "%s: keeping the priority of a known job", PLUGIN_NAME);
     return 0;
@@ -162,10 +263,10 @@ static int leave_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *arg
 static int query_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *arg)
 {
     struct rush_ctx *ctx = flux_plugin_aux_get (p, AUX_CTX);
-    return flux_plugin_arg_pack (args, FLUX_PLUGIN_ARG_OUT, "{s:I s:I s:I s:I}", "stored",
+    return flux_plugin_arg_pack (args, FLUX_PLUGIN_ARG_OUT, "{s:I s:I s:I s:I s:s}", "stored",
                                  (json_int_t)ctx->stored, "updates", (json_int_t)ctx->updates,
                                  "default", (json_int_t)ctx->default_priority, "max_batch",
-                                 (json_int_t)ctx->max_batch);
+                                 (json_int_t)ctx->max_batch, "combine", ctx->add ? "add" : "replace");
 }
 
 static void respond_error (flux_t *h, const flux_msg_t *msg, int errnum, const char *text)
@@ -217,10 +318,10 @@ static void set_cb (flux_t *h, flux_msg_handler_t *mh, const flux_msg_t *msg, vo
         json_t *value = json_array_get (entry, 1);
         if (!json_is_array (entry) || json_array_size (entry) != 2
             || !valid_id (json_array_get (entry, 0)) || !json_is_integer (value)
-            || json_integer_value (value) < VALUE_MIN || json_integer_value (value) > VALUE_MAX) {
+            || json_integer_value (value) < ctx->value_min || json_integer_value (value) > VALUE_MAX) {
             snprintf (text, sizeof (text),
                       "%s: priorities[%zu]: expected [job id > 0, value in %" PRId64 "..%" PRId64 "]",
-                      PLUGIN_NAME, i, (int64_t)VALUE_MIN, (int64_t)VALUE_MAX);
+                      PLUGIN_NAME, i, ctx->value_min, (int64_t)VALUE_MAX);
             respond_error (h, msg, EPROTO, text);
             return;
         }
@@ -257,8 +358,12 @@ static void set_cb (flux_t *h, flux_msg_handler_t *mh, const flux_msg_t *msg, vo
         }
         else {
             /* Flux applies hold (urgency 0) and expedite (31) over the value itself;
-             * jobs not yet in PRIORITY/SCHED take it when they get there. */
-            if (flux_jobtap_reprioritize_job (ctx->p, id, (unsigned int)value) < 0)
+             * jobs not yet in PRIORITY/SCHED take it when they get there. In add mode a
+             * job whose base is not known yet (the site plugin has not computed one)
+             * takes base + value at its first computation. */
+            struct rush_value *v = value_get (ctx, id);
+            int64_t priority = ctx->add ? (v && v->base >= 0 ? added (v->base, value) : -1) : value;
+            if (priority >= 0 && flux_jobtap_reprioritize_job (ctx->p, id, (unsigned int)priority) < 0)
                 flux_log_error (h, "%s: reprioritizing job %" PRIu64, PLUGIN_NAME, id);
             set++;
             ctx->updates++;
@@ -294,13 +399,14 @@ static void get_cb (flux_t *h, flux_msg_handler_t *mh, const flux_msg_t *msg, vo
     json_array_foreach (list, i, item) {
         struct rush_value *v = value_get (ctx, json_integer_value (item));
         json_t *pair = json_pack ("[I o]", json_integer_value (item),
-                                  v ? json_integer (v->value) : json_null ());
+                                  v && v->has_value ? json_integer (v->value) : json_null ());
         if (!pair || json_array_append_new (out, pair) < 0)
             goto nomem;
     }
-    if (flux_respond_pack (h, msg, "{s:o s:I s:I s:I}", "priorities", out, "stored",
+    if (flux_respond_pack (h, msg, "{s:o s:I s:I s:I s:s}", "priorities", out, "stored",
                            (json_int_t)ctx->stored, "default", (json_int_t)ctx->default_priority,
-                           "max_batch", (json_int_t)ctx->max_batch) < 0)
+                           "max_batch", (json_int_t)ctx->max_batch, "combine",
+                           ctx->add ? "add" : "replace") < 0)
         flux_log_error (h, "%s: flux_respond_pack", PLUGIN_NAME);
     return;
 nomem:
@@ -321,18 +427,31 @@ static const struct flux_plugin_handler tab[] = {
 static int configure (flux_plugin_t *p, struct rush_ctx *ctx)
 {
     flux_t *h = flux_jobtap_get_flux (p);
-    json_int_t def = DEFAULT_PRIORITY, max_batch = DEFAULT_MAX_BATCH;
+    json_int_t def = CONF_UNSET, max_batch = DEFAULT_MAX_BATCH;
+    const char *combine = "replace";
 
     if (flux_plugin_get_conf (p)
-        && flux_plugin_conf_unpack (p, "{s?I s?I !}", "default", &def, "max_batch", &max_batch) < 0) {
-        flux_log (h, LOG_ERR, "%s: conf: %s (known keys: default, max_batch; both integers)", PLUGIN_NAME,
-                  flux_plugin_strerror (p));
+        && flux_plugin_conf_unpack (p, "{s?I s?I s?s !}", "default", &def, "max_batch", &max_batch,
+                                    "combine", &combine) < 0) {
+        flux_log (h, LOG_ERR,
+                  "%s: conf: %s (known keys: default, max_batch, combine; integers, and \"replace\" or \"add\")",
+                  PLUGIN_NAME, flux_plugin_strerror (p));
         errno = EINVAL;
         return -1;
     }
-    if (def < VALUE_MIN || def > VALUE_MAX || max_batch < 1 || max_batch > LIMIT_MAX_BATCH) {
-        flux_log (h, LOG_ERR, "%s: conf: default must be in 1..%" PRId64 ", max_batch in 1..%d",
-                  PLUGIN_NAME, (int64_t)VALUE_MAX, LIMIT_MAX_BATCH);
+    if (strcmp (combine, "replace") != 0 && strcmp (combine, "add") != 0) {
+        flux_log (h, LOG_ERR, "%s: conf: combine must be \"replace\" (rush's value is the priority) or "
+                  "\"add\" (added to the priority of the plugins loaded before)", PLUGIN_NAME);
+        errno = EINVAL;
+        return -1;
+    }
+    ctx->add = strcmp (combine, "add") == 0;
+    ctx->value_min = ctx->add ? ADD_VALUE_MIN : VALUE_MIN;
+    if (def == CONF_UNSET)
+        def = ctx->add ? 0 : DEFAULT_PRIORITY;
+    if (def < ctx->value_min || def > VALUE_MAX || max_batch < 1 || max_batch > LIMIT_MAX_BATCH) {
+        flux_log (h, LOG_ERR, "%s: conf: default must be in %" PRId64 "..%" PRId64 ", max_batch in 1..%d",
+                  PLUGIN_NAME, ctx->value_min, (int64_t)VALUE_MAX, LIMIT_MAX_BATCH);
         errno = EINVAL;
         return -1;
     }
