@@ -48,6 +48,7 @@ from rush.core.pass_data import (
 from rush.core.priority_values import priority_values, scaled
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.start_estimates import EstimateInputs, estimate_starts
 from rush.errors import RushError
 
 _DIVIDER_NONE = float("inf")
@@ -163,7 +164,13 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float):
     return kills, tuple(pending), tuple(running)
 
 
-def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool = True) -> Decisions:
+def schedule(
+    snapshot: Snapshot,
+    config: CoreConfig,
+    *,
+    explain_priorities: bool = True,
+    estimate_starts_too: bool = True,
+) -> Decisions:
     """Decide kills, priorities, starts, reservations and skips for one snapshot.
 
     ``explain_priorities=False`` leaves out the one ``priority`` decision per pending job (a
@@ -188,7 +195,7 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         config.max_requeues,
         divider,
     )
-    r_est = job_rules(
+    r_class, _, r_est = job_rules(
         _estimates(running),
         _column(running, "requested_time", np.float64),
         np.fromiter((int(r.runtime_class) for r in running), dtype=np.int64, count=len(running)),
@@ -197,7 +204,7 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
         config.kill_false_small,
         config.max_requeues,
         divider,
-    )[2]
+    )
     r_end_all = _column(running, "start", np.float64) + r_est
     r_procs_all = _column(running, "procs", np.int64)
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
@@ -241,6 +248,7 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
     names = tuple(node.name for node in snapshot.nodes)
 
     queued = moment.queued
+    sorted_queue = queues.queue[:queued].copy()
     queues = queues._replace(
         queue=queues.queue[:queued], group=queues.group[:queued], key=queues.key[:queued]
     )
@@ -291,7 +299,61 @@ def schedule(snapshot: Snapshot, config: CoreConfig, *, explain_priorities: bool
             )
         )
     decided.decisions = decisions
+    if estimate_starts_too:
+        _publish_estimates(
+            decided,
+            pending,
+            running,
+            estimate_inputs(
+                EstimateContext(config, now, divider, sorted_queue, result, out),
+                jobs,
+                free,
+                (_column(running, "start", np.float64), r_est, _column(running, "procs", np.int64), r_class),
+            ),
+        )
     return decided
+
+
+@dataclasses.dataclass(frozen=True)
+class EstimateContext:
+    config: CoreConfig
+    now: float
+    divider: float
+    order: np.ndarray
+    result: object
+    out: object
+
+
+def estimate_inputs(c: EstimateContext, jobs: PassJobs, free: int, running_columns) -> EstimateInputs:
+    """The projection's inputs from one pass."""
+    r_start, r_est, r_procs, r_class = running_columns
+    return EstimateInputs(
+        now=c.now,
+        free=int(free),
+        mode=c.config.backfill,
+        order=c.order,
+        procs=jobs.procs,
+        est=jobs.est,
+        runtime_class=jobs.runtime_class,
+        divider=c.divider,
+        started=c.out.start[: c.result.started].copy(),
+        reserved={int(c.out.reserved[k]): float(c.out.reserved_at[k]) for k in range(c.result.reserved)},
+        running_start=r_start,
+        running_est=r_est,
+        running_procs=r_procs,
+        running_class=r_class,
+    )
+
+
+def _publish_estimates(decided: Decisions, pending, running, inputs: EstimateInputs) -> None:
+    estimates = estimate_starts(inputs)
+    ids = [p.job_id for p in pending]
+    decided.estimated_start = dict(zip(ids, estimates.start.tolist(), strict=True))
+    decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
+    decided.waits_behind = {
+        ids[j]: (running[k].job_id if kind == "running" else ids[k])
+        for j, (kind, k) in estimates.behind.items()
+    }
 
 
 def _fairshare(pending) -> np.ndarray:

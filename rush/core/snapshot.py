@@ -125,6 +125,11 @@ class Decisions:
     # State for the next pass: standing conservative reservations by job id (the daemon
     # journals them and gives them back as PendingJob.reserved_at).
     reserved_at: dict[int, float] = field(default_factory=dict)
+    # Estimated start per pending job id (inf: not in sight), why (rush.core.start_estimates:
+    # now, reservation, projection, never), and the job whose predicted end it waits for.
+    estimated_start: dict[int, float] = field(default_factory=dict)
+    estimate_basis: dict[int, str] = field(default_factory=dict)
+    waits_behind: dict[int, int] = field(default_factory=dict)
 
     def of(self, action: Action) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]
