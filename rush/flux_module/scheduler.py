@@ -25,6 +25,13 @@ Every Flux event is a pass too, so a skip limit counts passes, not seconds. With
 ``daemon.dry_run = false`` the journal keeps each job's skip count (``jobs.skips``) and the
 ``hold``/``skip``/``release`` rows say ``done``; in dry-run the skips still happen (starts always
 do) but are journaled as dry-run and counted in memory only.
+
+With ``site.fairshare = "rjms"`` each pass reads flux-accounting's fair-share factors once
+(``job-manager.jobtap-query`` of ``mf_priority.so``: one RPC, one entry per association) and
+gives every queued job its association's factor (its userid and ``system.bank``, which
+mf_priority writes into the jobspec before the job reaches the scheduler) for the policy's
+``fairshare`` term. A missing association or a factor outside [0, 1] fails the pass with the
+job named (nothing is started on it); the next pass reads again.
 """
 
 from __future__ import annotations
@@ -45,15 +52,19 @@ from rush.core.job_rules import time_limit
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
-from rush.errors import RushError
+from rush.errors import RJMSError, RushError
 from rush.flux_module.rank_pool import RankCachedResourcePool
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
 from rush.rjms.base import ClusterState, RJMSJob
 from rush.rjms.flux import (
+    FAIRSHARE_FIX,
+    MF_PRIORITY,
     FluxBackend,
     allocation_from_r,
+    association_fairshare,
+    association_fairshares,
     count_cores,
     jobspec_tags,
     nodes_from_r,
@@ -115,6 +126,8 @@ class ModuleBackend(FluxBackend):
         self.sched = sched
 
     def read_state(self, partitions=()) -> ClusterState:
+        if self.sched.fairshare:
+            self.sched.read_fairshares()
         return self.sched.cluster_state(partitions)
 
 
@@ -137,10 +150,13 @@ class RushScheduler(Scheduler):
                 update={"daemon": config.daemon.model_copy(update={"journal": options.journal})}
             )
         self.config = config
+        # site.fairshare = "rjms": flux-accounting's factor per queued job, read each pass.
+        self.fairshare = config.site.fairshare == "rjms"
         # Queued jobs as rush reads them (built once, at alloc) and the jobs this module started.
         self.pending: dict[int, RJMSJob] = {}
         self.running: dict[int, RJMSJob] = {}
         self._users: dict[int, str] = {}
+        self._userids: dict[int, int] = {}  # queued job -> its userid (its association's)
         # Node name <-> broker rank (names are R's hostnames when unique, else rank<N>).
         self._rank_of: dict[str, int] = {}
         self._names: dict[int, str] = {}
@@ -216,6 +232,26 @@ class RushScheduler(Scheduler):
             out[str(name)] = [str(p) for p in requires] if isinstance(requires, list) else []
         return out
 
+    def read_fairshares(self) -> None:
+        """Each queued job's fair-share factor from mf_priority.so's associations (one RPC);
+        a job's entry is replaced only when its factor changed (the snapshot builder keeps
+        its cached entry otherwise). RJMSError: the pass fails, naming the job."""
+        if not self.pending:
+            return
+        try:
+            answer = self.handle.rpc("job-manager.jobtap-query", {"name": MF_PRIORITY}).get()
+        except OSError as exc:
+            raise RJMSError(
+                f"cannot query {MF_PRIORITY}: {exc.strerror or exc}",
+                where=f"flux jobtap query {MF_PRIORITY}",
+                fix=FAIRSHARE_FIX,
+            ) from exc
+        table = association_fairshares(answer if isinstance(answer, dict) else {})
+        for job_id, job in list(self.pending.items()):
+            factor = association_fairshare(job_id, self._userids.get(job_id, -1), job.account, table)
+            if job.fairshare != factor:
+                self.pending[job_id] = replace(job, fairshare=factor)
+
     def cluster_state(self, partitions=()) -> ClusterState:
         now = time.time()
         pool = self.resources
@@ -281,6 +317,8 @@ class RushScheduler(Scheduler):
             request_shape = None  # Flux parsed it: read as its cores anywhere
         if request_shape is not None and not self._queues:
             request_shape = replace(request_shape, partition="")  # no queues: every node
+        bank = system.get("bank", "")
+        self._userids[int(jobid)] = int(userid)
         self.pending[jobid] = RJMSJob(
             job_id=int(jobid),
             state="PENDING",
@@ -288,6 +326,7 @@ class RushScheduler(Scheduler):
             procs=int(rr.ncores),
             requested_time=self._limit(float(rr.duration)),
             user=user_name(int(userid), self._users),
+            account=str(bank)[:256] if isinstance(bank, str) else "",  # flux-accounting's bank
             partition=str(system.get("queue", ""))[:256] if self._queues else "",
             name=str(job.get("name", ""))[:256] if isinstance(job, dict) else "",
             tags=tags,
@@ -332,6 +371,7 @@ class RushScheduler(Scheduler):
     def cancel(self, jobid):
         super().cancel(jobid)
         self.pending.pop(jobid, None)
+        self._userids.pop(jobid, None)
         self._estimates.pop(jobid, None)
         self._disagreed.discard(jobid)
 
@@ -400,6 +440,7 @@ class RushScheduler(Scheduler):
             heapq.heapify(self._queue)
             for job_id in done:
                 self.pending.pop(job_id, None)
+                self._userids.pop(job_id, None)
                 self._estimates.pop(job_id, None)
         self._publish_estimates(decisions.decisions)
         journal = self.planner.journal

@@ -20,6 +20,14 @@ for. Reads and actions are plain RPCs on a Flux handle (``handle.rpc(topic, payl
     decided at the first priority update;
 
   ``read_state`` reports each job's real Flux priority as ``site_factor`` (what is applied);
+  With the plugin's ``combine = "add"`` (rush beside flux-accounting's ``mf_priority.so``)
+  the Flux priority is the site plugin's plus rush's value, so ``site_factor`` is that sum;
+* fair-share (option ``fairshare``, set by ``site.fairshare = "rjms"``): each pending job's
+  flux-accounting fair-share factor, from the ``fairshare`` memo ``mf_priority.so`` posts on
+  the job at every priority computation (job-list's ``annotations.user.fairshare``, already
+  in the queue listing: no extra RPC), into ``RJMSJob.fairshare``; the bank is
+  ``RJMSJob.account``. The rush scheduler module reads the same factors by association from
+  ``flux jobtap query mf_priority.so`` (:func:`association_fairshares`);
 * hold/release: urgency 0, then back to the urgency the job had (both levers);
 * cancel: ``job-manager.raise`` with type ``cancel``; submit: ``flux.job.submit`` of an
   RFC 25 jobspec built here, run as a batch job (:func:`build_jobspec`: the command once on
@@ -107,6 +115,77 @@ def import_flux() -> Any:
             "not the unrelated PyPI project 'flux-core') and run rush inside the Flux instance",
         ) from exc
     return flux
+
+
+# flux-accounting's multi-factor priority plugin and the memo it posts on each job.
+MF_PRIORITY = "mf_priority.so"
+FAIRSHARE_FIX = (
+    "load flux-accounting's mf_priority.so (flux jobtap load mf_priority.so, then flux "
+    "account-priority-update) and give the job's user an association (flux account add-user), "
+    'or set site.fairshare = "none"'
+)
+
+
+def checked_fairshare(job_id: int, value: object, source: str) -> float:
+    """A fair-share factor from flux-accounting, checked: a finite number in [0, 1];
+    anything else an RJMSError naming the job and where it was read (the cycle acts on nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise RJMSError(
+            f"job {job_id}: fair-share factor {value!r} is not a number in [0, 1]",
+            where=source,
+            fix=FAIRSHARE_FIX,
+        )
+    return float(value)
+
+
+def memo_fairshare(j: dict[str, Any]) -> float | None:
+    """A pending job's fair-share factor from job-list (``annotations.user.fairshare``, the memo
+    ``mf_priority.so`` posts when it computes the job's priority). None while the job waits for
+    its first priority (DEPEND/PRIORITY: mf_priority has not seen it yet; neutral in the core).
+    A job Flux schedules (SCHED) without the memo: an RJMSError (no association or no plugin)."""
+    job_id = int(j["id"])
+    annotations = j.get("annotations")
+    user = annotations.get("user") if isinstance(annotations, dict) else None
+    value = user.get("fairshare") if isinstance(user, dict) else None
+    if value is None:
+        if not int(j.get("state", 0)) & STATE_SCHED:
+            return None
+        raise RJMSError(
+            f"job {job_id}: no flux-accounting fair-share factor (no 'fairshare' memo from {MF_PRIORITY})",
+            where=f"job-list annotations.user.fairshare of job {job_id}",
+            fix=FAIRSHARE_FIX,
+        )
+    return checked_fairshare(job_id, value, f"job-list annotations.user.fairshare of job {job_id}")
+
+
+def association_fairshares(answer: dict[str, Any]) -> dict[tuple[int, str], float]:
+    """(userid, bank) -> fair-share factor from ``flux jobtap query mf_priority.so``
+    (``job-manager.jobtap`` with ``query``: ``mf_priority_map``, one entry per user with its
+    banks). An answer of another shape: an RJMSError."""
+    where = f"flux jobtap query {MF_PRIORITY}"
+    users = answer.get("mf_priority_map")
+    if not isinstance(users, list):
+        raise RJMSError("the answer has no mf_priority_map list", where=where, fix=FAIRSHARE_FIX)
+    out: dict[tuple[int, str], float] = {}
+    for user in users:
+        banks = user.get("banks") if isinstance(user, dict) else None
+        userid = user.get("userid") if isinstance(user, dict) else None
+        if isinstance(userid, bool) or not isinstance(userid, int) or not isinstance(banks, list):
+            raise RJMSError(f"unexpected entry {str(user)[:120]}", where=where, fix=FAIRSHARE_FIX)
+        for bank in banks:
+            if not isinstance(bank, dict) or not isinstance(bank.get("bank_name"), str):
+                raise RJMSError(f"unexpected bank of user {userid}: {str(bank)[:120]}", where=where)
+            out[(userid, bank["bank_name"])] = bank.get("fairshare")  # checked per job, naming it
+    return out
+
+
+def association_fairshare(job_id: int, userid: int, bank: str, table: dict[tuple[int, str], float]) -> float:
+    """The factor of a job's association (its userid and bank) in :func:`association_fairshares`'
+    table; a missing association or a factor outside [0, 1]: an RJMSError naming the job."""
+    where = f"flux jobtap query {MF_PRIORITY}: user {userid}, bank {bank or '(none)'}"
+    if (userid, bank) not in table:
+        raise RJMSError(f"job {job_id}: no flux-accounting association", where=where, fix=FAIRSHARE_FIX)
+    return checked_fairshare(job_id, table[(userid, bank)], where)
 
 
 def urgency_for(site_factor: int) -> int:
@@ -449,7 +528,9 @@ def build_jobspec(job: JobSubmission, batch: bool = False) -> dict[str, Any]:
 @register_backend("flux")
 class FluxBackend(RJMSBackend):
     """Options: ``uri`` (a Flux URI; default: FLUX_URI of the environment), ``max_entries``,
-    ``priority_lever`` (``auto``, ``plugin`` or ``urgency``; see the module's docstring).
+    ``priority_lever`` (``auto``, ``plugin`` or ``urgency``; see the module's docstring),
+    ``fairshare`` (read flux-accounting's fair-share factor of each pending job; set by
+    ``site.fairshare = "rjms"``).
 
     ``handle`` (tests and embedding only, not a configuration option): an already open Flux handle.
     """
@@ -461,10 +542,16 @@ class FluxBackend(RJMSBackend):
         BackendOption("uri", str, "a Flux URI (default: FLUX_URI of the environment)"),
         BackendOption("max_entries", int, "the most jobs read per queue listing"),
         BackendOption("priority_lever", str, "auto, plugin or urgency"),
+        BackendOption("fairshare", bool, "read pending jobs' flux-accounting fair-share (site.fairshare)"),
     )
 
     def __init__(
-        self, uri: str = "", max_entries: int = 10000, priority_lever: str = "auto", handle: Any = None
+        self,
+        uri: str = "",
+        max_entries: int = 10000,
+        priority_lever: str = "auto",
+        handle: Any = None,
+        fairshare: bool = False,
     ) -> None:
         if priority_lever not in PRIORITY_LEVERS:
             raise ConfigError(
@@ -477,6 +564,7 @@ class FluxBackend(RJMSBackend):
         self.uri = uri
         self.max_entries = int(max_entries)
         self.priority_lever = priority_lever
+        self.fairshare = bool(fairshare)
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
@@ -484,6 +572,8 @@ class FluxBackend(RJMSBackend):
         self._held_urgency: dict[int, int] = {}
         self._lever: str | None = "urgency" if priority_lever == "urgency" else None
         self._plugin_batch = PLUGIN_MAX_BATCH
+        # The smallest value the plugin takes: 1, or 0 with combine = "add" (nothing added).
+        self._plugin_min = 1
 
     @property
     def handle(self) -> Any:
@@ -605,6 +695,7 @@ class FluxBackend(RJMSBackend):
             else "INACTIVE"
         )
         tags, duration = self._jobspec_info(job_id)
+        fairshare = memo_fairshare(j) if self.fairshare and state == "PENDING" else None
         duration = float(j.get("duration") or duration or 0)  # 0: no limit requested
         urgency = int(j.get("urgency", URGENCY_DEFAULT))
         # The priority Flux schedules by: the plugin's value, or the urgency without the plugin
@@ -618,6 +709,7 @@ class FluxBackend(RJMSBackend):
             requested_time=duration if duration > 0 else float("inf"),
             start=float(j["t_run"]) if state == "RUNNING" and "t_run" in j else None,
             user=str(j.get("userid", "")),
+            account=str(j.get("bank", ""))[:256],  # flux-accounting's bank (empty without it)
             partition=str(j.get("queue", "")),
             name=str(j.get("name", "")),
             tags=tags,
@@ -625,6 +717,7 @@ class FluxBackend(RJMSBackend):
             reason="held (urgency 0)" if urgency == URGENCY_HOLD else "",
             site_factor=priority,
             priority=float(priority),
+            fairshare=fairshare,
             request=self._requests.get(job_id),
         )
 
@@ -681,6 +774,8 @@ class FluxBackend(RJMSBackend):
         batch = answer.get("max_batch") if isinstance(answer, dict) else None
         if isinstance(batch, int) and not isinstance(batch, bool) and batch > 0:
             self._plugin_batch = min(batch, PLUGIN_MAX_BATCH)
+        if isinstance(answer, dict) and answer.get("combine") == "add":
+            self._plugin_min = 0  # rush's term added to the site's priority may be nothing
         return True
 
     def _plugin_set(self, pairs: list[tuple[int, int]]) -> list[ActionResult]:
@@ -688,7 +783,8 @@ class FluxBackend(RJMSBackend):
         for start in range(0, len(pairs), self._plugin_batch):
             chunk = pairs[start : start + self._plugin_batch]
             # rush values are 1 .. 3*2^29; 0 and PRIORITY_MAX are Flux's hold and expedite.
-            payload = [[job_id, min(max(value, 1), PRIORITY_MAX - 1)] for job_id, value in chunk]
+            low = self._plugin_min
+            payload = [[job_id, min(max(value, low), PRIORITY_MAX - 1)] for job_id, value in chunk]
             try:
                 answer = self.handle.rpc(f"{PLUGIN_SERVICE}.set", {"priorities": payload}).get()
             except OSError as exc:
