@@ -338,6 +338,9 @@ class SnapshotBuilder:
                     reserved_at=math.inf if rec.reserved_at is None else rec.reserved_at,
                     request=j.request,
                     rjms_priority=float(j.priority),
+                    # The site's factor as the backend read it (site.fairshare = "rjms"); None
+                    # is neutral in the core, which refuses one outside [0, 1] by job.
+                    fairshare=j.fairshare,
                 )
             )
             self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])

@@ -82,6 +82,19 @@ def format_tags(tags: dict[str, str]) -> str:
     return "rush:" + ";".join(f"{k}={v}" for k, v in tags.items())
 
 
+def with_fairshare(jobs: Sequence[RJMSJob], factors: site_factor_values.Associations) -> list[RJMSJob]:
+    """Pending jobs with their association's fair-share factor (others unchanged)."""
+    return [
+        replace(
+            j,
+            fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, factors),
+        )
+        if j.state == "PENDING"
+        else j
+        for j in jobs
+    ]
+
+
 # -- validation -----------------------------------------------------------------------------
 def _job_id(job_id: object) -> str:
     if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id <= 0:
@@ -181,6 +194,7 @@ class SlurmOptions:
     max_answer_mb: float = 512
     priority_lever: str = "auto"
     rest_api: str = "auto"
+    fairshare: bool = False
 
 
 @register_backend("slurm")
@@ -199,7 +213,11 @@ class SlurmBackend(RJMSBackend):
     * ``priority_lever``: ``site_factor`` (``scontrol update SiteFactor=``), ``nice`` (the
       job's nice, negated: through slurmrestd, else ``scontrol update Nice=``) or ``auto``
       (default: ``site_factor`` where scontrol is installed, else ``nice``). Both keep
-      priority/multifactor in charge; keep one lever per cluster, since Slurm adds both.
+      priority/multifactor in charge; keep one lever per cluster, since Slurm adds both;
+    * ``fairshare``: read each pending job's fair-share factor into ``RJMSJob.fairshare``
+      (``site.fairshare = "rjms"`` sets it): one ``sshare`` per cycle with pending jobs,
+      whatever the read path (slurmrestd has no fair-share factor before v0.0.41's shares,
+      and rush does not read that); sshare must be installed here.
 
     Which path each action takes (every OpenAPI version serves ``GET jobs``, ``GET nodes``,
     ``POST job/{id}`` with sbatch-like keys, ``DELETE job/{id}``; v0.0.41+ also takes
@@ -244,6 +262,7 @@ class SlurmBackend(RJMSBackend):
         BackendOption("max_answer_mb", float, "the largest queue answer accepted, MiB"),
         BackendOption("priority_lever", str, "site_factor, nice or auto"),
         BackendOption("rest_api", str, "auto or a slurmrestd version to pin (v0.0.44 .. v0.0.38)"),
+        BackendOption("fairshare", bool, "read pending jobs' fair-share factors (sshare; site.fairshare)"),
     )
 
     options_type = SlurmOptions
@@ -286,6 +305,15 @@ class SlurmBackend(RJMSBackend):
             )
         limit = int(max_answer_mb * 2**20)
         self.cli = SlurmCLI(bin_dir=bin_dir, slurm_conf=slurm_conf, timeout=timeout, max_output_bytes=limit)
+        self.fairshare = options.fairshare
+        if self.fairshare and not self.cli.has("sshare"):
+            # Refused at start-up: every cycle would fail to read the policy's input.
+            raise ConfigError(
+                f'site.fairshare = "rjms" needs sshare, which is not installed in {bin_dir}',
+                where="site.fairshare",
+                fix="install Slurm's client commands (sshare) on this host, set rjms.options.bin_dir, "
+                'or set site.fairshare = "none"',
+            )
         self.rest = (
             SlurmREST(
                 rest_url,
@@ -385,6 +413,8 @@ class SlurmBackend(RJMSBackend):
         if self.priority_lever == "site_factor":
             factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
             jobs = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+        if self.fairshare and any(j.state == "PENDING" for j in jobs):
+            jobs = with_fairshare(jobs, self.fairshare_factors())
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,
@@ -437,6 +467,18 @@ class SlurmBackend(RJMSBackend):
         except RJMSError:
             return {}
         return site_factor_values.parse_sprio(out.stdout) if out.returncode == 0 else {}
+
+    def fairshare_factors(self) -> site_factor_values.Associations:
+        """Every user association's fair-share factor (:func:`site_factor.parse_sshare`); an
+        RJMSError when sshare fails or answers garbage (the cycle then takes no action)."""
+        out = self.cli.run("sshare", *site_factor_values.SSHARE_ARGS)
+        if out.returncode != 0:
+            raise RJMSError(
+                f"sshare failed: {out.stderr.strip()[:300] or f'exit status {out.returncode}'}",
+                where="sshare " + " ".join(site_factor_values.SSHARE_ARGS),
+                fix=site_factor_values.SSHARE_FIX,
+            )
+        return site_factor_values.parse_sshare(out.stdout)
 
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records: from slurmctld while it remembers them (MinJobAge), then
