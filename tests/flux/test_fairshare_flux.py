@@ -1,0 +1,226 @@
+"""rush beside flux-accounting (fair-share) on REAL Flux instances with a real accounting DB.
+
+Each test starts an instance, a flux-accounting DB and ``flux account-service`` (stopped by
+its PID), two associations in one bank (root, and userid 5011 through a jobspec signed
+"none" for that userid: ../shared/vendor/README.md's ``signas``; such jobs cannot run here,
+no IMP), gives root usage with a real job and recomputes fair-share (root 0.5, 5011 1.0).
+
+(a) priority mode: flux-accounting's ``mf_priority.so`` then rush's plugin with
+    ``combine = "add"``; one daemon cycle with a small ``site.priority_weight``: fair-share
+    still decides between jobs rush ranks the other way, rush's term between one
+    association's jobs; the backend reads each job's factor (``fairshare`` option).
+(b) scheduler mode: rush's module with ``LINEAR:r=1,fairshare=-1e6`` and
+    ``site.fairshare = "rjms"`` starts the higher-fair-share association's job first although
+    it asks for more time.
+"""
+
+from __future__ import annotations
+
+import base64
+import signal
+import subprocess
+
+import pytest
+
+from rush.errors import RJMSError
+from rush.planner.config import parse_config
+from rush.planner.plan import Planner
+from rush.rjms.flux import FluxBackend, association_fairshare, association_fairshares, memo_fairshare
+from tests.flux import instance, plugin_build
+from tests.flux.instance import FluxInstance
+from tests.flux.module_config import MODULE, write_config
+from tests.flux.plugin_build import wait_for
+from tests.flux.test_sched_module import decisions
+
+CORES = 4
+OTHER = 5011  # the second association's userid
+
+
+def mf_priority_or_skip() -> None:
+    why = instance.available()
+    if why:
+        pytest.skip(why)
+    prefix = instance.flux_prefix()
+    if not (prefix / "lib" / "flux" / "job-manager" / "plugins" / "mf_priority.so").exists():
+        pytest.skip(f"flux-accounting is not installed in {prefix} (run .ci/vendor-flux.sh)")
+
+
+class Accounting:
+    """A flux-accounting DB and its service for one instance; root and OTHER in bankA."""
+
+    def __init__(self, inst: FluxInstance) -> None:
+        self.inst = inst
+        self.db = str(inst.workdir / "FluxAccounting.db")
+        self.log = inst.workdir / "account-service.log"
+        self.service: subprocess.Popen | None = None
+
+    def account(self, *argv: str) -> None:
+        self.inst.run("account", *argv)
+
+    def start(self, *plugins: tuple[str, ...]) -> Accounting:
+        self.inst.run("account", "-p", self.db, "create-db")
+        with open(self.log, "wb") as log:
+            self.service = subprocess.Popen(
+                [self.inst.flux, "account-service", "-p", self.db], env=self.inst.env(), stderr=log
+            )
+        wait_for(lambda: "registered accounting service" in self.log.read_text(errors="replace"))
+        self.account("add-bank", "root", "1")
+        self.account("add-bank", "--parent-bank=root", "bankA", "1")
+        self.account("add-user", "--username=root", "--userid=0", "--bank=bankA")
+        self.account("add-user", f"--username=user{OTHER}", f"--userid={OTHER}", "--bank=bankA")
+        self.inst.run("jobtap", "load", "-r", ".priority-default", "mf_priority.so")
+        for plugin in plugins:
+            self.inst.run("jobtap", "load", *plugin)
+        self.inst.run("account-priority-update", "-p", self.db)
+        # root's usage: one real job, then the usage and fair-share recomputed and pushed.
+        self.inst.run("run", "-n1", "--setattr=system.bank=bankA", "true")
+        for step in ("account-fetch-job-records", "account-update-usage", "account-update-fshare"):
+            self.inst.run(step, "-p", self.db)
+        self.update()
+        return self
+
+    def update(self) -> None:
+        self.inst.run("account-priority-update", "-p", self.db)
+
+    def fairshares(self) -> dict[tuple[int, str], float]:
+        return association_fairshares(
+            self.inst.handle().rpc("job-manager.jobtap-query", {"name": "mf_priority.so"}).get()
+        )
+
+    def stop(self) -> None:
+        if self.service is not None and self.service.poll() is None:
+            self.service.send_signal(signal.SIGTERM)  # our own child, by its PID
+            self.service.wait(timeout=30)
+
+
+def priorities(inst: FluxInstance) -> dict[int, int]:
+    """Every user's jobs' Flux priorities (``flux jobs -A``: OTHER's jobs too)."""
+    out = inst.run("jobs", "-A", "--no-header", "-o", "{id.dec} {priority}").stdout
+    return {int(a): int(b) for a, b in (line.split() for line in out.splitlines())}
+
+
+def submit_root(inst: FluxInstance, limit: str) -> int:
+    return inst.submit(f"-n{CORES}", "-t", limit, "--setattr=system.bank=bankA", "sleep", "0.2")
+
+
+def submit_other(inst: FluxInstance, limit: str) -> int:
+    """A job of userid OTHER: its jobspec signed "none" for that userid (README's signas)."""
+    spec = inst.run(
+        "run", "--dry-run", f"-n{CORES}", "-t", limit, "--setattr=system.bank=bankA", "true"
+    ).stdout
+    header = b"version\0i1\0userid\0i%d\0mechanism\0snone\0" % OTHER
+    signed = f"{base64.b64encode(header).decode()}.{base64.b64encode(spec.encode()).decode()}.none"
+    env = dict(inst.env(), FLUX_HANDLE_USERID=str(OTHER))
+    out = subprocess.run(
+        [inst.flux, "job", "submit", "--flags=signed"], input=signed, env=env, capture_output=True, text=True,
+        check=True, timeout=60,
+    )  # fmt: skip
+    return int(inst.run("job", "id", "--to=dec", out.stdout.strip()).stdout.strip())
+
+
+@pytest.fixture
+def accounted(tmp_path):
+    mf_priority_or_skip()
+    started: list[tuple[FluxInstance, Accounting]] = []
+
+    def start(*plugins: tuple[str, ...]) -> tuple[FluxInstance, Accounting]:
+        inst = FluxInstance(tmp_path / f"flux{len(started)}", size=1, cores=CORES).start()
+        acct = Accounting(inst)
+        started.append((inst, acct))
+        return inst, acct.start(*plugins)
+
+    yield start
+    for inst, acct in started:
+        inst.cancel_all()
+        acct.stop()
+        inst.stop()
+
+
+def test_priority_mode_adds_rushs_term_to_flux_accounting(accounted, tmp_path, tmp_path_factory):
+    plugin = plugin_build.plugin_or_skip(tmp_path_factory)
+    flux, acct = accounted((str(plugin), "combine=add"))
+    assert acct.fairshares() == {(0, "bankA"): 0.5, (OTHER, "bankA"): 1.0, (0, "root"): 0.5}
+    flux.run("queue", "stop")  # every job stays pending: priorities are read, nothing runs
+    root_long, root_short, other = (
+        submit_root(flux, "10m"),
+        submit_root(flux, "1m"),
+        submit_other(flux, "10m"),
+    )
+    jobs = [root_long, root_short, other]
+    wait_for(lambda: all(j in priorities(flux) and priorities(flux)[j] > 0 for j in jobs))
+    site = {j: priorities(flux)[j] for j in jobs}
+    assert site == {root_long: 50000, root_short: 50000, other: 100000}  # mf_priority alone
+
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "dry_run": False},
+            "policy": {"policy": "SPF", "threshold": "none"},
+            "site": {"priority_weight": 1000},  # small against fair-share's weight 100000
+            "rjms": {"backend": "flux", "options": {"uri": flux.uri, "priority_lever": "plugin"}},
+        }
+    )
+    backend = FluxBackend(uri=flux.uri, priority_lever="plugin", fairshare=True)
+    planner = Planner(config, backend=backend)
+    report = planner.run_cycle()
+    assert report.ok and report.applied == {"priority": 3}
+    rush = backend.plugin_priorities(jobs)
+    # SPF alone would put other (10 minutes, submitted last) behind both of root's jobs.
+    assert rush[root_short] > rush[root_long] >= rush[other] >= 0 and rush[root_short] <= 1000
+    expect = {j: site[j] + rush[j] for j in jobs}
+    wait_for(lambda: {j: priorities(flux)[j] for j in jobs} == expect)
+    final = priorities(flux)
+    assert final[other] > final[root_short] > final[root_long]  # fair-share first, then rush
+    # A fair-share recomputation (every job reprioritized through both plugins) keeps the sum.
+    acct.update()
+    wait_for(lambda: {j: priorities(flux)[j] for j in jobs} == expect)
+    # The backend reads each pending job's factor and bank from job-list (the plugin's memo).
+    state = backend.read_state()
+    assert {j.job_id: (j.fairshare, j.account) for j in state.pending} == {
+        root_long: (0.5, "bankA"),
+        root_short: (0.5, "bankA"),
+        other: (1.0, "bankA"),
+    }
+
+
+def test_scheduler_mode_orders_by_the_fairshare_term(accounted, tmp_path):
+    flux, _ = accounted()
+    config = write_config(
+        tmp_path,
+        {"policy": "LINEAR:r=1,fairshare=-1e6", "backfill": "none", "threshold": "none"},
+        extra='[site]\nfairshare = "rjms"\n',
+        interval=1,
+    )
+    flux.use_scheduler(str(MODULE), f"config={config}")
+    blocker = flux.submit(f"-n{CORES}", "-t", "1m", "--setattr=system.bank=bankA", "sleep", "60")
+    flux.run("job", "wait-event", "-t", "30", str(blocker), "start")
+    # root's job asks for less time (r=1 alone would start it first) and comes first.
+    root_job, other = submit_root(flux, "1m"), submit_other(flux, "2m")
+    for job_id in (root_job, other):
+        flux.run("job", "wait-event", "-t", "30", str(job_id), "priority")
+    flux.run("cancel", str(blocker))
+    flux.wait_job(root_job)
+    flux.wait_job(other)  # allocated first, then refused at exec (no IMP here): it ends at once
+    starts = [d["job_id"] for d in decisions(tmp_path, "start") if d["job_id"] in (root_job, other)]
+    assert starts[:2] == [other, root_job], starts
+
+
+# -- offline: the factor's checks -----------------------------------------------------------
+def test_bad_factors_and_missing_associations_are_named_errors():
+    table = association_fairshares(
+        {"mf_priority_map": [{"userid": 7, "banks": [{"bank_name": "a", "fairshare": 1.5}]}]}
+    )
+    with pytest.raises(RJMSError) as info:
+        association_fairshare(11, 7, "a", table)
+    assert "job 11" in str(info.value) and "[0, 1]" in str(info.value) and "mf_priority" in info.value.fix
+    with pytest.raises(RJMSError) as info:
+        association_fairshare(12, 8, "a", table)
+    assert "job 12" in str(info.value) and "association" in str(info.value)
+    with pytest.raises(RJMSError):
+        association_fairshares({"mf_priority_map": "garbage"})
+    sched = 8  # SCHED: mf_priority has computed the priority, so the memo must be there
+    for memo in ({}, {"user": {"fairshare": float("nan")}}, {"user": {"fairshare": True}}):
+        with pytest.raises(RJMSError) as info:
+            memo_fairshare({"id": 13, "state": sched, "annotations": memo})
+        assert "job 13" in str(info.value)
+    assert memo_fairshare({"id": 14, "state": 4}) is None  # PRIORITY: not computed yet
+    assert memo_fairshare({"id": 15, "state": sched, "annotations": {"user": {"fairshare": 0.25}}}) == 0.25
