@@ -22,6 +22,7 @@ from rush.core.names import BACKFILL_MODES, POLICY_CODES
 from rush.errors import ConfigError, RushError
 
 if TYPE_CHECKING:
+    from rush.core.fairshare import DecayedFairShare
     from rush.simulator.result import SimResult
     from rush.workload.model import Trace, Workload
 
@@ -37,6 +38,44 @@ BACKFILL_HELP = " | ".join(BACKFILL_MODES)
 THRESHOLD_HELP = "Starvation threshold in seconds, or 'none'."
 TAU_HELP = "Bounded-slowdown threshold tau in seconds (> 0)."
 PROCS_HELP = "Machine size in processors (default: MaxProcs header, else the largest job)."
+DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """``300``, ``300s``, ``30m``, ``12h``, ``7d`` or ``2w`` as seconds (finite, > 0)."""
+    raw = text.strip().lower()
+    unit = DURATION_UNITS.get(raw[-1:], None) if raw else None
+    number = raw[:-1] if unit is not None else raw
+    try:
+        seconds = float(number) * (unit or 1.0)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(
+            f"{flag} must be a duration > 0, got {text!r}",
+            where=flag,
+            fix=f"seconds or a number with s, m, h, d or w, e.g. {flag} 7d",
+        )
+    return seconds
+
+
+def fair_share_model(half_life: str | None, period: str | None, by_group: bool) -> DecayedFairShare | None:
+    """The replay's fair-share model from the flags (None without a half-life)."""
+    if half_life is None:
+        if period is not None or by_group:
+            raise ConfigError(
+                "--fairshare-period and --fairshare-by-group set up the fair-share model",
+                where="--fairshare-period" if period is not None else "--fairshare-by-group",
+                fix="add --fairshare-half-life (e.g. 7d, Slurm's default)",
+            )
+        return None
+    from rush.core.fairshare import DEFAULT_CALC_PERIOD, DecayedFairShare
+
+    return DecayedFairShare(
+        half_life=parse_duration(half_life, "--fairshare-half-life"),
+        calc_period=DEFAULT_CALC_PERIOD if period is None else parse_duration(period, "--fairshare-period"),
+        by_group=by_group,
+    )
 
 
 def _load_workload(trace: str, procs: int | None, strict: bool) -> tuple[Trace, Workload]:
@@ -86,6 +125,7 @@ class RunChoice:
     on_nodes: bool = False  # schedule on the trace's nodes (rush.workload.machine)
     placement: str = "first-fit"
     nodes_per_leaf: int = 0
+    fair_share: DecayedFairShare | None = None  # factors from the trace's decayed usage
 
 
 def run_one(
@@ -107,10 +147,12 @@ def run_one(
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
     config = _core_config(policy, backfill, threshold, backfill_policy, placement=choice.placement, **kwargs)
     label = _label(policy, backfill, classes, backfill_policy)
+    inputs = inputs or SimInputs()
+    inputs.fair_share_model = choice.fair_share
     result = simulate(
         workload,
         config,
-        inputs or SimInputs(),
+        inputs,
         progress=progress,
         label=label,
         on_nodes=choice.on_nodes,
@@ -261,6 +303,20 @@ def simulate_command(
     nodes_per_leaf: int = typer.Option(
         0, "--nodes-per-leaf", min=0, help="With --nodes: nodes per leaf switch (0: one switch)."
     ),
+    fairshare_half_life: str | None = typer.Option(
+        None,
+        "--fairshare-half-life",
+        help="Compute fair-share factors from the trace's users and their decayed usage (Slurm's classic "
+        "factor) with this PriorityDecayHalfLife, e.g. 7d; LINEAR's fairshare term reads them.",
+    ),
+    fairshare_period: str | None = typer.Option(
+        None, "--fairshare-period", help="With --fairshare-half-life: PriorityCalcPeriod (default 300 s)."
+    ),
+    fairshare_by_group: bool = typer.Option(
+        False,
+        "--fairshare-by-group",
+        help="With --fairshare-half-life: one account per trace group, users under it (default: users only).",
+    ),
 ) -> None:
     """Replay TRACE through the scheduling core and print the literature's metrics."""
     _precheck(
@@ -273,15 +329,25 @@ def simulate_command(
     )
     _check_classes(classes)
     _check_placement(placement, on_nodes, nodes_per_leaf)
+    fair_share = fair_share_model(fairshare_half_life, fairshare_period, fairshare_by_group)
     checks.output_file(jobs_out, "--jobs-out")
     checks.not_the_input(jobs_out, Path(trace), "--jobs-out")
     checks.output_dir(out, "--out")
     _prepare_numba()
-    from rush.simulator.metrics import compute_metrics
+    from rush.simulator.metrics import compute_metrics, fair_share_summary
 
     trace_obj, workload = _load_workload(trace, procs, strict)
     choice = RunChoice(
-        policy, backfill, threshold, backfill_policy, classes, model, on_nodes, placement, nodes_per_leaf
+        policy,
+        backfill,
+        threshold,
+        backfill_policy,
+        classes,
+        model,
+        on_nodes,
+        placement,
+        nodes_per_leaf,
+        fair_share,
     )
     result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
     metrics = compute_metrics(result, tau=tau)
@@ -290,6 +356,12 @@ def simulate_command(
         metrics["classification"] = classification | {
             "kills": int(result.requeues.sum()),
             "wasted_area": float(result.wasted_area.sum()),
+        }
+    if fair_share is not None:
+        metrics["fair_share"] = fair_share_summary(result) | {
+            "half_life": fair_share.half_life,
+            "calc_period": fair_share.calc_period,
+            "by_group": fair_share.by_group,
         }
     label = _label(policy, backfill, classes, backfill_policy)
     metrics["settings"] = run_settings(trace, result, label, tau, procs is not None, classes, model)
@@ -304,6 +376,38 @@ def simulate_command(
         typer.echo(json.dumps(_jsonable(metrics), sort_keys=True))
     else:
         _print_table(trace, {label: metrics})
+        if fair_share is not None:
+            _print_fair_share(metrics["fair_share"])
+
+
+def _print_fair_share(summary: dict) -> None:
+    """The heaviest associations' usage against their share, and waits by usage decile."""
+    from rich.console import Console
+    from rich.table import Table
+
+    view = Table(
+        title=f"fair-share: {summary['associations_count']} associations, "
+        f"usage-vs-share gap {summary['share_gap']:.3f}",
+        caption="usage share: of the processor-seconds used; factor: mean at the jobs' starts",
+    )
+    for column in ("user", "group", "jobs", "usage share", "target share", "mean wait [s]", "factor"):
+        view.add_column(column, justify="right")
+    for row in summary["associations"]:
+        view.add_row(
+            str(row["user"]),
+            "-" if row["group"] < 0 else str(row["group"]),
+            str(row["jobs"]),
+            f"{row['usage_share']:.3f}",
+            f"{row['target_share']:.3f}",
+            f"{row['mean_wait']:.0f}",
+            f"{row['mean_factor']:.3f}",
+        )
+    console = Console()
+    console.print(view)
+    waits = ", ".join(f"{w:.0f}" for w in summary["mean_wait_by_usage_decile"])
+    console.print(
+        f"mean wait [s] by usage decile, lightest users first: {waits}", markup=False, highlight=False
+    )
 
 
 @app.command("compare")

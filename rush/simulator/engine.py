@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.fairshare import Associations, DecayedFairShare, associations, fair_share_tree, no_fair_share
 from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_pool import NodeRequests, NodeView, new_slots
 from rush.core.node_view import node_view, procs_only_view, uniform_pool
@@ -49,6 +50,11 @@ class SimInputs:
       min(estimate, current limit); the queue order sees ``estimate`` as given.
     * ``fairshare``: the site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare``
       term); default: neutral (0.5) for every job.
+    * ``fair_share_model``: compute the factors during the replay instead, from the trace's
+      users (and groups) and their decayed usage (:mod:`rush.core.fairshare`); exclusive with
+      ``fairshare``. The run's ``attributes`` then hold each job's ``association`` and
+      ``info["fair_share"]`` the associations (see
+      :func:`rush.simulator.metrics.fair_share_summary`).
     """
 
     estimate: np.ndarray | None = None
@@ -60,6 +66,7 @@ class SimInputs:
     reservations: np.ndarray | None = None
     reservation_counts: np.ndarray | None = None
     fairshare: np.ndarray | None = None
+    fair_share_model: DecayedFairShare | None = None
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -178,6 +185,7 @@ def simulate(
     scalar_divider = float(config.divider) if config.divider is not None else np.inf
     divider = _aligned("divider", inputs.divider, n, np.full(n, scalar_divider), np.float64)
     res_seq, res_count = _reservation_arrays(inputs, n)
+    found = _associations(workload, inputs)
     fairshare = _aligned("fairshare", inputs.fairshare, n, np.full(n, NEUTRAL_FAIRSHARE), np.float64)
     if not np.all((fairshare >= 0.0) & (fairshare <= 1.0)):
         raise RushError(
@@ -234,6 +242,9 @@ def simulate(
         int(workload.machine_procs),
         counter,
         _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n),
+        no_fair_share()
+        if found is None or inputs.fair_share_model is None
+        else fair_share_tree(found, inputs.fair_share_model, float(submit[0])),
     )
     t0 = time.perf_counter()
     if progress and n:
@@ -254,6 +265,15 @@ def simulate(
         "simulation_seconds": elapsed,
         "unstarted": int(np.sum(start < 0)),
     }
+    attributes = {
+        "runtime_class": final_class,
+        "first_reservation": first_reservation,
+        "reservation_kills": reservation_kills,
+        "fairshare": out.fairshare_at_start,
+    }
+    if found is not None and inputs.fair_share_model is not None:
+        info["fair_share"] = _fair_share_info(found, inputs.fair_share_model)
+        attributes["association"] = found.job_assoc
     return SimResult(
         job_id=workload.job_id,
         submit=submit,
@@ -269,12 +289,35 @@ def simulate(
         wasted_area=wasted,
         skips=skips,
         info=info,
-        attributes={
-            "runtime_class": final_class,
-            "first_reservation": first_reservation,
-            "reservation_kills": reservation_kills,
-        },
+        attributes=attributes,
     )
+
+
+def _associations(workload: Workload, inputs: SimInputs) -> Associations | None:
+    """The trace's fair-share associations when a model is given (checked against a static
+    ``fairshare`` input, which it would silently override)."""
+    model = inputs.fair_share_model
+    if model is None or len(workload) == 0:
+        return None
+    if inputs.fairshare is not None:
+        raise RushError(
+            "both per-job fair-share factors and a fair-share model were given",
+            where="SimInputs.fairshare",
+            fix="give the factors (a site's own) or the model (factors from the trace's usage), not both",
+        )
+    return associations(workload.user, workload.extra.get("group"), model)
+
+
+def _fair_share_info(found: Associations, model: DecayedFairShare) -> dict:
+    """The model and its associations, for reports (JSON-ready)."""
+    return {
+        "half_life": model.half_life,
+        "calc_period": model.calc_period,
+        "by_group": model.by_group,
+        "user": found.user.tolist(),
+        "group": found.group.tolist(),
+        "share": found.norm_share.tolist(),
+    }
 
 
 def _run_with_progress(args: tuple, counter: np.ndarray, n: int, label: str):

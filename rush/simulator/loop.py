@@ -6,6 +6,11 @@ job as large with its original submit time; and kills at a speculative reservati
 requeue it with its next reservation, :mod:`rush.core.speculative_reservations`), then arrivals, then one
 scheduling pass (:func:`rush.core.scheduling_pass.scheduling_pass`, the live core's too).
 Which kill ends a run is :func:`rush.core.false_small_kill.run_outcome`'s decision.
+
+With a fair-share model (:mod:`rush.core.fairshare`), the calc-period ticks up to t come
+first: running jobs are charged up to each tick, usage decays, the factors are recomputed and
+the queued jobs take their association's factor (LINEAR's ``fairshare`` term reads it). Ticks
+are not events: as with every time-dependent policy, the new order is seen at the next event.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from rush.core.fairshare import FairShareTree, UsageLedger, charge, close_period, new_ledger
 from rush.core.false_small_kill import (
     RUN_DIVIDER_REQUEUE,
     RUN_FINAL_KILL,
@@ -153,6 +159,7 @@ class SimOutcome(NamedTuple):
     runtime_class: np.ndarray
     first_reservation: np.ndarray
     reservation_kills: np.ndarray
+    fairshare_at_start: np.ndarray  # the factor the job's last start was ordered with
 
 
 @njit(cache=True, nogil=True)
@@ -191,6 +198,32 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
 
 
 @njit(cache=True, nogil=True)
+def _fair_share_ticks(
+    t: float,
+    tree: FairShareTree,
+    ledger: UsageLedger,
+    running: tuple[np.ndarray, int],
+    start: np.ndarray,
+    procs: np.ndarray,
+    queue: np.ndarray,
+    qn: int,
+) -> None:
+    """Every calc-period tick up to ``t``: charge the running jobs (``running``: their
+    indices and count) up to the tick, close the period, and give the queued jobs their
+    association's new factor."""
+    r_job, rn = running
+    while ledger.clock[0] <= t:
+        tick = ledger.clock[0]
+        for k in range(rn):
+            j = r_job[k]
+            charge(ledger, tree, j, procs[j], start[j], tick)
+        close_period(ledger, tree)
+    for k in range(qn):
+        j = queue[k]
+        ledger.job_factor[j] = ledger.factor[tree.job_assoc[j]]
+
+
+@njit(cache=True, nogil=True)
 def run_simulation(
     jobs: SimJobs,
     config: PassConfig,
@@ -199,10 +232,13 @@ def run_simulation(
     machine_procs: int,
     progress: np.ndarray,
     nodes: NodeView,
+    fair: FairShareTree,
 ) -> SimOutcome:
     """Replay ``jobs`` on a machine of ``machine_procs`` processors, or on ``nodes`` when its
     pool has nodes (``nodes.pool.free_cores`` is then updated as jobs start and end, and the
-    running set's ``procs`` are rows of the started jobs' allocations)."""
+    running set's ``procs`` are rows of the started jobs' allocations). With a fair-share
+    model (``fair.period`` finite) the jobs' factors come from its decayed usage instead of
+    ``jobs.fairshare``."""
     submit = jobs.submit
     procs = jobs.procs
     n = len(submit)
@@ -220,7 +256,11 @@ def run_simulation(
     limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
     reservation_kills = np.zeros(n, dtype=np.int64)
     state = PassState(np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF))
-    pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive, jobs.fairshare)
+    fair_on = fair.period < INF
+    ledger = new_ledger(fair, n if fair_on else 0)
+    factor_of_job = ledger.job_factor if fair_on else jobs.fairshare
+    fairshare_at_start = np.full(n, np.nan)
+    pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive, factor_of_job)
     for j in range(n):
         limit[j] = run_limit(jobs.reservations[j], jobs.reservation_counts[j], 0, jobs.requested_time[j])
         killable = is_killable(
@@ -274,6 +314,8 @@ def run_simulation(
         while vi < nv and windows.end[vi] <= t:
             vi += 1
         variable_now = vi < nv and windows.start[vi] <= t
+        if ledger.clock[0] <= t:  # never without a fair-share model (the clock stays at inf)
+            _fair_share_ticks(t, fair, ledger, (r_job, rn), start, procs, queues.queue, qn)
 
         # 1. completions (a kill at the divider or at a speculative reservation requeues the job)
         while hn > 0 and ht[0] <= t:
@@ -284,6 +326,8 @@ def run_simulation(
             else:
                 free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
+            if fair_on:
+                charge(ledger, fair, j, procs[j], start[j], t)
             if outcome[j] == RUN_DIVIDER_REQUEUE or outcome[j] == RUN_RESERVATION_REQUEUE:
                 wasted[j] += (t - start[j]) * procs[j]
                 if outcome[j] == RUN_DIVIDER_REQUEUE:
@@ -306,6 +350,8 @@ def run_simulation(
                 start[j] = -1.0
                 end[j] = -1.0
                 backfilled[j] = False
+                if fair_on:
+                    factor_of_job[j] = ledger.factor[fair.job_assoc[j]]
                 queues.queue[qn] = j
                 queues.scan[qn] = j
                 qn += 1
@@ -313,6 +359,8 @@ def run_simulation(
                 done += 1
         # 2. arrivals
         while nxt < n and submit[nxt] <= t:
+            if fair_on:
+                factor_of_job[nxt] = ledger.factor[fair.job_assoc[nxt]]
             queues.queue[qn] = nxt
             queues.scan[qn] = nxt
             qn += 1
@@ -343,6 +391,7 @@ def run_simulation(
             else:
                 free -= procs[j]
             start[j] = t
+            fairshare_at_start[j] = factor_of_job[j]
             backfilled[j] = out.backfilled[k]
             killable = is_killable(
                 rules.kill_false_small, runtime_class[j], jobs.idempotent[j], requeues[j], rules.max_requeues
@@ -373,4 +422,5 @@ def run_simulation(
         runtime_class,
         state.first_reservation,
         reservation_kills,
+        fairshare_at_start,
     )

@@ -420,3 +420,69 @@ def utilization_profile(result: SimResult, bin_seconds: float, origin: float | N
     safe = np.maximum(idx, 0)
     cumulative = np.where(idx >= 0, area[safe] + busy[safe] * (edges - times[safe]), 0.0)
     return edges[:-1], np.diff(cumulative) / (result.machine_procs * bin_seconds)
+
+
+def fair_share_summary(result: SimResult, top: int = 10) -> dict:
+    """What a site checks before turning fair-share on: per association, its share of the
+    processor-seconds used against its target share, and waits by how much users used.
+
+    Needs a run with a fair-share model (``SimInputs.fair_share_model``: the result's
+    ``attributes["association"]`` and ``info["fair_share"]``). Used processor-seconds are
+    ``q_j * (end_j - start_j)`` of the final runs plus ``wasted_area`` (work lost to kills
+    used the machine too), undecayed, over the whole run. Returns:
+
+    * ``associations``: the ``top`` associations by used processor-seconds, each with
+      ``user``, ``group``, ``jobs``, ``usage_share``, ``target_share`` (normalised shares S),
+      ``mean_wait``, and ``mean_factor`` (the mean fair-share factor its jobs started with);
+    * ``share_gap``: half the sum over all associations of ``|usage_share - target_share|``
+      (0: every association used exactly its share; 1: all usage by associations with no share);
+    * ``mean_wait_by_usage_decile``: the users (associations) sorted by used processor-seconds,
+      cut into ten groups of (nearly) equal size, lightest first, with each group's mean wait
+      over its jobs (fewer groups when there are fewer than ten associations);
+    * ``associations_count``.
+    """
+    meta = result.info.get("fair_share")
+    if meta is None or "association" not in result.attributes:
+        raise RushError(
+            "this run has no fair-share associations",
+            where="fair_share_summary",
+            fix="simulate with a fair-share model (SimInputs.fair_share_model, --fairshare-half-life)",
+        )
+    assoc = np.asarray(result.attributes["association"], dtype=np.int64)
+    target = np.asarray(meta["share"], dtype=np.float64)
+    count = len(target)
+    started = started_mask(result)
+    area = np.where(started, result.procs * (result.end - result.start), 0.0)
+    if len(result.wasted_area) == len(result):
+        area = area + result.wasted_area
+    used = np.bincount(assoc, weights=area, minlength=count)
+    total = used.sum()
+    usage_share = used / total if total > 0 else np.zeros(count)
+    wait = result.start - result.submit
+    jobs = np.bincount(assoc[started], minlength=count)
+    wait_sum = np.bincount(assoc[started], weights=wait[started], minlength=count)
+    factor = np.asarray(result.attributes.get("fairshare", np.full(len(result), NAN)), dtype=np.float64)
+    factor_sum = np.bincount(assoc[started], weights=np.nan_to_num(factor[started]), minlength=count)
+    heaviest = np.argsort(-used, kind="stable")[:top]
+    rows = [
+        {
+            "user": int(meta["user"][a]),
+            "group": int(meta["group"][a]),
+            "jobs": int(jobs[a]),
+            "usage_share": float(usage_share[a]),
+            "target_share": float(target[a]),
+            "mean_wait": float(wait_sum[a] / jobs[a]) if jobs[a] else NAN,
+            "mean_factor": float(factor_sum[a] / jobs[a]) if jobs[a] else NAN,
+        }
+        for a in heaviest
+    ]
+    deciles = []
+    for part in np.array_split(np.argsort(used, kind="stable"), min(10, count)) if count else []:
+        in_part = np.isin(assoc, part) & started
+        deciles.append(_mean(wait[in_part]))
+    return {
+        "associations": rows,
+        "associations_count": count,
+        "share_gap": float(0.5 * np.abs(usage_share - target).sum()) if total > 0 else NAN,
+        "mean_wait_by_usage_decile": deciles,
+    }
