@@ -11,12 +11,13 @@ no IMP), gives root usage with a real job and recomputes fair-share (root 0.5, 5
     association's jobs; the backend reads each job's factor (``fairshare`` option).
 (b) scheduler mode: rush's module with ``LINEAR:r=1,fairshare=-1e6`` and
     ``site.fairshare = "rjms"`` starts the higher-fair-share association's job first although
-    it asks for more time.
+    it was submitted later (r: the submit time, FCFS).
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import signal
 import subprocess
 
@@ -34,6 +35,7 @@ from tests.flux.test_sched_module import decisions
 
 CORES = 4
 OTHER = 5011  # the second association's userid
+SET = "job-manager.rush-priority.set"
 
 
 def mf_priority_or_skip() -> None:
@@ -180,6 +182,30 @@ def test_priority_mode_adds_rushs_term_to_flux_accounting(accounted, tmp_path, t
         root_short: (0.5, "bankA"),
         other: (1.0, "bankA"),
     }
+    # The factor as an input of rush's policy in priority mode: LINEAR's fairshare term puts
+    # the higher-fair-share job first in rush's own values, ahead of root's earlier jobs
+    # (r = submit time alone, FCFS, would put it last).
+    linear = config.model_copy(
+        update={
+            "policy": config.policy.model_copy(update={"policy": "LINEAR:r=1,fairshare=-1e6"}),
+            # The full range: a weight of 1000 merges neighbouring ranks (scaled, order kept).
+            "site": config.site.model_copy(update={"fairshare": "rjms", "priority_weight": None}),
+            "daemon": config.daemon.model_copy(update={"journal": tmp_path / "linear.sqlite"}),
+        }
+    )
+    assert Planner(linear, backend=backend).run_cycle().ok
+    rush = backend.plugin_priorities(jobs)
+    assert rush[other] > max(rush[root_short], rush[root_long])
+    # In this mode 0 is a value (nothing added); below it, the batch is refused whole.
+    handle = flux.handle()
+    assert handle.rpc(SET, {"priorities": [[root_long, 0]]}).get()["set"] == 1
+    with pytest.raises(OSError) as info:
+        handle.rpc(SET, {"priorities": [[root_short, 5], [root_long, -1]]}).get()
+    assert info.value.errno == errno.EPROTO and "0..4294967294" in info.value.strerror
+    assert backend.plugin_priorities([root_short, root_long]) == {root_short: rush[root_short], root_long: 0}
+    for conf in ("combine=sum", "combine=add default=-1"):
+        assert flux.run("jobtap", "load", str(plugin), *conf.split(), check=False).returncode != 0, conf
+    assert 'combine must be "replace"' in flux.run("dmesg").stdout
 
 
 def test_scheduler_mode_orders_by_the_fairshare_term(accounted, tmp_path):
@@ -193,7 +219,7 @@ def test_scheduler_mode_orders_by_the_fairshare_term(accounted, tmp_path):
     flux.use_scheduler(str(MODULE), f"config={config}")
     blocker = flux.submit(f"-n{CORES}", "-t", "1m", "--setattr=system.bank=bankA", "sleep", "60")
     flux.run("job", "wait-event", "-t", "30", str(blocker), "start")
-    # root's job asks for less time (r=1 alone would start it first) and comes first.
+    # root's job comes first and asks for less time (r = submit time alone, FCFS, would start it first).
     root_job, other = submit_root(flux, "1m"), submit_other(flux, "2m")
     for job_id in (root_job, other):
         flux.run("job", "wait-event", "-t", "30", str(job_id), "priority")
