@@ -82,19 +82,35 @@ class FairShareTree(NamedTuple):
     decay: float  # usage kept after one period: 2 ** (-calc_period / half_life)
     period: float  # calc_period; inf: no fair-share model (nothing ever ticks)
     first_tick: float
+    ordered: bool  # a policy reads the factors (else only usage and the factors at starts)
 
 
 class UsageLedger(NamedTuple):
-    """What the replay accumulates: decayed usage per association, the current period's
-    processor-seconds, the factors, ``clock`` = [next tick, last tick], and the factor each
-    job is ordered with (its association's at the last tick before it queued or since)."""
+    """What the replay accumulates, per association: decayed usage kept *scaled* by
+    ``D ** -k`` after tick k (D: one period's decay), so that a tick adds the period's usage
+    without touching the old (normalised usage, all the factor needs, is scale-free); the same
+    for accounts and the total; processors running now (``rate``) and the current period's
+    corrections for runs that started or ended inside it (``fresh``); the factors, computed
+    when a job needs one (``stamp``: the epoch they were computed in). A tick visits only the
+    associations in ``active[:active_count[0]]`` (running jobs or corrections this period;
+    ``listed`` marks them): a site has hundreds of users, a few dozen run at once.
+
+    ``clock`` = [next tick, last tick, scale D ** -k, epoch]. ``job_factor``: the factor each
+    job is ordered with (its association's at the last tick before it queued, or since).
+    """
 
     usage: np.ndarray
+    group_usage: np.ndarray
+    total: np.ndarray  # one entry: all associations' scaled usage
+    rate: np.ndarray
     fresh: np.ndarray
     factor: np.ndarray
-    group_usage: np.ndarray
+    stamp: np.ndarray
     clock: np.ndarray
     job_factor: np.ndarray
+    active: np.ndarray
+    active_count: np.ndarray
+    listed: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -123,8 +139,13 @@ def associations(user: np.ndarray, group: np.ndarray | None, model: DecayedFairS
         group = np.asarray(group, dtype=np.int64)
     else:
         group = np.full(len(user), -1, dtype=np.int64)
-    pairs, job_assoc = np.unique(np.stack([group, user], axis=1), axis=0, return_inverse=True)
-    assoc_group, assoc_user = pairs[:, 0], pairs[:, 1]
+    # One key per (group, user) pair, in (group, user) order (np.unique over rows is slower).
+    users, user_slot = np.unique(user, return_inverse=True)
+    groups, group_slot = np.unique(group, return_inverse=True)
+    keys, job_assoc = np.unique(
+        group_slot.reshape(-1) * len(users) + user_slot.reshape(-1), return_inverse=True
+    )
+    assoc_group, assoc_user = groups[keys // max(len(users), 1)], users[keys % max(len(users), 1)]
     job_assoc = job_assoc.reshape(-1).astype(np.int64)
     raw = np.array([model.user_shares.get(int(u), 1.0) for u in assoc_user], dtype=np.float64)
     if not model.by_group:
@@ -136,9 +157,11 @@ def associations(user: np.ndarray, group: np.ndarray | None, model: DecayedFairS
     return Associations(assoc_user, assoc_group, share, local, job_assoc)
 
 
-def fair_share_tree(found: Associations, model: DecayedFairShare, first_submit: float) -> FairShareTree:
+def fair_share_tree(
+    found: Associations, model: DecayedFairShare, first_submit: float, ordered: bool = True
+) -> FairShareTree:
     """The compiled loop's view of ``found`` under ``model``; the first tick is one period
-    after the first submit."""
+    after the first submit. ``ordered``: a policy of the run reads the factors."""
     if model.by_group:
         groups, slot = np.unique(found.group, return_inverse=True)
         assoc_group, n_groups = slot.reshape(-1).astype(np.int64), len(groups)
@@ -153,64 +176,125 @@ def fair_share_tree(found: Associations, model: DecayedFairShare, first_submit: 
         2.0 ** (-model.calc_period / model.half_life),
         float(model.calc_period),
         float(first_submit) + float(model.calc_period),
+        bool(ordered),
     )
 
 
 def no_fair_share() -> FairShareTree:
     """No model: the loop never ticks and the jobs keep their static factors."""
     empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-    return FairShareTree(empty_i, empty_i, empty_f, empty_f, 0, 1.0, np.inf, np.inf)
+    return FairShareTree(empty_i, empty_i, empty_f, empty_f, 0, 1.0, np.inf, np.inf, False)
 
 
 @njit(cache=True, nogil=True)
 def new_ledger(tree: FairShareTree, jobs: int) -> UsageLedger:
     """No usage yet: every factor is 1."""
     count = len(tree.norm_share)
-    clock = np.empty(2)
+    clock = np.empty(4)
     clock[0] = tree.first_tick
-    clock[1] = -np.inf
+    clock[1] = tree.first_tick - tree.period if tree.period < np.inf else -np.inf
+    clock[2] = 1.0
+    clock[3] = 0.0
     return UsageLedger(
-        np.zeros(count), np.zeros(count), np.ones(count), np.zeros(tree.n_groups), clock, np.ones(jobs)
+        np.zeros(count),
+        np.zeros(tree.n_groups),
+        np.zeros(1),
+        np.zeros(count),
+        np.zeros(count),
+        np.ones(count),
+        np.full(count, -1.0),  # no factor computed yet
+        clock,
+        np.ones(jobs),
+        np.zeros(count, dtype=np.int64),
+        np.zeros(1, dtype=np.int64),
+        np.zeros(count, dtype=np.bool_),
     )
 
 
-@njit(cache=True, nogil=True)
-def charge(
-    ledger: UsageLedger, tree: FairShareTree, job: int, procs: int, since: float, until: float
-) -> None:
-    """Add ``job``'s processor-seconds from max(``since``, last tick) to ``until`` to this period."""
-    begin = max(since, ledger.clock[1])
-    if until > begin:
-        ledger.fresh[tree.job_assoc[job]] += procs * (until - begin)
+@njit(cache=True, nogil=True, inline="always")
+def _listed(ledger: UsageLedger, a: int) -> None:
+    if not ledger.listed[a]:
+        ledger.listed[a] = True
+        ledger.active[ledger.active_count[0]] = a
+        ledger.active_count[0] += 1
 
 
-@njit(cache=True, nogil=True)
-def classic_factors(usage: np.ndarray, tree: FairShareTree, group_usage: np.ndarray, out: np.ndarray) -> None:
-    """``out[a] = 2 ** (-UE_a / S_a)`` (module docstring) for decayed ``usage``."""
-    total = 0.0
-    for a in range(len(usage)):
-        total += usage[a]
-    if total <= 0.0:
-        out[:] = 1.0
-        return
-    if tree.n_groups > 0:
-        group_usage[:] = 0.0
-        for a in range(len(usage)):
-            group_usage[tree.assoc_group[a]] += usage[a]
-    for a in range(len(usage)):
-        effective = usage[a] / total
-        if tree.n_groups > 0:
-            account = group_usage[tree.assoc_group[a]] / total
-            effective += (account - effective) * tree.local_share[a]
-        out[a] = 2.0 ** (-effective / tree.norm_share[a])
+@njit(cache=True, nogil=True, inline="always")  # per job: no call, no reference counts
+def run_starts(ledger: UsageLedger, tree: FairShareTree, job: int, procs: int, now: float) -> None:
+    """``job`` holds ``procs`` processors from ``now``: its association is charged from here on."""
+    a = tree.job_assoc[job]
+    ledger.rate[a] += procs
+    ledger.fresh[a] -= procs * (now - ledger.clock[1])  # the rate charges from the last tick
+    _listed(ledger, a)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")  # per job: no call, no reference counts
+def run_ends(ledger: UsageLedger, tree: FairShareTree, job: int, procs: int, now: float) -> None:
+    """``job``'s run ends at ``now`` (finished or killed: the processors were used either way)."""
+    a = tree.job_assoc[job]
+    ledger.rate[a] -= procs
+    ledger.fresh[a] += procs * (now - ledger.clock[1])
+    _listed(ledger, a)
+
+
+@njit(cache=True, nogil=True, inline="always")  # per tick: no reference counts
 def close_period(ledger: UsageLedger, tree: FairShareTree) -> None:
-    """At the tick ``clock[0]``: decay the usage, add the period's, recompute the factors."""
-    for a in range(len(ledger.usage)):
-        ledger.usage[a] = ledger.usage[a] * tree.decay + ledger.fresh[a]
+    """At the tick ``clock[0]``: the period's processor-seconds join the decayed usage."""
+    tick = ledger.clock[0]
+    span = tick - ledger.clock[1]
+    scale = ledger.clock[2] / tree.decay  # D ** -k at this tick k
+    added = 0.0
+    kept = 0
+    for k in range(ledger.active_count[0]):
+        a = ledger.active[k]
+        used = ledger.fresh[a] + ledger.rate[a] * span
+        ledger.usage[a] += used * scale
+        if tree.n_groups > 0:
+            ledger.group_usage[tree.assoc_group[a]] += used * scale
+        added += used * scale
         ledger.fresh[a] = 0.0
-    classic_factors(ledger.usage, tree, ledger.group_usage, ledger.factor)
-    ledger.clock[1] = ledger.clock[0]
-    ledger.clock[0] += tree.period
+        if ledger.rate[a] > 0:  # still running: charged at the next tick too
+            ledger.active[kept] = a
+            kept += 1
+        else:
+            ledger.listed[a] = False
+    ledger.active_count[0] = kept
+    ledger.total[0] += added
+    if scale > 1e100:  # keep the scaled sums finite: fold the scale back in
+        ledger.usage[:] /= scale
+        ledger.group_usage[:] /= scale
+        ledger.total[0] /= scale
+        scale = 1.0
+    ledger.clock[1] = tick
+    ledger.clock[0] = tick + tree.period
+    ledger.clock[2] = scale
+    ledger.clock[3] += 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")  # per job: no call, no reference counts
+def association_factor(ledger: UsageLedger, tree: FairShareTree, a: int) -> float:
+    """Association ``a``'s classic factor ``2 ** (-UE / S)`` (module docstring), computed once
+    per period."""
+    if ledger.stamp[a] == ledger.clock[3]:
+        return ledger.factor[a]
+    value = 1.0
+    total = ledger.total[0]
+    if total > 0.0:
+        effective = ledger.usage[a] / total
+        if tree.n_groups > 0:
+            account = ledger.group_usage[tree.assoc_group[a]] / total
+            effective += (account - effective) * tree.local_share[a]
+        value = 2.0 ** (-effective / tree.norm_share[a])
+    ledger.factor[a] = value
+    ledger.stamp[a] = ledger.clock[3]
+    return value
+
+
+def decayed_usage(ledger: UsageLedger) -> np.ndarray:
+    """Each association's usage as Slurm keeps it (decayed processor-seconds)."""
+    return ledger.usage / ledger.clock[2]
+
+
+def classic_factors(ledger: UsageLedger, tree: FairShareTree) -> np.ndarray:
+    """Every association's factor now."""
+    return np.array([association_factor(ledger, tree, a) for a in range(len(ledger.usage))])

@@ -17,7 +17,7 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.fairshare import Associations, DecayedFairShare, associations, fair_share_tree, no_fair_share
-from rush.core.names import NEUTRAL_FAIRSHARE
+from rush.core.names import LINEAR_FEATURES, NEUTRAL_FAIRSHARE
 from rush.core.node_pool import NodeRequests, NodeView, new_slots
 from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
@@ -244,7 +244,7 @@ def simulate(
         _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n),
         no_fair_share()
         if found is None or inputs.fair_share_model is None
-        else fair_share_tree(found, inputs.fair_share_model, float(submit[0])),
+        else fair_share_tree(found, inputs.fair_share_model, float(submit[0]), _reads_fairshare(config)),
     )
     t0 = time.perf_counter()
     if progress and n:
@@ -306,6 +306,14 @@ def _associations(workload: Workload, inputs: SimInputs) -> Associations | None:
             fix="give the factors (a site's own) or the model (factors from the trace's usage), not both",
         )
     return associations(workload.user, workload.extra.get("group"), model)
+
+
+def _reads_fairshare(config: CoreConfig) -> bool:
+    """Whether the queue order or the backfill scan has a LINEAR fairshare term."""
+    return any(
+        p.name == "LINEAR" and p.weights[LINEAR_FEATURES.index("fairshare")] != 0.0
+        for p in (config.policy, config.scan_policy)
+    )
 
 
 def _fair_share_info(found: Associations, model: DecayedFairShare) -> dict:

@@ -8,8 +8,9 @@ scheduling pass (:func:`rush.core.scheduling_pass.scheduling_pass`, the live cor
 Which kill ends a run is :func:`rush.core.false_small_kill.run_outcome`'s decision.
 
 With a fair-share model (:mod:`rush.core.fairshare`), the calc-period ticks up to t come
-first: running jobs are charged up to each tick, usage decays, the factors are recomputed and
-the queued jobs take their association's factor (LINEAR's ``fairshare`` term reads it). Ticks
+first: each tick adds the period's processor-seconds to the decayed usage; before a pass the
+queued jobs take their association's factor of the period when a policy reads it (LINEAR's
+``fairshare`` term); starts and ends change what the running jobs are charged. Ticks
 are not events: as with every time-dependent policy, the new order is seen at the next event.
 """
 
@@ -20,7 +21,15 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from rush.core.fairshare import FairShareTree, UsageLedger, charge, close_period, new_ledger
+from rush.core.fairshare import (
+    FairShareTree,
+    UsageLedger,
+    association_factor,
+    close_period,
+    new_ledger,
+    run_ends,
+    run_starts,
+)
 from rush.core.false_small_kill import (
     RUN_DIVIDER_REQUEUE,
     RUN_FINAL_KILL,
@@ -197,30 +206,12 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
     return held
 
 
-@njit(cache=True, nogil=True)
-def _fair_share_ticks(
-    t: float,
-    tree: FairShareTree,
-    ledger: UsageLedger,
-    running: tuple[np.ndarray, int],
-    start: np.ndarray,
-    procs: np.ndarray,
-    queue: np.ndarray,
-    qn: int,
-) -> None:
-    """Every calc-period tick up to ``t``: charge the running jobs (``running``: their
-    indices and count) up to the tick, close the period, and give the queued jobs their
-    association's new factor."""
-    r_job, rn = running
-    while ledger.clock[0] <= t:
-        tick = ledger.clock[0]
-        for k in range(rn):
-            j = r_job[k]
-            charge(ledger, tree, j, procs[j], start[j], tick)
-        close_period(ledger, tree)
+@njit(cache=True, nogil=True, inline="always")  # inlined: a call would count references per event
+def _refresh_factors(tree: FairShareTree, ledger: UsageLedger, queue: np.ndarray, qn: int) -> None:
+    """The queued jobs take their association's factor of this period."""
     for k in range(qn):
         j = queue[k]
-        ledger.job_factor[j] = ledger.factor[tree.job_assoc[j]]
+        ledger.job_factor[j] = association_factor(ledger, tree, tree.job_assoc[j])
 
 
 @njit(cache=True, nogil=True)
@@ -260,6 +251,7 @@ def run_simulation(
     ledger = new_ledger(fair, n if fair_on else 0)
     factor_of_job = ledger.job_factor if fair_on else jobs.fairshare
     fairshare_at_start = np.full(n, np.nan)
+    factors_epoch = 0.0  # the period whose factors the queued jobs hold
     pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive, factor_of_job)
     for j in range(n):
         limit[j] = run_limit(jobs.reservations[j], jobs.reservation_counts[j], 0, jobs.requested_time[j])
@@ -314,8 +306,8 @@ def run_simulation(
         while vi < nv and windows.end[vi] <= t:
             vi += 1
         variable_now = vi < nv and windows.start[vi] <= t
-        if ledger.clock[0] <= t:  # never without a fair-share model (the clock stays at inf)
-            _fair_share_ticks(t, fair, ledger, (r_job, rn), start, procs, queues.queue, qn)
+        while ledger.clock[0] <= t:  # never without a fair-share model (the clock stays at inf)
+            close_period(ledger, fair)
 
         # 1. completions (a kill at the divider or at a speculative reservation requeues the job)
         while hn > 0 and ht[0] <= t:
@@ -327,7 +319,7 @@ def run_simulation(
                 free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
             if fair_on:
-                charge(ledger, fair, j, procs[j], start[j], t)
+                run_ends(ledger, fair, j, procs[j], t)
             if outcome[j] == RUN_DIVIDER_REQUEUE or outcome[j] == RUN_RESERVATION_REQUEUE:
                 wasted[j] += (t - start[j]) * procs[j]
                 if outcome[j] == RUN_DIVIDER_REQUEUE:
@@ -350,8 +342,8 @@ def run_simulation(
                 start[j] = -1.0
                 end[j] = -1.0
                 backfilled[j] = False
-                if fair_on:
-                    factor_of_job[j] = ledger.factor[fair.job_assoc[j]]
+                if fair.ordered:
+                    factor_of_job[j] = association_factor(ledger, fair, fair.job_assoc[j])
                 queues.queue[qn] = j
                 queues.scan[qn] = j
                 qn += 1
@@ -359,8 +351,8 @@ def run_simulation(
                 done += 1
         # 2. arrivals
         while nxt < n and submit[nxt] <= t:
-            if fair_on:
-                factor_of_job[nxt] = ledger.factor[fair.job_assoc[nxt]]
+            if fair.ordered:
+                factor_of_job[nxt] = association_factor(ledger, fair, fair.job_assoc[nxt])
             queues.queue[qn] = nxt
             queues.scan[qn] = nxt
             qn += 1
@@ -370,6 +362,10 @@ def run_simulation(
         # 3. one scheduling pass (nothing can start on a full machine)
         if qn == 0 or free <= 0:
             continue
+        # Factors change at ticks; only a pass reads them (none on a full machine).
+        if fair.ordered and ledger.clock[3] != factors_epoch:
+            _refresh_factors(fair, ledger, queues.queue, qn)
+            factors_epoch = ledger.clock[3]
         moment = PassMoment(t, free, qn, variable_now)
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
@@ -391,7 +387,11 @@ def run_simulation(
             else:
                 free -= procs[j]
             start[j] = t
-            fairshare_at_start[j] = factor_of_job[j]
+            if fair_on:
+                fairshare_at_start[j] = association_factor(ledger, fair, fair.job_assoc[j])
+                run_starts(ledger, fair, j, procs[j], t)
+            else:
+                fairshare_at_start[j] = factor_of_job[j]
             backfilled[j] = out.backfilled[k]
             killable = is_killable(
                 rules.kill_false_small, runtime_class[j], jobs.idempotent[j], requeues[j], rules.max_requeues

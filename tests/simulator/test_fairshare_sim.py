@@ -13,11 +13,13 @@ from rush.core.config import CoreConfig
 from rush.core.fairshare import (
     DecayedFairShare,
     associations,
-    charge,
     classic_factors,
     close_period,
+    decayed_usage,
     fair_share_tree,
     new_ledger,
+    run_ends,
+    run_starts,
 )
 from rush.errors import ConfigError, RushError
 from rush.simulator.engine import SimInputs, simulate
@@ -35,9 +37,13 @@ def _tree(user: list[int], group: list[int] | None, model: DecayedFairShare):
 
 
 def _factors(tree, usage: list[float]) -> np.ndarray:
-    out = np.empty(len(usage))
-    classic_factors(np.array(usage, dtype=float), tree, np.zeros(tree.n_groups), out)
-    return out
+    """The factors of associations with this (decayed) usage."""
+    ledger = new_ledger(tree, 0)
+    ledger.usage[:] = usage
+    if tree.n_groups:
+        ledger.group_usage[:] = np.bincount(tree.assoc_group, weights=usage, minlength=tree.n_groups)
+    ledger.total[0] = sum(usage)
+    return classic_factors(ledger, tree)
 
 
 def test_classic_factor_for_two_users_is_two_to_the_minus_usage_over_share() -> None:
@@ -67,17 +73,20 @@ def test_usage_decays_by_half_each_half_life_and_the_period_is_added_undecayed()
     model = DecayedFairShare(half_life=600, calc_period=300)
     _, tree = _tree([1, 2], None, model)
     ledger = new_ledger(tree, 2)
-    charge(ledger, tree, 0, 4, 0.0, 300.0)  # job 0 (user 1): 4 processors for the first period
-    close_period(ledger, tree)
-    assert np.allclose(ledger.usage, [1200.0, 0.0])
+    run_starts(ledger, tree, 0, 4, 0.0)  # job 0 (user 1): 4 processors through the first period
+    close_period(ledger, tree)  # tick at 300
+    assert np.allclose(decayed_usage(ledger), [1200.0, 0.0])
     assert ledger.clock[1] == 300.0 and ledger.clock[0] == 600.0
-    charge(ledger, tree, 1, 2, 100.0, 600.0)  # job 1 (user 2) ran from 100: charged from the tick
-    close_period(ledger, tree)
-    assert np.allclose(ledger.usage, [1200.0 * 2**-0.5, 600.0])
+    run_ends(ledger, tree, 0, 4, 300.0)
+    run_starts(ledger, tree, 1, 2, 400.0)  # job 1 (user 2): 2 processors from 400 to 500
+    run_ends(ledger, tree, 1, 2, 500.0)
+    close_period(ledger, tree)  # tick at 600: the old usage decayed once, the new added whole
+    assert np.allclose(decayed_usage(ledger), [1200.0 * 2**-0.5, 200.0])
     for _ in range(2):  # one half-life without usage
         close_period(ledger, tree)
-    assert np.allclose(ledger.usage, [1200.0 * 2**-1.5, 300.0])
-    assert np.allclose(ledger.factor, _factors(tree, list(ledger.usage)))
+    usage = decayed_usage(ledger)
+    assert np.allclose(usage, [1200.0 * 2**-1.5, 100.0])
+    assert np.allclose(classic_factors(ledger, tree), _factors(tree, list(usage)))
 
 
 def _two_users(jobs_each: int = 5) -> Workload:
