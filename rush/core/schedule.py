@@ -260,6 +260,8 @@ def schedule(
     decided = Decisions(now=now)
     decided.order = [pending[k].job_id for k in order]
     decided.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
+    decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
+    decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
     decisions: list[Decision] = list(kills)
     decisions += [Decision(pending[k].job_id, "infeasible", why) for k, why in sorted(infeasible.items())]
     if explain_priorities:

@@ -121,6 +121,10 @@ class Decisions:
     # Priority value per pending job id (rush.core.priority_values): larger runs first, in the
     # order of ``order``; a job's value depends on its own score only, not on the others.
     priority: dict[int, int] = field(default_factory=dict)
+    # The terms the value comes from: ordering group (0 starved, 1, 2 predicted large) and key
+    # (the policy's score, smaller first; rush.core.ordering).
+    priority_group: dict[int, int] = field(default_factory=dict)
+    priority_key: dict[int, float] = field(default_factory=dict)
     decisions: list[Decision] = field(default_factory=list)
     # State for the next pass: standing conservative reservations by job id (the daemon
     # journals them and gives them back as PendingJob.reserved_at).

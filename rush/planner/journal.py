@@ -12,6 +12,10 @@ Tables:
   applied, the predicted class.
 * ``cycles``: one row per cycle (ok or not, queue sizes, counts, error).
 * ``events``: anything that went wrong besides a decision (RJMS down, bad model file, ...).
+* ``queue``: the queue as rush last saw it, one row per job (pending, running, gone): who owns
+  it, its inputs, the core's priority value, group and key, its estimated start, why, the job
+  it waits behind, the first estimate made for it, and its start once seen running. Rows are
+  rewritten only when they change; ``rush explain`` and ``rush status`` read it.
 
 Crash safety: an action's intent row (and, for a requeue, the job's new requeue count) is
 committed before the backend is called; its outcome is committed after. An intent found
@@ -65,12 +69,21 @@ CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, time REAL NOT NULL, cycle INTEGER, kind TEXT NOT NULL, message TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_time ON events (time);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS queue (
+    job_id INTEGER PRIMARY KEY, time REAL NOT NULL, cycle INTEGER NOT NULL, state TEXT NOT NULL,
+    user TEXT, account TEXT, partition TEXT, submit REAL, procs INTEGER, requested_time REAL,
+    estimate REAL, runtime_class INTEGER, fairshare REAL, priority INTEGER, priority_group INTEGER,
+    priority_key REAL, estimated_start REAL, estimate_basis TEXT, waits_behind INTEGER,
+    first_estimated_start REAL, first_estimated_at REAL, start REAL, model_outputs TEXT);
+CREATE INDEX IF NOT EXISTS queue_time ON queue (time);
+CREATE INDEX IF NOT EXISTS queue_user ON queue (user, state);
+CREATE INDEX IF NOT EXISTS queue_state ON queue (state, priority);
 """
 # Retention deletes in batches of this many rows, at most this many batches per cycle.
 PRUNE_BATCH = 2000
 PRUNE_BATCHES = 50
 # Tables pruned by age, with the rows that must survive any age.
-PRUNED = (("decisions", "status != 'intent'"), ("events", "1"), ("cycles", "1"))
+PRUNED = (("decisions", "status != 'intent'"), ("events", "1"), ("cycles", "1"), ("queue", "state = 'gone'"))
 DECISION_COLUMNS = (
     "id",
     "time",
@@ -94,6 +107,31 @@ JOB_COLUMNS = (
     "predicted_class",
     "last_seen",
     "reserved_at",
+)
+QUEUE_COLUMNS = (
+    "job_id",
+    "time",
+    "cycle",
+    "state",
+    "user",
+    "account",
+    "partition",
+    "submit",
+    "procs",
+    "requested_time",
+    "estimate",
+    "runtime_class",
+    "fairshare",
+    "priority",
+    "priority_group",
+    "priority_key",
+    "estimated_start",
+    "estimate_basis",
+    "waits_behind",
+    "first_estimated_start",
+    "first_estimated_at",
+    "start",
+    "model_outputs",
 )
 # Columns added after a journal's first release, with their type: added when missing.
 ADDED_JOB_COLUMNS = (("reserved_at", "REAL"),)
@@ -145,6 +183,35 @@ class JobRecord:
     @classmethod
     def of_row(cls, row: tuple) -> JobRecord:
         return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7], row[8])
+
+
+class QueueRow(NamedTuple):
+    """One job as rush last saw it (see the ``queue`` table); times are unix seconds, an
+    estimated start of inf is stored as NULL (not in sight)."""
+
+    job_id: int
+    time: float
+    cycle: int
+    state: str  # pending, running, gone
+    user: str
+    account: str
+    partition: str
+    submit: float
+    procs: int
+    requested_time: float
+    estimate: float | None
+    runtime_class: int
+    fairshare: float | None
+    priority: int | None
+    priority_group: int | None
+    priority_key: float | None
+    estimated_start: float | None
+    estimate_basis: str | None
+    waits_behind: int | None
+    first_estimated_start: float | None
+    first_estimated_at: float | None
+    start: float | None
+    model_outputs: str | None  # JSON
 
 
 @dataclass(frozen=True)
@@ -260,6 +327,9 @@ class Journal:
         """A value of the journal's key-value table (None when unset)."""
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
     def meta_default(self, key: str, value: str) -> str:
         """The value of ``key``, set to ``value`` first if unset (kept across restarts)."""
@@ -407,6 +477,25 @@ class Journal:
 
     def forget_jobs(self, job_ids: list[int]) -> None:
         self.db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in job_ids])
+
+    # -- the queue as rush sees it -----------------------------------------------------------
+    def record_queue(self, rows: list[QueueRow]) -> None:
+        """Write these rows (the caller passes only the rows that changed)."""
+        if not rows:
+            return
+        marks = ", ".join("?" * len(QUEUE_COLUMNS))
+        with self.transaction():
+            self.db.executemany(
+                f"INSERT OR REPLACE INTO queue ({', '.join(QUEUE_COLUMNS)}) VALUES ({marks})", rows
+            )
+
+    def queue(self, states: tuple[str, ...] = ("pending", "running")) -> dict[int, QueueRow]:
+        """The journaled queue rows in these states, by job id."""
+        marks = ", ".join("?" * len(states))
+        rows = self.db.execute(
+            f"SELECT {', '.join(QUEUE_COLUMNS)} FROM queue WHERE state IN ({marks})", states
+        )
+        return {r[0]: QueueRow(*r) for r in rows}
 
     def close(self) -> None:
         self.db.close()

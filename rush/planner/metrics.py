@@ -18,11 +18,19 @@ rush_model_errors_total{model}                     counter    unusable model fil
 rush_model_info{model,version}                     gauge      1 per model in use
 rush_last_successful_cycle_timestamp_seconds       gauge      unix time
 rush_dry_run                                       gauge      1 in dry-run, 0 when applying
+rush_estimated_wait_seconds{quantile}              gauge      pending jobs' estimated waits
+                                                              (0.5, 0.9, 1 = longest) now
+rush_pending_without_estimate                      gauge      pending jobs with no start in
+                                                              sight (too wide, drained nodes)
 =================================================  =========  ==========================
+
+Per-job estimates are not metrics (one series per job would be 10 000 series): they are in the
+journal (``rush explain``, ``rush status``) and, on Flux, in each job's ``sched.t_estimate``.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from rush.collect.metrics_server import serve_metrics
@@ -63,8 +71,27 @@ class DaemonMetrics:
             "rush_last_successful_cycle_timestamp_seconds", "Unix time of the last good cycle", registry=r
         )
         self.dry_run = Gauge("rush_dry_run", "1 when only journaling, 0 when applying", registry=r)
+        self.estimated_wait = Gauge(
+            "rush_estimated_wait_seconds",
+            "Estimated wait of the pending jobs at the last cycle, by quantile (1: the longest)",
+            ["quantile"],
+            registry=r,
+        )
+        self.without_estimate = Gauge(
+            "rush_pending_without_estimate", "Pending jobs with no start in sight", registry=r
+        )
         for outcome in ("ok", "rjms_error", "error"):
             self.cycles.labels(outcome=outcome)  # export zeros so rate() works from the start
+
+    def observe_estimates(self, now: float, starts: list[float]) -> None:
+        """Set the wait quantiles from the pending jobs' estimated starts (inf: none)."""
+        waits = np.asarray(starts, dtype=np.float64) - now
+        finite = waits[np.isfinite(waits)]
+        self.without_estimate.set(len(waits) - len(finite))
+        for q in (0.5, 0.9, 1.0):
+            self.estimated_wait.labels(quantile=f"{q:g}").set(
+                float(np.quantile(finite, q)) if len(finite) else 0.0
+            )
 
     def serve(self, address: str) -> int:
         """Serve /metrics on ``HOST:PORT``; returns the port (0 picks a free one)."""

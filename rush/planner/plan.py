@@ -34,8 +34,9 @@ from rush.core.snapshot import Decisions
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.planner.apply import Applier, Book, plan_actions
 from rush.planner.config import RushConfig
-from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook
+from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
+from rush.planner.queue_view import QueueView, describe_core, queue_rows
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
 from rush.planner.variation import VariationPredictor, get_predictor
@@ -99,8 +100,12 @@ class Planner:
         # that carries the core's starts out itself (the Flux scheduler module allocates them).
         self.last: tuple[int, Built, Decisions] | None = None
         self._running: dict[int, RJMSJob] = {}
+        # The journal's queue rows as last written (rewritten only when they change).
+        self._queue: dict[int, QueueRow] = self.journal.queue()
         self.classifier = self._load_classifier()
         self.core_config = self._core_config()
+        # What rush explain needs to recompute a priority's terms (policy, threshold, ...).
+        self.journal.set_meta("core_config", describe_core(self.core_config, config.policy.policy))
         if self.core_config.placement == "variability" and not self.backend.capabilities.starts_jobs:
             # The RJMS places jobs itself: a flagged job released for a quiet pod may land anywhere.
             note = (
@@ -256,10 +261,9 @@ class Planner:
                 )
             for name, seconds in built.model_seconds.items():
                 self.metrics.model_latency.labels(model=name).observe(seconds)
-            decisions = schedule(
-                built.snapshot, self.core_config, explain_priorities=self._sets_priorities()
-            )
+            decisions = schedule(built.snapshot, self.core_config, explain_priorities=self._sets_priorities())
             self.last = (cycle, built, decisions)
+            self._record_queue(cycle, state, built, decisions)
             # Limits first: a priority nudge may start the job at once.
             speculated = self._speculate(cycle, state)
             applied, rjms_error = self._act(cycle, state, built, decisions)
@@ -286,6 +290,18 @@ class Planner:
         self.metrics.last_success.set(time.time())
         self.journal.end_cycle(cycle, True, self.mode, pending, running, counts, seconds)
         return CycleReport(cycle, True, decisions=counts, applied=applied, seconds=seconds)
+
+    def _record_queue(self, cycle: int, state: ClusterState, built: Built, decisions: Decisions) -> None:
+        """The queue as rush sees it, into the journal (changed rows only) and the metrics."""
+        now = state.taken_at
+        rows = queue_rows(QueueView(cycle, now, state, built, decisions), self._queue)
+        self.journal.record_queue(rows)
+        for row in rows:
+            if row.state == "gone":
+                self._queue.pop(row.job_id, None)
+            else:
+                self._queue[row.job_id] = row
+        self.metrics.observe_estimates(now, list(decisions.estimated_start.values()))
 
     def _act(
         self, cycle: int, state: ClusterState, built: Built, decisions: Decisions

@@ -1,0 +1,92 @@
+"""The queue as rush sees it, one journal row per job: what ``rush status`` lists and
+``rush explain`` starts from.
+
+A cycle's rows come from the RJMS's read (owner, account, state), the snapshot the core saw
+(inputs) and the core's decisions (priority value, group and key, estimated start, why, the
+job it waits behind). Only rows that changed are written; the first estimate made for a job
+is kept, so its accuracy can be measured against its real start.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+from rush.core.config import CoreConfig
+from rush.core.snapshot import Decisions
+from rush.planner.journal import QueueRow
+from rush.planner.snapshot_builder import Built
+from rush.rjms.base import ClusterState
+
+
+@dataclass(frozen=True)
+class QueueView:
+    cycle: int
+    now: float
+    state: ClusterState
+    built: Built
+    decisions: Decisions
+
+
+def describe_core(config: CoreConfig, policy_text: str) -> str:
+    """The core's configuration as JSON, with the policy as the site wrote it."""
+    fields = asdict(config)
+    fields.pop("policy", None)
+    fields.pop("backfill_policy", None)
+    return json.dumps({"policy": policy_text, **fields}, default=str, sort_keys=True)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def queue_rows(view: QueueView, previous: dict[int, QueueRow]) -> list[QueueRow]:
+    """The rows that changed since ``previous`` (the rows last written, by job id), with
+    jobs that left the queue marked ``gone``."""
+    d = view.decisions
+    pending = {p.job_id: p for p in view.built.snapshot.pending}
+    changed: list[QueueRow] = []
+    seen = set()
+    for job in view.state.jobs:
+        seen.add(job.job_id)
+        old = previous.get(job.job_id)
+        p = pending.get(job.job_id)
+        running = job.state != "PENDING" and job.start is not None
+        estimated = None if running else _finite(d.estimated_start.get(job.job_id))
+        first_at = old.first_estimated_at if old is not None else None
+        first = old.first_estimated_start if old is not None else None
+        if first_at is None and estimated is not None:
+            first, first_at = estimated, view.now
+        outputs = view.built.outputs.get(job.job_id)
+        row = QueueRow(
+            job_id=job.job_id,
+            time=view.now,
+            cycle=view.cycle,
+            state="running" if running else "pending",
+            user=job.user,
+            account=job.account,
+            partition=job.partition,
+            submit=job.submit,
+            procs=job.procs,
+            requested_time=job.requested_time,
+            estimate=None if p is None or p.estimate is None else float(p.estimate),
+            runtime_class=-1 if p is None else int(p.runtime_class),
+            fairshare=None if p is None else p.fairshare,
+            priority=d.priority.get(job.job_id),
+            priority_group=d.priority_group.get(job.job_id),
+            priority_key=d.priority_key.get(job.job_id),
+            estimated_start=estimated,
+            estimate_basis=None if running else d.estimate_basis.get(job.job_id),
+            waits_behind=None if running else d.waits_behind.get(job.job_id),
+            first_estimated_start=first,
+            first_estimated_at=first_at,
+            start=job.start if running else None,
+            model_outputs=None if outputs is None else json.dumps(outputs, default=str, sort_keys=True),
+        )
+        if old is None or row[3:] != old[3:]:
+            changed.append(row)
+    for job_id, old in previous.items():
+        if job_id not in seen and old.state != "gone":
+            changed.append(old._replace(time=view.now, cycle=view.cycle, state="gone"))
+    return changed
