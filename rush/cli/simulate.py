@@ -358,7 +358,7 @@ def simulate_command(
             "wasted_area": float(result.wasted_area.sum()),
         }
     if fair_share is not None:
-        metrics["fair_share"] = fair_share_summary(result) | {
+        metrics["fair_share"] = _named(fair_share_summary(result), trace_obj.labels) | {
             "half_life": fair_share.half_life,
             "calc_period": fair_share.calc_period,
             "by_group": fair_share.by_group,
@@ -380,6 +380,16 @@ def simulate_command(
             _print_fair_share(metrics["fair_share"])
 
 
+def _named(summary: dict, labels: dict[str, dict[int, str]]) -> dict:
+    """Add the user and account names of a trace that has them (sacct) to the summary's rows."""
+    for row in summary["associations"]:
+        for column in ("user", "group"):
+            name = labels.get(column, {}).get(row[column])
+            if name is not None:
+                row[f"{column}_name"] = name
+    return summary
+
+
 def _print_fair_share(summary: dict) -> None:
     """The heaviest associations' usage against their share, and waits by usage decile."""
     from rich.console import Console
@@ -394,11 +404,11 @@ def _print_fair_share(summary: dict) -> None:
         view.add_column(column, justify="right")
     for row in summary["associations"]:
         view.add_row(
-            str(row["user"]),
-            "-" if row["group"] < 0 else str(row["group"]),
+            row.get("user_name", str(row["user"])),
+            row.get("group_name", "-" if row["group"] < 0 else str(row["group"])),
             str(row["jobs"]),
-            f"{row['usage_share']:.3f}",
-            f"{row['target_share']:.3f}",
+            f"{row['usage_share']:.2%}",
+            f"{row['target_share']:.2%}",
             f"{row['mean_wait']:.0f}",
             f"{row['mean_factor']:.3f}",
         )
