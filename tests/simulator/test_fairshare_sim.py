@@ -246,3 +246,41 @@ def test_a_sacct_trace_is_reported_by_account_and_user_name(tmp_path) -> None:
     # carol in physics and dave in bio: two accounts of one user each, half the machine each.
     assert {(r["group_name"], r["user_name"]) for r in rows} == {("physics", "carol"), ("bio", "dave")}
     assert all(r["target_share"] == 0.5 for r in rows)
+
+
+def _factors_at_starts_by_brute_force(workload: Workload, result, model: DecayedFairShare) -> np.ndarray:
+    """Slurm's procedure written out tick by tick, from the run's own starts and ends: at each
+    tick, usage = usage * D + the period's processor-seconds per user; a job starting at t
+    sees the factors of the last tick at or before t."""
+    users, assoc = np.unique(workload.user, return_inverse=True)
+    first, period = workload.submit[0], model.calc_period
+    ticks = first + period * np.arange(1, int((result.end.max() - first) // period) + 2)
+    used = np.zeros((len(ticks), len(users)))  # processor-seconds in the period ending at each tick
+    for j in range(len(workload)):
+        overlap = np.minimum(result.end[j], ticks) - np.maximum(result.start[j], ticks - period)
+        used[:, assoc[j]] += workload.procs[j] * np.clip(overlap, 0.0, None)
+    decay = 2.0 ** (-period / model.half_life)
+    usage = np.zeros(len(users))
+    factor_after = []
+    for k in range(len(ticks)):
+        usage = usage * decay + used[k]
+        factor_after.append(
+            2.0 ** (-(usage / usage.sum()) * len(users)) if usage.sum() > 0 else np.ones(len(users))
+        )
+    out = np.empty(len(workload))
+    for j in range(len(workload)):
+        k = np.searchsorted(ticks, result.start[j], side="right") - 1
+        out[j] = 1.0 if k < 0 else factor_after[k][assoc[j]]
+    return out
+
+
+def test_the_factors_at_starts_are_slurms_tick_by_tick_computation() -> None:
+    workload = _kth(400)
+    model = DecayedFairShare(half_life=6 * 3600, calc_period=600)
+    result = simulate(
+        workload, CoreConfig.from_names(FAVOUR_FAIRSHARE, "easy", 200_000), SimInputs(fair_share_model=model)
+    )
+    assert (result.start >= 0).all() and not result.requeues.any()
+    expected = _factors_at_starts_by_brute_force(workload, result, model)
+    assert np.allclose(result.attributes["fairshare"], expected, rtol=1e-9, atol=1e-12)
+    assert expected.min() < 0.5  # usage did build up
