@@ -10,10 +10,11 @@ What is implemented, and where it comes from:
   ``S = (S_user / S_siblings) * (S_account / S_sibling_accounts)``.
 * **Decayed usage** (PriorityDecayHalfLife, PriorityCalcPeriod): every ``calc_period`` seconds
   the usage so far decays by ``2 ** (-calc_period / half_life)`` and the processor-seconds used
-  in the period are added undecayed, as Slurm's decay thread does. Slurm decays by
-  ``(1 - ln 2 / half_life) ** seconds``, the first-order form of the same factor (the
-  difference is below 1e-6 relative for half-lives of an hour or more). Normalised usage
-  ``U = usage / usage of all associations``.
+  in the period are added undecayed, as the decay thread of Slurm's priority/multifactor
+  plugin does. Slurm decays by ``(1 - 0.693 / half_life) ** seconds``, the first-order form of
+  the same factor: the two differ by a relative ``(ln 2) ** 2 / (2 * half_life)`` per
+  half-life (4e-7 for Slurm's default 7 days). Normalised usage
+  ``U = usage / usage of all associations``. A sacct trace's groups are Slurm accounts.
 * **Effective usage** (classic): ``UE = U`` under the root, and under an account
   ``UE = U + (UE_account - U) * S_user / S_siblings``.
 * **Factor** (classic): ``F = 2 ** (-UE / S)``, in (0, 1]; 1 before anybody used anything.
