@@ -17,6 +17,7 @@ def _register() -> None:
     from rush.cli import daemon as _daemon  # noqa: F401
     from rush.cli import dataset as _dataset
     from rush.cli import experiment as _experiment
+    from rush.cli import explain as _explain  # noqa: F401
     from rush.cli import flux as _flux  # noqa: F401
     from rush.cli import replay as _replay  # noqa: F401
     from rush.cli import report as _report  # noqa: F401

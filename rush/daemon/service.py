@@ -4,7 +4,8 @@ Each cycle reads the RJMS, asks the core and applies (or only journals) its plan
 adds what only a long-running process needs: the interval between cycles, exponential
 back-off after failures (capped at ``daemon.backoff_max``), and stopping on SIGTERM/SIGINT.
 A failure outside a cycle's own guard (e.g. the journal's disk is full) is logged and counted,
-and the loop goes on after the back-off.
+and the loop goes on after the back-off. While it runs as a service it also answers ``rush
+explain`` / ``rush status`` on ``daemon.query_socket`` (:mod:`rush.planner.query_server`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rush.errors import RushError
 from rush.planner.config import RushConfig, load_config
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.plan import CycleReport, Planner
+from rush.planner.query_server import QueryServer, backend_rules
 from rush.rjms.base import RJMSBackend
 
 log = logging.getLogger("rush.daemon")
@@ -48,11 +51,45 @@ class Daemon(Planner):
     def stop(self, *_: Any) -> None:
         self._stop.set()
 
-    def run(self, cycles: int | None = None, handle_signals: bool = False) -> None:
-        """Cycle until :meth:`stop` (SIGTERM/SIGINT with ``handle_signals``) or ``cycles`` cycles."""
+    def serve_queries(self) -> QueryServer | None:
+        """Answer explain/status on ``daemon.query_socket``, by the RJMS's visibility rules.
+        A socket that cannot be served is logged and journaled: scheduling goes on without it."""
+        path = self.config.daemon.query_socket
+        rules = backend_rules
+        if getattr(self.backend, "cli", None) is None:
+            # Read once, here: a Flux handle belongs to the loop's thread, not the server's.
+            fixed = backend_rules(self.backend)
+            rules = lambda _backend: fixed  # noqa: E731
+        try:
+            server = QueryServer(path, self.config.daemon.journal, lambda: rules(self.backend)).start()
+        except RushError as exc:
+            log.error("rush explain / rush status through the socket are off: %s", exc)
+            self.journal.event(None, "query_socket", str(exc))
+            return None
+        log.info("answering rush explain / rush status on %s", path)
+        return server
+
+    def run(
+        self, cycles: int | None = None, handle_signals: bool = False, serve_queries: bool | None = None
+    ) -> None:
+        """Cycle until :meth:`stop` (SIGTERM/SIGINT with ``handle_signals``) or ``cycles`` cycles.
+
+        ``serve_queries`` (default: ``handle_signals``, i.e. when running as the service)
+        answers queries on the socket while the loop runs."""
         if handle_signals:
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
+        queries = (
+            self.serve_queries() if (handle_signals if serve_queries is None else serve_queries) else None
+        )
+        try:
+            self._loop(cycles)
+        finally:
+            if queries is not None:
+                queries.close()
+            self.journal.close()
+
+    def _loop(self, cycles: int | None) -> None:
         done = 0
         while not self._stop.is_set() and (cycles is None or done < cycles):
             try:
@@ -74,7 +111,6 @@ class Daemon(Planner):
                 )
             if cycles is None or done < cycles:
                 self._stop.wait(self.next_delay())
-        self.journal.close()
 
 
 def replay_hooks(config_path: Path):

@@ -14,6 +14,7 @@ later), paths neither empty nor directories. The file is read by
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -115,6 +116,19 @@ class DaemonSection(Section):
         le=3600,
         description="seconds > 0 and <= 3600: a slower queue read is treated as stale (no action)",
     )
+    query_socket: FilePath = Field(
+        Path("/run/rush/query.sock"),
+        description="the Unix socket (mode 0666) where the daemon answers rush explain / rush status "
+        "for users who cannot read the journal, each told only what the RJMS lets them see; "
+        "at most 107 bytes",
+    )
+
+    @field_validator("query_socket")
+    @classmethod
+    def _socket_path(cls, value: Path) -> Path:
+        if len(os.fsencode(value)) > 107:
+            raise ValueError("is longer than a Unix socket path may be (107 bytes)")
+        return value
 
 
 class PolicySection(Section):
