@@ -215,3 +215,14 @@ def _behind(
     ):
         ending.setdefault(t, ("pending", j))
     return {j: ending[t] for j, t in zip(later.tolist(), start[later].tolist(), strict=True) if t in ending}
+
+
+# An estimate is re-published (Flux's sched.t_estimate) when it moved by more than this many
+# seconds, or by more than this share of the wait still ahead, whichever is larger.
+REPUBLISH_SECONDS = 60.0
+REPUBLISH_SHARE = 0.05
+
+
+def estimate_moved(published: float, now: float) -> float:
+    """How far an estimate may move before it is worth sending again."""
+    return max(REPUBLISH_SECONDS, REPUBLISH_SHARE * max(published - now, 0.0))

@@ -50,8 +50,9 @@ from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-foun
 
 from rush.core.job_rules import time_limit
 from rush.core.schedule import schedule
-from rush.core.snapshot import Decision, RunningJob, Snapshot
+from rush.core.snapshot import Decision, Decisions, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
+from rush.core.start_estimates import estimate_moved
 from rush.errors import RJMSError, RushError
 from rush.flux_module.rank_pool import RankCachedResourcePool
 from rush.planner.config import load_config
@@ -75,6 +76,8 @@ from rush.rjms.flux import (
 )
 
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
+# At most this many sched.t_estimate annotations per pass (highest priority first).
+MAX_ANNOTATIONS_PER_PASS = 1000
 
 
 @dataclass
@@ -442,7 +445,7 @@ class RushScheduler(Scheduler):
                 self.pending.pop(job_id, None)
                 self._userids.pop(job_id, None)
                 self._estimates.pop(job_id, None)
-        self._publish_estimates(decisions.decisions)
+        self._publish_estimates(decisions)
         journal = self.planner.journal
         with journal.transaction():
             for d, status, answer in records:
@@ -472,23 +475,31 @@ class RushScheduler(Scheduler):
             self.planner.journal.event(None, "infeasible", why[:500])
         return False
 
-    def _publish_estimates(self, decisions: list[Decision]) -> None:
-        """``sched.t_estimate`` on each reserved job (its reserved start time), as sched-backfill
-        annotates its head job; cleared on a job no longer reserved. Sent only on change."""
-        now = {
-            d.job_id: float(d.value)
-            for d in decisions
-            if d.action == "reserve" and d.value is not None and math.isfinite(d.value)
-        }
-        for job in self._queue:
+    def _publish_estimates(self, decisions: Decisions) -> None:
+        """``sched.t_estimate`` on every queued job: the core's estimated start
+        (:mod:`rush.core.start_estimates`), as sched-backfill annotates its head job, but for
+        the whole queue. Cleared when a job has no start in sight any more; otherwise sent
+        only when it moved by more than ``estimate_moved`` (flux jobs shows it to the
+        second, but a projection shifting by a few seconds is not news), and at most
+        ``MAX_ANNOTATIONS_PER_PASS`` per pass, highest priority first, so a pass over 10 000
+        jobs does not send 10 000 events to the job-manager every time."""
+        estimated = decisions.estimated_start
+        rank = {job_id: k for k, job_id in enumerate(decisions.order)}
+        sent = 0
+        for job in sorted(self._queue, key=lambda q: rank.get(q.jobid, len(rank))):
             old = self._estimates.get(job.jobid)
-            new = now.get(job.jobid)
-            if new is not None and (old is None or abs(new - old) >= 1.0):
+            new = estimated.get(job.jobid, math.inf)
+            if not math.isfinite(new):
+                if old is not None:
+                    del self._estimates[job.jobid]
+                    job.request.annotate({"sched": {"t_estimate": None}})
+                continue
+            if sent >= MAX_ANNOTATIONS_PER_PASS:
+                continue
+            if old is None or abs(new - old) > estimate_moved(old, decisions.now):
                 self._estimates[job.jobid] = new
                 job.request.annotate({"sched": {"t_estimate": new}})
-            elif new is None and old is not None:
-                del self._estimates[job.jobid]
-                job.request.annotate({"sched": {"t_estimate": None}})
+                sent += 1
 
     def _placed_request(self, rr, decision: Decision):
         """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint

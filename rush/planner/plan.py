@@ -62,13 +62,20 @@ class CycleReport:
 
 def make_backend(config: RushConfig) -> RJMSBackend:
     """The configured backend; a wrong option is a ConfigError naming ``rjms.options``."""
+    options = dict(config.rjms.options)
+    if config.site.fairshare == "rjms":
+        # The backend reads each pending job's fair-share factor (Slurm: sshare; Flux: mf_priority).
+        options.setdefault("fairshare", True)
     try:
-        return get_backend(config.rjms.backend, **config.rjms.options)
+        return get_backend(config.rjms.backend, **options)
     except TypeError as exc:
+        fairshare = "fairshare" in options and "fairshare" not in config.rjms.options
         raise ConfigError(
             f"the {config.rjms.backend} backend does not accept these options: {exc}",
-            where="rjms.options",
-            fix="see the backend's documented options in deploy/rush.toml",
+            where="site.fairshare" if fairshare and "fairshare" in str(exc) else "rjms.options",
+            fix="use a backend that reads fair-share (slurm, flux), or site.fairshare = \"none\""
+            if fairshare and "fairshare" in str(exc)
+            else "see the backend's documented options in deploy/rush.toml",
         ) from None
 
 
