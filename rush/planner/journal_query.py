@@ -28,13 +28,14 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-from rush.core.config import CoreConfig
-from rush.core.priority_terms import JobInputs, PriorityTerms, priority_terms
 from rush.errors import ConfigError, RushError
 from rush.planner.journal import QUEUE_COLUMNS
+
+if TYPE_CHECKING:  # the core (numba) is imported only to compute priority terms
+    from rush.core.config import CoreConfig
 
 # Seconds a query waits for a lock held by the daemon before giving up (it commits in ms).
 BUSY_TIMEOUT = 2.0
@@ -160,9 +161,15 @@ class JournalQuery:
 
     def __init__(self, path: str | Path, busy_timeout: float = BUSY_TIMEOUT) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
+        try:
+            problem = (
+                None if self.path.is_file() else "no journal here" if not self.path.exists() else "not a file"
+            )
+        except OSError as exc:  # e.g. a directory the caller may not cross
+            problem = f"cannot read the journal ({exc.strerror})"
+        if problem is not None:
             raise ConfigError(
-                "no journal here" if not self.path.exists() else "not a file",
+                problem,
                 where=str(self.path),
                 fix="give the daemon's journal (daemon.journal in rush.toml), e.g. --journal "
                 "/var/lib/rush/journal.sqlite, or ask through the daemon's socket (--socket)",
@@ -290,6 +297,8 @@ class JournalQuery:
         return core_config_of(meta["core_config"]), float(meta.get("time_origin") or 0.0)
 
     def _terms(self, row: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        from rush.core.priority_terms import JobInputs, PriorityTerms, priority_terms
+
         try:
             config, origin = self.core_config()
             job = JobInputs(
@@ -364,6 +373,7 @@ class JournalQuery:
 
 def core_config_of(text: str) -> CoreConfig:
     """The CoreConfig the journal's ``core_config`` meta describes (queue_view.describe_core)."""
+    from rush.core.config import CoreConfig
     from rush.models.policies.heuristic_file import parse_policy_text
 
     fields = json.loads(text)

@@ -74,7 +74,8 @@ class QueryServer:
         except OSError:
             pass
         self.sock.close()
-        self.thread.join(timeout=CONNECTION_SECONDS + 1)
+        if self.thread.ident is not None:
+            self.thread.join(timeout=CONNECTION_SECONDS + 1)
         try:
             if stat.S_ISSOCK(self.path.lstat().st_mode):
                 self.path.unlink()
