@@ -42,6 +42,14 @@ def replay_command(
     backfill: str = typer.Option("easy", "--backfill"),
     timeout: float = typer.Option(3600.0, "--timeout", help="Give up after this many seconds."),
     out: Path | None = typer.Option(None, "--out", help="Write the fidelity report as JSON."),
+    estimates: Path | None = typer.Option(
+        None,
+        "--estimates",
+        help="Record start-time estimates at every poll, rush's (the daemon's journal; needs "
+        "--config, priority mode) beside the RJMS's own (squeue --start; Flux sched.t_estimate), "
+        "and write each job's prediction against its real start as CSV; the summary by wait "
+        "class goes into the --out report and is printed.",
+    ),
 ) -> None:
     """Submit a trace window as sleep jobs, run the daemon live, and report simulator vs reality."""
     import contextlib
@@ -62,6 +70,18 @@ def replay_command(
         )
     if mode not in MODES:
         raise RushError(f"unknown mode {mode!r}", where="--mode", fix=f"one of: {', '.join(MODES)}")
+    if estimates is not None and (estimates.is_dir() or not estimates.parent.is_dir()):
+        raise RushError(
+            f"cannot write the estimates to {estimates}",
+            where="--estimates",
+            fix="a file path in an existing directory",
+        )
+    if estimates is not None and (mode != "priority" or config is None):
+        raise RushError(
+            "rush's estimates are read from the daemon's journal during a priority-mode replay",
+            where="--estimates",
+            fix="give --config rush.toml and --mode priority",
+        )
     if mode == "scheduler" and (rjms != "flux" or config is None):
         raise RushError(
             "scheduler mode runs rush's Flux scheduler module with a rush.toml",
@@ -72,6 +92,7 @@ def replay_command(
     options = parse_backend_options(rjms, rjms_option)  # unknown keys and bad values: exit 2
     workload = workload_from_trace(load_trace(trace))
     cycle = None
+    recorder = None
     scheduler: contextlib.AbstractContextManager = contextlib.nullcontext()
     if mode == "scheduler":
         from rush.planner.config import load_config
@@ -84,6 +105,12 @@ def replay_command(
         from rush.daemon.service import replay_hooks
 
         core_config, backend, cycle = replay_hooks(config)
+        if estimates is not None:
+            from rush.planner.config import load_config
+            from rush.studies.estimate_accuracy import recorder_for
+
+            recorder = recorder_for(backend, load_config(config).daemon.journal, cycle)
+            cycle = recorder
     else:
         core_config = CoreConfig.from_names(parse_policy_text(policy), backfill, 200_000)
         backend = get_backend(rjms, **options)
@@ -103,6 +130,18 @@ def replay_command(
         # replay() has cancelled the submitted jobs and said so.
         typer.echo("replay interrupted", err=True)
         raise typer.Exit(130) from None
+    summary_text = ""
+    if recorder is not None and estimates is not None:
+        from rush.studies import estimate_accuracy
+        from rush.studies.replay import GRANULARITY
+
+        ids = {int(k): int(v) for k, v in report["rjms_job_ids"].items()}
+        rows, summary = estimate_accuracy.report(
+            recorder, backend, ids, speedup, GRANULARITY.get(report["rjms"], 5.0)
+        )
+        estimate_accuracy.write_csv(rows, estimates)
+        report["start_estimates"] = summary
+        summary_text = estimate_accuracy.table(summary["first"])
     text = json.dumps(report, indent=2, sort_keys=True)
     if out is not None:
         out.write_text(text)
@@ -124,6 +163,12 @@ def replay_command(
             f"{m_diff['granularity']:g} s; start order: {_order_text(measured['start_order'])}"
         )
     real = report["rjms"]
+    if summary_text:
+        typer.echo(
+            f"start estimates at submit (trace seconds, K={speedup:g}; the RJMS's timing granularity is "
+            f"{report['start_estimates']['granularity_trace_seconds']:g} s):"
+        )
+        typer.echo(summary_text)
     for key, pair in report["metrics"].items():
         typer.echo(f"  {key:24} simulator {pair['simulator']!s:>14}  {real} {pair[real]!s:>14}")
     if report["unfinished"]:
