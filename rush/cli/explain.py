@@ -1,8 +1,9 @@
 """``rush explain JOB`` and ``rush status``: the journal's answers for one job and for the queue.
 
-Read-only, always. The journal is read directly when the caller can read it (root, the rush
-user); otherwise the question goes to the daemon's query socket, which answers only what the
-RJMS lets the caller see (:mod:`rush.planner.query_server`). Exit status: 0 answered, 1 the
+Read-only, always. By default the question goes to the running daemon's query socket, which
+answers only what the RJMS lets the caller see (:mod:`rush.planner.query_server`) and has the
+core loaded (about 0.3 s instead of about 1 s); without a daemon the journal is read directly
+when the caller can read it (root, the rush user). ``--journal`` / ``--socket`` choose. Exit status: 0 answered, 1 the
 job is not in the journal or belongs to someone the caller may not see, 2 a configuration
 problem (a wrong path), 3 the journal or daemon cannot answer now (locked, corrupt, down).
 
@@ -49,9 +50,17 @@ def _source(journal: Path | None, socket_path: Path | None, config: Path | None)
 
         daemon = load_config(config).daemon
         default_journal, default_socket = daemon.journal, daemon.query_socket
-    if os.access(default_journal, os.R_OK):
-        return "journal", default_journal
-    return "socket", default_socket
+    # The running daemon answers fastest (its core is loaded); else the file, if readable.
+    if _is_socket(default_socket) or not os.access(default_journal, os.R_OK):
+        return "socket", default_socket
+    return "journal", default_journal
+
+
+def _is_socket(path: Path) -> bool:
+    try:
+        return path.is_socket()
+    except OSError:  # e.g. a directory the caller may not cross
+        return False
 
 
 def _run(answer: Any) -> Any:
@@ -100,8 +109,10 @@ def explain_command(
             from rush.planner.query_server import ask
 
             return ask(path, {"op": "explain", "job": job})
+        from rush.jit_cache import skip_numba_blas_probe
         from rush.planner.journal_query import JournalQuery
 
+        skip_numba_blas_probe()  # the priority terms load one cached core function
         with JournalQuery(path) as query:
             return query.job_view(job).to_json()
 
