@@ -295,7 +295,11 @@ class JournalQuery:
         meta = dict(self._rows("SELECT key, value FROM meta WHERE key IN ('core_config', 'time_origin')"))
         if "core_config" not in meta:
             raise RushError("the journal has no core configuration (written by an older daemon)")
-        return core_config_of(meta["core_config"]), float(meta.get("time_origin") or 0.0)
+        if "time_origin" not in meta:
+            raise RushError(
+                "the journal has no time origin (r = submit - origin): the terms cannot be recomputed"
+            )
+        return core_config_of(meta["core_config"]), float(meta["time_origin"])
 
     def _terms(self, row: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
         from rush.core.priority_terms import JobInputs, PriorityTerms, priority_terms

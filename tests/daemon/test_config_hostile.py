@@ -47,6 +47,11 @@ DAEMON_CASES = [
     ("daemon", "journal", "5"),
     ("daemon", "journal", '"a\\u0000b"'),
     ("daemon", "journal", "true"),
+    ("daemon", "query_socket", '""'),
+    ("daemon", "query_socket", f'"{A_DIRECTORY}"'),
+    ("daemon", "query_socket", "5"),
+    ("daemon", "query_socket", '"a\\u0000b"'),
+    ("daemon", "query_socket", f'"/run/{"x" * 120}.sock"'),  # longer than a Unix socket path
     ("daemon", "journal_retention", "0"),
     ("daemon", "journal_retention", "-1"),
     ("daemon", "journal_retention", '"0d"'),
