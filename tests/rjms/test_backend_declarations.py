@@ -49,7 +49,7 @@ def test_unknown_option_names_the_key_and_the_valid_ones() -> None:
     with pytest.raises(ConfigError, match="does not accept these options: bogus, zzz") as err:
         get_backend("slurm", bogus=1, zzz="x", timeout=5)
     assert err.value.where == "rjms.options"
-    assert "valid options: bin_dir, fallback, jobcomp_file" in err.value.fix
+    assert "valid options: bin_dir, fairshare, fallback, jobcomp_file" in err.value.fix
     with pytest.raises(ConfigError, match="priority_levr") as err:
         parse_backend_options("flux", ["priority_levr=plugin"])
     assert err.value.where == "--rjms-option" and "max_entries, priority_lever, uri" in err.value.fix

@@ -177,3 +177,29 @@ def test_a_bad_factor_answer_fails_the_cycle_and_nothing_is_applied(
     assert message in report.error
     calls = (tmp_path / "calls").read_text()
     assert "update" not in calls and "hold" not in calls and "release" not in calls
+
+
+# -- priority_weight: small values through Slurm's levers --------------------------------------
+@pytest.mark.parametrize("weight", [1, 1000, 10_000])
+def test_scaled_values_pass_both_levers_unchanged(weight: int) -> None:
+    """The core's values scaled into [0, priority_weight] (0 included) are what each lever
+    writes: SiteFactor as is, nice negated, slurmrestd's raw SiteFactor offset by 2**31."""
+    import numpy as np
+
+    from rush.core.priority_values import MAX_VALUE, scaled
+
+    values = scaled(np.array([1, 2, MAX_VALUE // 2, MAX_VALUE - 1, MAX_VALUE]), weight).tolist()
+    assert values[0] == 0 and values[-1] == weight and values == sorted(values)
+    for value in values:
+        assert site_factor.checked(value, "site_factor") == value
+        assert site_factor.checked(value, "nice") == value
+        assert site_factor.as_nice(value) == -value
+        assert site_factor.rest_raw(value) == value + 2**31
+
+
+def test_a_zero_site_factor_is_written_as_zero(tmp_path: Path) -> None:
+    bin_dir = commands(tmp_path, SSHARE, ACCOUNTS)
+    for lever, field in (("site_factor", "SiteFactor=0"), ("nice", "Nice=0")):
+        result = get_backend("slurm", bin_dir=str(bin_dir), priority_lever=lever).set_priority(2, 0)
+        assert result.ok
+        assert f"scontrol update JobId=2 {field}" in (tmp_path / "calls").read_text()
