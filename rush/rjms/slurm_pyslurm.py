@@ -62,7 +62,15 @@ from rush.rjms.base import (
     check_submit,
     register_backend,
 )
-from rush.rjms.slurm import SlurmBackend, SlurmOptions, _job_id, _text, finished_records, format_tags
+from rush.rjms.slurm import (
+    SlurmBackend,
+    SlurmOptions,
+    _job_id,
+    _text,
+    finished_records,
+    format_tags,
+    with_fairshare,
+)
 
 ESLURM_INVALID_JOB_ID = 2017  # slurm_errno.h, the same in every release
 INSTALL_FIX = (
@@ -241,7 +249,10 @@ class PySlurmBackend(RJMSBackend):
     * ``slurm_conf``: the cluster's slurm.conf (else ``SLURM_CONF``, else the install's default);
     * ``bin_dir``: where Slurm's commands are (``sprio`` for site factors; optional);
     * ``jobcomp_file``: JobCompLoc (filetxt), for :meth:`accounting` of forgotten jobs;
-    * ``timeout``: seconds for the configuration check and ``sprio``.
+    * ``timeout``: seconds for the configuration check and ``sprio``;
+    * ``fairshare``: read pending jobs' fair-share factors (``site.fairshare = "rjms"`` sets it)
+      with one ``sshare`` per cycle, as the command backend does (pyslurm has no share query);
+      refused at start when sshare is not in ``bin_dir``.
     """
 
     capabilities = Capabilities(time_limit_granularity=60.0)  # Slurm's limits are whole minutes
@@ -250,6 +261,7 @@ class PySlurmBackend(RJMSBackend):
         BackendOption("bin_dir", str, "where Slurm's commands are (sprio, optional)"),
         BackendOption("jobcomp_file", str, "JobCompLoc (filetxt) for jobs slurmctld has forgotten"),
         BackendOption("timeout", float, "seconds for the configuration check and sprio"),
+        BackendOption("fairshare", bool, "read pending jobs' fair-share factors (sshare; site.fairshare)"),
     )
 
     def __init__(
@@ -258,6 +270,7 @@ class PySlurmBackend(RJMSBackend):
         bin_dir: str = "/usr/bin",
         jobcomp_file: str = "",
         timeout: float = 20.0,
+        fairshare: bool = False,
     ) -> None:
         if slurm_conf is not None and not isinstance(slurm_conf, str):
             raise ConfigError(
@@ -269,10 +282,14 @@ class PySlurmBackend(RJMSBackend):
                 where="rjms.options.slurm_conf",
                 fix="the cluster's slurm.conf, readable by rush",
             )
-        # The command backend for sprio only; it also checks bin_dir and timeout.
+        # The command backend for sprio and sshare only; it also checks bin_dir and timeout.
         self._commands = SlurmBackend(
             SlurmOptions(
-                slurm_conf=slurm_conf or None, bin_dir=bin_dir, timeout=timeout, priority_lever="site_factor"
+                slurm_conf=slurm_conf or None,
+                bin_dir=bin_dir,
+                timeout=timeout,
+                priority_lever="site_factor",
+                fairshare=fairshare,
             )
         )
         # Absolute: libslurm keeps the path for later reads, whatever rush's working directory.
@@ -398,12 +415,16 @@ class PySlurmBackend(RJMSBackend):
             raise RJMSError(
                 f"unexpected node record ({exc!r})", where="pyslurm nodes", fix="rush retries next cycle"
             ) from exc
-        factors = self._commands.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
+        pending = any(j.state == "PENDING" for j in jobs)
+        factors = self._commands.site_factors() if pending else {}
+        jobs = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+        if self._commands.fairshare and pending:
+            jobs = with_fairshare(jobs, self._commands.fairshare_factors())
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,
             free_procs=free,
-            jobs=tuple(replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs),
+            jobs=tuple(jobs),
             partitions=tuple(sorted(names)),
             nodes=node_list,
         )

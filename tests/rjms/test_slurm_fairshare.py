@@ -16,7 +16,7 @@ import pytest
 
 from rush.errors import ConfigError, RJMSError
 from rush.planner.config import parse_config
-from rush.planner.plan import Planner
+from rush.planner.plan import Planner, make_backend
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms import site_factor
 from rush.rjms.base import get_backend
@@ -131,14 +131,29 @@ def test_without_sshare_the_option_is_refused_at_start(tmp_path: Path) -> None:
     assert err.value.where == "site.fairshare"
 
 
+@pytest.mark.parametrize("backend", ["slurm", "pyslurm"])
+def test_a_host_without_sshare_is_refused_at_start_for_site_fairshare(tmp_path: Path, backend: str) -> None:
+    """Both Slurm backends read the factor with sshare (pyslurm has no share query); without it
+    the daemon does not start (ConfigError: exit 2), before any libslurm set-up."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    config = parse_config(
+        {"site": {"fairshare": "rjms"}, "rjms": {"backend": backend, "options": {"bin_dir": str(empty)}}}
+    )
+    with pytest.raises(ConfigError, match="needs sshare") as err:
+        make_backend(config)
+    assert err.value.where == "site.fairshare"
+
+
 def _planner(tmp_path: Path, bin_dir: Path) -> Planner:
+    """The daemon's planner on these commands; site.fairshare = "rjms" switches the read on."""
     config = parse_config(
         {
             "daemon": {"journal": str(tmp_path / "journal.sqlite"), "dry_run": False},
             # No starvation threshold: the recording's jobs waited longer than the default's.
             "policy": {"policy": "LINEAR:r=1,fairshare=-1e6", "threshold": "none"},
             "site": {"fairshare": "rjms", "priority_weight": 1000},
-            "rjms": {"backend": "slurm", "options": {"bin_dir": str(bin_dir), "fairshare": True}},
+            "rjms": {"backend": "slurm", "options": {"bin_dir": str(bin_dir)}},
         }
     )
     return Planner(config)

@@ -90,10 +90,8 @@ def rush_once(cluster: AccountingCluster, tmp_path: Path, name: str, policy: str
     """One ``rush daemon --once --apply`` cycle against the cluster; returns its journal."""
     journal = tmp_path / f"{name}.sqlite"
     config = tmp_path / f"{name}.toml"
+    # site.fairshare = "rjms" alone switches the backend's read on (the planner sets its option).
     options = {**cluster.options(), "priority_lever": "site_factor"}
-    if 'fairshare = "rjms"' in site:
-        # The backend option the planner derives from site.fairshare (see the report to the lead).
-        options["fairshare"] = True
     config.write_text(
         f'[daemon]\njournal = "{journal}"\n\n[policy]\npolicy = "{policy}"\n\n[site]\n{site}\n\n'
         '[rjms]\nbackend = "slurm"\n[rjms.options]\n'
