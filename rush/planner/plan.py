@@ -179,6 +179,8 @@ class Planner:
         plays that role. It is kept in the journal, so restarts do not move every priority.
         """
         if self.config.policy.time_origin is not None:
+            # Kept in the journal too: rush explain recomputes the terms from it.
+            self.journal.set_meta("time_origin", repr(float(self.config.policy.time_origin)))
             return float(self.config.policy.time_origin)
         return float(self.journal.meta_default("time_origin", repr(time.time())))
 

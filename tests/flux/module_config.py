@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,3 +19,13 @@ def write_config(tmp_path: Path, policy: dict | None = None, extra: str = "", in
         "[policy]\n" + "\n".join(lines) + "\n\n" + extra + '\n[rjms]\nbackend = "flux"\n'
     )
     return path
+
+
+def decisions(tmp_path: Path, action: str | None = None) -> list[dict]:
+    """The journal's decisions (of one action), oldest first, from a module loaded with write_config."""
+    con = sqlite3.connect(tmp_path / "journal.sqlite")
+    con.row_factory = sqlite3.Row
+    query = "SELECT * FROM decisions" + (" WHERE action = ?" if action else "") + " ORDER BY id"
+    rows = [dict(r) for r in con.execute(query, (action,) if action else ())]
+    con.close()
+    return rows

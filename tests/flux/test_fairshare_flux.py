@@ -29,9 +29,8 @@ from rush.planner.plan import Planner
 from rush.rjms.flux import FluxBackend, association_fairshare, association_fairshares, memo_fairshare
 from tests.flux import instance, plugin_build
 from tests.flux.instance import FluxInstance
-from tests.flux.module_config import MODULE, write_config
+from tests.flux.module_config import MODULE, decisions, write_config
 from tests.flux.plugin_build import wait_for
-from tests.flux.test_sched_module import decisions
 
 CORES = 4
 OTHER = 5011  # the second association's userid

@@ -7,7 +7,6 @@ evidence from Flux itself (``flux jobs``) and from rush's journal.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
@@ -19,20 +18,11 @@ from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
 from rush.simulator.engine import simulate
 from rush.workload.model import Workload
-from tests.flux.module_config import MODULE, ROOT, write_config
+from tests.flux.module_config import MODULE, ROOT, decisions, write_config
 
 
 def load_rush(flux, config: Path, *args: str) -> None:
     flux.use_scheduler(str(MODULE), f"config={config}", *args)
-
-
-def decisions(tmp_path: Path, action: str | None = None) -> list[dict]:
-    con = sqlite3.connect(tmp_path / "journal.sqlite")
-    con.row_factory = sqlite3.Row
-    query = "SELECT * FROM decisions" + (" WHERE action = ?" if action else "") + " ORDER BY id"
-    rows = [dict(r) for r in con.execute(query, (action,) if action else ())]
-    con.close()
-    return rows
 
 
 def t_run(flux, job_id: int) -> float:
