@@ -319,8 +319,9 @@ def table(summary: dict) -> str:
     head = f"{'estimator':10} {'wait':9} {'jobs':>5} {'covered':>8} {'<=1min':>7} {'<=10%':>6} {'MAE min':>8}"
     lines = [head]
     for name, classes in summary.items():
-        for cls, acc in classes.items():
-            if not acc["jobs"]:
+        for cls in ("all", *WAIT_CLASSES):
+            acc = classes.get(cls)
+            if not acc or not acc["jobs"]:
                 continue
             lines.append(
                 f"{name:10} {cls:9} {acc['jobs']:>5} {_pct(acc['coverage']):>8} "

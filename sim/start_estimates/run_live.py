@@ -1,0 +1,124 @@
+"""One live start-estimate replay on a throw-away test cluster (see README.md).
+
+    python sim/start_estimates/run_live.py slurm HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
+    python sim/start_estimates/run_live.py slurm-nodes HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
+    python sim/start_estimates/run_live.py flux HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
+
+Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_resolution
+scaled like the jobs, max(1, 60/K) s) or a one-broker
+Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler), writes a
+rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
+running predicted-small jobs end at the divider in rush's estimates; ``limits``: none), runs
+
+    rush replay TRACE --window W --speedup K --config rush.toml --estimates OUT.csv --out OUT.json
+
+and stops the cluster. Outputs go to sim/start_estimates/results/<rjms>-<trace>-<window>-K<k>-<variant>.*
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
+
+# The rule classifier of the "model" runs, in wall seconds of the scaled replay: jobs that
+# request at most SMALL_BELOW are predicted small and expected to end by DIVIDER.
+SMALL_BELOW, DIVIDER = 360, 180
+
+
+def trace_path(trace: str) -> Path:
+    """A catalogue name of tests/core/real_traces.py or a file name in the trace mirror."""
+    return MIRROR / TRACES.get(trace, trace)
+
+
+def slurm_cluster(workdir: Path, speedup: float, nodes: bool):
+    """The tests' Slurm with its backfill plan's resolution scaled like the jobs: a site's
+    default bf_resolution=60 s is 60*K trace seconds on a replay sped up K times.
+    ``nodes``: Slurm 25.11 with 32 one-CPU nodes (tests/slurm/test_replay_fidelity.py's
+    layout), else 22.05's one node of 64 CPUs, where Slurm's backfill plans whole nodes."""
+    from tests.slurm.cluster import VENDORED, NodeLayout, SlurmCluster
+
+    resolution = max(1, round(60 / speedup))
+
+    class ScaledSlurm(SlurmCluster):
+        def _write_config(self) -> None:
+            super()._write_config()
+            text = self.conf.read_text().replace(
+                "bf_interval=1,", f"bf_interval=1,bf_resolution={resolution},"
+            )
+            self.conf.write_text(text)
+
+    if not nodes:
+        return ScaledSlurm(workdir, cpus=64)
+    layout = NodeLayout(
+        nodes=tuple(f"r{i}" for i in range(1, 33)),
+        cpus=1,
+        memory_mb=256,
+        partitions=(("replay", "r[1-32]", True),),
+        gpu_nodes=(),
+        drained=(),
+        switches=(("s1", "r[1-32]"),),
+    )
+    return ScaledSlurm(workdir, install=VENDORED, layout=layout)
+
+
+def rush_toml(work: Path, backend: str, options: str, variant: str) -> Path:
+    policy = f"divider = {DIVIDER}\n" if variant == "model" else ""
+    models = f"\n[models]\nsmall_below = {SMALL_BELOW}\n" if variant == "model" else ""
+    path = work / "rush.toml"
+    path.write_text(
+        f'[daemon]\ncycle_interval = 1\njournal = "{work / "journal.sqlite"}"\ndry_run = false\n\n'
+        f'[policy]\npolicy = "FCFS"\nbackfill = "easy"\nthreshold = "none"\nwait_quantum = 0\n{policy}{models}\n'
+        f'[rjms]\nbackend = "{backend}"\n\n[rjms.options]\n{options}'
+    )
+    return path
+
+
+def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
+    out_dir = ROOT / "sim" / "start_estimates" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
+    work = Path(tempfile.mkdtemp(prefix=f"rush-estimates-{rjms}-"))
+    argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
+    argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
+    if rjms in ("slurm", "slurm-nodes"):
+        cluster = slurm_cluster(work / "slurm", float(speedup), nodes=rjms == "slurm-nodes")
+        cluster.start()
+        try:
+            options = f'slurm_conf = "{cluster.conf}"\nbin_dir = "{cluster.bin}"\n'
+            config = rush_toml(work, "slurm", options, variant)
+            run = subprocess.run(
+                [*argv, "--rjms", "slurm", "--config", str(config)], cwd=ROOT, env=cluster.env
+            )
+        finally:
+            cluster.stop()
+    else:
+        from tests.flux import plugin_build
+        from tests.flux.instance import FluxInstance
+
+        plugin, why = plugin_build.build(work / "jobtap")
+        if plugin is None:
+            print(f"cannot build rush's jobtap plugin: {why}", file=sys.stderr)
+            return 2
+        instance = FluxInstance(work / "flux", size=1, cores=64, config=plugin_build.jobtap_config(plugin))
+        instance.start()
+        try:
+            instance.use_scheduler("sched-backfill")
+            options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
+            config = rush_toml(work, "flux", options, variant)
+            run = subprocess.run(
+                [*argv, "--rjms", "flux", "--config", str(config)], cwd=ROOT, env=instance.env()
+            )
+        finally:
+            instance.stop()
+    return run.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:6]))
