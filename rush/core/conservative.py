@@ -45,9 +45,10 @@ def _profile_from_running(
 
 
 @njit(cache=True)
-def _earliest_fit(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float) -> int:
-    """Index of the first breakpoint from which ``need`` processors stay free for ``duration``."""
-    i = 0
+def fit_from(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int) -> int:
+    """Index of the first breakpoint from ``lo`` on from which ``need`` processors stay free
+    for ``duration`` (-1: none)."""
+    i = lo
     while i < n:
         if pavail[i] < need:
             i += 1
@@ -64,6 +65,12 @@ def _earliest_fit(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, dura
             return i
         i = k + 1
     return -1
+
+
+@njit(cache=True, inline="always")
+def _earliest_fit(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float) -> int:
+    """Index of the first breakpoint from which ``need`` processors stay free for ``duration``."""
+    return fit_from(ptime, pavail, n, need, duration, 0)
 
 
 @njit(cache=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
 
 INF = np.inf
 # Why a job has its estimate (Decisions.estimate_basis).
@@ -35,28 +35,6 @@ BASIS_NOW = "now"
 BASIS_RESERVATION = "reservation"
 BASIS_PROJECTION = "projection"
 BASIS_NEVER = "never"
-
-
-@njit(cache=True)
-def _fit_from(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int) -> int:
-    """First breakpoint index >= ``lo`` from which ``need`` processors stay free for ``duration``."""
-    i = lo
-    while i < n:
-        if pavail[i] < need:
-            i += 1
-            continue
-        end = ptime[i] + duration
-        k = i + 1
-        ok = True
-        while k < n and ptime[k] < end:
-            if pavail[k] < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return i
-        i = k + 1
-    return -1
 
 
 @njit(cache=True)
@@ -100,7 +78,7 @@ def project_starts(
         if need > total:
             continue
         d = max(duration[j], MIN_DURATION)
-        i = _fit_from(ptime, pavail, n, need, d, lo)
+        i = fit_from(ptime, pavail, n, need, d, lo)
         if i < 0:
             continue
         t0 = ptime[i]
