@@ -18,6 +18,11 @@ from rush.core.config import CoreConfig
 from rush.core.names import LINEAR_FEATURES, NEUTRAL_FAIRSHARE
 from rush.core.policies import priority_key, quantised_wait
 
+# The interpreted versions of the very functions the pass compiles: rush explain computes one
+# job's terms, and loading the compiled kernels from numba's cache would cost it about 0.35 s.
+_key = priority_key.py_func
+_quantised_wait = quantised_wait.py_func
+
 
 @dataclass(frozen=True)
 class JobInputs:
@@ -68,9 +73,9 @@ def priority_terms(config: CoreConfig, job: JobInputs, now: float, time_origin: 
     group, why = _group(config, job, now)
     seen = now
     if config.wait_quantum > 0:
-        seen = job.submit + quantised_wait(max(now - job.submit, 0.0), config.wait_quantum)
+        seen = job.submit + _quantised_wait(max(now - job.submit, 0.0), config.wait_quantum)
     weights = policy.weight_array()
-    key = float(priority_key(policy.code, weights, seen, time_origin, job.submit, job.procs, job.estimate))
+    key = float(_key(policy.code, weights, seen, time_origin, job.submit, job.procs, job.estimate))
     fairshare = NEUTRAL_FAIRSHARE if job.fairshare is None else float(job.fairshare)
     p = max(job.estimate, 1.0)
     q = float(job.procs)
