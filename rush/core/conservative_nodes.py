@@ -13,6 +13,12 @@ first, in order of their reservation times, then the others in priority order; t
 window starts now start. The pass keeps reservation times between passes, not node lists, so
 on nodes a standing reservation can move later when the nodes it held were fragmented since
 (processor counts never let it).
+
+Speed: beside the bookings the pass keeps their processor-count (and GPU-count) availability
+profile (:func:`rush.core.conservative._occupy`), whose breakpoints are exactly the candidate
+start times. A window where even the counts do not fit cannot fit on nodes, so only the
+candidates :func:`rush.core.conservative.fit_from` finds are tried on nodes; the decisions are
+those of trying every candidate (tests/core/test_conservative_nodes_speed.py checks it).
 """
 
 from __future__ import annotations
@@ -20,32 +26,122 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rush.core.conservative import MIN_DURATION
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
 from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
 from rush.core.node_pool import NodeView, Room, Slots, need_units
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
 
 INF = np.inf
+# Counts no availability falls below: every candidate passes the count check.
+NO_BOUND = -(1 << 62)
+
+
+@njit(cache=True, inline="always")
+def _offer(
+    rule: tuple[int, int, int, int], eligible: bool, room: tuple[int, int], capacity: tuple[int, int]
+) -> int:
+    """Units one node offers a job on its room: the rule of :func:`rush.core.node_pool._units`
+    (``rule``: nodes requested (0: cores anywhere), exclusive, cores and GPUs per node), kept
+    here so the pass can keep the total up to date as bookings come and go."""
+    nodes, exclusive, c_need, g_need = rule
+    if not eligible:
+        return 0
+    if nodes == 0:
+        return max(room[0], 0)
+    if exclusive:
+        return 1 if room[0] == capacity[0] and room[1] == capacity[1] else 0
+    return 1 if room[0] >= c_need and room[1] >= g_need else 0
 
 
 @njit(cache=True)
-def _room_over(
-    nodes: NodeView, t0: float, t1: float, book: tuple[np.ndarray, np.ndarray, np.ndarray, int], room: Room
-) -> None:
-    """Fill ``room`` with what no booking overlapping [t0, t1) holds (usable nodes only)."""
-    pool = nodes.pool
-    b_t0, b_t1, b_slot, nb = book
-    for node in range(pool.count):
-        room.cores[node] = pool.cores[node] if pool.usable[node] else 0
-        room.gpus[node] = pool.gpus[node] if pool.usable[node] else 0
-    for b in range(nb):
-        if b_t0[b] < t1 and b_t1[b] > t0:
-            k0 = b_slot[2 * b]
-            k1 = b_slot[2 * b + 1]
-            for k in range(k0, k1):
-                room.cores[nodes.placed.node[k]] -= nodes.placed.cores[k]
-                room.gpus[nodes.placed.node[k]] -= nodes.placed.gpus[k]
+def _apply(
+    slots: Slots,
+    k0: int,
+    k1: int,
+    sign: int,
+    room: Room,
+    eligible: np.ndarray,
+    capacity: tuple[np.ndarray, np.ndarray],
+    rule: tuple[int, int, int, int],
+) -> int:
+    """Give back (sign 1) or take (sign -1) a booking's entries ``k0 .. k1`` of ``slots`` on
+    ``room``; returns the change of the job's total units (:func:`_offer`)."""
+    at, take_c, take_g = slots.node, slots.cores, slots.gpus
+    room_c, room_g = room.cores, room.gpus
+    cap_c, cap_g = capacity
+    delta = 0
+    for k in range(k0, k1):
+        node = at[k]
+        cap = (cap_c[node], cap_g[node])
+        delta -= _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
+        room_c[node] += sign * take_c[k]
+        room_g[node] += sign * take_g[k]
+        delta += _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
+    return delta
+
+
+@njit(cache=True)
+def _insert_sorted(values: np.ndarray, ids: np.ndarray, n: int, value: float, item: int) -> None:
+    """Insert ``item`` keyed ``value`` into the first ``n`` (sorted) entries."""
+    k = n
+    while k > 0 and values[k - 1] > value:
+        values[k] = values[k - 1]
+        ids[k] = ids[k - 1]
+        k -= 1
+    values[k] = value
+    ids[k] = item
+
+
+@njit(cache=True)
+def _smallest_sums(capacity: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """sums[k]: the k smallest capacities of usable nodes added up (what k whole nodes hold at
+    least: the counts an exclusive job of k nodes takes)."""
+    sizes = np.sort(capacity[usable])
+    sums = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    for k in range(sizes.shape[0]):
+        sums[k + 1] = sums[k] + sizes[k]
+    return sums
+
+
+@njit(cache=True)
+def _count_need(
+    nodes: NodeView, j: int, need: int, smallest: tuple[np.ndarray, np.ndarray]
+) -> tuple[int, int]:
+    """Cores and GPUs job j takes at least wherever it is placed (``need`` units); more than
+    the machine holds when it wants more whole nodes than are usable."""
+    request = nodes.request
+    if request.nodes[j] == 0:
+        return need, 0
+    if request.exclusive[j]:
+        small_c, small_g = smallest
+        if need >= small_c.shape[0]:
+            return small_c[-1] + 1, 0
+        return small_c[need], small_g[need]
+    return need * request.cores[j], need * request.gpus[j]
+
+
+@njit(cache=True)
+def _count_fit(
+    cores: tuple[np.ndarray, np.ndarray],
+    gpus: tuple[np.ndarray, np.ndarray],
+    n: int,
+    need: tuple[int, int],
+    duration: float,
+    lo: int,
+) -> int:
+    """First breakpoint from ``lo`` on from which both counts of ``need`` stay free for
+    ``duration`` (-1: none)."""
+    i = lo
+    while i >= 0:
+        i = fit_from(cores[0], cores[1], n, need[0], duration, i)
+        if i < 0 or need[1] <= 0:
+            return i
+        g = fit_from(gpus[0], gpus[1], n, need[1], duration, i)
+        if g == i:
+            return i
+        i = g
+    return -1
 
 
 @njit(cache=True)
@@ -98,6 +194,60 @@ def conservative_nodes_pass(
     booked = Slots(nodes.placed.offset, scratch_node, scratch_c, scratch_g)
     view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved)
     room = Room(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), False)
+    usable = pool.usable
+    base = (np.where(usable, pool.cores, 0).astype(np.int64), np.where(usable, pool.gpus, 0).astype(np.int64))
+    smallest = (_smallest_sums(pool.cores, usable), _smallest_sums(pool.gpus, usable))
+    # The bookings' counts on usable nodes over time; its breakpoints are the candidate starts
+    # (now and every booking's end), kept sorted as bookings are added.
+    capacity = 2 * nb_cap + 2
+    ptime_c = np.empty(capacity, dtype=np.float64)
+    avail_c = np.empty(capacity, dtype=np.int64)
+    ptime_g = np.empty(capacity, dtype=np.float64)
+    avail_g = np.empty(capacity, dtype=np.int64)
+    ptime_c[0] = now
+    ptime_g[0] = now
+    avail_c[0] = base[0].sum()
+    avail_g[0] = base[1].sum()
+    n = 1
+    load_c = np.zeros(m, dtype=np.int64)
+    load_g = np.zeros(m, dtype=np.int64)
+    sound = True
+    for b in range(nb):
+        c = 0
+        g = 0
+        for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+            node = scratch_node[k]
+            sound = sound and scratch_c[k] >= 0 and scratch_g[k] >= 0
+            if usable[node]:
+                c += scratch_c[k]
+                g += scratch_g[k]
+                load_c[node] += scratch_c[k]
+                load_g[node] += scratch_g[k]
+        end, n_after = _breakpoint(ptime_c, avail_c, n, b_t1[b])
+        _breakpoint(ptime_g, avail_g, n, b_t1[b])
+        n = n_after
+        for x in range(end):
+            avail_c[x] -= c
+            avail_g[x] -= g
+    # The counts bound what a window offers on nodes only when no instant overcommits a node;
+    # running jobs could (a node shrunk under them): then every candidate is tried on nodes.
+    for node in range(m):
+        sound = sound and load_c[node] <= base[0][node] and load_g[node] <= base[1][node]
+    # The bookings by start and by end: a job's candidate windows move later, so bookings
+    # enter its window in start order and leave it in end order (its room is kept, not rebuilt).
+    start_at = np.empty(nb_cap, dtype=np.float64)
+    by_start = np.empty(nb_cap, dtype=np.int64)
+    end_at = np.empty(nb_cap, dtype=np.float64)
+    by_end = np.empty(nb_cap, dtype=np.int64)
+    for b in range(nb):
+        _insert_sorted(start_at, by_start, b, b_t0[b], b)
+        _insert_sorted(end_at, by_end, b, b_t1[b], b)
+    entered = np.full(nb_cap, -1, dtype=np.int64)  # the job (its turn) a booking entered for
+    gone = np.full(nb_cap, -1, dtype=np.int64)  # ... and the one it left the window of
+    eligible = np.zeros(m, dtype=np.bool_)
+    capacity_of = (pool.cores, pool.gpus)
+    request = nodes.request
+    parts = pool.partitions
     # Held reservations first (by time, stable), then the rest in priority order.
     held_at = np.empty(on, dtype=np.float64)
     held_job = np.empty(on, dtype=np.int64)
@@ -122,33 +272,62 @@ def conservative_nodes_pass(
     position = np.empty(len(jobs.procs), dtype=np.int64)
     for k in range(on):
         position[order[k]] = k
-    candidates = np.empty(nb_cap + 1, dtype=np.float64)
     nk = 0
     nr = 0
     for s in range(on):
         j = sequence[s]
         duration = max(jobs.est[j], MIN_DURATION)
         need = need_units(nodes.request, j, jobs.procs[j])
-        candidates[0] = now
-        nc = 1
-        for b in range(nb):
-            if b_t1[b] > now:
-                candidates[nc] = b_t1[b]
-                nc += 1
-        times = np.sort(candidates[:nc])
+        counts = _count_need(view, j, need, smallest) if sound else (NO_BOUND, NO_BOUND)
         placed_at = -1.0
         count = NO_FIT
-        for t in times:
-            _room_over(view, t, t + duration, (b_t0, b_t1, b_slot, nb), room)
-            skip_now = t == now and should_skip(
-                jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
+        rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
+        p = request.partition[j]
+        room.cores[:] = base[0]
+        room.gpus[:] = base[1]
+        total = 0  # units the room offers job j (place() fails below ``need``)
+        for node in range(m):
+            eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+            total += _offer(
+                rule, eligible[node], (base[0][node], base[1][node]), (pool.cores[node], pool.gpus[node])
             )
-            count = _decide(view, j, need, room, skip_now, used)
-            if count == SKIPPED:
+        next_in = 0
+        next_out = 0
+        i = 0
+        while i < n:
+            # The earliest candidate from i on where the counts fit: the others cannot fit on nodes.
+            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, i)
+            if i < 0:
                 break
-            if count >= 0:
-                placed_at = t
-                break
+            t = ptime_c[i]
+            # The room over [t, t + duration): what no booking overlapping it holds.
+            while next_out < nb and end_at[next_out] <= t:
+                b = by_end[next_out]
+                gone[b] = s
+                if entered[b] == s:
+                    total += _apply(
+                        booked, b_slot[2 * b], b_slot[2 * b + 1], 1, room, eligible, capacity_of, rule
+                    )
+                next_out += 1
+            while next_in < nb and start_at[next_in] < t + duration:
+                b = by_start[next_in]
+                entered[b] = s
+                if gone[b] != s:
+                    total += _apply(
+                        booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                    )
+                next_in += 1
+            if t == now or total >= need:  # now: a flagged job may be placed on quiet nodes first
+                skip_now = t == now and should_skip(
+                    jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
+                )
+                count = _decide(view, j, need, room, skip_now, used)
+                if count == SKIPPED:
+                    break
+                if count >= 0:
+                    placed_at = t
+                    break
+            i += 1
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
@@ -157,8 +336,17 @@ def conservative_nodes_pass(
             continue  # wider than the machine can ever offer: leave it pending
         b_t0[nb] = placed_at
         b_t1[nb] = placed_at + duration
+        c = 0
+        g = 0
+        for k in range(used, used + count):
+            c += scratch_c[k]
+            g += scratch_g[k]
+        _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
+        n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
         b_slot[2 * nb] = used
         b_slot[2 * nb + 1] = used + count
+        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
         nb += 1
         if placed_at == now:
             start_now[position[j]] = True
