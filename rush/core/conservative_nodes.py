@@ -242,8 +242,6 @@ def conservative_nodes_pass(
     for b in range(nb):
         _insert_sorted(start_at, by_start, b, b_t0[b], b)
         _insert_sorted(end_at, by_end, b, b_t1[b], b)
-    entered = np.full(nb_cap, -1, dtype=np.int64)  # the job (its turn) a booking entered for
-    gone = np.full(nb_cap, -1, dtype=np.int64)  # ... and the one it left the window of
     eligible = np.zeros(m, dtype=np.bool_)
     capacity_of = (pool.cores, pool.gpus)
     request = nodes.request
@@ -291,33 +289,53 @@ def conservative_nodes_pass(
             total += _offer(
                 rule, eligible[node], (base[0][node], base[1][node]), (pool.cores[node], pool.gpus[node])
             )
-        next_in = 0
+        # The earliest candidate where the counts fit: none before it can fit on nodes.
+        i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, 0)
         next_out = 0
-        i = 0
-        while i < n:
-            # The earliest candidate from i on where the counts fit: the others cannot fit on nodes.
-            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, i)
-            if i < 0:
-                break
+        next_in = 0
+        window_end = now
+        if i >= 0:
+            # Its room: what no booking overlapping [t, t + duration) holds, from whichever of
+            # (bookings ending after t, bookings starting before the window's end) is shorter.
             t = ptime_c[i]
-            # The room over [t, t + duration): what no booking overlapping it holds.
+            window_end = t + duration
+            next_out = np.searchsorted(end_at[:nb], t, side="right")
+            next_in = np.searchsorted(start_at[:nb], window_end, side="left")
+            if nb - next_out <= next_in:
+                for x in range(next_out, nb):
+                    b = by_end[x]
+                    if b_t0[b] < window_end:
+                        total += _apply(
+                            booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                        )
+            else:
+                for x in range(next_in):
+                    b = by_start[x]
+                    if b_t1[b] > t:
+                        total += _apply(
+                            booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                        )
+        while 0 <= i < n:
+            t = ptime_c[i]
+            # Slide the window to [t, t + duration): bookings ending by t leave it (those that
+            # were in it give their room back), those starting before its end enter it.
             while next_out < nb and end_at[next_out] <= t:
                 b = by_end[next_out]
-                gone[b] = s
-                if entered[b] == s:
+                if b_t0[b] < window_end:
                     total += _apply(
                         booked, b_slot[2 * b], b_slot[2 * b + 1], 1, room, eligible, capacity_of, rule
                     )
                 next_out += 1
-            while next_in < nb and start_at[next_in] < t + duration:
+            window_end = t + duration
+            while next_in < nb and start_at[next_in] < window_end:
                 b = by_start[next_in]
-                entered[b] = s
-                if gone[b] != s:
+                if b_t1[b] > t:
                     total += _apply(
                         booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
                     )
                 next_in += 1
-            if t == now or total >= need:  # now: a flagged job may be placed on quiet nodes first
+            # place() fails below ``need`` units; now, a flagged job may first try quiet nodes.
+            if t == now or total >= need:
                 skip_now = t == now and should_skip(
                     jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
                 )
