@@ -54,21 +54,22 @@ def _offer(
     return 1 if room[0] >= c_need and room[1] >= g_need else 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _apply(
-    slots: Slots,
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
     k0: int,
     k1: int,
     sign: int,
-    room: Room,
+    room: tuple[np.ndarray, np.ndarray],
     eligible: np.ndarray,
     capacity: tuple[np.ndarray, np.ndarray],
     rule: tuple[int, int, int, int],
 ) -> int:
-    """Give back (sign 1) or take (sign -1) a booking's entries ``k0 .. k1`` of ``slots`` on
-    ``room``; returns the change of the job's total units (:func:`_offer`)."""
-    at, take_c, take_g = slots.node, slots.cores, slots.gpus
-    room_c, room_g = room.cores, room.gpus
+    """Give back (sign 1) or take (sign -1) a booking's ``entries`` (node, cores, GPUs)
+    ``k0 .. k1`` on ``room``; returns the change of the job's total units (:func:`_offer`).
+    Plain arrays, not named tuples: this is the pass's innermost loop."""
+    at, take_c, take_g = entries
+    room_c, room_g = room
     cap_c, cap_g = capacity
     delta = 0
     for k in range(k0, k1):
@@ -243,7 +244,11 @@ def conservative_nodes_pass(
         _insert_sorted(start_at, by_start, b, b_t0[b], b)
         _insert_sorted(end_at, by_end, b, b_t1[b], b)
     eligible = np.zeros(m, dtype=np.bool_)
-    capacity_of = (pool.cores, pool.gpus)
+    cap_c, cap_g = pool.cores, pool.gpus
+    base_c, base_g = base
+    capacity_of = (cap_c, cap_g)
+    entries_of = (scratch_node, scratch_c, scratch_g)
+    room_of = (room.cores, room.gpus)
     request = nodes.request
     parts = pool.partitions
     # Held reservations first (by time, stable), then the rest in priority order.
@@ -286,9 +291,7 @@ def conservative_nodes_pass(
         total = 0  # units the room offers job j (place() fails below ``need``)
         for node in range(m):
             eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-            total += _offer(
-                rule, eligible[node], (base[0][node], base[1][node]), (pool.cores[node], pool.gpus[node])
-            )
+            total += _offer(rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node]))
         # The earliest candidate where the counts fit: none before it can fit on nodes.
         i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, 0)
         next_out = 0
@@ -306,14 +309,28 @@ def conservative_nodes_pass(
                     b = by_end[x]
                     if b_t0[b] < window_end:
                         total += _apply(
-                            booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                            entries_of,
+                            b_slot[2 * b],
+                            b_slot[2 * b + 1],
+                            -1,
+                            room_of,
+                            eligible,
+                            capacity_of,
+                            rule,
                         )
             else:
                 for x in range(next_in):
                     b = by_start[x]
                     if b_t1[b] > t:
                         total += _apply(
-                            booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                            entries_of,
+                            b_slot[2 * b],
+                            b_slot[2 * b + 1],
+                            -1,
+                            room_of,
+                            eligible,
+                            capacity_of,
+                            rule,
                         )
         while 0 <= i < n:
             t = ptime_c[i]
@@ -323,7 +340,7 @@ def conservative_nodes_pass(
                 b = by_end[next_out]
                 if b_t0[b] < window_end:
                     total += _apply(
-                        booked, b_slot[2 * b], b_slot[2 * b + 1], 1, room, eligible, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
                 next_out += 1
             window_end = t + duration
@@ -331,7 +348,7 @@ def conservative_nodes_pass(
                 b = by_start[next_in]
                 if b_t1[b] > t:
                     total += _apply(
-                        booked, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
                 next_in += 1
             # place() fails below ``need`` units; now, a flagged job may first try quiet nodes.
