@@ -83,6 +83,39 @@ def _apply(
 
 
 @njit(cache=True)
+def _shape(nodes: NodeView, j: int, need: int) -> np.ndarray:
+    """What job j's placement depends on: (kind, partition, cores and GPUs per node, units);
+    kind 0: cores anywhere, 1: whole nodes, 2: shared nodes (only they read cores and GPUs)."""
+    request = nodes.request
+    kind = 0 if request.nodes[j] == 0 else (1 if request.exclusive[j] else 2)
+    c = request.cores[j] if kind == 2 else 0
+    g = request.gpus[j] if kind == 2 else 0
+    return np.array([kind, request.partition[j], c, g, need], dtype=np.int64)
+
+
+@njit(cache=True)
+def _fits_from(
+    shapes: np.ndarray, lengths: np.ndarray, found: np.ndarray, nrec: int, shape: np.ndarray, duration: float
+) -> float:
+    """The latest earliest-fit among the jobs already placed that ask for no more than
+    ``shape`` for no longer than ``duration``: bookings are only ever added during the pass,
+    so no window before it can fit this job either (-inf: none)."""
+    since = -INF
+    for r in range(nrec):
+        if (
+            found[r] > since
+            and lengths[r] <= duration
+            and shapes[r, 0] == shape[0]
+            and shapes[r, 1] == shape[1]
+            and shapes[r, 2] <= shape[2]
+            and shapes[r, 3] <= shape[3]
+            and shapes[r, 4] <= shape[4]
+        ):
+            since = found[r]
+    return since
+
+
+@njit(cache=True)
 def _insert_sorted(values: np.ndarray, ids: np.ndarray, n: int, value: float, item: int) -> None:
     """Insert ``item`` keyed ``value`` into the first ``n`` (sorted) entries."""
     k = n
@@ -275,6 +308,11 @@ def conservative_nodes_pass(
     position = np.empty(len(jobs.procs), dtype=np.int64)
     for k in range(on):
         position[order[k]] = k
+    # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
+    shapes = np.empty((on, 5), dtype=np.int64)
+    lengths = np.empty(on, dtype=np.float64)
+    found = np.empty(on, dtype=np.float64)
+    nrec = 0
     nk = 0
     nr = 0
     for s in range(on):
@@ -292,8 +330,14 @@ def conservative_nodes_pass(
         for node in range(m):
             eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
             total += _offer(rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node]))
-        # The earliest candidate where the counts fit: none before it can fit on nodes.
-        i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, 0)
+        # The earliest candidate where the counts fit, not before what a job asking for no
+        # more found: none before it can fit on nodes.
+        shape = _shape(view, j, need)
+        since = _fits_from(shapes, lengths, found, nrec, shape, duration) if sound else -INF
+        i = -1
+        if since < INF:
+            lo = np.searchsorted(ptime_c[:n], since, side="left")
+            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, lo)
         next_out = 0
         next_in = 0
         window_end = now
@@ -367,6 +411,10 @@ def conservative_nodes_pass(
             out.skip[nk] = j
             nk += 1
             continue
+        shapes[nrec] = shape
+        lengths[nrec] = duration
+        found[nrec] = placed_at if count >= 0 else INF
+        nrec += 1
         if count < 0:
             continue  # wider than the machine can ever offer: leave it pending
         b_t0[nb] = placed_at
