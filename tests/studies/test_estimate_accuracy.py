@@ -138,3 +138,24 @@ def test_recorder_needs_the_daemons_cycle(tmp_path):
     with pytest.raises(RushError) as err:
         recorder_for(Backend(), tmp_path / "j.sqlite", None)
     assert err.value.where == "replay --estimates"
+
+
+@pytest.mark.parametrize(
+    "extra, where",
+    [
+        ([], "--estimates"),  # no --config: no daemon journals rush's estimates
+        (["--mode", "scheduler", "--rjms", "flux", "--config", "rush.toml"], "--estimates"),
+        (["--config", "rush.toml"], "--estimates"),  # a directory is no CSV path
+    ],
+)
+def test_bad_estimates_flags_are_refused_before_any_job(extra, where, tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "rush.toml").write_text("")
+    target = tmp_path if "--config" in extra and "--mode" not in extra else tmp_path / "e.csv"
+    argv = [sys.executable, "-m", "rush", "replay", "lublin:50:16:1", "--window", "0:5"]
+    argv += ["--estimates", str(target), *extra]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert where in run.stderr and "Traceback" not in run.stderr
