@@ -102,17 +102,62 @@ def _fits_from(
     so no window before it can fit this job either (-inf: none)."""
     since = -INF
     for r in range(nrec):
-        if (
-            found[r] > since
-            and lengths[r] <= duration
-            and shapes[r, 0] == shape[0]
-            and shapes[r, 1] == shape[1]
-            and shapes[r, 2] <= shape[2]
-            and shapes[r, 3] <= shape[3]
-            and shapes[r, 4] <= shape[4]
-        ):
+        if found[r] > since and lengths[r] <= duration and _no_more(shapes, r, shape):
             since = found[r]
     return since
+
+
+@njit(cache=True, inline="always")
+def _no_more(shapes: np.ndarray, r: int, shape: np.ndarray) -> bool:
+    """Record r's shape asks for no more than ``shape`` (same kind and partition)."""
+    return (
+        shapes[r, 0] == shape[0]
+        and shapes[r, 1] == shape[1]
+        and shapes[r, 2] <= shape[2]
+        and shapes[r, 3] <= shape[3]
+        and shapes[r, 4] <= shape[4]
+    )
+
+
+@njit(cache=True)
+def _remember(
+    shapes: np.ndarray,
+    lengths: np.ndarray,
+    found: np.ndarray,
+    nrec: int,
+    shape: np.ndarray,
+    duration: float,
+    at: float,
+) -> int:
+    """Add a job's earliest fit to the records unless one asking for no more already tells as
+    much; drop those it makes useless (asking for as much or more, found no later). Returns
+    the new number of records: only the useful ones are kept, so :func:`_fits_from` stays short."""
+    for r in range(nrec):
+        if found[r] >= at and lengths[r] <= duration and _no_more(shapes, r, shape):
+            return nrec
+    kept = 0
+    for r in range(nrec):
+        if not (found[r] <= at and lengths[r] >= duration and _no_more_than(shape, shapes, r)):
+            shapes[kept] = shapes[r]
+            lengths[kept] = lengths[r]
+            found[kept] = found[r]
+            kept += 1
+    shapes[kept] = shape
+    lengths[kept] = duration
+    found[kept] = at
+    return kept + 1
+
+
+@njit(cache=True, inline="always")
+def _no_more_than(shape: np.ndarray, shapes: np.ndarray, r: int) -> bool:
+    """``shape`` asks for no more than record r's (same kind and partition)."""
+    return (
+        shapes[r, 0] == shape[0]
+        and shapes[r, 1] == shape[1]
+        and shape[2] <= shapes[r, 2]
+        and shape[3] <= shapes[r, 3]
+        and shape[4] <= shapes[r, 4]
+    )
 
 
 @njit(cache=True)
@@ -308,6 +353,12 @@ def conservative_nodes_pass(
     position = np.empty(len(jobs.procs), dtype=np.int64)
     for k in range(on):
         position[order[k]] = k
+    # The GPU profile is kept up to date only when some job's GPUs are checked on it.
+    gpu_counts = False
+    for k in range(on):
+        j = order[k]
+        if sound and _count_need(view, j, need_units(nodes.request, j, jobs.procs[j]), smallest)[1] > 0:
+            gpu_counts = True
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
     lengths = np.empty(on, dtype=np.float64)
@@ -411,10 +462,8 @@ def conservative_nodes_pass(
             out.skip[nk] = j
             nk += 1
             continue
-        shapes[nrec] = shape
-        lengths[nrec] = duration
-        found[nrec] = placed_at if count >= 0 else INF
-        nrec += 1
+        if sound:
+            nrec = _remember(shapes, lengths, found, nrec, shape, duration, placed_at if count >= 0 else INF)
         if count < 0:
             continue  # wider than the machine can ever offer: leave it pending
         b_t0[nb] = placed_at
@@ -424,7 +473,8 @@ def conservative_nodes_pass(
         for k in range(used, used + count):
             c += scratch_c[k]
             g += scratch_g[k]
-        _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
+        if gpu_counts:
+            _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
         n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
         b_slot[2 * nb] = used
         b_slot[2 * nb + 1] = used + count
