@@ -27,22 +27,18 @@ import pytest
 from rush.daemon.service import replay_hooks
 from rush.planner.journal import Journal
 from rush.studies.replay import ReplayOptions, loaded_scheduler, replay
-from rush.studies.replay_window import Window
 from tests.core.real_traces import MIRROR, TRACES, real_workload
 from tests.flux.plugin_build import jobtap_config, plugin_or_skip
+from tests.live_replay import SPEEDUP, WINDOW
+from tests.live_replay import write_config as write_replay_config
 
 ROOT = Path(__file__).resolve().parents[2]
-WINDOW, SPEEDUP = Window(1491, 20), 2000.0
 
 
 def write_config(tmp_path: Path, uri: str, backfill: str, options: str = "") -> Path:
-    path = tmp_path / "rush.toml"
-    path.write_text(
-        f'[daemon]\ncycle_interval = 1\njournal = "{tmp_path / "journal.sqlite"}"\ndry_run = false\n\n'
-        f'[policy]\npolicy = "FCFS"\nbackfill = "{backfill}"\nthreshold = "none"\nwait_quantum = 0\n\n'
-        f'[rjms]\nbackend = "flux"\n\n[rjms.options]\nuri = "{uri}"\n{options}'
+    return write_replay_config(
+        tmp_path, backfill, f'[rjms]\nbackend = "flux"\n\n[rjms.options]\nuri = "{uri}"\n{options}'
     )
-    return path
 
 
 def check_complete(report: dict) -> None:
