@@ -14,11 +14,20 @@ window starts now start. The pass keeps reservation times between passes, not no
 on nodes a standing reservation can move later when the nodes it held were fragmented since
 (processor counts never let it).
 
-Speed: beside the bookings the pass keeps their processor-count (and GPU-count) availability
-profile (:func:`rush.core.conservative._occupy`), whose breakpoints are exactly the candidate
-start times. A window where even the counts do not fit cannot fit on nodes, so only the
-candidates :func:`rush.core.conservative.fit_from` finds are tried on nodes; the decisions are
-those of trying every candidate (tests/core/test_conservative_nodes_speed.py checks it).
+Speed (issue 22; the decisions are those of trying every candidate on nodes, which
+tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation kernel):
+
+* Beside the bookings the pass keeps their core (and GPU) count profile
+  (:func:`rush.core.conservative._occupy`), whose breakpoints are exactly the candidate
+  starts. A window where even the counts do not fit cannot fit on nodes (no instant
+  overcommits a node, checked on the running jobs), so a job's search starts at the
+  profile's earliest fit (:func:`rush.core.conservative.fit_from`).
+* Bookings are only ever added during a pass, so a job cannot fit before the earliest fit
+  found for an earlier job that asked for no more (same kind and partition, no more cores,
+  GPUs or nodes, no longer): the search starts there too (:func:`_fits_from`).
+* A job's room is built once, then slid from candidate to candidate: bookings ending by the
+  start leave it, those starting before the window's end enter it, and the units it offers
+  the job are kept up to date, so placement runs only where it succeeds (and now).
 """
 
 from __future__ import annotations
