@@ -73,7 +73,7 @@ def make_backend(config: RushConfig) -> RJMSBackend:
         raise ConfigError(
             f"the {config.rjms.backend} backend does not accept these options: {exc}",
             where="site.fairshare" if fairshare and "fairshare" in str(exc) else "rjms.options",
-            fix="use a backend that reads fair-share (slurm, flux), or site.fairshare = \"none\""
+            fix='use a backend that reads fair-share (slurm, flux), or site.fairshare = "none"'
             if fairshare and "fairshare" in str(exc)
             else "see the backend's documented options in deploy/rush.toml",
         ) from None
