@@ -30,10 +30,11 @@ from pathlib import Path
 
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
+from rush.core.priority_terms import JobInputs
 from rush.planner.journal import QUEUE_COLUMNS, Journal
 from rush.planner.journal_query import EVERYONE, JournalQuery
 from rush.planner.query_server import QueryServer
-from rush.planner.queue_view import describe_core
+from rush.planner.queue_view import describe_core, terms_json
 
 DAYS = 90
 CYCLE = 60.0
@@ -44,15 +45,14 @@ RUNNING = 2_000
 GONE = 30_000
 EXPLAINED = 1  # the job that waited a week
 TARGET = 0.5
+POLICY = "LINEAR:q=1,wait=-0.01,fairshare=-1000"
 
 
 def generate(path: Path, n_decisions: int, seed: int = 1) -> dict[str, int]:
     rng = random.Random(seed)
     journal = Journal(path, synchronous="NORMAL")
-    policy = "LINEAR:q=1,wait=-0.01,fairshare=-1000"
-    journal.set_meta(
-        "core_config", describe_core(CoreConfig.from_names(parse_policy(policy), "conservative"), policy)
-    )
+    config = CoreConfig.from_names(parse_policy(POLICY), "conservative")
+    journal.set_meta("core_config", describe_core(config, POLICY))
     journal.set_meta("time_origin", repr(T0))
     db = journal.db
     cycles = int(DAYS * 86400 / CYCLE)
@@ -93,6 +93,10 @@ def generate(path: Path, n_decisions: int, seed: int = 1) -> dict[str, int]:
                 submit + 60 if state == "pending" else None,
                 submit + 600 if state != "pending" else None,
                 json.dumps({"runtime_class": "large", "class_source": "model", "variable": False}),
+                # As the daemon writes it (rush/planner/queue_view.py): explain reads it back.
+                terms_json(config, POLICY, JobInputs(submit, 4, estimate or 3600.0), T_END, T0)
+                if state == "pending"
+                else None,
             )
         )
     marks = ", ".join("?" * len(QUEUE_COLUMNS))

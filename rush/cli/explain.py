@@ -109,10 +109,8 @@ def explain_command(
             from rush.planner.query_server import ask
 
             return ask(path, {"op": "explain", "job": job})
-        from rush.jit_cache import skip_numba_blas_probe
         from rush.planner.journal_query import JournalQuery
 
-        skip_numba_blas_probe()  # the priority terms load one cached core function
         with JournalQuery(path) as query:
             return query.job_view(job).to_json()
 

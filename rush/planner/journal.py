@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS queue (
     user TEXT, account TEXT, partition TEXT, submit REAL, procs INTEGER, requested_time REAL,
     estimate REAL, runtime_class INTEGER, fairshare REAL, priority INTEGER, priority_group INTEGER,
     priority_key REAL, estimated_start REAL, estimate_basis TEXT, waits_behind INTEGER,
-    first_estimated_start REAL, first_estimated_at REAL, start REAL, model_outputs TEXT);
+    first_estimated_start REAL, first_estimated_at REAL, start REAL, model_outputs TEXT,
+    priority_terms TEXT);
 CREATE INDEX IF NOT EXISTS queue_time ON queue (time);
 CREATE INDEX IF NOT EXISTS queue_user ON queue (user, state);
 CREATE INDEX IF NOT EXISTS queue_state ON queue (state, priority);
@@ -132,9 +133,11 @@ QUEUE_COLUMNS = (
     "first_estimated_at",
     "start",
     "model_outputs",
+    "priority_terms",
 )
 # Columns added after a journal's first release, with their type: added when missing.
 ADDED_JOB_COLUMNS = (("reserved_at", "REAL"),)
+ADDED_QUEUE_COLUMNS = (("priority_terms", "TEXT"),)
 
 
 class DecisionRow(NamedTuple):
@@ -212,6 +215,9 @@ class QueueRow(NamedTuple):
     first_estimated_at: float | None
     start: float | None
     model_outputs: str | None  # JSON
+    # JSON: the terms of its priority (rush.core.priority_terms) when the key was computed, so
+    # that rush explain reads them without loading the compiled core.
+    priority_terms: str | None = None
 
 
 @dataclass(frozen=True)
@@ -285,6 +291,10 @@ class Journal:
             for column, kind in ADDED_JOB_COLUMNS:
                 if column not in have:
                     self.db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+            have = {row[1] for row in self.db.execute("PRAGMA table_info(queue)")}
+            for column, kind in ADDED_QUEUE_COLUMNS:
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
                 f"cannot open the journal: {exc}",

@@ -237,8 +237,10 @@ class JournalQuery:
                 f"job {job_id} belongs to another user, and {_rule_words(rules)}",
                 fix="ask about your own jobs (`rush status` lists them), or ask your administrator",
             )
+        stored_terms = None
         if row is not None:
             row["model_outputs"] = _json(row["model_outputs"])
+            stored_terms = row.pop("priority_terms", None)
         record = self._record(job_id)
         lines = collapse(decisions)
         skip_lines = [h for h in lines if h.action in SKIP_ACTIONS]
@@ -259,7 +261,7 @@ class JournalQuery:
         view.history, view.history_omitted = _bounded(lines)
         if row is not None and row["state"] == "pending":
             view.rank = self._rank(row)
-            view.terms, view.terms_error = self._terms(row)
+            view.terms, view.terms_error = self._terms(row, stored_terms)
         if row is not None and row["waits_behind"] is not None:
             view.waits_behind = self._waited_for(int(row["waits_behind"]), viewer, rules)
         return view
@@ -301,7 +303,17 @@ class JournalQuery:
             )
         return core_config_of(meta["core_config"]), float(meta["time_origin"])
 
-    def _terms(self, row: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    def _terms(self, row: dict[str, Any], stored: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        if stored:
+            # Written by the daemon with the key: no need to load the compiled core here.
+            try:
+                return json.loads(stored), None
+            except ValueError as exc:
+                return None, f"unreadable priority terms in the journal: {exc}"
+        # A row written without its terms: compute them with the core (numba is imported).
+        from rush.jit_cache import skip_numba_blas_probe
+
+        skip_numba_blas_probe()
         from rush.core.priority_terms import JobInputs, PriorityTerms, priority_terms
 
         try:

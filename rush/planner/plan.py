@@ -303,7 +303,8 @@ class Planner:
     def _record_queue(self, cycle: int, state: ClusterState, built: Built, decisions: Decisions) -> None:
         """The queue as rush sees it, into the journal (changed rows only) and the metrics."""
         now = state.taken_at
-        rows = queue_rows(QueueView(cycle, now, state, built, decisions), self._queue)
+        view = QueueView(cycle, now, state, built, decisions, self.core_config, self.config.policy.policy)
+        rows = queue_rows(view, self._queue)
         self.journal.record_queue(rows)
         for row in rows:
             if row.state == "gone":

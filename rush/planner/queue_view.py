@@ -14,7 +14,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from rush.core.config import CoreConfig
-from rush.core.snapshot import Decisions
+from rush.core.priority_terms import JobInputs, priority_terms
+from rush.core.snapshot import Decisions, PendingJob
 from rush.planner.journal import QueueRow
 from rush.planner.snapshot_builder import Built
 from rush.rjms.base import ClusterState
@@ -27,6 +28,21 @@ class QueueView:
     state: ClusterState
     built: Built
     decisions: Decisions
+    config: CoreConfig
+    policy_text: str  # the policy as the site wrote it
+
+
+def terms_json(config: CoreConfig, policy_text: str, job: JobInputs, now: float, time_origin: float) -> str:
+    """The terms of a job's priority at ``now``, as rush explain shows them (JSON)."""
+    terms = asdict(priority_terms(config, job, now, time_origin))
+    terms["policy"] = config.policy.name
+    terms["policy_text"] = policy_text
+    return json.dumps(terms, default=float, sort_keys=True)
+
+
+def _inputs(job: PendingJob) -> JobInputs:
+    estimate = job.requested_time if job.estimate is None else job.estimate
+    return JobInputs(job.submit, job.procs, estimate, int(job.runtime_class), job.fairshare)
 
 
 def describe_core(config: CoreConfig, policy_text: str) -> str:
@@ -84,6 +100,18 @@ def queue_rows(view: QueueView, previous: dict[int, QueueRow]) -> list[QueueRow]
             start=job.start if running else None,
             model_outputs=None if outputs is None else json.dumps(outputs, default=str, sort_keys=True),
         )
+        if p is not None and row.priority_key is not None:
+            # Recomputed only when the key or group moved (a static policy: once).
+            same = old is not None and (old.priority_key, old.priority_group) == (
+                row.priority_key,
+                row.priority_group,
+            )
+            if same:
+                row = row._replace(priority_terms=old.priority_terms)
+            else:
+                origin = view.built.snapshot.time_origin
+                terms = terms_json(view.config, view.policy_text, _inputs(p), view.now, origin)
+                row = row._replace(priority_terms=terms)
         if old is None or row[3:] != old[3:]:
             changed.append(row)
     for job_id, old in previous.items():
