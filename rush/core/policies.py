@@ -56,6 +56,15 @@ class Policy:
     weights: tuple[float, ...] = field(default=(0.0,) * len(LINEAR_FEATURES))
     source: str = field(default="", compare=False)  # LEARNED: the heuristic file
 
+    def __post_init__(self) -> None:
+        # The compiled pass reads LINEAR's weights by feature index, without bounds checks.
+        if self.name == "LINEAR" and len(self.weights) != len(LINEAR_FEATURES):
+            raise PolicyError(
+                f"LINEAR has {len(self.weights)} weights, not one per feature ({len(LINEAR_FEATURES)})",
+                where="policy",
+                fix=f"give weights over {', '.join(LINEAR_FEATURES)} (parse_policy does)",
+            )
+
     @property
     def code(self) -> int:
         return POLICY_CODES[self.name]

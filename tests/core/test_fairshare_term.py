@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rush.core.config import CoreConfig
-from rush.core.policies import parse_policy
+from rush.core.policies import Policy, parse_policy
 from rush.core.schedule import schedule
 from rush.core.snapshot import PendingJob, Snapshot
 from rush.errors import RushError
@@ -80,3 +80,9 @@ def test_priority_weight_scales_the_values_and_keeps_the_order() -> None:
 def test_a_priority_weight_that_overflows_the_site_factor_is_refused(bad) -> None:
     with pytest.raises(RushError, match="priority_weight"):
         CoreConfig(priority_weight=bad)
+
+
+def test_linear_weights_must_cover_every_feature() -> None:
+    # The compiled pass reads the fairshare weight by index: a short tuple is refused up front.
+    with pytest.raises(RushError, match="one per feature"):
+        Policy("LINEAR", (1.0,) * 7)

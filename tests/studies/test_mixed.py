@@ -97,11 +97,11 @@ def test_normalise_keeps_signs_and_refuses_zero_or_nan() -> None:
 def test_scaling_is_a_positive_rescaling_of_linear_weights(trace_file: Path) -> None:
     tw = load_trace_weeks(str(trace_file))
     raw = linear_weights([1.0, 2.0, 1.0], FEATURES_3, tw.scales)
-    # LINEAR over (q, p, wait, rho, expansion, area, r): weight/scale with the feature's sign.
+    # LINEAR over (q, p, wait, rho, expansion, area, r, fairshare): weight/scale with the feature's sign.
     assert raw[0] == pytest.approx(0.25 / tw.scales.q)
     assert raw[1] == pytest.approx(0.5 / tw.scales.p)
     assert raw[2] == pytest.approx(-0.25 / tw.scales.wait)
-    assert raw[3:] == (0.0, 0.0, 0.0, 0.0)
+    assert raw[3:] == (0.0, 0.0, 0.0, 0.0, 0.0)
     assert tw.scales.wait == tw.scales.p  # wait is scaled by the requested-time scale
     with pytest.raises(RushError, match="features"):
         linear_weights([1.0], ["walltime"], tw.scales)
