@@ -218,6 +218,12 @@ class JournalQuery:
         self, job_id: int, viewer: Viewer | None = None, rules: VisibilityRules = EVERYONE
     ) -> JobView:
         """Everything rush knows about ``job_id``; JobNotFound / JobNotVisible when it may not say."""
+        if not 0 <= job_id < 2**63:  # SQLite's integers; no RJMS numbers a job beyond them
+            raise JobNotFound(
+                f"job {job_id} is not a job id rush can have seen (ids are 0 to 2**63 - 1)",
+                where=str(self.path),
+                fix="check the id (squeue / flux jobs); `rush status` lists the jobs rush sees",
+            )
         found = self._rows(f"SELECT {', '.join(QUEUE_COLUMNS)} FROM queue WHERE job_id = ?", (job_id,))
         row = dict(zip(QUEUE_COLUMNS, found[0], strict=True)) if found else None
         decisions = self._rows(

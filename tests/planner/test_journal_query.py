@@ -266,3 +266,9 @@ def test_locked_journal(journal: Path) -> None:
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+@pytest.mark.parametrize("job_id", [2**63, 10**30, -1])
+def test_a_job_id_beyond_sqlites_integers_is_unknown_not_a_crash(journal: Path, job_id: int) -> None:
+    with JournalQuery(journal) as q, pytest.raises(JobNotFound, match="not a job id"):
+        q.job_view(job_id)
