@@ -95,7 +95,7 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON (stable keys; see d
 
 @app.command("explain")
 def explain_command(
-    job: int = typer.Argument(..., min=0, max=2**63 - 1, help="The job id."),
+    job: int = typer.Argument(..., min=0, help="The job id."),
     journal: Path | None = JOURNAL_OPTION,
     socket_path: Path | None = SOCKET_OPTION,
     config: Path | None = CONFIG_OPTION,
