@@ -110,13 +110,16 @@ class PassOut(NamedTuple):
 
 
 class PassMoment(NamedTuple):
-    """The moment of a pass: time, free processors, queue length, and whether sensitive jobs
-    are predicted to vary now (live: each job's flag is already in ``sensitive``)."""
+    """The moment of a pass: time, free processors, queue length, whether sensitive jobs
+    are predicted to vary now (live: each job's flag is already in ``sensitive``), and whether
+    the pass counts the skips it makes (``rush.core.skip_with_limit.counts_skips``: an
+    RJMS-event pass does, a periodic one does not)."""
 
     now: float
     free: int
     queued: int
     variable_now: bool
+    counts_skips: bool = True
 
 
 class PassResult(NamedTuple):

@@ -47,6 +47,7 @@ from rush.core.pass_data import (
 )
 from rush.core.priority_values import priority_values, scaled
 from rush.core.scheduling_pass import scheduling_pass
+from rush.core.skip_with_limit import counts_skips
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.core.start_estimates import EstimateInputs, estimate_starts
 from rush.errors import RushError
@@ -243,7 +244,13 @@ def schedule(
     queues.queue[: len(schedulable)] = schedulable
     queues.scan[: len(schedulable)] = schedulable
     out = new_out(n)
-    moment = PassMoment(now, free, len(schedulable), True)
+    moment = PassMoment(
+        now,
+        free,
+        len(schedulable),
+        True,
+        counts_skips(snapshot.trigger, _column(running, "requested_time", np.float64)),
+    )
     result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out, nodes)
     names = tuple(node.name for node in snapshot.nodes)
 
@@ -295,9 +302,10 @@ def schedule(
             Decision(
                 pending[j].job_id,
                 "skip",
-                f"would start now but predicted to suffer variability: delay {skips_before[j] + 1} "
-                f"of at most {config.skip_limit}",
-                float(skips_before[j] + 1),
+                f"would start now but predicted to suffer variability: delay {state.skips[j]} "
+                f"of at most {config.skip_limit}"
+                + ("" if state.skips[j] > skips_before[j] else " (periodic pass: not counted)"),
+                float(state.skips[j]),
             )
         )
     decided.decisions = decisions

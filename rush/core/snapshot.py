@@ -90,6 +90,10 @@ class Snapshot:
     # The nodes (rush.core.resources); empty: a bag of ``total_procs`` processors.
     nodes: tuple[Node, ...] = ()
     fabric: Fabric = Fabric()
+    # What triggered this pass: "event" (a job submitted or ended, resources changed) or
+    # "periodic" (a timer or a cycle with no such change); only an event pass counts skips
+    # (rush.core.skip_with_limit.counts_skips).
+    trigger: str = "event"
 
 
 # ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is

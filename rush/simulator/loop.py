@@ -366,7 +366,7 @@ def run_simulation(
         if fair.ordered and ledger.clock[3] != factors_epoch:
             _refresh_factors(fair, ledger, queues.queue, qn)
             factors_epoch = ledger.clock[3]
-        moment = PassMoment(t, free, qn, variable_now)
+        moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
             view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
