@@ -7,7 +7,7 @@ processor-count replay on every trace.
 Three modes per trace: ``procs`` (processor counts), ``nodes`` (``on_nodes=True`` as a user
 runs it: where the nodes are interchangeable, :func:`rush.simulator.engine.interchangeable_nodes`,
 the replay runs the count kernels, whose decisions are then the same), and ``kernels``
-(``node_kernels=True``: the node kernels anyway, the figure of the node pass itself).
+(``on_nodes=NODE_KERNELS``: the node kernels anyway, the figure of the node pass itself).
 
 Protocol: each trace is read once; a warm-up simulation of its first 2 000 jobs in each mode
 loads (or compiles) the kernels; then each mode runs the whole trace ``--repeat`` times,
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.simulator.engine import simulate
+from rush.simulator.engine import NODE_KERNELS, simulate
 from rush.workload.model import Workload, workload_from_trace
 from rush.workload.swf import read_swf
 
@@ -53,7 +53,7 @@ def mirror() -> Path:
     return Path(os.environ.get("RUSH_TRACE_MIRROR", default))
 
 
-MODES = {"procs": {}, "nodes": {"on_nodes": True}, "kernels": {"on_nodes": True, "node_kernels": True}}
+MODES = {"procs": {}, "nodes": {"on_nodes": True}, "kernels": {"on_nodes": NODE_KERNELS}}
 
 
 def run(workload: Workload, config: CoreConfig, mode: str, leaf: int) -> tuple[float, float, np.ndarray]:

@@ -153,6 +153,11 @@ def _node_view(workload: Workload, config: CoreConfig, nodes_per_leaf: int) -> N
     return node_view(pool, view, new_slots(0, 0), config.placement)
 
 
+# simulate(on_nodes=NODE_KERNELS): on the trace's nodes with the node kernels, even where the
+# nodes are interchangeable.
+NODE_KERNELS = "kernels"
+
+
 def interchangeable_nodes(workload: Workload, config: CoreConfig) -> bool:
     """Whether no decision of a replay on the trace's nodes can depend on which nodes a job
     gets, so that the processor-count kernels decide exactly as the node kernels (issue 31):
@@ -188,9 +193,8 @@ def simulate(
     time_origin: float = 0.0,
     progress: bool = False,
     label: str = "",
-    on_nodes: bool = False,
+    on_nodes: bool | str = False,
     nodes_per_leaf: int = 0,
-    node_kernels: bool = False,
 ) -> SimResult:
     """Replay ``workload`` under ``config``. ``time_origin`` is F1-F4's trace start (SWF: 0).
 
@@ -199,7 +203,15 @@ def simulate(
     leaf switches of ``nodes_per_leaf`` nodes for topology placement (0: one switch). Where
     the nodes are interchangeable (:func:`interchangeable_nodes`) the replay runs the
     processor-count kernels, whose decisions are then the same and several times faster;
-    ``node_kernels`` runs the node kernels anyway (tests and benchmarks compare the two)."""
+    ``on_nodes=NODE_KERNELS`` runs the node kernels anyway (tests and benchmarks compare the two)."""
+    if on_nodes not in (False, True, NODE_KERNELS):
+        raise RushError(
+            f"on_nodes={on_nodes!r}",
+            where="simulate",
+            fix=f"give False, True or {NODE_KERNELS!r} (the node kernels even on interchangeable nodes)",
+        )
+    node_kernels = on_nodes == NODE_KERNELS
+    on_nodes = bool(on_nodes)
     config = config or CoreConfig()
     inputs = inputs or SimInputs()
     n = len(workload)

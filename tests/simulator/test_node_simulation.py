@@ -16,7 +16,7 @@ import pytest
 
 from rush.core.config import CoreConfig
 from rush.errors import RushError
-from rush.simulator.engine import interchangeable_nodes, simulate
+from rush.simulator.engine import NODE_KERNELS, interchangeable_nodes, simulate
 from rush.workload.model import workload_from_trace
 from tests.core.real_traces import MIRROR
 
@@ -44,7 +44,7 @@ def test_nodes_decide_as_processor_counts_on_real_traces(trace: str, policy: str
     config = CoreConfig.from_names(policy, backfill, 200_000)
     procs = simulate(workload, config)
     # The node kernels themselves (the replay would otherwise run the count kernels here).
-    nodes = simulate(workload, config, on_nodes=True, node_kernels=True)
+    nodes = simulate(workload, config, on_nodes=NODE_KERNELS)
     assert np.array_equal(procs.start, nodes.start)
     assert np.array_equal(procs.backfilled, nodes.backfilled)
     if trace != "KTH-SP2":
@@ -59,7 +59,7 @@ def test_interchangeable_nodes_replay_as_the_node_kernels(trace: str) -> None:
     config = CoreConfig.from_names("SPF", "easy", 200_000)
     assert interchangeable_nodes(workload, config)
     fast = simulate(workload, config, on_nodes=True, nodes_per_leaf=16)
-    exact = simulate(workload, config, on_nodes=True, nodes_per_leaf=16, node_kernels=True)
+    exact = simulate(workload, config, on_nodes=NODE_KERNELS, nodes_per_leaf=16)
     assert np.array_equal(fast.start, exact.start)
     assert np.array_equal(fast.backfilled, exact.backfilled)
     assert np.array_equal(fast.end, exact.end)
@@ -79,14 +79,8 @@ def test_nodes_that_matter_keep_the_node_kernels() -> None:
     shared[: len(shared) // 2] = False
     mixed = replace(workload, requests=replace(workload.requests, exclusive=shared))
     assert not interchangeable_nodes(mixed, easy)
-    # On those nodes the node kernels decide: a shared 8-core node request waits for whole
-    # free nodes no longer, so some start differs from the exclusive replay's or none does,
-    # but the replay must equal the node kernels' own.
-    small = mixed.subset(np.arange(3000))
-    assert np.array_equal(
-        simulate(small, easy, on_nodes=True).start,
-        simulate(small, easy, on_nodes=True, node_kernels=True).start,
-    )
+    with pytest.raises(RushError, match="kernels"):
+        simulate(workload.subset(np.arange(10)), easy, on_nodes="yes")
 
 
 def test_topology_placement_keeps_every_job_on_valid_nodes() -> None:
