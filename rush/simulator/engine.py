@@ -170,6 +170,12 @@ def simulate(
     log allocated them, else one-core nodes, which decide as processor counts do), with
     leaf switches of ``nodes_per_leaf`` nodes for topology placement (0: one switch)."""
     config = config or CoreConfig()
+    if config.max_jobs_considered is not None:
+        raise RushError(
+            "max_jobs_considered bounds the live pass only; the simulator replays every pass in full",
+            where="max_jobs_considered",
+            fix="leave it out of the configuration you replay",
+        )
     inputs = inputs or SimInputs()
     n = len(workload)
     submit = np.ascontiguousarray(workload.submit, dtype=np.float64)
