@@ -13,6 +13,10 @@ the peak RSS of a bare interpreter and of one with the compiled core loaded.
   ``--step`` seconds (default 60) per cycle: 10 000 cycles replay about a week, and the
   journal's retention (``--retention``, default one day) deletes old rows as it would in
   production.
+* The Flux module (``--only flux``, needs flux-core): rush as Flux's scheduler in a real broker,
+  beside flux-core's sched-simple, ``--pending`` jobs of 10 s on ``--flux-cores`` cores for
+  ``--flux-seconds``; the RSS and peak of the module's process (Flux runs a Python module as a
+  child process of the broker) and of the broker.
 * The collector service runs ``CollectorService.run`` over ``fake_counters``, a **fake**
   collector registered by this benchmark (one sample per metric per host and cycle), into
   a real feature store pruned every 60 cycles with a short retention.
@@ -272,13 +276,75 @@ def soak_collector(tmp: Path, cycles: int) -> None:
         service.close()
 
 
+def module_pid(broker: int, name: str) -> int:
+    """The broker's child process that runs the Python module ``name`` (flux-module-python-exec)."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            ppid = next(
+                int(line.split()[1]) for line in status.read_text().splitlines() if line.startswith("PPid:")
+            )
+            if ppid == broker and name in (status.parent / "cmdline").read_text():
+                return int(status.parent.name)
+        except (OSError, StopIteration, ValueError):
+            continue
+    raise SystemExit(f"no process of the Flux module {name} under broker {broker}")
+
+
+def soak_flux(tmp: Path, pending: int, seconds: float, cores: int) -> None:
+    """rush as Flux's scheduler (the broker module) against flux-core's sched-simple in the same
+    run: ``pending`` one-core jobs of 10 s on ``cores`` cores, so the queue stays long while jobs
+    keep starting and ending for ``seconds``; the RSS and peak RSS of the module's process (Flux
+    runs a Python module in a process of its own, a child of the broker) and of the broker,
+    sampled every tenth of the run."""
+    from bench_flux_sched import MODULE, rush_config
+
+    from tests.flux.instance import FluxInstance, available
+
+    why = available()
+    if why:
+        print(f"flux: skipped ({why})")
+        return
+    runs = [
+        ("sched-simple", ["sched-simple"]),
+        ("rush FCFS+EASY", [str(MODULE), f"config={rush_config(tmp, 'FCFS')}"]),
+    ]
+    for name, load in runs:
+        with FluxInstance(tmp / name.split()[0], size=1, cores=cores) as flux:
+            flux.use_scheduler(*load)
+            broker = int(flux.run("getattr", "broker.pid").stdout)
+            module = module_pid(broker, "sched-rush.py" if "rush" in name else "sched-simple")
+            flux.run("queue", "stop", "--quiet", check=False)
+            flux.run(
+                "submit", f"--cc=1-{pending}", "--quiet", "-n1", "-t", "1m",
+                "--setattr=system.exec.test.run_duration=10s", "true", timeout=3600,
+            )  # fmt: skip
+            before = rss_mib(pid=module)
+            flux.run("queue", "start", "--quiet", check=False)
+            print(f"flux {name}: {pending} jobs queued on {cores} cores, module RSS {before:.1f} MiB")
+            started = time.monotonic()
+            for k in range(1, 11):
+                time.sleep(max(0.0, started + seconds * k / 10 - time.monotonic()))
+                done = len(flux.run("jobs", "--filter=inactive", "--count=0", "-no", "{id}").stdout.split())
+                print(
+                    f"  {time.monotonic() - started:6.0f} s: module RSS {rss_mib(pid=module):7.1f} MiB "
+                    f"(peak {peak_mib(module):7.1f}), broker {rss_mib(pid=broker):6.1f}  {done} jobs done",
+                    flush=True,
+                )
+            print(
+                f"flux {name}: module peak RSS {peak_mib(module):.1f} MiB, broker {peak_mib(broker):.1f} MiB"
+            )
+            flux.cancel_all()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=10_000)
     parser.add_argument("--pending", type=int, default=200)
     parser.add_argument("--step", type=float, default=60.0, help="fake seconds per daemon cycle")
     parser.add_argument("--retention", type=float, default=86_400.0, help="journal retention (s)")
-    parser.add_argument("--only", choices=("daemon", "collector"))
+    parser.add_argument("--only", choices=("daemon", "collector", "flux"))
+    parser.add_argument("--flux-seconds", type=float, default=300.0, help="how long the Flux soak runs")
+    parser.add_argument("--flux-cores", type=int, default=64)
     parser.add_argument("--apply", action="store_true", help="daemon applies (to the fake queue)")
     parser.add_argument("--model", type=Path, help="a runtime-class model (rush train runtime-class)")
     args = parser.parse_args()
@@ -290,12 +356,14 @@ def main() -> None:
         print(f"reference: peak RSS of {what}: {float(out.stdout):.1f} MiB")
     print(f"start: RSS {rss_mib():.1f} MiB")
     with tempfile.TemporaryDirectory(prefix="rush-soak-") as tmp:
-        if args.only != "collector":
+        if args.only in (None, "daemon"):
             soak_daemon(
                 Path(tmp), args.cycles, args.step, args.retention, args.pending, args.apply, args.model
             )
-        if args.only != "daemon":
+        if args.only in (None, "collector"):
             soak_collector(Path(tmp), args.cycles)
+        if args.only in (None, "flux"):
+            soak_flux(Path(tmp), args.pending, args.flux_seconds, args.flux_cores)
 
 
 if __name__ == "__main__":
