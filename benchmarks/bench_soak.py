@@ -334,6 +334,10 @@ def soak_flux(tmp: Path, pending: int, seconds: float, cores: int) -> None:
                 f"flux {name}: module peak RSS {peak_mib(module):.1f} MiB, broker {peak_mib(broker):.1f} MiB"
             )
             flux.cancel_all()
+            # With thousands of jobs left the instance takes minutes to stop on a busy machine
+            # (the fixture's own shutdown allows 30 s).
+            flux.run("shutdown", "--quiet", check=False, timeout=900)
+            flux.proc.wait(timeout=60)
 
 
 def main() -> None:
