@@ -29,6 +29,8 @@ class CoreConfig:
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
     * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
+    * ``max_jobs_considered``: a live pass considers at most this many pending jobs besides
+      those holding a standing reservation (:mod:`rush.core.pass_budget`); None: all.
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -49,8 +51,22 @@ class CoreConfig:
     # Beside a site's own priorities: the values are scaled into [0, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
+    # A live pass considers at most this many pending jobs (beyond those holding a standing
+    # reservation), as Slurm's bf_max_job_test; the rest wait for the next pass
+    # (rush.core.pass_budget). None: every job.
+    max_jobs_considered: int | None = None
 
     def __post_init__(self) -> None:
+        if self.max_jobs_considered is not None and not (
+            isinstance(self.max_jobs_considered, int)
+            and not isinstance(self.max_jobs_considered, bool)
+            and self.max_jobs_considered >= 1
+        ):
+            raise PolicyError(
+                f"max_jobs_considered {self.max_jobs_considered!r} is not an integer >= 1",
+                where="policy.max_jobs_considered",
+                fix="a number of jobs, e.g. 10000 (leave it out to consider every job)",
+            )
         if self.priority_weight is not None and not (
             isinstance(self.priority_weight, int) and 1 <= self.priority_weight <= MAX_VALUE
         ):

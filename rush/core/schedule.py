@@ -34,6 +34,7 @@ from rush.core.job_rules import job_rules
 from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
+from rush.core.pass_budget import BASIS_UNCONSIDERED, bound_queue
 from rush.core.pass_data import (
     OrderPolicy,
     PassJobs,
@@ -251,6 +252,10 @@ def schedule(
         True,
         counts_skips(snapshot.trigger, _column(running, "requested_time", np.float64)),
     )
+    # A bounded pass (config.max_jobs_considered) leaves the tail unconsidered: rush.core.pass_budget.
+    bounded = bound_queue(moment, pass_cfg, jobs, state, queues, config.max_jobs_considered)
+    if bounded is not None:
+        moment = bounded.moment
     result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out, nodes)
     names = tuple(node.name for node in snapshot.nodes)
 
@@ -259,6 +264,8 @@ def schedule(
     queues = queues._replace(
         queue=queues.queue[:queued], group=queues.group[:queued], key=queues.key[:queued]
     )
+    if bounded is not None:  # priorities for every job, considered or not
+        queues = queues._replace(queue=bounded.queue, group=bounded.group, key=bounded.key)
     order = queues.queue
     values = scaled(
         priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin)),
@@ -309,6 +316,8 @@ def schedule(
             )
         )
     decided.decisions = decisions
+    if bounded is not None:
+        decided.unconsidered = [pending[k].job_id for k in bounded.unconsidered.tolist()]
     if estimate_starts_too:
         _publish_estimates(
             decided,
@@ -360,6 +369,8 @@ def _publish_estimates(decided: Decisions, pending, running, inputs: EstimateInp
     ids = [p.job_id for p in pending]
     decided.estimated_start = dict(zip(ids, estimates.start.tolist(), strict=True))
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
+    for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
+        decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
     decided.waits_behind = {
         ids[j]: (running[k].job_id if kind == "running" else ids[k])
         for j, (kind, k) in estimates.behind.items()

@@ -138,6 +138,9 @@ class Decisions:
     estimated_start: dict[int, float] = field(default_factory=dict)
     estimate_basis: dict[int, str] = field(default_factory=dict)
     waits_behind: dict[int, int] = field(default_factory=dict)
+    # Pending job ids a bounded pass left unconsidered (CoreConfig.max_jobs_considered), in
+    # priority order: not started, not reserved this pass (rush.core.pass_budget).
+    unconsidered: list[int] = field(default_factory=list)
 
     def of(self, action: Action) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]

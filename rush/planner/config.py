@@ -161,6 +161,14 @@ class PolicySection(Section):
         description="seconds from 0 to 86400: time-dependent policies (WFP3, UNICEF, SEXP, ...) see "
         "waits rounded down to 0, Q, 2Q, 4Q, ..., so a job's priority changes only then (0: every cycle)",
     )
+    max_jobs_considered: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="an integer >= 1: a pass considers at most this many pending jobs besides those "
+        "holding a reservation (as Slurm's bf_max_job_test); the rest wait, listed in the journal "
+        "as not considered; absent: every job",
+    )
     time_origin: Seconds | None = Field(
         None,
         ge=0,
@@ -292,6 +300,7 @@ class RushConfig(Section):
             wait_quantum=p.wait_quantum,
             placement=p.placement,
             priority_weight=self.site.priority_weight,
+            max_jobs_considered=p.max_jobs_considered,
         )
 
 

@@ -287,6 +287,8 @@ class Planner:
         counts: dict[str, int] = {}
         for d in decisions.decisions:
             counts[d.action] = counts.get(d.action, 0) + 1
+        if decisions.unconsidered:  # a bounded pass: each job's queue row says "not considered"
+            counts["unconsidered"] = len(decisions.unconsidered)
         seconds = time.perf_counter() - started
         pending, running = len(built.snapshot.pending), len(built.snapshot.running)
         if rjms_error is not None:

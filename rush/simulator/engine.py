@@ -213,6 +213,12 @@ def simulate(
     node_kernels = on_nodes == NODE_KERNELS
     on_nodes = bool(on_nodes)
     config = config or CoreConfig()
+    if config.max_jobs_considered is not None:
+        raise RushError(
+            "max_jobs_considered bounds the live pass only; the simulator replays every pass in full",
+            where="max_jobs_considered",
+            fix="leave it out of the configuration you replay",
+        )
     inputs = inputs or SimInputs()
     n = len(workload)
     submit = np.ascontiguousarray(workload.submit, dtype=np.float64)
