@@ -1,4 +1,5 @@
-"""rush beside Slurm's fair-share, on a real Slurm 22.05 with slurmdbd and MariaDB.
+"""rush beside Slurm's fair-share, on a real Slurm with slurmdbd and MariaDB: Debian's 22.05 (one
+node) and the vendored 25.11 (two nodes; tests/slurm/accounting_cluster.py), each test on both.
 
 Two accounts of equal shares; ``acct_a`` gets usage from a real job (which then keeps the
 node busy), so its user's fair-share factor drops below ``acct_b``'s. Three jobs then wait:
@@ -17,7 +18,8 @@ Each rush run is one ``rush daemon --once --apply`` cycle with a fresh journal:
     read (its queue table) and the LINEAR key it made (the priority reason).
 
 The module is its own xdist group (tests/xdist_groups.py groups by module): one worker, one
-cluster. It skips when slurmdbd or MariaDB is not installed.
+cluster at a time. An install skips with the reason when slurmdbd, MariaDB or its
+``accounting_storage/mysql`` plugin is missing.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import pytest
 
 from tests.polling import wait_for
 from tests.slurm.accounting_cluster import FAIRSHARE_WEIGHT, AccountingCluster, accounting_available
+from tests.slurm.cluster import INSTALLS
 
 pytestmark = pytest.mark.slurm
 
@@ -44,17 +47,22 @@ REPO = Path(__file__).resolve().parents[2]
 WEIGHT = 10_000
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AccountingCluster]:
-    reason = accounting_available()
+@pytest.fixture(scope="module", params=["22.05", "25.11"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AccountingCluster]:
+    install = INSTALLS[request.param]
+    reason = accounting_available(install)
     if reason:
         pytest.skip(reason)
-    cluster = AccountingCluster(tmp_path_factory.mktemp("slurm-accounting"), cpus=4)
+    cluster = AccountingCluster(tmp_path_factory.mktemp("slurm-accounting"), cpus=4, install=install)
     try:
         cluster.start()
     except Exception as exc:  # stop what did start; the message carries the daemons' logs
         cluster.stop()
-        pytest.fail(f"could not start the accounting Slurm: {exc} {cluster.log_tail('slurmdbd')}")
+        pytest.fail(
+            f"could not start the accounting Slurm {install.name}: {exc} {cluster.log_tail('slurmdbd')}"
+        )
     yield cluster
     cluster.stop()
 
