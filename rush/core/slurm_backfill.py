@@ -16,8 +16,9 @@ What makes Slurm differ from the simulator's EASY on processor counts (docs/admi
   down to ``bf_resolution`` to its end rounded up (``backfill.c``'s ``_set_slot_time``). A
   later job starts now only on nodes no reservation holds during its own time limit. No
   reservation past ``bf_window``.
-* **The tick.** slurmctld records times in whole seconds; backfill runs on its interval.
-  The shell (``rush.simulator.slurm_mode``) keeps the clock.
+* **The tick.** slurmctld records times in whole seconds, backfill runs on its interval, and
+  a finished job's CPUs return at the next one-second tick (:func:`next_tick`). The shell
+  (``rush.simulator.slurm_mode``) keeps the clock.
 
 Everything here is pure Python on small arrays (one entry per node): a replay window or a
 partition of tens of nodes, not a whole machine of thousands.
@@ -121,6 +122,16 @@ class BackfillPlan:
 
     reservations: list[Reservation] = field(default_factory=list)
     planned_start: dict[int, float] = field(default_factory=dict)
+
+
+def next_tick(at: float, step: float) -> float:
+    """The first tick of a ``step``-second clock strictly after ``at`` (epoch seconds).
+
+    Slurm decides on such ticks: a backfill cycle every ``bf_interval``; and a finished job's
+    CPUs are seen free at slurmctld's next one-second tick after the job ends, so a chain of
+    sub-second jobs on the same CPUs costs about a second per job (measured on replays,
+    docs/admin-slurm.md "The Slurm mode")."""
+    return (math.floor(at / step) + 1) * step
 
 
 def place(free: np.ndarray, procs: int, usable: np.ndarray | None = None) -> np.ndarray | None:

@@ -102,7 +102,8 @@ def scheduler_parameters(text: str, where: str) -> tuple[dict[str, int], list[st
                     where=f"{where}: SchedulerParameters {name}",
                     fix=f"write {name}=N",
                 )
-            values[key] = _integer(name, value, f"{where}: SchedulerParameters {name}")
+            number = _integer(name, value, f"{where}: SchedulerParameters {name}")
+            values.setdefault(key, number)  # Slurm reads the first occurrence (xstrcasestr)
         else:
             other.append(key)
     try:

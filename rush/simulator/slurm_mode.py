@@ -3,7 +3,8 @@ site's slurm.conf sets them (:mod:`rush.core.slurm_backfill` decides; this loop 
 
 Events: submits, ends, and backfill cycles every ``bf_interval`` seconds on Slurm's clock
 while something changed since the last cycle (backfill.c's ``_more_work``). The main
-scheduler runs after every submit or end. Times are kept exactly; the start times reported
+scheduler runs after every submit and whenever finished jobs' CPUs return, which is at
+slurmctld's next whole-second tick after the job's end (:func:`rush.core.slurm_backfill.next_tick`). Times are kept exactly; the start times reported
 are what slurmctld records, whole seconds of its clock (``clock_offset``: the epoch second of
 the workload's time 0, so that a replay's ticks and ``bf_resolution`` rounding fall where
 Slurm's did). Jobs are ordered by the policy's time-independent keys (FCFS: submit time, then
@@ -21,13 +22,19 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.ordering import static_keys
-from rush.core.slurm_backfill import PendingJob, RunningJob, SlurmScheduler, backfill_pass, main_pass
+from rush.core.slurm_backfill import (
+    PendingJob,
+    RunningJob,
+    SlurmScheduler,
+    backfill_pass,
+    main_pass,
+    next_tick,
+)
 from rush.errors import RushError
 from rush.simulator.result import SimResult
 from rush.workload.model import Workload
 
 END, SUBMIT, BACKFILL = 0, 1, 2
-RELEASE_ON_TICK = True
 
 
 @dataclass(frozen=True)
@@ -102,10 +109,7 @@ def simulate_slurm(
 
     def release(at: float) -> float:
         # A finished job's CPUs return to the scheduler at slurmctld's next tick after its end.
-        if not RELEASE_ON_TICK:
-            return at
-        step = slurm.tick
-        return (math.floor((at + offset) / step) + 1) * step - offset
+        return next_tick(at + offset, slurm.tick) - offset
 
     def limit_end(k: int) -> float:
         return start[k] + offset + limit[k]
@@ -115,8 +119,7 @@ def simulate_slurm(
 
     def schedule_cycle(now: float) -> float:
         # The next backfill cycle on Slurm's clock, strictly after ``now``.
-        step = slurm.bf_interval
-        return (math.floor((now + offset) / step) + 1) * step - offset
+        return next_tick(now + offset, slurm.bf_interval) - offset
 
     while events:
         now, kind, k = heapq.heappop(events)
