@@ -192,6 +192,10 @@ class AccountingCluster(SlurmCluster):
             for job, priority, fairshare, site in (line.split() for line in out.stdout.splitlines())
         }
 
+    def stop_slurmdbd(self) -> None:
+        """Stop slurmdbd (by its PID), leaving slurmctld and the database running."""
+        self._stop("slurmdbd")
+
     def stop(self) -> None:
         super().stop()
         for name in ("slurmdbd", "mariadbd"):

@@ -15,7 +15,9 @@ Each rush run is one ``rush daemon --once --apply`` cycle with a fresh journal:
     put first), the documented danger;
 (d) ``LINEAR:r=1,fairshare=-1e6`` with ``site.fairshare = "rjms"``: rush reads the factors
     (sshare) and orders both acct_b jobs first by its own policy; the journal shows the factor
-    read (its queue table) and the LINEAR key it made (the priority reason).
+    read (its queue table) and the LINEAR key it made (the priority reason);
+(e) slurmdbd unreachable (stopped, last): slurmctld answers sshare from its association
+    cache, so rush reads the same factors and its cycle succeeds.
 
 The module is its own xdist group (tests/xdist_groups.py groups by module): one worker, one
 cluster at a time. An install skips with the reason when slurmdbd, MariaDB or its
@@ -182,3 +184,23 @@ def test_rush_priority_weight_and_full_range_and_the_fairshare_term(cluster, que
         assert read[job_id] == pytest.approx(factor, abs=1e-6)
         key = float(re.search(r"LINEAR key (-?[0-9.e+]+)", reasons[job_id]).group(1))
         assert key == pytest.approx(-1e6 * factor, abs=1_000), reasons[job_id]
+
+
+def test_fairshare_read_with_slurmdbd_unreachable(cluster, queue, tmp_path) -> None:
+    """(e) Runs last in the module: it stops the cluster's slurmdbd."""
+    cluster.stop_slurmdbd()
+    journal = rush_once(
+        cluster,
+        tmp_path,
+        "nodbd",
+        "LINEAR:r=1,fairshare=-1e6",
+        f'fairshare = "rjms"\npriority_weight = {WEIGHT}',
+    )
+    with sqlite3.connect(journal) as db:
+        read = dict(db.execute("SELECT job_id, fairshare FROM queue WHERE fairshare IS NOT NULL").fetchall())
+    shares = cluster.shares()  # still answered, by slurmctld
+    for name, job_id in queue.items():
+        account = "acct_a" if name.startswith("A") else "acct_b"
+        assert read[job_id] == pytest.approx(shares[(account, "root")][1], abs=1e-6)
+    prio = priorities(cluster, queue)
+    assert min(prio["B5"], prio["B9"]) > prio["A5"]
