@@ -64,7 +64,7 @@ def accounting_available(install: SlurmInstall = DEBIAN) -> str | None:
         if install.vendored:
             return (
                 f"Slurm {install.name} was built without accounting_storage/mysql (no MariaDB client "
-                "headers at build time): apt-get install libmariadb-dev, then rebuild with .ci/vendor-slurm.sh"
+                "headers at build time): apt-get install default-libmysqlclient-dev, then rebuild with .ci/vendor-slurm.sh"
             )
         return "Slurm's accounting_storage/mysql plugin is missing (apt-get install slurmdbd)"
     return None
