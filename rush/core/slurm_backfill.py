@@ -184,6 +184,39 @@ def _usable(reservations: list[Reservation], start: float, end: float, nodes: in
     return usable
 
 
+def will_run(
+    t: float, usable: np.ndarray, capacity: np.ndarray, running: list[RunningJob], procs: int
+) -> tuple[float, np.ndarray] | None:
+    """When and where a job of ``procs`` CPUs could start at ``t`` or later on the usable nodes,
+    as cons_tres's will-run test finds it (``_future_run_test``): running jobs are taken away
+    in batches, all those ending within a window (from the first end rounded up to a 30 s
+    barrier, the window doubling after each miss) at once; the job is placed on what is then
+    free, lowest node first, and starts at the end of the last removed job on its nodes."""
+    ending = sorted((run for run in running if run.limit_end > t), key=lambda run: run.limit_end)
+    free = _free_at(t, capacity, running)
+    alloc = place(free, procs, usable)
+    if alloc is not None:
+        return t, alloc
+    if not ending:
+        return None
+    window = 30.0
+    barrier = ending[0].limit_end + (window - ending[0].limit_end % window)
+    removed: list[RunningJob] = []
+    k = 0
+    while k < len(ending):
+        while k < len(ending) and (not removed or ending[k].limit_end <= barrier + window):
+            free = free + ending[k].alloc
+            removed.append(ending[k])
+            k += 1
+        alloc = place(free, procs, usable)
+        if alloc is not None:
+            on_nodes = [run.limit_end for run in removed if (run.alloc[alloc > 0] > 0).any()]
+            return max(on_nodes, default=removed[-1].limit_end), alloc
+        while k < len(ending) and ending[k].limit_end > barrier + window:
+            window *= 2
+    return None
+
+
 def backfill_pass(
     now: float,
     free: np.ndarray,
@@ -213,12 +246,27 @@ def backfill_pass(
             if t > window_end:
                 break
             usable = _usable(plan.reservations, t, t + job.limit, config.nodes)
-            alloc = place(free if t == now else _free_at(t, capacity, running), job.procs, usable)
-            if alloc is not None:
-                found = (t, alloc)
+            if t == now:
+                alloc = place(free, job.procs, usable)
+                if alloc is not None:
+                    found = (t, alloc)
+                    break
+                if not may_reserve:
+                    break  # TEST_NOW_ONLY: only a start now matters
+                continue
+            when = will_run(t, usable, capacity, running, job.procs)
+            if when is None:
+                continue
+            start, alloc = when
+            # The nodes chosen must be free of reservations over the job's own time.
+            if (
+                start <= window_end
+                and not (
+                    _usable(plan.reservations, start, start + job.limit, config.nodes) < (alloc > 0)
+                ).any()
+            ):
+                found = (start, alloc)
                 break
-            if not may_reserve:
-                break  # TEST_NOW_ONLY: only a start now matters
         if found is None:
             continue
         t, alloc = found

@@ -15,6 +15,7 @@ from rush.core.slurm_backfill import (
     main_pass,
     next_tick,
     place,
+    will_run,
 )
 from rush.errors import PolicyError
 
@@ -85,6 +86,27 @@ def test_no_plan_past_bf_window_and_at_most_bf_max_job_test_jobs() -> None:
     jobs = [PendingJob(1, 8, 60), PendingJob(2, 1, 10)]
     started, plan = backfill_pass(0.0, free(4, 0), [RunningJob(0, free(0, 4), 100.0)], jobs, capped)
     assert started == [] and list(plan.planned_start) == [1]
+
+
+def test_will_run_takes_running_jobs_away_in_batches() -> None:
+    """cons_tres's will-run test: the jobs ending within one window go together (first end
+    100 rounded up to the 30 s barrier 120, window 30: every end up to 150), the job is placed
+    on what is then free, and starts when the last removed job on its nodes ends."""
+    capacity = free(4, 4, 4)
+    running = [
+        RunningJob(1, free(4, 0, 0), 100.0),
+        RunningJob(2, free(0, 2, 0), 110.0),
+        RunningJob(3, free(0, 0, 4), 115.0),
+        RunningJob(4, free(0, 2, 0), 500.0),
+    ]
+    usable = np.ones(3, dtype=bool)
+    start, alloc = will_run(0.0, usable, capacity, running, 6)
+    # One at a time it would start at 100 on nodes 1 and 2; batched, job 2 (node 2, 110) counts.
+    assert (start, alloc.tolist()) == (110.0, [4, 2, 0])
+    # Past the window: job 4's end is reached by doubling it.
+    start, alloc = will_run(0.0, usable, capacity, running, 12)
+    assert (start, alloc.tolist()) == (500.0, [4, 4, 4])
+    assert will_run(0.0, usable, capacity, running, 13) is None
 
 
 def test_next_tick_is_strictly_after() -> None:

@@ -3,8 +3,8 @@ of 10 CPUs, the slurm.conf of each run committed beside its report), and its loo
 
 The replays were recorded by sim/slurm_mode/run_live.py; this test re-simulates the jobs as
 Slurm saw them with the slurm.conf's settings alone: every run closer than the simulator's EASY
-on processor counts with at most 1 % of pairs inverted, and the stock runs with Slurm's mean
-wait under 20 s within issue 30's targets (mean |Δwait| <= 3 s, >= 90 % of jobs within 5 s). The live test of the same prediction is
+on processor counts with at most 1 % of pairs inverted, and the stock runs within issue 30's
+targets (mean |Δwait| <= 3 s, >= 90 % of jobs within 5 s) but the one named short of them. The live test of the same prediction is
 tests/slurm/test_replay_fidelity.py.
 """
 
@@ -26,6 +26,8 @@ from tests.core.real_traces import real_workload
 
 RESULTS = Path(__file__).resolve().parents[2] / "sim" / "slurm_mode" / "results"
 RECORDED = sorted(p.stem for p in RESULTS.glob("*.json"))
+# The recorded stock run the mode does not bring within issue 30's targets (the busiest).
+SHORT_OF_TARGETS = {"stock-2800"}
 
 
 def as_seen(report: dict, trace: Workload) -> tuple[Workload, list[Observed]]:
@@ -53,21 +55,20 @@ def test_the_slurm_mode_predicts_the_recorded_replay(name: str) -> None:
     diff, order = mode["start_difference"], mode["start_order"]
     easy, easy_order = report["start_difference"], report["start_order"]
     assert mode["jobs"] == len(observed) >= 100
-    slurm_wait = mode["metrics"]["mean_wait"]["slurm"]
     # Every run: the order within issue 30's bound, and closer than EASY on processor counts
     # (the replay's own comparison, recorded).
     assert order["inversions"] <= 0.01 * order["pairs"], order
     assert diff["mean_abs"] < easy["mean_abs"] and diff["within_5s"] >= easy["within_5s"] - 0.01, (diff, easy)
     stock = scheduler.bf_job_part_count_reserve == 0 and scheduler.cpus_per_node > 1
-    if stock and slurm_wait < 20.0:
-        # A stock configuration, Slurm's mean wait 5-10 s: issue 30's targets, which EASY misses.
+    if name in SHORT_OF_TARGETS:
+        # Measured 3.7 s, 85 %, 47 pairs against EASY's 14.3 s, 41 %, 366 (docs/admin-slurm.md
+        # "The Slurm mode": where the mode backfills later than Slurm).
+        assert diff["mean_abs"] <= 0.5 * easy["mean_abs"], (diff, easy)
+    elif stock:
+        # A stock configuration: issue 30's targets, which EASY misses.
         assert diff["mean_abs"] <= 3.0, diff
         assert diff["within_5s"] >= 0.90, diff
         assert easy["mean_abs"] > 3.0 or easy["within_5s"] < 0.90 or easy_order["inversions"] > 0, easy
-    elif stock:
-        # The busiest window (Slurm's mean wait 32 s): measured 3.8 s, 84 %, 49 pairs against
-        # EASY's 14.3 s, 41 %, 366; short of the targets (docs/admin-slurm.md "The Slurm mode").
-        assert diff["mean_abs"] <= 0.5 * easy["mean_abs"], (diff, easy)
 
 
 def test_ticks_and_whole_node_reservations_on_a_small_case() -> None:
