@@ -39,11 +39,9 @@ END, SUBMIT, BACKFILL = 0, 1, 2
 
 @dataclass(frozen=True)
 class SlurmClock:
-    """Where the workload's time 0 falls on Slurm's clock (epoch seconds) and how long a
-    started job takes to hold its CPUs (launch), both seconds."""
+    """Where the workload's time 0 falls on Slurm's clock (epoch seconds): a replay's start."""
 
     offset: float = 0.0
-    launch: float = 0.0
 
 
 def _order(workload: Workload, config: CoreConfig) -> np.ndarray:
@@ -103,7 +101,7 @@ def simulate_slurm(
         started[k] = True
         # slurmctld's whole-second start_time, never before the (recorded) submit.
         start[k] = max(math.floor(at + offset) - offset, submit[k])
-        end[k] = at + clock.launch + runtime[k]
+        end[k] = at + runtime[k]
         backfilled[k] = by_backfill
         heapq.heappush(events, (release(float(end[k])), END, k))
 
