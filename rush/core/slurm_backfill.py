@@ -11,7 +11,8 @@ What makes Slurm differ from the simulator's EASY on processor counts (docs/admi
 * **Backfill** (:func:`backfill_pass`) runs every ``bf_interval`` seconds when something
   changed. It tests jobs in priority order (at most ``bf_max_job_test``) against a plan: a
   running job holds its CPUs until its start plus its time limit; a job that cannot start now
-  is given the earliest time it fits and, unless ``bf_job_part_count_reserve`` reservations
+  is given the earliest time it fits (:func:`will_run`: cons_tres's will-run test, running
+  jobs taken away in batches) and, unless ``bf_job_part_count_reserve`` reservations
   are already made, a reservation of the **whole nodes** it would use, from that time rounded
   down to ``bf_resolution`` to its end rounded up (``backfill.c``'s ``_set_slot_time``). A
   later job starts now only on nodes no reservation holds during its own time limit. No
