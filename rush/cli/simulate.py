@@ -263,6 +263,35 @@ def _precheck(
             )
 
 
+def _slurm_mode(
+    slurm_conf: Path | None,
+    partition: str,
+    classes: str | None,
+    on_nodes: bool,
+    fairshare_half_life: str | None,
+    backfill_policy: str | None,
+):
+    """The Slurm mode's configuration read from --slurm-conf (checked before the trace is read)."""
+    if slurm_conf is None:
+        if partition:
+            raise ConfigError(
+                "--partition names a partition of --slurm-conf", where="--partition", fix="add --slurm-conf"
+            )
+        return None
+    given = {"--classes": classes, "--nodes": on_nodes or None, "--fairshare-half-life": fairshare_half_life,
+             "--backfill-policy": backfill_policy}  # fmt: skip
+    for flag, value in given.items():
+        if value is not None:
+            raise ConfigError(
+                f"{flag} is not modelled in the Slurm mode",
+                where=flag,
+                fix="drop it, or simulate without --slurm-conf",
+            )
+    from rush.rjms.slurm_conf import read_slurm_conf
+
+    return read_slurm_conf(slurm_conf, partition)
+
+
 def _prepare_numba() -> None:
     from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
 
@@ -317,6 +346,16 @@ def simulate_command(
         "--fairshare-by-group",
         help="With --fairshare-half-life: one account per trace group, users under it (default: users only).",
     ),
+    slurm_conf: Path | None = typer.Option(
+        None,
+        "--slurm-conf",
+        help="Predict the Slurm this slurm.conf configures (its nodes, main scheduler and sched/backfill "
+        "settings: whole-node reservations, bf_job_part_count_reserve, bf_resolution, bf_window, "
+        "bf_max_job_test, bf_interval) instead of --backfill on processor counts.",
+    ),
+    partition: str = typer.Option(
+        "", "--partition", help="With --slurm-conf: the partition (default: the Default=YES one)."
+    ),
 ) -> None:
     """Replay TRACE through the scheduling core and print the literature's metrics."""
     _precheck(
@@ -327,6 +366,7 @@ def simulate_command(
         policies=[policy],
         backfill_policy=backfill_policy,
     )
+    slurm = _slurm_mode(slurm_conf, partition, classes, on_nodes, fairshare_half_life, backfill_policy)
     _check_classes(classes)
     _check_placement(placement, on_nodes, nodes_per_leaf)
     fair_share = fair_share_model(fairshare_half_life, fairshare_period, fairshare_by_group)
@@ -349,7 +389,14 @@ def simulate_command(
         nodes_per_leaf,
         fair_share,
     )
-    result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
+    if slurm is None:
+        result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
+    else:
+        from rush.simulator.slurm_mode import simulate_slurm
+
+        config = _core_config(policy, backfill, threshold, None)
+        result, classification = simulate_slurm(workload, slurm.scheduler, config), None
+        backfill = "slurm"
     metrics = compute_metrics(result, tau=tau)
     metrics["skipped_lines"] = int(sum(trace_obj.skipped.values()))
     if classification is not None:
