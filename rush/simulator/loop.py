@@ -278,6 +278,7 @@ def run_simulation(
     xt = np.empty(n if correcting else 0, dtype=np.float64)
     xj = np.empty(n if correcting else 0, dtype=np.int64)
     xn = 0
+    run_len = np.empty(n if correcting else 0, dtype=np.float64)  # current run's estimated length
     started_mark = np.zeros(n, dtype=np.bool_)
     out = new_out(n)
 
@@ -368,11 +369,14 @@ def run_simulation(
             if start[j] < 0 or run_est_end[j] != expired or end[j] <= t:
                 continue  # ended or requeued since
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
-            run_est_end[j] = start[j] + running_estimate(rules.correction, est[j], t - start[j], limit[j])
+            # Elapsed at least the expired length: t - start may round below it.
+            elapsed = max(t - start[j], run_len[j])
+            run_len[j] = running_estimate(rules.correction, est[j], elapsed, limit[j])
+            run_est_end[j] = start[j] + run_len[j]
             rn = _running_insert(
                 r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]
             )
-            if end[j] > run_est_end[j]:
+            if end[j] > run_est_end[j] and run_est_end[j] > expired:
                 xn = _heap_push(xt, xj, xn, run_est_end[j], j)
         # 2. arrivals
         while nxt < n and submit[nxt] <= t:
@@ -428,6 +432,8 @@ def run_simulation(
             killed[j] = outcome[j] == RUN_FINAL_KILL
             end[j] = t + length
             run_est_end[j] = t + est[j]
+            if correcting:
+                run_len[j] = est[j]
             hn = _heap_push(ht, hj, hn, end[j], j)
             rn = _running_insert(
                 r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]

@@ -72,3 +72,25 @@ def test_correction_without_predictions_changes_nothing_on_a_real_trace() -> Non
     plain = _run(w, backfill_policy="SPF")
     corrected = _run(w, backfill_policy="SPF", prediction_correction="stepwise")
     assert np.array_equal(plain.start, corrected.start)
+
+
+def test_fractional_predictions_on_fractional_clocks_finish() -> None:
+    # start + estimate - start can round below the estimate: the correction must still move
+    # the estimate forward (it once re-armed the same expiry for ever).
+    rng = np.random.default_rng(11)
+    n = 400
+    submit = np.sort(rng.uniform(0, 50_000, n)) + 1e9 / 3
+    runtime = rng.uniform(1, 3000, n)
+    w = workload(
+        16,
+        [
+            (float(s), int(q), float(r), 4000.0)
+            for s, q, r in zip(submit, rng.integers(1, 9, n), runtime, strict=True)
+        ],
+    )
+    estimate = runtime * rng.uniform(0.1, 1.5, n) + 1 / 3
+    for correction in ("stepwise", "request"):
+        result = _run(w, estimate, backfill_policy="SPF", prediction_correction=correction)
+        assert (result.start >= 0).all()
+        assert np.allclose(result.end - result.start, np.minimum(w.runtime, w.requested_time))
+        assert not result.killed.any()
