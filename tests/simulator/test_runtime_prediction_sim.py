@@ -94,3 +94,42 @@ def test_fractional_predictions_on_fractional_clocks_finish() -> None:
         assert (result.start >= 0).all()
         assert np.allclose(result.end - result.start, np.minimum(w.runtime, w.requested_time))
         assert not result.killed.any()
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--runtime-prediction", "oracle"], "--runtime-prediction"),
+        (["--prediction-correction", "stepwise"], "--prediction-correction"),
+        (["--runtime-prediction", "easy++", "--prediction-correction", "double"], "--prediction-correction"),
+        (["--runtime-prediction", "easy++", "--classes", "plain"], "--runtime-prediction"),
+    ],
+)
+def test_bad_prediction_flags_are_configuration_errors(flags: list[str], named: str) -> None:
+    from typer.testing import CliRunner
+
+    from rush.cli.main import app
+    from rush.errors import ConfigError
+
+    result = CliRunner().invoke(app, ["simulate", "lublin:50:16", *flags])
+    assert isinstance(result.exception, ConfigError), (result.output, result.exception)
+    assert result.exception.where == named
+
+
+@pytest.mark.parametrize("predictor", ["easy++", "gaussier"])
+def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from rush.cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["simulate", "lublin:300:32:3", "--runtime-prediction", predictor, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    block = out["runtime_prediction"]
+    assert block["predictor"] == predictor and block["jobs"] == out["jobs"]
+    assert out["settings"]["backfill_policy"] == "SPF"  # shortest predicted job backfilled first
+    assert out["settings"]["label"] == f"FCFS-easy+SPF-{predictor}"
