@@ -142,3 +142,11 @@ def test_gaussier_learns_a_users_runtimes_walk_forward() -> None:
     assert np.median(rel_error) < 0.5
     assert np.median(got.predicted[late] / w.requested_time[late]) < 0.5  # well below the requests
     assert math.isfinite(got.seconds)
+
+
+def test_asymmetric_regressor_passes_scikit_learns_estimator_checks() -> None:
+    from sklearn.utils.estimator_checks import check_estimator
+
+    results = check_estimator(AsymmetricRidgeRegressor(), on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])) for r in results if r["status"] == "failed"]
+    assert not failed

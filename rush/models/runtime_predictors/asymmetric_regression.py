@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, check_X_y, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, check_X_y, validate_data
 
 
 class AsymmetricRidgeRegressor(RegressorMixin, BaseEstimator):
@@ -31,7 +31,9 @@ class AsymmetricRidgeRegressor(RegressorMixin, BaseEstimator):
             )
         X, y = check_X_y(X, y, dtype=np.float64, y_numeric=True)
         self.n_features_in_ = X.shape[1]
-        base = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        base = np.ones(len(y)) if sample_weight is None else _check_sample_weight(sample_weight, X)
+        if not base.any():
+            raise ValueError("sample_weight is all zero: nothing to fit")
         # Ridge with an unpenalised intercept: centre by the weighted means at each round.
         # The Gram matrices of each side are updated by the rows that change side only.
         A = np.hstack([X, np.ones((len(y), 1))])
