@@ -7,7 +7,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rush.core.names import BACKFILL_MODES
+from rush.core.names import BACKFILL_MODES, PREDICTION_CORRECTIONS
 from rush.core.policies import Policy, parse_policy
 from rush.core.priority_values import MAX_VALUE
 from rush.core.resources import PLACEMENTS
@@ -31,6 +31,9 @@ class CoreConfig:
     * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
     * ``max_jobs_considered``: a live pass considers at most this many pending jobs besides
       those holding a standing reservation (:mod:`rush.core.pass_budget`); None: all.
+    * ``prediction_correction``: how a running job's estimate is corrected once it outlives
+      its predicted runtime (``none``, ``request``, ``stepwise``;
+      :mod:`rush.core.runtime_predictions`); kills stay at the request.
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -48,6 +51,7 @@ class CoreConfig:
     # live priority values change only on that schedule (0: exact waits, the default offline).
     wait_quantum: float = 0.0
     placement: str = "first-fit"
+    prediction_correction: str = "none"
     # Beside a site's own priorities: the values are scaled into [0, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
@@ -80,6 +84,12 @@ class CoreConfig:
                 f"unknown placement {self.placement!r}",
                 where="placement",
                 fix=f"use one of: {', '.join(PLACEMENTS)}",
+            )
+        if self.prediction_correction not in PREDICTION_CORRECTIONS:
+            raise PolicyError(
+                f"unknown prediction correction {self.prediction_correction!r}",
+                where="prediction_correction",
+                fix=f"use one of: {', '.join(PREDICTION_CORRECTIONS)}",
             )
         if self.backfill not in BACKFILL_MODES:
             raise PolicyError(

@@ -47,6 +47,7 @@ from rush.core.pass_data import (
     pass_config,
 )
 from rush.core.priority_values import priority_values, scaled
+from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
@@ -207,7 +208,15 @@ def schedule(
         config.max_requeues,
         divider,
     )
-    r_end_all = _column(running, "start", np.float64) + r_est
+    r_start = _column(running, "start", np.float64)
+    if config.prediction_correction != "none":  # expired predictions corrected, as in the simulator
+        r_est = running_estimates(
+            correction_code(config.prediction_correction),
+            r_est,
+            now - r_start,
+            _column(running, "requested_time", np.float64),
+        )
+    r_end_all = r_start + r_est
     r_procs_all = _column(running, "procs", np.int64)
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
     killed = {d.job_id for d in kills}

@@ -23,6 +23,7 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
+from rush.core.runtime_predictions import correction_code
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -33,7 +34,10 @@ from rush.workload.model import Workload
 class SimInputs:
     """Per-job inputs from models, aligned with the workload (submit order).
 
-    * ``estimate``: runtime predictions replacing p~ for scheduling (kills stay at p~).
+    * ``estimate``: runtime predictions replacing p~ for scheduling (kills stay at p~); with
+      ``CoreConfig.prediction_correction`` a running job that outlives its estimate gets a
+      corrected one (:mod:`rush.core.runtime_predictions`). Predictions from a runtime
+      predictor come from :func:`rush.models.runtime_predictors.predict_walkforward`.
     * ``runtime_class``: predicted class per job (0 small, 1 large, -1 unknown); used with
       ``CoreConfig.use_classes`` and ``kill_false_small``.
     * ``idempotent``: opt-in mask for false-small kills (default: every job opted in).
@@ -290,7 +294,11 @@ def simulate(
             fairshare,
         ),
         pass_config(config, order, scan_order, time_origin),
-        KillRules(bool(config.kill_false_small), int(config.max_requeues)),
+        KillRules(
+            bool(config.kill_false_small),
+            int(config.max_requeues),
+            correction_code(config.prediction_correction),
+        ),
         VariabilityWindows(np.ascontiguousarray(intervals[:, 0]), np.ascontiguousarray(intervals[:, 1])),
         int(workload.machine_procs),
         counter,
