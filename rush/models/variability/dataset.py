@@ -7,8 +7,15 @@ the collectors wrote during the campaign. For each run that COMPLETED:
 * counters over ``[start - window, start)`` (:func:`rush.models.variability.features.window_features_for`,
   the function the live predictor uses) for each requested scope: the job's nodes (``job_``)
   and all nodes (``all_``), min/max/mean over the per-node means;
+* what the job itself brings, whatever the scopes: its node count and how its nodes spread
+  over the fabric's leaves and pods (:func:`rush.models.variability.features.placement_features`,
+  ``job_nodes``, ``job_leaves``, ...; the leaf and pod of each node from the store's topology);
 * the nine probe features (the record's probe, else the latest probe in the store);
 * the workload type one-hot ``wtype_compute``, ``wtype_network``, ``wtype_io``.
+
+The all-node window is read through :class:`rush.models.variability.features.WindowReader`
+(equal to ``window_features_for``; tests/planner/test_variation_batch.py), kept while the store's
+window content is the same: runs that start between two counter ticks share it.
 
 Labels, per application from the mean mu and the standard deviation sigma (population,
 ddof 0) of its completed runtimes: ``y_binary`` = 1 when runtime > mu + 1.5 sigma (model and
@@ -53,12 +60,17 @@ from rush.config_file import explain
 from rush.errors import RushError
 from rush.hashing import file_sha256
 from rush.models.variability.features import (
+    PLACEMENT_FEATURES,
     PROBE_FEATURES,
     SCOPES,
     WTYPE_FEATURES,
     WTYPES,
+    WindowReader,
     check_window,
+    is_placement,
+    placement_features,
     record_probe_features,
+    topology_of,
     window_features_for,
     wtype_features,
 )
@@ -391,7 +403,9 @@ def labels(runtimes: np.ndarray, apps: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _counter_report(names: list[str]) -> dict[str, Any]:
-    metrics = sorted({n.split("_", 2)[2] for n in names if n.startswith(("job_", "all_"))})
+    metrics = sorted(
+        {n.split("_", 2)[2] for n in names if n.startswith(("job_", "all_")) and not is_placement(n)}
+    )
     families = {}
     for family, (published, prefixes) in PUBLISHED_FAMILIES.items():
         present = [m for m in metrics if m.startswith(prefixes)]
@@ -428,9 +442,15 @@ def build_dataset(
         )
     rows: list[dict[str, float]] = []
     with FeatureStore(store_path) as store:
+        reader: WindowReader | None = None
         for r in completed:
             features: dict[str, float] = {}
             for k, scope in enumerate(options.scopes):
+                if scope == "all" and k > 0:  # the all-node window without the probe: shared
+                    if reader is None or not reader.serves(store, r.start, options.window):
+                        reader = WindowReader(store, r.start, options.window)
+                    features |= reader.all_nodes("all", with_probe=False)
+                    continue
                 hosts = list(r.nodes) if scope == "job" else None
                 features |= window_features_for(
                     store,
@@ -441,14 +461,21 @@ def build_dataset(
                     probe=r.probe,
                     with_probe=k == 0,
                 )
+            if "job" not in options.scopes:  # the job's own features, whatever the scopes
+                features |= placement_features(r.nodes, topology_of(store, r.nodes, r.start, options.window))
             if "probe_send_min" not in features:  # a probe only on the record, none in the store
                 features |= record_probe_features(r.probe)
             rows.append(features | wtype_features(r.wtype))
     counters = sorted(
-        {n for row in rows for n in row if n.startswith(tuple(f"{s}_" for s in options.scopes))}
+        {
+            n
+            for row in rows
+            for n in row
+            if n.startswith(tuple(f"{s}_" for s in options.scopes)) and not is_placement(n)
+        }
     )
     by_scope = [n for s in options.scopes for n in counters if n.startswith(f"{s}_")]
-    names = [*by_scope, *PROBE_FEATURES, *WTYPE_FEATURES]
+    names = [*by_scope, *PLACEMENT_FEATURES, *PROBE_FEATURES, *WTYPE_FEATURES]
     X = np.array([[row.get(n, math.nan) for n in names] for row in rows], dtype=np.float64).reshape(
         len(rows), len(names)
     )
@@ -470,6 +497,7 @@ def build_dataset(
         "dropped": {"not_completed": len(records.runs) - len(completed)},
         "rows_without_counters": int(missing.sum()),
         "rows_without_probe": int(np.isnan(X[:, names.index("probe_send_min")]).sum()),
+        "rows_without_topology": int(np.isnan(X[:, names.index("job_leaves")]).sum()),
         "first_start": float(runtimes.size and min(r.start for r in completed)),
         "last_start": float(runtimes.size and max(r.start for r in completed)),
         "labels": {
