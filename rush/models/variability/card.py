@@ -9,22 +9,14 @@ the ones the pickled pipeline was fitted on (``rush_features_``, saved inside it
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, field_validator
 
 from rush.models.model_card import ModelCard, Name, _finite
-from rush.models.variability.features import PLACEMENT_FEATURES, PROBE_FEATURES, WTYPE_FEATURES
+from rush.models.variability.features import known_feature
 
 CLASS_NAME = Literal["none", "little", "variation"]
-_COUNTER = re.compile(r"^(job|all)_(min|max|mean)_[A-Za-z0-9_.:-]+$")
-_NAMED = frozenset((*PLACEMENT_FEATURES, *PROBE_FEATURES, *WTYPE_FEATURES))
-
-
-def known_feature(name: str) -> bool:
-    """Whether the feature code makes a feature of this name."""
-    return name in _NAMED or bool(_COUNTER.match(name))
 
 
 class VariabilityCard(ModelCard):

@@ -68,6 +68,7 @@ from rush.models.variability.features import (
     WindowReader,
     check_window,
     is_placement,
+    known_feature,
     placement_features,
     record_probe_features,
     topology_of,
@@ -527,6 +528,51 @@ def build_dataset(
 # -------------------------------------------------------------------------------- load
 
 
+def _check_values(csv_path: Path, names: list[str], meta: dict[str, list], X: np.ndarray, fix: str) -> None:
+    """Every value a dataset row may hold (a dataset written by another tool, or by hand, with a
+    matching sha256): the first bad one names its line and column."""
+
+    def bad(row: int, column: str, problem: str) -> DatasetError:
+        return DatasetError(f"{column} {problem}", where=f"{csv_path}:{row + 2}: {column}", fix=fix)
+
+    unknown = [n for n in names if not known_feature(n)]
+    if unknown:
+        raise DatasetError(
+            f"unknown feature column(s) {unknown[:5]}", where=f"{csv_path}:1", fix=fix + " with this rush"
+        )
+    checks: list[tuple[str, Any, str]] = [
+        ("wtype", lambda v: v in WTYPES, f"is not one of {', '.join(WTYPES)}"),
+        ("app", lambda v: 0 < len(v) <= MAX_NAME, "is empty or too long"),
+        ("y_binary", lambda v: v in ("0", "1"), "is not 0 or 1"),
+        ("y_class", lambda v: v in ("0", "1", "2"), "is not 0, 1 or 2 (none, little, variation)"),
+    ]
+    for column, ok, problem in checks:
+        for row, value in enumerate(meta[column]):
+            if not ok(value):
+                raise bad(row, column, f"{value[:40]!r} {problem}")
+    for column in ("start", "runtime"):
+        for row, value in enumerate(meta[column]):
+            number = float(value) if value else math.nan
+            if not math.isfinite(number) or (column == "runtime" and number <= 0):
+                raise bad(
+                    row,
+                    column,
+                    f"{value[:40]!r} is not a finite {'runtime > 0' if column == 'runtime' else 'time'}",
+                )
+    for row, (y, c) in enumerate(zip(meta["y_binary"], meta["y_class"], strict=True)):
+        if (y == "1") != (c == "2"):
+            raise bad(row, "y_class", f"{c} disagrees with y_binary {y} (variation is class 2)")
+    if np.isinf(X).any():
+        row, col = (int(k) for k in np.argwhere(np.isinf(X))[0])
+        raise bad(row, names[col], "is infinite (a missing value is an empty field)")
+    negative = X < 0
+    if negative.any():
+        row, col = (int(k) for k in np.argwhere(negative)[0])
+        raise bad(
+            row, names[col], f"is negative ({X[row, col]!r}): counters, probe times and placements are >= 0"
+        )
+
+
 MAX_DESCRIPTION_BYTES = 16 << 20
 
 
@@ -581,6 +627,7 @@ def load_dataset(path: str | Path) -> Dataset:
     if not rows:
         raise DatasetError("the dataset has no rows", where=str(csv_path), fix=fix)
     X = np.array(rows, dtype=np.float64)
+    _check_values(csv_path, names, meta, X, fix)
     return Dataset(
         X=X,
         feature_names=list(names),

@@ -38,6 +38,7 @@ window content is unchanged (benchmarks/bench_variability_predict.py prints the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -82,6 +83,20 @@ def feature_scope(name: str) -> str:
     return name.split("_", 1)[0]
 
 
+_COUNTER_NAME = re.compile(r"^(job|all)_(min|max|mean)_[A-Za-z0-9_.:-]+$")
+
+
+def known_feature(name: str) -> bool:
+    """Whether this feature code makes a feature of this name: a counter of the job's or all
+    nodes (``<scope>_<stat>_<metric>``), the job's placement, the probe or the workload type."""
+    return (
+        name in PLACEMENT_FEATURES
+        or name in PROBE_FEATURES
+        or name in WTYPE_FEATURES
+        or bool(_COUNTER_NAME.match(name))
+    )
+
+
 def is_placement(name: str) -> bool:
     """A feature of the job's placement (not a reading of the store's counters or probe)."""
     return name in PLACEMENT_FEATURES
@@ -103,15 +118,24 @@ def topology_of(store: Any, hosts: Sequence[str] | None, start: float, window: f
     return {h: (m["leaf"], m.get("pod", 0.0)) for h, m in found.items() if "leaf" in m}
 
 
-def _spread(groups: np.ndarray) -> tuple[float, float, float, float]:
-    """(distinct groups, largest share, all-to-all off-group share, ring off-group share)."""
-    n = len(groups)
-    _, counts = np.unique(groups, return_counts=True)
+def spread_rows(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``groups`` (sets, nodes: each node's leaf or pod): (distinct groups, largest
+    share, all-to-all off-group share, ring off-group share)."""
+    sets, n = groups.shape
+    same = groups[:, :, None] == groups[:, None, :]  # node i and j on one group
+    per_node = same.sum(axis=2)  # how many of the set share each node's group (itself included)
+    distinct = (1.0 / per_node).sum(axis=1)
+    share = per_node.max(axis=1) / n
     if n < 2:
-        return float(len(counts)), 1.0, 0.0, 0.0
-    a2a = (n - float((counts.astype(float) ** 2).sum()) / n) / (n - 1)
-    ring = float((groups != np.roll(groups, -1)).mean())
-    return float(len(counts)), float(counts.max()) / n, a2a, ring
+        return np.round(distinct), share, np.zeros(sets), np.zeros(sets)
+    a2a = (n - per_node.sum(axis=1) / n) / (n - 1)  # sum of n_group^2 over n
+    ring = (groups != np.roll(groups, -1, axis=1)).mean(axis=1)
+    return np.round(distinct), share, a2a, ring
+
+
+def _spread(groups: np.ndarray) -> tuple[float, float, float, float]:
+    """:func:`spread_rows` of one node set."""
+    return tuple(float(v[0]) for v in spread_rows(np.asarray(groups, dtype=np.float64)[None, :]))  # type: ignore[return-value]
 
 
 def placement_features(hosts: Sequence[str], where: Mapping[str, tuple]) -> dict[str, float]:
@@ -268,6 +292,7 @@ class WindowReader:
         self._probe_rows: dict[tuple[int, int], np.ndarray] = {}
         self._all: dict[tuple[str, bool], dict[str, float]] = {}
         self._where: dict[str, tuple] | None = None  # topology_of every host, read once
+        self._leaf_pod: dict[str, tuple[float, float]] = {}
 
     def serves(self, store: Any, start: float, window: float) -> bool:
         """Whether this reader's answers are those of ``store`` for ``start`` (then it moves there)."""
@@ -442,14 +467,27 @@ class WindowReader:
 
     # -- the job's own placement -------------------------------------------------------------
     def _placements(self, host_sets: Sequence[Sequence[str]]) -> FeatureTable:
-        """:func:`placement_features` of each node set, the topology read once for all."""
+        """:func:`placement_features` of each node set, the topology read once for all and the
+        sets of one size computed at once (:func:`spread_rows`)."""
         if self._where is None:
             self._where = topology_of(self.store, None, self.start, self.window)
+            self._leaf_pod = {h: (float(lp[0]), float(lp[1])) for h, lp in self._where.items()}
         values = np.full((len(host_sets), len(PLACEMENT_FEATURES)), np.nan)
-        column = {name: c for c, name in enumerate(PLACEMENT_FEATURES)}
+        by_length: dict[int, list[int]] = {}
         for k, hosts in enumerate(host_sets):
-            for name, value in placement_features(hosts, self._where).items():
-                values[k, column[name]] = value
+            distinct = hosts if len(set(hosts)) == len(hosts) else list(dict.fromkeys(hosts))
+            if distinct:
+                values[k, 0] = len(distinct)  # job_nodes, known without the topology
+                if all(h in self._leaf_pod for h in distinct):
+                    by_length.setdefault(len(distinct), []).append(k)
+        for length, members in by_length.items():
+            where = [self._leaf_pod[h] for k in members for h in dict.fromkeys(host_sets[k])]
+            grid = np.array(where, dtype=np.float64).reshape(len(members), length, 2)
+            leaves = spread_rows(grid[:, :, 0])
+            pods = spread_rows(grid[:, :, 1])
+            values[members, 1:5] = np.column_stack(leaves)
+            values[members, 5] = pods[0]
+            values[members, 6] = pods[2]
         return FeatureTable(list(PLACEMENT_FEATURES), values)
 
     # -- both -------------------------------------------------------------------------------
