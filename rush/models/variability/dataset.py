@@ -18,7 +18,8 @@ The all-node window is read through :class:`rush.models.variability.features.Win
 window content is the same: runs that start between two counter ticks share it.
 
 Labels, per application from the mean mu and the standard deviation sigma (population,
-ddof 0) of its completed runtimes: ``y_binary`` = 1 when runtime > mu + 1.5 sigma (model and
+ddof 0) of its completed control runs (its runs of its most common node count: see
+:func:`labels`), applied to all its runs: ``y_binary`` = 1 when runtime > mu + 1.5 sigma (model and
 feature selection); ``y_class`` = 0 "none" below mu + 1.2 sigma, 2 "variation" above
 mu + 1.5 sigma, 1 "little" in between (the exported model). The record's ``noise`` flag is
 ground truth for analysis only and is kept out of the features.
@@ -384,18 +385,35 @@ def label_thresholds(runtimes: np.ndarray) -> dict[str, float]:
     }
 
 
-def labels(runtimes: np.ndarray, apps: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, dict]]:
-    """(y_binary, y_class, thresholds per application)."""
+def labels(
+    runtimes: np.ndarray, apps: np.ndarray, sizes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, dict]]:
+    """(y_binary, y_class, thresholds per application).
+
+    mu and sigma come from each application's **control runs**: its runs of its most common node
+    count (``sizes``; all its runs when None or of one size), the paper's 16-node control jobs in
+    the contention campaign. Runs of other sizes are labelled against the same thresholds, which
+    assumes weak scaling (an application's unimpeded runtime does not depend on its size, as in
+    the campaign): so "variation" means for a 32-node run what it means for a 16-node one, and
+    what the experiments count (runs above the control runs' mu + 1.5 sigma)."""
     y_binary = np.zeros(len(runtimes), dtype=np.int64)
     y_class = np.zeros(len(runtimes), dtype=np.int64)
     per_app = {}
     for app in sorted(set(apps.tolist())):
         mask = apps == app
-        t = label_thresholds(runtimes[mask])
+        reference = mask
+        if sizes is not None:
+            values, counts = np.unique(sizes[mask], return_counts=True)
+            control = values[np.argmax(counts)]  # the most common size (the smallest on ties)
+            reference = mask & (sizes == control)
+        t = label_thresholds(runtimes[reference])
+        if sizes is not None:
+            t["reference_nodes"] = int(control)
         r = runtimes[mask]
         y_binary[mask] = (r > t["variation_above"]).astype(np.int64)
         y_class[mask] = np.where(r > t["variation_above"], 2, np.where(r < t["little_above"], 0, 1))
         t["variation_runs"] = int((r > t["variation_above"]).sum())
+        t["labelled_runs"] = int(mask.sum())
         per_app[app] = t
     return y_binary, y_class, per_app
 
@@ -482,7 +500,8 @@ def build_dataset(
     )
     apps = np.array([r.app for r in completed], dtype=object)
     runtimes = np.array([r.runtime for r in completed])
-    y_binary, y_class, per_app = labels(runtimes, apps)
+    sizes = np.array([len(r.nodes) for r in completed])
+    y_binary, y_class, per_app = labels(runtimes, apps, sizes)
     missing = np.isnan(X[:, : len(by_scope)]).all(axis=1) if by_scope else np.ones(len(rows), bool)
     description = {
         "format": DATASET_FORMAT,
@@ -502,7 +521,8 @@ def build_dataset(
         "first_start": float(runtimes.size and min(r.start for r in completed)),
         "last_start": float(runtimes.size and max(r.start for r in completed)),
         "labels": {
-            "binary": f"1 when runtime > mu + {BINARY_SIGMA} sigma of its application (ddof 0)",
+            "binary": f"1 when runtime > mu + {BINARY_SIGMA} sigma of its application's control runs "
+            "(its most common node count; ddof 0)",
             "classes": list(CLASS_NAMES),
             "class_rule": f"none < mu + {LITTLE_SIGMA} sigma <= little <= mu + {BINARY_SIGMA} sigma < variation",
             "per_app": per_app,

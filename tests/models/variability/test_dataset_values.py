@@ -68,3 +68,26 @@ def test_the_cli_exits_2_and_writes_no_model(dataset, tmp_path):
     assert result.returncode == 2, result.stderr
     assert "negative" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists() and not out.with_name(out.name + ".json").exists()
+
+
+def test_labels_come_from_each_applications_control_runs():
+    """mu and sigma of the most common size's runs (the control runs), applied to every size: a
+    32-node run is labelled against the 16-node runs' thresholds, as the experiments count."""
+    from rush.models.variability.dataset import labels
+
+    rng = np.random.default_rng(2)
+    control = 100.0 + rng.normal(0, 1.0, 60)  # 16-node runs: mu ~ 100, sigma ~ 1
+    big = np.array([101.0, 103.0, 110.0, 120.0])  # 32-node runs, slower on the whole
+    runtimes = np.concatenate([control, big])
+    apps = np.array(["a"] * len(runtimes), dtype=object)
+    sizes = np.array([16] * 60 + [32] * 4)
+    y, y_class, per_app = labels(runtimes, apps, sizes)
+    t = per_app["a"]
+    assert t["reference_nodes"] == 16 and t["runs"] == 60 and t["labelled_runs"] == 64
+    assert t["mu"] == pytest.approx(control.mean()) and t["sigma"] == pytest.approx(control.std())
+    assert y[60:].tolist() == [int(r > t["variation_above"]) for r in big] and y[62:].tolist() == [1, 1]
+    assert set(y_class[y == 1].tolist()) == {2}
+    # without sizes (or with one size) every run is a control run, as before
+    y_all, _, all_app = labels(runtimes, apps)
+    assert all_app["a"]["runs"] == 64 and "reference_nodes" not in all_app["a"]
+    assert y_all.sum() <= y.sum()
