@@ -280,10 +280,9 @@ def variability(
     typer.echo(
         "node scope ("
         + trained.model_kind
-        + "; k-fold / loao): "
+        + f"; {chosen_by}): "
         + ", ".join(
-            f"{r['scope']} {r['kfold_mean_f1']:.3f} / {r['mean_f1']:.3f} ({r['features']} features)"
-            for r in trained.scope_table
+            f"{r['scope']} {r['mean_f1']:.3f} ({r['features']} features)" for r in trained.scope_table
         )
     )
     flag = card.get("flag_threshold_table") or {}

@@ -136,7 +136,7 @@ def test_train_variability_text_reports_both_ways(built, tmp_path):
 
 
 @pytest.mark.parametrize("args", [["--selection", "holdout"], ["--folds", "1"], ["--final-scope", "pods"]])
-def test_hostile_train_flags(built, tmp_path, args):
+def test_hostile_selection_flags(built, tmp_path, args):
     out = tmp_path / "m.joblib"
     result = rush("train", "variability", str(built), "--out", str(out), *args)
     assert result.returncode == 2, (result.stdout, result.stderr)
