@@ -33,9 +33,9 @@ def test_the_job_stream_holds_every_size_the_experiments_ask():
 
 @pytest.fixture(scope="module")
 def campaign_slice():
-    """60 jobs of the campaign's WS block (8, 16 and 32 nodes), first-fit, always-on noise."""
+    """45 jobs of the campaign's WS block (8, 16 and 32 nodes), first-fit, always-on noise."""
     rng = np.random.default_rng(5)
-    jobs = [j for j in campaign_jobs(rng, 1.5) if j.submit >= BLOCK_EVERY][:60]
+    jobs = [j for j in campaign_jobs(rng, 1.5) if j.submit >= BLOCK_EVERY][:45]
     jobs = [replace(j, submit=j.submit - BLOCK_EVERY + 600.0) for j in jobs]  # after a warm-up
     noise = NoiseSpec()
     fabric = Fabric(PAPER, noise)
