@@ -190,7 +190,7 @@ class Simulation:
         by_id = {s.job_id: s for s in specs}
         active: dict[int, _Active] = {}
         done: list[JobResult] = []
-        recorder = CounterRecorder(self.rng, m.hosts, origin=EPOCH)
+        recorder = CounterRecorder(self.rng, m.hosts, origin=EPOCH, leaves=m.leaf_of, pods=m.pod_of)
         arrivals = 0
         t = 0.0
         next_pass = 0.0
