@@ -29,6 +29,9 @@ class CoreConfig:
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
     * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
+    * ``rjms_priority_first``: order by the RJMS's priority (``PendingJob.rjms_priority``,
+      highest first) before the policy, which decides among equal priorities (rush as the
+      RJMS's scheduler: Flux's urgency, holds and priority plugins keep their meaning).
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -49,6 +52,7 @@ class CoreConfig:
     # Beside a site's own priorities: the values are scaled into [0, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
+    rjms_priority_first: bool = False
 
     def __post_init__(self) -> None:
         if self.priority_weight is not None and not (

@@ -66,6 +66,9 @@ class PassJobs(NamedTuple):
     sensitive: np.ndarray
     # The site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare`` term).
     fairshare: np.ndarray
+    # Each job's rank by the RJMS's priority (0: highest), ordered before everything else
+    # (rush.core.ordering); empty: no such order (the simulator, rush's policy alone).
+    primary: np.ndarray = np.zeros(0, dtype=np.int64)
 
 
 class PassState(NamedTuple):

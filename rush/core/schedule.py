@@ -34,6 +34,7 @@ from rush.core.job_rules import job_rules
 from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
+from rush.core.ordering import policy_group
 from rush.core.pass_data import (
     OrderPolicy,
     PassJobs,
@@ -231,6 +232,7 @@ def schedule(
         runtime_class,
         _column(pending, "variable", np.bool_),
         _fairshare(pending),
+        _primary(pending) if config.rjms_priority_first else np.zeros(0, dtype=np.int64),
     )
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
@@ -254,7 +256,9 @@ def schedule(
     )
     order = queues.queue
     values = scaled(
-        priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin)),
+        priority_values(
+            policy_group(queues.group), queues.key, config.policy.code, float(snapshot.time_origin)
+        ),
         config.priority_weight,
     )
     decided = Decisions(now=now)
@@ -376,6 +380,14 @@ def _fairshare(pending) -> np.ndarray:
     return values
 
 
+def _primary(pending) -> np.ndarray:
+    """Each pending job's rank by its RJMS priority (0: the highest; equal priorities, one rank)."""
+    priority = np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
+    if not np.all(np.isfinite(priority)):
+        raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
+    return np.unique(-priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
 def _order(policy, pending) -> OrderPolicy:
     """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
     first; ties in submit order)."""
@@ -462,7 +474,11 @@ def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Dec
     groups = {g: _group_words(g, config) for g in (0, 1, 2)}
     name = config.policy.name
     explained = zip(
-        queues.queue.tolist(), queues.group.tolist(), queues.key.tolist(), values.tolist(), strict=True
+        queues.queue.tolist(),
+        policy_group(queues.group).tolist(),
+        queues.key.tolist(),
+        values.tolist(),
+        strict=True,
     )
     return [
         Decision(
