@@ -280,7 +280,7 @@ class RushScheduler(Scheduler):
         )
 
     def _node_names(self, everything: dict | None = None) -> dict[int, str]:
-        """Node names by rank as :func:`rush.rjms.flux.nodes_from_r` gives them (kept both ways)."""
+        """Node names by rank as :func:`rush.rjms.flux.resource_set.nodes_from_r` gives them (kept both ways)."""
         if everything is None:
             everything = self.resources.to_resource_set().to_dict()
         self._names = r_hosts(everything, list(r_ranks(everything)))
@@ -505,7 +505,7 @@ class RushScheduler(Scheduler):
         """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint
         added to its own), so the pool allocates on exactly those nodes; ``rr`` unchanged
         when the decision names no nodes (a snapshot without nodes). Slots the core placed
-        one node each (GPU slots: :func:`rush.rjms.flux.request_from_jobspec`) become a node
+        one node each (GPU slots: :func:`rush.rjms.flux.jobspec.request_from_jobspec`) become a node
         request of one slot per node, so Flux cannot pack two of them on one node."""
         if not decision.nodes:
             return rr
