@@ -42,7 +42,11 @@ from pathlib import Path
 
 from tests.flux.instance import ROOT, flux_prefix, python_path
 
-VENDOR = ROOT.parent / "shared" / "vendor"
+# ../shared/vendor of the checkout (of /work/main; a worktree under /work/wt/ looks one level up).
+VENDOR = next(
+    (p / "shared" / "vendor" for p in ROOT.parents if (p / "shared" / "vendor").is_dir()),
+    ROOT.parent / "shared" / "vendor",
+)
 TEST_NAME = "t2307-sched-backfill.t"
 # What the sharness driver needs besides the test itself.
 NEEDED = ("t/sharness.sh", "t/sharness.d/", "t/rc/", "t/scripts/", f"t/{TEST_NAME}")
