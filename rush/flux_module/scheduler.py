@@ -316,8 +316,10 @@ class RushScheduler(Scheduler):
         tags = jobspec_tags(jobspec)
         try:
             request_shape = request_from_jobspec(jobspec)
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError) as exc:
             request_shape = None  # Flux parsed it: read as its cores anywhere
+            why = f"job {jobid}: rush cannot read its resource request ({exc}); scheduled as {rr.ncores} cores anywhere"
+            self.planner.journal.event(None, "request", why[:500])
         if request_shape is not None and not self._queues:
             request_shape = replace(request_shape, partition="")  # no queues: every node
         bank = system.get("bank", "")

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -99,6 +100,7 @@ from rush.rjms.flux.jobspec import (
 )
 from rush.rjms.flux.resource_set import allocation_from_r, count_cores, nodes_from_r, r_hosts, r_ranks
 
+log = logging.getLogger("rush.rjms.flux")
 # The note of rush's cancel exception: tells its false-small kills from other cancels.
 KILL_NOTE = "rush: false-small kill, resubmitted as large"
 # Replacement search: jobs listed at most (a bound on the work of one reconcile).
@@ -303,8 +305,15 @@ class FluxBackend(RJMSBackend):
             self._tags[job_id] = (tags, float(duration) if duration else None)
             try:
                 self._requests[job_id] = request_from_jobspec(spec)
-            except (ValueError, TypeError, AttributeError):
-                self._requests[job_id] = None  # Flux denies it; rush reads its cores anywhere
+            except (ValueError, TypeError, AttributeError) as exc:
+                # Flux accepted it (Fluxion takes more than rush's request model reads): the
+                # core reads its cores anywhere; said once per job.
+                self._requests[job_id] = None
+                log.warning(
+                    "job %d: rush cannot read its resource request (%s); read as its cores anywhere",
+                    job_id,
+                    exc,
+                )
         return self._tags[job_id]
 
     def _job(self, j: dict[str, Any]) -> RJMSJob:

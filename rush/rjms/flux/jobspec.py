@@ -69,7 +69,9 @@ def request_from_jobspec(jobspec: Any) -> Request:
     * several slots of more cores, no GPU (``-n4 -c2``): their cores anywhere (the core may
       split a slot over two nodes; the module then lets Flux place the slots on those nodes);
     * several slots with GPUs (``-n2 -g1``): one node per slot (Flux may also pack two slots
-      on one node; every placement of the core's is one Flux accepts).
+      on one node; every placement of the core's is one Flux accepts);
+    * levels between node and slot that Fluxion accepts (``socket``): their counts multiply the
+      slots per node.
 
     The queue (``attributes.system.queue``) is the partition. ValueError on a malformed one.
     """
@@ -93,7 +95,8 @@ def request_from_jobspec(jobspec: Any) -> Request:
                 walk(children, factor, depth + 1)
                 continue
             if kind == "slot":
-                found["slots"] = count
+                # Levels between the node and the slot (Fluxion's sockets) multiply the slots.
+                found["slots"] = count * (factor // int(found["factor"]))
                 found["exclusive"] = found["exclusive"] or bool(vertex.get("exclusive"))
             elif kind == "core":
                 found["cores"] = count
