@@ -132,7 +132,14 @@ def test_scheduler_mode_orders_by_the_fairshare_term(accounted, tmp_path):
     flux, _ = accounted()
     config = write_config(
         tmp_path,
-        {"policy": "LINEAR:r=1,fairshare=-1e6", "backfill": "none", "threshold": "none"},
+        # The policy alone: by default mf_priority's own priority (fair-share first) would
+        # order the queue before the policy does, and hide the fairshare term under test.
+        {
+            "policy": "LINEAR:r=1,fairshare=-1e6",
+            "backfill": "none",
+            "threshold": "none",
+            "rjms_priority": "ignore",
+        },
         extra='[site]\nfairshare = "rjms"\n',
         interval=1,
     )
