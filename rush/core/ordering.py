@@ -9,7 +9,7 @@ The order of a pending job is the tuple ``(group, key, index)``, ascending:
 * ``index`` is the job's position in (submit, job_id) order, so ties go to the earlier
   submit, then the smaller id.
 
-With a primary order (``PassJobs.primary``: each job's rank by the RJMS's priority, 0 for
+With a primary order (``OrderPolicy.primary``: each job's rank by the RJMS's priority, 0 for
 the highest; rush as Flux's scheduler) ``group`` also carries it, ``PRIMARY_STRIDE * rank``
 added, so the RJMS's priority decides first and the rules above decide among equal
 priorities; :func:`policy_group` takes it off again.
@@ -69,10 +69,10 @@ def compute_order_keys(
     """
     threshold = config.threshold
     submit = jobs.submit
-    ranked = jobs.primary.shape[0] > 0
+    ranked = policy.primary.shape[0] > 0
     for k in range(qn):
         j = queue[k]
-        first = PRIMARY_STRIDE * jobs.primary[j] if ranked else 0
+        first = PRIMARY_STRIDE * policy.primary[j] if ranked else 0
         if threshold >= 0.0 and now - submit[j] > threshold:
             group[k] = first
             key[k] = submit[j]

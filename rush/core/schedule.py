@@ -232,12 +232,12 @@ def schedule(
         runtime_class,
         _column(pending, "variable", np.bool_),
         _fairshare(pending),
-        _primary(pending) if config.rjms_priority_first else np.zeros(0, dtype=np.int64),
     )
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
-    policy = _order(config.policy, pending)
-    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending)
+    primary = _primary(pending) if config.rjms_priority_first else None
+    policy = _order(config.policy, pending, primary)
+    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending, primary)
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
@@ -388,15 +388,15 @@ def _primary(pending) -> np.ndarray:
     return np.unique(-priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
-def _order(policy, pending) -> OrderPolicy:
+def _order(policy, pending, primary: np.ndarray | None = None) -> OrderPolicy:
     """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
-    first; ties in submit order)."""
+    first; ties in submit order). ``primary``: ranks ordered before the policy's keys."""
     if policy.name != "RJMS":
-        return order_policy(policy)
+        return order_policy(policy, primary=primary)
     keys = -np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
     if not np.all(np.isfinite(keys)):
         raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
-    return order_policy(policy, keys)
+    return order_policy(policy, keys, primary)
 
 
 def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> Decision:
