@@ -21,6 +21,7 @@ it. Checked, for Fluxion's ``fcfs`` and ``easy`` queue policies:
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,12 @@ from typing import Any
 import pytest
 
 from rush.campaign.runner import NOISE_SCRIPT
+from rush.collect.base import Sample
+from rush.collect.store import FeatureStore
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
+from rush.planner.plan import Planner
+from rush.rjms.flux import FluxBackend
 from tests.flux import fluxion, plugin_build
 from tests.flux.accounting import Accounting, mf_priority_or_skip, submit_other, submit_root
 from tests.flux.instance import FluxInstance
@@ -285,20 +290,44 @@ def test_fair_share_then_rush_under_fluxion(tmp_path, tmp_path_factory):
 
 
 # -- bad input --------------------------------------------------------------------------------
+class UserExpeditesFirst(FluxBackend):
+    """The real backend, but the job's user expedites it just before rush's hold arrives (a
+    race that a live system has between a daemon's read and its action), so Fluxion starts it
+    and Flux refuses the hold for real."""
+
+    def __init__(self, inst: FluxInstance, **options: Any) -> None:
+        super().__init__(uri=inst.uri, **options)
+        self.inst = inst
+
+    def hold(self, job_id: int):
+        self.inst.run("job", "urgency", str(job_id), "31")
+        wait_for(lambda: started(self.inst, job_id))
+        return super().hold(job_id)
+
+
 def test_a_hold_flux_refuses_is_journaled_and_nothing_starts_twice(instances, tmp_path, plugin):
-    """A job rush means to hold starts in between (here: its user expedites it, and Fluxion
-    starts it at once); the hold Flux then refuses is journaled with the job, and the daemon
-    goes on with the next cycle; the job ran once."""
     inst = on_fluxion(instances, tmp_path / "flux", plugin, "easy")
-    job = inst.submit(f"-n{CORES}", "-t", "1m", "sleep", "30")
-    daemon = daemon_for(inst, tmp_path, {"policy": "FCFS"})
-    inst.run("job", "urgency", str(job), "31")  # the user expedites it: it passes the gate
-    wait_for(lambda: started(inst, job))
-    result = daemon.backend.hold(job)
-    assert not result.ok and str(job) in result.answer or "not" in result.answer.lower()
-    assert daemon.run_cycle().ok  # the running job is not pending: nothing planned for it
-    assert daemon.journal.decisions(job, "priority") == []
-    inst.run("cancel", str(job))
+    store = tmp_path / "busy.sqlite"  # the network counter high: the threshold predictor flags network jobs
+    with FeatureStore(store) as fs:
+        fs.insert([Sample(time.time() - 30, "node0", "sysfs_ib", "ib_xmit_bytes_per_s", 9e9)])
+    job = inst.submit(f"-n{CORES}", "-t", "1m", NETWORK, "sleep", "1")
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+            "policy": {"policy": "FCFS", "threshold": "none", "skip_limit": 5},
+            "variation": {"enabled": True, "threshold": 1e9, "store": str(store), "workload_type": "network"},
+            "rjms": {"backend": "flux", "options": {"uri": inst.uri, "priority_lever": "plugin"}},
+        }
+    )
+    planner = Planner(config, backend=UserExpeditesFirst(inst, priority_lever="plugin"))
+    report = planner.run_cycle()
+    assert report.ok  # the cycle completes; the refused hold is journaled, not raised
+    [hold] = planner.journal.decisions(job, "hold")
+    assert hold["status"] == "failed" and hold["job_id"] == job, hold
+    assert not planner.journal.job(job).held_by_rush
     inst.wait_job(job)
-    runs = [line for line in inst.run("job", "eventlog", str(job)).stdout.splitlines() if " start" in line]
-    assert len(runs) == 1
+    assert planner.run_cycle().ok  # and the next cycle goes on: nothing planned for the ended job
+    assert len(planner.journal.decisions(job, "hold")) == 1
+    eventlog = inst.run("job", "eventlog", str(job)).stdout.split("\n")
+    assert sum(1 for line in eventlog if line.split()[1:2] == ["start"]) == 1
+    assert inst.run("jobs", "-no", "{result}", str(job)).stdout.strip() == "COMPLETED"
