@@ -391,8 +391,8 @@ class RushScheduler(Scheduler):
     def prioritize(self, jobs):
         """Flux priorities changed (``flux job urgency``, a priority plugin): the queue is
         re-sorted by the base class and each job's RJMSJob carries its new priority
-        (``priority``, which policy RJMS orders by, and ``site_factor``); a pass follows (the
-        base class asks for one)."""
+        (``priority``, which the core orders by first under ``policy.rjms_priority = "first"``,
+        the default, and ``site_factor``); a pass follows (the base class asks for one)."""
         super().prioritize(jobs)
         for jobid, priority in jobs:
             job = self.pending.get(jobid)
