@@ -37,6 +37,7 @@ from rush.planner.plan import Planner
 from rush.rjms.flux import FluxBackend
 from tests.flux import fluxion, plugin_build
 from tests.flux.accounting import Accounting, mf_priority_or_skip, submit_other, submit_root
+from tests.flux.accounting import priorities as every_users_priorities
 from tests.flux.instance import FluxInstance
 from tests.flux.plugin_build import CORES, jobtap_config, priorities, start_order, urgencies, wait_for
 from tests.live_rush_common import NOISY, WINDOW, live_store, train_model, window_mean
@@ -246,7 +247,8 @@ def alloc_time(inst: FluxInstance, job_id: int) -> float:
     """When Fluxion allocated the job (its eventlog's ``alloc``), also for a job that failed to
     launch after (userid OTHER's: no IMP here)."""
     out = inst.run("job", "wait-event", "-v", "-t", "60", str(job_id), "alloc", timeout=70).stdout
-    return float(out.split()[0])
+    [line] = [line for line in out.splitlines() if line.split()[1:2] == ["alloc"]]  # -v: every event until it
+    return float(line.split()[0])
 
 
 def test_fair_share_then_rush_under_fluxion(tmp_path, tmp_path_factory):
@@ -266,7 +268,7 @@ def test_fair_share_then_rush_under_fluxion(tmp_path, tmp_path_factory):
             submit_other(inst, "10m"),
         )
         jobs = [root_long, root_short, other]
-        wait_for(lambda: all(priorities(inst).get(j, 0) > 0 for j in jobs))
+        wait_for(lambda: all(every_users_priorities(inst).get(j, 0) > 0 for j in jobs))
         config = parse_config(
             {
                 "daemon": {"journal": str(tmp_path / "journal.sqlite"), "dry_run": False},
@@ -277,12 +279,12 @@ def test_fair_share_then_rush_under_fluxion(tmp_path, tmp_path_factory):
         )
         daemon = Daemon(config)
         assert daemon.run_cycle().applied == {"priority": 3}
-        wait_for(lambda: (p := priorities(inst))[other] > p[root_short] > p[root_long] > 50_000)
+        wait_for(lambda: (p := every_users_priorities(inst))[other] > p[root_short] > p[root_long] > 50_000)
         inst.run("queue", "start")
         # Fluxion allocates by the composed priority: fair-share (OTHER's 1.0 > root's 0.5)
         # first, then rush's SPF between root's two jobs.
         times = {j: alloc_time(inst, j) for j in jobs}
-        assert sorted(jobs, key=times.__getitem__) == [other, root_short, root_long]
+        assert sorted(jobs, key=times.__getitem__) == [other, root_short, root_long], (jobs, times)
     finally:
         inst.cancel_all()
         acct.stop()
