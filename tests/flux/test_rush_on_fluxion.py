@@ -87,13 +87,14 @@ def on_fluxion(
     plugin: Path,
     queue_policy: str,
     cores: int = CORES,
-    conf: str = "gate = true",
+    match: str = "lonodex",
 ) -> FluxInstance:
-    """A one-node instance: rush's plugin (gated) in place of .priority-default, Fluxion scheduling."""
-    inst = FluxInstance(workdir, size=1, cores=cores, config=jobtap_config(plugin, conf))
+    """A one-node instance: rush's plugin (gated) in place of .priority-default, Fluxion
+    scheduling (``match``: lonodex gives every job whole nodes; lonode packs jobs on a node)."""
+    inst = FluxInstance(workdir, size=1, cores=cores, config=jobtap_config(plugin, "gate = true"))
     instances.append(inst)
     inst.start()
-    fluxion.use_fluxion(inst, queue_policy)
+    fluxion.use_fluxion(inst, queue_policy, match)
     return inst
 
 
@@ -193,7 +194,7 @@ def arrival(inst: FluxInstance) -> int:
 def test_network_job_held_while_the_noise_runs_on_fluxion(
     instances, tmp_path, plugin, model, store, queue_policy
 ):
-    inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16)
+    inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16, match="lonode")
     noise_log = tmp_path / "noise.jsonl"
     noise = noise_on_fluxion(inst, noise_log)
     network = inst.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
@@ -227,7 +228,7 @@ def test_network_job_held_while_the_noise_runs_on_fluxion(
 def test_network_job_starts_at_its_skip_limit_on_fluxion(
     instances, tmp_path, plugin, model, store, queue_policy
 ):
-    inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16)
+    inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16, match="lonode")
     noise_log = tmp_path / "noise.jsonl"
     noise_on_fluxion(inst, noise_log)
     network = inst.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
