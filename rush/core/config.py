@@ -34,6 +34,9 @@ class CoreConfig:
     * ``prediction_correction``: how a running job's estimate is corrected once it outlives
       its predicted runtime (``none``, ``request``, ``stepwise``;
       :mod:`rush.core.runtime_predictions`); kills stay at the request.
+    * ``rjms_priority_first``: order by the RJMS's priority (``PendingJob.rjms_priority``,
+      highest first) before the policy, which decides among equal priorities (rush as the
+      RJMS's scheduler: Flux's urgency, holds and priority plugins keep their meaning).
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -59,6 +62,7 @@ class CoreConfig:
     # reservation), as Slurm's bf_max_job_test; the rest wait for the next pass
     # (rush.core.pass_budget). None: every job.
     max_jobs_considered: int | None = None
+    rjms_priority_first: bool = False
 
     def __post_init__(self) -> None:
         if self.max_jobs_considered is not None and not (

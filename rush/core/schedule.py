@@ -34,6 +34,7 @@ from rush.core.job_rules import job_rules
 from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
+from rush.core.ordering import policy_group
 from rush.core.pass_budget import BASIS_UNCONSIDERED, bound_queue
 from rush.core.pass_data import (
     OrderPolicy,
@@ -245,8 +246,9 @@ def schedule(
     )
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
-    policy = _order(config.policy, pending)
-    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending)
+    primary = _primary(pending) if config.rjms_priority_first else None
+    policy = _order(config.policy, pending, primary)
+    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending, primary)
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
@@ -277,7 +279,9 @@ def schedule(
         queues = queues._replace(queue=bounded.queue, group=bounded.group, key=bounded.key)
     order = queues.queue
     values = scaled(
-        priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin)),
+        priority_values(
+            policy_group(queues.group), queues.key, config.policy.code, float(snapshot.time_origin)
+        ),
         config.priority_weight,
     )
     decided = Decisions(now=now)
@@ -404,15 +408,23 @@ def _fairshare(pending) -> np.ndarray:
     return values
 
 
-def _order(policy, pending) -> OrderPolicy:
+def _primary(pending) -> np.ndarray:
+    """Each pending job's rank by its RJMS priority (0: the highest; equal priorities, one rank)."""
+    priority = np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
+    if not np.all(np.isfinite(priority)):
+        raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
+    return np.unique(-priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _order(policy, pending, primary: np.ndarray | None = None) -> OrderPolicy:
     """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
-    first; ties in submit order)."""
+    first; ties in submit order). ``primary``: ranks ordered before the policy's keys."""
     if policy.name != "RJMS":
-        return order_policy(policy)
+        return order_policy(policy, primary=primary)
     keys = -np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
     if not np.all(np.isfinite(keys)):
         raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
-    return order_policy(policy, keys)
+    return order_policy(policy, keys, primary)
 
 
 def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> Decision:
@@ -490,7 +502,11 @@ def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Dec
     groups = {g: _group_words(g, config) for g in (0, 1, 2)}
     name = config.policy.name
     explained = zip(
-        queues.queue.tolist(), queues.group.tolist(), queues.key.tolist(), values.tolist(), strict=True
+        queues.queue.tolist(),
+        policy_group(queues.group).tolist(),
+        queues.key.tolist(),
+        values.tolist(),
+        strict=True,
     )
     return [
         Decision(

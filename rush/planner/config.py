@@ -144,6 +144,12 @@ class PolicySection(Section):
     threshold: Annotated[float | str, PlainValidator(_threshold)] = Field(
         200_000.0, description='starvation threshold in seconds from 0 to 1e9, or "none"'
     )
+    rjms_priority: Literal["first", "ignore"] = Field(
+        "first",
+        description='when rush is the scheduler (Flux module): "first" orders by the RJMS\'s priority '
+        "(urgency, hold, expedite, priority plugins such as flux-accounting's) and by the policy among "
+        'equal priorities; "ignore": by the policy alone (those have no effect on the order)',
+    )
     skip_limit: StrictInt = Field(
         10, ge=0, le=10_000, description="an integer from 0 to 10000: most skips of a variable job"
     )
@@ -285,8 +291,10 @@ class RushConfig(Section):
     # Validated by rush.collect.config when the collector service runs from the same file.
     collect: dict[str, Any] | None = None
 
-    def core_config(self, divider: float | None = None) -> CoreConfig:
-        """The core's configuration; ``divider`` (a model's) applies when policy.divider is unset."""
+    def core_config(self, divider: float | None = None, starts_jobs: bool = False) -> CoreConfig:
+        """The core's configuration; ``divider`` (a model's) applies when policy.divider is unset.
+        ``starts_jobs``: rush is the scheduler, so ``policy.rjms_priority`` applies (elsewhere the
+        RJMS orders by its own priority, which rush sets)."""
         p = self.policy
         return CoreConfig.from_names(
             parse_policy_text(p.policy),
@@ -301,6 +309,7 @@ class RushConfig(Section):
             placement=p.placement,
             priority_weight=self.site.priority_weight,
             max_jobs_considered=p.max_jobs_considered,
+            rjms_priority_first=starts_jobs and p.rjms_priority == "first",
         )
 
 

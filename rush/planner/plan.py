@@ -160,13 +160,18 @@ class Planner:
 
     def _core_config(self) -> CoreConfig:
         divider = self.classifier.divider if self.classifier is not None else None
+        starts_jobs = self.backend.capabilities.starts_jobs
         try:
-            return self.config.core_config(divider=divider)
+            return self.config.core_config(divider=divider, starts_jobs=starts_jobs)
         except RushError as exc:
             # kill_false_small with the model's divider, but the model did not load.
             self.journal.event(None, "config", f"false-small kills disabled: {exc}")
             log.error("false-small kills disabled: %s", exc)
-            return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
+            return replace(
+                self.config.core_config(divider=1.0, starts_jobs=starts_jobs),
+                kill_false_small=False,
+                divider=None,
+            )
 
     def _sets_priorities(self) -> bool:
         """Priority actions only where the RJMS orders by them: not when rush starts jobs itself
