@@ -167,12 +167,33 @@ def coverage(runs: list[JobResult], fabric: Fabric, noise: NoiseSpec) -> dict:
 
 
 def filter_records(src: Path, dst: Path, apps: tuple[str, ...]) -> int:
-    """Copy the header and the runs of ``apps`` (the PDPA model's training set)."""
-    kept = 0
-    with src.open() as fin, dst.open("w") as fout:
-        for line in fin:
-            obj = json.loads(line)
-            if "format" in obj or obj.get("app") in apps:
-                fout.write(line)
-                kept += "format" not in obj
-    return kept
+    """Copy the header and the runs of ``apps`` (the PDPA model's training set). Every run is
+    checked first (the campaign contract, :func:`rush.models.variability.dataset.parse_record`,
+    and an application the simulator knows): a bad line is a DatasetError naming it, and
+    nothing is written."""
+    from rush.models.variability.dataset import DatasetError, parse_record
+
+    kept: list[str] = []
+    with src.open() as fin:
+        for number, line in enumerate(fin, start=1):
+            where = f"{src}:{number}"
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise DatasetError("not a JSON object", where=where, fix="rerun the campaign") from None
+            if isinstance(obj, dict) and "format" in obj:
+                kept.append(line)
+                continue
+            run = parse_record(obj, where, number)
+            if run.app not in APPS:
+                raise DatasetError(
+                    f"unknown application {run.app[:40]!r}",
+                    where=f"{where}: app",
+                    fix=f"one of {', '.join(APP_NAMES)} (rerun the campaign)",
+                )
+            if run.app in apps:
+                kept.append(line)
+    tmp = dst.with_name(dst.name + ".tmp")
+    tmp.write_text("".join(kept))
+    tmp.replace(dst)
+    return sum("format" not in json.loads(line) for line in kept)

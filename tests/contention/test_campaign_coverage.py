@@ -7,19 +7,27 @@ the paper's machine; nothing is faked."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from rush.collect.store import FeatureStore
-from rush.contention.campaign import BLOCK_EVERY, CONTROL_SIZES, campaign_jobs, coverage, record
+from rush.contention.campaign import (
+    BLOCK_EVERY,
+    CONTROL_SIZES,
+    campaign_jobs,
+    coverage,
+    filter_records,
+    record,
+)
 from rush.contention.machine import PAPER
 from rush.contention.noise import NoiseSchedule, NoiseSpec
 from rush.contention.shell import EPOCH, Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
-from rush.models.variability.dataset import parse_record
+from rush.models.variability.dataset import DatasetError, parse_record
 from rush.models.variability.features import window_features_for
 
 
@@ -76,3 +84,31 @@ def test_every_record_reads_back_its_placement(campaign_slice):
         assert features["job_leaves"] == len(leaves)
         assert (features["job_offleaf"] > 0) == (len(leaves) > 1)
         assert rec.start - EPOCH == pytest.approx(r.start)
+
+
+def _records(tmp_path, run: dict):
+    good = {"job_id": "1", "app": "SWFFT", "wtype": "network", "nodes": ["n000", "n001"], "submit": 0.0,
+            "start": 1.0, "end": 2.0, "runtime": 1.0, "state": "COMPLETED", "probe": None}  # fmt: skip
+    src = tmp_path / "records.jsonl"
+    lines = [{"format": "rush-campaign/1"}, good, good | {"job_id": "2", "app": "AMG"}, good | run]
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return src
+
+
+def test_filter_records_keeps_the_header_and_the_apps(tmp_path):
+    dst = tmp_path / "other4.jsonl"
+    assert filter_records(_records(tmp_path, {"job_id": "3"}), dst, ("AMG",)) == 1
+    kept = [json.loads(line) for line in dst.read_text().splitlines()]
+    assert kept[0]["format"] == "rush-campaign/1" and [r["job_id"] for r in kept[1:]] == ["2"]
+
+
+@pytest.mark.parametrize(
+    ("run", "key"),
+    [({"app": "HPL"}, "app"), ({"runtime": -1.0}, "runtime"), ({"runtime": float("nan")}, "runtime")],
+)
+def test_filter_records_refuses_bad_runs_and_writes_nothing(tmp_path, run, key):
+    dst = tmp_path / "other4.jsonl"
+    with pytest.raises(DatasetError) as info:
+        filter_records(_records(tmp_path, {"job_id": "3"} | run), dst, ("AMG",))
+    assert ":4" in info.value.where and key in (info.value.where + info.value.message)
+    assert not dst.exists()

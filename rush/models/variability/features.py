@@ -109,13 +109,21 @@ def counter_sources(store: Any) -> list[str]:
 
 
 def topology_of(store: Any, hosts: Sequence[str] | None, start: float, window: float) -> dict[str, tuple]:
-    """``{host: (leaf, pod)}`` from the latest topology readings in the probe's window."""
-    samples = store.samples(hosts, start - window, start + PROBE_GRACE, sources=[TOPOLOGY_SOURCE])
-    found: dict[str, dict[str, float]] = {}
-    for s in samples:  # oldest first: the latest reading wins
-        if s.metric in TOPOLOGY_METRICS:
-            found.setdefault(s.host, {})[s.metric] = s.value
-    return {h: (m["leaf"], m.get("pod", 0.0)) for h, m in found.items() if "leaf" in m}
+    """``{host: (leaf, pod)}`` from the topology readings in the probe's window: their mean per host
+    (the wiring does not change within a window, so the mean is its value; pod 0 when absent)."""
+    names, metrics, sums, counts = store.node_sums(
+        hosts, start - window, start + PROBE_GRACE, [TOPOLOGY_SOURCE]
+    )
+    if "leaf" not in metrics:
+        return {}
+    leaf = metrics.index("leaf")
+    pod = metrics.index("pod") if "pod" in metrics else None
+    out = {}
+    for k, host in enumerate(names):
+        if counts[k, leaf] > 0:
+            has_pod = pod is not None and counts[k, pod] > 0
+            out[host] = (sums[k, leaf] / counts[k, leaf], sums[k, pod] / counts[k, pod] if has_pod else 0.0)
+    return out
 
 
 def spread_rows(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -292,7 +300,7 @@ class WindowReader:
         self._probe_rows: dict[tuple[int, int], np.ndarray] = {}
         self._all: dict[tuple[str, bool], dict[str, float]] = {}
         self._where: dict[str, tuple] | None = None  # topology_of every host, read once
-        self._leaf_pod: dict[str, tuple[float, float]] = {}
+        self._leaf_pod = np.zeros((0, 2))  # per host row: (leaf, pod), NaN without a reading
 
     def serves(self, store: Any, start: float, window: float) -> bool:
         """Whether this reader's answers are those of ``store`` for ``start`` (then it moves there)."""
@@ -467,27 +475,45 @@ class WindowReader:
 
     # -- the job's own placement -------------------------------------------------------------
     def _placements(self, host_sets: Sequence[Sequence[str]]) -> FeatureTable:
-        """:func:`placement_features` of each node set, the topology read once for all and the
-        sets of one size computed at once (:func:`spread_rows`)."""
+        """:func:`placement_features` of each node set: the topology read once for all nodes, the
+        sets of one size mapped to it and computed at once (:func:`spread_rows`); a set with a
+        repeated or unknown host takes the general path."""
         if self._where is None:
             self._where = topology_of(self.store, None, self.start, self.window)
-            self._leaf_pod = {h: (float(lp[0]), float(lp[1])) for h, lp in self._where.items()}
+            self._leaf_pod = np.full((len(self._hosts), 2), np.nan)
+            for host, (leaf, pod) in self._where.items():
+                if host in self._row_of:
+                    self._leaf_pod[self._row_of[host]] = (leaf, pod)
         values = np.full((len(host_sets), len(PLACEMENT_FEATURES)), np.nan)
         by_length: dict[int, list[int]] = {}
         for k, hosts in enumerate(host_sets):
-            distinct = hosts if len(set(hosts)) == len(hosts) else list(dict.fromkeys(hosts))
-            if distinct:
-                values[k, 0] = len(distinct)  # job_nodes, known without the topology
-                if all(h in self._leaf_pod for h in distinct):
-                    by_length.setdefault(len(distinct), []).append(k)
+            by_length.setdefault(len(hosts), []).append(k)
         for length, members in by_length.items():
-            where = [self._leaf_pod[h] for k in members for h in dict.fromkeys(host_sets[k])]
-            grid = np.array(where, dtype=np.float64).reshape(len(members), length, 2)
-            leaves = spread_rows(grid[:, :, 0])
-            pods = spread_rows(grid[:, :, 1])
-            values[members, 1:5] = np.column_stack(leaves)
-            values[members, 5] = pods[0]
-            values[members, 6] = pods[2]
+            if length == 0:
+                continue
+            sets = np.array(members)
+            names = chain.from_iterable(host_sets[k] for k in members)
+            try:
+                grid = np.fromiter(map(self._row_of.__getitem__, names), np.int64, len(members) * length)
+                grid = grid.reshape(len(members), length)
+                clean = (np.diff(np.sort(grid, axis=1), axis=1) > 0).all(axis=1)
+            except KeyError:  # an unknown host in one of them: each takes the general path
+                grid, clean = np.zeros((len(members), length), np.int64), np.zeros(len(members), bool)
+            for k in sets[~clean].tolist():
+                for name, value in placement_features(host_sets[k], self._where).items():
+                    values[k, PLACEMENT_FEATURES.index(name)] = value
+            if not clean.any():
+                continue
+            values[sets[clean], 0] = length  # job_nodes
+            where = self._leaf_pod[grid[clean]]  # (sets, nodes, leaf and pod)
+            known = ~np.isnan(where).any(axis=(1, 2))
+            if known.any():
+                placed = sets[clean][known]
+                leaves = spread_rows(where[known, :, 0])
+                pods = spread_rows(where[known, :, 1])
+                values[placed, 1:5] = np.column_stack(leaves)
+                values[placed, 5] = pods[0]
+                values[placed, 6] = pods[2]
         return FeatureTable(list(PLACEMENT_FEATURES), values)
 
     # -- both -------------------------------------------------------------------------------
