@@ -95,6 +95,24 @@ def _check_backfill(backfill: str) -> None:
         )
 
 
+CLASS_MODELS = ("classifier", "quantiles")  # rush.studies.runtime_quantile_inputs.CLASS_MODELS
+
+
+def _check_class_model(class_model: str, model: Path | None) -> None:
+    if class_model not in CLASS_MODELS:
+        raise ConfigError(
+            f"unknown --class-model {class_model!r}",
+            where="--class-model",
+            fix=f"use one of: {', '.join(CLASS_MODELS)}",
+        )
+    if class_model == "quantiles" and model is not None:
+        raise ConfigError(
+            "--model is a trained runtime-class model; the quantile predictor is walked forward",
+            where="--model",
+            fix="leave --model out with --class-model quantiles",
+        )
+
+
 def _check_classes(classes: str | None) -> None:
     if classes is not None and classes not in CLASS_MODES:
         raise RushError(
@@ -126,6 +144,7 @@ class RunChoice:
     placement: str = "first-fit"
     nodes_per_leaf: int = 0
     fair_share: DecayedFairShare | None = None  # factors from the trace's decayed usage
+    class_model: str = "classifier"  # where --classes come from: the classifier or the quantile predictor
 
 
 def run_one(
@@ -141,7 +160,11 @@ def run_one(
     classification = None
     kwargs: dict = {}
     _check_classes(classes)
-    if classes is not None:
+    if classes is not None and choice.class_model == "quantiles":
+        from rush.studies.runtime_quantile_inputs import quantile_class_inputs
+
+        inputs, kwargs, classification = quantile_class_inputs(trace_obj, workload, classes)
+    elif classes is not None:
         from rush.studies.runtime_variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
@@ -289,6 +312,12 @@ def simulate_command(
     model: Path | None = typer.Option(
         None, "--model", help="A trained runtime-class model (default: walk-forward training)."
     ),
+    class_model: str = typer.Option(
+        "classifier",
+        "--class-model",
+        help="With --classes: classifier (the small/large classifier) or quantiles (P(runtime <= divider) "
+        "from rush's runtime-quantile predictor, walked forward weekly).",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics and settings."),
     on_nodes: bool = typer.Option(
@@ -328,6 +357,7 @@ def simulate_command(
         backfill_policy=backfill_policy,
     )
     _check_classes(classes)
+    _check_class_model(class_model, model)
     _check_placement(placement, on_nodes, nodes_per_leaf)
     fair_share = fair_share_model(fairshare_half_life, fairshare_period, fairshare_by_group)
     checks.output_file(jobs_out, "--jobs-out")
@@ -348,6 +378,7 @@ def simulate_command(
         placement,
         nodes_per_leaf,
         fair_share,
+        class_model=class_model,
     )
     result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
     metrics = compute_metrics(result, tau=tau)

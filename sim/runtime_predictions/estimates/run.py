@@ -58,16 +58,17 @@ def load(trace_name: str):
     return trace, workload_from_trace(trace)
 
 
-def cached_walkforward(trace_name: str):
+def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
     code it runs (the predictor's modules, the runtime features, the trace reader)."""
     import pickle
 
     import rush
+    from rush.models.runtime_quantiles import RuntimeQuantileRegressor
     from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
 
     root = Path(rush.__file__).parent
-    digest = hashlib.sha256(trace_name.encode())
+    digest = hashlib.sha256(f"{trace_name} {max_train_jobs} {max_iter}".encode())
     for path in sorted(
         [
             *(root / "models" / f"{m}.py" for m in WALKFORWARD_MODULES),
@@ -80,7 +81,8 @@ def cached_walkforward(trace_name: str):
     if path.exists():
         return pickle.loads(path.read_bytes())
     trace, workload = load(trace_name)
-    wf = predict_quantiles_walkforward(workload, trace.header)
+    regressor = RuntimeQuantileRegressor(max_iter=max_iter)
+    wf = predict_quantiles_walkforward(workload, trace.header, regressor, max_train_jobs=max_train_jobs)
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(wf))
@@ -244,6 +246,10 @@ def main() -> None:
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--max-queries", type=int, default=MAX_QUERIES)
     parser.add_argument("--skip-gain", action="store_true", help="no scheduling simulations")
+    parser.add_argument(
+        "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
+    )
+    parser.add_argument("--max-iter", type=int, default=40, help="boosting iterations per quantile model")
     args = parser.parse_args()
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -253,9 +259,10 @@ def main() -> None:
     parts.mkdir(exist_ok=True)
     for trace in traces:
         started = time.time()
-        wf = cached_walkforward(trace)
+        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter)
         part: dict = {
             "trace": trace,
+            "model": {"max_train_jobs": args.max_train_jobs, "max_iter": args.max_iter},
             "predictor": [predictor_row(trace, wf)],
             "classes": class_rows(trace, wf),
         }
@@ -269,7 +276,11 @@ def main() -> None:
             part["gain"] = gain_rows(trace, wf)
             print(trace, part["gain"], flush=True)
         part["seconds"] = time.time() - started
-        part["command"] = f"python sim/runtime_predictions/estimates/run.py --traces {trace}"
+        part["command"] = (
+            f"python sim/runtime_predictions/estimates/run.py --traces {trace} "
+            f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter}"
+            + (" --skip-gain" if args.skip_gain else "")
+        )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
         merge()
 
