@@ -31,7 +31,7 @@ import numpy as np
 from rush.errors import ModelError
 from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD
 from rush.models.runtime_features import TimeBase
-from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor
+from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor, proba_below_quantiles
 from rush.models.runtime_quantiles_features import (
     FEATURES,
     QuantileJobs,
@@ -135,8 +135,11 @@ def predict_quantiles_walkforward(
     *,
     max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS,
     timezone: str | None = None,
+    n_jobs: int = 1,
 ) -> QuantileWalkForward:
-    """Walk-forward predictions for every job of ``workload`` (module docstring)."""
+    """Walk-forward predictions for every job of ``workload`` (module docstring); ``n_jobs``
+    weeks are fitted at once (joblib processes; the result is the same)."""
+    from joblib import Parallel, delayed
     from sklearn.base import clone
 
     if max_train_jobs is not None and max_train_jobs < 1:
@@ -162,6 +165,24 @@ def predict_quantiles_walkforward(
     bounds = np.searchsorted(week, np.arange(n_weeks + 1))
     end_order = np.argsort(end, kind="stable")
     sorted_end = end[end_order]
+    # The weeks' fits depend on the past only, not on each other: they may run in parallel.
+    tasks = []
+    for k in range(n_weeks):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        finished = int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))  # end < week start
+        if hi > lo and finished:
+            train = end_order[:finished]
+            week_divider = float(np.median(runtime[train]))
+            if max_train_jobs is not None:
+                train = train[-max_train_jobs:]
+            tasks.append((k, lo, hi, train, week_divider))
+    fits = Parallel(n_jobs=n_jobs)(
+        delayed(_fit_week)(
+            clone(template).set_params(divider=d), features[train], runtime[train], features[lo:hi], d
+        )
+        for _, lo, hi, train, d in tasks
+    )
+    fitted = {task[0]: (task, fit) for task, fit in zip(tasks, fits, strict=True)}
     # Threshold choice: correct decisions per candidate over predicted jobs known to have ended.
     correct = np.zeros(len(THRESHOLDS))
     judged = 0
@@ -181,27 +202,19 @@ def predict_quantiles_walkforward(
         if hi == lo:
             continue
         report: dict = {"week": k, "start": float(week_start), "jobs": hi - lo, "trained_on": 0}
-        train = end_order[:finished]
-        if len(train):
-            week_divider = float(np.median(runtime[train]))
-            if max_train_jobs is not None:
-                train = train[-max_train_jobs:]
-            t0 = time.perf_counter()
-            model = clone(template).set_params(divider=week_divider)
-            model.fit(features[train], runtime[train])
-            fit_seconds.append(time.perf_counter() - t0)
-            rows = slice(lo, hi)
-            log_q = model.predict_log_quantiles(features[rows])
-            quantiles[rows] = np.expm1(log_q)
-            proba[rows] = model.proba_below(features[rows], week_divider)
-            divider[rows] = week_divider
+        if k in fitted:
+            (_, _, _, train, week_divider), (log_q, week_proba, seconds) = fitted[k]
+            fit_seconds.append(seconds)
+            quantiles[lo:hi] = np.expm1(log_q)
+            proba[lo:hi] = week_proba
+            divider[lo:hi] = week_divider
             best = np.flatnonzero(correct == correct.max()) if correct.any() else []
             chosen = (
                 float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]])
                 if len(best)
                 else DEFAULT_THRESHOLD
             )
-            threshold[rows] = chosen
+            threshold[lo:hi] = chosen
             report.update(trained_on=len(train), divider=week_divider, threshold=chosen)
         weekly.append(report)
     predicted = np.where(np.isfinite(proba) & (proba >= threshold), 0, 1).astype(np.int8)
@@ -220,6 +233,17 @@ def predict_quantiles_walkforward(
         seconds=time.perf_counter() - started,
         fit_seconds=fit_seconds,
     )
+
+
+def _fit_week(
+    model: RuntimeQuantileRegressor, X: np.ndarray, y: np.ndarray, X_week: np.ndarray, divider: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """One week's refit: (log quantiles, P(small)) of its jobs, and the fit's seconds."""
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - t0
+    log_q = model.predict_log_quantiles(X_week)
+    return log_q, proba_below_quantiles(log_q, model.levels_, divider, X_week), seconds
 
 
 __all__ = ["QUANTILES", "QuantileWalkForward", "predict_quantiles_walkforward", "trace_jobs"]

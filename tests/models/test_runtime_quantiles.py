@@ -159,3 +159,12 @@ def test_walkforward_uses_no_future_runtimes():
     assert np.all(np.isnan(first.proba_small[first.week == 0]))  # week 0: no model
     assert np.all(first.predicted_class[first.week == 0] == 1)
     assert np.isfinite(first.proba_small[first.week > 0]).all()
+
+
+def test_weeks_fitted_in_parallel_give_the_same_walkforward():
+    w = synthetic_workload(700)
+    one = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    two = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL), n_jobs=2)
+    assert np.array_equal(one.quantiles, two.quantiles)
+    assert np.array_equal(one.proba_small, two.proba_small, equal_nan=True)
+    assert np.array_equal(one.threshold, two.threshold)

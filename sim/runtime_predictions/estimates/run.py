@@ -58,7 +58,7 @@ def load(trace_name: str):
     return trace, workload_from_trace(trace)
 
 
-def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int):
+def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int, n_jobs: int = 1):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
     code it runs (the predictor's modules, the runtime features, the trace reader)."""
     import pickle
@@ -82,7 +82,9 @@ def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int):
         return pickle.loads(path.read_bytes())
     trace, workload = load(trace_name)
     regressor = RuntimeQuantileRegressor(max_iter=max_iter)
-    wf = predict_quantiles_walkforward(workload, trace.header, regressor, max_train_jobs=max_train_jobs)
+    wf = predict_quantiles_walkforward(
+        workload, trace.header, regressor, max_train_jobs=max_train_jobs, n_jobs=n_jobs
+    )
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(wf))
@@ -250,6 +252,7 @@ def main() -> None:
         "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
     )
     parser.add_argument("--max-iter", type=int, default=40, help="boosting iterations per quantile model")
+    parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
     args = parser.parse_args()
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     OUT.mkdir(parents=True, exist_ok=True)
@@ -259,7 +262,7 @@ def main() -> None:
     parts.mkdir(exist_ok=True)
     for trace in traces:
         started = time.time()
-        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter)
+        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter, args.jobs)
         part: dict = {
             "trace": trace,
             "model": {"max_train_jobs": args.max_train_jobs, "max_iter": args.max_iter},
