@@ -16,7 +16,8 @@ on the ``max_train_jobs`` most recently finished jobs, features as of their own 
 
 Trace times are seconds since the log's start: ``unix_start`` (the trace's ``UnixStartTime``)
 puts them on the Unix time base the calendar features are read on, ``timezone`` is the site's
-zone. Before the first fit every prediction is NaN (the core then uses the request).
+zone. Before the first fit every prediction is the job's request (the documented fallback: a
+prediction is never NaN nor negative).
 
 The whole-trace path with the same protocol (weekly refits, features at each submission) and
 no per-submission calls is :func:`rush.models.runtime_quantiles_walkforward.predict_quantiles_walkforward`.
@@ -104,11 +105,11 @@ class RuntimeQuantilePredictor:
         return self
 
     def predict(self, jobs: Any) -> np.ndarray:
-        """One runtime per job (seconds); NaN before the first fit (the core's fallback)."""
+        """One runtime per job (seconds); the request before the first fit."""
         columns = _columns(jobs, self.unix_start)
         n = len(columns)
         if self.model_ is None or n == 0:
-            return np.full(n, np.nan)
+            return np.asarray(columns.requested_time, dtype=np.float64).copy()
         columns.runtime = columns.end = None
         self.history_.observe_submitted(columns.user, columns.submit)
         X = self.history_.features(columns)
