@@ -176,7 +176,8 @@ def queue_state(jobs: QuantileJobs) -> np.ndarray:
     n = len(jobs)
     start = np.full(n, np.inf) if jobs.start is None else np.nan_to_num(jobs.start, nan=np.inf)
     end = np.full(n, np.inf) if jobs.end is None else np.nan_to_num(jobs.end, nan=np.inf)
-    order = np.lexsort((np.arange(n), jobs.submit))
+    # By user (only a user's own jobs count), then submission: each job scans its user's jobs only.
+    order = np.lexsort((np.arange(n), jobs.submit, jobs.user))
     out = np.empty((n, len(QUEUE_STATE)))
     out[order] = _queue_state(
         np.ascontiguousarray(jobs.submit[order], dtype=np.float64),
@@ -196,6 +197,8 @@ def _queue_state(submit, start, end, user, requested_time):
     n_active = 0
     for j in range(n):
         t = submit[j]
+        if j > 0 and user[j] != user[j - 1]:
+            n_active = 0  # a new user's jobs: the previous user's do not count
         kept = 0
         for a in range(n_active):
             k = active[a]
