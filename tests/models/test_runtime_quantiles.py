@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -168,3 +170,12 @@ def test_weeks_fitted_in_parallel_give_the_same_walkforward():
     assert np.array_equal(one.quantiles, two.quantiles)
     assert np.array_equal(one.proba_small, two.proba_small, equal_nan=True)
     assert np.array_equal(one.threshold, two.threshold)
+
+
+def test_the_compiled_models_give_the_models_own_predictions():
+    model, X, _ = _fitted()
+    assert model.compiled_ is not None
+    own = np.column_stack([m.predict(X) for m in model.models_])
+    assert np.array_equal(model.compiled_.raw(X), own)
+    restored = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(restored.predict_quantiles(X), model.predict_quantiles(X))
