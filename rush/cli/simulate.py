@@ -95,6 +95,24 @@ def _check_backfill(backfill: str) -> None:
         )
 
 
+CLASS_MODELS = ("classifier", "quantiles")  # rush.studies.runtime_quantile_inputs.CLASS_MODELS
+
+
+def _check_class_model(class_model: str, model: Path | None) -> None:
+    if class_model not in CLASS_MODELS:
+        raise ConfigError(
+            f"unknown --class-model {class_model!r}",
+            where="--class-model",
+            fix=f"use one of: {', '.join(CLASS_MODELS)}",
+        )
+    if class_model == "quantiles" and model is not None:
+        raise ConfigError(
+            "--model is a trained runtime-class model; the quantile predictor is walked forward",
+            where="--model",
+            fix="leave --model out with --class-model quantiles",
+        )
+
+
 def _check_classes(classes: str | None) -> None:
     if classes is not None and classes not in CLASS_MODES:
         raise RushError(
@@ -128,6 +146,7 @@ class RunChoice:
     fair_share: DecayedFairShare | None = None  # factors from the trace's decayed usage
     runtime_prediction: str | None = None  # a runtime predictor's name (rush.models.runtime_predictors)
     prediction_correction: str | None = None  # correction rule (default: the predictor's)
+    class_model: str = "classifier"  # where --classes come from: the classifier or the quantile predictor
 
 
 def run_one(
@@ -143,7 +162,11 @@ def run_one(
     classification = None
     kwargs: dict = {}
     _check_classes(classes)
-    if classes is not None:
+    if classes is not None and choice.class_model == "quantiles":
+        from rush.studies.runtime_quantile_inputs import quantile_class_inputs
+
+        inputs, kwargs, classification = quantile_class_inputs(trace_obj, workload, classes)
+    elif classes is not None:
         from rush.studies.runtime_variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
@@ -379,6 +402,12 @@ def simulate_command(
     model: Path | None = typer.Option(
         None, "--model", help="A trained runtime-class model (default: walk-forward training)."
     ),
+    class_model: str = typer.Option(
+        "classifier",
+        "--class-model",
+        help="With --classes: classifier (the small/large classifier) or quantiles (P(runtime <= divider) "
+        "from rush's runtime-quantile predictor, walked forward weekly).",
+    ),
     strict: bool = typer.Option(False, "--strict", help="Stop at the first malformed trace line."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object of metrics and settings."),
     on_nodes: bool = typer.Option(
@@ -420,8 +449,8 @@ def simulate_command(
     runtime_prediction: str | None = typer.Option(
         None,
         "--runtime-prediction",
-        help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al.) or gaussier "
-        "(Gaussier et al.); backfills the shortest predicted job first unless --backfill-policy is given.",
+        help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al.), gaussier "
+        "(Gaussier et al.) or runtime-quantiles (rush's own model, slow on whole traces); backfills the shortest predicted job first unless --backfill-policy is given.",
     ),
     prediction_correction: str | None = typer.Option(
         None,
@@ -448,6 +477,7 @@ def simulate_command(
     slurm = _slurm_mode(slurm_conf, partition, classes, on_nodes, fairshare_half_life, backfill_policy)
     _check_classes(classes)
     _check_prediction(runtime_prediction, prediction_correction, classes)
+    _check_class_model(class_model, model)
     _check_placement(placement, on_nodes, nodes_per_leaf)
     fair_share = fair_share_model(fairshare_half_life, fairshare_period, fairshare_by_group)
     checks.output_file(jobs_out, "--jobs-out")
@@ -470,6 +500,7 @@ def simulate_command(
         fair_share,
         runtime_prediction,
         prediction_correction,
+        class_model,
     )
     if slurm is None:
         result, classification = run_one(trace_obj, workload, choice, progress=not as_json)

@@ -16,10 +16,20 @@ from rush.models.runtime_predictors.gaussier import GaussierPredictor
 from rush.models.runtime_predictors.protocol import RuntimeJobs, RuntimePredictor, usable_history
 from rush.models.runtime_predictors.walkforward import RuntimePredictions, predict_walkforward
 
+
+def _runtime_quantiles() -> RuntimePredictor:
+    """rush's own quantile model (rush.models.runtime_quantiles), its mean as the prediction;
+    imported on use (it is the heaviest of the three)."""
+    from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
+
+    return RuntimeQuantilePredictor()
+
+
 # name -> factory of a fresh predictor
 PREDICTORS: dict[str, Callable[[], RuntimePredictor]] = {
     "easy++": EasyPlusPlusPredictor,
     "gaussier": GaussierPredictor,
+    "runtime-quantiles": _runtime_quantiles,
 }
 
 

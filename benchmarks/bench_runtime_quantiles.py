@@ -1,0 +1,118 @@
+"""Runtime-quantile predictor figures (issue 29): live prediction for 10,000 pending jobs
+(target <= 50 ms) and a weekly retrain on the largest of the four study traces, SDSC-BLUE
+(target <= 10 s), with references measured in the same run.
+
+1. Retrain: ``fit_quantiles_on_history`` on SDSC-BLUE's whole trace (232,562 jobs: every
+   job's features at its submission, the history summarised, the five quantile models fitted
+   on the 10,000 most recently finished jobs, as the weekly walk-forward does); and the
+   quantile models alone on those 10,000 rows. Reference: rush's runtime classifier (the
+   issue-13 boosting, ``default_classifier``) fitted on the same rows.
+2. Prediction: 10,000 pending jobs of known users and shapes submitted in the trace's last
+   day, through the pipeline (features from the live history, five quantile models, P(small)
+   at the divider); median of 7, and its parts (features, models).
+3. Yardstick: the start-up of ``python -c pass`` (how busy the machine is).
+
+Run: ``RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 python benchmarks/bench_runtime_quantiles.py``
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from rush.models.runtime_features import TimeBase
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor, proba_below_quantiles
+from rush.models.runtime_quantiles_features import QuantileJobs
+from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history
+from rush.models.walkforward import default_classifier
+from rush.workload.catalogue import load_trace
+from rush.workload.model import workload_from_trace
+
+TRACE = "SDSC-BLUE"
+TRAIN_JOBS = 10_000
+PENDING = 10_000
+
+
+def python_pass_ms() -> float:
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def median_ms(work, repeats: int = 7) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    print(f"python -c pass: {python_pass_ms():.0f} ms (median of 5)", flush=True)
+    trace = load_trace(TRACE)
+    w = workload_from_trace(trace)
+    t0 = time.perf_counter()
+    pipeline, card = fit_quantiles_on_history(w, trace.header, max_train_jobs=TRAIN_JOBS)
+    retrain = time.perf_counter() - t0
+    features, regressor = pipeline.named_steps["features"], pipeline.named_steps["regressor"]
+    # The same training rows for the model-only timings: the most recently finished.
+    from rush.models.runtime_quantiles_features import clipped, offline_features
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
+
+    time_base = TimeBase.from_header(trace.header)
+    jobs = trace_jobs(w, time_base)
+    all_X = offline_features(jobs, time_base.clock)
+    recent = np.argsort(jobs.end, kind="stable")[-TRAIN_JOBS:]
+    runtime = clipped(jobs.runtime, jobs.requested_time)
+    t0 = time.perf_counter()
+    RuntimeQuantileRegressor().fit(all_X[recent], runtime[recent])
+    models_only = time.perf_counter() - t0
+    labels = np.where(runtime[recent] <= card["divider"], 0, 1)
+    t0 = time.perf_counter()
+    default_classifier().fit(all_X[recent], labels)
+    classifier = time.perf_counter() - t0
+    print(
+        f"retrain on {TRACE} ({len(w)} jobs, models on the {TRAIN_JOBS} most recently finished): "
+        f"whole pipeline {retrain:.2f} s, the five quantile models alone {models_only:.2f} s; "
+        f"reference: runtime classifier (boosting, 100 iterations) on the same rows {classifier:.2f} s; "
+        "target 10 s",
+        flush=True,
+    )
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, len(w), PENDING)
+    pending = QuantileJobs(
+        jobs.user[pick],
+        jobs.procs[pick],
+        jobs.requested_time[pick],
+        jobs.submit[-1] - rng.random(PENDING) * 86400 + 86400,  # after the history, as live
+        app=jobs.app[pick] if jobs.app is not None else None,
+        queue=jobs.queue[pick] if jobs.queue is not None else None,
+    )
+    features.transform(pending)  # compile and summarise once (the summary is kept between passes)
+    feats = features.transform(pending)
+
+    def predict() -> None:  # quantiles and P(small) from one pass over the models
+        X = features.transform(pending)
+        log_q = regressor.predict_log_quantiles(X)
+        proba_below_quantiles(log_q, regressor.levels_, card["divider"], X)
+
+    total = median_ms(predict)
+    feature_ms = median_ms(lambda: features.transform(pending))
+    model_ms = median_ms(lambda: regressor.predict_quantiles(feats))
+    print(
+        f"predict {PENDING} pending jobs: {total:.1f} ms (features {feature_ms:.1f} ms, five quantile models "
+        f"{model_ms:.1f} ms), median of 7; target 50 ms",
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

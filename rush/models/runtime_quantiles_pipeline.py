@@ -1,0 +1,238 @@
+"""The deployable runtime-quantile model: a Pipeline with its feature state, and its card.
+
+``Pipeline([("features", QuantileFeatures(...)), ("regressor", RuntimeQuantileRegressor(...))])``
+takes raw job columns (:class:`~rush.models.runtime_quantiles_features.QuantileJobs`) and
+predicts runtime quantiles. ``features`` holds the site's clock and the history of finished
+jobs (:class:`QuantileHistory`), so training and live features come from one object.
+``fit_transform`` gives each training job its features as of its own submission (nothing
+of its own runtime leaks in); ``transform`` afterwards answers jobs submitted after the
+history, as a live shell does.
+
+The model card (:class:`RuntimeQuantilesCard`) says what the file holds: features,
+quantile levels, the divider of the training history, the time base, the kind of user keys,
+the trace's optional fields (``app``, ``queue``) the features read. :func:`load_quantile_model`
+checks the card (trusted, valid, sha256), then that the pipeline inside agrees with it, and
+that a trace (or shell) about to use it has the fields it was trained with.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from rush.errors import ModelError
+from rush.models.model_card import ModelCard, Name, TimeBaseCard, _finite
+from rush.models.runtime_features import Clock, TimeBase
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+from rush.models.runtime_quantiles_features import (
+    FEATURES,
+    QuantileHistory,
+    QuantileJobs,
+    clipped,
+    offline_features,
+    usable_history,
+)
+from rush.models.users import NAME, USER_KEY_KINDS, trace_user_keys
+from rush.workload.model import Workload
+
+FIX = "retrain: rush train runtime-quantiles TRACE --out {path}"
+OPTIONAL_FIELDS = ("app", "queue")
+
+
+class RuntimeQuantilesCard(ModelCard):
+    model: Literal["runtime-quantiles"]
+    quantiles: list[float] = Field(min_length=1, max_length=99)
+    divider: float = Field(gt=0)
+    time_base: TimeBaseCard
+    user_key_kind: Literal["name", "trace-id"]
+    fields: list[Literal["app", "queue"]] = Field(max_length=2)
+    estimator: Name
+
+    _finite_divider = field_validator("divider")(_finite)
+
+
+class QuantileFeatures(TransformerMixin, BaseEstimator):
+    """Raw job columns to the :data:`FEATURES` matrix; keeps the finished history it reads."""
+
+    def __init__(
+        self, timezone: str | None = None, utc_offset: float = 0.0, user_key_kind: str = NAME
+    ) -> None:
+        self.timezone = timezone
+        self.utc_offset = utc_offset
+        self.user_key_kind = user_key_kind
+
+    def _fit(self, X: Any) -> tuple[QuantileJobs, np.ndarray]:
+        if self.user_key_kind not in USER_KEY_KINDS:
+            raise ValueError(f"user_key_kind {self.user_key_kind!r} is not one of {USER_KEY_KINDS}")
+        jobs = QuantileJobs.of(X).checked(finished=True)
+        if len(jobs) == 0:
+            raise ValueError("no jobs to fit the runtime features on")
+        self.clock_ = Clock.of(self.timezone, float(self.utc_offset))
+        history = QuantileHistory(self.clock_)
+        history.observe_submitted(jobs.user, jobs.submit)
+        order = np.lexsort((np.arange(len(jobs)), jobs.end))  # completion order
+        history.observe_finished(jobs.subset(order))
+        self.history_ = history
+        self.n_features_out_ = len(FEATURES)
+        return jobs, offline_features(jobs, self.clock_)
+
+    def fit(self, X: Any, y: Any = None) -> QuantileFeatures:
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> np.ndarray:
+        return self._fit(X)[1]
+
+    def transform(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "history_")
+        return self.history_.features(QuantileJobs.of(X))
+
+    def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
+        return np.asarray(FEATURES, dtype=object)
+
+
+def make_quantile_pipeline(features: QuantileFeatures, regressor: RuntimeQuantileRegressor | None = None):
+    return Pipeline(
+        [("features", features), ("regressor", clone(regressor) if regressor else RuntimeQuantileRegressor())]
+    )
+
+
+def present_fields(workload: Workload) -> list[str]:
+    """The optional fields a trace really has (some value other than -1)."""
+    return [f for f in OPTIONAL_FIELDS if f in workload.extra and np.any(np.asarray(workload.extra[f]) >= 0)]
+
+
+def fit_quantiles_on_history(
+    workload: Workload,
+    trace_header: dict[str, str] | None,
+    regressor: RuntimeQuantileRegressor | None = None,
+    *,
+    user_names: dict[int, str] | None = None,
+    timezone: str | None = None,
+    max_train_jobs: int | None = None,
+) -> tuple[Pipeline, dict]:
+    """The deployable pipeline fitted on a whole trace, and its card's metadata."""
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
+
+    if len(workload) == 0:
+        raise ModelError("the trace has no jobs to train on", where=workload.name or "trace")
+    time_base = TimeBase.from_header(trace_header, timezone)
+    users, kind = trace_user_keys(workload.user, user_names)
+    jobs = trace_jobs(workload, time_base)
+    jobs.user = users
+    fields = present_fields(workload)
+    for name in OPTIONAL_FIELDS:  # a field the trace does not have is unknown everywhere
+        if name not in fields:
+            setattr(jobs, name, None)
+    usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
+    if not usable.any():
+        raise ModelError(
+            "no job of the trace has a usable runtime (finite, >= 0)",
+            where=workload.name or "trace",
+            fix="check the trace's runtime column (rush trace info TRACE)",
+        )
+    runtime = clipped(jobs.runtime, jobs.requested_time)
+    divider = float(np.median(runtime[usable]))
+    if not divider > 0:
+        divider = 1.0  # every usable runtime 0: any positive boundary calls them all small
+    features = QuantileFeatures(time_base.clock.timezone, time_base.clock.utc_offset, kind)
+    model = make_quantile_pipeline(features, regressor)
+    model.set_params(regressor__divider=divider)
+    try:
+        X = model.named_steps["features"].fit_transform(jobs)
+        train = np.flatnonzero(usable)
+        if max_train_jobs is not None:
+            train = train[np.argsort(jobs.end[train], kind="stable")][-max_train_jobs:]
+        model.named_steps["regressor"].fit(X[train], runtime[train])
+    except ValueError as exc:
+        raise ModelError(
+            f"cannot train on this trace: {exc}",
+            where=workload.name or "trace",
+            fix="check the trace's times and sizes (rush trace info TRACE)",
+        ) from exc
+    regressor_ = model.named_steps["regressor"]
+    metadata = {
+        "model": "runtime-quantiles",
+        "features": list(FEATURES),
+        "classes": [0, 1],
+        "quantiles": [float(q) for q in regressor_.levels_],
+        "divider": divider,
+        "time_base": time_base.to_dict(),
+        "user_key_kind": kind,
+        "fields": fields,
+        "estimator": "HistGradientBoostingRegressor(loss=quantile)" if regressor_.models_ else "constant",
+        "training_window": {
+            "trace": workload.name or "trace",
+            "jobs": int(len(workload)),
+            "first_submit": float(jobs.submit[0]),
+            "last_submit": float(jobs.submit[-1]),
+            "usable_runtimes": int(usable.sum()),
+        },
+    }
+    return model, metadata
+
+
+def save_quantile_model(model: Pipeline, metadata: dict, path: str | Path) -> dict:
+    from rush.models.persistence import save_model
+
+    return save_model(model, path, metadata, card=RuntimeQuantilesCard, fix=FIX.format(path=path))
+
+
+def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tuple[Pipeline, dict]:
+    """A verified runtime-quantile pipeline and its card. ``fields``: the optional fields the
+    caller's jobs carry; a model trained with a field they lack is refused (its features
+    would all be unknown, a silent drift), ModelError naming the card key."""
+    from rush.models.persistence import load_model
+
+    fix = FIX.format(path=path)
+    model, card = load_model(path, expected_features=list(FEATURES), fix=fix, card=RuntimeQuantilesCard)
+    if not (
+        isinstance(model, Pipeline)
+        and [name for name, _ in model.steps] == ["features", "regressor"]
+        and isinstance(model.steps[0][1], QuantileFeatures)
+        and isinstance(model.steps[1][1], RuntimeQuantileRegressor)
+    ):
+        raise ModelError(
+            f"the file holds a {type(model).__name__}, not a runtime-quantile pipeline (features, regressor)",
+            where=str(path),
+            fix=fix,
+        )
+    features, regressor = model.steps[0][1], model.steps[1][1]
+    try:
+        check_is_fitted(features, "history_")
+        check_is_fitted(regressor, "levels_")
+    except Exception as exc:
+        raise ModelError("the pipeline in the file was never fitted", where=str(path), fix=fix) from exc
+    time_base = card["time_base"]
+    disagree = [
+        key
+        for key, ours, theirs in (
+            ("quantiles", [float(q) for q in regressor.levels_], card["quantiles"]),
+            ("divider", regressor.divider, card["divider"]),
+            ("user_key_kind", features.user_key_kind, card["user_key_kind"]),
+            ("time_base.timezone", features.clock_.timezone, time_base["timezone"]),
+            ("time_base.utc_offset", features.clock_.utc_offset, time_base["utc_offset"]),
+        )
+        if ours != theirs
+    ]
+    if disagree:
+        raise ModelError(
+            f"the model card and the pipeline disagree on {', '.join(disagree)}",
+            where=f"{path}.json: {disagree[0]}",
+            fix=fix,
+        )
+    if fields is not None:
+        missing = [f for f in card["fields"] if f not in fields]
+        if missing:
+            raise ModelError(
+                f"the model was trained with the job fields {missing}, which these jobs do not have",
+                where=f"{path}.json: fields",
+                fix=fix.replace("TRACE", "a trace with the same fields"),
+            )
+    return model, card

@@ -1,0 +1,121 @@
+"""rush's quantile predictor behind the runtime-predictor interface of issue 29's core work.
+
+:class:`RuntimeQuantilePredictor` implements the protocol of
+``rush.models.runtime_predictors.protocol.RuntimePredictor`` (branch ``rtcore``: ``observe``
+finished jobs in end order, ``fit`` on every finished job at each ``retrain_every`` boundary,
+``predict`` one runtime per submitted job; the core's guard turns NaN or non-positive values
+into the request and caps the rest by it). It reads the columns of that protocol's
+``RuntimeJobs`` (``job_id``, ``user``, ``submit``, ``procs``, ``requested_time``, ``runtime``,
+``end``) by name, so it needs no import of it; ``app`` and ``queue`` are read when present.
+
+Which number of the distribution a use takes is ``statistic``: ``"mean"`` (the default: a
+runtime that is added up, as a backfilling reservation or a start estimate does) or a
+quantile level such as 0.5 or 0.9 (the nearest predicted level). Each retraining fits a :class:`RuntimeQuantileRegressor`
+on the ``max_train_jobs`` most recently finished jobs, features as of their own submission;
+``observe`` feeds the live history the features of new submissions are read from.
+
+Trace times are seconds since the log's start: ``unix_start`` (the trace's ``UnixStartTime``)
+puts them on the Unix time base the calendar features are read on, ``timezone`` is the site's
+zone. Before the first fit every prediction is the job's request (the documented fallback: a
+prediction is never NaN nor negative).
+
+The whole-trace path with the same protocol (weekly refits, features at each submission) and
+no per-submission calls is :func:`rush.models.runtime_quantiles_walkforward.predict_quantiles_walkforward`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rush.models.runtime_features import Clock
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor, mean_of_quantiles
+from rush.models.runtime_quantiles_features import (
+    REQUEST_COLUMN,
+    QuantileHistory,
+    QuantileJobs,
+    clipped,
+    offline_features,
+)
+from rush.models.runtime_quantiles_walkforward import DEFAULT_MAX_TRAIN_JOBS, WEEK
+
+
+def _columns(jobs: Any, unix_start: float) -> QuantileJobs:
+    """A protocol ``RuntimeJobs`` (or any object with those columns) as quantile columns."""
+    return QuantileJobs(
+        user=np.asarray(jobs.user, dtype=np.int64),
+        procs=np.asarray(jobs.procs, dtype=np.int64),
+        requested_time=np.asarray(jobs.requested_time, dtype=np.float64),
+        submit=np.asarray(jobs.submit, dtype=np.float64) + unix_start,
+        app=getattr(jobs, "app", None),
+        queue=getattr(jobs, "queue", None),
+        runtime=None if getattr(jobs, "runtime", None) is None else np.asarray(jobs.runtime, np.float64),
+        end=None if getattr(jobs, "end", None) is None else np.asarray(jobs.end, np.float64) + unix_start,
+    )
+
+
+class RuntimeQuantilePredictor:
+    """The runtime-predictor protocol over rush's quantile model (module docstring)."""
+
+    retrain_every: float | None = float(WEEK)
+
+    def __init__(
+        self,
+        statistic: str | float = "mean",
+        regressor: RuntimeQuantileRegressor | None = None,
+        *,
+        unix_start: float = 0.0,
+        timezone: str | None = None,
+        max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS,
+    ) -> None:
+        if statistic != "mean" and not (isinstance(statistic, float | int) and 0.0 < float(statistic) < 1.0):
+            raise ValueError(f"statistic {statistic!r} is neither 'mean' nor a quantile level in (0, 1)")
+        self.statistic = statistic
+        self.regressor = regressor
+        self.unix_start = float(unix_start)
+        self.clock = Clock.of(timezone)
+        self.max_train_jobs = max_train_jobs
+        self.history_ = QuantileHistory(self.clock)
+        self.model_: RuntimeQuantileRegressor | None = None
+
+    def observe(self, done: Any) -> None:
+        """Finished jobs, in end order: their runtimes enter the live history."""
+        jobs = _columns(done, self.unix_start)
+        if len(jobs):
+            self.history_.observe_finished(jobs)
+
+    def fit(self, history: Any) -> RuntimeQuantilePredictor:
+        """Refit on every finished job (each one's features as of its submission)."""
+        from sklearn.base import clone
+
+        jobs = _columns(history, self.unix_start)
+        if not len(jobs):
+            return self
+        X = offline_features(jobs, self.clock)
+        runtime = clipped(jobs.runtime, jobs.requested_time)
+        rows = np.argsort(jobs.end, kind="stable")
+        if self.max_train_jobs is not None:
+            rows = rows[-self.max_train_jobs :]
+        template = self.regressor or RuntimeQuantileRegressor()
+        try:
+            self.model_ = clone(template).fit(X[rows], runtime[rows])
+        except ValueError:  # no usable runtime yet: keep the previous model (or none)
+            pass
+        return self
+
+    def predict(self, jobs: Any) -> np.ndarray:
+        """One runtime per job (seconds); the request before the first fit."""
+        columns = _columns(jobs, self.unix_start)
+        n = len(columns)
+        if self.model_ is None or n == 0:
+            return np.asarray(columns.requested_time, dtype=np.float64).copy()
+        columns.runtime = columns.end = None
+        self.history_.observe_submitted(columns.user, columns.submit)
+        X = self.history_.features(columns)
+        log_q = self.model_.predict_log_quantiles(X)
+        if self.statistic == "mean":
+            return mean_of_quantiles(log_q, self.model_.levels_, X[:, REQUEST_COLUMN])
+        levels = self.model_.levels_
+        at = int(np.argmin(np.abs(levels - float(self.statistic))))
+        return np.expm1(log_q[:, at])

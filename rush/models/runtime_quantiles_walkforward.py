@@ -1,0 +1,249 @@
+"""The runtime-quantile predictor walked forward by weeks, as the runtime classifier is.
+
+Weeks count from the first submission. At the start of week k >= 1 (week 0 has no history:
+every job gets its request as every quantile and the class large):
+
+1. the training history is every job whose logged end (submit + wait + runtime) is strictly
+   before the week's start, the ``max_train_jobs`` most recently finished of them;
+2. the divider is the median clipped runtime of *all* jobs finished before the week (the
+   classifier's rule, so both are judged against the same classes);
+3. a :class:`RuntimeQuantileRegressor` is fitted on their features *as of their own
+   submission* and their runtimes;
+4. the week's jobs get their features at their submission (``live``: every job finished
+   before it, as the daemon sees it), their quantiles and P(runtime <= divider);
+5. the class is small when P(small) >= the week's threshold: the threshold of
+   :data:`THRESHOLDS` with the best accuracy over every earlier job that had a prediction
+   *and* had finished before the week (its class is then known); ties go to the one nearest
+   0.5, and 0.5 before any such job. No future data enters any step.
+
+The idempotent decision (jobs rush may kill at the divider and requeue as large) uses rush's
+``IDEMPOTENT_THRESHOLD``, chosen on development traces for the classifier's P(small)
+(:mod:`rush.models.decision_thresholds`), not tuned here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rush.errors import ModelError
+from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD
+from rush.models.runtime_features import TimeBase
+from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor, proba_below_quantiles
+from rush.models.runtime_quantiles_features import (
+    FEATURES,
+    QuantileJobs,
+    clipped,
+    offline_features,
+    usable_history,
+)
+from rush.workload.model import Workload
+
+WEEK = 7 * 86400
+THRESHOLDS = np.round(np.arange(0.05, 0.951, 0.05), 2)
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_MAX_TRAIN_JOBS = 10_000
+
+
+def default_regressor() -> RuntimeQuantileRegressor:
+    return RuntimeQuantileRegressor()
+
+
+def trace_jobs(workload: Workload, time_base: TimeBase) -> QuantileJobs:
+    """A workload's jobs on the one time base, with their logged ends (unknown wait: 0)."""
+    shift = time_base.unix_start
+    wait = workload.extra.get("wait")
+    wait = np.zeros(len(workload)) if wait is None else np.maximum(np.asarray(wait, dtype=np.float64), 0.0)
+    runtime = np.asarray(workload.runtime, dtype=np.float64)
+    return QuantileJobs(
+        user=np.asarray(workload.user, dtype=np.int64),
+        procs=np.asarray(workload.procs, dtype=np.int64),
+        requested_time=np.asarray(workload.requested_time, dtype=np.float64),
+        submit=np.asarray(workload.submit, dtype=np.float64) + shift,
+        app=workload.extra.get("app"),
+        queue=workload.extra.get("queue"),
+        runtime=runtime,
+        end=np.asarray(workload.submit, dtype=np.float64)
+        + wait
+        + np.maximum(np.nan_to_num(runtime), 0.0)
+        + shift,
+        start=np.asarray(workload.submit, dtype=np.float64) + wait + shift,
+    )
+
+
+@dataclass
+class QuantileWalkForward:
+    """Per job (workload order): the quantiles it was predicted, P(small) and its class."""
+
+    levels: np.ndarray  # (k,) quantile levels
+    quantiles: np.ndarray  # (n, k) seconds
+    proba_small: np.ndarray  # (n,) NaN: week 0, no model
+    divider: np.ndarray  # (n,) NaN: week 0
+    threshold: np.ndarray  # (n,) the plain decision's threshold in force
+    predicted_class: np.ndarray  # int8, 0 small, 1 large (plain decision)
+    runtime: np.ndarray  # clipped at the request
+    requested_time: np.ndarray
+    week: np.ndarray
+    features: np.ndarray
+    weekly: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+    fit_seconds: list[float] = field(default_factory=list)
+
+    def quantile(self, level: float) -> np.ndarray:
+        """The predicted quantile at ``level`` (one of ``levels``), seconds."""
+        hits = np.flatnonzero(np.isclose(self.levels, level))
+        if not len(hits):
+            raise ModelError(
+                f"no quantile {level} was predicted",
+                where="quantile",
+                fix=f"use one of {self.levels.tolist()}",
+            )
+        return self.quantiles[:, int(hits[0])]
+
+    def mean(self) -> np.ndarray:
+        """Each job's predicted mean runtime (seconds) from its quantiles."""
+        from rush.models.runtime_quantiles import mean_of_quantiles
+
+        return mean_of_quantiles(np.log1p(self.quantiles), self.levels, np.log1p(self.requested_time))
+
+    def class_walkforward(self):
+        """The classes as a :class:`~rush.models.walkforward.WalkForwardResult` (what the
+        runtime-class simulations take), idempotent jobs at ``IDEMPOTENT_THRESHOLD``."""
+        from rush.models.walkforward import WalkForwardResult
+
+        return WalkForwardResult(
+            predicted_class=self.predicted_class,
+            divider=self.divider,
+            runtime=self.runtime,
+            week=self.week,
+            features=self.features,
+            weekly_report=self.weekly,
+            mode="live",
+            seconds=self.seconds,
+            feature_names=FEATURES,
+            proba_small=self.proba_small,
+            idempotent_threshold=IDEMPOTENT_THRESHOLD,
+        )
+
+
+def predict_quantiles_walkforward(
+    workload: Workload,
+    trace_header: dict[str, str] | None,
+    regressor: RuntimeQuantileRegressor | None = None,
+    *,
+    max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS,
+    timezone: str | None = None,
+    n_jobs: int = 1,
+) -> QuantileWalkForward:
+    """Walk-forward predictions for every job of ``workload`` (module docstring); ``n_jobs``
+    weeks are fitted at once (joblib processes; the result is the same)."""
+    from joblib import Parallel, delayed
+    from sklearn.base import clone
+
+    if max_train_jobs is not None and max_train_jobs < 1:
+        raise ModelError("max_train_jobs must be >= 1", where="max_train_jobs", fix="give a number or none")
+    started = time.perf_counter()
+    template = regressor or default_regressor()
+    time_base = TimeBase.from_header(trace_header, timezone)
+    jobs = trace_jobs(workload, time_base)
+    n = len(jobs)
+    features = offline_features(jobs, time_base.clock)
+    runtime = clipped(jobs.runtime, jobs.requested_time)
+    usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
+    end = np.where(usable, jobs.end, np.inf)
+    levels = np.asarray(template.quantiles, dtype=np.float64)
+    quantiles = np.repeat(np.asarray(jobs.requested_time, dtype=np.float64)[:, None], len(levels), axis=1)
+    proba = np.full(n, np.nan)
+    divider = np.full(n, np.nan)
+    threshold = np.full(n, DEFAULT_THRESHOLD)
+    submit = jobs.submit
+    origin = float(submit[0]) if n else 0.0
+    week = ((submit - origin) // WEEK).astype(np.int64)
+    n_weeks = int(week[-1]) + 1 if n else 0
+    bounds = np.searchsorted(week, np.arange(n_weeks + 1))
+    end_order = np.argsort(end, kind="stable")
+    sorted_end = end[end_order]
+    # The weeks' fits depend on the past only, not on each other: they may run in parallel.
+    tasks = []
+    for k in range(n_weeks):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        finished = int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))  # end < week start
+        if hi > lo and finished:
+            train = end_order[:finished]
+            week_divider = float(np.median(runtime[train]))
+            if max_train_jobs is not None:
+                train = train[-max_train_jobs:]
+            tasks.append((k, lo, hi, train, week_divider))
+    fits = Parallel(n_jobs=n_jobs)(
+        delayed(_fit_week)(
+            clone(template).set_params(divider=d), features[train], runtime[train], features[lo:hi], d
+        )
+        for _, lo, hi, train, d in tasks
+    )
+    fitted = {task[0]: (task, fit) for task, fit in zip(tasks, fits, strict=True)}
+    # Threshold choice: correct decisions per candidate over predicted jobs known to have ended.
+    correct = np.zeros(len(THRESHOLDS))
+    judged = 0
+    weekly: list[dict] = []
+    fit_seconds: list[float] = []
+    for k in range(n_weeks):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        week_start = origin + WEEK * k
+        finished = int(np.searchsorted(sorted_end, week_start, side="left"))  # end < week start
+        # Newly known outcomes of earlier predictions (their jobs ended before this week).
+        known = end_order[judged:finished]
+        judged = finished
+        known = known[np.isfinite(proba[known])]
+        if len(known):
+            small = runtime[known] <= divider[known]
+            correct += ((proba[known][:, None] >= THRESHOLDS[None, :]) == small[:, None]).sum(axis=0)
+        if hi == lo:
+            continue
+        report: dict = {"week": k, "start": float(week_start), "jobs": hi - lo, "trained_on": 0}
+        if k in fitted:
+            (_, _, _, train, week_divider), (log_q, week_proba, seconds) = fitted[k]
+            fit_seconds.append(seconds)
+            quantiles[lo:hi] = np.expm1(log_q)
+            proba[lo:hi] = week_proba
+            divider[lo:hi] = week_divider
+            best = np.flatnonzero(correct == correct.max()) if correct.any() else []
+            chosen = (
+                float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]])
+                if len(best)
+                else DEFAULT_THRESHOLD
+            )
+            threshold[lo:hi] = chosen
+            report.update(trained_on=len(train), divider=week_divider, threshold=chosen)
+        weekly.append(report)
+    predicted = np.where(np.isfinite(proba) & (proba >= threshold), 0, 1).astype(np.int8)
+    return QuantileWalkForward(
+        levels=levels,
+        quantiles=quantiles,
+        proba_small=proba,
+        divider=divider,
+        threshold=threshold,
+        predicted_class=predicted,
+        runtime=runtime,
+        requested_time=np.asarray(jobs.requested_time, dtype=np.float64),
+        week=week,
+        features=features,
+        weekly=weekly,
+        seconds=time.perf_counter() - started,
+        fit_seconds=fit_seconds,
+    )
+
+
+def _fit_week(
+    model: RuntimeQuantileRegressor, X: np.ndarray, y: np.ndarray, X_week: np.ndarray, divider: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """One week's refit: (log quantiles, P(small)) of its jobs, and the fit's seconds."""
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - t0
+    log_q = model.predict_log_quantiles(X_week)
+    return log_q, proba_below_quantiles(log_q, model.levels_, divider, X_week), seconds
+
+
+__all__ = ["QUANTILES", "QuantileWalkForward", "predict_quantiles_walkforward", "trace_jobs"]

@@ -1,0 +1,245 @@
+"""How good are start estimates, offline, on whole traces (issue 29, item 4)?
+
+The schedule is the simulator's EASY-FCFS on limits (what an RJMS without rush does); every
+estimator changes only the *estimates*, never the starts. For a job j and a moment t (its
+submit, and halfway through its wait), the state is read off the simulated run: the jobs
+running at t (start <= t < end) and the jobs pending at t ahead of j in FCFS order (submit
+<= t < start, submitted before j) and j itself. Its estimate is the core's projection
+(:func:`rush.core.start_estimates.project_starts`: conservative backfilling without
+arrivals, the rule behind ``rush explain``), with each estimator's runtimes:
+
+* ``limits``: every job runs to its request, what Slurm's ``squeue --start`` assumes;
+* ``easy++``: Tsafrir et al.'s prediction (mean of the user's last two finished runtimes,
+  capped by the request; the request with fewer than two), corrected as in the core's
+  ``stepwise`` rule (prediction + 1 min, 5 min, 15 min, ... up to the request) once a run
+  outlives it;
+* ``quantiles``: rush's predictor (:mod:`rush.models.runtime_quantiles`), walked forward
+  weekly: a pending job runs its predicted median; a running job its median, and once it
+  outlives that, its 0.75, then 0.9 quantile, then its request (the distribution is the
+  correction rule).
+
+A job started at its submit (wait 0) gets "now" from every estimator (error 0). Per
+estimator, moment and wait class (0, < 10 min, 10 min - 1 h, > 1 h, as the live study):
+the share within 1 minute, within 10 % of the wait, the mean and median absolute error.
+
+The sweep is compiled (numba): the jobs of a trace in time order, each query a projection
+of the queue ahead of the job. On the long traces a deterministic sample of queries is
+taken (every k-th job, ``max_queries``), said in the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from rush.core.conservative import MIN_DURATION
+from rush.core.start_estimates import project_starts
+
+WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
+ONE_MINUTE = 60.0
+WITHIN_SHARE = 0.10
+# The core's stepwise correction amounts (Tsafrir et al., as predictsim implements them).
+STEPWISE = np.array(
+    [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
+)
+RUNGS = len(STEPWISE) + 1
+
+
+def wait_class(wait: np.ndarray) -> np.ndarray:
+    """Index into :data:`WAIT_CLASSES` per job."""
+    wait = np.asarray(wait, dtype=np.float64)
+    return np.select([wait <= 0, wait < 600, wait <= 3600], [0, 1, 2], 3)
+
+
+def ladder(first: np.ndarray, then: np.ndarray | None, requested_time: np.ndarray) -> np.ndarray:
+    """(n, RUNGS) increasing predicted lengths: ``first``, then the columns of ``then``, then
+    the request, each capped by the request, padded with the request."""
+    req = np.asarray(requested_time, dtype=np.float64)
+    cols = [np.asarray(first, dtype=np.float64)]
+    if then is not None:
+        cols += [np.asarray(c, dtype=np.float64) for c in np.atleast_2d(then.T)]
+    out = np.repeat(req[:, None], RUNGS, axis=1)
+    for k, col in enumerate(cols[: RUNGS - 1]):
+        col = np.where(np.isfinite(col) & (col > 0), col, req)
+        out[:, k] = np.minimum(np.maximum(col, MIN_DURATION), req)
+    return np.maximum.accumulate(out, axis=1)
+
+
+def limits_ladder(requested_time: np.ndarray) -> np.ndarray:
+    return ladder(requested_time, None, requested_time)
+
+
+def easy_plus_plus_ladder(prediction: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    steps = np.asarray(prediction, dtype=np.float64)[:, None] + STEPWISE[None, :]
+    return ladder(prediction, steps, requested_time)
+
+
+def quantile_ladder(quantiles: np.ndarray, levels: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """Median first, then the higher predicted quantiles."""
+    median = int(np.argmin(np.abs(np.asarray(levels) - 0.5)))
+    return ladder(quantiles[:, median], quantiles[:, median + 1 :], requested_time)
+
+
+def easy_plus_plus_prediction(last: np.ndarray, last2: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """Mean of the user's last two finished runtimes (negative: unknown), capped by the request."""
+    both = (last >= 0) & (last2 >= 0)
+    return np.where(both, np.minimum(0.5 * (last + last2), requested_time), requested_time)
+
+
+@njit(cache=True)
+def _running_length(rungs: np.ndarray, elapsed: float) -> float:
+    """The first rung beyond ``elapsed`` (the last one when none is)."""
+    for r in range(len(rungs)):
+        if rungs[r] > elapsed:
+            return rungs[r]
+    return rungs[len(rungs) - 1]
+
+
+@njit(cache=True)
+def sweep_estimates(
+    query_time: np.ndarray,
+    query_job: np.ndarray,
+    submit: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    procs: np.ndarray,
+    ladders: np.ndarray,
+    machine: int,
+) -> np.ndarray:
+    """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
+    (submit order, the workload's); ``ladders`` (estimators, n, rungs)."""
+    n_est = ladders.shape[0]
+    nq = len(query_time)
+    out = np.full((n_est, nq), np.inf)
+    active = np.empty(len(submit), dtype=np.int64)  # submitted, not ended
+    n_active = 0
+    nxt = 0
+    for q in range(nq):
+        t = query_time[q]
+        j = query_job[q]
+        while nxt < len(submit) and submit[nxt] <= t:
+            active[n_active] = nxt
+            n_active += 1
+            nxt += 1
+        kept = 0
+        for a in range(n_active):
+            k = active[a]
+            if end[k] > t:
+                active[kept] = k
+                kept += 1
+        n_active = kept
+        if start[j] <= t:
+            for e in range(n_est):
+                out[e, q] = start[j]
+            continue
+        n_run = 0
+        n_pend = 0
+        for a in range(n_active):
+            k = active[a]
+            if start[k] <= t:
+                n_run += 1
+            elif k <= j:
+                n_pend += 1
+        run_k = np.empty(n_run, dtype=np.int64)
+        pend_k = np.empty(n_pend, dtype=np.int64)
+        r = 0
+        p = 0
+        busy = 0
+        for a in range(n_active):
+            k = active[a]
+            if start[k] <= t:
+                run_k[r] = k
+                r += 1
+                busy += procs[k]
+            elif k <= j:
+                pend_k[p] = k
+                p += 1
+        pend_k = np.sort(pend_k)  # FCFS: submit order
+        order = np.arange(n_pend)
+        local_procs = procs[pend_k]
+        run_procs = procs[run_k]
+        for e in range(n_est):
+            run_end = np.empty(n_run)
+            for i in range(n_run):
+                k = run_k[i]
+                run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
+            by_end = np.argsort(run_end)
+            dur = np.empty(n_pend)
+            for i in range(n_pend):
+                dur[i] = ladders[e, pend_k[i], 0]
+            starts = project_starts(
+                t,
+                max(machine - busy, 0),
+                run_end[by_end],
+                run_procs[by_end],
+                order,
+                local_procs,
+                dur,
+                False,
+            )
+            out[e, q] = starts[n_pend - 1]  # j is the last of the jobs ahead of it and itself
+    return out
+
+
+@dataclass
+class Queries:
+    """Which (job, moment) pairs are estimated."""
+
+    job: np.ndarray
+    time: np.ndarray
+    moment: np.ndarray  # 0 at submit, 1 halfway through the wait
+
+
+def make_queries(submit: np.ndarray, start: np.ndarray, max_queries: int | None) -> tuple[Queries, int]:
+    """At submit for every sampled job; halfway through the wait for those that waited.
+    Returns the queries (time order) and the sampling step (1: every job)."""
+    n = len(submit)
+    step = 1 if not max_queries or n <= max_queries else int(np.ceil(n / max_queries))
+    jobs = np.arange(0, n, step)
+    jobs = jobs[start[jobs] >= 0]  # started in the run
+    wait = start[jobs] - submit[jobs]
+    half = jobs[wait > 0]
+    job = np.concatenate([jobs, half])
+    time = np.concatenate([submit[jobs], submit[half] + 0.5 * (start[half] - submit[half])])
+    moment = np.concatenate([np.zeros(len(jobs), np.int8), np.ones(len(half), np.int8)])
+    order = np.lexsort((job, time))
+    return Queries(job[order], time[order], moment[order]), step
+
+
+def error_rows(
+    trace: str, estimators: list[str], estimates: np.ndarray, queries: Queries, submit, start
+) -> list[dict]:
+    """Per estimator, moment and wait class (and all classes): the accuracy figures."""
+    rows = []
+    real = start[queries.job]
+    wait = real - submit[queries.job]
+    classes = wait_class(wait)
+    for e, name in enumerate(estimators):
+        err = np.abs(estimates[e] - real)
+        for moment, moment_name in ((0, "submit"), (1, "half-wait")):
+            in_moment = queries.moment == moment
+            for c, class_name in [(-1, "all"), (-2, "waited"), *enumerate(WAIT_CLASSES)]:
+                mask = in_moment & (
+                    np.ones_like(in_moment) if c == -1 else (wait > 0) if c == -2 else (classes == c)
+                )
+                if not mask.any():
+                    continue
+                e_m, w_m = err[mask], wait[mask]
+                finite = np.isfinite(e_m)
+                rows.append(
+                    {
+                        "trace": trace,
+                        "estimator": name,
+                        "moment": moment_name,
+                        "wait_class": class_name,
+                        "jobs": int(mask.sum()),
+                        "within_1min": float(np.mean(e_m <= ONE_MINUTE)),
+                        "within_10pct": float(np.mean(e_m <= WITHIN_SHARE * w_m)),
+                        "mae_min": float(np.mean(e_m[finite]) / 60.0) if finite.any() else None,
+                        "median_ae_min": float(np.median(e_m[finite]) / 60.0) if finite.any() else None,
+                        "no_estimate": int((~finite).sum()),
+                    }
+                )
+    return rows

@@ -1,0 +1,181 @@
+"""rush's runtime-quantile predictor: distributions, classes, features, walk-forward, bad input."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from rush.models.runtime_features import Clock
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+from rush.models.runtime_quantiles_features import (
+    FEATURES,
+    REQUEST_COLUMN,
+    QuantileHistory,
+    QuantileJobs,
+    offline_features,
+)
+from rush.models.runtime_quantiles_walkforward import WEEK, predict_quantiles_walkforward
+from tests.models.fixtures import HEADER, synthetic_workload
+
+SMALL_MODEL = {"max_iter": 15, "min_samples_leaf": 5}
+
+
+def _fitted(n: int = 600) -> tuple[RuntimeQuantileRegressor, np.ndarray, np.ndarray]:
+    w = synthetic_workload(n)
+    jobs = QuantileJobs(
+        w.user,
+        w.procs,
+        w.requested_time,
+        w.submit + 1.7e9,
+        runtime=w.runtime,
+        end=w.submit + 1.7e9 + w.runtime,
+    )
+    X = offline_features(jobs, Clock())
+    model = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0).fit(X, w.runtime)
+    return model, X, w.runtime
+
+
+def test_quantiles_are_sorted_non_negative_and_within_the_request():
+    model, X, _ = _fitted()
+    q = model.predict_quantiles(X)
+    assert q.shape == (len(X), 5)
+    assert np.all(np.diff(q, axis=1) >= 0)
+    assert np.all(q >= 0) and np.all(np.isfinite(q))
+    assert np.all(q <= np.expm1(X[:, REQUEST_COLUMN])[:, None] * (1 + 1e-9))
+
+
+def test_distribution_separates_the_two_job_shapes_and_gives_class_probabilities():
+    model, X, runtime = _fitted()
+    median = model.predict(X)
+    short = runtime < 1000
+    # The synthetic trace's short jobs run 10-300 s, the long ones 5,000-40,000 s.
+    assert np.median(median[short]) < 1000 < np.median(median[~short])
+    proba = model.predict_proba(X)
+    assert np.allclose(proba.sum(axis=1), 1.0) and np.all((proba >= 0) & (proba <= 1))
+    assert np.mean((proba[:, 0] >= 0.5) == short) > 0.9
+
+
+def test_probability_below_grows_with_the_time():
+    model, X, _ = _fitted()
+    below = np.column_stack([model.proba_below(X, t) for t in (1, 60, 600, 6000, 60000, 1e6)])
+    assert np.all(np.diff(below, axis=1) >= -1e-12)
+    assert np.all(below[:, -1] == 1.0)  # past every request
+
+
+def test_a_row_with_nan_features_falls_back_to_its_request():
+    model, X, _ = _fitted()
+    X = X[:3].copy()
+    X[1, 5] = np.nan
+    q = model.predict_quantiles(X)
+    assert np.allclose(q[1], np.expm1(X[1, REQUEST_COLUMN]))
+    assert np.all(np.isfinite(q))
+
+
+@pytest.mark.parametrize("limit", [np.nan, -1.0, np.inf])
+def test_a_nan_or_negative_request_is_refused(limit):
+    model, X, _ = _fitted()
+    X = X[:2].copy()
+    X[0, REQUEST_COLUMN] = limit
+    with pytest.raises(ValueError, match="requested time"):
+        model.predict_quantiles(X)
+
+
+def test_bad_runtimes_in_the_history_are_left_out_or_clipped():
+    w = synthetic_workload(400)
+    X = offline_features(
+        QuantileJobs(
+            w.user,
+            w.procs,
+            w.requested_time,
+            w.submit + 1.7e9,
+            runtime=w.runtime,
+            end=w.submit + 1.7e9 + w.runtime,
+        ),
+        Clock(),
+    )
+    y = w.runtime.copy()
+    y[::7] = np.nan
+    y[1::7] = -5.0
+    y[2::7] = 1e12  # longer than any request: clipped to it
+    y[3::7] = 0.0
+    q = RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, y).predict_quantiles(X)
+    assert np.all(np.isfinite(q)) and np.all(q >= 0)
+    with pytest.raises(ValueError, match="usable runtime"):
+        RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, np.full(len(y), np.nan))
+
+
+def test_one_runtime_for_every_job_predicts_it():
+    X = np.column_stack([np.full(30, np.log1p(3600.0)), np.arange(30.0)])
+    model = RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, np.full(30, 120.0))
+    assert np.allclose(model.predict_quantiles(X), 120.0)
+
+
+def _jobs_with_history(n_hist: int = 300, n_new: int = 40, seed: int = 5):
+    rng = np.random.default_rng(seed)
+    n = n_hist + n_new
+    submit = 1.7e9 + np.sort(rng.uniform(0, 5 * 86400, n)).round()
+    runtime = rng.choice([30.0, 400.0, 5000.0], n)
+    user = rng.integers(1, 8, n)
+    user[-1] = 99  # a user with one job (never seen)
+    procs = rng.choice([1, 4, 16], n)
+    request = np.where(runtime > 1000, 36000.0, 3600.0)
+    app = rng.integers(0, 3, n)
+    end = submit + runtime
+    # The new jobs are submitted after every history job ended.
+    shift = end[:n_hist].max() + 10 - submit[n_hist]
+    submit[n_hist:] += shift
+    end[n_hist:] = np.nan
+    return QuantileJobs(user, procs, request, submit, app=app, runtime=runtime, end=end), n_hist
+
+
+def test_live_history_gives_the_offline_features():
+    jobs, n_hist = _jobs_with_history()
+    clock = Clock.of("Europe/Stockholm")
+    everything = QuantileJobs(**{**jobs.__dict__, "end": np.nan_to_num(jobs.end, nan=np.inf)})
+    everything.runtime = np.where(np.isfinite(jobs.end), jobs.runtime, np.nan)  # unknown: not history
+    offline = offline_features(everything, clock)[n_hist:]
+    history = QuantileHistory(clock)
+    history.observe_submitted(jobs.user, jobs.submit)
+    hist = jobs.subset(np.arange(n_hist))
+    history.observe_finished(hist.subset(np.argsort(hist.end, kind="stable")))
+    new = jobs.subset(np.arange(n_hist, len(jobs)))
+    new.end = None
+    live = history.features(new)
+    assert live.shape == offline.shape == (len(new), len(FEATURES))
+    assert np.allclose(live, offline, equal_nan=True)
+    assert live[-1, FEATURES.index("log_count_user")] == 0.0  # the user with one job
+
+
+def test_walkforward_uses_no_future_runtimes():
+    w = synthetic_workload(900)
+    first = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    last_week = w.submit >= w.submit[0] + 2 * WEEK
+    changed = synthetic_workload(900)
+    changed.runtime[last_week] = changed.requested_time[last_week]  # another future
+    second = predict_quantiles_walkforward(changed, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    past = ~last_week
+    assert np.array_equal(first.quantiles[past], second.quantiles[past])
+    assert np.array_equal(first.predicted_class[past], second.predicted_class[past])
+    assert np.all(np.isnan(first.proba_small[first.week == 0]))  # week 0: no model
+    assert np.all(first.predicted_class[first.week == 0] == 1)
+    assert np.isfinite(first.proba_small[first.week > 0]).all()
+
+
+def test_weeks_fitted_in_parallel_give_the_same_walkforward():
+    w = synthetic_workload(700)
+    one = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    two = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL), n_jobs=2)
+    assert np.array_equal(one.quantiles, two.quantiles)
+    assert np.array_equal(one.proba_small, two.proba_small, equal_nan=True)
+    assert np.array_equal(one.threshold, two.threshold)
+
+
+def test_the_compiled_models_give_the_models_own_predictions():
+    model, X, _ = _fitted()
+    assert model.compiled_ is not None
+    own = np.column_stack([m.predict(X) for m in model.models_])
+    assert np.array_equal(model.compiled_.raw(X), own)
+    restored = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(restored.predict_quantiles(X), model.predict_quantiles(X))

@@ -1,0 +1,58 @@
+"""Offline start estimates: the sweep projects the queue ahead of each job with each estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rush.studies.estimate_accuracy_offline import (
+    error_rows,
+    ladder,
+    limits_ladder,
+    make_queries,
+    quantile_ladder,
+    sweep_estimates,
+    wait_class,
+)
+
+
+def _schedule():
+    """4 processors. Job 0 runs [0, 100) on all of them (request 1000); job 1 (4 procs,
+    request 500) waits for it and runs [100, 150); job 2 (1 proc) submitted at 200 starts at once."""
+    submit = np.array([0.0, 10.0, 200.0])
+    start = np.array([0.0, 100.0, 200.0])
+    end = np.array([100.0, 150.0, 230.0])
+    procs = np.array([4, 4, 1], dtype=np.int64)
+    request = np.array([1000.0, 500.0, 60.0])
+    runtime = end - start
+    return submit, start, end, procs, request, runtime
+
+
+def test_each_estimator_projects_the_running_job_to_its_own_end():
+    submit, start, end, procs, request, runtime = _schedule()
+    ladders = np.stack([limits_ladder(request), ladder(runtime, None, request)])
+    queries, step = make_queries(submit, start, None)
+    est = sweep_estimates(queries.time, queries.job, submit, start, end, procs, ladders, 4)
+    at_submit = {int(j): k for k, j in enumerate(queries.job) if queries.moment[k] == 0}
+    # Job 1 at its submit: job 0 ends at its limit (1000) for limits, at 100 for the truth.
+    assert est[0, at_submit[1]] == 1000.0
+    assert est[1, at_submit[1]] == 100.0
+    # A job started at its submit gets "now" from every estimator.
+    assert np.all(est[:, at_submit[2]] == 200.0)
+    rows = error_rows("t", ["limits", "clairvoyant"], est, queries, submit, start)
+    waited = {r["estimator"]: r for r in rows if r["moment"] == "submit" and r["wait_class"] == "waited"}
+    assert waited["clairvoyant"]["mae_min"] == 0.0
+    assert waited["limits"]["mae_min"] == (1000.0 - 100.0) / 60.0
+    assert waited["limits"]["within_1min"] == 0.0
+
+
+def test_a_running_job_past_its_median_is_expected_at_its_next_quantile():
+    submit, start, end, procs, request, runtime = _schedule()
+    quantiles = np.array([[20.0, 40.0, 60.0, 80.0, 95.0], [10, 20, 30, 40, 50], [5, 6, 7, 8, 9.0]])
+    ladders = quantile_ladder(quantiles, np.array([0.1, 0.25, 0.5, 0.75, 0.9]), request)[None]
+    # At t = 70, job 0 has outlived its median (60): next its 0.75 quantile, 80.
+    est = sweep_estimates(np.array([70.0]), np.array([1]), submit, start, end, procs, ladders, 4)
+    assert est[0, 0] == 80.0
+
+
+def test_wait_classes():
+    assert wait_class(np.array([0.0, 30.0, 600.0, 3600.0, 3601.0])).tolist() == [0, 1, 2, 2, 3]
