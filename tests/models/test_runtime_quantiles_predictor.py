@@ -78,3 +78,12 @@ def test_a_higher_quantile_predicts_longer_runs():
 def test_an_unknown_statistic_is_refused(statistic):
     with pytest.raises(ValueError, match="statistic"):
         RuntimeQuantilePredictor(statistic)
+
+
+def test_registered_for_rush_simulate() -> None:
+    """``rush simulate --runtime-prediction runtime-quantiles`` builds this predictor."""
+    from rush.models.runtime_predictors import PREDICTORS, make_predictor
+    from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
+
+    assert "runtime-quantiles" in PREDICTORS
+    assert isinstance(make_predictor("runtime-quantiles"), RuntimeQuantilePredictor)
