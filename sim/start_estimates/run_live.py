@@ -3,10 +3,13 @@
     python sim/start_estimates/run_live.py slurm HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py slurm-nodes HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py flux HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
+    python sim/start_estimates/run_live.py fluxion HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
 
 Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_resolution
 scaled like the jobs, max(1, 60/K) s) or a one-broker
-Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler), writes a
+Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; ``fluxion``:
+Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
+match-policy=first, its default), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none), runs
 
@@ -23,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+KINDS = ("slurm", "slurm-nodes", "flux", "fluxion")
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
@@ -81,6 +85,13 @@ def rush_toml(work: Path, backend: str, options: str, variant: str) -> Path:
 
 
 def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
+    if rjms not in KINDS or variant not in ("limits", "model"):
+        print(
+            f"unknown cluster kind {rjms!r} or variant {variant!r}: kinds {', '.join(KINDS)}; "
+            "variants limits, model",
+            file=sys.stderr,
+        )
+        return 2
     out_dir = ROOT / "sim" / "start_estimates" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
@@ -99,9 +110,13 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         finally:
             cluster.stop()
     else:
-        from tests.flux import plugin_build
+        from tests.flux import fluxion, plugin_build
         from tests.flux.instance import FluxInstance
 
+        why = fluxion.unavailable() if rjms == "fluxion" else None
+        if why:
+            print(f"cannot run Fluxion: {why}", file=sys.stderr)
+            return 2
         plugin, why = plugin_build.build(work / "jobtap")
         if plugin is None:
             print(f"cannot build rush's jobtap plugin: {why}", file=sys.stderr)
@@ -109,7 +124,11 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         instance = FluxInstance(work / "flux", size=1, cores=64, config=plugin_build.jobtap_config(plugin))
         instance.start()
         try:
-            instance.use_scheduler("sched-backfill")
+            if rjms == "fluxion":
+                # EASY: Fluxion reserves (and annotates t_estimate on) the head of the queue.
+                fluxion.use_fluxion(instance, queue_policy="easy", match_policy="first")
+            else:
+                instance.use_scheduler("sched-backfill")
             options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
             config = rush_toml(work, "flux", options, variant)
             run = subprocess.run(
