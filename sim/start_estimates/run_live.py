@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
 
-# The rule classifier of the "model" runs, in wall seconds of the scaled replay: jobs that
-# request at most SMALL_BELOW are predicted small and expected to end by DIVIDER.
-SMALL_BELOW, DIVIDER = 360, 180
+# The rule classifier of the "model" runs, in trace seconds (divided by K in rush.toml, which
+# is in wall seconds of the scaled replay): jobs that request at most an hour are predicted
+# small and expected to end by half an hour (at K = 10: small_below 360, divider 180).
+SMALL_BELOW, DIVIDER = 3600.0, 1800.0
 
 
 def trace_path(trace: str) -> Path:
@@ -72,9 +73,9 @@ def slurm_cluster(workdir: Path, speedup: float, nodes: bool):
     return ScaledSlurm(workdir, install=VENDORED, layout=layout)
 
 
-def rush_toml(work: Path, backend: str, options: str, variant: str) -> Path:
-    policy = f"divider = {DIVIDER}\n" if variant == "model" else ""
-    models = f"\n[models]\nsmall_below = {SMALL_BELOW}\n" if variant == "model" else ""
+def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: float) -> Path:
+    policy = f"divider = {DIVIDER / speedup:g}\n" if variant == "model" else ""
+    models = f"\n[models]\nsmall_below = {SMALL_BELOW / speedup:g}\n" if variant == "model" else ""
     path = work / "rush.toml"
     path.write_text(
         f'[daemon]\ncycle_interval = 1\njournal = "{work / "journal.sqlite"}"\ndry_run = false\n\n'
@@ -103,7 +104,7 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         cluster.start()
         try:
             options = f'slurm_conf = "{cluster.conf}"\nbin_dir = "{cluster.bin}"\n'
-            config = rush_toml(work, "slurm", options, variant)
+            config = rush_toml(work, "slurm", options, variant, float(speedup))
             run = subprocess.run(
                 [*argv, "--rjms", "slurm", "--config", str(config)], cwd=ROOT, env=cluster.env
             )
@@ -130,7 +131,7 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
             else:
                 instance.use_scheduler("sched-backfill")
             options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
-            config = rush_toml(work, "flux", options, variant)
+            config = rush_toml(work, "flux", options, variant, float(speedup))
             run = subprocess.run(
                 [*argv, "--rjms", "flux", "--config", str(config)], cwd=ROOT, env=instance.env()
             )
