@@ -9,7 +9,7 @@ Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_res
 scaled like the jobs, max(1, 60/K) s) or a one-broker
 Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; ``fluxion``:
 Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
-match-policy=first, its default), writes a
+match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none), runs
 
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("slurm", "slurm-nodes", "flux", "fluxion")
+KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
@@ -114,7 +114,7 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         from tests.flux import fluxion, plugin_build
         from tests.flux.instance import FluxInstance
 
-        why = fluxion.unavailable() if rjms == "fluxion" else None
+        why = fluxion.unavailable() if rjms.startswith("fluxion") else None
         if why:
             print(f"cannot run Fluxion: {why}", file=sys.stderr)
             return 2
@@ -125,9 +125,11 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         instance = FluxInstance(work / "flux", size=1, cores=64, config=plugin_build.jobtap_config(plugin))
         instance.start()
         try:
-            if rjms == "fluxion":
-                # EASY: Fluxion reserves (and annotates t_estimate on) the head of the queue.
-                fluxion.use_fluxion(instance, queue_policy="easy", match_policy="first")
+            if rjms.startswith("fluxion"):
+                # Fluxion annotates t_estimate on the jobs it reserves: under easy the head of
+                # the queue, under conservative every pending job.
+                policy = "conservative" if rjms == "fluxion-conservative" else "easy"
+                fluxion.use_fluxion(instance, queue_policy=policy, match_policy="first")
             else:
                 instance.use_scheduler("sched-backfill")
             options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
