@@ -9,7 +9,9 @@ estimated start from each estimator:
 * ``slurm``: ``squeue --start`` (``StartTime`` of pending jobs, set by Slurm's backfill
   scheduler; ``N/A`` when it has none), one call per poll;
 * ``flux``: ``flux jobs`` ``{annotations.sched.t_estimate}`` (flux-core's sched-backfill
-  annotates the head of the queue only), one call per poll.
+  annotates the head of the queue only), one call per poll;
+* ``fluxion``: the same read when Fluxion's ``sched-fluxion-qmanager`` is the instance's
+  scheduler (it annotates ``t_estimate`` on the jobs it reserves: the head under ``easy``).
 
 The protocol follows Brown et al. (arXiv:2204.13543, ARCHER2/Cirrus): a job's prediction is
 the estimate available at, or first after, its submit; it is compared with the job's real
@@ -129,8 +131,15 @@ def slurm_reader(backend) -> Reader:
     return read
 
 
+def flux_estimator(scheduler: str | None) -> str:
+    """The name of a Flux scheduler's estimates in the report, from its module's name:
+    ``fluxion`` for Fluxion's qmanager, ``flux`` for flux-core's (sched-backfill)."""
+    return "fluxion" if (scheduler or "").startswith("sched-fluxion") else "flux"
+
+
 def flux_reader(uri: str) -> Reader:
-    """The Flux scheduler's own estimates (sched-backfill's ``t_estimate``): one ``flux jobs``."""
+    """The Flux scheduler's own estimates (sched-backfill's or Fluxion's ``t_estimate``): one
+    ``flux jobs``."""
     from rush.studies.replay import flux_command
 
     command = flux_command()
@@ -383,7 +392,12 @@ def recorder_for(backend, journal: Path, cycle: Callable[[], object] | None) -> 
     if backend.name == "slurm":
         own = slurm_reader(backend)
     elif backend.name == "flux":
-        own = flux_reader(str(getattr(backend, "uri", "") or os.environ.get("FLUX_URI", "")))
+        from rush.studies.replay import loaded_scheduler
+
+        uri = str(getattr(backend, "uri", "") or os.environ.get("FLUX_URI", ""))
+        return EstimateRecorder(
+            {"rush": journal_reader(journal), flux_estimator(loaded_scheduler(uri)): flux_reader(uri)}, cycle
+        )
     else:
         raise RushError(
             f"no reader for {backend.name}'s own start estimates",

@@ -3,10 +3,13 @@
     python sim/start_estimates/run_live.py slurm HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py slurm-nodes HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py flux HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
+    python sim/start_estimates/run_live.py fluxion HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
 
 Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_resolution
 scaled like the jobs, max(1, 60/K) s) or a one-broker
-Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler), writes a
+Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; ``fluxion``:
+Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
+match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none), runs
 
@@ -23,13 +26,15 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
 
-# The rule classifier of the "model" runs, in wall seconds of the scaled replay: jobs that
-# request at most SMALL_BELOW are predicted small and expected to end by DIVIDER.
-SMALL_BELOW, DIVIDER = 360, 180
+# The rule classifier of the "model" runs, in trace seconds (divided by K in rush.toml, which
+# is in wall seconds of the scaled replay): jobs that request at most an hour are predicted
+# small and expected to end by half an hour (at K = 10: small_below 360, divider 180).
+SMALL_BELOW, DIVIDER = 3600.0, 1800.0
 
 
 def trace_path(trace: str) -> Path:
@@ -68,9 +73,9 @@ def slurm_cluster(workdir: Path, speedup: float, nodes: bool):
     return ScaledSlurm(workdir, install=VENDORED, layout=layout)
 
 
-def rush_toml(work: Path, backend: str, options: str, variant: str) -> Path:
-    policy = f"divider = {DIVIDER}\n" if variant == "model" else ""
-    models = f"\n[models]\nsmall_below = {SMALL_BELOW}\n" if variant == "model" else ""
+def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: float) -> Path:
+    policy = f"divider = {DIVIDER / speedup:g}\n" if variant == "model" else ""
+    models = f"\n[models]\nsmall_below = {SMALL_BELOW / speedup:g}\n" if variant == "model" else ""
     path = work / "rush.toml"
     path.write_text(
         f'[daemon]\ncycle_interval = 1\njournal = "{work / "journal.sqlite"}"\ndry_run = false\n\n'
@@ -81,6 +86,13 @@ def rush_toml(work: Path, backend: str, options: str, variant: str) -> Path:
 
 
 def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
+    if rjms not in KINDS or variant not in ("limits", "model"):
+        print(
+            f"unknown cluster kind {rjms!r} or variant {variant!r}: kinds {', '.join(KINDS)}; "
+            "variants limits, model",
+            file=sys.stderr,
+        )
+        return 2
     out_dir = ROOT / "sim" / "start_estimates" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
@@ -92,16 +104,20 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         cluster.start()
         try:
             options = f'slurm_conf = "{cluster.conf}"\nbin_dir = "{cluster.bin}"\n'
-            config = rush_toml(work, "slurm", options, variant)
+            config = rush_toml(work, "slurm", options, variant, float(speedup))
             run = subprocess.run(
                 [*argv, "--rjms", "slurm", "--config", str(config)], cwd=ROOT, env=cluster.env
             )
         finally:
             cluster.stop()
     else:
-        from tests.flux import plugin_build
+        from tests.flux import fluxion, plugin_build
         from tests.flux.instance import FluxInstance
 
+        why = fluxion.unavailable() if rjms.startswith("fluxion") else None
+        if why:
+            print(f"cannot run Fluxion: {why}", file=sys.stderr)
+            return 2
         plugin, why = plugin_build.build(work / "jobtap")
         if plugin is None:
             print(f"cannot build rush's jobtap plugin: {why}", file=sys.stderr)
@@ -109,9 +125,15 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         instance = FluxInstance(work / "flux", size=1, cores=64, config=plugin_build.jobtap_config(plugin))
         instance.start()
         try:
-            instance.use_scheduler("sched-backfill")
+            if rjms.startswith("fluxion"):
+                # Fluxion annotates t_estimate on the jobs it reserves: under easy the head of
+                # the queue, under conservative every pending job.
+                policy = "conservative" if rjms == "fluxion-conservative" else "easy"
+                fluxion.use_fluxion(instance, queue_policy=policy, match_policy="first")
+            else:
+                instance.use_scheduler("sched-backfill")
             options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
-            config = rush_toml(work, "flux", options, variant)
+            config = rush_toml(work, "flux", options, variant, float(speedup))
             run = subprocess.run(
                 [*argv, "--rjms", "flux", "--config", str(config)], cwd=ROOT, env=instance.env()
             )
