@@ -62,7 +62,10 @@ def _spec(study: ContentionStudy, variant: str) -> dict[str, dict[str, Any]]:
     from rush.contention.spec import load_study_spec
 
     spec = (study.study_spec or load_study_spec(None)).variant(variant)
-    return {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)}
+    out = {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)}
+    if spec.apps:  # only when given: a study without [calibration] reuses campaigns made alike
+        out["apps"] = {name: dict(fields) for name, fields in spec.apps.items()}
+    return out
 
 
 def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
@@ -156,6 +159,22 @@ def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale
         )
 
 
+def check_policies(text: str) -> tuple[str, ...]:
+    """``--policy``: names of :data:`rush.contention.experiment.POLICIES` (any case), or all;
+    FCFS+EASY always runs (every comparison is against it)."""
+    names = [n.strip().upper() for n in text.split(",") if n.strip()]
+    if "ALL" in names:
+        return POLICIES
+    bad = [n for n in names if n not in POLICIES]
+    if not names or bad:
+        raise ConfigError(
+            f"unknown policy {', '.join(bad)[:200] or '(none)'}",
+            where="--policy",
+            fix=f"some of {', '.join(POLICIES)}, or all",
+        )
+    return tuple(p for p in POLICIES if p in names or p == "FCFS+EASY")
+
+
 def run_study(study: ContentionStudy) -> dict[str, Any]:
     from rush.studies.contention_report import markdown, summarise
     from rush.studies.sweep import SweepOptions, run_sweep
@@ -221,17 +240,27 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
         "results": table,
         "runner": f"rush.studies.sweep.run_sweep, cluster={study.cluster}",
     }  # fmt: skip
+    from rush.studies import contention_avoidable as avoid
+
+    summary["causes"] = avoid.causes(jobs)
+    summary["ladder"] = avoid.ladder(table)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
-    (results / "tables.md").write_text(markdown(table))
+    (results / "tables.md").write_text(markdown(table) + "\n" + avoid.markdown(summary["causes"], summary["ladder"]))
     from rush.studies.plots.contention import plot_study
 
     plot_study(study.out, jobs, table)
+    avoid.plot_ladder(
+        summary["ladder"],
+        lambda v: study.out / "plots" / ("ladder.png" if v == "paper" else f"ladder-{v}.png"),
+    )
     return summary
 
 
 JOB_COLUMNS = (
     "variant", "scenario", "policy", "trial", "job_id", "app", "wtype", "size", "submit", "start", "end",
     "runtime", "base", "slowdown", "wait", "skips", "skip_limit", "limit_hit", "noise_level", "variation",
+    "cause", "decisive", "without_noise", "without_others", "without_own", "without_io", "without_all",
+    "best_delayed", "best_delay", "avoidable",
 )  # fmt: skip
 PREDICTION_COLUMNS = ("variant", "scenario", "policy", "trial", "t", "job_id", "app", "flag", "oracle_flag")
 
@@ -246,7 +275,7 @@ def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
         w = csv.writer(fh)
         w.writerow(columns)
         for r in sorted(rows, key=lambda r: tuple(_sort_key(r[c]) for c in columns[:6])):
-            w.writerow([r[c] for c in columns])
+            w.writerow([r.get(c, "") for c in columns])
     tmp.replace(path)
 
 

@@ -69,6 +69,13 @@ def variability_command(
         "all", "--train-models", help="Model kinds compared in training (comma-separated), or all."
     ),
     estimators: int = typer.Option(100, "--estimators", help="Trees / boosting rounds per model."),
+    policy: str = typer.Option(
+        "all",
+        "--policy",
+        help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
+        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE. A rerun with more reuses the "
+        "finished trials.",
+    ),
 ) -> None:
     """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
     import tempfile
@@ -83,9 +90,10 @@ def variability_command(
 
     from rush.errors import ConfigError
     from rush.models.variability.train import TrainOptions
-    from rush.studies.contention import ContentionStudy, check_args, run_study
+    from rush.studies.contention import ContentionStudy, check_args, check_policies, run_study
 
     check_args(names, trials, seed, campaign_hours, scale)
+    policies = check_policies(policy)
     if not 0 <= first_trial <= 1_000_000:
         raise ConfigError(
             f"--first-trial must be 0 to 1000000, got {first_trial}", where="--first-trial", fix="e.g. 1000"
@@ -103,7 +111,7 @@ def variability_command(
         study = ContentionStudy(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
             progress=not as_json, train_models=kinds, estimators=estimators, study_spec=spec,
-            variants=variants, first_trial=first_trial,
+            variants=variants, first_trial=first_trial, policies=policies,
         )  # fmt: skip
         summary = run_study(study)
         if as_json:
