@@ -91,6 +91,8 @@ def use_apps(overrides: dict[str, dict]) -> None:
     APPS.update(DEFAULT_APPS)
     for name, fields in overrides.items():
         APPS[name] = replace(DEFAULT_APPS[name], **fields)
+
+
 # The paper's Table II: ADPA and PDPA run three applications; PDPA's model is trained on the
 # other four only.
 THREE_APPS: tuple[str, ...] = ("Laghos", "LBANN", "PENNANT")

@@ -146,7 +146,9 @@ class Timeline:
         while now < end:
             level = noise.level(now)
             state = fabric.evaluate(jobs, level) if jobs else None
-            finish = [now + w * state.slowdown[r.job_id] for r, w in zip(jobs, left, strict=True)] if state else []
+            finish = (
+                [now + w * state.slowdown[r.job_id] for r, w in zip(jobs, left, strict=True)] if state else []
+            )
             nxt = min([noise.next_switch(now), end, *finish])
             if not jobs and nxt == end:  # idle to the end: one open segment
                 segments.append(Segment(now, math.inf, (), level))

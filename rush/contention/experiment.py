@@ -34,12 +34,18 @@ from pathlib import Path
 import numpy as np
 
 from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled, use_apps
+from rush.contention.avoidable import attribute_runs
 from rush.contention.experiment_workload import burst
 from rush.contention.machine import MULTIPOD, PAPER, Machine
 from rush.contention.noise import SWITCHING, NoiseSchedule, NoiseSpec
-from rush.contention.avoidable import attribute_runs
 from rush.contention.oracles import (
-    DELAY_BUDGET, DELAY_STEP, ClairvoyantOracle, LearnedOracle, NoiseOracle, PresentStateOracle, Recorded,
+    DELAY_BUDGET,
+    DELAY_STEP,
+    ClairvoyantOracle,
+    LearnedOracle,
+    NoiseOracle,
+    PresentStateOracle,
+    Recorded,
 )  # fmt: skip
 from rush.contention.shell import EPOCH, Simulation
 from rush.contention.state import Fabric

@@ -81,7 +81,9 @@ class ClairvoyantOracle:
     :meth:`rush.contention.counterfactual.Timeline.project`'s: the running jobs finish under the
     noise schedule, nobody else starts; the candidate's own traffic is added to it."""
 
-    def __init__(self, thresholds: dict[str, float], budget: float = DELAY_BUDGET, step: float = DELAY_STEP) -> None:
+    def __init__(
+        self, thresholds: dict[str, float], budget: float = DELAY_BUDGET, step: float = DELAY_STEP
+    ) -> None:
         self.thresholds = thresholds
         self.budget = budget
         self.step = step

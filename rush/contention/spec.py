@@ -202,11 +202,15 @@ class AppTable(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    compute: Share | None = Field(None, description="the share of its unimpeded time computing, a number in [0, 1]")
+    compute: Share | None = Field(
+        None, description="the share of its unimpeded time computing, a number in [0, 1]"
+    )
     bandwidth: Share | None = Field(
         None, description="the share in bandwidth-bound messages, a number in [0, 1]"
     )
-    latency: Share | None = Field(None, description="the share in latency-bound collectives, a number in [0, 1]")
+    latency: Share | None = Field(
+        None, description="the share in latency-bound collectives, a number in [0, 1]"
+    )
     io: Share | None = Field(None, description="the share in file I/O, a number in [0, 1]")
     net_gbs: _finite(0.0, 1000.0) | None = Field(
         None, description="per-node injection in GB/s while it runs unimpeded, a number in [0, 1000]"

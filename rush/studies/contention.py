@@ -73,6 +73,7 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     when already made alike."""
     from rush.contention.campaign import filter_records, run_campaign
     from rush.contention.experiment import cell_machine
+    from rush.contention.reference import reference_thresholds
     from rush.contention.state import Fabric
     from rush.models.variability.dataset import DatasetOptions, build_dataset
     from rush.models.variability.train import TrainOptions, train_variability
@@ -128,7 +129,10 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         "campaign": summary,
         "models": paths,
         "training": trained,
-        "thresholds": slowdown_thresholds(camp / "records.jsonl"),
+        # The bar of a run with variation: the 16-node reference queue's (rush.contention.reference);
+        # the training campaign's 16-node runs (ADAA-like blocks) for comparison.
+        "thresholds": reference_thresholds(Fabric(machine, noise), noise, study.hours, study.seed),
+        "campaign_thresholds": slowdown_thresholds(camp / "records.jsonl"),
         "reused": False,
     }
     meta_path.write_text(json.dumps(meta, indent=1))
@@ -245,7 +249,9 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
     summary["causes"] = avoid.causes(jobs)
     summary["ladder"] = avoid.ladder(table)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
-    (results / "tables.md").write_text(markdown(table) + "\n" + avoid.markdown(summary["causes"], summary["ladder"]))
+    (results / "tables.md").write_text(
+        markdown(table) + "\n" + avoid.markdown(summary["causes"], summary["ladder"])
+    )
     from rush.studies.plots.contention import plot_study
 
     plot_study(study.out, jobs, table)

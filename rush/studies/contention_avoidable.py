@@ -125,7 +125,8 @@ def markdown(c: dict[str, Any], lad: dict[str, Any]) -> str:
         "",
         "## The ladder: runs with variation removed per trial against FCFS+EASY",
         "",
-        "| variant | scenario | FCFS+EASY | " + " | ".join(f"{p} removed (share of clairvoyant)" for p in RUNGS)
+        "| variant | scenario | FCFS+EASY | "
+        + " | ".join(f"{p} removed (share of clairvoyant)" for p in RUNGS)
         + " | clairvoyant ≥ present ≥ RUSH |",
         "|" + "---|" * (4 + len(RUNGS)),
     ]

@@ -21,10 +21,17 @@ from rush.contention.apps import APPS, scaled
 from rush.contention.avoidable import attribute_runs
 from rush.contention.campaign import campaign_jobs
 from rush.contention.experiment import (
-    SCENARIO_NAMES, SCENARIOS, THRESHOLD_NODES, VARIANTS, WARMUP, in_reference_block, workload,
+    SCENARIO_NAMES,
+    SCENARIOS,
+    THRESHOLD_NODES,
+    VARIANTS,
+    WARMUP,
+    in_reference_block,
+    workload,
 )  # fmt: skip
 from rush.contention.noise import NoiseSchedule
 from rush.contention.oracles import DELAY_BUDGET, DELAY_STEP
+from rush.contention.reference import reference_slowdowns
 from rush.contention.shell import Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
@@ -41,10 +48,10 @@ class Calibration:
     seed: int = 0
     scenario: str = "ADAA"
     variant: str = "paper"
-    # Whose 16-node runs give the thresholds: "campaign" (all of the campaign's: ADAA- and WS-like
-    # blocks) or "adaa" (the study's rule: those submitted in the campaign's ADAA-like blocks,
-    # :func:`rush.contention.experiment.in_reference_block`).
-    reference: str = "adaa"
+    # Whose 16-node runs give the thresholds: "queue" (the study's: rush.contention.reference's
+    # queue of 16-node jobs), "campaign" (all of the training campaign's) or "adaa" (those of its
+    # ADAA-like blocks, :func:`rush.contention.experiment.in_reference_block`; calibration step 3).
+    reference: str = "queue"
 
 
 def campaign_thresholds(c: Calibration) -> tuple[dict[str, float], dict[str, float]]:
@@ -52,12 +59,18 @@ def campaign_thresholds(c: Calibration) -> tuple[dict[str, float], dict[str, flo
     (same seed stream as :func:`rush.contention.campaign.run_campaign`)."""
     machine, noise_spec = VARIANTS[c.variant]
     rng = np.random.default_rng(c.seed)
+    if c.reference == "queue":
+        by_queue = reference_slowdowns(Fabric(machine, noise_spec), noise_spec, c.hours, c.seed)
+        return (
+            {a: float(np.mean(s) + 1.5 * np.std(s)) for a, s in by_queue.items()},
+            {a: float(np.mean(s)) for a, s in by_queue.items()},
+        )
     jobs = campaign_jobs(rng, c.hours)
     schedule = NoiseSchedule.random(noise_spec, rng, c.hours * 3600.0 * 4 + 7200.0)
     sim = Simulation(jobs, CoreConfig.from_names("FCFS", "easy"), rng, schedule, Fabric(machine, noise_spec))
     by_app: dict[str, list[float]] = {}
     for r in sim.run():
-        if r.size == THRESHOLD_NODES and (c.reference == "campaign" or in_reference_block(r.submit)):
+        if r.size == THRESHOLD_NODES and (c.reference != "adaa" or in_reference_block(r.submit)):
             by_app.setdefault(r.app, []).append(r.runtime / scaled(APPS[r.app], r.size, "weak").base)
     bars = {a: float(np.mean(s) + 1.5 * np.std(s)) for a, s in by_app.items()}
     return bars, {a: float(np.mean(s)) for a, s in by_app.items()}

@@ -294,10 +294,20 @@ HOSTILE: dict[str, tuple[str, str | None, tuple[str, ...], str]] = {
     "toml syntax": ('scenarios = ["ADAA"]\n\n[noise\n', None, (), "study.toml:3"),
     "unknown app": ('apps = ["MILC"]\n', None, (), "apps"),
     "calibration: unknown app": ("[calibration.MILC]\nlatency = 0.3\n", None, (), "calibration.MILC"),
-    "calibration: negative share": ("[calibration.Laghos]\nlatency = -0.1\n", None, (), "calibration.Laghos.latency"),
+    "calibration: negative share": (
+        "[calibration.Laghos]\nlatency = -0.1\n",
+        None,
+        (),
+        "calibration.Laghos.latency",
+    ),
     "calibration: nan rate": ("[calibration.SWFFT]\nnet_gbs = nan\n", None, (), "calibration.SWFFT.net_gbs"),
     "calibration: shares off one": ("[calibration.Laghos]\nlatency = 0.6\n", None, (), "calibration.Laghos"),
-    "calibration: unknown key": ("[calibration.Laghos]\nlatncy = 0.4\n", None, (), "calibration.Laghos.latncy"),
+    "calibration: unknown key": (
+        "[calibration.Laghos]\nlatncy = 0.4\n",
+        None,
+        (),
+        "calibration.Laghos.latncy",
+    ),
     "bad --policy": ("", None, ("--policy", "RUSH,SJF"), "--policy"),
     "unknown scenario": ('scenarios = ["ADAA", "XYZ"]\n', None, (), "scenarios[1]"),
     "511-node topology": (
