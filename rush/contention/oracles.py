@@ -165,6 +165,7 @@ class LearnedOracle:
         self._cache: dict[tuple[int, tuple[int, ...] | None], dict[str, float]] = {}
         self._tick = -1
         self._all_nodes = any(f.startswith("all_") for f in self.predictor.features)
+        self._quiet: tuple[int, np.ndarray] | None = None
 
     def _window(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
         """The counter features for a job on ``nodes`` now: all-node and, when the model reads
@@ -194,23 +195,18 @@ class LearnedOracle:
         return features
 
     def quiet_leaves(self, present: Present) -> np.ndarray:
-        """Per leaf switch (variability-aware placement): a network job on the leaf's nodes is not
-        flagged, read as the predictor reads any tentative placement (the leaf's counter window,
-        a probe on its nodes). A probe inside one leaf crosses no uplink, so the answer rests on
-        the counters the model reads."""
-        m = present.fabric.machine
-        quiet = np.ones(m.leaves, dtype=bool)
-        for leaf in range(m.leaves):
-            nodes = np.arange(leaf * m.leaf_size, (leaf + 1) * m.leaf_size)
-            features = self._features(present, nodes)
-            job = SimpleNamespace(job_id=("leaf", leaf), wtype="network")
-            quiet[leaf] = not bool(self.predictor.predict_from(features, [job])[0])
-        return quiet
-
-    def _features(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
-        window = self._window(present, nodes)
-        probe = simulate_probe(present.fabric, present.util, nodes, self.rng)
-        return window | {f"probe_{name}": value for name, value in probe.items()}
+        """Per leaf switch (variability-aware placement): the predictor's own rule
+        (:meth:`~rush.planner.variation.LearnedVariationPredictor.quiet_leaves`: a network job on
+        the leaf's nodes is not flagged), on the store's window, once per counter interval (the
+        window changes only at ticks). No probe runs on a leaf before a job is placed there, so
+        the model's probe features are imputed; a probe inside one leaf would cross no uplink."""
+        tick = math.ceil(present.t / SAMPLE_INTERVAL - 1e-9)
+        if self._quiet is None or self._quiet[0] != tick:
+            m = present.fabric.machine
+            leaves = {leaf: m.leaf_hosts(leaf) for leaf in range(m.leaves)}
+            answer = self.predictor.quiet_leaves(present.now, leaves)
+            self._quiet = (tick, np.array([bool(answer.get(leaf, True)) for leaf in range(m.leaves)]))
+        return self._quiet[1]
 
     def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
         flags = []
