@@ -4,6 +4,8 @@
 # the project venv import Flux's Python bindings (a .pth file, plus the bindings' own Python
 # dependencies, which flux-core's Debian build takes from apt).
 #
+# Fluxion (flux-sched) is built beside it, in its own prefix (/opt/flux-sched).
+#
 # Usage: .ci/vendor-flux.sh VENV_PYTHON      Prints the flux-core prefix on its last line.
 # Without ../shared/vendor and with no flux installed it builds nothing: the Flux tests skip.
 set -euo pipefail
@@ -32,6 +34,16 @@ if [ ! -e "$prefix/lib/flux/job-manager/plugins/mf_priority.so" ] && [ -x "$vend
   echo "vendor-flux: building flux-accounting from $vendor (cached after the first run)"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO bash "$vendor/build-flux-accounting.sh" "$prefix" >/dev/null
+fi
+# Fluxion (flux-sched 0.54: the scheduler production Flux systems run) into its own prefix, so
+# instances keep sched-simple unless a test loads Fluxion (tests/flux/fluxion.py); 4-6 min on 2
+# cores the first time, cached after. RUSH_FLUXION_PREFIX overrides where the tests look.
+fluxion="${RUSH_FLUXION_PREFIX:-/opt/flux-sched}"
+if [ ! -e "$fluxion/lib/flux/modules/sched-fluxion-qmanager.so" ] && [ -x "$vendor/build-flux-sched.sh" ]; then
+  echo "vendor-flux: building Fluxion from $vendor into $fluxion (cached after the first run)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO nice -n 10 bash "$vendor/build-flux-sched.sh" "$fluxion" "$prefix" >/dev/null \
+    || echo "vendor-flux: the Fluxion build failed: the Fluxion tests will skip"
 fi
 
 site="$(ls -d "$prefix"/lib/python3*/site-packages 2>/dev/null | head -1)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make Slurm 25.11 available to the tests beside Debian's 22.05: build it from ../shared/vendor
 # (build-slurm.sh: slurmctld, slurmd, slurmrestd with data_parser v0.0.41..v0.0.44, job_submit/lua,
-# auth/jwt, headers and libslurm for pyslurm) when it is missing. Cached by the vendored script:
+# auth/jwt, slurmdbd with accounting_storage/mysql (the fair-share tests), headers and libslurm for pyslurm) when it is missing. Cached by the vendored script:
 # about 5-8 min on 2 cores the first time, under a second after.
 #
 # Usage:  .ci/vendor-slurm.sh          Prints the prefix on its last line (RUSH_SLURM_25_PREFIX,

@@ -1,16 +1,19 @@
-"""The learned variability predictor at tentative placements (issue 21, "Targets"): prediction for
-1 000 pending jobs each on its own 16 nodes (target <= 50 ms) and one job-node feature window over
-512 nodes (target <= 100 ms), each beside references measured in the same run.
+"""The learned variability predictor at tentative placements (issue 21, "Targets"; issue 28: the
+job's own features): prediction for 1 000 pending jobs each on its own 8, 16 or 32 nodes, packed
+or spread (target <= 50 ms) and one job-node feature window over 512 nodes (target <= 100 ms),
+each beside references measured in the same run.
 
 1. A feature store of 512 nodes ``n000``..``n511`` written through ``FeatureStore.insert``: one
    reading every 30 s for an hour of the contention model's counters
    (:data:`rush.contention.state.METRICS`: sysfs_ib, lustre, procfs), busy nodes in runs of 16
    with network, I/O or compute load, the noise nodes (1/16) loud; an MPI probe (nine features,
-   source ``mpi_probe``) on 16 random nodes every minute.
-2. A model trained by ``train_variability`` (AdaBoost, 50 estimators, job and all-node scope) on
-   400 runs read from this store's windows (random 16-node placements and starts), labelled by
-   the busiest node's InfiniBand bytes and the probe's allreduce time.
-3. **Prediction**: ``predict_on(jobs, now, hosts)`` for ``--jobs`` jobs, each on 16 random nodes,
+   source ``mpi_probe``) on 16 random nodes every minute; where each node hangs (source
+   ``topology``: leaf ``k // 32``, one pod) at every tick, as the contention simulator writes it.
+2. A model trained by ``train_variability`` (AdaBoost, 50 estimators, RFE over the whole set) on
+   400 runs read from this store's windows (random placements of 8, 16 or 32 nodes, packed or
+   spread, and starts), labelled by the busiest node's InfiniBand bytes, the probe's allreduce
+   time and the leaves the placement spans.
+3. **Prediction**: ``predict_on(jobs, now, hosts)`` for ``--jobs`` jobs, each on its placement,
    at a ``now`` whose window no earlier run has read (the predictor's cache cannot serve it);
    ``warm``: the same call again at the same ``now`` (the planner's reruns of one pass).
    References: scikit-learn's ``pipeline.predict_proba`` alone on the same rows (the floor of
@@ -48,7 +51,14 @@ from rush.collect.probe import SOURCE as PROBE_SOURCE
 from rush.collect.store import FeatureStore
 from rush.contention.state import METRICS
 from rush.models.variability.dataset import Dataset
-from rush.models.variability.features import WTYPES, vector, window_features_for, wtype_features
+from rush.models.variability.features import (
+    TOPOLOGY_SOURCE,
+    WTYPES,
+    is_placement,
+    vector,
+    window_features_for,
+    wtype_features,
+)
 from rush.models.variability.train import TrainOptions, train_variability
 from rush.planner.variation import LearnedVariationPredictor
 
@@ -56,6 +66,8 @@ NODES = 512
 INTERVAL = 30.0
 HOUR = 3600.0
 JOB_NODES = 16
+SIZES = (8, 16, 32)
+LEAF = 32
 T_END = 1_700_003_600.0  # the store's last tick; predictions are asked in its last 10 minutes
 # Per-node rates of a busy node by load kind, in the real collectors' units.
 LOAD = {
@@ -118,8 +130,21 @@ def write_store(path: str, rng: np.random.Generator) -> int:
                     for h in probe_hosts
                     for name, value in values.items()
                 ]
+            samples += [
+                Sample(ts, host, TOPOLOGY_SOURCE, "leaf", float(h // LEAF)) for h, host in enumerate(hosts)
+            ]
+            samples += [Sample(ts, host, TOPOLOGY_SOURCE, "pod", 0.0) for host in hosts]
             total += store.insert(samples)
     return total
+
+
+def placement(rng: np.random.Generator, hosts: list[str]) -> list[str]:
+    """8, 16 or 32 nodes: half packed (consecutive from a random node), half spread at random."""
+    size = int(rng.choice(SIZES))
+    if rng.random() < 0.5:
+        first = int(rng.integers(0, NODES - size))
+        return hosts[first : first + size]
+    return [hosts[int(k)] for k in sorted(rng.choice(NODES, size, replace=False))]
 
 
 def train_model(store_path: str, model_path: str, rng: np.random.Generator, runs: int = 400) -> Any:
@@ -131,7 +156,7 @@ def train_model(store_path: str, model_path: str, rng: np.random.Generator, runs
     with FeatureStore(store_path) as store:
         for _ in range(runs):
             start = T_END - float(rng.integers(1, 100)) * INTERVAL + 0.5
-            placed = [hosts[int(k)] for k in rng.choice(NODES, JOB_NODES, replace=False)]
+            placed = placement(rng, hosts)
             if start not in all_nodes:
                 all_nodes[start] = window_features_for(store, None, start, 300.0, with_probe=False)
             rows.append(all_nodes[start] | window_features_for(store, placed, start, 300.0))
@@ -142,13 +167,14 @@ def train_model(store_path: str, model_path: str, rng: np.random.Generator, runs
     )
     rank = np.argsort(np.argsort(np.nan_to_num(X[:, names.index("job_max_ib_xmit_bytes_per_s")])))
     rank += np.argsort(np.argsort(np.nan_to_num(X[:, names.index("probe_allreduce_max")])))
+    rank += np.argsort(np.argsort(np.nan_to_num(X[:, names.index("job_leaves")])))
     y_class = np.digitize(rank, np.quantile(rank, [0.7, 0.85]))
     apps = np.array([f"app{i % 4}" for i in range(runs)], dtype=object)
     dataset = Dataset(
         X, names, (y_class == 2).astype(int), y_class, apps, np.array([WTYPES[w] for w in wtypes], dtype=object),
         np.array([str(i) for i in range(runs)], dtype=object), {"window": 300.0}, np.zeros(runs), np.ones(runs),
     )  # fmt: skip
-    options = TrainOptions(models=("adaboost",), n_estimators=50, rfe_step=0.5, final_scope="both")
+    options = TrainOptions(models=("adaboost",), n_estimators=50, rfe_step=0.5, final_scope="best")
     trained = train_variability(dataset, options)
     trained.save(model_path)
     return trained
@@ -175,16 +201,15 @@ def main() -> None:
         predictor = LearnedVariationPredictor(source=store_path, model=model_path)
         print(
             f"model: {trained.model_kind}, {len(trained.features)} features "
-            f"({sum(f.startswith('job_') for f in trained.features)} job-node, "
+            f"({sum(f.startswith('job_') and not is_placement(f) for f in trained.features)} job-node, "
+            f"{sum(is_placement(f) for f in trained.features)} placement, "
             f"{sum(f.startswith('all_') for f in trained.features)} all-node, "
             f"{sum(f.startswith('probe_') for f in trained.features)} probe); uses_job_nodes={predictor.uses_job_nodes}"
         )
         gc.collect()
         gc.freeze()
         jobs = [SimpleNamespace(job_id=i, wtype=WTYPES[i % 3]) for i in range(args.jobs)]
-        placements = [
-            [hosts[int(k)] for k in sorted(rng.choice(NODES, JOB_NODES, replace=False))] for _ in jobs
-        ]
+        placements = [placement(rng, hosts) for _ in jobs]
 
         def fresh_now(run: int) -> float:
             """A distinct window per run (whole ticks apart), so no cache can answer it."""
@@ -207,7 +232,7 @@ def main() -> None:
         t_trees = median_ms(args.repeat, lambda _: predictor._proba(X))
         unknown = sum(1 for j in jobs if predictor.job_outputs(j.job_id).get("variation_class") == "unknown")
         print(
-            f"(a) predict_on, {args.jobs} jobs x {JOB_NODES} nodes: {t_cold:.1f} ms median, new window each run "
+            f"(a) predict_on, {args.jobs} jobs on 8/16/32 nodes: {t_cold:.1f} ms median, new window each run "
             f"(target <= 50 ms; {sum(flags)} flagged, {unknown} unknown) | same window again: {t_warm:.1f} ms | "
             f"reference predict_proba alone on the {len(X)} rows: {t_sklearn:.1f} ms, compiled trees alone: "
             f"{t_trees:.2f} ms"

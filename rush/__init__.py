@@ -6,8 +6,8 @@ and the live daemon (``rush.daemon``).
 
 __version__ = "0.1.0"
 
-# Before any submodule imports numba: where its cache of the compiled kernels lives (a
-# directory per version of the kernel sources; see rush.jit_cache.configure_numba_cache).
-from rush.jit_cache import configure_numba_cache as _configure_numba_cache  # noqa: E402
+# Where numba's cache of the compiled kernels lives (a directory per version of the kernel
+# sources), set when numba is first imported: see rush.jit_cache.configure_when_numba_is_imported.
+from rush.jit_cache import configure_when_numba_is_imported as _configure_numba  # noqa: E402
 
-_configure_numba_cache()
+_configure_numba()

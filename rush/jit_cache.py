@@ -2,20 +2,23 @@
 
 The scheduling core and the SWF parser are compiled by numba on first use (about half a
 minute) and cached in one directory per version of the kernel sources
-(:func:`configure_numba_cache`, called when ``rush`` is imported). Later runs load them in a
-fraction of a second. A first run on a cold cache would otherwise sit silently
+(:func:`configure_numba_cache`, called the moment numba is first imported, see
+:func:`configure_when_numba_is_imported`). Later runs load them in a fraction of a second. A first run on a cold cache would otherwise sit silently
 at 0 %; the command line says it is compiling instead, and the set-up scripts run
 ``rush warmup`` so that users never see it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
+import importlib.machinery
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TextIO
 
 CACHE_PREFIX = "rush-kernels-"
@@ -34,6 +37,8 @@ FIRST_COMPILE_SECONDS = 30  # measured: 25-35 s on a 2-core machine
 
 def kernel_sources_digest(root: Path | None = None) -> str:
     """sha256 over every module of the package that defines numba kernels (path and content)."""
+    import hashlib
+
     root = root or Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
@@ -71,6 +76,81 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
 
             config.reload_config()
     return target
+
+
+class _NumbaFirstImport:
+    """Finds nothing itself: wraps the loaders of ``numba`` (to configure the cache directory
+    just before numba runs) and of numba's cffi support (to load it without cffi)."""
+
+    WATCHED = ("numba", "numba.core.typing.cffi_utils")
+
+    def __init__(self) -> None:
+        self.waiting = {name for name in self.WATCHED if name not in sys.modules}
+
+    def find_spec(self, name: str, path=None, target=None):  # noqa: ANN001 - importlib's signature
+        if name not in self.waiting:
+            return None
+        self.waiting.discard(name)
+        if not self.waiting:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _WrappedLoader(spec.loader, name)
+        return spec
+
+
+class _WrappedLoader:
+    # A loader by duck typing: importlib.abc would import importlib.resources, tempfile, shutil.
+    def __init__(self, loader, name: str) -> None:  # noqa: ANN001
+        self.loader, self.name = loader, name
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        # numba's own loader stays the module's loader (importlib.resources and pickling use it).
+        module.__loader__ = module.__spec__.loader = self.loader
+        if self.name == "numba":
+            configure_numba_cache()
+            self.loader.exec_module(module)
+            return
+        with _without_cffi():
+            self.loader.exec_module(module)
+
+
+@contextmanager
+def _without_cffi() -> Iterator[None]:
+    """Load numba's cffi support without cffi (~0.07 s of pycparser per process).
+
+    numba imports ``numba.core.typing.cffi_utils`` when it sets up its typing context (the
+    first kernel a process loads); that module imports cffi only to type cffi functions
+    passed to kernels (``SUPPORTED`` is false without it), and rush's kernels take none.
+    cffi is hidden only while that one module is imported and only if nothing has imported
+    it yet: any later ``import cffi`` (another library's) works as usual.
+    """
+    if "cffi" in sys.modules:
+        yield
+        return
+    sys.modules["cffi"] = None  # type: ignore[assignment]  # makes `import cffi` fail at once
+    try:
+        yield
+    finally:
+        if sys.modules.get("cffi", 0) is None:
+            del sys.modules["cffi"]
+
+
+def configure_when_numba_is_imported() -> None:
+    """Configure numba's cache now if numba is loaded, else the moment it is first imported.
+
+    Called when ``rush`` is imported. Hashing the kernel sources costs ~10 ms per process:
+    commands that never import numba (``rush explain --journal``, ``rush --help``) do not pay it.
+    """
+    if "numba" in sys.modules:
+        configure_numba_cache()
+    if "numba.core.typing.cffi_utils" in sys.modules:
+        return
+    if not any(isinstance(finder, _NumbaFirstImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _NumbaFirstImport())
 
 
 def prune_old_caches() -> list[Path]:

@@ -1,7 +1,8 @@
-"""Start-up: what ``rush --help`` imports, the compile notice on a cold numba cache, warmup.
+"""Start-up: what ``rush --help``, ``rush explain`` and ``rush simulate`` import, the compile
+notice on a cold numba cache, warmup, and numba configured only when it is imported.
 
 Behaviour only (which modules are loaded, what is printed); the times are in
-``benchmarks/bench_startup.py``.
+``benchmarks/bench_startup.py`` and ``benchmarks/bench_explain.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from rush.core.config import CoreConfig
 from rush.core.names import POLICY_CODES
+from rush.core.priority_terms import JobInputs
+from rush.planner.queue_view import terms_json
+from tests.planner.journal_query_data import ORIGIN, T0, JournalContents, queue_row, write_journal
 
 HEAVY = ("numba", "numpy", "scipy", "sklearn", "matplotlib", "pandas", "rich")
 
@@ -157,3 +164,143 @@ def test_numba_cache_directory_choice(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", name]
+
+
+def in_process(argv: list[str], report: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``rush ARGV`` through the console entry point in a fresh interpreter, then print
+    ``report`` (a Python expression over ``sys.modules``) as JSON on stderr's last line."""
+    return python(
+        f"""
+        import json, sys
+        sys.argv = ["rush", *{argv!r}]
+        from rush.cli.main import main
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        else:
+            code = 0
+        print(json.dumps([code, ({report})]), file=sys.stderr)
+        """,
+        env,
+    )
+
+
+def report_of(out: subprocess.CompletedProcess) -> tuple[int, object]:
+    code, value = json.loads(out.stderr.strip().splitlines()[-1])
+    return code, value
+
+
+@pytest.fixture(scope="module")
+def journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    policy = "LINEAR:q=1,wait=-0.01"
+    config = CoreConfig.from_names(policy)
+    terms = terms_json(config, policy, JobInputs(T0 - 3600, 4, 7200.0), T0, ORIGIN)
+    queue = [queue_row(1, priority=5, priority_terms=terms), queue_row(2, state="running", start=T0 - 60)]
+    return write_journal(
+        tmp_path_factory.mktemp("startup") / "journal.sqlite", JournalContents(queue, policy=policy)
+    )
+
+
+@pytest.mark.parametrize("command", [["explain", "1"], ["explain", "1", "--json"], ["status"]])
+def test_explain_and_status_from_a_journal_load_no_compiled_core(journal: Path, command: list[str]) -> None:
+    # The priority terms are stored with the queue rows, so nothing needs numba or numpy; the
+    # other command modules (simulator, collectors, models) are not imported either.
+    report = (
+        f"[m for m in {HEAVY!r} if m in sys.modules], "
+        "sorted(m for m in sys.modules if m.startswith('rush.cli.') and m != 'rush.cli.main')"
+    )
+    out = in_process([*command, "--journal", str(journal)], report)
+    code, (heavy, cli_modules) = report_of(out)
+    assert code == 0, out.stderr
+    assert heavy == []
+    assert cli_modules == ["rush.cli.app", "rush.cli.explain"]
+    if command[0] == "explain":
+        assert "LINEAR" in out.stdout and "wait" in out.stdout  # the stored terms were shown
+
+
+def test_numba_is_configured_only_when_imported(tmp_path: Path) -> None:
+    out = python(
+        """
+        import json, os, sys
+        import rush
+        before = bool(os.environ.get("NUMBA_CACHE_DIR"))  # "" here: unset
+        from rush.jit_cache import skip_numba_blas_probe
+        import rush.simulator.metrics as metrics
+        import numpy as np
+        skip_numba_blas_probe()
+        # A kernel loaded: numba set up its typing context, with its cffi support off.
+        slowdown = metrics.job_bounded_slowdown(100.0, 10.0, 10.0)
+        import numba.core.typing.cffi_utils as cffi_support
+        print(json.dumps([before, os.environ["NUMBA_CACHE_DIR"], slowdown, cffi_support.SUPPORTED,
+                          "cffi" in sys.modules]))
+        import cffi  # another library's import of cffi still works
+        """,
+        {"RUSH_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": ""},
+    )
+    assert out.returncode == 0, out.stderr
+    before, cache_dir, slowdown, supported, cffi_loaded = json.loads(out.stdout)
+    assert before is False
+    assert cache_dir.startswith(str(tmp_path / "numba" / "rush-kernels-"))
+    assert slowdown == 10.0
+    assert supported is False and cffi_loaded is False
+
+
+def test_every_command_is_found_by_its_first_word() -> None:
+    # rush.cli.main imports only the module named in COMMAND_MODULES: each module must define
+    # exactly the commands mapped to it, or `rush <command>` would say "No such command".
+    out = python(
+        """
+        import importlib, json
+        from rush.cli.app import app
+        from rush.cli.main import COMMAND_MODULES, GROUPS
+
+        def names():
+            return {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+
+        found = {}
+        for module in sorted(set(COMMAND_MODULES.values())):
+            seen = names()
+            importlib.import_module(f"rush.cli.{module}")
+            for name in names() - seen:
+                found[name] = module
+            if module in GROUPS:
+                found[module] = module
+        print(json.dumps([found, COMMAND_MODULES]))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    found, mapped = json.loads(out.stdout)
+    assert found == mapped
+
+
+@pytest.mark.parametrize("command", ["explain", "status", "simulate", "trace", "probe", "experiment"])
+def test_a_command_run_alone_has_the_same_help_as_in_the_whole_app(command: str) -> None:
+    def help_text(entry: str) -> subprocess.CompletedProcess:
+        return python(
+            f"""
+            import sys
+            sys.argv = ["rush", {command!r}, "--help"]
+            {entry}
+            """,
+            {"COLUMNS": "100"},
+        )
+
+    alone = help_text("from rush.cli.main import main; main()")  # only its module imported
+    whole = help_text("from rush.cli.main import app; app()")  # every command module
+    assert alone.returncode == whole.returncode == 0, alone.stderr + whole.stderr
+    assert alone.stdout == whole.stdout and f"rush {command}" in alone.stdout
+
+
+def test_simulate_loads_only_the_replay(tmp_path: Path) -> None:
+    report = (
+        "sorted({m.split('.')[1] for m in sys.modules if m.startswith('rush.') and m.count('.') >= 1}), "
+        "[m for m in ('sklearn', 'scipy.linalg', 'pandas', 'matplotlib', 'cffi') if m in sys.modules]"
+    )
+    out = in_process(["simulate", "lublin:300:16:1", "--json"], report)
+    code, (packages, heavy) = report_of(out)
+    assert code == 0, out.stderr
+    assert json.loads(out.stdout)["jobs"] == 300
+    assert heavy == []
+    for never in ("planner", "daemon", "collect", "rjms", "campaign", "flux_module", "studies"):
+        assert never not in packages, never

@@ -22,7 +22,18 @@
  *   urgency 31 (expedite)-> 4294967295 (Flux's maximum)
  *   a rush value stored  -> that value
  *   otherwise            -> the default (1: after every ranked job, and among
- *                           unranked jobs Flux's own order, submit order)
+ *                           unranked jobs Flux's own order, submit order);
+ *                           with gate = true, 0: the job waits, unseen by the
+ *                           scheduler, until rush has ranked it
+ *
+ * gate = true (both modes) makes every job pass through rush before the scheduler
+ * sees it: a job without a rush value gets priority 0, which the job-manager treats
+ * as held (it sends no alloc request to sched-simple, sched-backfill or Fluxion), until
+ * the daemon sends its value. rush can then hold a job the variation model flags
+ * (urgency 0) before the scheduler could start it. Expedite (urgency 31) and, in add
+ * mode, the site plugin's "unavailable" pass the gate unchanged. The price: every job
+ * waits for the daemon's next cycle (daemon.cycle_interval), and none starts while the
+ * daemon is down.
  *
  * combine = "add" (rush beside a site priority plugin such as flux-accounting's
  * mf_priority.so, loaded BEFORE this one): job-manager calls every loaded plugin's
@@ -50,6 +61,7 @@
  *              add: the term added, 0 .. 4294967294, default 0)
  *   max_batch  entries per set/get request (1 .. 100000, default 4096)
  *   combine    "replace" (default) or "add" (see above)
+ *   gate       true or false (default): jobs without a rush value wait (see above)
  */
 
 #include <errno.h>
@@ -84,6 +96,7 @@ struct rush_ctx {
     int64_t default_priority;
     size_t max_batch;
     bool add;         /* combine = "add": base (earlier plugins) + value */
+    bool gate;        /* jobs without a rush value get priority 0 (wait for rush) */
     int64_t value_min; /* smallest value set accepts: 1 (replace) or 0 (add) */
     int64_t stored;   /* values currently held in job aux data */
     int64_t updates;  /* values accepted by set since load */
@@ -166,7 +179,9 @@ static int64_t effective_priority (struct rush_ctx *ctx, int urgency, struct rus
         return FLUX_JOB_PRIORITY_MIN;
     if (urgency == FLUX_JOB_URGENCY_EXPEDITE)
         return FLUX_JOB_PRIORITY_MAX;
-    return v && v->has_value ? v->value : ctx->default_priority;
+    if (v && v->has_value)
+        return v->value;
+    return ctx->gate ? FLUX_JOB_PRIORITY_MIN : ctx->default_priority;
 }
 
 /* add mode: the earlier plugins' priority plus rush's term. Returns 1 when the OUT
@@ -187,15 +202,19 @@ static int add_priority (struct rush_ctx *ctx, flux_plugin_arg_t *args, int urge
     if (base < FLUX_JOB_PRIORITY_MIN || base > FLUX_JOB_PRIORITY_MAX)
         base = urgency;  /* no site plugin before this one: Flux's default, the urgency */
     if (!(v = entry_get (ctx, FLUX_JOBTAP_CURRENT_JOB))) {
-        *out = added (base, ctx->default_priority);
+        *out = ctx->gate ? FLUX_JOB_PRIORITY_MIN : added (base, ctx->default_priority);
         return 0;
     }
     v->base = base;
     if (!v->has_value && v->adopt >= 0 && v->adopt >= base)
         value_set (v, v->adopt - base > VALUE_MAX ? VALUE_MAX : v->adopt - base);
     v->adopt = -1;
-    *out = base == FLUX_JOB_PRIORITY_MAX ? base
-                                         : added (base, v->has_value ? v->value : ctx->default_priority);
+    if (base == FLUX_JOB_PRIORITY_MAX)
+        *out = base;
+    else if (v->has_value)
+        *out = added (base, v->value);
+    else
+        *out = ctx->gate ? FLUX_JOB_PRIORITY_MIN : added (base, ctx->default_priority);
     return 0;
 }
 
@@ -263,10 +282,11 @@ static int leave_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *arg
 static int query_cb (flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *arg)
 {
     struct rush_ctx *ctx = flux_plugin_aux_get (p, AUX_CTX);
-    return flux_plugin_arg_pack (args, FLUX_PLUGIN_ARG_OUT, "{s:I s:I s:I s:I s:s}", "stored",
+    return flux_plugin_arg_pack (args, FLUX_PLUGIN_ARG_OUT, "{s:I s:I s:I s:I s:s s:b}", "stored",
                                  (json_int_t)ctx->stored, "updates", (json_int_t)ctx->updates,
                                  "default", (json_int_t)ctx->default_priority, "max_batch",
-                                 (json_int_t)ctx->max_batch, "combine", ctx->add ? "add" : "replace");
+                                 (json_int_t)ctx->max_batch, "combine", ctx->add ? "add" : "replace",
+                                 "gate", ctx->gate);
 }
 
 static void respond_error (flux_t *h, const flux_msg_t *msg, int errnum, const char *text)
@@ -429,12 +449,14 @@ static int configure (flux_plugin_t *p, struct rush_ctx *ctx)
     flux_t *h = flux_jobtap_get_flux (p);
     json_int_t def = CONF_UNSET, max_batch = DEFAULT_MAX_BATCH;
     const char *combine = "replace";
+    int gate = 0;
 
     if (flux_plugin_get_conf (p)
-        && flux_plugin_conf_unpack (p, "{s?I s?I s?s !}", "default", &def, "max_batch", &max_batch,
-                                    "combine", &combine) < 0) {
+        && flux_plugin_conf_unpack (p, "{s?I s?I s?s s?b !}", "default", &def, "max_batch", &max_batch,
+                                    "combine", &combine, "gate", &gate) < 0) {
         flux_log (h, LOG_ERR,
-                  "%s: conf: %s (known keys: default, max_batch, combine; integers, and \"replace\" or \"add\")",
+                  "%s: conf: %s (known keys: default, max_batch, combine, gate; integers, \"replace\" or "
+                  "\"add\", and a boolean)",
                   PLUGIN_NAME, flux_plugin_strerror (p));
         errno = EINVAL;
         return -1;
@@ -446,6 +468,7 @@ static int configure (flux_plugin_t *p, struct rush_ctx *ctx)
         return -1;
     }
     ctx->add = strcmp (combine, "add") == 0;
+    ctx->gate = gate != 0;
     ctx->value_min = ctx->add ? ADD_VALUE_MIN : VALUE_MIN;
     if (def == CONF_UNSET)
         def = ctx->add ? 0 : DEFAULT_PRIORITY;

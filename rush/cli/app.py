@@ -1,7 +1,7 @@
 """The ``rush`` Typer application and its root options.
 
-Sub-command modules add their commands to ``app``; :mod:`rush.cli.main` imports them all and
-runs it. Kept apart from ``main`` so that no sub-command module imports ``main`` (a cycle).
+Sub-command modules add their commands to ``app``; :mod:`rush.cli.main` imports the ones a
+command line needs (all for ``rush --help``) and runs it. Kept apart from ``main`` so that no sub-command module imports ``main`` (a cycle).
 """
 
 from __future__ import annotations

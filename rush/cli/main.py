@@ -1,44 +1,77 @@
-"""The ``rush`` command line. Sub-command groups live in their own modules."""
+"""The ``rush`` command line. Sub-command groups live in their own modules.
+
+``rush <command> ...`` imports only the module that defines ``<command>``
+(:data:`COMMAND_MODULES`): ``rush explain`` does not pay for the simulator's or the
+collectors' imports. ``rush --help``, an unknown command and ``from rush.cli.main import app``
+(the docs generator, the tests) get every command.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
 
-from rush.cli.app import app
 from rush.errors import RushError
 
+# The first word of a command line -> the rush.cli module that defines it.
+COMMAND_MODULES: dict[str, str] = {
+    "simulate": "simulate",
+    "compare": "simulate",
+    "explain": "explain",
+    "status": "explain",
+    "replay": "replay",
+    "report": "report",
+    "daemon": "daemon",
+    "flux-module": "flux",
+    "warmup": "warmup",
+    "collect": "collect",
+    "probe": "collect",
+    "energy": "collect",
+    "trace": "trace",
+    "train": "train",
+    "sweep": "sweep",
+    "dataset": "dataset",
+    "campaign": "campaign",
+    "experiment": "experiment",
+}
+# Modules that hold a sub-app (``app``) added under a group name, with the group's help.
+GROUPS: dict[str, str] = {
+    "trace": "Inspect, fetch, convert, resample and synthesise traces.",
+    "train": "Train models from traces.",
+    "sweep": "Run grids of simulations on Dask (resumable).",
+    "dataset": "Build variability datasets from campaign records.",
+    "campaign": "Run control-job campaigns through the RJMS.",
+    "experiment": "Reproduce published studies (one command each).",
+}
+_registered: set[str] = set()
 
-def _register() -> None:
-    # Each module adds its commands to ``app`` (or exposes a sub-app named ``app``).
-    from rush.cli import campaign as _campaign
-    from rush.cli import collect as _collect  # noqa: F401
-    from rush.cli import daemon as _daemon  # noqa: F401
-    from rush.cli import dataset as _dataset
-    from rush.cli import experiment as _experiment
-    from rush.cli import explain as _explain  # noqa: F401
-    from rush.cli import flux as _flux  # noqa: F401
-    from rush.cli import replay as _replay  # noqa: F401
-    from rush.cli import report as _report  # noqa: F401
-    from rush.cli import simulate as _simulate  # noqa: F401
-    from rush.cli import sweep as _sweep
-    from rush.cli import trace as _trace
-    from rush.cli import train as _train
-    from rush.cli import warmup as _warmup  # noqa: F401
 
-    app.add_typer(_trace.app, name="trace", help="Inspect, fetch, convert, resample and synthesise traces.")
-    app.add_typer(_train.app, name="train", help="Train models from traces.")
-    app.add_typer(_sweep.app, name="sweep", help="Run grids of simulations on Dask (resumable).")
-    app.add_typer(_dataset.app, name="dataset", help="Build variability datasets from campaign records.")
-    app.add_typer(_campaign.app, name="campaign", help="Run control-job campaigns through the RJMS.")
-    app.add_typer(_experiment.app, name="experiment", help="Reproduce published studies (one command each).")
+def register(modules: list[str] | None = None) -> typer.Typer:
+    """Import the command modules (all by default) so that their commands are on the app."""
+    from rush.cli.app import app
+
+    wanted = [m for m in modules or sorted(set(COMMAND_MODULES.values())) if m not in _registered]
+    loaded = {name: importlib.import_module(f"rush.cli.{name}") for name in wanted}
+    for name in GROUPS:  # after the modules' own commands, in this order (rush --help's)
+        if name in loaded:
+            app.add_typer(loaded[name].app, name=name, help=GROUPS[name])
+    _registered.update(loaded)
+    return app
 
 
-_register()
+def __getattr__(name: str) -> typer.Typer:
+    # ``from rush.cli.main import app``: the whole command line.
+    if name == "app":
+        return register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
+    args = sys.argv[1:]
+    first = args[0] if args else ""
+    app = register([COMMAND_MODULES[first]] if first in COMMAND_MODULES else None)
     try:
         app()
     except RushError as exc:

@@ -162,6 +162,14 @@ def replay_command(
             f"max {m_diff['max_abs']:.2f} s, {m_diff['within_granularity'] * 100:.0f}% within "
             f"{m_diff['granularity']:g} s; start order: {_order_text(measured['start_order'])}"
         )
+    slurm_mode = report.get("slurm_mode")
+    if slurm_mode is not None:  # the simulator's Slurm mode, from this Slurm's own settings
+        s_diff = slurm_mode["start_difference"]
+        typer.echo(
+            f"  Slurm mode (this Slurm's slurm.conf settings): |wait difference| mean {s_diff['mean_abs']:.1f} s, "
+            f"p90 {s_diff['p90_abs']:.1f} s, {s_diff['within_5s'] * 100:.0f}% within 5 s; start order: "
+            f"{_order_text(slurm_mode['start_order'])}"
+        )
     real = report["rjms"]
     if summary_text:
         typer.echo(

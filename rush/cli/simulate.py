@@ -126,6 +126,8 @@ class RunChoice:
     placement: str = "first-fit"
     nodes_per_leaf: int = 0
     fair_share: DecayedFairShare | None = None  # factors from the trace's decayed usage
+    runtime_prediction: str | None = None  # a runtime predictor's name (rush.models.runtime_predictors)
+    prediction_correction: str | None = None  # correction rule (default: the predictor's)
 
 
 def run_one(
@@ -145,8 +147,10 @@ def run_one(
         from rush.studies.runtime_variants import class_inputs
 
         inputs, kwargs, classification = class_inputs(trace_obj, workload, classes, model)
+    if choice.runtime_prediction is not None:
+        inputs, kwargs, backfill_policy, classification = _prediction_inputs(workload, choice)
     config = _core_config(policy, backfill, threshold, backfill_policy, placement=choice.placement, **kwargs)
-    label = _label(policy, backfill, classes, backfill_policy)
+    label = _label(policy, backfill, classes or choice.runtime_prediction, backfill_policy)
     inputs = inputs or SimInputs()
     inputs.fair_share_model = choice.fair_share
     result = simulate(
@@ -159,6 +163,63 @@ def run_one(
         nodes_per_leaf=choice.nodes_per_leaf,
     )
     return result, classification
+
+
+def _prediction_inputs(workload: Workload, choice: RunChoice):
+    """Walk-forward predictions as the jobs' estimates, with the predictor's backfill order
+    (unless --backfill-policy is given) and correction rule (unless --prediction-correction is)."""
+    from rush.core.runtime_predictions import prediction_policy
+    from rush.models.runtime_predictors import make_predictor, predict_walkforward
+    from rush.simulator.engine import SimInputs
+
+    name = str(choice.runtime_prediction)
+    order, correction = prediction_policy(name)
+    predictions = predict_walkforward(workload, make_predictor(name))
+    summary = predictions.summary() | {"predictor": name, "seconds": predictions.seconds}
+    kwargs = {"prediction_correction": choice.prediction_correction or correction}
+    return SimInputs(estimate=predictions.predicted), kwargs, choice.backfill_policy or order, summary
+
+
+def _scan_order(backfill_policy: str | None, runtime_prediction: str | None) -> str | None:
+    """The backfill order a run uses: the flag's, else the predictor's (SJBF), else the policy's."""
+    if backfill_policy is not None or runtime_prediction is None:
+        return backfill_policy
+    from rush.core.runtime_predictions import prediction_policy
+
+    return prediction_policy(runtime_prediction)[0]
+
+
+def _check_prediction(runtime_prediction: str | None, correction: str | None, classes: str | None) -> None:
+    from rush.core.names import PREDICTION_CORRECTIONS
+
+    if runtime_prediction is None:
+        if correction is not None:
+            raise ConfigError(
+                "--prediction-correction corrects runtime predictions",
+                where="--prediction-correction",
+                fix="add --runtime-prediction easy++ (or gaussier)",
+            )
+        return
+    from rush.models.runtime_predictors import PREDICTORS
+
+    if runtime_prediction not in PREDICTORS:
+        raise ConfigError(
+            f"unknown runtime predictor {runtime_prediction!r}",
+            where="--runtime-prediction",
+            fix=f"use one of: {', '.join(PREDICTORS)}",
+        )
+    if correction is not None and correction not in PREDICTION_CORRECTIONS:
+        raise ConfigError(
+            f"unknown prediction correction {correction!r}",
+            where="--prediction-correction",
+            fix=f"use one of: {', '.join(PREDICTION_CORRECTIONS)}",
+        )
+    if classes is not None:
+        raise ConfigError(
+            "--runtime-prediction and --classes both set the jobs' estimates",
+            where="--runtime-prediction",
+            fix="choose one",
+        )
 
 
 def trace_identity(trace: str) -> dict:
@@ -263,6 +324,35 @@ def _precheck(
             )
 
 
+def _slurm_mode(
+    slurm_conf: Path | None,
+    partition: str,
+    classes: str | None,
+    on_nodes: bool,
+    fairshare_half_life: str | None,
+    backfill_policy: str | None,
+):
+    """The Slurm mode's configuration read from --slurm-conf (checked before the trace is read)."""
+    if slurm_conf is None:
+        if partition:
+            raise ConfigError(
+                "--partition names a partition of --slurm-conf", where="--partition", fix="add --slurm-conf"
+            )
+        return None
+    given = {"--classes": classes, "--nodes": on_nodes or None, "--fairshare-half-life": fairshare_half_life,
+             "--backfill-policy": backfill_policy}  # fmt: skip
+    for flag, value in given.items():
+        if value is not None:
+            raise ConfigError(
+                f"{flag} is not modelled in the Slurm mode",
+                where=flag,
+                fix="drop it, or simulate without --slurm-conf",
+            )
+    from rush.rjms.slurm_conf import read_slurm_conf
+
+    return read_slurm_conf(slurm_conf, partition)
+
+
 def _prepare_numba() -> None:
     from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
 
@@ -317,6 +407,28 @@ def simulate_command(
         "--fairshare-by-group",
         help="With --fairshare-half-life: one account per trace group, users under it (default: users only).",
     ),
+    slurm_conf: Path | None = typer.Option(
+        None,
+        "--slurm-conf",
+        help="Predict the Slurm this slurm.conf configures (its nodes, main scheduler and sched/backfill "
+        "settings: whole-node reservations, bf_job_part_count_reserve, bf_resolution, bf_window, "
+        "bf_max_job_test, bf_interval) instead of --backfill on processor counts.",
+    ),
+    partition: str = typer.Option(
+        "", "--partition", help="With --slurm-conf: the partition (default: the Default=YES one)."
+    ),
+    runtime_prediction: str | None = typer.Option(
+        None,
+        "--runtime-prediction",
+        help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al.) or gaussier "
+        "(Gaussier et al.); backfills the shortest predicted job first unless --backfill-policy is given.",
+    ),
+    prediction_correction: str | None = typer.Option(
+        None,
+        "--prediction-correction",
+        help="With --runtime-prediction: how an expired prediction is corrected: none, request or "
+        "stepwise (default, Tsafrir's). Jobs are killed at their request only.",
+    ),
 ) -> None:
     """Replay TRACE through the scheduling core and print the literature's metrics."""
     _precheck(
@@ -327,7 +439,15 @@ def simulate_command(
         policies=[policy],
         backfill_policy=backfill_policy,
     )
+    if slurm_conf is not None and runtime_prediction is not None:
+        raise ConfigError(
+            "--runtime-prediction is not modelled in the Slurm mode",
+            where="--runtime-prediction",
+            fix="drop it, or simulate without --slurm-conf",
+        )
+    slurm = _slurm_mode(slurm_conf, partition, classes, on_nodes, fairshare_half_life, backfill_policy)
     _check_classes(classes)
+    _check_prediction(runtime_prediction, prediction_correction, classes)
     _check_placement(placement, on_nodes, nodes_per_leaf)
     fair_share = fair_share_model(fairshare_half_life, fairshare_period, fairshare_by_group)
     checks.output_file(jobs_out, "--jobs-out")
@@ -348,11 +468,22 @@ def simulate_command(
         placement,
         nodes_per_leaf,
         fair_share,
+        runtime_prediction,
+        prediction_correction,
     )
-    result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
+    if slurm is None:
+        result, classification = run_one(trace_obj, workload, choice, progress=not as_json)
+    else:
+        from rush.simulator.slurm_mode import simulate_slurm
+
+        config = _core_config(policy, backfill, threshold, None)
+        result, classification = simulate_slurm(workload, slurm.scheduler, config), None
+        backfill = "slurm"
     metrics = compute_metrics(result, tau=tau)
     metrics["skipped_lines"] = int(sum(trace_obj.skipped.values()))
-    if classification is not None:
+    if runtime_prediction is not None:
+        metrics["runtime_prediction"] = classification
+    elif classification is not None:
         metrics["classification"] = classification | {
             "kills": int(result.requeues.sum()),
             "wasted_area": float(result.wasted_area.sum()),
@@ -363,7 +494,9 @@ def simulate_command(
             "calc_period": fair_share.calc_period,
             "by_group": fair_share.by_group,
         }
-    label = _label(policy, backfill, classes, backfill_policy)
+    label = _label(
+        policy, backfill, classes or runtime_prediction, _scan_order(backfill_policy, runtime_prediction)
+    )
     metrics["settings"] = run_settings(trace, result, label, tau, procs is not None, classes, model)
     time_origin = float(workload.submit.min()) if len(workload) else 0.0
     if jobs_out is not None:

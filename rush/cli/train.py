@@ -226,17 +226,26 @@ def variability(
         0.1, "--rfe-step", help="Fraction of features dropped per RFE step, (0, 1)."
     ),
     final_scope: str = typer.Option(
-        "all", "--final-scope", help="all | job | both | best: node scope of the exported model (live: all)."
+        "best",
+        "--final-scope",
+        help="best | all | job | both: features RFE starts from (best: the whole set).",
     ),
+    selection: str = typer.Option(
+        "kfold",
+        "--selection",
+        help="kfold (the paper's stratified k-fold) | loao (leave one application out): which CV chooses.",
+    ),
+    k_folds: int = typer.Option(5, "--folds", help="k of the stratified k-fold, 2..20."),
     seed: int = typer.Option(0, "--seed", help=f"Random seed, 0..{MAX_SEED}."),
     without_probe: bool = typer.Option(
         False, "--without-probe", help="Leave the probe features out (when no probe runs live)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the CV table, RFE curve and card as JSON."),
 ) -> None:
-    """Model selection (mean F1, leave one application out), node-scope comparison, recursive
-    feature elimination, then the 3-class model with its card (features, classes, thresholds,
-    CV table, training window, data sha256, versions, generator seed and command)."""
+    """Model selection (mean F1 both ways: stratified k-fold over all applications, the paper's,
+    and leave one application out), node-scope comparison, recursive feature elimination, then
+    the 3-class model with its card (features, classes, flag threshold chosen on held-out start
+    decisions, CV tables, training window, data sha256, versions, generator seed and command)."""
     from rush.models.variability.dataset import load_dataset
     from rush.models.variability.train import TrainOptions, train_variability
 
@@ -246,6 +255,8 @@ def variability(
         n_estimators=estimators,
         rfe_step=rfe_step,
         final_scope=final_scope,
+        selection=selection,
+        k_folds=k_folds,
         exclude=("probe",) if without_probe else (),
     ).checked()
     _check_output(out, "--out")
@@ -255,22 +266,31 @@ def variability(
     if as_json:
         typer.echo(json.dumps(trained.report(), indent=2, sort_keys=True, default=float))
         return
-    typer.echo("model selection (binary F1, leave one application out):")
+    chosen_by = "k-fold" if options.selection == "kfold" else "leave one application out"
+    typer.echo(f"model selection (binary F1; chosen by {chosen_by}; paper: 0.95 in cross-validation):")
     apps = sorted(trained.cv_table[0]["per_app"])
-    typer.echo(f"  {'model':<14} {'mean':>6} {'pooled':>6}  " + " ".join(f"{a[:10]:>10}" for a in apps))
+    typer.echo(
+        f"  {'model':<14} {'k-fold':>6} {'loao':>6} {'pooled':>6}  " + " ".join(f"{a[:10]:>10}" for a in apps)
+    )
     for row in trained.cv_table:
         typer.echo(
-            f"  {row['model']:<14} {row['mean_f1']:6.3f} {row['pooled_f1']:6.3f}  "
+            f"  {row['model']:<14} {row['kfold_mean_f1']:6.3f} {row['mean_f1']:6.3f} {row['pooled_f1']:6.3f}  "
             + " ".join(f"{row['per_app'][a]:10.3f}" for a in apps)
         )
     typer.echo(
         "node scope ("
         + trained.model_kind
-        + "): "
+        + f"; {chosen_by}): "
         + ", ".join(
             f"{r['scope']} {r['mean_f1']:.3f} ({r['features']} features)" for r in trained.scope_table
         )
     )
+    flag = card.get("flag_threshold_table") or {}
+    if flag.get("threshold") is not None:
+        typer.echo(
+            f"flag threshold {flag['threshold']:.3f} on held-out start decisions ({flag['protocol']}): "
+            f"F1 {flag['held_out_f1']:.3f}, precision {flag['precision']:.3f}, recall {flag['recall']:.3f}"
+        )
     typer.echo("RFE: " + ", ".join(f"{r['features']}:{r['mean_f1']:.3f}" for r in trained.rfe_curve))
     typer.echo(
         f"wrote {out} and {out}.json: {card['estimator']} on {len(card['features'])} {card['scope']}-scope "

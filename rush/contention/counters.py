@@ -6,6 +6,11 @@ piecewise constant between events, so the mean is exact), times a lognormal meas
 noise (sigma ``COUNTER_NOISE``). Samples go to a rush FeatureStore with the real
 collectors' source and metric names (``sysfs_ib``, ``lustre``, ``procfs``), so the dataset
 builder, training and the learned predictor read simulated and real counters the same way.
+
+With ``leaves`` (and ``pods``) given, every tick also records where each node hangs (source
+``topology``, metrics ``leaf`` and ``pod``: no noise, they are the wiring), from which the
+variability features derive how a job's placement spreads
+(:func:`rush.models.variability.features.placement_features`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import numpy as np
 
 from rush.collect.base import Sample
 from rush.contention.state import METRIC_NAMES, METRICS
+from rush.models.variability.features import TOPOLOGY_SOURCE
 
 SAMPLE_INTERVAL = 30.0  # seconds between readings (LDMS-like; 10 readings per 5-minute window)
 COUNTER_NOISE = 0.05
@@ -29,9 +35,17 @@ class CounterRecorder:
         hosts: tuple[str, ...],
         interval: float = SAMPLE_INTERVAL,
         origin: float = 0.0,
+        leaves: np.ndarray | None = None,
+        pods: np.ndarray | None = None,
     ) -> None:
         self.rng = rng
         self.hosts = hosts
+        self.topology: list[tuple[str, float, float]] = []
+        if leaves is not None:
+            pod_ids = np.zeros(len(hosts)) if pods is None else np.asarray(pods, dtype=float)
+            if len(leaves) != len(hosts) or len(pod_ids) != len(hosts):
+                raise ValueError("one leaf and one pod per host")
+            self.topology = list(zip(hosts, map(float, leaves), pod_ids.tolist(), strict=True))
         self.interval = float(interval)
         self.origin = float(origin)  # simulated epoch of t = 0
         self.acc = np.zeros((len(hosts), len(METRIC_NAMES)))
@@ -55,8 +69,14 @@ class CounterRecorder:
 
     def samples(self, t: float, values: np.ndarray) -> list[Sample]:
         stamp = self.origin + t
-        return [
+        out = [
             Sample(stamp, host, _SOURCE_OF[metric], metric, float(v))
             for host, row in zip(self.hosts, values.tolist(), strict=True)
             for metric, v in zip(METRIC_NAMES, row, strict=True)
         ]
+        for host, leaf, pod in self.topology:
+            out += (
+                Sample(stamp, host, TOPOLOGY_SOURCE, "leaf", leaf),
+                Sample(stamp, host, TOPOLOGY_SOURCE, "pod", pod),
+            )
+        return out

@@ -1,13 +1,16 @@
 """The contention simulator's event loop: a shell around rush.core that plays the RJMS.
 
-At every event (an arrival, an end, a change of the noise) and every ``PASS_INTERVAL`` seconds
-(the RJMS's periodic pass, like Flux's or Slurm's) the shell builds a :class:`rush.core.Snapshot`
+At every RJMS event (an arrival, an end) and every ``PASS_INTERVAL`` seconds (a periodic pass,
+like the Flux module's timer) the shell builds a :class:`rush.core.Snapshot`
 of the machine (:class:`rush.core.resources.Node` per node, ``leaf`` = its leaf switch), the
 noise job and the running jobs with their allocations, and the pending jobs with their node
 requests (whole nodes, exclusive), and calls :func:`rush.core.schedule.schedule`. It starts
 exactly the jobs the core starts or backfills, in the core's order, **on the core's nodes**
-(``Decision.nodes``), and counts the core's skips per job (as the daemon's journal does); it
-decides nothing itself. Placement is ``CoreConfig.placement``: ``first-fit`` (the lowest free
+(``Decision.nodes``), and keeps the core's skip count per job (as the daemon's journal does);
+it decides nothing itself. The snapshot says which kind of pass it is (``Snapshot.trigger``):
+only event passes count skips (:func:`rush.core.skip_with_limit.counts_skips`), as RUSH's count
+grows only when Fluxion's event-driven loop considers the job; a periodic pass may still start
+a job the predictor no longer flags. Placement is ``CoreConfig.placement``: ``first-fit`` (the lowest free
 nodes in rank order: what Flux's default match does, the faithful default), ``topology`` or
 ``variability``.
 
@@ -191,7 +194,7 @@ class Simulation:
         by_id = {s.job_id: s for s in specs}
         active: dict[int, _Active] = {}
         done: list[JobResult] = []
-        recorder = CounterRecorder(self.rng, m.hosts, origin=EPOCH)
+        recorder = CounterRecorder(self.rng, m.hosts, origin=EPOCH, leaves=m.leaf_of, pods=m.pod_of)
         arrivals = 0
         t = 0.0
         next_pass = 0.0
@@ -210,7 +213,7 @@ class Simulation:
                 a.work -= dt / a.slowdown
             recorder.advance(state.rates, t, t_next)
             t = t_next
-            changed = False
+            changed = False  # a job ended or arrived: an RJMS event (its pass counts skips)
             for job_id in [j for j, a in active.items() if a.work <= _EPS * max(1.0, a.base)]:
                 a = active.pop(job_id)
                 free[a.running.nodes] = True
@@ -232,12 +235,18 @@ class Simulation:
                 values = recorder.tick(t)
                 if self.store is not None:
                     self.store.insert(recorder.samples(t, values))
+            periodic = False
             if t >= next_pass - _EPS:
                 next_pass = t + self.pass_interval
-                changed = changed or bool(pending)
+                periodic = bool(pending)
             level = self.noise.level(t)
             state = self.fabric.evaluate([a.running for a in active.values()], level)
-            if changed and pending and self._pass(t, free, pending, active, by_id, state, level):
+            trigger = "event" if changed else "periodic"
+            if (
+                (changed or periodic)
+                and pending
+                and self._pass(t, free, pending, active, by_id, state, level, trigger)
+            ):
                 next_pass = t + self.pass_interval
                 state = self.fabric.evaluate([a.running for a in active.values()], level)
             for a in active.values():
@@ -262,9 +271,10 @@ class Simulation:
             a.probe,
         )
 
-    def _pass(self, t, free, pending, active, by_id, state: Evaluation, level: float) -> bool:
+    def _pass(self, t, free, pending, active, by_id, state: Evaluation, level: float, trigger: str) -> bool:
         """One scheduling pass; starts the core's starts on the core's nodes. Returns whether
-        any job started."""
+        any job started. ``trigger`` is "event" (an arrival or an end) or "periodic" (the
+        timer): the core counts skips only in event passes, as Fluxion's loop runs on events."""
         m = self.fabric.machine
         running = [self._noise_running] + [
             RunningJob(
@@ -299,7 +309,9 @@ class Simulation:
             jobs = tuple(
                 replace(p, variable=answers.get(p.job_id, False) and not release) for p in pending.values()
             )
-            snapshot = Snapshot(t, m.nodes * m.cores_per_node, free_cores, jobs, tuple(running), nodes=nodes)
+            snapshot = Snapshot(
+                t, m.nodes * m.cores_per_node, free_cores, jobs, tuple(running), nodes=nodes, trigger=trigger
+            )
             decisions = schedule(snapshot, self.config, explain_priorities=False)
             starts = [d for d in decisions.decisions if d.action in ("start", "backfill")]
             unasked = [d for d in starts if d.job_id not in answers]
@@ -311,9 +323,8 @@ class Simulation:
             flags = self.oracle(present, asked)
             answers.update({spec.job_id: bool(f) for (spec, _), f in zip(asked, flags, strict=True)})
         skipped = decisions.job_ids("skip")
-        for j in skipped:
-            p = pending[j]
-            pending[j] = replace(p, skips=p.skips + 1)
+        for d in decisions.of("skip"):  # the core's count after this pass (value), not the shell's
+            pending[d.job_id] = replace(pending[d.job_id], skips=int(d.value))
         shell_starts = []
         for d in starts:
             spec = by_id[d.job_id]

@@ -7,7 +7,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rush.core.names import BACKFILL_MODES
+from rush.core.names import BACKFILL_MODES, PREDICTION_CORRECTIONS
 from rush.core.policies import Policy, parse_policy
 from rush.core.priority_values import MAX_VALUE
 from rush.core.resources import PLACEMENTS
@@ -29,6 +29,14 @@ class CoreConfig:
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
     * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
+    * ``max_jobs_considered``: a live pass considers at most this many pending jobs besides
+      those holding a standing reservation (:mod:`rush.core.pass_budget`); None: all.
+    * ``prediction_correction``: how a running job's estimate is corrected once it outlives
+      its predicted runtime (``none``, ``request``, ``stepwise``;
+      :mod:`rush.core.runtime_predictions`); kills stay at the request.
+    * ``rjms_priority_first``: order by the RJMS's priority (``PendingJob.rjms_priority``,
+      highest first) before the policy, which decides among equal priorities (rush as the
+      RJMS's scheduler: Flux's urgency, holds and priority plugins keep their meaning).
     * ``placement``: where a job goes on a cluster with nodes (:data:`rush.core.resources.PLACEMENTS`):
       ``first-fit`` (the default, as RUSH's Flux matched), ``topology`` or ``variability``.
     """
@@ -46,11 +54,27 @@ class CoreConfig:
     # live priority values change only on that schedule (0: exact waits, the default offline).
     wait_quantum: float = 0.0
     placement: str = "first-fit"
+    prediction_correction: str = "none"
     # Beside a site's own priorities: the values are scaled into [0, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
+    # A live pass considers at most this many pending jobs (beyond those holding a standing
+    # reservation), as Slurm's bf_max_job_test; the rest wait for the next pass
+    # (rush.core.pass_budget). None: every job.
+    max_jobs_considered: int | None = None
+    rjms_priority_first: bool = False
 
     def __post_init__(self) -> None:
+        if self.max_jobs_considered is not None and not (
+            isinstance(self.max_jobs_considered, int)
+            and not isinstance(self.max_jobs_considered, bool)
+            and self.max_jobs_considered >= 1
+        ):
+            raise PolicyError(
+                f"max_jobs_considered {self.max_jobs_considered!r} is not an integer >= 1",
+                where="policy.max_jobs_considered",
+                fix="a number of jobs, e.g. 10000 (leave it out to consider every job)",
+            )
         if self.priority_weight is not None and not (
             isinstance(self.priority_weight, int) and 1 <= self.priority_weight <= MAX_VALUE
         ):
@@ -64,6 +88,12 @@ class CoreConfig:
                 f"unknown placement {self.placement!r}",
                 where="placement",
                 fix=f"use one of: {', '.join(PLACEMENTS)}",
+            )
+        if self.prediction_correction not in PREDICTION_CORRECTIONS:
+            raise PolicyError(
+                f"unknown prediction correction {self.prediction_correction!r}",
+                where="prediction_correction",
+                fix=f"use one of: {', '.join(PREDICTION_CORRECTIONS)}",
             )
         if self.backfill not in BACKFILL_MODES:
             raise PolicyError(

@@ -44,3 +44,6 @@ POLICY_CODES: dict[str, int] = {
 DYNAMIC_CODES = frozenset({10, 11, 12, 13, 19})
 
 BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
+# How a running job's estimate is corrected once it outlives its predicted runtime
+# (rush.core.runtime_predictions.running_estimate).
+PREDICTION_CORRECTIONS: tuple[str, ...] = ("none", "request", "stepwise")

@@ -1,4 +1,4 @@
-"""Queue ordering: starvation first, then runtime class, then the policy key.
+"""Queue ordering: the RJMS's priority (when given), starvation, runtime class, the policy key.
 
 The order of a pending job is the tuple ``(group, key, index)``, ascending:
 
@@ -8,6 +8,11 @@ The order of a pending job is the tuple ``(group, key, index)``, ascending:
   predicted-large (unknown counts as large), and ``key`` = the policy's priority key;
 * ``index`` is the job's position in (submit, job_id) order, so ties go to the earlier
   submit, then the smaller id.
+
+With a primary order (``OrderPolicy.primary``: each job's rank by the RJMS's priority, 0 for
+the highest; rush as Flux's scheduler) ``group`` also carries it, ``PRIMARY_STRIDE * rank``
+added, so the RJMS's priority decides first and the rules above decide among equal
+priorities; :func:`policy_group` takes it off again.
 
 Queues are kept sorted between passes and only re-sorted where they changed, so the
 common case (a few arrivals appended) costs an insertion, not a full sort.
@@ -27,6 +32,13 @@ FAIRSHARE_TERM = LINEAR_FEATURES.index("fairshare")
 
 SMALL = 0
 LARGE = 1
+# Groups 0, 1, 2 fit under it: group = PRIMARY_STRIDE * primary rank + policy group.
+PRIMARY_STRIDE = 4
+
+
+def policy_group(group: np.ndarray) -> np.ndarray:
+    """The starvation/runtime-class group (0, 1, 2) of encoded groups."""
+    return np.asarray(group, dtype=np.int64) % PRIMARY_STRIDE
 
 
 @njit(cache=True, inline="always")
@@ -57,16 +69,18 @@ def compute_order_keys(
     """
     threshold = config.threshold
     submit = jobs.submit
+    ranked = policy.primary.shape[0] > 0
     for k in range(qn):
         j = queue[k]
+        first = PRIMARY_STRIDE * policy.primary[j] if ranked else 0
         if threshold >= 0.0 and now - submit[j] > threshold:
-            group[k] = 0
+            group[k] = first
             key[k] = submit[j]
             continue
         g = 1
         if config.use_classes and jobs.runtime_class[j] != SMALL:
             g = 2
-        group[k] = g
+        group[k] = first + g
         if policy.use_static:
             key[k] = policy.static_key[j]
         else:

@@ -36,6 +36,9 @@ class OrderPolicy(NamedTuple):
     weights: np.ndarray
     static_key: np.ndarray
     use_static: bool
+    # Each job's rank by the RJMS's priority (0: highest), ordered before the policy
+    # (rush.core.ordering); empty: no such order (the simulator, rush's policy alone).
+    primary: np.ndarray
 
 
 class PassConfig(NamedTuple):
@@ -110,13 +113,16 @@ class PassOut(NamedTuple):
 
 
 class PassMoment(NamedTuple):
-    """The moment of a pass: time, free processors, queue length, and whether sensitive jobs
-    are predicted to vary now (live: each job's flag is already in ``sensitive``)."""
+    """The moment of a pass: time, free processors, queue length, whether sensitive jobs
+    are predicted to vary now (live: each job's flag is already in ``sensitive``), and whether
+    the pass counts the skips it makes (``rush.core.skip_with_limit.counts_skips``: an
+    RJMS-event pass does, a periodic one does not)."""
 
     now: float
     free: int
     queued: int
     variable_now: bool
+    counts_skips: bool = True
 
 
 class PassResult(NamedTuple):
@@ -164,12 +170,16 @@ def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray |
     )
 
 
-def order_policy(policy: Policy, static_key: np.ndarray | None = None) -> OrderPolicy:
+def order_policy(
+    policy: Policy, static_key: np.ndarray | None = None, primary: np.ndarray | None = None
+) -> OrderPolicy:
     """A policy as a pass sees it; ``static_key`` (one per job) for a time-independent policy
-    whose keys were computed once (the simulator), else keys are computed at each pass."""
+    whose keys were computed once (the simulator), else keys are computed at each pass;
+    ``primary`` (one rank per job) orders before the policy (CoreConfig.rjms_priority_first)."""
+    first = np.zeros(0, dtype=np.int64) if primary is None else primary
     if static_key is None:
-        return OrderPolicy(policy.code, policy.weight_array(), np.zeros(1), False)
-    return OrderPolicy(policy.code, policy.weight_array(), static_key, True)
+        return OrderPolicy(policy.code, policy.weight_array(), np.zeros(1), False, first)
+    return OrderPolicy(policy.code, policy.weight_array(), static_key, True, first)
 
 
 def pass_config(config: CoreConfig, order: OrderPolicy, scan: OrderPolicy, time_origin: float) -> PassConfig:

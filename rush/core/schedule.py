@@ -34,6 +34,8 @@ from rush.core.job_rules import job_rules
 from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
+from rush.core.ordering import policy_group
+from rush.core.pass_budget import BASIS_UNCONSIDERED, bound_queue
 from rush.core.pass_data import (
     OrderPolicy,
     PassJobs,
@@ -46,7 +48,9 @@ from rush.core.pass_data import (
     pass_config,
 )
 from rush.core.priority_values import priority_values, scaled
+from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
+from rush.core.skip_with_limit import counts_skips
 from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.core.start_estimates import EstimateInputs, estimate_starts
 from rush.errors import RushError
@@ -205,7 +209,15 @@ def schedule(
         config.max_requeues,
         divider,
     )
-    r_end_all = _column(running, "start", np.float64) + r_est
+    r_start = _column(running, "start", np.float64)
+    if config.prediction_correction != "none":  # expired predictions corrected, as in the simulator
+        r_est = running_estimates(
+            correction_code(config.prediction_correction),
+            r_est,
+            now - r_start,
+            _column(running, "requested_time", np.float64),
+        )
+    r_end_all = r_start + r_est
     r_procs_all = _column(running, "procs", np.int64)
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
     killed = {d.job_id for d in kills}
@@ -234,8 +246,9 @@ def schedule(
     )
     state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
     skips_before = state.skips.copy()
-    policy = _order(config.policy, pending)
-    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending)
+    primary = _primary(pending) if config.rjms_priority_first else None
+    policy = _order(config.policy, pending, primary)
+    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending, primary)
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
@@ -243,7 +256,17 @@ def schedule(
     queues.queue[: len(schedulable)] = schedulable
     queues.scan[: len(schedulable)] = schedulable
     out = new_out(n)
-    moment = PassMoment(now, free, len(schedulable), True)
+    moment = PassMoment(
+        now,
+        free,
+        len(schedulable),
+        True,
+        counts_skips(snapshot.trigger, _column(running, "requested_time", np.float64)),
+    )
+    # A bounded pass (config.max_jobs_considered) leaves the tail unconsidered: rush.core.pass_budget.
+    bounded = bound_queue(moment, pass_cfg, jobs, state, queues, config.max_jobs_considered)
+    if bounded is not None:
+        moment = bounded.moment
     result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out, nodes)
     names = tuple(node.name for node in snapshot.nodes)
 
@@ -252,9 +275,13 @@ def schedule(
     queues = queues._replace(
         queue=queues.queue[:queued], group=queues.group[:queued], key=queues.key[:queued]
     )
+    if bounded is not None:  # priorities for every job, considered or not
+        queues = queues._replace(queue=bounded.queue, group=bounded.group, key=bounded.key)
     order = queues.queue
     values = scaled(
-        priority_values(queues.group, queues.key, config.policy.code, float(snapshot.time_origin)),
+        priority_values(
+            policy_group(queues.group), queues.key, config.policy.code, float(snapshot.time_origin)
+        ),
         config.priority_weight,
     )
     decided = Decisions(now=now)
@@ -295,12 +322,15 @@ def schedule(
             Decision(
                 pending[j].job_id,
                 "skip",
-                f"would start now but predicted to suffer variability: delay {skips_before[j] + 1} "
-                f"of at most {config.skip_limit}",
-                float(skips_before[j] + 1),
+                f"would start now but predicted to suffer variability: delay {state.skips[j]} "
+                f"of at most {config.skip_limit}"
+                + ("" if state.skips[j] > skips_before[j] else " (periodic pass: not counted)"),
+                float(state.skips[j]),
             )
         )
     decided.decisions = decisions
+    if bounded is not None:
+        decided.unconsidered = [pending[k].job_id for k in bounded.unconsidered.tolist()]
     if estimate_starts_too:
         _publish_estimates(
             decided,
@@ -352,6 +382,8 @@ def _publish_estimates(decided: Decisions, pending, running, inputs: EstimateInp
     ids = [p.job_id for p in pending]
     decided.estimated_start = dict(zip(ids, estimates.start.tolist(), strict=True))
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
+    for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
+        decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
     decided.waits_behind = {
         ids[j]: (running[k].job_id if kind == "running" else ids[k])
         for j, (kind, k) in estimates.behind.items()
@@ -376,15 +408,23 @@ def _fairshare(pending) -> np.ndarray:
     return values
 
 
-def _order(policy, pending) -> OrderPolicy:
+def _primary(pending) -> np.ndarray:
+    """Each pending job's rank by its RJMS priority (0: the highest; equal priorities, one rank)."""
+    priority = np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
+    if not np.all(np.isfinite(priority)):
+        raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
+    return np.unique(-priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
+
+
+def _order(policy, pending, primary: np.ndarray | None = None) -> OrderPolicy:
     """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
-    first; ties in submit order)."""
+    first; ties in submit order). ``primary``: ranks ordered before the policy's keys."""
     if policy.name != "RJMS":
-        return order_policy(policy)
+        return order_policy(policy, primary=primary)
     keys = -np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
     if not np.all(np.isfinite(keys)):
         raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
-    return order_policy(policy, keys)
+    return order_policy(policy, keys, primary)
 
 
 def _head_decision(job: PendingJob, result, nodes, names: tuple[str, ...]) -> Decision:
@@ -462,7 +502,11 @@ def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Dec
     groups = {g: _group_words(g, config) for g in (0, 1, 2)}
     name = config.policy.name
     explained = zip(
-        queues.queue.tolist(), queues.group.tolist(), queues.key.tolist(), values.tolist(), strict=True
+        queues.queue.tolist(),
+        policy_group(queues.group).tolist(),
+        queues.key.tolist(),
+        values.tolist(),
+        strict=True,
     )
     return [
         Decision(

@@ -109,7 +109,8 @@ def _settle(
     result: PassResult,
 ) -> PassResult:
     """Carry the pass into ``state``: standing reservations replaced by this pass's
-    (conservative), first promised starts, one more skip per skipped job."""
+    (conservative), first promised starts, one more skip per skipped job when the pass counts
+    skips (``moment.counts_skips``)."""
     if config.mode == MODE_CONSERVATIVE:
         for k in range(moment.queued):
             state.reserved_at[queues.queue[k]] = INF
@@ -120,8 +121,9 @@ def _settle(
                 state.first_reservation[j] = out.reserved_at[k]
     elif result.head >= 0 and config.mode == MODE_EASY and state.first_reservation[result.head] == INF:
         state.first_reservation[result.head] = result.shadow
-    for k in range(result.skipped):
-        state.skips[out.skip[k]] += 1
+    if moment.counts_skips:  # only an RJMS-event pass counts (rush.core.skip_with_limit)
+        for k in range(result.skipped):
+            state.skips[out.skip[k]] += 1
     return result
 
 

@@ -90,6 +90,10 @@ class Snapshot:
     # The nodes (rush.core.resources); empty: a bag of ``total_procs`` processors.
     nodes: tuple[Node, ...] = ()
     fabric: Fabric = Fabric()
+    # What triggered this pass: "event" (a job submitted or ended, resources changed) or
+    # "periodic" (a timer or a cycle with no such change); only an event pass counts skips
+    # (rush.core.skip_with_limit.counts_skips).
+    trigger: str = "event"
 
 
 # ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is
@@ -134,6 +138,9 @@ class Decisions:
     estimated_start: dict[int, float] = field(default_factory=dict)
     estimate_basis: dict[int, str] = field(default_factory=dict)
     waits_behind: dict[int, int] = field(default_factory=dict)
+    # Pending job ids a bounded pass left unconsidered (CoreConfig.max_jobs_considered), in
+    # priority order: not started, not reserved this pass (rush.core.pass_budget).
+    unconsidered: list[int] = field(default_factory=list)
 
     def of(self, action: Action) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]

@@ -71,6 +71,11 @@ def project_starts(
             n += 1
     total = pavail[n - 1]
     starts = np.full(len(procs), INF)
+    # Booking only takes processors away, so the first time at which `need` processors are
+    # free never moves earlier: each size's scan starts where the last one of that size found
+    # them (the same fit, without rescanning the booked past: O(n) per job otherwise).
+    needs = np.unique(procs[order])
+    first_free = np.full(len(needs), now)
     lo = 0
     for m in range(no):
         j = order[m]
@@ -78,7 +83,14 @@ def project_starts(
         if need > total:
             continue
         d = max(duration[j], MIN_DURATION)
-        i = fit_from(ptime, pavail, n, need, d, lo)
+        size = np.searchsorted(needs, need)
+        p = max(lo, np.searchsorted(ptime[:n], first_free[size]))
+        while p < n and pavail[p] < need:
+            p += 1
+        if p == n:
+            continue
+        first_free[size] = ptime[p]
+        i = fit_from(ptime, pavail, n, need, d, p)
         if i < 0:
             continue
         t0 = ptime[i]

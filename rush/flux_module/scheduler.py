@@ -280,7 +280,7 @@ class RushScheduler(Scheduler):
         )
 
     def _node_names(self, everything: dict | None = None) -> dict[int, str]:
-        """Node names by rank as :func:`rush.rjms.flux.nodes_from_r` gives them (kept both ways)."""
+        """Node names by rank as :func:`rush.rjms.flux.resource_set.nodes_from_r` gives them (kept both ways)."""
         if everything is None:
             everything = self.resources.to_resource_set().to_dict()
         self._names = r_hosts(everything, list(r_ranks(everything)))
@@ -316,8 +316,10 @@ class RushScheduler(Scheduler):
         tags = jobspec_tags(jobspec)
         try:
             request_shape = request_from_jobspec(jobspec)
-        except (ValueError, TypeError, AttributeError):
+        except (ValueError, TypeError, AttributeError) as exc:
             request_shape = None  # Flux parsed it: read as its cores anywhere
+            why = f"job {jobid}: rush cannot read its resource request ({exc}); scheduled as {rr.ncores} cores anywhere"
+            self.planner.journal.event(None, "request", why[:500])
         if request_shape is not None and not self._queues:
             request_shape = replace(request_shape, partition="")  # no queues: every node
         bank = system.get("bank", "")
@@ -389,8 +391,8 @@ class RushScheduler(Scheduler):
     def prioritize(self, jobs):
         """Flux priorities changed (``flux job urgency``, a priority plugin): the queue is
         re-sorted by the base class and each job's RJMSJob carries its new priority
-        (``priority``, which policy RJMS orders by, and ``site_factor``); a pass follows (the
-        base class asks for one)."""
+        (``priority``, which the core orders by first under ``policy.rjms_priority = "first"``,
+        the default, and ``site_factor``); a pass follows (the base class asks for one)."""
         super().prioritize(jobs)
         for jobid, priority in jobs:
             job = self.pending.get(jobid)
@@ -505,7 +507,7 @@ class RushScheduler(Scheduler):
         """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint
         added to its own), so the pool allocates on exactly those nodes; ``rr`` unchanged
         when the decision names no nodes (a snapshot without nodes). Slots the core placed
-        one node each (GPU slots: :func:`rush.rjms.flux.request_from_jobspec`) become a node
+        one node each (GPU slots: :func:`rush.rjms.flux.jobspec.request_from_jobspec`) become a node
         request of one slot per node, so Flux cannot pack two of them on one node."""
         if not decision.nodes:
             return rr

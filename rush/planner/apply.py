@@ -155,6 +155,12 @@ def _requeue_tags(job: RJMSJob, action: Action, requeues: int) -> dict[str, str]
     return tags
 
 
+def _skips_after(action: Action | Intent, r: JobRecord) -> int:
+    """The job's skip count after a hold or skip: the core's (the decision's value; a periodic
+    pass does not count, rush.core.skip_with_limit), never the planner's own arithmetic."""
+    return r.skips + 1 if action.value is None else max(r.skips, int(action.value))
+
+
 def _requeue_count(action: Action) -> int:
     """The requeue count after this kill: the core's (false_small_kill.requeue_as_large over the
     snapshot's count, which is the journal's or the job's tag, whichever is higher)."""
@@ -185,7 +191,7 @@ class Applier:
                 if a.kind == "kill":
                     r.requeues = _requeue_count(a)
                 elif a.kind in ("hold", "skip"):
-                    r.held_by_rush, r.skips = True, r.skips + 1
+                    r.held_by_rush, r.skips = True, _skips_after(a, r)
                 elif a.kind == "release":
                     r.held_by_rush = False
                 elif a.kind == "priority":
@@ -243,9 +249,9 @@ class Applier:
                     )
                 )
             for a in plan.actions:
-                if a.kind == "skip":  # the job stays held: one more skip, no RJMS call
+                if a.kind == "skip":  # the job stays held: the core's count, no RJMS call
                     r = self.journal.job(a.job_id)
-                    r.skips += 1
+                    r.skips = _skips_after(a, r)
                     self.journal.save_job(r)
                     self.journal.record(
                         DecisionRow(
@@ -326,7 +332,7 @@ class Applier:
                 return False
             if result.ok:
                 if a.kind == "hold":
-                    r.held_by_rush, r.skips = True, r.skips + 1
+                    r.held_by_rush, r.skips = True, _skips_after(a, r)
                 elif a.kind == "release":
                     # Re-apply the site factor after a release (Slurm recomputes priorities).
                     r.held_by_rush, r.last_site_factor = False, None
@@ -411,7 +417,7 @@ class Applier:
         if intent.action == "hold":
             if job is not None and job.held:
                 if not r.held_by_rush:
-                    r.held_by_rush, r.skips = True, r.skips + 1
+                    r.held_by_rush, r.skips = True, _skips_after(intent, r)
                     self.journal.save_job(r)
                 return "done", "the job is held"
             return "failed", "the job is not held"

@@ -144,6 +144,12 @@ class PolicySection(Section):
     threshold: Annotated[float | str, PlainValidator(_threshold)] = Field(
         200_000.0, description='starvation threshold in seconds from 0 to 1e9, or "none"'
     )
+    rjms_priority: Literal["first", "ignore"] = Field(
+        "first",
+        description='when rush is the scheduler (Flux module): "first" orders by the RJMS\'s priority '
+        "(urgency, hold, expedite, priority plugins such as flux-accounting's) and by the policy among "
+        'equal priorities; "ignore": by the policy alone (those have no effect on the order)',
+    )
     skip_limit: StrictInt = Field(
         10, ge=0, le=10_000, description="an integer from 0 to 10000: most skips of a variable job"
     )
@@ -160,6 +166,14 @@ class PolicySection(Section):
         le=86_400,
         description="seconds from 0 to 86400: time-dependent policies (WFP3, UNICEF, SEXP, ...) see "
         "waits rounded down to 0, Q, 2Q, 4Q, ..., so a job's priority changes only then (0: every cycle)",
+    )
+    max_jobs_considered: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="an integer >= 1: a pass considers at most this many pending jobs besides those "
+        "holding a reservation (as Slurm's bf_max_job_test); the rest wait, listed in the journal "
+        "as not considered; absent: every job",
     )
     time_origin: Seconds | None = Field(
         None,
@@ -277,8 +291,10 @@ class RushConfig(Section):
     # Validated by rush.collect.config when the collector service runs from the same file.
     collect: dict[str, Any] | None = None
 
-    def core_config(self, divider: float | None = None) -> CoreConfig:
-        """The core's configuration; ``divider`` (a model's) applies when policy.divider is unset."""
+    def core_config(self, divider: float | None = None, starts_jobs: bool = False) -> CoreConfig:
+        """The core's configuration; ``divider`` (a model's) applies when policy.divider is unset.
+        ``starts_jobs``: rush is the scheduler, so ``policy.rjms_priority`` applies (elsewhere the
+        RJMS orders by its own priority, which rush sets)."""
         p = self.policy
         return CoreConfig.from_names(
             parse_policy_text(p.policy),
@@ -292,6 +308,8 @@ class RushConfig(Section):
             wait_quantum=p.wait_quantum,
             placement=p.placement,
             priority_weight=self.site.priority_weight,
+            max_jobs_considered=p.max_jobs_considered,
+            rjms_priority_first=starts_jobs and p.rjms_priority == "first",
         )
 
 

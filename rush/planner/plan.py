@@ -36,6 +36,7 @@ from rush.planner.apply import Applier, Book, plan_actions
 from rush.planner.config import RushConfig
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
+from rush.planner.pass_trigger import PassTrigger
 from rush.planner.queue_view import QueueView, describe_core, queue_rows
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
@@ -106,6 +107,7 @@ class Planner:
         # The last successful cycle's (cycle number, built snapshot, decisions), for a shell
         # that carries the core's starts out itself (the Flux scheduler module allocates them).
         self.last: tuple[int, Built, Decisions] | None = None
+        self._trigger = PassTrigger()
         self._running: dict[int, RJMSJob] = {}
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
@@ -158,13 +160,18 @@ class Planner:
 
     def _core_config(self) -> CoreConfig:
         divider = self.classifier.divider if self.classifier is not None else None
+        starts_jobs = self.backend.capabilities.starts_jobs
         try:
-            return self.config.core_config(divider=divider)
+            return self.config.core_config(divider=divider, starts_jobs=starts_jobs)
         except RushError as exc:
             # kill_false_small with the model's divider, but the model did not load.
             self.journal.event(None, "config", f"false-small kills disabled: {exc}")
             log.error("false-small kills disabled: %s", exc)
-            return replace(self.config.core_config(divider=1.0), kill_false_small=False, divider=None)
+            return replace(
+                self.config.core_config(divider=1.0, starts_jobs=starts_jobs),
+                kill_false_small=False,
+                divider=None,
+            )
 
     def _sets_priorities(self) -> bool:
         """Priority actions only where the RJMS orders by them: not when rush starts jobs itself
@@ -259,6 +266,8 @@ class Planner:
             self.applier.reconcile(state)
             self._observe_completions(state, cycle)
             built = self.builder.build(state, self.book.jobs())
+            # Only a pass an RJMS event triggered counts skips (rush.core.skip_with_limit).
+            built = replace(built, snapshot=replace(built.snapshot, trigger=self._trigger.of(state)))
             try:  # job-node windows at the core's tentative placement; quiet pods (issue 20)
                 built = predict_at_placement(built, self.variation, self.core_config, state)
             except Exception as exc:  # a model failing on live input must not stop scheduling
@@ -283,6 +292,8 @@ class Planner:
         counts: dict[str, int] = {}
         for d in decisions.decisions:
             counts[d.action] = counts.get(d.action, 0) + 1
+        if decisions.unconsidered:  # a bounded pass: each job's queue row says "not considered"
+            counts["unconsidered"] = len(decisions.unconsidered)
         seconds = time.perf_counter() - started
         pending, running = len(built.snapshot.pending), len(built.snapshot.running)
         if rjms_error is not None:

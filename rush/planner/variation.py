@@ -246,7 +246,12 @@ class LearnedVariationPredictor:
         model: str | Path | None = None,
         classes: Sequence[str] | None = None,
     ) -> None:
-        from rush.models.variability.features import PROBE_FEATURES, WTYPE_FEATURES, WTYPES
+        from rush.models.variability.features import (
+            PLACEMENT_FEATURES,
+            PROBE_FEATURES,
+            WTYPE_FEATURES,
+            WTYPES,
+        )
         from rush.models.variability.train import load_variability_model
 
         if model is None:
@@ -293,6 +298,9 @@ class LearnedVariationPredictor:
         )
         self.source = source
         self._wtype_features = set(WTYPE_FEATURES)
+        # What the job brings (its type, its placement) is no reading of the store: a prediction
+        # needs at least one counter or probe value, as before.
+        self._not_readings = self._wtype_features | set(PLACEMENT_FEATURES)
         self._wtypes = frozenset(WTYPES)
         self._probe_features = set(PROBE_FEATURES)
         # Counter metrics the model reads: ``<scope>_<stat>_<metric>`` -> metric.
@@ -365,7 +373,7 @@ class LearnedVariationPredictor:
                 alias = "all_" + name[4:]
                 if alias in features:
                     features[name] = features[alias]
-        readings = [f for f in self.features if f not in self._wtype_features]
+        readings = [f for f in self.features if f not in self._not_readings]
         if readings and not any(f in features and math.isfinite(features[f]) for f in readings):
             raise _Unknown(f"no sample of the model's features in [{now - self.window:.0f}, {now:.0f})")
         self.last_imputed = sum(1 for f in readings if f not in features)
@@ -380,7 +388,7 @@ class LearnedVariationPredictor:
         for name in [f for f in features if f.startswith("job_")]:
             del features[name]  # the aliases of current_features: the real ones follow
         features |= self._window(now).table([list(hosts)], "job", with_probe=self._uses_probe).row(0)
-        readings = [f for f in self.features if f not in self._wtype_features]
+        readings = [f for f in self.features if f not in self._not_readings]
         if readings and not any(f in features and math.isfinite(features[f]) for f in readings):
             raise _Unknown(
                 f"no sample of the model's features on the job's nodes in [{now - self.window:.0f}, {now:.0f})"
@@ -458,7 +466,7 @@ class LearnedVariationPredictor:
                 shared = self.current_features(now)
             except _Unknown as exc:  # no store, a foreign schema or an empty all-node window
                 shared_error = str(exc)
-        readings = [m for m, f in enumerate(self.features) if f not in self._wtype_features]
+        readings = [m for m, f in enumerate(self.features) if f not in self._not_readings]
         if None in keys:
             if shared_error is not None:
                 failed[keys.index(None)] = shared_error

@@ -23,6 +23,7 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
+from rush.core.runtime_predictions import correction_code
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -33,7 +34,10 @@ from rush.workload.model import Workload
 class SimInputs:
     """Per-job inputs from models, aligned with the workload (submit order).
 
-    * ``estimate``: runtime predictions replacing p~ for scheduling (kills stay at p~).
+    * ``estimate``: runtime predictions replacing p~ for scheduling (kills stay at p~); with
+      ``CoreConfig.prediction_correction`` a running job that outlives its estimate gets a
+      corrected one (:mod:`rush.core.runtime_predictions`). Predictions from a runtime
+      predictor come from :func:`rush.models.runtime_predictors.predict_walkforward`.
     * ``runtime_class``: predicted class per job (0 small, 1 large, -1 unknown); used with
       ``CoreConfig.use_classes`` and ``kill_false_small``.
     * ``idempotent``: opt-in mask for false-small kills (default: every job opted in).
@@ -153,6 +157,38 @@ def _node_view(workload: Workload, config: CoreConfig, nodes_per_leaf: int) -> N
     return node_view(pool, view, new_slots(0, 0), config.placement)
 
 
+# simulate(on_nodes=NODE_KERNELS): on the trace's nodes with the node kernels, even where the
+# nodes are interchangeable.
+NODE_KERNELS = "kernels"
+
+
+def interchangeable_nodes(workload: Workload, config: CoreConfig) -> bool:
+    """Whether no decision of a replay on the trace's nodes can depend on which nodes a job
+    gets, so that the processor-count kernels decide exactly as the node kernels (issue 31):
+    the simulator's machine is identical up nodes without GPUs or partitions, and either its
+    nodes have one core (every request is then a count of cores) or every job asks for whole
+    exclusive nodes and its processors are its nodes times their cores (free cores are then
+    always whole idle nodes). EASY and list scheduling only: a conservative reservation needs
+    the same nodes for its whole window, which a count profile does not see. First-fit
+    placement only: it lets a job that ends by the shadow time take the head's blocked nodes
+    first wherever they are, as the counts do; topology placement picks a leaf first, and
+    variability-aware placement may start a flagged job on quiet nodes where the counts skip it."""
+    machine, requests = workload.machine, workload.requests
+    if machine is None or requests is None or machine.nodes <= 0:
+        return False
+    if config.backfill == "conservative" or config.placement != "first-fit":
+        return False
+    if int(workload.machine_procs) != machine.nodes * machine.cores_per_node:
+        return False
+    if np.any(np.asarray(requests.gpus_per_node) != 0):
+        return False
+    nodes = np.asarray(requests.nodes)
+    if machine.cores_per_node == 1:
+        return bool(np.all((nodes == 0) | (np.asarray(workload.procs) == nodes)))
+    whole = np.asarray(requests.exclusive) & (nodes > 0)
+    return bool(np.all(whole & (np.asarray(workload.procs) == nodes * machine.cores_per_node)))
+
+
 def simulate(
     workload: Workload,
     config: CoreConfig | None = None,
@@ -161,15 +197,32 @@ def simulate(
     time_origin: float = 0.0,
     progress: bool = False,
     label: str = "",
-    on_nodes: bool = False,
+    on_nodes: bool | str = False,
     nodes_per_leaf: int = 0,
 ) -> SimResult:
     """Replay ``workload`` under ``config``. ``time_origin`` is F1-F4's trace start (SWF: 0).
 
     ``on_nodes``: schedule on the trace's nodes (``workload.machine``: whole nodes where the
     log allocated them, else one-core nodes, which decide as processor counts do), with
-    leaf switches of ``nodes_per_leaf`` nodes for topology placement (0: one switch)."""
+    leaf switches of ``nodes_per_leaf`` nodes for topology placement (0: one switch). Where
+    the nodes are interchangeable (:func:`interchangeable_nodes`) the replay runs the
+    processor-count kernels, whose decisions are then the same and several times faster;
+    ``on_nodes=NODE_KERNELS`` runs the node kernels anyway (tests and benchmarks compare the two)."""
+    if on_nodes not in (False, True, NODE_KERNELS):
+        raise RushError(
+            f"on_nodes={on_nodes!r}",
+            where="simulate",
+            fix=f"give False, True or {NODE_KERNELS!r} (the node kernels even on interchangeable nodes)",
+        )
+    node_kernels = on_nodes == NODE_KERNELS
+    on_nodes = bool(on_nodes)
     config = config or CoreConfig()
+    if config.max_jobs_considered is not None:
+        raise RushError(
+            "max_jobs_considered bounds the live pass only; the simulator replays every pass in full",
+            where="max_jobs_considered",
+            fix="leave it out of the configuration you replay",
+        )
     inputs = inputs or SimInputs()
     n = len(workload)
     submit = np.ascontiguousarray(workload.submit, dtype=np.float64)
@@ -221,6 +274,10 @@ def simulate(
     scan = config.scan_policy
     scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, estimate)
     counter = np.zeros(1, dtype=np.int64)
+    nodes = _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n)
+    by_counts = on_nodes and not node_kernels and interchangeable_nodes(workload, config)
+    if by_counts:
+        nodes = procs_only_view(n)
     args = (
         SimJobs(
             submit,
@@ -237,11 +294,15 @@ def simulate(
             fairshare,
         ),
         pass_config(config, order, scan_order, time_origin),
-        KillRules(bool(config.kill_false_small), int(config.max_requeues)),
+        KillRules(
+            bool(config.kill_false_small),
+            int(config.max_requeues),
+            correction_code(config.prediction_correction),
+        ),
         VariabilityWindows(np.ascontiguousarray(intervals[:, 0]), np.ascontiguousarray(intervals[:, 1])),
         int(workload.machine_procs),
         counter,
-        _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n),
+        nodes,
         no_fair_share()
         if found is None or inputs.fair_share_model is None
         else fair_share_tree(found, inputs.fair_share_model, float(submit[0]), _reads_fairshare(config)),

@@ -41,6 +41,7 @@ from rush.core.false_small_kill import (
 from rush.core.job_rules import effective_estimate
 from rush.core.node_pool import NodePool, NodeView, Slots, new_slots
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
+from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
 
@@ -148,6 +149,8 @@ class SimJobs(NamedTuple):
 class KillRules(NamedTuple):
     kill_false_small: bool
     max_requeues: int
+    # How a run's estimate is corrected when it outlives it (rush.core.runtime_predictions).
+    correction: int = 0
 
 
 class VariabilityWindows(NamedTuple):
@@ -269,6 +272,13 @@ def run_simulation(
     ht = np.empty(n, dtype=np.float64)
     hj = np.empty(n, dtype=np.int64)
     hn = 0
+    # Prediction expiries: a running job reaching its estimated end while still running gets
+    # a corrected estimate (an event, with a pass after it).
+    correcting = rules.correction != CORRECTION_NONE
+    xt = np.empty(n if correcting else 0, dtype=np.float64)
+    xj = np.empty(n if correcting else 0, dtype=np.int64)
+    xn = 0
+    run_len = np.empty(n if correcting else 0, dtype=np.float64)  # current run's estimated length
     started_mark = np.zeros(n, dtype=np.bool_)
     out = new_out(n)
 
@@ -297,6 +307,8 @@ def run_simulation(
             t = submit[nxt]
         if hn > 0 and ht[0] < t:
             t = ht[0]
+        if xn > 0 and xt[0] < t:
+            t = xt[0]
         # Inside a variability interval, its end may release skipped jobs: it is an event too.
         if qn > 0 and vi < nv and windows.start[vi] <= t_prev < windows.end[vi] and windows.end[vi] < t:
             t = windows.end[vi]
@@ -349,6 +361,23 @@ def run_simulation(
                 qn += 1
             else:
                 done += 1
+        # 1b. running jobs that outlived their estimate get the correction rule's next one
+        while xn > 0 and xt[0] <= t:
+            j = xj[0]
+            expired = xt[0]
+            xn = _heap_pop(xt, xj, xn)
+            if start[j] < 0 or run_est_end[j] != expired or end[j] <= t:
+                continue  # ended or requeued since
+            rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
+            # Elapsed at least the expired length: t - start may round below it.
+            elapsed = max(t - start[j], run_len[j])
+            run_len[j] = running_estimate(rules.correction, est[j], elapsed, limit[j])
+            run_est_end[j] = start[j] + run_len[j]
+            rn = _running_insert(
+                r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]
+            )
+            if end[j] > run_est_end[j] and run_est_end[j] > expired:
+                xn = _heap_push(xt, xj, xn, run_est_end[j], j)
         # 2. arrivals
         while nxt < n and submit[nxt] <= t:
             if fair.ordered:
@@ -366,7 +395,7 @@ def run_simulation(
         if fair.ordered and ledger.clock[3] != factors_epoch:
             _refresh_factors(fair, ledger, queues.queue, qn)
             factors_epoch = ledger.clock[3]
-        moment = PassMoment(t, free, qn, variable_now)
+        moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
             view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
@@ -403,10 +432,14 @@ def run_simulation(
             killed[j] = outcome[j] == RUN_FINAL_KILL
             end[j] = t + length
             run_est_end[j] = t + est[j]
+            if correcting:
+                run_len[j] = est[j]
             hn = _heap_push(ht, hj, hn, end[j], j)
             rn = _running_insert(
                 r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]
             )
+            if correcting and end[j] > run_est_end[j]:
+                xn = _heap_push(xt, xj, xn, run_est_end[j], j)
         qn = drop_started(queues, qn, started_mark, config.same_scan)
         for k in range(ns):
             started_mark[out.start[k]] = False

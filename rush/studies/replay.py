@@ -39,7 +39,13 @@ from rush.core.resources import Node
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
 from rush.simulator.engine import simulate
-from rush.studies.replay_slurm import INHERENT, setting_differences, slurm_settings
+from rush.studies.replay_slurm import (
+    INHERENT,
+    setting_differences,
+    slurm_mode_report,
+    slurm_scheduler,
+    slurm_settings,
+)
 from rush.studies.replay_window import Observed, Window, fidelity_report, scale_window
 from rush.workload.model import Workload
 
@@ -375,7 +381,17 @@ def replay(
         report["whole_second_runtimes"] = {
             k: ticked[k] for k in ("start_difference", "start_order", "metrics")
         }
+        # The simulator's Slurm mode, from this Slurm's own settings, on its clock.
+        scheduler, why_not = slurm_scheduler(backend, state.nodes)
+        if scheduler is None:
+            say(f"replay: no Slurm-mode prediction: {why_not}")
+        else:
+            report["slurm_mode"] = slurm_mode_report(
+                as_seen, observed, scheduler, config, t0, tau=tau, granularity=granularity
+            )
     report["rjms"], report["mode"] = rjms, mode
+    # The replay's time 0 on the RJMS's clock (epoch seconds): where Slurm's ticks fell.
+    report["clock_offset"] = t0
     report["window"] = {"start": window.start, "count": window.count, "speedup": speedup, "cpus": cpus}
     report["rjms_job_ids"] = {str(k): v for k, v in ids.items()}
     report["scheduler_differences"] = differences

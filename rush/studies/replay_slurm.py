@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rush.core.config import CoreConfig
 from rush.core.resources import Node
+from rush.core.slurm_backfill import SlurmScheduler
 from rush.errors import RJMSError
 from rush.rjms.base import RJMSBackend
+from rush.studies.replay_window import Observed, fidelity_report
+from rush.workload.model import Workload
 
 # Slurm's defaults where slurm.conf leaves a parameter out (slurm.conf(5), 25.11).
 DEFAULTS = {"bf_resolution": "60", "bf_window": "1440", "bf_job_part_count_reserve": "0"}
@@ -116,3 +120,40 @@ def _number(text: str) -> float | None:
         return float(text.split()[0])
     except (ValueError, IndexError):
         return None
+
+
+def slurm_mode_report(
+    as_seen: Workload,
+    observed: list[Observed],
+    scheduler: SlurmScheduler,
+    config: CoreConfig,
+    clock_offset: float,
+    tau: float = 10.0,
+    granularity: float = 5.0,
+) -> dict:
+    """The simulator's Slurm mode (:mod:`rush.simulator.slurm_mode`) against what Slurm did:
+    the same comparison as the replay's, on Slurm's clock (``clock_offset``: the replay's time
+    0 in epoch seconds)."""
+    from rush.simulator.slurm_mode import SlurmClock, simulate_slurm
+
+    simulated = simulate_slurm(as_seen, scheduler, config, SlurmClock(offset=clock_offset))
+    report = fidelity_report(simulated, observed, tau=tau, rjms="slurm", granularity=granularity)
+    report["scheduler"] = {k: getattr(scheduler, k) for k in scheduler.__dataclass_fields__}
+    return report
+
+
+def slurm_scheduler(backend: RJMSBackend, nodes: Sequence[Node]) -> tuple[SlurmScheduler | None, str]:
+    """The Slurm mode's scheduler for this Slurm (``scontrol show config`` and its nodes), or
+    None and the reason (settings unreadable, nodes of several sizes, a parameter the mode
+    does not know): then only the EASY comparisons are made."""
+    from rush.errors import ConfigError
+    from rush.rjms.slurm_conf import scheduler_from_settings
+
+    settings = slurm_settings(backend)
+    if not settings or not nodes:
+        return None, "Slurm's settings could not be read (scontrol show config)"
+    try:
+        found = scheduler_from_settings(settings, [node.cores for node in nodes], "scontrol show config")
+    except ConfigError as exc:
+        return None, str(exc)
+    return found.scheduler, ""

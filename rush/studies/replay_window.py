@@ -235,8 +235,9 @@ def fidelity_report(
                 "real_submit": float(rs),
                 "sim_start": float(ss),
                 "real_start": float(rt),
+                "real_end": float(re),
             }
-            for j, s, r, d, rs, ss, rt in zip(
+            for j, s, r, d, rs, ss, rt, re in zip(
                 simulated.job_id,
                 simulated.start - simulated.submit,
                 real.start - real.submit,
@@ -244,6 +245,7 @@ def fidelity_report(
                 real.submit,
                 simulated.start,
                 real.start,
+                real.end,
                 strict=True,
             )
         ],

@@ -77,6 +77,12 @@ def held(cluster: Any, job_id: int) -> bool:
     return get_backend("slurm", **cluster.options()).job(job_id).held
 
 
+def arrival(cluster: Any) -> int:
+    """A job arrives (user-held, so it never runs): the next cycle reads an RJMS event, and
+    only such a cycle counts a skip (rush.core.skip_with_limit)."""
+    return cluster.submit("-n", "1", "-t", "1", "--hold", "--wrap", "true")
+
+
 def test_network_job_held_while_noise_runs_released_when_it_stops(
     slurm: Any, tmp_path: Path, model: Path, live_store: Path
 ) -> None:
@@ -85,9 +91,13 @@ def test_network_job_held_while_noise_runs_released_when_it_stops(
     wait_for(lambda: window_mean(live_store) > NOISY)  # the whole window sees the noise
     network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 1")
     daemon = daemon_for(slurm, tmp_path, live_store, model, skip_limit=50)
-    for skips in (1, 2):
-        daemon.run_cycle()
-        assert held(slurm, network) and daemon.journal.job(network).skips == skips
+    daemon.run_cycle()  # the daemon's first cycle: an event
+    assert held(slurm, network) and daemon.journal.job(network).skips == 1
+    daemon.run_cycle()  # the same queue: a periodic cycle keeps the job held, counts nothing
+    assert held(slurm, network) and daemon.journal.job(network).skips == 1
+    arrival(slurm)
+    daemon.run_cycle()
+    assert held(slurm, network) and daemon.journal.job(network).skips == 2
     hold = daemon.journal.decisions(network, "hold")[0]
     assert hold["status"] == "done"
     outputs = hold["model_outputs"]
@@ -114,6 +124,7 @@ def test_network_job_released_at_its_skip_limit_while_noise_runs(
     network = slurm.submit("-n", "2", "-t", "5", "--comment=rush:wtype=network", LATER, "--wrap", "sleep 1")
     daemon = daemon_for(slurm, tmp_path, live_store, model, skip_limit=2)
     daemon.run_cycle()
+    arrival(slurm)  # an RJMS event: the next cycle counts
     daemon.run_cycle()
     assert held(slurm, network) and daemon.journal.job(network).skips == 2
     daemon.run_cycle()  # the limit: started although the predictor still says "variation"

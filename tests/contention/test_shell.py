@@ -16,6 +16,7 @@ from rush.contention.shell import JobSpec, Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 from rush.core.schedule import schedule
+from rush.core.skip_with_limit import counts_skips
 
 FABRIC = Fabric(PAPER, NoiseSpec())
 NOISE = FABRIC.noise_nodes
@@ -256,3 +257,38 @@ def test_an_idle_machine_held_by_flagged_jobs_is_released() -> None:
     assert len(results) == 6 and all(r.limit_hit for r in results)
     first = min(r.start for r in results)
     assert first >= 600.0 and sim.idle_releases == 6
+
+
+def test_only_event_passes_count_skips() -> None:
+    """Arrivals and ends are the RJMS's events (Fluxion's loop runs on them); the 30 s timer's
+    passes skip a flagged job without counting it, unless no job with a limit runs (then no
+    event can come). Each job's final count is exactly its counted skips in the pass log."""
+
+    def flag_network(present, pairs):
+        return [spec.app in NETWORK for spec, _ in pairs]
+
+    config = CoreConfig.from_names("FCFS", "easy", skip_limit=4)
+    sim = Simulation(
+        jobs(30, seed=2),
+        config,
+        np.random.default_rng(3),
+        NoiseSchedule.off(),
+        FABRIC,
+        oracle=flag_network,
+        keep_log=True,
+    )
+    results = {r.job_id: r for r in sim.run()}
+    counted: dict[int, int] = {}
+    uncounted = 0
+    for entry in sim.log:
+        limits = np.array([r.requested_time for r in entry.snapshot.running])
+        counts = counts_skips(entry.snapshot.trigger, limits)
+        for j in entry.skips:
+            counted[j] = counted.get(j, 0) + counts
+            uncounted += not counts
+    assert uncounted > 0  # periodic passes did skip flagged jobs without counting them
+    assert {e.snapshot.trigger for e in sim.log} == {"event", "periodic"}
+    for job_id, r in results.items():
+        assert r.skips == counted.get(job_id, 0)
+        if results[job_id].app in NETWORK:
+            assert r.skips == 4 and r.limit_hit

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
+import pytest
 
 from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
 from rush.core.schedule import schedule
+from rush.errors import RushError
 from rush.simulator.engine import simulate
 from tests.core.helpers import workload
 
@@ -195,3 +200,39 @@ def test_hostile_snapshots_are_refused_with_the_job_named():
     # An unlimited request is legitimate: it runs, and reserves nothing behind it.
     unlimited = Snapshot(now=10, total_procs=4, free_procs=4, pending=(PendingJob(2, 0, 1, math.inf),))
     assert schedule(unlimited, CoreConfig()).job_ids("start") == [2]
+
+
+def test_only_event_passes_count_skips():
+    """RUSH counts a skip when Fluxion's event-driven loop considers the job: a periodic pass
+    skips the same flagged job but leaves its count, and still starts an unflagged one."""
+    pending = (PendingJob(1, 0, 1, 10, variable=True, skips=2), PendingJob(2, 0, 1, 10))
+    running = (RunningJob(9, 0, 60, 100),)
+    config = CoreConfig(skip_limit=3)
+    event = Snapshot(now=10, total_procs=64, free_procs=4, pending=pending, running=running)
+    periodic = dataclasses.replace(event, trigger="periodic")
+    (counted,) = schedule(event, config).of("skip")
+    (kept,) = schedule(periodic, config).of("skip")
+    assert counted.value == 3.0 and kept.value == 2.0
+    assert "not counted" in kept.reason and "not counted" not in counted.reason
+    assert schedule(periodic, config).job_ids("start") == [2]
+    # At its limit a flagged job starts in a periodic pass too.
+    at_limit = dataclasses.replace(periodic, pending=(dataclasses.replace(pending[0], skips=3),))
+    assert schedule(at_limit, config).job_ids("start") == [1]
+
+
+def test_periodic_pass_counts_when_no_event_can_come():
+    """With nothing running that has a limit (an idle machine, or only an unlimited job such as
+    the contention simulator's noise), no event will ever come: a periodic pass counts."""
+    flagged = (PendingJob(1, 0, 1, 10, variable=True, skips=0),)
+    config = CoreConfig(skip_limit=3)
+    for running in ((), (RunningJob(9, 0, 4, math.inf),)):
+        snap = Snapshot(
+            now=10, total_procs=8, free_procs=4, pending=flagged, running=running, trigger="periodic"
+        )
+        assert schedule(snap, config).of("skip")[0].value == 1.0
+
+
+def test_unknown_trigger_is_refused():
+    snap = Snapshot(now=10, total_procs=8, free_procs=8, pending=(PendingJob(1, 0, 1, 10),), trigger="timer")
+    with pytest.raises(RushError, match="Snapshot.trigger"):
+        schedule(snap, CoreConfig())

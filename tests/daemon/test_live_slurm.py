@@ -173,6 +173,8 @@ def test_skip_holds_then_releases_at_the_limit(slurm, tmp_path):
     hold = daemon.journal.decisions(network, "hold")[0]
     assert hold["status"] == "done" and hold["model_outputs"]["variable"] is True
     assert hold["model_outputs"]["variation_last_mean"] == 9e9 and "variability" in hold["reason"]
+    # The same queue: a periodic cycle, but nothing with a limit runs, so no event can come and
+    # it counts (rush.core.skip_with_limit; tests/campaign/test_live_hold.py has the other case).
     daemon.run_cycle()
     assert job(slurm, network).held and daemon.journal.job(network).skips == 2
     daemon.run_cycle()  # limit reached: released although the network is still busy

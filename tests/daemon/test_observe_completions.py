@@ -10,35 +10,8 @@ from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
 from rush.planner.journal import JobRecord
 from rush.planner.plan import _killed_by_rush
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
-
-
-class Queue(RJMSBackend):
-    """A backend whose queue the test sets (no RJMS involved: the rule is the daemon's)."""
-
-    def __init__(self) -> None:
-        self.state = ClusterState(taken_at=1000.0, total_procs=8, free_procs=8, jobs=())
-
-    def read_state(self, partitions=()):
-        return self.state
-
-    def set_priority(self, job_id, site_factor):
-        return ActionResult(True)
-
-    def hold(self, job_id):
-        return ActionResult(True)
-
-    def release(self, job_id):
-        return ActionResult(True)
-
-    def requeue(self, job_id, tags):
-        return ActionResult(True)
-
-    def cancel(self, job_id):
-        return ActionResult(True)
-
-    def submit(self, **kwargs):
-        raise NotImplementedError
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.daemon.queue_backend import Queue
 
 
 class History:

@@ -1,6 +1,9 @@
 """The daemon's query socket: a real daemon answering ``rush explain`` / ``rush status`` to
 another uid (run through setpriv as nobody), by the RJMS's visibility rules, and hostile clients.
 
+nobody runs a copy of rush made where it can read it (tests/daemon/other_uid.py): the checkout
+and its .venv may be anywhere, a 0700 home directory included.
+
 The Slurm-with-PrivateData test gives the daemon a ``scontrol`` that prints a configuration with
 ``PrivateData=jobs`` (the test clusters of tests/slurm/cluster.py have none, and their slurm.conf
 is shared by every live test); the parsing of a real ``scontrol show config`` is checked on the
@@ -13,8 +16,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -27,11 +28,10 @@ from rush.planner import query_server
 from rush.planner.journal_query import JobNotVisible, VisibilityRules
 from rush.planner.query_server import QueryServer, ask, backend_rules, slurm_rules
 from tests.daemon.helpers import config
+from tests.daemon.other_uid import NobodyRush, install_for_nobody
 from tests.planner.journal_query_data import T0, JournalContents, queue_row, write_journal
 from tests.polling import wait_for
 
-RUSH = Path(sys.executable).with_name("rush")
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 SCONTROL = (
     "#!/bin/sh\nprintf 'PrivateData             = jobs,usage\\nSlurmUser               = slurm(64030)\\n'\n"
 )
@@ -61,12 +61,23 @@ def _journal(tmp_path: Path) -> Path:
     return path
 
 
-def _as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*NOBODY, str(RUSH), *argv], capture_output=True, text=True, timeout=120)
+@pytest.fixture(scope="module")
+def nobody_rush() -> Iterator[NobodyRush]:
+    """rush as nobody can run it: the commands below, copied where nobody can read them."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv")
+    try:
+        rush = install_for_nobody([["explain", "1", "--socket", "/nonexistent", "--json"], ["status"]])
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    yield rush
+    rush.remove()
 
 
 @needs_root
-def test_daemon_answers_another_uid_only_what_it_may_see(tmp_path: Path, socket_dir: Path) -> None:
+def test_daemon_answers_another_uid_only_what_it_may_see(
+    tmp_path: Path, socket_dir: Path, nobody_rush: NobodyRush
+) -> None:
     journal = _journal(tmp_path)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -82,23 +93,23 @@ def test_daemon_answers_another_uid_only_what_it_may_see(tmp_path: Path, socket_
         wait_for(sock.exists, timeout=30, step=0.05)
         assert sock.stat().st_mode & 0o777 == 0o666
         # nobody cannot read the journal itself...
-        direct = _as_nobody("explain", "10", "--journal", str(journal))
-        assert direct.returncode == 2, direct.stderr
+        direct = nobody_rush.run("explain", "10", "--journal", str(journal))
+        assert direct.returncode == 2 and str(journal) in direct.stderr, direct.stderr
         # ...but asks the daemon: its own job, with its rank among every pending job.
-        own = _as_nobody("explain", "10", "--socket", str(sock), "--json")
+        own = nobody_rush.run("explain", "10", "--socket", str(sock), "--json")
         assert own.returncode == 0, own.stderr
         view = json.loads(own.stdout)
         assert (view["row"]["user"], view["rank"], view["pending"]) == ("nobody", 2, 3)
         # alice's job: refused (Slurm's PrivateData=jobs), exit 1.
-        other = _as_nobody("explain", "13", "--socket", str(sock))
+        other = nobody_rush.run("explain", "13", "--socket", str(sock))
         assert other.returncode == 1 and "PrivateData=jobs" in other.stderr and "alice" not in other.stdout
         # The job nobody's waits behind is alice's: its end, not its id.
-        behind = json.loads(_as_nobody("explain", "12", "--socket", str(sock), "--json").stdout)
+        behind = json.loads(nobody_rush.run("explain", "12", "--socket", str(sock), "--json").stdout)
         assert behind["waits_behind"] == {"job_id": None, "state": "running", "predicted_end": T0 - 60 + 900}
-        status = _as_nobody("status", "--socket", str(sock), "--json")
+        status = nobody_rush.run("status", "--socket", str(sock), "--json")
         assert [s["job_id"] for s in json.loads(status.stdout)] == [10, 12]
-        assert "alice" not in _as_nobody("status", "--socket", str(sock)).stdout
-        missing = _as_nobody("explain", "99", "--socket", str(sock))
+        assert "alice" not in nobody_rush.run("status", "--socket", str(sock)).stdout
+        missing = nobody_rush.run("explain", "99", "--socket", str(sock))
         assert missing.returncode == 1 and "job 99 is not in rush's journal" in missing.stderr
         # root sees alice's job through the same socket.
         assert ask(sock, {"op": "explain", "job": 13})["row"]["user"] == "alice"

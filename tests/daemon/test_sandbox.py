@@ -218,9 +218,21 @@ SANDBOX_CONFIG = (
 )
 
 
+def unreadable_binds(paths: Iterable[str]) -> list[str]:
+    """The bound paths the unit's user cannot enter: a bind keeps its root's own mode (a clone
+    made 0700 stays closed to User= wherever it is bound, as under systemd)."""
+    return [path for path in paths if os.stat(path).st_mode & 0o005 != 0o005]
+
+
 def run_in_sandbox(
     tmp_path: Path, settings: dict[str, list[str]], argv: list[str], config_text: str = SANDBOX_CONFIG
 ):
+    closed = unreadable_binds(read_only_binds(settings))
+    if closed:
+        pytest.skip(
+            f"{', '.join(closed)} cannot be read by other users (mode 0700?): the unit's User= could "
+            "not run rush from there under systemd either; deploy from a checkout others can read"
+        )
     writable = writable_paths(settings)
     binds = []
     for i, _ in enumerate(writable):

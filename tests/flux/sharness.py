@@ -20,8 +20,9 @@ What is substituted in the copy of the test (:func:`substitute`), and nothing el
 
 * ``flux module load|unload|remove|reload sched-backfill`` -> the same command on
   ``sched-rush``;
-* ``load`` and ``reload`` get ``$RUSH_SCHED_ARGS`` appended (``config=`` a rush.toml with
-  policy RJMS (Flux's priority order), EASY backfill, no rush extras; the journal beside it), so
+* ``load`` and ``reload`` get ``$RUSH_SCHED_ARGS`` appended (``config=`` a rush.toml with the
+  module's default configuration: only the journal's path, beside it, and the Flux backend; so
+  FCFS, EASY backfill and Flux's priority first, ``policy.rjms_priority = "first"``), so
   ``flux module load sched-backfill queue-depth=bogus`` becomes
   ``flux module load sched-rush $RUSH_SCHED_ARGS queue-depth=bogus``.
 
@@ -41,7 +42,11 @@ from pathlib import Path
 
 from tests.flux.instance import ROOT, flux_prefix, python_path
 
-VENDOR = ROOT.parent / "shared" / "vendor"
+# ../shared/vendor of the checkout (of /work/main; a worktree under /work/wt/ looks one level up).
+VENDOR = next(
+    (p / "shared" / "vendor" for p in ROOT.parents if (p / "shared" / "vendor").is_dir()),
+    ROOT.parent / "shared" / "vendor",
+)
 TEST_NAME = "t2307-sched-backfill.t"
 # What the sharness driver needs besides the test itself.
 NEEDED = ("t/sharness.sh", "t/sharness.d/", "t/rc/", "t/scripts/", f"t/{TEST_NAME}")
@@ -95,15 +100,11 @@ def substitute(text: str) -> str:
 
 
 def rush_config(directory: Path) -> Path:
-    """sched-backfill's rules in rush's terms: EASY backfill, the queue in Flux's priority
-    order (policy RJMS: highest first, ties in submit order, as sched-backfill's priority then
-    job id), nothing else of rush's."""
+    """The module's default configuration (nothing set but where the journal goes): FCFS,
+    EASY backfill, Flux's priority first (``policy.rjms_priority = "first"``: highest first, the
+    policy among equal ones, as sched-backfill orders by priority then job id)."""
     path = directory / "rush.toml"
-    path.write_text(
-        f'[daemon]\ncycle_interval = 1\njournal = "{directory / "journal.sqlite"}"\n\n'
-        '[policy]\npolicy = "RJMS"\nbackfill = "easy"\nwait_quantum = 0\n\n'
-        '[rjms]\nbackend = "flux"\n'
-    )
+    path.write_text(f'[daemon]\njournal = "{directory / "journal.sqlite"}"\n\n[rjms]\nbackend = "flux"\n')
     return path
 
 

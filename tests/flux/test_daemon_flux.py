@@ -119,6 +119,7 @@ def test_skip_holds_through_urgency_0_then_releases_at_the_limit(flux, tmp_path)
     # The value rush computed while holding is stored by the plugin, not applied.
     value = daemon.journal.job(network).last_site_factor
     assert value and daemon.backend.plugin_priorities([network]) == {network: value}
+    # The same queue, but nothing with a limit runs: no event can come, so this cycle counts.
     assert daemon.run_cycle().ok
     assert urgencies(flux)[network] == 0 and daemon.journal.job(network).skips == 2
     assert daemon.run_cycle().ok  # limit reached: released although the network is still busy

@@ -1,6 +1,7 @@
 """Differential check against Flux's own EASY scheduler (issue 20 §5): the same node-level
 FCFS workload on the same fake four-node instance, once under flux-core's ``sched-backfill``
-and once under rush's module (policy FCFS, EASY backfill, no rush extras). Both must start the
+and once under rush's module (policy FCFS, EASY backfill, no rush extras); then under Fluxion
+(flux-sched 0.54, ``queue-policy=easy``, ``lonodex``) when it is installed. Each must start the
 same jobs in the same order, each on the same number of nodes.
 
 The workload is queued behind a blocker that holds every node, then the blocker is cancelled,
@@ -17,6 +18,7 @@ import json
 
 import pytest
 
+from tests.flux import fluxion
 from tests.flux.module_config import MODULE, write_config
 from tests.polling import wait_for
 
@@ -80,5 +82,22 @@ def test_rush_starts_the_same_jobs_in_the_same_order_as_sched_backfill(four_node
     flux.use_scheduler(str(MODULE), f"config={write_config(tmp_path, interval=1)}")
     ours = run_workload(flux)
     # The designed schedule, so that the comparison cannot pass on two equal wrong runs.
+    assert theirs[0][0] == {"A", "C"} and theirs[-1][0] == {"D"}
+    assert ours == theirs
+
+
+def test_rush_starts_the_same_jobs_in_the_same_order_as_fluxion_easy(four_nodes, tmp_path):
+    """The same workload under Fluxion (``queue-policy=easy``, match policy ``lonodex``: whole
+    nodes, lowest ids first, as rush's first fit; Fluxion's ``first`` takes the highest ids)."""
+    why = fluxion.unavailable()
+    if why:
+        pytest.skip(why)
+    flux = four_nodes()
+    fluxion.use_fluxion(flux, "easy", "lonodex")
+    theirs = run_workload(flux)
+    flux.stop()
+    flux = four_nodes()
+    flux.use_scheduler(str(MODULE), f"config={write_config(tmp_path, interval=1)}")
+    ours = run_workload(flux)
     assert theirs[0][0] == {"A", "C"} and theirs[-1][0] == {"D"}
     assert ours == theirs

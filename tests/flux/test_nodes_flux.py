@@ -202,3 +202,22 @@ def test_deep_jobspecs_are_refused():
         vertex = {"type": "socket", "count": 1, "with": [vertex]}
     with pytest.raises(ValueError, match="nested deeper"):
         request_from_jobspec({"resources": [vertex]})
+
+
+def test_sockets_between_node_and_slot_multiply_the_slots():
+    """A level Fluxion accepts and flux-core's own schedulers do not (sockets): 2 nodes, each
+    2 sockets of 3 slots of 4 cores and 1 GPU, is 24 cores and 6 GPUs per node."""
+    slot = {
+        "type": "slot",
+        "count": 3,
+        "label": "task",
+        "with": [{"type": "core", "count": 4}, {"type": "gpu", "count": 1}],
+    }
+    spec = {
+        "resources": [{"type": "node", "count": 2, "with": [{"type": "socket", "count": 2, "with": [slot]}]}]
+    }
+    request = request_from_jobspec(spec)
+    assert (request.nodes, request.cores_per_node, request.gpus_per_node) == (2, 24, 6)
+    # Without a node level: 2 sockets x 3 GPU slots, one node per slot (as -n6 -c4 -g1).
+    loose = request_from_jobspec({"resources": [{"type": "socket", "count": 2, "with": [slot]}]})
+    assert (loose.nodes, loose.cores_per_node, loose.gpus_per_node) == (6, 4, 1)

@@ -138,6 +138,25 @@ def test_batches_larger_than_the_plugin_limit_are_split(tmp_path, plugin):
         inst.stop()
 
 
+def test_the_gate_keeps_jobs_from_the_scheduler_until_rush_ranks_them(tmp_path, plugin):
+    """gate = true: a job without a rush value has priority 0, so the job-manager sends it to no
+    scheduler (the queue is started here) until rush's value arrives; expedite passes."""
+    inst = start(tmp_path / "flux", plugin, conf="gate = true")
+    try:
+        assert query(inst)["gate"] is True
+        jobs = full_node_jobs(inst, 3)
+        wait_for(lambda: all(priorities(inst).get(j) == 0 for j in jobs))
+        assert {j["id"]: j["state"] for j in inst.jobs()} == dict.fromkeys(jobs, "SCHED")
+        fast = inst.submit(f"-n{CORES}", "-t", "5m", "--urgency=31", "sleep", "0.2")
+        inst.wait_job(fast)  # expedited: Flux's maximum priority without a rush value
+        backend = FluxBackend(uri=inst.uri, priority_lever="plugin")
+        values = dict(zip(jobs, (30, 90, 60), strict=True))
+        assert all(r.ok for r in backend.set_priorities(list(values.items())))
+        assert start_order(inst, jobs) == [jobs[1], jobs[2], jobs[0]]
+    finally:
+        inst.stop()
+
+
 # -- reload and restart ---------------------------------------------------------------------
 def test_values_survive_a_plugin_reload(flux, plugin):
     flux.run("queue", "stop")

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.flux
 WHY = sharness.unavailable()
 NAMES = sharness.case_names() if WHY is None else []
 
-# Case number -> why rush's module does not pass it yet. Empty: with policy RJMS (Flux's
-# priority order, as sched-backfill) every case passes.
+# Case number -> why rush's module does not pass it yet. Empty: with the module's default
+# configuration (FCFS under Flux's priority, EASY) every case passes.
 NOT_YET: dict[int, str] = {}
 
 

@@ -27,7 +27,7 @@ from rush.collect.probe import FEATURES as PROBE_NAMES
 from rush.collect.probe import SOURCE as PROBE_SOURCE
 from rush.collect.store import FeatureStore
 from rush.models.variability.dataset import Dataset
-from rush.models.variability.features import WTYPES, WindowReader, window_features_for
+from rush.models.variability.features import WTYPES, WindowReader, is_placement, window_features_for
 from rush.models.variability.train import TrainOptions, train_variability
 from rush.planner.variation import LearnedVariationPredictor, _short_hosts
 
@@ -115,7 +115,7 @@ def train_model(store_path: Path, out: Path, scope: str) -> Path:
     """A small model on the store's names whose labels follow a job-node and an all-node counter."""
     with FeatureStore(store_path) as store:
         job = window_features_for(store, HOSTS[:6], NOWS[0], WINDOW, scope="job", with_probe=False)
-    counters = sorted(k[4:] for k in job)
+    counters = sorted(k[4:] for k in job if not is_placement(k))  # counters only
     names = (
         [f"job_{c}" for c in counters]
         + [f"all_{c}" for c in counters]
@@ -134,7 +134,10 @@ def train_model(store_path: Path, out: Path, scope: str) -> Path:
         np.array(["network"] * n, dtype=object), np.array([str(i) for i in range(n)], dtype=object),
         {"window": WINDOW}, np.zeros(n), np.ones(n),
     )  # fmt: skip
-    options = TrainOptions(models=("adaboost",), n_estimators=8, rfe_step=0.5, final_scope=scope)
+    # Leave-one-application-out selection keeps job, all and probe features here (all compared below).
+    options = TrainOptions(
+        models=("adaboost",), n_estimators=8, rfe_step=0.5, final_scope=scope, selection="loao"
+    )
     path = out / f"model-{scope}.joblib"
     train_variability(dataset, options).save(path)
     return path

@@ -9,12 +9,14 @@ change where jobs go.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from rush.core.config import CoreConfig
 from rush.errors import RushError
-from rush.simulator.engine import simulate
+from rush.simulator.engine import NODE_KERNELS, interchangeable_nodes, simulate
 from rush.workload.model import workload_from_trace
 from tests.core.real_traces import MIRROR
 
@@ -41,11 +43,44 @@ def test_nodes_decide_as_processor_counts_on_real_traces(trace: str, policy: str
     workload = _workload(trace)
     config = CoreConfig.from_names(policy, backfill, 200_000)
     procs = simulate(workload, config)
-    nodes = simulate(workload, config, on_nodes=True)
+    # The node kernels themselves (the replay would otherwise run the count kernels here).
+    nodes = simulate(workload, config, on_nodes=NODE_KERNELS)
     assert np.array_equal(procs.start, nodes.start)
     assert np.array_equal(procs.backfilled, nodes.backfilled)
     if trace != "KTH-SP2":
         assert workload.machine.whole_node and workload.requests.exclusive.all()
+
+
+@pytest.mark.parametrize("trace", sorted(TRACES))
+def test_interchangeable_nodes_replay_as_the_node_kernels(trace: str) -> None:
+    """Where no decision can depend on which node a job gets, the replay runs the count
+    kernels (issue 31): starts, backfills and ends are still the node kernels' job by job."""
+    workload = _workload(trace)
+    config = CoreConfig.from_names("SPF", "easy", 200_000)
+    assert interchangeable_nodes(workload, config)
+    fast = simulate(workload, config, on_nodes=True, nodes_per_leaf=16)
+    exact = simulate(workload, config, on_nodes=NODE_KERNELS, nodes_per_leaf=16)
+    assert np.array_equal(fast.start, exact.start)
+    assert np.array_equal(fast.backfilled, exact.backfilled)
+    assert np.array_equal(fast.end, exact.end)
+
+
+def test_nodes_that_matter_keep_the_node_kernels() -> None:
+    """Shared nodes beside exclusive ones, conservative reservations (same nodes for the whole
+    window), topology placement (a leaf first: on one-core nodes it decides otherwise than the
+    counts) and variability-aware placement are not count-equivalent: no shortcut."""
+    workload = _workload("SDSC-BLUE")
+    easy = CoreConfig.from_names("FCFS", "easy", 200_000)
+    assert interchangeable_nodes(workload, easy)
+    assert not interchangeable_nodes(workload, CoreConfig.from_names("FCFS", "conservative", 200_000))
+    assert not interchangeable_nodes(workload, replace(easy, placement="variability"))
+    assert not interchangeable_nodes(_workload("KTH-SP2"), replace(easy, placement="topology"))
+    shared = workload.requests.exclusive.copy()
+    shared[: len(shared) // 2] = False
+    mixed = replace(workload, requests=replace(workload.requests, exclusive=shared))
+    assert not interchangeable_nodes(mixed, easy)
+    with pytest.raises(RushError, match="kernels"):
+        simulate(workload.subset(np.arange(10)), easy, on_nodes="yes")
 
 
 def test_topology_placement_keeps_every_job_on_valid_nodes() -> None:

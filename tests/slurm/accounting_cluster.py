@@ -1,4 +1,6 @@
-"""A real Slurm with accounting on localhost: MariaDB, slurmdbd, slurmctld and slurmd (Debian's 22.05).
+"""A real Slurm with accounting on localhost: MariaDB, slurmdbd, slurmctld and slurmd, of either
+install (Debian's 22.05 with one node; the vendored 25.11 with :data:`ACCOUNTING_NODES`, two
+slurmd of 2 CPUs each, so that its fair-share runs on a multi-node cluster).
 
 :class:`AccountingCluster` is :class:`tests.slurm.cluster.SlurmCluster` (its munge, ports,
 temporary directory, client helpers and tear-down) with accounting and fair-share on:
@@ -6,7 +8,8 @@ temporary directory, client helpers and tear-down) with accounting and fair-shar
 * MariaDB: ``mariadb-install-db`` into a fresh datadir, then ``mariadbd`` on a free TCP port
   (127.0.0.1 only) and its own socket, ``--skip-grant-tables`` (nobody else can reach it;
   slurmdbd needs no user of its own);
-* slurmdbd (``-D``, foreground) with its own slurmdbd.conf beside slurm.conf (slurmdbd reads
+* slurmdbd of the same install (``-D``, foreground; 25.11's needs the vendored build's
+  ``accounting_storage/mysql``, built when the MariaDB client headers are present) with its own slurmdbd.conf beside slurm.conf (slurmdbd reads
   it from SLURM_CONF's directory): ``accounting_storage/mysql`` on that port, a free DbdPort;
 * slurm.conf as the shared clusters', except ``AccountingStorageType=accounting_storage/slurmdbd``
   with ``AccountingStorageEnforce=associations`` and priority/multifactor weighing fair-share
@@ -25,35 +28,56 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.slurm.cluster import DEBIAN, SlurmCluster, free_port
+from tests.slurm.cluster import DEBIAN, NodeLayout, SlurmCluster, SlurmInstall, free_port
 
 MARIADBD = Path("/usr/sbin/mariadbd")
 INSTALL_DB = Path("/usr/bin/mariadb-install-db")
-SLURMDBD = DEBIAN.sbin / "slurmdbd"
+# 25.11's multi-node accounting cluster: 4 CPUs on two nodes, so a job of -n 4 fills the
+# partition as on 22.05's single node.
+ACCOUNTING_NODES = NodeLayout(
+    nodes=("a1", "a2"),
+    cpus=2,
+    memory_mb=512,
+    partitions=(("acct", "a[1-2]", True),),
+    gpu_nodes=(),
+    drained=(),
+    switches=(("s1", "a[1-2]"),),
+)
 ACCOUNTS = ("acct_a", "acct_b")
 # PriorityWeightFairshare: large against the priority_weight the tests give rush.
 FAIRSHARE_WEIGHT = 100_000
 
 
-def accounting_available() -> str | None:
-    """None when the accounting cluster can run here, else the reason to skip."""
-    reason = DEBIAN.available()
+def accounting_available(install: SlurmInstall = DEBIAN) -> str | None:
+    """None when the accounting cluster can run here on ``install``, else the reason to skip."""
+    reason = install.available()
     if reason:
         return reason
-    for path in (SLURMDBD, MARIADBD, INSTALL_DB, DEBIAN.bin / "sacctmgr", DEBIAN.bin / "sshare"):
+    for path in (MARIADBD, INSTALL_DB):
         if not path.exists():
-            return f"{path} is not installed (.ci/install-deps.sh installs slurmdbd and mariadb-server)"
-    if not (DEBIAN.plugin_dir / "accounting_storage_mysql.so").exists():
+            return f"{path} is not installed (.ci/install-deps.sh installs mariadb-server)"
+    for path in (install.sbin / "slurmdbd", install.bin / "sacctmgr", install.bin / "sshare"):
+        if not path.exists():
+            fix = "apt-get install slurmdbd" if not install.vendored else "run .ci/vendor-slurm.sh"
+            return f"Slurm {install.name}: {path} is not installed ({fix})"
+    if not (install.plugin_dir / "accounting_storage_mysql.so").exists():
+        if install.vendored:
+            return (
+                f"Slurm {install.name} was built without accounting_storage/mysql (no MariaDB client "
+                "headers at build time): apt-get install default-libmysqlclient-dev, then rebuild with .ci/vendor-slurm.sh"
+            )
         return "Slurm's accounting_storage/mysql plugin is missing (apt-get install slurmdbd)"
     return None
 
 
 class AccountingCluster(SlurmCluster):
-    """One localhost Slurm 22.05 with slurmdbd and MariaDB; see the module docstring."""
+    """One localhost Slurm with slurmdbd and MariaDB; see the module docstring."""
 
-    def __init__(self, workdir: Path, cpus: int = 4) -> None:
-        # No job_submit plugin: rush's tags are not what these tests look at.
-        super().__init__(workdir, cpus=cpus, job_submit_lua=None, install=DEBIAN)
+    def __init__(self, workdir: Path, cpus: int = 4, install: SlurmInstall = DEBIAN) -> None:
+        # No job_submit plugin: rush's tags are not what these tests look at. 25.11 runs
+        # several nodes (its build has --enable-multiple-slurmd), 22.05 one.
+        layout = ACCOUNTING_NODES if install.vendored else None
+        super().__init__(workdir, cpus=cpus, job_submit_lua=None, install=install, layout=layout)
         self.dbd_conf = self.dir / "slurmdbd.conf"
         self.db_dir = self.dir / "mysql"
         self.db_socket = self.dir / "mysqld.sock"
@@ -139,7 +163,7 @@ class AccountingCluster(SlurmCluster):
             ],
         )
         self._wait(self.db_socket.exists, timeout, "mariadbd socket")
-        self._spawn("slurmdbd", [str(SLURMDBD), "-D"])
+        self._spawn("slurmdbd", [str(self.sbin / "slurmdbd"), "-D"])
         self._wait(self._dbd_answers, timeout, "slurmdbd")
         sacctmgr = self.tool("sacctmgr")
         self.run(sacctmgr, "-i", "add", "cluster", "rushtest")
@@ -167,6 +191,10 @@ class AccountingCluster(SlurmCluster):
             int(job): (int(priority), float(fairshare), int(site))
             for job, priority, fairshare, site in (line.split() for line in out.stdout.splitlines())
         }
+
+    def stop_slurmdbd(self) -> None:
+        """Stop slurmdbd (by its PID), leaving slurmctld and the database running."""
+        self._stop("slurmdbd")
 
     def stop(self) -> None:
         super().stop()

@@ -1,4 +1,5 @@
-"""rush beside Slurm's fair-share, on a real Slurm 22.05 with slurmdbd and MariaDB.
+"""rush beside Slurm's fair-share, on a real Slurm with slurmdbd and MariaDB: Debian's 22.05 (one
+node) and the vendored 25.11 (two nodes; tests/slurm/accounting_cluster.py), each test on both.
 
 Two accounts of equal shares; ``acct_a`` gets usage from a real job (which then keeps the
 node busy), so its user's fair-share factor drops below ``acct_b``'s. Three jobs then wait:
@@ -14,10 +15,13 @@ Each rush run is one ``rush daemon --once --apply`` cycle with a fresh journal:
     put first), the documented danger;
 (d) ``LINEAR:r=1,fairshare=-1e6`` with ``site.fairshare = "rjms"``: rush reads the factors
     (sshare) and orders both acct_b jobs first by its own policy; the journal shows the factor
-    read (its queue table) and the LINEAR key it made (the priority reason).
+    read (its queue table) and the LINEAR key it made (the priority reason);
+(e) slurmdbd unreachable (stopped, last): slurmctld answers sshare from its association
+    cache, so rush reads the same factors and its cycle succeeds.
 
 The module is its own xdist group (tests/xdist_groups.py groups by module): one worker, one
-cluster. It skips when slurmdbd or MariaDB is not installed.
+cluster at a time. An install skips with the reason when slurmdbd, MariaDB or its
+``accounting_storage/mysql`` plugin is missing.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import pytest
 
 from tests.polling import wait_for
 from tests.slurm.accounting_cluster import FAIRSHARE_WEIGHT, AccountingCluster, accounting_available
+from tests.slurm.cluster import INSTALLS
 
 pytestmark = pytest.mark.slurm
 
@@ -44,17 +49,22 @@ REPO = Path(__file__).resolve().parents[2]
 WEIGHT = 10_000
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AccountingCluster]:
-    reason = accounting_available()
+@pytest.fixture(scope="module", params=["22.05", "25.11"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AccountingCluster]:
+    install = INSTALLS[request.param]
+    reason = accounting_available(install)
     if reason:
         pytest.skip(reason)
-    cluster = AccountingCluster(tmp_path_factory.mktemp("slurm-accounting"), cpus=4)
+    cluster = AccountingCluster(tmp_path_factory.mktemp("slurm-accounting"), cpus=4, install=install)
     try:
         cluster.start()
     except Exception as exc:  # stop what did start; the message carries the daemons' logs
         cluster.stop()
-        pytest.fail(f"could not start the accounting Slurm: {exc} {cluster.log_tail('slurmdbd')}")
+        pytest.fail(
+            f"could not start the accounting Slurm {install.name}: {exc} {cluster.log_tail('slurmdbd')}"
+        )
     yield cluster
     cluster.stop()
 
@@ -174,3 +184,23 @@ def test_rush_priority_weight_and_full_range_and_the_fairshare_term(cluster, que
         assert read[job_id] == pytest.approx(factor, abs=1e-6)
         key = float(re.search(r"LINEAR key (-?[0-9.e+]+)", reasons[job_id]).group(1))
         assert key == pytest.approx(-1e6 * factor, abs=1_000), reasons[job_id]
+
+
+def test_fairshare_read_with_slurmdbd_unreachable(cluster, queue, tmp_path) -> None:
+    """(e) Runs last in the module: it stops the cluster's slurmdbd."""
+    cluster.stop_slurmdbd()
+    journal = rush_once(
+        cluster,
+        tmp_path,
+        "nodbd",
+        "LINEAR:r=1,fairshare=-1e6",
+        f'fairshare = "rjms"\npriority_weight = {WEIGHT}',
+    )
+    with sqlite3.connect(journal) as db:
+        read = dict(db.execute("SELECT job_id, fairshare FROM queue WHERE fairshare IS NOT NULL").fetchall())
+    shares = cluster.shares()  # still answered, by slurmctld
+    for name, job_id in queue.items():
+        account = "acct_a" if name.startswith("A") else "acct_b"
+        assert read[job_id] == pytest.approx(shares[(account, "root")][1], abs=1e-6)
+    prio = priorities(cluster, queue)
+    assert min(prio["B5"], prio["B9"]) > prio["A5"]

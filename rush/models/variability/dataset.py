@@ -7,11 +7,19 @@ the collectors wrote during the campaign. For each run that COMPLETED:
 * counters over ``[start - window, start)`` (:func:`rush.models.variability.features.window_features_for`,
   the function the live predictor uses) for each requested scope: the job's nodes (``job_``)
   and all nodes (``all_``), min/max/mean over the per-node means;
+* what the job itself brings, whatever the scopes: its node count and how its nodes spread
+  over the fabric's leaves and pods (:func:`rush.models.variability.features.placement_features`,
+  ``job_nodes``, ``job_leaves``, ...; the leaf and pod of each node from the store's topology);
 * the nine probe features (the record's probe, else the latest probe in the store);
 * the workload type one-hot ``wtype_compute``, ``wtype_network``, ``wtype_io``.
 
+The all-node window is read through :class:`rush.models.variability.features.WindowReader`
+(equal to ``window_features_for``; tests/planner/test_variation_batch.py), kept while the store's
+window content is the same: runs that start between two counter ticks share it.
+
 Labels, per application from the mean mu and the standard deviation sigma (population,
-ddof 0) of its completed runtimes: ``y_binary`` = 1 when runtime > mu + 1.5 sigma (model and
+ddof 0) of its completed control runs (its runs of its most common node count: see
+:func:`labels`), applied to all its runs: ``y_binary`` = 1 when runtime > mu + 1.5 sigma (model and
 feature selection); ``y_class`` = 0 "none" below mu + 1.2 sigma, 2 "variation" above
 mu + 1.5 sigma, 1 "little" in between (the exported model). The record's ``noise`` flag is
 ground truth for analysis only and is kept out of the features.
@@ -53,12 +61,18 @@ from rush.config_file import explain
 from rush.errors import RushError
 from rush.hashing import file_sha256
 from rush.models.variability.features import (
+    PLACEMENT_FEATURES,
     PROBE_FEATURES,
     SCOPES,
     WTYPE_FEATURES,
     WTYPES,
+    WindowReader,
     check_window,
+    is_placement,
+    known_feature,
+    placement_features,
     record_probe_features,
+    topology_of,
     window_features_for,
     wtype_features,
 )
@@ -371,18 +385,35 @@ def label_thresholds(runtimes: np.ndarray) -> dict[str, float]:
     }
 
 
-def labels(runtimes: np.ndarray, apps: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, dict]]:
-    """(y_binary, y_class, thresholds per application)."""
+def labels(
+    runtimes: np.ndarray, apps: np.ndarray, sizes: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, dict[str, dict]]:
+    """(y_binary, y_class, thresholds per application).
+
+    mu and sigma come from each application's **control runs**: its runs of its most common node
+    count (``sizes``; all its runs when None or of one size), the paper's 16-node control jobs in
+    the contention campaign. Runs of other sizes are labelled against the same thresholds, which
+    assumes weak scaling (an application's unimpeded runtime does not depend on its size, as in
+    the campaign): so "variation" means for a 32-node run what it means for a 16-node one, and
+    what the experiments count (runs above the control runs' mu + 1.5 sigma)."""
     y_binary = np.zeros(len(runtimes), dtype=np.int64)
     y_class = np.zeros(len(runtimes), dtype=np.int64)
     per_app = {}
     for app in sorted(set(apps.tolist())):
         mask = apps == app
-        t = label_thresholds(runtimes[mask])
+        reference = mask
+        if sizes is not None:
+            values, counts = np.unique(sizes[mask], return_counts=True)
+            control = values[np.argmax(counts)]  # the most common size (the smallest on ties)
+            reference = mask & (sizes == control)
+        t = label_thresholds(runtimes[reference])
+        if sizes is not None:
+            t["reference_nodes"] = int(control)
         r = runtimes[mask]
         y_binary[mask] = (r > t["variation_above"]).astype(np.int64)
         y_class[mask] = np.where(r > t["variation_above"], 2, np.where(r < t["little_above"], 0, 1))
         t["variation_runs"] = int((r > t["variation_above"]).sum())
+        t["labelled_runs"] = int(mask.sum())
         per_app[app] = t
     return y_binary, y_class, per_app
 
@@ -391,7 +422,9 @@ def labels(runtimes: np.ndarray, apps: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _counter_report(names: list[str]) -> dict[str, Any]:
-    metrics = sorted({n.split("_", 2)[2] for n in names if n.startswith(("job_", "all_"))})
+    metrics = sorted(
+        {n.split("_", 2)[2] for n in names if n.startswith(("job_", "all_")) and not is_placement(n)}
+    )
     families = {}
     for family, (published, prefixes) in PUBLISHED_FAMILIES.items():
         present = [m for m in metrics if m.startswith(prefixes)]
@@ -428,9 +461,15 @@ def build_dataset(
         )
     rows: list[dict[str, float]] = []
     with FeatureStore(store_path) as store:
+        reader: WindowReader | None = None
         for r in completed:
             features: dict[str, float] = {}
             for k, scope in enumerate(options.scopes):
+                if scope == "all" and k > 0:  # the all-node window without the probe: shared
+                    if reader is None or not reader.serves(store, r.start, options.window):
+                        reader = WindowReader(store, r.start, options.window)
+                    features |= reader.all_nodes("all", with_probe=False)
+                    continue
                 hosts = list(r.nodes) if scope == "job" else None
                 features |= window_features_for(
                     store,
@@ -441,20 +480,28 @@ def build_dataset(
                     probe=r.probe,
                     with_probe=k == 0,
                 )
+            if "job" not in options.scopes:  # the job's own features, whatever the scopes
+                features |= placement_features(r.nodes, topology_of(store, r.nodes, r.start, options.window))
             if "probe_send_min" not in features:  # a probe only on the record, none in the store
                 features |= record_probe_features(r.probe)
             rows.append(features | wtype_features(r.wtype))
     counters = sorted(
-        {n for row in rows for n in row if n.startswith(tuple(f"{s}_" for s in options.scopes))}
+        {
+            n
+            for row in rows
+            for n in row
+            if n.startswith(tuple(f"{s}_" for s in options.scopes)) and not is_placement(n)
+        }
     )
     by_scope = [n for s in options.scopes for n in counters if n.startswith(f"{s}_")]
-    names = [*by_scope, *PROBE_FEATURES, *WTYPE_FEATURES]
+    names = [*by_scope, *PLACEMENT_FEATURES, *PROBE_FEATURES, *WTYPE_FEATURES]
     X = np.array([[row.get(n, math.nan) for n in names] for row in rows], dtype=np.float64).reshape(
         len(rows), len(names)
     )
     apps = np.array([r.app for r in completed], dtype=object)
     runtimes = np.array([r.runtime for r in completed])
-    y_binary, y_class, per_app = labels(runtimes, apps)
+    sizes = np.array([len(r.nodes) for r in completed])
+    y_binary, y_class, per_app = labels(runtimes, apps, sizes)
     missing = np.isnan(X[:, : len(by_scope)]).all(axis=1) if by_scope else np.ones(len(rows), bool)
     description = {
         "format": DATASET_FORMAT,
@@ -470,10 +517,12 @@ def build_dataset(
         "dropped": {"not_completed": len(records.runs) - len(completed)},
         "rows_without_counters": int(missing.sum()),
         "rows_without_probe": int(np.isnan(X[:, names.index("probe_send_min")]).sum()),
+        "rows_without_topology": int(np.isnan(X[:, names.index("job_leaves")]).sum()),
         "first_start": float(runtimes.size and min(r.start for r in completed)),
         "last_start": float(runtimes.size and max(r.start for r in completed)),
         "labels": {
-            "binary": f"1 when runtime > mu + {BINARY_SIGMA} sigma of its application (ddof 0)",
+            "binary": f"1 when runtime > mu + {BINARY_SIGMA} sigma of its application's control runs "
+            "(its most common node count; ddof 0)",
             "classes": list(CLASS_NAMES),
             "class_rule": f"none < mu + {LITTLE_SIGMA} sigma <= little <= mu + {BINARY_SIGMA} sigma < variation",
             "per_app": per_app,
@@ -497,6 +546,51 @@ def build_dataset(
 
 
 # -------------------------------------------------------------------------------- load
+
+
+def _check_values(csv_path: Path, names: list[str], meta: dict[str, list], X: np.ndarray, fix: str) -> None:
+    """Every value a dataset row may hold (a dataset written by another tool, or by hand, with a
+    matching sha256): the first bad one names its line and column."""
+
+    def bad(row: int, column: str, problem: str) -> DatasetError:
+        return DatasetError(f"{column} {problem}", where=f"{csv_path}:{row + 2}: {column}", fix=fix)
+
+    unknown = [n for n in names if not known_feature(n)]
+    if unknown:
+        raise DatasetError(
+            f"unknown feature column(s) {unknown[:5]}", where=f"{csv_path}:1", fix=fix + " with this rush"
+        )
+    checks: list[tuple[str, Any, str]] = [
+        ("wtype", lambda v: v in WTYPES, f"is not one of {', '.join(WTYPES)}"),
+        ("app", lambda v: 0 < len(v) <= MAX_NAME, "is empty or too long"),
+        ("y_binary", lambda v: v in ("0", "1"), "is not 0 or 1"),
+        ("y_class", lambda v: v in ("0", "1", "2"), "is not 0, 1 or 2 (none, little, variation)"),
+    ]
+    for column, ok, problem in checks:
+        for row, value in enumerate(meta[column]):
+            if not ok(value):
+                raise bad(row, column, f"{value[:40]!r} {problem}")
+    for column in ("start", "runtime"):
+        for row, value in enumerate(meta[column]):
+            number = float(value) if value else math.nan
+            if not math.isfinite(number) or (column == "runtime" and number <= 0):
+                raise bad(
+                    row,
+                    column,
+                    f"{value[:40]!r} is not a finite {'runtime > 0' if column == 'runtime' else 'time'}",
+                )
+    for row, (y, c) in enumerate(zip(meta["y_binary"], meta["y_class"], strict=True)):
+        if (y == "1") != (c == "2"):
+            raise bad(row, "y_class", f"{c} disagrees with y_binary {y} (variation is class 2)")
+    if np.isinf(X).any():
+        row, col = (int(k) for k in np.argwhere(np.isinf(X))[0])
+        raise bad(row, names[col], "is infinite (a missing value is an empty field)")
+    negative = X < 0
+    if negative.any():
+        row, col = (int(k) for k in np.argwhere(negative)[0])
+        raise bad(
+            row, names[col], f"is negative ({X[row, col]!r}): counters, probe times and placements are >= 0"
+        )
 
 
 MAX_DESCRIPTION_BYTES = 16 << 20
@@ -553,6 +647,7 @@ def load_dataset(path: str | Path) -> Dataset:
     if not rows:
         raise DatasetError("the dataset has no rows", where=str(csv_path), fix=fix)
     X = np.array(rows, dtype=np.float64)
+    _check_values(csv_path, names, meta, X, fix)
     return Dataset(
         X=X,
         feature_names=list(names),

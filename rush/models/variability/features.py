@@ -16,6 +16,19 @@ its start. Live, nothing is stamped in the future, so the grace changes nothing 
 Counters exclude the probe's own source (``mpi_probe``): probes are features of their own.
 A feature without data is absent from the dict (the caller makes it NaN), never invented.
 
+**What the job itself brings** (job scope only, :func:`placement_features`): the probe and the
+counters see the load already on the fabric, not the load the job will add. So a job placed on
+``hosts`` also gets its node count ``job_nodes`` and how the placement spreads over the fabric's
+leaf switches (and pods): ``job_leaves`` (leaves spanned), ``job_leafshare`` (largest share of
+its nodes on one leaf), ``job_offleaf`` (the share of an all-to-all's traffic that leaves the
+leaf: (N - sum n_leaf^2 / N) / (N - 1)), ``job_ringoff`` (the share of a ring's edges, in the
+job's node order, that cross leaves), ``job_pods`` and ``job_offpod`` (the same for pods). The
+scheduler knows the job's workload type, not its communication pattern, so both pattern-free
+fractions are given and the model weighs them with the type one-hot. Where each node hangs is
+read from the store (source ``topology``, metrics ``leaf`` and ``pod``, written beside the
+counters), within the probe's window; a node without a reading leaves the leaf and pod features
+out (``job_nodes`` stays).
+
 :class:`WindowReader` is the same function for many node sets of one window (a scheduling
 pass's tentative placements): one store query for all their hosts, every set's row equal to
 ``window_features_for`` on it (tests/planner/test_variation_batch.py), reused while the store's
@@ -25,6 +38,7 @@ window content is unchanged (benchmarks/bench_variability_predict.py prints the 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -42,6 +56,12 @@ STATS: tuple[str, ...] = ("min", "max", "mean")
 WTYPES: tuple[str, ...] = ("compute", "network", "io")
 PROBE_FEATURES: tuple[str, ...] = tuple(f"probe_{name}" for name in PROBE_NAMES)
 WTYPE_FEATURES: tuple[str, ...] = tuple(f"wtype_{w}" for w in WTYPES)
+TOPOLOGY_SOURCE = "topology"  # where each node hangs: metrics "leaf" and "pod" (ids, static)
+TOPOLOGY_METRICS: tuple[str, ...] = ("leaf", "pod")
+PLACEMENT_FEATURES: tuple[str, ...] = (
+    "job_nodes", "job_leaves", "job_leafshare", "job_offleaf", "job_ringoff", "job_pods", "job_offpod",
+)  # fmt: skip
+NOT_COUNTERS = frozenset((PROBE_SOURCE, TOPOLOGY_SOURCE))
 PROBE_GRACE = 120.0  # seconds after the start during which a run's own probe is taken
 MAX_WINDOW = 30 * 86400.0
 
@@ -58,14 +78,92 @@ def check_window(window: float, where: str = "--window") -> float:
 
 
 def feature_scope(name: str) -> str:
-    """``job``, ``all``, ``probe`` or ``wtype``: which group a feature belongs to."""
+    """``job``, ``all``, ``probe`` or ``wtype``: which group a feature belongs to (the placement
+    features describe the job's nodes: ``job``)."""
     return name.split("_", 1)[0]
 
 
+_COUNTER_NAME = re.compile(r"^(job|all)_(min|max|mean)_[A-Za-z0-9_.:-]+$")
+
+
+def known_feature(name: str) -> bool:
+    """Whether this feature code makes a feature of this name: a counter of the job's or all
+    nodes (``<scope>_<stat>_<metric>``), the job's placement, the probe or the workload type."""
+    return (
+        name in PLACEMENT_FEATURES
+        or name in PROBE_FEATURES
+        or name in WTYPE_FEATURES
+        or bool(_COUNTER_NAME.match(name))
+    )
+
+
+def is_placement(name: str) -> bool:
+    """A feature of the job's placement (not a reading of the store's counters or probe)."""
+    return name in PLACEMENT_FEATURES
+
+
 def counter_sources(store: Any) -> list[str]:
-    """The store's sources except the probe's (a probe is a feature of its own, not a counter)."""
+    """The store's sources except the probe's and the topology's (not counters)."""
     rows = store.db.execute("SELECT name FROM sources ORDER BY name").fetchall()
-    return [name for (name,) in rows if name != PROBE_SOURCE]
+    return [name for (name,) in rows if name not in NOT_COUNTERS]
+
+
+def topology_of(store: Any, hosts: Sequence[str] | None, start: float, window: float) -> dict[str, tuple]:
+    """``{host: (leaf, pod)}`` from the topology readings in the probe's window: their mean per host
+    (the wiring does not change within a window, so the mean is its value; pod 0 when absent)."""
+    names, metrics, sums, counts = store.node_sums(
+        hosts, start - window, start + PROBE_GRACE, [TOPOLOGY_SOURCE]
+    )
+    if "leaf" not in metrics:
+        return {}
+    leaf = metrics.index("leaf")
+    pod = metrics.index("pod") if "pod" in metrics else None
+    out = {}
+    for k, host in enumerate(names):
+        if counts[k, leaf] > 0:
+            has_pod = pod is not None and counts[k, pod] > 0
+            out[host] = (sums[k, leaf] / counts[k, leaf], sums[k, pod] / counts[k, pod] if has_pod else 0.0)
+    return out
+
+
+def spread_rows(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of ``groups`` (sets, nodes: each node's leaf or pod): (distinct groups, largest
+    share, all-to-all off-group share, ring off-group share)."""
+    sets, n = groups.shape
+    same = groups[:, :, None] == groups[:, None, :]  # node i and j on one group
+    per_node = same.sum(axis=2)  # how many of the set share each node's group (itself included)
+    distinct = (1.0 / per_node).sum(axis=1)
+    share = per_node.max(axis=1) / n
+    if n < 2:
+        return np.round(distinct), share, np.zeros(sets), np.zeros(sets)
+    a2a = (n - per_node.sum(axis=1) / n) / (n - 1)  # sum of n_group^2 over n
+    ring = (groups != np.roll(groups, -1, axis=1)).mean(axis=1)
+    return np.round(distinct), share, a2a, ring
+
+
+def _spread(groups: np.ndarray) -> tuple[float, float, float, float]:
+    """:func:`spread_rows` of one node set."""
+    return tuple(float(v[0]) for v in spread_rows(np.asarray(groups, dtype=np.float64)[None, :]))  # type: ignore[return-value]
+
+
+def placement_features(hosts: Sequence[str], where: Mapping[str, tuple]) -> dict[str, float]:
+    """The job's own features on ``hosts`` (distinct, in order): see the module doc."""
+    hosts = list(dict.fromkeys(hosts))
+    if not hosts:
+        return {}
+    out = {"job_nodes": float(len(hosts))}
+    if not all(h in where for h in hosts):
+        return out
+    leaves, share, offleaf, ringoff = _spread(np.array([where[h][0] for h in hosts]))
+    pods, _, offpod, _ = _spread(np.array([where[h][1] for h in hosts]))
+    return out | {
+        "job_leaves": leaves,
+        "job_leafshare": share,
+        "job_offleaf": offleaf,
+        "job_ringoff": ringoff,
+        "job_pods": pods,
+        "job_offpod": offpod,
+    }
 
 
 def store_metrics(store: Any) -> set[str]:
@@ -122,7 +220,8 @@ def window_features_for(
     probe: Mapping[str, float] | None = None,
     with_probe: bool = True,
 ) -> dict[str, float]:
-    """Counter features of ``scope`` (default: ``job`` with hosts, ``all`` without) and probe features.
+    """Counter features of ``scope`` (default: ``job`` with hosts, ``all`` without), the job's
+    placement features (``job`` scope) and probe features.
 
     ``probe`` (a record's probe result) wins over the store's probes; ``with_probe=False``
     leaves the probe out (the second scope of a dataset row)."""
@@ -133,6 +232,8 @@ def window_features_for(
     if scope not in SCOPES:
         raise ConfigError(f"unknown scope {scope!r}", where="scope", fix=f"use one of: {', '.join(SCOPES)}")
     features = counter_features(store, hosts, start, window, scope)
+    if scope == "job" and hosts is not None:
+        features |= placement_features(hosts, topology_of(store, hosts, start, window))
     if with_probe:
         features |= record_probe_features(probe) or probe_features(store, hosts, start, window)
     return features
@@ -198,6 +299,8 @@ class WindowReader:
         self._probe: _ProbeIndex | None = None
         self._probe_rows: dict[tuple[int, int], np.ndarray] = {}
         self._all: dict[tuple[str, bool], dict[str, float]] = {}
+        self._where: dict[str, tuple] | None = None  # topology_of every host, read once
+        self._leaf_pod = np.zeros((0, 2))  # per host row: (leaf, pod), NaN without a reading
 
     def serves(self, store: Any, start: float, window: float) -> bool:
         """Whether this reader's answers are those of ``store`` for ``start`` (then it moves there)."""
@@ -370,6 +473,49 @@ class WindowReader:
             row[PROBE_NAMES.index(metric)] = float(np.mean(vals))
         return row
 
+    # -- the job's own placement -------------------------------------------------------------
+    def _placements(self, host_sets: Sequence[Sequence[str]]) -> FeatureTable:
+        """:func:`placement_features` of each node set: the topology read once for all nodes, the
+        sets of one size mapped to it and computed at once (:func:`spread_rows`); a set with a
+        repeated or unknown host takes the general path."""
+        if self._where is None:
+            self._where = topology_of(self.store, None, self.start, self.window)
+            self._leaf_pod = np.full((len(self._hosts), 2), np.nan)
+            for host, (leaf, pod) in self._where.items():
+                if host in self._row_of:
+                    self._leaf_pod[self._row_of[host]] = (leaf, pod)
+        values = np.full((len(host_sets), len(PLACEMENT_FEATURES)), np.nan)
+        by_length: dict[int, list[int]] = {}
+        for k, hosts in enumerate(host_sets):
+            by_length.setdefault(len(hosts), []).append(k)
+        for length, members in by_length.items():
+            if length == 0:
+                continue
+            sets = np.array(members)
+            names = chain.from_iterable(host_sets[k] for k in members)
+            try:
+                grid = np.fromiter(map(self._row_of.__getitem__, names), np.int64, len(members) * length)
+                grid = grid.reshape(len(members), length)
+                clean = (np.diff(np.sort(grid, axis=1), axis=1) > 0).all(axis=1)
+            except KeyError:  # an unknown host in one of them: each takes the general path
+                grid, clean = np.zeros((len(members), length), np.int64), np.zeros(len(members), bool)
+            for k in sets[~clean].tolist():
+                for name, value in placement_features(host_sets[k], self._where).items():
+                    values[k, PLACEMENT_FEATURES.index(name)] = value
+            if not clean.any():
+                continue
+            values[sets[clean], 0] = length  # job_nodes
+            where = self._leaf_pod[grid[clean]]  # (sets, nodes, leaf and pod)
+            known = ~np.isnan(where).any(axis=(1, 2))
+            if known.any():
+                placed = sets[clean][known]
+                leaves = spread_rows(where[known, :, 0])
+                pods = spread_rows(where[known, :, 1])
+                values[placed, 1:5] = np.column_stack(leaves)
+                values[placed, 5] = pods[0]
+                values[placed, 6] = pods[2]
+        return FeatureTable(list(PLACEMENT_FEATURES), values)
+
     # -- both -------------------------------------------------------------------------------
     def table(
         self, host_sets: Sequence[Sequence[str]], scope: str = "job", with_probe: bool = True
@@ -381,6 +527,11 @@ class WindowReader:
             )
         groups = self._groups(host_sets)
         counters = self._counters(len(host_sets), groups, scope)
+        if scope == "job":
+            placed = self._placements(host_sets)
+            counters = FeatureTable(
+                counters.names + placed.names, np.hstack((counters.values, placed.values))
+            )
         if not with_probe:
             return counters
         probes = self._probes(len(host_sets), groups)
@@ -391,7 +542,9 @@ class WindowReader:
         key = (scope, with_probe)
         if key not in self._all:
             # Every node the store knows (one without a value in the window adds nothing).
-            self._all[key] = self.table([self._hosts], scope, with_probe).row(0)
+            row = self.table([self._hosts], scope, with_probe).row(0)
+            # window_features_for(hosts=None) has no placement: every node is no job's placement.
+            self._all[key] = {f: v for f, v in row.items() if not is_placement(f)}
         return dict(self._all[key])
 
 

@@ -1,36 +1,51 @@
 """Training the variability model: model selection, feature elimination, the exported 3-class model.
 
-The published method (Nichols et al., IPDPS 2022), step by step:
+The published method (Nichols et al., IPDPS 2022, Sections IV-A and VI-B), step by step, with
+every cross-validation reported **both ways** (scikit-learn's ``model_selection`` and ``metrics``):
+
+* **k-fold** (the paper's protocol, its "F1 score of 0.95 in cross-validation"): stratified
+  k-fold over all applications (``StratifiedKFold`` on the binary label, shuffled with the seed),
+  so every application is in every training fold: the figure for a scheduler that runs the
+  applications it was trained on (ADAA, ADPA, WS, SS);
+* **leave one application out** (``LeaveOneGroupOut``): train on every other application, test
+  on the held-out one: the honest figure for an application the model never saw (PDPA). A
+  held-out application with no positive run and none predicted scores F1 = 1 (nothing to find,
+  nothing falsely flagged); the pooled F1 over all held-out predictions is reported beside the
+  mean.
+
+``selection`` (default ``kfold``, the paper's) says which of the two chooses; the other is
+reported beside it.
 
 1. **Model selection** on the binary label (runtime > mu + 1.5 sigma of its application):
    ExtraTrees, a random forest, k-nearest neighbours (in a Pipeline with imputation and
-   scaling) and AdaBoost, compared by the mean F1 over leave-one-application-out folds
-   (train on every other application, test on the held-out one). Each fold's F1 is reported
-   with its application. Because each application's label is relative to its *own* mu and
-   sigma, every application has about the same share of positives: the folds, fixed by the
-   applications, are stratified by construction (each fold's positive rate is in the table).
-   A held-out application with no positive run and none predicted scores F1 = 1 (nothing
-   to find, nothing falsely flagged); the pooled F1 over all held-out predictions is
-   reported beside the mean.
-2. **Node scope**: the chosen model with the job's-node features only, with all-node
-   features only, and with both (probe and workload type in each).
-3. **Recursive feature elimination** (the scope kept for the model, see ``final_scope``): in
-   each fold the model ranks the features by dropping the least important
-   ``rfe_step`` fraction at a time (tree importances; KNN has none, so ExtraTrees ranks for
-   it), and the held-out F1 is measured at every size on that path; the size with the best
-   mean F1 wins (the smallest on ties) and the features are the top ones of a ranking on all
-   data.
+   scaling) and AdaBoost, compared by the mean F1 over the selection protocol's folds.
+2. **Node scope** (reported, under the selection protocol): the chosen model with the job's-node
+   features only, with all-node features only, and with both (probe, workload type and the job's
+   own placement in each).
+3. **Recursive feature elimination** over the whole feature set (``final_scope = best``, the
+   default; ``all``, ``job`` or ``both`` restrict it to a scope): in each fold of the selection
+   protocol the model ranks the features by dropping the least important ``rfe_step`` fraction
+   at a time (tree importances; KNN has none, so ExtraTrees ranks for it), and the held-out F1
+   is measured at every size on that path; the size with the best mean F1 wins (the smallest on
+   ties) and the features are the top ones of a ranking on all data.
 4. **Final model**: the chosen kind on the chosen features, fitted on the 3 classes
-   (none / little / variation), in a scikit-learn Pipeline whose first step imputes missing
-   values (median of the training data; a feature never seen becomes 0), so what the live
-   predictor feeds it is treated exactly as in training.
-
-``final_scope`` defaults to ``all``: a pending job has no nodes of its own yet. Since the
-core decides placement (issue 20), the daemon and the contention simulator can read a job's
-node window at its tentative placement (the core's nodes for it in this pass,
-:mod:`rush.planner.variation_placement`), so ``job`` is usable live too; the scope comparison
-says whether it is worth it (in the contention simulator it is not: a node's counters show
-only its own traffic, and a job's nodes are idle before it starts; sim/variability/README.md).
+   (none / little / variation: mu + 1.2 sigma and mu + 1.5 sigma, as the paper), in a
+   scikit-learn Pipeline whose first step imputes missing values (median of the training data;
+   a feature never seen becomes 0), so what the live predictor feeds it is treated exactly as
+   in training. The Pipeline is the feature transformation travelling with the model; the card
+   lists its features in column order and is verified before the model file is loaded.
+5. **The flag threshold, at the start decision.** The scheduler acts on one question: "start this
+   job now, on these nodes?" Every campaign control run *is* one such decision: the features are
+   those of the moment it was started (the window before its start, its own probe on its nodes as
+   it started, its placement), and its label is what followed. So the threshold on
+   P(variation) is chosen on **held-out start decisions**: each control run's probability comes
+   from the 3-class model (final features) fitted on the folds of the selection protocol that did
+   not contain it, and the threshold is the point of scikit-learn's precision-recall curve with
+   the best F1. Not per question: in an experiment a held job is asked again at every pass, so
+   per-question counts weigh a long-held job many times and a started one once; the campaign
+   counts each start once, as the variation it causes is counted once. The F1, precision and
+   recall at that threshold are reported for the selection protocol's held-out probabilities
+   and for leave-one-application-out ones.
 """
 
 from __future__ import annotations
@@ -46,10 +61,12 @@ import numpy as np
 
 from rush.errors import ConfigError, ModelError
 from rush.models.variability.dataset import CLASS_NAMES, Dataset, DatasetError
-from rush.models.variability.features import feature_scope
+from rush.models.variability.features import feature_scope, is_placement
 
 MODEL_KINDS: tuple[str, ...] = ("extra_trees", "random_forest", "knn", "adaboost")
-FINAL_SCOPES: tuple[str, ...] = ("all", "job", "both", "best")
+FINAL_SCOPES: tuple[str, ...] = ("best", "all", "job", "both")  # best: RFE over the whole set
+PROTOCOLS: tuple[str, ...] = ("kfold", "loao")
+K_FOLDS = 5
 MAX_ESTIMATORS = 2_000
 MAX_SEED = 2**32 - 1
 DEFAULT_FIX = "retrain: rush train variability DATASET --out models/variability.joblib"
@@ -61,7 +78,9 @@ class TrainOptions:
     models: tuple[str, ...] = MODEL_KINDS
     n_estimators: int = 100
     rfe_step: float = 0.1  # fraction of the features dropped per elimination step
-    final_scope: str = "all"
+    final_scope: str = "best"
+    selection: str = "kfold"  # which cross-validation chooses: the paper's k-fold, or leave one app out
+    k_folds: int = K_FOLDS
     variation_classes: tuple[str, ...] = ("variation",)  # what the live predictor flags by default
     # Feature groups left out (``probe``: when no probe runs live, a model must not rely on it).
     exclude: tuple[str, ...] = ()
@@ -101,12 +120,22 @@ class TrainOptions:
         bad = [g for g in self.exclude if g not in ("probe", "wtype")]
         if bad:
             raise ConfigError(f"unknown feature group(s) {bad}", where="--exclude", fix="probe and/or wtype")
+        if self.selection not in PROTOCOLS:
+            raise ConfigError(
+                f"unknown selection protocol {self.selection!r}",
+                where="--selection",
+                fix="kfold (the paper's) or loao (leave one application out)",
+            )
+        if isinstance(self.k_folds, bool) or not isinstance(self.k_folds, int) or not 2 <= self.k_folds <= 20:
+            raise ConfigError(f"k-folds {self.k_folds!r} out of range", where="--folds", fix="2..20, e.g. 5")
         return TrainOptions(
             self.seed,
             models,
             self.n_estimators,
             float(self.rfe_step),
             self.final_scope,
+            self.selection,
+            self.k_folds,
             tuple(self.variation_classes),
             tuple(self.exclude),
         )
@@ -205,34 +234,29 @@ def f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 # -------------------------------------------------------------------------------- CV
 
+Folds = list[tuple[str, np.ndarray, np.ndarray]]  # (fold name, train indices, test indices)
 
-def flag_threshold(
-    make: Callable[[int], Any],
-    X: np.ndarray,
-    y_class: np.ndarray,
-    apps: np.ndarray,
-    variation_classes: Sequence[str],
-) -> dict[str, Any]:
-    """The probability of the variation classes above which the live predictor flags a job.
 
-    Every run's class probabilities come from the leave-one-application-out fold that did not
-    train on its application (held-out data); the threshold is the one of scikit-learn's
-    precision-recall curve with the best F1 of the binary label ("variation class or not").
-    With no positive, or no probability, the rule stays "most probable class" (None)."""
-    from sklearn.metrics import precision_recall_curve
-
-    wanted = [CLASS_NAMES.index(c) for c in variation_classes]
-    positive = np.isin(y_class, wanted).astype(int)
+def out_of_fold_scores(
+    make: Callable[[int], Any], X: np.ndarray, y_class: np.ndarray, splits: Folds, wanted: Sequence[int]
+) -> np.ndarray | None:
+    """Each run's P(``wanted`` classes) from the fold that did not train on it (None: a model
+    without probabilities)."""
     score = np.zeros(len(y_class))
-    for _, train, test in folds(apps):
+    for _, train, test in splits:
         model = fit(make, X[train], y_class[train])
         if not hasattr(model, "predict_proba"):
-            return {"threshold": None, "reason": "the model has no probabilities"}
+            return None
         proba = model.predict_proba(X[test])
         cols = [k for k, c in enumerate(model.classes_) if int(c) in wanted]
         score[test] = proba[:, cols].sum(axis=1) if cols else 0.0
-    if positive.sum() == 0:
-        return {"threshold": None, "reason": "no run in the variation classes"}
+    return score
+
+
+def best_f1_threshold(positive: np.ndarray, score: np.ndarray) -> dict[str, float]:
+    """The point of scikit-learn's precision-recall curve with the best F1."""
+    from sklearn.metrics import precision_recall_curve
+
     precision, recall, thresholds = precision_recall_curve(positive, score)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)[:-1]
@@ -242,12 +266,63 @@ def flag_threshold(
         "held_out_f1": float(f[best]),
         "precision": float(precision[best]),
         "recall": float(recall[best]),
-        "argmax_f1": f1(positive, (score >= 0.5).astype(int)),
-        "chosen_by": "best F1 of the leave-one-application-out probabilities (sklearn precision_recall_curve)",
     }
 
 
-def folds(apps: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def at_threshold(positive: np.ndarray, score: np.ndarray, threshold: float) -> dict[str, float]:
+    """F1, precision and recall of flagging ``score >= threshold``."""
+    from sklearn.metrics import precision_score, recall_score
+
+    flagged = (score >= threshold).astype(int)
+    return {
+        "f1": f1(positive, flagged),
+        "precision": float(precision_score(positive, flagged, zero_division=0.0)),
+        "recall": float(recall_score(positive, flagged, zero_division=0.0)),
+        "flagged_share": float(flagged.mean()),
+    }
+
+
+def flag_threshold(
+    make: Callable[[int], Any],
+    X: np.ndarray,
+    y_class: np.ndarray,
+    splits: Folds,
+    variation_classes: Sequence[str],
+    protocol: str = "kfold",
+    other: Folds | None = None,
+) -> dict[str, Any]:
+    """The probability of the variation classes above which the live predictor flags a job,
+    chosen on held-out start decisions (see the module doc, step 5).
+
+    Every run's class probabilities come from the fold of ``splits`` that did not train on it;
+    the threshold is the one of scikit-learn's precision-recall curve with the best F1 of the
+    binary label ("variation class or not"). ``other`` (the other protocol's folds) adds the F1
+    at that threshold on its held-out probabilities. With no positive, or no probability, the
+    rule stays "most probable class" (None)."""
+    wanted = [CLASS_NAMES.index(c) for c in variation_classes]
+    positive = np.isin(y_class, wanted).astype(int)
+    if positive.sum() == 0:
+        return {"threshold": None, "reason": "no run in the variation classes"}
+    score = out_of_fold_scores(make, X, y_class, splits, wanted)
+    if score is None:
+        return {"threshold": None, "reason": "the model has no probabilities"}
+    best = best_f1_threshold(positive, score)
+    table: dict[str, Any] = {
+        **best,
+        "argmax_f1": f1(positive, (score >= 0.5).astype(int)),
+        "protocol": protocol,
+        "decisions": len(positive),
+        "chosen_by": f"best F1 of the held-out ({protocol}) probabilities of the campaign's control runs, "
+        "each a start decision (sklearn precision_recall_curve)",
+    }
+    if other is not None:
+        other_score = out_of_fold_scores(make, X, y_class, other, wanted)
+        if other_score is not None:
+            table["other_protocol"] = at_threshold(positive, other_score, best["threshold"])
+    return table
+
+
+def folds(apps: np.ndarray) -> Folds:
     """Leave one application out (scikit-learn's ``LeaveOneGroupOut``, applications in sorted
     order): (held-out app, train indices, test indices)."""
     from sklearn.model_selection import LeaveOneGroupOut
@@ -264,19 +339,54 @@ def folds(apps: np.ndarray) -> list[tuple[str, np.ndarray, np.ndarray]]:
     return [(str(app), train, test) for app, (train, test) in zip(names, splits, strict=True)]
 
 
-def loao(make: Callable[[int], Any], X: np.ndarray, y: np.ndarray, apps: np.ndarray) -> dict[str, Any]:
-    """Mean and per-application F1 of a model under leave-one-application-out."""
-    per_app: dict[str, float] = {}
+def kfolds(y: np.ndarray, k: int = K_FOLDS, seed: int = 0) -> Folds:
+    """Stratified k-fold over all runs (scikit-learn's ``StratifiedKFold`` on the binary label,
+    shuffled with ``seed``): ("fold<i>", train indices, test indices). ``k`` shrinks to the
+    number of positive (or negative) runs when there are fewer, so every fold holds one."""
+    from sklearn.model_selection import StratifiedKFold
+
+    smallest = int(min(np.sum(y == 1), np.sum(y == 0)))
+    k = max(2, min(k, smallest))
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed % 2**32)
+    return [
+        (f"fold{i}", train, test) for i, (train, test) in enumerate(splitter.split(np.zeros((len(y), 1)), y))
+    ]
+
+
+def cross_validate(make: Callable[[int], Any], X: np.ndarray, y: np.ndarray, splits: Folds) -> dict[str, Any]:
+    """Mean F1 over the folds, per fold, and the pooled F1 of all held-out predictions."""
+    per: dict[str, float] = {}
     predicted = np.zeros(len(y), dtype=int)
-    for app, train, test in folds(apps):
+    for name, train, test in splits:
         model = fit(make, X[train], y[train])
         predicted[test] = model.predict(X[test])
-        per_app[app] = f1(y[test], predicted[test])
+        per[name] = f1(y[test], predicted[test])
+    return {"mean_f1": float(np.mean(list(per.values()))), "pooled_f1": f1(y, predicted), "per_fold": per}
+
+
+def loao(make: Callable[[int], Any], X: np.ndarray, y: np.ndarray, apps: np.ndarray) -> dict[str, Any]:
+    """Mean and per-application F1 of a model under leave-one-application-out."""
+    result = cross_validate(make, X, y, folds(apps))
+    return {"mean_f1": result["mean_f1"], "pooled_f1": result["pooled_f1"], "per_app": result["per_fold"]}
+
+
+def both_ways(
+    make: Callable[[int], Any], X: np.ndarray, y: np.ndarray, apps: np.ndarray, k_split: Folds
+) -> dict[str, Any]:
+    """A model's row of the CV tables: leave one application out (``mean_f1``, ``pooled_f1``,
+    ``per_app``) and stratified k-fold (``kfold_mean_f1``, ``kfold_pooled_f1``, ``per_fold``)."""
+    k = cross_validate(make, X, y, k_split)
     return {
-        "mean_f1": float(np.mean(list(per_app.values()))),
-        "pooled_f1": f1(y, predicted),
-        "per_app": per_app,
+        **loao(make, X, y, apps),
+        "kfold_mean_f1": k["mean_f1"],
+        "kfold_pooled_f1": k["pooled_f1"],
+        "per_fold": k["per_fold"],
     }
+
+
+def selection_key(protocol: str) -> str:
+    """The CV table's column the ``protocol`` selects by."""
+    return "kfold_mean_f1" if protocol == "kfold" else "mean_f1"
 
 
 def rfe_order(
@@ -290,8 +400,8 @@ def rfe_order(
 
     Not scikit-learn's ``RFE``: its ``ranking_`` ties the features dropped in one step, while
     this order keeps them by importance, and the curve's refits and the model card's feature
-    list take their columns in this order (RFE would change the committed study's figures);
-    and a KNN model is ranked by ExtraTrees here, which ``RFECV`` (one estimator) cannot do."""
+    list take their columns in this order; and a KNN model is ranked by ExtraTrees here, which
+    ``RFECV`` (one estimator) cannot do."""
     remaining = list(range(X.shape[1]))
     eliminated: list[int] = []
     sizes = []
@@ -318,22 +428,21 @@ def rfe_curve(
     rank_make: Callable[[int], Any] | None,
     X: np.ndarray,
     y: np.ndarray,
-    apps: np.ndarray,
+    splits: Folds,
     step: int,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Held-out mean F1 at each size of the elimination path; (curve, best size)."""
+    """Held-out mean F1 at each size of the elimination path over ``splits``; (curve, best size)."""
     scores: dict[int, dict[str, float]] = {}
-    for app, train, test in folds(apps):
+    for name, train, test in splits:
         order, sizes = rfe_order(make, rank_make, X[train], y[train], step)
         for size in sizes:
             cols = order[:size]
             model = fit(make, X[train][:, cols], y[train])
-            scores.setdefault(size, {})[app] = f1(y[test], model.predict(X[test][:, cols]))
-    n_apps = len(set(apps.tolist()))
+            scores.setdefault(size, {})[name] = f1(y[test], model.predict(X[test][:, cols]))
     curve = [
-        {"features": size, "mean_f1": float(np.mean(list(s.values()))), "per_app": s}
+        {"features": size, "mean_f1": float(np.mean(list(s.values()))), "per_fold": s}
         for size, s in sorted(scores.items(), reverse=True)
-        if len(s) == n_apps  # sizes every fold visited (they coincide: same step, same count)
+        if len(s) == len(splits)  # sizes every fold visited (they coincide: same step, same count)
     ]
     best = max(curve, key=lambda c: (round(c["mean_f1"], 12), -c["features"]))
     return curve, int(best["features"])
@@ -343,9 +452,18 @@ def rfe_curve(
 
 
 def _scope_columns(names: Sequence[str], scope: str) -> list[int]:
-    """Columns of a node scope (``job``, ``all``, ``both``) plus probe and workload type."""
+    """Columns of a node scope (``job``, ``all``, ``both``; ``best``: every column) plus probe,
+    workload type and the job's own placement (what the job brings, in every scope)."""
+    if scope == "best":
+        return list(range(len(names)))
     keep = {"job": {"job"}, "all": {"all"}, "both": {"job", "all"}}[scope] | {"probe", "wtype"}
-    return [i for i, n in enumerate(names) if feature_scope(n) in keep]
+    return [i for i, n in enumerate(names) if feature_scope(n) in keep or is_placement(n)]
+
+
+def _kept_scope(features: Sequence[str]) -> str:
+    """The node scope of the counters a feature list reads (``all`` when it reads none)."""
+    scopes = {feature_scope(f) for f in features if not is_placement(f)} & {"job", "all"}
+    return "both" if scopes == {"job", "all"} else next(iter(scopes), "all")
 
 
 def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> TrainedVariability:
@@ -370,7 +488,7 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
             where="dataset labels",
             fix="run the campaign with the noise generator on",
         )
-    readings = [i for i, n in enumerate(names) if not n.startswith("wtype_")]
+    readings = [i for i, n in enumerate(names) if not n.startswith("wtype_") and not is_placement(n)]
     if not readings or np.isnan(X[:, readings]).all():
         raise DatasetError(
             "every counter and probe feature is missing (all-NaN windows): nothing to learn from",
@@ -378,37 +496,40 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
             fix="check that the collectors wrote the store during the campaign and the window covers job starts",
         )
     seed, n_est = options.seed, options.n_estimators
+    k_split = kfolds(y, options.k_folds, seed)
+    splits = k_split if options.selection == "kfold" else fold_list
+    other = fold_list if options.selection == "kfold" else k_split
+    key = selection_key(options.selection)
 
     def maker(kind: str) -> Callable[[int], Any]:
         return lambda n_train: make_estimator(kind, seed, n_est, n_train)
 
-    # 1. model selection on every feature.
+    # 1. model selection on every feature, both ways.
     cv_table = []
     positives = {a: float(y[test].mean()) for a, _, test in fold_list}
     for kind in options.models:
-        result = loao(maker(kind), X, y, apps)
-        cv_table.append({"model": kind, **result, "positive_rate": positives})
-    chosen = max(cv_table, key=lambda r: (round(r["mean_f1"], 12), r["pooled_f1"]))["model"]
-    # 2. node scopes, with the chosen model.
+        result = both_ways(maker(kind), X, y, apps, k_split)
+        cv_table.append({"model": kind, **result, "positive_rate": positives, "selected_by": key})
+    chosen = max(cv_table, key=lambda r: (round(r[key], 12), r["pooled_f1"]))["model"]
+    # 2. node scopes, with the chosen model (reported; RFE below reads final_scope).
     scope_table = []
     for scope in ("job", "all", "both"):
         cols = _scope_columns(names, scope)
-        if not any(feature_scope(names[c]) in ("job", "all") for c in cols):
+        if not any(feature_scope(names[c]) in ("job", "all") and not is_placement(names[c]) for c in cols):
             continue  # the dataset was built without this scope
-        result = loao(maker(chosen), X[:, cols], y, apps)
-        scope_table.append({"scope": scope, "features": len(cols), **result})
+        # The selection protocol only (a report under final_scope best; the runtime stays as it was).
+        result = cross_validate(maker(chosen), X[:, cols], y, splits)
+        scope_table.append({"scope": scope, "features": len(cols), "protocol": options.selection, **result})
     final_scope = options.final_scope
     available = [r["scope"] for r in scope_table]
-    if final_scope == "best":
-        final_scope = max(scope_table, key=lambda r: r["mean_f1"])["scope"] if scope_table else "both"
-    elif final_scope not in available:
-        final_scope = available[0] if available else "both"
+    if final_scope != "best" and final_scope not in available:
+        final_scope = available[0] if available else "best"
     cols = _scope_columns(names, final_scope)
-    # 3. recursive feature elimination within that scope.
+    # 3. recursive feature elimination within that scope (best: the whole set).
     rank_make = maker("extra_trees") if chosen == "knn" else None
     step = max(1, math.ceil(options.rfe_step * len(cols)))
     Xs = X[:, cols]
-    curve, best = rfe_curve(maker(chosen), rank_make, Xs, y, apps, step)
+    curve, best = rfe_curve(maker(chosen), rank_make, Xs, y, splits, step)
     order, _ = rfe_order(maker(chosen), rank_make, Xs, y, step)
     features = [names[cols[i]] for i in order[:best]]
     # 4. the exported 3-class model on the chosen features.
@@ -417,17 +538,21 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
     if len(np.unique(y_class)) < 2:
         raise DatasetError("one class only in the 3-class labels", where="dataset labels")
     pipeline = make_estimator(chosen, seed, n_est, len(y_class)).fit(X[:, final_cols], y_class)
-    # 5. the flag threshold, on held-out data (each run predicted by the fold without its app).
+    pipeline.rush_features_ = list(features)  # pickled with it: the card must list the same
+    # 5. the flag threshold, on held-out start decisions (each control run predicted by a fold without it).
     flag = flag_threshold(
         lambda n: make_estimator(chosen, seed, n_est, n),
         X[:, final_cols],
         y_class,
-        apps,
+        splits,
         options.variation_classes,
+        options.selection,
+        other,
     )
     seconds = time.perf_counter() - started
     description = dataset.description
     present_classes = [int(c) for c in pipeline.classes_]
+    scope = _kept_scope(features) if final_scope == "best" else final_scope
     card = {
         "model": "variability",
         "estimator": chosen,
@@ -443,17 +568,19 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
             "per_app": description.get("labels", {}).get("per_app", {}),
         },
         "window": float(description.get("window", 300.0)),
-        "scope": final_scope,
-        "scope_reason": "the default: a job's nodes are unknown before it starts unless the core's "
-        "tentative placement is read; all-node features need no placement"
-        if final_scope == "all"
+        "scope": scope,
+        "scope_reason": "RFE over the whole feature set kept these counters"
+        if final_scope == "best"
         else f"chosen: {options.final_scope}",
+        "selection": options.selection,
+        "k_folds": len(k_split),
         "cv_table": cv_table,
         "scope_table": scope_table,
         "rfe_curve": curve,
         "rfe_step": options.rfe_step,
         "excluded_groups": list(options.exclude),
-        "chosen_by": "mean F1 of the binary label under leave-one-application-out cross-validation",
+        "chosen_by": f"mean F1 of the binary label under {options.selection} cross-validation "
+        f"({'stratified k-fold over all applications' if options.selection == 'kfold' else 'leave one application out'})",
         "training_window": {
             "trace": str(description.get("records", "dataset"))[:4000],
             "jobs": len(y),
@@ -492,4 +619,18 @@ def load_variability_model(path: str | Path) -> tuple[Any, dict[str, Any]]:
     classes = getattr(model, "classes_", None)
     if classes is None or [int(c) for c in classes] != list(card["classes"]):
         raise ModelError("the model's classes differ from its card's", where=str(path), fix=DEFAULT_FIX)
+    fitted = getattr(model, "rush_features_", None)
+    if fitted is not None and list(fitted) != list(card["features"]):
+        raise ModelError(
+            f"the card lists features {list(card['features'])[:5]}... but the model was fitted on "
+            f"{list(fitted)[:5]}... (in that order): the card does not describe this model",
+            where=f"{path}.json: features",
+            fix=DEFAULT_FIX,
+        )
+    if getattr(model, "n_features_in_", len(card["features"])) != len(card["features"]):
+        raise ModelError(
+            f"the card lists {len(card['features'])} features, the model takes {model.n_features_in_}",
+            where=f"{path}.json: features",
+            fix=DEFAULT_FIX,
+        )
     return model, card

@@ -27,7 +27,9 @@ def dataset(campaign):
 @pytest.fixture(scope="session")
 def trained(dataset):
     """Counters only (no probe): the live predictor reads the store's window."""
-    return train_variability(dataset, TrainOptions(**{**FAST.__dict__, "exclude": ("probe",)}))
+    return train_variability(
+        dataset, TrainOptions(**{**FAST.__dict__, "exclude": ("probe",), "final_scope": "all"})
+    )
 
 
 @pytest.fixture(scope="session")

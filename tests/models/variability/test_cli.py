@@ -118,3 +118,26 @@ def test_train_on_a_missing_or_edited_dataset(built, tmp_path):
         fh.write("extra,row\n")
     result = rush("train", "variability", str(copy), "--out", str(tmp_path / "m.joblib"))
     assert result.returncode == 2 and "sha256" in result.stderr
+
+
+def test_train_variability_text_reports_both_ways(built, tmp_path):
+    out = tmp_path / "m.joblib"
+    result = rush(
+        "train", "variability", str(built), "--out", str(out), "--models", "adaboost",
+        "--estimators", "10", "--rfe-step", "0.3", "--folds", "4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "chosen by k-fold" in result.stdout and "paper: 0.95" in result.stdout
+    assert "k-fold" in result.stdout and "loao" in result.stdout
+    assert "flag threshold" in result.stdout and "held-out start decisions (kfold)" in result.stdout
+    card = json.loads(Path(f"{out}.json").read_text())
+    assert card["selection"] == "kfold" and card["k_folds"] == 4
+    assert card["flag_threshold_table"]["decisions"] == 96
+
+
+@pytest.mark.parametrize("args", [["--selection", "holdout"], ["--folds", "1"], ["--final-scope", "pods"]])
+def test_hostile_selection_flags(built, tmp_path, args):
+    out = tmp_path / "m.joblib"
+    result = rush("train", "variability", str(built), "--out", str(out), *args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr and not out.exists()

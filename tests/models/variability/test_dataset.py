@@ -21,7 +21,13 @@ from rush.models.variability.dataset import (
     load_dataset,
     read_records,
 )
-from rush.models.variability.features import PROBE_FEATURES, WTYPE_FEATURES, window_features_for
+from rush.models.variability.features import (
+    PLACEMENT_FEATURES,
+    PROBE_FEATURES,
+    WTYPE_FEATURES,
+    is_placement,
+    window_features_for,
+)
 from tests.models.variability.synth import HOSTS, T0, noise_on, write_campaign
 
 
@@ -29,7 +35,8 @@ def test_feature_names_follow_the_contract(dataset):
     names = dataset.feature_names
     assert names[-3:] == list(WTYPE_FEATURES)
     assert [n for n in names if n.startswith("probe_")] == list(PROBE_FEATURES)
-    counters = [n for n in names if n.startswith(("job_", "all_"))]
+    assert [n for n in names if is_placement(n)] == list(PLACEMENT_FEATURES)  # what the job brings
+    counters = [n for n in names if n.startswith(("job_", "all_")) and not is_placement(n)]
     assert "all_mean_ib_xmit_bytes_per_s" in counters and "job_max_cpu_busy" in counters
     for n in counters:
         scope, stat, _ = n.split("_", 2)
@@ -117,7 +124,10 @@ def test_edited_csv_is_refused(dataset, tmp_path):
 def test_scope_all_only(campaign):
     records, store = campaign
     ds = build_dataset(records, store, DatasetOptions(scopes=("all",)))
-    assert not any(n.startswith("job_") for n in ds.feature_names)
+    assert not any(n.startswith("job_") and not is_placement(n) for n in ds.feature_names)
+    # the job's own node count, whatever the scopes (the synthetic store has no topology)
+    assert (ds.X[:, ds.feature_names.index("job_nodes")] == 2).all()
+    assert np.isnan(ds.X[:, ds.feature_names.index("job_leaves")]).all()
     assert "all_mean_ib_xmit_bytes_per_s" in ds.feature_names
 
 
@@ -145,8 +155,11 @@ def test_all_nan_windows_build_with_nan_and_say_so(tmp_path):
     """A store without any counter: the rows are NaN (not zeros) and the description counts them."""
     records, store = write_campaign(tmp_path, runs_per_app=4, with_counters=False, with_probe=False)
     ds = build_dataset(records, store)
-    readings = [i for i, n in enumerate(ds.feature_names) if not n.startswith("wtype_")]
+    readings = [
+        i for i, n in enumerate(ds.feature_names) if not n.startswith("wtype_") and not is_placement(n)
+    ]
     assert np.isnan(ds.X[:, readings]).all()
+    assert ds.description["rows_without_topology"] == len(ds)
     assert ds.description["rows_without_counters"] == len(ds)
     assert all(f["absent"] for f in ds.description["counters"]["families"].values())
 

@@ -229,7 +229,9 @@ def test_the_cards_flag_threshold_decides(model_file, campaign, tmp_path):
     p.predict(jobs("network"), QUIET)
     quiet_p = p.job_outputs(0)["variation_p"]["variation"]
     assert p.job_outputs(0)["variation_class"] == "none" and quiet_p < 0.5
-    low = get_predictor("learned", source=campaign[1], model=_with_threshold(model_file, tmp_path, quiet_p / 2))
+    low = get_predictor(
+        "learned", source=campaign[1], model=_with_threshold(model_file, tmp_path, quiet_p / 2)
+    )
     assert low.predict(jobs("network"), QUIET) == [True]  # most probable "none", flagged by the threshold
     out = low.job_outputs(0)
     assert out["variation_class"] == "none" and out["variation_rule"].startswith("P(variation) >= ")

@@ -1,0 +1,215 @@
+"""How the core's pass grows with the queue and the machine (issue 31, item 5).
+
+One live ``schedule()`` call with start estimates (what the daemon runs each cycle, without the
+10 000 priority explanations) on EASY and conservative backfilling, at 1 000 / 10 000 /
+100 000 pending jobs on 100 / 1 000 / 10 000 nodes of 32 cores (a Frontier-sized machine has
+about 9 400 nodes; busy Slurm sites keep 50 000-100 000 jobs queued). The machine and queue
+are :mod:`bench_nodes`'s, scaled: leaf switches of 32 nodes, the last node of each with 4
+GPUs, about half the nodes busy, the same mix of pending requests.
+
+Printed: the median of ``--repeat`` calls per case (the numba cache loaded first, once), with start estimates and, beside it, without them (the pass alone), then the growth exponent in each dimension, the slope of log(time) over log(size)
+fitted by least squares, beside the exponent of n log n over the same sizes (the issue's bound:
+no dimension worse than n log n). References measured in the same run: ``python -c pass`` and
+``numpy.sort`` of as many floats as there are pending jobs.
+
+A case whose time, extrapolated as n^1.5 from the smaller queue on the same machine, would
+exceed ``--max-seconds`` is skipped and said so (conservative at 100 000 pending may take
+minutes on 2 cores); the target's case is always run. Target: EASY with estimates, 100 000 pending on 10 000 nodes, within 1 s.
+
+Run: ``python benchmarks/bench_scale.py [--quick] [--repeat 3] [--modes easy,conservative]``
+(``--quick``: 1 000 and 10 000 pending on 100 and 1 000 nodes, one call each: a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+from bench_nodes import CORES, GPUS, NOW, make_request
+
+from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.resources import Node, Request, Slot
+from rush.core.schedule import schedule
+
+print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while the slow cases run
+
+PENDING = (1_000, 10_000, 100_000)
+NODES = (100, 1_000, 10_000)
+LEAF = 32  # nodes per leaf switch
+TARGET = ("easy", 100_000, 10_000, 1.0)
+
+
+def make_machine(count: int) -> tuple[Node, ...]:
+    return tuple(
+        Node(
+            f"n{i:05d}",
+            CORES,
+            gpus=GPUS if i % LEAF == LEAF - 1 else 0,
+            partitions=("batch", "gpu") if i % LEAF == LEAF - 1 else ("batch",),
+            leaf=i // LEAF,
+        )
+        for i in range(count)
+    )
+
+
+def make_running(nodes: tuple[Node, ...], rng: np.random.Generator) -> tuple[RunningJob, ...]:
+    """Half the nodes busy: exclusive multi-node jobs (40 %) and two or three shared jobs per node."""
+    busy = rng.permutation(len(nodes))[: len(nodes) // 2]
+    running: list[RunningJob] = []
+    k = 0
+    while k < len(busy):
+        start = NOW - float(rng.integers(0, 80_000))
+        limit = float(rng.integers(3_600, 172_800))
+        if rng.random() < 0.4:
+            span = [int(i) for i in busy[k : k + int(rng.integers(2, 17))]]
+            request = Request(len(span), CORES, exclusive=True, partition="batch")
+            allocation = tuple(Slot(i, CORES) for i in span)
+            running.append(_running(1_000_000 + len(running), start, limit, request, allocation))
+        else:
+            span = [int(busy[k])]
+            for _ in range(int(rng.integers(2, 4))):
+                cores = int(rng.integers(1, CORES // 3))
+                request = Request(1, cores, partition="batch")
+                running.append(
+                    _running(1_000_000 + len(running), start, limit, request, (Slot(span[0], cores),))
+                )
+        k += len(span)
+    return tuple(running)
+
+
+def _running(
+    job_id: int, start: float, limit: float, request: Request, allocation: tuple[Slot, ...]
+) -> RunningJob:
+    return RunningJob(
+        job_id, start, sum(s.cores for s in allocation), limit, request=request, allocation=allocation
+    )
+
+
+def make_snapshot(nodes: int, pending: int, seed: int = 1) -> Snapshot:
+    rng = np.random.default_rng(seed)
+    machine = make_machine(nodes)
+    running = make_running(machine, rng)
+    jobs = []
+    for i in range(pending):
+        request, procs = make_request(rng)
+        jobs.append(
+            PendingJob(
+                job_id=i + 1,
+                submit=NOW - float(rng.integers(0, 400_000)),
+                procs=procs,
+                requested_time=float(rng.integers(60, 86_400)),
+                runtime_class=RuntimeClass(int(rng.integers(0, 2))),
+                user=int(rng.integers(0, 300)),
+                request=request,
+            )
+        )
+    total = nodes * CORES
+    busy = sum(r.procs for r in running)
+    return Snapshot(NOW, total, total - busy, tuple(jobs), running, nodes=machine)
+
+
+def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimates: bool = True) -> float:
+    seconds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        schedule(snapshot, config, explain_priorities=False, estimate_starts_too=estimates)
+        seconds.append(time.perf_counter() - t0)
+    return statistics.median(seconds)
+
+
+def slope(sizes: list[int], seconds: list[float]) -> float:
+    """Least-squares slope of log(seconds) over log(size)."""
+    x, y = np.log(sizes), np.log(seconds)
+    return float(np.polyfit(x, y, 1)[0]) if len(sizes) >= 2 else math.nan
+
+
+def n_log_n_exponent(sizes: list[int]) -> float:
+    return slope(sizes, [n * math.log(n) for n in sizes])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1k/10k pending on 100/1k nodes, one call each")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--modes", default="easy,conservative")
+    parser.add_argument("--max-seconds", type=float, default=120.0, help="skip a case predicted slower")
+    args = parser.parse_args()
+    pending_sizes = PENDING[:2] if args.quick else PENDING
+    node_sizes = NODES[:2] if args.quick else NODES
+    repeat = 1 if args.quick else args.repeat
+
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    print(f"reference: python -c pass {time.perf_counter() - t0:.3f} s")
+    for n in pending_sizes:
+        values = np.random.default_rng(0).random(n)
+        t0 = time.perf_counter()
+        np.sort(values)
+        print(f"reference: numpy.sort of {n} floats {1e3 * (time.perf_counter() - t0):.2f} ms")
+
+    results: dict[tuple[str, int, int], float] = {}
+    alone_results: dict[tuple[str, int, int], float] = {}
+    for mode in args.modes.split(","):  # numba cache load, once
+        schedule(make_snapshot(node_sizes[0], 100), CoreConfig(backfill=mode), explain_priorities=False)
+    print(f"{'mode':13s} {'nodes':>6s} {'pending':>8s} {'running':>8s} {'seconds':>9s} {'no estim.':>9s}")
+    for nodes in node_sizes:
+        for pending in pending_sizes:
+            snapshot = make_snapshot(nodes, pending)
+            for mode in args.modes.split(","):
+                smaller = [p for p in pending_sizes if p < pending and (mode, nodes, p) in results]
+                is_target = (mode, pending, nodes) == TARGET[:3]
+                if smaller and not is_target:
+                    # Extrapolated as n^1.5: a generous guess for a pass that should be n log n.
+                    p = smaller[-1]
+                    predicted = results[mode, nodes, p] * (pending / p) ** 1.5
+                    if predicted > args.max_seconds:
+                        print(f"{mode:13s} {nodes:6d} {pending:8d}  skipped: predicted {predicted:.0f} s")
+                        continue
+                elif pending != pending_sizes[0] and not is_target:
+                    print(f"{mode:13s} {nodes:6d} {pending:8d}  skipped: the smaller queue was skipped")
+                    continue
+                repeats = 1 if pending >= 100_000 else repeat
+                seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
+                alone = median_seconds(snapshot, CoreConfig(backfill=mode), repeats, estimates=False)
+                results[mode, nodes, pending] = seconds
+                alone_results[mode, nodes, pending] = alone
+                print(
+                    f"{mode:13s} {nodes:6d} {pending:8d} {len(snapshot.running):8d} {seconds:9.3f} {alone:9.3f}"
+                )
+
+    print("growth exponents (slope of log time over log size; n log n over the same sizes in brackets):")
+    for mode in args.modes.split(","):
+        for label, table in (("with estimates", results), ("pass alone", alone_results)):
+            for nodes in node_sizes:
+                sizes = [p for p in pending_sizes if (mode, nodes, p) in table]
+                if len(sizes) >= 2:
+                    fitted = slope(sizes, [table[mode, nodes, p] for p in sizes])
+                    print(
+                        f"  {mode:13s} {label:15s} over pending {sizes[0]}-{sizes[-1]} on {nodes:5d} nodes: "
+                        f"{fitted:5.2f} (n log n: {n_log_n_exponent(sizes):4.2f})"
+                    )
+            for pending in pending_sizes:
+                sizes = [n for n in node_sizes if (mode, n, pending) in table]
+                if len(sizes) >= 2:
+                    fitted = slope(sizes, [table[mode, n, pending] for n in sizes])
+                    print(
+                        f"  {mode:13s} {label:15s} over nodes {sizes[0]}-{sizes[-1]} at {pending:6d} pending: "
+                        f"{fitted:5.2f} (n log n: {n_log_n_exponent(sizes):4.2f})"
+                    )
+    mode, pending, nodes, limit = TARGET
+    if (mode, nodes, pending) in results:
+        seconds = results[mode, nodes, pending]
+        verdict = "met" if seconds <= limit else "NOT met"
+        print(
+            f"target: {mode} with estimates, {pending} pending on {nodes} nodes <= {limit} s: {verdict} ({seconds:.3f} s)"
+        )
+
+
+if __name__ == "__main__":
+    main()

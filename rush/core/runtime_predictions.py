@@ -1,0 +1,127 @@
+"""Runtime predictions in the core: the prediction source's guard and the correction rule.
+
+A runtime predictor (a model, :mod:`rush.models.runtime_predictors`) gives each pending job
+a predicted runtime; the core schedules with it as the job's ``estimate`` (queue order of
+SPF/SAF-like policies, backfilling, the head's reservation), while the job is still killed
+only at its time limit (the user's request). Two rules live here, once, for the simulator's
+event loop and the live pass:
+
+* :func:`predicted_runtime`: what a prediction may be. NaN, infinite or non-positive
+  predictions fall back to the request (the documented fallback, never an error in a pass);
+  a prediction is capped by the request and floored at :data:`MIN_PREDICTION` (a zero would
+  let a job "end" before it starts).
+* :func:`running_estimate`: the estimated length of a run that has been running for
+  ``elapsed`` seconds, from its prediction, under a correction rule (``CoreConfig.
+  prediction_correction``, :data:`rush.core.names.PREDICTION_CORRECTIONS`):
+
+  - ``none``: the prediction stays (an expired estimate counts as ending now, as before);
+  - ``request``: once the prediction has expired, the request;
+  - ``stepwise``: Tsafrir, Etsion & Feitelson's (TPDS 2007) correction, as Gaussier et al.'s
+    simulator (predictsim, ``common_correctors.tsafrir``) implements it: the k-th correction
+    predicts the original prediction plus the k-th amount of :data:`STEPWISE_INCREMENTS`
+    (1 min, 5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h), never beyond the
+    request; past the last amount, the request. The rule is stateless: the correction count
+    follows from the prediction and the elapsed time, so a live shell needs no extra state.
+
+The simulator applies the correction at the moment a running job outlives its estimate (an
+event of its loop); the live pass at every pass, from ``now - start``.
+
+Backfill order: shortest predicted job backfilled first (SJBF, EASY++) is the EASY pass's
+scan order with ``CoreConfig.backfill_policy`` SPF over the predicted estimates (SAF: by
+predicted area); no separate rule is needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rush.core.names import PREDICTION_CORRECTIONS
+from rush.errors import PolicyError
+
+CORRECTION_NONE = 0
+CORRECTION_REQUEST = 1
+CORRECTION_STEPWISE = 2
+_CODES = {"none": CORRECTION_NONE, "request": CORRECTION_REQUEST, "stepwise": CORRECTION_STEPWISE}
+# Amounts added to the original prediction at the 1st, 2nd, ... correction (seconds).
+STEPWISE_INCREMENTS = np.array(
+    [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
+)
+# A predicted runtime is at least one second.
+MIN_PREDICTION = 1.0
+
+
+def correction_code(name: str) -> int:
+    """The compiled code of a correction rule's name (a PolicyError for an unknown one)."""
+    if name not in _CODES:
+        raise PolicyError(
+            f"unknown prediction correction {name!r}",
+            where="prediction_correction",
+            fix=f"use one of: {', '.join(PREDICTION_CORRECTIONS)}",
+        )
+    return _CODES[name]
+
+
+@njit(cache=True, inline="always")
+def predicted_runtime(prediction: float, requested_time: float) -> float:
+    """The prediction a pass may use: the request when the prediction is NaN, infinite or
+    <= 0, else the prediction capped by the request and floored at one second (a request
+    below one second, or none at all (inf), caps nothing else)."""
+    if not (prediction > 0.0) or not np.isfinite(prediction):
+        return requested_time
+    p = prediction if prediction < requested_time else requested_time
+    return p if p > MIN_PREDICTION else min(MIN_PREDICTION, requested_time)
+
+
+@njit(cache=True)
+def predicted_runtimes(predictions: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """:func:`predicted_runtime` for every job."""
+    out = np.empty(len(predictions), dtype=np.float64)
+    for k in range(len(predictions)):
+        out[k] = predicted_runtime(predictions[k], requested_time[k])
+    return out
+
+
+@njit(cache=True)
+def running_estimate(correction: int, predicted: float, elapsed: float, limit: float) -> float:
+    """Estimated length of a run predicted to last ``predicted`` seconds (already capped by
+    ``limit``, its time limit) that has run for ``elapsed`` seconds: ``predicted`` while it
+    has not expired, then the correction rule's next value (> ``elapsed`` unless the limit
+    is reached)."""
+    if correction == CORRECTION_NONE or elapsed < predicted or predicted >= limit:
+        return predicted
+    if correction == CORRECTION_REQUEST:
+        return limit
+    for k in range(len(STEPWISE_INCREMENTS)):
+        e = predicted + STEPWISE_INCREMENTS[k]
+        if e >= limit:
+            return limit
+        if e > elapsed:
+            return e
+    return limit
+
+
+@njit(cache=True)
+def running_estimates(
+    correction: int, predicted: np.ndarray, elapsed: np.ndarray, limit: np.ndarray
+) -> np.ndarray:
+    """:func:`running_estimate` for every running job (the live pass)."""
+    out = np.empty(len(predicted), dtype=np.float64)
+    for k in range(len(predicted)):
+        out[k] = running_estimate(correction, predicted[k], elapsed[k], limit[k])
+    return out
+
+
+# The scheduling side of a runtime predictor: (backfill order, correction rule). EASY++ and
+# Gaussier et al. both backfill the shortest predicted job first (SJBF: the SPF scan over the
+# predictions) and correct expired predictions stepwise; any other predictor gets the same.
+PREDICTION_POLICIES: dict[str, tuple[str, str]] = {
+    "easy++": ("SPF", "stepwise"),
+    "gaussier": ("SPF", "stepwise"),
+}
+DEFAULT_PREDICTION_POLICY = ("SPF", "stepwise")
+
+
+def prediction_policy(predictor: str) -> tuple[str, str]:
+    """(backfill order, correction rule) the core uses with a predictor's predictions."""
+    return PREDICTION_POLICIES.get(predictor, DEFAULT_PREDICTION_POLICY)

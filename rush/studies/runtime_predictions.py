@@ -1,0 +1,116 @@
+"""The runtime-prediction study (issue 29, ``sim/runtime_predictions``): Table 6.6 of the
+thesis (``../shared/papers/003_a2a26e2c92a971c9.txt``) with rush's simulator and metrics.
+
+For one trace and job set: walk-forward predictions of each predictor
+(:func:`rush.models.runtime_predictors.predict_walkforward`), then EASY simulations under
+the thesis's protocol (FCFS, starvation threshold 200,000 s, bounded slowdown with tau =
+10 s): the EASY-FCFS base, and each predictor with its scheduling rules (the SJBF backfill
+order, stepwise correction: :func:`rush.core.runtime_predictions.prediction_policy`) plus
+variants (backfill in FCFS order; correction to the request) to show what each part does.
+The improvement is that of the cumulative mean bounded slowdown at the end of the trace
+(its mean over all jobs) over EASY-FCFS's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rush.core.config import CoreConfig
+from rush.core.runtime_predictions import prediction_policy
+from rush.models.runtime_predictors import RuntimePredictions, make_predictor, predict_walkforward
+from rush.models.walkforward import published_job_set
+from rush.simulator.engine import SimInputs, simulate
+from rush.simulator.metrics import compute_metrics, cumulative_bounded_slowdown
+from rush.workload.catalogue import load_trace
+from rush.workload.model import Workload, workload_from_trace
+
+PREDICTORS = ("easy++", "gaussier")
+THRESHOLD = 200_000.0
+TAU = 10.0
+# (label, backfill order, correction): None means the predictor's own rule.
+VARIANTS: tuple[tuple[str, str | None, str | None], ...] = (
+    ("main", None, None),
+    ("fcfs-backfill", "FCFS", None),
+    ("correct-to-request", None, "request"),
+)
+
+
+@dataclass
+class TraceRun:
+    trace: str
+    job_set: str
+    rows: list[dict]
+    predictions: dict[str, RuntimePredictions]
+
+
+def load(trace_name: str, job_set: str) -> Workload:
+    workload = workload_from_trace(load_trace(trace_name))
+    return published_job_set(workload) if job_set == "published" else workload
+
+
+def _row(trace: str, job_set: str, workload: Workload, label: str, config: CoreConfig, estimate=None) -> dict:
+    result = simulate(workload, config, SimInputs(estimate=estimate))
+    metrics = compute_metrics(result, tau=TAU)
+    times, cumulative = cumulative_bounded_slowdown(result, TAU)
+    return {
+        "trace": trace,
+        "job_set": job_set,
+        "jobs": len(workload),
+        "scheduler": label,
+        "backfill_policy": config.scan_policy.name,
+        "correction": config.prediction_correction,
+        "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],
+        "mean_wait": metrics["mean_wait"],
+        "utilization": metrics["utilization"],
+        "killed": int(result.killed.sum()),
+        "backfilled": int(result.backfilled.sum()),
+        "cumulative": (np.asarray(times), np.asarray(cumulative)),
+    }
+
+
+def run_trace(trace: str, job_set: str) -> TraceRun:
+    """Every simulation of one trace and job set (module docstring)."""
+    workload = load(trace, job_set)
+    base = CoreConfig.from_names("FCFS", "easy", THRESHOLD)
+    rows = [_row(trace, job_set, workload, "EASY-FCFS", base)]
+    rows.append(
+        _row(
+            trace,
+            job_set,
+            workload,
+            "EASY-FCFS+SJBF (requests)",
+            CoreConfig.from_names("FCFS", "easy", THRESHOLD, "SPF"),
+        )
+    )
+    predictions = {}
+    for name in PREDICTORS:
+        predicted = predict_walkforward(workload, make_predictor(name))
+        predictions[name] = predicted
+        order, correction = prediction_policy(name)
+        for variant, v_order, v_correction in VARIANTS:
+            config = CoreConfig.from_names(
+                "FCFS",
+                "easy",
+                THRESHOLD,
+                v_order or order,
+                prediction_correction=v_correction or correction,
+            )
+            label = name if variant == "main" else f"{name} ({variant})"
+            rows.append(_row(trace, job_set, workload, label, config, predicted.predicted))
+    clairvoyant = np.minimum(workload.runtime, workload.requested_time)
+    rows.append(
+        _row(
+            trace,
+            job_set,
+            workload,
+            "runtime-clairvoyant (SJBF)",
+            CoreConfig.from_names("FCFS", "easy", THRESHOLD, "SPF"),
+            clairvoyant,
+        )
+    )
+    base_bsld = rows[0]["mean_bounded_slowdown"]
+    for r in rows:
+        r["improvement_over_easy_fcfs_pct"] = 100.0 * (base_bsld - r["mean_bounded_slowdown"]) / base_bsld
+    return TraceRun(trace, job_set, rows, predictions)

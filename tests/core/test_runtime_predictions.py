@@ -1,0 +1,115 @@
+"""The core's runtime-prediction rules: the guard on predictions and the correction rule
+(issue 29), in the live pass and in the simulator's event loop."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rush.core.config import CoreConfig
+from rush.core.runtime_predictions import (
+    CORRECTION_NONE,
+    CORRECTION_REQUEST,
+    CORRECTION_STEPWISE,
+    STEPWISE_INCREMENTS,
+    correction_code,
+    predicted_runtime,
+    predicted_runtimes,
+    running_estimate,
+    running_estimates,
+)
+from rush.core.schedule import schedule
+from rush.core.snapshot import PendingJob, RunningJob, Snapshot
+from rush.errors import PolicyError
+
+
+@pytest.mark.parametrize(
+    ("prediction", "requested", "expected"),
+    [
+        (300.0, 1000.0, 300.0),
+        (5000.0, 1000.0, 1000.0),  # capped by the request
+        (math.nan, 1000.0, 1000.0),  # fallback: the request
+        (-5.0, 1000.0, 1000.0),
+        (0.0, 1000.0, 1000.0),
+        (math.inf, 1000.0, 1000.0),
+        (0.25, 1000.0, 1.0),  # at least one second
+        (0.25, 0.5, 0.5),  # ... but never beyond the request
+    ],
+)
+def test_predicted_runtime_guard(prediction: float, requested: float, expected: float) -> None:
+    assert predicted_runtime(prediction, requested) == expected
+
+
+def test_guard_never_publishes_nan_or_negative() -> None:
+    rng = np.random.default_rng(3)
+    raw = rng.normal(0, 1e5, 5000)
+    raw[::7] = np.nan
+    raw[::11] = -np.inf
+    request = rng.uniform(1, 1e5, 5000)
+    out = predicted_runtimes(raw, request)
+    assert np.isfinite(out).all()
+    assert (out > 0).all() and (out <= request).all()
+
+
+def test_stepwise_correction_follows_tsafrirs_amounts() -> None:
+    predicted, limit = 100.0, 20_000.0
+    # Before it expires the prediction stands.
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 99.0, limit) == predicted
+    # At expiry: +1 min; then +5 min, +15 min... added to the original prediction.
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 100.0, limit) == 160.0
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 160.0, limit) == 400.0
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 400.0, limit) == 1000.0
+    # Never beyond the limit (the request), where the job is killed.
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 7300.0, limit) == 18_100.0  # 100 s + 5 h
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 18_100.0, limit) == limit
+    assert running_estimate(CORRECTION_STEPWISE, predicted, 1e9, 1e12) == 1e12  # past the last amount
+
+
+def test_request_and_none_corrections() -> None:
+    assert running_estimate(CORRECTION_REQUEST, 100.0, 50.0, 900.0) == 100.0
+    assert running_estimate(CORRECTION_REQUEST, 100.0, 100.0, 900.0) == 900.0
+    assert running_estimate(CORRECTION_NONE, 100.0, 500.0, 900.0) == 100.0
+
+
+def test_a_corrected_estimate_is_always_ahead_of_the_run_or_at_its_limit() -> None:
+    rng = np.random.default_rng(5)
+    predicted = rng.uniform(1, 1e4, 3000)
+    limit = predicted + rng.uniform(0, 1e6, 3000)
+    elapsed = rng.uniform(0, 1.2, 3000) * limit
+    for code in (CORRECTION_REQUEST, CORRECTION_STEPWISE):
+        out = running_estimates(code, predicted, elapsed, limit)
+        assert ((out > elapsed) | (out == limit)).all()
+        assert (out >= predicted).all() and (out <= limit).all()
+    assert len(STEPWISE_INCREMENTS) == 11 and np.all(np.diff(STEPWISE_INCREMENTS) > 0)
+
+
+def test_unknown_correction_is_a_policy_error() -> None:
+    with pytest.raises(PolicyError, match="prediction correction"):
+        correction_code("doubling")
+    with pytest.raises(PolicyError, match="prediction_correction"):
+        CoreConfig(prediction_correction="doubling")
+
+
+def _head_reservation(correction: str) -> float:
+    """A full machine: one running job predicted 100 s (request 10,000 s) has run 150 s; the
+    head needs the whole machine. Its reservation is the running job's estimated end."""
+    snapshot = Snapshot(
+        now=150.0,
+        total_procs=2,
+        free_procs=0,
+        running=(RunningJob(1, start=0.0, procs=2, requested_time=10_000.0, estimate=100.0),),
+        pending=(PendingJob(2, submit=10.0, procs=2, requested_time=50.0),),
+    )
+    decided = schedule(
+        snapshot, CoreConfig.from_names("FCFS", "easy", None, prediction_correction=correction)
+    )
+    (reserve,) = decided.of("reserve")
+    return float(reserve.value)
+
+
+def test_live_pass_corrects_expired_predictions() -> None:
+    assert _head_reservation("none") == 150.0  # an expired estimate counts as ending now
+    assert _head_reservation("stepwise") == 160.0  # 100 s + 1 min
+    assert _head_reservation("request") == 10_000.0

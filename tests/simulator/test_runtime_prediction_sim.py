@@ -1,0 +1,135 @@
+"""The simulator with runtime predictions (issue 29): predictions move starts, kills stay at
+the request, expired predictions are corrected at the moment a job outlives them (an event),
+and the shortest predicted job is backfilled first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rush.core.config import CoreConfig
+from rush.simulator.engine import SimInputs, simulate
+from rush.workload.model import workload_from_trace
+from tests.core.helpers import workload
+from tests.core.real_traces import MIRROR
+
+
+def _run(w, estimate=None, **config):
+    return simulate(w, CoreConfig.from_names(threshold=None, **config), SimInputs(estimate=estimate))
+
+
+def test_predictions_change_starts_and_kills_stay_at_the_request() -> None:
+    # (submit, procs, runtime, request) on 2 processors: A runs, B (the head) needs both,
+    # C could backfill if it ended before A.
+    w = workload(2, [(0, 1, 100, 1000), (1, 2, 10, 10), (2, 1, 50, 2000)])
+    limits = _run(w)
+    # On the requests C ends (2002) after the head's reservation (A's 1000): it waits.
+    assert limits.start[2] == pytest.approx(110.0)
+    # Predicted: A 100 s, C 30 s (it will run 50: underpredicted, not killed).
+    predicted = _run(w, np.array([100.0, 10.0, 30.0]), prediction_correction="stepwise")
+    assert predicted.start[2] == 2.0 and predicted.backfilled[2]
+    assert predicted.end[2] == 52.0 and not predicted.killed.any()
+    # A job running past its request is still killed there, predictions or not.
+    w2 = workload(2, [(0, 1, 500, 300)])
+    cut = _run(w2, np.array([60.0]), prediction_correction="stepwise")
+    assert cut.killed[0] and cut.end[0] == 300.0
+
+
+@pytest.mark.parametrize(
+    ("correction", "c_start"), [("none", 310.0), ("stepwise", 100.0), ("request", 100.0)]
+)
+def test_expired_prediction_is_corrected_at_expiry(correction: str, c_start: float) -> None:
+    # A is predicted 50 s but runs 300 s. At t=100 C (5 s) arrives behind the head B.
+    # Uncorrected, A's expired estimate puts the head's reservation at "now": C may not
+    # backfill. Corrected at t=50 (50 + 60 s stepwise, or the request), the reservation is
+    # later than C's end: C backfills at once.
+    w = workload(2, [(0, 1, 300, 5000), (1, 2, 10, 10), (100, 1, 5, 100)])
+    result = _run(w, np.array([50.0, 10.0, 5.0]), prediction_correction=correction)
+    assert result.start[2] == c_start
+    assert result.start[1] == 300.0  # the head starts when A really ends
+    assert not result.killed.any()
+
+
+def test_shortest_predicted_job_backfilled_first() -> None:
+    # One processor free until the head's reservation at 1000; C (predicted 500) and D
+    # (predicted 100) both fit in time, only one fits in space.
+    w = workload(2, [(0, 1, 1000, 1000), (1, 2, 10, 10), (2, 1, 500, 900), (2, 1, 100, 900)])
+    estimate = np.array([1000.0, 10.0, 500.0, 100.0])
+    fcfs_scan = _run(w, estimate, prediction_correction="stepwise")
+    sjbf = _run(w, estimate, backfill_policy="SPF", prediction_correction="stepwise")
+    assert fcfs_scan.start[2] == 2.0 and fcfs_scan.start[3] > 2.0
+    assert sjbf.start[3] == 2.0 and sjbf.start[2] > 2.0
+
+
+def test_correction_without_predictions_changes_nothing_on_a_real_trace() -> None:
+    # Estimates are the requests: a run never outlives its estimate, so no correction fires.
+    path = MIRROR / "KTH-SP2-1996-2.1-cln.swf.gz"
+    if not path.exists():
+        pytest.skip(f"trace {path} not available: set RUSH_TRACE_MIRROR to the traces directory")
+    from rush.workload.swf import read_swf
+
+    w = workload_from_trace(read_swf(path)).subset(np.arange(3000))
+    plain = _run(w, backfill_policy="SPF")
+    corrected = _run(w, backfill_policy="SPF", prediction_correction="stepwise")
+    assert np.array_equal(plain.start, corrected.start)
+
+
+def test_fractional_predictions_on_fractional_clocks_finish() -> None:
+    # start + estimate - start can round below the estimate: the correction must still move
+    # the estimate forward (it once re-armed the same expiry for ever).
+    rng = np.random.default_rng(11)
+    n = 400
+    submit = np.sort(rng.uniform(0, 50_000, n)) + 1e9 / 3
+    runtime = rng.uniform(1, 3000, n)
+    w = workload(
+        16,
+        [
+            (float(s), int(q), float(r), 4000.0)
+            for s, q, r in zip(submit, rng.integers(1, 9, n), runtime, strict=True)
+        ],
+    )
+    estimate = runtime * rng.uniform(0.1, 1.5, n) + 1 / 3
+    for correction in ("stepwise", "request"):
+        result = _run(w, estimate, backfill_policy="SPF", prediction_correction=correction)
+        assert (result.start >= 0).all()
+        assert np.allclose(result.end - result.start, np.minimum(w.runtime, w.requested_time))
+        assert not result.killed.any()
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--runtime-prediction", "oracle"], "--runtime-prediction"),
+        (["--prediction-correction", "stepwise"], "--prediction-correction"),
+        (["--runtime-prediction", "easy++", "--prediction-correction", "double"], "--prediction-correction"),
+        (["--runtime-prediction", "easy++", "--classes", "plain"], "--runtime-prediction"),
+    ],
+)
+def test_bad_prediction_flags_are_configuration_errors(flags: list[str], named: str) -> None:
+    from typer.testing import CliRunner
+
+    from rush.cli.main import app
+    from rush.errors import ConfigError
+
+    result = CliRunner().invoke(app, ["simulate", "lublin:50:16", *flags])
+    assert isinstance(result.exception, ConfigError), (result.output, result.exception)
+    assert result.exception.where == named
+
+
+@pytest.mark.parametrize("predictor", ["easy++", "gaussier"])
+def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from rush.cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["simulate", "lublin:300:32:3", "--runtime-prediction", predictor, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    block = out["runtime_prediction"]
+    assert block["predictor"] == predictor and block["jobs"] == out["jobs"]
+    assert out["settings"]["backfill_policy"] == "SPF"  # shortest predicted job backfilled first
+    assert out["settings"]["label"] == f"FCFS-easy+SPF-{predictor}"
