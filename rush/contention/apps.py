@@ -11,7 +11,9 @@ file I/O, its per-node injection rate while it runs, and the pattern its bulk tr
 (which decides how much of it leaves a leaf switch, see :mod:`rush.contention.model`). The
 values are read from the applications' published characterisations (communication share and
 pattern from their ECP proxy documentation and the HPC communication studies of them), rounded;
-they are not measurements of Quartz. They were written down before any scheduling run.
+they are not measurements of Quartz. They were written down before any scheduling run, and three
+were changed in the baseline's calibration (FCFS+EASY only, development trials; the order and the
+measured effect of each change: sim/variability/README.md, "Calibration of the baseline").
 """
 
 from __future__ import annotations
@@ -54,13 +56,17 @@ class App:
 APPS: dict[str, App] = {
     a.name: a
     for a in (
-        # Pencil-decomposed 3-D FFT: two all-to-all transposes per FFT, bandwidth-bound.
-        App("SWFFT", 0.35, 0.55, 0.10, 0.0, 9.0, "alltoall", 1.0, 240.0),
-        # Data-parallel DNN training: ring allreduce of the gradients every step; reads its
-        # training samples from the file system.
-        App("LBANN", 0.50, 0.38, 0.07, 0.05, 8.0, "ring", 1.0, 300.0, io_gbs=0.3, read_share=0.95),
-        # High-order Lagrangian hydro: small halos, CG mass solves with many tiny allreduces.
-        App("Laghos", 0.60, 0.05, 0.35, 0.0, 1.5, "halo", 0.3, 300.0),
+        # Pencil-decomposed 3-D FFT: bandwidth-bound transposes, each an all-to-all within one
+        # row or column of the 2-D process grid (calibration step 4): half of a node's traffic
+        # goes beyond its grid neighbours, not uniformly to every node.
+        App("SWFFT", 0.35, 0.55, 0.10, 0.0, 9.0, "halo", 0.5, 240.0),
+        # Data-parallel DNN training: ring allreduce of the gradients every step, one per layer
+        # bucket, each step synchronous (calibration step 4: a latency-bound part, 0.20); reads
+        # its training samples from the file system.
+        App("LBANN", 0.50, 0.25, 0.20, 0.05, 8.0, "ring", 1.0, 300.0, io_gbs=0.3, read_share=0.95),
+        # High-order Lagrangian hydro: small halos, CG mass solves with many tiny allreduces, the
+        # most latency-bound of the seven at 512 ranks (calibration step 4: 0.45).
+        App("Laghos", 0.50, 0.05, 0.45, 0.0, 1.5, "halo", 0.3, 300.0),
         # Algebraic multigrid: halo exchange on fine levels, latency-bound coarse levels.
         App("AMG", 0.45, 0.25, 0.30, 0.0, 5.0, "halo", 0.6, 240.0),
         # Deterministic transport sweeps: pipelined neighbour messages.
@@ -72,6 +78,21 @@ APPS: dict[str, App] = {
     )
 }
 APP_NAMES: tuple[str, ...] = tuple(APPS)
+DEFAULT_APPS: dict[str, App] = dict(APPS)
+
+
+def use_apps(overrides: dict[str, dict]) -> None:
+    """Make ``APPS`` the committed table with a study file's ``[calibration.<app>]`` overrides
+    (checked by :mod:`rush.contention.spec`). Every module reads the one ``APPS`` dict, so each
+    trial (and the campaign) sets it first: a worker process then runs with the study's table."""
+    from dataclasses import replace
+
+    APPS.clear()
+    APPS.update(DEFAULT_APPS)
+    for name, fields in overrides.items():
+        APPS[name] = replace(DEFAULT_APPS[name], **fields)
+
+
 # The paper's Table II: ADPA and PDPA run three applications; PDPA's model is trained on the
 # other four only.
 THREE_APPS: tuple[str, ...] = ("Laghos", "LBANN", "PENNANT")

@@ -33,26 +33,39 @@ from pathlib import Path
 
 import numpy as np
 
-from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled
+from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled, use_apps
+from rush.contention.avoidable import attribute_runs
 from rush.contention.experiment_workload import burst
 from rush.contention.machine import MULTIPOD, PAPER, Machine
 from rush.contention.noise import SWITCHING, NoiseSchedule, NoiseSpec
-from rush.contention.oracles import LearnedOracle, NoiseOracle, PresentStateOracle, Recorded
-from rush.contention.shell import Simulation
+from rush.contention.oracles import (
+    DELAY_BUDGET,
+    DELAY_STEP,
+    ClairvoyantOracle,
+    LearnedOracle,
+    NoiseOracle,
+    PresentStateOracle,
+    Recorded,
+)  # fmt: skip
+from rush.contention.shell import EPOCH, Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 
 WARMUP = 600.0
+THRESHOLD_NODES = 16  # the control runs' size: thresholds come from these
 UNLIMITED = -1
 # An hour of an idle machine held by flagged jobs releases them (see Simulation.idle_release):
 # never reached with a finite limit (10 or 30 passes of at most 30 s each).
 IDLE_RELEASE = 3600.0
 POLICIES: tuple[str, ...] = (
-    "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "PRESENT-ORACLE", "NOISE-ORACLE",
+    "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "PRESENT-ORACLE", "NOISE-ORACLE",
+    "CLAIRVOYANT-ORACLE",
 )  # fmt: skip
-DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE")
+DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
-LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED")
+LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE")
+# Variability-aware placement ("move, then delay"): flagged jobs to quiet leaves first.
+PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability"}
 # The core's skip counter never reaches this: "no limit".
 _NO_LIMIT = 2**31 - 1
 
@@ -113,7 +126,9 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     policy = cell["policy"]
     limit = skip_limit(policy)
     config = replace(
-        CoreConfig.from_names("FCFS", "easy"), skip_limit=_NO_LIMIT if limit == UNLIMITED else limit
+        CoreConfig.from_names("FCFS", "easy"),
+        skip_limit=_NO_LIMIT if limit == UNLIMITED else limit,
+        placement=PLACEMENT.get(policy, "first-fit"),
     )
     thresholds = cell["thresholds"]
     fabric = Fabric(machine, noise_spec)
@@ -128,6 +143,8 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
         oracle = Recorded(reference, reference)
     elif policy == "NOISE-ORACLE":
         oracle = Recorded(NoiseOracle(noise_spec), reference)
+    elif policy == "CLAIRVOYANT-ORACLE":
+        oracle = Recorded(ClairvoyantOracle(thresholds), reference)
     sim = Simulation(
         jobs, config, np.random.default_rng(counter_seed), noise, fabric, store=store, oracle=oracle,
         idle_release=IDLE_RELEASE,
@@ -135,6 +152,12 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     results = sim.run()
     if store is not None:
         store.close()
+    # Under the baseline, each run with variation's causes and whether a delay avoids it.
+    causes = (
+        attribute_runs(results, jobs, fabric, noise, thresholds, DELAY_BUDGET, DELAY_STEP)
+        if policy == "FCFS+EASY"
+        else {}
+    )
     # The sweep adds the cell's parameters (variant, scenario, policy, trial) to every row.
     rows = []
     for r in results:
@@ -158,6 +181,7 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
                 "limit_hit": r.limit_hit,
                 "noise_level": r.noise_level,
                 "variation": bool(slowdown > thresholds[r.app]),
+                **causes.get(r.job_id, {}),
             }
         )
     if oracle is not None:
@@ -167,8 +191,10 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
 
 
 def cell_machine(cell: dict) -> tuple[Machine, NoiseSpec]:
-    """The cell's machine and noise: its variant's, or the study file's for ``paper``."""
+    """The cell's machine and noise: its variant's, or the study file's for ``paper``. Sets this
+    process's application table to the study file's (:func:`rush.contention.apps.use_apps`)."""
     spec = cell.get("study_spec")
+    use_apps((spec or {}).get("apps", {}))
     if spec is not None:
         noise = dict(spec["noise"])
         if "intensity" in noise:
@@ -177,13 +203,32 @@ def cell_machine(cell: dict) -> tuple[Machine, NoiseSpec]:
     return VARIANTS[cell.get("variant", "paper")]
 
 
+def in_reference_block(submit: float) -> bool:
+    """Whether a campaign run submitted at ``submit`` (simulated seconds) belongs to an ADAA-like
+    block (16-node jobs only): the regime of the paper's control runs, which ran in a production
+    queue, not on a machine full of 32-node weak-scaling all-to-alls (calibration step 3,
+    sim/variability/README.md). A campaign without ADAA-like blocks: every block."""
+    from rush.contention import campaign
+
+    blocks = getattr(campaign, "BLOCK_SCENARIOS", ())
+    every = getattr(campaign, "BLOCK_EVERY", 0.0)
+    if "ADAA" not in blocks or not every:
+        return True
+    return blocks[int(submit // every) % len(blocks)] == "ADAA"
+
+
 def slowdown_thresholds(records_path: Path) -> dict[str, float]:
-    """Per application: mu + 1.5 sigma of the campaign's slowdowns (runtime / unimpeded runtime)."""
+    """Per application: mu + 1.5 sigma of the campaign's 16-node slowdowns (runtime / unimpeded
+    runtime) in its ADAA-like blocks (:func:`in_reference_block`): the paper's control jobs ran
+    on 16 nodes in a production queue, and a campaign that records other sizes too (for the
+    model) must not move the bar that defines a run with variation."""
     by_app: dict[str, list[float]] = {}
     with records_path.open() as fh:
         for line in fh:
             obj = json.loads(line)
             if "format" in obj or obj.get("state") != "COMPLETED":
+                continue
+            if len(obj["nodes"]) != THRESHOLD_NODES or not in_reference_block(obj["submit"] - EPOCH):
                 continue
             base = scaled(APPS[obj["app"]], len(obj["nodes"]), "weak").base
             by_app.setdefault(obj["app"], []).append(obj["runtime"] / base)

@@ -10,6 +10,10 @@
   best case for a predictor of RUSH's kind (one that sees only the present).
 * :class:`NoiseOracle` is the other diagnostic: it flags network jobs while the noise is
   loud (intensity above the middle of its range; with switching noise: while it is on).
+* :class:`ClairvoyantOracle` is the third diagnostic, the upper bound of any policy of RUSH's
+  kind (delay a job, never move it): it knows the future (the noise schedule, the running jobs'
+  remaining work; not the jobs that will start later) and holds a job exactly when, started now,
+  it would vary and some start within its delay budget on the same nodes would not.
 
 :class:`Recorded` wraps a flagging oracle and logs each answer beside the present-state
 oracle's for the same job, nodes and moment (the flag-agreement table).
@@ -25,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from rush.contention.apps import APPS
+from rush.contention.apps import APPS, scaled
+from rush.contention.counterfactual import Timeline, delayed_slowdown
 from rush.contention.counters import SAMPLE_INTERVAL
 from rush.contention.noise import NoiseSpec
 from rush.contention.probe import simulate_probe
@@ -65,6 +70,69 @@ class NoiseOracle:
         return flags
 
 
+DELAY_BUDGET = 300.0  # s: ten passes of the periodic 30 s interval (the README's assumption)
+DELAY_STEP = 30.0  # candidate start moments: one per periodic pass
+
+
+class ClairvoyantOracle:
+    """Flags a job when it would vary started now (slowdown above its application's threshold,
+    its own OS jitter included) and a later start within ``budget`` seconds of its first flag
+    (every ``step`` seconds, on the same nodes) would not. The future it sees is
+    :meth:`rush.contention.counterfactual.Timeline.project`'s: the running jobs finish under the
+    noise schedule, nobody else starts; the candidate's own traffic is added to it."""
+
+    def __init__(
+        self, thresholds: dict[str, float], budget: float = DELAY_BUDGET, step: float = DELAY_STEP
+    ) -> None:
+        self.thresholds = thresholds
+        self.budget = budget
+        self.step = step
+        self.asked = 0
+        self.flagged = 0
+        self._first: dict[int, float] = {}  # job -> when it was first held
+        self._timeline: tuple[float, Timeline] | None = None
+
+    def timeline(self, present: Present) -> Timeline:
+        if self._timeline is None or self._timeline[0] != present.t:
+            if present.schedule is None or len(present.work_left) != len(present.running):
+                raise ValueError("the clairvoyant oracle needs the shell's work_left and noise schedule")
+            longest = max(a.base for a in APPS.values()) * 4.0
+            timeline = Timeline.project(
+                present.fabric, present.schedule, present.t, present.running, present.work_left,
+                self.budget + longest,
+            )  # fmt: skip
+            self._timeline = (present.t, timeline)
+        return self._timeline[1]
+
+    def best_delay(self, present: Present, spec: JobSpec, nodes: np.ndarray) -> tuple[float, float, float]:
+        """(slowdown started now, the lowest within the budget left, its delay)."""
+        timeline = self.timeline(present)
+        job = Running.of(spec.job_id, spec.app, nodes, present.fabric.machine, spec.scaling)
+        base = scaled(APPS[spec.app], spec.nodes, spec.scaling).base
+        work = base * spec.jitter
+        left = max(0.0, self._first.get(spec.job_id, present.t) + self.budget - present.t)
+        now = delayed_slowdown(timeline, job, present.t, work, base)
+        best, when = now, 0.0
+        for k in range(1, int(left // self.step) + 1):
+            s = delayed_slowdown(timeline, job, present.t + k * self.step, work, base)
+            if s < best:
+                best, when = s, k * self.step
+        return now, best, when
+
+    def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
+        flags = []
+        for spec, nodes in asked:
+            bar = self.thresholds[spec.app]
+            now, best, _ = self.best_delay(present, spec, nodes)
+            hold = now > bar and best <= bar
+            if hold:
+                self._first.setdefault(spec.job_id, present.t)
+            flags.append(hold)
+        self.asked += len(flags)
+        self.flagged += sum(flags)
+        return flags
+
+
 class LearnedOracle:
     """RUSH's learned predictor, with its own flag rule: the probability of ``classes`` against the
     model card's flag threshold (chosen on held-out campaign data), or, with none, the most
@@ -97,6 +165,7 @@ class LearnedOracle:
         self._cache: dict[tuple[int, tuple[int, ...] | None], dict[str, float]] = {}
         self._tick = -1
         self._all_nodes = any(f.startswith("all_") for f in self.predictor.features)
+        self._quiet: tuple[int, np.ndarray] | None = None
 
     def _window(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
         """The counter features for a job on ``nodes`` now: all-node and, when the model reads
@@ -124,6 +193,20 @@ class LearnedOracle:
                 )
             features |= self._cache[key]  # type: ignore[operator]
         return features
+
+    def quiet_leaves(self, present: Present) -> np.ndarray:
+        """Per leaf switch (variability-aware placement): the predictor's own rule
+        (:meth:`~rush.planner.variation.LearnedVariationPredictor.quiet_leaves`: a network job on
+        the leaf's nodes is not flagged), on the store's window, once per counter interval (the
+        window changes only at ticks). No probe runs on a leaf before a job is placed there, so
+        the model's probe features are imputed; a probe inside one leaf would cross no uplink."""
+        tick = math.ceil(present.t / SAMPLE_INTERVAL - 1e-9)
+        if self._quiet is None or self._quiet[0] != tick:
+            m = present.fabric.machine
+            leaves = {leaf: m.leaf_hosts(leaf) for leaf in range(m.leaves)}
+            answer = self.predictor.quiet_leaves(present.now, leaves)
+            self._quiet = (tick, np.array([bool(answer.get(leaf, True)) for leaf in range(m.leaves)]))
+        return self._quiet[1]
 
     def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
         flags = []
@@ -153,6 +236,12 @@ class Recorded:
     @property
     def flagged(self) -> int:
         return getattr(self.oracle, "flagged", 0)
+
+    def __getattr__(self, name: str) -> Any:
+        # quiet_leaves and the like: the wrapped oracle's (the shell looks them up by name).
+        if name == "oracle":
+            raise AttributeError(name)
+        return getattr(self.oracle, name)
 
     def __call__(self, present: Present, asked: Sequence[tuple[JobSpec, np.ndarray]]) -> list[bool]:
         flags = self.oracle(present, asked)

@@ -102,6 +102,10 @@ class Present:
     running: list[Running]
     noise_level: float
     util: Utilisation
+    # The ground truth of the future, for the clairvoyant diagnostic only: the running jobs'
+    # unimpeded work left (in ``running``'s order) and the noise schedule.
+    work_left: tuple[float, ...] = ()
+    schedule: NoiseSchedule | None = None
 
     @property
     def now(self) -> float:
@@ -285,7 +289,8 @@ class Simulation:
         ]
         nodes = self._nodes
         quiet_leaves = getattr(self.oracle, "quiet_leaves", None)
-        present = Present(t, self.fabric, [a.running for a in active.values()], level, state.util)
+        present = Present(t, self.fabric, [a.running for a in active.values()], level, state.util,
+                          tuple(a.work for a in active.values()), self.noise)  # fmt: skip
         if self.config.placement == "variability" and quiet_leaves is not None:
             quiet = np.asarray(quiet_leaves(present), dtype=bool)
             nodes = tuple(replace(n, quiet=bool(quiet[n.leaf])) for n in self._nodes)

@@ -194,6 +194,41 @@ class NoiseTable(BaseModel):
     )
 
 
+Share = _finite(0.0, 1.0)
+
+
+class AppTable(BaseModel):
+    """``[calibration.<app>]``: one application's parameters (rush.contention.apps.App) overridden."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    compute: Share | None = Field(
+        None, description="the share of its unimpeded time computing, a number in [0, 1]"
+    )
+    bandwidth: Share | None = Field(
+        None, description="the share in bandwidth-bound messages, a number in [0, 1]"
+    )
+    latency: Share | None = Field(
+        None, description="the share in latency-bound collectives, a number in [0, 1]"
+    )
+    io: Share | None = Field(None, description="the share in file I/O, a number in [0, 1]")
+    net_gbs: _finite(0.0, 1000.0) | None = Field(
+        None, description="per-node injection in GB/s while it runs unimpeded, a number in [0, 1000]"
+    )
+    io_gbs: _finite(0.0, 1000.0) | None = Field(
+        None, description="per-node file-system traffic in GB/s, a number in [0, 1000]"
+    )
+    locality: Share | None = Field(
+        None, description="halo: the share of a node's traffic beyond its neighbours, a number in [0, 1]"
+    )
+    pattern: Literal["alltoall", "halo", "ring"] | None = Field(
+        None, description='where its bulk traffic goes: "alltoall", "halo" or "ring"'
+    )
+    base: _finite(1.0, 1e6) | None = Field(
+        None, description="its unimpeded runtime on 16 nodes in seconds, a number in [1, 1e6]"
+    )
+
+
 class StudyFile(BaseModel):
     """A study file as written; :func:`load_study_spec` adds the rules between keys and the topology."""
 
@@ -213,6 +248,12 @@ class StudyFile(BaseModel):
     )
     machine: MachineTable = Field(default_factory=MachineTable, description="the [machine] table")
     noise: NoiseTable = Field(default_factory=NoiseTable, description="the [noise] table")
+    calibration: Annotated[dict[str, AppTable], Field(max_length=len(PAPER_APPS))] = Field(
+        default_factory=dict,
+        description="[calibration.<app>] tables overriding an application's parameters (the keys of "
+        "rush.contention.apps.App); the time shares must still sum to 1",
+        json_schema_extra={"shown": "none (the committed table)"},
+    )
 
 
 @dataclass(frozen=True)
@@ -226,6 +267,7 @@ class StudySpec:
     topology: str | None = None  # the topology file checked against machine_args
     variant_name: str = "paper"
     leaves: tuple[tuple[str, ...], ...] = field(default=(), repr=False)  # the topology's, in file order
+    apps: dict[str, dict[str, Any]] = field(default_factory=dict)  # [calibration.<app>] overrides
 
     def machine(self) -> Any:
         from rush.contention.machine import Machine  # the lead's; imported late on purpose
@@ -358,7 +400,34 @@ def _spec(parsed: StudyFile, source: str, path: Path | None) -> StudySpec:
         "mean_off": float(n.mean_off),
     }
     _check_machine(machine, noise, source)
-    return StudySpec(machine, noise, tuple(parsed.scenarios), source, topology, "paper", leaves)
+    apps = _check_calibration(parsed.calibration, source)
+    return StudySpec(machine, noise, tuple(parsed.scenarios), source, topology, "paper", leaves, apps)
+
+
+def _check_calibration(tables: dict[str, AppTable], source: str) -> dict[str, dict[str, Any]]:
+    """The [calibration.<app>] overrides: known applications only, time shares summing to 1."""
+    from rush.contention.apps import DEFAULT_APPS  # the lead's table; imported late on purpose
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, table in tables.items():
+        if name not in PAPER_APPS:
+            raise ConfigError(
+                f"unknown application {name[:40]!r} in [calibration]",
+                where=f"{source}: calibration.{name[:40]}",
+                fix=f"one of the paper's seven: {', '.join(PAPER_APPS)}",
+            )
+        given = table.model_dump(exclude_none=True)
+        app = DEFAULT_APPS[name]
+        shares = {k: given.get(k, getattr(app, k)) for k in ("compute", "bandwidth", "latency", "io")}
+        if abs(sum(shares.values()) - 1.0) > 1e-6:
+            listed = " + ".join(f"{k} {v:g}" for k, v in shares.items())
+            raise ConfigError(
+                f"{name}'s time shares sum to {sum(shares.values()):.4g} ({listed})",
+                where=f"{source}: calibration.{name}",
+                fix="compute + bandwidth + latency + io must be 1: change the shares you set, or set all four",
+            )
+        out[name] = given
+    return out
 
 
 def _check_machine(machine: dict[str, Any], noise: dict[str, Any], source: str) -> None:

@@ -16,6 +16,7 @@ and hands the rows to :mod:`rush.studies.contention_report`.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import shlex
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.contention.apps import OTHER_FOUR
-from rush.contention.experiment import POLICIES, SCENARIOS, run_trial, slowdown_thresholds
+from rush.contention.experiment import LEARNED, POLICIES, SCENARIOS, run_trial, slowdown_thresholds
 from rush.errors import ConfigError
 
 MAX_TRIALS = 100
@@ -56,13 +57,42 @@ class ContentionStudy:
     variants: tuple[str, ...] = ("paper",)
     policies: tuple[str, ...] = POLICIES
     first_trial: int = 0  # trials first_trial .. first_trial + trials - 1 (held-out seeds)
+    reference_hours: float = 12.0  # of the 16-node reference queue that sets the bar (as calibrated)
 
 
 def _spec(study: ContentionStudy, variant: str) -> dict[str, dict[str, Any]]:
     from rush.contention.spec import load_study_spec
 
     spec = (study.study_spec or load_study_spec(None)).variant(variant)
-    return {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)}
+    out = {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)}
+    if spec.apps:  # only when given: a study without [calibration] reuses campaigns made alike
+        out["apps"] = {name: dict(fields) for name, fields in spec.apps.items()}
+    return out
+
+
+def thresholds(study: ContentionStudy, variant: str) -> dict[str, Any]:
+    """The bar of one variant: mu + 1.5 sigma per application in the reference queue
+    (:mod:`rush.contention.reference`), kept in ``out/<variant>/reference.json`` and reused when
+    made alike. It needs neither the campaign nor the models, so the diagnostics can run first."""
+    from rush.contention.experiment import cell_machine
+    from rush.contention.reference import reference_thresholds
+    from rush.contention.state import Fabric
+
+    spec = _spec(study, variant)
+    path = study.out / variant / "reference.json"
+    wanted = {"seed": study.seed, "hours": study.reference_hours, "spec": json.loads(json.dumps(spec))}
+    if not study.fresh and path.is_file():
+        kept = json.loads(path.read_text())
+        if kept.get("args") == wanted:
+            return kept
+    machine, noise = cell_machine({"study_spec": spec})
+    out = {
+        "args": wanted,
+        "thresholds": reference_thresholds(Fabric(machine, noise), noise, study.reference_hours, study.seed),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+    return out
 
 
 def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
@@ -125,7 +155,10 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         "campaign": summary,
         "models": paths,
         "training": trained,
-        "thresholds": slowdown_thresholds(camp / "records.jsonl"),
+        # The bar of a run with variation: the 16-node reference queue's (rush.contention.reference);
+        # the training campaign's 16-node runs (ADAA-like blocks) for comparison.
+        "thresholds": thresholds(study, variant)["thresholds"],
+        "campaign_thresholds": slowdown_thresholds(camp / "records.jsonl"),
         "reused": False,
     }
     meta_path.write_text(json.dumps(meta, indent=1))
@@ -156,12 +189,46 @@ def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale
         )
 
 
+def check_policies(text: str) -> tuple[str, ...]:
+    """``--policy``: names of :data:`rush.contention.experiment.POLICIES` (any case), or all;
+    FCFS+EASY always runs (every comparison is against it)."""
+    names = [n.strip().upper() for n in text.split(",") if n.strip()]
+    if "ALL" in names:
+        return POLICIES
+    bad = [n for n in names if n not in POLICIES]
+    if not names or bad:
+        raise ConfigError(
+            f"unknown policy {', '.join(bad)[:200] or '(none)'}",
+            where="--policy",
+            fix=f"some of {', '.join(POLICIES)}, or all",
+        )
+    return tuple(p for p in POLICIES if p in names or p == "FCFS+EASY")
+
+
+def prepare_only(study: ContentionStudy) -> dict[str, Any]:
+    """``--prepare-only``: the bar, the campaign and the models of every variant, no trial."""
+    check_args(study.scenarios, 1, study.seed, study.hours, study.scale)
+    return {v: prepare(study, v) for v in study.variants}
+
+
 def run_study(study: ContentionStudy) -> dict[str, Any]:
     from rush.studies.contention_report import markdown, summarise
     from rush.studies.sweep import SweepOptions, run_sweep
 
     check_args(study.scenarios, study.trials, study.seed, study.hours, study.scale)
-    metas = {v: prepare(study, v) for v in study.variants}
+    # The campaign and the models only when a learned policy runs: the diagnostics need the bar only.
+    learned = any(p in LEARNED for p in study.policies)
+    metas = {
+        v: prepare(study, v)
+        if learned
+        else {
+            "thresholds": thresholds(study, v)["thresholds"],
+            "models": {},
+            "campaign": None,
+            "training": {},
+        }
+        for v in study.variants
+    }
     cells = [
         {
             "variant": v,
@@ -172,6 +239,8 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             "scale": study.scale,
             "models": {k: m | {"path": str(study.out / m["path"])} for k, m in metas[v]["models"].items()},
             "thresholds": metas[v]["thresholds"],
+            # A finished trial is reused only under the same bar (the sweep's key).
+            "bar": hashlib.sha1(json.dumps(metas[v]["thresholds"], sort_keys=True).encode()).hexdigest()[:12],
             "study_spec": _spec(study, v),
         }
         for v in study.variants
@@ -189,7 +258,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             cluster=study.cluster,
             resume=not study.fresh,
             progress=study.progress,
-            key_fields=["variant", "scenario", "trial", "policy", "seed", "scale"],
+            key_fields=["variant", "scenario", "trial", "policy", "seed", "scale", "bar"],
         ),
     )
     if rows.failed:
@@ -221,17 +290,29 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
         "results": table,
         "runner": f"rush.studies.sweep.run_sweep, cluster={study.cluster}",
     }  # fmt: skip
+    from rush.studies import contention_avoidable as avoid
+
+    summary["causes"] = avoid.causes(jobs)
+    summary["ladder"] = avoid.ladder(table)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
-    (results / "tables.md").write_text(markdown(table))
+    (results / "tables.md").write_text(
+        markdown(table) + "\n" + avoid.markdown(summary["causes"], summary["ladder"])
+    )
     from rush.studies.plots.contention import plot_study
 
     plot_study(study.out, jobs, table)
+    avoid.plot_ladder(
+        summary["ladder"],
+        lambda v: study.out / "plots" / ("ladder.png" if v == "paper" else f"ladder-{v}.png"),
+    )
     return summary
 
 
 JOB_COLUMNS = (
     "variant", "scenario", "policy", "trial", "job_id", "app", "wtype", "size", "submit", "start", "end",
     "runtime", "base", "slowdown", "wait", "skips", "skip_limit", "limit_hit", "noise_level", "variation",
+    "cause", "decisive", "without_noise", "without_others", "without_own", "without_io", "without_all",
+    "best_delayed", "best_delay", "avoidable",
 )  # fmt: skip
 PREDICTION_COLUMNS = ("variant", "scenario", "policy", "trial", "t", "job_id", "app", "flag", "oracle_flag")
 
@@ -246,7 +327,7 @@ def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
         w = csv.writer(fh)
         w.writerow(columns)
         for r in sorted(rows, key=lambda r: tuple(_sort_key(r[c]) for c in columns[:6])):
-            w.writerow([r[c] for c in columns])
+            w.writerow([r.get(c, "") for c in columns])
     tmp.replace(path)
 
 

@@ -13,7 +13,7 @@ import pytest
 from rush.contention.experiment import POLICIES
 
 # One model kind with few rounds keeps the test's training short (the published four are the default).
-QUICK = ("--train-models", "adaboost", "--estimators", "10")
+QUICK = ("--train-models", "adaboost", "--estimators", "10", "--reference-hours", "0.6")
 
 
 def rush(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
@@ -64,7 +64,18 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     assert agreement["PRESENT-ORACLE"]["fp"] == agreement["PRESENT-ORACLE"]["fn"] == 0
     tables = (out / "results" / "tables.md").read_text()
     assert "RUSH-30" in tables and "(diagnostic)" in tables
-    for name in ("fig4_variation_runs.png", "fig5_runtimes.png", "fig6_makespan.png", "skip_limit.png"):
+    # FCFS+EASY's runs with variation are attributed; the ladder sits beside them.
+    assert set(summary["causes"]["paper"]) == {"ADAA", "PDPA"}
+    assert {"FCFS+EASY", "CLAIRVOYANT-ORACLE", "PRESENT-ORACLE", "RUSH"} <= set(
+        summary["ladder"]["paper"]["ADAA"]
+    )
+    for name in (
+        "fig4_variation_runs.png",
+        "fig5_runtimes.png",
+        "fig6_makespan.png",
+        "skip_limit.png",
+        "ladder.png",
+    ):
         assert (out / "plots" / name).stat().st_size > 1000
     runs = gzip.decompress((out / "results" / "runs.csv.gz").read_bytes()).decode().splitlines()
     assert runs[0].startswith("variant,scenario,policy,trial,job_id") and len(runs) == 1 + len(POLICIES) * (
@@ -103,6 +114,8 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
         (("--train-models", "nope"), "--train-models"),
         (("--estimators", "0"), "--estimators"),
         (("--estimators", "100000000"), "--estimators"),
+        (("--policy", "RUSH,FIFO"), "--policy"),
+        (("--reference-hours", "nan"), "--reference-hours"),
     ],
 )
 def test_bad_input_exits_2_before_any_work(tmp_path, args, where) -> None:

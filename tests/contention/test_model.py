@@ -10,7 +10,7 @@ import pytest
 
 from rush.collect.probe import FEATURES
 from rush.collect.store import FeatureStore
-from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled
+from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, App, scaled
 from rush.contention.counters import CounterRecorder
 from rush.contention.machine import MULTIPOD, PAPER, Machine
 from rush.contention.model import g_bw, h_lat, off_shares, uniform_off
@@ -19,6 +19,8 @@ from rush.contention.probe import simulate_probe
 from rush.contention.state import COLUMN, METRIC_NAMES, Fabric, Running
 
 FABRIC = Fabric(PAPER, NoiseSpec())
+# A global all-to-all (the law the noise job follows; no application of the table does since step 4).
+ALL_TO_ALL = App("A2A", 0.35, 0.55, 0.10, 0.0, 9.0, "alltoall", 1.0, 240.0)
 
 
 def job(job_id: int, app: str, nodes, machine: Machine = PAPER) -> Running:
@@ -40,7 +42,9 @@ def test_the_papers_set_up() -> None:
     assert MULTIPOD.pods == 4 and MULTIPOD.pod_uplink_gbs == pytest.approx(400.0)
     noise = NoiseSpec().nodes(PAPER)
     assert len(noise) == 32 and len(set(PAPER.leaf_of[noise])) == 16  # 1/16, two per leaf
-    assert APPS["SWFFT"].pattern == "alltoall" and APPS["LBANN"].pattern == "ring"
+    # SWFFT's transposes are all-to-alls within process-grid rows and columns (calibration step 4).
+    assert APPS["SWFFT"].pattern == "halo" and APPS["SWFFT"].locality == 0.5
+    assert APPS["LBANN"].pattern == "ring"
     assert APPS["Laghos"].latency >= 0.3  # latency-bound collectives: variation-prone
     assert {APPS[a].wtype for a in ("SWFFT", "LBANN", "Laghos", "AMG", "Kripke")} == {"network"}
 
@@ -60,8 +64,10 @@ def test_off_leaf_shares_follow_the_pattern() -> None:
     for app in APP_NAMES:
         leaf, _ = off_shares(APPS[app], inside, PAPER)
         assert np.all(leaf == 0.0)
-    leaf, _ = off_shares(APPS["SWFFT"], spanning(0), PAPER)
+    leaf, _ = off_shares(ALL_TO_ALL, spanning(0), PAPER)
     assert np.allclose(leaf, 8 / 15)
+    leaf, _ = off_shares(APPS["SWFFT"], spanning(0), PAPER)
+    assert np.allclose(leaf, 0.5 * 8 / 15)
     leaf, _ = off_shares(APPS["Kripke"], spanning(0), PAPER)
     assert np.allclose(leaf, APPS["Kripke"].locality * 8 / 15)
     leaf, _ = off_shares(APPS["LBANN"], spanning(0), PAPER)  # ring: two edges cross the leaves
@@ -88,7 +94,7 @@ def test_pod_uplinks_in_the_multipod_variant() -> None:
     fabric = Fabric(MULTIPOD, NoiseSpec())
     across = np.concatenate([np.arange(8), 128 + np.arange(8)])  # two leaves in two pods
     within = np.concatenate([np.arange(8), 32 + np.arange(8)])  # two leaves of one pod
-    _, pod = off_shares(APPS["SWFFT"], across, MULTIPOD)
+    _, pod = off_shares(ALL_TO_ALL, across, MULTIPOD)
     assert np.allclose(pod, 8 / 15)
     load = [job(9, "SWFFT", np.concatenate([np.arange(140, 148), 300 + np.arange(8)]), MULTIPOD)]
     # Another job's inter-pod traffic loads pod 1's uplink: only the job that leaves pod 0 sees it.

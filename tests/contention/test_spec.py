@@ -194,6 +194,27 @@ def test_unknown_application_lists_the_papers(tmp_path) -> None:
     assert "lacks sw4lite" in error.message
 
 
+def test_calibration_overrides_an_application(tmp_path) -> None:
+    """[calibration.<app>] sets parameters of the table the trials use; the rest stay."""
+    from rush.contention.apps import APPS, DEFAULT_APPS, use_apps
+
+    spec = load_study_spec(study(tmp_path, "[calibration.Laghos]\ncompute = 0.4\nlatency = 0.55\n"))
+    assert spec.apps == {"Laghos": {"compute": 0.4, "latency": 0.55}}
+    try:
+        use_apps(spec.apps)
+        assert APPS["Laghos"].latency == 0.55 and APPS["Laghos"].compute == 0.4
+        assert APPS["Laghos"].bandwidth == DEFAULT_APPS["Laghos"].bandwidth
+        assert APPS["SWFFT"] == DEFAULT_APPS["SWFFT"]
+    finally:
+        use_apps({})
+    assert APPS == DEFAULT_APPS
+    error = refused(tmp_path, "[calibration.Laghos]\nlatency = 0.6\n")
+    assert "sum to 1.1" in error.message and error.where.endswith("calibration.Laghos")
+    assert "must be 1" in str(error.fix)
+    error = refused(tmp_path, "[calibration.MILC]\nio = 0.1\n")
+    assert "unknown application 'MILC'" in error.message and all(a in str(error.fix) for a in PAPER_APPS)
+
+
 def test_unknown_scenario_lists_the_papers(tmp_path) -> None:
     error = refused(tmp_path, 'scenarios = ["ADAA", "FOO"]\n')
     assert "scenarios[1]" in str(error.where) and "unknown scenario 'FOO'" in error.message
@@ -272,6 +293,22 @@ HOSTILE: dict[str, tuple[str, str | None, tuple[str, ...], str]] = {
     "unknown key": ("[machine]\nnodez = 512\n", None, (), "machine.nodez"),
     "toml syntax": ('scenarios = ["ADAA"]\n\n[noise\n', None, (), "study.toml:3"),
     "unknown app": ('apps = ["MILC"]\n', None, (), "apps"),
+    "calibration: unknown app": ("[calibration.MILC]\nlatency = 0.3\n", None, (), "calibration.MILC"),
+    "calibration: negative share": (
+        "[calibration.Laghos]\nlatency = -0.1\n",
+        None,
+        (),
+        "calibration.Laghos.latency",
+    ),
+    "calibration: nan rate": ("[calibration.SWFFT]\nnet_gbs = nan\n", None, (), "calibration.SWFFT.net_gbs"),
+    "calibration: shares off one": ("[calibration.Laghos]\nlatency = 0.6\n", None, (), "calibration.Laghos"),
+    "calibration: unknown key": (
+        "[calibration.Laghos]\nlatncy = 0.4\n",
+        None,
+        (),
+        "calibration.Laghos.latncy",
+    ),
+    "bad --policy": ("", None, ("--policy", "RUSH,SJF"), "--policy"),
     "unknown scenario": ('scenarios = ["ADAA", "XYZ"]\n', None, (), "scenarios[1]"),
     "511-node topology": (
         '[machine]\nnodes = 512\ntopology = "topology.conf"\n',

@@ -69,6 +69,22 @@ def variability_command(
         "all", "--train-models", help="Model kinds compared in training (comma-separated), or all."
     ),
     estimators: int = typer.Option(100, "--estimators", help="Trees / boosting rounds per model."),
+    policy: str = typer.Option(
+        "all",
+        "--policy",
+        help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
+        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE. A rerun with more reuses the "
+        "finished trials.",
+    ),
+    reference_hours: float = typer.Option(
+        12.0,
+        "--reference-hours",
+        help="Simulated hours of the 16-node reference queue whose runs set each application's bar "
+        "(mu + 1.5 sigma).",
+    ),
+    prepare_only: bool = typer.Option(
+        False, "--prepare-only", help="Make the bar, the campaign and the models, run no trial."
+    ),
 ) -> None:
     """Campaign, models and paired trials of FCFS+EASY and RUSH per scenario; tables and plots."""
     import tempfile
@@ -83,9 +99,17 @@ def variability_command(
 
     from rush.errors import ConfigError
     from rush.models.variability.train import TrainOptions
-    from rush.studies.contention import ContentionStudy, check_args, run_study
+    from rush.studies.contention import ContentionStudy, check_args, check_policies, run_study
+    from rush.studies.contention import prepare_only as prepare_only_
 
     check_args(names, trials, seed, campaign_hours, scale)
+    policies = check_policies(policy)
+    if not 0.1 <= reference_hours <= 48.0:  # also refuses NaN
+        raise ConfigError(
+            f"--reference-hours must be 0.1 to 48, got {reference_hours}",
+            where="--reference-hours",
+            fix="e.g. 12",
+        )
     if not 0 <= first_trial <= 1_000_000:
         raise ConfigError(
             f"--first-trial must be 0 to 1000000, got {first_trial}", where="--first-trial", fix="e.g. 1000"
@@ -103,8 +127,13 @@ def variability_command(
         study = ContentionStudy(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
             progress=not as_json, train_models=kinds, estimators=estimators, study_spec=spec,
-            variants=variants, first_trial=first_trial,
+            variants=variants, first_trial=first_trial, policies=policies, reference_hours=reference_hours,
         )  # fmt: skip
+        if prepare_only:
+            metas = prepare_only_(study)
+            typer.echo(json.dumps({v: {k: m[k] for k in ("campaign", "thresholds", "training")}
+                                   for v, m in metas.items()}, indent=1))  # fmt: skip
+            return
         summary = run_study(study)
         if as_json:
             typer.echo(json.dumps(summary, indent=1))
@@ -114,6 +143,8 @@ def variability_command(
 
 def _print(summary: dict, out: Path | None) -> None:
     for variant, c in summary["campaign"].items():
+        if c is None:  # diagnostics only: no campaign, no model
+            continue
         typer.echo(f"[{variant}] campaign: {c['runs']} runs over {c['hours']} h (seed {c['seed']}), "
                    f"{c['noise_episodes']} noise episodes")  # fmt: skip
         for name, t in summary["training"][variant].items():
