@@ -152,11 +152,9 @@ def markdown(c: dict[str, Any], lad: dict[str, Any]) -> str:
 
 def plot_ladder(lad: dict[str, Any], path_for: Any) -> list[Any]:
     """One bar chart per variant: removed per trial by each rung, per scenario."""
-    import matplotlib
+    from rush.studies.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     written = []
     for v, by_s in lad.items():
         scenarios = list(by_s)
