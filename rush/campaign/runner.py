@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -134,6 +134,9 @@ class CampaignOptions:
     interval: float = 2.0
     warmup: float = 0.0
     procfs: bool = True
+    # Node names this host's procfs counters stand for (default: its own name). The brokers
+    # of a Flux test instance (``flux start --test-size``) are fake nodes all on this host.
+    procfs_nodes: tuple[str, ...] = ()
     prometheus: str = ""
     prometheus_host_label: str = "instance"
     prometheus_rate_window: str = "15s"
@@ -155,6 +158,18 @@ def parse_apps(text: str) -> tuple[str, ...]:
     if len(set(apps)) != len(apps):
         raise CampaignError("an application is named twice", where="--apps", fix="name each once")
     return tuple(apps)
+
+
+def parse_nodes(text: str) -> tuple[str, ...]:
+    """``--procfs-nodes``: a hostlist (``node[0-3],login1``) as node names; "" gives none."""
+    from rush.rjms.flux.hostlist import expand_hostlist
+
+    if not text.strip():
+        return ()
+    try:
+        return tuple(dict.fromkeys(expand_hostlist(text.strip(), limit=4096)))
+    except ValueError as exc:
+        raise CampaignError(str(exc), where="--procfs-nodes", fix="a hostlist such as node[0-3]") from None
 
 
 def _ordered(pair: tuple[float, float]) -> tuple[float, float]:
@@ -239,6 +254,13 @@ class CampaignInput(BaseModel):
     )
     probe_ring_iterations: StrictInt = _count(1, 1000, "--probe-ring-iterations")
     probe_allreduce_iterations: StrictInt = _count(1, 1000, "--probe-allreduce-iterations")
+    procfs_nodes: tuple[Annotated[StrictStr, StringConstraints(pattern=r"^[A-Za-z0-9._-]{1,64}$")], ...] = (
+        Field(
+            max_length=4096,
+            alias="--procfs-nodes",
+            description="node names (letters, digits, . _ -), e.g. node[0-3]",
+        )
+    )
 
     @field_validator("nodes")
     @classmethod
@@ -341,7 +363,8 @@ def counter_collectors(options: CampaignOptions) -> list[Any]:
     if options.procfs:
         from rush.collect.procfs import ProcfsCollector
 
-        collectors.append(ProcfsCollector())
+        procfs = ProcfsCollector()
+        collectors.append(SameHost(procfs, options.procfs_nodes) if options.procfs_nodes else procfs)
     if options.prometheus:
         from rush.collect.prometheus import PrometheusCollector, PrometheusOptions
 
@@ -354,6 +377,22 @@ def counter_collectors(options: CampaignOptions) -> list[Any]:
             PrometheusCollector(PrometheusOptions(options.prometheus, queries=queries, host_label=label))
         )
     return collectors
+
+
+class SameHost:
+    """A collector of this host whose samples stand for several nodes on it (the brokers of a
+    Flux test instance): each sample written once under each node's name."""
+
+    def __init__(self, inner: Any, nodes: tuple[str, ...]) -> None:
+        self.inner, self.nodes, self.name = inner, nodes, inner.name
+
+    def collect(self) -> list[Any]:
+        from dataclasses import replace
+
+        return [replace(s, host=node) for s in self.inner.collect() for node in self.nodes]
+
+    def absent(self) -> list[str]:
+        return list(self.inner.absent())
 
 
 # ------------------------------------------------------------------------------- the run
@@ -465,9 +504,14 @@ class Campaign:
 
         tag = f"{index:05d}-{app}"
         jobs = self.out / "jobs"
+        # A backend that takes node counts gets them (the job spans that many nodes, and the
+        # launcher takes its hosts from the job); the others get processes only, and mpirun's
+        # --npernode spreads the ranks over the hosts of the allocation.
+        by_rjms = bool(o.nodes) and self.backend.capabilities.submits_node_counts
+        spread = None if by_rjms else o.nodes
         result = jobs / f"{tag}.result.json"
         probe = probe_command(
-            o.ntasks, nodes=o.nodes, launcher=o.launcher, python=o.python,
+            o.ntasks, nodes=spread, launcher=o.launcher, python=o.python,
             probe_args=probe_arguments(
                 ring_bytes=o.probe_ring_bytes, ring_iterations=o.probe_ring_iterations,
                 allreduce_bytes=o.probe_allreduce_bytes, allreduce_iterations=o.probe_allreduce_iterations,
@@ -475,7 +519,7 @@ class Campaign:
         )  # fmt: skip
         app_args = [f"--scale={o.scale}", f"--seed={o.seed + index}", f"--workdir={self.out / 'scratch'}"]
         app_argv = probe_command(
-            o.ntasks, nodes=o.nodes, launcher=o.launcher, python=o.python,
+            o.ntasks, nodes=spread, launcher=o.launcher, python=o.python,
             script=PROXIES / APPS[app][0], probe_args=app_args,
         )  # fmt: skip
         spec = {
@@ -493,6 +537,7 @@ class Campaign:
             name=f"rush-{app}", procs=o.ntasks, time_limit=o.time_limit + 60,
             command=[o.python, str(JOBRUN), str(spec_path)],
             comment=f"rush:app={app},wtype={APPS[app][1]}", partition=o.partition,
+            **({"nodes": o.nodes} if by_rjms else {}),
         )  # fmt: skip
         return _Flight(index, app, tag, job_id, submitted, result)
 
@@ -516,6 +561,10 @@ class Campaign:
             result = {}  # the job died before writing it (killed, node failure): times from the RJMS
         app = result.get("app") if isinstance(result.get("app"), dict) else None
         probe_obj = result.get("probe") if isinstance(result.get("probe"), dict) else None
+        # The nodes the RJMS allocated (Flux: from the job's R), when it names them: what rush
+        # schedules by, so the probe's rows go under them (not the ranks' own host names,
+        # which differ on a Flux test instance where every broker is a fake node on this host).
+        allocated = [str(n) for n in acct.get("nodes") or [] if n]
         probe = None
         if probe_obj is not None:
             try:
@@ -524,6 +573,8 @@ class Campaign:
                 log.warning("run %s: probe result refused: %s", flight.tag, exc)
             else:
                 probe = {k: parsed.features[k] for k in FEATURES}
+                if allocated:
+                    parsed = replace(parsed, hosts=tuple(allocated))
                 with self.lock:
                     store.insert(parsed.samples())
         start = float(result.get("job_start") or acct.get("start") or flight.submitted)
@@ -534,6 +585,7 @@ class Campaign:
         runtime = float(app["runtime"]) if app else max(0.0, end - start)
         app_start = float(app["start"]) if app else start
         hosts = (app or {}).get("hosts") or (probe_obj or {}).get("hosts") or [result.get("host") or ""]
+        hosts = allocated or hosts
         record: dict[str, Any] = {
             "job_id": str(flight.job_id),
             "app": flight.app,
@@ -549,6 +601,8 @@ class Campaign:
             "run": flight.index,
             "app_start": app_start,
         }
+        if acct.get("ranks"):
+            record["ranks"] = [int(r) for r in acct["ranks"]]  # Flux's broker ranks
         if app is None:
             output = str(result.get("app_output") or result.get("probe_output") or "no result file")
             record["error"] = output[-500:]
@@ -650,7 +704,9 @@ class Campaign:
                 "runs_with_noise": sum(1 for r in runs if r["noise"]),
             }
         absent = [name for name, path in PUBLISHED_COUNTERS.items() if not Path(path).exists()]
-        procfs = next((c for c in sampler.collectors if isinstance(c, ProcfsCollector)), None)
+        procfs = next(
+            (c for c in sampler.collectors if isinstance(getattr(c, "inner", c), ProcfsCollector)), None
+        )
         return {
             "campaign": self.out.name,
             "records": str(self.records_path),

@@ -68,6 +68,11 @@ def run(
     ),
     prometheus_host_label: str = typer.Option("instance", "--prometheus-host-label"),
     no_procfs: bool = typer.Option(False, "--no-procfs", help="Do not sample this host's procfs."),
+    procfs_nodes: str = typer.Option(
+        "",
+        "--procfs-nodes",
+        help="Node names this host's procfs stands for, e.g. node[0-3] (Flux test brokers).",
+    ),
     probe_ring_bytes: str = typer.Option("4MB", "--probe-ring-bytes"),
     probe_allreduce_bytes: str = typer.Option("4MB", "--probe-allreduce-bytes"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
@@ -75,7 +80,7 @@ def run(
     """Run control jobs through the RJMS: the MPI probe then the application in each job, node
     counters into a feature store, records.jsonl for `rush dataset build`."""
     from rush.campaign.records import CampaignError
-    from rush.campaign.runner import CampaignOptions, command_line, parse_apps, run_campaign
+    from rush.campaign.runner import CampaignOptions, command_line, parse_apps, parse_nodes, run_campaign
 
     if noise not in ("on", "off"):
         raise CampaignError(
@@ -115,6 +120,7 @@ def run(
         interval=interval,
         warmup=warmup,
         procfs=not no_procfs,
+        procfs_nodes=parse_nodes(procfs_nodes),
         prometheus=prometheus,
         prometheus_host_label=prometheus_host_label,
         probe_ring_bytes=probe_ring_bytes,

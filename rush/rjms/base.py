@@ -97,6 +97,9 @@ class Capabilities:
     requeue_replaces_job: bool = False
     # Seconds a time limit is rounded up to (Slurm: whole minutes; Flux: seconds).
     time_limit_granularity: float = 60.0
+    # True when :meth:`RJMSBackend.submit` takes ``nodes`` (a node count: the job spans that
+    # many nodes) and :meth:`RJMSBackend.accounting` names each finished job's ``nodes``.
+    submits_node_counts: bool = False
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ BASE = ["--apps", "halo,io", "--runs", "2"]
         ([*BASE, "--rjms-option", "bogus=1"], "--rjms-option"),
         ([*BASE, "--rjms-option", "timeout=-3"], "rjms.options.timeout"),
         ([*BASE, "--no-procfs"], "--no-procfs"),
+        ([*BASE, "--procfs-nodes", "node[3-1]"], "--procfs-nodes"),
+        ([*BASE, "--procfs-nodes", "node[0-9999]"], "--procfs-nodes"),
+        ([*BASE, "--procfs-nodes", "node 1"], "--procfs-nodes"),
     ],
 )
 def test_bad_input_exits_2_naming_the_place_and_writes_nothing(

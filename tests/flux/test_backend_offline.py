@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from rush.core.priority_values import MAX_VALUE
-from rush.errors import BackendUnavailableError
+from rush.errors import BackendUnavailableError, RJMSError
 from rush.rjms.base import get_backend
 from rush.rjms.flux import (
     STATE_RUN,
@@ -127,6 +127,27 @@ def test_batch_jobspec_runs_the_command_once_on_the_first_node():
     idle = subprocess.run(task["command"], capture_output=True, text=True, env={**env, "FLUX_TASK_RANK": "3"})
     assert idle.stdout == "" and idle.returncode == 0
     assert "shell" not in build_jobspec(JobSubmission("t", 2, 60, ["true"]))["attributes"]["system"]
+
+
+def test_a_node_count_gives_a_node_level_the_core_reads_back():
+    """``nodes``: the job spans that many nodes (``flux batch -N2 -n3``): slots of one core
+    under a node vertex, ceil(procs / nodes) per node; what rush's request model reads back."""
+    from rush.core.resources import Request
+    from rush.rjms.flux import request_from_jobspec
+
+    spec = build_jobspec(JobSubmission("b", 3, 60, ["true"], nodes=2), batch=True)
+    slot = {"type": "slot", "count": 2, "label": "task", "with": [{"type": "core", "count": 1}]}
+    assert spec["resources"] == [{"type": "node", "count": 2, "with": [slot]}]
+    assert request_from_jobspec(spec) == Request(nodes=2, cores_per_node=2)
+    assert spec["attributes"]["system"]["shell"]["options"]["per-resource"] == {"type": "node", "count": 1}
+    for bad in (0, 4):
+        with pytest.raises(ValueError, match="nodes for 3 processes"):
+            build_jobspec(JobSubmission("b", 3, 60, ["true"], nodes=bad), batch=True)
+    backend = FluxBackend(handle=object())
+    assert backend.capabilities.submits_node_counts
+    for bad_count in (0, 5, True, 1.5):
+        with pytest.raises(RJMSError, match="invalid node count"):
+            backend.submit(name="b", procs=4, time_limit=60, command=["true"], nodes=bad_count)
 
 
 def test_comment_tags_become_system_rush_attributes():

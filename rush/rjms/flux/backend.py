@@ -162,7 +162,9 @@ class FluxBackend(RJMSBackend):
 
     # Flux durations are seconds; Flux has no requeue, so rush's requeue cancels and resubmits
     # (the daemon confirms a replacement job, a new id).
-    capabilities = Capabilities(requeue_replaces_job=True, time_limit_granularity=1.0)
+    capabilities = Capabilities(
+        requeue_replaces_job=True, time_limit_granularity=1.0, submits_node_counts=True
+    )
     options = (
         BackendOption("uri", str, "a Flux URI (default: FLUX_URI of the environment)"),
         BackendOption("max_entries", int, "the most jobs read per queue listing"),
@@ -490,12 +492,21 @@ class FluxBackend(RJMSBackend):
         comment: str = "",
         begin: float | None = None,
         partition: str = "",
+        nodes: int | None = None,
     ) -> int:
+        """A batch job (its command run once, on its first node) of ``procs`` cores; with
+        ``nodes``, spread over that many nodes (brokers), as ``flux batch -N nodes -n procs``."""
         check_submit(procs, time_limit, command, begin)
-        jobspec = build_jobspec(
-            JobSubmission(name, procs, time_limit, command, comment=comment, begin=begin, queue=partition),
-            batch=True,
+        if nodes is not None and (
+            isinstance(nodes, bool) or not isinstance(nodes, int) or not 0 < nodes <= procs
+        ):
+            raise RJMSError(
+                f"invalid node count {nodes!r}", where="submit", fix=f"an integer 1..{procs} (procs)"
+            )
+        submission = JobSubmission(
+            name, procs, time_limit, command, comment=comment, begin=begin, queue=partition, nodes=nodes
         )
+        jobspec = build_jobspec(submission, batch=True)
         flux = import_flux()  # signing the request needs the real bindings
         try:
             return int(flux.job.submit(self.handle, json.dumps(jobspec), urgency=URGENCY_DEFAULT))
@@ -506,7 +517,9 @@ class FluxBackend(RJMSBackend):
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records from job-list (kept while the instance keeps inactive jobs):
         submit (``t_submit``), start (``t_run``), end (``t_cleanup``: the tasks ended),
-        released (``t_inactive``), state (the result by name: COMPLETED, FAILED, CANCELED, TIMEOUT)."""
+        released (``t_inactive``), state (the result by name: COMPLETED, FAILED, CANCELED, TIMEOUT)
+        and, for a job that ran, its allocation from its R: ``ranks`` (broker ranks) and ``nodes``
+        (their host names, in rank order)."""
         records = []
         for job_id in job_ids:
             _check_id(job_id)
@@ -526,9 +539,22 @@ class FluxBackend(RJMSBackend):
                     # Resources back with the scheduler: at the latest when the job is inactive.
                     "released": float(j["t_inactive"]) if "t_inactive" in j and "t_run" in j else None,
                     "state": result_name(j.get("result")),
+                    **(self._allocated(int(job_id)) if "t_run" in j else {}),
                 }
             )
         return records
+
+    def _allocated(self, job_id: int) -> dict[str, Any]:
+        """A job's broker ranks and node names from its R (empty when it has none)."""
+        try:
+            r = self._rpc("job-info.lookup", {"id": job_id, "keys": ["R"], "flags": 0}).get("R") or {}
+            r = json.loads(r) if isinstance(r, str) else r
+            ranks = sorted(r_ranks(r))
+            names = r_hosts(r, ranks)
+        except (RJMSError, ValueError, TypeError, AttributeError, KeyError):
+            log.warning("job %d: its R cannot be read; its nodes are not named", job_id)
+            return {}
+        return {"ranks": ranks, "nodes": [names[rank] for rank in ranks]} if ranks else {}
 
     # -- false-small kills: cancel, then resubmit as large (Flux has no requeue) -------------
     def _owner(self) -> int | None:

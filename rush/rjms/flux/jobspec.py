@@ -154,10 +154,12 @@ class JobSubmission:
     begin: float | None = None
     queue: str = ""
     cwd: str | None = None
+    nodes: int | None = None  # spread over this many nodes (brokers); None: cores anywhere
 
 
 def build_jobspec(job: JobSubmission, batch: bool = False) -> dict[str, Any]:
-    """An RFC 25 (jobspec v1) request: ``procs`` tasks of one core each.
+    """An RFC 25 (jobspec v1) request: ``procs`` tasks of one core each; with ``nodes``, on that
+    many nodes, ``ceil(procs / nodes)`` one-core slots on each (``flux submit -N nodes``).
 
     ``batch``: ``procs`` cores held, the command run once (on the first node, as a Slurm batch
     script; it launches its own ranks, e.g. with mpirun), its output discarded. ``comment``'s
@@ -186,11 +188,17 @@ def build_jobspec(job: JobSubmission, batch: bool = False) -> dict[str, Any]:
                 "output": {"stdout": {"type": "file", "path": "/dev/null"}},
             }
         }
+    resources: list[dict[str, Any]] = [
+        {"type": "slot", "count": int(procs), "label": "task", "with": [{"type": "core", "count": 1}]}
+    ]
+    if job.nodes is not None:
+        if not 0 < job.nodes <= procs:
+            raise ValueError(f"{job.nodes} nodes for {procs} processes: give 1..{procs} nodes")
+        resources[0]["count"] = math.ceil(procs / job.nodes)
+        resources = [{"type": "node", "count": int(job.nodes), "with": resources}]
     return {
         "version": 1,
-        "resources": [
-            {"type": "slot", "count": int(procs), "label": "task", "with": [{"type": "core", "count": 1}]}
-        ],
+        "resources": resources,
         "tasks": [task],
         "attributes": {"system": system},
     }
