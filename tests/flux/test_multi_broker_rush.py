@@ -28,9 +28,9 @@ from rush.rjms.flux import expand_hostlist
 from tests import polling
 from tests.flux.broker_model import BUSY, IDLE, NODES, WINDOW, node_window, train_model
 from tests.flux.broker_tasks import BrokerTasks
+from tests.flux.live_journal import decisions, journaled_skips, noise_event_time, skips, state
 from tests.flux.module_config import MODULE
 from tests.flux.module_config import decisions as all_decisions
-from tests.flux.test_rush_live import decisions, journaled_skips, noise_event_time, skips, state
 
 NETWORK = "--setattr=rush.wtype=network"
 
@@ -97,7 +97,7 @@ def start_noise(flux: Any, tmp_path: Path) -> tuple[int, str, Path]:
         "--start-on", "--on=500:500", "--duration=500",
     )  # fmt: skip
     flux.run("job", "wait-event", "-t", "60", str(job_id), "start", timeout=70)
-    wait_for(lambda: log.exists() and noise_event_time(log, "on") is not None)
+    wait_for(lambda: noise_event_time(log, "on") is not None)
     [node] = nodes_of(flux, job_id)
     assert node == "node0"  # first fit: lowest node ids first
     store = tmp_path / "features.sqlite"
