@@ -8,7 +8,10 @@ sampler thread writes node counters into a :class:`rush.collect.store.FeatureSto
 output directory every ``interval`` seconds: procfs (this host: :mod:`rush.collect.procfs`)
 and, with ``prometheus``, node_exporter's series through Prometheus (every node it scrapes).
 With ``noise`` a noise job (collectors/noise.py) is submitted first and runs for the whole
-campaign; its on/off log labels each run (``noise``: ground truth, never a feature).
+campaign; its on/off log labels each run (``noise``: ground truth, never a feature). With
+``nodes`` and a backend that takes node counts (Flux), each control job spans that many nodes,
+and its record names the nodes the RJMS allocated (Flux: the job's R, with its broker
+``ranks``); the probe's rows are stored under those names.
 
 Output directory (created; an existing campaign is never overwritten):
 

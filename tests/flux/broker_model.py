@@ -3,7 +3,7 @@ trained in the test, as tests/live_rush_common.py does for one node).
 
 A synthetic campaign in the past on the four brokers ``node0``..``node3``: each run had two of
 them; in some windows a noise job kept one node busy (:mod:`tests.flux.broker_tasks`'s
-counter, 0.04-0.9 cores there, ~0 elsewhere), and a network run that had that node ran three
+counter, 0.02-0.9 cores there, ~0 elsewhere), and a network run that had that node ran three
 times slower, one that did not ran as fast as without noise. The model, trained on the window
 before each start over the run's own nodes (``scopes=("job",)``, ``final_scope="job"``),
 flags a placement that includes a busy node and passes one that does not.
@@ -24,7 +24,8 @@ from tests.flux.broker_tasks import METRIC, SOURCE
 WINDOW = 12.0  # the model card's window: the live predictor reads [now - WINDOW, now)
 NODES = tuple(f"node{rank}" for rank in range(4))
 # Cores busy on a node, as the collector reads them live here: 0.2-0.7 under the network noise
-# (less on a loaded machine: the noise shares its cores), 0 with a sleep or nothing. The tests
+# (less on a loaded machine: the noise shares its cores; the synthetic levels go down to 0.02
+# so that a starved noise still reads as noise), 0 with a sleep or nothing. The tests
 # wait for the live window to be clearly on one side of the split the model learns between the
 # synthetic levels.
 BUSY, IDLE = 0.1, 0.03
@@ -48,9 +49,10 @@ def synthetic_campaign(out: Path, runs: int = 60) -> tuple[Path, Path]:
             "submit": start - 1, "start": start, "end": start + runtime, "runtime": runtime,
             "state": "COMPLETED", "probe": None, "noise": slow,
         }))  # fmt: skip
+        busy = rng.uniform(0.02, 0.9)  # this run's noise level: the window's mean, not each sample's
         for t in range(0, int(WINDOW), 1):
             for node in NODES:
-                level = rng.uniform(0.04, 0.9) if node == noisy else rng.uniform(0.0, 0.002)
+                level = busy * rng.uniform(0.8, 1.2) if node == noisy else rng.uniform(0.0, 0.002)
                 samples.append(Sample(start - WINDOW + t, node, SOURCE, METRIC, level))
     records, store = out / "records.jsonl", out / "features.sqlite"
     records.write_text("\n".join(lines) + "\n")

@@ -166,7 +166,7 @@ def test_a_job_on_the_noisy_broker_starts_at_its_skip_limit_counted_on_events(
     _, loud, log = start_noise(flux, tmp_path)
     flagged = flux.submit("-N2", "-n2", "-t", "5m", NETWORK, "sleep", "1")
     # The module's timer passes keep it held without counting: its submission was one event.
-    wait_for(lambda: len(skips(tmp_path, flagged)) >= 3)
+    wait_for(lambda: len(skips(tmp_path, flagged)) >= 3, journal=tmp_path)
     assert journaled_skips(tmp_path, flagged) == 1 and state(flux, flagged) == "SCHED"
     while state(flux, flagged) == "SCHED":  # other jobs arrive and end: Flux events
         flux.wait_job(flux.submit("-n1", "-t", "1m", "true"))
