@@ -254,7 +254,8 @@ def backfill_pass(
                     break
                 if not may_reserve:
                     break  # TEST_NOW_ONLY: only a start now matters
-                continue
+                # backfill.c's first _try_sched is from now: cons_tres's will-run takes the
+                # running jobs away in batches from now, not from each one's end in turn.
             when = will_run(t, usable, capacity, running, job.procs)
             if when is None:
                 continue

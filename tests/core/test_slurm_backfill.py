@@ -109,6 +109,25 @@ def test_will_run_takes_running_jobs_away_in_batches() -> None:
     assert will_run(0.0, usable, capacity, running, 13) is None
 
 
+def test_a_blocked_job_is_planned_by_the_will_run_from_now() -> None:
+    """backfill.c tests a job first from now (``start_res = now``): cons_tres's will-run takes
+    the running jobs away in batches and places the job on what they free together (nodes 0-2
+    here, from 110 when the last of them ends), not on the CPUs free at the first running job's
+    end (100: 10 + 8 + 5 + 7 over all four nodes), which would reserve every node. So a small
+    job whose limit reaches into the reservation fits now on node 3, outside it."""
+    four = SlurmScheduler(nodes=4, cpus_per_node=10, bf_resolution=1)
+    running = [
+        RunningJob(1, free(10, 0, 0, 0), 100.0),
+        RunningJob(2, free(0, 2, 0, 0), 110.0),
+        RunningJob(3, free(0, 0, 5, 0), 110.0),
+    ]
+    cpus = free(0, 8, 5, 10)
+    started, plan = backfill_pass(0.0, cpus, running, [PendingJob(7, 30, 60), PendingJob(8, 10, 120)], four)
+    assert plan.planned_start == {7: 110.0}
+    assert plan.reservations[0].nodes.tolist() == [True, True, True, False]
+    assert [(job.job, alloc.tolist()) for job, alloc in started] == [(8, [0, 0, 0, 10])]
+
+
 def test_next_tick_is_strictly_after() -> None:
     assert next_tick(10.0, 1.0) == 11.0
     assert next_tick(10.2, 1.0) == 11.0
