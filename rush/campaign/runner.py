@@ -567,7 +567,8 @@ class Campaign:
         # The nodes the RJMS allocated (Flux: from the job's R), when it names them: what rush
         # schedules by, so the probe's rows go under them (not the ranks' own host names,
         # which differ on a Flux test instance where every broker is a fake node on this host).
-        allocated = [str(n) for n in acct.get("nodes") or [] if n]
+        named = acct.get("nodes")
+        allocated = [str(n) for n in named if n] if isinstance(named, list) else []
         probe = None
         if probe_obj is not None:
             try:
@@ -604,7 +605,7 @@ class Campaign:
             "run": flight.index,
             "app_start": app_start,
         }
-        if acct.get("ranks"):
+        if allocated and isinstance(acct.get("ranks"), list):
             record["ranks"] = [int(r) for r in acct["ranks"]]  # Flux's broker ranks
         if app is None:
             output = str(result.get("app_output") or result.get("probe_output") or "no result file")

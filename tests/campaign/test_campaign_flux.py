@@ -3,8 +3,10 @@ a real Flux instance, end to end, run as an operator would: ``rush campaign run 
 --rjms-option uri=...``. Records valid per the contract, probes and counters in the store, Flux
 agrees on every job, nothing outlives the campaign.
 
-The instance has one fake node (``resource.config``) on this host: OpenMPI's mpirun inside each
-job starts its ranks locally, as on one real node.
+The instance has one fake node (``resource.config``, named ``node0``) on this host: OpenMPI's
+mpirun inside each job starts its ranks locally, as on one real node. Records name the node the
+job's R lists (``node0``, the name rush schedules by); ``--procfs-nodes node0`` writes this
+host's counters under it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tests.flux.instance import FluxInstance, available
 APPS = ("halo", "compute")
 RUNS = 2
 HOST = socket.gethostname().split(".")[0]
+NODE = "node0"  # the instance's one fake node
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +49,7 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FluxIns
             "--out", str(work / "campaign"), "--seed", "5", "--rjms", "flux", "--rjms-option", f"uri={flux.uri}",
             "--noise", "on", "--noise-kinds", "network", "--noise-on", "2:4", "--noise-off", "2:4",
             "--scale", "0.05", "--interval", "1", "--warmup", "2", "--time-limit", "300",
-            "--probe-ring-bytes", "1MB", "--probe-allreduce-bytes", "1MB", "--json",
+            "--probe-ring-bytes", "1MB", "--probe-allreduce-bytes", "1MB", "--procfs-nodes", NODE, "--json",
         ]  # fmt: skip
         out = subprocess.run(argv, capture_output=True, text=True, cwd=work, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
@@ -69,7 +72,7 @@ def test_records_follow_the_contract(campaign: tuple[FluxInstance, Path, dict]) 
     assert all(r["state"] == "COMPLETED" for r in runs), [r.get("error") for r in runs]
     assert len({r["job_id"] for r in runs}) == len(runs)
     for r in runs:
-        assert r["nodes"] == [HOST]
+        assert r["nodes"] == [NODE] and r["ranks"] == [0]  # from the job's R
         assert r["submit"] <= r["start"] <= r["app_start"] <= r["app_start"] + r["runtime"] <= r["end"] + 1e-6
         assert set(r["probe"]) == set(FEATURES) and r["probe"]["allreduce_max"] > 0
         assert result(flux, r["job_id"]) == "COMPLETED"  # Flux agrees
@@ -106,9 +109,10 @@ def test_counters_and_probes_are_in_the_store(campaign: tuple[FluxInstance, Path
     _, runs = read_records(out / "records.jsonl")
     first, last = min(r["start"] for r in runs), max(r["end"] for r in runs)
     with FeatureStore(out / "features.sqlite") as store:
-        before = store.window_features([HOST], first - 300, first, ["procfs"])
+        before = store.window_features([NODE], first - 300, first, ["procfs"])
         assert {"mean_net_xmit_bytes_per_s", "max_cpu_user_frac"} <= set(before)
-        probes = store.window_features([HOST], first - 1, last + 1, ["mpi_probe"])
+        probes = store.window_features([NODE], first - 1, last + 1, ["mpi_probe"])
+        assert not store.samples([HOST], sources=["mpi_probe", "procfs"])  # all under the node's name
         assert {f"mean_{name}" for name in FEATURES} <= set(probes)
     assert summary["counter_errors"] == {} and summary["failures"] == []
 
