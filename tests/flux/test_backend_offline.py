@@ -18,6 +18,7 @@ from rush.core.priority_values import MAX_VALUE
 from rush.errors import BackendUnavailableError, RJMSError
 from rush.rjms.base import get_backend
 from rush.rjms.flux import (
+    STATE_INACTIVE,
     STATE_RUN,
     STATE_SCHED,
     FluxBackend,
@@ -90,6 +91,42 @@ def test_older_job_list_payloads():
     # The jobspec's duration stands in for job-list's; the urgency for the priority.
     assert jobs[7].requested_time == 600 and jobs[7].procs == 2 and jobs[7].held and jobs[7].site_factor == 0
     assert jobs[8].requested_time == float("inf") and jobs[8].start == 9.0 and jobs[8].site_factor == 16
+
+
+class EndedJobs:
+    """Two finished jobs: 5 ran on brokers 1 and 3 (named by its R), 6 never ran; R lookups counted."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+
+    def rpc(self, topic: str, payload: dict) -> Future:
+        if topic == "job-list.list-id":
+            job = {
+                "id": payload["id"],
+                "state": STATE_INACTIVE,
+                "t_submit": 1.0,
+                "t_inactive": 9.0,
+                "result": 0,
+            }
+            if payload["id"] == 5:
+                job |= {"t_run": 2.0, "t_cleanup": 8.0}
+            return Future({"job": job})
+        if topic == "job-info.lookup" and payload["keys"] == ["R"]:
+            self.lookups += 1
+            r = {"version": 1, "execution": {"R_lite": [{"rank": "1,3", "children": {"core": "0"}}],
+                                              "nodelist": ["node[1,3]"]}}  # fmt: skip
+            return Future({"id": payload["id"], "R": json.dumps(r)})
+        raise OSError(38, "Function not implemented")
+
+
+def test_accounting_names_the_nodes_and_ranks_of_the_jobs_r():
+    handle = EndedJobs()
+    backend = FluxBackend(handle=handle)
+    ran, never = backend.accounting([5, 6])
+    assert ran["nodes"] == ["node1", "node3"] and ran["ranks"] == [1, 3] and ran["start"] == 2.0
+    assert "nodes" not in never and never["start"] is None
+    backend.accounting([5])
+    assert handle.lookups == 1  # a finished job's R is read once
 
 
 def test_jobspec_follows_rfc25():

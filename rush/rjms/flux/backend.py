@@ -197,6 +197,7 @@ class FluxBackend(RJMSBackend):
         self._requests: dict[int, Request | None] = {}
         self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
         self._held_urgency: dict[int, int] = {}
+        self._ended_allocations: dict[int, dict[str, Any]] = {}
         self._lever: str | None = "urgency" if priority_lever == "urgency" else None
         self._plugin_batch = PLUGIN_MAX_BATCH
         # The smallest value the plugin takes: 1, or 0 with combine = "add" (nothing added).
@@ -545,7 +546,18 @@ class FluxBackend(RJMSBackend):
         return records
 
     def _allocated(self, job_id: int) -> dict[str, Any]:
-        """A job's broker ranks and node names from its R (empty when it has none)."""
+        """A finished job's broker ranks and node names from its R (empty when it has none);
+        read once per job (an inactive job's R does not change)."""
+        if job_id in self._ended_allocations:
+            return self._ended_allocations[job_id]
+        found = self._read_allocation(job_id)
+        if found:  # an unreadable R is asked again next time
+            if len(self._ended_allocations) >= self.max_entries:
+                self._ended_allocations.clear()  # bounded: a long campaign asks about new jobs
+            self._ended_allocations[job_id] = found
+        return found
+
+    def _read_allocation(self, job_id: int) -> dict[str, Any]:
         try:
             r = self._rpc("job-info.lookup", {"id": job_id, "keys": ["R"], "flags": 0}).get("R") or {}
             r = json.loads(r) if isinstance(r, str) else r
