@@ -32,6 +32,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import bench_nodes
 import numpy as np
@@ -63,10 +65,10 @@ def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimate
     return statistics.median(seconds)
 
 
-def projection_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int) -> float:
-    """Median seconds of the start estimates alone (estimate_starts on the inputs one schedule()
-    call hands it: the projection, for EASY)."""
-    caught = []
+@contextmanager
+def caught_estimate_inputs() -> Iterator[list]:
+    """The inputs each schedule() call hands estimate_starts, caught on their way in."""
+    caught: list = []
     original = core_schedule.estimate_starts
 
     def spy(inputs):
@@ -75,13 +77,17 @@ def projection_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int) -> f
 
     core_schedule.estimate_starts = spy
     try:
-        schedule(snapshot, config, explain_priorities=False)
+        yield caught
     finally:
         core_schedule.estimate_starts = original
+
+
+def projection_seconds(inputs, repeat: int) -> float:
+    """Median seconds of the start estimates alone (for EASY, the projection)."""
     seconds = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        estimate_starts(caught[0])
+        estimate_starts(inputs)
         seconds.append(time.perf_counter() - t0)
     return statistics.median(seconds)
 
@@ -142,9 +148,10 @@ def main() -> None:
                     print(f"{mode:13s} {nodes:6d} {pending:8d}  skipped: the smaller queue was skipped")
                     continue
                 repeats = 1 if pending >= 100_000 else repeat
-                seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
+                with caught_estimate_inputs() as caught:
+                    seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
                 alone = median_seconds(snapshot, CoreConfig(backfill=mode), repeats, estimates=False)
-                estimates = projection_seconds(snapshot, CoreConfig(backfill=mode), repeats)
+                estimates = projection_seconds(caught[0], repeats)
                 results[mode, nodes, pending] = seconds
                 alone_results[mode, nodes, pending] = alone
                 estimate_results[mode, nodes, pending] = estimates
