@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 MAX_SIZE_CLASSES = 1024
-MAX_DURATION_CLASSES = 256
+MAX_DURATION_CLASSES = 1024
 
 
 class FitBounds(NamedTuple):
