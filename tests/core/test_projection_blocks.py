@@ -186,3 +186,21 @@ def _projection_args(e: EstimateInputs, ends: np.ndarray, dur: np.ndarray, waiti
     in_queue = np.isin(e.order, waiting)
     free = max(int(e.free) - int(e.procs[e.started].sum()), 0)
     return (e.now, free, ends[by_end], end_procs[by_end], e.order[in_queue], e.procs, dur, e.mode == "none")
+
+
+def test_a_job_past_its_end_frees_its_processors_after_one_ending_within_the_second() -> None:
+    # Job A is past its predicted end (expected one second from now), job B ends half a second
+    # from now: B's processors come first, then A's, whatever order the ends came in.
+    now = 100.0
+    running_end = np.array([50.0, 100.5])
+    running_procs = np.array([4, 4], dtype=np.int64)
+    procs = np.array([4, 8], dtype=np.int64)
+    duration = np.array([10.0, 10.0])
+    starts = project_starts(now, 0, running_end, running_procs, np.array([0, 1]), procs, duration, False)
+    assert starts[0] == 100.5  # B's processors
+    assert starts[1] == 110.5  # all eight: A's from 101 on, B's once job 0 ends
+    starts = project_starts(
+        now, 0, running_end[::-1].copy(), running_procs, np.array([1, 0]), procs, duration, False
+    )
+    assert starts[1] == 101.0
+    assert starts[0] == 111.0
