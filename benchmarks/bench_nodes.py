@@ -44,15 +44,16 @@ GPUS = 4
 NOW = 1_000_000.0
 
 
-def make_nodes() -> tuple[Node, ...]:
-    """1 000 nodes in 32 pods; the last node of each pod carries GPUs (partition gpu too)."""
+def make_nodes(count: int = NODES, pods: int = PODS) -> tuple[Node, ...]:
+    """``count`` nodes in ``pods`` pods; the last node of each pod carries GPUs (partition gpu too)."""
     nodes = []
-    for i in range(NODES):
-        pod = i * PODS // NODES
-        last_of_pod = (i + 1) * PODS // NODES != pod
+    width = max(4, len(str(count - 1)))
+    for i in range(count):
+        pod = i * pods // count
+        last_of_pod = (i + 1) * pods // count != pod
         nodes.append(
             Node(
-                f"n{i:04d}",
+                f"n{i:0{width}d}",
                 CORES,
                 gpus=GPUS if last_of_pod else 0,
                 partitions=("batch", "gpu") if last_of_pod else ("batch",),
@@ -64,7 +65,7 @@ def make_nodes() -> tuple[Node, ...]:
 
 def make_running(nodes: tuple[Node, ...], rng: np.random.Generator) -> tuple[RunningJob, ...]:
     """Running jobs with allocations on about half the nodes (chosen at random)."""
-    busy = rng.permutation(NODES)[: NODES // 2]
+    busy = rng.permutation(len(nodes))[: len(nodes) // 2]
     gpu_nodes = [i for i, n in enumerate(nodes) if n.gpus]
     running: list[RunningJob] = []
     k = 0
@@ -123,11 +124,11 @@ def make_request(rng: np.random.Generator) -> tuple[Request | None, int]:
     return request, request.procs(CORES)
 
 
-def make_snapshots(pending: int, seed: int = 1) -> tuple[Snapshot, Snapshot]:
-    """The node-level snapshot and its processor-count twin (same jobs, no nodes)."""
+def make_snapshot(pending: int, seed: int = 1, nodes: int = NODES, pods: int = PODS) -> Snapshot:
+    """The node-level snapshot: ``pending`` jobs on ``nodes`` nodes in ``pods`` pods."""
     rng = np.random.default_rng(seed)
-    nodes = make_nodes()
-    running = make_running(nodes, rng)
+    machine = make_nodes(nodes, pods)
+    running = make_running(machine, rng)
     jobs = []
     for i in range(pending):
         request, procs = make_request(rng)
@@ -142,15 +143,20 @@ def make_snapshots(pending: int, seed: int = 1) -> tuple[Snapshot, Snapshot]:
                 request=request,
             )
         )
-    total = NODES * CORES
+    total = nodes * CORES
     busy = sum(r.procs for r in running)
-    on_nodes = Snapshot(NOW, total, total - busy, tuple(jobs), running, nodes=nodes)
+    return Snapshot(NOW, total, total - busy, tuple(jobs), running, nodes=machine)
+
+
+def make_snapshots(pending: int, seed: int = 1) -> tuple[Snapshot, Snapshot]:
+    """The node-level snapshot and its processor-count twin (same jobs, no nodes)."""
+    on_nodes = make_snapshot(pending, seed)
     as_procs = Snapshot(
-        NOW,
-        total,
-        total - busy,
-        tuple(replace(j, request=None) for j in jobs),
-        tuple(replace(r, request=None, allocation=()) for r in running),
+        on_nodes.now,
+        on_nodes.total_procs,
+        on_nodes.free_procs,
+        tuple(replace(j, request=None) for j in on_nodes.pending),
+        tuple(replace(r, request=None, allocation=()) for r in on_nodes.running),
     )
     return on_nodes, as_procs
 

@@ -4,11 +4,14 @@ One live ``schedule()`` call with start estimates (what the daemon runs each cyc
 10 000 priority explanations) on EASY and conservative backfilling, at 1 000 / 10 000 /
 100 000 pending jobs on 100 / 1 000 / 10 000 nodes of 32 cores (a Frontier-sized machine has
 about 9 400 nodes; busy Slurm sites keep 50 000-100 000 jobs queued). The machine and queue
-are :mod:`bench_nodes`'s, scaled: leaf switches of 32 nodes, the last node of each with 4
-GPUs, about half the nodes busy, the same mix of pending requests.
+are :mod:`bench_nodes`'s (its builder, scaled): pods (leaf switches) of 32 nodes, the last node
+of each with 4 GPUs, about half the nodes busy, the same mix of pending requests.
 
-Printed: the median of ``--repeat`` calls per case (the numba cache loaded first, once), with start estimates and, beside it, without them (the pass alone), then the growth exponent in each dimension, the slope of log(time) over log(size)
-fitted by least squares, beside the exponent of n log n over the same sizes (the issue's bound:
+Printed: the median of ``--repeat`` calls per case (the numba cache loaded first, once), with
+start estimates and, beside it, without them (the pass alone) and the estimates alone
+(``estimate_starts`` on the inputs the call builds: for EASY, the projection of every pending
+job's start), then the growth exponent in each dimension, the slope of log(time) over
+log(size) fitted by least squares, beside the exponent of n log n over the same sizes (the issue's bound:
 no dimension worse than n log n). References measured in the same run: ``python -c pass`` and
 ``numpy.sort`` of as many floats as there are pending jobs.
 
@@ -29,13 +32,16 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+import bench_nodes
 import numpy as np
-from bench_nodes import CORES, GPUS, NOW, make_request
 
-from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
-from rush.core.resources import Node, Request, Slot
+import rush.core.schedule as core_schedule
+from rush.core import CoreConfig, Snapshot
 from rush.core.schedule import schedule
+from rush.core.start_estimates import estimate_starts
 
 print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while the slow cases run
 
@@ -45,73 +51,9 @@ LEAF = 32  # nodes per leaf switch
 TARGET = ("easy", 100_000, 10_000, 1.0)
 
 
-def make_machine(count: int) -> tuple[Node, ...]:
-    return tuple(
-        Node(
-            f"n{i:05d}",
-            CORES,
-            gpus=GPUS if i % LEAF == LEAF - 1 else 0,
-            partitions=("batch", "gpu") if i % LEAF == LEAF - 1 else ("batch",),
-            leaf=i // LEAF,
-        )
-        for i in range(count)
-    )
-
-
-def make_running(nodes: tuple[Node, ...], rng: np.random.Generator) -> tuple[RunningJob, ...]:
-    """Half the nodes busy: exclusive multi-node jobs (40 %) and two or three shared jobs per node."""
-    busy = rng.permutation(len(nodes))[: len(nodes) // 2]
-    running: list[RunningJob] = []
-    k = 0
-    while k < len(busy):
-        start = NOW - float(rng.integers(0, 80_000))
-        limit = float(rng.integers(3_600, 172_800))
-        if rng.random() < 0.4:
-            span = [int(i) for i in busy[k : k + int(rng.integers(2, 17))]]
-            request = Request(len(span), CORES, exclusive=True, partition="batch")
-            allocation = tuple(Slot(i, CORES) for i in span)
-            running.append(_running(1_000_000 + len(running), start, limit, request, allocation))
-        else:
-            span = [int(busy[k])]
-            for _ in range(int(rng.integers(2, 4))):
-                cores = int(rng.integers(1, CORES // 3))
-                request = Request(1, cores, partition="batch")
-                running.append(
-                    _running(1_000_000 + len(running), start, limit, request, (Slot(span[0], cores),))
-                )
-        k += len(span)
-    return tuple(running)
-
-
-def _running(
-    job_id: int, start: float, limit: float, request: Request, allocation: tuple[Slot, ...]
-) -> RunningJob:
-    return RunningJob(
-        job_id, start, sum(s.cores for s in allocation), limit, request=request, allocation=allocation
-    )
-
-
 def make_snapshot(nodes: int, pending: int, seed: int = 1) -> Snapshot:
-    rng = np.random.default_rng(seed)
-    machine = make_machine(nodes)
-    running = make_running(machine, rng)
-    jobs = []
-    for i in range(pending):
-        request, procs = make_request(rng)
-        jobs.append(
-            PendingJob(
-                job_id=i + 1,
-                submit=NOW - float(rng.integers(0, 400_000)),
-                procs=procs,
-                requested_time=float(rng.integers(60, 86_400)),
-                runtime_class=RuntimeClass(int(rng.integers(0, 2))),
-                user=int(rng.integers(0, 300)),
-                request=request,
-            )
-        )
-    total = nodes * CORES
-    busy = sum(r.procs for r in running)
-    return Snapshot(NOW, total, total - busy, tuple(jobs), running, nodes=machine)
+    """:mod:`bench_nodes`'s snapshot on ``nodes`` nodes, in pods of ``LEAF``."""
+    return bench_nodes.make_snapshot(pending, seed, nodes, pods=-(-nodes // LEAF))
 
 
 def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimates: bool = True) -> float:
@@ -119,6 +61,33 @@ def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimate
     for _ in range(repeat):
         t0 = time.perf_counter()
         schedule(snapshot, config, explain_priorities=False, estimate_starts_too=estimates)
+        seconds.append(time.perf_counter() - t0)
+    return statistics.median(seconds)
+
+
+@contextmanager
+def caught_estimate_inputs() -> Iterator[list]:
+    """The inputs each schedule() call hands estimate_starts, caught on their way in."""
+    caught: list = []
+    original = core_schedule.estimate_starts
+
+    def spy(inputs):
+        caught.append(inputs)
+        return original(inputs)
+
+    core_schedule.estimate_starts = spy
+    try:
+        yield caught
+    finally:
+        core_schedule.estimate_starts = original
+
+
+def projection_seconds(inputs, repeat: int) -> float:
+    """Median seconds of the start estimates alone (for EASY, the projection)."""
+    seconds = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        estimate_starts(inputs)
         seconds.append(time.perf_counter() - t0)
     return statistics.median(seconds)
 
@@ -155,9 +124,13 @@ def main() -> None:
 
     results: dict[tuple[str, int, int], float] = {}
     alone_results: dict[tuple[str, int, int], float] = {}
+    estimate_results: dict[tuple[str, int, int], float] = {}
     for mode in args.modes.split(","):  # numba cache load, once
         schedule(make_snapshot(node_sizes[0], 100), CoreConfig(backfill=mode), explain_priorities=False)
-    print(f"{'mode':13s} {'nodes':>6s} {'pending':>8s} {'running':>8s} {'seconds':>9s} {'no estim.':>9s}")
+    print(
+        f"{'mode':13s} {'nodes':>6s} {'pending':>8s} {'running':>8s} {'seconds':>9s} {'no estim.':>9s} "
+        f"{'estimates':>9s}"
+    )
     for nodes in node_sizes:
         for pending in pending_sizes:
             snapshot = make_snapshot(nodes, pending)
@@ -175,17 +148,26 @@ def main() -> None:
                     print(f"{mode:13s} {nodes:6d} {pending:8d}  skipped: the smaller queue was skipped")
                     continue
                 repeats = 1 if pending >= 100_000 else repeat
-                seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
+                with caught_estimate_inputs() as caught:
+                    seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
                 alone = median_seconds(snapshot, CoreConfig(backfill=mode), repeats, estimates=False)
+                estimates = projection_seconds(caught[0], repeats)
                 results[mode, nodes, pending] = seconds
                 alone_results[mode, nodes, pending] = alone
+                estimate_results[mode, nodes, pending] = estimates
                 print(
-                    f"{mode:13s} {nodes:6d} {pending:8d} {len(snapshot.running):8d} {seconds:9.3f} {alone:9.3f}"
+                    f"{mode:13s} {nodes:6d} {pending:8d} {len(snapshot.running):8d} {seconds:9.3f} {alone:9.3f} "
+                    f"{estimates:9.3f}"
                 )
 
     print("growth exponents (slope of log time over log size; n log n over the same sizes in brackets):")
     for mode in args.modes.split(","):
-        for label, table in (("with estimates", results), ("pass alone", alone_results)):
+        tables = (
+            ("with estimates", results),
+            ("pass alone", alone_results),
+            ("estimates alone", estimate_results),
+        )
+        for label, table in tables:
             for nodes in node_sizes:
                 sizes = [p for p in pending_sizes if (mode, nodes, p) in table]
                 if len(sizes) >= 2:

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
-from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
+from rush.core.conservative import MIN_DURATION
+from rush.core.fit_bounds import first_free_bound, fit_bound, new_bounds, record_first_free, record_fit
+from rush.core.free_profile import add_breakpoint, add_free, earliest_fit, new_profile
 
 INF = np.inf
 # Why a job has its estimate (Decisions.estimate_basis).
@@ -49,20 +51,27 @@ def project_starts(
     in_order: bool,
 ) -> np.ndarray:
     """Estimated start of each job of ``order`` (indices into ``procs``/``duration``), in that
-    order, after the running jobs (``running_end`` sorted ascending) free their processors;
+    order, after the running jobs (``running_end``, in any order) free their processors;
     ``in_order``: starts never precede an earlier job's (no backfilling). A job wider than the
-    machine gets inf."""
+    machine gets inf.
+
+    Each job goes at the first breakpoint of the profile from which its processors stay free
+    for its duration (as :func:`rush.core.conservative.fit_from` finds it), searched from the
+    latest fit of a job no larger and no longer (:mod:`rush.core.fit_bounds`) in a profile kept
+    in blocks (:mod:`rush.core.free_profile`): the same starts as scanning a flat profile from
+    its beginning, without its O(n²)."""
     nr = len(running_end)
     no = len(order)
-    capacity = 2 * (nr + 2 * no) + 4
-    ptime = np.empty(capacity, dtype=np.float64)
-    pavail = np.empty(capacity, dtype=np.int64)
+    ptime = np.empty(nr + 1, dtype=np.float64)
+    pavail = np.empty(nr + 1, dtype=np.int64)
     ptime[0] = now
     pavail[0] = free
     n = 1
-    for k in range(nr):
-        # A job past its predicted end is expected to end one second from now.
-        e = running_end[k] if running_end[k] > now else now + 1.0
+    # A job past its predicted end is expected to end one second from now: after one that ends
+    # within that second, so the ends are sorted again once moved.
+    ends = np.where(running_end > now, running_end, now + 1.0)
+    for k in np.argsort(ends, kind="mergesort"):
+        e = ends[k]
         if e == ptime[n - 1]:
             pavail[n - 1] += running_procs[k]
         else:
@@ -71,33 +80,29 @@ def project_starts(
             n += 1
     total = pavail[n - 1]
     starts = np.full(len(procs), INF)
-    # Booking only takes processors away, so the first time at which `need` processors are
-    # free never moves earlier: each size's scan starts where the last one of that size found
-    # them (the same fit, without rescanning the booked past: O(n) per job otherwise).
-    needs = np.unique(procs[order])
-    first_free = np.full(len(needs), now)
-    lo = 0
+    profile = new_profile(ptime, pavail, n, n + no + 2)
+    lengths = np.empty(no, dtype=np.float64)
+    for m in range(no):
+        lengths[m] = max(duration[order[m]], MIN_DURATION)
+    bounds = new_bounds(procs[order], lengths, now)
+    earliest = now  # in order: no start before the last one
     for m in range(no):
         j = order[m]
         need = procs[j]
         if need > total:
             continue
-        d = max(duration[j], MIN_DURATION)
-        size = np.searchsorted(needs, need)
-        p = max(lo, np.searchsorted(ptime[:n], first_free[size]))
-        while p < n and pavail[p] < need:
-            p += 1
-        if p == n:
-            continue
-        first_free[size] = ptime[p]
-        i = fit_from(ptime, pavail, n, need, d, p)
-        if i < 0:
-            continue
-        t0 = ptime[i]
+        d = lengths[m]
+        floor = first_free_bound(bounds, m, earliest)
+        after = fit_bound(bounds, m, floor)
+        t0, first_free = earliest_fit(profile, need, d, after)
+        if after == floor:  # searched from the first-free bound: first_free is the true one
+            record_first_free(bounds, m, first_free)
+        record_fit(bounds, m, t0)
         starts[j] = t0
-        n = _occupy(ptime, pavail, n, t0, d, -need)
+        add_breakpoint(profile, t0 + d)
+        add_free(profile, t0, t0 + d, -need)
         if in_order:
-            lo, n = _breakpoint(ptime, pavail, n, t0)
+            earliest = t0
     return starts
 
 
@@ -148,7 +153,7 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
     """Estimated starts of the pass's pending jobs (see the module's docstring)."""
     n = len(e.procs)
     start = np.full(n, INF)
-    basis = [BASIS_NEVER] * n
+    basis = np.full(n, BASIS_NEVER, dtype=object)
     started = np.zeros(n, dtype=np.bool_)
     started[e.started] = True
     conservative = e.mode == "conservative"
@@ -167,8 +172,9 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
     by_end = np.argsort(ends, kind="stable")
     waiting = e.order[~started[e.order]]
     if conservative:
-        for j, t in e.reserved.items():
-            start[j], basis[j] = t, BASIS_RESERVATION
+        held = np.fromiter(e.reserved.keys(), dtype=np.int64, count=len(e.reserved))
+        start[held] = np.fromiter(e.reserved.values(), dtype=np.float64, count=len(e.reserved))
+        basis[held] = BASIS_RESERVATION
     else:
         free = int(e.free) - int(e.procs[e.started].sum())
         projected = project_starts(
@@ -181,30 +187,35 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
             np.ascontiguousarray(dur),
             e.mode == "none",
         )
-        for j in waiting.tolist():
-            if np.isfinite(projected[j]):
-                start[j], basis[j] = projected[j], BASIS_PROJECTION
-    for j in np.flatnonzero(started).tolist():
-        start[j], basis[j] = e.now, BASIS_NOW
-    return StartEstimates(start, basis, _behind(e, start, ends, dur))
+        seen = waiting[np.isfinite(projected[waiting])]
+        start[seen] = projected[seen]
+        basis[seen] = BASIS_PROJECTION
+    start[started] = e.now
+    basis[started] = BASIS_NOW
+    return StartEstimates(start, basis.tolist(), _behind(e, start, ends, dur))
 
 
 def _behind(
     e: EstimateInputs, start: np.ndarray, ends: np.ndarray, dur: np.ndarray
 ) -> dict[int, tuple[str, int]]:
-    """For each job estimated to start later, the job whose predicted end is its start."""
-    ending: dict[float, tuple[str, int]] = {}
+    """For each job estimated to start later, the job whose predicted end is its start: the
+    first, in this order, of the running jobs, the jobs started now and the jobs estimated to
+    start later (by index) whose predicted end is that time."""
     nr = len(e.running_start)
-    for k, t in enumerate(ends.tolist()):
-        ending.setdefault(
-            t if t > e.now else e.now + 1.0, ("running", k) if k < nr else ("pending", int(e.started[k - nr]))
-        )
     later = np.flatnonzero(np.isfinite(start) & (start > e.now))
-    for j, t in zip(
-        later.tolist(), (start[later] + np.maximum(dur[later], MIN_DURATION)).tolist(), strict=True
-    ):
-        ending.setdefault(t, ("pending", j))
-    return {j: ending[t] for j, t in zip(later.tolist(), start[later].tolist(), strict=True) if t in ending}
+    when = np.concatenate(
+        [np.where(ends > e.now, ends, e.now + 1.0), start[later] + np.maximum(dur[later], MIN_DURATION)]
+    )
+    who = np.concatenate([np.asarray(e.started, dtype=np.int64), later])  # pending job of each end
+    times, first = np.unique(when, return_index=True)  # the first end at each time
+    at = np.minimum(np.searchsorted(times, start[later]), max(len(times) - 1, 0))
+    hit = (times[at] == start[later]) if len(times) else np.zeros(len(later), dtype=np.bool_)
+    source = first[at[hit]]
+    waiting = later[hit].tolist()
+    return {
+        j: ("running", k) if k < nr else ("pending", int(who[k - nr]))
+        for j, k in zip(waiting, source.tolist(), strict=True)
+    }
 
 
 # An estimate is re-published (Flux's sched.t_estimate) when it moved by more than this many
