@@ -233,6 +233,68 @@ def _count_fit(
 
 
 @njit(cache=True)
+def _kept_valid(
+    kept: Slots,
+    row: int,
+    nodes: NodeView,
+    j: int,
+    need: int,
+    window: tuple[float, float],
+    lists: tuple[np.ndarray, np.ndarray, np.ndarray],
+    takes: tuple[np.ndarray, np.ndarray],
+    book: tuple[np.ndarray, np.ndarray],
+    seen: np.ndarray,
+    stamp: int,
+) -> bool:
+    """Whether job j's kept reservation (``kept`` row ``row``) still holds: the same request
+    (``need`` units), on distinct usable nodes of its partition, each with the room it takes
+    left by every booking overlapping ``window`` (``lists``: per-node chains of booking
+    entries: head per node, next entry, booking of entry; ``book``: bookings' windows)."""
+    pool = nodes.pool
+    request = nodes.request
+    head, following, of_booking = lists
+    take_c, take_g = takes
+    b_t0, b_t1 = book
+    t0, t1 = window
+    m = pool.count
+    p = request.partition[j]
+    units = 0
+    for k in range(kept.offset[row], kept.offset[row + 1]):
+        node = kept.node[k]
+        c = kept.cores[k]
+        g = kept.gpus[k]
+        if node < 0 or node >= m or seen[node] == stamp or not pool.usable[node]:
+            return False
+        if p >= 0 and ((pool.partitions[node] >> p) & 1) == 0:
+            return False
+        seen[node] = stamp
+        if request.nodes[j] == 0:
+            if c <= 0 or g != 0:
+                return False
+            units += c
+        elif request.exclusive[j]:
+            if c != pool.cores[node] or g != pool.gpus[node]:
+                return False
+            units += 1
+        else:
+            if c != request.cores[j] or g != request.gpus[j]:
+                return False
+            units += 1
+        left_c = pool.cores[node]
+        left_g = pool.gpus[node]
+        e = head[node]
+        while e >= 0:
+            b = of_booking[e]
+            if b_t0[b] < t1 and b_t1[b] > t0:
+                left_c -= take_c[e]
+                left_g -= take_g[e]
+            e = following[e]
+        if left_c < c or left_g < g:
+            return False
+    return units == need
+
+
+@njit(cache=True)
 def conservative_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -254,17 +316,24 @@ def conservative_nodes_pass(
     # Bookings: running jobs, then this pass's placements, each a window and a range of
     # entries. Entries live in a local buffer; starts are copied to nodes.placed at the end.
     held = nodes.held
+    kept = nodes.reserved
+    kept_rows = kept.offset.shape[0] - 1
     entries = held.offset[-1] if held.offset.shape[0] > 0 else 0
     for k in range(on):
         j = order[k]
         entries += min(need_units(nodes.request, j, jobs.procs[j]), m) + m
+        row = state.reserved_row[j]
+        if state.reserved_at[j] < INF and 0 <= row < kept_rows:
+            entries += kept.offset[row + 1] - kept.offset[row]
     scratch_node = np.empty(entries + m + 1, dtype=np.int64)
     scratch_c = np.empty(entries + m + 1, dtype=np.int64)
     scratch_g = np.empty(entries + m + 1, dtype=np.int64)
-    nb_cap = running.count + on + 1
+    # Bookings: running jobs, kept reservations, and each job's new placement.
+    nb_cap = running.count + 2 * on + 1
     b_t0 = np.empty(nb_cap, dtype=np.float64)
     b_t1 = np.empty(nb_cap, dtype=np.float64)
     b_slot = np.empty(2 * nb_cap, dtype=np.int64)
+    b_on = np.ones(nb_cap, dtype=np.bool_)  # off: a kept reservation taken out or moved
     nb = 0
     used = 0
     for a in range(running.count):
@@ -368,6 +437,64 @@ def conservative_nodes_pass(
         j = order[k]
         if sound and _count_need(view, j, need_units(nodes.request, j, jobs.procs[j]), smallest)[1] > 0:
             gpu_counts = True
+    # Kept reservations still valid (on the running jobs and the kept ones booked before
+    # them) are booked before any job is placed: a reservation moving earlier then never
+    # takes what a later one holds, so none moves later unless its own nodes failed it.
+    head = np.full(m, -1, dtype=np.int64)
+    following = np.empty(entries + m + 1, dtype=np.int64)
+    of_booking = np.empty(entries + m + 1, dtype=np.int64)
+    for b in range(nb):
+        for e in range(b_slot[2 * b], b_slot[2 * b + 1]):
+            node = scratch_node[e]
+            if 0 <= node < m:
+                following[e] = head[node]
+                head[node] = e
+                of_booking[e] = b
+    seen = np.full(m, -1, dtype=np.int64)
+    own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
+    own_c = np.zeros(nh + 1, dtype=np.int64)
+    own_g = np.zeros(nh + 1, dtype=np.int64)
+    for s in range(nh):
+        j = sequence[s]
+        row = state.reserved_row[j]
+        if not 0 <= row < kept_rows:
+            continue
+        duration = max(jobs.est[j], MIN_DURATION)
+        t0 = max(state.reserved_at[j], now)
+        need = need_units(nodes.request, j, jobs.procs[j])
+        window = (t0, t0 + duration)
+        lists = (head, following, of_booking)
+        if not _kept_valid(
+            kept, row, nodes, j, need, window, lists, (scratch_c, scratch_g), (b_t0, b_t1), seen, s
+        ):
+            continue
+        b_t0[nb] = t0
+        b_t1[nb] = t0 + duration
+        b_slot[2 * nb] = used
+        c = 0
+        g = 0
+        for k in range(kept.offset[row], kept.offset[row + 1]):
+            node = kept.node[k]
+            scratch_node[used] = node
+            scratch_c[used] = kept.cores[k]
+            scratch_g[used] = kept.gpus[k]
+            following[used] = head[node]
+            head[node] = used
+            of_booking[used] = nb
+            c += kept.cores[k]
+            g += kept.gpus[k]
+            used += 1
+        b_slot[2 * nb + 1] = used
+        if gpu_counts:
+            _occupy(ptime_g, avail_g, n, t0, duration, -g)
+        n = _occupy(ptime_c, avail_c, n, t0, duration, -c)
+        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
+        own[s] = nb
+        own_c[s] = c
+        own_g[s] = g
+        nb += 1
+    res_slot = np.empty(2 * on + 2, dtype=np.int64)
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
     lengths = np.empty(on, dtype=np.float64)
@@ -380,6 +507,20 @@ def conservative_nodes_pass(
         duration = max(jobs.est[j], MIN_DURATION)
         need = need_units(nodes.request, j, jobs.procs[j])
         counts = _count_need(view, j, need, smallest) if sound else (NO_BOUND, NO_BOUND)
+        # A kept reservation is taken out and only an earlier start is searched for (before
+        # ``bound``); bookings then change both ways, so earliest-fit records serve only the
+        # jobs placed after every standing reservation (bookings only added from there on).
+        hold = s < nh and own[s] >= 0
+        recorded = sound and s >= nh
+        bound = INF
+        if hold:
+            b_on[own[s]] = False
+            kept_at = b_t0[own[s]]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
+            n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
+            if kept_at > now:
+                bound = kept_at
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
@@ -393,11 +534,13 @@ def conservative_nodes_pass(
         # The earliest candidate where the counts fit, not before what a job asking for no
         # more found: none before it can fit on nodes.
         shape = _shape(view, j, need)
-        since = _fits_from(shapes, lengths, found, nrec, shape, duration) if sound else -INF
+        since = _fits_from(shapes, lengths, found, nrec, shape, duration) if recorded else -INF
         i = -1
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
             i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, lo)
+        if i >= 0 and ptime_c[i] >= bound:
+            i = -1
         next_out = 0
         next_in = 0
         window_end = now
@@ -411,7 +554,7 @@ def conservative_nodes_pass(
             if nb - next_out <= next_in:
                 for x in range(next_out, nb):
                     b = by_end[x]
-                    if b_t0[b] < window_end:
+                    if b_on[b] and b_t0[b] < window_end:
                         total += _apply(
                             entries_of,
                             b_slot[2 * b],
@@ -425,7 +568,7 @@ def conservative_nodes_pass(
             else:
                 for x in range(next_in):
                     b = by_start[x]
-                    if b_t1[b] > t:
+                    if b_on[b] and b_t1[b] > t:
                         total += _apply(
                             entries_of,
                             b_slot[2 * b],
@@ -436,13 +579,13 @@ def conservative_nodes_pass(
                             capacity_of,
                             rule,
                         )
-        while 0 <= i < n:
+        while 0 <= i < n and ptime_c[i] < bound:
             t = ptime_c[i]
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
             # were in it give their room back), those starting before its end enter it.
             while next_out < nb and end_at[next_out] <= t:
                 b = by_end[next_out]
-                if b_t0[b] < window_end:
+                if b_on[b] and b_t0[b] < window_end:
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
@@ -450,7 +593,7 @@ def conservative_nodes_pass(
             window_end = t + duration
             while next_in < nb and start_at[next_in] < window_end:
                 b = by_start[next_in]
-                if b_t1[b] > t:
+                if b_on[b] and b_t1[b] > t:
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
@@ -471,34 +614,47 @@ def conservative_nodes_pass(
             out.skip[nk] = j
             nk += 1
             continue
-        if sound:
+        if recorded:
             nrec = _remember(shapes, lengths, found, nrec, shape, duration, placed_at if count >= 0 else INF)
-        if count < 0:
+        if count >= 0:
+            b_t0[nb] = placed_at
+            b_t1[nb] = placed_at + duration
+            c = 0
+            g = 0
+            for k in range(used, used + count):
+                c += scratch_c[k]
+                g += scratch_g[k]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
+            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
+            b_slot[2 * nb] = used
+            b_slot[2 * nb + 1] = used + count
+            _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+            _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
+            nb += 1
+            first, last = used, used + count
+            used += count
+        elif hold:
+            # Nothing earlier: the kept reservation stands, on its nodes.
+            b = own[s]
+            b_on[b] = True
+            placed_at = b_t0[b]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
+            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
+            first, last = b_slot[2 * b], b_slot[2 * b + 1]
+        else:
             continue  # wider than the machine can ever offer: leave it pending
-        b_t0[nb] = placed_at
-        b_t1[nb] = placed_at + duration
-        c = 0
-        g = 0
-        for k in range(used, used + count):
-            c += scratch_c[k]
-            g += scratch_g[k]
-        if gpu_counts:
-            _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
-        n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
-        b_slot[2 * nb] = used
-        b_slot[2 * nb + 1] = used + count
-        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
-        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
-        nb += 1
         if placed_at == now:
             start_now[position[j]] = True
-            start_slot[2 * position[j]] = used
-            start_slot[2 * position[j] + 1] = used + count
+            start_slot[2 * position[j]] = first
+            start_slot[2 * position[j] + 1] = last
         else:
             out.reserved[nr] = j
             out.reserved_at[nr] = placed_at
+            res_slot[2 * nr] = first
+            res_slot[2 * nr + 1] = last
             nr += 1
-        used += count
     # Starts in priority order; a start is a backfill when a job ahead of it still waits.
     ns = 0
     waiting_ahead = False
@@ -518,4 +674,39 @@ def conservative_nodes_pass(
             ns += 1
         else:
             waiting_ahead = True
+    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)
     return ns, nk, nr
+
+
+@njit(cache=True)
+def _keep_reservations(
+    state: PassState,
+    order: np.ndarray,
+    on: int,
+    out: PassOut,
+    nr: int,
+    res_slot: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    kept: Slots,
+) -> None:
+    """Write this pass's reservations' nodes as rows of ``kept`` (row r: ``out.reserved[r]``)
+    and point ``state.reserved_row`` at them; when ``kept`` is too small for them all (a view
+    built for one pass, live) none is kept and the next pass re-places them from their times."""
+    for k in range(on):
+        state.reserved_row[order[k]] = -1
+    at, take_c, take_g = entries
+    total = 0
+    for r in range(nr):
+        total += res_slot[2 * r + 1] - res_slot[2 * r]
+    if nr + 1 > kept.offset.shape[0] or total > kept.node.shape[0]:
+        return
+    e = 0
+    kept.offset[0] = 0
+    for r in range(nr):
+        for x in range(res_slot[2 * r], res_slot[2 * r + 1]):
+            kept.node[e] = at[x]
+            kept.cores[e] = take_c[x]
+            kept.gpus[e] = take_g[x]
+            e += 1
+        kept.offset[r + 1] = e
+        state.reserved_row[out.reserved[r]] = r

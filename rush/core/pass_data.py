@@ -73,12 +73,15 @@ class PassJobs(NamedTuple):
 
 class PassState(NamedTuple):
     """What a pass carries to the next one, per job: skips so far (skip-with-limit), the
-    standing conservative reservation (``inf``: none), and the first promised start
-    (evidence). The pass updates them in place."""
+    standing conservative reservation (``inf``: none), the first promised start (evidence),
+    and on nodes the row of ``NodeView.reserved`` holding the standing reservation's nodes
+    (-1: none kept; the pass then re-places it from its time alone). The pass updates them
+    in place."""
 
     skips: np.ndarray
     reserved_at: np.ndarray
     first_reservation: np.ndarray
+    reserved_row: np.ndarray
 
 
 class RunningSet(NamedTuple):
@@ -167,6 +170,7 @@ def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray |
         np.zeros(n, dtype=np.int64) if skips is None else np.array(skips, dtype=np.int64),
         np.full(n, np.inf) if reserved_at is None else np.array(reserved_at, dtype=np.float64),
         np.full(n, np.inf),
+        np.full(n, -1, dtype=np.int64),
     )
 
 
