@@ -10,9 +10,15 @@ overcommit a node.
 
 Standing reservations are compressed as on processor counts: jobs holding one are re-placed
 first, in order of their reservation times, then the others in priority order; those whose
-window starts now start. The pass keeps reservation times between passes, not node lists, so
-on nodes a standing reservation can move later when the nodes it held were fragmented since
-(processor counts never let it).
+window starts now start. A standing reservation keeps its nodes between passes
+(``state.reserved_row``: a row of ``nodes.reserved``, written by the pass when that buffer is
+large enough, as the simulator's is): those still valid (same request, nodes usable and free
+over the window given the running jobs and the kept ones before them) are booked before any
+job is placed; each is then taken out and searched for an earlier window only, and put back
+on its nodes when none is found. So a reservation never moves later unless its own nodes
+failed it (a running job outlived its estimate, a node went down), and one whose count profile
+fits no earlier costs no node work at all. Without kept nodes (live, where the daemon keeps
+times only) a standing reservation is re-placed from its time, as before issue 31.
 
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
 tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation kernel):
