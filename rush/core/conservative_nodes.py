@@ -246,21 +246,18 @@ def _kept_valid(
     j: int,
     need: int,
     window: tuple[float, float],
-    lists: tuple[np.ndarray, np.ndarray, np.ndarray],
-    takes: tuple[np.ndarray, np.ndarray],
-    book: tuple[np.ndarray, np.ndarray],
-    seen: np.ndarray,
-    stamp: int,
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    mark: tuple[np.ndarray, int],
 ) -> bool:
     """Whether job j's kept reservation (``kept`` row ``row``) still holds: the same request
     (``need`` units), on distinct usable nodes of its partition, each with the room it takes
-    left by every booking overlapping ``window`` (``lists``: per-node chains of booking
-    entries: head per node, next entry, booking of entry; ``book``: bookings' windows)."""
+    left by every booking overlapping ``window``. ``chains``: per-node chains of booking
+    entries (head per node, next entry, booking of entry, cores and GPUs of entry, bookings'
+    starts and ends); ``mark``: a per-node stamp array and this job's stamp."""
     pool = nodes.pool
     request = nodes.request
-    head, following, of_booking = lists
-    take_c, take_g = takes
-    b_t0, b_t1 = book
+    head, following, of_booking, take_c, take_g, b_t0, b_t1 = chains
+    seen, stamp = mark
     t0, t1 = window
     m = pool.count
     p = request.partition[j]
@@ -469,10 +466,8 @@ def conservative_nodes_pass(
         t0 = max(state.reserved_at[j], now)
         need = need_units(nodes.request, j, jobs.procs[j])
         window = (t0, t0 + duration)
-        lists = (head, following, of_booking)
-        if not _kept_valid(
-            kept, row, nodes, j, need, window, lists, (scratch_c, scratch_g), (b_t0, b_t1), seen, s
-        ):
+        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1)
+        if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
             continue
         b_t0[nb] = t0
         b_t1[nb] = t0 + duration
