@@ -43,7 +43,7 @@ from numba import njit
 
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
 from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
-from rush.core.node_pool import NodeView, Room, Slots, need_units
+from rush.core.node_pool import NodePool, NodeView, Room, Slots, need_units
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
 
@@ -297,6 +297,106 @@ def _kept_valid(
     return units == need
 
 
+@njit(cache=True, inline="always")
+def _free(
+    node: int,
+    window: tuple[float, float],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+    nf: int,
+) -> int:
+    """Widen ``node``'s freed hull by ``window`` (listing the node when first freed); returns
+    the number of freed nodes."""
+    if hulls[0][node] == INF:
+        freed_list[nf] = node
+        nf += 1
+    _widen(node, window, hulls)
+    return nf
+
+
+@njit(cache=True, inline="always")
+def _widen(node: int, window: tuple[float, float], hulls: tuple[np.ndarray, np.ndarray]) -> None:
+    lo, hi = hulls
+    lo[node] = min(lo[node], window[0])
+    hi[node] = max(hi[node], window[1])
+
+
+@njit(cache=True)
+def _freed_since(
+    memory: np.ndarray,
+    pool: NodePool,
+    now: float,
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+) -> int:
+    """Mark what was freed since the last pass (``memory``, :func:`_remember_nodes`): a node
+    with fewer running entries now (a job ended, maybe early) is freed from now to the latest
+    end it had booked, a node usable again from now on; every node when nothing is known.
+    ``chains`` hold the running jobs' entries per node. Returns the number of freed nodes."""
+    m = pool.count
+    nf = 0
+    if memory.shape[0] != m:
+        for node in range(m):
+            nf = _free(node, (now, INF), hulls, freed_list, nf)
+        return nf
+    head, following, _ = chains
+    for node in range(m):
+        entries = 0
+        e = head[node]
+        while e >= 0:
+            entries += 1
+            e = following[e]
+        until = -INF
+        if entries < memory[node, 0]:
+            until = memory[node, 1]
+        if pool.usable[node] and memory[node, 2] == 0.0:
+            until = INF
+        if until > now:
+            nf = _free(node, (now, until), hulls, freed_list, nf)
+        if memory[node, 4] > now:  # freed during the last pass, after some saw that node
+            nf = _free(node, (memory[node, 3], memory[node, 4]), hulls, freed_list, nf)
+    return nf
+
+
+@njit(cache=True)
+def _remember_nodes(
+    memory: np.ndarray,
+    pool: NodePool,
+    book: tuple[np.ndarray, np.ndarray],
+    running: int,
+    starts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    at: np.ndarray,
+    moved: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """Per node, what this pass leaves booked from now on for the next pass to compare with:
+    entries of running jobs (the first ``running`` bookings) and of this pass's starts, the
+    latest of their ends, whether the node is usable, and the hull of what this pass freed
+    (reservations moved earlier or failed: jobs placed before that did not see it)."""
+    m = pool.count
+    if memory.shape[0] != m:
+        return
+    b_t1, b_slot = book
+    start_now, start_slot, start_end = starts
+    for node in range(m):
+        memory[node, 0] = 0.0
+        memory[node, 1] = -INF
+        memory[node, 2] = 1.0 if pool.usable[node] else 0.0
+        memory[node, 3] = moved[0][node]
+        memory[node, 4] = moved[1][node]
+    for b in range(running):
+        for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+            node = at[k]
+            if 0 <= node < m:
+                memory[node, 0] += 1.0
+                memory[node, 1] = max(memory[node, 1], b_t1[b])
+    for q in range(start_now.shape[0]):
+        if start_now[q]:
+            for k in range(start_slot[2 * q], start_slot[2 * q + 1]):
+                memory[at[k], 0] += 1.0
+                memory[at[k], 1] = max(memory[at[k], 1], start_end[q])
+
+
 @njit(cache=True)
 def conservative_nodes_pass(
     moment: PassMoment,
@@ -431,6 +531,7 @@ def conservative_nodes_pass(
             s += 1
     start_now = np.zeros(on, dtype=np.bool_)
     start_slot = np.full(2 * on, -1, dtype=np.int64)
+    start_end = np.empty(on, dtype=np.float64)
     position = np.empty(len(jobs.procs), dtype=np.int64)
     for k in range(on):
         position[order[k]] = k
@@ -453,6 +554,17 @@ def conservative_nodes_pass(
                 following[e] = head[node]
                 head[node] = e
                 of_booking[e] = b
+    # What was freed since the last pass, per node (the hull [freed_lo, freed_hi) of it; nodes
+    # in ``freed_list``): a kept reservation can only move earlier onto freed room, since
+    # everything else it sees was there when it was placed.
+    freed_lo = np.full(m, INF)
+    freed_hi = np.full(m, -INF)
+    freed_list = np.empty(m, dtype=np.int64)
+    moved_lo = np.full(m, INF)
+    moved_hi = np.full(m, -INF)
+    nf = _freed_since(
+        state.node_memory, nodes.pool, now, (head, following, of_booking), (freed_lo, freed_hi), freed_list
+    )
     seen = np.full(m, -1, dtype=np.int64)
     own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
     own_c = np.zeros(nh + 1, dtype=np.int64)
@@ -468,6 +580,10 @@ def conservative_nodes_pass(
         window = (t0, t0 + duration)
         chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1)
         if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
+            for k in range(kept.offset[row], kept.offset[row + 1]):
+                if 0 <= kept.node[k] < m:
+                    nf = _free(kept.node[k], window, (freed_lo, freed_hi), freed_list, nf)
+                    _widen(kept.node[k], window, (moved_lo, moved_hi))
             continue
         b_t0[nb] = t0
         b_t1[nb] = t0 + duration
@@ -512,8 +628,10 @@ def conservative_nodes_pass(
         # ``bound``); bookings then change both ways, so earliest-fit records serve only the
         # jobs placed after every standing reservation (bookings only added from there on).
         hold = s < nh and own[s] >= 0
-        recorded = sound and s >= nh
+        recorded = sound and not hold
         bound = INF
+        p = request.partition[j]
+        since = -INF
         if hold:
             b_on[own[s]] = False
             kept_at = b_t0[own[s]]
@@ -521,21 +639,24 @@ def conservative_nodes_pass(
                 _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
             n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
             if kept_at > now:
-                bound = kept_at
+                # Only windows meeting room freed on its nodes, before its time, can be new.
+                freed_from = INF
+                freed_until = -INF
+                for x in range(nf):
+                    node = freed_list[x]
+                    if usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1):
+                        freed_from = min(freed_from, freed_lo[node])
+                        freed_until = max(freed_until, freed_hi[node])
+                since = INF if freed_from == INF else freed_from - duration
+                bound = min(kept_at, freed_until)
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
-        p = request.partition[j]
-        room.cores[:] = base[0]
-        room.gpus[:] = base[1]
-        total = 0  # units the room offers job j (place() fails below ``need``)
-        for node in range(m):
-            eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-            total += _offer(rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node]))
         # The earliest candidate where the counts fit, not before what a job asking for no
         # more found: none before it can fit on nodes.
         shape = _shape(view, j, need)
-        since = _fits_from(shapes, lengths, found, nrec, shape, duration) if recorded else -INF
+        if recorded:
+            since = _fits_from(shapes, lengths, found, nrec, shape, duration)
         i = -1
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
@@ -545,7 +666,15 @@ def conservative_nodes_pass(
         next_out = 0
         next_in = 0
         window_end = now
+        total = 0  # units the room offers job j (place() fails below ``need``)
         if i >= 0:
+            room.cores[:] = base[0]
+            room.gpus[:] = base[1]
+            for node in range(m):
+                eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+                total += _offer(
+                    rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node])
+                )
             # Its room: what no booking overlapping [t, t + duration) holds, from whichever of
             # (bookings ending after t, bookings starting before the window's end) is shorter.
             t = ptime_c[i]
@@ -635,6 +764,14 @@ def conservative_nodes_pass(
             nb += 1
             first, last = used, used + count
             used += count
+            if hold:
+                # Its old window is freed: later kept ones may move into it; records made on
+                # the bookings before no longer bound anything.
+                b = own[s]
+                for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
+                nrec = 0
         elif hold:
             # Nothing earlier: the kept reservation stands, on its nodes.
             b = own[s]
@@ -649,6 +786,7 @@ def conservative_nodes_pass(
         if placed_at == now:
             start_now[position[j]] = True
             start_slot[2 * position[j]] = first
+            start_end[position[j]] = placed_at + duration
             start_slot[2 * position[j] + 1] = last
         else:
             out.reserved[nr] = j
@@ -676,6 +814,9 @@ def conservative_nodes_pass(
         else:
             waiting_ahead = True
     _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)
+    starts = (start_now, start_slot, start_end)
+    moved = (moved_lo, moved_hi)
+    _remember_nodes(state.node_memory, nodes.pool, (b_t1, b_slot), running.count, starts, scratch_node, moved)
     return ns, nk, nr
 
 

@@ -82,6 +82,11 @@ class PassState(NamedTuple):
     reserved_at: np.ndarray
     first_reservation: np.ndarray
     reserved_row: np.ndarray
+    # Per node, what the last conservative pass on nodes left booked from now on (entries of
+    # running and started jobs, the latest of their ends, usable 1/0, the hull of what it
+    # freed): the next pass compares it with its running jobs to see what was freed since.
+    # Shape (0, 5): unknown (live).
+    node_memory: np.ndarray
 
 
 class RunningSet(NamedTuple):
@@ -171,6 +176,7 @@ def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray |
         np.full(n, np.inf) if reserved_at is None else np.array(reserved_at, dtype=np.float64),
         np.full(n, np.inf),
         np.full(n, -1, dtype=np.int64),
+        np.zeros((0, 5), dtype=np.float64),
     )
 
 

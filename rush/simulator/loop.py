@@ -249,8 +249,15 @@ def run_simulation(
     attempt = np.zeros(n, dtype=np.int64)  # index of the job's reservation in its sequence
     limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
     reservation_kills = np.zeros(n, dtype=np.int64)
+    # Node memory for conservative on nodes: nothing booked yet, every usable node as it is.
+    memory = np.zeros((nodes.pool.count, 5), dtype=np.float64)
+    for node in range(nodes.pool.count):
+        memory[node, 1] = -INF
+        memory[node, 2] = 1.0 if nodes.pool.usable[node] else 0.0
+        memory[node, 3] = INF
+        memory[node, 4] = -INF
     state = PassState(
-        np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF), np.full(n, -1, dtype=np.int64)
+        np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF), np.full(n, -1, dtype=np.int64), memory
     )
     fair_on = fair.period < INF
     ledger = new_ledger(fair, n if fair_on else 0)

@@ -49,7 +49,12 @@ def _pass_inputs(snapshot: Snapshot) -> tuple:
     args = calls[0]
     nodes = args[7]
     n = len(args[2].procs)
-    return (*args[:7], nodes._replace(reserved=new_slots(n + 1, n * nodes.pool.count + 1)))
+    # What each node has booked, as the simulator starts it (the pass keeps it up to date).
+    memory = np.zeros((nodes.pool.count, 5))
+    memory[:, 1:] = (-np.inf, 0.0, np.inf, -np.inf)
+    memory[:, 2] = nodes.pool.usable
+    state = args[3]._replace(node_memory=memory)
+    return (*args[:3], state, *args[4:7], nodes._replace(reserved=new_slots(n + 1, n * nodes.pool.count + 1)))
 
 
 def _run(args: tuple, carried: tuple | None = None) -> dict[int, tuple[float, list[int]]]:
@@ -60,6 +65,7 @@ def _run(args: tuple, carried: tuple | None = None) -> dict[int, tuple[float, li
     if carried is not None:
         old_state, old_reserved = carried
         state.reserved_row[:] = old_state.reserved_row
+        state.node_memory[:] = old_state.node_memory
         nodes = nodes._replace(reserved=old_reserved)
     result = scheduling_pass(moment, config, jobs, state, queues, running, out, nodes)
     plan: dict[int, tuple[float, list[int]]] = {}
@@ -241,7 +247,16 @@ def test_over_random_passes_kept_reservations_never_move_later() -> None:
         state2 = args2[3]
         for new_index, job_id in enumerate(ids):
             state2.reserved_row[new_index] = old_state.reserved_row[job_id - 100]
+        state2.node_memory[:] = old_state.node_memory
+        # The same pass not knowing what was freed since searches every kept reservation from
+        # now: knowing it must change nothing.
+        blind = tuple(_fresh(a) for a in args2)
+        blind_state = blind[3]._replace(node_memory=np.zeros((0, 5)))
+        blind_plan, _ = _run(
+            (*blind[:3], blind_state, *blind[4:7], _fresh(blind[7])._replace(reserved=_fresh(old_reserved)))
+        )
         plan2, _ = _run(args2, (state2, old_reserved))
+        assert plan2 == blind_plan, seed
         _no_overcommit(pending_left, plan2, args2)
         for new_index, job_id in enumerate(ids):
             before = reserved.get(job_id)
