@@ -16,9 +16,20 @@ large enough, as the simulator's is): those still valid (same request, nodes usa
 over the window given the running jobs and the kept ones before them) are booked before any
 job is placed; each is then taken out and searched for an earlier window only, and put back
 on its nodes when none is found. So a reservation never moves later unless its own nodes
-failed it (a running job outlived its estimate, a node went down), and one whose count profile
-fits no earlier costs no node work at all. Without kept nodes (live, where the daemon keeps
-times only) a standing reservation is re-placed from its time, as before issue 31.
+failed it (a running job outlived its estimate, a node went down). Without kept nodes (live,
+where the daemon keeps times only) a standing reservation is re-placed from its time, as
+before issue 31.
+
+A kept reservation can only move earlier onto room freed since it was placed: everything else
+it sees was there then. So the pass remembers per node what it left booked
+(``state.node_memory``: entries of running and started jobs, their latest end, usable, and the
+hull of what it freed itself: reservations that moved, failed or were skipped); the next pass
+marks as freed, from now, every node with fewer running entries (a job ended, maybe early) or
+usable again. A kept reservation then searches only windows meeting freed room on its eligible
+nodes and before its time, and costs no node work when there is none (issue 31, item 2;
+tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
+kept reservation from now). Cancelled jobs and shortened estimates free room the memory does not
+see: a shell that has them keeps no memory (shape (0, 5)), and every node counts as freed.
 
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
 tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation kernel):
@@ -573,6 +584,12 @@ def conservative_nodes_pass(
         j = sequence[s]
         row = state.reserved_row[j]
         if not 0 <= row < kept_rows:
+            # Its nodes were not kept: whatever it held is freed, on any node.
+            t0 = max(state.reserved_at[j], now)
+            for node in range(m):
+                end = t0 + max(jobs.est[j], MIN_DURATION)
+                nf = _free(node, (t0, end), (freed_lo, freed_hi), freed_list, nf)
+                _widen(node, (t0, end), (moved_lo, moved_hi))
             continue
         duration = max(jobs.est[j], MIN_DURATION)
         t0 = max(state.reserved_at[j], now)
@@ -743,6 +760,12 @@ def conservative_nodes_pass(
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
+            if hold:  # its reservation is dropped: its window is freed
+                b = own[s]
+                for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
+                nrec = 0
             continue
         if recorded:
             nrec = _remember(shapes, lengths, found, nrec, shape, duration, placed_at if count >= 0 else INF)
