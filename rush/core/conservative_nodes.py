@@ -10,9 +10,26 @@ overcommit a node.
 
 Standing reservations are compressed as on processor counts: jobs holding one are re-placed
 first, in order of their reservation times, then the others in priority order; those whose
-window starts now start. The pass keeps reservation times between passes, not node lists, so
-on nodes a standing reservation can move later when the nodes it held were fragmented since
-(processor counts never let it).
+window starts now start. A standing reservation keeps its nodes between passes
+(``state.reserved_row``: a row of ``nodes.reserved``, written by the pass when that buffer is
+large enough, as the simulator's is): those still valid (same request, nodes usable and free
+over the window given the running jobs and the kept ones before them) are booked before any
+job is placed; each is then taken out and searched for an earlier window only, and put back
+on its nodes when none is found. So a reservation never moves later unless its own nodes
+failed it (a running job outlived its estimate, a node went down). Without kept nodes (live,
+where the daemon keeps times only) a standing reservation is re-placed from its time, as
+before issue 31.
+
+A kept reservation can only move earlier onto room freed since it was placed: everything else
+it sees was there then. So the pass remembers per node what it left booked
+(``state.node_memory``: entries of running and started jobs, their latest end, usable, and the
+hull of what it freed itself: reservations that moved, failed or were skipped); the next pass
+marks as freed, from now, every node with fewer running entries (a job ended, maybe early) or
+usable again. A kept reservation then searches only windows meeting freed room on its eligible
+nodes and before its time, and costs no node work when there is none (issue 31, item 2;
+tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
+kept reservation from now). Cancelled jobs and shortened estimates free room the memory does not
+see: a shell that has them keeps no memory (shape (0, 5)), and every node counts as freed.
 
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
 tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation kernel):
@@ -37,7 +54,7 @@ from numba import njit
 
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
 from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
-from rush.core.node_pool import NodeView, Room, Slots, need_units
+from rush.core.node_pool import NodePool, NodeView, Room, Slots, need_units
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
 
@@ -233,6 +250,165 @@ def _count_fit(
 
 
 @njit(cache=True)
+def _kept_valid(
+    kept: Slots,
+    row: int,
+    nodes: NodeView,
+    j: int,
+    need: int,
+    window: tuple[float, float],
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    mark: tuple[np.ndarray, int],
+) -> bool:
+    """Whether job j's kept reservation (``kept`` row ``row``) still holds: the same request
+    (``need`` units), on distinct usable nodes of its partition, each with the room it takes
+    left by every booking overlapping ``window``. ``chains``: per-node chains of booking
+    entries (head per node, next entry, booking of entry, cores and GPUs of entry, bookings'
+    starts and ends); ``mark``: a per-node stamp array and this job's stamp."""
+    pool = nodes.pool
+    request = nodes.request
+    head, following, of_booking, take_c, take_g, b_t0, b_t1 = chains
+    seen, stamp = mark
+    t0, t1 = window
+    m = pool.count
+    p = request.partition[j]
+    units = 0
+    for k in range(kept.offset[row], kept.offset[row + 1]):
+        node = kept.node[k]
+        c = kept.cores[k]
+        g = kept.gpus[k]
+        if node < 0 or node >= m or seen[node] == stamp or not pool.usable[node]:
+            return False
+        if p >= 0 and ((pool.partitions[node] >> p) & 1) == 0:
+            return False
+        seen[node] = stamp
+        if request.nodes[j] == 0:
+            if c <= 0 or g != 0:
+                return False
+            units += c
+        elif request.exclusive[j]:
+            if c != pool.cores[node] or g != pool.gpus[node]:
+                return False
+            units += 1
+        else:
+            if c != request.cores[j] or g != request.gpus[j]:
+                return False
+            units += 1
+        left_c = pool.cores[node]
+        left_g = pool.gpus[node]
+        e = head[node]
+        while e >= 0:
+            b = of_booking[e]
+            if b_t0[b] < t1 and b_t1[b] > t0:
+                left_c -= take_c[e]
+                left_g -= take_g[e]
+            e = following[e]
+        if left_c < c or left_g < g:
+            return False
+    return units == need
+
+
+@njit(cache=True, inline="always")
+def _free(
+    node: int,
+    window: tuple[float, float],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+    nf: int,
+) -> int:
+    """Widen ``node``'s freed hull by ``window`` (listing the node when first freed); returns
+    the number of freed nodes."""
+    if hulls[0][node] == INF:
+        freed_list[nf] = node
+        nf += 1
+    _widen(node, window, hulls)
+    return nf
+
+
+@njit(cache=True, inline="always")
+def _widen(node: int, window: tuple[float, float], hulls: tuple[np.ndarray, np.ndarray]) -> None:
+    lo, hi = hulls
+    lo[node] = min(lo[node], window[0])
+    hi[node] = max(hi[node], window[1])
+
+
+@njit(cache=True)
+def _freed_since(
+    memory: np.ndarray,
+    pool: NodePool,
+    now: float,
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+) -> int:
+    """Mark what was freed since the last pass (``memory``, :func:`_remember_nodes`): a node
+    with fewer running entries now (a job ended, maybe early) is freed from now to the latest
+    end it had booked, a node usable again from now on; every node when nothing is known.
+    ``chains`` hold the running jobs' entries per node. Returns the number of freed nodes."""
+    m = pool.count
+    nf = 0
+    if memory.shape[0] != m:
+        for node in range(m):
+            nf = _free(node, (now, INF), hulls, freed_list, nf)
+        return nf
+    head, following, _ = chains
+    for node in range(m):
+        entries = 0
+        e = head[node]
+        while e >= 0:
+            entries += 1
+            e = following[e]
+        until = -INF
+        if entries < memory[node, 0]:
+            until = memory[node, 1]
+        if pool.usable[node] and memory[node, 2] == 0.0:
+            until = INF
+        if until > now:
+            nf = _free(node, (now, until), hulls, freed_list, nf)
+        if memory[node, 4] > now:  # freed during the last pass, after some saw that node
+            nf = _free(node, (memory[node, 3], memory[node, 4]), hulls, freed_list, nf)
+    return nf
+
+
+@njit(cache=True)
+def _remember_nodes(
+    memory: np.ndarray,
+    pool: NodePool,
+    book: tuple[np.ndarray, np.ndarray],
+    running: int,
+    starts: tuple[np.ndarray, np.ndarray, np.ndarray],
+    at: np.ndarray,
+    moved: tuple[np.ndarray, np.ndarray],
+) -> None:
+    """Per node, what this pass leaves booked from now on for the next pass to compare with:
+    entries of running jobs (the first ``running`` bookings) and of this pass's starts, the
+    latest of their ends, whether the node is usable, and the hull of what this pass freed
+    (reservations moved earlier or failed: jobs placed before that did not see it)."""
+    m = pool.count
+    if memory.shape[0] != m:
+        return
+    b_t1, b_slot = book
+    start_now, start_slot, start_end = starts
+    for node in range(m):
+        memory[node, 0] = 0.0
+        memory[node, 1] = -INF
+        memory[node, 2] = 1.0 if pool.usable[node] else 0.0
+        memory[node, 3] = moved[0][node]
+        memory[node, 4] = moved[1][node]
+    for b in range(running):
+        for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+            node = at[k]
+            if 0 <= node < m:
+                memory[node, 0] += 1.0
+                memory[node, 1] = max(memory[node, 1], b_t1[b])
+    for q in range(start_now.shape[0]):
+        if start_now[q]:
+            for k in range(start_slot[2 * q], start_slot[2 * q + 1]):
+                memory[at[k], 0] += 1.0
+                memory[at[k], 1] = max(memory[at[k], 1], start_end[q])
+
+
+@njit(cache=True)
 def conservative_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -254,17 +430,24 @@ def conservative_nodes_pass(
     # Bookings: running jobs, then this pass's placements, each a window and a range of
     # entries. Entries live in a local buffer; starts are copied to nodes.placed at the end.
     held = nodes.held
+    kept = nodes.reserved
+    kept_rows = kept.offset.shape[0] - 1
     entries = held.offset[-1] if held.offset.shape[0] > 0 else 0
     for k in range(on):
         j = order[k]
         entries += min(need_units(nodes.request, j, jobs.procs[j]), m) + m
+        row = state.reserved_row[j]
+        if state.reserved_at[j] < INF and 0 <= row < kept_rows:
+            entries += kept.offset[row + 1] - kept.offset[row]
     scratch_node = np.empty(entries + m + 1, dtype=np.int64)
     scratch_c = np.empty(entries + m + 1, dtype=np.int64)
     scratch_g = np.empty(entries + m + 1, dtype=np.int64)
-    nb_cap = running.count + on + 1
+    # Bookings: running jobs, kept reservations, and each job's new placement.
+    nb_cap = running.count + 2 * on + 1
     b_t0 = np.empty(nb_cap, dtype=np.float64)
     b_t1 = np.empty(nb_cap, dtype=np.float64)
     b_slot = np.empty(2 * nb_cap, dtype=np.int64)
+    b_on = np.ones(nb_cap, dtype=np.bool_)  # off: a kept reservation taken out or moved
     nb = 0
     used = 0
     for a in range(running.count):
@@ -359,6 +542,7 @@ def conservative_nodes_pass(
             s += 1
     start_now = np.zeros(on, dtype=np.bool_)
     start_slot = np.full(2 * on, -1, dtype=np.int64)
+    start_end = np.empty(on, dtype=np.float64)
     position = np.empty(len(jobs.procs), dtype=np.int64)
     for k in range(on):
         position[order[k]] = k
@@ -368,6 +552,83 @@ def conservative_nodes_pass(
         j = order[k]
         if sound and _count_need(view, j, need_units(nodes.request, j, jobs.procs[j]), smallest)[1] > 0:
             gpu_counts = True
+    # Kept reservations still valid (on the running jobs and the kept ones booked before
+    # them) are booked before any job is placed: a reservation moving earlier then never
+    # takes what a later one holds, so none moves later unless its own nodes failed it.
+    head = np.full(m, -1, dtype=np.int64)
+    following = np.empty(entries + m + 1, dtype=np.int64)
+    of_booking = np.empty(entries + m + 1, dtype=np.int64)
+    for b in range(nb):
+        for e in range(b_slot[2 * b], b_slot[2 * b + 1]):
+            node = scratch_node[e]
+            if 0 <= node < m:
+                following[e] = head[node]
+                head[node] = e
+                of_booking[e] = b
+    # What was freed since the last pass, per node (the hull [freed_lo, freed_hi) of it; nodes
+    # in ``freed_list``): a kept reservation can only move earlier onto freed room, since
+    # everything else it sees was there when it was placed.
+    freed_lo = np.full(m, INF)
+    freed_hi = np.full(m, -INF)
+    freed_list = np.empty(m, dtype=np.int64)
+    moved_lo = np.full(m, INF)
+    moved_hi = np.full(m, -INF)
+    nf = _freed_since(
+        state.node_memory, nodes.pool, now, (head, following, of_booking), (freed_lo, freed_hi), freed_list
+    )
+    seen = np.full(m, -1, dtype=np.int64)
+    own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
+    own_c = np.zeros(nh + 1, dtype=np.int64)
+    own_g = np.zeros(nh + 1, dtype=np.int64)
+    for s in range(nh):
+        j = sequence[s]
+        row = state.reserved_row[j]
+        if not 0 <= row < kept_rows:
+            # Its nodes were not kept: whatever it held is freed, on any node.
+            t0 = max(state.reserved_at[j], now)
+            for node in range(m):
+                end = t0 + max(jobs.est[j], MIN_DURATION)
+                nf = _free(node, (t0, end), (freed_lo, freed_hi), freed_list, nf)
+                _widen(node, (t0, end), (moved_lo, moved_hi))
+            continue
+        duration = max(jobs.est[j], MIN_DURATION)
+        t0 = max(state.reserved_at[j], now)
+        need = need_units(nodes.request, j, jobs.procs[j])
+        window = (t0, t0 + duration)
+        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1)
+        if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
+            for k in range(kept.offset[row], kept.offset[row + 1]):
+                if 0 <= kept.node[k] < m:
+                    nf = _free(kept.node[k], window, (freed_lo, freed_hi), freed_list, nf)
+                    _widen(kept.node[k], window, (moved_lo, moved_hi))
+            continue
+        b_t0[nb] = t0
+        b_t1[nb] = t0 + duration
+        b_slot[2 * nb] = used
+        c = 0
+        g = 0
+        for k in range(kept.offset[row], kept.offset[row + 1]):
+            node = kept.node[k]
+            scratch_node[used] = node
+            scratch_c[used] = kept.cores[k]
+            scratch_g[used] = kept.gpus[k]
+            following[used] = head[node]
+            head[node] = used
+            of_booking[used] = nb
+            c += kept.cores[k]
+            g += kept.gpus[k]
+            used += 1
+        b_slot[2 * nb + 1] = used
+        if gpu_counts:
+            _occupy(ptime_g, avail_g, n, t0, duration, -g)
+        n = _occupy(ptime_c, avail_c, n, t0, duration, -c)
+        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
+        own[s] = nb
+        own_c[s] = c
+        own_g[s] = g
+        nb += 1
+    res_slot = np.empty(2 * on + 2, dtype=np.int64)
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
     lengths = np.empty(on, dtype=np.float64)
@@ -380,28 +641,57 @@ def conservative_nodes_pass(
         duration = max(jobs.est[j], MIN_DURATION)
         need = need_units(nodes.request, j, jobs.procs[j])
         counts = _count_need(view, j, need, smallest) if sound else (NO_BOUND, NO_BOUND)
+        # A kept reservation is taken out and only an earlier start is searched for (before
+        # ``bound``); bookings then change both ways, so earliest-fit records serve only the
+        # jobs placed after every standing reservation (bookings only added from there on).
+        hold = s < nh and own[s] >= 0
+        recorded = sound and not hold
+        bound = INF
+        p = request.partition[j]
+        since = -INF
+        if hold:
+            b_on[own[s]] = False
+            kept_at = b_t0[own[s]]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
+            n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
+            if kept_at > now:
+                # Only windows meeting room freed on its nodes, before its time, can be new.
+                freed_from = INF
+                freed_until = -INF
+                for x in range(nf):
+                    node = freed_list[x]
+                    if usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1):
+                        freed_from = min(freed_from, freed_lo[node])
+                        freed_until = max(freed_until, freed_hi[node])
+                since = INF if freed_from == INF else freed_from - duration
+                bound = min(kept_at, freed_until)
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
-        p = request.partition[j]
-        room.cores[:] = base[0]
-        room.gpus[:] = base[1]
-        total = 0  # units the room offers job j (place() fails below ``need``)
-        for node in range(m):
-            eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-            total += _offer(rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node]))
         # The earliest candidate where the counts fit, not before what a job asking for no
         # more found: none before it can fit on nodes.
         shape = _shape(view, j, need)
-        since = _fits_from(shapes, lengths, found, nrec, shape, duration) if sound else -INF
+        if recorded:
+            since = _fits_from(shapes, lengths, found, nrec, shape, duration)
         i = -1
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
             i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, lo)
+        if i >= 0 and ptime_c[i] >= bound:
+            i = -1
         next_out = 0
         next_in = 0
         window_end = now
+        total = 0  # units the room offers job j (place() fails below ``need``)
         if i >= 0:
+            room.cores[:] = base[0]
+            room.gpus[:] = base[1]
+            for node in range(m):
+                eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+                total += _offer(
+                    rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node])
+                )
             # Its room: what no booking overlapping [t, t + duration) holds, from whichever of
             # (bookings ending after t, bookings starting before the window's end) is shorter.
             t = ptime_c[i]
@@ -411,7 +701,7 @@ def conservative_nodes_pass(
             if nb - next_out <= next_in:
                 for x in range(next_out, nb):
                     b = by_end[x]
-                    if b_t0[b] < window_end:
+                    if b_on[b] and b_t0[b] < window_end:
                         total += _apply(
                             entries_of,
                             b_slot[2 * b],
@@ -425,7 +715,7 @@ def conservative_nodes_pass(
             else:
                 for x in range(next_in):
                     b = by_start[x]
-                    if b_t1[b] > t:
+                    if b_on[b] and b_t1[b] > t:
                         total += _apply(
                             entries_of,
                             b_slot[2 * b],
@@ -436,13 +726,13 @@ def conservative_nodes_pass(
                             capacity_of,
                             rule,
                         )
-        while 0 <= i < n:
+        while 0 <= i < n and ptime_c[i] < bound:
             t = ptime_c[i]
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
             # were in it give their room back), those starting before its end enter it.
             while next_out < nb and end_at[next_out] <= t:
                 b = by_end[next_out]
-                if b_t0[b] < window_end:
+                if b_on[b] and b_t0[b] < window_end:
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
@@ -450,7 +740,7 @@ def conservative_nodes_pass(
             window_end = t + duration
             while next_in < nb and start_at[next_in] < window_end:
                 b = by_start[next_in]
-                if b_t1[b] > t:
+                if b_on[b] and b_t1[b] > t:
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
@@ -470,35 +760,63 @@ def conservative_nodes_pass(
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
+            if hold:  # its reservation is dropped: its window is freed
+                b = own[s]
+                for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
+                nrec = 0
             continue
-        if sound:
+        if recorded:
             nrec = _remember(shapes, lengths, found, nrec, shape, duration, placed_at if count >= 0 else INF)
-        if count < 0:
+        if count >= 0:
+            b_t0[nb] = placed_at
+            b_t1[nb] = placed_at + duration
+            c = 0
+            g = 0
+            for k in range(used, used + count):
+                c += scratch_c[k]
+                g += scratch_g[k]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
+            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
+            b_slot[2 * nb] = used
+            b_slot[2 * nb + 1] = used + count
+            _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+            _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
+            nb += 1
+            first, last = used, used + count
+            used += count
+            if hold:
+                # Its old window is freed: later kept ones may move into it; records made on
+                # the bookings before no longer bound anything.
+                b = own[s]
+                for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
+                nrec = 0
+        elif hold:
+            # Nothing earlier: the kept reservation stands, on its nodes.
+            b = own[s]
+            b_on[b] = True
+            placed_at = b_t0[b]
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
+            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
+            first, last = b_slot[2 * b], b_slot[2 * b + 1]
+        else:
             continue  # wider than the machine can ever offer: leave it pending
-        b_t0[nb] = placed_at
-        b_t1[nb] = placed_at + duration
-        c = 0
-        g = 0
-        for k in range(used, used + count):
-            c += scratch_c[k]
-            g += scratch_g[k]
-        if gpu_counts:
-            _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
-        n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
-        b_slot[2 * nb] = used
-        b_slot[2 * nb + 1] = used + count
-        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
-        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
-        nb += 1
         if placed_at == now:
             start_now[position[j]] = True
-            start_slot[2 * position[j]] = used
-            start_slot[2 * position[j] + 1] = used + count
+            start_slot[2 * position[j]] = first
+            start_end[position[j]] = placed_at + duration
+            start_slot[2 * position[j] + 1] = last
         else:
             out.reserved[nr] = j
             out.reserved_at[nr] = placed_at
+            res_slot[2 * nr] = first
+            res_slot[2 * nr + 1] = last
             nr += 1
-        used += count
     # Starts in priority order; a start is a backfill when a job ahead of it still waits.
     ns = 0
     waiting_ahead = False
@@ -518,4 +836,42 @@ def conservative_nodes_pass(
             ns += 1
         else:
             waiting_ahead = True
+    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)
+    starts = (start_now, start_slot, start_end)
+    moved = (moved_lo, moved_hi)
+    _remember_nodes(state.node_memory, nodes.pool, (b_t1, b_slot), running.count, starts, scratch_node, moved)
     return ns, nk, nr
+
+
+@njit(cache=True)
+def _keep_reservations(
+    state: PassState,
+    order: np.ndarray,
+    on: int,
+    out: PassOut,
+    nr: int,
+    res_slot: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    kept: Slots,
+) -> None:
+    """Write this pass's reservations' nodes as rows of ``kept`` (row r: ``out.reserved[r]``)
+    and point ``state.reserved_row`` at them; when ``kept`` is too small for them all (a view
+    built for one pass, live) none is kept and the next pass re-places them from their times."""
+    for k in range(on):
+        state.reserved_row[order[k]] = -1
+    at, take_c, take_g = entries
+    total = 0
+    for r in range(nr):
+        total += res_slot[2 * r + 1] - res_slot[2 * r]
+    if nr + 1 > kept.offset.shape[0] or total > kept.node.shape[0]:
+        return
+    e = 0
+    kept.offset[0] = 0
+    for r in range(nr):
+        for x in range(res_slot[2 * r], res_slot[2 * r + 1]):
+            kept.node[e] = at[x]
+            kept.cores[e] = take_c[x]
+            kept.gpus[e] = take_g[x]
+            e += 1
+        kept.offset[r + 1] = e
+        state.reserved_row[out.reserved[r]] = r

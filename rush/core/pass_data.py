@@ -73,12 +73,20 @@ class PassJobs(NamedTuple):
 
 class PassState(NamedTuple):
     """What a pass carries to the next one, per job: skips so far (skip-with-limit), the
-    standing conservative reservation (``inf``: none), and the first promised start
-    (evidence). The pass updates them in place."""
+    standing conservative reservation (``inf``: none), the first promised start (evidence),
+    and on nodes the row of ``NodeView.reserved`` holding the standing reservation's nodes
+    (-1: none kept; the pass then re-places it from its time alone). The pass updates them
+    in place."""
 
     skips: np.ndarray
     reserved_at: np.ndarray
     first_reservation: np.ndarray
+    reserved_row: np.ndarray
+    # Per node, what the last conservative pass on nodes left booked from now on (entries of
+    # running and started jobs, the latest of their ends, usable 1/0, the hull of what it
+    # freed): the next pass compares it with its running jobs to see what was freed since.
+    # Shape (0, 5): unknown (live).
+    node_memory: np.ndarray
 
 
 class RunningSet(NamedTuple):
@@ -167,6 +175,8 @@ def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray |
         np.zeros(n, dtype=np.int64) if skips is None else np.array(skips, dtype=np.int64),
         np.full(n, np.inf) if reserved_at is None else np.array(reserved_at, dtype=np.float64),
         np.full(n, np.inf),
+        np.full(n, -1, dtype=np.int64),
+        np.zeros((0, 5), dtype=np.float64),
     )
 
 

@@ -39,7 +39,7 @@ from rush.core.false_small_kill import (
     run_outcome,
 )
 from rush.core.job_rules import effective_estimate
-from rush.core.node_pool import NodePool, NodeView, Slots, new_slots
+from rush.core.node_pool import NodePool, NodeView, Slots, need_units, new_slots
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
 from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
@@ -249,7 +249,16 @@ def run_simulation(
     attempt = np.zeros(n, dtype=np.int64)  # index of the job's reservation in its sequence
     limit = np.empty(n, dtype=np.float64)  # time limit of its next run: walltime or reservation
     reservation_kills = np.zeros(n, dtype=np.int64)
-    state = PassState(np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF))
+    # Node memory for conservative on nodes: nothing booked yet, every usable node as it is.
+    memory = np.zeros((nodes.pool.count, 5), dtype=np.float64)
+    for node in range(nodes.pool.count):
+        memory[node, 1] = -INF
+        memory[node, 2] = 1.0 if nodes.pool.usable[node] else 0.0
+        memory[node, 3] = INF
+        memory[node, 4] = -INF
+    state = PassState(
+        np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF), np.full(n, -1, dtype=np.int64), memory
+    )
     fair_on = fair.period < INF
     ledger = new_ledger(fair, n if fair_on else 0)
     factor_of_job = ledger.job_factor if fair_on else jobs.fairshare
@@ -288,8 +297,15 @@ def run_simulation(
     held = nodes.held
     row_of = np.full(n, -1, dtype=np.int64)
     rows = 0
+    # Conservative's standing reservations keep their nodes from pass to pass (rows of the
+    # view's ``reserved``, state.reserved_row); sized for every job reserved at once.
+    kept = nodes.reserved
     if on_nodes:
         held = new_slots(n + 16, 4 * n + nodes.pool.count + 16)
+        kept_entries = nodes.pool.count + 1
+        for j in range(n):
+            kept_entries += min(need_units(nodes.request, j, procs[j]), nodes.pool.count)
+        kept = new_slots(n + 1, kept_entries)
         free = 0
         for node in range(nodes.pool.count):
             if nodes.pool.usable[node]:
@@ -398,7 +414,7 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
-            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved)
+            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept)
             result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)

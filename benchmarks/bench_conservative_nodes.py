@@ -1,0 +1,161 @@
+"""Conservative backfilling on nodes, the compiled pass alone (issue 31, item 2): a first pass
+over 10 000 pending jobs on 1 000 nodes (:mod:`bench_nodes`'s snapshot), then the next pass
+with the first one's starts running, ``--ended`` running jobs ended early, and its
+reservations standing:
+
+* ``cold``: the first pass (no standing reservation);
+* ``warm, kept nodes``: the next pass carrying each reservation's time and nodes, as the
+  simulator does: kept reservations are booked up front and a job whose count profile fits no
+  earlier than its reservation costs no node work;
+* ``warm, kept, blind``: kept nodes without knowing what was freed since (every kept
+  reservation searched from now up to its time, as a shell that keeps no node memory);
+* ``warm, times only``: the same pass carrying times alone (the live daemon today, and every
+  shell before issue 31): every standing reservation is re-placed from scratch;
+* ``counts cold``: the processor-count twin's first pass, the reference from the same run.
+
+Each figure is the median and max of ``--repeat`` calls on fresh copies of the inputs (after
+one call that loads the numba cache). The decisions of the two warm passes are compared too.
+
+Run: ``python benchmarks/bench_conservative_nodes.py [--pending 10000] [--repeat 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import time
+
+import numpy as np
+from bench_nodes import _fresh, captured_pass, make_snapshots
+
+from rush.core import CoreConfig
+from rush.core.node_pool import Slots, new_slots
+from rush.core.pass_data import RunningSet
+from rush.core.schedule import schedule
+from rush.core.scheduling_pass import drop_started, scheduling_pass
+
+print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while the slow cases run
+
+
+def first_pass_inputs(snapshot, config: CoreConfig) -> tuple:
+    """schedule()'s inputs to the compiled pass, with a ``reserved`` buffer large enough to
+    keep every reservation's nodes (as the simulator sizes it)."""
+    with captured_pass() as calls:
+        schedule(snapshot, config, explain_priorities=False, estimate_starts_too=False)
+    args = calls[0]
+    nodes = args[7]
+    n = len(args[2].procs)
+    # Each node's bookings as the simulator starts them (the pass keeps them up to date).
+    memory = np.zeros((nodes.pool.count, 5))
+    memory[:, 1:] = (-np.inf, 0.0, np.inf, -np.inf)
+    memory[:, 2] = nodes.pool.usable
+    state = args[3]._replace(node_memory=memory)
+    reserved = new_slots(n + 1, n * max(nodes.pool.count, 1) + 1)
+    return (*args[:3], state, *args[4:7], nodes._replace(reserved=reserved))
+
+
+def _append_rows(held: Slots, rows: int, placed: Slots, count: int) -> Slots:
+    """``held``'s first ``rows`` rows, then ``placed``'s first ``count`` rows."""
+    a = held.offset[rows]
+    b = placed.offset[count]
+    offset = np.concatenate([held.offset[: rows + 1], a + placed.offset[1 : count + 1]])
+    return Slots(
+        offset,
+        np.concatenate([held.node[:a], placed.node[:b]]),
+        np.concatenate([held.cores[:a], placed.cores[:b]]),
+        np.concatenate([held.gpus[:a], placed.gpus[:b]]),
+    )
+
+
+def run_pair(args: tuple, ended: int) -> tuple[tuple, tuple, tuple]:
+    """Run the first pass on a copy of ``args``; return the next pass's inputs (``ended``
+    running jobs ended early since) with kept nodes, with times only, and kept but blind."""
+    first = tuple(_fresh(a) for a in args)
+    moment, config, jobs, state, queues, running, out, nodes = first
+    result = scheduling_pass(*first)
+    ns = result.started
+    started = np.zeros(len(jobs.procs), dtype=np.bool_)
+    started[out.start[:ns]] = True
+    queued = drop_started(queues, moment.queued, started, config.same_scan)
+    rows = running.count
+    held = _append_rows(nodes.held, rows, nodes.placed, ns)
+    ends = np.concatenate([running.end[:rows], moment.now + np.maximum(jobs.est[out.start[:ns]], 1e-6)])
+    procs = np.concatenate([running.procs[:rows], rows + np.arange(ns)])
+    # The first ``ended`` running jobs (the soonest to end) ended early.
+    running2 = RunningSet(ends[ended:], procs[ended:], rows + ns - ended)
+    moment2 = moment._replace(queued=queued)
+    kept = (moment2, config, jobs, state, queues, running2, out, nodes._replace(held=held))
+    # Times only, as every shell before issue 31 and the live daemon today; blind: kept nodes
+    # but nothing known of what was freed since (every kept reservation searched from now).
+    times_only = tuple(_fresh(a) for a in kept)
+    times_only[3].reserved_row[:] = -1
+    blind = tuple(_fresh(a) for a in kept)
+    blind = (*blind[:3], blind[3]._replace(node_memory=np.zeros((0, 5))), *blind[4:])
+    return kept, times_only, blind
+
+
+def timed(args: tuple, repeat: int) -> tuple[float, float, tuple]:
+    scheduling_pass(*(_fresh(a) for a in args))  # load the numba cache
+    seconds = []
+    for _ in range(repeat):
+        fresh = tuple(_fresh(a) for a in args)
+        t0 = time.perf_counter()
+        result = scheduling_pass(*fresh)
+        seconds.append(time.perf_counter() - t0)
+    out = fresh[6]
+    plan = (
+        out.start[: result.started].tolist(),
+        dict(
+            zip(
+                out.reserved[: result.reserved].tolist(),
+                out.reserved_at[: result.reserved].tolist(),
+                strict=True,
+            )
+        ),
+    )
+    return statistics.median(seconds) * 1e3, max(seconds) * 1e3, plan
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ended", type=int, default=5, help="running jobs ended early before the next pass")
+    args = parser.parse_args()
+    on_nodes, as_procs = make_snapshots(args.pending)
+    config = CoreConfig(backfill="conservative")
+    print(
+        f"{args.pending} pending jobs, {len(on_nodes.running)} running ({args.ended} end early before "
+        f"the next pass), {len(on_nodes.nodes)} nodes; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    counts = first_pass_inputs(as_procs, config)
+    cold = first_pass_inputs(on_nodes, config)
+    kept, times_only, blind = run_pair(cold, args.ended)
+    print(f"{'case':28s} {'median ms':>10s} {'max ms':>8s}")
+    plans = {}
+    for label, inputs in (
+        ("counts cold (reference)", counts),
+        ("nodes cold", cold),
+        ("nodes warm, kept nodes", kept),
+        ("nodes warm, kept, blind", blind),
+        ("nodes warm, times only", times_only),
+    ):
+        median, worst, plans[label] = timed(inputs, args.repeat)
+        print(f"{label:28s} {median:10.1f} {worst:8.1f}")
+    same = plans["nodes warm, kept nodes"] == plans["nodes warm, kept, blind"]
+    print(f"kept nodes with and without node memory decide the same: {'yes' if same else 'NO'}")
+    a, b = plans["nodes warm, kept nodes"], plans["nodes warm, times only"]
+    later = sum(1 for j, t in a[1].items() if t > b[1].get(j, np.inf))
+    earlier = sum(1 for j, t in a[1].items() if t < b[1].get(j, np.inf))
+    print(
+        f"warm passes: {len(a[0])} / {len(b[0])} starts, {len(a[1])} / {len(b[1])} reservations "
+        f"(kept nodes / times only); kept nodes reserve {earlier} jobs earlier, {later} later"
+    )
+    print(f"load average {os.getloadavg()[0]:.2f} after the run")
+
+
+if __name__ == "__main__":
+    main()
