@@ -90,6 +90,8 @@ class QuantileWalkForward:
     weekly: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     fit_seconds: list[float] = field(default_factory=list)
+    end: np.ndarray | None = None  # logged ends on the time base (inf: not in any history)
+    submit: np.ndarray | None = None  # submissions on the time base
 
     def quantile(self, level: float) -> np.ndarray:
         """The predicted quantile at ``level`` (one of ``levels``), seconds."""
@@ -216,17 +218,29 @@ def predict_quantiles_walkforward(
         weekly=weekly,
         seconds=time.perf_counter() - started,
         fit_seconds=fit_seconds,
+        end=end,
+        submit=submit,
     )
 
 
 def walkforward_thresholds(
-    proba: np.ndarray, runtime: np.ndarray, divider: np.ndarray, end: np.ndarray, submit: np.ndarray
+    proba: np.ndarray,
+    runtime: np.ndarray,
+    divider: np.ndarray,
+    end: np.ndarray,
+    submit: np.ndarray,
+    kill_budget: float | None = None,
 ) -> np.ndarray:
-    """Each job's plain decision threshold, chosen from the past only: at each week's start
-    (weeks from the first submission), the candidate of :data:`THRESHOLDS` with the most
-    correct decisions over every earlier job that had a P(small) (``proba`` finite) and had
-    ended (``end``, inf: never) before the week; ties to the one nearest 0.5, and 0.5 before
-    any such job."""
+    """Each job's decision threshold, chosen from the past only: at each week's start (weeks
+    from the first submission), over every earlier job that had a P(small) (``proba`` finite)
+    and had ended (``end``, inf: never) before the week, the candidate of :data:`THRESHOLDS`
+
+    * with the most correct decisions (``kill_budget`` None; ties to the one nearest 0.5), or
+    * the lowest whose false smalls (called small, ran longer than the divider: each one a
+      kill at the divider for an idempotent job) are at most ``kill_budget`` of those jobs
+      (the highest candidate when none is);
+
+    0.5 before any such job."""
     n = len(proba)
     threshold = np.full(n, DEFAULT_THRESHOLD)
     if not n:
@@ -237,7 +251,9 @@ def walkforward_thresholds(
     end_order = np.argsort(end, kind="stable")
     sorted_end = end[end_order]
     correct = np.zeros(len(THRESHOLDS))
+    false_small = np.zeros(len(THRESHOLDS))
     judged = 0
+    seen = 0
     for k in range(len(bounds) - 1):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
         finished = int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))  # end < week start
@@ -246,10 +262,20 @@ def walkforward_thresholds(
         known = known[np.isfinite(proba[known])]
         if len(known):
             small = runtime[known] <= divider[known]
-            correct += ((proba[known][:, None] >= THRESHOLDS[None, :]) == small[:, None]).sum(axis=0)
-        if hi > lo and correct.any():
+            called = proba[known][:, None] >= THRESHOLDS[None, :]
+            correct += (called == small[:, None]).sum(axis=0)
+            false_small += (called & ~small[:, None]).sum(axis=0)
+            seen += len(known)
+        if hi == lo or not seen:
+            continue
+        if kill_budget is None:
             best = np.flatnonzero(correct == correct.max())
-            threshold[lo:hi] = float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]])
+            threshold[lo:hi] = float(
+                THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]]
+            )
+        else:
+            within = np.flatnonzero(false_small <= kill_budget * seen)
+            threshold[lo:hi] = float(THRESHOLDS[within[0]] if len(within) else THRESHOLDS[-1])
     return threshold
 
 

@@ -34,6 +34,11 @@ def _table_module():
 
 
 def main() -> None:
+    import numpy as np
+
+    from rush.models.runtime_features import TimeBase
+    from rush.models.runtime_quantiles_features import usable_history
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
     from rush.studies.runtime_predictions_quantiles import quantile_rows
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
@@ -48,8 +53,13 @@ def main() -> None:
         ci = table.classification(job_set)
         rows = []
         for trace in args.traces.split(","):
-            workload = workload_from_trace(load_trace(trace))
+            trace_obj = load_trace(trace)
+            workload = workload_from_trace(trace_obj)
             wf = latest_walkforward(trace)
+            if wf.end is None:  # cached before the walk-forward kept them: the same rule
+                jobs = trace_jobs(workload, TimeBase.from_header(trace_obj.header))
+                usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
+                wf.end, wf.submit = np.where(usable, jobs.end, np.inf), jobs.submit
             found = quantile_rows(trace, job_set, workload, wf)
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
