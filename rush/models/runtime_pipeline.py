@@ -214,47 +214,71 @@ def load_runtime_model(path: str | Path) -> tuple[Pipeline, dict]:
 
     fix = FIX.format(path=path)
     model, card = load_model(path, expected_features=list(FEATURES), fix=fix, card=RuntimeClassCard)
-    if not (
-        isinstance(model, Pipeline)
-        and [name for name, _ in model.steps] == ["features", "classifier"]
-        and isinstance(model.steps[0][1], RuntimeFeatures)
-        and isinstance(model.steps[1][1], RuntimeClassifier)
-    ):
-        raise ModelError(
-            f"the file holds a {type(model).__name__}, not a runtime-class pipeline "
-            "(features, classifier); models from rush before the pipeline must be retrained",
-            where=str(path),
-            fix=fix,
-        )
-    features, classifier = model.steps[0][1], model.steps[1][1]
-    try:
-        check_is_fitted(features, "history_")
-        check_is_fitted(classifier)
-    except Exception as exc:
-        raise ModelError("the pipeline in the file was never fitted", where=str(path), fix=fix) from exc
+    features, classifier = fitted_steps(
+        model,
+        (("features", RuntimeFeatures, "history_"), ("classifier", RuntimeClassifier, None)),
+        "runtime-class",
+        path,
+        fix,
+        hint="; models from rush before the pipeline must be retrained",
+    )
     time_base = card["time_base"]
     try:  # the model's zone must exist in this host's time zone database
         Clock.of(time_base["timezone"], time_base["utc_offset"])
     except ModelError as exc:
         raise ModelError(exc.message, where=f"{path}.json: time_base.timezone", fix=exc.fix) from exc
-    disagree = [
-        key
-        for key, ours, theirs in (
+    card_agrees(
+        (
             ("divider", features.divider_, card["divider"]),
             ("user_key_kind", features.user_key_kind, card["user_key_kind"]),
             ("time_base.timezone", features.clock_.timezone, time_base["timezone"]),
             ("time_base.utc_offset", features.clock_.utc_offset, time_base["utc_offset"]),
             ("classes", classifier.classes_.tolist(), card["classes"]),
+        ),
+        path,
+        fix,
+    )
+    return model, card
+
+
+def fitted_steps(
+    model: Any,
+    steps: tuple[tuple[str, type, str | None], ...],
+    kind: str,
+    path: str | Path,
+    fix: str,
+    hint: str = "",
+) -> list:
+    """The steps of a loaded pipeline when it is the ``steps`` (name, class, an attribute its
+    fit sets, None: scikit-learn's own check) and fitted, else ModelError naming the file."""
+    names = [name for name, _, _ in steps]
+    if not (
+        isinstance(model, Pipeline)
+        and [name for name, _ in model.steps] == names
+        and all(isinstance(step, cls) for (_, step), (_, cls, _) in zip(model.steps, steps, strict=True))
+    ):
+        raise ModelError(
+            f"the file holds a {type(model).__name__}, not a {kind} pipeline ({', '.join(names)}){hint}",
+            where=str(path),
+            fix=fix,
         )
-        if ours != theirs
-    ]
+    try:
+        for (_, step), (_, _, attribute) in zip(model.steps, steps, strict=True):
+            check_is_fitted(step, attribute)
+    except Exception as exc:
+        raise ModelError("the pipeline in the file was never fitted", where=str(path), fix=fix) from exc
+    return [step for _, step in model.steps]
+
+
+def card_agrees(pairs: tuple[tuple[str, Any, Any], ...], path: str | Path, fix: str) -> None:
+    """ModelError naming the first card key whose (key, pipeline's value, card's value) differ."""
+    disagree = [key for key, ours, theirs in pairs if ours != theirs]
     if disagree:
         raise ModelError(
             f"the model card and the pipeline disagree on {', '.join(disagree)}",
             where=f"{path}.json: {disagree[0]}",
             fix=fix,
         )
-    return model, card
 
 
 class LiveRuntimeModel:

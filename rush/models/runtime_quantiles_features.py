@@ -174,11 +174,19 @@ def queue_state(jobs: QuantileJobs) -> np.ndarray:
     earlier rows) that had not ended at its submit t: running (``start`` <= t) or waiting.
     ``start`` NaN: not started; ``end`` NaN: not ended."""
     n = len(jobs)
-    start = np.full(n, np.inf) if jobs.start is None else np.nan_to_num(jobs.start, nan=np.inf)
-    end = np.full(n, np.inf) if jobs.end is None else np.nan_to_num(jobs.end, nan=np.inf)
     # By user (only a user's own jobs count), then submission: each job scans its user's jobs only.
     order = np.lexsort((np.arange(n), jobs.submit, jobs.user))
     out = np.empty((n, len(QUEUE_STATE)))
+    if jobs.start is None and jobs.end is None:
+        # Pending jobs only (a live pass): none runs, each waits behind its user's earlier
+        # ones; the scan below would be quadratic in a user's queue for the same figures.
+        user = np.asarray(jobs.user)[order]
+        first = np.flatnonzero(np.r_[True, user[1:] != user[:-1]]) if n else np.zeros(0, np.int64)
+        rank = np.arange(n) - np.repeat(first, np.diff(np.r_[first, n]))
+        out[order] = np.column_stack([np.zeros(n), rank, np.full((n, 2), UNKNOWN)])
+        return out
+    start = np.full(n, np.inf) if jobs.start is None else np.nan_to_num(jobs.start, nan=np.inf)
+    end = np.full(n, np.inf) if jobs.end is None else np.nan_to_num(jobs.end, nan=np.inf)
     out[order] = _queue_state(
         np.ascontiguousarray(jobs.submit[order], dtype=np.float64),
         np.ascontiguousarray(start[order], dtype=np.float64),
@@ -415,12 +423,15 @@ class QuantileHistory:
         n = len(jobs)
         summary = self._summaries()
         out = np.empty((n, len(FEATURES)), dtype=np.float64)
-        out[:, :N_STATIC] = _static(jobs, self.clock, self._stream(jobs))
         user = np.asarray(jobs.user, dtype=np.float64)
+        # One order for every key that grows with (user, submit): the searches share it.
+        by_submit = np.argsort(pair_keys(user, jobs.submit), kind="stable")
+        out[:, :N_STATIC] = _static(jobs, self.clock, self._stream(jobs, by_submit))
         width = len(PER_CATEGORY)
         for c, v in enumerate(category_values(jobs, self.clock)):
             distinct, lag, log_sum, log_sq, count = summary["categories"][c]
-            at, found = _find(distinct, pair_keys(user, v))
+            shared = by_submit if CATEGORIES[c] in ("user_day", "user") else None
+            at, found = _find(distinct, pair_keys(user, v), shared)
             lag_q = np.where(found[:, None], lag[at] if len(distinct) else np.nan, np.nan)
             zero = np.zeros(n)
             out[:, N_STATIC + width * c : N_STATIC + width * (c + 1)] = _category_columns(
@@ -430,14 +441,14 @@ class QuantileHistory:
                 np.where(found, count[at] if len(distinct) else zero, 0.0),
             )
         users, request1, end1, request_sum = summary["user"]
-        at, found = _find(users + 0j, user + 0j)
+        at, found = _find(users + 0j, user + 0j, by_submit)
         ucat = summary["categories"][USER_CATEGORY]
-        u_at, _ = _find(ucat[0], user + 0j)
+        u_at, _ = _find(ucat[0], user + 0j, by_submit)
         pick = (lambda a: np.where(found, a[at], 0.0)) if len(users) else (lambda a: np.zeros(n))
         lag = np.where(found[:, None], ucat[1][u_at], np.nan) if len(users) else np.full((n, 3), np.nan)
         ends = summary["ends"]
-        hour = np.searchsorted(ends, pair_keys(user, jobs.submit), "left") - np.searchsorted(
-            ends, pair_keys(user, jobs.submit - RECENT_WINDOW), "left"
+        hour = pair_searchsorted(ends, pair_keys(user, jobs.submit), by_submit) - pair_searchsorted(
+            ends, pair_keys(user, jobs.submit - RECENT_WINDOW), by_submit
         )
         history = UserHistory(
             lag[:, 0],
@@ -453,24 +464,25 @@ class QuantileHistory:
         )
         return out
 
-    def _stream(self, jobs: QuantileJobs) -> np.ndarray:
+    def _stream(self, jobs: QuantileJobs, by_submit: np.ndarray) -> np.ndarray:
         """:data:`STREAM` over the recorded submissions and these jobs' own (each distinct
         (user, time) counted once)."""
         user = np.asarray(jobs.user, dtype=np.float64)
         submit = np.asarray(jobs.submit, dtype=np.float64)
         keys = pair_keys(user, submit)
         stored = self.submits
-        at, seen = _find(stored, keys)
+        at = pair_searchsorted(stored, keys, by_submit)
+        seen = (stored[np.minimum(at, len(stored) - 1)] == keys) if len(stored) else np.zeros(len(keys), bool)
         own = np.unique(keys[~seen])  # the pass's jobs not recorded yet
-        merged_before = np.searchsorted(stored, keys, "left") + np.searchsorted(own, keys, "left")
+        own_at = pair_searchsorted(own, keys, by_submit)
+        merged_before = at + own_at
         first = pair_keys(user, np.full(len(user), -np.inf))
-        user_start = np.searchsorted(stored, first, "left") + np.searchsorted(own, first, "left")
+        user_start = pair_searchsorted(stored, first, by_submit) + pair_searchsorted(own, first, by_submit)
         since = pair_keys(user, submit - STREAM_WINDOW)
-        window = np.searchsorted(stored, since, "left") + np.searchsorted(own, since, "left")
+        window = pair_searchsorted(stored, since, by_submit) + pair_searchsorted(own, since, by_submit)
         out = np.full((len(keys), 2), UNKNOWN)
         prev = np.full(len(keys), -np.inf)
-        for arr in (stored, own):
-            i = np.searchsorted(arr, keys, "left") - 1
+        for arr, i in ((stored, at - 1), (own, own_at - 1)):
             ok = (i >= 0) & (arr[np.maximum(i, 0)].real == user) if len(arr) else np.zeros(len(keys), bool)
             prev = np.where(ok, np.maximum(prev, arr[np.maximum(i, 0)].imag if len(arr) else 0.0), prev)
         has = merged_before > user_start
@@ -489,12 +501,67 @@ def pair_keys(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return out
 
 
-def _find(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _find(
+    sorted_keys: np.ndarray, keys: np.ndarray, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Positions of ``keys`` in ``sorted_keys`` and whether each is there."""
     if not len(sorted_keys):
         return np.zeros(len(keys), dtype=np.int64), np.zeros(len(keys), dtype=bool)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    at = np.minimum(pair_searchsorted(sorted_keys, keys, order), len(sorted_keys) - 1)
     return at, sorted_keys[at] == keys
+
+
+def pair_searchsorted(
+    sorted_keys: np.ndarray, keys: np.ndarray, order: np.ndarray | None = None
+) -> np.ndarray:
+    """``np.searchsorted(sorted_keys, keys, "left")`` for complex pair keys, compiled: numpy's
+    complex comparisons, each a cache miss in a history of 200,000 jobs, were most of a pass
+    over 10,000 pending jobs. The keys are taken in sorted order, each search galloping on
+    from the last answer (``order``: an argsort the keys share with others, e.g. by user and
+    submit for every key that grows with the submit). Same order as numpy's (NaN parts
+    last), so the same positions."""
+    keys = np.ascontiguousarray(keys, dtype=np.complex128).reshape(-1)
+    if not len(sorted_keys):
+        return np.zeros(len(keys), dtype=np.int64)
+    if order is None:
+        order = np.argsort(keys, kind="stable")
+    return _pair_search(np.ascontiguousarray(sorted_keys, dtype=np.complex128), keys, order)
+
+
+@njit(cache=True, inline="always")
+def _less(a: complex, b: complex) -> bool:  # pragma: no cover - compiled
+    # numpy's complex ordering (npysort's CLT): lexicographic, a NaN part after every number.
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    if ar < br:
+        return ai == ai or bi != bi
+    if ar > br:
+        return bi != bi and ai == ai
+    if ar == br or (ar != ar and br != br):
+        return ai < bi or (bi != bi and ai == ai)
+    return br != br
+
+
+@njit(cache=True)
+def _pair_search(sorted_keys, keys, order):  # pragma: no cover - compiled
+    n = len(sorted_keys)
+    out = np.empty(len(keys), dtype=np.int64)
+    lo = 0  # every key before position lo is below the current key (keys ascend)
+    for idx in order:
+        key = keys[idx]
+        hi, bound = lo, 1
+        while hi < n and _less(sorted_keys[hi], key):
+            lo = hi + 1
+            hi = lo + bound
+            bound *= 2
+        hi = min(hi, n)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _less(sorted_keys[mid], key):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[idx] = lo
+    return out
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from rush.errors import ModelError
 from rush.models.model_card import ModelCard, Name, TimeBaseCard, _finite
 from rush.models.runtime_features import Clock, TimeBase
+from rush.models.runtime_pipeline import card_agrees, fitted_steps
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import (
     FEATURES,
@@ -192,41 +193,25 @@ def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tu
 
     fix = FIX.format(path=path)
     model, card = load_model(path, expected_features=list(FEATURES), fix=fix, card=RuntimeQuantilesCard)
-    if not (
-        isinstance(model, Pipeline)
-        and [name for name, _ in model.steps] == ["features", "regressor"]
-        and isinstance(model.steps[0][1], QuantileFeatures)
-        and isinstance(model.steps[1][1], RuntimeQuantileRegressor)
-    ):
-        raise ModelError(
-            f"the file holds a {type(model).__name__}, not a runtime-quantile pipeline (features, regressor)",
-            where=str(path),
-            fix=fix,
-        )
-    features, regressor = model.steps[0][1], model.steps[1][1]
-    try:
-        check_is_fitted(features, "history_")
-        check_is_fitted(regressor, "levels_")
-    except Exception as exc:
-        raise ModelError("the pipeline in the file was never fitted", where=str(path), fix=fix) from exc
+    features, regressor = fitted_steps(
+        model,
+        (("features", QuantileFeatures, "history_"), ("regressor", RuntimeQuantileRegressor, "levels_")),
+        "runtime-quantile",
+        path,
+        fix,
+    )
     time_base = card["time_base"]
-    disagree = [
-        key
-        for key, ours, theirs in (
+    card_agrees(
+        (
             ("quantiles", [float(q) for q in regressor.levels_], card["quantiles"]),
             ("divider", regressor.divider, card["divider"]),
             ("user_key_kind", features.user_key_kind, card["user_key_kind"]),
             ("time_base.timezone", features.clock_.timezone, time_base["timezone"]),
             ("time_base.utc_offset", features.clock_.utc_offset, time_base["utc_offset"]),
-        )
-        if ours != theirs
-    ]
-    if disagree:
-        raise ModelError(
-            f"the model card and the pipeline disagree on {', '.join(disagree)}",
-            where=f"{path}.json: {disagree[0]}",
-            fix=fix,
-        )
+        ),
+        path,
+        fix,
+    )
     if fields is not None:
         missing = [f for f in card["fields"] if f not in fields]
         if missing:

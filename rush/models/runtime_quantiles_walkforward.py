@@ -90,6 +90,8 @@ class QuantileWalkForward:
     weekly: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     fit_seconds: list[float] = field(default_factory=list)
+    end: np.ndarray | None = None  # logged ends on the time base (inf: not in any history)
+    submit: np.ndarray | None = None  # submissions on the time base
 
     def quantile(self, level: float) -> np.ndarray:
         """The predicted quantile at ``level`` (one of ``levels``), seconds."""
@@ -157,7 +159,6 @@ def predict_quantiles_walkforward(
     quantiles = np.repeat(np.asarray(jobs.requested_time, dtype=np.float64)[:, None], len(levels), axis=1)
     proba = np.full(n, np.nan)
     divider = np.full(n, np.nan)
-    threshold = np.full(n, DEFAULT_THRESHOLD)
     submit = jobs.submit
     origin = float(submit[0]) if n else 0.0
     week = ((submit - origin) // WEEK).astype(np.int64)
@@ -183,40 +184,25 @@ def predict_quantiles_walkforward(
         for _, lo, hi, train, d in tasks
     )
     fitted = {task[0]: (task, fit) for task, fit in zip(tasks, fits, strict=True)}
-    # Threshold choice: correct decisions per candidate over predicted jobs known to have ended.
-    correct = np.zeros(len(THRESHOLDS))
-    judged = 0
     weekly: list[dict] = []
     fit_seconds: list[float] = []
     for k in range(n_weeks):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        week_start = origin + WEEK * k
-        finished = int(np.searchsorted(sorted_end, week_start, side="left"))  # end < week start
-        # Newly known outcomes of earlier predictions (their jobs ended before this week).
-        known = end_order[judged:finished]
-        judged = finished
-        known = known[np.isfinite(proba[known])]
-        if len(known):
-            small = runtime[known] <= divider[known]
-            correct += ((proba[known][:, None] >= THRESHOLDS[None, :]) == small[:, None]).sum(axis=0)
         if hi == lo:
             continue
-        report: dict = {"week": k, "start": float(week_start), "jobs": hi - lo, "trained_on": 0}
+        report: dict = {"week": k, "start": float(origin + WEEK * k), "jobs": hi - lo, "trained_on": 0}
         if k in fitted:
             (_, _, _, train, week_divider), (log_q, week_proba, seconds) = fitted[k]
             fit_seconds.append(seconds)
             quantiles[lo:hi] = np.expm1(log_q)
             proba[lo:hi] = week_proba
             divider[lo:hi] = week_divider
-            best = np.flatnonzero(correct == correct.max()) if correct.any() else []
-            chosen = (
-                float(THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]])
-                if len(best)
-                else DEFAULT_THRESHOLD
-            )
-            threshold[lo:hi] = chosen
-            report.update(trained_on=len(train), divider=week_divider, threshold=chosen)
+            report.update(trained_on=len(train), divider=week_divider)
         weekly.append(report)
+    threshold = walkforward_thresholds(proba, runtime, divider, end, submit)
+    for report in weekly:
+        if report["trained_on"]:
+            report["threshold"] = float(threshold[bounds[report["week"]]])
     predicted = np.where(np.isfinite(proba) & (proba >= threshold), 0, 1).astype(np.int8)
     return QuantileWalkForward(
         levels=levels,
@@ -232,7 +218,65 @@ def predict_quantiles_walkforward(
         weekly=weekly,
         seconds=time.perf_counter() - started,
         fit_seconds=fit_seconds,
+        end=end,
+        submit=submit,
     )
+
+
+def walkforward_thresholds(
+    proba: np.ndarray,
+    runtime: np.ndarray,
+    divider: np.ndarray,
+    end: np.ndarray,
+    submit: np.ndarray,
+    kill_budget: float | None = None,
+) -> np.ndarray:
+    """Each job's decision threshold, chosen from the past only: at each week's start (weeks
+    from the first submission), over every earlier job that had a P(small) (``proba`` finite)
+    and had ended (``end``, inf: never) before the week, the candidate of :data:`THRESHOLDS`
+
+    * with the most correct decisions (``kill_budget`` None; ties to the one nearest 0.5), or
+    * the lowest whose false smalls (called small, ran longer than the divider: each one a
+      kill at the divider for an idempotent job) are at most ``kill_budget`` of those jobs
+      (the highest candidate when none is);
+
+    0.5 before any such job."""
+    n = len(proba)
+    threshold = np.full(n, DEFAULT_THRESHOLD)
+    if not n:
+        return threshold
+    origin = float(submit[0])
+    week = ((submit - origin) // WEEK).astype(np.int64)
+    bounds = np.searchsorted(week, np.arange(int(week[-1]) + 2))
+    end_order = np.argsort(end, kind="stable")
+    sorted_end = end[end_order]
+    correct = np.zeros(len(THRESHOLDS))
+    false_small = np.zeros(len(THRESHOLDS))
+    judged = 0
+    seen = 0
+    for k in range(len(bounds) - 1):
+        lo, hi = int(bounds[k]), int(bounds[k + 1])
+        finished = int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))  # end < week start
+        known = end_order[judged:finished]  # outcomes newly known at this week's start
+        judged = finished
+        known = known[np.isfinite(proba[known])]
+        if len(known):
+            small = runtime[known] <= divider[known]
+            called = proba[known][:, None] >= THRESHOLDS[None, :]
+            correct += (called == small[:, None]).sum(axis=0)
+            false_small += (called & ~small[:, None]).sum(axis=0)
+            seen += len(known)
+        if hi == lo or not seen:
+            continue
+        if kill_budget is None:
+            best = np.flatnonzero(correct == correct.max())
+            threshold[lo:hi] = float(
+                THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]]
+            )
+        else:
+            within = np.flatnonzero(false_small <= kill_budget * seen)
+            threshold[lo:hi] = float(THRESHOLDS[within[0]] if len(within) else THRESHOLDS[-1])
+    return threshold
 
 
 def _fit_week(

@@ -228,10 +228,12 @@ def _forest(model: Any) -> CompiledTrees | None:
     )
 
 
-def _boosting(model: Any) -> CompiledTrees | None:
+def _boosting_trees(model: Any, column: int | None = None) -> tuple[list, list[int], list[int]] | None:
+    """A fitted histogram gradient boosting model's trees as :func:`_join` takes them, each
+    adding to the sum of its class (``column`` None) or to ``column``; None with categorical
+    splits (not read here)."""
     if getattr(model, "is_categorical_", None) is not None and np.any(model.is_categorical_):
         return None
-    per_iteration = model.n_trees_per_iteration_
     trees, columns, depth = [], [], []
     for predictors in model._predictors:
         for k, predictor in enumerate(predictors):
@@ -244,8 +246,48 @@ def _boosting(model: Any) -> CompiledTrees | None:
                 (left, nodes["right"], nodes["missing_go_to_left"], nodes["feature_idx"],
                  nodes["num_threshold"], nodes["value"].reshape(-1, 1))
             )  # fmt: skip
-            columns.append(k)
+            columns.append(k if column is None else column)
             depth.append(int(nodes["depth"].max()))
+    return trees, columns, depth
+
+
+def compile_regressors(models: list) -> CompiledTrees | None:
+    """Fitted single-output ``HistGradientBoostingRegressor`` models (identity link: the
+    squared, absolute and quantile losses) as the columns of one :class:`CompiledTrees`:
+    ``raw(X)[:, k]`` is bit-equal to ``models[k].predict(X)``. None for anything else."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    trees, columns, depth = [], [], []
+    for k, model in enumerate(models):
+        if (
+            type(model) is not HistGradientBoostingRegressor
+            or model._loss.link.__class__.__name__ != "IdentityLink"
+        ):
+            return None
+        parts = _boosting_trees(model, k)
+        if parts is None:
+            return None
+        trees += parts[0]
+        columns += parts[1]
+        depth += parts[2]
+    if not trees:
+        return None
+    baseline = np.array([float(np.asarray(m._baseline_prediction).ravel()[0]) for m in models])
+    return CompiledTrees(
+        start=baseline, dtype=np.float64, finish=_identity, decide=_identity, **_join(trees, depth, columns)
+    )
+
+
+def _identity(raw: np.ndarray) -> np.ndarray:
+    return raw
+
+
+def _boosting(model: Any) -> CompiledTrees | None:
+    parts = _boosting_trees(model)
+    if parts is None:
+        return None
+    trees, columns, depth = parts
+    per_iteration = model.n_trees_per_iteration_
     baseline = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)
     loss = model._loss
 

@@ -179,3 +179,79 @@ def test_the_compiled_models_give_the_models_own_predictions():
     assert np.array_equal(model.compiled_.raw(X), own)
     restored = pickle.loads(pickle.dumps(model))
     assert np.array_equal(restored.predict_quantiles(X), model.predict_quantiles(X))
+
+
+def test_pair_search_gives_numpys_positions_with_nan_and_infinite_parts():
+    from rush.models.runtime_quantiles_features import pair_searchsorted
+
+    rng = np.random.default_rng(1)
+    history = rng.integers(0, 5, 400) + 1j * rng.integers(0, 5, 400).astype(float)
+    history[::17] = np.nan + 3j
+    history[::23] = complex(2.0, np.nan)
+    history[::29] = complex(np.inf, np.inf)
+    history[::31] = complex(1.0, -np.inf)
+    history = np.sort(history)
+    keys = rng.integers(-1, 6, 3000) + 1j * rng.integers(-1, 6, 3000).astype(float)
+    keys[::7] = np.nan
+    keys[::11] = complex(1.0, np.nan)
+    keys[::13] = complex(1.0, -np.inf)
+    assert np.array_equal(pair_searchsorted(history, keys), np.searchsorted(history, keys))
+    order = np.argsort(keys, kind="stable")  # a shared order gives the same
+    assert np.array_equal(pair_searchsorted(history, keys, order), np.searchsorted(history, keys))
+    assert pair_searchsorted(history[:0], keys).tolist() == [0] * len(keys)
+
+
+def test_queue_state_of_pending_jobs_is_the_scans():
+    # A live pass's jobs have neither started nor ended: the shortcut must give the scan's
+    # figures (none running, each waiting behind its user's earlier submissions).
+    from rush.models.runtime_quantiles_features import _queue_state, queue_state
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    jobs = QuantileJobs(
+        rng.integers(0, 15, n),
+        rng.integers(1, 9, n),
+        rng.integers(60, 9000, n).astype(float),
+        np.sort(rng.integers(0, 3000, n)).astype(float),  # equal submits: row order decides
+    )
+    order = np.lexsort((np.arange(n), jobs.submit, jobs.user))
+    never = np.full(n, np.inf)
+    scan = np.empty((n, 4))
+    scan[order] = _queue_state(
+        jobs.submit[order], never, never, jobs.user[order].astype(np.int64), jobs.requested_time[order]
+    )
+    assert np.array_equal(queue_state(jobs), scan)
+
+
+def test_thresholds_are_chosen_from_ended_jobs_for_accuracy_or_a_kill_budget():
+    from rush.models.runtime_quantiles_walkforward import THRESHOLDS, walkforward_thresholds
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    submit = np.sort(rng.uniform(0, 6 * WEEK, n))
+    submit -= submit[0]  # weeks count from the first submission
+    runtime = rng.exponential(600.0, n)
+    end = submit + runtime
+    divider = np.full(n, 500.0)
+    small = runtime <= divider
+    proba = np.clip(np.where(small, 0.7, 0.3) + rng.normal(0, 0.25, n), 0, 1)
+    proba[submit < WEEK] = np.nan  # week 0: no model
+    plain = walkforward_thresholds(proba, runtime, divider, end, submit)
+    budget = walkforward_thresholds(proba, runtime, divider, end, submit, kill_budget=0.05)
+    assert np.all(plain[submit < WEEK] == 0.5) and np.all(budget[submit < WEEK] == 0.5)
+    assert np.all(budget >= plain - 1e-9) or budget.mean() > plain.mean()  # a tight budget calls fewer small
+    week = (submit // WEEK).astype(int)
+    for k in range(2, 6):  # the budget holds on the jobs known at the week's start
+        at = np.flatnonzero(week == k)[0]
+        known = np.flatnonzero((end < k * WEEK) & np.isfinite(proba))
+        t = budget[at]
+        assert np.sum((proba[known] >= t) & ~small[known]) <= 0.05 * len(known)
+        lower = THRESHOLDS[THRESHOLDS < t]
+        if len(lower):  # and it is the lowest candidate that holds it
+            assert np.sum((proba[known] >= lower[-1]) & ~small[known]) > 0.05 * len(known)
+    # Outcomes after a week's start do not move its threshold.
+    late = end >= 4 * WEEK
+    changed = runtime.copy()
+    changed[late] = 1.0
+    again = walkforward_thresholds(proba, changed, divider, end, submit, kill_budget=0.05)
+    assert np.array_equal(again[week <= 4], budget[week <= 4])

@@ -156,3 +156,30 @@ def test_parallel_serial_and_threaded_sums_are_equal(name):
     for thread in threads:
         thread.join()
     assert len(results) == 3 and all(np.array_equal(r, expected) for r in results)
+
+
+def test_regressors_compile_to_one_pass_equal_to_their_predictions():
+    # The runtime-quantile models (and any identity-link boosting regressors) as the columns
+    # of one compiled pass: each column bit-equal to that model's own predict, NaN rows too;
+    # a log-link regressor (Poisson) is left to scikit-learn.
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    X, _, _ = data(2)  # 3,000 rows: past PARALLEL_ROWS
+    y = X[:, 0] * 3 + np.random.default_rng(1).normal(size=len(X))
+    X = with_nan(X)
+    models = [
+        *(
+            HistGradientBoostingRegressor(loss="quantile", quantile=q, max_iter=15).fit(X, y)
+            for q in (0.1, 0.9)
+        ),
+        HistGradientBoostingRegressor(max_iter=10).fit(X, y),
+        HistGradientBoostingRegressor(loss="absolute_error", max_iter=10).fit(X, y),
+    ]
+    compiled = trees.compile_regressors(models)
+    assert compiled is not None
+    for rows in (X[:100], X):  # the serial and the parallel kernels
+        raw = compiled.raw(rows)
+        for k, model in enumerate(models):
+            np.testing.assert_array_equal(raw[:, k], model.predict(rows))
+    poisson = HistGradientBoostingRegressor(loss="poisson", max_iter=3).fit(X, np.abs(y))
+    assert trees.compile_regressors([models[0], poisson]) is None

@@ -58,7 +58,9 @@ def load(trace_name: str):
     return trace, workload_from_trace(trace)
 
 
-def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int, n_jobs: int = 1):
+def cached_walkforward(
+    trace_name: str, max_train_jobs: int, max_iter: int, n_jobs: int = 1, learning_rate: float = 0.1
+):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
     code it runs (the predictor's modules, the runtime features, the trace reader)."""
     import pickle
@@ -68,7 +70,7 @@ def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int, n_jo
     from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
 
     root = Path(rush.__file__).parent
-    digest = hashlib.sha256(f"{trace_name} {max_train_jobs} {max_iter}".encode())
+    digest = hashlib.sha256(f"{trace_name} {max_train_jobs} {max_iter} {learning_rate}".encode())
     for path in sorted(
         [
             *(root / "models" / f"{m}.py" for m in WALKFORWARD_MODULES),
@@ -81,7 +83,7 @@ def cached_walkforward(trace_name: str, max_train_jobs: int, max_iter: int, n_jo
     if path.exists():
         return pickle.loads(path.read_bytes())
     trace, workload = load(trace_name)
-    regressor = RuntimeQuantileRegressor(max_iter=max_iter)
+    regressor = RuntimeQuantileRegressor(max_iter=max_iter, learning_rate=learning_rate)
     wf = predict_quantiles_walkforward(
         workload, trace.header, regressor, max_train_jobs=max_train_jobs, n_jobs=n_jobs
     )
@@ -251,7 +253,9 @@ def main() -> None:
     parser.add_argument(
         "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
     )
+    # The committed figures' model (the predictor's default until round 3, which has 20 at 0.2).
     parser.add_argument("--max-iter", type=int, default=40, help="boosting iterations per quantile model")
+    parser.add_argument("--learning-rate", type=float, default=0.1, help="of each quantile model")
     parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
     args = parser.parse_args()
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
@@ -262,10 +266,14 @@ def main() -> None:
     parts.mkdir(exist_ok=True)
     for trace in traces:
         started = time.time()
-        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter, args.jobs)
+        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter, args.jobs, args.learning_rate)
         part: dict = {
             "trace": trace,
-            "model": {"max_train_jobs": args.max_train_jobs, "max_iter": args.max_iter},
+            "model": {
+                "max_train_jobs": args.max_train_jobs,
+                "max_iter": args.max_iter,
+                "learning_rate": args.learning_rate,
+            },
             "predictor": [predictor_row(trace, wf)],
             "classes": class_rows(trace, wf),
         }
@@ -281,7 +289,7 @@ def main() -> None:
         part["seconds"] = time.time() - started
         part["command"] = (
             f"python sim/runtime_predictions/estimates/run.py --traces {trace} "
-            f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter}"
+            f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter} --learning-rate {args.learning_rate}"
             + (" --skip-gain" if args.skip_gain else "")
         )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
