@@ -68,7 +68,7 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     if args.unlimited:
         runs.append(("sched-backfill unlimited", ["sched-backfill", "queue-depth=unlimited"], {}))
     workdir.mkdir(parents=True, exist_ok=True)
-    runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile else MODULE)], {}))
+    runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile or args.timers else MODULE)], {}))
     if args.fast:
         runs.append(("rush FCFS+EASY rank-cache", [str(FAST)], {}))
         runs.append(("rush rank-cache+yield", [str(FAST)], {"RUSH_BENCH_YIELD": "1"}))
@@ -105,6 +105,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         **env,
         "RUSH_BENCH_PROFILE": str(workdir / "rush.prof"),
         "RUSH_BENCH_TRACE": str(workdir / "trace.txt"),
+        **({"RUSH_BENCH_TIMERS": str(workdir / "timers.json")} if args.timers else {}),
     }
     with FluxInstance(workdir, size=1, config=fake_nodes(args.nodes, args.cores), env=env) as flux:
         up = flux.run("resource", "list", "-s", "up", "-no", "{nnodes}").stdout.strip()
@@ -186,6 +187,18 @@ def print_profile(path: Path, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
 
 
+def print_timers(path: Path, result: dict) -> None:
+    """The module's own wall-clock seconds by step (flux_profiled_sched.py, RUSH_BENCH_TIMERS)."""
+    if not path.exists():
+        print(f"  (no timers at {path})")
+        return
+    timers = json.loads(path.read_text())
+    for step, seconds in sorted(timers["seconds"].items(), key=lambda kv: -kv[1]):
+        calls = timers["calls"][step]
+        print(f"    {step:34} {seconds:7.2f} s in {calls:6} calls ({1000 * seconds / calls:.2f} ms each)")
+    print(f"    (the run: {result['all_started_s']:.2f} s from queue start to the last start)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -193,6 +206,9 @@ def main() -> None:
     parser.add_argument("--jobs", default="1000,3000")
     parser.add_argument("--only", default="", help="comma-separated run names to keep (substring)")
     parser.add_argument("--profile", action="store_true", help="rush under cProfile; print the top")
+    parser.add_argument(
+        "--timers", action="store_true", help="rush with wall-clock timers of its steps; print them"
+    )
     parser.add_argument("--unlimited", action="store_true", help="also sched-backfill queue-depth=unlimited")
     parser.add_argument(
         "--fast",
@@ -243,6 +259,8 @@ def main() -> None:
                     )
                 if args.profile and name == "rush FCFS+EASY":
                     print_profile(workdir / "rush.prof", 25)
+                if args.timers and name == "rush FCFS+EASY":
+                    print_timers(workdir / "timers.json", r)
             for peer in ("sched-backfill", FLUXION):
                 theirs = results.get(peer)
                 for name, ours in results.items():
