@@ -19,8 +19,8 @@ no extras (cycle_interval 60 s: passes come from Flux events) and journals every
 its journal gives the passes' own seconds. ``--profile`` runs rush's module under cProfile
 (benchmarks/flux_profiled_sched.py) and prints the top functions.
 
-``--fast`` also runs the prototypes of the suggested fixes (benchmarks/flux_fast_sched.py;
-rush/flux_module/ unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
+``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
+unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
 eventlog and a trace of its first alloc response.
 
 Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile]
@@ -70,9 +70,7 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     workdir.mkdir(parents=True, exist_ok=True)
     runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile or args.timers else MODULE)], {}))
     if args.fast:
-        runs.append(("rush FCFS+EASY rank-cache", [str(FAST)], {}))
-        runs.append(("rush rank-cache+yield", [str(FAST)], {"RUSH_BENCH_YIELD": "1"}))
-        runs.append(("rush rank-cache+batch", [str(FAST)], {"RUSH_BENCH_BATCH": "1"}))
+        runs.append(("rush answers by continuation", [str(FAST)], {"RUSH_BENCH_CONTINUATION": "1"}))
     return runs
 
 
