@@ -274,6 +274,41 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
+# Measured after the module's changes of 2026-11-28 (rank_pool.py: allocations look only at
+# the core's ranks, feasibility remembered; alloc_answers.py: one KVS commit per pass, answered
+# at the pass's end or the next pass's start; nodes read from the pool's rank table). This
+# 2-core host was shared with six other sessions, load average 10-16 (the submit column, the
+# same work in every run, shows how loaded each run was); one run per table, peers in it:
+#
+# 1 000 jobs (--jobs 1000,10000)       submit  1st start  all started  all done  jobs/s  RSS MB
+#   sched-backfill                      10.8s      0.65s         1.9s      3.5s   289.9     236
+#   Fluxion easy lonodex                 3.2s      0.93s        11.8s     11.8s    84.7     353
+#   rush FCFS+EASY                       3.1s      0.54s         4.1s      5.5s   182.8     191
+#   rush / sched-backfill: throughput 0.63x, first start 0.84x; rush / Fluxion: 2.16x, 0.59x
+# 10 000 jobs (same run)
+#   sched-backfill                      36.3s      6.68s       199.1s    201.3s    49.7     607
+#   Fluxion easy lonodex                25.1s      2.65s       126.4s    127.3s    78.6     901
+#   rush FCFS+EASY                      73.6s      1.32s       156.1s    156.8s    63.8     739
+#   rush / sched-backfill: throughput 1.28x, first start 0.20x; rush / Fluxion: 0.81x, 0.50x
+#   (rush journal: 38 passes, 48.4 s in passes, max 4.08 s)
+# 3 000 jobs, main's module (2e6a9bb) then this one, back to back (--only rush, --fast):
+#   main                                 5.2s      3.43s        14.9s     15.2s   196.8     472
+#   this module                          5.8s      0.65s        13.4s     14.2s   210.8     394
+#   answers by continuation only         6.8s      0.47s        13.7s     15.3s   196.0     400
+# Where the module's time goes (--timers, 10 000 jobs, 95.7 jobs/s, first start 2.28 s): planner
+# 31.8 s in 31 passes (1.0 s per pass over the queue), KVS commit wait + answers 9.3 s,
+# allocations 6.0 s (0.6 ms a job), arrivals 5.1 s (0.5 ms a job), job ends 2.6 s; at 1 000 jobs
+# (2.39 s to the last start, load 8) the KVS wait 0.80 s, allocations 0.41, planner 0.29,
+# arrivals 0.28. Before the changes (cProfile, 1 000 jobs) 3.6 ms of every allocation went to
+# flux-core's candidate scan (two set differences for each of the 1 000 ranks, then the ranks
+# constraint for each), 1.2 ms to a KVS commit of its own, 0.6 ms to the feasibility check of
+# each arriving job, and the first job's answer waited behind the whole burst of alloc
+# requests (the commit's continuation is read in order): first start 2.46 s (4.95 s at 10 000).
+# Now the first start is the first pass's (0.3-0.6 s at 1 000 jobs, 1.3-2.3 s at 10 000 under
+# this load). Left: at 1 000 jobs sched-backfill's throughput (0.63x here), and at 10 000 the
+# planner's per-pass cost over the whole queue (snapshot, core pass and queue rows, about 1 s a
+# pass on this loaded host), which the number of passes multiplies.
+#
 # Measured (2026-11-26, flux-core 0.88, this 2-core host shared with other sessions: load
 # average 3-7, so a figure moves by up to 2x between runs; each table is one run, both
 # schedulers in it; 1 000 fake nodes x 4 cores, -N1 jobs, run 0.01 s):
