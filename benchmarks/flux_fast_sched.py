@@ -7,7 +7,9 @@ commit per pass answered out of order) are now the module's own (rank_pool.py,
 alloc_answers.py). The one here: a pass's commit is never waited for at the start of the
 next pass (``RUSH_BENCH_CONTINUATION=1``): a large pass's jobs are answered by the
 commit's continuation only, so the module never blocks on the KVS, but the answers wait
-behind the messages queued before the commit's response.
+behind the messages queued before the commit's response. With ``RUSH_BENCH_DELAY_MAX=S``
+the base class's burst-coalescing delay may grow to S seconds (1 s in flux-core): fewer
+passes, each over the whole queue, while jobs arrive and end.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class FastRushScheduler(RushScheduler):
         super().__init__(h, *args)
         if os.environ.get("RUSH_BENCH_CONTINUATION", "") == "1":
             self.answers.answer_open = lambda: None
+        if os.environ.get("RUSH_BENCH_DELAY_MAX", ""):
+            self.SCHED_DELAY_MAX = float(os.environ["RUSH_BENCH_DELAY_MAX"])
 
 
 def mod_main(h, *args):
