@@ -211,4 +211,3 @@ if __name__ == "__main__":
 # Any process that runs one compiled kernel from numba's cache pays the floor, 0.64 s of CPU
 # here, more than the 0.6 s target: the replay cannot meet it while its kernels are numba's
 # (an ahead-of-time compiled extension, or a replay loop outside numba, would be needed).
-
