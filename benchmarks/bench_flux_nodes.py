@@ -19,8 +19,8 @@ no extras (cycle_interval 60 s: passes come from Flux events) and journals every
 its journal gives the passes' own seconds. ``--profile`` runs rush's module under cProfile
 (benchmarks/flux_profiled_sched.py) and prints the top functions.
 
-``--fast`` also runs the prototypes of the suggested fixes (benchmarks/flux_fast_sched.py;
-rush/flux_module/ unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
+``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
+unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
 eventlog and a trace of its first alloc response.
 
 Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile]
@@ -68,11 +68,10 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     if args.unlimited:
         runs.append(("sched-backfill unlimited", ["sched-backfill", "queue-depth=unlimited"], {}))
     workdir.mkdir(parents=True, exist_ok=True)
-    runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile else MODULE)], {}))
+    runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile or args.timers else MODULE)], {}))
     if args.fast:
-        runs.append(("rush FCFS+EASY rank-cache", [str(FAST)], {}))
-        runs.append(("rush rank-cache+yield", [str(FAST)], {"RUSH_BENCH_YIELD": "1"}))
-        runs.append(("rush rank-cache+batch", [str(FAST)], {"RUSH_BENCH_BATCH": "1"}))
+        runs.append(("rush answers by continuation", [str(FAST)], {"RUSH_BENCH_CONTINUATION": "1"}))
+        runs.append(("rush coalescing up to 3 s", [str(FAST)], {"RUSH_BENCH_DELAY_MAX": "3"}))
     return runs
 
 
@@ -105,6 +104,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         **env,
         "RUSH_BENCH_PROFILE": str(workdir / "rush.prof"),
         "RUSH_BENCH_TRACE": str(workdir / "trace.txt"),
+        **({"RUSH_BENCH_TIMERS": str(workdir / "timers.json")} if args.timers else {}),
     }
     with FluxInstance(workdir, size=1, config=fake_nodes(args.nodes, args.cores), env=env) as flux:
         up = flux.run("resource", "list", "-s", "up", "-no", "{nnodes}").stdout.strip()
@@ -186,6 +186,18 @@ def print_profile(path: Path, top: int) -> None:
     stats.sort_stats("tottime").print_stats(top)
 
 
+def print_timers(path: Path, result: dict) -> None:
+    """The module's own wall-clock seconds by step (flux_profiled_sched.py, RUSH_BENCH_TIMERS)."""
+    if not path.exists():
+        print(f"  (no timers at {path})")
+        return
+    timers = json.loads(path.read_text())
+    for step, seconds in sorted(timers["seconds"].items(), key=lambda kv: -kv[1]):
+        calls = timers["calls"][step]
+        print(f"    {step:34} {seconds:7.2f} s in {calls:6} calls ({1000 * seconds / calls:.2f} ms each)")
+    print(f"    (the run: {result['all_started_s']:.2f} s from queue start to the last start)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -193,6 +205,9 @@ def main() -> None:
     parser.add_argument("--jobs", default="1000,3000")
     parser.add_argument("--only", default="", help="comma-separated run names to keep (substring)")
     parser.add_argument("--profile", action="store_true", help="rush under cProfile; print the top")
+    parser.add_argument(
+        "--timers", action="store_true", help="rush with wall-clock timers of its steps; print them"
+    )
     parser.add_argument("--unlimited", action="store_true", help="also sched-backfill queue-depth=unlimited")
     parser.add_argument(
         "--fast",
@@ -243,6 +258,8 @@ def main() -> None:
                     )
                 if args.profile and name == "rush FCFS+EASY":
                     print_profile(workdir / "rush.prof", 25)
+                if args.timers and name == "rush FCFS+EASY":
+                    print_timers(workdir / "timers.json", r)
             for peer in ("sched-backfill", FLUXION):
                 theirs = results.get(peer)
                 for name, ours in results.items():
@@ -258,6 +275,46 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
+# Measured after the module's changes of 2026-11-28 (rank_pool.py: allocations look only at
+# the core's ranks, feasibility remembered; alloc_answers.py: one KVS commit per pass, answered
+# at the pass's end or the next pass's start; nodes read from the pool's rank table). This
+# 2-core host was shared with six other sessions, load average 10-16 (the submit column, the
+# same work in every run, shows how loaded each run was); one run per table, peers in it:
+#
+# 1 000 jobs (--jobs 1000,10000)       submit  1st start  all started  all done  jobs/s  RSS MB
+#   sched-backfill                      10.8s      0.65s         1.9s      3.5s   289.9     236
+#   Fluxion easy lonodex                 3.2s      0.93s        11.8s     11.8s    84.7     353
+#   rush FCFS+EASY                       3.1s      0.54s         4.1s      5.5s   182.8     191
+#   rush / sched-backfill: throughput 0.63x, first start 0.84x; rush / Fluxion: 2.16x, 0.59x
+# 10 000 jobs (same run)
+#   sched-backfill                      36.3s      6.68s       199.1s    201.3s    49.7     607
+#   Fluxion easy lonodex                25.1s      2.65s       126.4s    127.3s    78.6     901
+#   rush FCFS+EASY                      73.6s      1.32s       156.1s    156.8s    63.8     739
+#   rush / sched-backfill: throughput 1.28x, first start 0.20x; rush / Fluxion: 0.81x, 0.50x
+#   (rush journal: 38 passes, 48.4 s in passes, max 4.08 s)
+# 3 000 jobs, main's module (2e6a9bb) then this one, back to back (--only rush, --fast):
+#   main                                 5.2s      3.43s        14.9s     15.2s   196.8     472
+#   this module                          5.8s      0.65s        13.4s     14.2s   210.8     394
+#   answers by continuation only         6.8s      0.47s        13.7s     15.3s   196.0     400
+# 10 000 jobs, back to back (--only "rush FCFS,coalescing" --fast), a lead for the next round:
+#   rush FCFS+EASY                      21.4s      0.76s        95.0s     95.6s   104.7     722
+#   coalescing delay up to 3 s          24.8s      2.16s        77.8s     78.2s   127.8     764
+#   (31 passes, 24.3 s in passes, against 26 and 17.8 s: fewer passes over the whole queue; one
+#   run each, not adopted: the longer delay also postpones passes in every burst)
+# Where the module's time goes (--timers, 10 000 jobs, 95.7 jobs/s, first start 2.28 s): planner
+# 31.8 s in 31 passes (1.0 s per pass over the queue), KVS commit wait + answers 9.3 s,
+# allocations 6.0 s (0.6 ms a job), arrivals 5.1 s (0.5 ms a job), job ends 2.6 s; at 1 000 jobs
+# (2.39 s to the last start, load 8) the KVS wait 0.80 s, allocations 0.41, planner 0.29,
+# arrivals 0.28. Before the changes (cProfile, 1 000 jobs) 3.6 ms of every allocation went to
+# flux-core's candidate scan (two set differences for each of the 1 000 ranks, then the ranks
+# constraint for each), 1.2 ms to a KVS commit of its own, 0.6 ms to the feasibility check of
+# each arriving job, and the first job's answer waited behind the whole burst of alloc
+# requests (the commit's continuation is read in order): first start 2.46 s (4.95 s at 10 000).
+# Now the first start is the first pass's (0.3-0.6 s at 1 000 jobs, 1.3-2.3 s at 10 000 under
+# this load). Left: at 1 000 jobs sched-backfill's throughput (0.63x here), and at 10 000 the
+# planner's per-pass cost over the whole queue (snapshot, core pass and queue rows, about 1 s a
+# pass on this loaded host), which the number of passes multiplies.
+#
 # Measured (2026-11-26, flux-core 0.88, this 2-core host shared with other sessions: load
 # average 3-7, so a figure moves by up to 2x between runs; each table is one run, both
 # schedulers in it; 1 000 fake nodes x 4 cores, -N1 jobs, run 0.01 s):

@@ -1,16 +1,23 @@
-"""rush's Flux scheduler module under cProfile, for benchmarks/bench_flux_nodes.py --profile.
+"""rush's Flux scheduler module under cProfile or wall-clock timers, for
+benchmarks/bench_flux_nodes.py ``--profile`` / ``--timers``.
 
 Loaded by path in place of ``rush/flux_module/sched-rush.py`` (same arguments). Every
 ``schedule()`` pass and every ``alloc()`` (a job arriving) runs under one cProfile profiler;
 the statistics are dumped to ``$RUSH_BENCH_PROFILE`` after each pass (the last dump covers
-the whole run). The module itself is unchanged: this only subclasses it.
+the whole run). With ``$RUSH_BENCH_TIMERS`` set, no profiler: the wall-clock seconds of the
+module's steps (a job's arrival as the base class handles it, the planner's pass, the
+allocations, the KVS commit's wait, the answers, the rest of the pass) are summed and written
+there as JSON after each pass, so that the shares are those of the real run, not of a
+profiled one. The module itself is unchanged: this only subclasses it.
 """
 
 from __future__ import annotations
 
 import cProfile
+import json
 import os
 import time
+from collections import defaultdict
 
 from rush.flux_module.scheduler import RushScheduler
 
@@ -19,27 +26,57 @@ class ProfiledRushScheduler(RushScheduler):
     def __init__(self, h, *args):
         self._profile = cProfile.Profile()
         self._dump_to = os.environ.get("RUSH_BENCH_PROFILE", "")
+        self._timers_to = os.environ.get("RUSH_BENCH_TIMERS", "")
+        self._seconds: dict[str, float] = defaultdict(float)
+        self._calls: dict[str, int] = defaultdict(int)
         self._last_dump = 0.0
         super().__init__(h, *args)
+        if self._timers_to:
+            run_cycle = self.planner.run_cycle
+            self.planner.run_cycle = lambda: self._timed("planner", run_cycle)
+            commit, answer = self.answers.commit, self.answers.answer
+            self.answers.commit = lambda: self._timed("KVS commit sent", commit)
+            self.answers.answer = lambda batch: self._timed("KVS commit wait + answers", answer, batch)
 
-    def _profiled(self, method, *args):
+    def _timed(self, name, method, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            self._seconds[name] += time.perf_counter() - t0
+            self._calls[name] += 1
+
+    def _profiled(self, method, *args, **kwargs):
+        if self._timers_to:
+            return method(*args, **kwargs)
         self._profile.enable()
         try:
-            return method(*args)
+            return method(*args, **kwargs)
         finally:
             self._profile.disable()
+
+    # Flux registers its handlers by name (getattr on the instance): these are the ones called.
+    def _handle_alloc(self, msg):
+        return self._timed("arrival (base class + alloc)", super()._handle_alloc, msg)
+
+    def _handle_free(self, msg):
+        return self._timed("job end (base class + free)", super()._handle_free, msg)
+
+    def _allocate_starts(self, decisions):
+        return self._timed("allocations", super()._allocate_starts, decisions)
 
     def alloc(self, *args):
         return self._profiled(super().alloc, *args)
 
     def free(self, *args, **kwargs):
-        self._profile.enable()
-        try:
-            return super().free(*args, **kwargs)
-        finally:
-            self._profile.disable()
+        return self._profiled(super().free, *args, **kwargs)
 
     def schedule(self):
+        if self._timers_to:
+            result = self._timed("pass (all of schedule)", super().schedule)
+            with open(self._timers_to, "w") as out:
+                json.dump({"seconds": self._seconds, "calls": self._calls, "at": time.time()}, out)
+            return result
         result = self._profiled(super().schedule)
         # Dumping costs time itself: at most once a second (the bench waits for the last one).
         if self._dump_to and time.monotonic() - self._last_dump > 1.0:

@@ -1,20 +1,34 @@
-"""Flux's Rv1 pool with the ``ranks`` constraint decoded once.
+"""Flux's Rv1 pool, fast where the module uses it: the core's ``ranks`` constraint and
+repeated feasibility checks.
 
 The module allocates each of the core's starts on exactly its nodes by adding an RFC 31
-``{"ranks": [...]}`` constraint to the job's request. flux-core's pool decodes that idset
-from text for every candidate rank: at 1 000 nodes about 1 000 decodings per job, 94 % of
-the module's time (9.4 ms an allocation, against 0.7 ms with no constraint; measured by
-benchmarks/bench_flux_nodes.py). Here each ranks list is decoded once and kept (a bounded
-cache), and every other constraint goes to flux-core unchanged.
+``{"ranks": [...]}`` constraint to the job's request. flux-core's pool builds a candidate
+for every up rank with free cores (two set differences each) and then decodes the
+constraint's idset from text for every candidate: at 1 000 nodes 3.6 ms an allocation,
+most of the module's time (benchmarks/bench_flux_nodes.py). Here:
+
+- an allocation whose constraint names ranks (alone, or as an operand of a top-level
+  ``and``) only looks at those ranks: flux-core's own ``alloc`` runs on the pool with its
+  rank table narrowed to them for the call. That is exact: every rank outside the list
+  fails the constraint, in the candidate list and in the feasibility check alike;
+- each ranks list is decoded once and kept (a bounded cache);
+- ``check_feasibility`` (every arriving job, against the pool's total capacity, which
+  changes only when ranks are removed) is remembered per request shape.
+
+Every other constraint, and everything else, goes to flux-core unchanged.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from flux.idset import IDset  # type: ignore[import-not-found]
+from flux.resource import InfeasibleRequest  # type: ignore[import-not-found]
 from flux.resource.ResourcePool import ResourcePool  # type: ignore[import-not-found]
 from flux.resource.Rv1Pool import Rv1Pool  # type: ignore[import-not-found]
+
+from rush.core.resources import Node
 
 # Ranks lists seen lately -> their ranks; cleared when it grows past this many entries.
 CACHE_ENTRIES = 4096
@@ -32,21 +46,101 @@ def ranks_of(ranks: list[str]) -> frozenset[int]:
     return ids
 
 
+def _pure_ranks(constraint) -> list[str] | None:  # noqa: ANN001 - untrusted JSON
+    """The operand of a constraint that is ``{"ranks": [idset, ...]}`` and nothing else."""
+    if isinstance(constraint, dict) and len(constraint) == 1:
+        ranks = constraint.get("ranks")
+        if isinstance(ranks, list) and ranks and all(isinstance(text, str) for text in ranks):
+            return ranks
+    return None
+
+
+def required_ranks(constraint) -> frozenset[int] | None:  # noqa: ANN001 - untrusted JSON
+    """The ranks a constraint confines a job to (a ranks constraint, or one operand of a
+    top-level ``and``), or None when it does not name ranks that way."""
+    if isinstance(constraint, str):
+        try:
+            constraint = json.loads(constraint)
+        except ValueError:
+            return None
+    ranks = _pure_ranks(constraint)
+    if ranks is not None:
+        return ranks_of(ranks)
+    if isinstance(constraint, dict) and len(constraint) == 1 and isinstance(constraint.get("and"), list):
+        for operand in constraint["and"]:
+            ranks = _pure_ranks(operand)
+            if ranks is not None:
+                return ranks_of(ranks)
+    return None
+
+
+def _count_key(count) -> tuple | None:  # noqa: ANN001 - flux-core's ResourceCount
+    if count is None:
+        return ()
+    if getattr(count, "_values", None) is not None:
+        return None  # stepped counts: flux-core refuses them at once anyway
+    return (count.min, count.max)
+
+
+def _feasibility_key(request) -> tuple | None:  # noqa: ANN001 - flux-core's ResourceRequest
+    """What feasibility depends on (not the duration, not the jobspec's other fields)."""
+    nodes, slots = _count_key(request.node_count), _count_key(request.slot_count)
+    if nodes is None or slots is None:
+        return None
+    try:
+        constraint = json.dumps(request.constraint, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    return (nodes, slots, request.slot_size, request.gpu_per_slot, bool(request.exclusive), constraint)
+
+
 class RankCachedPool(Rv1Pool):
+    _feasible: dict[tuple, str | None]
+
     def _matches_constraint(self, rank: int, info: dict, constraint: dict) -> bool:
-        if (
-            isinstance(constraint, dict)
-            and len(constraint) == 1
-            and isinstance(constraint.get("ranks"), list)
-            and all(isinstance(text, str) for text in constraint["ranks"])
-        ):
-            return rank in ranks_of(constraint["ranks"])
+        ranks = _pure_ranks(constraint)
+        if ranks is not None:
+            return rank in ranks_of(ranks)
         return super()._matches_constraint(rank, info, constraint)
+
+    def alloc(self, jobid: int, request) -> Rv1Pool:  # noqa: ANN001
+        ranks = required_ranks(request.constraint)
+        if ranks is None:
+            return super().alloc(jobid, request)
+        everything = self._ranks
+        # Rank order kept (flux-core's candidates follow it before sorting by free cores).
+        self._ranks = {rank: everything[rank] for rank in sorted(ranks) if rank in everything}
+        try:
+            return super().alloc(jobid, request)
+        finally:
+            self._ranks = everything
+
+    def check_feasibility(self, request) -> None:  # noqa: ANN001
+        key = _feasibility_key(request)
+        cache = self.__dict__.setdefault("_feasible", {})
+        if key is not None and key in cache:
+            why = cache[key]
+            if why is not None:
+                raise InfeasibleRequest(why)
+            return
+        try:
+            super().check_feasibility(request)
+        except InfeasibleRequest as exc:
+            if key is not None and len(cache) < CACHE_ENTRIES:
+                cache[key] = str(exc)
+            raise
+        if key is not None and len(cache) < CACHE_ENTRIES:
+            cache[key] = None
+
+    def remove_ranks(self, ranks) -> None:  # noqa: ANN001
+        """The pool shrank: what was feasible may not be any more."""
+        self.__dict__.pop("_feasible", None)
+        super().remove_ranks(ranks)
 
 
 class RankCachedResourcePool(ResourcePool):
     """The module's pool class (``Scheduler.pool_class``): an Rv1 pool as flux-core builds
-    it, with :class:`RankCachedPool`'s constraint check."""
+    it, with :class:`RankCachedPool`'s allocation and checks."""
 
     def __init__(self, arg=None, version=1, log=None, **kwargs):
         if isinstance(arg, str):
@@ -54,3 +148,54 @@ class RankCachedResourcePool(ResourcePool):
         if arg is None or isinstance(arg, dict):
             arg = RankCachedPool(arg, log=log, **kwargs)
         super().__init__(arg, version=version, log=log)
+
+
+@dataclass(frozen=True)
+class PoolNodes:
+    """The pool as the core's snapshot needs it."""
+
+    nodes: tuple[Node, ...]
+    names: dict[int, str]  # rank -> node name
+    total_cores: int
+    busy_cores: int  # allocated, plus every core of a down node (as the R sets count them)
+
+
+def pool_nodes(pool: ResourcePool, queues: dict[str, list[str]]) -> PoolNodes | None:
+    """The nodes of an Rv1 pool read from its rank table, as
+    :func:`rush.rjms.flux.resource_set.nodes_from_r` reads them from the pool's three R
+    sets (all, allocated, down), without building and parsing those (at 1 000 nodes a
+    tenth of a second per pass). Names: the hostnames when every rank has its own, else
+    ``rank<N>``. None when the pool is not an Rv1 pool (the caller reads the R sets)."""
+    impl = getattr(pool, "impl", None)
+    table = getattr(impl, "_ranks", None)
+    if not isinstance(impl, Rv1Pool) or not isinstance(table, dict):
+        return None
+    ranks = sorted(table)
+    hosts = [table[rank]["hostname"] for rank in ranks]
+    unique = all(isinstance(h, str) and h for h in hosts) and len(set(hosts)) == len(hosts)
+    names = {rank: host if unique else f"rank{rank}" for rank, host in zip(ranks, hosts, strict=True)}
+    properties = getattr(impl, "_properties", {}) or {}
+    total = busy = 0
+    nodes = []
+    for rank in ranks:
+        info = table[rank]
+        cores, gpus = info["cores"], info["gpus"]
+        used_cores, used_gpus = info["allocated_cores"], info["allocated_gpus"]
+        up = bool(info["up"])
+        total += len(cores)
+        busy += len(used_cores) + (0 if up else len(cores))
+        member = tuple(
+            sorted(q for q, need in queues.items() if all(rank in properties.get(p, ()) for p in need))
+        )
+        nodes.append(
+            Node(
+                name=names[rank],
+                cores=len(cores),
+                gpus=len(gpus),
+                state="up" if up else "down",
+                partitions=member,
+                free_cores=len(cores - used_cores) if up else 0,
+                free_gpus=len(gpus - used_gpus) if up else 0,
+            )
+        )
+    return PoolNodes(tuple(nodes), names, total, busy)

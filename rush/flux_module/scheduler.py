@@ -37,6 +37,7 @@ job named (nothing is started on it); the next pass reads again.
 from __future__ import annotations
 
 import heapq
+import json
 import math
 import pwd
 import time
@@ -49,12 +50,14 @@ from flux.resource.ResourceCount import ResourceCount  # type: ignore[import-not
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
 from rush.core.job_rules import time_limit
+from rush.core.resources import Request as CoreRequest
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions, RunningJob, Snapshot
 from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.core.start_estimates import estimate_moved
 from rush.errors import RJMSError, RushError
-from rush.flux_module.rank_pool import RankCachedResourcePool
+from rush.flux_module.alloc_answers import AllocAnswers
+from rush.flux_module.rank_pool import RankCachedResourcePool, pool_nodes
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -78,6 +81,8 @@ from rush.rjms.flux import (
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
 # At most this many sched.t_estimate annotations per pass (highest priority first).
 MAX_ANNOTATIONS_PER_PASS = 1000
+# Distinct (resources, queue) of arriving jobs whose core request is remembered.
+SHAPES_REMEMBERED = 1024
 
 
 @dataclass
@@ -168,6 +173,9 @@ class RushScheduler(Scheduler):
         self._estimates: dict[int, float] = {}
         # Jobs the core finds infeasible and the pool does not (logged once each).
         self._disagreed: set[int] = set()
+        # Each pass's allocations: one KVS commit, answered when it is done (alloc_answers.py).
+        self.answers = AllocAnswers(h, self.log, self.stop_error)
+        self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
         # Kept typed: the module asks its own backend for Flux-only facts (the owner).
@@ -258,13 +266,19 @@ class RushScheduler(Scheduler):
     def cluster_state(self, partitions=()) -> ClusterState:
         now = time.time()
         pool = self.resources
-        everything = pool.to_resource_set().to_dict()
-        allocated = pool.copy_allocated().to_dict()
-        down = pool.copy_down().to_dict()
-        total = count_cores(everything)
-        busy = count_cores(allocated) + count_cores(down)
-        nodes = nodes_from_r(everything, allocated, down, queues=self._queues)
-        self._node_names(everything)
+        view = pool_nodes(pool, self._queues)  # read from the pool's own table
+        if view is not None:
+            nodes, total, busy = view.nodes, view.total_cores, view.busy_cores
+            self._names = view.names
+            self._rank_of = {name: rank for rank, name in view.names.items()}
+        else:  # a pool of another kind: its R sets
+            everything = pool.to_resource_set().to_dict()
+            allocated = pool.copy_allocated().to_dict()
+            down = pool.copy_down().to_dict()
+            total = count_cores(everything)
+            busy = count_cores(allocated) + count_cores(down)
+            nodes = nodes_from_r(everything, allocated, down, queues=self._queues)
+            self._node_names(everything)
         # The job objects are kept from alloc on, so the snapshot builder reuses their entries.
         jobs = [self.pending[job.jobid] for job in self._queue if job.jobid in self.pending]
         jobs.extend(self.running.values())
@@ -315,7 +329,7 @@ class RushScheduler(Scheduler):
         job = system.get("job", {})
         tags = jobspec_tags(jobspec)
         try:
-            request_shape = request_from_jobspec(jobspec)
+            request_shape = self._request_shape(jobspec)
         except (ValueError, TypeError, AttributeError) as exc:
             request_shape = None  # Flux parsed it: read as its cores anywhere
             why = f"job {jobid}: rush cannot read its resource request ({exc}); scheduled as {rr.ncores} cores anywhere"
@@ -340,6 +354,24 @@ class RushScheduler(Scheduler):
             request=request_shape,
         )
         heapq.heappush(self._queue, PendingJob(jobid, priority, t_submit, request, rr))
+
+    def _request_shape(self, jobspec: dict) -> CoreRequest:
+        """:func:`request_from_jobspec`, remembered per resources and queue (a queue of
+        thousands of jobs has a handful of shapes; walking each jobspec's graph costs more
+        than the rest of a job's arrival)."""
+        system = jobspec.get("attributes", {}).get("system", {}) if isinstance(jobspec, dict) else {}
+        queue = system.get("queue", "") if isinstance(system, dict) else ""
+        try:
+            key = json.dumps([jobspec.get("resources"), queue], sort_keys=True)
+        except (TypeError, ValueError, AttributeError):
+            return request_from_jobspec(jobspec)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = request_from_jobspec(jobspec)
+            if len(self._shapes) >= SHAPES_REMEMBERED:
+                self._shapes.clear()
+            self._shapes[key] = shape
+        return shape
 
     def hello(self, jobid, priority, userid, t_submit, R):
         """A job running when the module (re)loads: registered, with its tags from its jobspec."""
@@ -408,10 +440,38 @@ class RushScheduler(Scheduler):
         The next pass decides again on a fresh read."""
         if not self._queue and not self.running:
             return
+        self.answers.answer_open()  # the last passes' commits: done by now, as a rule
         report = self.planner.run_cycle()
         if not report.ok or self.planner.last is None or self.planner.last[0] != report.cycle:
             return  # journaled by the planner; nothing is started on a failed pass
         cycle, built, decisions = self.planner.last
+        self.answers.begin()
+        try:
+            done, records = self._allocate_starts(decisions)
+        finally:
+            batch = self.answers.commit()
+        try:  # while the KVS commits: the module's own bookkeeping
+            if done:
+                self._queue = [job for job in self._queue if job.jobid not in done]
+                heapq.heapify(self._queue)
+                for job_id in done:
+                    self.pending.pop(job_id, None)
+                    self._userids.pop(job_id, None)
+                    self._estimates.pop(job_id, None)
+            self._publish_estimates(decisions)
+            journal = self.planner.journal
+            with journal.transaction():
+                for d, status, answer in records:
+                    row = DecisionRow(
+                        cycle, d.job_id, d.action, d.reason, d.value, built.outputs.get(d.job_id), "apply"
+                    )
+                    journal.record(row, status, answer)
+        finally:
+            self.answers.end_of_pass(batch)
+
+    def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]]]:
+        """Allocate the core's starts in its order: the jobs done (started or denied) and the
+        journal's (decision, status, answer) for each."""
         queued = {job.jobid: job for job in self._queue}
         reserved = [d.job_id for d in decisions.decisions if d.action == "reserve"]
         done: set[int] = set()
@@ -440,24 +500,13 @@ class RushScheduler(Scheduler):
             elif status == "done" or answer.startswith("denied"):
                 done.add(d.job_id)
             records.append((d, status, answer))
-        if done:
-            self._queue = [job for job in self._queue if job.jobid not in done]
-            heapq.heapify(self._queue)
-            for job_id in done:
-                self.pending.pop(job_id, None)
-                self._userids.pop(job_id, None)
-                self._estimates.pop(job_id, None)
-        self._publish_estimates(decisions)
-        journal = self.planner.journal
-        with journal.transaction():
-            for d, status, answer in records:
-                journal.record(
-                    DecisionRow(
-                        cycle, d.job_id, d.action, d.reason, d.value, built.outputs.get(d.job_id), "apply"
-                    ),
-                    status,
-                    answer,
-                )
+        return done, records
+
+    def alloc_success(self, msg, R, annotations=None):
+        """Within a pass the pass's answers commit and answer it (alloc_answers.py); outside
+        one, the base class commits and answers it alone."""
+        if not self.answers.collect(msg, R, annotations):
+            super().alloc_success(msg, R, annotations)
 
     def _deny_infeasible(self, job, reason: str) -> bool:
         """Deny a job the core finds infeasible here, with the core's reason (naming the fix),
@@ -567,9 +616,10 @@ class RushScheduler(Scheduler):
         annotations = {"resource_summary": summary, "rush": decision.reason[:200]}
         if head is not None:  # sched-backfill's annotation: the job it backfilled around
             annotations["backfill"] = JobID(head).f58
-        job.request.success(alloc, {"sched": annotations})
+        r = alloc.to_dict()
+        job.request.success(r, {"sched": annotations})
         if queued is not None:
-            self.running[job.jobid] = self._running_job(queued, now, limit, alloc.to_dict())
+            self.running[job.jobid] = self._running_job(queued, now, limit, r)
         return "done", f"allocated {summary}"
 
 

@@ -40,6 +40,7 @@ from rush.planner.pass_trigger import PassTrigger
 from rush.planner.queue_view import QueueView, describe_core, queue_rows
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
+from rush.planner.start_order import MAX_REPORTED, started_out_of_order
 from rush.planner.variation import VariationPredictor, get_predictor
 from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
@@ -263,6 +264,7 @@ class Planner:
         except RJMSError as exc:
             return self._fail(cycle, started, "rjms_error", exc)
         try:
+            self._check_start_order(cycle, state)
             self.applier.reconcile(state)
             self._observe_completions(state, cycle)
             built = self.builder.build(state, self.book.jobs())
@@ -310,6 +312,17 @@ class Planner:
         self.metrics.last_success.set(time.time())
         self.journal.end_cycle(cycle, True, self.mode, pending, running, counts, seconds)
         return CycleReport(cycle, True, decisions=counts, applied=applied, seconds=seconds)
+
+    def _check_start_order(self, cycle: int, state: ClusterState) -> None:
+        """Priority mode: journal the jobs the RJMS started ahead of ones rush expected it to
+        start (rush.planner.start_order); a shell that starts jobs itself follows rush's order."""
+        if self.last is None or self.backend.capabilities.starts_jobs:
+            return
+        lines = started_out_of_order(self.last[2], state)
+        for line in lines[:MAX_REPORTED]:
+            self.journal.event(cycle, "rjms_order", line)
+        if len(lines) > MAX_REPORTED:
+            self.journal.event(cycle, "rjms_order", f"... and {len(lines) - MAX_REPORTED} more such job(s)")
 
     def _record_queue(self, cycle: int, state: ClusterState, built: Built, decisions: Decisions) -> None:
         """The queue as rush sees it, into the journal (changed rows only) and the metrics."""

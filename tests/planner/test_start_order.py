@@ -1,0 +1,73 @@
+"""Priority mode: a job the RJMS starts ahead of one rush expected it to start is journaled
+with both jobs named (issue 30, bad input: "Fluxion refusing or reordering a job rush
+expected to start"); a start in rush's order, and a shell that starts jobs itself, journal
+nothing."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rush.planner.config import parse_config
+from rush.planner.plan import Planner
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.models.variability.queue_backend import Queue
+
+
+def _planner(tmp_path, backend: Queue) -> Planner:
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "dry_run": False},
+            "policy": {"policy": "FCFS", "backfill": "easy"},
+        }
+    )
+    return Planner(config, backend=backend)
+
+
+def _queue() -> ClusterState:
+    """8 processors, 4 free: FCFS expects job 1 (4 procs) to start now; 2 and 3 wait behind it."""
+    jobs = (
+        RJMSJob(9, "RUNNING", 900.0, 4, 3600.0, start=950.0),
+        RJMSJob(1, "PENDING", 1001.0, 4, 600.0),
+        RJMSJob(2, "PENDING", 1002.0, 4, 600.0),
+        RJMSJob(3, "PENDING", 1003.0, 8, 600.0),
+    )
+    return ClusterState(taken_at=2000.0, total_procs=8, free_procs=4, jobs=jobs)
+
+
+def _started(state: ClusterState, job_id: int) -> ClusterState:
+    jobs = tuple(replace(j, state="RUNNING", start=2010.0) if j.job_id == job_id else j for j in state.jobs)
+    return replace(state, taken_at=2020.0, free_procs=0, jobs=jobs)
+
+
+def test_a_job_started_ahead_of_the_expected_one_is_journaled_with_both_named(tmp_path):
+    backend = Queue(_queue())
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    expected = [d.job_id for d in planner.last[2].decisions if d.action in ("start", "backfill")]
+    assert expected == [1]
+    backend.state = _started(backend.state, 2)  # the RJMS started job 2, not job 1
+    assert planner.run_cycle().ok
+    lines = [e["message"] for e in planner.journal.events("rjms_order")]
+    assert len(lines) == 1
+    assert lines[0].startswith("job 2 (rush's rank 2) started ahead of job(s) 1,")
+
+
+def test_starts_in_rushs_order_journal_nothing(tmp_path):
+    backend = Queue(_queue())
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    backend.state = _started(backend.state, 1)
+    assert planner.run_cycle().ok
+    assert planner.journal.events("rjms_order") == []
+
+
+def test_a_shell_that_starts_jobs_itself_is_not_checked(tmp_path):
+    class StartsJobs(Queue):
+        capabilities = replace(Queue.capabilities, starts_jobs=True)
+
+    backend = StartsJobs(_queue())
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    backend.state = _started(backend.state, 2)
+    assert planner.run_cycle().ok
+    assert planner.journal.events("rjms_order") == []
