@@ -87,15 +87,14 @@ def _requests(
     # A request's processor count matters only where it asks for cores anywhere (no node count).
     anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
     procs = np.where(anywhere[code], pending.procs, 0)
-    keys, first, inverse = np.unique(
-        np.stack([code, procs], axis=1), axis=0, return_index=True, return_inverse=True
-    )
-    inverse = inverse.reshape(-1)
-    distinct, distinct_procs = [], []
-    for j in first.tolist():
-        request = pending.request[j]
-        distinct.append(request)
-        distinct_procs.append(int(pending.procs[j]))
+    by_key = np.lexsort((procs, code))
+    new = np.ones(len(by_key), dtype=np.bool_)
+    new[1:] = (np.diff(code[by_key]) != 0) | (np.diff(procs[by_key]) != 0)
+    first = by_key[new].tolist()  # one job of each distinct key
+    inverse = np.empty(len(by_key), dtype=np.int64)
+    inverse[by_key] = np.cumsum(new) - 1
+    distinct = [pending.request[j] for j in first]
+    distinct_procs = pending.procs[first].tolist()
     problems = [
         request_problem(r if r is not None else Request(0, p), p, pool, partitions)
         for r, p in zip(distinct, distinct_procs, strict=True)

@@ -159,6 +159,8 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float, 
     if requeued:
         waiting = PendingColumns.concatenate(waiting, pending_columns(requeued))
     by_submit = np.lexsort((waiting.job_id, waiting.submit))  # job ids are unique (checked)
+    if np.array_equal(by_submit, np.arange(len(every))):  # the usual case: the RJMS lists them in order
+        return kills, every, running, waiting, busy.take(kept)
     pending = tuple(every[k] for k in by_submit.tolist())
     return kills, pending, running, waiting.take(by_submit), busy.take(kept)
 
