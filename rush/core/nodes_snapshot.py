@@ -81,9 +81,13 @@ def _requests(
     distinct request (with its processor count where it asks for cores anywhere) checked and
     converted once, then spread to its jobs (a queue repeats a few shapes many times)."""
     shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", "exclusive", "partition")
-    shapes = [None if r is None else shape(r) for r in pending.request]
-    code_of = {s: k for k, s in enumerate(dict.fromkeys(shapes))}
-    code = np.fromiter(map(code_of.__getitem__, shapes), dtype=np.int64, count=len(shapes))
+    code_of: dict[tuple | None, int] = {}
+    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
+    code = np.fromiter(
+        (code_of.setdefault(None if r is None else shape(r), len(code_of)) for r in pending.request),
+        dtype=np.int64,
+        count=len(pending.request),
+    )
     # A request's processor count matters only where it asks for cores anywhere (no node count).
     anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
     procs = np.where(anywhere[code], pending.procs, 0)

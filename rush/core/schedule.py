@@ -161,7 +161,7 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float, 
     by_submit = np.lexsort((waiting.job_id, waiting.submit))  # job ids are unique (checked)
     if np.array_equal(by_submit, np.arange(len(every))):  # the usual case: the RJMS lists them in order
         return kills, every, running, waiting, busy.take(kept)
-    pending = tuple(every[k] for k in by_submit.tolist())
+    pending = tuple(map(every.__getitem__, by_submit.tolist()))
     return kills, pending, running, waiting.take(by_submit), busy.take(kept)
 
 
