@@ -52,10 +52,14 @@ def on_nodes(
     partitions = partition_index(nodes)
     allocated = np.zeros((m, 2), dtype=np.int64)
     every_running = [*running, *(r for r in snapshot.running if r.job_id in killed)]
-    for r in every_running:
-        for slot in r.allocation:
-            if 0 <= slot.node < m:
-                allocated[slot.node] += (slot.cores, slot.gpus)
+    slots = [slot for r in every_running for slot in r.allocation]
+    node, cores, gpus = (
+        np.fromiter(map(operator.attrgetter(name), slots), dtype=np.int64, count=len(slots))
+        for name in ("node", "cores", "gpus")
+    )
+    on_machine = (node >= 0) & (node < m)  # a running job's index off the machine: held_slots refuses it
+    np.add.at(allocated[:, 0], node[on_machine], cores[on_machine])
+    np.add.at(allocated[:, 1], node[on_machine], gpus[on_machine])
     pool = node_pool(nodes, allocated, partitions)
     for r in snapshot.running:
         if r.job_id in killed:
