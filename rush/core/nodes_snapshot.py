@@ -8,13 +8,15 @@ lays out the running jobs' allocations in the pass's running order.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.core.node_pool import NodeView
+from rush.core.job_columns import PendingColumns
+from rush.core.node_pool import NodePool, NodeRequests, NodeView
 from rush.core.node_view import (
     held_slots,
     node_pool,
@@ -24,7 +26,7 @@ from rush.core.node_view import (
     requests_of,
 )
 from rush.core.resources import Request
-from rush.core.snapshot import PendingJob, RunningJob, Snapshot
+from rush.core.snapshot import RunningJob, Snapshot
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,7 @@ class OnNodes:
 def on_nodes(
     snapshot: Snapshot,
     config: CoreConfig,
-    pending: Sequence[PendingJob],
+    pending: PendingColumns,
     running: Sequence[RunningJob],
     killed: set[int],
 ) -> OnNodes:
@@ -50,10 +52,14 @@ def on_nodes(
     partitions = partition_index(nodes)
     allocated = np.zeros((m, 2), dtype=np.int64)
     every_running = [*running, *(r for r in snapshot.running if r.job_id in killed)]
-    for r in every_running:
-        for slot in r.allocation:
-            if 0 <= slot.node < m:
-                allocated[slot.node] += (slot.cores, slot.gpus)
+    slots = [slot for r in every_running for slot in r.allocation]
+    node, cores, gpus = (
+        np.fromiter(map(operator.attrgetter(name), slots), dtype=np.int64, count=len(slots))
+        for name in ("node", "cores", "gpus")
+    )
+    on_machine = (node >= 0) & (node < m)  # a running job's index off the machine: held_slots refuses it
+    np.add.at(allocated[:, 0], node[on_machine], cores[on_machine])
+    np.add.at(allocated[:, 1], node[on_machine], gpus[on_machine])
     pool = node_pool(nodes, allocated, partitions)
     for r in snapshot.running:
         if r.job_id in killed:
@@ -65,18 +71,46 @@ def on_nodes(
                     pool.free_gpus[slot.node] = min(
                         pool.free_gpus[slot.node] + slot.gpus, pool.gpus[slot.node]
                     )
-    procs = np.fromiter((p.procs for p in pending), dtype=np.int64, count=len(pending))
-    infeasible: dict[int, str] = {}
-    problems: dict[tuple[Request, int], str | None] = {}
-    for k, job in enumerate(pending):
-        request = job.request if job.request is not None else Request(0, int(job.procs))
-        key = (request, int(job.procs) if request.nodes == 0 else 0)
-        if key not in problems:
-            problems[key] = request_problem(request, int(job.procs), pool, partitions)
-        if problems[key] is not None:
-            infeasible[k] = f"job {job.job_id} {problems[key]}"
-    requests = requests_of([p.request for p in pending], procs, partitions)
+    infeasible, requests = _requests(pending, pool, partitions)
     held = held_slots([[(s.node, s.cores, s.gpus) for s in r.allocation] for r in running], m)
     view = node_view(pool, requests, held, config.placement)
     free = int(pool.free_cores[pool.usable].sum())
     return OnNodes(view, infeasible, free)
+
+
+def _requests(
+    pending: PendingColumns, pool: NodePool, partitions: dict[str, int]
+) -> tuple[dict[int, str], NodeRequests]:
+    """Why each infeasible job can never run here, and every job's request arrays: each
+    distinct request (with its processor count where it asks for cores anywhere) checked and
+    converted once, then spread to its jobs (a queue repeats a few shapes many times)."""
+    shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", "exclusive", "partition")
+    code_of: dict[tuple | None, int] = {}
+    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
+    code = np.fromiter(
+        (code_of.setdefault(None if r is None else shape(r), len(code_of)) for r in pending.request),
+        dtype=np.int64,
+        count=len(pending.request),
+    )
+    # A request's processor count matters only where it asks for cores anywhere (no node count).
+    anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
+    procs = np.where(anywhere[code], pending.procs, 0)
+    by_key = np.lexsort((procs, code))
+    new = np.ones(len(by_key), dtype=np.bool_)
+    new[1:] = (np.diff(code[by_key]) != 0) | (np.diff(procs[by_key]) != 0)
+    first = by_key[new].tolist()  # one job of each distinct key
+    inverse = np.empty(len(by_key), dtype=np.int64)
+    inverse[by_key] = np.cumsum(new) - 1
+    distinct = [pending.request[j] for j in first]
+    distinct_procs = pending.procs[first].tolist()
+    problems = [
+        request_problem(r if r is not None else Request(0, p), p, pool, partitions)
+        for r, p in zip(distinct, distinct_procs, strict=True)
+    ]
+    bad = np.array([p is not None for p in problems], dtype=np.bool_)
+    infeasible = {
+        k: f"job {int(pending.job_id[k])} {problems[inverse[k]]}"
+        for k in np.flatnonzero(bad[inverse]).tolist()
+    }
+    rows = requests_of(distinct, np.array(distinct_procs, dtype=np.int64), partitions)
+    return infeasible, NodeRequests(*(column[inverse] for column in rows))

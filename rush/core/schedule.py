@@ -30,8 +30,8 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
+from rush.core.job_columns import PendingColumns, RunningColumns, pending_columns, running_columns
 from rush.core.job_rules import job_rules
-from rush.core.names import NEUTRAL_FAIRSHARE
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
 from rush.core.ordering import policy_group
@@ -51,23 +51,11 @@ from rush.core.priority_values import priority_values, scaled
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
-from rush.core.snapshot import Decision, Decisions, PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.snapshot import Decision, Decisions, PendingJob, RuntimeClass, Snapshot
 from rush.core.start_estimates import EstimateInputs, estimate_starts
 from rush.errors import RushError
 
 _DIVIDER_NONE = float("inf")
-
-
-def _column(jobs, name: str, dtype) -> np.ndarray:
-    return np.fromiter((getattr(j, name) for j in jobs), dtype=dtype, count=len(jobs))
-
-
-def _estimates(jobs) -> np.ndarray:
-    return np.fromiter(
-        (j.requested_time if j.estimate is None else j.estimate for j in jobs),
-        dtype=np.float64,
-        count=len(jobs),
-    )
 
 
 def unusable_jobs(
@@ -114,29 +102,30 @@ def check_snapshot(
         )
 
 
-def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float):
+def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float, columns):
     """Kill decisions, the running jobs left, and the pending jobs with the killed ones back
-    in the queue (large, one more requeue, original submit), as the simulator has them."""
+    in the queue (large, one more requeue, original submit), as the simulator has them; the
+    pending and running jobs' columns beside them (``columns``: the snapshot's own)."""
     now = float(snapshot.now)
+    waiting, busy = columns
     kills: list[Decision] = []
-    running: list[RunningJob] = []
     requeued: list[PendingJob] = []
     killable = job_rules(
-        _estimates(snapshot.running),
-        _column(snapshot.running, "requested_time", np.float64),
-        np.fromiter(
-            (int(r.runtime_class) for r in snapshot.running), dtype=np.int64, count=len(snapshot.running)
-        ),
-        _column(snapshot.running, "idempotent", np.bool_),
-        _column(snapshot.running, "requeues", np.int64),
+        busy.estimate,
+        busy.requested_time,
+        busy.runtime_class,
+        busy.idempotent,
+        busy.requeues,
         config.kill_false_small,
         config.max_requeues,
         divider,
     )[1]
-    for r, can_kill in zip(snapshot.running, killable.tolist(), strict=True):
-        if not (can_kill and kill_due(r.start, now, divider)):
-            running.append(r)
+    due = np.zeros(len(snapshot.running), dtype=np.bool_)
+    for k in np.flatnonzero(killable).tolist():
+        r = snapshot.running[k]
+        if not kill_due(r.start, now, divider):
             continue
+        due[k] = True
         new_class, requeues = requeue_as_large(r.requeues)
         kills.append(
             Decision(
@@ -164,8 +153,16 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float):
                 request=r.request,
             )
         )
-    pending = sorted((*snapshot.pending, *requeued), key=lambda p: (p.submit, p.job_id))
-    return kills, tuple(pending), tuple(running)
+    kept = np.flatnonzero(~due)
+    running = tuple(snapshot.running[k] for k in kept.tolist()) if requeued else tuple(snapshot.running)
+    every = (*snapshot.pending, *requeued)
+    if requeued:
+        waiting = PendingColumns.concatenate(waiting, pending_columns(requeued))
+    by_submit = np.lexsort((waiting.job_id, waiting.submit))  # job ids are unique (checked)
+    if np.array_equal(by_submit, np.arange(len(every))):  # the usual case: the RJMS lists them in order
+        return kills, every, running, waiting, busy.take(kept)
+    pending = tuple(map(every.__getitem__, by_submit.tolist()))
+    return kills, pending, running, waiting.take(by_submit), busy.take(kept)
 
 
 def schedule(
@@ -183,46 +180,47 @@ def schedule(
     """
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
-    _check(snapshot)
-    kills, pending, running = _pending_with_kills(snapshot, config, divider)
+    columns = pending_columns(snapshot.pending), running_columns(snapshot.running)
+    _check(snapshot, *columns)
+    kills, pending, running, waiting, busy = _pending_with_kills(snapshot, config, divider, columns)
     n = len(pending)
-    submit = _column(pending, "submit", np.float64)
-    procs = _column(pending, "procs", np.int64)
-    estimate = _estimates(pending)
+    submit = waiting.submit
+    procs = waiting.procs
+    estimate = waiting.estimate
     runtime_class, _, est = job_rules(
         estimate,
-        _column(pending, "requested_time", np.float64),
-        np.fromiter((int(j.runtime_class) for j in pending), dtype=np.int64, count=n),
-        _column(pending, "idempotent", np.bool_),
-        _column(pending, "requeues", np.int64),
+        waiting.requested_time,
+        waiting.runtime_class,
+        waiting.idempotent,
+        waiting.requeues,
         config.kill_false_small,
         config.max_requeues,
         divider,
     )
     r_class, _, r_est = job_rules(
-        _estimates(running),
-        _column(running, "requested_time", np.float64),
-        np.fromiter((int(r.runtime_class) for r in running), dtype=np.int64, count=len(running)),
-        _column(running, "idempotent", np.bool_),
-        _column(running, "requeues", np.int64),
+        busy.estimate,
+        busy.requested_time,
+        busy.runtime_class,
+        busy.idempotent,
+        busy.requeues,
         config.kill_false_small,
         config.max_requeues,
         divider,
     )
-    r_start = _column(running, "start", np.float64)
+    r_start = busy.start
     if config.prediction_correction != "none":  # expired predictions corrected, as in the simulator
         r_est = running_estimates(
             correction_code(config.prediction_correction),
             r_est,
             now - r_start,
-            _column(running, "requested_time", np.float64),
+            busy.requested_time,
         )
     r_end_all = r_start + r_est
-    r_procs_all = _column(running, "procs", np.int64)
+    r_procs_all = busy.procs
     by_end = np.lexsort((r_procs_all, r_end_all))  # by estimated end, then processors
     killed = {d.job_id for d in kills}
     if snapshot.nodes:
-        sized = _on_nodes(snapshot, config, pending, [running[k] for k in by_end], killed)
+        sized = _on_nodes(snapshot, config, waiting, [running[k] for k in by_end], killed)
         nodes, infeasible = sized.view, sized.infeasible
         # With nodes a running set's "procs" are its rows of allocations (nodes.held).
         r_procs_all = np.empty(len(running), dtype=np.int64)
@@ -241,14 +239,18 @@ def schedule(
         estimate,
         est,
         runtime_class,
-        _column(pending, "variable", np.bool_),
-        _fairshare(pending),
+        waiting.variable,
+        _fairshare(waiting),
     )
-    state = new_state(n, _column(pending, "skips", np.int64), _column(pending, "reserved_at", np.float64))
+    state = new_state(n, waiting.skips.copy(), waiting.reserved_at.copy())
     skips_before = state.skips.copy()
-    primary = _primary(pending) if config.rjms_priority_first else None
-    policy = _order(config.policy, pending, primary)
-    scan = policy if config.backfill_policy is None else _order(config.scan_policy, pending, primary)
+    primary = _primary(waiting.rjms_priority) if config.rjms_priority_first else None
+    policy = _order(config.policy, waiting.rjms_priority, primary)
+    scan = (
+        policy
+        if config.backfill_policy is None
+        else _order(config.scan_policy, waiting.rjms_priority, primary)
+    )
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
@@ -261,7 +263,7 @@ def schedule(
         free,
         len(schedulable),
         True,
-        counts_skips(snapshot.trigger, _column(running, "requested_time", np.float64)),
+        counts_skips(snapshot.trigger, busy.requested_time),
     )
     # A bounded pass (config.max_jobs_considered) leaves the tail unconsidered: rush.core.pass_budget.
     bounded = bound_queue(moment, pass_cfg, jobs, state, queues, config.max_jobs_considered)
@@ -285,8 +287,8 @@ def schedule(
         config.priority_weight,
     )
     decided = Decisions(now=now)
-    decided.order = [pending[k].job_id for k in order]
-    decided.priority = {pending[k].job_id: int(v) for k, v in zip(order, values, strict=True)}
+    decided.order = waiting.job_id[order].tolist()
+    decided.priority = dict(zip(decided.order, [int(v) for v in values.tolist()], strict=True))
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
     decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
     decisions: list[Decision] = list(kills)
@@ -334,13 +336,13 @@ def schedule(
     if estimate_starts_too:
         _publish_estimates(
             decided,
-            pending,
-            running,
+            waiting.job_id,
+            busy.job_id,
             estimate_inputs(
                 EstimateContext(config, now, divider, sorted_queue, result, out),
                 jobs,
                 free,
-                (_column(running, "start", np.float64), r_est, _column(running, "procs", np.int64), r_class),
+                (busy.start, r_est, busy.procs, r_class),
             ),
         )
     return decided
@@ -377,51 +379,48 @@ def estimate_inputs(c: EstimateContext, jobs: PassJobs, free: int, running_colum
     )
 
 
-def _publish_estimates(decided: Decisions, pending, running, inputs: EstimateInputs) -> None:
+def _publish_estimates(
+    decided: Decisions, pending_ids: np.ndarray, running_ids: np.ndarray, inputs: EstimateInputs
+) -> None:
     estimates = estimate_starts(inputs)
-    ids = [p.job_id for p in pending]
+    ids = pending_ids.tolist()
     decided.estimated_start = dict(zip(ids, estimates.start.tolist(), strict=True))
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
     for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
         decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
     decided.waits_behind = {
-        ids[j]: (running[k].job_id if kind == "running" else ids[k])
+        ids[j]: (int(running_ids[k]) if kind == "running" else ids[k])
         for j, (kind, k) in estimates.behind.items()
     }
 
 
-def _fairshare(pending) -> np.ndarray:
+def _fairshare(waiting: PendingColumns) -> np.ndarray:
     """Each pending job's fair-share factor (unknown: neutral), refused outside [0, 1]."""
-    values = np.fromiter(
-        (NEUTRAL_FAIRSHARE if p.fairshare is None else p.fairshare for p in pending),
-        dtype=np.float64,
-        count=len(pending),
-    )
+    values = waiting.fairshare
     bad = ~((values >= 0.0) & (values <= 1.0))
     if np.any(bad):
-        job = pending[int(np.argmax(bad))]
+        job_id = int(waiting.job_id[int(np.argmax(bad))])
         raise RushError(
-            f"job {job.job_id}'s fair-share factor {job.fairshare!r} is outside [0, 1]",
-            where=f"snapshot job {job.job_id}: fairshare",
+            f"job {job_id}'s fair-share factor {float(values[int(np.argmax(bad))])!r} is outside [0, 1]",
+            where=f"snapshot job {job_id}: fairshare",
             fix="give the RJMS's normalised factor (Slurm: sprio -n, flux-accounting: fairshare)",
         )
     return values
 
 
-def _primary(pending) -> np.ndarray:
+def _primary(rjms_priority: np.ndarray) -> np.ndarray:
     """Each pending job's rank by its RJMS priority (0: the highest; equal priorities, one rank)."""
-    priority = np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
-    if not np.all(np.isfinite(priority)):
+    if not np.all(np.isfinite(rjms_priority)):
         raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
-    return np.unique(-priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    return np.unique(-rjms_priority, return_inverse=True)[1].astype(np.int64).reshape(-1)
 
 
-def _order(policy, pending, primary: np.ndarray | None = None) -> OrderPolicy:
+def _order(policy, rjms_priority: np.ndarray, primary: np.ndarray | None = None) -> OrderPolicy:
     """A policy as the pass sees it; the RJMS policy's keys are the RJMS's priorities (higher
     first; ties in submit order). ``primary``: ranks ordered before the policy's keys."""
     if policy.name != "RJMS":
         return order_policy(policy, primary=primary)
-    keys = -np.fromiter((p.rjms_priority for p in pending), dtype=np.float64, count=len(pending))
+    keys = -rjms_priority
     if not np.all(np.isfinite(keys)):
         raise RushError("a pending job's RJMS priority is not finite", where="PendingJob.rjms_priority")
     return order_policy(policy, keys, primary)
@@ -467,17 +466,14 @@ def _short(nodes: tuple[str, ...]) -> str:
     return ",".join(nodes) if len(nodes) <= 8 else ",".join(nodes[:8]) + f",... ({len(nodes)} nodes)"
 
 
-def _check(snapshot: Snapshot) -> None:
-    pending, running = snapshot.pending, snapshot.running
+def _check(snapshot: Snapshot, waiting: PendingColumns, busy: RunningColumns) -> None:
     check_snapshot(
         snapshot,
-        np.concatenate([_column(pending, "submit", np.float64), _column(running, "start", np.float64)]),
-        np.concatenate(
-            [_column(pending, "requested_time", np.float64), _column(running, "requested_time", np.float64)]
-        ),
-        np.concatenate([_estimates(pending), _estimates(running)]),
-        np.concatenate([_column(pending, "procs", np.int64), _column(running, "procs", np.int64)]),
-        _column((*pending, *running), "job_id", np.int64),
+        np.concatenate([waiting.submit, busy.start]),
+        np.concatenate([waiting.requested_time, busy.requested_time]),
+        np.concatenate([waiting.estimate, busy.estimate]),
+        np.concatenate([waiting.procs, busy.procs]),
+        np.concatenate([waiting.job_id, busy.job_id]),
     )
 
 
