@@ -33,7 +33,8 @@ def variability_command(
         [],
         "--variant",
         metavar="NAME",
-        help="paper | multipod (pods of 128, 4:1 tapered) | onoff (noise switched on and off); "
+        help="paper | multipod (pods of 128, 4:1 tapered) | onoff (noise switched on and off) | "
+        "longnoise (noise levels held 900 s); "
         "repeatable [default: paper].",
         show_default=False,
     ),
