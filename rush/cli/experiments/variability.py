@@ -74,8 +74,8 @@ def variability_command(
         "all",
         "--policy",
         help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
-        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE. A rerun with more reuses the "
-        "finished trials.",
+        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE, RUSH-SIZE (a flag threshold per job "
+        "size). A rerun with more reuses the finished trials.",
     ),
     reference_hours: float = typer.Option(
         12.0,
