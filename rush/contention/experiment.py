@@ -17,7 +17,8 @@ as RUSH's Flux matched. Ten minutes of warm-up (noise and counters, no jobs) com
 so that the first predictions have a full window.
 
 Variants (sensitivity runs of the set-up): ``paper`` (one pod of 512, noise always on),
-``multipod`` (4 pods of 128 with 4:1 tapered pod uplinks), ``onoff`` (noise switching on and off).
+``multipod`` (4 pods of 128 with 4:1 tapered pod uplinks), ``onoff`` (noise switching on and off),
+``longnoise`` (the noise's level held 900 s on average instead of 180 s).
 
 A run "has variation" when its slowdown (runtime over its unimpeded runtime at its size)
 exceeds mu + 1.5 sigma of its application's slowdowns in the campaign (the training label's
@@ -59,11 +60,13 @@ UNLIMITED = -1
 IDLE_RELEASE = 3600.0
 POLICIES: tuple[str, ...] = (
     "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "PRESENT-ORACLE", "NOISE-ORACLE",
-    "CLAIRVOYANT-ORACLE",
+    "CLAIRVOYANT-ORACLE", "RUSH-SIZE",
 )  # fmt: skip
 DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
-LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE")
+LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "RUSH-SIZE")
+# The flag threshold per job size, capped at the size's base rate (see LearnedOracle.by_size).
+BY_SIZE: tuple[str, ...] = ("RUSH-SIZE",)
 # Variability-aware placement ("move, then delay"): flagged jobs to quiet leaves first.
 PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability"}
 # The core's skip counter never reaches this: "no limit".
@@ -95,6 +98,7 @@ VARIANTS: dict[str, tuple[Machine, NoiseSpec]] = {
     "paper": (PAPER, NoiseSpec()),
     "multipod": (MULTIPOD, NoiseSpec()),
     "onoff": (PAPER, SWITCHING),
+    "longnoise": (PAPER, NoiseSpec(change_every=900.0)),
 }
 
 
@@ -137,7 +141,12 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     oracle = None
     if policy in LEARNED:
         model = cell["models"][scenario.model]
-        learned = LearnedOracle(store, Path(model["path"]), np.random.default_rng(probe_seed))
+        by_size = model.get("flag_threshold_by_size") if policy in BY_SIZE else None
+        if policy in BY_SIZE and not by_size:
+            raise ValueError(f"{policy} needs the model's per-size flag thresholds (prepare.json)")
+        learned = LearnedOracle(
+            store, Path(model["path"]), np.random.default_rng(probe_seed), by_size=by_size
+        )
         oracle = Recorded(learned, reference)
     elif policy == "PRESENT-ORACLE":
         oracle = Recorded(reference, reference)

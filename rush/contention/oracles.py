@@ -153,6 +153,7 @@ class LearnedOracle:
         model: Path,
         rng: np.random.Generator,
         classes: tuple[str, ...] = ("variation",),
+        by_size: dict[str, float] | None = None,
     ) -> None:
         from rush.planner.variation import get_predictor
 
@@ -166,6 +167,22 @@ class LearnedOracle:
         self._tick = -1
         self._all_nodes = any(f.startswith("all_") for f in self.predictor.features)
         self._quiet: tuple[int, np.ndarray] | None = None
+        # Per job size, P(classes) at or above which a job is flagged (RUSH-SIZE:
+        # rush.models.variability.train.size_thresholds); None: the card's one threshold.
+        self.by_size = {int(k): float(v) for k, v in (by_size or {}).items()} or None
+        self._columns = [k for k, c in enumerate(self.predictor.class_names) if c in self.predictor.classes]
+
+    def threshold_for(self, nodes: int) -> float:
+        """The per-size threshold of the nearest size the campaign ran (8, 16, 32 nodes)."""
+        assert self.by_size is not None
+        return self.by_size[min(self.by_size, key=lambda s: (abs(s - nodes), s))]
+
+    def _flag(self, features: dict[str, float], spec: JobSpec) -> bool:
+        job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
+        if self.by_size is None:
+            return bool(self.predictor.predict_from(features, [job])[0])
+        _, proba = self.predictor.classify(features, [job.wtype])
+        return bool(proba[0, self._columns].sum() >= self.threshold_for(spec.nodes))
 
     def _window(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
         """The counter features for a job on ``nodes`` now: all-node and, when the model reads
@@ -214,8 +231,7 @@ class LearnedOracle:
             window = self._window(present, nodes)
             probe = simulate_probe(present.fabric, present.util, nodes, self.rng)
             features = window | {f"probe_{name}": value for name, value in probe.items()}
-            job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
-            flags.append(bool(self.predictor.predict_from(features, [job])[0]))
+            flags.append(self._flag(features, spec))
         self.asked += len(flags)
         self.flagged += sum(flags)
         return flags

@@ -116,6 +116,8 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         if meta.get("campaign_args") == wanted and all(
             (study.out / m["path"]).is_file() for m in meta["models"].values()
         ):
+            if _add_size_thresholds(study.out, meta):
+                meta_path.write_text(json.dumps({**meta, "reused": False}, indent=1))
             meta["reused"] = True
             return meta
     models.mkdir(parents=True, exist_ok=True)
@@ -138,7 +140,11 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         path = models / f"variability-{name}.joblib"
         card = model.save(path)
         # Relative to the study's directory: a clone elsewhere reuses the committed models.
-        paths[name] = {"path": str(path.relative_to(study.out)), "flag_threshold": card.get("flag_threshold")}
+        paths[name] = {
+            "path": str(path.relative_to(study.out)),
+            "flag_threshold": card.get("flag_threshold"),
+            "flag_threshold_by_size": card.get("flag_threshold_by_size"),
+        }
         report = model.report()
         trained[name] = {
             "rows": len(dataset),
@@ -163,6 +169,24 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     }
     meta_path.write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def _add_size_thresholds(out: Path, meta: dict[str, Any]) -> bool:
+    """Models prepared before the per-size flag thresholds existed get them (computed from their
+    card and dataset, as training computes them); True when any was added."""
+    from rush.models.variability.dataset import load_dataset
+    from rush.models.variability.train import load_variability_model, size_threshold_table
+
+    added = False
+    for name, entry in meta["models"].items():
+        if entry.get("flag_threshold_by_size"):
+            continue
+        _, card = load_variability_model(out / entry["path"])
+        table = size_threshold_table(load_dataset(out / Path(entry["path"]).parent / f"dataset-{name}"), card)
+        entry["flag_threshold_by_size"] = {k: v["threshold"] for k, v in table.items()}
+        meta["training"][name]["flag_threshold_by_size"] = table
+        added = True
+    return added
 
 
 def check_args(scenarios: list[str], trials: int, seed: int, hours: float, scale: float) -> None:

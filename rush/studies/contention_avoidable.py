@@ -21,7 +21,7 @@ import numpy as np
 BASELINE = "FCFS+EASY"
 CLAIRVOYANT = "CLAIRVOYANT-ORACLE"
 PRESENT = "PRESENT-ORACLE"
-RUNGS: tuple[str, ...] = (CLAIRVOYANT, PRESENT, "RUSH", "RUSH-MOVE")
+RUNGS: tuple[str, ...] = (CLAIRVOYANT, PRESENT, "RUSH", "RUSH-SIZE", "RUSH-MOVE")
 CAUSE_NAMES: tuple[str, ...] = ("noise", "others", "own", "io", "jitter")
 
 
@@ -76,6 +76,7 @@ def ladder(summary: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
             if base is None:
                 continue
             top = by_p.get(CLAIRVOYANT, {}).get("removed", {}).get("mean")
+            present = by_p.get(PRESENT, {}).get("removed", {}).get("mean")
             rungs: dict[str, Any] = {BASELINE: {"runs_with_variation": base["runs_with_variation"]}}
             for p in RUNGS:
                 if p not in by_p:
@@ -86,6 +87,8 @@ def ladder(summary: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
                     "removed": removed,
                     "removed_per_trial": by_p[p]["removed"]["per_trial"],
                     "share_of_clairvoyant": removed / top if top and top > 0 else None,
+                    # The target: RUSH's removal against the present-state oracle's.
+                    "share_of_present": removed / present if present and present > 0 else None,
                     "makespan_change_pct": by_p[p]["makespan_change_pct"]["mean"],
                     "limit_hits_per_trial": summary["experiments"][v][s][p]["limit_hits_per_trial"],
                 }

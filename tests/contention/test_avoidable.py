@@ -162,6 +162,7 @@ def test_ladder_orders_the_rungs_and_shares_the_clairvoyants_removal() -> None:
     assert lad["ordered"] is True
     assert lad["PRESENT-ORACLE"]["share_of_clairvoyant"] == pytest.approx(0.5)
     assert lad["RUSH"]["share_of_clairvoyant"] == pytest.approx(0.25)
+    assert lad["RUSH"]["share_of_present"] == pytest.approx(0.5)  # the target: 1 of 2
     summary["paired"]["paper"]["ADAA"]["RUSH"] = pair([3, 3])  # RUSH above the present state
     assert ladder(summary)["paper"]["ADAA"]["ordered"] is False
     rows = [

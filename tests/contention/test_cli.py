@@ -88,6 +88,8 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     assert set(run["probe"]) >= {"send_max", "recv_mean", "allreduce_mean"}
     card = json.loads((out / "paper" / "models" / "variability-all.joblib.json").read_text())
     assert "flag_threshold" in card
+    # RUSH-SIZE's thresholds: one per node count the campaign ran, passed to the trials.
+    assert card["flag_threshold_by_size"] and set(card["flag_threshold_by_size"]) <= {"8", "16", "32"}
     # A second run reuses the campaign, models and finished trials.
     again = rush(
         "--scenario", "ADAA", "--trials", "1", "--first-trial", "7", "--seed", "3",

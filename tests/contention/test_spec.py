@@ -234,6 +234,9 @@ def test_variants_are_checked_on_the_studys_machine(tmp_path) -> None:
     assert default is paper
     assert multipod.machine_args == {**PAPER_MACHINE, "pod_size": 128, "name": "multipod"}
     assert onoff.noise_args == {**PAPER_NOISE, "mode": "switching"} and onoff.machine_args == PAPER_MACHINE
+    (longnoise,) = check_variants(paper, ["longnoise"])
+    assert longnoise.noise_args == {**PAPER_NOISE, "change_every": 900.0}
+    assert longnoise.noise().change_every == 900.0 and longnoise.machine_args == PAPER_MACHINE
     small = load_study_spec(study(tmp_path, "[machine]\nnodes = 96\n"))
     with pytest.raises(ConfigError, match="not a multiple of machine.pod_size 128") as caught:
         check_variants(small, ["multipod"])

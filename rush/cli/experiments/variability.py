@@ -33,7 +33,8 @@ def variability_command(
         [],
         "--variant",
         metavar="NAME",
-        help="paper | multipod (pods of 128, 4:1 tapered) | onoff (noise switched on and off); "
+        help="paper | multipod (pods of 128, 4:1 tapered) | onoff (noise switched on and off) | "
+        "longnoise (noise levels held 900 s); "
         "repeatable [default: paper].",
         show_default=False,
     ),
@@ -73,8 +74,8 @@ def variability_command(
         "all",
         "--policy",
         help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
-        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE. A rerun with more reuses the "
-        "finished trials.",
+        "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE, RUSH-SIZE (a flag threshold per job "
+        "size). A rerun with more reuses the finished trials.",
     ),
     reference_hours: float = typer.Option(
         12.0,

@@ -290,6 +290,7 @@ def flag_threshold(
     variation_classes: Sequence[str],
     protocol: str = "kfold",
     other: Folds | None = None,
+    sizes: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The probability of the variation classes above which the live predictor flags a job,
     chosen on held-out start decisions (see the module doc, step 5).
@@ -297,8 +298,9 @@ def flag_threshold(
     Every run's class probabilities come from the fold of ``splits`` that did not train on it;
     the threshold is the one of scikit-learn's precision-recall curve with the best F1 of the
     binary label ("variation class or not"). ``other`` (the other protocol's folds) adds the F1
-    at that threshold on its held-out probabilities. With no positive, or no probability, the
-    rule stays "most probable class" (None)."""
+    at that threshold on its held-out probabilities. ``sizes`` (each run's node count) adds
+    ``by_size`` (:func:`size_thresholds`). With no positive, or no probability, the rule stays
+    "most probable class" (None)."""
     wanted = [CLASS_NAMES.index(c) for c in variation_classes]
     positive = np.isin(y_class, wanted).astype(int)
     if positive.sum() == 0:
@@ -319,7 +321,65 @@ def flag_threshold(
         other_score = out_of_fold_scores(make, X, y_class, other, wanted)
         if other_score is not None:
             table["other_protocol"] = at_threshold(positive, other_score, best["threshold"])
+    if sizes is not None:
+        table["by_size"] = size_thresholds(positive, score, sizes, best["threshold"])
     return table
+
+
+def size_thresholds(
+    positive: np.ndarray, score: np.ndarray, sizes: np.ndarray, fallback: float
+) -> dict[str, dict[str, Any]]:
+    """Per job size (node count): the flag threshold of that size's held-out start decisions,
+    capped so that it flags no larger share of them than vary (the size's base rate).
+
+    Why the cap (fixed before any scheduling run with it, sim/variability/README.md): every flag
+    holds a job for at least one pass and counts against its skip limit; a predictor that flags
+    more starts of a size than vary holds jobs that would not have varied and reaches the limit
+    with them. So the threshold is the larger of the size's best-F1 point and the score above
+    which only the base rate's share of its decisions lies. A size with no run with variation
+    keeps ``fallback`` (the all-size threshold)."""
+    out: dict[str, dict[str, Any]] = {}
+    for size in np.unique(sizes[np.isfinite(sizes)]):
+        here = sizes == size
+        pos, sc = positive[here], score[here]
+        rate = float(pos.mean())
+        if pos.sum() == 0:
+            row: dict[str, Any] = {
+                "threshold": float(fallback),
+                "reason": "no run with variation at this size",
+            }
+        else:
+            best = best_f1_threshold(pos, sc)
+            cap = float(np.quantile(sc, 1.0 - rate, method="higher"))
+            row = {
+                "threshold": max(best["threshold"], cap),
+                "best_f1_threshold": best["threshold"],
+                "cap": cap,
+            }
+        row |= {"decisions": int(here.sum()), "base_rate": rate, **at_threshold(pos, sc, row["threshold"])}
+        out[str(int(size))] = row
+    return out
+
+
+def size_threshold_table(
+    dataset: Dataset, card: dict[str, Any], k: int = K_FOLDS
+) -> dict[str, dict[str, Any]]:
+    """:func:`size_thresholds` for a trained model (its card's estimator, features, seed and
+    variation classes) on the dataset it was trained on, by the k-fold start decisions of step 5:
+    for models trained before the per-size table existed."""
+    if "job_nodes" not in dataset.feature_names:
+        raise DatasetError("the dataset has no job_nodes column", where="dataset", fix="rebuild the dataset")
+    cols = [dataset.feature_names.index(f) for f in card["features"]]
+    seed, n_est = int(card["seed"]), int(card.get("n_estimators", 100))
+    table = flag_threshold(
+        lambda n: make_estimator(card["estimator"], seed, n_est, n),
+        dataset.X[:, cols],
+        dataset.y_class,
+        kfolds(dataset.y_binary, k, seed),
+        card["variation_classes"],
+        sizes=dataset.X[:, dataset.feature_names.index("job_nodes")],
+    )
+    return table.get("by_size", {})
 
 
 def folds(apps: np.ndarray) -> Folds:
@@ -548,6 +608,9 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
         options.variation_classes,
         options.selection,
         other,
+        dataset.X[:, dataset.feature_names.index("job_nodes")]
+        if "job_nodes" in dataset.feature_names
+        else None,
     )
     seconds = time.perf_counter() - started
     description = dataset.description
@@ -562,6 +625,8 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
         "variation_classes": list(options.variation_classes),
         "flag_threshold": flag["threshold"],
         "flag_threshold_table": flag,
+        # Per job size (policy RUSH-SIZE in the contention study); absent: no job_nodes column.
+        "flag_threshold_by_size": {k: v["threshold"] for k, v in flag.get("by_size", {}).items()},
         "thresholds": {
             "binary": "runtime > mu + 1.5 sigma of the application (ddof 0)",
             "classes": "none < mu + 1.2 sigma <= little <= mu + 1.5 sigma < variation",
