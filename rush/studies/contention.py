@@ -229,6 +229,16 @@ def check_policies(text: str) -> tuple[str, ...]:
     return tuple(p for p in POLICIES if p in names or p == "FCFS+EASY")
 
 
+def _models_key(out: Path, meta: dict[str, Any]) -> str:
+    """A digest of the model files and flag thresholds a learned policy runs with."""
+    digest = hashlib.sha1()
+    for name, model in sorted(meta["models"].items()):
+        digest.update(name.encode())
+        digest.update(hashlib.sha256((out / model["path"]).read_bytes()).digest())
+        digest.update(json.dumps({k: v for k, v in model.items() if k != "path"}, sort_keys=True).encode())
+    return digest.hexdigest()[:12]
+
+
 def prepare_only(study: ContentionStudy) -> dict[str, Any]:
     """``--prepare-only``: the bar, the campaign and the models of every variant, no trial."""
     check_args(study.scenarios, 1, study.seed, study.hours, study.scale)
@@ -263,8 +273,10 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             "scale": study.scale,
             "models": {k: m | {"path": str(study.out / m["path"])} for k, m in metas[v]["models"].items()},
             "thresholds": metas[v]["thresholds"],
-            # A finished trial is reused only under the same bar (the sweep's key).
+            # A finished trial is reused only under the same bar and, for a learned policy, the same
+            # model files (the sweep's key): a retrained model must not bring back old trials.
             "bar": hashlib.sha1(json.dumps(metas[v]["thresholds"], sort_keys=True).encode()).hexdigest()[:12],
+            "model_key": _models_key(study.out, metas[v]) if p in LEARNED else "",
             "study_spec": _spec(study, v),
         }
         for v in study.variants
@@ -282,7 +294,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             cluster=study.cluster,
             resume=not study.fresh,
             progress=study.progress,
-            key_fields=["variant", "scenario", "trial", "policy", "seed", "scale", "bar"],
+            key_fields=["variant", "scenario", "trial", "policy", "seed", "scale", "bar", "model_key"],
         ),
     )
     if rows.failed:

@@ -1,0 +1,20 @@
+"""A finished learned trial is reused only with the same model files (the sweep's key)."""
+
+from __future__ import annotations
+
+from rush.studies.contention import _models_key
+
+
+def _meta(threshold: float) -> dict:
+    return {"models": {"all": {"path": "paper/models/m.joblib", "flag_threshold": threshold}}}
+
+
+def test_a_retrained_model_or_threshold_changes_the_key(tmp_path) -> None:
+    model = tmp_path / "paper" / "models" / "m.joblib"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"first model")
+    first = _models_key(tmp_path, _meta(0.5))
+    assert _models_key(tmp_path, _meta(0.5)) == first  # same files, same key: the trial is reused
+    assert _models_key(tmp_path, _meta(0.6)) != first  # another flag threshold
+    model.write_bytes(b"retrained model")
+    assert _models_key(tmp_path, _meta(0.5)) != first  # another model file
