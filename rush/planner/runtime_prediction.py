@@ -37,9 +37,10 @@ someone else's history.
 
 from __future__ import annotations
 
-import getpass
 import logging
 import math
+import os
+import pwd
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,10 +67,19 @@ CREATE INDEX IF NOT EXISTS runtime_history_user ON runtime_history (user, end);
 SOURCE_REQUEST = "request"
 
 
-def history_user(job: RJMSJob, own_account: str) -> int:
+def own_accounts() -> frozenset[str]:
+    """The account rush runs as, by name and by uid (Flux's backend reports uids)."""
+    uid = os.geteuid()
+    try:
+        return frozenset({pwd.getpwuid(uid).pw_name, str(uid)})
+    except KeyError:
+        return frozenset({str(uid)})
+
+
+def history_user(job: RJMSJob, own: frozenset[str]) -> int:
     """The user key a job's runtime is learned and predicted under (module docstring)."""
     tagged = job.tags.get("user", "")
-    if tagged and job.user == own_account:
+    if tagged and job.user in own:
         return user_id(tagged)
     return user_id(job.user)
 
@@ -157,13 +167,13 @@ class LiveRuntimePredictor:
         predictor: RuntimePredictor,
         store: RuntimeHistoryStore | None,
         version: str = "",
-        own_account: str | None = None,
+        own: frozenset[str] | None = None,
     ) -> None:
         self.name = name
         self.predictor = predictor
         self.store = store
         self.version = version or name
-        self.own_account = own_account if own_account is not None else getpass.getuser()
+        self.own = own if own is not None else own_accounts()
         self.retrain_every = getattr(predictor, "retrain_every", None)
         self.last_fit: float | None = None
         # job id -> its raw prediction (guarded at every use)
@@ -203,7 +213,7 @@ class LiveRuntimePredictor:
         rows = [
             Finished(
                 j.job_id,
-                history_user(j, self.own_account),
+                history_user(j, self.own),
                 float(j.submit),
                 int(j.procs),
                 min(float(j.requested_time), UNLIMITED_SECONDS),
@@ -230,7 +240,7 @@ class LiveRuntimePredictor:
         if not new:
             return 0
         columns = RuntimeJobs.of(
-            user=np.array([history_user(j, self.own_account) for j in new], dtype=np.int64),
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
             submit=np.array([j.submit for j in new], dtype=np.float64),
             procs=np.array([j.procs for j in new], dtype=np.int64),
             requested_time=np.array(
