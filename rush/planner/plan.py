@@ -138,6 +138,11 @@ class Planner:
             runtime=self.runtime,
         )
 
+    @property
+    def awaiting_completions(self) -> bool:
+        """Jobs seen running last pass: a pass now would learn which of them finished."""
+        return bool(self._running)
+
     # -- set-up ---------------------------------------------------------------------------
     def _model_error(self, model: str, exc: Exception, cycle: int | None = None) -> None:
         """A model that cannot be used is journaled; the daemon goes on without it."""
