@@ -347,6 +347,8 @@ class Planner:
             else:
                 self._queue[row.job_id] = row
         self.metrics.observe_estimates(now, list(decisions.estimated_start.values()))
+        if self.runtime is not None:
+            self.metrics.observe_runtime_sources(built.outputs)
 
     def _act(
         self, cycle: int, state: ClusterState, built: Built, decisions: Decisions

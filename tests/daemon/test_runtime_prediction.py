@@ -80,6 +80,7 @@ def test_history_makes_the_estimates_follow_the_prediction(tmp_path):
     row = d.journal.queue()[4]
     assert row.estimated_start == 2050.0 + predicted and row.estimate == predicted
     assert '"runtime_source": "easy++"' in row.model_outputs
+    assert d.metrics.runtime_sources.labels(source="easy++")._value.get() == 2
     # Once job 3 outlives its prediction the core corrects it (stepwise); kills stay at the limit.
     now = 2050.0 + predicted + 10.0
     _, decided = cycle(d, q, now, job(3, "RUNNING", 2000.0, 2050.0), job(4, "PENDING", 2060.0))
