@@ -14,10 +14,31 @@ import pytest
 
 from rush.core.runtime_predictions import CORRECTION_STEPWISE, running_estimate
 from rush.daemon.service import Daemon
-from tests.daemon.test_live_slurm import config, state_of, wait_for
+from rush.planner.config import RushConfig, parse_config
+from rush.rjms.base import get_backend
+from tests import polling
 
 LIMIT_MINUTES = 60
 LIMIT = LIMIT_MINUTES * 60.0
+
+
+def wait_for(predicate, timeout: float = 45.0, step: float = 0.5):
+    return polling.wait_for(predicate, timeout, step)
+
+
+def state_of(cluster, job_id: int) -> str:
+    found = get_backend("slurm", **cluster.options()).job(job_id)
+    return found.state if found else ""
+
+
+def config(cluster, tmp_path, policy: dict) -> RushConfig:
+    return parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+            "policy": {"threshold": "none", **policy},
+            "rjms": {"backend": "slurm", "options": cluster.options(timeout=8)},
+        }
+    )
 
 
 def history(daemon: Daemon) -> list[float]:
