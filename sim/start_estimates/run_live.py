@@ -12,10 +12,10 @@ Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-po
 match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none;
-``easy++``: policy.runtime_prediction = "easy++", the predictor learning from the window's own
-completions only; ``easy++-history``: the same, its history first filled with each user's
-jobs that finished before the window's first submit, from the trace, scaled like the window:
-what a site's accounting holds when rush starts), runs
+``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
+own completions only; ``easy++-history``, ``gaussier-history``: the same, its history first
+filled with each user's last jobs that finished before the window's first submit, from the
+trace, scaled like the window: what a site's accounting holds when rush starts), runs
 
     rush replay TRACE --window W --speedup K --config rush.toml --estimates OUT.csv --out OUT.json
 
@@ -33,7 +33,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
-VARIANTS = ("limits", "model", "easy++", "easy++-history")
+PREDICTORS = ("easy++", "gaussier")
+VARIANTS = ("limits", "model", *PREDICTORS, *(f"{name}-history" for name in PREDICTORS))
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
@@ -82,8 +83,8 @@ def slurm_cluster(workdir: Path, speedup: float, nodes: bool):
 
 def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: float) -> Path:
     policy = f"divider = {DIVIDER / speedup:g}\n" if variant == "model" else ""
-    if variant.startswith("easy++"):
-        policy = 'runtime_prediction = "easy++"\n'
+    if variant.removesuffix("-history") in PREDICTORS:
+        policy = f'runtime_prediction = "{variant.removesuffix("-history")}"\n'
     models = f"\n[models]\nsmall_below = {SMALL_BELOW / speedup:g}\n" if variant == "model" else ""
     path = work / "rush.toml"
     path.write_text(
@@ -143,7 +144,7 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
     work = Path(tempfile.mkdtemp(prefix=f"rush-estimates-{rjms}-"))
-    if variant == "easy++-history":
+    if variant.endswith("-history"):
         print(f"runtime history: {seed_history(work / 'journal.sqlite', trace, window, float(speedup))} jobs")
     argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
     argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
