@@ -87,6 +87,16 @@ def test_history_makes_the_estimates_follow_the_prediction(tmp_path):
     expected = running_estimate(CORRECTION_STEPWISE, predicted, now - 2050.0, HOUR)
     assert expected == predicted + 60.0
     assert decided.estimated_start[4] == 2050.0 + expected
+    # rush explain's "waits behind job 3, predicted end": the corrected estimate, journaled.
+    assert d.journal.queue()[3].estimate == expected
+    d.journal.db.close()
+    out = subprocess.run(
+        [sys.executable, "-m", "rush", "explain", "4", "--journal", str(tmp_path / "j.sqlite")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "predicted by easy++" in out.stdout and "waits behind job 3" in out.stdout
     assert not decided.of("kill")
 
 
