@@ -133,10 +133,10 @@ class ModuleBackend(FluxBackend):
             self.sched.read_fairshares()
         return self.sched.cluster_state(partitions)
 
-    def accounting(self, job_ids) -> list[dict]:
-        """When the module freed each finished job (the runtime predictor's end times), no RPC."""
+    def end_times(self, job_ids) -> dict[int, float]:
+        """When the module freed each finished job (the planner's completions), without an RPC."""
         ended = self.sched.ended
-        return [{"job_id": j, "end": ended.pop(j)} for j in job_ids if j in ended]
+        return {j: ended.pop(j) for j in job_ids if j in ended}
 
 
 class RushScheduler(Scheduler):

@@ -448,13 +448,7 @@ class Planner:
         finished = [j for j in finished if not _killed_by_rush(j, records.get(j.job_id))]
         if not finished:
             return
-        ends: dict[int, float] = {}
-        try:
-            for record in self.backend.accounting([j.job_id for j in finished]):
-                if record.get("end"):
-                    ends[int(record["job_id"])] = float(record["end"])
-        except (NotImplementedError, RushError) as exc:
-            log.debug("no accounting for finished jobs (%s); using the read time", exc)
+        ends = self._end_times([j.job_id for j in finished])
         if self.runtime is not None:
             try:
                 with self.journal.transaction():
@@ -469,6 +463,21 @@ class Planner:
             self.classifier.save()
         except Exception as exc:
             self._model_error(self.classifier.name, exc, cycle)
+
+    def _end_times(self, job_ids: list[int]) -> dict[int, float]:
+        """When finished jobs ended: as a shell that saw them end says (the Flux module's
+        ``end_times``), else as the RJMS's accounting says; a job missing is ended at the read."""
+        end_times = getattr(self.backend, "end_times", None)
+        if end_times is not None:
+            return end_times(job_ids)
+        ends: dict[int, float] = {}
+        try:
+            for record in self.backend.accounting(job_ids):
+                if record.get("end"):
+                    ends[int(record["job_id"])] = float(record["end"])
+        except (NotImplementedError, RushError) as exc:
+            log.debug("no accounting for finished jobs (%s); using the read time", exc)
+        return ends
 
 
 def _killed_by_rush(job: RJMSJob, rec: JobRecord | None) -> bool:
