@@ -10,9 +10,11 @@ Flux module alike) gives it:
   newest), so a restarted daemon replays them into a fresh predictor: the history survives
   restarts without a file of its own. Gaussier et al.'s regression is refit on that history
   every ``retrain_every`` seconds (a week), as in the walk-forward.
-* **predictions**: each job is predicted once, the first pass that sees it (pending, or
-  running when rush never saw it pending), as the simulator predicts at submission; the raw
-  value is kept in memory for the job's life and put through the core's guard at every pass
+* **predictions**: each job is predicted at the first pass that sees it (pending or running),
+  as the simulator predicts at submission, and again, pending or running, after its user
+  finishes another job (the history as of now: no later data; the simulator, which predicts
+  only at submission, does not). The raw value is kept in memory for the job's life and put
+  through the core's guard at every pass
   (:func:`rush.core.runtime_predictions.predicted_runtime`: NaN, infinite or <= 0 -> the
   request; capped by the current request), so no NaN or negative estimate is ever published.
 
@@ -176,8 +178,11 @@ class LiveRuntimePredictor:
         self.own = own if own is not None else own_accounts()
         self.retrain_every = getattr(predictor, "retrain_every", None)
         self.last_fit: float | None = None
-        # job id -> its raw prediction (guarded at every use)
+        # job id -> its raw prediction (guarded at every use) and the user key it was made for
         self.raw: dict[int, float] = {}
+        self.user_of: dict[int, int] = {}
+        # Users with a completion since their jobs were last predicted.
+        self.changed: set[int] = set()
         self.notes: list[str] = []
         self.dropped = self.clipped = 0
         if store is not None:
@@ -230,13 +235,18 @@ class LiveRuntimePredictor:
             good = [r for r in rows if math.isfinite(r.runtime) and math.isfinite(r.end)]
             self.store.add(good)
         self._learn(rows, rows[-1].end)
+        self.changed.update(r.user for r in rows)
         for r in rows:
             self.raw.pop(r.job_id, None)
 
     # -- predicting -----------------------------------------------------------------------
     def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
-        """Predict the jobs not predicted yet; returns how many were."""
-        new = [j for j in jobs if j.job_id not in self.raw]
+        """Predict the jobs not predicted yet, and again those whose user has finished a job
+        since (the history as of now, no later data); returns how many were."""
+        changed, self.changed = self.changed, set()
+        new = [
+            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
+        ]
         if not new:
             return 0
         columns = RuntimeJobs.of(
@@ -251,8 +261,9 @@ class LiveRuntimePredictor:
         values = np.asarray(self.predictor.predict(columns), dtype=np.float64).reshape(-1)
         if len(values) != len(new):
             raise ValueError(f"the {self.name} predictor gave {len(values)} predictions for {len(new)} jobs")
-        for j, v in zip(new, values.tolist(), strict=True):
+        for j, v, u in zip(new, values.tolist(), columns.user.tolist(), strict=True):
             self.raw[j.job_id] = v
+            self.user_of[j.job_id] = u
         return len(new)
 
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
@@ -272,6 +283,7 @@ class LiveRuntimePredictor:
         """Drop the predictions of jobs no longer in the queue."""
         if len(self.raw) > len(live):
             self.raw = {k: v for k, v in self.raw.items() if k in live}
+            self.user_of = {k: v for k, v in self.user_of.items() if k in live}
 
 
 def load_runtime_predictor(

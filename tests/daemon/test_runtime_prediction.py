@@ -115,6 +115,17 @@ def test_fallback_to_the_request_for_a_user_with_one_job_and_other_users(tmp_pat
     assert decided.estimated_start[4] == 1050.0 + HOUR
 
 
+def test_jobs_are_predicted_again_when_their_user_finishes_another(tmp_path):
+    d, q = daemon(tmp_path)
+    waiting = job(9, "PENDING", 900.0)
+    built, _ = cycle(d, q, 999.0, job(1, "RUNNING", 0.0, 700.0), waiting)
+    assert built.snapshot.pending[0].estimate == HOUR  # no finished job of alice yet: the request
+    cycle(d, q, 1000.0, job(2, "RUNNING", 0.0, 1000.0), waiting)  # job 1 ended: 300 s
+    built, _ = cycle(d, q, 1500.0, waiting)  # job 2 ended: 500 s
+    assert built.snapshot.pending[0].estimate == 400.0
+    assert built.outputs[9]["runtime_source"] == "easy++"
+
+
 def test_the_history_survives_a_restart(tmp_path):
     d, q = daemon(tmp_path)
     finish_two(d, q, (300.0, 500.0))
