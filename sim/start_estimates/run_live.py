@@ -95,14 +95,15 @@ def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: flo
     return path
 
 
-def seed_history(journal: Path, trace: str, window: str, speedup: float) -> int:
+def seed_history(journal: Path, trace: str, window: str, speedup: float, one_user: bool = False) -> int:
     """Each user's last jobs finished before the window's first submit (no later data), into
     the journal's runtime history, scaled by K and ending before now in their order; the
-    users keyed as the replay tags them (rush.studies.replay.replay_comment)."""
+    users keyed as the replay tags them (rush.studies.replay.replay_comment). ``one_user``
+    (Slurm, where the replay's jobs carry no user tag): all of them as the replay's account."""
     import time
 
     from rush.planner.journal import Journal
-    from rush.planner.runtime_prediction import Finished, RuntimeHistoryStore
+    from rush.planner.runtime_prediction import Finished, RuntimeHistoryStore, own_accounts
     from rush.planner.snapshot_builder import user_id
     from rush.studies.replay_window import Window
     from rush.workload.catalogue import load_trace
@@ -113,10 +114,11 @@ def seed_history(journal: Path, trace: str, window: str, speedup: float) -> int:
     end = w.submit + np.maximum(np.asarray(w.extra["wait"], dtype=float), 0.0) + w.runtime
     before = np.flatnonzero((end <= first) & (w.user >= 0) & np.isfinite(w.runtime))
     now = time.time()
+    account = min(own_accounts(), key=lambda name: name.isdigit())  # the name (Slurm reports names)
     rows = [
         Finished(
             -1 - int(k),
-            user_id(f"trace-{int(w.user[k])}"),
+            user_id(account if one_user else f"trace-{int(w.user[k])}"),
             now - (first - float(w.submit[k])) / speedup,
             int(w.procs[k]),
             float(w.requested_time[k]) / speedup,
@@ -145,7 +147,9 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
     stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
     work = Path(tempfile.mkdtemp(prefix=f"rush-estimates-{rjms}-"))
     if variant.endswith("-history"):
-        print(f"runtime history: {seed_history(work / 'journal.sqlite', trace, window, float(speedup))} jobs")
+        one_user = rjms.startswith("slurm")
+        seeded = seed_history(work / "journal.sqlite", trace, window, float(speedup), one_user)
+        print(f"runtime history: {seeded} jobs" + (" (one user: the replay's account)" if one_user else ""))
     argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
     argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
     if rjms in ("slurm", "slurm-nodes"):
