@@ -226,7 +226,10 @@ def _priority_lines(view: dict[str, Any], row: dict[str, Any]) -> list[str]:
         + "".join(f"; {k} {v}" for k, v in probability.items())
     )
     if row["estimate"] is not None:
-        out.append(f"  estimate     runtime {_span(row['estimate'])} (the policy's p~)")
+        runtime_source = outputs.get("runtime_source")
+        said = {None: "the policy's p~", "request": "the request: no shorter prediction"}
+        why = said.get(runtime_source, f"predicted by {runtime_source}")
+        out.append(f"  estimate     runtime {_span(row['estimate'])} ({why})")
     out.append(
         f"  fair-share   {_v(row['fairshare'])}"
         + (" (not read: neutral 0.5)" if row["fairshare"] is None else "")

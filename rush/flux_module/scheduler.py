@@ -138,6 +138,11 @@ class ModuleBackend(FluxBackend):
             self.sched.read_fairshares()
         return self.sched.cluster_state(partitions)
 
+    def end_times(self, job_ids) -> dict[int, float]:
+        """When the module freed each finished job (the planner's completions), without an RPC."""
+        ended = self.sched.ended
+        return {j: ended.pop(j) for j in job_ids if j in ended}
+
 
 class RushScheduler(Scheduler):
     queue_depth = "unlimited"
@@ -163,6 +168,8 @@ class RushScheduler(Scheduler):
         # Queued jobs as rush reads them (built once, at alloc) and the jobs this module started.
         self.pending: dict[int, RJMSJob] = {}
         self.running: dict[int, RJMSJob] = {}
+        # Finished jobs' end times until the planner's next pass reads them (its accounting).
+        self.ended: dict[int, float] = {}
         self._users: dict[int, str] = {}
         self._userids: dict[int, int] = {}  # queued job -> its userid (its association's)
         # Node name <-> broker rank (names are R's hostnames when unique, else rank<N>).
@@ -217,7 +224,7 @@ class RushScheduler(Scheduler):
         also with an empty queue while jobs run (the base class asks for one only with jobs queued)."""
         if self._queue:
             self._request_schedule()
-        elif self.running:
+        elif self.running or self.planner.awaiting_completions:
             self.schedule()
 
     def _owner(self) -> int | None:
@@ -402,8 +409,8 @@ class RushScheduler(Scheduler):
 
     def free(self, jobid, R, final=False):
         super().free(jobid, R, final)
-        if final:
-            self.running.pop(jobid, None)
+        if final and self.running.pop(jobid, None) is not None:
+            self.ended[jobid] = time.time()
 
     def cancel(self, jobid):
         super().cancel(jobid)
@@ -438,10 +445,12 @@ class RushScheduler(Scheduler):
         journaled as failed and logged as an error, and no later start of the pass is made
         (they were planned around it: a backfill past a refused head could take its nodes).
         The next pass decides again on a fresh read."""
-        if not self._queue and not self.running:
+        if not self._queue and not self.running and not self.planner.awaiting_completions:
+            self.ended.clear()
             return
         self.answers.answer_open()  # the last passes' commits: done by now, as a rule
         report = self.planner.run_cycle()
+        self.ended.clear()  # read by that pass (or of jobs it never saw run)
         if not report.ok or self.planner.last is None or self.planner.last[0] != report.cycle:
             return  # journaled by the planner; nothing is started on a failed pass
         cycle, built, decisions = self.planner.last

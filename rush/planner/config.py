@@ -175,6 +175,19 @@ class PolicySection(Section):
         "holding a reservation (as Slurm's bf_max_job_test); the rest wait, listed in the journal "
         "as not considered; absent: every job",
     )
+    runtime_prediction: Literal["none", "easy++", "gaussier", "runtime-quantiles"] = Field(
+        "none",
+        description="the runtime predictor whose predictions the core schedules and estimates starts "
+        'with, as rush simulate --runtime-prediction: "easy++" (mean of the user\'s last two finished '
+        'runtimes), "gaussier" (Gaussier et al.\'s regression, refit weekly on the kept history), '
+        '"runtime-quantiles" (rush\'s quantile model, models.runtime_quantiles) or "none" (limits); '
+        "predictions are capped at the limit, jobs are still killed only at it",
+    )
+    prediction_correction: Literal["none", "request", "stepwise"] | None = Field(
+        None,
+        description="how a running job that outlives its prediction is re-estimated: none, request or "
+        "stepwise (Tsafrir et al.'s); absent: the predictor's rule (stepwise)",
+    )
     time_origin: Seconds | None = Field(
         None,
         ge=0,
@@ -206,6 +219,11 @@ class ModelsSection(Section):
         le=1e9,
         description="seconds > 0 and <= 1e9: a rule classifier, jobs requesting at most this are "
         "predicted small (used when no model is configured)",
+    )
+    runtime_quantiles: FilePath | None = Field(
+        None,
+        description="path of a runtime-quantile model (rush train runtime-quantiles), loaded through its "
+        'verified model card, for policy.runtime_prediction = "runtime-quantiles"',
     )
 
 
@@ -310,7 +328,20 @@ class RushConfig(Section):
             priority_weight=self.site.priority_weight,
             max_jobs_considered=p.max_jobs_considered,
             rjms_priority_first=starts_jobs and p.rjms_priority == "first",
+            **self.prediction_rules(),
         )
+
+    def prediction_rules(self) -> dict[str, Any]:
+        """The core's rules for the configured runtime predictor (as rush simulate
+        --runtime-prediction): its backfill order (shortest predicted first) and correction
+        rule, unless policy.prediction_correction names another; nothing without a predictor."""
+        p = self.policy
+        if p.runtime_prediction == "none":
+            return {}
+        from rush.core.runtime_predictions import prediction_policy
+
+        order, correction = prediction_policy(p.runtime_prediction)
+        return {"backfill_policy": order, "prediction_correction": p.prediction_correction or correction}
 
 
 def explain(exc: ValidationError, source: str) -> ConfigError:
@@ -332,6 +363,19 @@ def _cross_checks(config: RushConfig, source: str) -> None:
             "the policy has a fairshare term but no fair-share factor is read",
             where=f"{source}: site.fairshare",
             fix="set site.fairshare = \"rjms\" (the RJMS's factor), or drop the policy's fairshare term",
+        )
+    if p.runtime_prediction == "runtime-quantiles" and config.models.runtime_quantiles is None:
+        raise ConfigError(
+            "the runtime-quantiles predictor needs its model file",
+            where=f"{source}: models.runtime_quantiles",
+            fix="train one (rush train runtime-quantiles TRACE --out FILE) and set models.runtime_quantiles, "
+            'or policy.runtime_prediction = "easy++"',
+        )
+    if p.prediction_correction is not None and p.runtime_prediction == "none":
+        raise ConfigError(
+            "policy.prediction_correction corrects runtime predictions, and none is configured",
+            where=f"{source}: policy.prediction_correction",
+            fix='set policy.runtime_prediction (e.g. "easy++"), or remove policy.prediction_correction',
         )
     if v.enabled and v.predictor == "learned" and v.model is None:
         raise ConfigError(

@@ -22,6 +22,9 @@ rush_estimated_wait_seconds{quantile}              gauge      pending jobs' esti
                                                               (0.5, 0.9, 1 = longest) now
 rush_pending_without_estimate                      gauge      pending jobs with no start in
                                                               sight (too wide, drained nodes)
+rush_runtime_source_jobs{source}                   gauge      queued and running jobs whose
+                                                              runtime estimate is the
+                                                              predictor's or the request
 =================================================  =========  ==========================
 
 Per-job estimates are not metrics (one series per job would be 10 000 series): they are in the
@@ -80,6 +83,12 @@ class DaemonMetrics:
         self.without_estimate = Gauge(
             "rush_pending_without_estimate", "Pending jobs with no start in sight", registry=r
         )
+        self.runtime_sources = Gauge(
+            "rush_runtime_source_jobs",
+            "Jobs by the source of their runtime estimate at the last cycle (a predictor's name, request)",
+            ["source"],
+            registry=r,
+        )
         for outcome in ("ok", "rjms_error", "error"):
             self.cycles.labels(outcome=outcome)  # export zeros so rate() works from the start
 
@@ -92,6 +101,16 @@ class DaemonMetrics:
             self.estimated_wait.labels(quantile=f"{q:g}").set(
                 float(np.quantile(finite, q)) if len(finite) else 0.0
             )
+
+    def observe_runtime_sources(self, outputs: dict[int, dict]) -> None:
+        """Count the jobs by ``runtime_source`` (rush.planner.runtime_prediction)."""
+        counts: dict[str, int] = {}
+        for out in outputs.values():
+            source = out.get("runtime_source")
+            if source is not None:
+                counts[source] = counts.get(source, 0) + 1
+        for source in set(counts) | {"request"}:
+            self.runtime_sources.labels(source=source).set(counts.get(source, 0))
 
     def serve(self, address: str) -> int:
         """Serve /metrics on ``HOST:PORT``; returns the port (0 picks a free one)."""

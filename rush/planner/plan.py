@@ -8,7 +8,8 @@ run one :class:`Planner` cycle per pass:
    ``daemon.max_read_seconds``: log, count, journal and take **no** action on stale data;
 2. reconcile intents left open by a crash, and confirm the requeues issued last cycle
    (they are asynchronous: issued, never waited for, never re-issued) (:meth:`Applier.reconcile`);
-3. feed finished jobs to the runtime classifier's live history;
+3. feed finished jobs to the runtime classifier's live history and the runtime predictor
+   (:mod:`rush.planner.runtime_prediction`, whose predictions become the jobs' estimates);
 4. build the core's snapshot (:mod:`rush.planner.snapshot_builder`);
 5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
 6. plan and apply through the backend within the rate limits, or in dry-run only journal
@@ -38,6 +39,7 @@ from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, Qu
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.pass_trigger import PassTrigger
 from rush.planner.queue_view import QueueView, describe_core, queue_rows
+from rush.planner.runtime_prediction import LiveRuntimePredictor, load_runtime_predictor
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
 from rush.planner.start_order import MAX_REPORTED, started_out_of_order
@@ -113,6 +115,7 @@ class Planner:
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
         self.classifier = self._load_classifier()
+        self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
         # What rush explain needs to recompute a priority's terms (policy, threshold, ...).
         self.journal.set_meta("core_config", describe_core(self.core_config, config.policy.policy))
@@ -133,7 +136,13 @@ class Planner:
             self._model_error,
             time_origin=self._time_origin(),
             kill_false_small=self.core_config.kill_false_small,
+            runtime=self.runtime,
         )
+
+    @property
+    def awaiting_completions(self) -> bool:
+        """Jobs seen running last pass: a pass now would learn which of them finished."""
+        return bool(self._running)
 
     # -- set-up ---------------------------------------------------------------------------
     def _model_error(self, model: str, exc: Exception, cycle: int | None = None) -> None:
@@ -158,6 +167,21 @@ class Planner:
             for note in getattr(classifier, "notes", []):
                 self.journal.event(None, "model", f"{classifier.name}: {note}")
         return classifier
+
+    def _load_runtime_predictor(self) -> LiveRuntimePredictor | None:
+        """The configured runtime predictor with the history kept in the journal; one that
+        cannot load (a quantile model file refused) is journaled, and estimates use limits."""
+        name = self.config.policy.runtime_prediction
+        try:
+            runtime = load_runtime_predictor(name, self.config.models.runtime_quantiles, self.journal.db)
+        except Exception as exc:
+            self._model_error(f"runtime:{name}", exc)
+            return None
+        if runtime is not None:
+            self.metrics.model_info.labels(model=f"runtime:{name}", version=runtime.version).set(1)
+            for note in runtime.notes:
+                self.journal.event(None, "model", f"runtime:{name}: {note}")
+        return runtime
 
     def _core_config(self) -> CoreConfig:
         divider = self.classifier.divider if self.classifier is not None else None
@@ -336,6 +360,8 @@ class Planner:
             else:
                 self._queue[row.job_id] = row
         self.metrics.observe_estimates(now, list(decisions.estimated_start.values()))
+        if self.runtime is not None:
+            self.metrics.observe_runtime_sources(built.outputs)
 
     def _act(
         self, cycle: int, state: ClusterState, built: Built, decisions: Decisions
@@ -427,7 +453,7 @@ class Planner:
         still_here = {j.job_id for j in state.jobs}
         finished = [j for job_id, j in self._running.items() if job_id not in still_here]
         self._running = running
-        if not finished or self.classifier is None:
+        if not finished or (self.classifier is None and self.runtime is None):
             return
         # A run rush killed (false-small; on Flux the job leaves and a replacement is submitted)
         # was cut short: its length is not a runtime for the history.
@@ -435,19 +461,36 @@ class Planner:
         finished = [j for j in finished if not _killed_by_rush(j, records.get(j.job_id))]
         if not finished:
             return
-        ends: dict[int, float] = {}
-        try:
-            for record in self.backend.accounting([j.job_id for j in finished]):
-                if record.get("end"):
-                    ends[int(record["job_id"])] = float(record["end"])
-        except (NotImplementedError, RushError) as exc:
-            log.debug("no accounting for finished jobs (%s); using the read time", exc)
+        ends = self._end_times([j.job_id for j in finished])
+        if self.runtime is not None:
+            try:
+                with self.journal.transaction():
+                    self.runtime.observe_finished([(j, ends.get(j.job_id, state.taken_at)) for j in finished])
+            except Exception as exc:
+                self._model_error(f"runtime:{self.runtime.name}", exc, cycle)
+        if self.classifier is None:
+            return
         try:
             for j in finished:
                 self.classifier.observe_finished(j, ends.get(j.job_id, state.taken_at))
             self.classifier.save()
         except Exception as exc:
             self._model_error(self.classifier.name, exc, cycle)
+
+    def _end_times(self, job_ids: list[int]) -> dict[int, float]:
+        """When finished jobs ended: as a shell that saw them end says (the Flux module's
+        ``end_times``), else as the RJMS's accounting says; a job missing is ended at the read."""
+        end_times = getattr(self.backend, "end_times", None)
+        if end_times is not None:
+            return end_times(job_ids)
+        ends: dict[int, float] = {}
+        try:
+            for record in self.backend.accounting(job_ids):
+                if record.get("end"):
+                    ends[int(record["job_id"])] = float(record["end"])
+        except (NotImplementedError, RushError) as exc:
+            log.debug("no accounting for finished jobs (%s); using the read time", exc)
+        return ends
 
 
 def _killed_by_rush(job: RJMSJob, rec: JobRecord | None) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 
 from rush.core.config import CoreConfig
 from rush.core.priority_terms import JobInputs, priority_terms
+from rush.core.runtime_predictions import correction_code, running_estimate
 from rush.core.snapshot import Decisions, PendingJob
 from rush.planner.journal import QueueRow
 from rush.planner.snapshot_builder import Built
@@ -63,11 +64,28 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _estimate_of(job: PendingJob | None) -> float | None:
+    return None if job is None or job.estimate is None else float(job.estimate)
+
+
+def _running_estimates(view: QueueView) -> dict[int, float]:
+    """Running jobs' predicted lengths as the core's projection uses them (a prediction the run
+    outlived, corrected by the configured rule): what ``rush explain`` ends them at."""
+    code = correction_code(view.config.prediction_correction)
+    now = view.now
+    return {
+        r.job_id: float(running_estimate(code, float(r.estimate), now - r.start, float(r.requested_time)))
+        for r in view.built.snapshot.running
+        if r.estimate is not None
+    }
+
+
 def queue_rows(view: QueueView, previous: dict[int, QueueRow]) -> list[QueueRow]:
     """The rows that changed since ``previous`` (the rows last written, by job id), with
     jobs that left the queue marked ``gone``."""
     d = view.decisions
     pending = {p.job_id: p for p in view.built.snapshot.pending}
+    running_now = _running_estimates(view)
     changed: list[QueueRow] = []
     seen = set()
     for job in view.state.jobs:
@@ -92,7 +110,7 @@ def queue_rows(view: QueueView, previous: dict[int, QueueRow]) -> list[QueueRow]
             submit=job.submit,
             procs=job.procs,
             requested_time=job.requested_time,
-            estimate=None if p is None or p.estimate is None else float(p.estimate),
+            estimate=running_now.get(job.job_id) if running else _estimate_of(p),
             runtime_class=-1 if p is None else int(p.runtime_class),
             fairshare=None if p is None else p.fairshare,
             priority=d.priority.get(job.job_id),

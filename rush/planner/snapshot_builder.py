@@ -198,6 +198,18 @@ class Built:
 ErrorSink = Callable[[str, Exception], None]
 
 
+class RuntimeSource(Protocol):
+    """The builder's view of a live runtime predictor (rush.planner.runtime_prediction)."""
+
+    name: str
+
+    def forget_except(self, live: set[int]) -> None: ...
+
+    def predict_new(self, jobs: Sequence[RJMSJob]) -> int: ...
+
+    def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]: ...
+
+
 class SnapshotBuilder:
     def __init__(
         self,
@@ -206,8 +218,11 @@ class SnapshotBuilder:
         on_model_error: ErrorSink | None = None,
         time_origin: float = 0.0,
         kill_false_small: bool = False,
+        runtime: RuntimeSource | None = None,
     ) -> None:
         self.time_origin = float(time_origin)
+        # The runtime predictor (rush.planner.runtime_prediction): jobs' estimates; None: limits.
+        self.runtime = runtime
         self.kill_false_small = bool(kill_false_small)
         self.classifier = classifier
         self.variation = variation
@@ -241,6 +256,24 @@ class SnapshotBuilder:
             return {}
         built.model_seconds[f"variation:{self.variation.name}"] = time.perf_counter() - started
         return {j.job_id: bool(f) for j, f in zip(jobs, flags, strict=True)}
+
+    def _runtimes(
+        self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built
+    ) -> dict[int, tuple[float, str]]:
+        """Each job's guarded predicted runtime and its source; {} without a predictor or when
+        it fails (the limits then, as without one)."""
+        if self.runtime is None:
+            return {}
+        started = time.perf_counter()
+        jobs = [*pending, *running]
+        try:
+            self.runtime.forget_except({j.job_id for j in state.jobs})
+            if self.runtime.predict_new(jobs):
+                built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
+            return self.runtime.estimates(jobs)
+        except Exception as exc:  # a model failing on live input must not stop scheduling
+            self.on_model_error(f"runtime:{self.runtime.name}", exc)
+            return {}
 
     def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
         now = state.taken_at
@@ -283,6 +316,7 @@ class SnapshotBuilder:
                 and records.get(j.job_id, JobRecord(j.job_id)).predicted_class < 0
             ]
         predicted = self._classes(need_class, built)
+        runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
@@ -301,6 +335,7 @@ class SnapshotBuilder:
                 variation_outputs,
                 source_name,
                 job_outputs,
+                runtimes.get(j.job_id),
             )
             hit = cache.get(j.job_id)
             if hit is not None and hit[0] is j and hit[1] == varies:
@@ -316,12 +351,14 @@ class SnapshotBuilder:
             cls, source = _class_of(j, requeues, journaled, predicted.get(j.job_id, -1), source_name)
             if j.job_id in predicted:
                 built.predicted[j.job_id] = predicted[j.job_id]
+            estimate, runtime_outputs = _runtime_of(runtimes, j.job_id)
             built.outputs[j.job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
                 "variable": variable.get(j.job_id, False),
                 **variation_outputs,
                 **job_outputs,
+                **runtime_outputs,
             }
             pending.append(
                 PendingJob(
@@ -329,6 +366,7 @@ class SnapshotBuilder:
                     submit=j.submit,
                     procs=j.procs,
                     requested_time=j.requested_time,
+                    estimate=estimate,
                     runtime_class=cls,
                     idempotent=_flag(j.tags.get("idempotent")),
                     variable=variable.get(j.job_id, False),
@@ -354,13 +392,19 @@ class SnapshotBuilder:
             )
             if j.job_id in predicted:
                 built.predicted[j.job_id] = predicted[j.job_id]
-            built.outputs[j.job_id] = {"runtime_class": CLASS_NAMES[cls], "class_source": source}
+            estimate, runtime_outputs = _runtime_of(runtimes, j.job_id)
+            built.outputs[j.job_id] = {
+                "runtime_class": CLASS_NAMES[cls],
+                "class_source": source,
+                **runtime_outputs,
+            }
             running.append(
                 RunningJob(
                     job_id=j.job_id,
                     start=float(j.start),
                     procs=j.procs,
                     requested_time=j.requested_time,
+                    estimate=estimate,
                     runtime_class=cls,
                     idempotent=_flag(j.tags.get("idempotent")),
                     requeues=requeues,
@@ -381,6 +425,14 @@ class SnapshotBuilder:
             nodes=state.nodes,
         )
         return built
+
+
+def _runtime_of(runtimes: dict[int, tuple[float, str]], job_id: int) -> tuple[float | None, dict[str, Any]]:
+    """A job's estimate for the core (None: its limit) and what the journal says of it."""
+    got = runtimes.get(job_id)
+    if got is None:
+        return None, {}
+    return got[0], {"predicted_runtime": got[0], "runtime_source": got[1]}
 
 
 def _slots(job: RJMSJob, node_index: dict[str, int]) -> tuple[Slot, ...]:

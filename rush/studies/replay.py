@@ -65,6 +65,16 @@ class ReplayPlan:
     job_ids: dict[int, int]  # trace job id -> RJMS job id
 
 
+def replay_comment(backend: RJMSBackend, trace_id: int, user: int) -> str:
+    """A replayed job's comment. On Flux it carries the trace's user as the ``user`` tag: the
+    replay submits every job as one account, and a runtime predictor keys its history by the
+    user a job of rush's own account stands for (rush.planner.runtime_prediction). Slurm's
+    job_submit plugin accepts only its documented keys: there, replays stay one user."""
+    if backend.name == "flux" and user >= 0:
+        return f"rush:user=trace-{user}"
+    return f"rush-replay:{trace_id}"
+
+
 def submit_window(
     backend: RJMSBackend,
     workload: Workload,
@@ -96,7 +106,7 @@ def submit_window(
             procs=int(workload.procs[k]),
             time_limit=float(workload.requested_time[k]),
             command=["sleep", f"{float(workload.runtime[k]):.3f}"],
-            comment=f"rush-replay:{trace_id}",
+            comment=replay_comment(backend, trace_id, int(workload.user[k])),
             partition=partition,
         )
     return t0, ids

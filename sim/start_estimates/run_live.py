@@ -11,7 +11,11 @@ Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; 
 Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
 match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
-running predicted-small jobs end at the divider in rush's estimates; ``limits``: none), runs
+running predicted-small jobs end at the divider in rush's estimates; ``limits``: none;
+``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
+own completions only; ``easy++-history``, ``gaussier-history``: the same, its history first
+filled with each user's last jobs that finished before the window's first submit, from the
+trace, scaled like the window: what a site's accounting holds when rush starts), runs
 
     rush replay TRACE --window W --speedup K --config rush.toml --estimates OUT.csv --out OUT.json
 
@@ -25,8 +29,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
+PREDICTORS = ("easy++", "gaussier")
+VARIANTS = ("limits", "model", *PREDICTORS, *(f"{name}-history" for name in PREDICTORS))
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
@@ -75,6 +83,8 @@ def slurm_cluster(workdir: Path, speedup: float, nodes: bool):
 
 def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: float) -> Path:
     policy = f"divider = {DIVIDER / speedup:g}\n" if variant == "model" else ""
+    if variant.removesuffix("-history") in PREDICTORS:
+        policy = f'runtime_prediction = "{variant.removesuffix("-history")}"\n'
     models = f"\n[models]\nsmall_below = {SMALL_BELOW / speedup:g}\n" if variant == "model" else ""
     path = work / "rush.toml"
     path.write_text(
@@ -85,11 +95,50 @@ def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: flo
     return path
 
 
+def seed_history(journal: Path, trace: str, window: str, speedup: float, one_user: bool = False) -> int:
+    """Each user's last jobs finished before the window's first submit (no later data), into
+    the journal's runtime history, scaled by K and ending before now in their order; the
+    users keyed as the replay tags them (rush.studies.replay.replay_comment). ``one_user``
+    (Slurm, where the replay's jobs carry no user tag): all of them as the replay's account."""
+    import time
+
+    from rush.planner.journal import Journal
+    from rush.planner.runtime_prediction import Finished, RuntimeHistoryStore, own_accounts
+    from rush.planner.snapshot_builder import user_id
+    from rush.studies.replay_window import Window
+    from rush.workload.catalogue import load_trace
+    from rush.workload.model import workload_from_trace
+
+    w = workload_from_trace(load_trace(str(trace_path(trace))))
+    first = float(w.submit[Window.parse(window).start])
+    end = w.submit + np.maximum(np.asarray(w.extra["wait"], dtype=float), 0.0) + w.runtime
+    before = np.flatnonzero((end <= first) & (w.user >= 0) & np.isfinite(w.runtime))
+    now = time.time()
+    account = min(own_accounts(), key=lambda name: name.isdigit())  # the name (Slurm reports names)
+    rows = [
+        Finished(
+            -1 - int(k),
+            user_id(account if one_user else f"trace-{int(w.user[k])}"),
+            now - (first - float(w.submit[k])) / speedup,
+            int(w.procs[k]),
+            float(w.requested_time[k]) / speedup,
+            float(w.runtime[k]) / speedup,
+            now - (first - float(end[k])) / speedup,
+        )
+        for k in before[np.argsort(end[before], kind="stable")]
+    ]
+    j = Journal(journal)
+    store = RuntimeHistoryStore(j.db)  # its table is created outside the transaction
+    with j.transaction():
+        store.add(rows)
+    return len(rows)
+
+
 def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
-    if rjms not in KINDS or variant not in ("limits", "model"):
+    if rjms not in KINDS or variant not in VARIANTS:
         print(
             f"unknown cluster kind {rjms!r} or variant {variant!r}: kinds {', '.join(KINDS)}; "
-            "variants limits, model",
+            f"variants {', '.join(VARIANTS)}",
             file=sys.stderr,
         )
         return 2
@@ -97,6 +146,10 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{rjms}-{trace.split('-')[0]}-{window.replace(':', '_')}-K{speedup}-{variant}"
     work = Path(tempfile.mkdtemp(prefix=f"rush-estimates-{rjms}-"))
+    if variant.endswith("-history"):
+        one_user = rjms.startswith("slurm")
+        seeded = seed_history(work / "journal.sqlite", trace, window, float(speedup), one_user)
+        print(f"runtime history: {seeded} jobs" + (" (one user: the replay's account)" if one_user else ""))
     argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
     argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
     if rjms in ("slurm", "slurm-nodes"):

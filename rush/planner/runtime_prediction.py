@@ -1,0 +1,322 @@
+"""Runtime predictions for the live shells: the configured predictor, its history, its answers.
+
+``policy.runtime_prediction`` names a predictor of :data:`rush.models.runtime_predictors.PREDICTORS`
+(the names ``rush simulate --runtime-prediction`` takes). The planner (the Slurm daemon and the
+Flux module alike) gives it:
+
+* **completions**: every job the RJMS reports finished (a run rush did not kill), with its
+  runtime ``end - start``, in end order: the predictor's ``observe``; no future data. They are
+  also kept in the journal's ``runtime_history`` table, at most :data:`PER_USER` per user (the
+  newest), so a restarted daemon replays them into a fresh predictor: the history survives
+  restarts without a file of its own. Gaussier et al.'s regression is refit on that history
+  every ``retrain_every`` seconds (a week), as in the walk-forward.
+* **predictions**: each job is predicted at the first pass that sees it (pending or running),
+  as the simulator predicts at submission, and again, pending or running, after its user
+  finishes another job (the history as of now: no later data; the simulator, which predicts
+  only at submission, does not). The raw value is kept in memory for the job's life and put
+  through the core's guard at every pass
+  (:func:`rush.core.runtime_predictions.predicted_runtime`: NaN, infinite or <= 0 -> the
+  request; capped by the current request), so no NaN or negative estimate is ever published.
+
+Bad history (NaN, infinite or negative runtimes; runtimes over the limit; unreadable journal
+rows) is dropped or clipped before the predictor sees it (the protocol's
+:func:`~rush.models.runtime_predictors.protocol.usable_history`); a user with fewer than two
+finished jobs gets the request from EASY++ (the documented fallback). Each job's source is
+journaled with its model outputs: ``runtime_source`` is the predictor's name when its
+prediction is below the request, ``request`` when the request stands (no shorter prediction,
+or the fallback).
+
+The quantile model is a file: it is loaded only through its verified model card
+(:func:`rush.models.runtime_quantiles_pipeline.load_quantile_model`, which checks who may have
+written it, :mod:`rush.models.trust`), never refit live (retrain it offline); its feature
+history continues from the training trace with the live completions.
+
+A replay submits every trace user's jobs as one account; a job submitted by the account rush
+itself runs as may name the user it stands for in a ``user`` tag (Flux: ``system.rush.user``),
+which keys its history instead. Another account's tag is ignored: users cannot borrow
+someone else's history.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import pwd
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rush.core.runtime_predictions import predicted_runtimes
+from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
+from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
+from rush.rjms.base import RJMSJob
+
+log = logging.getLogger("rush.daemon")
+
+# Finished jobs kept per user (EASY++ reads two; the regressions' user features a few more).
+PER_USER = 32
+HISTORY_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runtime_history (
+    job_id INTEGER NOT NULL, user INTEGER NOT NULL, submit REAL, procs INTEGER,
+    requested_time REAL, runtime REAL, end REAL, PRIMARY KEY (job_id, end));
+CREATE INDEX IF NOT EXISTS runtime_history_user ON runtime_history (user, end);
+"""
+SOURCE_REQUEST = "request"
+
+
+def own_accounts() -> frozenset[str]:
+    """The account rush runs as, by name and by uid (Flux's backend reports uids)."""
+    uid = os.geteuid()
+    try:
+        return frozenset({pwd.getpwuid(uid).pw_name, str(uid)})
+    except KeyError:
+        return frozenset({str(uid)})
+
+
+def history_user(job: RJMSJob, own: frozenset[str]) -> int:
+    """The user key a job's runtime is learned and predicted under (module docstring)."""
+    tagged = job.tags.get("user", "")
+    if tagged and job.user in own:
+        return user_id(tagged)
+    return user_id(job.user)
+
+
+@dataclass
+class Finished:
+    """One finished run, as the history keeps it."""
+
+    job_id: int
+    user: int
+    submit: float
+    procs: int
+    requested_time: float
+    runtime: float
+    end: float
+
+
+def _columns(rows: Sequence[Finished]) -> RuntimeJobs:
+    return RuntimeJobs.of(
+        user=np.array([r.user for r in rows], dtype=np.int64),
+        submit=np.array([r.submit for r in rows], dtype=np.float64),
+        procs=np.array([r.procs for r in rows], dtype=np.int64),
+        requested_time=np.array([r.requested_time for r in rows], dtype=np.float64),
+        runtime=np.array([r.runtime for r in rows], dtype=np.float64),
+        end=np.array([r.end for r in rows], dtype=np.float64),
+        job_id=np.array([r.job_id for r in rows], dtype=np.int64),
+    )
+
+
+class RuntimeHistoryStore:
+    """The bounded per-user history of finished runs, in the journal's database."""
+
+    def __init__(self, db: sqlite3.Connection, per_user: int = PER_USER) -> None:
+        self.db = db
+        self.per_user = int(per_user)
+        self.db.executescript(HISTORY_SCHEMA)
+
+    def add(self, rows: Sequence[Finished]) -> None:
+        for r in rows:
+            self.db.execute(
+                "INSERT OR REPLACE INTO runtime_history (job_id, user, submit, procs, requested_time,"
+                " runtime, end) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (r.job_id, r.user, r.submit, r.procs, r.requested_time, r.runtime, r.end),
+            )
+        for user in {r.user for r in rows}:
+            self.db.execute(
+                "DELETE FROM runtime_history WHERE user = ? AND rowid NOT IN (SELECT rowid FROM "
+                "runtime_history WHERE user = ? ORDER BY end DESC LIMIT ?)",
+                (user, user, self.per_user),
+            )
+
+    def load(self) -> tuple[list[Finished], int]:
+        """Every kept run in end order, and how many rows were unreadable (left out)."""
+        rows, bad = [], 0
+        for values in self.db.execute(
+            "SELECT job_id, user, submit, procs, requested_time, runtime, end FROM runtime_history"
+        ):
+            try:
+                row = Finished(
+                    int(values[0]),
+                    int(values[1]),
+                    float(values[2]),
+                    int(values[3]),
+                    float(values[4]),
+                    float(values[5]),
+                    float(values[6]),
+                )
+            except (TypeError, ValueError):
+                bad += 1
+                continue
+            if not math.isfinite(row.end):
+                bad += 1
+                continue
+            rows.append(row)
+        rows.sort(key=lambda r: (r.end, r.job_id))
+        return rows, bad
+
+
+class LiveRuntimePredictor:
+    """A runtime predictor fed by the RJMS's completions, predicting each job once."""
+
+    def __init__(
+        self,
+        name: str,
+        predictor: RuntimePredictor,
+        store: RuntimeHistoryStore | None,
+        version: str = "",
+        own: frozenset[str] | None = None,
+    ) -> None:
+        self.name = name
+        self.predictor = predictor
+        self.store = store
+        self.version = version or name
+        self.own = own if own is not None else own_accounts()
+        self.retrain_every = getattr(predictor, "retrain_every", None)
+        self.last_fit: float | None = None
+        # job id -> its raw prediction (guarded at every use) and the user key it was made for
+        self.raw: dict[int, float] = {}
+        self.user_of: dict[int, int] = {}
+        # Users with a completion since their jobs were last predicted.
+        self.changed: set[int] = set()
+        self.notes: list[str] = []
+        self.dropped = self.clipped = 0
+        if store is not None:
+            rows, bad = store.load()
+            if bad:
+                self.notes.append(f"{bad} unreadable runtime_history row(s) in the journal left out")
+            if rows:
+                self._learn(rows, rows[-1].end)
+                self.notes.append(f"runtime history: {len(rows)} finished job(s) replayed from the journal")
+
+    # -- learning -------------------------------------------------------------------------
+    def _learn(self, rows: Sequence[Finished], now: float) -> None:
+        kept, dropped, clipped = usable_history(_columns(rows))
+        self.dropped += dropped
+        self.clipped += clipped
+        if len(kept):
+            self.predictor.observe(kept)
+        self._maybe_fit(now)
+
+    def _maybe_fit(self, now: float) -> None:
+        if self.retrain_every is None or self.store is None:
+            return
+        if self.last_fit is not None and now - self.last_fit < self.retrain_every:
+            return
+        rows, _ = self.store.load()
+        kept = usable_history(_columns(rows))[0]
+        if len(kept):
+            self.predictor.fit(kept)
+            self.last_fit = now
+
+    def observe_finished(self, finished: Sequence[tuple[RJMSJob, float]]) -> None:
+        """Runs that ended (job, end time): into the history and the predictor, in end order."""
+        rows = [
+            Finished(
+                j.job_id,
+                history_user(j, self.own),
+                float(j.submit),
+                int(j.procs),
+                min(float(j.requested_time), UNLIMITED_SECONDS),
+                float(end) - float(j.start),
+                float(end),
+            )
+            for j, end in finished
+            if j.start is not None
+        ]
+        rows.sort(key=lambda r: (r.end, r.job_id))
+        if not rows:
+            return
+        if self.store is not None:
+            good = [r for r in rows if math.isfinite(r.runtime) and math.isfinite(r.end)]
+            self.store.add(good)
+        self._learn(rows, rows[-1].end)
+        self.changed.update(r.user for r in rows)
+        for r in rows:
+            self.raw.pop(r.job_id, None)
+
+    # -- predicting -----------------------------------------------------------------------
+    def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
+        """Predict the jobs not predicted yet, and again those whose user has finished a job
+        since (the history as of now, no later data); returns how many were."""
+        changed, self.changed = self.changed, set()
+        new = [
+            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
+        ]
+        if not new:
+            return 0
+        columns = RuntimeJobs.of(
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
+            submit=np.array([j.submit for j in new], dtype=np.float64),
+            procs=np.array([j.procs for j in new], dtype=np.int64),
+            requested_time=np.array(
+                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
+            ),
+            job_id=np.array([j.job_id for j in new], dtype=np.int64),
+        )
+        values = np.asarray(self.predictor.predict(columns), dtype=np.float64).reshape(-1)
+        if len(values) != len(new):
+            raise ValueError(f"the {self.name} predictor gave {len(values)} predictions for {len(new)} jobs")
+        for j, v, u in zip(new, values.tolist(), columns.user.tolist(), strict=True):
+            self.raw[j.job_id] = v
+            self.user_of[j.job_id] = u
+        return len(new)
+
+    def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
+        """Each job's guarded prediction (seconds) and its source (the predictor, or the
+        request), by job id; a job never predicted gets its request."""
+        n = len(jobs)
+        raw = np.fromiter((self.raw.get(j.job_id, math.nan) for j in jobs), dtype=np.float64, count=n)
+        limit = np.fromiter((j.requested_time for j in jobs), dtype=np.float64, count=n)
+        values = predicted_runtimes(raw, limit)
+        shorter = values < limit
+        return {
+            j.job_id: (v, self.name if s else SOURCE_REQUEST)
+            for j, v, s in zip(jobs, values.tolist(), shorter.tolist(), strict=True)
+        }
+
+    def forget_except(self, live: set[int]) -> None:
+        """Drop the predictions of jobs no longer in the queue."""
+        if len(self.raw) > len(live):
+            self.raw = {k: v for k, v in self.raw.items() if k in live}
+            self.user_of = {k: v for k, v in self.user_of.items() if k in live}
+
+
+def load_runtime_predictor(
+    name: str, quantile_model: Path | None, db: sqlite3.Connection | None
+) -> LiveRuntimePredictor | None:
+    """The configured predictor (None for "none"); a ModelError for an unusable model file."""
+    if name == "none":
+        return None
+    store = RuntimeHistoryStore(db) if db is not None else None
+    if name == "runtime-quantiles":
+        predictor, version = _quantile_predictor(quantile_model)
+        return LiveRuntimePredictor(name, predictor, store, version)
+    return LiveRuntimePredictor(name, make_predictor(name), store)
+
+
+def _quantile_predictor(path: Path | None) -> tuple[Any, str]:
+    """rush's quantile model from its verified file, behind the predictor protocol, not refit live."""
+    from rush.errors import ModelError
+    from rush.models.runtime_quantiles_pipeline import load_quantile_model
+    from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
+
+    if path is None or not Path(path).exists():
+        raise ModelError(
+            "runtime-quantile model file not found",
+            where=str(path),
+            fix="train one (rush train runtime-quantiles TRACE --out FILE) or change policy.runtime_prediction",
+        )
+    # Live jobs carry no app or queue field: a model trained with them is refused.
+    model, card = load_quantile_model(path, fields=[])
+    features, regressor = model.named_steps["features"], model.named_steps["regressor"]
+    predictor = RuntimeQuantilePredictor(regressor=regressor, timezone=features.clock_.timezone)
+    predictor.clock = features.clock_
+    predictor.history_ = features.history_
+    predictor.model_ = regressor
+    predictor.retrain_every = None  # retrained offline, with its card
+    return predictor, f"{card['created']} sha256:{card['sha256'][:12]}"
