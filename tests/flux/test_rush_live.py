@@ -15,8 +15,6 @@ nodes are fake (one broker, ``resource.config``): the counters are this host's.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ import pytest
 
 from rush.campaign.runner import NOISE_SCRIPT
 from tests import polling
+from tests.flux.live_journal import decisions, journaled_skips, noise_event_time, skips, state
 from tests.flux.module_config import MODULE
 from tests.live_rush_common import NOISY, WINDOW, live_store, train_model, window_mean
 
@@ -77,40 +76,6 @@ def start_noise(flux: Any, log: Path) -> int:
 
 def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
     return polling.wait_for(predicate, timeout, step)
-
-
-def decisions(tmp_path: Path, job_id: int, *actions: str) -> list[dict]:
-    con = sqlite3.connect(tmp_path / "journal.sqlite")
-    con.row_factory = sqlite3.Row
-    rows = [dict(r) for r in con.execute("SELECT * FROM decisions WHERE job_id = ? ORDER BY id", (job_id,))]
-    con.close()
-    for row in rows:
-        row["model_outputs"] = json.loads(row["model_outputs"] or "{}")
-    return [r for r in rows if not actions or r["action"] in actions]
-
-
-def skips(tmp_path: Path, job_id: int) -> list[dict]:
-    return decisions(tmp_path, job_id, "skip", "hold")
-
-
-def journaled_skips(tmp_path: Path, job_id: int) -> int:
-    """The job's skip count as the journal keeps it (what a reloaded module counts on from)."""
-    con = sqlite3.connect(tmp_path / "journal.sqlite")
-    [(count,)] = con.execute("SELECT skips FROM jobs WHERE job_id = ?", (job_id,)).fetchall()
-    con.close()
-    return int(count)
-
-
-def noise_event_time(log: Path, event: str) -> float | None:
-    for line in log.read_text().splitlines():
-        obj = json.loads(line)
-        if obj.get("event") == event:
-            return float(obj["t"])
-    return None
-
-
-def state(flux: Any, job_id: int) -> str:
-    return flux.run("jobs", "-no", "{state}", str(job_id)).stdout.strip()
 
 
 def test_network_job_waits_for_the_noise_to_stop_and_a_compute_job_does_not(

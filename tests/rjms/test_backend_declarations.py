@@ -40,7 +40,9 @@ def test_every_declared_option_is_a_constructor_keyword_and_back() -> None:
 
 def test_capabilities_are_declared_per_backend() -> None:
     assert SlurmBackend.capabilities == Capabilities(time_limit_granularity=60.0)
-    assert FluxBackend.capabilities == Capabilities(requeue_replaces_job=True, time_limit_granularity=1.0)
+    assert FluxBackend.capabilities == Capabilities(
+        requeue_replaces_job=True, time_limit_granularity=1.0, submits_node_counts=True
+    )
     assert not FluxBackend.capabilities.starts_jobs
     assert backend_names() == ["flux", "pyslurm", "slurm"]
 
