@@ -229,8 +229,10 @@ class FluxInstance:
     def cancel_all(self) -> None:
         self.run("cancel", "--all", "-q", check=False)
 
-    def module(self, *args: str, check: bool = True):
-        return self.run("module", *args, check=check)
+    def module(self, *args: str, check: bool = True, timeout: float = 300.0):
+        # A module load returns when the module has finished its start-up (Fluxion reads the
+        # whole resource graph): on a loaded CI host that took over 60 s once, so a wider bound.
+        return self.run("module", *args, check=check, timeout=timeout)
 
     def use_scheduler(self, path_or_name: str, *args: str) -> None:
         """Replace the loaded scheduler module (``sched-simple`` by default) by another one."""
