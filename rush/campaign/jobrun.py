@@ -16,13 +16,30 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
 TAIL = 4000  # characters of a failed program's output kept for the record
+
+# OpenMPI's session directory base (4.x: orte; 5.x: PRRTE). Every mpirun on a node shares
+# /tmp/ompi.<host>.<uid> by default, and two starting while a third cleans up race on it
+# ("mkdir /tmp/ompi.vm.0: File exists", orte_init fails): seen with two jobs on one node.
+SESSION_DIR_KEYS = ("OMPI_MCA_orte_tmpdir_base", "PRTE_MCA_prte_tmpdir_base")
+
+
+def private_session_dir(env: dict[str, str]) -> str | None:
+    """Give this job's MPI launches a session directory base of their own, unless the site
+    set one; return it (to remove at the end), or None."""
+    if any(key in env for key in SESSION_DIR_KEYS):
+        return None
+    path = tempfile.mkdtemp(prefix="rush-mpi-", dir=env.get("TMPDIR") or None)
+    env.update(dict.fromkeys(SESSION_DIR_KEYS, path))
+    return path
 
 
 def _json_line(text: str, fmt: str) -> dict[str, Any] | None:
@@ -60,6 +77,15 @@ def main(argv: list[str]) -> int:
     with open(argv[0]) as handle:
         spec = json.load(handle)
     env = {**os.environ, **spec.get("env", {})}
+    session_dir = private_session_dir(env)
+    try:
+        return _job(spec, env)
+    finally:
+        if session_dir:
+            shutil.rmtree(session_dir, ignore_errors=True)
+
+
+def _job(spec: dict[str, Any], env: dict[str, str]) -> int:
     job_start = time.time()
     result: dict[str, Any] = {
         "format": "rush-campaign-job/1",

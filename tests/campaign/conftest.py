@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,10 @@ NOISE = REPO / "collectors" / "noise.py"
 MPIRUN = shutil.which("mpirun")
 
 
-def mpi_env() -> dict[str, str]:
+def mpi_env(session_dir: Path) -> dict[str, str]:
+    # A session directory per test: concurrent mpiruns sharing /tmp/ompi.<host>.<uid> race.
     return {
+        "OMPI_MCA_orte_tmpdir_base": str(session_dir),
         **os.environ,
         "OMPI_ALLOW_RUN_AS_ROOT": "1",
         "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -33,7 +36,10 @@ def mpirun(script: Path, args: list[str], cwd: Path, np: int = 2) -> subprocess.
     pytest.importorskip("mpi4py", reason="mpi4py not installed in the venv")
     argv = [MPIRUN, "-np", str(np), "--mca", "btl", "self,vader"]
     argv += ["--mca", "btl_vader_single_copy_mechanism", "none", sys.executable, str(script), *args]
-    return subprocess.run(argv, capture_output=True, text=True, env=mpi_env(), cwd=cwd, timeout=300)
+    # Short path under /tmp: OpenMPI puts its PMIx sockets in the session directory.
+    with tempfile.TemporaryDirectory(prefix="rush-mpi-") as session_dir:
+        env = mpi_env(Path(session_dir))
+        return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
 def assert_noise_labels_from_the_log(out: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,7 +49,10 @@ def _mpirun(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
         "--mca", "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
         sys.executable, str(PROBE_SCRIPT), *args,
     ]  # fmt: skip
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    # A session directory of its own: concurrent mpiruns sharing /tmp/ompi.<host>.<uid> race.
+    with tempfile.TemporaryDirectory(prefix="rush-mpi-") as session_dir:
+        env["OMPI_MCA_orte_tmpdir_base"] = session_dir
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")
