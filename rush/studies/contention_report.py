@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, Vali
 
 from rush.errors import ConfigError
 from rush.simulator.result import atomic_write
+from rush.studies.tables import markdown_lines
 
 BASELINE = "FCFS+EASY"
 PRESENT_ORACLE = "PRESENT-ORACLE"
@@ -438,9 +439,7 @@ def _limits(e: dict[str, Any]) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines + [""]
+    return [*markdown_lines(header, rows), ""]
 
 
 def _flags(summary: dict[str, Any], v: str, s: str, p: str) -> str:
