@@ -602,7 +602,7 @@ def markdown(summary: dict[str, Any]) -> str:
         ]  # fmt: skip
         if at_start:
             lines += [
-                "At the start decision (each job's last question): a \"no\" starts the job, so every false",
+                'At the start decision (each job\'s last question): a "no" starts the job, so every false',
                 "negative here is a job started where the oracle would have held it.",
                 "",
             ]
