@@ -2,7 +2,8 @@
 
 A live queue holds up to 100 000 pending jobs; reading each attribute with its own Python
 loop cost more than the scheduling pass itself. Here each column is one ``numpy.fromiter``
-over ``operator.attrgetter`` (in C), read once per pass and reused. Rows
+over ``operator.attrgetter`` (in C), read once per pass and reused; each column's field
+declares its type and what stands for a None, and one reader reads both kinds. Rows
 can be taken or reordered with :meth:`PendingColumns.take` without touching the objects.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,24 +40,37 @@ def _or_default(values: tuple, default: np.ndarray | float) -> np.ndarray:
     return out
 
 
+def _read(dtype: type, none: str | float | None = None) -> Any:
+    """A column's field: read from each job's attribute of the field's name as ``dtype``;
+    ``none``: what stands for a None (another column's name, or a value); ``object``: the
+    values as they are, in a tuple."""
+    return dataclasses.field(metadata={"dtype": dtype, "none": none})
+
+
 @dataclasses.dataclass(frozen=True)
-class PendingColumns:
-    job_id: np.ndarray
-    submit: np.ndarray
-    procs: np.ndarray
-    requested_time: np.ndarray
+class _JobColumns:
+    """The columns pending and running jobs both have."""
+
+    job_id: np.ndarray = _read(np.int64)
+    procs: np.ndarray = _read(np.int64)
+    requested_time: np.ndarray = _read(np.float64)
     # The policy's runtime estimate; the request where the job has none.
-    estimate: np.ndarray
-    runtime_class: np.ndarray
-    idempotent: np.ndarray
-    variable: np.ndarray
-    skips: np.ndarray
-    requeues: np.ndarray
-    reserved_at: np.ndarray
-    rjms_priority: np.ndarray
+    estimate: np.ndarray = _read(np.float64, none="requested_time")
+    runtime_class: np.ndarray = _read(np.int64)
+    idempotent: np.ndarray = _read(np.bool_)
+    requeues: np.ndarray = _read(np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class PendingColumns(_JobColumns):
+    submit: np.ndarray = _read(np.float64)
+    variable: np.ndarray = _read(np.bool_)
+    skips: np.ndarray = _read(np.int64)
+    reserved_at: np.ndarray = _read(np.float64)
+    rjms_priority: np.ndarray = _read(np.float64)
     # Unknown (None): rush.core.names.NEUTRAL_FAIRSHARE.
-    fairshare: np.ndarray
-    request: tuple
+    fairshare: np.ndarray = _read(np.float64, none=NEUTRAL_FAIRSHARE)
+    request: tuple = _read(object)
 
     def take(self, rows: np.ndarray) -> PendingColumns:
         """These columns' ``rows``, in that order."""
@@ -77,51 +92,35 @@ class PendingColumns:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunningColumns:
-    job_id: np.ndarray
-    start: np.ndarray
-    procs: np.ndarray
-    requested_time: np.ndarray
-    estimate: np.ndarray
-    runtime_class: np.ndarray
-    idempotent: np.ndarray
-    requeues: np.ndarray
+class RunningColumns(_JobColumns):
+    start: np.ndarray = _read(np.float64)
 
     def take(self, rows: np.ndarray) -> RunningColumns:
         return RunningColumns(**{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)})
 
 
+Columns = TypeVar("Columns", bound=_JobColumns)
+
+
+def _columns(kind: type[Columns], jobs: Sequence) -> Columns:
+    """``kind``'s columns of ``jobs``, each read as its field declares."""
+    read: dict = {}
+    for f in dataclasses.fields(kind):
+        dtype, none = f.metadata["dtype"], f.metadata["none"]
+        if dtype is object:
+            read[f.name] = _values(jobs, f.name)
+        elif none is None:
+            read[f.name] = _column(jobs, f.name, dtype)
+        else:
+            read[f.name] = _or_default(_values(jobs, f.name), read[none] if isinstance(none, str) else none)
+    return kind(**read)
+
+
 def pending_columns(jobs: Sequence) -> PendingColumns:
     """The columns of ``jobs`` (:class:`rush.core.snapshot.PendingJob`), in their order."""
-    requested_time = _column(jobs, "requested_time", np.float64)
-    return PendingColumns(
-        _column(jobs, "job_id", np.int64),
-        _column(jobs, "submit", np.float64),
-        _column(jobs, "procs", np.int64),
-        requested_time,
-        _or_default(_values(jobs, "estimate"), requested_time),
-        _column(jobs, "runtime_class", np.int64),
-        _column(jobs, "idempotent", np.bool_),
-        _column(jobs, "variable", np.bool_),
-        _column(jobs, "skips", np.int64),
-        _column(jobs, "requeues", np.int64),
-        _column(jobs, "reserved_at", np.float64),
-        _column(jobs, "rjms_priority", np.float64),
-        _or_default(_values(jobs, "fairshare"), NEUTRAL_FAIRSHARE),
-        _values(jobs, "request"),
-    )
+    return _columns(PendingColumns, jobs)
 
 
 def running_columns(jobs: Sequence) -> RunningColumns:
     """The columns of ``jobs`` (:class:`rush.core.snapshot.RunningJob`), in their order."""
-    requested_time = _column(jobs, "requested_time", np.float64)
-    return RunningColumns(
-        _column(jobs, "job_id", np.int64),
-        _column(jobs, "start", np.float64),
-        _column(jobs, "procs", np.int64),
-        requested_time,
-        _or_default(_values(jobs, "estimate"), requested_time),
-        _column(jobs, "runtime_class", np.int64),
-        _column(jobs, "idempotent", np.bool_),
-        _column(jobs, "requeues", np.int64),
-    )
+    return _columns(RunningColumns, jobs)

@@ -21,10 +21,12 @@ Every other constraint, and everything else, goes to flux-core unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flux.idset import IDset  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest  # type: ignore[import-not-found]
+from flux.resource.ResourceCount import ResourceCount  # type: ignore[import-not-found]
 from flux.resource.ResourcePool import ResourcePool  # type: ignore[import-not-found]
 from flux.resource.Rv1Pool import Rv1Pool  # type: ignore[import-not-found]
 
@@ -72,6 +74,30 @@ def required_ranks(constraint) -> frozenset[int] | None:  # noqa: ANN001 - untru
             if ranks is not None:
                 return ranks_of(ranks)
     return None
+
+
+def confined_request(rr, ranks: Sequence[int]):  # noqa: ANN001, ANN201 - flux-core's ResourceRequest
+    """``rr`` restricted to ``ranks`` (an RFC 31 ``ranks`` constraint added to its own), so the
+    pool allocates on exactly those ranks. Slots placed one a rank (GPU slots:
+    :func:`rush.rjms.flux.jobspec.request_from_jobspec`) become a node request of one slot per
+    node, so Flux cannot pack two of them on one node."""
+    text = ",".join(map(str, ranks))
+    own = rr.constraint
+    constraint = {"ranks": [text]} if own is None else {"and": [own, {"ranks": [text]}]}
+    node_count, slot_count = rr.node_count, rr.slot_count
+    count = len(ranks)
+    if node_count is None and rr.gpu_per_slot > 0 and rr.nslots == count and rr.nslots_max == count:
+        node_count, slot_count = ResourceCount(count, count), ResourceCount(1, 1)
+    return type(rr)(
+        node_count,
+        slot_count,
+        rr.slot_size,
+        rr.gpu_per_slot,
+        rr.duration,
+        constraint,
+        rr.exclusive,
+        rr.jobspec,
+    )
 
 
 def _count_key(count) -> tuple | None:  # noqa: ANN001 - flux-core's ResourceCount

@@ -46,7 +46,6 @@ from pathlib import Path
 
 from flux.job import JobID  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
-from flux.resource.ResourceCount import ResourceCount  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
 
 from rush.core.job_rules import time_limit
@@ -57,7 +56,7 @@ from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.core.start_estimates import estimate_moved
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.rank_pool import RankCachedResourcePool, pool_nodes
+from rush.flux_module.rank_pool import RankCachedResourcePool, confined_request, pool_nodes
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -562,33 +561,15 @@ class RushScheduler(Scheduler):
                 sent += 1
 
     def _placed_request(self, rr, decision: Decision):
-        """The job's request restricted to the core's nodes (an RFC 31 ``ranks`` constraint
-        added to its own), so the pool allocates on exactly those nodes; ``rr`` unchanged
-        when the decision names no nodes (a snapshot without nodes). Slots the core placed
-        one node each (GPU slots: :func:`rush.rjms.flux.jobspec.request_from_jobspec`) become a node
-        request of one slot per node, so Flux cannot pack two of them on one node."""
+        """The job's request confined to the core's nodes (:func:`confined_request`), so the
+        pool allocates on exactly those nodes; ``rr`` unchanged when the decision names no
+        nodes (a snapshot without nodes)."""
         if not decision.nodes:
             return rr
         missing = [name for name in decision.nodes if name not in self._rank_of]
         if missing:
             raise KeyError(f"the core placed it on nodes the pool does not have: {missing[:5]}")
-        ranks = ",".join(str(self._rank_of[name]) for name in decision.nodes)
-        own = rr.constraint
-        constraint = {"ranks": [ranks]} if own is None else {"and": [own, {"ranks": [ranks]}]}
-        node_count, slot_count = rr.node_count, rr.slot_count
-        count = len(decision.nodes)
-        if node_count is None and rr.gpu_per_slot > 0 and rr.nslots == count and rr.nslots_max == count:
-            node_count, slot_count = ResourceCount(count, count), ResourceCount(1, 1)
-        return type(rr)(
-            node_count,
-            slot_count,
-            rr.slot_size,
-            rr.gpu_per_slot,
-            rr.duration,
-            constraint,
-            rr.exclusive,
-            rr.jobspec,
-        )
+        return confined_request(rr, [self._rank_of[name] for name in decision.nodes])
 
     def _allocate(self, job, decision: Decision, head: int | None) -> tuple[str, str]:
         """Allocate one of the core's starts on its nodes: (journal status, answer); status

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, Vali
 
 from rush.errors import ConfigError
 from rush.simulator.result import atomic_write
+from rush.studies.tables import markdown_lines
 
 BASELINE = "FCFS+EASY"
 PRESENT_ORACLE = "PRESENT-ORACLE"
@@ -438,9 +439,7 @@ def _limits(e: dict[str, Any]) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines + [""]
+    return [*markdown_lines(header, rows), ""]
 
 
 def _flags(summary: dict[str, Any], v: str, s: str, p: str) -> str:
@@ -603,7 +602,7 @@ def markdown(summary: dict[str, Any]) -> str:
         ]  # fmt: skip
         if at_start:
             lines += [
-                "At the start decision (each job's last question): a \"no\" starts the job, so every false",
+                'At the start decision (each job\'s last question): a "no" starts the job, so every false',
                 "negative here is a job started where the oracle would have held it.",
                 "",
             ]

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import json
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ from joblib import Parallel, delayed
 
 from rush.models.walkforward import DEFAULT_MAX_TRAIN_JOBS
 from rush.studies.plots.runtime_classes import plot
+from rush.studies.tables import write_table
 
 TRACES = ("SDSC-SP2", "CTC-SP2", "KTH-SP2", "SDSC-BLUE", "HPC2N")
 POLICIES = ("FCFS", "SPF", "SAF", "WFP3")
@@ -149,23 +149,6 @@ def backend(dask_address: str | None):
 
     Client(dask_address)
     return parallel_backend("dask")
-
-
-def write_table(out: Path, name: str, rows: list[dict], columns: list[str]) -> None:
-    with open(out / f"{name}.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(row.get(c)) for c in columns) + " |")
-    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
-    return str(value)
 
 
 def quality_row(trace: str, job_set: str, mode: str, wf, decision: str = "plain") -> dict:

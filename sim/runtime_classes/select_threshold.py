@@ -42,6 +42,8 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from rush.studies.tables import write_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 import run as study  # noqa: E402  (this directory's run.py: the same classifier and loaders)
 
@@ -115,7 +117,7 @@ def main() -> None:
     chosen, chosen_plain = choose(rows, "share"), choose(rows, "share_plain")
     out = study.OUT
     out.mkdir(parents=True, exist_ok=True)
-    study.write_table(out, "threshold_selection", rows, list(rows[0]))
+    write_table(out, "threshold_selection", rows, list(rows[0]))
     (out / "threshold_selection.json").write_text(
         json.dumps(
             {

@@ -29,6 +29,8 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 
+from rush.studies.tables import write_table
+
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 JOB_SETS = ("published", "full")
 OUT = Path(__file__).parent / "results"
@@ -71,25 +73,6 @@ def classification(job_set: str) -> dict[tuple[str, str], dict]:
         if r["variant"] == "base" and r["policy"] == "FCFS":
             out[(r["trace"], "base")] = r
     return out
-
-
-def write_table(out: Path, name: str, rows: list[dict], columns: list[str]) -> None:
-    with open(out / f"{name}.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(row.get(c)) for c in columns) + " |")
-    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
-def _fmt(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
-    return str(value)
 
 
 def table_rows(rows: list[dict], job_set: str) -> list[dict]:

@@ -11,7 +11,7 @@ from rush.planner.config import parse_config
 from rush.planner.journal import JobRecord
 from rush.planner.plan import _killed_by_rush
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.daemon.queue_backend import Queue
+from tests.queue_backend import Queue
 
 
 class History:

@@ -11,7 +11,7 @@ from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
 from rush.planner.pass_trigger import PassTrigger
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.daemon.queue_backend import Queue
+from tests.queue_backend import Queue
 
 
 class FlagAll:

@@ -13,7 +13,8 @@ from rush.errors import ConfigError
 from rush.planner import journal as journal_module
 from rush.planner.config import parse_config
 from rush.planner.journal import DecisionRow, Journal
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.queue_backend import Queue
 
 HOUR = 3600.0
 
@@ -26,12 +27,13 @@ class Clock:
         return self.now
 
 
-class FakeQueue(RJMSBackend):
+class FakeQueue(Queue):
     """A fake RJMS (no Slurm in this test): two arrivals per read, nothing ever starts."""
 
     name = "fake"
 
     def __init__(self, clock: Clock) -> None:
+        super().__init__()
         self.clock, self.next_id, self.jobs = clock, 1, []
 
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
@@ -40,24 +42,6 @@ class FakeQueue(RJMSBackend):
             self.next_id += 1
         self.jobs = self.jobs[-20:]  # jobs leave the queue (cancelled) after ten cycles
         return ClusterState(self.clock.now, 8, 8, tuple(self.jobs))
-
-    def set_priority(self, job_id: int, site_factor: int) -> ActionResult:
-        return ActionResult(True)
-
-    def hold(self, job_id: int) -> ActionResult:
-        return ActionResult(True)
-
-    def release(self, job_id: int) -> ActionResult:
-        return ActionResult(True)
-
-    def requeue(self, job_id: int, tags: dict[str, str]) -> ActionResult:
-        return ActionResult(True)
-
-    def submit(self, **kwargs: object) -> int:
-        raise NotImplementedError
-
-    def cancel(self, job_id: int) -> ActionResult:
-        return ActionResult(True)
 
 
 def test_300_cycles_keep_the_journal_bounded(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from rush.planner.config import PolicySection, parse_config
 from rush.planner.runtime_prediction import RuntimeHistoryStore
 from rush.planner.snapshot_builder import user_id
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.daemon.queue_backend import Queue
+from tests.queue_backend import Queue
 
 HOUR = 3600.0
 

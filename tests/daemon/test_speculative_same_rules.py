@@ -14,9 +14,10 @@ import pytest
 
 from rush.planner.journal import Journal
 from rush.planner.speculative import SpeculativeSection, Speculator
-from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+from rush.rjms.base import ActionResult, ClusterState, RJMSJob
 from rush.studies.speculative import reservation_inputs
 from rush.workload.model import Workload
+from tests.queue_backend import Queue
 
 WALLTIME = 1800.0
 # (length, walltime, Slurm state, SWF status) of the application's past runs, in end order.
@@ -33,36 +34,15 @@ PAST = [
 ]
 
 
-class Recorder(RJMSBackend):
+class Recorder(Queue):
     """A queue the test sets; accounting answers from the test's records."""
 
     name = "recorder"
 
     def __init__(self) -> None:
-        self.state = ClusterState(0.0, 64, 64, ())
+        super().__init__(ClusterState(0.0, 64, 64, ()))
         self.records: dict[int, dict] = {}
         self.limits: dict[int, float] = {}
-
-    def read_state(self, partitions=()):
-        return self.state
-
-    def set_priority(self, job_id, site_factor):
-        return ActionResult(True)
-
-    def hold(self, job_id):
-        return ActionResult(True)
-
-    def release(self, job_id):
-        return ActionResult(True)
-
-    def cancel(self, job_id):
-        return ActionResult(True)
-
-    def requeue(self, job_id, tags):
-        return ActionResult(True)
-
-    def submit(self, **kwargs):
-        raise NotImplementedError
 
     def set_time_limit(self, job_id, seconds):
         self.limits[job_id] = seconds

@@ -4,9 +4,17 @@
 queue emptied before each test by ``flux``. ``start_flux(size=, cores=, config=)`` starts more
 (stopped at the end of the test). Tests using them get the ``flux`` marker and skip with the
 reason when no Flux is installed.
+
+The live RUSH tests' (tests/flux/live_rush.py): ``network_model``, the learned variation
+model under which network jobs vary with the noise and others do not (one per test module),
+and ``live_features``, this host's procfs counters sampled live into the feature store the
+model reads.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +60,21 @@ def start_flux(tmp_path_factory: pytest.TempPathFactory):
     yield start
     for instance in started:
         instance.stop()
+
+
+@pytest.fixture(scope="module")
+def network_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.live_rush_common import train_model
+
+    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="the dataset builder absent")
+    train_mod = pytest.importorskip("rush.models.variability.train", reason="the training absent")
+    work = tmp_path_factory.mktemp("rush-live-model")
+    return train_model(work, dataset_mod, train_mod, sensitive=frozenset({"network"}))
+
+
+@pytest.fixture
+def live_features(tmp_path: Path) -> Iterator[Path]:
+    from tests.live_rush_common import live_store
+
+    with live_store(tmp_path / "features.sqlite") as path:
+        yield path

@@ -13,7 +13,6 @@ the feature store the module reads; the model is trained in the test (tests/flux
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,17 +21,23 @@ from typing import Any
 
 import pytest
 
-from rush.campaign.runner import NOISE_SCRIPT, Sampler
+from rush.campaign.runner import Sampler
 from rush.collect.store import FeatureStore
 from rush.rjms.flux import expand_hostlist
 from tests import polling
 from tests.flux.broker_model import BUSY, IDLE, NODES, WINDOW, node_window, train_model
 from tests.flux.broker_tasks import BrokerTasks
-from tests.flux.live_journal import decisions, journaled_skips, noise_event_time, skips, state
+from tests.flux.live_rush import (
+    NETWORK,
+    decisions,
+    journaled_skips,
+    noise_event_time,
+    skips,
+    state,
+    submit_noise,
+)
 from tests.flux.module_config import MODULE
 from tests.flux.module_config import decisions as all_decisions
-
-NETWORK = "--setattr=rush.wtype=network"
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +96,7 @@ def start_noise(flux: Any, tmp_path: Path) -> tuple[int, str, Path]:
     """The network noise as a one-node Flux job (no workload type: never predicted); rush's
     first fit puts it on node0. Returns its id, its node and its log once its node is busy."""
     log = tmp_path / "noise.jsonl"
-    job_id = flux.submit(
-        "-N1", "-n1", "-t", "10m", "--setattr=rush.app=noise",
-        sys.executable, str(NOISE_SCRIPT), "--seed=1", f"--log={log}", "--kinds=network",
-        "--start-on", "--on=500:500", "--duration=500",
-    )  # fmt: skip
+    job_id = submit_noise(flux, log, "-N1")
     flux.run("job", "wait-event", "-t", "60", str(job_id), "start", timeout=70)
     wait_for(lambda: noise_event_time(log, "on") is not None)
     [node] = nodes_of(flux, job_id)

@@ -19,7 +19,7 @@ from flux.idset import IDset  # noqa: E402
 from flux.resource import InfeasibleRequest, InsufficientResources  # noqa: E402
 from flux.resource.ResourcePool import ResourcePool  # noqa: E402
 
-from rush.flux_module.rank_pool import RankCachedResourcePool, pool_nodes  # noqa: E402
+from rush.flux_module.rank_pool import RankCachedResourcePool, confined_request, pool_nodes  # noqa: E402
 from rush.rjms.flux.resource_set import nodes_from_r  # noqa: E402
 
 
@@ -62,23 +62,6 @@ def jobspec(rng: random.Random) -> dict:
     return {"version": 1, "resources": [node], "tasks": [], "attributes": {"system": system}}
 
 
-def placed(rr, ranks: list[int]):
-    """The request confined to ``ranks`` as the module confines it (rank list, with its own
-    constraint under an ``and``)."""
-    text = ",".join(map(str, ranks))
-    constraint = {"ranks": [text]} if rr.constraint is None else {"and": [rr.constraint, {"ranks": [text]}]}
-    return type(rr)(
-        rr.node_count,
-        rr.slot_count,
-        rr.slot_size,
-        rr.gpu_per_slot,
-        rr.duration,
-        constraint,
-        rr.exclusive,
-        rr.jobspec,
-    )
-
-
 def outcome(call, *args):
     try:
         result = call(*args)
@@ -102,8 +85,9 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
         rr_ours, rr_theirs = ours.parse_resource_request(spec), theirs.parse_resource_request(spec)
         assert outcome(ours.check_feasibility, rr_ours) == outcome(theirs.check_feasibility, rr_theirs)
         ranks = sorted(rng.sample(range(nnodes + 2), rng.choice([1, 2, 3, 5])))  # ranks past the end too
-        mine = outcome(ours.alloc, jobid, placed(rr_ours, ranks))
-        assert mine == outcome(theirs.alloc, jobid, placed(rr_theirs, ranks))
+        # The request confined to the ranks as the module confines it, handed to both pools.
+        mine = outcome(ours.alloc, jobid, confined_request(rr_ours, ranks))
+        assert mine == outcome(theirs.alloc, jobid, confined_request(rr_theirs, ranks))
         seen.add(mine[0])
         if mine[0] == "ok":
             running.append(jobid)

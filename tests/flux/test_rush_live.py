@@ -15,35 +15,22 @@ nodes are fake (one broker, ``resource.config``): the counters are this host's.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from rush.campaign.runner import NOISE_SCRIPT
 from tests import polling
-from tests.flux.live_journal import decisions, journaled_skips, noise_event_time, skips, state
+from tests.flux.live_rush import (
+    COMPUTE,
+    NETWORK,
+    decisions,
+    journaled_skips,
+    noise_event_time,
+    skips,
+    start_noise,
+    state,
+)
 from tests.flux.module_config import MODULE
-from tests.live_rush_common import NOISY, WINDOW, live_store, train_model, window_mean
-
-NETWORK = "--setattr=rush.wtype=network"
-COMPUTE = "--setattr=rush.wtype=compute"
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="the dataset builder absent")
-    train_mod = pytest.importorskip("rush.models.variability.train", reason="the training absent")
-    work = tmp_path_factory.mktemp("rush-live-model")
-    return train_model(work, dataset_mod, train_mod, sensitive=frozenset({"network"}))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    with live_store(tmp_path / "features.sqlite") as path:
-        yield path
+from tests.live_rush_common import NOISY, WINDOW, window_mean
 
 
 def rush_on_flux(start_flux: Any, tmp_path: Path, store: Path, model: Path, skip_limit: int) -> Any:
@@ -62,26 +49,14 @@ def rush_on_flux(start_flux: Any, tmp_path: Path, store: Path, model: Path, skip
     return flux
 
 
-def start_noise(flux: Any, log: Path) -> int:
-    """collectors/noise.py's network kind as a Flux job, on from its start until cancelled."""
-    job_id = flux.submit(
-        "-n1", "-t", "10m", "--setattr=rush.app=noise",
-        sys.executable, str(NOISE_SCRIPT), "--seed=1", f"--log={log}", "--kinds=network",
-        "--start-on", "--on=500:500", "--duration=500",
-    )  # fmt: skip
-    wait_for(lambda: log.exists() and '"event": "on"' in log.read_text())
-    wait_for(lambda: window_mean(log.parent / "features.sqlite") > NOISY)  # the whole window sees it
-    return job_id
-
-
 def wait_for(predicate: Any, timeout: float = 90.0, step: float = 0.5) -> Any:
     return polling.wait_for(predicate, timeout, step)
 
 
 def test_network_job_waits_for_the_noise_to_stop_and_a_compute_job_does_not(
-    start_flux: Any, tmp_path: Path, model: Path, store: Path
+    start_flux: Any, tmp_path: Path, network_model: Path, live_features: Path
 ) -> None:
-    flux = rush_on_flux(start_flux, tmp_path, store, model, skip_limit=10_000)
+    flux = rush_on_flux(start_flux, tmp_path, live_features, network_model, skip_limit=10_000)
     noise_log = tmp_path / "noise.jsonl"
     noise = start_noise(flux, noise_log)
     network = flux.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
@@ -117,9 +92,9 @@ def test_network_job_waits_for_the_noise_to_stop_and_a_compute_job_does_not(
 
 
 def test_network_job_starts_at_its_skip_limit_while_the_noise_runs(
-    start_flux: Any, tmp_path: Path, model: Path, store: Path
+    start_flux: Any, tmp_path: Path, network_model: Path, live_features: Path
 ) -> None:
-    flux = rush_on_flux(start_flux, tmp_path, store, model, skip_limit=3)
+    flux = rush_on_flux(start_flux, tmp_path, live_features, network_model, skip_limit=3)
     noise_log = tmp_path / "noise.jsonl"
     start_noise(flux, noise_log)
     network = flux.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")

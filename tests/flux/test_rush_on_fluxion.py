@@ -11,7 +11,8 @@ it. Checked, for Fluxion's ``fcfs`` and ``easy`` queue policies:
 * rush's order is the order Fluxion starts jobs in;
 * a network job is held while the real noise job (collectors/noise.py) runs and starts when
   the noise stops, or at its skip limit while the noise goes on; a compute job is not held
-  (the learned model and the sampled feature store of tests/flux/test_rush_live.py);
+  (the learned model and the live feature store of tests/flux/test_rush_live.py, from
+  tests/flux/conftest.py);
 * flux-accounting's ``mf_priority.so`` + rush's plugin (``combine = "add"``): Fluxion
   allocates by fair-share first and rush's order among one association's jobs;
 * bad input: a hold Flux refuses (the job started in between) is journaled with the job
@@ -20,15 +21,12 @@ it. Checked, for Fluxion's ``fcfs`` and ``easy`` queue policies:
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rush.campaign.runner import NOISE_SCRIPT
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.service import Daemon
@@ -39,12 +37,11 @@ from tests.flux import fluxion, plugin_build
 from tests.flux.accounting import Accounting, mf_priority_or_skip, submit_other, submit_root
 from tests.flux.accounting import priorities as every_users_priorities
 from tests.flux.instance import FluxInstance
+from tests.flux.live_rush import COMPUTE, NETWORK, start_noise, started, state
 from tests.flux.plugin_build import CORES, jobtap_config, priorities, start_order, urgencies, wait_for
-from tests.live_rush_common import NOISY, WINDOW, live_store, train_model, window_mean
+from tests.live_rush_common import NOISY, WINDOW, window_mean
 
 pytestmark = pytest.mark.flux
-NETWORK = "--setattr=rush.wtype=network"
-COMPUTE = "--setattr=rush.wtype=compute"
 QUEUE_POLICIES = ("fcfs", "easy")
 
 
@@ -56,27 +53,11 @@ def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return plugin_build.plugin_or_skip(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The learned variation model of tests/flux/test_rush_live.py: network jobs vary under noise."""
-    dataset_mod = pytest.importorskip("rush.models.variability.dataset", reason="the dataset builder absent")
-    train_mod = pytest.importorskip("rush.models.variability.train", reason="the training absent")
-    work = tmp_path_factory.mktemp("fluxion-rush-model")
-    return train_model(work, dataset_mod, train_mod, sensitive=frozenset({"network"}))
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Path]:
-    """This host's procfs counters sampled live into the feature store the model reads."""
-    with live_store(tmp_path / "features.sqlite") as path:
-        yield path
-
-
 @pytest.fixture
 def instances():
-    started: list[FluxInstance] = []
-    yield started
-    for inst in started:
+    launched: list[FluxInstance] = []
+    yield launched
+    for inst in launched:
         inst.cancel_all()
         inst.stop()
 
@@ -122,14 +103,6 @@ def cycle_until(daemon: Daemon, predicate: Any, timeout: float = 120.0, before: 
     return plugin_build.polling.wait_for(step, timeout, 0.5)
 
 
-def state(inst: FluxInstance, job_id: int) -> str:
-    return inst.run("jobs", "-no", "{state}", str(job_id)).stdout.strip()
-
-
-def started(inst: FluxInstance, job_id: int) -> bool:
-    return state(inst, job_id) in ("RUN", "CLEANUP", "INACTIVE")
-
-
 # -- order ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("queue_policy", QUEUE_POLICIES)
 def test_fluxion_starts_jobs_in_rushs_order(instances, tmp_path, plugin, queue_policy):
@@ -167,19 +140,6 @@ def rush_daemon(inst: FluxInstance, tmp_path: Path, store: Path, model: Path, sk
     return daemon_for(inst, tmp_path, {"policy": "FCFS", "skip_limit": skip_limit}, variation)
 
 
-def noise_on_fluxion(inst: FluxInstance, log: Path) -> int:
-    """collectors/noise.py's network kind as a Flux job, expedited past the gate (nothing of
-    rush's to decide), on until cancelled; returns once the whole window sees it."""
-    job_id = inst.submit(
-        "--urgency=31", "-n1", "-t", "10m", "--setattr=rush.app=noise",
-        sys.executable, str(NOISE_SCRIPT), "--seed=1", f"--log={log}", "--kinds=network",
-        "--start-on", "--on=500:500", "--duration=500",
-    )  # fmt: skip
-    wait_for(lambda: log.exists() and '"event": "on"' in log.read_text(), timeout=90)
-    wait_for(lambda: window_mean(log.parent / "features.sqlite") > NOISY, timeout=90)
-    return job_id
-
-
 def held_by_rush(daemon: Daemon, inst: FluxInstance, job_id: int) -> bool:
     return urgencies(inst).get(job_id) == 0 and daemon.journal.job(job_id).held_by_rush
 
@@ -192,14 +152,14 @@ def arrival(inst: FluxInstance) -> int:
 
 @pytest.mark.parametrize("queue_policy", QUEUE_POLICIES)
 def test_network_job_held_while_the_noise_runs_on_fluxion(
-    instances, tmp_path, plugin, model, store, queue_policy
+    instances, tmp_path, plugin, network_model, live_features, queue_policy
 ):
     inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16, match="lonode")
     noise_log = tmp_path / "noise.jsonl"
-    noise = noise_on_fluxion(inst, noise_log)
+    noise = start_noise(inst, noise_log, "--urgency=31")  # expedited past the gate
     network = inst.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
     compute = inst.submit("-n2", "-t", "5m", COMPUTE, "sleep", "1")
-    daemon = rush_daemon(inst, tmp_path, store, model, skip_limit=10_000)
+    daemon = rush_daemon(inst, tmp_path, live_features, network_model, skip_limit=10_000)
     # The network job is held (urgency 0: Fluxion never sees it) pass after pass; the compute
     # job is ranked and Fluxion starts it.
     cycle_until(daemon, lambda: held_by_rush(daemon, inst, network) and started(inst, compute))
@@ -226,13 +186,13 @@ def test_network_job_held_while_the_noise_runs_on_fluxion(
 
 @pytest.mark.parametrize("queue_policy", QUEUE_POLICIES)
 def test_network_job_starts_at_its_skip_limit_on_fluxion(
-    instances, tmp_path, plugin, model, store, queue_policy
+    instances, tmp_path, plugin, network_model, live_features, queue_policy
 ):
     inst = on_fluxion(instances, tmp_path / "flux", plugin, queue_policy, cores=16, match="lonode")
     noise_log = tmp_path / "noise.jsonl"
-    noise_on_fluxion(inst, noise_log)
+    start_noise(inst, noise_log, "--urgency=31")
     network = inst.submit("-n2", "-t", "5m", NETWORK, "sleep", "1")
-    daemon = rush_daemon(inst, tmp_path, store, model, skip_limit=3)
+    daemon = rush_daemon(inst, tmp_path, live_features, network_model, skip_limit=3)
     cycle_until(daemon, lambda: started(inst, network), before=lambda: arrival(inst))
     [release] = daemon.journal.decisions(network, "release")
     assert "skip limit reached (3 of 3)" in release["reason"], release["reason"]

@@ -14,7 +14,7 @@ from rush.planner.config import parse_config
 from rush.planner.journal_query import JournalQuery
 from rush.planner.plan import Planner
 from rush.rjms.base import ActionResult, ClusterState, RJMSJob
-from tests.models.variability.queue_backend import Queue
+from tests.queue_backend import Queue
 
 
 class Recording(Queue):

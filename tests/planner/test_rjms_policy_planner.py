@@ -9,7 +9,7 @@ from dataclasses import replace
 from rush.planner.config import parse_config
 from rush.planner.plan import Planner
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.models.variability.queue_backend import Queue
+from tests.queue_backend import Queue
 
 
 class Recording(Queue):

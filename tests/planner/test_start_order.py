@@ -10,7 +10,7 @@ from dataclasses import replace
 from rush.planner.config import parse_config
 from rush.planner.plan import Planner
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.models.variability.queue_backend import Queue
+from tests.queue_backend import Queue
 
 
 def _planner(tmp_path, backend: Queue) -> Planner:

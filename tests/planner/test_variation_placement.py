@@ -24,8 +24,8 @@ from rush.models.variability.train import TrainOptions, train_variability
 from rush.planner.config import parse_config
 from rush.planner.variation import get_predictor
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.models.variability.queue_backend import Queue
 from tests.models.variability.synth import NOISE, PERIOD, T0, noise_on
+from tests.queue_backend import Queue
 
 HOSTS = [f"n{i:02d}" for i in range(8)]
 LOUD = HOSTS[:4]  # leaf 0: the noise is here

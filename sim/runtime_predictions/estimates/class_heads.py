@@ -42,9 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.tables import write_table
+
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run import OUT, cached_walkforward, load, write_table  # noqa: E402
+from run import OUT, cached_walkforward, load  # noqa: E402
 
 VARIANTS = (
     "quantiles",
@@ -227,7 +229,7 @@ def main() -> None:
             row["seconds"] = time.perf_counter() - t0
             print(row, flush=True)
             rows.append(row)
-    write_table(OUT, "class_heads", rows)
+    write_table(OUT, "class_heads", rows, missing="")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.tables import write_table
+
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 OUT = Path(__file__).parent / "results"
 CLASSIFIER = Path(__file__).parents[2] / "runtime_classes" / "results" / "full" / "classification.csv"
@@ -92,23 +94,6 @@ def cached_walkforward(
     tmp.write_bytes(pickle.dumps(wf))
     os.replace(tmp, path)
     return wf
-
-
-def write_table(out: Path, name: str, rows: list[dict]) -> None:
-    columns = list(rows[0])
-    with open(out / f"{name}.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(r.get(c)) for c in columns) + " |" for r in rows]
-    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
-    return "" if value is None else str(value)
 
 
 def predictor_row(trace: str, wf) -> dict:
@@ -304,7 +289,7 @@ def merge() -> None:
     for name in ("predictor", "classes", "gain", "estimates"):
         rows = [row for p in parts for row in p.get(name, [])]
         if rows:
-            write_table(OUT, name, rows)
+            write_table(OUT, name, rows, missing="")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from rush.planner.config import parse_config
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation import LearnedVariationPredictor, get_predictor
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.models.variability.queue_backend import Queue
 from tests.models.variability.synth import PERIOD, T0
+from tests.queue_backend import Queue
 
 NOISY = T0 + 2 * PERIOD + 420.0  # 420 s into a noise period: the whole window is noisy
 QUIET = T0 + 2 * PERIOD + 2000.0

@@ -1,4 +1,6 @@
-"""A backend whose queue a test sets (shared by the variability predictor and placement tests)."""
+"""A backend whose queue the test sets: no RJMS involved, for tests of the daemon's own rules
+(hold on a flag, journal, passes, runtime predictions); tests/campaign runs the same rules on
+the real test Slurm."""
 
 from __future__ import annotations
 
@@ -6,11 +8,11 @@ from rush.rjms.base import ActionResult, ClusterState, RJMSBackend
 
 
 class Queue(RJMSBackend):
-    """A backend whose queue the test sets: the rule under test is the daemon's (hold on a
-    flag, journal), not Slurm's; tests/campaign runs the same on the real test Slurm."""
+    """A backend whose queue the test sets (``state``; by default an empty machine of 8
+    processors) and that records the jobs it was told to hold."""
 
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
+    def __init__(self, state: ClusterState | None = None) -> None:
+        self.state = state or ClusterState(taken_at=1000.0, total_procs=8, free_procs=8, jobs=())
         self.held: list[int] = []
 
     def read_state(self, partitions=()):

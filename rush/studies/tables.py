@@ -1,0 +1,47 @@
+"""Study result tables: the same rows as ``<name>.csv`` (full precision) and ``<name>.md``
+(Markdown, rounded for reading), as the study folders under ``sim/`` commit them."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+
+def markdown_lines(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """A Markdown table's lines: the header, the rule, one line per row of ready-made cells."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def cell(value: object, missing: str = "-") -> str:
+    """A value as a Markdown cell: floats to three decimals below 100, whole numbers above."""
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def write_table(
+    out: Path,
+    name: str,
+    rows: Sequence[Mapping],
+    columns: Sequence[str] | None = None,
+    *,
+    missing: str = "-",
+) -> None:
+    """Write ``rows`` to ``out/<name>.csv`` and ``out/<name>.md``.
+
+    ``columns`` picks and orders the columns (the rows' other keys are left out); without it
+    the columns are the first row's keys, and a later row with another key is an error.
+    ``missing`` is the Markdown cell of a None (the CSV leaves it empty).
+    """
+    names = list(rows[0]) if columns is None else list(columns)
+    with open(out / f"{name}.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=names, extrasaction="raise" if columns is None else "ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    body = ([cell(row.get(c), missing) for c in names] for row in rows)
+    (out / f"{name}.md").write_text("\n".join(markdown_lines(names, body)) + "\n")
