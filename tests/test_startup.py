@@ -323,7 +323,7 @@ def test_leaving_at_once_waits_for_other_threads() -> None:
     # With another thread alive the process takes the normal way out (which waits for it).
     out = python(
         """
-        import threading, numba
+        import threading
         from rush.cli.main import leave_at_once
         release = threading.Event()
         worker = threading.Thread(target=release.wait)

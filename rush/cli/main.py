@@ -49,9 +49,9 @@ GROUPS: dict[str, str] = {
     "experiment": "Reproduce published studies (one command each).",
 }
 _registered: set[str] = set()
-# Commands that end by leaving at once (:func:`leave_at_once`) once they have loaded numba: their
-# output is on stdout/stderr or written and closed by `with` blocks before the command returns.
-LEAVE_AT_ONCE = frozenset({"simulate", "compare"})
+# Commands that end by leaving at once (:func:`leave_at_once`): their output is on stdout/stderr
+# or written and closed by `with` blocks before the command returns; the journal is only read.
+LEAVE_AT_ONCE = frozenset({"simulate", "compare", "explain", "status"})
 
 
 def register(modules: list[str] | None = None) -> typer.Typer:
@@ -90,16 +90,16 @@ def main() -> None:
 
 
 def leave_at_once(code: object) -> None:
-    """End a process that loaded numba without the interpreter's teardown; return if it cannot.
+    """End the process without the interpreter's teardown; return if it cannot.
 
-    Tearing down numba's and llvmlite's modules and objects costs about 0.2-0.3 s of CPU at
-    exit (issue 31: more than a third of a replay of SDSC-SP2 beyond numba's own start). What
-    a normal exit does that matters is done here: the atexit handlers run (logging,
-    multiprocessing, tempfile and test harnesses), then stdout and stderr are flushed. A
-    process with other threads, or whose output cannot be flushed (a closed pipe), takes
-    the normal way out.
+    Tearing down numba's and llvmlite's modules and objects costs about 0.3 s of CPU at exit
+    (issue 31: a quarter of a replay of SDSC-SP2), and the command line's modules about 0.02 s
+    (a tenth of ``rush explain``). What a normal exit does that matters is done here: the
+    atexit handlers run (logging, multiprocessing, tempfile and test harnesses), then stdout
+    and stderr are flushed. A process with other threads, or whose output cannot be flushed (a
+    closed pipe), takes the normal way out.
     """
-    if "numba" not in sys.modules or threading.active_count() > 1:
+    if threading.active_count() > 1:
         return
     if code is not None and not isinstance(code, int):
         return  # a message as the code: the normal exit prints it
