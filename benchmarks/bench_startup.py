@@ -80,6 +80,9 @@ FLOOR_CALL = (
     "import rush.jit_cache as j; j.skip_numba_blas_probe(); import numpy as np, floor_kernel; "
     "floor_kernel.total(np.ones(3))"
 )
+# The same, ending as `rush simulate` does (rush.cli.main.leave_at_once: no interpreter teardown).
+FLOOR_CALL_AT_ONCE = FLOOR_CALL + "; import os; os._exit(0)"
+FLOORS = ("one cached numba kernel (floor)", "floor, leaving at once")
 
 
 def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
@@ -132,12 +135,13 @@ def main() -> None:
         "python -c pass": cases.pop("python -c pass"),
         'python -c "import numpy"': cases.pop('python -c "import numpy"'),
         'python -c "import numba"': [sys.executable, "-c", "import numba"],
-        "one cached numba kernel (floor)": [sys.executable, "-c", FLOOR_CALL],
+        FLOORS[0]: [sys.executable, "-c", FLOOR_CALL],
+        FLOORS[1]: [sys.executable, "-c", FLOOR_CALL_AT_ONCE],
         **cases,
     }
     # The floor's kernel is cached in its own directory, not in the user's rush cache.
-    cwd = {"one cached numba kernel (floor)": floor_dir}
-    own_env = {"one cached numba kernel (floor)": {"NUMBA_CACHE_DIR": floor_dir}}
+    cwd = dict.fromkeys(FLOORS, floor_dir)
+    own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir})
     env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), env.get("PYTHONPATH", "")])}
     for name, command in cases.items():  # one untimed run each: file-system and numba caches
         run(command, {**env, **own_env.get(name, {})}, cwd.get(name))
