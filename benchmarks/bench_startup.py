@@ -80,6 +80,9 @@ FLOOR_CALL = (
     "import rush.jit_cache as j; j.skip_numba_blas_probe(); import numpy as np, floor_kernel; "
     "floor_kernel.total(np.ones(3))"
 )
+# The same, ending as `rush simulate` does (rush.cli.main.leave_at_once: no interpreter teardown).
+FLOOR_CALL_AT_ONCE = FLOOR_CALL + "; import os; os._exit(0)"
+FLOORS = ("one cached numba kernel (floor)", "floor, leaving at once")
 
 
 def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
@@ -132,12 +135,13 @@ def main() -> None:
         "python -c pass": cases.pop("python -c pass"),
         'python -c "import numpy"': cases.pop('python -c "import numpy"'),
         'python -c "import numba"': [sys.executable, "-c", "import numba"],
-        "one cached numba kernel (floor)": [sys.executable, "-c", FLOOR_CALL],
+        FLOORS[0]: [sys.executable, "-c", FLOOR_CALL],
+        FLOORS[1]: [sys.executable, "-c", FLOOR_CALL_AT_ONCE],
         **cases,
     }
     # The floor's kernel is cached in its own directory, not in the user's rush cache.
-    cwd = {"one cached numba kernel (floor)": floor_dir}
-    own_env = {"one cached numba kernel (floor)": {"NUMBA_CACHE_DIR": floor_dir}}
+    cwd = dict.fromkeys(FLOORS, floor_dir)
+    own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir})
     env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), env.get("PYTHONPATH", "")])}
     for name, command in cases.items():  # one untimed run each: file-system and numba caches
         run(command, {**env, **own_env.get(name, {})}, cwd.get(name))
@@ -197,6 +201,22 @@ def _load() -> str:
 if __name__ == "__main__":
     main()
 
+# Measured (2026-11-28, evening, load 18-20 on this 2-core host; median of 5, CPU = user + system;
+# `--repeat 5`; before = 252316b, after = leaving at once, the two runs back to back):
+#                                          before   after
+#   python -c pass                         0.021    0.019
+#   python -c "import numba"               0.268    0.274
+#   one cached numba kernel (floor)        0.543    0.518
+#   floor, leaving at once                 0.346    0.348
+#   rush --help                            0.108    0.101
+#   rush simulate SDSC-SP2 --policy FCFS   1.168    0.883   (target 0.6: not met)
+#   rush simulate lublin:2000:64           0.858    0.634
+# The interpreter's teardown of numba was ~0.2 s of the floor and ~0.3 s of the replay; the
+# replay now ends with os._exit (rush.cli.main.leave_at_once). What is left above the floor
+# leaving at once (0.35 s): the replay loop itself (~0.22 s), loading three more kernels from
+# the cache, typer 0.29's pydantic adapters for the options (~0.08 s) and reading the SWF.
+# 0.6 s needs the replay off numba (an ahead-of-time compiled extension): numba's import and
+# typing-context set-up alone are 0.35 s here.
 # Measured (2026-11-28, this 2-core host shared with six other sessions, load 12-13; median of
 # 3, CPU = user + system; `--repeat 3`):
 #   python -c pass                         CPU 0.025 s

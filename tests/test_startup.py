@@ -168,27 +168,24 @@ def test_numba_cache_directory_choice(tmp_path: Path) -> None:
 
 def in_process(argv: list[str], report: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``rush ARGV`` through the console entry point in a fresh interpreter, then print
-    ``report`` (a Python expression over ``sys.modules``) as JSON on stderr's last line."""
+    ``report`` (a Python expression over ``sys.modules``) as JSON on stderr's last line.
+
+    The report is an atexit handler: ``rush simulate`` ends with ``os._exit`` after running
+    them (:func:`rush.cli.main.leave_at_once`), so nothing after ``main()`` would run."""
     return python(
         f"""
-        import json, sys
+        import atexit, json, sys
         sys.argv = ["rush", *{argv!r}]
+        atexit.register(lambda: print(json.dumps({report}), file=sys.stderr))
         from rush.cli.main import main
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code
-        else:
-            code = 0
-        print(json.dumps([code, ({report})]), file=sys.stderr)
+        main()
         """,
         env,
     )
 
 
 def report_of(out: subprocess.CompletedProcess) -> tuple[int, object]:
-    code, value = json.loads(out.stderr.strip().splitlines()[-1])
-    return code, value
+    return out.returncode, json.loads(out.stderr.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
@@ -207,8 +204,8 @@ def test_explain_and_status_from_a_journal_load_no_compiled_core(journal: Path, 
     # The priority terms are stored with the queue rows, so nothing needs numba or numpy; the
     # other command modules (simulator, collectors, models) are not imported either.
     report = (
-        f"[m for m in {HEAVY!r} if m in sys.modules], "
-        "sorted(m for m in sys.modules if m.startswith('rush.cli.') and m != 'rush.cli.main')"
+        f"[[m for m in {HEAVY!r} if m in sys.modules], "
+        "sorted(m for m in sys.modules if m.startswith('rush.cli.') and m != 'rush.cli.main')]"
     )
     out = in_process([*command, "--journal", str(journal)], report)
     code, (heavy, cli_modules) = report_of(out)
@@ -294,8 +291,8 @@ def test_a_command_run_alone_has_the_same_help_as_in_the_whole_app(command: str)
 
 def test_simulate_loads_only_the_replay(tmp_path: Path) -> None:
     report = (
-        "sorted({m.split('.')[1] for m in sys.modules if m.startswith('rush.') and m.count('.') >= 1}), "
-        "[m for m in ('sklearn', 'scipy.linalg', 'pandas', 'matplotlib', 'cffi') if m in sys.modules]"
+        "[sorted({m.split('.')[1] for m in sys.modules if m.startswith('rush.') and m.count('.') >= 1}), "
+        "[m for m in ('sklearn', 'scipy.linalg', 'pandas', 'matplotlib', 'cffi') if m in sys.modules]]"
     )
     out = in_process(["simulate", "lublin:300:16:1", "--json"], report)
     code, (packages, heavy) = report_of(out)
@@ -304,3 +301,37 @@ def test_simulate_loads_only_the_replay(tmp_path: Path) -> None:
     assert heavy == []
     for never in ("planner", "daemon", "collect", "rjms", "campaign", "flux_module", "studies"):
         assert never not in packages, never
+
+
+def test_simulate_leaves_at_once_with_its_output_whole(tmp_path: Path) -> None:
+    # The replay ends with os._exit (no interpreter teardown): its stdout, --jobs-out and --out
+    # are whole, the exit code is the command's, and a run saved this way reads back.
+    jobs, run = tmp_path / "jobs.csv", tmp_path / "run"
+    out = rush("simulate", "lublin:300:16:1", "--json", "--jobs-out", str(jobs), "--out", str(run))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["jobs"] == 300
+    assert len(jobs.read_text().splitlines()) == 301
+    from rush.simulator.runs import load_metrics, load_runs
+
+    (saved,) = load_runs(run).values()
+    assert len(saved.start) == 300
+    (metrics,) = load_metrics(run).values()
+    assert metrics["awrt"] == pytest.approx(json.loads(out.stdout)["awrt"])
+
+
+def test_leaving_at_once_waits_for_other_threads() -> None:
+    # With another thread alive the process takes the normal way out (which waits for it).
+    out = python(
+        """
+        import threading
+        from rush.cli.main import leave_at_once
+        release = threading.Event()
+        worker = threading.Thread(target=release.wait)
+        worker.start()
+        leave_at_once(0)
+        print("returned")
+        release.set()
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["returned"]
