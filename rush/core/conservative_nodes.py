@@ -28,7 +28,11 @@ marks as freed, from now, every node with fewer running entries (a job ended, ma
 usable again. A kept reservation then searches only windows meeting freed room on its eligible
 nodes and before its time, and costs no node work when there is none (issue 31, item 2;
 tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
-kept reservation from now). Cancelled jobs and shortened estimates free room the memory does not
+kept reservation from now); one with no freed room before it is not even taken out of the count
+profile, and a search's count fit stops at its time. Kept reservations are checked in order of
+their times against what the bookings so far hold per node at each one's start (those ending
+by it leave, from a heap of ends): a check costs the reservation's own nodes, not every booking
+on them; the valid ones enter the count profiles in one sort and sweep. Cancelled jobs and shortened estimates free room the memory does not
 see: a shell that has them keeps no memory (shape (0, 5)), and every node counts as freed.
 
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
@@ -48,6 +52,8 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 """
 
 from __future__ import annotations
+
+import heapq
 
 import numpy as np
 from numba import njit
@@ -312,17 +318,31 @@ def _kept_valid(
     j: int,
     need: int,
     window: tuple[float, float],
-    chains: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    chains: tuple[
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+    ],
     mark: tuple[np.ndarray, int],
 ) -> bool:
     """Whether job j's kept reservation (``kept`` row ``row``) still holds: the same request
     (``need`` units), on distinct usable nodes of its partition, each with the room it takes
     left by every booking overlapping ``window``. ``chains``: per-node chains of booking
     entries (head per node, next entry, booking of entry, cores and GPUs of entry, bookings'
-    starts and ends); ``mark``: a per-node stamp array and this job's stamp."""
+    starts and ends, per-node load); ``mark``: a per-node stamp array and this job's stamp.
+
+    Every booking so far starts at or before the window (running jobs now, kept ones in order
+    of their times), so one overlaps a non-empty window exactly when it holds its start:
+    the load is what those hold per node (cores, GPUs), read instead of walking the chains."""
     pool = nodes.pool
     request = nodes.request
-    head, following, of_booking, take_c, take_g, b_t0, b_t1 = chains
+    head, following, of_booking, take_c, take_g, b_t0, b_t1, load_c, load_g = chains
     seen, stamp = mark
     t0, t1 = window
     m = pool.count
@@ -349,18 +369,38 @@ def _kept_valid(
             if c != request.cores[j] or g != request.gpus[j]:
                 return False
             units += 1
-        left_c = pool.cores[node]
-        left_g = pool.gpus[node]
-        e = head[node]
-        while e >= 0:
-            b = of_booking[e]
-            if b_t0[b] < t1 and b_t1[b] > t0:
-                left_c -= take_c[e]
-                left_g -= take_g[e]
-            e = following[e]
+        left_c = pool.cores[node] - load_c[node]
+        left_g = pool.gpus[node] - load_g[node]
+        if t1 <= t0:  # an empty window overlaps only bookings starting before it
+            left_c = pool.cores[node]
+            left_g = pool.gpus[node]
+            e = head[node]
+            while e >= 0:
+                b = of_booking[e]
+                if b_t0[b] < t1 and b_t1[b] > t0:
+                    left_c -= take_c[e]
+                    left_g -= take_g[e]
+                e = following[e]
         if left_c < c or left_g < g:
             return False
     return units == need
+
+
+@njit(cache=True)
+def _hold(
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    span: tuple[int, int],
+    load: tuple[np.ndarray, np.ndarray],
+    sign: int,
+) -> None:
+    """Add (sign 1) or take off (sign -1) a booking's entries ``span`` to the per-node ``load``."""
+    at, take_c, take_g = entries
+    load_c, load_g = load
+    for k in range(span[0], span[1]):
+        node = at[k]
+        if 0 <= node < load_c.shape[0]:
+            load_c[node] += sign * take_c[k]
+            load_g[node] += sign * take_g[k]
 
 
 @njit(cache=True, inline="always")
@@ -641,6 +681,14 @@ def conservative_nodes_pass(
     kept_c = np.empty(nh, dtype=np.int64)
     kept_g = np.empty(nh, dtype=np.int64)
     nkept = 0
+    # What the bookings so far hold per node at the next kept reservation's start (those
+    # ending by it leave, in order of their ends): its validity costs its own nodes only.
+    load_c = np.zeros(m, dtype=np.int64)
+    load_g = np.zeros(m, dtype=np.int64)
+    ending = [(INF, -1)]  # a heap of (end, booking); the sentinel never leaves
+    for b in range(nb):
+        _hold(entries_of, (b_slot[2 * b], b_slot[2 * b + 1]), (load_c, load_g), 1)
+        heapq.heappush(ending, (b_t1[b], b))
     for s in range(nh):
         j = sequence[s]
         row = state.reserved_row[j]
@@ -656,7 +704,10 @@ def conservative_nodes_pass(
         t0 = max(state.reserved_at[j], now)
         need = need_units(nodes.request, j, jobs.procs[j])
         window = (t0, t0 + duration)
-        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1)
+        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1, load_c, load_g)
+        while ending[0][0] <= t0:
+            b = heapq.heappop(ending)[1]
+            _hold(entries_of, (b_slot[2 * b], b_slot[2 * b + 1]), (load_c, load_g), -1)
         if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
             for k in range(kept.offset[row], kept.offset[row + 1]):
                 if 0 <= kept.node[k] < m:
@@ -680,6 +731,8 @@ def conservative_nodes_pass(
             g += kept.gpus[k]
             used += 1
         b_slot[2 * nb + 1] = used
+        _hold(entries_of, (b_slot[2 * nb], used), (load_c, load_g), 1)
+        heapq.heappush(ending, (b_t1[nb], nb))
         kept_t0[nkept] = t0
         kept_len[nkept] = duration
         kept_c[nkept] = -c
