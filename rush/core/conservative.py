@@ -32,9 +32,15 @@ def _profile_from_running(
     ptime[0] = now
     pavail[0] = free
     n = 1
+    # A job past its estimate is assumed to end one second from now: after one ending within
+    # the second, so the ends (ascending as given) are re-sorted once moved.
+    ends = np.empty(running.count, dtype=np.float64)
     for k in range(running.count):
-        # A job past its estimate is assumed to end one second from now.
-        e = running.end[k] if running.end[k] > now else now + 1.0
+        ends[k] = running.end[k] if running.end[k] > now else now + 1.0
+    by_end = np.argsort(ends, kind="mergesort")
+    for x in range(running.count):
+        k = by_end[x]
+        e = ends[k]
         if e == ptime[n - 1]:
             pavail[n - 1] += running.procs[k]
         else:

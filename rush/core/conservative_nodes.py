@@ -28,7 +28,11 @@ marks as freed, from now, every node with fewer running entries (a job ended, ma
 usable again. A kept reservation then searches only windows meeting freed room on its eligible
 nodes and before its time, and costs no node work when there is none (issue 31, item 2;
 tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
-kept reservation from now). Cancelled jobs and shortened estimates free room the memory does not
+kept reservation from now); one with no freed room before it is not even taken out of the count
+profile, and a search's count fit stops at its time. Kept reservations are checked in order of
+their times against what the bookings so far hold per node at each one's start (those ending
+by it leave, from a heap of ends): a check costs the reservation's own nodes, not every booking
+on them; the valid ones enter the count profiles in one sort and sweep. Cancelled jobs and shortened estimates free room the memory does not
 see: a shell that has them keeps no memory (shape (0, 5)), and every node counts as freed.
 
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
@@ -49,10 +53,12 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from numba import njit
 
-from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy
 from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, need_units
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
@@ -233,20 +239,75 @@ def _count_fit(
     n: int,
     need: tuple[int, int],
     duration: float,
-    lo: int,
+    span: tuple[int, float],
 ) -> int:
-    """First breakpoint from ``lo`` on from which both counts of ``need`` stay free for
-    ``duration`` (-1: none)."""
-    i = lo
+    """First breakpoint from ``span[0]`` on, before time ``span[1]``, from which both counts of
+    ``need`` stay free for ``duration`` (-1: none)."""
+    i, bound = span
     while i >= 0:
-        i = fit_from(cores[0], cores[1], n, need[0], duration, i)
+        i = _fit_before(cores[0], cores[1], n, need[0], duration, i, bound)
         if i < 0 or need[1] <= 0:
             return i
-        g = fit_from(gpus[0], gpus[1], n, need[1], duration, i)
+        g = _fit_before(gpus[0], gpus[1], n, need[1], duration, i, bound)
         if g == i:
             return i
         i = g
     return -1
+
+
+@njit(cache=True)
+def _fit_before(
+    ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int, bound: float
+) -> int:
+    """:func:`rush.core.conservative.fit_from` that stops at breakpoints from ``bound`` on (a
+    kept reservation searches only before its time: the scan stays short)."""
+    i = lo
+    while i < n and ptime[i] < bound:
+        if pavail[i] < need:
+            i += 1
+            continue
+        end = ptime[i] + duration
+        k = i + 1
+        ok = True
+        while k < n and ptime[k] < end:
+            if pavail[k] < need:
+                ok = False
+                break
+            k += 1
+        if ok:
+            return i
+        i = k + 1
+    return -1
+
+
+@njit(cache=True)
+def _occupy_all(
+    profile: tuple[np.ndarray, np.ndarray], n: int, windows: tuple[np.ndarray, np.ndarray], delta: np.ndarray
+) -> int:
+    """:func:`rush.core.conservative._occupy` of every window ``[t0, t0 + duration)`` with its
+    ``delta`` at once (a sort and a sweep, not a shift of the tail per booking): the same
+    breakpoints and counts. Returns the new length."""
+    ptime, pavail = profile
+    t0, duration = windows
+    count = t0.shape[0]
+    if count == 0:
+        return n
+    t1 = t0 + duration
+    times = np.unique(np.concatenate((ptime[:n], t0, t1)))
+    step = np.zeros(times.shape[0] + 1, dtype=np.int64)
+    for b in range(count):
+        step[np.searchsorted(times, t0[b])] += delta[b]
+        step[np.searchsorted(times, t1[b])] -= delta[b]
+    old = pavail[:n].copy()
+    k = 0
+    running = 0
+    for x in range(times.shape[0]):
+        while k + 1 < n and ptime[k + 1] <= times[x]:
+            k += 1
+        running += step[x]
+        pavail[x] = old[k] + running
+    ptime[: times.shape[0]] = times
+    return times.shape[0]
 
 
 @njit(cache=True)
@@ -257,17 +318,31 @@ def _kept_valid(
     j: int,
     need: int,
     window: tuple[float, float],
-    chains: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    chains: tuple[
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+    ],
     mark: tuple[np.ndarray, int],
 ) -> bool:
     """Whether job j's kept reservation (``kept`` row ``row``) still holds: the same request
     (``need`` units), on distinct usable nodes of its partition, each with the room it takes
     left by every booking overlapping ``window``. ``chains``: per-node chains of booking
     entries (head per node, next entry, booking of entry, cores and GPUs of entry, bookings'
-    starts and ends); ``mark``: a per-node stamp array and this job's stamp."""
+    starts and ends, per-node load); ``mark``: a per-node stamp array and this job's stamp.
+
+    Every booking so far starts at or before the window (running jobs now, kept ones in order
+    of their times), so one overlaps a non-empty window exactly when it holds its start:
+    the load is what those hold per node (cores, GPUs), read instead of walking the chains."""
     pool = nodes.pool
     request = nodes.request
-    head, following, of_booking, take_c, take_g, b_t0, b_t1 = chains
+    head, following, of_booking, take_c, take_g, b_t0, b_t1, load_c, load_g = chains
     seen, stamp = mark
     t0, t1 = window
     m = pool.count
@@ -294,18 +369,38 @@ def _kept_valid(
             if c != request.cores[j] or g != request.gpus[j]:
                 return False
             units += 1
-        left_c = pool.cores[node]
-        left_g = pool.gpus[node]
-        e = head[node]
-        while e >= 0:
-            b = of_booking[e]
-            if b_t0[b] < t1 and b_t1[b] > t0:
-                left_c -= take_c[e]
-                left_g -= take_g[e]
-            e = following[e]
+        left_c = pool.cores[node] - load_c[node]
+        left_g = pool.gpus[node] - load_g[node]
+        if t1 <= t0:  # an empty window overlaps only bookings starting before it
+            left_c = pool.cores[node]
+            left_g = pool.gpus[node]
+            e = head[node]
+            while e >= 0:
+                b = of_booking[e]
+                if b_t0[b] < t1 and b_t1[b] > t0:
+                    left_c -= take_c[e]
+                    left_g -= take_g[e]
+                e = following[e]
         if left_c < c or left_g < g:
             return False
     return units == need
+
+
+@njit(cache=True)
+def _hold(
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
+    span: tuple[int, int],
+    load: tuple[np.ndarray, np.ndarray],
+    sign: int,
+) -> None:
+    """Add (sign 1) or take off (sign -1) a booking's entries ``span`` to the per-node ``load``."""
+    at, take_c, take_g = entries
+    load_c, load_g = load
+    for k in range(span[0], span[1]):
+        node = at[k]
+        if 0 <= node < load_c.shape[0]:
+            load_c[node] += sign * take_c[k]
+            load_g[node] += sign * take_g[k]
 
 
 @njit(cache=True, inline="always")
@@ -580,6 +675,20 @@ def conservative_nodes_pass(
     own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
     own_c = np.zeros(nh + 1, dtype=np.int64)
     own_g = np.zeros(nh + 1, dtype=np.int64)
+    # The kept bookings' windows and counts, added to the count profiles at once below.
+    kept_t0 = np.empty(nh, dtype=np.float64)
+    kept_len = np.empty(nh, dtype=np.float64)
+    kept_c = np.empty(nh, dtype=np.int64)
+    kept_g = np.empty(nh, dtype=np.int64)
+    nkept = 0
+    # What the bookings so far hold per node at the next kept reservation's start (those
+    # ending by it leave, in order of their ends): its validity costs its own nodes only.
+    load_c = np.zeros(m, dtype=np.int64)
+    load_g = np.zeros(m, dtype=np.int64)
+    ending = [(INF, -1)]  # a heap of (end, booking); the sentinel never leaves
+    for b in range(nb):
+        _hold(entries_of, (b_slot[2 * b], b_slot[2 * b + 1]), (load_c, load_g), 1)
+        heapq.heappush(ending, (b_t1[b], b))
     for s in range(nh):
         j = sequence[s]
         row = state.reserved_row[j]
@@ -595,7 +704,10 @@ def conservative_nodes_pass(
         t0 = max(state.reserved_at[j], now)
         need = need_units(nodes.request, j, jobs.procs[j])
         window = (t0, t0 + duration)
-        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1)
+        chains = (head, following, of_booking, scratch_c, scratch_g, b_t0, b_t1, load_c, load_g)
+        while ending[0][0] <= t0:
+            b = heapq.heappop(ending)[1]
+            _hold(entries_of, (b_slot[2 * b], b_slot[2 * b + 1]), (load_c, load_g), -1)
         if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
             for k in range(kept.offset[row], kept.offset[row + 1]):
                 if 0 <= kept.node[k] < m:
@@ -619,15 +731,23 @@ def conservative_nodes_pass(
             g += kept.gpus[k]
             used += 1
         b_slot[2 * nb + 1] = used
-        if gpu_counts:
-            _occupy(ptime_g, avail_g, n, t0, duration, -g)
-        n = _occupy(ptime_c, avail_c, n, t0, duration, -c)
+        _hold(entries_of, (b_slot[2 * nb], used), (load_c, load_g), 1)
+        heapq.heappush(ending, (b_t1[nb], nb))
+        kept_t0[nkept] = t0
+        kept_len[nkept] = duration
+        kept_c[nkept] = -c
+        kept_g[nkept] = -g
+        nkept += 1
         _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
         _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
         own[s] = nb
         own_c[s] = c
         own_g[s] = g
         nb += 1
+    windows = (kept_t0[:nkept], kept_len[:nkept])
+    if gpu_counts:
+        _occupy_all((ptime_g, avail_g), n, windows, kept_g[:nkept])
+    n = _occupy_all((ptime_c, avail_c), n, windows, kept_c[:nkept])
     res_slot = np.empty(2 * on + 2, dtype=np.int64)
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
@@ -649,12 +769,9 @@ def conservative_nodes_pass(
         bound = INF
         p = request.partition[j]
         since = -INF
+        taken = False
         if hold:
-            b_on[own[s]] = False
             kept_at = b_t0[own[s]]
-            if gpu_counts:
-                _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
-            n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
             if kept_at > now:
                 # Only windows meeting room freed on its nodes, before its time, can be new.
                 freed_from = INF
@@ -666,6 +783,13 @@ def conservative_nodes_pass(
                         freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
+            # Taken out only to be searched: with nothing freed it stands as it is.
+            if since < INF:
+                taken = True
+                b_on[own[s]] = False
+                if gpu_counts:
+                    _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
+                n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
@@ -677,9 +801,7 @@ def conservative_nodes_pass(
         i = -1
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
-            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, lo)
-        if i >= 0 and ptime_c[i] >= bound:
-            i = -1
+            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))
         next_out = 0
         next_in = 0
         window_end = now
@@ -798,11 +920,12 @@ def conservative_nodes_pass(
         elif hold:
             # Nothing earlier: the kept reservation stands, on its nodes.
             b = own[s]
-            b_on[b] = True
             placed_at = b_t0[b]
-            if gpu_counts:
-                _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
-            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
+            if taken:
+                b_on[b] = True
+                if gpu_counts:
+                    _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
+                n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
             first, last = b_slot[2 * b], b_slot[2 * b + 1]
         else:
             continue  # wider than the machine can ever offer: leave it pending
