@@ -13,7 +13,12 @@ most of the module's time (benchmarks/bench_flux_nodes.py). Here:
   fails the constraint, in the candidate list and in the feasibility check alike;
 - each ranks list is decoded once and kept (a bounded cache);
 - ``check_feasibility`` (every arriving job, against the pool's total capacity, which
-  changes only when ranks are removed) is remembered per request shape.
+  changes only when ranks are removed) is remembered per request shape;
+- the module builds its ranks constraints with :func:`ranks_constraint`, which remembers
+  the ranks it wrote, so they are never decoded from text at all;
+- an allocation's ``dumps()`` summary is computed once (flux-core's ``alloc`` formats it for
+  a debug log line whatever the log level, and the module annotates the job with it), and
+  :func:`allocation_of` reads a job's nodes from the allocation's rank table, not from its R.
 
 Every other constraint, and everything else, goes to flux-core unchanged.
 """
@@ -44,6 +49,18 @@ def ranks_of(ranks: list[str]) -> frozenset[int]:
             _RANKS.clear()
         ids = _RANKS[key] = frozenset(i for text in key for i in IDset(text))
     return ids
+
+
+def ranks_constraint(ranks: list[int]) -> dict:
+    """``{"ranks": [idset]}`` for these ranks, the ranks remembered so that the pool finds
+    them without decoding the text."""
+    text = ",".join(map(str, ranks))
+    key = (text,)
+    if key not in _RANKS:
+        if len(_RANKS) >= CACHE_ENTRIES:
+            _RANKS.clear()
+        _RANKS[key] = frozenset(ranks)
+    return {"ranks": [text]}
 
 
 def _pure_ranks(constraint) -> list[str] | None:  # noqa: ANN001 - untrusted JSON
@@ -115,6 +132,15 @@ class RankCachedPool(Rv1Pool):
         finally:
             self._ranks = everything
 
+    def dumps(self) -> str:
+        """flux-core's summary, kept until the rank table changes (structurally: every such
+        change bumps ``generation``; allocations change only the allocated sets, not shown)."""
+        stamp = (self.generation, id(self._ranks), len(self._ranks))
+        memo = self.__dict__.get("_dumps")
+        if memo is None or memo[0] != stamp:
+            memo = self.__dict__["_dumps"] = (stamp, super().dumps())
+        return memo[1]
+
     def check_feasibility(self, request) -> None:  # noqa: ANN001
         key = _feasibility_key(request)
         cache = self.__dict__.setdefault("_feasible", {})
@@ -148,6 +174,22 @@ class RankCachedResourcePool(ResourcePool):
         if arg is None or isinstance(arg, dict):
             arg = RankCachedPool(arg, log=log, **kwargs)
         super().__init__(arg, version=version, log=log)
+
+
+def allocation_of(
+    alloc: ResourcePool, names: dict[int, str]
+) -> tuple[tuple[tuple[str, int, int], ...], int] | None:
+    """An allocation's (node name, cores, GPUs) per node, by rank, and its cores, from its
+    rank table (what :func:`rush.rjms.flux.resource_set.allocation_from_r` and
+    ``count_cores`` read from its R); None when it is not an Rv1 pool."""
+    table = getattr(getattr(alloc, "impl", None), "_ranks", None)
+    if not isinstance(table, dict):
+        return None
+    nodes = tuple(
+        (names.get(rank, f"rank{rank}"), len(table[rank]["cores"]), len(table[rank]["gpus"]))
+        for rank in sorted(table)
+    )
+    return nodes, sum(cores for _, cores, _ in nodes)
 
 
 @dataclass(frozen=True)

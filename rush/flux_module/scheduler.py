@@ -57,7 +57,7 @@ from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.core.start_estimates import estimate_moved
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.rank_pool import RankCachedResourcePool, pool_nodes
+from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, pool_nodes, ranks_constraint
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -308,16 +308,19 @@ class RushScheduler(Scheduler):
         self._rank_of = {name: rank for rank, name in self._names.items()}
         return self._names
 
-    def _running_job(self, queued: RJMSJob, start: float, limit: float, r: dict) -> RJMSJob:
+    def _running_job(self, queued: RJMSJob, start: float, limit: float, r: dict, alloc=None) -> RJMSJob:  # noqa: ANN001
         """A job as it runs: its cores and nodes as Flux allocated them (an exclusive
-        one-slot job holds the whole node)."""
+        one-slot job holds the whole node), read from the allocation's rank table when
+        it has one, else from its R."""
+        read = None if alloc is None else allocation_of(alloc, self._names)
+        nodes, cores = read if read is not None else (allocation_from_r(r, self._names), count_cores(r))
         return replace(
             queued,
             state="RUNNING",
             start=start,
             requested_time=limit,
-            procs=max(count_cores(r), 1),
-            allocation=allocation_from_r(r, self._names),
+            procs=max(cores, 1),
+            allocation=nodes,
         )
 
     # -- Scheduler overrides --------------------------------------------------------------
@@ -483,6 +486,7 @@ class RushScheduler(Scheduler):
         journal's (decision, status, answer) for each."""
         queued = {job.jobid: job for job in self._queue}
         reserved = [d.job_id for d in decisions.decisions if d.action == "reserve"]
+        head = JobID(reserved[0]).f58 if reserved else None  # what each backfill went around
         done: set[int] = set()
         records = []
         refused: int | None = None
@@ -500,9 +504,7 @@ class RushScheduler(Scheduler):
                 why = f"not attempted: the pool refused job {refused} earlier in this pass; decided again next pass"
                 records.append((d, "failed", why))
                 continue
-            status, answer = self._allocate(
-                job, d, reserved[0] if reserved and d.action == "backfill" else None
-            )
+            status, answer = self._allocate(job, d, head if d.action == "backfill" else None)
             if status == "refused":
                 refused, status = d.job_id, "failed"
                 self.log.error(f"rush: job {d.job_id}: {answer}")
@@ -572,9 +574,9 @@ class RushScheduler(Scheduler):
         missing = [name for name in decision.nodes if name not in self._rank_of]
         if missing:
             raise KeyError(f"the core placed it on nodes the pool does not have: {missing[:5]}")
-        ranks = ",".join(str(self._rank_of[name]) for name in decision.nodes)
+        ranks = ranks_constraint([self._rank_of[name] for name in decision.nodes])
         own = rr.constraint
-        constraint = {"ranks": [ranks]} if own is None else {"and": [own, {"ranks": [ranks]}]}
+        constraint = ranks if own is None else {"and": [own, ranks]}
         node_count, slot_count = rr.node_count, rr.slot_count
         count = len(decision.nodes)
         if node_count is None and rr.gpu_per_slot > 0 and rr.nslots == count and rr.nslots_max == count:
@@ -590,7 +592,7 @@ class RushScheduler(Scheduler):
             rr.jobspec,
         )
 
-    def _allocate(self, job, decision: Decision, head: int | None) -> tuple[str, str]:
+    def _allocate(self, job, decision: Decision, head: str | None) -> tuple[str, str]:
         """Allocate one of the core's starts on its nodes: (journal status, answer); status
         ``refused`` when the pool cannot (a bug: the core's view was not the pool's)."""
         rr = job.resource_request
@@ -624,11 +626,11 @@ class RushScheduler(Scheduler):
         summary = alloc.dumps()
         annotations = {"resource_summary": summary, "rush": decision.reason[:200]}
         if head is not None:  # sched-backfill's annotation: the job it backfilled around
-            annotations["backfill"] = JobID(head).f58
+            annotations["backfill"] = head
         r = alloc.to_dict()
         job.request.success(r, {"sched": annotations})
         if queued is not None:
-            self.running[job.jobid] = self._running_job(queued, now, limit, r)
+            self.running[job.jobid] = self._running_job(queued, now, limit, r, alloc)
         return "done", f"allocated {summary}"
 
 

@@ -19,8 +19,13 @@ from flux.idset import IDset  # noqa: E402
 from flux.resource import InfeasibleRequest, InsufficientResources  # noqa: E402
 from flux.resource.ResourcePool import ResourcePool  # noqa: E402
 
-from rush.flux_module.rank_pool import RankCachedResourcePool, pool_nodes  # noqa: E402
-from rush.rjms.flux.resource_set import nodes_from_r  # noqa: E402
+from rush.flux_module.rank_pool import (  # noqa: E402
+    RankCachedResourcePool,
+    allocation_of,
+    pool_nodes,
+    ranks_constraint,
+)
+from rush.rjms.flux.resource_set import allocation_from_r, count_cores, nodes_from_r  # noqa: E402
 
 
 def random_r(rng: random.Random, nodes: int, hostnames: str) -> dict:
@@ -62,11 +67,11 @@ def jobspec(rng: random.Random) -> dict:
     return {"version": 1, "resources": [node], "tasks": [], "attributes": {"system": system}}
 
 
-def placed(rr, ranks: list[int]):
+def placed(rr, ranks: list[int], built=None):
     """The request confined to ``ranks`` as the module confines it (rank list, with its own
-    constraint under an ``and``)."""
-    text = ",".join(map(str, ranks))
-    constraint = {"ranks": [text]} if rr.constraint is None else {"and": [rr.constraint, {"ranks": [text]}]}
+    constraint under an ``and``); ``built``: the module's builder of the ranks operand."""
+    operand = built(ranks) if built else {"ranks": [",".join(map(str, ranks))]}
+    constraint = operand if rr.constraint is None else {"and": [rr.constraint, operand]}
     return type(rr)(
         rr.node_count,
         rr.slot_count,
@@ -84,7 +89,19 @@ def outcome(call, *args):
         result = call(*args)
     except (InfeasibleRequest, InsufficientResources) as exc:
         return type(exc).__name__, str(exc)
-    return "ok", result.to_dict() if result is not None else None
+    if result is None:
+        return "ok", None
+    return "ok", result.to_dict(), result.dumps(), result
+
+
+def same(mine, theirs, names) -> bool:
+    """Equal outcomes; for an allocation also its summary and its nodes as the module reads
+    them from the allocation (against what it would read from the R)."""
+    if mine[0] != "ok" or mine[1] is None:
+        return mine == theirs
+    r, alloc = mine[1], mine[3]
+    read = allocation_of(alloc, names)
+    return mine[1:3] == theirs[1:3] and read == (allocation_from_r(r, names), count_cores(r))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -97,13 +114,14 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
         pool.mark_up("all")
     running: list[int] = []
     seen: set[str] = set()
+    names = {rank: f"n{rank}" for rank in range(0, nnodes, 2)}  # some ranks unnamed: rank<N>
     for jobid in range(1, 200):
         spec = jobspec(rng)
         rr_ours, rr_theirs = ours.parse_resource_request(spec), theirs.parse_resource_request(spec)
         assert outcome(ours.check_feasibility, rr_ours) == outcome(theirs.check_feasibility, rr_theirs)
         ranks = sorted(rng.sample(range(nnodes + 2), rng.choice([1, 2, 3, 5])))  # ranks past the end too
-        mine = outcome(ours.alloc, jobid, placed(rr_ours, ranks))
-        assert mine == outcome(theirs.alloc, jobid, placed(rr_theirs, ranks))
+        mine = outcome(ours.alloc, jobid, placed(rr_ours, ranks, ranks_constraint))
+        assert same(mine, outcome(theirs.alloc, jobid, placed(rr_theirs, ranks)), names)
         seen.add(mine[0])
         if mine[0] == "ok":
             running.append(jobid)
@@ -120,7 +138,7 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
             gone = IDset(str(rng.randrange(nnodes)))
             ours.remove_ranks(gone)
             theirs.remove_ranks(gone)
-        assert ours.to_dict() == theirs.to_dict()
+        assert ours.to_dict() == theirs.to_dict() and ours.dumps() == theirs.dumps()
         assert ours.copy_allocated().to_dict() == theirs.copy_allocated().to_dict()
     assert seen == {"ok", "InsufficientResources", "InfeasibleRequest"}  # every branch taken
 
