@@ -16,9 +16,11 @@ most of the module's time (benchmarks/bench_flux_nodes.py). Here:
   changes only when ranks are removed) is remembered per request shape;
 - the module builds its ranks constraints with :func:`ranks_constraint`, which remembers
   the ranks it wrote, so they are never decoded from text at all;
-- an allocation's ``dumps()`` summary is computed once (flux-core's ``alloc`` formats it for
-  a debug log line whatever the log level, and the module annotates the job with it), and
-  :func:`allocation_of` reads a job's nodes from the allocation's rank table, not from its R.
+- an allocation's R (``to_dict``) and summary (``dumps``, which flux-core's ``alloc`` also
+  formats for a debug log line whatever the log level) encode their idsets in Python, as
+  flux-core's C library does (each C call through cffi cost more than the rest of the
+  allocation), and :func:`allocation_of` reads a job's nodes from the allocation's rank
+  table, not from its R.
 
 Every other constraint, and everything else, goes to flux-core unchanged.
 """
@@ -26,8 +28,10 @@ Every other constraint, and everything else, goes to flux-core unchanged.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
+from flux.hostlist import Hostlist  # type: ignore[import-not-found]
 from flux.idset import IDset  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest  # type: ignore[import-not-found]
 from flux.resource.ResourcePool import ResourcePool  # type: ignore[import-not-found]
@@ -61,6 +65,45 @@ def ranks_constraint(ranks: list[int]) -> dict:
             _RANKS.clear()
         _RANKS[key] = frozenset(ranks)
     return {"ranks": [text]}
+
+
+# A hostname flux-core's Hostlist gives back as it is.
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _id_ranges(ids: list[int]) -> str:
+    """Sorted distinct ids as RFC 22 ranges (``0-3,5``), as flux-core's idset encoder writes them."""
+    parts = []
+    start = prev = ids[0]
+    for i in ids[1:]:
+        if i != prev + 1:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = i
+        prev = i
+    parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def idset_text(ints) -> str:  # noqa: ANN001 - any iterable of ints
+    """flux-core's ``Rv1Set._idset_str``: ``0-3,5``; empty for no ids."""
+    ids = sorted(set(ints))
+    return _id_ranges(ids) if ids else ""
+
+
+def display_ids(ints) -> str:  # noqa: ANN001 - any iterable of ints
+    """flux-core's ``Rv1Set._display_idset``: ``3``, or ``[0-3,5]`` for more than one id."""
+    ids = sorted(set(ints))
+    if not ids:
+        return ""
+    return _id_ranges(ids) if len(ids) == 1 else f"[{_id_ranges(ids)}]"
+
+
+def _rank_groups(table: dict) -> list[tuple[tuple[frozenset, frozenset], list[int]]]:
+    """Ranks grouped by their (cores, GPUs), groups ordered by their lowest rank (Rv1Set's)."""
+    groups: dict[tuple[frozenset, frozenset], list[int]] = {}
+    for rank, info in table.items():
+        groups.setdefault((frozenset(info["cores"]), frozenset(info["gpus"])), []).append(rank)
+    return sorted(groups.items(), key=lambda item: min(item[1]))
 
 
 def _pure_ranks(constraint) -> list[str] | None:  # noqa: ANN001 - untrusted JSON
@@ -133,13 +176,37 @@ class RankCachedPool(Rv1Pool):
             self._ranks = everything
 
     def dumps(self) -> str:
-        """flux-core's summary, kept until the rank table changes (structurally: every such
-        change bumps ``generation``; allocations change only the allocated sets, not shown)."""
-        stamp = (self.generation, id(self._ranks), len(self._ranks))
-        memo = self.__dict__.get("_dumps")
-        if memo is None or memo[0] != stamp:
-            memo = self.__dict__["_dumps"] = (stamp, super().dumps())
-        return memo[1]
+        """flux-core's summary (``Rv1Set.dumps``): ``rank<ids>/core<ids>[,gpu<ids>]`` per group
+        of ranks with the same cores and GPUs, groups by their lowest rank."""
+        parts = []
+        for (cores, gpus), ranks in _rank_groups(self._ranks):
+            text = f"rank{display_ids(ranks)}/core{display_ids(cores)}"
+            parts.append(f"{text},gpu{display_ids(gpus)}" if gpus else text)
+        return " ".join(parts)
+
+    def _build_dict(self) -> dict:
+        """flux-core's R (``Rv1Set._build_dict``), the same dict."""
+        r_lite = []
+        for (cores, gpus), ranks in _rank_groups(self._ranks):
+            children = {"core": idset_text(cores)}
+            if gpus:
+                children["gpu"] = idset_text(gpus)
+            r_lite.append({"rank": idset_text(ranks), "children": children})
+        execution: dict = {"R_lite": r_lite, "starttime": self._starttime, "expiration": self._expiration}
+        if getattr(self, "_nslots", 0) > 0:
+            execution["nslots"] = self._nslots
+        if getattr(self, "_has_nodelist", False):
+            hosts = [info["hostname"] for _, info in sorted(self._ranks.items())]
+            one = len(hosts) == 1 and _PLAIN_HOST.fullmatch(hosts[0])
+            execution["nodelist"] = [hosts[0] if one else str(Hostlist(",".join(hosts)))]
+        if self._properties:
+            execution["properties"] = {
+                prop: idset_text(ranks) for prop, ranks in sorted(self._properties.items()) if ranks
+            }
+        result = {"version": 1, "execution": execution}
+        if self.scheduling:
+            result["scheduling"] = self.scheduling
+        return result
 
     def check_feasibility(self, request) -> None:  # noqa: ANN001
         key = _feasibility_key(request)

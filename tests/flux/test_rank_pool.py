@@ -171,3 +171,15 @@ def test_nodes_read_from_the_rank_table_equal_those_read_from_r(hostnames):
     )
     assert view.busy_cores == expected_busy
     assert [view.names[rank] for rank in sorted(view.names)] == [n.name for n in view.nodes]
+
+
+def test_idsets_are_encoded_as_flux_cores_c_library_encodes_them():
+    """The module's Python idset encoders against flux-core's (its C library through cffi)."""
+    from flux.resource.Rv1Set import _display_idset, _idset_str
+
+    from rush.flux_module.rank_pool import display_ids, idset_text
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        ids = {rng.randrange(rng.choice([2, 5, 40, 3000])) for _ in range(rng.randrange(0, 14))}
+        assert idset_text(ids) == _idset_str(ids) and display_ids(ids) == _display_idset(ids)
