@@ -36,6 +36,7 @@ job named (nothing is started on it); the next pass reads again.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import math
@@ -180,7 +181,7 @@ class RushScheduler(Scheduler):
         self._estimates: dict[int, float] = {}
         # Jobs the core finds infeasible and the pool does not (logged once each).
         self._disagreed: set[int] = set()
-        # Each pass's allocations: one KVS commit, answered when it is done (alloc_answers.py).
+        # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error)
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
@@ -189,6 +190,10 @@ class RushScheduler(Scheduler):
         self.backend = ModuleBackend(self)
         self.planner = Planner(config, backend=self.backend, journal_sync="NORMAL")
         self._warm_up()
+        # What is loaded by now (rush, numba, numpy: most of the process's objects) lives as long
+        # as the module: out of the cyclic collector's way, whose full passes over it took
+        # seconds in a burst of thousands of jobs (benchmarks/bench_flux_nodes.py --timers).
+        gc.freeze()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
         self._tick.start()
@@ -461,7 +466,7 @@ class RushScheduler(Scheduler):
         try:
             done, records = self._allocate_starts(decisions)
         finally:
-            batch = self.answers.commit()
+            batches = self.answers.commit()
         try:  # while the KVS commits: the module's own bookkeeping
             if done:
                 self._queue = [job for job in self._queue if job.jobid not in done]
@@ -479,7 +484,7 @@ class RushScheduler(Scheduler):
                     )
                     journal.record(row, status, answer)
         finally:
-            self.answers.end_of_pass(batch)
+            self.answers.end_of_pass(batches)
 
     def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]]]:
         """Allocate the core's starts in its order: the jobs done (started or denied) and the
