@@ -275,6 +275,36 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
+# Measured after the per-event cuts of 2026-11-28, evening (issue 30; commits f370daf..250ef61:
+# idsets of an allocation's R and summary encoded in Python, ranks constraints never decoded,
+# running jobs' nodes read from the allocation; queue rows not rebuilt when a job's inputs are
+# the same objects; a pass commits and answers its starts in chunks of 64 as it goes; gc.freeze()
+# after start-up). Load 15-25 (other sessions' suites); one run per table, the peers in it:
+#
+# 1 000 jobs, main's module (252316b) then this one, back to back   1st start  all started  jobs/s
+#   run 1, main:   sched-backfill 238.8, Fluxion 178.2; rush           0.52s        3.8s     228.6
+#   run 1, this:   sched-backfill 340.2, Fluxion 129.6; rush           0.25s        3.1s     278.6
+#   run 2, this:   sched-backfill 515.8, Fluxion 136.5; rush           0.11s        1.6s     528.8
+#   run 2, main:   sched-backfill 400.2, Fluxion 177.1; rush           0.21s        1.9s     438.9
+#   (run 2 at a lighter load: submit 1.6-3.4 s against 2.9-4.6 s in run 1. rush / sched-backfill
+#   was 0.82x and 1.03x with this module, 0.96x and 1.10x with main's: at 1 000 jobs the ratio
+#   moves with the load more than with these changes; rush's own times fell in both runs.)
+# run 3 (this module; --jobs 1000,10000, a test suite running beside it), 1 000 jobs:
+#   sched-backfill 241.1 (1st start 1.01 s), Fluxion 176.0 (0.90 s); rush 149.3 (0.54 s), 0.62x
+# 10 000 jobs, same run:
+#   sched-backfill                      33.9s     15.53s       242.3s    244.0s    41.0     699
+#   Fluxion easy lonodex                32.3s      6.71s       141.5s    141.5s    70.7     874
+#   rush FCFS+EASY                      25.5s      3.17s       125.7s    127.4s    78.5     760
+#   rush / sched-backfill: throughput 1.91x, first start 0.20x; rush / Fluxion: 1.11x, 0.47x
+#   (rush journal: 38 passes, 41.1 s in passes, max 3.59 s)
+# --timers, 1 000 jobs, this module (rush alone, 238.7 jobs/s, last start 2.87 s): pass 1.53 s in
+# 5 passes (planner 0.40, allocations 0.35), KVS commit wait + answers 0.71 s, arrivals 0.32 ms
+# each (0.77-1.2 ms before gc.freeze()), GC 0.11 s and no full collection; before the freeze, at
+# 3 000 jobs, three full (gen 2) collections took 4.0 s. What is left at 1 000 jobs is mostly
+# flux-core's per job (its alloc's debug line formats the job's f58 id whatever the log level,
+# JSON encodes of R for the KVS and the answer) and the burst's structure: rush is sent all 1 000
+# alloc requests at once, sched-backfill 8 at a time, so the broker works beside it.
+#
 # Measured after the module's changes of 2026-11-28 (rank_pool.py: allocations look only at
 # the core's ranks, feasibility remembered; alloc_answers.py: one KVS commit per pass, answered
 # at the pass's end or the next pass's start; nodes read from the pool's rank table). This

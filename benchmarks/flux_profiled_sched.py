@@ -6,7 +6,8 @@ Loaded by path in place of ``rush/flux_module/sched-rush.py`` (same arguments). 
 the statistics are dumped to ``$RUSH_BENCH_PROFILE`` after each pass (the last dump covers
 the whole run). With ``$RUSH_BENCH_TIMERS`` set, no profiler: the wall-clock seconds of the
 module's steps (a job's arrival as the base class handles it, the planner's pass, the
-allocations, the KVS commit's wait, the answers, the rest of the pass) are summed and written
+allocations, the KVS commit's wait, the answers, the rest of the pass, the garbage collector's
+pauses by generation) are summed and written
 there as JSON after each pass, so that the shares are those of the real run, not of a
 profiled one. The module itself is unchanged: this only subclasses it.
 """
@@ -14,6 +15,7 @@ profiled one. The module itself is unchanged: this only subclasses it.
 from __future__ import annotations
 
 import cProfile
+import gc
 import json
 import os
 import time
@@ -37,6 +39,15 @@ class ProfiledRushScheduler(RushScheduler):
             commit, answer = self.answers.commit, self.answers.answer
             self.answers.commit = lambda: self._timed("KVS commit sent", commit)
             self.answers.answer = lambda batch: self._timed("KVS commit wait + answers", answer, batch)
+            gc.callbacks.append(self._gc_timer)  # the cyclic collector's pauses, wherever they fall
+
+    def _gc_timer(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+            return
+        name = f"garbage collection (gen {info.get('generation')})"
+        self._seconds[name] += time.perf_counter() - getattr(self, "_gc_started", time.perf_counter())
+        self._calls[name] += 1
 
     def _timed(self, name, method, *args, **kwargs):
         t0 = time.perf_counter()

@@ -17,6 +17,12 @@ has allocated, and the jobs answered when that commit is done, whichever comes f
   rule, so the wait is nil);
 - the commit's continuation, when no pass comes first.
 
+Within a pass the allocations are committed in chunks of :data:`CHUNK`: each chunk's commit
+is sent when the chunk is full, and the pass answers the earlier chunks whose commits are
+done as it goes (never waiting for one), so the job-manager starts those jobs while the pass
+allocates the rest (a pass of 1 000 starts answered them all at once, at its end or later,
+and the broker then started them one after another).
+
 Between a large pass and its answers the module keeps ingesting arrivals while the KVS
 commits. As in the base class, R is in the KVS before the job-manager hears of the job.
 """
@@ -34,6 +40,8 @@ from flux.scheduler import _ALLOC_SUCCESS  # type: ignore[import-not-found]
 
 # A pass that allocated at most this many jobs waits for their commit and answers at once.
 ANSWER_AT_ONCE = 64
+# Allocations per KVS commit within a pass.
+CHUNK = 64
 
 
 @dataclass
@@ -52,21 +60,26 @@ class AllocAnswers:
     on_commit_error: Callable[[], None]
     collecting: list[tuple[Any, dict, dict | None]] | None = None
     open: list[Committing] = field(default_factory=list)
+    this_pass: list[Committing] = field(default_factory=list)
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
         self.collecting = []
+        self.this_pass = []
 
     def collect(self, msg: Any, r: dict, annotations: dict | None) -> bool:
-        """Keep a success for the pass's commit; False outside a pass (the caller answers)."""
+        """Keep a success for the pass's commit; False outside a pass (the caller answers).
+        A full chunk is committed now, and the pass's chunks already committed are answered."""
         if self.collecting is None:
             return False
         self.collecting.append((msg, r, annotations))
+        if len(self.collecting) >= CHUNK:
+            self.answer_done()
+            self._commit_collected()
         return True
 
-    def commit(self) -> Committing | None:
-        """Every R collected since :meth:`begin` into the KVS, in one transaction."""
-        answers, self.collecting = self.collecting, None
+    def _commit_collected(self) -> Committing | None:
+        answers, self.collecting = self.collecting, []
         if not answers:
             return None
         txn = KVSTxn(self.handle)
@@ -78,11 +91,30 @@ class AllocAnswers:
         batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
         batch.commit.then(lambda _future, done: self.answer(done), batch)
         self.open.append(batch)
+        self.this_pass.append(batch)
         return batch
 
-    def end_of_pass(self, batch: Committing | None) -> None:
-        if batch is not None and len(batch.answers) <= ANSWER_AT_ONCE:
-            self.answer(batch)
+    def commit(self) -> list[Committing]:
+        """Every R collected since the last chunk into the KVS, in one transaction; the
+        pass's commits."""
+        self._commit_collected()
+        self.collecting = None
+        return self.this_pass
+
+    def end_of_pass(self, batches: list[Committing]) -> None:
+        """A pass that allocated few jobs waits for their commit; otherwise the commits done
+        by now are answered, the others when done (their continuation, or the next pass)."""
+        if sum(len(b.answers) for b in batches) <= ANSWER_AT_ONCE:
+            for batch in batches:
+                self.answer(batch)
+        else:
+            self.answer_done()
+
+    def answer_done(self) -> None:
+        """Answer the open commits that are done, without waiting for any."""
+        for batch in list(self.open):
+            if batch.commit.is_ready():
+                self.answer(batch)
 
     def answer_open(self) -> None:
         """Answer every pass whose commit is still open (at the start of a pass: they are

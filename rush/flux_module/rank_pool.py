@@ -13,7 +13,14 @@ most of the module's time (benchmarks/bench_flux_nodes.py). Here:
   fails the constraint, in the candidate list and in the feasibility check alike;
 - each ranks list is decoded once and kept (a bounded cache);
 - ``check_feasibility`` (every arriving job, against the pool's total capacity, which
-  changes only when ranks are removed) is remembered per request shape.
+  changes only when ranks are removed) is remembered per request shape;
+- the module builds its ranks constraints with :func:`ranks_constraint`, which remembers
+  the ranks it wrote, so they are never decoded from text at all;
+- an allocation's R (``to_dict``) and summary (``dumps``, which flux-core's ``alloc`` also
+  formats for a debug log line whatever the log level) encode their idsets in Python, as
+  flux-core's C library does (each C call through cffi cost more than the rest of the
+  allocation), and :func:`allocation_of` reads a job's nodes from the allocation's rank
+  table, not from its R.
 
 Every other constraint, and everything else, goes to flux-core unchanged.
 """
@@ -21,9 +28,11 @@ Every other constraint, and everything else, goes to flux-core unchanged.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from flux.hostlist import Hostlist  # type: ignore[import-not-found]
 from flux.idset import IDset  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest  # type: ignore[import-not-found]
 from flux.resource.ResourceCount import ResourceCount  # type: ignore[import-not-found]
@@ -46,6 +55,57 @@ def ranks_of(ranks: list[str]) -> frozenset[int]:
             _RANKS.clear()
         ids = _RANKS[key] = frozenset(i for text in key for i in IDset(text))
     return ids
+
+
+def ranks_constraint(ranks: list[int]) -> dict:
+    """``{"ranks": [idset]}`` for these ranks, the ranks remembered so that the pool finds
+    them without decoding the text."""
+    text = ",".join(map(str, ranks))
+    key = (text,)
+    if key not in _RANKS:
+        if len(_RANKS) >= CACHE_ENTRIES:
+            _RANKS.clear()
+        _RANKS[key] = frozenset(ranks)
+    return {"ranks": [text]}
+
+
+# A hostname flux-core's Hostlist gives back as it is.
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _id_ranges(ids: list[int]) -> str:
+    """Sorted distinct ids as RFC 22 ranges (``0-3,5``), as flux-core's idset encoder writes them."""
+    parts = []
+    start = prev = ids[0]
+    for i in ids[1:]:
+        if i != prev + 1:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+            start = i
+        prev = i
+    parts.append(str(start) if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
+
+
+def idset_text(ints) -> str:  # noqa: ANN001 - any iterable of ints
+    """flux-core's ``Rv1Set._idset_str``: ``0-3,5``; empty for no ids."""
+    ids = sorted(set(ints))
+    return _id_ranges(ids) if ids else ""
+
+
+def display_ids(ints) -> str:  # noqa: ANN001 - any iterable of ints
+    """flux-core's ``Rv1Set._display_idset``: ``3``, or ``[0-3,5]`` for more than one id."""
+    ids = sorted(set(ints))
+    if not ids:
+        return ""
+    return _id_ranges(ids) if len(ids) == 1 else f"[{_id_ranges(ids)}]"
+
+
+def _rank_groups(table: dict) -> list[tuple[tuple[frozenset, frozenset], list[int]]]:
+    """Ranks grouped by their (cores, GPUs), groups ordered by their lowest rank (Rv1Set's)."""
+    groups: dict[tuple[frozenset, frozenset], list[int]] = {}
+    for rank, info in table.items():
+        groups.setdefault((frozenset(info["cores"]), frozenset(info["gpus"])), []).append(rank)
+    return sorted(groups.items(), key=lambda item: min(item[1]))
 
 
 def _pure_ranks(constraint) -> list[str] | None:  # noqa: ANN001 - untrusted JSON
@@ -81,9 +141,9 @@ def confined_request(rr, ranks: Sequence[int]):  # noqa: ANN001, ANN201 - flux-c
     pool allocates on exactly those ranks. Slots placed one a rank (GPU slots:
     :func:`rush.rjms.flux.jobspec.request_from_jobspec`) become a node request of one slot per
     node, so Flux cannot pack two of them on one node."""
-    text = ",".join(map(str, ranks))
+    confined = ranks_constraint(list(ranks))
     own = rr.constraint
-    constraint = {"ranks": [text]} if own is None else {"and": [own, {"ranks": [text]}]}
+    constraint = confined if own is None else {"and": [own, confined]}
     node_count, slot_count = rr.node_count, rr.slot_count
     count = len(ranks)
     if node_count is None and rr.gpu_per_slot > 0 and rr.nslots == count and rr.nslots_max == count:
@@ -141,6 +201,39 @@ class RankCachedPool(Rv1Pool):
         finally:
             self._ranks = everything
 
+    def dumps(self) -> str:
+        """flux-core's summary (``Rv1Set.dumps``): ``rank<ids>/core<ids>[,gpu<ids>]`` per group
+        of ranks with the same cores and GPUs, groups by their lowest rank."""
+        parts = []
+        for (cores, gpus), ranks in _rank_groups(self._ranks):
+            text = f"rank{display_ids(ranks)}/core{display_ids(cores)}"
+            parts.append(f"{text},gpu{display_ids(gpus)}" if gpus else text)
+        return " ".join(parts)
+
+    def _build_dict(self) -> dict:
+        """flux-core's R (``Rv1Set._build_dict``), the same dict."""
+        r_lite = []
+        for (cores, gpus), ranks in _rank_groups(self._ranks):
+            children = {"core": idset_text(cores)}
+            if gpus:
+                children["gpu"] = idset_text(gpus)
+            r_lite.append({"rank": idset_text(ranks), "children": children})
+        execution: dict = {"R_lite": r_lite, "starttime": self._starttime, "expiration": self._expiration}
+        if getattr(self, "_nslots", 0) > 0:
+            execution["nslots"] = self._nslots
+        if getattr(self, "_has_nodelist", False):
+            hosts = [info["hostname"] for _, info in sorted(self._ranks.items())]
+            one = len(hosts) == 1 and _PLAIN_HOST.fullmatch(hosts[0])
+            execution["nodelist"] = [hosts[0] if one else str(Hostlist(",".join(hosts)))]
+        if self._properties:
+            execution["properties"] = {
+                prop: idset_text(ranks) for prop, ranks in sorted(self._properties.items()) if ranks
+            }
+        result = {"version": 1, "execution": execution}
+        if self.scheduling:
+            result["scheduling"] = self.scheduling
+        return result
+
     def check_feasibility(self, request) -> None:  # noqa: ANN001
         key = _feasibility_key(request)
         cache = self.__dict__.setdefault("_feasible", {})
@@ -174,6 +267,22 @@ class RankCachedResourcePool(ResourcePool):
         if arg is None or isinstance(arg, dict):
             arg = RankCachedPool(arg, log=log, **kwargs)
         super().__init__(arg, version=version, log=log)
+
+
+def allocation_of(
+    alloc: ResourcePool, names: dict[int, str]
+) -> tuple[tuple[tuple[str, int, int], ...], int] | None:
+    """An allocation's (node name, cores, GPUs) per node, by rank, and its cores, from its
+    rank table (what :func:`rush.rjms.flux.resource_set.allocation_from_r` and
+    ``count_cores`` read from its R); None when it is not an Rv1 pool."""
+    table = getattr(getattr(alloc, "impl", None), "_ranks", None)
+    if not isinstance(table, dict):
+        return None
+    nodes = tuple(
+        (names.get(rank, f"rank{rank}"), len(table[rank]["cores"]), len(table[rank]["gpus"]))
+        for rank in sorted(table)
+    )
+    return nodes, sum(cores for _, cores, _ in nodes)
 
 
 @dataclass(frozen=True)

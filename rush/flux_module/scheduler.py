@@ -36,6 +36,7 @@ job named (nothing is started on it); the next pass reads again.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
 import math
@@ -56,7 +57,7 @@ from rush.core.snapshot import PendingJob as CorePendingJob
 from rush.core.start_estimates import estimate_moved
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.rank_pool import RankCachedResourcePool, confined_request, pool_nodes
+from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -179,7 +180,7 @@ class RushScheduler(Scheduler):
         self._estimates: dict[int, float] = {}
         # Jobs the core finds infeasible and the pool does not (logged once each).
         self._disagreed: set[int] = set()
-        # Each pass's allocations: one KVS commit, answered when it is done (alloc_answers.py).
+        # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error)
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
@@ -188,6 +189,10 @@ class RushScheduler(Scheduler):
         self.backend = ModuleBackend(self)
         self.planner = Planner(config, backend=self.backend, journal_sync="NORMAL")
         self._warm_up()
+        # What is loaded by now (rush, numba, numpy: most of the process's objects) lives as long
+        # as the module: out of the cyclic collector's way, whose full passes over it took
+        # seconds in a burst of thousands of jobs (benchmarks/bench_flux_nodes.py --timers).
+        gc.freeze()
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
         self._tick.start()
@@ -307,16 +312,19 @@ class RushScheduler(Scheduler):
         self._rank_of = {name: rank for rank, name in self._names.items()}
         return self._names
 
-    def _running_job(self, queued: RJMSJob, start: float, limit: float, r: dict) -> RJMSJob:
+    def _running_job(self, queued: RJMSJob, start: float, limit: float, r: dict, alloc=None) -> RJMSJob:  # noqa: ANN001
         """A job as it runs: its cores and nodes as Flux allocated them (an exclusive
-        one-slot job holds the whole node)."""
+        one-slot job holds the whole node), read from the allocation's rank table when
+        it has one, else from its R."""
+        read = None if alloc is None else allocation_of(alloc, self._names)
+        nodes, cores = read if read is not None else (allocation_from_r(r, self._names), count_cores(r))
         return replace(
             queued,
             state="RUNNING",
             start=start,
             requested_time=limit,
-            procs=max(count_cores(r), 1),
-            allocation=allocation_from_r(r, self._names),
+            procs=max(cores, 1),
+            allocation=nodes,
         )
 
     # -- Scheduler overrides --------------------------------------------------------------
@@ -457,7 +465,7 @@ class RushScheduler(Scheduler):
         try:
             done, records = self._allocate_starts(decisions)
         finally:
-            batch = self.answers.commit()
+            batches = self.answers.commit()
         try:  # while the KVS commits: the module's own bookkeeping
             if done:
                 self._queue = [job for job in self._queue if job.jobid not in done]
@@ -475,13 +483,14 @@ class RushScheduler(Scheduler):
                     )
                     journal.record(row, status, answer)
         finally:
-            self.answers.end_of_pass(batch)
+            self.answers.end_of_pass(batches)
 
     def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]]]:
         """Allocate the core's starts in its order: the jobs done (started or denied) and the
         journal's (decision, status, answer) for each."""
         queued = {job.jobid: job for job in self._queue}
         reserved = [d.job_id for d in decisions.decisions if d.action == "reserve"]
+        head = JobID(reserved[0]).f58 if reserved else None  # what each backfill went around
         done: set[int] = set()
         records = []
         refused: int | None = None
@@ -499,9 +508,7 @@ class RushScheduler(Scheduler):
                 why = f"not attempted: the pool refused job {refused} earlier in this pass; decided again next pass"
                 records.append((d, "failed", why))
                 continue
-            status, answer = self._allocate(
-                job, d, reserved[0] if reserved and d.action == "backfill" else None
-            )
+            status, answer = self._allocate(job, d, head if d.action == "backfill" else None)
             if status == "refused":
                 refused, status = d.job_id, "failed"
                 self.log.error(f"rush: job {d.job_id}: {answer}")
@@ -571,7 +578,7 @@ class RushScheduler(Scheduler):
             raise KeyError(f"the core placed it on nodes the pool does not have: {missing[:5]}")
         return confined_request(rr, [self._rank_of[name] for name in decision.nodes])
 
-    def _allocate(self, job, decision: Decision, head: int | None) -> tuple[str, str]:
+    def _allocate(self, job, decision: Decision, head: str | None) -> tuple[str, str]:
         """Allocate one of the core's starts on its nodes: (journal status, answer); status
         ``refused`` when the pool cannot (a bug: the core's view was not the pool's)."""
         rr = job.resource_request
@@ -605,11 +612,11 @@ class RushScheduler(Scheduler):
         summary = alloc.dumps()
         annotations = {"resource_summary": summary, "rush": decision.reason[:200]}
         if head is not None:  # sched-backfill's annotation: the job it backfilled around
-            annotations["backfill"] = JobID(head).f58
+            annotations["backfill"] = head
         r = alloc.to_dict()
         job.request.success(r, {"sched": annotations})
         if queued is not None:
-            self.running[job.jobid] = self._running_job(queued, now, limit, r)
+            self.running[job.jobid] = self._running_job(queued, now, limit, r, alloc)
         return "done", f"allocated {summary}"
 
 

@@ -38,7 +38,7 @@ from rush.planner.config import RushConfig
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.pass_trigger import PassTrigger
-from rush.planner.queue_view import QueueView, describe_core, queue_rows
+from rush.planner.queue_view import QueueView, RowInputs, describe_core, queue_rows
 from rush.planner.runtime_prediction import LiveRuntimePredictor, load_runtime_predictor
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.speculative import speculator_for
@@ -114,6 +114,7 @@ class Planner:
         self._running: dict[int, RJMSJob] = {}
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
+        self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
         self.classifier = self._load_classifier()
         self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
@@ -352,13 +353,16 @@ class Planner:
         """The queue as rush sees it, into the journal (changed rows only) and the metrics."""
         now = state.taken_at
         view = QueueView(cycle, now, state, built, decisions, self.core_config, self.config.policy.policy)
-        rows = queue_rows(view, self._queue)
+        # The memo stands for rows journaled: a pass that fails to write them forgets it.
+        inputs, self._queue_inputs = self._queue_inputs, {}
+        rows = queue_rows(view, self._queue, inputs)
         self.journal.record_queue(rows)
         for row in rows:
             if row.state == "gone":
                 self._queue.pop(row.job_id, None)
             else:
                 self._queue[row.job_id] = row
+        self._queue_inputs = inputs
         self.metrics.observe_estimates(now, list(decisions.estimated_start.values()))
         if self.runtime is not None:
             self.metrics.observe_runtime_sources(built.outputs)

@@ -19,8 +19,13 @@ from flux.idset import IDset  # noqa: E402
 from flux.resource import InfeasibleRequest, InsufficientResources  # noqa: E402
 from flux.resource.ResourcePool import ResourcePool  # noqa: E402
 
-from rush.flux_module.rank_pool import RankCachedResourcePool, confined_request, pool_nodes  # noqa: E402
-from rush.rjms.flux.resource_set import nodes_from_r  # noqa: E402
+from rush.flux_module.rank_pool import (  # noqa: E402
+    RankCachedResourcePool,
+    allocation_of,
+    confined_request,
+    pool_nodes,
+)
+from rush.rjms.flux.resource_set import allocation_from_r, count_cores, nodes_from_r  # noqa: E402
 
 
 def random_r(rng: random.Random, nodes: int, hostnames: str) -> dict:
@@ -67,7 +72,19 @@ def outcome(call, *args):
         result = call(*args)
     except (InfeasibleRequest, InsufficientResources) as exc:
         return type(exc).__name__, str(exc)
-    return "ok", result.to_dict() if result is not None else None
+    if result is None:
+        return "ok", None
+    return "ok", result.to_dict(), result.dumps(), result
+
+
+def same(mine, theirs, names) -> bool:
+    """Equal outcomes; for an allocation also its summary and its nodes as the module reads
+    them from the allocation (against what it would read from the R)."""
+    if mine[0] != "ok" or mine[1] is None:
+        return mine == theirs
+    r, alloc = mine[1], mine[3]
+    read = allocation_of(alloc, names)
+    return mine[1:3] == theirs[1:3] and read == (allocation_from_r(r, names), count_cores(r))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -80,6 +97,7 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
         pool.mark_up("all")
     running: list[int] = []
     seen: set[str] = set()
+    names = {rank: f"n{rank}" for rank in range(0, nnodes, 2)}  # some ranks unnamed: rank<N>
     for jobid in range(1, 200):
         spec = jobspec(rng)
         rr_ours, rr_theirs = ours.parse_resource_request(spec), theirs.parse_resource_request(spec)
@@ -87,7 +105,7 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
         ranks = sorted(rng.sample(range(nnodes + 2), rng.choice([1, 2, 3, 5])))  # ranks past the end too
         # The request confined to the ranks as the module confines it, handed to both pools.
         mine = outcome(ours.alloc, jobid, confined_request(rr_ours, ranks))
-        assert mine == outcome(theirs.alloc, jobid, confined_request(rr_theirs, ranks))
+        assert same(mine, outcome(theirs.alloc, jobid, confined_request(rr_theirs, ranks)), names)
         seen.add(mine[0])
         if mine[0] == "ok":
             running.append(jobid)
@@ -104,7 +122,7 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
             gone = IDset(str(rng.randrange(nnodes)))
             ours.remove_ranks(gone)
             theirs.remove_ranks(gone)
-        assert ours.to_dict() == theirs.to_dict()
+        assert ours.to_dict() == theirs.to_dict() and ours.dumps() == theirs.dumps()
         assert ours.copy_allocated().to_dict() == theirs.copy_allocated().to_dict()
     assert seen == {"ok", "InsufficientResources", "InfeasibleRequest"}  # every branch taken
 
@@ -137,3 +155,15 @@ def test_nodes_read_from_the_rank_table_equal_those_read_from_r(hostnames):
     )
     assert view.busy_cores == expected_busy
     assert [view.names[rank] for rank in sorted(view.names)] == [n.name for n in view.nodes]
+
+
+def test_idsets_are_encoded_as_flux_cores_c_library_encodes_them():
+    """The module's Python idset encoders against flux-core's (its C library through cffi)."""
+    from flux.resource.Rv1Set import _display_idset, _idset_str
+
+    from rush.flux_module.rank_pool import display_ids, idset_text
+
+    rng = random.Random(11)
+    for _ in range(2000):
+        ids = {rng.randrange(rng.choice([2, 5, 40, 3000])) for _ in range(rng.randrange(0, 14))}
+        assert idset_text(ids) == _idset_str(ids) and display_ids(ids) == _display_idset(ids)

@@ -65,3 +65,48 @@ def test_rows_carry_owner_estimate_and_terms_and_change_only_when_they_change(tm
     journal.record_queue(list(moved.values()))
     assert journal.queue(("gone",))[1].job_id == 1
     assert journal.queue()[2].priority_terms == moved[2].priority_terms
+
+
+def test_rows_with_the_last_passs_inputs_equal_rows_rebuilt_every_pass() -> None:
+    """The memo of row inputs (the Flux module's pass per event keeps its job objects, so the
+    builder's do not change either) gives the rows a rebuild of every row gives, pass after
+    pass, while jobs arrive, start, end and change priority."""
+    import random
+    from dataclasses import replace
+
+    rng = random.Random(3)
+    builder = SnapshotBuilder()
+    jobs = {i: RJMSJob(i, "PENDING", float(i), rng.choice([1, 2, 4]), 300.0, user="u") for i in range(1, 30)}
+    rebuilt: dict = {}
+    memoized: dict = {}
+    inputs: dict = {}
+    written = 0
+    for cycle in range(1, 40):
+        now = 100.0 + 37.0 * cycle
+        busy = 0
+        for job_id, job in sorted(jobs.items()):  # start what fits, end some, reprioritize some
+            if job.state == "RUNNING" and rng.random() < 0.3:
+                del jobs[job_id]
+            elif job.state == "RUNNING":
+                busy += job.procs
+        for job_id, job in sorted(jobs.items()):
+            if job.state == "PENDING" and busy + job.procs <= 8 and rng.random() < 0.5:
+                jobs[job_id] = replace(job, state="RUNNING", start=now)
+                busy += job.procs
+            elif job.state == "PENDING" and rng.random() < 0.1:
+                jobs[job_id] = replace(job, priority=float(rng.randrange(3)))
+        jobs[100 + cycle] = RJMSJob(100 + cycle, "PENDING", now, rng.choice([1, 2]), 200.0, user="v")
+        state = ClusterState(taken_at=now, total_procs=8, free_procs=8 - busy, jobs=tuple(jobs.values()))
+        built = builder.build(state, {})
+        view = QueueView(cycle, now, state, built, schedule(built.snapshot, CONFIG), CONFIG, "x")
+        expected = queue_rows(view, rebuilt)
+        got = queue_rows(view, memoized, inputs)
+        assert got == expected
+        written += len(got)
+        for rows, previous in ((expected, rebuilt), (got, memoized)):
+            for row in rows:
+                if row.state == "gone":
+                    previous.pop(row.job_id, None)
+                else:
+                    previous[row.job_id] = row
+    assert written > 0 and set(inputs) == set(jobs)
