@@ -75,8 +75,8 @@ def variation_flags(
     """One flag per job: ``p_variation[k]`` (the sum of its variation classes' probabilities)
     against the threshold of its size ``nodes[k]``, or, with no threshold,
     ``most_probable_is_variation[k]``."""
-    flags = []
-    for p, top, n in zip(p_variation.tolist(), most_probable_is_variation.tolist(), nodes, strict=True):
-        threshold = rule.threshold_for(n)
-        flags.append(bool(top) if threshold is None else p >= threshold)
-    return flags
+    threshold = {n: rule.threshold_for(n) for n in set(nodes)}  # a pass asks about a few sizes
+    return [
+        bool(top) if threshold[n] is None else p >= threshold[n]  # type: ignore[operator]
+        for p, top, n in zip(p_variation.tolist(), most_probable_is_variation.tolist(), nodes, strict=True)
+    ]
