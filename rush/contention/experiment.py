@@ -65,7 +65,8 @@ POLICIES: tuple[str, ...] = (
 DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
 LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "RUSH-SIZE")
-# The flag threshold per job size, capped at the size's base rate (see LearnedOracle.by_size).
+# The flag threshold per job size, capped at the size's base rate (LearnedOracle's by_size; the
+# rule is the core's, rush.core.variation_flag).
 BY_SIZE: tuple[str, ...] = ("RUSH-SIZE",)
 # Variability-aware placement ("move, then delay"): flagged jobs to quiet leaves first.
 PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability"}

@@ -134,9 +134,12 @@ class ClairvoyantOracle:
 
 
 class LearnedOracle:
-    """RUSH's learned predictor, with its own flag rule: the probability of ``classes`` against the
-    model card's flag threshold (chosen on held-out campaign data), or, with none, the most
-    probable class.
+    """RUSH's learned predictor with the core's flag rule (:mod:`rush.core.variation_flag`, the
+    live predictor's): the probability of ``classes`` against the model card's flag threshold
+    (chosen on held-out campaign data), or, with none, the most probable class. ``by_size``
+    (RUSH-SIZE: :func:`rush.models.variability.train.size_thresholds`) gives the threshold per
+    job size instead; without it the card's one threshold holds for every size (RUSH), whether
+    or not the card has a per-size table.
 
     The counter window is read as the daemon's predictor reads it
     (:func:`rush.models.variability.features.window_features_for`, the function that built the
@@ -159,7 +162,9 @@ class LearnedOracle:
 
         self.store = store
         self.rng = rng
-        self.predictor = get_predictor("learned", source=store, model=str(model), classes=list(classes))
+        self.predictor = get_predictor(
+            "learned", source=store, model=str(model), classes=list(classes), flag_by_size=by_size or None
+        )
         self.asked = 0
         self.flagged = 0
         self.unknown = 0
@@ -167,22 +172,10 @@ class LearnedOracle:
         self._tick = -1
         self._all_nodes = any(f.startswith("all_") for f in self.predictor.features)
         self._quiet: tuple[int, np.ndarray] | None = None
-        # Per job size, P(classes) at or above which a job is flagged (RUSH-SIZE:
-        # rush.models.variability.train.size_thresholds); None: the card's one threshold.
-        self.by_size = {int(k): float(v) for k, v in (by_size or {}).items()} or None
-        self._columns = [k for k, c in enumerate(self.predictor.class_names) if c in self.predictor.classes]
-
-    def threshold_for(self, nodes: int) -> float:
-        """The per-size threshold of the nearest size the campaign ran (8, 16, 32 nodes)."""
-        assert self.by_size is not None
-        return self.by_size[min(self.by_size, key=lambda s: (abs(s - nodes), s))]
 
     def _flag(self, features: dict[str, float], spec: JobSpec) -> bool:
-        job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype)
-        if self.by_size is None:
-            return bool(self.predictor.predict_from(features, [job])[0])
-        _, proba = self.predictor.classify(features, [job.wtype])
-        return bool(proba[0, self._columns].sum() >= self.threshold_for(spec.nodes))
+        job = SimpleNamespace(job_id=spec.job_id, wtype=APPS[spec.app].wtype, nodes=spec.nodes)
+        return bool(self.predictor.predict_from(features, [job])[0])
 
     def _window(self, present: Present, nodes: np.ndarray) -> dict[str, float]:
         """The counter features for a job on ``nodes`` now: all-node and, when the model reads

@@ -10,7 +10,7 @@ seconds, calendar features in ``time_base.timezone``) and the kind of user keys.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
@@ -46,6 +46,9 @@ class TrainingWindow(_Strict):
 
 
 class ModelCard(_Strict):
+    # Per top-level key, how to correct it by hand (shown before the retrain fix when it is wrong).
+    fixes: ClassVar[dict[str, str]] = {}
+
     model: Name
     features: list[Name] = Field(min_length=1, max_length=1024)
     classes: list[int | Name] = Field(min_length=1, max_length=1024)

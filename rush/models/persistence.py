@@ -132,10 +132,12 @@ def read_card(path: str | Path, card: type[ModelCard] = ModelCard, fix: str = DE
     problems = card_problems(card, meta)
     if problems:
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        key = problems[0].split(":")[0]
+        by_hand = card.fixes.get(key.split(".")[0])
         raise ModelError(
             f"invalid model card: {'; '.join(problems[:3])}{more}",
-            where=f"{side}: {problems[0].split(':')[0]}",
-            fix=fix,
+            where=f"{side}: {key}",
+            fix=f"{by_hand}; or {fix}" if by_hand else fix,
         )
     return meta
 

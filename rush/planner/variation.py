@@ -33,10 +33,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from rush.core.variation_flag import VariationFlagRule, variation_flags
 from rush.errors import ConfigError
 
 # (start, end) -> mean of the counter over [start, end), or None when there is no sample.
@@ -84,6 +85,19 @@ def workload_type(job: Any) -> str:
     if wtype is None:
         wtype = (getattr(job, "tags", None) or {}).get("wtype", "")
     return str(wtype)
+
+
+def job_nodes(job: Any, hosts: Sequence[str] | None = None) -> int | None:
+    """A job's size in nodes, for the per-size flag threshold: its ``nodes`` (the contention
+    shell's jobs), else its request's node count, else the nodes of its tentative placement
+    ``hosts``; None: unknown (a request for cores anywhere, not placed)."""
+    nodes = getattr(job, "nodes", None)
+    if isinstance(nodes, int) and not isinstance(nodes, bool) and nodes > 0:
+        return nodes
+    request = getattr(job, "request", None)
+    if request is not None and getattr(request, "nodes", 0) > 0:
+        return int(request.nodes)
+    return len(hosts) if hosts else None
 
 
 def store_counter(store_path: str | Path, counter: str) -> CounterMean:
@@ -216,10 +230,14 @@ class LearnedVariationPredictor:
     the function that built the training set; each pending job adds its workload type
     one-hot. A job is flagged when the probability of ``classes`` (default: the card's
     ``variation_classes``, e.g. ``["variation"]``; configurable in ``variation.classes``) reaches
-    the card's ``flag_threshold`` (chosen on held-out campaign data by ``rush train
-    variability``); a card without one, or classes other than the card's, flag on the most
-    probable class. The journal's model outputs carry the class, the probabilities, the rule,
-    the scope and the window of every prediction.
+    the card's flag threshold (chosen on held-out campaign data by ``rush train variability``):
+    the threshold of the job's size when the card has ``flag_threshold_by_size``, else its
+    ``flag_threshold``; a card without one, or classes other than the card's, flag on the most
+    probable class. The rule is the core's (:mod:`rush.core.variation_flag`), which the
+    contention simulator's learned oracle applies too; ``flag_by_size`` replaces the card's
+    per-size table (None: the one threshold for every size; a mapping: a study's table). A job's
+    size is :func:`job_nodes`. The journal's model outputs carry the class, the probabilities,
+    the rule, the scope and the window of every prediction.
 
     Scope: a pending job has no nodes yet, so :meth:`predict` reads all-node features; a
     model trained on job-node features (``uses_job_nodes``) is then fed the all-node values
@@ -245,6 +263,7 @@ class LearnedVariationPredictor:
         source: StoreSource = None,
         model: str | Path | None = None,
         classes: Sequence[str] | None = None,
+        flag_by_size: Mapping[str, float] | Mapping[int, float] | Literal["card"] | None = "card",
     ) -> None:
         from rush.models.variability.features import (
             PLACEMENT_FEATURES,
@@ -289,13 +308,13 @@ class LearnedVariationPredictor:
         threshold = self.card.get("flag_threshold")
         same = sorted(wanted) == sorted(self.card["variation_classes"])
         self.flag_threshold: float | None = float(threshold) if threshold is not None and same else None
+        # The card's per-size table, like its one threshold, holds for the classes it was chosen for.
+        if flag_by_size == "card":
+            flag_by_size = self.card.get("flag_threshold_by_size") if same else None
+        self.flag_rule = VariationFlagRule.of(self.flag_threshold, flag_by_size)
         self._class_columns = [k for k, c in enumerate(self.class_names) if c in wanted]
         self._provenance = {"variation_scope": self.card["scope"], "variation_window_s": self.window}
-        self._provenance["variation_rule"] = (
-            f"P({'+'.join(wanted)}) >= {self.flag_threshold:.4g}"
-            if self.flag_threshold is not None
-            else f"most probable class in {wanted}"
-        )
+        self._provenance["variation_rule"] = self.flag_rule.describe(wanted)
         self.source = source
         self._wtype_features = set(WTYPE_FEATURES)
         # What the job brings (its type, its placement) is no reading of the store: a prediction
@@ -422,6 +441,7 @@ class LearnedVariationPredictor:
         answers = self._answers(rows, wanted, nodes)
         outputs: dict[Any, dict[str, Any]] = {}
         flags: list[bool] = [False] * len(jobs)
+        asked: list[tuple[int, int]] = []  # (job, its model row)
         reason = None
         for g, members in enumerate(groups.values()):
             if g in failed:
@@ -434,17 +454,18 @@ class LearnedVariationPredictor:
             for k in members:
                 w = types[k]
                 if (g, w) in wanted:
-                    flag, out = answers[wanted[g, w]]
+                    asked.append((k, wanted[g, w]))
+                    out = answers.outputs[wanted[g, w]]
                 else:
-                    flag, out = (
-                        False,
-                        {
-                            "variation_class": "unknown",
-                            "variation_reason": f"workload type {w[:40]!r} unknown to the model",
-                        }
-                        | nodes[g],
-                    )
+                    out = {
+                        "variation_class": "unknown",
+                        "variation_reason": f"workload type {w[:40]!r} unknown to the model",
+                    } | nodes[g]
                 outputs[getattr(jobs[k], "job_id", id(jobs[k]))] = out
+        if asked:
+            who, row = (list(c) for c in zip(*asked, strict=True))
+            sizes = [job_nodes(jobs[k], hosts[k]) for k in who]
+            for k, flag in zip(who, self._flags(answers.names[row], answers.proba[row], sizes), strict=True):
                 flags[k] = flag
         self._outputs = outputs
         self.last_reason = reason
@@ -509,13 +530,13 @@ class LearnedVariationPredictor:
 
     def _answers(
         self, rows: _Rows, wanted: Mapping[tuple[int, str], int], nodes: Sequence[dict[str, str]]
-    ) -> list[tuple[bool, dict[str, Any]]]:
-        """(flag, journal output) of each wanted (placement, workload type) row, in one model
-        call; ``nodes[placement]`` is added to its outputs."""
+    ) -> _Answers:
+        """The class probabilities and journal output of each wanted (placement, workload type)
+        row, in one model call; ``nodes[placement]`` is added to its outputs."""
         from rush.models.variability.features import WTYPES
 
         if not wanted:
-            return []
+            return _Answers(np.zeros((0, len(self.class_names))), np.zeros(0, dtype=object), [])
         pairs = list(wanted)
         X = rows.values[[g for g, _ in pairs]]
         for w in WTYPES:  # the one-hot, as wtype_features gives it
@@ -523,11 +544,10 @@ class LearnedVariationPredictor:
                 X[:, self.features.index(f"wtype_{w}")] = [1.0 if wt == w else 0.0 for _, wt in pairs]
         proba = self._proba(X)
         names = np.asarray(self.class_names, dtype=object)[proba.argmax(axis=1)]
-        flags = self._flags(names, proba)
         imputed = rows.imputed.tolist()
-        answers = []
+        outputs = []
         digits = [4] * len(self.class_names)
-        for (g, _), name, p, flag in zip(pairs, names, proba.tolist(), flags, strict=True):
+        for (g, _), name, p in zip(pairs, names, proba.tolist(), strict=True):
             out: dict[str, Any] = {
                 "variation_class": str(name),
                 "variation_p": dict(zip(self.class_names, map(round, p, digits), strict=True)),
@@ -535,14 +555,14 @@ class LearnedVariationPredictor:
             }
             if imputed[g]:
                 out["variation_imputed"] = imputed[g]
-            answers.append((flag, out | nodes[g]))
-        return answers
+            outputs.append(out | nodes[g])
+        return _Answers(proba, names, outputs)
 
-    def _flags(self, names: np.ndarray, proba: np.ndarray) -> list[bool]:
-        """The flag rule: the card's threshold on P(classes), else the most probable class."""
-        if self.flag_threshold is None:
-            return [n in self.classes for n in names]
-        return (proba[:, self._class_columns].sum(axis=1) >= self.flag_threshold).tolist()
+    def _flags(self, names: np.ndarray, proba: np.ndarray, sizes: Sequence[int | None]) -> list[bool]:
+        """The core's flag rule (:func:`rush.core.variation_flag.variation_flags`) for model rows of
+        jobs of ``sizes`` nodes (None: unknown)."""
+        p_variation = proba[:, self._class_columns].sum(axis=1)
+        return variation_flags(self.flag_rule, p_variation, np.isin(names, self.classes), sizes)
 
     def quiet_leaves(
         self, now: float, leaves: Mapping[int, Sequence[str]], wtype: str = "network"
@@ -587,14 +607,21 @@ class LearnedVariationPredictor:
         return self.predict_from(features, jobs)
 
     def predict_from(self, features: dict[str, float], jobs: Sequence[Any]) -> list[bool]:
-        """Flags for ``jobs`` given this cycle's window features (one model call per workload type)."""
+        """Flags for ``jobs`` given this cycle's window features (one model row per workload type;
+        each job's flag by its size, :func:`job_nodes`)."""
         self._outputs = {}
         types = [workload_type(j) for j in jobs]
         known = sorted({w for w in types if w in self._wtypes})
-        flags_by_type: dict[str, tuple[bool, dict[str, Any]]] = {}
+        outputs_by_type: dict[str, dict[str, Any]] = {}
+        flags = [False] * len(jobs)
         if known:
             names, proba = self.classify(features, known)
-            flags = self._flags(names, proba)
+            row = {w: k for k, w in enumerate(known)}
+            asked = [k for k, w in enumerate(types) if w in row]
+            take = [row[types[k]] for k in asked]
+            sizes = [job_nodes(jobs[k]) for k in asked]
+            for k, flag in zip(asked, self._flags(names[take], proba[take], sizes), strict=True):
+                flags[k] = flag
             for k, w in enumerate(known):
                 out = {
                     "variation_class": str(names[k]),
@@ -605,26 +632,27 @@ class LearnedVariationPredictor:
                 }
                 if self.last_imputed:
                     out["variation_imputed"] = self.last_imputed
-                flags_by_type[w] = (bool(flags[k]), out)
-        result = []
+                outputs_by_type[w] = out
         for j, w in zip(jobs, types, strict=True):
-            flag, out = flags_by_type.get(
-                w,
-                (
-                    False,
-                    {
-                        "variation_class": "unknown",
-                        "variation_reason": f"workload type {w[:40]!r} unknown to the model",
-                    },
-                ),
-            )
+            out = outputs_by_type.get(w) or {
+                "variation_class": "unknown",
+                "variation_reason": f"workload type {w[:40]!r} unknown to the model",
+            }
             self._outputs[getattr(j, "job_id", id(j))] = out
-            result.append(flag)
-        return result
+        return flags
 
     def job_outputs(self, job_id: Any) -> dict[str, Any]:
         """The last prediction for a job (class, probabilities or the unknown reason), for the journal."""
         return self._outputs.get(job_id, {})
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """One model call's rows: class probabilities, most probable class and journal output."""
+
+    proba: np.ndarray  # (rows, classes)
+    names: np.ndarray  # (rows,) class names
+    outputs: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

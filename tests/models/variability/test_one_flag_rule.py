@@ -1,0 +1,108 @@
+"""One flag rule (rush.core.variation_flag) for the live planner and the contention simulator: for
+the same window features and the same model card, the daemon's predictor and the contention
+shell's learned oracle flag the same jobs, and the live predictor honours the card's per-size
+thresholds (``flag_threshold_by_size``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from rush.collect.store import FeatureStore
+from rush.contention.apps import APPS
+from rush.contention.oracles import LearnedOracle
+from rush.contention.shell import JobSpec
+from rush.core.resources import Request
+from rush.planner.variation import get_predictor
+from rush.rjms.base import RJMSJob
+from tests.models.variability.synth import PERIOD, T0
+
+# Moments through a noise period's start and end (the window partly noisy) and two quiet ones,
+# so that P(variation) takes several values.
+MOMENTS = [T0 + 2 * PERIOD + dt for dt in (*np.arange(0.0, 900.0, 30.0), 1500.0, 2500.0)]
+SIZES = (4, 8, 12, 16, 20, 24, 32, 64)
+WTYPES = ("network", "compute")
+
+
+def app_of(wtype: str) -> str:
+    return next(name for name, app in APPS.items() if app.wtype == wtype)
+
+
+def pending(job_id: int, wtype: str, nodes: int | None) -> RJMSJob:
+    request = None if nodes is None else Request(nodes=nodes, cores_per_node=1)
+    return RJMSJob(job_id, "PENDING", T0, nodes or 1, 3600.0, tags={"wtype": wtype}, request=request)
+
+
+def p_of(predictor, now: float) -> dict[str, float]:
+    """P(variation) of each workload type at ``now``, from the model itself."""
+    _, proba = predictor.classify(predictor.current_features(now), WTYPES)
+    return dict(zip(WTYPES, proba[:, predictor.class_names.index("variation")].tolist(), strict=True))
+
+
+@pytest.fixture(scope="module")
+def sized_model(model_file, campaign, tmp_path_factory):
+    """A copy of the session's model whose card has a per-size table splitting the probabilities
+    seen at MOMENTS differently at each size, and a one threshold between them."""
+    live = get_predictor("learned", source=campaign[1], model=model_file)
+    seen = sorted({p for now in MOMENTS for p in p_of(live, now).values()})
+    assert len(seen) >= 4, f"the synthetic campaign gives too few probabilities ({seen}) to test the rule"
+    cut = [(a + b) / 2.0 for a, b in zip(seen, seen[1:], strict=False)]
+    copy = tmp_path_factory.mktemp("sized") / model_file.name
+    shutil.copy(model_file, copy)
+    card = json.loads(model_file.with_name(model_file.name + ".json").read_text())
+    card["flag_threshold"] = cut[1]
+    card["flag_threshold_by_size"] = {"8": cut[0], "16": cut[1], "32": cut[-1]}
+    copy.with_name(copy.name + ".json").write_text(json.dumps(card))
+    return copy, card
+
+
+def test_the_live_planner_and_the_contention_oracle_flag_the_same_jobs(sized_model, campaign) -> None:
+    path, card = sized_model
+    table = {int(k): v for k, v in card["flag_threshold_by_size"].items()}
+    live = get_predictor("learned", source=campaign[1], model=path)
+    jobs = [pending(k, w, n) for k, (w, n) in enumerate((w, n) for w in WTYPES for n in SIZES)]
+    hosts = [[f"n{i:02d}" for i in range(min(n, 8))] for n in SIZES] * len(WTYPES)
+    by_size_only = 0  # flags where the size's threshold and the one threshold disagree
+    with FeatureStore(campaign[1]) as store:
+        # As the contention experiment builds RUSH-SIZE's oracle: the table passed from the card.
+        oracle = LearnedOracle(store, path, np.random.default_rng(0), by_size=card["flag_threshold_by_size"])
+        for now in MOMENTS:
+            features = live.current_features(now)
+            live_flags = live.predict(jobs, now)
+            assert live.predict_on(jobs, now, hosts) == live_flags  # at a tentative placement: the same
+            specs = [JobSpec(j.job_id, app_of(j.tags["wtype"]), j.request.nodes, T0) for j in jobs]
+            assert live_flags == [oracle._flag(features, spec) for spec in specs], now
+            # The rule written out: P(variation) against the threshold of the nearest listed size.
+            p = p_of(live, now)
+            nearest = [table[min(table, key=lambda s: (abs(s - j.request.nodes), s))] for j in jobs]
+            assert live_flags == [p[j.tags["wtype"]] >= t for j, t in zip(jobs, nearest, strict=True)]
+            by_size_only += sum(
+                f != (p[j.tags["wtype"]] >= card["flag_threshold"])
+                for j, f in zip(jobs, live_flags, strict=True)
+            )
+    assert by_size_only > 0  # the table changed decisions: the test is not vacuous
+    assert "nearest job size" in live.job_outputs(0)["variation_rule"]
+
+
+def test_a_job_of_unknown_size_takes_the_one_threshold(sized_model, campaign) -> None:
+    path, card = sized_model
+    live = get_predictor("learned", source=campaign[1], model=path)
+    unsized = [pending(0, "network", None), pending(1, "compute", None)]
+    for now in MOMENTS:
+        p = p_of(live, now)
+        assert live.predict(unsized, now) == [p[w] >= card["flag_threshold"] for w in WTYPES]
+
+
+def test_the_contention_shells_rush_keeps_the_one_threshold(sized_model, campaign) -> None:
+    """RUSH (no by_size) in the contention study: the card's table is not applied, as before."""
+    path, card = sized_model
+    with FeatureStore(campaign[1]) as store:
+        oracle = LearnedOracle(store, path, np.random.default_rng(0))
+        for now in MOMENTS:
+            features, p = oracle.predictor.current_features(now), p_of(oracle.predictor, now)
+            for w in WTYPES:
+                flags = {oracle._flag(features, JobSpec(1, app_of(w), n, T0)) for n in SIZES}
+                assert flags == {p[w] >= card["flag_threshold"]}
