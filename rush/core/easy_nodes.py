@@ -28,6 +28,7 @@ from rush.core.node_pool import (
     NodeView,
     Room,
     Slots,
+    fits,
     need_units,
     place,
 )
@@ -46,6 +47,7 @@ from rush.core.skip_with_limit import should_skip
 INF = np.inf
 NO_FIT = -1
 SKIPPED = -2
+UNCOUNTED = -1  # an idle-node count not taken yet
 
 
 @njit(cache=True, inline="always")
@@ -117,7 +119,7 @@ def _release(free_c: np.ndarray, free_g: np.ndarray, slots: Slots, row: int, sig
 
 @njit(cache=True)
 def _fits(nodes: NodeView, j: int, need: int, room: Room) -> bool:
-    return place(nodes.pool, nodes.request, j, need, room, PLACE_FIRST_FIT, nodes.reserved, 0) >= 0
+    return fits(nodes.pool, nodes.request, j, need, room)
 
 
 @njit(cache=True)
@@ -238,7 +240,10 @@ def easy_nodes_pass(
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
-    idle_now = _count_idle(pool, free_c, free_g)
+    # Idle nodes now matter only to exclusive requests: counted when the first one is met
+    # (UNCOUNTED until then), then kept up to date start by start.
+    idle_now = UNCOUNTED
+    r_nodes, r_cores, r_exclusive = nodes.request.nodes, nodes.request.cores, nodes.request.exclusive
     ns = 0
     nk = 0
     head = -1
@@ -246,6 +251,8 @@ def easy_nodes_pass(
         j = queue[k]
         need = need_units(nodes.request, j, procs[j])
         skip_now = should_skip(jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit)
+        if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
+            idle_now = _count_idle(pool, free_c, free_g)
         if hopeless(nodes, j, need, free_total, idle_now):
             count = NO_FIT
         else:
@@ -261,11 +268,13 @@ def easy_nodes_pass(
         ns = _record(nodes, out, ns, j, count, False)
         for e in range(placed_off[ns - 1], placed_off[ns]):
             node = placed_node[e]
-            idle_now -= _idle(capacity, free_c, free_g, node)
+            if idle_now != UNCOUNTED:
+                idle_now -= _idle(capacity, free_c, free_g, node)
             free_c[node] -= placed_c[e]
             free_g[node] -= placed_g[e]
             free_total -= placed_c[e]
-            idle_now += _idle(capacity, free_c, free_g, node)
+            if idle_now != UNCOUNTED:
+                idle_now += _idle(capacity, free_c, free_g, node)
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
@@ -281,22 +290,32 @@ def easy_nodes_pass(
         shadow, shadow_c, shadow_g = node_shadow_time(
             now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
         )
-        blocked_c = np.zeros(m, dtype=np.int64)
-        blocked_g = np.zeros(m, dtype=np.int64)
         if shadow < INF:
             blocked_c, blocked_g = _reserve_head(nodes, head, need, shadow_c, shadow_g, free_room)
-        long_c = free_c - blocked_c
-        long_g = free_g - blocked_g
-        prefer_blocked = (blocked_c > 0) | (blocked_g > 0)
+        else:
+            blocked_c = np.zeros(m, dtype=np.int64)
+            blocked_g = np.zeros(m, dtype=np.int64)
+        # Free outside the head's reservation (long jobs' room), its cores on up nodes and
+        # its idle nodes, in one sweep.
+        long_c = np.empty(m, dtype=np.int64)
+        long_g = np.empty(m, dtype=np.int64)
+        prefer_blocked = np.empty(m, dtype=np.bool_)
+        cap_c, cap_g = pool.cores, pool.gpus
+        idle_long = 0
+        for node in range(m):
+            lc = free_c[node] - blocked_c[node]
+            lg = free_g[node] - blocked_g[node]
+            long_c[node] = lc
+            long_g[node] = lg
+            prefer_blocked[node] = blocked_c[node] > 0 or blocked_g[node] > 0
+            if usable[node]:
+                extra += max(lc, 0)
+                if lc == cap_c[node] and lg == cap_g[node]:
+                    idle_long += 1
         short_room = Room(free_c, free_g, prefer_blocked, False)
         long_room = Room(long_c, long_g, no_prefer, False)
-        for node in range(m):
-            if usable[node]:
-                extra += max(long_c[node], 0)
-        idle_long = _count_idle(pool, long_c, long_g)
         taken[head] = True
         scan = queue if config.same_scan else queues.scan
-        r_nodes, r_cores, r_exclusive = nodes.request.nodes, nodes.request.cores, nodes.request.exclusive
         for k in range(moment.queued):
             if free_total <= 0:
                 break
@@ -309,8 +328,11 @@ def easy_nodes_pass(
             cores_bound = need if r_nodes[j] == 0 else need * r_cores[j]
             if cores_bound > (free_total if ends_in_time else extra):
                 continue
-            if r_nodes[j] > 0 and r_exclusive[j] and need > (idle_now if ends_in_time else idle_long):
-                continue
+            if r_nodes[j] > 0 and r_exclusive[j]:
+                if idle_now == UNCOUNTED:
+                    idle_now = _count_idle(pool, free_c, free_g)
+                if need > (idle_now if ends_in_time else idle_long):
+                    continue
             skip_now = should_skip(
                 jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
             )
@@ -328,7 +350,8 @@ def easy_nodes_pass(
                 node = placed_node[e]
                 c = placed_c[e]
                 g = placed_g[e]
-                idle_now -= _idle(capacity, free_c, free_g, node)
+                if idle_now != UNCOUNTED:
+                    idle_now -= _idle(capacity, free_c, free_g, node)
                 idle_long -= _idle(capacity, long_c, long_g, node)
                 long_before = max(long_c[node], 0) if usable[node] else 0
                 free_c[node] -= c
@@ -346,7 +369,8 @@ def easy_nodes_pass(
                     long_g[node] -= g
                 # extra: cores free now outside the head's reservation, on up nodes.
                 extra += (max(long_c[node], 0) if usable[node] else 0) - long_before
-                idle_now += _idle(capacity, free_c, free_g, node)
+                if idle_now != UNCOUNTED:
+                    idle_now += _idle(capacity, free_c, free_g, node)
                 idle_long += _idle(capacity, long_c, long_g, node)
     for k in range(moment.queued):
         taken[queue[k]] = False

@@ -37,7 +37,9 @@ class NodePool(NamedTuple):
     """The nodes: capacity, what is free now, whether new jobs may use them (up), partition
     membership (bit p of ``partitions`` for partition p), leaf switch, and whether the
     variation predictor sees their pod as quiet. ``leaf_room`` (one per leaf) and
-    ``node_units`` (one per node) are placement's scratch."""
+    ``node_units`` (one per node) are placement's scratch. ``leaf_nodes`` lists the nodes
+    leaf by leaf (by index within a leaf), leaf l's from ``leaf_first[l]`` to
+    ``leaf_first[l + 1]``: placement on one leaf reads only its nodes (:func:`leaf_index`)."""
 
     cores: np.ndarray
     gpus: np.ndarray
@@ -50,6 +52,17 @@ class NodePool(NamedTuple):
     leaf_room: np.ndarray
     node_units: np.ndarray
     count: int
+    leaf_nodes: np.ndarray
+    leaf_first: np.ndarray
+
+
+def leaf_index(leaf: np.ndarray, leaves: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``leaf_nodes``, ``leaf_first``) of :class:`NodePool` for nodes on leaf switches ``leaf``
+    (values 0 .. ``leaves`` - 1)."""
+    order = np.argsort(leaf, kind="stable").astype(np.int64)
+    first = np.zeros(leaves + 1, dtype=np.int64)
+    np.cumsum(np.bincount(leaf, minlength=leaves), out=first[1:])
+    return order, first
 
 
 class NodeRequests(NamedTuple):
@@ -118,56 +131,124 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 
 
 @njit(cache=True)
-def _units(pool: NodePool, request: NodeRequests, j: int, room: Room) -> int:
+def _units(pool: NodePool, request: NodeRequests, j: int, room: Room, by_leaf: bool) -> tuple[int, int]:
     """Fill ``pool.node_units`` with what each node offers job j on ``room`` (cores for a
     processor request, else 1 if it can hold one of the job's nodes); return the total and
-    add each leaf's share to ``pool.leaf_room``."""
+    the part on preferred nodes; with ``by_leaf``, also each leaf's share in ``pool.leaf_room``."""
     usable, parts, quiet, leaf = pool.usable, pool.partitions, pool.quiet, pool.leaf
     cap_c, cap_g, units, leaves = pool.cores, pool.gpus, pool.node_units, pool.leaf_room
+    room_c, room_g, prefer, quiet_only = room.cores, room.gpus, room.prefer, room.quiet_only
+    p = request.partition[j]
+    nodes = request.nodes[j]
+    exclusive = request.exclusive[j]
+    c_need = request.cores[j]
+    g_need = request.gpus[j]
+    total = 0
+    preferred = 0
+    if p < 0 and not quiet_only and nodes == 0:
+        # The common cases get a loop without the per-node tests they do not need.
+        for i in range(pool.count):
+            u = max(room_c[i], 0) if usable[i] else 0
+            units[i] = u
+            total += u
+            preferred += u if prefer[i] else 0
+    elif p < 0 and not quiet_only and exclusive:
+        for i in range(pool.count):
+            u = 1 if usable[i] and room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+            units[i] = u
+            total += u
+            preferred += u if prefer[i] else 0
+    else:
+        for i in range(pool.count):
+            u = 0
+            if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
+                if nodes == 0:
+                    u = max(room_c[i], 0)
+                elif exclusive:
+                    u = 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+                else:
+                    u = 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
+            units[i] = u
+            total += u
+            preferred += u if prefer[i] else 0
+    if by_leaf:
+        leaves[:] = 0
+        if leaves.shape[0] == 1:
+            leaves[0] = total
+        else:
+            for i in range(pool.count):
+                leaves[leaf[i]] += units[i]
+    return total, preferred
+
+
+@njit(cache=True)
+def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -> bool:
+    """Whether :func:`place` would place job j (``need`` units) on ``room``: every policy
+    takes units until it has ``need``, so it fits exactly when the room offers that many
+    (counted by :func:`_units`' rule, stopping as soon as there are enough)."""
+    if need <= 0:
+        return True
+    usable, parts, quiet = pool.usable, pool.partitions, pool.quiet
+    cap_c, cap_g = pool.cores, pool.gpus
     room_c, room_g, quiet_only = room.cores, room.gpus, room.quiet_only
     p = request.partition[j]
     nodes = request.nodes[j]
     exclusive = request.exclusive[j]
     c_need = request.cores[j]
     g_need = request.gpus[j]
-    leaves[:] = 0
     total = 0
     for i in range(pool.count):
-        u = 0
         if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
             if nodes == 0:
-                u = max(room_c[i], 0)
+                total += max(room_c[i], 0)
             elif exclusive:
-                u = 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+                total += 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
             else:
-                u = 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
-        units[i] = u
-        total += u
-        leaves[leaf[i]] += u
-    return total
+                total += 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
+            if total >= need:
+                return True
+    return False
 
 
 @njit(cache=True)
 def _fill(
-    pool: NodePool, request: NodeRequests, j: int, need: int, room: Room, leaf: int, out: Slots, k0: int
+    pool: NodePool,
+    request: NodeRequests,
+    j: int,
+    wanted: tuple[int, int],
+    room: Room,
+    leaf: int,
+    out: Slots,
+    k0: int,
 ) -> tuple[int, int]:
     """Take units for job j from the nodes :func:`_units` found eligible (of ``leaf``, or any
-    when -1), preferred ones first, then by index; returns (units still needed, next entry)."""
-    units, leaves_of, cap_c, cap_g = pool.node_units, pool.leaf, pool.cores, pool.gpus
+    when -1), preferred ones first, then by index; returns (units still needed, next entry).
+    ``wanted``: (units needed, units on preferred nodes anywhere: the first round stops after
+    them)."""
+    need, preferred = wanted
+    units, order, cap_c, cap_g = pool.node_units, pool.leaf_nodes, pool.cores, pool.gpus
     prefer = room.prefer
     out_node, out_c, out_g = out.node, out.cores, out.gpus
     nodes = request.nodes[j]
     exclusive = request.exclusive[j]
     c_need = request.cores[j]
     g_need = request.gpus[j]
+    lo, hi = 0, pool.count
+    if leaf >= 0:  # only that leaf's nodes, in index order
+        lo, hi = pool.leaf_first[leaf], pool.leaf_first[leaf + 1]
     k = k0
     for phase in range(2):
         want_prefer = phase == 0
-        for i in range(pool.count):
+        if want_prefer and preferred <= 0:
+            continue
+        seen = 0
+        for x in range(lo, hi):
             if need <= 0:
                 return need, k
-            if units[i] <= 0 or prefer[i] != want_prefer or (leaf >= 0 and leaves_of[i] != leaf):
+            i = order[x] if leaf >= 0 else x
+            if units[i] <= 0 or prefer[i] != want_prefer:
                 continue
+            seen += units[i]
             out_node[k] = i
             if nodes == 0:
                 c = min(units[i], need)
@@ -179,6 +260,8 @@ def _fill(
                 out_g[k] = cap_g[i] if exclusive else g_need
                 need -= 1
             k += 1
+            if want_prefer and seen >= preferred:
+                break  # no preferred unit is left on any node
     return need, k
 
 
@@ -189,12 +272,12 @@ def place(
     """Place job j (``need`` units: nodes, or cores for a processor request) on ``room``:
     write its slots from entry ``k0`` of ``out`` on and return their number, or -1 when it
     does not fit (entries from ``k0`` then hold garbage)."""
-    total = _units(pool, request, j, room)
+    total, preferred = _units(pool, request, j, room, policy != PLACE_FIRST_FIT)
     if total < need:
         return -1
     leaves = pool.leaf_room
     if policy == PLACE_FIRST_FIT:
-        left, k = _fill(pool, request, j, need, room, -1, out, k0)
+        left, k = _fill(pool, request, j, (need, preferred), room, -1, out, k0)
         return k - k0 if left <= 0 else -1
     # Topology: the smallest leaf that holds it all, else the roomiest leaves first.
     best = -1
@@ -202,7 +285,7 @@ def place(
         if leaves[leaf] >= need and (best < 0 or leaves[leaf] < leaves[best]):
             best = leaf
     if best >= 0:
-        left, k = _fill(pool, request, j, need, room, best, out, k0)
+        left, k = _fill(pool, request, j, (need, preferred), room, best, out, k0)
         return k - k0 if left <= 0 else -1
     left = need
     k = k0
@@ -214,5 +297,5 @@ def place(
         if best < 0:
             return -1
         leaves[best] = 0
-        left, k = _fill(pool, request, j, left, room, best, out, k)
+        left, k = _fill(pool, request, j, (left, preferred), room, best, out, k)
     return k - k0

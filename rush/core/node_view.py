@@ -15,7 +15,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rush.core.node_pool import PLACEMENT_CODES, NodePool, NodeRequests, NodeView, Slots, new_slots
+from rush.core.node_pool import (
+    PLACEMENT_CODES,
+    NodePool,
+    NodeRequests,
+    NodeView,
+    Slots,
+    leaf_index,
+    new_slots,
+)
 from rush.core.resources import NODE_STATES, Node, Request
 from rush.errors import RushError
 
@@ -34,6 +42,7 @@ def procs_only_view(jobs: int) -> NodeView:
     pool = NodePool(
         _empty_int(), _empty_int(), _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_),
         _empty_int(), _empty_int(), np.zeros(0, dtype=np.bool_), _empty_int(1), _empty_int(), 0,
+        _empty_int(), _empty_int(2),
     )  # fmt: skip
     requests = NodeRequests(
         _empty_int(jobs), np.ones(jobs, dtype=np.int64), _empty_int(jobs), np.zeros(jobs, dtype=np.bool_),
@@ -94,6 +103,7 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
             where="snapshot.nodes",
             fix="number leaves 0..L-1",
         )
+    leaves = int(leaf.max()) + 1 if m else 1
     return NodePool(
         cores,
         gpus,
@@ -103,9 +113,10 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
         masks,
         leaf,
         np.fromiter((n.quiet for n in nodes), dtype=np.bool_, count=m),
-        np.zeros(int(leaf.max()) + 1 if m else 1, dtype=np.int64),
+        np.zeros(leaves, dtype=np.int64),
         _empty_int(m),
         m,
+        *leaf_index(leaf, leaves),
     )
 
 
@@ -223,4 +234,5 @@ def uniform_pool(nodes: int, cores: int, nodes_per_leaf: int = 0) -> NodePool:
         _empty_int(int(leaf.max()) + 1),
         _empty_int(nodes),
         nodes,
+        *leaf_index(leaf, int(leaf.max()) + 1),
     )
