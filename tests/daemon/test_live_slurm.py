@@ -301,14 +301,16 @@ def test_kill_9_before_the_requeue_reaches_slurm(slurm, tmp_path):
 
 
 def test_kill_9_after_the_requeue_before_the_journal_heard(slurm, tmp_path):
-    victim = false_small_job(slurm, idempotent=True)
+    # Long enough to be still running after the crashed daemon's start-up on a loaded host
+    # (with 10 s it once ended first, at load 20, and the crashing daemon had nothing to kill).
+    victim = false_small_job(slurm, idempotent=True, seconds=40)
     cfg = config(slurm, tmp_path, FALSE_SMALL, models=SMALL_RULE)
     wait_past_divider(slurm, victim)
     crash_in(cfg, "after", "requeue")
     assert kills(Journal(cfg.daemon.journal), victim) == [("intent", "")]
     wait_for(lambda: job(slurm, victim).restarts == 1)
     daemon = Daemon(cfg)
-    deadline = time.time() + 90
+    deadline = time.time() + 240
     while time.time() < deadline and state_of(slurm, victim) != "COMPLETED":
         assert daemon.run_cycle().ok
         time.sleep(1)

@@ -101,8 +101,12 @@ def test_skip_with_limit_keeps_a_flagged_job_queued_then_starts_it(rush_flux, tm
         "window = 3600\n"
     )
     load_rush(flux, write_config(tmp_path, {"skip_limit": 2}, variation, interval=1))
+    # Both submitted on a stopped queue, so their alloc requests reach the module back to back:
+    # on a loaded host other events could spend the flagged job's skips before the second came.
+    flux.run("queue", "stop")
     network = flux.submit("-n2", "-t", "1m", "--setattr=rush.wtype=network", "sleep", "0.2")
     compute = flux.submit("-n2", "-t", "1m", "--setattr=rush.wtype=compute", "sleep", "0.2")
+    flux.run("queue", "start")
     wait_all(flux, [network, compute])
     skips = [d for d in decisions(tmp_path, "skip") + decisions(tmp_path, "hold") if d["job_id"] == network]
     assert all("variability" in d["reason"] for d in skips)
