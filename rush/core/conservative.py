@@ -51,11 +51,15 @@ def _profile_from_running(
 
 
 @njit(cache=True)
-def fit_from(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int) -> int:
-    """Index of the first breakpoint from ``lo`` on from which ``need`` processors stay free
-    for ``duration`` (-1: none)."""
+def fit_before(
+    ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int, bound: float
+) -> int:
+    """Index of the first breakpoint from ``lo`` on, and before time ``bound``, from which
+    ``need`` processors stay free for ``duration`` (-1: none). A bound keeps the scan of a kept
+    reservation (which searches only before its own time) short."""
     i = lo
-    while i < n:
+    # bound = inf searches everything, a breakpoint at infinity included.
+    while i < n and (ptime[i] < bound or bound == np.inf):
         if pavail[i] < need:
             i += 1
             continue
@@ -71,6 +75,13 @@ def fit_from(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration:
             return i
         i = k + 1
     return -1
+
+
+@njit(cache=True)
+def fit_from(ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int) -> int:
+    """Index of the first breakpoint from ``lo`` on from which ``need`` processors stay free
+    for ``duration`` (-1: none)."""
+    return fit_before(ptime, pavail, n, need, duration, lo, np.inf)
 
 
 @njit(cache=True, inline="always")

@@ -58,7 +58,7 @@ import heapq
 import numpy as np
 from numba import njit
 
-from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, need_units
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
@@ -245,38 +245,13 @@ def _count_fit(
     ``need`` stay free for ``duration`` (-1: none)."""
     i, bound = span
     while i >= 0:
-        i = _fit_before(cores[0], cores[1], n, need[0], duration, i, bound)
+        i = fit_before(cores[0], cores[1], n, need[0], duration, i, bound)
         if i < 0 or need[1] <= 0:
             return i
-        g = _fit_before(gpus[0], gpus[1], n, need[1], duration, i, bound)
+        g = fit_before(gpus[0], gpus[1], n, need[1], duration, i, bound)
         if g == i:
             return i
         i = g
-    return -1
-
-
-@njit(cache=True)
-def _fit_before(
-    ptime: np.ndarray, pavail: np.ndarray, n: int, need: int, duration: float, lo: int, bound: float
-) -> int:
-    """:func:`rush.core.conservative.fit_from` that stops at breakpoints from ``bound`` on (a
-    kept reservation searches only before its time: the scan stays short)."""
-    i = lo
-    while i < n and ptime[i] < bound:
-        if pavail[i] < need:
-            i += 1
-            continue
-        end = ptime[i] + duration
-        k = i + 1
-        ok = True
-        while k < n and ptime[k] < end:
-            if pavail[k] < need:
-                ok = False
-                break
-            k += 1
-        if ok:
-            return i
-        i = k + 1
     return -1
 
 
