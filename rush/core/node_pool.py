@@ -130,34 +130,19 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 # costs numba a reference-count update each time (measured: 60 ns a node, 20x the work).
 
 
-@njit(cache=True, inline="always")
-def _offered(pool: NodePool, request: NodeRequests, j: int, room: Room, i: int) -> int:
-    """What node i offers job j on ``room``: its free cores for a processor request, else 1 if
-    it can hold one of the job's nodes; 0 outside the job's partition, and 0 for a node that
-    is not quiet when only quiet nodes count. The one statement of the rule (place and fits)."""
-    p = request.partition[j]
-    if not pool.usable[i] or (p >= 0 and ((pool.partitions[i] >> p) & 1) == 0):
-        return 0
-    if room.quiet_only and not pool.quiet[i]:
-        return 0
-    if request.nodes[j] == 0:
-        return max(room.cores[i], 0)
-    if request.exclusive[j]:
-        return 1 if room.cores[i] == pool.cores[i] and room.gpus[i] == pool.gpus[i] else 0
-    return 1 if room.cores[i] >= request.cores[j] and room.gpus[i] >= request.gpus[j] else 0
-
-
 @njit(cache=True)
 def _units(pool: NodePool, request: NodeRequests, j: int, room: Room, by_leaf: bool) -> tuple[int, int]:
     """Fill ``pool.node_units`` with what each node offers job j on ``room`` (cores for a
     processor request, else 1 if it can hold one of the job's nodes); return the total and
     the part on preferred nodes; with ``by_leaf``, also each leaf's share in ``pool.leaf_room``."""
-    usable, leaf = pool.usable, pool.leaf
+    usable, parts, quiet, leaf = pool.usable, pool.partitions, pool.quiet, pool.leaf
     cap_c, cap_g, units, leaves = pool.cores, pool.gpus, pool.node_units, pool.leaf_room
     room_c, room_g, prefer, quiet_only = room.cores, room.gpus, room.prefer, room.quiet_only
     p = request.partition[j]
     nodes = request.nodes[j]
     exclusive = request.exclusive[j]
+    c_need = request.cores[j]
+    g_need = request.gpus[j]
     total = 0
     preferred = 0
     if p < 0 and not quiet_only and nodes == 0:
@@ -175,7 +160,14 @@ def _units(pool: NodePool, request: NodeRequests, j: int, room: Room, by_leaf: b
             preferred += u if prefer[i] else 0
     else:
         for i in range(pool.count):
-            u = _offered(pool, request, j, room, i)
+            u = 0
+            if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
+                if nodes == 0:
+                    u = max(room_c[i], 0)
+                elif exclusive:
+                    u = 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+                else:
+                    u = 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
             units[i] = u
             total += u
             preferred += u if prefer[i] else 0
@@ -196,11 +188,25 @@ def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -
     (counted by :func:`_units`' rule, stopping as soon as there are enough)."""
     if need <= 0:
         return True
+    usable, parts, quiet = pool.usable, pool.partitions, pool.quiet
+    cap_c, cap_g = pool.cores, pool.gpus
+    room_c, room_g, quiet_only = room.cores, room.gpus, room.quiet_only
+    p = request.partition[j]
+    nodes = request.nodes[j]
+    exclusive = request.exclusive[j]
+    c_need = request.cores[j]
+    g_need = request.gpus[j]
     total = 0
     for i in range(pool.count):
-        total += _offered(pool, request, j, room, i)
-        if total >= need:
-            return True
+        if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
+            if nodes == 0:
+                total += max(room_c[i], 0)
+            elif exclusive:
+                total += 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+            else:
+                total += 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
+            if total >= need:
+                return True
     return False
 
 
