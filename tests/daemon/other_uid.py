@@ -25,23 +25,39 @@ VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
 # Runs rush's command line with ``argv`` as this user and prints where each top-level package
 # it imported lies, the standard library's aside (the command may fail: its imports are the point).
 _IMPORTS = """
-import runpy, sys, sysconfig
+import atexit, os, runpy, sys, sysconfig, traceback
 from pathlib import Path
+
+crashed = False
+
+
+def report():
+    # At exit, and with this script's own status: simulate, compare, explain and status end by
+    # os._exit with the command's code once the atexit handlers have run.
+    stdlib = {Path(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
+    for name in {name.partition(".")[0] for name in list(sys.modules)}:
+        top = sys.modules.get(name)
+        for place in [*getattr(top, "__path__", [])] or [getattr(top, "__file__", None)]:
+            if not place:
+                continue
+            place = Path(place).resolve()
+            if any(place.is_relative_to(root) for root in stdlib) and "site-packages" not in place.parts:
+                continue
+            print(place.parent if place.name == "__init__.py" else place)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1 if crashed else 0)  # the command's own exit code is not this listing's
+
+
+atexit.register(report)
 sys.argv = ["rush", *sys.argv[1:]]
 try:
     runpy.run_module("rush", run_name="__main__")
 except SystemExit:
     pass
-stdlib = {Path(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
-for name in {name.partition(".")[0] for name in list(sys.modules)}:
-    top = sys.modules.get(name)
-    for place in [*getattr(top, "__path__", [])] or [getattr(top, "__file__", None)]:
-        if not place:
-            continue
-        place = Path(place).resolve()
-        if any(place.is_relative_to(root) for root in stdlib) and "site-packages" not in place.parts:
-            continue
-        print(place.parent if place.name == "__init__.py" else place)
+except BaseException:
+    traceback.print_exc()
+    crashed = True
 """
 
 
