@@ -31,6 +31,7 @@ import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,8 +66,9 @@ POLICIES: tuple[str, ...] = (
 DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
 LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "RUSH-SIZE")
-# The flag threshold per job size, capped at the size's base rate (LearnedOracle's by_size; the
-# rule is the core's, rush.core.variation_flag).
+# The flag threshold per job size, capped at the size's base rate: the daemon's
+# variation.flag_by_size = true (LearnedOracle's flag_by_size; the rule is the core's,
+# rush.core.variation_flag).
 BY_SIZE: tuple[str, ...] = ("RUSH-SIZE",)
 # Variability-aware placement ("move, then delay"): flagged jobs to quiet leaves first.
 PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability"}
@@ -115,6 +117,17 @@ def skip_limit(policy: str) -> int:
     return SKIP_LIMIT.get(policy, 10)
 
 
+def learned_oracle(policy: str, model: dict[str, Any], store: Any, rng: np.random.Generator) -> LearnedOracle:
+    """The learned oracle of a RUSH policy for a prepared model (``path`` and its
+    ``flag_threshold_by_size``, prepare.json's): RUSH-SIZE flags by job size (the daemon's
+    ``variation.flag_by_size = true``), the others with the card's one threshold (the default)."""
+    by_size = policy in BY_SIZE
+    if by_size and not model.get("flag_threshold_by_size"):
+        raise ValueError(f"{policy} needs the model's per-size flag thresholds (prepare.json)")
+    table = model.get("flag_threshold_by_size") if by_size else None
+    return LearnedOracle(store, Path(model["path"]), rng, flag_by_size=by_size, size_table=table)
+
+
 def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     """One variant x scenario x trial x policy: one row per job (``kind`` "job") and one per
     question a flagging policy answered (``kind`` "prediction")."""
@@ -141,12 +154,8 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     store = FeatureStore(":memory:") if policy in LEARNED else None
     oracle = None
     if policy in LEARNED:
-        model = cell["models"][scenario.model]
-        by_size = model.get("flag_threshold_by_size") if policy in BY_SIZE else None
-        if policy in BY_SIZE and not by_size:
-            raise ValueError(f"{policy} needs the model's per-size flag thresholds (prepare.json)")
-        learned = LearnedOracle(
-            store, Path(model["path"]), np.random.default_rng(probe_seed), by_size=by_size
+        learned = learned_oracle(
+            policy, cell["models"][scenario.model], store, np.random.default_rng(probe_seed)
         )
         oracle = Recorded(learned, reference)
     elif policy == "PRESENT-ORACLE":

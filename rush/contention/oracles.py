@@ -136,10 +136,12 @@ class ClairvoyantOracle:
 class LearnedOracle:
     """RUSH's learned predictor with the core's flag rule (:mod:`rush.core.variation_flag`, the
     live predictor's): the probability of ``classes`` against the model card's flag threshold
-    (chosen on held-out campaign data), or, with none, the most probable class. ``by_size``
-    (RUSH-SIZE: :func:`rush.models.variability.train.size_thresholds`) gives the threshold per
-    job size instead; without it the card's one threshold holds for every size (RUSH), whether
-    or not the card has a per-size table.
+    (chosen on held-out campaign data), or, with none, the most probable class.
+    ``flag_by_size`` (RUSH-SIZE; the daemon's ``variation.flag_by_size = true``) gives the
+    threshold of the job's size from the card's per-size table, or from ``size_table`` (the
+    study's, computed as training computes it, for a card trained before cards carried one);
+    without it the card's one threshold holds for every size (RUSH), whether or not the card has
+    a per-size table.
 
     The counter window is read as the daemon's predictor reads it
     (:func:`rush.models.variability.features.window_features_for`, the function that built the
@@ -156,14 +158,20 @@ class LearnedOracle:
         model: Path,
         rng: np.random.Generator,
         classes: tuple[str, ...] = ("variation",),
-        by_size: dict[str, float] | None = None,
+        flag_by_size: bool = False,
+        size_table: dict[str, float] | None = None,
     ) -> None:
         from rush.planner.variation import get_predictor
 
         self.store = store
         self.rng = rng
         self.predictor = get_predictor(
-            "learned", source=store, model=str(model), classes=list(classes), flag_by_size=by_size or None
+            "learned",
+            source=store,
+            model=str(model),
+            classes=list(classes),
+            flag_by_size=flag_by_size,
+            size_table=size_table,
         )
         self.asked = 0
         self.flagged = 0

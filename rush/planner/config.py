@@ -252,6 +252,31 @@ class VariationSection(Section):
         description='the predicted classes that flag a job, e.g. ["variation"] or ["little", "variation"] '
         "(learned; default: the model card's)",
     )
+    flag_by_size: StrictBool = Field(
+        False,
+        description="true or false (learned): true flags a job by the threshold of its size in the model "
+        "card's flag_threshold_by_size (the nearest size listed; the one threshold for a job of unknown "
+        "size or a card without the table), false by the card's one flag_threshold for every job",
+    )
+
+    def predictor_options(self) -> dict[str, Any]:
+        """The keyword arguments of the configured predictor (rush.planner.variation.get_predictor),
+        for every shell that builds it from this section (the daemon, the Flux module)."""
+        if self.predictor == "learned":
+            # The model card fixes the window and the features; the rule's keys do not apply.
+            return {
+                "source": self.store,
+                "model": self.model,
+                "classes": self.classes,
+                "flag_by_size": self.flag_by_size,
+            }
+        return {
+            "source": self.store,
+            "counter": self.counter,
+            "threshold": self.threshold,
+            "window": self.window,
+            "workload_type": self.workload_type,
+        }
 
     @field_validator("predictor")
     @classmethod

@@ -27,7 +27,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from rush.core.config import CoreConfig
 from rush.core.schedule import schedule
@@ -221,19 +220,8 @@ class Planner:
         v = self.config.variation
         if not v.enabled:
             return None
-        if v.predictor == "learned":
-            # The model card fixes the window and the features; the rule's keys do not apply.
-            options: dict[str, Any] = {"source": v.store, "model": v.model, "classes": v.classes}
-        else:
-            options = {
-                "source": v.store,
-                "counter": v.counter,
-                "threshold": v.threshold,
-                "window": v.window,
-                "workload_type": v.workload_type,
-            }
         try:
-            predictor = get_predictor(v.predictor, **options)
+            predictor = get_predictor(v.predictor, **v.predictor_options())
         except Exception as exc:  # e.g. a tampered model file: journaled, no job is held
             self._model_error(f"variation:{v.predictor}", exc)
             return None

@@ -33,7 +33,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -231,12 +231,13 @@ class LearnedVariationPredictor:
     one-hot. A job is flagged when the probability of ``classes`` (default: the card's
     ``variation_classes``, e.g. ``["variation"]``; configurable in ``variation.classes``) reaches
     the card's flag threshold (chosen on held-out campaign data by ``rush train variability``):
-    the threshold of the job's size when the card has ``flag_threshold_by_size``, else its
-    ``flag_threshold``; a card without one, or classes other than the card's, flag on the most
-    probable class. The rule is the core's (:mod:`rush.core.variation_flag`), which the
-    contention simulator's learned oracle applies too; ``flag_by_size`` replaces the card's
-    per-size table (None: the one threshold for every size; a mapping: a study's table). A job's
-    size is :func:`job_nodes`. The journal's model outputs carry the class, the probabilities,
+    its ``flag_threshold`` for every job, or, with ``flag_by_size`` (the setting
+    ``variation.flag_by_size``), the threshold of the job's size in the card's
+    ``flag_threshold_by_size`` (``size_table`` stands in for the table of a card trained before
+    cards carried one: the contention study's); a card without a threshold, or classes other
+    than the card's, flag on the most probable class. The rule is the core's
+    (:mod:`rush.core.variation_flag`), which the contention simulator's learned oracle applies
+    too (its RUSH-SIZE is ``flag_by_size``, its RUSH the default). A job's size is :func:`job_nodes`. The journal's model outputs carry the class, the probabilities,
     the rule, the scope and the window of every prediction.
 
     Scope: a pending job has no nodes yet, so :meth:`predict` reads all-node features; a
@@ -263,7 +264,8 @@ class LearnedVariationPredictor:
         source: StoreSource = None,
         model: str | Path | None = None,
         classes: Sequence[str] | None = None,
-        flag_by_size: Mapping[str, float] | Mapping[int, float] | Literal["card"] | None = "card",
+        flag_by_size: bool = False,
+        size_table: Mapping[str, float] | Mapping[int, float] | None = None,
     ) -> None:
         from rush.models.variability.features import (
             PLACEMENT_FEATURES,
@@ -309,9 +311,8 @@ class LearnedVariationPredictor:
         same = sorted(wanted) == sorted(self.card["variation_classes"])
         self.flag_threshold: float | None = float(threshold) if threshold is not None and same else None
         # The card's per-size table, like its one threshold, holds for the classes it was chosen for.
-        if flag_by_size == "card":
-            flag_by_size = self.card.get("flag_threshold_by_size") if same else None
-        self.flag_rule = VariationFlagRule.of(self.flag_threshold, flag_by_size)
+        table = (size_table or self.card.get("flag_threshold_by_size")) if flag_by_size and same else None
+        self.flag_rule = VariationFlagRule.of(self.flag_threshold, table)
         self._class_columns = [k for k, c in enumerate(self.class_names) if c in wanted]
         self._provenance = {"variation_scope": self.card["scope"], "variation_window_s": self.window}
         self._provenance["variation_rule"] = self.flag_rule.describe(wanted)

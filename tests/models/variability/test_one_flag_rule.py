@@ -1,21 +1,24 @@
 """One flag rule (rush.core.variation_flag) for the live planner and the contention simulator: for
 the same window features and the same model card, the daemon's predictor and the contention
 shell's learned oracle flag the same jobs, and the live predictor honours the card's per-size
-thresholds (``flag_threshold_by_size``)."""
+thresholds (``flag_threshold_by_size``) when ``variation.flag_by_size = true``, and only then."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 
 import numpy as np
 import pytest
 
 from rush.collect.store import FeatureStore
 from rush.contention.apps import APPS
+from rush.contention.experiment import learned_oracle
 from rush.contention.oracles import LearnedOracle
 from rush.contention.shell import JobSpec
 from rush.core.resources import Request
+from rush.planner.config import parse_config
 from rush.planner.variation import get_predictor
 from rush.rjms.base import RJMSJob
 from tests.models.variability.synth import PERIOD, T0
@@ -59,37 +62,65 @@ def sized_model(model_file, campaign, tmp_path_factory):
     return copy, card
 
 
-def test_the_live_planner_and_the_contention_oracle_flag_the_same_jobs(sized_model, campaign) -> None:
+def daemon_predictor(path, store, flag_by_size: bool | None):
+    """The learned predictor as the daemon and the Flux module build it from rush.toml (the
+    setting absent when ``flag_by_size`` is None: its default)."""
+    setting = "" if flag_by_size is None else f"flag_by_size = {str(flag_by_size).lower()}\n"
+    config = parse_config(
+        tomllib.loads(
+            f'[variation]\nenabled = true\npredictor = "learned"\nmodel = "{path}"\nstore = "{store}"\n'
+            + setting
+        )
+    )
+    return get_predictor(config.variation.predictor, **config.variation.predictor_options())
+
+
+@pytest.mark.parametrize("flag_by_size", [True, False, None])
+def test_the_live_planner_and_the_contention_oracle_flag_the_same_jobs(
+    sized_model, campaign, flag_by_size
+) -> None:
+    """Same card, same setting: the daemon's predictor (from rush.toml) and the contention study's
+    oracle (RUSH-SIZE for flag_by_size = true, RUSH otherwise) flag the same jobs, and by the
+    rule written out: the nearest size's threshold with the setting, the one threshold without."""
     path, card = sized_model
     table = {int(k): v for k, v in card["flag_threshold_by_size"].items()}
-    live = get_predictor("learned", source=campaign[1], model=path)
+    live = daemon_predictor(path, campaign[1], flag_by_size)
     jobs = [pending(k, w, n) for k, (w, n) in enumerate((w, n) for w in WTYPES for n in SIZES)]
     hosts = [[f"n{i:02d}" for i in range(min(n, 8))] for n in SIZES] * len(WTYPES)
     by_size_only = 0  # flags where the size's threshold and the one threshold disagree
+    policy = "RUSH-SIZE" if flag_by_size else "RUSH"
+    # prepare.json's entry for the model, as the study passes it to its trials
+    prepared = {"path": str(path), "flag_threshold_by_size": card["flag_threshold_by_size"]}
     with FeatureStore(campaign[1]) as store:
-        # As the contention experiment builds RUSH-SIZE's oracle: the table passed from the card.
-        oracle = LearnedOracle(store, path, np.random.default_rng(0), by_size=card["flag_threshold_by_size"])
+        oracle = learned_oracle(policy, prepared, store, np.random.default_rng(0))
         for now in MOMENTS:
             features = live.current_features(now)
             live_flags = live.predict(jobs, now)
             assert live.predict_on(jobs, now, hosts) == live_flags  # at a tentative placement: the same
             specs = [JobSpec(j.job_id, app_of(j.tags["wtype"]), j.request.nodes, T0) for j in jobs]
             assert live_flags == [oracle._flag(features, spec) for spec in specs], now
-            # The rule written out: P(variation) against the threshold of the nearest listed size.
+            # The rule written out: P(variation) against the nearest listed size's threshold or the one.
             p = p_of(live, now)
-            nearest = [table[min(table, key=lambda s: (abs(s - j.request.nodes), s))] for j in jobs]
-            assert live_flags == [p[j.tags["wtype"]] >= t for j, t in zip(jobs, nearest, strict=True)]
+            if flag_by_size:
+                applied = [table[min(table, key=lambda s: (abs(s - j.request.nodes), s))] for j in jobs]
+            else:
+                applied = [card["flag_threshold"]] * len(jobs)
+            assert live_flags == [p[j.tags["wtype"]] >= t for j, t in zip(jobs, applied, strict=True)]
             by_size_only += sum(
                 f != (p[j.tags["wtype"]] >= card["flag_threshold"])
                 for j, f in zip(jobs, live_flags, strict=True)
             )
-    assert by_size_only > 0  # the table changed decisions: the test is not vacuous
-    assert "nearest job size" in live.job_outputs(0)["variation_rule"]
+    if flag_by_size:
+        assert by_size_only > 0  # the table changed decisions: the test is not vacuous
+        assert "nearest job size" in live.job_outputs(0)["variation_rule"]
+    else:  # the default ignores the card's table
+        assert by_size_only == 0
+        assert "nearest job size" not in live.job_outputs(0)["variation_rule"]
 
 
 def test_a_job_of_unknown_size_takes_the_one_threshold(sized_model, campaign) -> None:
     path, card = sized_model
-    live = get_predictor("learned", source=campaign[1], model=path)
+    live = daemon_predictor(path, campaign[1], True)
     unsized = [pending(0, "network", None), pending(1, "compute", None)]
     for now in MOMENTS:
         p = p_of(live, now)
