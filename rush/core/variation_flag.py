@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -46,24 +47,38 @@ class VariationFlagRule:
                 )
         return cls(None if threshold is None else float(threshold), pairs)
 
+    def applied(self, nodes: int | None) -> tuple[float | None, int | None]:
+        """The threshold of a job of ``nodes`` nodes (None: unknown size) and the table's size it
+        was taken for (None: the one threshold)."""
+        if not self.by_size or nodes is None:
+            return self.threshold, None
+        size, threshold = min(self.by_size, key=lambda pair: (abs(pair[0] - nodes), pair[0]))
+        return threshold, size
+
     def threshold_for(self, nodes: int | None) -> float | None:
         """The threshold of a job of ``nodes`` nodes (None: unknown size)."""
-        if not self.by_size or nodes is None:
-            return self.threshold
-        return min(self.by_size, key=lambda pair: (abs(pair[0] - nodes), pair[0]))[1]
+        return self.applied(nodes)[0]
 
-    def describe(self, classes: Sequence[str]) -> str:
-        """The rule in words, for the journal (``variation_rule``)."""
+    def describe_for(self, classes: Sequence[str], nodes: int | None) -> str:
+        """The rule applied to one job of ``nodes`` nodes in words, for the journal (``variation_rule``)."""
         p = f"P({'+'.join(classes)})"
-        one = (
-            f"{p} >= {self.threshold:.4g}"
-            if self.threshold is not None
-            else f"most probable class in {list(classes)}"
-        )
-        if not self.by_size:
-            return one
-        sizes = ", ".join(f"{n}: {t:.4g}" for n, t in self.by_size)
-        return f"{p} >= the threshold of the nearest job size {{{sizes}}} (size unknown: {one})"
+        threshold, size = self.applied(nodes)
+        if threshold is None:
+            return f"most probable class in {list(classes)}"
+        if size is None:
+            return f"{p} >= {threshold:.4g}"
+        return f"{p} >= {threshold:.4g} (the threshold of {size}-node jobs, the nearest size to {nodes})"
+
+    def journal(self, classes: Sequence[str], nodes: int | None) -> dict[str, Any]:
+        """What decided one job of ``nodes`` nodes, for its journal row: the rule in words, the
+        threshold (absent: the most probable class decided) and the table's size it came from."""
+        threshold, size = self.applied(nodes)
+        out: dict[str, Any] = {"variation_rule": self.describe_for(classes, nodes)}
+        if threshold is not None:
+            out["variation_threshold"] = threshold
+        if size is not None:
+            out["variation_threshold_nodes"] = size
+        return out
 
 
 def variation_flags(

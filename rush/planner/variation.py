@@ -315,7 +315,6 @@ class LearnedVariationPredictor:
         self.flag_rule = VariationFlagRule.of(self.flag_threshold, table)
         self._class_columns = [k for k, c in enumerate(self.class_names) if c in wanted]
         self._provenance = {"variation_scope": self.card["scope"], "variation_window_s": self.window}
-        self._provenance["variation_rule"] = self.flag_rule.describe(wanted)
         self.source = source
         self._wtype_features = set(WTYPE_FEATURES)
         # What the job brings (its type, its placement) is no reading of the store: a prediction
@@ -468,6 +467,7 @@ class LearnedVariationPredictor:
             sizes = [job_nodes(jobs[k], hosts[k]) for k in who]
             for k, flag in zip(who, self._flags(answers.names[row], answers.proba[row], sizes), strict=True):
                 flags[k] = flag
+            self._journal_thresholds(outputs, [jobs[k] for k in who], sizes)
         self._outputs = outputs
         self.last_reason = reason
         return flags
@@ -559,6 +559,16 @@ class LearnedVariationPredictor:
             outputs.append(out | nodes[g])
         return _Answers(proba, names, outputs)
 
+    def _journal_thresholds(
+        self, outputs: dict[Any, dict[str, Any]], asked: Sequence[Any], sizes: Sequence[int | None]
+    ) -> None:
+        """Each asked job's output gets what decided it: the threshold applied to its size (and the
+        table's size it came from), not the card's whole table."""
+        said = {n: self.flag_rule.journal(self.classes, n) for n in set(sizes)}
+        for job, n in zip(asked, sizes, strict=True):
+            key = getattr(job, "job_id", id(job))
+            outputs[key] = outputs[key] | said[n]  # a copy: rows are shared by jobs alike
+
     def _flags(self, names: np.ndarray, proba: np.ndarray, sizes: Sequence[int | None]) -> list[bool]:
         """The core's flag rule (:func:`rush.core.variation_flag.variation_flags`) for model rows of
         jobs of ``sizes`` nodes (None: unknown)."""
@@ -615,6 +625,8 @@ class LearnedVariationPredictor:
         known = sorted({w for w in types if w in self._wtypes})
         outputs_by_type: dict[str, dict[str, Any]] = {}
         flags = [False] * len(jobs)
+        asked: list[int] = []
+        sizes: list[int | None] = []
         if known:
             names, proba = self.classify(features, known)
             row = {w: k for k, w in enumerate(known)}
@@ -640,6 +652,7 @@ class LearnedVariationPredictor:
                 "variation_reason": f"workload type {w[:40]!r} unknown to the model",
             }
             self._outputs[getattr(j, "job_id", id(j))] = out
+        self._journal_thresholds(self._outputs, [jobs[k] for k in asked], sizes)
         return flags
 
     def job_outputs(self, job_id: Any) -> dict[str, Any]:

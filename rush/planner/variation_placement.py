@@ -85,7 +85,15 @@ def _flags_at_placement(
             outputs["variation_scope"] = "job nodes at the tentative placement"
         else:
             # The all-node prediction the builder made is not this model's answer: drop it.
-            for key in ("variation_class", "variation_p", "variation_reason", "variation_imputed"):
+            for key in (
+                "variation_class",
+                "variation_p",
+                "variation_reason",
+                "variation_imputed",
+                "variation_rule",
+                "variation_threshold",
+                "variation_threshold_nodes",
+            ):
                 outputs.pop(key, None)
             outputs["variation_scope"] = "job nodes: not asked (would not start now)"
     return _with_flags(snapshot, answers)

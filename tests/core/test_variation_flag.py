@@ -40,13 +40,26 @@ def test_without_a_threshold_the_most_probable_class_decides() -> None:
     ]
 
 
-def test_the_rule_names_itself_for_the_journal() -> None:
-    assert VariationFlagRule.of(0.25).describe(["variation"]) == "P(variation) >= 0.25"
-    assert VariationFlagRule.of(None).describe(["little", "variation"]) == (
-        "most probable class in ['little', 'variation']"
-    )
-    text = VariationFlagRule.of(0.25, TABLE).describe(["variation"])
-    assert "8: 0.2, 16: 0.5, 32: 0.8" in text and "size unknown: P(variation) >= 0.25" in text
+def test_the_journal_gets_the_threshold_applied_to_the_job_not_the_table() -> None:
+    one = VariationFlagRule.of(0.25)
+    assert one.journal(["variation"], 16) == {
+        "variation_rule": "P(variation) >= 0.25",
+        "variation_threshold": 0.25,
+    }
+    assert VariationFlagRule.of(None).journal(["little", "variation"], 16) == {
+        "variation_rule": "most probable class in ['little', 'variation']"
+    }
+    sized = VariationFlagRule.of(0.25, TABLE)
+    assert sized.journal(["variation"], 24) == {
+        "variation_rule": "P(variation) >= 0.5 (the threshold of 16-node jobs, the nearest size to 24)",
+        "variation_threshold": 0.5,
+        "variation_threshold_nodes": 16,
+    }
+    # Size unknown: the one threshold, and no table size.
+    assert sized.journal(["variation"], None) == {
+        "variation_rule": "P(variation) >= 0.25",
+        "variation_threshold": 0.25,
+    }
 
 
 @pytest.mark.parametrize("table", [{"0": 0.5}, {"-8": 0.5}, {"8": 1.5}, {"8": -0.1}, {"8": float("nan")}])

@@ -18,10 +18,13 @@ from rush.contention.experiment import learned_oracle
 from rush.contention.oracles import LearnedOracle
 from rush.contention.shell import JobSpec
 from rush.core.resources import Request
+from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
 from rush.planner.variation import get_predictor
-from rush.rjms.base import RJMSJob
+from rush.rjms.base import ClusterState, RJMSJob
 from tests.models.variability.synth import PERIOD, T0
+from tests.queue_backend import Queue
+from tests.rush_cli import rush
 
 # Moments through a noise period's start and end (the window partly noisy) and two quiet ones,
 # so that P(variation) takes several values.
@@ -106,16 +109,19 @@ def test_the_live_planner_and_the_contention_oracle_flag_the_same_jobs(
             else:
                 applied = [card["flag_threshold"]] * len(jobs)
             assert live_flags == [p[j.tags["wtype"]] >= t for j, t in zip(jobs, applied, strict=True)]
+            # Each job's journal output carries the threshold that decided it.
+            assert [live.job_outputs(j.job_id)["variation_threshold"] for j in jobs] == applied
             by_size_only += sum(
                 f != (p[j.tags["wtype"]] >= card["flag_threshold"])
                 for j, f in zip(jobs, live_flags, strict=True)
             )
+    sized = ["variation_threshold_nodes" in live.job_outputs(j.job_id) for j in jobs]
     if flag_by_size:
         assert by_size_only > 0  # the table changed decisions: the test is not vacuous
-        assert "nearest job size" in live.job_outputs(0)["variation_rule"]
+        assert all(sized)
     else:  # the default ignores the card's table
         assert by_size_only == 0
-        assert "nearest job size" not in live.job_outputs(0)["variation_rule"]
+        assert not any(sized)
 
 
 def test_a_job_of_unknown_size_takes_the_one_threshold(sized_model, campaign) -> None:
@@ -137,3 +143,59 @@ def test_the_contention_shells_rush_keeps_the_one_threshold(sized_model, campaig
             for w in WTYPES:
                 flags = {oracle._flag(features, JobSpec(1, app_of(w), n, T0)) for n in SIZES}
                 assert flags == {p[w] >= card["flag_threshold"]}
+
+
+@pytest.fixture(scope="module")
+def tiny_thresholds_model(model_file, tmp_path_factory):
+    """A copy of the session's model whose thresholds are all tiny (every network job in a noise
+    period is held) and differ per size, so the journal shows which one decided."""
+    copy = tmp_path_factory.mktemp("tiny") / model_file.name
+    shutil.copy(model_file, copy)
+    card = json.loads(model_file.with_name(model_file.name + ".json").read_text())
+    card["flag_threshold"] = 0.001
+    card["flag_threshold_by_size"] = {"8": 0.002, "32": 0.003}
+    copy.with_name(copy.name + ".json").write_text(json.dumps(card))
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("flag_by_size", "applied"),
+    [(True, {8: (0.002, 8), 30: (0.003, 32)}), (False, {8: (0.001, None), 30: (0.001, None)})],
+)
+def test_the_journal_records_the_threshold_applied_to_each_job(
+    tiny_thresholds_model, campaign, tmp_path, flag_by_size, applied
+) -> None:
+    """A daemon cycle holds two network jobs (8 and 30 nodes) during noise: each hold row's model
+    outputs carry the threshold that decided that job (and the table's size it was taken for),
+    not the card's table, and rush explain shows it."""
+    noisy = MOMENTS[14]  # 420 s into the noise period: the whole window is noisy
+    state = ClusterState(noisy, 64, 64, tuple(pending(n, "network", n) for n in applied))
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "journal.sqlite"), "dry_run": False},
+            "variation": {
+                "enabled": True,
+                "predictor": "learned",
+                "store": str(campaign[1]),
+                "model": str(tiny_thresholds_model),
+                "flag_by_size": flag_by_size,
+            },
+        }
+    )
+    daemon = Daemon(config, backend=Queue(state))
+    report = daemon.run_cycle()
+    assert report.ok, report.error
+    assert sorted(daemon.backend.held) == sorted(applied)
+    for job_id, (threshold, nodes) in applied.items():
+        held = [d["model_outputs"] for d in daemon.journal.decisions(job_id) if d["action"] == "hold"]
+        assert held, daemon.journal.decisions(job_id)
+        for outputs in held:
+            assert outputs["variation_threshold"] == threshold
+            assert outputs.get("variation_threshold_nodes") == nodes
+            assert "{" not in outputs["variation_rule"]  # one threshold, not the table
+    daemon.journal.close()
+    shown = rush("explain", "30", "--journal", str(tmp_path / "journal.sqlite"))
+    assert shown.returncode == 0, shown.stderr
+    threshold, nodes = applied[30]
+    assert f'"variation_threshold": {threshold}' in shown.stdout
+    assert ('"variation_threshold_nodes": 32' in shown.stdout) == (nodes == 32)
