@@ -9,7 +9,9 @@ writes ``result`` (JSON, atomically) with the job's start and end as seen on its
 the exit codes and the captured JSON lines of both programs. The exit status is the
 application's, so the RJMS records a failed application as a failed job.
 
-Standard library only: it runs on compute nodes that may not have rush installed.
+Standard library only: it runs on compute nodes that may not have rush installed. Its MPI
+session directory rule is ``rush/collect/mpi_session.py``'s (the probe jobs' too), read from
+rush's tree beside this file when it runs as a program.
 """
 
 from __future__ import annotations
@@ -20,26 +22,16 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
+if __package__:
+    from rush.collect.mpi_session import private_session_dir
+else:  # a program on a compute node: rush's tree is beside it, not necessarily installed
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "collect"))
+    from mpi_session import private_session_dir  # type: ignore[no-redef]
+
 TAIL = 4000  # characters of a failed program's output kept for the record
-
-# OpenMPI's session directory base (4.x: orte; 5.x: PRRTE). Every mpirun on a node shares
-# /tmp/ompi.<host>.<uid> by default, and two starting while a third cleans up race on it
-# ("mkdir /tmp/ompi.vm.0: File exists", orte_init fails): seen with two jobs on one node.
-SESSION_DIR_KEYS = ("OMPI_MCA_orte_tmpdir_base", "PRTE_MCA_prte_tmpdir_base")
-
-
-def private_session_dir(env: dict[str, str]) -> str | None:
-    """Give this job's MPI launches a session directory base of their own, unless the site
-    set one; return it (to remove at the end), or None."""
-    if any(key in env for key in SESSION_DIR_KEYS):
-        return None
-    path = tempfile.mkdtemp(prefix="rush-mpi-", dir=env.get("TMPDIR") or None)
-    env.update(dict.fromkeys(SESSION_DIR_KEYS, path))
-    return path
 
 
 def _json_line(text: str, fmt: str) -> dict[str, Any] | None:

@@ -63,6 +63,7 @@ from rush.campaign.records import (
     noise_intervals,
     validate_record,
 )
+from rush.collect.probe import MPI_SESSION_SCRIPT
 from rush.config_file import explain
 from rush.errors import RushError
 
@@ -287,7 +288,7 @@ def validate(options: CampaignOptions) -> None:
         raise CampaignError(
             "no counter source", where="--no-procfs", fix="keep procfs or give --prometheus URL"
         )
-    for path in [PROXIES / APPS[a][0] for a in options.apps] + [JOBRUN, NOISE_SCRIPT]:
+    for path in [PROXIES / APPS[a][0] for a in options.apps] + [JOBRUN, MPI_SESSION_SCRIPT, NOISE_SCRIPT]:
         if not path.is_file():
             raise CampaignError("program not found", where=str(path), fix="run rush from its source tree")
     out = options.out

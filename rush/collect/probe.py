@@ -35,6 +35,8 @@ FEATURES: tuple[str, ...] = tuple(
 )
 # Shipped inside the package (the wheel has no collectors/ directory); collectors/mpi_probe.py links here.
 PROBE_SCRIPT = Path(__file__).resolve().with_name("mpi_probe.py")
+# Runs the probe job's launch with a private OpenMPI session directory (the campaign jobs' rule).
+MPI_SESSION_SCRIPT = Path(__file__).resolve().with_name("mpi_session.py")
 
 
 @dataclass(frozen=True)
@@ -208,17 +210,20 @@ def probe_command(
     script: Path = PROBE_SCRIPT,
     probe_args: list[str] | None = None,
 ) -> list[str]:
-    """The command a batch job runs: ``mpirun -np N [--npernode K] python mpi_probe.py ...``.
+    """The command a batch job runs:
+    ``python mpi_session.py mpirun -np N [--npernode K] python mpi_probe.py ...``.
 
     OpenMPI's mpirun takes the hosts from the Slurm allocation. ``nodes`` spreads the ranks with
     ``--npernode ceil(ntasks/nodes)``, because the backend interface asks the RJMS for processes only.
+    The launch runs through ``mpi_session.py``: a private OpenMPI session directory for the job,
+    removed when it ends (the RJMS's submit takes no environment; a site's own setting is kept).
     """
     launch = shlex.split(launcher)
     if launch and Path(launch[0]).name == "mpirun":
         launch += ["-np", str(ntasks)]
         if nodes:
             launch += ["--npernode", str(math.ceil(ntasks / nodes))]
-    return [*launch, python, str(script), *(probe_args or [])]
+    return [python, str(MPI_SESSION_SCRIPT), *launch, python, str(script), *(probe_args or [])]
 
 
 def submit_probe(
@@ -239,10 +244,11 @@ def submit_probe(
         )
     if nodes is not None and not 1 <= nodes <= ntasks:
         raise CollectorError(f"--nodes {nodes} must be between 1 and --ntasks {ntasks}", where="--nodes")
-    if not PROBE_SCRIPT.exists():
-        raise CollectorError(
-            "probe program not found", where=str(PROBE_SCRIPT), fix="install rush from its source tree"
-        )
+    for program in (PROBE_SCRIPT, MPI_SESSION_SCRIPT):
+        if not program.exists():
+            raise CollectorError(
+                "probe program not found", where=str(program), fix="install rush from its source tree"
+            )
     command = probe_command(ntasks, nodes=nodes, launcher=launcher, python=python, probe_args=probe_args)
     return backend.submit(
         name="rush-mpi-probe",

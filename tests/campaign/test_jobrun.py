@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from rush.campaign import jobrun
+from rush.collect.mpi_session import SESSION_DIR_KEYS
 
 # The "application": reports the session directory base it was given and whether it exists.
 APP = (
@@ -26,7 +27,7 @@ def run_job(tmp_path: Path, env: dict[str, str]) -> dict:
         "env": env,
     }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    clean = {k: v for k, v in os.environ.items() if k not in jobrun.SESSION_DIR_KEYS}
+    clean = {k: v for k, v in os.environ.items() if k not in SESSION_DIR_KEYS}
     done = subprocess.run(
         [sys.executable, jobrun.__file__, str(tmp_path / "spec.json")],
         env=clean,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rush.campaign.runner import APPS, JOBRUN, NOISE_SCRIPT, PROXIES
-from rush.collect.probe import PROBE_SCRIPT
+from rush.collect.probe import MPI_SESSION_SCRIPT, PROBE_SCRIPT
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "rush"
@@ -28,7 +28,7 @@ PACKAGE = REPO / "rush"
 def node_programs() -> list[Path]:
     """Every file a campaign starts on a node, and what those files import beside them."""
     proxies = [PROXIES / script for script, _ in APPS.values()] + [PROXIES / "_common.py"]
-    return [*proxies, NOISE_SCRIPT, JOBRUN, PROBE_SCRIPT]
+    return [*proxies, NOISE_SCRIPT, JOBRUN, PROBE_SCRIPT, MPI_SESSION_SCRIPT]
 
 
 def test_the_runner_uses_files_inside_the_package() -> None:

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from rush.cli.main import app
 from rush.collect.probe import (
     FEATURES,
+    MPI_SESSION_SCRIPT,
     PROBE_SCRIPT,
     SOURCE,
     parse_probe_output,
@@ -211,8 +212,9 @@ def test_submit_builds_an_mpirun_command() -> None:
     (job,) = backend.submitted
     command = job["command"]
     assert job["procs"] == 8
-    assert command[:5] == ["mpirun", "-np", "8", "--npernode", "4"]
-    assert command[5:7] == [sys.executable, str(PROBE_SCRIPT)]
+    assert command[:2] == [sys.executable, str(MPI_SESSION_SCRIPT)]  # a private MPI session directory
+    assert command[2:7] == ["mpirun", "-np", "8", "--npernode", "4"]
+    assert command[7:9] == [sys.executable, str(PROBE_SCRIPT)]
     assert "--ring-bytes=10MB" in command and "--output=/shared/p-{job_id}.json" in command
 
 
@@ -225,5 +227,6 @@ def test_submit_validates_layout() -> None:
 
 def test_probe_command_with_srun_launcher() -> None:
     command = probe_command(4, launcher="srun --mpi=pmix", probe_args=["--ring-bytes=1MB"])
-    assert command[:2] == ["srun", "--mpi=pmix"]  # srun takes the task count from the allocation
+    assert command[2:4] == ["srun", "--mpi=pmix"]  # srun takes the task count from the allocation
+    assert command[4:] == [sys.executable, str(PROBE_SCRIPT), "--ring-bytes=1MB"]
     assert command[-1] == "--ring-bytes=1MB"
