@@ -37,6 +37,7 @@ BASIS_NOW = "now"
 BASIS_RESERVATION = "reservation"
 BASIS_PROJECTION = "projection"
 BASIS_NEVER = "never"
+_KINDS = np.array(["pending", "running"], dtype=object)  # what a job waits behind, by "is it running"
 
 
 @njit(cache=True)
@@ -211,11 +212,11 @@ def _behind(
     at = np.minimum(np.searchsorted(times, start[later]), max(len(times) - 1, 0))
     hit = (times[at] == start[later]) if len(times) else np.zeros(len(later), dtype=np.bool_)
     source = first[at[hit]]
-    waiting = later[hit].tolist()
-    return {
-        j: ("running", k) if k < nr else ("pending", int(who[k - nr]))
-        for j, k in zip(waiting, source.tolist(), strict=True)
-    }
+    running = source < nr
+    index = source.copy()
+    index[~running] = who[source[~running] - nr]
+    kind = _KINDS[running.astype(np.intp)]  # whole arrays: one dict of 100 000 jobs takes 0.1 s in a loop
+    return dict(zip(later[hit].tolist(), zip(kind.tolist(), index.tolist(), strict=True), strict=True))
 
 
 # An estimate is re-published (Flux's sched.t_estimate) when it moved by more than this many
