@@ -69,7 +69,9 @@ def cached_walkforward(
     max_leaf_nodes: int = 31,
 ):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
-    code it runs (the predictor's modules, the runtime features, the trace reader)."""
+    code it runs (the predictor's modules, the runtime features, the trace reader). The model is
+    always the caller's: the keyword defaults are round 2's (what the older studies ran), and
+    ``main`` passes the predictor's own default."""
     import pickle
 
     import rush
