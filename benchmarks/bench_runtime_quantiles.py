@@ -13,16 +13,19 @@
 3. Yardstick: the start-up of ``python -c pass`` (how busy the machine is).
 
 Run: ``RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 python benchmarks/bench_runtime_quantiles.py``
+(``--max-iter``, ``--learning-rate``, ``--max-leaf-nodes``: another model than the predictor's default)
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import subprocess
 import sys
 import time
 
 import numpy as np
+from sklearn.base import clone
 
 from rush.models.runtime_features import TimeBase
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor, proba_below_quantiles
@@ -55,12 +58,29 @@ def median_ms(work, repeats: int = 7, clock=time.perf_counter) -> float:
     return statistics.median(times) * 1e3
 
 
+def model_from_args() -> RuntimeQuantileRegressor:
+    default = RuntimeQuantileRegressor()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-iter", type=int, default=default.max_iter)
+    parser.add_argument("--learning-rate", type=float, default=default.learning_rate)
+    parser.add_argument("--max-leaf-nodes", type=int, default=default.max_leaf_nodes)
+    args = parser.parse_args()
+    return RuntimeQuantileRegressor(
+        max_iter=args.max_iter, learning_rate=args.learning_rate, max_leaf_nodes=args.max_leaf_nodes
+    )
+
+
 def main() -> None:
+    model = model_from_args()
+    print(
+        f"model: {model.max_iter} iterations at {model.learning_rate}, {model.max_leaf_nodes} leaves",
+        flush=True,
+    )
     print(f"python -c pass: {python_pass_ms():.0f} ms (median of 5)", flush=True)
     trace = load_trace(TRACE)
     w = workload_from_trace(trace)
     t0 = time.perf_counter()
-    pipeline, card = fit_quantiles_on_history(w, trace.header, max_train_jobs=TRAIN_JOBS)
+    pipeline, card = fit_quantiles_on_history(w, trace.header, model, max_train_jobs=TRAIN_JOBS)
     retrain = time.perf_counter() - t0
     features, regressor = pipeline.named_steps["features"], pipeline.named_steps["regressor"]
     # The same training rows for the model-only timings: the most recently finished.
@@ -73,7 +93,7 @@ def main() -> None:
     recent = np.argsort(jobs.end, kind="stable")[-TRAIN_JOBS:]
     runtime = clipped(jobs.runtime, jobs.requested_time)
     t0 = time.perf_counter()
-    RuntimeQuantileRegressor().fit(all_X[recent], runtime[recent])
+    clone(model).fit(all_X[recent], runtime[recent])
     models_only = time.perf_counter() - t0
     labels = np.where(runtime[recent] <= card["divider"], 0, 1)
     t0 = time.perf_counter()

@@ -1,15 +1,15 @@
 """rush's runtime predictor: a distribution of each job's runtime, not one number (issue 29).
 
-``RuntimeQuantileRegressor(quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), max_iter=20,
-learning_rate=0.2, max_leaf_nodes=31, min_samples_leaf=20, random_state=0, divider=None)``:
+``RuntimeQuantileRegressor(quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), max_iter=40,
+learning_rate=0.1, max_leaf_nodes=15, min_samples_leaf=20, random_state=0, divider=None)``:
 one scikit-learn ``HistGradientBoostingRegressor(loss="quantile")`` per quantile, fitted on
 log(1 + runtime) (runtimes span seconds to days; the log makes the pinball loss care about
 ratios). Predictions are sorted per job (quantile models fitted apart can cross), mapped
 back to seconds and clipped to [0, request] (the request is feature 0, log(1 + p~): the
-job is killed there). 20 iterations at rate 0.2 (100 trees for the five levels) classify and
-predict as 40 at 0.1 did on KTH-SP2 and SDSC-SP2 (class accuracy +0.002 / -0.001, the same
-calibration and median error; sim/runtime_predictions/estimates/README.md) at half the
-prediction cost. Each use takes the quantile it needs:
+job is killed there). 40 small steps (rate 0.1) of 15-leaf trees: 20 steps at 0.2 of 31
+leaves cost half the prediction time of 40 at 0.1 but kept only 0.684 of the class-clairvoyant
+gain on SDSC-SP2 (target 0.75); 15 leaves keep the 40 steps within the 50 ms target
+(sim/runtime_predictions/estimates/README.md, "Boosting size"). Each use takes the quantile it needs:
 
 * :meth:`predict_quantiles` (n, k) seconds; :meth:`predict` the median; :meth:`predict_mean`
   the distribution's mean (start estimates add runtimes up: they need the mean);
@@ -44,9 +44,9 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
     def __init__(
         self,
         quantiles: tuple[float, ...] = QUANTILES,
-        max_iter: int = 20,
-        learning_rate: float = 0.2,
-        max_leaf_nodes: int = 31,
+        max_iter: int = 40,
+        learning_rate: float = 0.1,
+        max_leaf_nodes: int = 15,
         min_samples_leaf: int = 20,
         random_state: int | None = 0,
         divider: float | None = None,

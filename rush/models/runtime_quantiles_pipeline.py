@@ -167,7 +167,13 @@ def fit_quantiles_on_history(
         "time_base": time_base.to_dict(),
         "user_key_kind": kind,
         "fields": fields,
-        "estimator": "HistGradientBoostingRegressor(loss=quantile)" if regressor_.models_ else "constant",
+        # the boosting size on the card: which model a site runs is read off the card, not the code
+        "estimator": (
+            f"HistGradientBoostingRegressor(loss=quantile, max_iter={regressor_.max_iter}, "
+            f"learning_rate={regressor_.learning_rate:g}, max_leaf_nodes={regressor_.max_leaf_nodes})"
+            if regressor_.models_
+            else "constant"
+        ),
         "training_window": {
             "trace": workload.name or "trace",
             "jobs": int(len(workload)),

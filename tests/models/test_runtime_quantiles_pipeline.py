@@ -38,6 +38,9 @@ def test_a_saved_model_loads_and_predicts_the_same(tmp_path):
     loaded, card = load_quantile_model(path, fields=["app", "queue"])
     assert card["model"] == "runtime-quantiles" and card["fields"] == ["queue"]
     assert card["quantiles"] == [0.1, 0.25, 0.5, 0.75, 0.9]
+    regressor = loaded.named_steps["regressor"]  # the card names the boosting size it was fitted with
+    assert f"max_iter={regressor.max_iter}," in card["estimator"]
+    assert f"max_leaf_nodes={regressor.max_leaf_nodes})" in card["estimator"]
     pending = _pending(w)
     X = loaded.named_steps["features"].transform(pending)
     q = loaded.named_steps["regressor"].predict_quantiles(X)

@@ -22,7 +22,14 @@ COMMITTED = {
         for s in ("published", "full")
     },
     "runtime_classes/results": ("threshold_selection",),
-    "runtime_predictions/estimates/results": ("class_heads", "classes", "estimates", "gain", "predictor"),
+    "runtime_predictions/estimates/results": (
+        "class_heads",
+        "classes",
+        "estimates",
+        "gain",
+        "predictor",
+        "tree_configs",
+    ),
 }
 
 

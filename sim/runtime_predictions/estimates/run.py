@@ -61,10 +61,17 @@ def load(trace_name: str):
 
 
 def cached_walkforward(
-    trace_name: str, max_train_jobs: int, max_iter: int, n_jobs: int = 1, learning_rate: float = 0.1
+    trace_name: str,
+    max_train_jobs: int,
+    max_iter: int,
+    n_jobs: int = 1,
+    learning_rate: float = 0.1,
+    max_leaf_nodes: int = 31,
 ):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
-    code it runs (the predictor's modules, the runtime features, the trace reader)."""
+    code it runs (the predictor's modules, the runtime features, the trace reader). The model is
+    always the caller's: the keyword defaults are round 2's (what the older studies ran), and
+    ``main`` passes the predictor's own default."""
     import pickle
 
     import rush
@@ -72,7 +79,8 @@ def cached_walkforward(
     from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
 
     root = Path(rush.__file__).parent
-    digest = hashlib.sha256(f"{trace_name} {max_train_jobs} {max_iter} {learning_rate}".encode())
+    key = f"{trace_name} {max_train_jobs} {max_iter} {learning_rate}"
+    digest = hashlib.sha256((key if max_leaf_nodes == 31 else f"{key} {max_leaf_nodes}").encode())
     for path in sorted(
         [
             *(root / "models" / f"{m}.py" for m in WALKFORWARD_MODULES),
@@ -85,7 +93,9 @@ def cached_walkforward(
     if path.exists():
         return pickle.loads(path.read_bytes())
     trace, workload = load(trace_name)
-    regressor = RuntimeQuantileRegressor(max_iter=max_iter, learning_rate=learning_rate)
+    regressor = RuntimeQuantileRegressor(
+        max_iter=max_iter, learning_rate=learning_rate, max_leaf_nodes=max_leaf_nodes
+    )
     wf = predict_quantiles_walkforward(
         workload, trace.header, regressor, max_train_jobs=max_train_jobs, n_jobs=n_jobs
     )
@@ -137,7 +147,7 @@ def class_rows(trace: str, wf) -> list[dict]:
     return rows
 
 
-def gain_rows(trace_name: str, wf) -> list[dict]:
+def gain_rows(trace_name: str, wf, policies: tuple[str, ...] = ("FCFS", "SPF")) -> list[dict]:
     from rush.core.config import CoreConfig
     from rush.simulator.engine import simulate
     from rush.simulator.metrics import compute_metrics
@@ -146,7 +156,7 @@ def gain_rows(trace_name: str, wf) -> list[dict]:
     trace, workload = load(trace_name)
     cw = wf.class_walkforward()
     bsld = {}
-    for policy in ("FCFS", "SPF"):
+    for policy in policies:
         for variant in ("base", "classification", "classification-idempotent", "class-clairvoyant"):
             inputs, kwargs, _ = variant_inputs(variant, trace, workload, walkforward=cw)
             result = simulate(workload, CoreConfig.from_names(policy, "easy", 200_000, **kwargs), inputs)
@@ -156,7 +166,7 @@ def gain_rows(trace_name: str, wf) -> list[dict]:
             )
     base = bsld[("FCFS", "base")][0]
     rows = []
-    for policy in ("FCFS", "SPF"):
+    for policy in policies:
         imp = {v: 100.0 * (base - bsld[(policy, v)][0]) / base for (p, v) in bsld if p == policy}
         for variant in ("classification", "classification-idempotent"):
             bound, own = imp["class-clairvoyant"], imp["base"]
@@ -238,9 +248,17 @@ def main() -> None:
     parser.add_argument(
         "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
     )
-    # The predictor's default model (RuntimeQuantileRegressor: 20 iterations at 0.2 since round 3).
-    parser.add_argument("--max-iter", type=int, default=20, help="boosting iterations per quantile model")
-    parser.add_argument("--learning-rate", type=float, default=0.2, help="of each quantile model")
+    # The predictor's default model (one default: RuntimeQuantileRegressor's own).
+    from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+
+    model = RuntimeQuantileRegressor()
+    parser.add_argument(
+        "--max-iter", type=int, default=model.max_iter, help="boosting iterations per quantile model"
+    )
+    parser.add_argument(
+        "--learning-rate", type=float, default=model.learning_rate, help="of each quantile model"
+    )
+    parser.add_argument("--max-leaf-nodes", type=int, default=model.max_leaf_nodes, help="leaves per tree")
     parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
     args = parser.parse_args()
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
@@ -251,13 +269,16 @@ def main() -> None:
     parts.mkdir(exist_ok=True)
     for trace in traces:
         started = time.time()
-        wf = cached_walkforward(trace, args.max_train_jobs, args.max_iter, args.jobs, args.learning_rate)
+        wf = cached_walkforward(
+            trace, args.max_train_jobs, args.max_iter, args.jobs, args.learning_rate, args.max_leaf_nodes
+        )
         part: dict = {
             "trace": trace,
             "model": {
                 "max_train_jobs": args.max_train_jobs,
                 "max_iter": args.max_iter,
                 "learning_rate": args.learning_rate,
+                "max_leaf_nodes": args.max_leaf_nodes,
             },
             "predictor": [predictor_row(trace, wf)],
             "classes": class_rows(trace, wf),
@@ -274,8 +295,8 @@ def main() -> None:
         part["seconds"] = time.time() - started
         part["command"] = (
             f"python sim/runtime_predictions/estimates/run.py --traces {trace} "
-            f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter} --learning-rate {args.learning_rate}"
-            + (" --skip-gain" if args.skip_gain else "")
+            f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter} --learning-rate {args.learning_rate} "
+            f"--max-leaf-nodes {args.max_leaf_nodes}" + (" --skip-gain" if args.skip_gain else "")
         )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
         merge()
