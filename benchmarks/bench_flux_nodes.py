@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pstats
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import time
@@ -75,8 +77,7 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     return runs
 
 
-def broker_peak_rss_mb(flux: FluxInstance) -> float:
-    pid = flux.run("getattr", "broker.pid", check=False).stdout.strip()
+def _peak_rss_mb(pid: str) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -84,6 +85,58 @@ def broker_peak_rss_mb(flux: FluxInstance) -> float:
     except (OSError, ValueError):
         pass
     return float("nan")
+
+
+def broker_peak_rss_mb(flux: FluxInstance) -> float:
+    """The broker's peak RSS plus its module processes' (a Python scheduler module runs as a
+    child process of the broker, flux-module-python-exec; Fluxion's C modules are threads)."""
+    pid = flux.run("getattr", "broker.pid", check=False).stdout.strip()
+    children = subprocess.run(
+        ["ps", "-o", "pid=,comm=", "--ppid", pid], capture_output=True, text=True, check=False
+    ).stdout.split("\n")
+    modules = [c.split()[0] for c in children if c.strip() and c.split()[-1] != "sleep"]
+    return _peak_rss_mb(pid) + sum(_peak_rss_mb(child) for child in modules)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_of(stat: Path) -> float:
+    """utime + stime of a /proc stat file, in seconds (fields after the command's parenthesis)."""
+    fields = stat.read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def cpu_seconds(flux: FluxInstance) -> dict[str, float]:
+    """CPU seconds used so far by the instance: the broker (all its threads, C modules such as
+    Fluxion's among them), each thread of the broker by name, and each child process by name
+    (a Python module such as sched-backfill or rush's runs as a child of the broker). CPU, not
+    wall time: what a scheduler costs whatever else runs on the host."""
+    pid = flux.run("getattr", "broker.pid", check=False).stdout.strip()
+    out: dict[str, float] = {}
+    try:
+        out["broker"] = _cpu_of(Path(f"/proc/{pid}/stat"))
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            name = "thread " + (task / "comm").read_text().strip()
+            out[name] = out.get(name, 0.0) + _cpu_of(task / "stat")
+        children = subprocess.run(
+            ["ps", "-o", "pid=,comm=", "--ppid", pid], capture_output=True, text=True, check=False
+        ).stdout.split("\n")
+        for line in children:
+            child, _, name = line.strip().partition(" ")
+            if child and name.strip() != "sleep":
+                seconds = _cpu_of(Path(f"/proc/{child}/stat"))
+                out["process " + name.strip()] = seconds
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def scheduler_cpu(before: dict[str, float], after: dict[str, float]) -> float:
+    """The scheduler's CPU seconds between two readings: its module process (Python modules:
+    sched-backfill, rush's) or, for Fluxion, its two module threads in the broker."""
+    names = [n for n in after if n.startswith("process ") or n.startswith("thread sched-fluxion")]
+    return sum(after[n] - before.get(n, 0.0) for n in names)
 
 
 def wait_all_clean(flux: FluxInstance, jobs: int, timeout: float) -> None:
@@ -123,9 +176,11 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         )  # fmt: skip
         submit_seconds = time.monotonic() - started
         rss_before = broker_peak_rss_mb(flux)
+        cpu_before = cpu_seconds(flux)
         go = time.time()
         flux.run("queue", "start", "--quiet", check=False)
         wait_all_clean(flux, jobs, timeout=args.timeout)
+        cpu_after = cpu_seconds(flux)
         done = json.loads(flux.run("jobs", "-a", "--count=0", "--json", timeout=120).stdout or "{}")["jobs"]
         runs = sorted(j["t_run"] for j in done if j.get("t_run"))
         cleans = [j["t_cleanup"] for j in done if j.get("t_cleanup")]
@@ -149,7 +204,16 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             "rss_mb": broker_peak_rss_mb(flux),
             "rss_before_mb": rss_before,
             "distinct_nodes": len(nodes_used),
+            # CPU seconds from queue start to the last job clean (polling included: the same in every run).
+            "sched_cpu_s": scheduler_cpu(cpu_before, cpu_after),
+            "instance_cpu_s": sum(
+                cpu_after[k] - cpu_before.get(k, 0.0)
+                for k in cpu_after
+                if k == "broker" or k.startswith("process ")
+            ),
+            "cpu_by_part": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after},
         }
+    (workdir / "cpu.json").write_text(json.dumps(result["cpu_by_part"], indent=1))
     journal = workdir / "journal.sqlite"
     if journal.exists():
         result.update(journal_figures(journal))
@@ -228,7 +292,7 @@ def main() -> None:
         print(f"{args.nodes} fake nodes x {args.cores} cores, one-node jobs, run {RUN_DURATION}")
         header = (
             f"{'scheduler':26} {'jobs':>6} {'submit':>7} {'1st start':>10} {'all started':>12} "
-            f"{'all done':>9} {'jobs/s':>7} {'RSS MB':>7}"
+            f"{'all done':>9} {'jobs/s':>7} {'RSS MB':>7} {'sched CPU':>10} {'inst CPU':>9}"
         )
         for jobs in [int(x) for x in args.jobs.split(",")]:
             print(header)
@@ -246,7 +310,7 @@ def main() -> None:
                 print(
                     f"{name:26} {jobs:>6} {r['submit_s']:>6.1f}s {r['first_start_s']:>9.2f}s "
                     f"{r['all_started_s']:>11.1f}s {r['all_done_s']:>8.1f}s {r['jobs_per_s']:>7.1f} "
-                    f"{r['rss_mb']:>7.0f}",
+                    f"{r['rss_mb']:>7.0f} {r['sched_cpu_s']:>9.2f}s {r['instance_cpu_s']:>8.2f}s",
                     flush=True,
                 )
                 if "passes" in r:
@@ -267,7 +331,8 @@ def main() -> None:
                         print(
                             f"  {name} / {peer}: throughput "
                             f"{ours['jobs_per_s'] / theirs['jobs_per_s']:.2f}x (target >= 1), first start "
-                            f"{ours['first_start_s'] / theirs['first_start_s']:.2f}x (target <= 2)",
+                            f"{ours['first_start_s'] / theirs['first_start_s']:.2f}x (target <= 2), scheduler CPU "
+                            f"{ours['sched_cpu_s']:.2f} s against {theirs['sched_cpu_s']:.2f} s",
                             flush=True,
                         )
 
