@@ -13,8 +13,12 @@ limit and simulated execution (``system.exec.test.run_duration``, flux-core's jo
 mode, as its src/test/throughput.py does: no shell is launched, so ranks without a broker
 are fine) are submitted, then the queue is started. Reported: time from queue start to the
 first job's RUN (the first pass over JOBS pending jobs), time until the last job started,
-time until the last job is clean, throughput JOBS / (last clean - queue start), and the
-broker's peak RSS (VmHWM: Python modules run inside the broker). rush runs with FCFS, EASY,
+time until the last job is clean, throughput JOBS / (last clean - queue start), the peak RSS
+(VmHWM) of the broker plus its module processes (a Python scheduler module runs as a child
+process of the broker; Fluxion's modules are broker threads), and CPU seconds from queue start
+to the last clean (/proc): the scheduler's own (its module process, or Fluxion's two threads)
+and the instance's (broker and module processes). CPU, unlike wall time, hardly moves with
+the host's load, which other sessions set here. rush runs with FCFS, EASY,
 no extras (cycle_interval 60 s: passes come from Flux events) and journals every decision;
 its journal gives the passes' own seconds. ``--profile`` runs rush's module under cProfile
 (benchmarks/flux_profiled_sched.py) and prints the top functions.
