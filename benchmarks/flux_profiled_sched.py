@@ -1,10 +1,11 @@
 """rush's Flux scheduler module under cProfile or wall-clock timers, for
 benchmarks/bench_flux_nodes.py ``--profile`` / ``--timers``.
 
-Loaded by path in place of ``rush/flux_module/sched-rush.py`` (same arguments). Every
-``schedule()`` pass and every ``alloc()`` (a job arriving) runs under one cProfile profiler;
-the statistics are dumped to ``$RUSH_BENCH_PROFILE`` after each pass (the last dump covers
-the whole run). With ``$RUSH_BENCH_TIMERS`` set, no profiler: the wall-clock seconds of the
+Loaded by path in place of ``rush/flux_module/sched-rush.py`` (same arguments). The whole
+module's reactor loop (every message handler, every pass, every continuation; flux-core's base
+class and its pool included) runs under one cProfile profiler timed by the thread's CPU clock,
+so that a loaded host does not inflate it; the statistics are dumped to
+``$RUSH_BENCH_PROFILE`` every second of activity (the last dump covers the whole run). With ``$RUSH_BENCH_TIMERS`` set, no profiler: the wall-clock seconds of the
 module's steps (a job's arrival as the base class handles it, the planner's pass, the
 allocations, the KVS commit's wait, the answers, the rest of the pass, the garbage collector's
 pauses by generation) are summed and written
@@ -26,12 +27,12 @@ from rush.flux_module.scheduler import RushScheduler
 
 class ProfiledRushScheduler(RushScheduler):
     def __init__(self, h, *args):
-        self._profile = cProfile.Profile()
+        self._profile = cProfile.Profile(time.thread_time)
         self._dump_to = os.environ.get("RUSH_BENCH_PROFILE", "")
         self._timers_to = os.environ.get("RUSH_BENCH_TIMERS", "")
         self._seconds: dict[str, float] = defaultdict(float)
         self._calls: dict[str, int] = defaultdict(int)
-        self._last_dump = 0.0
+        self._active = False
         super().__init__(h, *args)
         if self._timers_to:
             run_cycle = self.planner.run_cycle
@@ -57,14 +58,24 @@ class ProfiledRushScheduler(RushScheduler):
             self._seconds[name] += time.perf_counter() - t0
             self._calls[name] += 1
 
-    def _profiled(self, method, *args, **kwargs):
-        if self._timers_to:
-            return method(*args, **kwargs)
+    def run(self):
+        if self._timers_to or not self._dump_to:
+            return super().run()
+        # Dumping costs time itself: at most once a second, and only after activity.
+        self._dumper = self.handle.timer_watcher_create(1.0, lambda *_: self._dump(), repeat=1.0)
+        self._dumper.start()
+        self._active = False
         self._profile.enable()
         try:
-            return method(*args, **kwargs)
+            return super().run()
         finally:
             self._profile.disable()
+
+    def _dump(self) -> None:
+        if self._active:
+            self._profile.dump_stats(self._dump_to)  # disables the profiler: on again
+            self._profile.enable()
+            self._active = False
 
     # Flux registers its handlers by name (getattr on the instance): these are the ones called.
     def _handle_alloc(self, msg):
@@ -77,10 +88,12 @@ class ProfiledRushScheduler(RushScheduler):
         return self._timed("allocations", super()._allocate_starts, decisions)
 
     def alloc(self, *args):
-        return self._profiled(super().alloc, *args)
+        self._active = True
+        return super().alloc(*args)
 
     def free(self, *args, **kwargs):
-        return self._profiled(super().free, *args, **kwargs)
+        self._active = True
+        return super().free(*args, **kwargs)
 
     def schedule(self):
         if self._timers_to:
@@ -88,12 +101,8 @@ class ProfiledRushScheduler(RushScheduler):
             with open(self._timers_to, "w") as out:
                 json.dump({"seconds": self._seconds, "calls": self._calls, "at": time.time()}, out)
             return result
-        result = self._profiled(super().schedule)
-        # Dumping costs time itself: at most once a second (the bench waits for the last one).
-        if self._dump_to and time.monotonic() - self._last_dump > 1.0:
-            self._profile.dump_stats(self._dump_to)
-            self._last_dump = time.monotonic()
-        return result
+        self._active = True
+        return super().schedule()
 
 
 def mod_main(h, *args):

@@ -46,9 +46,9 @@ CHUNK = 64
 
 @dataclass
 class Committing:
-    """One pass's allocations: (request message, R, annotations) each, and their commit."""
+    """One pass's allocations: (job id, request message, R, annotations) each, and their commit."""
 
-    answers: list[tuple[Any, dict, dict | None]]
+    answers: list[tuple[int, Any, dict, dict | None]]
     commit: Any = None  # the KVS commit's future
     answered: bool = False
 
@@ -58,7 +58,7 @@ class AllocAnswers:
     handle: Any
     log: Any  # the module's BrokerLogger
     on_commit_error: Callable[[], None]
-    collecting: list[tuple[Any, dict, dict | None]] | None = None
+    collecting: list[tuple[int, Any, dict, dict | None]] | None = None
     open: list[Committing] = field(default_factory=list)
     this_pass: list[Committing] = field(default_factory=list)
 
@@ -67,12 +67,14 @@ class AllocAnswers:
         self.collecting = []
         self.this_pass = []
 
-    def collect(self, msg: Any, r: dict, annotations: dict | None) -> bool:
+    def collect(self, jobid: int, msg: Any, r: dict, annotations: dict | None) -> bool:
         """Keep a success for the pass's commit; False outside a pass (the caller answers).
-        A full chunk is committed now, and the pass's chunks already committed are answered."""
+        A full chunk is committed now, and the pass's chunks already committed are answered.
+        The job's id is given: reading it from the message decodes the whole request (its
+        jobspec) again."""
         if self.collecting is None:
             return False
-        self.collecting.append((msg, r, annotations))
+        self.collecting.append((jobid, msg, r, annotations))
         if len(self.collecting) >= CHUNK:
             self.answer_done()
             self._commit_collected()
@@ -84,8 +86,8 @@ class AllocAnswers:
             return None
         txn = KVSTxn(self.handle)
         key = ffi.new("char[128]")
-        for msg, r, _ in answers:
-            if lib.flux_job_kvs_key(key, 128, msg.payload["id"], b"R") < 0:
+        for jobid, _, r, _ in answers:
+            if lib.flux_job_kvs_key(key, 128, jobid, b"R") < 0:
                 raise OSError("flux_job_kvs_key failed")
             txn.put(ffi.string(key).decode(), r)
         batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
@@ -135,8 +137,8 @@ class AllocAnswers:
             self.log.error(f"alloc: KVS commit failed: {exc}")
             self.on_commit_error()
             return
-        for msg, r, notes in batch.answers:
-            answer = {"id": msg.payload["id"], "type": _ALLOC_SUCCESS, "R": r}
+        for jobid, msg, r, notes in batch.answers:
+            answer = {"id": jobid, "type": _ALLOC_SUCCESS, "R": r}
             if notes is not None:
                 answer["annotations"] = notes
             self.handle.respond(msg, answer)

@@ -222,3 +222,30 @@ def test_a_job_without_time_limit_gets_the_default_limit_and_can_backfill(rush_f
     assert float(fields[1]) - float(fields[0]) == pytest.approx(20, abs=1)  # enforced by Flux too
     flux.run("cancel", str(running))
     flux.wait_job(head)
+
+
+def allocated_cores(flux) -> int:
+    """Cores the scheduler's own pool holds as allocated (``sched.resource-status``)."""
+    from flux.idset import IDset  # type: ignore[import-not-found]  # only where Flux runs
+
+    answer = flux.handle().rpc("sched.resource-status").get()
+    r_lite = (answer.get("allocated") or {}).get("execution", {}).get("R_lite", [])
+    return sum(len(IDset(entry["rank"])) * len(IDset(entry["children"].get("core", ""))) for entry in r_lite)
+
+
+def test_every_end_returns_its_cores_to_the_pool_started_here_or_handed_back(rush_flux, tmp_path):
+    """The module frees a job's whole allocation without parsing its R again when the R is
+    the one it allocated (scheduler.py, _handle_free): the pool must end as empty as
+    flux-core's own free leaves it, for jobs it started and for one handed back by hello."""
+    flux = rush_flux
+    config = write_config(tmp_path)
+    load_rush(flux, config)
+    handed_back = flux.submit("-n4", "-t", "1m", "sleep", "3")
+    flux.run("job", "wait-event", "-t", "30", str(handed_back), "start")
+    flux.module("remove", "sched-rush")
+    load_rush(flux, config)  # the running job comes back through hello
+    started = [flux.submit("-n4", "-t", "1m", "true") for _ in range(6)]
+    whole = flux.submit("-n16", "-t", "1m", "true")  # runs only once every other job's cores are back
+    wait_all(flux, [handed_back, *started, whole])
+    assert allocated_cores(flux) == 0
+    assert flux.total_cores() == 16
