@@ -16,6 +16,12 @@ seconds (on a shared, loaded machine the CPU figure is the steadier one; ratios 
 start times of the node-level and processor-count runs are compared too (they need not be
 equal on whole nodes: a job can wait for whole nodes where the count would have let it start).
 
+Recorded (``--placement topology``, CPU seconds, median of 3; nodes / node kernels as ratios to
+procs from the same run). Before issue 31's reference-count change (load 0.5-11): SDSC-BLUE
+3.40x / 3.38x, LLNL-Atlas 5.35x / 5.34x, KTH-SP2 3.05x / 3.14x, CTC-SP2 3.67x / 3.67x. After
+(load 5.0-5.5): SDSC-BLUE 3.07x / 3.08x, LLNL-Atlas 3.65x / 3.57x, KTH-SP2 1.00x / 2.84x,
+CTC-SP2 1.00x / 3.37x (one leaf: topology is first-fit there and the replay runs the counts).
+
 Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_sim_nodes.py
 [--traces SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2] [--repeat 3] [--placement first-fit]``
 """

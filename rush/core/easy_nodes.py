@@ -27,7 +27,6 @@ from rush.core.node_pool import (
     NodePool,
     NodeView,
     Room,
-    Slots,
     fits,
     need_units,
     place,
@@ -55,16 +54,6 @@ def lower_bound_cores(nodes: NodeView, j: int, procs: int) -> int:
     """Cores job j needs at least (a cheap reject before trying to place it)."""
     request = nodes.request
     return procs if request.nodes[j] == 0 else request.nodes[j] * request.cores[j]
-
-
-@njit(cache=True, inline="always")
-def _idle(
-    capacity: tuple[np.ndarray, np.ndarray, np.ndarray], cores: np.ndarray, gpus: np.ndarray, node: int
-) -> int:
-    """1 when ``node`` is up and wholly free on the room (cores, gpus); ``capacity`` is the
-    pool's (usable, cores, gpus) arrays, held in locals by the caller."""
-    usable, cap_c, cap_g = capacity
-    return 1 if usable[node] and cores[node] == cap_c[node] and gpus[node] == cap_g[node] else 0
 
 
 @njit(cache=True)
@@ -106,18 +95,6 @@ def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: 
 
 
 @njit(cache=True)
-def _release(free_c: np.ndarray, free_g: np.ndarray, slots: Slots, row: int, sign: int) -> int:
-    """Give back (sign 1) or take (sign -1) the resources of ``slots`` row ``row``; returns cores."""
-    node, c, g = slots.node, slots.cores, slots.gpus
-    cores = 0
-    for k in range(slots.offset[row], slots.offset[row + 1]):
-        free_c[node[k]] += sign * c[k]
-        free_g[node[k]] += sign * g[k]
-        cores += c[k]
-    return cores
-
-
-@njit(cache=True)
 def _fits(nodes: NodeView, j: int, need: int, room: Room) -> bool:
     return fits(nodes.pool, nodes.request, j, need, room)
 
@@ -132,7 +109,10 @@ def node_shadow_time(
     free_c = free.cores.copy()
     free_g = free.gpus.copy()
     room = Room(free_c, free_g, free.prefer, False)  # free.prefer: none preferred
-    held, placed = nodes.held, nodes.placed
+    # Allocations are read from locals and given back in place: a helper per job took
+    # reference counts at every call.
+    h_off, h_node, h_c, h_g = nodes.held
+    p_off, p_node, p_c, p_g = nodes.placed
     run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
     lower = lower_bound_cores(nodes, head, need)
     usable = nodes.pool.usable
@@ -144,25 +124,31 @@ def node_shadow_time(
     b = 0
     shadow = INF
     rn, sn = running.count, started.count
+    # Ends in time order; once the head fits, everything else that ends at the shadow time
+    # is given back too (it is free then).
     while a < rn or b < sn:
         if b >= sn or (a < rn and run_end[a] <= new_end[b]):
             e = run_end[a]
-            released += _release(free_c, free_g, held, run_row[a], 1)
+            if e > shadow:
+                break
+            row = run_row[a]
+            for k in range(h_off[row], h_off[row + 1]):
+                free_c[h_node[k]] += h_c[k]
+                free_g[h_node[k]] += h_g[k]
+                released += h_c[k]
             a += 1
         else:
             e = new_end[b]
-            released += _release(free_c, free_g, placed, new_row[b], 1)
+            if e > shadow:
+                break
+            row = new_row[b]
+            for k in range(p_off[row], p_off[row + 1]):
+                free_c[p_node[k]] += p_c[k]
+                free_g[p_node[k]] += p_g[k]
+                released += p_c[k]
             b += 1
-        if released >= lower and _fits(nodes, head, need, room):
+        if shadow == INF and released >= lower and _fits(nodes, head, need, room):
             shadow = e
-            # Everything that ends at the shadow time is free then, too.
-            while a < rn and run_end[a] <= shadow:
-                _release(free_c, free_g, held, run_row[a], 1)
-                a += 1
-            while b < sn and new_end[b] <= shadow:
-                _release(free_c, free_g, placed, new_row[b], 1)
-                b += 1
-            break
     if shadow < now:
         shadow = now
     return shadow, free_c, free_g
@@ -176,28 +162,33 @@ def _reserve_head(
     per node it blocks now (its reservation minus what is released by then)."""
     m = nodes.pool.count
     request = nodes.request
+    free_c, free_g = free.cores, free.gpus
+    kind = 0 if request.nodes[head] == 0 else (1 if request.exclusive[head] else 2)
+    c_need, g_need = request.cores[head], request.gpus[head]
     prefer = np.zeros(m, dtype=np.bool_)
     for node in range(m):
-        rel_c = shadow_c[node] - free.cores[node]
-        rel_g = shadow_g[node] - free.gpus[node]
-        if request.nodes[head] == 0:
+        rel_c = shadow_c[node] - free_c[node]
+        rel_g = shadow_g[node] - free_g[node]
+        if kind == 0:
             prefer[node] = rel_c > 0
-        elif request.exclusive[head]:
-            prefer[node] = free.cores[node] == 0 and free.gpus[node] == 0
+        elif kind == 1:
+            prefer[node] = free_c[node] == 0 and free_g[node] == 0
         else:
-            prefer[node] = rel_c >= request.cores[head] and rel_g >= request.gpus[head]
+            prefer[node] = rel_c >= c_need and rel_g >= g_need
     blocked_c = np.zeros(m, dtype=np.int64)
     blocked_g = np.zeros(m, dtype=np.int64)
     room = Room(shadow_c, shadow_g, prefer, False)
-    count = place(nodes.pool, request, head, need, room, PLACE_FIRST_FIT, nodes.reserved, 0)
-    nodes.reserved.offset[1] = max(count, 0)
+    reserved = nodes.reserved
+    count = place(nodes.pool, request, head, need, room, PLACE_FIRST_FIT, reserved, 0)
+    r_off, r_node, r_c, r_g = reserved
+    r_off[1] = max(count, 0)
     for k in range(max(count, 0)):
-        node = nodes.reserved.node[k]
-        blocked_c[node] += max(nodes.reserved.cores[k] - (shadow_c[node] - free.cores[node]), 0)
-        blocked_g[node] += max(nodes.reserved.gpus[k] - (shadow_g[node] - free.gpus[node]), 0)
+        node = r_node[k]
+        blocked_c[node] += max(r_c[k] - (shadow_c[node] - free_c[node]), 0)
+        blocked_g[node] += max(r_g[k] - (shadow_g[node] - free_g[node]), 0)
     for node in range(m):
-        blocked_c[node] = min(blocked_c[node], free.cores[node])
-        blocked_g[node] = min(blocked_g[node], free.gpus[node])
+        blocked_c[node] = min(blocked_c[node], free_c[node])
+        blocked_g[node] = min(blocked_g[node], free_g[node])
     return blocked_c, blocked_g
 
 
@@ -233,8 +224,7 @@ def easy_nodes_pass(
     no_prefer = np.zeros(m, dtype=np.bool_)
     free_room = Room(free_c, free_g, no_prefer, False)
     # Arrays held in locals for the loops (see rush.core.node_pool).
-    usable = pool.usable
-    capacity = (usable, pool.cores, pool.gpus)
+    usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
     placed_off, placed_node, placed_c, placed_g = nodes.placed
     queue, taken, est = queues.queue, queues.taken, jobs.est
     nodes.placed.offset[0] = 0
@@ -268,13 +258,15 @@ def easy_nodes_pass(
         ns = _record(nodes, out, ns, j, count, False)
         for e in range(placed_off[ns - 1], placed_off[ns]):
             node = placed_node[e]
-            if idle_now != UNCOUNTED:
-                idle_now -= _idle(capacity, free_c, free_g, node)
+            # The idle test is written out: a helper taking the capacity arrays costs reference
+            # counts per node (LLNL-Atlas: 40 % of the replay).
+            if idle_now != UNCOUNTED and usable[node] and free_c[node] == cap_c[node]:
+                idle_now -= 1 if free_g[node] == cap_g[node] else 0
             free_c[node] -= placed_c[e]
             free_g[node] -= placed_g[e]
             free_total -= placed_c[e]
-            if idle_now != UNCOUNTED:
-                idle_now += _idle(capacity, free_c, free_g, node)
+            if idle_now != UNCOUNTED and usable[node] and free_c[node] == cap_c[node]:
+                idle_now += 1 if free_g[node] == cap_g[node] else 0
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
@@ -300,7 +292,6 @@ def easy_nodes_pass(
         long_c = np.empty(m, dtype=np.int64)
         long_g = np.empty(m, dtype=np.int64)
         prefer_blocked = np.empty(m, dtype=np.bool_)
-        cap_c, cap_g = pool.cores, pool.gpus
         idle_long = 0
         for node in range(m):
             lc = free_c[node] - blocked_c[node]
@@ -350,10 +341,12 @@ def easy_nodes_pass(
                 node = placed_node[e]
                 c = placed_c[e]
                 g = placed_g[e]
-                if idle_now != UNCOUNTED:
-                    idle_now -= _idle(capacity, free_c, free_g, node)
-                idle_long -= _idle(capacity, long_c, long_g, node)
-                long_before = max(long_c[node], 0) if usable[node] else 0
+                up = usable[node]
+                if idle_now != UNCOUNTED and up and free_c[node] == cap_c[node]:
+                    idle_now -= 1 if free_g[node] == cap_g[node] else 0
+                if up and long_c[node] == cap_c[node] and long_g[node] == cap_g[node]:
+                    idle_long -= 1
+                long_before = max(long_c[node], 0) if up else 0
                 free_c[node] -= c
                 free_g[node] -= g
                 free_total -= c
@@ -368,10 +361,11 @@ def easy_nodes_pass(
                     long_c[node] -= c
                     long_g[node] -= g
                 # extra: cores free now outside the head's reservation, on up nodes.
-                extra += (max(long_c[node], 0) if usable[node] else 0) - long_before
-                if idle_now != UNCOUNTED:
-                    idle_now += _idle(capacity, free_c, free_g, node)
-                idle_long += _idle(capacity, long_c, long_g, node)
+                extra += (max(long_c[node], 0) if up else 0) - long_before
+                if idle_now != UNCOUNTED and up and free_c[node] == cap_c[node]:
+                    idle_now += 1 if free_g[node] == cap_g[node] else 0
+                if up and long_c[node] == cap_c[node] and long_g[node] == cap_g[node]:
+                    idle_long += 1
     for k in range(moment.queued):
         taken[queue[k]] = False
     return ns, nk, head, shadow, extra

@@ -162,7 +162,7 @@ def _node_view(workload: Workload, config: CoreConfig, nodes_per_leaf: int) -> N
 NODE_KERNELS = "kernels"
 
 
-def interchangeable_nodes(workload: Workload, config: CoreConfig) -> bool:
+def interchangeable_nodes(workload: Workload, config: CoreConfig, nodes_per_leaf: int | None = None) -> bool:
     """Whether no decision of a replay on the trace's nodes can depend on which nodes a job
     gets, so that the processor-count kernels decide exactly as the node kernels (issue 31):
     the simulator's machine is identical up nodes without GPUs or partitions, and either its
@@ -172,11 +172,16 @@ def interchangeable_nodes(workload: Workload, config: CoreConfig) -> bool:
     the same nodes for its whole window, which a count profile does not see. First-fit
     placement only: it lets a job that ends by the shadow time take the head's blocked nodes
     first wherever they are, as the counts do; topology placement picks a leaf first, and
-    variability-aware placement may start a flagged job on quiet nodes where the counts skip it."""
+    variability-aware placement may start a flagged job on quiet nodes where the counts skip it.
+    Topology placement on one leaf switch (``nodes_per_leaf`` 0, or at least the machine's
+    nodes; ``None``: not known) is first-fit: the one leaf holds the job whenever the machine
+    does, and its nodes are taken preferred first, then by index, as first-fit takes them."""
     machine, requests = workload.machine, workload.requests
     if machine is None or requests is None or machine.nodes <= 0:
         return False
-    if config.backfill == "conservative" or config.placement != "first-fit":
+    one_leaf = nodes_per_leaf is not None and (nodes_per_leaf == 0 or nodes_per_leaf >= machine.nodes)
+    first_fit = config.placement == "first-fit" or (config.placement == "topology" and one_leaf)
+    if config.backfill == "conservative" or not first_fit:
         return False
     if int(workload.machine_procs) != machine.nodes * machine.cores_per_node:
         return False
@@ -275,7 +280,7 @@ def simulate(
     scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, estimate)
     counter = np.zeros(1, dtype=np.int64)
     nodes = _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n)
-    by_counts = on_nodes and not node_kernels and interchangeable_nodes(workload, config)
+    by_counts = on_nodes and not node_kernels and interchangeable_nodes(workload, config, nodes_per_leaf)
     if by_counts:
         nodes = procs_only_view(n)
     args = (

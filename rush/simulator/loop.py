@@ -202,9 +202,13 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
         bigger.cores[:at] = held.cores[:at]
         bigger.gpus[:at] = held.gpus[:at]
         held = bigger
-    held.node[at : at + count] = placed.node[first : first + count]
-    held.cores[at : at + count] = placed.cores[first : first + count]
-    held.gpus[at : at + count] = placed.gpus[first : first + count]
+    # Element by element from locals: slices are views that each take a reference count.
+    h_node, h_c, h_g = held.node, held.cores, held.gpus
+    p_node, p_c, p_g = placed.node, placed.cores, placed.gpus
+    for x in range(count):
+        h_node[at + x] = p_node[first + x]
+        h_c[at + x] = p_c[first + x]
+        h_g[at + x] = p_g[first + x]
     held.offset[row + 1] = at + count
     return held
 

@@ -65,6 +65,24 @@ def test_interchangeable_nodes_replay_as_the_node_kernels(trace: str) -> None:
     assert np.array_equal(fast.end, exact.end)
 
 
+@pytest.mark.parametrize("trace", ["KTH-SP2", "SDSC-BLUE"])
+def test_topology_on_one_leaf_replays_as_the_node_kernels(trace: str) -> None:
+    """Topology placement with one leaf switch is first-fit (issue 31): the replay runs the
+    count kernels and still decides as the node kernels job by job; with leaves of 16 nodes it
+    keeps the node kernels."""
+    workload = _workload(trace)
+    config = CoreConfig.from_names("FCFS", "easy", 200_000, placement="topology")
+    assert interchangeable_nodes(workload, config, 0)
+    assert interchangeable_nodes(workload, config, workload.machine.nodes)
+    assert not interchangeable_nodes(workload, config, 16)
+    assert not interchangeable_nodes(workload, config)  # leaves not known
+    fast = simulate(workload, config, on_nodes=True)
+    exact = simulate(workload, config, on_nodes=NODE_KERNELS)
+    assert np.array_equal(fast.start, exact.start)
+    assert np.array_equal(fast.backfilled, exact.backfilled)
+    assert np.array_equal(fast.end, exact.end)
+
+
 def test_nodes_that_matter_keep_the_node_kernels() -> None:
     """Shared nodes beside exclusive ones, conservative reservations (same nodes for the whole
     window), topology placement (a leaf first: on one-core nodes it decides otherwise than the
