@@ -58,9 +58,11 @@ class Pool:
     """Trials keyed by (scenario, policy) then trial number."""
 
     cells: dict[tuple[str, str], dict[int, Trial]] = field(default_factory=lambda: defaultdict(dict))
+    apps: dict[tuple[str, str, int], dict[str, int]] = field(default_factory=dict)
 
     def add_file(self, path: str, variant: str) -> None:
         fresh: dict[tuple[str, str, int], Trial] = defaultdict(Trial)
+        fresh_apps: dict[tuple[str, str, int], dict[str, int]] = {}
         with gzip.open(path, "rt") as fh:
             for r in csv.DictReader(fh):
                 if r["variant"] != variant:
@@ -70,12 +72,15 @@ class Pool:
                     continue  # an earlier file has this trial
                 t = fresh[key]
                 t.variation += r["variation"] == "True"
+                per_app = fresh_apps.setdefault(key, defaultdict(int))
+                per_app[r["app"]] += r["variation"] == "True"
                 t.first_submit = min(t.first_submit, float(r["submit"]))
                 t.last_end = max(t.last_end, float(r["end"]))
                 limit = int(r["skip_limit"])
                 t.limit_hits += r["limit_hit"] == "True" and 0 < limit <= int(r["skips"])
         for (s, p, n), t in fresh.items():
             self.cells[(s, p)][n] = t
+        self.apps.update(fresh_apps)
 
 
 def t_interval(d: np.ndarray) -> tuple[float, float]:
@@ -147,6 +152,26 @@ def per_trial(pool: Pool, scenario: str) -> list[str]:
     return out
 
 
+def per_app(pool: Pool, scenario: str) -> list[str]:
+    """Runs with variation per application and trial, the paper's Fig. 5 (ADAA)."""
+    base = pool.cells.get((scenario, "FCFS+EASY"), {})
+    apps = sorted({a for (s, _, _), counts in pool.apps.items() if s == scenario for a in counts})
+    out = []
+    for policy in ORDER:
+        trials = sorted(t for t in pool.cells.get((scenario, policy), {}) if t in base)
+        if trials:
+            means = [np.mean([pool.apps[(scenario, policy, t)].get(a, 0) for t in trials]) for a in apps]
+            out.append(
+                f"| {scenario} | {policy} | {len(trials)} | " + " | ".join(f"{m:.1f}" for m in means) + " |"
+            )
+    if out:
+        out[:0] = [
+            f"| scenario | policy | trials | {' | '.join(apps)} |",
+            "|---|---|---|" + "---|" * len(apps),
+        ]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+")
@@ -169,6 +194,9 @@ def main() -> None:
     for s in SCENARIOS:
         for line in per_trial(pool, s):
             print(line)
+    print()
+    for line in per_app(pool, "ADAA"):
+        print(line)
 
 
 if __name__ == "__main__":
