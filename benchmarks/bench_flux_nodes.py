@@ -344,6 +344,38 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
+# Measured on 2026-11-28, 22:50-23:05 UTC (issue 30, item 4): the previous sitting's three leads
+# for 1 000 jobs, each a variant of rush/flux_module/ run with --jobs 1000 --only rush,
+# interleaved with main's module (0a362d3) in the same minutes, load 3.4-7.0; none adopted.
+#
+# Reference, main's module with sched-backfill in the same run (--only sched-backfill,rush, load
+# 5.2-5.5): rush / sched-backfill 0.75x, 0.95x, 0.85x (609.1/815.2, 640.4/672.9, 597.5/705.6 jobs/s),
+# first start 0.28-0.30x (0.09-0.11 s against 0.31-0.40 s), all started 1.1-1.3 s against 0.7-1.0 s.
+#
+# Where the wall time goes (main's module, --keep, 432.9 jobs/s, load ~5): passes at +0.14 s
+# (2 pending), +0.18 (130), +0.26 (257), +0.60 (589, 0.22 s), +1.27 (22); jobs started: 132 by
+# 0.2 s, 257 at 0.3-0.5 s, none at 0.5-0.9 s, the pass of 589 at 0.9-1.2 s, the last 22 at 1.6 s.
+# The gap is the fourth pass: the reactor reading the rest of the burst (its timer, set to the
+# pass-duration EWMA, tens of ms, fired 0.3 s late), then 0.22 s of allocation, and its answers
+# leave after the pass, behind the messages queued meanwhile (a commit is never seen done inside a
+# synchronous pass: the reactor reads the responses).
+#
+# Lead 1 + 2, chunks of 8, 16, 32 then 64, each chunk's predecessor answered as soon as the chunk
+# is sent (a blocking wait for its commit, nil as a rule): 9 pairs, variant / main jobs/s
+# 344/572, 371/316, 259/316, 596/296, 424/858, 469/518, 455/582, 639/681, 452/653: the variant
+# ahead in 2 of 9, median 452 against 572; all started 1.5-2.1 s against 0.9-1.3 s in the last 5.
+# A wait inside the pass costs more than it gains: on a loaded host the module waits for the
+# broker's KVS, then for a CPU share to run again.
+# Every pass's chunks answered at its end by a blocking wait (ANSWER_AT_ONCE unlimited): 4 pairs,
+# 333/479, 327/467, 438/443, 546/384 (ahead in 1 of 4).
+# Lead 3, no coalescing delay (SCHED_DELAY_MAX = 0): 4 pairs, 115/398, 114/592, 109/530, 143/429;
+# 500 passes instead of 5-7 (a pass per alloc request), scheduler CPU 4.8-5.4 s against 0.20-0.25 s:
+# the base class's delay is what lets a pass take the burst whole.
+# Left, not tried in the time: a generator pass (schedule() yielding to the reactor after each
+# chunk, so commits complete and answers leave during the pass without a wait), which needs the
+# base class's start_schedule not to close the pass on every new event and a guard for a job
+# cancelled while the pass yields.
+#
 # Measured on 2026-11-28, 21:50-22:30 UTC (issue 30, item 4), with the CPU columns: this 2-core
 # host shared with six other sessions, load average 9-15 throughout (an idle host was not to be
 # had), so every wall-clock ratio below is a lower bound for rush, not the idle figure. CPU
