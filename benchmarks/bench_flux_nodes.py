@@ -346,7 +346,7 @@ if __name__ == "__main__":
 
 # Measured on 2026-11-28, 22:50-23:05 UTC (issue 30, item 4): the previous sitting's three leads
 # for 1 000 jobs, each a variant of rush/flux_module/ run with --jobs 1000 --only rush,
-# interleaved with main's module (0a362d3) in the same minutes, load 3.4-7.0; none adopted.
+# interleaved with main's module (0a362d3) in the same minutes, load 2.8-7.0; none adopted.
 #
 # Reference, main's module with sched-backfill in the same run (--only sched-backfill,rush, load
 # 5.2-5.5): rush / sched-backfill 0.75x, 0.95x, 0.85x (609.1/815.2, 640.4/672.9, 597.5/705.6 jobs/s),
@@ -371,10 +371,18 @@ if __name__ == "__main__":
 # Lead 3, no coalescing delay (SCHED_DELAY_MAX = 0): 4 pairs, 115/398, 114/592, 109/530, 143/429;
 # 500 passes instead of 5-7 (a pass per alloc request), scheduler CPU 4.8-5.4 s against 0.20-0.25 s:
 # the base class's delay is what lets a pass take the burst whole.
-# Left, not tried in the time: a generator pass (schedule() yielding to the reactor after each
-# chunk, so commits complete and answers leave during the pass without a wait), which needs the
-# base class's start_schedule not to close the pass on every new event and a guard for a job
-# cancelled while the pass yields.
+# A generator pass (schedule() yields to the reactor after each chunk it commits, so commits
+# complete and their answers leave while it allocates, with no wait; start_schedule overridden so
+# that a new event does not close the pass but asks for another after it; jobs allocated leave the
+# queue at each yield; a cancel for one of them waits for its answer; the coalescing delay from
+# the pass's wall time): 8 pairs, variant / main 533/590, 512/425, 588/797, 472/457, 737/312,
+# 464/524, 387/520, 510/666 (ahead in 3 of 8, median 511 against 522), at 12-27 passes instead of
+# 4-7 (events arrive while it yields, and a pass follows each) and 0.29-0.41 s of scheduler CPU
+# against 0.22-0.29. Level at best, and it opens the module to events inside a pass: not adopted.
+# With the delay from the pass's own seconds instead: 4 pairs, 509/506, 379/610, 454/639, 537/443.
+# So none of the leads moves rush's 1 000-job throughput beyond this host's noise; each one's
+# paired runs favour main's module. What would: the broker's share (the instance uses ~2.6 s of
+# CPU per 1 000 jobs with rush, the module 0.25 s of it), which the module does not set.
 #
 # Measured on 2026-11-28, 21:50-22:30 UTC (issue 30, item 4), with the CPU columns: this 2-core
 # host shared with six other sessions, load average 9-15 throughout (an idle host was not to be
