@@ -27,9 +27,12 @@ from rush.core.node_pool import (
     NodePool,
     NodeView,
     Room,
-    fits,
+    Slots,
+    fits_in,
+    job_ask,
     need_units,
-    place,
+    node_table,
+    place_in,
 )
 from rush.core.pass_data import (
     MODE_EASY,
@@ -79,29 +82,50 @@ def hopeless(nodes: NodeView, j: int, need: int, total: int, idle: int) -> bool:
 
 
 @njit(cache=True)
-def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: int) -> int:
-    """Place job j on ``room`` (slots of ``nodes.placed`` from ``k0``): the slot count,
+def decide_in(
+    table: np.ndarray,
+    ask: tuple[int, int, int, int, int],
+    need: int,
+    room: Room,
+    skip_now: bool,
+    placement: int,
+    placed: Slots,
+    k0: int,
+) -> int:
+    """Place a job (``ask``) on ``room`` (slots of ``placed`` from ``k0``): the slot count,
     ``NO_FIT``, or ``SKIPPED`` when it fits but skip-with-limit delays it. A flagged job under
-    variability-aware placement tries quiet nodes first and starts there if it can."""
-    if skip_now and nodes.placement == PLACE_VARIABILITY:
+    variability-aware placement tries quiet nodes first and starts there if it can. Takes the
+    pool's table, not the NodeView: see rush.core.node_pool on reference counts."""
+    if skip_now and placement == PLACE_VARIABILITY:
         quiet = Room(room.cores, room.gpus, room.prefer, True)
-        count = place(nodes.pool, nodes.request, j, need, quiet, PLACE_VARIABILITY, nodes.placed, k0)
+        count = place_in(table, ask, need, quiet, PLACE_VARIABILITY, placed, k0)
         if count >= 0:
             return count
-    count = place(nodes.pool, nodes.request, j, need, room, nodes.placement, nodes.placed, k0)
+    count = place_in(table, ask, need, room, placement, placed, k0)
     if count < 0:
         return NO_FIT
     return SKIPPED if skip_now else count
 
 
 @njit(cache=True)
-def _fits(nodes: NodeView, j: int, need: int, room: Room) -> bool:
-    return fits(nodes.pool, nodes.request, j, need, room)
+def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: int) -> int:
+    """:func:`decide_in` for job j on ``nodes`` (one-off calls; passes build the table once)."""
+    table = node_table(nodes.pool)
+    return decide_in(
+        table, job_ask(nodes.request, j), need, room, skip_now, nodes.placement, nodes.placed, k0
+    )
 
 
 @njit(cache=True)
 def node_shadow_time(
-    now: float, nodes: NodeView, head: int, need: int, running: RunningSet, started: RunningSet, free: Room
+    now: float,
+    nodes: NodeView,
+    table: np.ndarray,
+    head: int,
+    need: int,
+    running: RunningSet,
+    started: RunningSet,
+    free: Room,
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Shadow time of the head and the free cores and GPUs per node then, from ``free`` (now,
     after this pass's starts). With nodes a :class:`RunningSet`'s ``procs`` are allocation
@@ -115,6 +139,7 @@ def node_shadow_time(
     p_off, p_node, p_c, p_g = nodes.placed
     run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
     lower = lower_bound_cores(nodes, head, need)
+    ask = job_ask(nodes.request, head)
     usable = nodes.pool.usable
     released = 0
     for node in range(nodes.pool.count):
@@ -147,7 +172,7 @@ def node_shadow_time(
                 free_g[p_node[k]] += p_g[k]
                 released += p_c[k]
             b += 1
-        if shadow == INF and released >= lower and _fits(nodes, head, need, room):
+        if shadow == INF and released >= lower and fits_in(table, ask, need, room):
             shadow = e
     if shadow < now:
         shadow = now
@@ -156,7 +181,13 @@ def node_shadow_time(
 
 @njit(cache=True)
 def _reserve_head(
-    nodes: NodeView, head: int, need: int, shadow_c: np.ndarray, shadow_g: np.ndarray, free: Room
+    nodes: NodeView,
+    table: np.ndarray,
+    head: int,
+    need: int,
+    shadow_c: np.ndarray,
+    shadow_g: np.ndarray,
+    free: Room,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Place the head at the shadow time, on nodes busy now first; returns the cores and GPUs
     per node it blocks now (its reservation minus what is released by then)."""
@@ -179,7 +210,7 @@ def _reserve_head(
     blocked_g = np.zeros(m, dtype=np.int64)
     room = Room(shadow_c, shadow_g, prefer, False)
     reserved = nodes.reserved
-    count = place(nodes.pool, request, head, need, room, PLACE_FIRST_FIT, reserved, 0)
+    count = place_in(table, job_ask(request, head), need, room, PLACE_FIRST_FIT, reserved, 0)
     r_off, r_node, r_c, r_g = reserved
     r_off[1] = max(count, 0)
     for k in range(max(count, 0)):
@@ -190,14 +221,6 @@ def _reserve_head(
         blocked_c[node] = min(blocked_c[node], free_c[node])
         blocked_g[node] = min(blocked_g[node], free_g[node])
     return blocked_c, blocked_g
-
-
-@njit(cache=True)
-def _record(nodes: NodeView, out: PassOut, ns: int, j: int, count: int, backfilled: bool) -> int:
-    out.start[ns] = j
-    out.backfilled[ns] = backfilled
-    nodes.placed.offset[ns + 1] = nodes.placed.offset[ns] + count
-    return ns + 1
 
 
 @njit(cache=True)
@@ -225,28 +248,43 @@ def easy_nodes_pass(
     free_room = Room(free_c, free_g, no_prefer, False)
     # Arrays held in locals for the loops (see rush.core.node_pool).
     usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
-    placed_off, placed_node, placed_c, placed_g = nodes.placed
+    placed = nodes.placed
+    placed_off, placed_node, placed_c, placed_g = placed
+    placement = nodes.placement
+    table = node_table(pool)
     queue, taken, est = queues.queue, queues.taken, jobs.est
+    sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
+    variable_now, skip_limit = moment.variable_now, config.skip_limit
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
     # Idle nodes now matter only to exclusive requests: counted when the first one is met
     # (UNCOUNTED until then), then kept up to date start by start.
     idle_now = UNCOUNTED
-    r_nodes, r_cores, r_exclusive = nodes.request.nodes, nodes.request.cores, nodes.request.exclusive
+    request = nodes.request
+    r_nodes, r_cores, r_exclusive = request.nodes, request.cores, request.exclusive
+    r_gpus, r_partition = request.gpus, request.partition
     ns = 0
     nk = 0
     head = -1
     for k in range(moment.queued):
         j = queue[k]
-        need = need_units(nodes.request, j, procs[j])
-        skip_now = should_skip(jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit)
+        need = procs[j] if r_nodes[j] == 0 else r_nodes[j]
+        skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
         if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
             idle_now = _count_idle(pool, free_c, free_g)
-        if hopeless(nodes, j, need, free_total, idle_now):
+        # hopeless(), written out: no tuple read in the loop.
+        if r_nodes[j] == 0:
+            no_hope = need > free_total
+        elif r_exclusive[j]:
+            no_hope = need > idle_now
+        else:
+            no_hope = need * r_cores[j] > free_total
+        if no_hope:
             count = NO_FIT
         else:
-            count = _decide(nodes, j, need, free_room, skip_now, placed_off[ns])
+            ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
         if count == NO_FIT:
             head = j
             break
@@ -255,7 +293,10 @@ def easy_nodes_pass(
             out.skip[nk] = j
             nk += 1
             continue
-        ns = _record(nodes, out, ns, j, count, False)
+        out_start[ns] = j
+        out_backfilled[ns] = False
+        placed_off[ns + 1] = placed_off[ns] + count
+        ns += 1
         for e in range(placed_off[ns - 1], placed_off[ns]):
             node = placed_node[e]
             # The idle test is written out: a helper taking the capacity arrays costs reference
@@ -280,10 +321,10 @@ def easy_nodes_pass(
             new_rows = new_rows[perm]
         need = need_units(nodes.request, head, procs[head])
         shadow, shadow_c, shadow_g = node_shadow_time(
-            now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
+            now, nodes, table, head, need, running, RunningSet(new_end, new_rows, ns), free_room
         )
         if shadow < INF:
-            blocked_c, blocked_g = _reserve_head(nodes, head, need, shadow_c, shadow_g, free_room)
+            blocked_c, blocked_g = _reserve_head(nodes, table, head, need, shadow_c, shadow_g, free_room)
         else:
             blocked_c = np.zeros(m, dtype=np.int64)
             blocked_g = np.zeros(m, dtype=np.int64)
@@ -324,11 +365,10 @@ def easy_nodes_pass(
                     idle_now = _count_idle(pool, free_c, free_g)
                 if need > (idle_now if ends_in_time else idle_long):
                     continue
-            skip_now = should_skip(
-                jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
-            )
+            skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
             room = short_room if ends_in_time else long_room
-            count = _decide(nodes, j, need, room, skip_now, placed_off[ns])
+            ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            count = decide_in(table, ask, need, room, skip_now, placement, placed, placed_off[ns])
             if count == NO_FIT:
                 continue
             taken[j] = True
@@ -336,7 +376,10 @@ def easy_nodes_pass(
                 out.skip[nk] = j
                 nk += 1
                 continue
-            ns = _record(nodes, out, ns, j, count, True)
+            out_start[ns] = j
+            out_backfilled[ns] = True
+            placed_off[ns + 1] = placed_off[ns] + count
+            ns += 1
             for e in range(placed_off[ns - 1], placed_off[ns]):
                 node = placed_node[e]
                 c = placed_c[e]
