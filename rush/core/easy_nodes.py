@@ -28,7 +28,6 @@ from rush.core.node_pool import (
     NodeView,
     Room,
     Slots,
-    fits_in,
     job_ask,
     need_units,
     node_table,
@@ -116,11 +115,23 @@ def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: 
     )
 
 
+@njit(cache=True, inline="always")
+def _node_units(
+    c: int, g: int, cap_c: int, cap_g: int, nodes: int, exclusive: int, c_need: int, g_need: int
+) -> int:
+    """Units a node with ``c`` cores and ``g`` GPUs free offers a job: the rule of
+    :func:`rush.core.node_pool.fits_in` on one eligible node (scalars: no reference counts)."""
+    if nodes == 0:
+        return max(c, 0)
+    if exclusive:
+        return 1 if c == cap_c and g == cap_g else 0
+    return 1 if c >= c_need and g >= g_need else 0
+
+
 @njit(cache=True)
 def node_shadow_time(
     now: float,
     nodes: NodeView,
-    table: np.ndarray,
     head: int,
     need: int,
     running: RunningSet,
@@ -132,19 +143,40 @@ def node_shadow_time(
     rows: of ``nodes.held`` for ``running``, of ``nodes.placed`` for ``started``."""
     free_c = free.cores.copy()
     free_g = free.gpus.copy()
-    room = Room(free_c, free_g, free.prefer, False)  # free.prefer: none preferred
     # Allocations are read from locals and given back in place: a helper per job took
     # reference counts at every call.
     h_off, h_node, h_c, h_g = nodes.held
     p_off, p_node, p_c, p_g = nodes.placed
     run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
     lower = lower_bound_cores(nodes, head, need)
-    ask = job_ask(nodes.request, head)
-    usable = nodes.pool.usable
+    p, r_nodes, exclusive, c_need, g_need = job_ask(nodes.request, head)
+    usable, parts, caps_c, caps_g = (
+        nodes.pool.usable,
+        nodes.pool.partitions,
+        nodes.pool.cores,
+        nodes.pool.gpus,
+    )
+    # The units the room offers the head (fits_in's count), kept up to date node by node as
+    # jobs give theirs back: a fits_in per released job scanned every node (issue 31).
+    m = nodes.pool.count
+    eligible = np.empty(m, dtype=np.bool_)
+    units = 0
     released = 0
-    for node in range(nodes.pool.count):
+    for node in range(m):
         if usable[node]:
             released += free_c[node]
+        eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+        if eligible[node]:
+            units += _node_units(
+                free_c[node],
+                free_g[node],
+                caps_c[node],
+                caps_g[node],
+                r_nodes,
+                exclusive,
+                c_need,
+                g_need,
+            )
     a = 0
     b = 0
     shadow = INF
@@ -158,9 +190,19 @@ def node_shadow_time(
                 break
             row = run_row[a]
             for k in range(h_off[row], h_off[row + 1]):
-                free_c[h_node[k]] += h_c[k]
-                free_g[h_node[k]] += h_g[k]
+                node = h_node[k]
+                cap_c, cap_g = caps_c[node], caps_g[node]
+                if eligible[node]:
+                    units -= _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
+                free_c[node] += h_c[k]
+                free_g[node] += h_g[k]
                 released += h_c[k]
+                if eligible[node]:
+                    units += _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
             a += 1
         else:
             e = new_end[b]
@@ -168,11 +210,21 @@ def node_shadow_time(
                 break
             row = new_row[b]
             for k in range(p_off[row], p_off[row + 1]):
-                free_c[p_node[k]] += p_c[k]
-                free_g[p_node[k]] += p_g[k]
+                node = p_node[k]
+                cap_c, cap_g = caps_c[node], caps_g[node]
+                if eligible[node]:
+                    units -= _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
+                free_c[node] += p_c[k]
+                free_g[node] += p_g[k]
                 released += p_c[k]
+                if eligible[node]:
+                    units += _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
             b += 1
-        if shadow == INF and released >= lower and fits_in(table, ask, need, room):
+        if shadow == INF and released >= lower and (need <= 0 or units >= need):
             shadow = e
     if shadow < now:
         shadow = now
@@ -251,7 +303,9 @@ def easy_nodes_pass(
     placed = nodes.placed
     placed_off, placed_node, placed_c, placed_g = placed
     placement = nodes.placement
-    table = node_table(pool)
+    # Placement's table of the pool, built when a pass first places (many passes place
+    # nothing: their first job fails an O(1) bound); O(nodes) each time.
+    table = np.empty((0, 0), dtype=np.int64)
     queue, taken, est = queues.queue, queues.taken, jobs.est
     sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
     variable_now, skip_limit = moment.variable_now, config.skip_limit
@@ -284,6 +338,8 @@ def easy_nodes_pass(
             count = NO_FIT
         else:
             ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            if table.shape[1] == 0:
+                table = node_table(pool)
             count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
         if count == NO_FIT:
             head = j
@@ -321,9 +377,11 @@ def easy_nodes_pass(
             new_rows = new_rows[perm]
         need = need_units(nodes.request, head, procs[head])
         shadow, shadow_c, shadow_g = node_shadow_time(
-            now, nodes, table, head, need, running, RunningSet(new_end, new_rows, ns), free_room
+            now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
         )
         if shadow < INF:
+            if table.shape[1] == 0:
+                table = node_table(pool)
             blocked_c, blocked_g = _reserve_head(nodes, table, head, need, shadow_c, shadow_g, free_room)
         else:
             blocked_c = np.zeros(m, dtype=np.int64)
@@ -368,6 +426,8 @@ def easy_nodes_pass(
             skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
             room = short_room if ends_in_time else long_room
             ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            if table.shape[1] == 0:
+                table = node_table(pool)
             count = decide_in(table, ask, need, room, skip_now, placement, placed, placed_off[ns])
             if count == NO_FIT:
                 continue
