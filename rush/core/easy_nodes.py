@@ -68,18 +68,6 @@ def _count_idle(pool: NodePool, cores: np.ndarray, gpus: np.ndarray) -> int:
     return idle
 
 
-@njit(cache=True, inline="always")
-def hopeless(nodes: NodeView, j: int, need: int, total: int, idle: int) -> bool:
-    """Job j cannot fit on a room offering ``total`` cores with ``idle`` wholly free nodes: an
-    O(1) bound that spares the O(nodes) placement for most jobs of a long queue."""
-    request = nodes.request
-    if request.nodes[j] == 0:
-        return need > total
-    if request.exclusive[j]:
-        return need > idle
-    return need * request.cores[j] > total
-
-
 @njit(cache=True)
 def decide_in(
     table: np.ndarray,
@@ -327,7 +315,7 @@ def easy_nodes_pass(
         skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
         if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
             idle_now = _count_idle(pool, free_c, free_g)
-        # hopeless(), written out: no tuple read in the loop.
+        # An O(1) bound spares the O(nodes) placement for most jobs of a long queue.
         if r_nodes[j] == 0:
             no_hope = need > free_total
         elif r_exclusive[j]:
