@@ -533,8 +533,10 @@ def conservative_nodes_pass(
         b_slot[2 * nb + 1] = used
         nb += 1
     booked = Slots(nodes.placed.offset, scratch_node, scratch_c, scratch_g)
-    view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved)
-    table = node_table(nodes.pool)  # placement reads the pool from it (rush.core.node_pool)
+    table = nodes.table  # placement reads the pool from it (rush.core.node_pool)
+    if table.shape[1] == 0:
+        table = node_table(nodes.pool)
+    view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved, table)
     room = Room(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), False)
     usable = pool.usable
     base = (np.where(usable, pool.cores, 0).astype(np.int64), np.where(usable, pool.gpus, 0).astype(np.int64))

@@ -291,9 +291,10 @@ def easy_nodes_pass(
     placed = nodes.placed
     placed_off, placed_node, placed_c, placed_g = placed
     placement = nodes.placement
-    # Placement's table of the pool, built when a pass first places (many passes place
-    # nothing: their first job fails an O(1) bound); O(nodes) each time.
-    table = np.empty((0, 0), dtype=np.int64)
+    # Placement's table of the pool: the caller's (the simulator keeps one per replay), else
+    # built when this pass first places (many passes place nothing: their first job fails an
+    # O(1) bound); O(nodes) each time.
+    table = nodes.table
     queue, taken, est = queues.queue, queues.taken, jobs.est
     sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
     variable_now, skip_limit = moment.variable_now, config.skip_limit

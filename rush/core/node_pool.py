@@ -96,11 +96,16 @@ class Room(NamedTuple):
     quiet_only: bool
 
 
+NO_TABLE = np.zeros((0, 0), dtype=np.int64)
+
+
 class NodeView(NamedTuple):
     """Everything node-level a pass needs: the pool, requests by job index, the running jobs'
     allocations (rows aligned with the pass's :class:`rush.core.pass_data.RunningSet`), the
     placement policy, and outputs: ``placed`` (one row per start, in start order) and the
-    EASY head's reserved nodes (``reserved``: row 0)."""
+    EASY head's reserved nodes (``reserved``: row 0). ``table``: the pool's
+    :func:`node_table` when the caller keeps one across passes (the simulator), else empty
+    and a pass builds it."""
 
     pool: NodePool
     request: NodeRequests
@@ -108,6 +113,7 @@ class NodeView(NamedTuple):
     placement: int
     placed: Slots
     reserved: Slots
+    table: np.ndarray = NO_TABLE
 
 
 @njit(cache=True)

@@ -39,7 +39,7 @@ from rush.core.false_small_kill import (
     run_outcome,
 )
 from rush.core.job_rules import effective_estimate
-from rush.core.node_pool import NodeView, Slots, need_units, new_slots
+from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
 from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
@@ -319,6 +319,8 @@ def run_simulation(
             if nodes.pool.usable[node]:
                 free += nodes.pool.free_cores[node]
     pool_free_c, pool_free_g, pool_usable = nodes.pool.free_cores, nodes.pool.free_gpus, nodes.pool.usable
+    # Placement's table of the pool, built once: the pool's nodes do not change during a replay.
+    table = node_table(nodes.pool) if on_nodes else np.zeros((0, 0), dtype=np.int64)
     # No node view lives across the loop's iterations: on processor counts it would cost a
     # reference-count update per array at every event (counts_pass takes none).
     nxt = 0
@@ -423,7 +425,7 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
-            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept)
+            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
             result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
