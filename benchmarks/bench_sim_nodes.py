@@ -21,6 +21,10 @@ procs from the same run). Before issue 31's reference-count change (load 0.5-11)
 3.40x / 3.38x, LLNL-Atlas 5.35x / 5.34x, KTH-SP2 3.05x / 3.14x, CTC-SP2 3.67x / 3.67x. After
 (load 5.0-5.5): SDSC-BLUE 3.07x / 3.08x, LLNL-Atlas 3.65x / 3.57x, KTH-SP2 1.00x / 2.84x,
 CTC-SP2 1.00x / 3.37x (one leaf: topology is first-fit there and the replay runs the counts).
+Flat placement (placement reads a table of the pool built once per replay, not its named
+tuple), main at load 3.2-3.4 then this at load 2.7: SDSC-BLUE 3.12x / 3.10x -> 2.38x / 2.39x,
+LLNL-Atlas 3.61x / 3.57x -> 3.10x / 3.09x, KTH-SP2 1.00x / 2.89x -> 1.01x / 2.28x, CTC-SP2
+1.01x / 3.48x -> 1.00x / 2.80x.
 
 Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_sim_nodes.py
 [--traces SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2] [--repeat 3] [--placement first-fit]``

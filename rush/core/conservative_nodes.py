@@ -59,8 +59,8 @@ import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
-from rush.core.easy_nodes import NO_FIT, SKIPPED, _decide
-from rush.core.node_pool import NodePool, NodeView, Room, Slots, need_units
+from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
+from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
 
@@ -533,7 +533,10 @@ def conservative_nodes_pass(
         b_slot[2 * nb + 1] = used
         nb += 1
     booked = Slots(nodes.placed.offset, scratch_node, scratch_c, scratch_g)
-    view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved)
+    table = nodes.table  # placement reads the pool from it (rush.core.node_pool)
+    if table.shape[1] == 0:
+        table = node_table(nodes.pool)
+    view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved, table)
     room = Room(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), False)
     usable = pool.usable
     base = (np.where(usable, pool.cores, 0).astype(np.int64), np.where(usable, pool.gpus, 0).astype(np.int64))
@@ -847,7 +850,9 @@ def conservative_nodes_pass(
                 skip_now = t == now and should_skip(
                     jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
                 )
-                count = _decide(view, j, need, room, skip_now, used)
+                count = decide_in(
+                    table, job_ask(nodes.request, j), need, room, skip_now, nodes.placement, booked, used
+                )
                 if count == SKIPPED:
                     break
                 if count >= 0:

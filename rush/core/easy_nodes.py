@@ -27,9 +27,11 @@ from rush.core.node_pool import (
     NodePool,
     NodeView,
     Room,
-    fits,
+    Slots,
+    job_ask,
     need_units,
-    place,
+    node_table,
+    place_in,
 )
 from rush.core.pass_data import (
     MODE_EASY,
@@ -66,60 +68,103 @@ def _count_idle(pool: NodePool, cores: np.ndarray, gpus: np.ndarray) -> int:
     return idle
 
 
-@njit(cache=True, inline="always")
-def hopeless(nodes: NodeView, j: int, need: int, total: int, idle: int) -> bool:
-    """Job j cannot fit on a room offering ``total`` cores with ``idle`` wholly free nodes: an
-    O(1) bound that spares the O(nodes) placement for most jobs of a long queue."""
-    request = nodes.request
-    if request.nodes[j] == 0:
-        return need > total
-    if request.exclusive[j]:
-        return need > idle
-    return need * request.cores[j] > total
-
-
 @njit(cache=True)
-def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: int) -> int:
-    """Place job j on ``room`` (slots of ``nodes.placed`` from ``k0``): the slot count,
+def decide_in(
+    table: np.ndarray,
+    ask: tuple[int, int, int, int, int],
+    need: int,
+    room: Room,
+    skip_now: bool,
+    placement: int,
+    placed: Slots,
+    k0: int,
+) -> int:
+    """Place a job (``ask``) on ``room`` (slots of ``placed`` from ``k0``): the slot count,
     ``NO_FIT``, or ``SKIPPED`` when it fits but skip-with-limit delays it. A flagged job under
-    variability-aware placement tries quiet nodes first and starts there if it can."""
-    if skip_now and nodes.placement == PLACE_VARIABILITY:
+    variability-aware placement tries quiet nodes first and starts there if it can. Takes the
+    pool's table, not the NodeView: see rush.core.node_pool on reference counts."""
+    if skip_now and placement == PLACE_VARIABILITY:
         quiet = Room(room.cores, room.gpus, room.prefer, True)
-        count = place(nodes.pool, nodes.request, j, need, quiet, PLACE_VARIABILITY, nodes.placed, k0)
+        count = place_in(table, ask, need, quiet, PLACE_VARIABILITY, placed, k0)
         if count >= 0:
             return count
-    count = place(nodes.pool, nodes.request, j, need, room, nodes.placement, nodes.placed, k0)
+    count = place_in(table, ask, need, room, placement, placed, k0)
     if count < 0:
         return NO_FIT
     return SKIPPED if skip_now else count
 
 
 @njit(cache=True)
-def _fits(nodes: NodeView, j: int, need: int, room: Room) -> bool:
-    return fits(nodes.pool, nodes.request, j, need, room)
+def _decide(nodes: NodeView, j: int, need: int, room: Room, skip_now: bool, k0: int) -> int:
+    """:func:`decide_in` for job j on ``nodes`` (one-off calls; passes build the table once)."""
+    table = node_table(nodes.pool)
+    return decide_in(
+        table, job_ask(nodes.request, j), need, room, skip_now, nodes.placement, nodes.placed, k0
+    )
+
+
+@njit(cache=True, inline="always")
+def _node_units(
+    c: int, g: int, cap_c: int, cap_g: int, nodes: int, exclusive: int, c_need: int, g_need: int
+) -> int:
+    """Units a node with ``c`` cores and ``g`` GPUs free offers a job: the rule of
+    :func:`rush.core.node_pool.fits_in` on one eligible node (scalars: no reference counts)."""
+    if nodes == 0:
+        return max(c, 0)
+    if exclusive:
+        return 1 if c == cap_c and g == cap_g else 0
+    return 1 if c >= c_need and g >= g_need else 0
 
 
 @njit(cache=True)
 def node_shadow_time(
-    now: float, nodes: NodeView, head: int, need: int, running: RunningSet, started: RunningSet, free: Room
+    now: float,
+    nodes: NodeView,
+    head: int,
+    need: int,
+    running: RunningSet,
+    started: RunningSet,
+    free: Room,
 ) -> tuple[float, np.ndarray, np.ndarray]:
     """Shadow time of the head and the free cores and GPUs per node then, from ``free`` (now,
     after this pass's starts). With nodes a :class:`RunningSet`'s ``procs`` are allocation
     rows: of ``nodes.held`` for ``running``, of ``nodes.placed`` for ``started``."""
     free_c = free.cores.copy()
     free_g = free.gpus.copy()
-    room = Room(free_c, free_g, free.prefer, False)  # free.prefer: none preferred
     # Allocations are read from locals and given back in place: a helper per job took
     # reference counts at every call.
     h_off, h_node, h_c, h_g = nodes.held
     p_off, p_node, p_c, p_g = nodes.placed
     run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
     lower = lower_bound_cores(nodes, head, need)
-    usable = nodes.pool.usable
+    p, r_nodes, exclusive, c_need, g_need = job_ask(nodes.request, head)
+    usable, parts, caps_c, caps_g = (
+        nodes.pool.usable,
+        nodes.pool.partitions,
+        nodes.pool.cores,
+        nodes.pool.gpus,
+    )
+    # The units the room offers the head (fits_in's count), kept up to date node by node as
+    # jobs give theirs back: a fits_in per released job scanned every node (issue 31).
+    m = nodes.pool.count
+    eligible = np.empty(m, dtype=np.bool_)
+    units = 0
     released = 0
-    for node in range(nodes.pool.count):
+    for node in range(m):
         if usable[node]:
             released += free_c[node]
+        eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+        if eligible[node]:
+            units += _node_units(
+                free_c[node],
+                free_g[node],
+                caps_c[node],
+                caps_g[node],
+                r_nodes,
+                exclusive,
+                c_need,
+                g_need,
+            )
     a = 0
     b = 0
     shadow = INF
@@ -133,9 +178,19 @@ def node_shadow_time(
                 break
             row = run_row[a]
             for k in range(h_off[row], h_off[row + 1]):
-                free_c[h_node[k]] += h_c[k]
-                free_g[h_node[k]] += h_g[k]
+                node = h_node[k]
+                cap_c, cap_g = caps_c[node], caps_g[node]
+                if eligible[node]:
+                    units -= _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
+                free_c[node] += h_c[k]
+                free_g[node] += h_g[k]
                 released += h_c[k]
+                if eligible[node]:
+                    units += _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
             a += 1
         else:
             e = new_end[b]
@@ -143,11 +198,21 @@ def node_shadow_time(
                 break
             row = new_row[b]
             for k in range(p_off[row], p_off[row + 1]):
-                free_c[p_node[k]] += p_c[k]
-                free_g[p_node[k]] += p_g[k]
+                node = p_node[k]
+                cap_c, cap_g = caps_c[node], caps_g[node]
+                if eligible[node]:
+                    units -= _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
+                free_c[node] += p_c[k]
+                free_g[node] += p_g[k]
                 released += p_c[k]
+                if eligible[node]:
+                    units += _node_units(
+                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                    )
             b += 1
-        if shadow == INF and released >= lower and _fits(nodes, head, need, room):
+        if shadow == INF and released >= lower and (need <= 0 or units >= need):
             shadow = e
     if shadow < now:
         shadow = now
@@ -156,7 +221,13 @@ def node_shadow_time(
 
 @njit(cache=True)
 def _reserve_head(
-    nodes: NodeView, head: int, need: int, shadow_c: np.ndarray, shadow_g: np.ndarray, free: Room
+    nodes: NodeView,
+    table: np.ndarray,
+    head: int,
+    need: int,
+    shadow_c: np.ndarray,
+    shadow_g: np.ndarray,
+    free: Room,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Place the head at the shadow time, on nodes busy now first; returns the cores and GPUs
     per node it blocks now (its reservation minus what is released by then)."""
@@ -179,7 +250,7 @@ def _reserve_head(
     blocked_g = np.zeros(m, dtype=np.int64)
     room = Room(shadow_c, shadow_g, prefer, False)
     reserved = nodes.reserved
-    count = place(nodes.pool, request, head, need, room, PLACE_FIRST_FIT, reserved, 0)
+    count = place_in(table, job_ask(request, head), need, room, PLACE_FIRST_FIT, reserved, 0)
     r_off, r_node, r_c, r_g = reserved
     r_off[1] = max(count, 0)
     for k in range(max(count, 0)):
@@ -190,14 +261,6 @@ def _reserve_head(
         blocked_c[node] = min(blocked_c[node], free_c[node])
         blocked_g[node] = min(blocked_g[node], free_g[node])
     return blocked_c, blocked_g
-
-
-@njit(cache=True)
-def _record(nodes: NodeView, out: PassOut, ns: int, j: int, count: int, backfilled: bool) -> int:
-    out.start[ns] = j
-    out.backfilled[ns] = backfilled
-    nodes.placed.offset[ns + 1] = nodes.placed.offset[ns] + count
-    return ns + 1
 
 
 @njit(cache=True)
@@ -225,28 +288,48 @@ def easy_nodes_pass(
     free_room = Room(free_c, free_g, no_prefer, False)
     # Arrays held in locals for the loops (see rush.core.node_pool).
     usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
-    placed_off, placed_node, placed_c, placed_g = nodes.placed
+    placed = nodes.placed
+    placed_off, placed_node, placed_c, placed_g = placed
+    placement = nodes.placement
+    # Placement's table of the pool: the caller's (the simulator keeps one per replay), else
+    # built when this pass first places (many passes place nothing: their first job fails an
+    # O(1) bound); O(nodes) each time.
+    table = nodes.table
     queue, taken, est = queues.queue, queues.taken, jobs.est
+    sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
+    variable_now, skip_limit = moment.variable_now, config.skip_limit
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
     # Idle nodes now matter only to exclusive requests: counted when the first one is met
     # (UNCOUNTED until then), then kept up to date start by start.
     idle_now = UNCOUNTED
-    r_nodes, r_cores, r_exclusive = nodes.request.nodes, nodes.request.cores, nodes.request.exclusive
+    request = nodes.request
+    r_nodes, r_cores, r_exclusive = request.nodes, request.cores, request.exclusive
+    r_gpus, r_partition = request.gpus, request.partition
     ns = 0
     nk = 0
     head = -1
     for k in range(moment.queued):
         j = queue[k]
-        need = need_units(nodes.request, j, procs[j])
-        skip_now = should_skip(jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit)
+        need = procs[j] if r_nodes[j] == 0 else r_nodes[j]
+        skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
         if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
             idle_now = _count_idle(pool, free_c, free_g)
-        if hopeless(nodes, j, need, free_total, idle_now):
+        # An O(1) bound spares the O(nodes) placement for most jobs of a long queue.
+        if r_nodes[j] == 0:
+            no_hope = need > free_total
+        elif r_exclusive[j]:
+            no_hope = need > idle_now
+        else:
+            no_hope = need * r_cores[j] > free_total
+        if no_hope:
             count = NO_FIT
         else:
-            count = _decide(nodes, j, need, free_room, skip_now, placed_off[ns])
+            ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            if table.shape[1] == 0:
+                table = node_table(pool)
+            count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
         if count == NO_FIT:
             head = j
             break
@@ -255,7 +338,10 @@ def easy_nodes_pass(
             out.skip[nk] = j
             nk += 1
             continue
-        ns = _record(nodes, out, ns, j, count, False)
+        out_start[ns] = j
+        out_backfilled[ns] = False
+        placed_off[ns + 1] = placed_off[ns] + count
+        ns += 1
         for e in range(placed_off[ns - 1], placed_off[ns]):
             node = placed_node[e]
             # The idle test is written out: a helper taking the capacity arrays costs reference
@@ -283,7 +369,9 @@ def easy_nodes_pass(
             now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
         )
         if shadow < INF:
-            blocked_c, blocked_g = _reserve_head(nodes, head, need, shadow_c, shadow_g, free_room)
+            if table.shape[1] == 0:
+                table = node_table(pool)
+            blocked_c, blocked_g = _reserve_head(nodes, table, head, need, shadow_c, shadow_g, free_room)
         else:
             blocked_c = np.zeros(m, dtype=np.int64)
             blocked_g = np.zeros(m, dtype=np.int64)
@@ -324,11 +412,12 @@ def easy_nodes_pass(
                     idle_now = _count_idle(pool, free_c, free_g)
                 if need > (idle_now if ends_in_time else idle_long):
                     continue
-            skip_now = should_skip(
-                jobs.sensitive[j] and moment.variable_now, state.skips[j], config.skip_limit
-            )
+            skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
             room = short_room if ends_in_time else long_room
-            count = _decide(nodes, j, need, room, skip_now, placed_off[ns])
+            ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
+            if table.shape[1] == 0:
+                table = node_table(pool)
+            count = decide_in(table, ask, need, room, skip_now, placement, placed, placed_off[ns])
             if count == NO_FIT:
                 continue
             taken[j] = True
@@ -336,7 +425,10 @@ def easy_nodes_pass(
                 out.skip[nk] = j
                 nk += 1
                 continue
-            ns = _record(nodes, out, ns, j, count, True)
+            out_start[ns] = j
+            out_backfilled[ns] = True
+            placed_off[ns + 1] = placed_off[ns] + count
+            ns += 1
             for e in range(placed_off[ns - 1], placed_off[ns]):
                 node = placed_node[e]
                 c = placed_c[e]

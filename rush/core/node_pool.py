@@ -96,11 +96,16 @@ class Room(NamedTuple):
     quiet_only: bool
 
 
+NO_TABLE = np.zeros((0, 0), dtype=np.int64)
+
+
 class NodeView(NamedTuple):
     """Everything node-level a pass needs: the pool, requests by job index, the running jobs'
     allocations (rows aligned with the pass's :class:`rush.core.pass_data.RunningSet`), the
     placement policy, and outputs: ``placed`` (one row per start, in start order) and the
-    EASY head's reserved nodes (``reserved``: row 0)."""
+    EASY head's reserved nodes (``reserved``: row 0). ``table``: the pool's
+    :func:`node_table` when the caller keeps one across passes (the simulator), else empty
+    and a pass builds it."""
 
     pool: NodePool
     request: NodeRequests
@@ -108,6 +113,7 @@ class NodeView(NamedTuple):
     placement: int
     placed: Slots
     reserved: Slots
+    table: np.ndarray = NO_TABLE
 
 
 @njit(cache=True)
@@ -128,81 +134,128 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 
 # Hot loops read arrays held in locals: taking an array out of a named tuple inside a loop
 # costs numba a reference-count update each time (measured: 60 ns a node, 20x the work).
+# Across calls too: a jitted call counts a reference per array in its arguments on entry and
+# exit, so a NodePool (12 arrays) and NodeRequests (5) passed per placement made reference
+# counting 70 % of the node replay (issue 31). Placement therefore reads the pool from one
+# 2-D table (:func:`node_table`, built once per pass) and the job's request as a tuple of
+# integers (:func:`job_ask`): a placement counts the table, the room and the output only.
+
+CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, META = range(11)
+TABLE_ROWS = 11
 
 
 @njit(cache=True)
-def _units(pool: NodePool, request: NodeRequests, j: int, room: Room, by_leaf: bool) -> tuple[int, int]:
-    """Fill ``pool.node_units`` with what each node offers job j on ``room`` (cores for a
-    processor request, else 1 if it can hold one of the job's nodes); return the total and
-    the part on preferred nodes; with ``by_leaf``, also each leaf's share in ``pool.leaf_room``."""
-    usable, parts, quiet, leaf = pool.usable, pool.partitions, pool.quiet, pool.leaf
-    cap_c, cap_g, units, leaves = pool.cores, pool.gpus, pool.node_units, pool.leaf_room
+def node_table(pool: NodePool) -> np.ndarray:
+    """The pool as one int64 table for placement: rows ``CAP_C`` .. ``QUIET`` per node,
+    ``UNITS`` (scratch per node), ``LEAF_ROOM`` (scratch per leaf), ``LEAF_FIRST`` and
+    ``LEAF_NODES`` (:func:`leaf_index`), and ``META``: (node count, leaf count)."""
+    m = pool.count
+    leaves = pool.leaf_room.shape[0]
+    table = np.zeros((TABLE_ROWS, max(m, leaves + 1, 2)), dtype=np.int64)
+    cores, gpus, usable, parts = pool.cores, pool.gpus, pool.usable, pool.partitions
+    leaf, quiet, order, first = pool.leaf, pool.quiet, pool.leaf_nodes, pool.leaf_first
+    for i in range(m):
+        table[CAP_C, i] = cores[i]
+        table[CAP_G, i] = gpus[i]
+        table[USABLE, i] = usable[i]
+        table[PARTS, i] = parts[i]
+        table[LEAF, i] = leaf[i]
+        table[QUIET, i] = quiet[i]
+        table[LEAF_NODES, i] = order[i]
+    for x in range(leaves + 1):
+        table[LEAF_FIRST, x] = first[x]
+    table[META, 0] = m
+    table[META, 1] = leaves
+    return table
+
+
+@njit(cache=True, inline="always")
+def job_ask(request: NodeRequests, j: int) -> tuple[int, int, int, int, int]:
+    """Job j's request as integers: (partition bit or -1, nodes, exclusive, cores and GPUs
+    per node)."""
+    return (
+        request.partition[j],
+        request.nodes[j],
+        1 if request.exclusive[j] else 0,
+        request.cores[j],
+        request.gpus[j],
+    )
+
+
+@njit(cache=True)
+def _units(
+    table: np.ndarray, ask: tuple[int, int, int, int, int], room: Room, by_leaf: bool
+) -> tuple[int, int]:
+    """Fill the table's ``UNITS`` row with what each node offers the job on ``room`` (cores
+    for a processor request, else 1 if it can hold one of the job's nodes); return the total
+    and the part on preferred nodes; with ``by_leaf``, also each leaf's share in ``LEAF_ROOM``."""
     room_c, room_g, prefer, quiet_only = room.cores, room.gpus, room.prefer, room.quiet_only
-    p = request.partition[j]
-    nodes = request.nodes[j]
-    exclusive = request.exclusive[j]
-    c_need = request.cores[j]
-    g_need = request.gpus[j]
+    p, nodes, exclusive, c_need, g_need = ask
+    m = table[META, 0]
     total = 0
     preferred = 0
     if p < 0 and not quiet_only and nodes == 0:
         # The common cases get a loop without the per-node tests they do not need.
-        for i in range(pool.count):
-            u = max(room_c[i], 0) if usable[i] else 0
-            units[i] = u
+        for i in range(m):
+            u = max(room_c[i], 0) if table[USABLE, i] else 0
+            table[UNITS, i] = u
             total += u
             preferred += u if prefer[i] else 0
     elif p < 0 and not quiet_only and exclusive:
-        for i in range(pool.count):
-            u = 1 if usable[i] and room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
-            units[i] = u
+        for i in range(m):
+            u = 1 if table[USABLE, i] and room_c[i] == table[CAP_C, i] and room_g[i] == table[CAP_G, i] else 0
+            table[UNITS, i] = u
             total += u
             preferred += u if prefer[i] else 0
     else:
-        for i in range(pool.count):
+        for i in range(m):
             u = 0
-            if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
+            if (
+                table[USABLE, i]
+                and (p < 0 or ((table[PARTS, i] >> p) & 1) == 1)
+                and not (quiet_only and not table[QUIET, i])
+            ):
                 if nodes == 0:
                     u = max(room_c[i], 0)
                 elif exclusive:
-                    u = 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+                    u = 1 if room_c[i] == table[CAP_C, i] and room_g[i] == table[CAP_G, i] else 0
                 else:
                     u = 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
-            units[i] = u
+            table[UNITS, i] = u
             total += u
             preferred += u if prefer[i] else 0
     if by_leaf:
-        leaves[:] = 0
-        if leaves.shape[0] == 1:
-            leaves[0] = total
+        leaves = table[META, 1]
+        for x in range(leaves):
+            table[LEAF_ROOM, x] = 0
+        if leaves == 1:
+            table[LEAF_ROOM, 0] = total
         else:
-            for i in range(pool.count):
-                leaves[leaf[i]] += units[i]
+            for i in range(m):
+                table[LEAF_ROOM, table[LEAF, i]] += table[UNITS, i]
     return total, preferred
 
 
 @njit(cache=True)
-def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -> bool:
-    """Whether :func:`place` would place job j (``need`` units) on ``room``: every policy
-    takes units until it has ``need``, so it fits exactly when the room offers that many
-    (counted by :func:`_units`' rule, stopping as soon as there are enough)."""
+def fits_in(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room) -> bool:
+    """Whether :func:`place_in` would place the job (``need`` units) on ``room``: every
+    policy takes units until it has ``need``, so it fits exactly when the room offers that
+    many (counted by :func:`_units`' rule, stopping as soon as there are enough)."""
     if need <= 0:
         return True
-    usable, parts, quiet = pool.usable, pool.partitions, pool.quiet
-    cap_c, cap_g = pool.cores, pool.gpus
     room_c, room_g, quiet_only = room.cores, room.gpus, room.quiet_only
-    p = request.partition[j]
-    nodes = request.nodes[j]
-    exclusive = request.exclusive[j]
-    c_need = request.cores[j]
-    g_need = request.gpus[j]
+    p, nodes, exclusive, c_need, g_need = ask
     total = 0
-    for i in range(pool.count):
-        if usable[i] and (p < 0 or ((parts[i] >> p) & 1) == 1) and not (quiet_only and not quiet[i]):
+    for i in range(table[META, 0]):
+        if (
+            table[USABLE, i]
+            and (p < 0 or ((table[PARTS, i] >> p) & 1) == 1)
+            and not (quiet_only and not table[QUIET, i])
+        ):
             if nodes == 0:
                 total += max(room_c[i], 0)
             elif exclusive:
-                total += 1 if room_c[i] == cap_c[i] and room_g[i] == cap_g[i] else 0
+                total += 1 if room_c[i] == table[CAP_C, i] and room_g[i] == table[CAP_G, i] else 0
             else:
                 total += 1 if room_c[i] >= c_need and room_g[i] >= g_need else 0
             if total >= need:
@@ -211,31 +264,31 @@ def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -
 
 
 @njit(cache=True)
+def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -> bool:
+    """:func:`fits_in` on a pool and job j (one-off calls; passes build the table once)."""
+    return fits_in(node_table(pool), job_ask(request, j), need, room)
+
+
+@njit(cache=True)
 def _fill(
-    pool: NodePool,
-    request: NodeRequests,
-    j: int,
+    table: np.ndarray,
+    ask: tuple[int, int, int, int, int],
     wanted: tuple[int, int],
-    room: Room,
+    prefer: np.ndarray,
     leaf: int,
     out: Slots,
     k0: int,
 ) -> tuple[int, int]:
-    """Take units for job j from the nodes :func:`_units` found eligible (of ``leaf``, or any
-    when -1), preferred ones first, then by index; returns (units still needed, next entry).
-    ``wanted``: (units needed, units on preferred nodes anywhere: the first round stops after
-    them)."""
+    """Take units for the job from the nodes :func:`_units` found eligible (of ``leaf``, or
+    any when -1), preferred ones first, then by index; returns (units still needed, next
+    entry). ``wanted``: (units needed, units on preferred nodes anywhere: the first round
+    stops after them)."""
     need, preferred = wanted
-    units, order, cap_c, cap_g = pool.node_units, pool.leaf_nodes, pool.cores, pool.gpus
-    prefer = room.prefer
     out_node, out_c, out_g = out.node, out.cores, out.gpus
-    nodes = request.nodes[j]
-    exclusive = request.exclusive[j]
-    c_need = request.cores[j]
-    g_need = request.gpus[j]
-    lo, hi = 0, pool.count
+    _, nodes, exclusive, c_need, g_need = ask
+    lo, hi = 0, table[META, 0]
     if leaf >= 0:  # only that leaf's nodes, in index order
-        lo, hi = pool.leaf_first[leaf], pool.leaf_first[leaf + 1]
+        lo, hi = table[LEAF_FIRST, leaf], table[LEAF_FIRST, leaf + 1]
     k = k0
     for phase in range(2):
         want_prefer = phase == 0
@@ -245,19 +298,20 @@ def _fill(
         for x in range(lo, hi):
             if need <= 0:
                 return need, k
-            i = order[x] if leaf >= 0 else x
-            if units[i] <= 0 or prefer[i] != want_prefer:
+            i = table[LEAF_NODES, x] if leaf >= 0 else x
+            units = table[UNITS, i]
+            if units <= 0 or prefer[i] != want_prefer:
                 continue
-            seen += units[i]
+            seen += units
             out_node[k] = i
             if nodes == 0:
-                c = min(units[i], need)
+                c = min(units, need)
                 out_c[k] = c
                 out_g[k] = 0
                 need -= c
             else:
-                out_c[k] = cap_c[i] if exclusive else c_need
-                out_g[k] = cap_g[i] if exclusive else g_need
+                out_c[k] = table[CAP_C, i] if exclusive else c_need
+                out_g[k] = table[CAP_G, i] if exclusive else g_need
                 need -= 1
             k += 1
             if want_prefer and seen >= preferred:
@@ -266,36 +320,54 @@ def _fill(
 
 
 @njit(cache=True)
-def place(
-    pool: NodePool, request: NodeRequests, j: int, need: int, room: Room, policy: int, out: Slots, k0: int
+def place_in(
+    table: np.ndarray,
+    ask: tuple[int, int, int, int, int],
+    need: int,
+    room: Room,
+    policy: int,
+    out: Slots,
+    k0: int,
 ) -> int:
-    """Place job j (``need`` units: nodes, or cores for a processor request) on ``room``:
-    write its slots from entry ``k0`` of ``out`` on and return their number, or -1 when it
-    does not fit (entries from ``k0`` then hold garbage)."""
-    total, preferred = _units(pool, request, j, room, policy != PLACE_FIRST_FIT)
+    """Place a job (``ask``: :func:`job_ask`; ``need`` units: nodes, or cores for a processor
+    request) on ``room`` over the pool's :func:`node_table`: write its slots from entry ``k0``
+    of ``out`` on and return their number, or -1 when it does not fit (entries from ``k0``
+    then hold garbage)."""
+    total, preferred = _units(table, ask, room, policy != PLACE_FIRST_FIT)
     if total < need:
         return -1
-    leaves = pool.leaf_room
+    prefer = room.prefer
     if policy == PLACE_FIRST_FIT:
-        left, k = _fill(pool, request, j, (need, preferred), room, -1, out, k0)
+        left, k = _fill(table, ask, (need, preferred), prefer, -1, out, k0)
         return k - k0 if left <= 0 else -1
     # Topology: the smallest leaf that holds it all, else the roomiest leaves first.
+    leaves = table[META, 1]
     best = -1
-    for leaf in range(leaves.shape[0]):
-        if leaves[leaf] >= need and (best < 0 or leaves[leaf] < leaves[best]):
+    for leaf in range(leaves):
+        room_l = table[LEAF_ROOM, leaf]
+        if room_l >= need and (best < 0 or room_l < table[LEAF_ROOM, best]):
             best = leaf
     if best >= 0:
-        left, k = _fill(pool, request, j, (need, preferred), room, best, out, k0)
+        left, k = _fill(table, ask, (need, preferred), prefer, best, out, k0)
         return k - k0 if left <= 0 else -1
     left = need
     k = k0
     while left > 0:
         best = -1
-        for leaf in range(leaves.shape[0]):
-            if leaves[leaf] > 0 and (best < 0 or leaves[leaf] > leaves[best]):
+        for leaf in range(leaves):
+            room_l = table[LEAF_ROOM, leaf]
+            if room_l > 0 and (best < 0 or room_l > table[LEAF_ROOM, best]):
                 best = leaf
         if best < 0:
             return -1
-        leaves[best] = 0
-        left, k = _fill(pool, request, j, (left, preferred), room, best, out, k)
+        table[LEAF_ROOM, best] = 0
+        left, k = _fill(table, ask, (left, preferred), prefer, best, out, k)
     return k - k0
+
+
+@njit(cache=True)
+def place(
+    pool: NodePool, request: NodeRequests, j: int, need: int, room: Room, policy: int, out: Slots, k0: int
+) -> int:
+    """:func:`place_in` for job j on a pool (one-off calls; passes build the table once)."""
+    return place_in(node_table(pool), job_ask(request, j), need, room, policy, out, k0)

@@ -39,7 +39,7 @@ from rush.core.false_small_kill import (
     run_outcome,
 )
 from rush.core.job_rules import effective_estimate
-from rush.core.node_pool import NodePool, NodeView, Slots, need_units, new_slots
+from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
 from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
@@ -175,16 +175,20 @@ class SimOutcome(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def _give_back(pool: NodePool, held: Slots, row: int, sign: int = 1) -> int:
-    """Return (sign 1) or take (-1) allocation ``row``'s cores and GPUs; returns its cores on
-    usable nodes (what the machine's free count changes by)."""
+def _give_back(
+    free_c: np.ndarray, free_g: np.ndarray, usable: np.ndarray, held: Slots, row: int, sign: int = 1
+) -> int:
+    """Return (sign 1) or take (-1) allocation ``row``'s cores and GPUs on the pool's free
+    cores and GPUs; returns its cores on usable nodes (what the machine's free count changes
+    by). Takes the pool's arrays, not the pool: a call counts a reference per array passed."""
     cores = 0
-    for k in range(held.offset[row], held.offset[row + 1]):
-        node = held.node[k]
-        pool.free_cores[node] += sign * held.cores[k]
-        pool.free_gpus[node] += sign * held.gpus[k]
-        if pool.usable[node]:
-            cores += held.cores[k]
+    h_off, h_node, h_c, h_g = held
+    for k in range(h_off[row], h_off[row + 1]):
+        node = h_node[k]
+        free_c[node] += sign * h_c[k]
+        free_g[node] += sign * h_g[k]
+        if usable[node]:
+            cores += h_c[k]
     return cores
 
 
@@ -314,6 +318,9 @@ def run_simulation(
         for node in range(nodes.pool.count):
             if nodes.pool.usable[node]:
                 free += nodes.pool.free_cores[node]
+    pool_free_c, pool_free_g, pool_usable = nodes.pool.free_cores, nodes.pool.free_gpus, nodes.pool.usable
+    # Placement's table of the pool, built once: the pool's nodes do not change during a replay.
+    table = node_table(nodes.pool) if on_nodes else np.zeros((0, 0), dtype=np.int64)
     # No node view lives across the loop's iterations: on processor counts it would cost a
     # reference-count update per array at every event (counts_pass takes none).
     nxt = 0
@@ -346,7 +353,7 @@ def run_simulation(
             j = hj[0]
             hn = _heap_pop(ht, hj, hn)
             if on_nodes:
-                free += _give_back(nodes.pool, held, row_of[j])
+                free += _give_back(pool_free_c, pool_free_g, pool_usable, held, row_of[j])
             else:
                 free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
@@ -418,7 +425,7 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
-            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept)
+            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
             result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
@@ -432,7 +439,7 @@ def run_simulation(
                 held = _keep_placement(held, nodes.placed, k, rows)
                 row_of[j] = rows
                 rows += 1
-                free -= _give_back(nodes.pool, held, row_of[j], -1)
+                free -= _give_back(pool_free_c, pool_free_g, pool_usable, held, row_of[j], -1)
             else:
                 free -= procs[j]
             start[j] = t
