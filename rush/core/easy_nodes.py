@@ -172,46 +172,34 @@ def node_shadow_time(
     # Ends in time order; once the head fits, everything else that ends at the shadow time
     # is given back too (it is free then).
     while a < rn or b < sn:
-        if b >= sn or (a < rn and run_end[a] <= new_end[b]):
-            e = run_end[a]
-            if e > shadow:
-                break
-            row = run_row[a]
-            for k in range(h_off[row], h_off[row + 1]):
-                node = h_node[k]
-                cap_c, cap_g = caps_c[node], caps_g[node]
-                if eligible[node]:
-                    units -= _node_units(
-                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
-                    )
-                free_c[node] += h_c[k]
-                free_g[node] += h_g[k]
-                released += h_c[k]
-                if eligible[node]:
-                    units += _node_units(
-                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
-                    )
+        # The next end, of a running job (rows of nodes.held) or of one started in this pass
+        # (rows of nodes.placed); both give their allocation back by the loop below.
+        of_running = b >= sn or (a < rn and run_end[a] <= new_end[b])
+        e = run_end[a] if of_running else new_end[b]
+        if e > shadow:
+            break
+        if of_running:
+            lo, hi = h_off[run_row[a]], h_off[run_row[a] + 1]
             a += 1
         else:
-            e = new_end[b]
-            if e > shadow:
-                break
-            row = new_row[b]
-            for k in range(p_off[row], p_off[row + 1]):
-                node = p_node[k]
-                cap_c, cap_g = caps_c[node], caps_g[node]
-                if eligible[node]:
-                    units -= _node_units(
-                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
-                    )
-                free_c[node] += p_c[k]
-                free_g[node] += p_g[k]
-                released += p_c[k]
-                if eligible[node]:
-                    units += _node_units(
-                        free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
-                    )
+            lo, hi = p_off[new_row[b]], p_off[new_row[b] + 1]
             b += 1
+        for k in range(lo, hi):
+            node = h_node[k] if of_running else p_node[k]
+            back_c = h_c[k] if of_running else p_c[k]
+            back_g = h_g[k] if of_running else p_g[k]
+            cap_c, cap_g = caps_c[node], caps_g[node]
+            if eligible[node]:
+                units -= _node_units(
+                    free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                )
+            free_c[node] += back_c
+            free_g[node] += back_g
+            released += back_c
+            if eligible[node]:
+                units += _node_units(
+                    free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
+                )
         if shadow == INF and released >= lower and (need <= 0 or units >= need):
             shadow = e
     if shadow < now:
