@@ -69,6 +69,8 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
         cache_home = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = Path(environ.get("RUSH_CACHE_DIR") or os.path.join(cache_home, "rush")) / "numba"
     target = str(base / f"{CACHE_PREFIX}{kernel_sources_digest()}")
+    if environ is os.environ:
+        mark_cache_used(target)
     if environ.get("NUMBA_CACHE_DIR") != target:
         environ["NUMBA_CACHE_DIR"] = target
         if "numba" in sys.modules and environ is os.environ:
@@ -153,18 +155,65 @@ def configure_when_numba_is_imported() -> None:
         sys.meta_path.insert(0, _NumbaFirstImport())
 
 
-def prune_old_caches() -> list[Path]:
-    """Remove the cache directories of other kernel-source versions next to the current one."""
+# A cache of other kernel sources is removed only when no process has used it this long: on a
+# machine with several checkouts or installs (a test clone beside the site's daemon) each keeps
+# its own directory, and a warmup in one must not throw away another's compiled kernels.
+PRUNE_AFTER_IDLE_DAYS = 14
+_LAST_USED = ".last-used"
+_MARK_EVERY_SECONDS = 3600.0  # one stat per process; a write at most once an hour
+
+
+def mark_cache_used(directory: str | Path, now: float | None = None) -> None:
+    """Record that a process uses this cache directory (the marker's mtime), for the pruning."""
+    import time
+
+    marker = Path(directory) / _LAST_USED
+    now = time.time() if now is None else now
+    try:
+        if now - marker.stat().st_mtime < _MARK_EVERY_SECONDS:
+            return
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        os.utime(marker, (now, now))
+    except OSError:
+        pass  # a read-only cache (a packaged install) is never pruned by its users anyway
+
+
+def last_used(directory: Path) -> float:
+    """When a process last used this cache: its marker, else its newest file (numba's writes)."""
+    try:
+        return (directory / _LAST_USED).stat().st_mtime
+    except OSError:
+        pass
+    newest = directory.stat().st_mtime
+    for path in directory.rglob("*"):
+        try:
+            newest = max(newest, path.stat().st_mtime)
+        except OSError:
+            continue
+    return newest
+
+
+def prune_old_caches(now: float | None = None, idle_days: float = PRUNE_AFTER_IDLE_DAYS) -> list[Path]:
+    """Remove caches of other kernel-source versions next to the current one, once idle ``idle_days``."""
     import shutil
+    import time
 
     current = os.environ.get("NUMBA_CACHE_DIR")
     if not current or not Path(current).name.startswith(CACHE_PREFIX):
         return []
+    now = time.time() if now is None else now
     removed = []
     for other in Path(current).parent.glob(f"{CACHE_PREFIX}*"):
-        if other.name != Path(current).name and other.is_dir():
-            shutil.rmtree(other, ignore_errors=True)
-            removed.append(other)
+        if other.name == Path(current).name or not other.is_dir():
+            continue
+        if now - last_used(other) < idle_days * 86400:
+            continue  # another checkout or install still uses it
+        shutil.rmtree(other, ignore_errors=True)
+        removed.append(other)
     return removed
 
 

@@ -335,3 +335,44 @@ def test_leaving_at_once_waits_for_other_threads() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["returned"]
+
+
+def test_warmup_prunes_only_caches_idle_for_two_weeks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several checkouts share ~/.cache/rush/numba: a warmup in one must keep the others' kernels.
+    from rush.jit_cache import CACHE_PREFIX, PRUNE_AFTER_IDLE_DAYS, mark_cache_used, prune_old_caches
+
+    now = 2_000_000_000.0
+    current, in_use, idle, unmarked_old, unmarked_new = (
+        tmp_path / f"{CACHE_PREFIX}{name}" for name in ("current", "inuse", "idle", "oldfiles", "newfiles")
+    )
+    for directory in (current, in_use, idle, unmarked_old, unmarked_new):
+        (directory / "rush").mkdir(parents=True)
+        (directory / "rush" / "k.nbi").write_bytes(b"x")
+    day = 86400.0
+    mark_cache_used(in_use, now=now - (PRUNE_AFTER_IDLE_DAYS - 1) * day)
+    mark_cache_used(idle, now=now - (PRUNE_AFTER_IDLE_DAYS + 1) * day)
+    old = now - 30 * day
+    for path in (unmarked_old, unmarked_old / "rush", unmarked_old / "rush" / "k.nbi"):
+        os.utime(path, (old, old))
+    for path in (unmarked_new, unmarked_new / "rush", unmarked_new / "rush" / "k.nbi"):
+        os.utime(path, (now - day, now - day))
+    (tmp_path / "not-a-cache").mkdir()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(current))
+    removed = prune_old_caches(now=now)
+    assert sorted(p.name for p in removed) == sorted([idle.name, unmarked_old.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [current.name, in_use.name, unmarked_new.name, "not-a-cache"]
+    )
+
+
+def test_marking_a_cache_writes_at_most_once_an_hour(tmp_path: Path) -> None:
+    from rush.jit_cache import last_used, mark_cache_used
+
+    mark_cache_used(tmp_path, now=1000.0)
+    assert last_used(tmp_path) == 1000.0
+    mark_cache_used(tmp_path, now=1000.0 + 60)  # within the hour: no write
+    assert last_used(tmp_path) == 1000.0
+    mark_cache_used(tmp_path, now=1000.0 + 7200)
+    assert last_used(tmp_path) == 8200.0

@@ -15,7 +15,8 @@ def warmup_command() -> None:
 
     The set-up scripts run it after installing. numba caches the machine code in a directory
     per version of the kernel sources (under NUMBA_CACHE_DIR, default ~/.cache/rush/numba);
-    running it again on a warm cache takes about a second. Caches of older sources are removed.
+    running it again on a warm cache takes about a second. Caches of other kernel sources that no
+    process has used for 14 days are removed (another checkout's or install's stays).
     """
     from rush.jit_cache import (
         SIMULATION_ENTRY_POINTS,
@@ -37,7 +38,7 @@ def warmup_command() -> None:
     typer.echo(f"warm: {', '.join(done)} in {time.perf_counter() - t0:.1f} s")
     removed = prune_old_caches()
     if removed:
-        typer.echo(f"removed {len(removed)} cache(s) of older kernel sources", err=True)
+        typer.echo(f"removed {len(removed)} idle cache(s) of other kernel sources", err=True)
     if still_cold:
         # numba could not write its cache (read-only install): every run will compile again.
         typer.echo(
