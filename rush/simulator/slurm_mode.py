@@ -121,10 +121,7 @@ def simulate_slurm(
         # The backfill cycle that sees a change at ``now``: the bf_interval tick at or after
         # it on Slurm's clock (after that tick's submits and returning CPUs: events sort so),
         # one cycle per tick (a cycle's own starts wait for the next).
-        at = max(backfill_tick(now + offset, slurm.bf_interval) - offset, now)
-        if at <= last_cycle + 1e-6:
-            at = next_tick(last_cycle + offset, slurm.bf_interval) - offset
-        return at
+        return max(backfill_tick(now + offset, slurm.bf_interval, last_cycle + offset) - offset, now)
 
     while events:
         now, kind, k = heapq.heappop(events)

@@ -124,6 +124,10 @@ def test_the_backfill_tick_is_the_interval_tick_at_or_after_a_change() -> None:
     # Float noise on a tick counts as on it, never before the change.
     assert backfill_tick(60.0 - 1e-9, 30.0) == 60.0
     assert backfill_tick(60.0 + 1e-9, 30.0) == 60.0 + 1e-9
+    # One cycle per tick: a change on a tick whose cycle has run waits for the next tick.
+    assert backfill_tick(60.0, 30.0, last_cycle=60.0) == 90.0
+    assert backfill_tick(61.0, 30.0, last_cycle=60.0) == 90.0
+    assert backfill_tick(90.0, 30.0, last_cycle=60.0) == 90.0
 
 
 def test_will_run_skips_running_jobs_off_the_usable_nodes() -> None:
