@@ -17,8 +17,9 @@ What makes Slurm differ from the simulator's EASY on processor counts (docs/admi
   down to ``bf_resolution`` to its end rounded up (``backfill.c``'s ``_set_slot_time``). A
   later job starts now only on nodes no reservation holds during its own time limit. No
   reservation past ``bf_window``.
-* **The tick.** slurmctld records times in whole seconds, backfill runs on its interval, and
-  a finished job's CPUs return at the next one-second tick (:func:`next_tick`). The shell
+* **The tick.** slurmctld records times in whole seconds, backfill runs on its interval (the
+  cycle of the tick at or after a change, :func:`backfill_tick`), and a finished job's CPUs
+  return at the next one-second tick (:func:`next_tick`). The shell
   (``rush.simulator.slurm_mode``) keeps the clock.
 
 Everything here is pure Python on small arrays (one entry per node): a replay window or a
@@ -135,6 +136,23 @@ def next_tick(at: float, step: float) -> float:
     return (math.floor(at / step) + 1) * step
 
 
+def backfill_tick(changed: float, step: float, last_cycle: float = -math.inf) -> float:
+    """When the backfill cycle that sees a change at ``changed`` runs (epoch seconds): the first
+    tick of the ``step``-second clock (``bf_interval``) at or after it, one cycle per tick (a
+    tick whose cycle already ran at ``last_cycle`` passes to the next).
+
+    backfill.c's ``backfill_agent`` wakes every ``bf_interval`` seconds and runs a cycle when
+    ``_more_work``: a job or node update stamped, in whole seconds, no earlier than the last
+    cycle's end; it waits ``bf_interval`` after a cycle. A submit or an end that slurmctld
+    records in second T is therefore seen by that second's cycle, not only by the next one:
+    Slurm backfills jobs in their submit's second behind a waiting job (sim/slurm_mode/README.md,
+    H2). Within a microsecond of a tick counts as on it (the replay's clock is a float)."""
+    tick = max(math.ceil(changed / step - 1e-6 / step) * step, changed)
+    if tick <= last_cycle + 1e-6:
+        tick = next_tick(last_cycle, step)
+    return tick
+
+
 def place(free: np.ndarray, procs: int, usable: np.ndarray | None = None) -> np.ndarray | None:
     """CPUs per node for a job of ``procs`` CPUs on the free CPUs of the usable nodes, lowest
     node first; None when they do not fit."""
@@ -191,9 +209,15 @@ def will_run(
     """When and where a job of ``procs`` CPUs could start at ``t`` or later on the usable nodes,
     as cons_tres's will-run test finds it (``_future_run_test``): running jobs are taken away
     in batches, all those ending within a window (from the first end rounded up to a 30 s
-    barrier, the window doubling after each miss) at once; the job is placed on what is then
-    free, lowest node first, and starts at the end of the last removed job on its nodes."""
-    ending = sorted((run for run in running if run.limit_end > t), key=lambda run: run.limit_end)
+    barrier, the window doubling after each miss) at once, those with no CPUs on the usable
+    nodes never; the job is placed on what is then free, lowest node first, and starts at the
+    end of the last removed job on its nodes."""
+    # A running job with no CPUs on the usable nodes is skipped ("job has no usable nodes"): it
+    # is never removed, and the 30 s barrier is aligned on the first job that is.
+    ending = sorted(
+        (run for run in running if run.limit_end > t and (run.alloc[usable] > 0).any()),
+        key=lambda run: run.limit_end,
+    )
     free = _free_at(t, capacity, running)
     alloc = place(free, procs, usable)
     if alloc is not None:

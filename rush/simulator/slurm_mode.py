@@ -1,8 +1,8 @@
 """The simulator's Slurm mode: a workload through Slurm's main scheduler and backfill as a
 site's slurm.conf sets them (:mod:`rush.core.slurm_backfill` decides; this loop keeps time).
 
-Events: submits, ends, and backfill cycles every ``bf_interval`` seconds on Slurm's clock
-while something changed since the last cycle (backfill.c's ``_more_work``). The main
+Events: submits, ends, and backfill cycles on Slurm's ``bf_interval`` ticks: the tick at or
+after each change (backfill.c's ``_more_work``), after that tick's submits and ends. The main
 scheduler runs after every submit and whenever finished jobs' CPUs return, which is at
 slurmctld's next whole-second tick after the job's end (:func:`rush.core.slurm_backfill.next_tick`). Times are kept exactly; the start times reported
 are what slurmctld records, whole seconds of its clock (``clock_offset``: the epoch second of
@@ -27,6 +27,7 @@ from rush.core.slurm_backfill import (
     RunningJob,
     SlurmScheduler,
     backfill_pass,
+    backfill_tick,
     main_pass,
     next_tick,
 )
@@ -94,6 +95,7 @@ def simulate_slurm(
     events: list[tuple[float, int, int]] = [(float(submit[k]), SUBMIT, k) for k in range(n)]
     heapq.heapify(events)
     next_cycle = math.inf
+    last_cycle = -math.inf
     offset = clock.offset
     t0 = time.perf_counter()
 
@@ -116,8 +118,10 @@ def simulate_slurm(
         return [PendingJob(k, int(procs[k]), float(limit[k])) for k in waiting]
 
     def schedule_cycle(now: float) -> float:
-        # The next backfill cycle on Slurm's clock, strictly after ``now``.
-        return next_tick(now + offset, slurm.bf_interval) - offset
+        # The backfill cycle that sees a change at ``now``: the bf_interval tick at or after
+        # it on Slurm's clock (after that tick's submits and returning CPUs: events sort so),
+        # one cycle per tick (a cycle's own starts wait for the next).
+        return max(backfill_tick(now + offset, slurm.bf_interval, last_cycle + offset) - offset, now)
 
     while events:
         now, kind, k = heapq.heappop(events)
@@ -126,6 +130,7 @@ def simulate_slurm(
             if now != next_cycle:
                 continue  # superseded
             next_cycle = math.inf
+            last_cycle = now
             if waiting:
                 runs = [RunningJob(j, r.alloc, limit_end(j)) for j, r in running.items()]
                 chosen, _ = backfill_pass(now + offset, free, runs, pending(), slurm)
