@@ -6,8 +6,11 @@ adapters of ``rush simulate``'s 22 options cost about 0.06 s of CPU per command 
 of issue 31's 0.6 s replay target), for values that come out unchanged. Here a value that
 typer's adapter would return as it is stays as it is without one: ``None`` (any option of one
 value); a ``str`` for a plain ``str`` option; an ``int`` or ``float`` for an option of exactly
-that type, within its bounds. Any other value (a number given as text, a path, a choice, a bounded number) goes
-to typer's own adapter, built then, so conversions and error messages are typer's.
+that type, within its bounds. Two conversions are done here as pydantic does them: a plain
+decimal text for an ``int`` option (``int(text)``), and a non-empty text for a ``Path`` option
+(``Path(text)``, then typer's own path checks and messages, ``coerce_cli_path``). Anything
+else (a float given as text, a choice, a value out of bounds) goes to typer's own adapter,
+built then, so those conversions and error messages are typer's.
 
 Relies on typer's private ``_TyperParameter.get_runtime_param``; with a typer that has none
 (another version), :func:`install` changes nothing.
@@ -15,9 +18,19 @@ Relies on typer's private ``_TyperParameter.get_runtime_param``; with a typer th
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
+try:
+    from typer._param_types import coerce_cli_path
+except ImportError:  # another typer
+    coerce_cli_path = None
+
 _SIMPLE = (str, int, float)
+
+
+_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")  # what pydantic's int reads as int(text), surely
 
 
 class _LeanRuntimeParam:
@@ -25,14 +38,28 @@ class _LeanRuntimeParam:
 
     def __init__(self, descriptor: Any, build: Any) -> None:
         self.descriptor, self.build, self.full = descriptor, build, None
-        self.plain = _plain(descriptor)
+        self.kind = _kind(descriptor)
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         if not (param.multiple or param.nargs != 1):
             if value is None:
                 return None  # what typer's RuntimeParam.coerce returns first, for any type
-            if self.plain and type(value) is self.descriptor.annotation and self._within(value):
+            annotation = self.descriptor.annotation
+            if self.kind == "plain" and type(value) is annotation and self._within(value):
                 return value
+            if (
+                self.kind == "plain"
+                and annotation is int
+                and type(value) is str
+                and _DECIMAL.fullmatch(value)
+            ):
+                if self._within(int(value)):
+                    return int(value)
+            if self.kind == "path" and type(value) is str and value:
+                # typer's own path checks and messages, given the Path pydantic would make of the text
+                return coerce_cli_path(
+                    Path(value), self.descriptor.parameter_info, path_type=Path, param=param, ctx=ctx
+                )
         if self.full is None:
             self.full = self.build(self.descriptor)
         return self.full.coerce(value, param=param, ctx=ctx)
@@ -45,14 +72,19 @@ class _LeanRuntimeParam:
         return type(value) is not str and (low is None or value >= low) and (high is None or value <= high)
 
 
-def _plain(descriptor: Any) -> bool:
-    """A str, int or float option whose adapter returns a value of that type unchanged (in bounds)."""
+def _kind(descriptor: Any) -> str:
+    """ "plain": a str, int or float option whose adapter returns a value of that type unchanged (in
+    bounds); "path": a ``Path`` option (typer checks it with ``coerce_cli_path``); else ""."""
     info = descriptor.parameter_info
-    if descriptor.annotation not in _SIMPLE or descriptor.file_annotation is not None:
-        return False
-    if getattr(info, "parser", None) is not None or getattr(info, "click_type", None) is not None:
-        return False
-    return not descriptor.is_path and not descriptor.is_choice
+    if descriptor.file_annotation is not None or getattr(info, "parser", None) is not None:
+        return ""
+    if getattr(info, "click_type", None) is not None or descriptor.is_choice:
+        return ""
+    if descriptor.annotation is Path and getattr(info, "path_type", None) in (None, Path):
+        return "path" if coerce_cli_path is not None else ""
+    if descriptor.annotation in _SIMPLE and not descriptor.is_path:
+        return "plain"
+    return ""
 
 
 def install() -> bool:
