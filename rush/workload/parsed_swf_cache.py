@@ -18,6 +18,7 @@ not an error: the file was parsed and the replay goes on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -135,6 +136,7 @@ def store(file_sha256: str, parsed: ParsedSWF) -> Path | None:
             np.save(fh, floats, allow_pickle=False)
         partial.replace(path)
     except OSError:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
         return None
     return path
