@@ -4,7 +4,8 @@ Each command runs ``--repeat`` times (default 7) in fresh processes, interleaved
 busy machine slows every command alike; the median is printed next to two baselines measured
 in the same run, ``python -c pass`` (the interpreter) and ``python -c "import numpy"``
 (the least a numpy program pays). Targets (issue 8): ``rush --help`` <= 0.3 s and the
-SDSC-SP2 EASY replay <= 0.6 s on a warm numba cache; on a slower or busier machine compare
+SDSC-SP2 EASY replay <= 0.6 s on a warm numba cache (and a warm parsed-trace cache,
+``rush.workload.parsed_swf_cache``; the replay with that cache off is printed too); on a slower or busier machine compare
 the margins over the baselines instead.
 
 The script first warms the numba cache as ``rush warmup`` does (without pruning other
@@ -83,6 +84,8 @@ FLOOR_CALL = (
 # The same, ending as `rush simulate` does (rush.cli.main.leave_at_once: no interpreter teardown).
 FLOOR_CALL_AT_ONCE = FLOOR_CALL + "; import os; os._exit(0)"
 FLOORS = ("one cached numba kernel (floor)", "floor, leaving at once")
+# The replay with the parsed-trace cache off (RUSH_PARSE_CACHE=0): what a first run of a trace pays.
+NO_PARSE_CACHE = "  same, trace parsed (no parse cache)"
 
 
 def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
@@ -125,6 +128,8 @@ def main() -> None:
     else:
         print(f"no {SDSC} in {MIRROR}: replay case skipped (set RUSH_TRACE_MIRROR)")
     cases["rush simulate lublin:2000:64 (synthetic)"] = [*rush, "simulate", "lublin:2000:64", "--json"]
+    if have_trace:  # a first read of the trace: parsed from the text, as before the parse cache
+        cases[NO_PARSE_CACHE] = cases["rush simulate SDSC-SP2 --policy FCFS"]
 
     # Warm numba's cache as `rush warmup` does, without its pruning of other checkouts' caches.
     warm = "from rush.cli.warmup import warm_kernels; warm_kernels()"
@@ -141,7 +146,9 @@ def main() -> None:
     }
     # The floor's kernel is cached in its own directory, not in the user's rush cache.
     cwd = dict.fromkeys(FLOORS, floor_dir)
-    own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir})
+    own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir}) | {
+        NO_PARSE_CACHE: {"RUSH_PARSE_CACHE": "0"}
+    }
     env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), env.get("PYTHONPATH", "")])}
     for name, command in cases.items():  # one untimed run each: file-system and numba caches
         run(command, {**env, **own_env.get(name, {})}, cwd.get(name))
@@ -179,7 +186,7 @@ def main() -> None:
         names = (
             "import rush.cli.main",
             "import numba + kernels",
-            "read SWF (loads cache)",
+            "read SWF (parse cache)",
             "simulate",
             "metrics",
         )
