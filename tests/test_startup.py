@@ -211,7 +211,7 @@ def test_explain_and_status_from_a_journal_load_no_compiled_core(journal: Path, 
     code, (heavy, cli_modules) = report_of(out)
     assert code == 0, out.stderr
     assert heavy == []
-    assert cli_modules == ["rush.cli.app", "rush.cli.explain"]
+    assert cli_modules == ["rush.cli.app", "rush.cli.explain", "rush.cli.lean_options"]
     if command[0] == "explain":
         assert "LINEAR" in out.stdout and "wait" in out.stdout  # the stored terms were shown
 
