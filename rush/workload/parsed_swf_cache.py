@@ -5,7 +5,8 @@ parse, and loading the parser's kernel from numba's cache. :func:`store` keeps t
 output (the number arrays, the header, the malformed lines) in one file under
 ``$RUSH_CACHE_DIR/parsed-swf`` (default ``~/.cache/rush/parsed-swf``, beside numba's cache and
 never in the checkout), named by the sha256 of the trace file's bytes as stored (gzip
-included) and a digest of the parser's sources. :func:`load` uses an entry only if the file
+included) and a digest of the parser's sources (an entry of the same trace from another
+parser version is removed then). :func:`load` uses an entry only if the file
 hash, the parser digest, the format, the array shapes and a CRC of the arrays all match what
 the entry records; anything else (an edited trace, a changed parser, a torn or corrupt entry)
 is a miss: the caller parses the file and the entry is written again.
@@ -139,4 +140,9 @@ def store(file_sha256: str, parsed: ParsedSWF) -> Path | None:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
         return None
+    # The same trace parsed by another version of the parser: stale (keeps one entry per trace).
+    for stale in path.parent.glob(f"{file_sha256}-*.npy"):
+        if stale != path:
+            with contextlib.suppress(OSError):
+                stale.unlink()
     return path

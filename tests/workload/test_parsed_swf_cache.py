@@ -99,10 +99,15 @@ def test_another_parser_version_does_not_use_the_entry(
 ) -> None:
     path = write_trace(tmp_path / "trace.swf")
     read_swf(path)
+    (old,) = cache.glob("*.npy")
     monkeypatch.setattr(parsed_swf_cache, "_digest", "0" * 16)  # as if swf.py had been edited
     read_swf(path)
     assert len(parses) == 2
-    assert len(list(cache.glob("*.npy"))) == 2
+    (new,) = cache.glob("*.npy")  # the stale entry was removed
+    assert new != old and new.name.endswith("-" + "0" * 16 + ".npy")
+    other = write_trace(tmp_path / "other.swf", runtime=300)
+    read_swf(other)
+    assert len(list(cache.glob("*.npy"))) == 2  # another trace's entry stays beside it
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "meta", "not-ours"])
