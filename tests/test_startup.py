@@ -211,7 +211,7 @@ def test_explain_and_status_from_a_journal_load_no_compiled_core(journal: Path, 
     code, (heavy, cli_modules) = report_of(out)
     assert code == 0, out.stderr
     assert heavy == []
-    assert cli_modules == ["rush.cli.app", "rush.cli.explain"]
+    assert cli_modules == ["rush.cli.app", "rush.cli.explain", "rush.cli.lean_options"]
     if command[0] == "explain":
         assert "LINEAR" in out.stdout and "wait" in out.stdout  # the stored terms were shown
 
@@ -376,3 +376,64 @@ def test_marking_a_cache_writes_at_most_once_an_hour(tmp_path: Path) -> None:
     assert last_used(tmp_path) == 1000.0
     mark_cache_used(tmp_path, now=1000.0 + 7200)
     assert last_used(tmp_path) == 8200.0
+
+
+@pytest.mark.parametrize("command", [["explain", "1"], ["status"]])
+def test_explain_and_status_import_no_pydantic(journal: Path, command: list[str]) -> None:
+    # typer's pydantic adapters are built only for values that need converting (rush.cli.lean_options).
+    out = in_process([*command, "--journal", str(journal)], "'pydantic' in sys.modules")
+    assert report_of(out) == (0, False), out.stderr
+
+
+def test_simulate_options_need_no_pydantic(tmp_path: Path) -> None:
+    argv = ["simulate", "lublin:300:16:1", "--json", "--procs", "32", "--out", str(tmp_path / "run")]
+    out = in_process(argv, "'pydantic' in sys.modules")
+    assert report_of(out) == (0, False), out.stderr
+    assert json.loads(out.stdout.splitlines()[0])["settings"]["procs"] == 32  # "32" became 32
+
+
+def test_lean_options_convert_as_typer_does(tmp_path: Path) -> None:
+    # Every option of simulate, compare, explain and status, given typical and bad values: the
+    # lean conversion gives what typer's own (pydantic) one gives, value and type, or the same error.
+    pytest.importorskip("typer._coercion", reason="a typer without runtime params: lean_options does nothing")
+    existing = tmp_path / "file.txt"
+    existing.write_text("x")
+    values = [None, "", "0", "12", "007", "-3", "+4", " 5", "1_000", "9" * 30, "1.5", "1e1", "abc", "FCFS",
+              "/nonexistent/x", str(existing), str(tmp_path), 7, 2.5, True]  # fmt: skip
+    out = python(
+        f"""
+        import json, typer.main
+        from typer._coercion import build_runtime_param
+        from rush.cli.main import register
+        from rush.cli.lean_options import _LeanRuntimeParam
+
+        def outcome(runtime, value, param, ctx):
+            try:
+                got = runtime.coerce(value, param=param, ctx=ctx)
+            except Exception as exc:
+                return ["error", type(exc).__name__, str(exc)]
+            return ["value", type(got).__name__, repr(got)]
+
+        group = typer.main.get_command(register(["simulate", "explain"]))
+        checked, lean, differ = 0, 0, []
+        for name in ("simulate", "compare", "explain", "status"):
+            command = group.commands[name]
+            ctx = command.make_context(name, [], resilient_parsing=True)
+            for param in command.params:
+                if not hasattr(param, "get_runtime_param"):
+                    continue
+                runtime = param.get_runtime_param()
+                lean += isinstance(runtime, _LeanRuntimeParam)
+                for value in {values!r}:
+                    ours = outcome(runtime, value, param, ctx)
+                    typers = outcome(build_runtime_param(param.type_descriptor), value, param, ctx)
+                    checked += 1
+                    if ours != typers:
+                        differ.append([name, param.name, repr(value), ours, typers])
+        print(json.dumps([checked, lean, differ]))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    checked, lean, differ = json.loads(out.stdout)
+    assert lean > 20 and checked > 500
+    assert differ == []

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import typer
 
+from rush.cli import lean_options
+
+lean_options.install()
 app = typer.Typer(
     name="rush",
     help="rush: a resource-utilization-aware, learning scheduler for HPC clusters.",

@@ -76,7 +76,7 @@ def warm_kernels() -> list[str]:
             "3 2 0 10 2 -1 -1 2 20 -1 1 1 1 1 1 -1 -1 -1\n"
             "4 3 0 30 3 -1 -1 3 40 -1 1 1 1 1 1 -1 -1 -1\n"
         )
-        trace = read_swf(path)
+        trace = read_swf(path, cache=False)  # compile the parser even where the cache holds traces
         done.append("SWF reader")
     workload = workload_from_trace(trace)
     for backfill in BACKFILL_MODES:

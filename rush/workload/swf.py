@@ -23,6 +23,7 @@ with ``strict=True`` it raises, naming the line of the repeat.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import logging
 import math
 import os
@@ -33,9 +34,16 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import RushError, TraceFormatError
+from rush.workload import parsed_swf_cache
 from rush.workload.model import SWF_FIELDS, SWF_FLOAT_FIELDS, Trace, duplicate_job_ids
-from rush.workload.swf_fast import MAX_EXACT_INT, MIN_JOB_LINE, parse_swf_numbers
-from rush.workload.trace_file import read_trace_bytes
+from rush.workload.parsed_swf_cache import ParsedSWF
+from rush.workload.trace_file import (
+    GZIP_MAGIC,
+    decode_trace_bytes,
+    max_trace_bytes,
+    read_stored_bytes,
+    read_trace_bytes,
+)
 
 log = logging.getLogger(__name__)
 N_FIELDS = len(SWF_FIELDS)
@@ -105,6 +113,8 @@ def _shown(token: bytes, limit: int = 40) -> str:
 
 def _describe(line: bytes) -> str:
     """Why an SWF line is malformed (for messages)."""
+    from rush.workload.swf_fast import MAX_EXACT_INT
+
     fields = line.split()
     if len(fields) != N_FIELDS:
         return f"has {len(fields)} fields, SWF needs {N_FIELDS}"
@@ -132,17 +142,48 @@ def _job_line_number(raw: bytes, row: int, malformed: frozenset[int] = frozenset
     return 0
 
 
-def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
-    """Read an SWF file (plain or gzip) into a trace (see the module docstring)."""
-    path = Path(path)
-    raw = read_trace_bytes(path)
+def _parse(raw: bytes) -> ParsedSWF:
+    """One compiled pass over the text (numba is imported here, not when the cache answers)."""
+    from rush.workload.swf_fast import MIN_JOB_LINE, parse_swf_numbers
+
     # No job line is shorter than MIN_JOB_LINE bytes: a file of blank lines needs no room.
     capacity = min(raw.count(b"\n") + 1, len(raw) // MIN_JOB_LINE + 1)
     ints, floats, rows, n_bad, bad_lines = parse_swf_numbers(
         np.frombuffer(raw, dtype=np.uint8), _IS_FLOAT, capacity
     )
-    malformed = bad_lines.tolist()
+    header, header_lines = _parse_header(_header_lines(raw))
+    return ParsedSWF(
+        ints[:, :rows], floats[:, :rows], int(n_bad), bad_lines.tolist(), header, header_lines, len(raw)
+    )
+
+
+def _parsed(path: Path, stored: bytes, cache: bool) -> tuple[ParsedSWF, bytes | None]:
+    """The file's parse, from the cache when it holds this content (then the text is not decoded)."""
+    use_cache = cache and parsed_swf_cache.enabled(stored)
+    file_sha256 = hashlib.sha256(stored).hexdigest() if use_cache else ""
+    if use_cache:
+        parsed = parsed_swf_cache.load(file_sha256)
+        # The decompression limit applies as if the file were read again (a lowered limit refuses it).
+        if parsed is not None and (stored[:2] != GZIP_MAGIC or parsed.text_bytes <= max_trace_bytes()):
+            return parsed, None
+    raw = decode_trace_bytes(stored, path)
+    parsed = _parse(raw)
+    if use_cache:
+        parsed_swf_cache.store(file_sha256, parsed)
+    return parsed, raw
+
+
+def read_swf(path: str | Path, strict: bool = False, cache: bool = True) -> SWFTrace:
+    """Read an SWF file (plain or gzip) into a trace (see the module docstring).
+
+    ``cache``: use and fill the parsed-trace cache (``rush.workload.parsed_swf_cache``).
+    """
+    path = Path(path)
+    stored = read_stored_bytes(path)
+    parsed, raw = _parsed(path, stored, cache)
+    malformed, n_bad = parsed.malformed_lines, parsed.n_bad
     if n_bad and strict:
+        raw = raw if raw is not None else decode_trace_bytes(stored, path)
         lineno = malformed[0]
         line = raw.split(b"\n", lineno)[lineno - 1]
         raise TraceFormatError(
@@ -154,27 +195,27 @@ def read_swf(path: str | Path, strict: bool = False) -> SWFTrace:
         shown = ", ".join(map(str, malformed[:5]))
         log.warning("%s: skipped %d malformed SWF lines (first at lines %s)", path, n_bad, shown)
     # Each column is a contiguous row of the parser's arrays: no copy.
-    int_rows = iter(ints[:, :rows])
-    float_rows = iter(floats[:, :rows])
+    int_rows = iter(parsed.ints)
+    float_rows = iter(parsed.floats)
     columns = {name: next(float_rows if name in SWF_FLOAT_FIELDS else int_rows) for name in SWF_FIELDS}
     if strict:
         repeated = duplicate_job_ids(columns["job_id"])
         if repeated is not None:
+            raw = raw if raw is not None else decode_trace_bytes(stored, path)
             row = int(np.flatnonzero(repeated)[0])
             raise TraceFormatError(
                 f"job id {int(columns['job_id'][row])} appears again ({int(repeated.sum())} repeated ids)",
                 where=f"{path}:{_job_line_number(raw, row)}",
                 fix="give each job its own id, or read without --strict to keep the first and count the rest",
             )
-    header, header_lines = _parse_header(_header_lines(raw))
     return SWFTrace(
         columns=columns,
-        header=header,
+        header=parsed.header,
         name=trace_name(path),
         skipped={"malformed": n_bad} if n_bad else {},
         source=str(path),
         malformed_lines=malformed,
-        header_lines=header_lines,
+        header_lines=parsed.header_lines,
     )
 
 

@@ -111,17 +111,26 @@ def normalise_text(raw: bytes) -> bytes:
     return raw
 
 
-def read_trace_bytes(path: Path, what: str = "trace", fix: str | None = None) -> bytes:
-    """The text of a regular trace file, gunzipped (bounded) when it starts with gzip's magic."""
+def read_stored_bytes(path: Path, what: str = "trace") -> bytes:
+    """The bytes of a regular trace file as stored (gzip not undone)."""
     check_regular_file(path, what)
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:  # no permission, I/O error
         raise TraceFormatError(
             f"cannot read the {what} file ({exc.strerror or exc})",
             where=str(path),
             fix=f"give a readable {what} file",
         ) from exc
+
+
+def decode_trace_bytes(raw: bytes, path: Path, fix: str | None = None) -> bytes:
+    """The text of a trace file's stored bytes, gunzipped (bounded) when they start with gzip's magic."""
     if raw[:2] == GZIP_MAGIC:
         raw = gunzip_bounded(raw, str(path), max_trace_bytes(), fix or refetch_hint(path))
     return normalise_text(raw)
+
+
+def read_trace_bytes(path: Path, what: str = "trace", fix: str | None = None) -> bytes:
+    """The text of a regular trace file, gunzipped (bounded) when it starts with gzip's magic."""
+    return decode_trace_bytes(read_stored_bytes(path, what), path, fix)
