@@ -246,7 +246,7 @@ def prepare_only(study: ContentionStudy) -> dict[str, Any]:
 
 
 def run_study(study: ContentionStudy) -> dict[str, Any]:
-    from rush.studies.contention_report import markdown, summarise
+    from rush.studies.contention_records import write_plots, write_report_files
     from rush.studies.sweep import SweepOptions, run_sweep
 
     check_args(study.scenarios, study.trials, study.seed, study.hours, study.scale)
@@ -305,10 +305,9 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
     wanted = set(study.scenarios)
     jobs = [r for r in rows if r.get("kind") == "job" and r["scenario"] in wanted]
     predictions = [r for r in rows if r.get("kind") == "prediction" and r["scenario"] in wanted]
-    table = summarise(jobs, predictions)
     _write_csv(results / "runs.csv.gz", jobs, JOB_COLUMNS)
     _write_csv(results / "predictions.csv.gz", predictions, PREDICTION_COLUMNS)
-    summary = {
+    head = {
         "scenarios": study.scenarios,
         "variants": list(study.variants),
         "trials": list(range(study.first_trial, study.first_trial + study.trials)),
@@ -323,24 +322,11 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             for v, m in metas.items()
         },
         "thresholds": {v: m["thresholds"] for v, m in metas.items()},
-        "results": table,
+        "results": None,  # the report's keys, filled in by write_report_files
         "runner": f"rush.studies.sweep.run_sweep, cluster={study.cluster}",
     }  # fmt: skip
-    from rush.studies import contention_avoidable as avoid
-
-    summary["causes"] = avoid.causes(jobs)
-    summary["ladder"] = avoid.ladder(table)
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
-    (results / "tables.md").write_text(
-        markdown(table) + "\n" + avoid.markdown(summary["causes"], summary["ladder"])
-    )
-    from rush.studies.plots.contention import plot_study
-
-    plot_study(study.out, jobs, table)
-    avoid.plot_ladder(
-        summary["ladder"],
-        lambda v: study.out / "plots" / ("ladder.png" if v == "paper" else f"ladder-{v}.png"),
-    )
+    summary = write_report_files(results, jobs, predictions, head)
+    write_plots(study.out, jobs, summary)
     return summary
 
 

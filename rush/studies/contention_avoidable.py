@@ -90,7 +90,7 @@ def ladder(summary: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
                     # The target: RUSH's removal against the present-state oracle's.
                     "share_of_present": removed / present if present and present > 0 else None,
                     "makespan_change_pct": by_p[p]["makespan_change_pct"]["mean"],
-                    "limit_hits_per_trial": summary["experiments"][v][s][p]["limit_hits_per_trial"],
+                    "starts_at_limit_per_trial": summary["experiments"][v][s][p]["starts_at_limit_per_trial"],
                 }
             ordered = [rungs[p]["removed"] for p in (CLAIRVOYANT, PRESENT, "RUSH") if p in rungs]
             rungs["ordered"] = bool(all(a >= b for a, b in zip(ordered, ordered[1:], strict=False)))

@@ -146,7 +146,7 @@ def test_ladder_orders_the_rungs_and_shares_the_clairvoyants_removal() -> None:
     from rush.studies.contention_avoidable import causes, ladder, markdown
 
     def exp(v: float) -> dict:
-        return {"runs_with_variation": v, "limit_hits_per_trial": 0.0}
+        return {"runs_with_variation": v, "starts_at_limit_per_trial": 0.0}
 
     def pair(removed: list[float]) -> dict:
         return {"removed": {"mean": float(np.mean(removed)), "per_trial": removed},

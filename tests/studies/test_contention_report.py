@@ -12,77 +12,7 @@ from matplotlib.image import imread
 from rush.errors import ConfigError
 from rush.studies.contention_report import markdown, summarise, write_report
 from rush.studies.plots.contention import plot_study
-
-
-def job(policy: str, trial: int, app: str = "SWFFT", **over) -> dict:
-    row = {
-        "variant": "paper",
-        "scenario": "ADAA",
-        "policy": policy,
-        "trial": trial,
-        "job_id": over.pop("job_id", 1),
-        "app": app,
-        "wtype": "network",
-        "size": 16,
-        "submit": 0.0,
-        "start": 0.0,
-        "end": 100.0,
-        "runtime": 100.0,
-        "base": 100.0,
-        "slowdown": 1.0,
-        "wait": 0.0,
-        "skips": 0,
-        "skip_limit": {"RUSH-30": 30, "RUSH-UNLIMITED": -1}.get(policy, 10),
-        "limit_hit": False,
-        "noise_level": 0.5,
-        "variation": False,
-    }
-    row.update(over)
-    return row
-
-
-def ask(
-    policy: str, flag: bool, oracle: bool, trial: int = 0, app: str = "SWFFT", job_id: int = 1, t: float = 10.0
-) -> dict:
-    return {
-        "variant": "paper",
-        "scenario": "ADAA",
-        "policy": policy,
-        "trial": trial,
-        "t": t,
-        "job_id": job_id,
-        "app": app,
-        "flag": flag,
-        "oracle_flag": oracle,
-    }
-
-
-def trials() -> list[dict]:
-    """Two paired trials of FCFS+EASY, RUSH and the present-state oracle.
-
-    Runs with variation (campaign): FCFS+EASY 3 and 2, RUSH 1 and 2, oracle 0 and 1; so RUSH
-    removes 2 and 0 (mean 1), the oracle 3 and 1 (mean 2): RUSH reaches half the oracle's.
-    Makespans: FCFS+EASY 1000 and 2000 s, RUSH 1100 and 1800 s: +10 % and -10 %.
-    """
-    rows = []
-    for policy, varied, spans in (
-        ("FCFS+EASY", (3, 2), (1000.0, 2000.0)),
-        ("RUSH", (1, 2), (1100.0, 1800.0)),
-        ("PRESENT-ORACLE", (0, 1), (1000.0, 2000.0)),
-    ):
-        for t in (0, 1):
-            for k in range(4):
-                rows.append(
-                    job(
-                        policy,
-                        t,
-                        job_id=k,
-                        submit=100.0 + 10.0 * k,  # the first submit is 100 s
-                        end=100.0 + (spans[t] if k == 3 else 500.0),
-                        variation=k < varied[t],
-                    )
-                )
-    return rows
+from tests.studies.contention_rows import ask, job, trials
 
 
 def test_paired_differences_and_the_oracle_share_are_exact() -> None:
@@ -156,16 +86,17 @@ def test_per_application_counts_divide_by_every_trial() -> None:
     s = summarise(rows, [])
     e = s["experiments"]["paper"]["ADAA"]["RUSH"]
     assert e["apps"]["Laghos"]["runs"] == 1.0
-    assert e["apps"]["Laghos"]["limit_hits_per_trial"] == 0.5
+    assert e["apps"]["Laghos"]["starts_at_limit_per_trial"] == 0.5
+    assert e["apps"]["Laghos"]["flagged_starts_per_trial"] == 0.5
     assert e["apps"]["Laghos"]["variation_per_trial"] == [0, 0]
-    assert e["limit_hits_per_trial"] == 0.5
+    assert e["starts_at_limit_per_trial"] == 0.5
     assert e["skips_per_trial"] == 6.5
     assert e["runs"] == 2.0
 
 
 def test_markdown_has_the_expected_rows_and_labels_diagnostics() -> None:
     rows = trials() + [job("NOISE-ORACLE", 0), job("RUSH-UNLIMITED", 0), job("RUSH-UNLIMITED", 1)]
-    rows += [job("RUSH-30", 0, limit_hit=True), job("RUSH-30", 1)]
+    rows += [job("RUSH-30", 0, limit_hit=True, skips=30), job("RUSH-30", 1)]
     text = markdown(summarise(rows, [ask("RUSH", True, True)]))
     lines = text.splitlines()
     row = next(x for x in lines if x.startswith("| ADAA | RUSH | 2 |"))
@@ -174,9 +105,9 @@ def test_markdown_has_the_expected_rows_and_labels_diagnostics() -> None:
         "| ADAA | RUSH | 2 | 4.0 | 1.5 / 0.0 | +1.0 [+0.0, +2.0] | +0.0 [+0.0, +0.0] | 50 / — % |"
     )
     assert "0.0 % [-10.0, +10.0] |" in row  # +10 % and -10 %: a mean of 0
-    assert row.endswith("| 10 | 0.0 | 0.5 / 0.5 |")
+    assert row.endswith("| 10 | 0.0 | 0.0 | 0.5 / 0.5 |")
     baseline = next(x for x in lines if x.startswith("| ADAA | FCFS+EASY | 2 |"))
-    assert baseline.endswith("| — | 0.0 | — |")  # FCFS+EASY has no skip limit and no flags
+    assert baseline.endswith("| — | 0.0 | 0.0 | — |")  # FCFS+EASY has no skip limit and no flags
     assert any(x.startswith("| ADAA | PRESENT-ORACLE (diagnostic) |") for x in lines)
     assert any(x.startswith("| ADAA | NOISE-ORACLE (diagnostic) | 1 |") for x in lines)
     assert not any(x.startswith("| ADAA | PRESENT-ORACLE |") for x in lines)
@@ -188,9 +119,38 @@ def test_markdown_has_the_expected_rows_and_labels_diagnostics() -> None:
         ["RUSH-30", "30"],
         ["RUSH-UNLIMITED", "unlimited"],
     ]
-    assert sens[2].split(" | ")[8] == "0.5"  # RUSH-30: one limit hit in two trials
+    assert sens[2].split(" | ")[8:10] == ["0.5", "0.5"]  # RUSH-30: one start at its limit in two trials
     # Every SWFFT slowdown is 1.0: the within bar is 1.0 and no run is above it.
-    assert "| ADAA | SWFFT | RUSH | 1.000 | 4.0 | 1.5 / 0.0 | 100 / 100 | 0 | 0.0 |" in text
+    assert "| ADAA | SWFFT | RUSH | 1.000 | 4.0 | 1.5 / 0.0 | 100 / 100 | 0 | 0.0 | 0.0 |" in text
+
+
+def test_flagged_starts_and_starts_at_the_skip_limit_are_counted_apart() -> None:
+    """RUSH-MOVE-like trials: a flagged job moved to quiet leaves starts with no skip (a flagged
+    start, not a start at the limit); one job starts flagged after its 10 skips (both); one is
+    released flagged by an idle machine after 4 skips (flagged only); an unflagged job with 12
+    skips started on a "no" (neither). Per trial over two trials: 2.5 flagged starts, 0.5 at the limit."""
+    rows = [job("FCFS+EASY", t, job_id=k) for t in (0, 1) for k in range(4)]
+    rows += [job("RUSH-MOVE", 0, job_id=k, limit_hit=True) for k in range(3)]  # moved, no skip
+    rows += [job("RUSH-MOVE", 0, job_id=3, limit_hit=True, skips=10)]  # at the limit
+    rows += [job("RUSH-MOVE", 1, job_id=0, limit_hit=True, skips=4)]  # idle release
+    rows += [job("RUSH-MOVE", 1, job_id=1, skips=12)]  # not flagged when it started
+    rows += [job("RUSH-MOVE", 1, job_id=k) for k in (2, 3)]
+    rows += [job("RUSH-UNLIMITED", 0, job_id=0, limit_hit=True, skips=40)]  # no limit to reach
+    s = summarise(rows, [])
+    e = s["experiments"]["paper"]["ADAA"]["RUSH-MOVE"]
+    assert e["flagged_starts_per_trial"] == 2.5
+    assert e["starts_at_limit_per_trial"] == 0.5
+    assert e["apps"]["SWFFT"]["flagged_starts_per_trial"] == 2.5
+    assert e["apps"]["SWFFT"]["starts_at_limit_per_trial"] == 0.5
+    unlimited = s["experiments"]["paper"]["ADAA"]["RUSH-UNLIMITED"]
+    assert (unlimited["flagged_starts_per_trial"], unlimited["starts_at_limit_per_trial"]) == (1.0, 0.0)
+    lines = markdown(s).splitlines()
+    header = next(x for x in lines if x.startswith("| scenario | policy | trials |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    row = next(x for x in lines if x.startswith("| ADAA | RUSH-MOVE | 2 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[columns.index("flagged starts / trial")] == "2.5"
+    assert cells[columns.index("starts at the skip limit / trial")] == "0.5"
 
 
 def test_unlimited_limit_is_written_unlimited() -> None:

@@ -164,6 +164,7 @@ def _print(summary: dict, out: Path | None) -> None:
                 tag = " (diagnostic)" if r.get("diagnostic") else ""
                 typer.echo(f"  {p + tag:<28} runs with variation {r['runs_with_variation']:5.1f} of {r['runs']:.0f}"
                            f" per trial, makespan {r['makespan_mean']:.0f} s{change}, mean wait {r['wait_mean']:.0f} s,"
-                           f" limit hits {r['limit_hits_per_trial']:.1f}")  # fmt: skip
+                           f" starts at the skip limit {r['starts_at_limit_per_trial']:.1f}"
+                           f" (flagged starts {r['flagged_starts_per_trial']:.1f})")  # fmt: skip
     if out:
         typer.echo(f"\nresults in {out / 'results'}, plots in {out / 'plots'}")

@@ -275,7 +275,7 @@ def _skip_limit(
     panels = (
         ("runs_with_variation", "runs with variation / trial\n(campaign thresholds)"),
         ("makespan_change_pct", "Δmakespan vs FCFS+EASY (%)"),
-        ("limit_hits_per_trial", "skip-limit hits / trial"),
+        ("starts_at_limit_per_trial", "starts at the skip limit / trial"),
     )
     for k, s in enumerate(by_scenario):
         color = SCENARIO_COLORS[k % len(SCENARIO_COLORS)]
