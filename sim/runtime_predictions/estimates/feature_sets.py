@@ -1,7 +1,7 @@
 """Round 6: the ``base`` and ``t23`` feature sets side by side (``dev_log.md``'s criterion).
 
-Reads what ``run.py`` wrote for each set (``results/parts/`` for the default set,
-``results/feature_set_<set>/parts/`` for another) and writes ``results/feature_sets.{csv,md}``:
+Reads what ``run.py`` wrote for each set (``results/parts/`` for ``base``,
+``results/feature_set_t23/parts/`` for ``t23``) and writes ``results/feature_sets.{csv,md}``:
 per trace, plain class accuracy, the FCFS and SPF classification-idempotent shares of the
 class-clairvoyant gain and their kills, and the mean absolute error of the start estimate at
 submit (quantiles-mean, every job), each set's figure and the difference.
@@ -18,17 +18,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run import OUT, TRACES, write_table  # noqa: E402
+from run import OUT, TRACES, results_dir, write_table  # noqa: E402
 
 SETS = ("base", "t23")
 
 
 def parts_dir(feature_set: str) -> Path:
-    from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET
-
-    return (
-        OUT / "parts" if feature_set == DEFAULT_FEATURE_SET else OUT / f"feature_set_{feature_set}" / "parts"
-    )
+    return results_dir(feature_set) / "parts"
 
 
 def figures(part: dict) -> dict:

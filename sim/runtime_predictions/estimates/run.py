@@ -273,12 +273,11 @@ def main() -> None:
         "--feature-set",
         default=DEFAULT_FEATURE_SET,
         choices=sorted(FEATURE_SETS),
-        help="the predictor's columns; a set other than the default writes to results/feature_set_<set>/",
+        help="the predictor's columns; a set other than base writes to results/feature_set_<set>/",
     )
     args = parser.parse_args()
     global OUT
-    if args.feature_set != DEFAULT_FEATURE_SET:
-        OUT = OUT / f"feature_set_{args.feature_set}"
+    OUT = results_dir(args.feature_set)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     OUT.mkdir(parents=True, exist_ok=True)
     from rush.studies.plots.runtime_quantiles import plot_estimate_errors, plot_predicted_vs_real
@@ -326,6 +325,11 @@ def main() -> None:
         )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
         merge()
+
+
+def results_dir(feature_set: str) -> Path:
+    """``results/`` holds the base set's tables (rounds 2-5), another set's its own folder."""
+    return OUT if feature_set == "base" else OUT / f"feature_set_{feature_set}"
 
 
 def merge() -> None:
