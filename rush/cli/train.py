@@ -230,10 +230,10 @@ def runtime_quantiles(
     ),
     seed: int = typer.Option(0, "--seed", help=f"Random seed, 0..{MAX_SEED}."),
     feature_set: str = typer.Option(
-        "base",
+        "t23",  # rush.models.runtime_quantiles_features.DEFAULT_FEATURE_SET (a test holds them equal)
         "--feature-set",
-        help="Columns the model reads: base, or t23 (adds the (user, processors, request) history and "
-        "the user's last outcome; docs/research.md). Recorded on the model card.",
+        help="Columns the model reads: t23 (the default: base plus the (user, processors, request) history "
+        "and the user's last outcome; docs/research.md) or base (rounds 2-5's). Recorded on the model card.",
     ),
 ) -> None:
     """Train rush's runtime predictor (a distribution: quantiles 0.1, 0.25, 0.5, 0.75, 0.9 of
@@ -258,14 +258,6 @@ def runtime_quantiles(
         )
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed {seed} is out of range", where="--seed", fix=f"give 0..{MAX_SEED}")
-    from rush.models.runtime_quantiles_features import FEATURE_SETS
-
-    if feature_set not in FEATURE_SETS:
-        raise ConfigError(
-            f"unknown feature set {feature_set!r}",
-            where="--feature-set",
-            fix=f"use one of {sorted(FEATURE_SETS)}",
-        )
     from rush.models.runtime_quantiles_features import FEATURE_SETS
 
     if feature_set not in FEATURE_SETS:

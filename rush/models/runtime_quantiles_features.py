@@ -83,7 +83,8 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     # Appended after ``base`` so that every base column keeps its position.
     "t23": (*FEATURES, *(f"{name}_{SCRIPT_CATEGORY}" for name in PER_CATEGORY), *OUTCOME),
 }
-DEFAULT_FEATURE_SET = "base"
+# t23 since issue 29 round 6: it met the criterion of sim/runtime_predictions/estimates/dev_log.md.
+DEFAULT_FEATURE_SET = "t23"
 MAX_KEYED_REQUEST = 999_999_999  # seconds; requests beyond share one (user, procs, request) key
 
 
