@@ -59,7 +59,7 @@ def _brute_force(jobs: QuantileJobs, i: int) -> np.ndarray:
 def test_t23_columns_follow_their_definition_and_extend_the_base_set():
     jobs = _jobs()
     clock = Clock()
-    base = offline_features(jobs, clock)
+    base = offline_features(jobs, clock, feature_set="base")
     t23 = offline_features(jobs, clock, feature_set="t23")
     assert t23.shape == (len(jobs), len(T23)) and len(EXTRA) == 8
     assert np.array_equal(t23[:, : len(FEATURES)], base)  # every base column in place
