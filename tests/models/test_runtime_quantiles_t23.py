@@ -215,3 +215,30 @@ def test_an_unknown_feature_set_is_a_clear_error():
         feature_names("t99")
     with pytest.raises(ModelError, match="unknown feature set"):
         fit_quantiles_on_history(synthetic_workload(50), HEADER, feature_set="t99")
+
+
+def test_the_daemons_predictor_reads_t23_from_the_completions_it_observes(tmp_path):
+    import sqlite3
+
+    from rush.planner.runtime_prediction import load_runtime_predictor
+    from rush.planner.snapshot_builder import user_id
+    from rush.rjms.base import RJMSJob
+
+    w, _, path = _saved(tmp_path)
+    live = load_runtime_predictor("runtime-quantiles", path, sqlite3.connect(":memory:"))
+    now = UNIX_START + float(w.submit[-1]) + 86400
+    # A user the model never saw: one run of 4 processors killed at its 600 s limit.
+    done = RJMSJob(1, "RUNNING", now, 4, 600.0, start=now + 10, user="newcomer")
+    live.observe_finished([(done, now + 10 + 600.0)])
+    pending = RJMSJob(2, "PENDING", now + 700, 4, 600.0, user="newcomer")
+    other = RJMSJob(3, "PENDING", now + 700, 1, 600.0, user="newcomer")  # another (procs, request)
+    assert live.predict_new([pending, other]) == 2
+    history = live.predictor.history_
+    X = history.features(QuantileJobs([user_id("newcomer")] * 2, [4, 1], [600.0, 600.0], [now + 700] * 2))
+    column = {name: X[:, T23.index(name)] for name in EXTRA}
+    assert np.array_equal(column["user_last_at_limit"], [1.0, 1.0])
+    assert np.array_equal(column["user_share_at_limit"], [1.0, 1.0])
+    assert np.allclose(column["log_count_user_procs_reqtime"], [np.log1p(1), 0.0])
+    assert np.allclose(column["log_lag1_user_procs_reqtime"], [np.log1p(600.0), UNKNOWN])
+    estimates = live.estimates([pending, other])
+    assert all(0 < v <= 600.0 for v, _ in estimates.values())
