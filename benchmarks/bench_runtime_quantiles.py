@@ -13,7 +13,9 @@
 3. Yardstick: the start-up of ``python -c pass`` (how busy the machine is).
 
 Run: ``RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 python benchmarks/bench_runtime_quantiles.py``
-(``--max-iter``, ``--learning-rate``, ``--max-leaf-nodes``: another model than the predictor's default)
+(``--max-iter``, ``--learning-rate``, ``--max-leaf-nodes``: another model than the predictor's default;
+``--feature-set``: another feature set; ``--reference-feature-set base`` also times that set's
+retrain and prediction in the same run, as the reference for a feature change)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from sklearn.base import clone
 
 from rush.models.runtime_features import TimeBase
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor, proba_below_quantiles
-from rush.models.runtime_quantiles_features import QuantileJobs
+from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, FEATURE_SETS, QuantileJobs
 from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history
 from rush.models.walkforward import default_classifier
 from rush.workload.catalogue import load_trace
@@ -58,20 +60,23 @@ def median_ms(work, repeats: int = 7, clock=time.perf_counter) -> float:
     return statistics.median(times) * 1e3
 
 
-def model_from_args() -> RuntimeQuantileRegressor:
+def model_from_args() -> tuple[RuntimeQuantileRegressor, argparse.Namespace]:
     default = RuntimeQuantileRegressor()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-iter", type=int, default=default.max_iter)
     parser.add_argument("--learning-rate", type=float, default=default.learning_rate)
     parser.add_argument("--max-leaf-nodes", type=int, default=default.max_leaf_nodes)
+    parser.add_argument("--feature-set", default=DEFAULT_FEATURE_SET, choices=sorted(FEATURE_SETS))
+    parser.add_argument("--reference-feature-set", default=None, choices=sorted(FEATURE_SETS))
     args = parser.parse_args()
-    return RuntimeQuantileRegressor(
+    model = RuntimeQuantileRegressor(
         max_iter=args.max_iter, learning_rate=args.learning_rate, max_leaf_nodes=args.max_leaf_nodes
     )
+    return model, args
 
 
 def main() -> None:
-    model = model_from_args()
+    model, args = model_from_args()
     print(
         f"model: {model.max_iter} iterations at {model.learning_rate}, {model.max_leaf_nodes} leaves",
         flush=True,
@@ -79,9 +84,19 @@ def main() -> None:
     print(f"python -c pass: {python_pass_ms():.0f} ms (median of 5)", flush=True)
     trace = load_trace(TRACE)
     w = workload_from_trace(trace)
-    t0 = time.perf_counter()
-    pipeline, card = fit_quantiles_on_history(w, trace.header, model, max_train_jobs=TRAIN_JOBS)
-    retrain = time.perf_counter() - t0
+    sets = [args.reference_feature_set] if args.reference_feature_set else []
+    for feature_set in [*sets, args.feature_set]:
+        measure(model, trace, w, feature_set)
+
+
+def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None:
+    """Retrain and prediction figures of one feature set (module docstring)."""
+    print(f"feature set {feature_set}:", flush=True)
+    t0, c0 = time.perf_counter(), time.process_time()
+    pipeline, card = fit_quantiles_on_history(
+        w, trace.header, model, max_train_jobs=TRAIN_JOBS, feature_set=feature_set
+    )
+    retrain, retrain_cpu = time.perf_counter() - t0, time.process_time() - c0
     features, regressor = pipeline.named_steps["features"], pipeline.named_steps["regressor"]
     # The same training rows for the model-only timings: the most recently finished.
     from rush.models.runtime_quantiles_features import clipped, offline_features
@@ -89,7 +104,7 @@ def main() -> None:
 
     time_base = TimeBase.from_header(trace.header)
     jobs = trace_jobs(w, time_base)
-    all_X = offline_features(jobs, time_base.clock)
+    all_X = offline_features(jobs, time_base.clock, feature_set=feature_set)
     recent = np.argsort(jobs.end, kind="stable")[-TRAIN_JOBS:]
     runtime = clipped(jobs.runtime, jobs.requested_time)
     t0 = time.perf_counter()
@@ -100,10 +115,10 @@ def main() -> None:
     reference = default_classifier().fit(all_X[recent], labels)
     classifier = time.perf_counter() - t0
     print(
-        f"retrain on {TRACE} ({len(w)} jobs, models on the {TRAIN_JOBS} most recently finished): "
-        f"whole pipeline {retrain:.2f} s, the five quantile models alone {models_only:.2f} s; "
-        f"reference: runtime classifier (boosting, 100 iterations) on the same rows {classifier:.2f} s; "
-        "target 10 s",
+        f"retrain on {TRACE} ({len(w)} jobs, {all_X.shape[1]} features, models on the {TRAIN_JOBS} most "
+        f"recently finished): whole pipeline {retrain:.2f} s wall, {retrain_cpu:.2f} s CPU, the five "
+        f"quantile models alone {models_only:.2f} s; reference: runtime classifier (boosting, 100 "
+        f"iterations) on the same rows {classifier:.2f} s; target 10 s",
         flush=True,
     )
     rng = np.random.default_rng(0)

@@ -229,6 +229,12 @@ def runtime_quantiles(
         help="The site's IANA time zone for calendar features (default: the trace header's zone, else UTC).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Random seed, 0..{MAX_SEED}."),
+    feature_set: str = typer.Option(
+        "t23",  # rush.models.runtime_quantiles_features.DEFAULT_FEATURE_SET (a test holds them equal)
+        "--feature-set",
+        help="Columns the model reads: t23 (the default: base plus the (user, processors, request) history "
+        "and the user's last outcome; docs/research.md) or base (rounds 2-5's). Recorded on the model card.",
+    ),
 ) -> None:
     """Train rush's runtime predictor (a distribution: quantiles 0.1, 0.25, 0.5, 0.75, 0.9 of
     each job's runtime) on a trace's whole history and save it.
@@ -252,6 +258,14 @@ def runtime_quantiles(
         )
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed {seed} is out of range", where="--seed", fix=f"give 0..{MAX_SEED}")
+    from rush.models.runtime_quantiles_features import FEATURE_SETS
+
+    if feature_set not in FEATURE_SETS:
+        raise ConfigError(
+            f"unknown feature set {feature_set!r}",
+            where="--feature-set",
+            fix=f"use one of {sorted(FEATURE_SETS)}",
+        )
     TimeBase.from_header({}, timezone)  # an unknown zone is refused before the work
     _check_output(out, "--out")
     _check_output(Path(f"{out}.json"), "--out")
@@ -264,11 +278,12 @@ def runtime_quantiles(
         user_names=loaded.labels.get("user"),
         timezone=timezone,
         max_train_jobs=max_train_jobs or None,
+        feature_set=feature_set,
     )
     meta = save_quantile_model(model, metadata, out)
     typer.echo(
         f"wrote {out} and {out}.json (quantiles {meta['quantiles']}, divider {meta['divider']:.0f} s, "
-        f"{meta['training_window']['jobs']} jobs, fields {meta['fields'] or 'none'}, sha256 {meta['sha256'][:12]})"
+        f"{meta['training_window']['jobs']} jobs, fields {meta['fields'] or 'none'}, feature set {meta['feature_set']}, sha256 {meta['sha256'][:12]})"
     )
 
 

@@ -21,6 +21,15 @@ What a site has when a job is submitted (the :data:`FEATURES` order):
 Runtimes are clipped at the request (the kill). Unlike the classifier's, no feature depends
 on the divider, so one feature matrix serves every week and every divider.
 
+Feature sets (:data:`FEATURE_SETS`; the model card records which one a model was trained on):
+``base`` is the list above; ``t23`` adds issue 29's round-4 study columns as far as a live
+shell can compute them from the finished jobs it sees (user, processors, request, runtime,
+end): the (user, processors, request) category (the job name's stand-in: the same script
+resubmitted; its six per-category columns) and the user's last outcome (whether the user's
+last finished job ran to its request, and the share of the user's finished jobs that did).
+The study's SWF status of the last job is not among them: the shells see a job leave the
+queue, not its exit state.
+
 "Finished before t" is strict, as in :mod:`rush.models.runtime_features`. Offline, every
 job's features at its submission come from one :class:`FinishedIndex` (vectorised);
 live, :class:`QuantileHistory` summarises the finished jobs once and answers pending jobs
@@ -67,6 +76,40 @@ FEATURES: tuple[str, ...] = (
 N_STATIC = len(STATIC)
 N_CATEGORY = len(CATEGORIES) * len(PER_CATEGORY)
 REQUEST_COLUMN = FEATURES.index("log_requested_time")  # the estimator clips at the request
+SCRIPT_CATEGORY = "user_procs_reqtime"
+OUTCOME = ("user_last_at_limit", "user_share_at_limit")
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "base": FEATURES,
+    # Appended after ``base`` so that every base column keeps its position.
+    "t23": (*FEATURES, *(f"{name}_{SCRIPT_CATEGORY}" for name in PER_CATEGORY), *OUTCOME),
+}
+# t23 since issue 29 round 6: it met the criterion of sim/runtime_predictions/estimates/dev_log.md.
+DEFAULT_FEATURE_SET = "t23"
+MAX_KEYED_REQUEST = 999_999_999  # seconds; requests beyond share one (user, procs, request) key
+
+
+def feature_names(feature_set: str = DEFAULT_FEATURE_SET) -> tuple[str, ...]:
+    """The columns of a feature set, in order (ValueError naming the known sets)."""
+    try:
+        return FEATURE_SETS[feature_set]
+    except KeyError:
+        raise ValueError(f"feature set {feature_set!r} is not one of {sorted(FEATURE_SETS)}") from None
+
+
+def categories_of(feature_set: str) -> tuple[str, ...]:
+    """The (user, value) categories whose history a feature set reads."""
+    feature_names(feature_set)
+    return (*CATEGORIES, SCRIPT_CATEGORY) if feature_set == "t23" else CATEGORIES
+
+
+def _category_start(c: int) -> int:
+    """First column of category ``c``: base categories in place, the extra one after ``base``."""
+    if c < len(CATEGORIES):
+        return N_STATIC + len(PER_CATEGORY) * c
+    return len(FEATURES) + len(PER_CATEGORY) * (c - len(CATEGORIES))
+
+
+OUTCOME_START = len(FEATURES) + len(PER_CATEGORY)  # t23's outcome columns
 
 
 @dataclass
@@ -249,17 +292,34 @@ def _static(jobs: QuantileJobs, clock: Clock, stream: np.ndarray) -> np.ndarray:
     return out
 
 
-def category_values(jobs: QuantileJobs, clock: Clock) -> list[np.ndarray]:
-    """The second member of each category's (user, value) pair, :data:`CATEGORIES` order."""
+def category_values(
+    jobs: QuantileJobs, clock: Clock, feature_set: str = DEFAULT_FEATURE_SET
+) -> list[np.ndarray]:
+    """The second member of each category's (user, value) pair, :func:`categories_of` order."""
     day = local_day(clock.local(jobs.submit))
     zero = np.zeros(len(jobs))
-    return [
-        np.asarray(jobs.procs, dtype=np.float64),
-        np.asarray(jobs.requested_time, dtype=np.float64),
-        day.astype(np.float64),
-        zero,
-        np.asarray(jobs.app, dtype=np.float64),
-    ]
+    procs = np.asarray(jobs.procs, dtype=np.float64)
+    request = np.asarray(jobs.requested_time, dtype=np.float64)
+    values = [procs, request, day.astype(np.float64), zero, np.asarray(jobs.app, dtype=np.float64)]
+    if SCRIPT_CATEGORY in categories_of(feature_set):
+        values.append(script_key(procs, request))
+    return values
+
+
+def script_key(procs: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """(procs, request) as one exact float: whole seconds below 1e9, times 1e9 processors
+    (below 2**53 for up to 9 million processors)."""
+    request = np.clip(np.round(requested_time), 0, MAX_KEYED_REQUEST)
+    return np.asarray(procs, dtype=np.float64) * (MAX_KEYED_REQUEST + 1) + request
+
+
+def at_limit(runtime: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """1.0 where a finished job ran to its request (its clipped runtime reached it: killed at
+    the limit), else 0.0; a request <= 0 (none) never is."""
+    requested_time = np.asarray(requested_time, dtype=np.float64)
+    return ((requested_time > 0) & (np.asarray(runtime, dtype=np.float64) >= requested_time)).astype(
+        np.float64
+    )
 
 
 def _codes(user: np.ndarray, values: list[np.ndarray]) -> np.ndarray:
@@ -283,10 +343,17 @@ def _category_columns(lag: np.ndarray, log_sum: np.ndarray, log_sq: np.ndarray, 
     return out
 
 
-def offline_features(jobs: QuantileJobs, clock: Clock, tau: np.ndarray | None = None) -> np.ndarray:
-    """Every job's features as of ``tau`` (default: its submission) from the jobs finished
-    strictly before; ``jobs`` must carry ``runtime`` and ``end``. Jobs whose runtime is not
-    usable (:func:`usable_history`) never enter anyone's history."""
+def offline_features(
+    jobs: QuantileJobs,
+    clock: Clock,
+    tau: np.ndarray | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
+) -> np.ndarray:
+    """Every job's features (``feature_set``'s columns) as of ``tau`` (default: its
+    submission) from the jobs finished strictly before; ``jobs`` must carry ``runtime`` and
+    ``end``. Jobs whose runtime is not usable (:func:`usable_history`) never enter anyone's
+    history."""
+    names = feature_names(feature_set)
     jobs = jobs.checked(finished=True)
     n = len(jobs)
     tau = jobs.submit if tau is None else np.asarray(tau, dtype=np.float64)
@@ -295,13 +362,13 @@ def offline_features(jobs: QuantileJobs, clock: Clock, tau: np.ndarray | None = 
     # An unusable job "finishes" never: it is sorted past every query time.
     end = np.where(usable, jobs.end, np.inf)
     runtime = np.where(usable, runtime, 0.0)
-    codes = _codes(jobs.user, category_values(jobs, clock))
+    codes = _codes(jobs.user, category_values(jobs, clock, feature_set))
     index = FinishedIndex(codes, end, runtime, jobs.requested_time, jobs.submit)
     lookup = index.lookup(np.arange(n), tau)
-    out = np.empty((n, len(FEATURES)), dtype=np.float64)
+    out = np.empty((n, len(names)), dtype=np.float64)
     out[:, :N_STATIC] = static_block(jobs, clock)
     width = len(PER_CATEGORY)
-    for c in range(len(CATEGORIES)):
+    for c in range(len(codes)):
         logs = np.log1p(index.sorted_runtime[c])
         category = index.sorted_category[c]
         # Sums restart at each category, so a job's sums add only its category's past runtimes
@@ -309,14 +376,33 @@ def offline_features(jobs: QuantileJobs, clock: Clock, tau: np.ndarray | None = 
         log_prefix = _segment_prefix(logs, category)
         sq_prefix = _segment_prefix(logs * logs, category)
         b, s = lookup.begin[c], lookup.stop[c]
-        out[:, N_STATIC + width * c : N_STATIC + width * (c + 1)] = _category_columns(
+        out[:, _category_start(c) : _category_start(c) + width] = _category_columns(
             lookup.lag_runtime[:, 3 * c : 3 * c + 3],
             np.where(s > b, log_prefix[np.maximum(s - 1, 0)], 0.0),
             np.where(s > b, sq_prefix[np.maximum(s - 1, 0)], 0.0),
             (s - b).astype(np.float64),
         )
-    out[:, N_STATIC + N_CATEGORY :] = lookup.user_recent
+    out[:, N_STATIC + N_CATEGORY : len(FEATURES)] = lookup.user_recent
+    if len(names) > len(FEATURES):
+        # The user's finished jobs in end order (the user category's sort): last one and share.
+        c = USER_CATEGORY
+        limit = at_limit(index.sorted_runtime[c], index.user_request)
+        prefix = np.concatenate([[0.0], np.cumsum(limit)])
+        b, s = lookup.begin[c], lookup.stop[c]
+        out[:, OUTCOME_START:] = _outcome_columns(
+            np.where(s > b, limit[np.maximum(s - 1, 0)], 0.0),
+            prefix[s] - prefix[b],
+            (s - b).astype(np.float64),
+        )
     return out
+
+
+def _outcome_columns(last: np.ndarray, limited: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """(m, len(OUTCOME)): the last job at its limit (0/1), the share at the limit; -1 no history."""
+    known = count > 0
+    return np.column_stack(
+        [np.where(known, last, UNKNOWN), np.where(known, limited / np.maximum(count, 1), UNKNOWN)]
+    )
 
 
 @njit(cache=True)
@@ -340,14 +426,22 @@ class QuantileHistory:
     pending jobs costs a few ``searchsorted`` calls. Jobs are answered as of their submit,
     which must not precede the completions seen (the live case: pending jobs)."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, feature_set: str = DEFAULT_FEATURE_SET) -> None:
         self.clock = clock
+        self.feature_set = feature_set
+        self.names = feature_names(feature_set)
         self.columns: dict[str, np.ndarray] = {
             c: np.zeros(0, dtype=np.float64)
             for c in ("user", "procs", "requested_time", "submit", "app", "runtime", "end")
         }
         self.submits = np.zeros(0, dtype=np.complex128)  # user + 1j * submit, sorted, distinct
         self._summary: dict | None = None
+
+    def __setstate__(self, state: dict) -> None:
+        # A history pickled before feature sets existed is the base set's.
+        state.setdefault("feature_set", "base")
+        state.setdefault("names", feature_names(state["feature_set"]))
+        self.__dict__.update(state)
 
     @property
     def finished(self) -> int:
@@ -383,7 +477,12 @@ class QuantileHistory:
             return self._summary
         col = self.columns
         hist = QuantileJobs(col["user"], col["procs"], col["requested_time"], col["submit"], col["app"], None)
-        values = category_values(hist, self.clock) if len(hist) else [np.zeros(0)] * len(CATEGORIES)
+        categories = categories_of(self.feature_set)
+        values = (
+            category_values(hist, self.clock, self.feature_set)
+            if len(hist)
+            else [np.zeros(0)] * len(categories)
+        )
         runtime, end = col["runtime"], col["end"]
         per: list[tuple] = []
         for v in values:
@@ -407,40 +506,45 @@ class QuantileHistory:
         users, first = np.unique(col["user"][order], return_index=True)
         last = np.append(first[1:], len(order)) - 1
         request = col["requested_time"][order]
+        limit = at_limit(runtime[order], request)
         user_state = (
             users,
             request[last] if len(last) else np.zeros(0),
             end[order][last] if len(last) else np.zeros(0),
             np.add.reduceat(request, first) if len(first) else np.zeros(0),
+            limit[last] if len(last) else np.zeros(0),  # the last job ran to its request
+            np.add.reduceat(limit, first) if len(first) else np.zeros(0),  # how many did
         )
         ends = np.sort(pair_keys(col["user"], end))
         self._summary = {"categories": per, "user": user_state, "ends": ends}
         return self._summary
 
     def features(self, jobs: QuantileJobs) -> np.ndarray:
-        """:data:`FEATURES` of pending jobs from the finished history and the recorded stream."""
+        """The feature set's columns for pending jobs from the finished history and the
+        recorded stream."""
         jobs = QuantileJobs.of(jobs).checked()
         n = len(jobs)
         summary = self._summaries()
-        out = np.empty((n, len(FEATURES)), dtype=np.float64)
+        categories = categories_of(self.feature_set)
+        out = np.empty((n, len(self.names)), dtype=np.float64)
         user = np.asarray(jobs.user, dtype=np.float64)
         # One order for every key that grows with (user, submit): the searches share it.
         by_submit = np.argsort(pair_keys(user, jobs.submit), kind="stable")
         out[:, :N_STATIC] = _static(jobs, self.clock, self._stream(jobs, by_submit))
         width = len(PER_CATEGORY)
-        for c, v in enumerate(category_values(jobs, self.clock)):
+        for c, v in enumerate(category_values(jobs, self.clock, self.feature_set)):
             distinct, lag, log_sum, log_sq, count = summary["categories"][c]
-            shared = by_submit if CATEGORIES[c] in ("user_day", "user") else None
+            shared = by_submit if categories[c] in ("user_day", "user") else None
             at, found = _find(distinct, pair_keys(user, v), shared)
             lag_q = np.where(found[:, None], lag[at] if len(distinct) else np.nan, np.nan)
             zero = np.zeros(n)
-            out[:, N_STATIC + width * c : N_STATIC + width * (c + 1)] = _category_columns(
+            out[:, _category_start(c) : _category_start(c) + width] = _category_columns(
                 lag_q,
                 np.where(found, log_sum[at] if len(distinct) else zero, 0.0),
                 np.where(found, log_sq[at] if len(distinct) else zero, 0.0),
                 np.where(found, count[at] if len(distinct) else zero, 0.0),
             )
-        users, request1, end1, request_sum = summary["user"]
+        users, request1, end1, request_sum, limit1, limit_sum = summary["user"]
         at, found = _find(users + 0j, user + 0j, by_submit)
         ucat = summary["categories"][USER_CATEGORY]
         u_at, _ = _find(ucat[0], user + 0j, by_submit)
@@ -459,9 +563,11 @@ class QuantileHistory:
             pick(request_sum),
             np.where(found, ucat[4][u_at], 0.0) if len(users) else np.zeros(n),
         )
-        out[:, N_STATIC + N_CATEGORY :] = user_recent_values(
+        out[:, N_STATIC + N_CATEGORY : len(FEATURES)] = user_recent_values(
             history, np.asarray(jobs.submit, dtype=np.float64), np.asarray(jobs.requested_time, float)
         )
+        if len(self.names) > len(FEATURES):
+            out[:, OUTCOME_START:] = _outcome_columns(pick(limit1), pick(limit_sum), history.count)
         return out
 
     def _stream(self, jobs: QuantileJobs, by_submit: np.ndarray) -> np.ndarray:
@@ -567,8 +673,11 @@ def _pair_search(sorted_keys, keys, order):  # pragma: no cover - compiled
 __all__ = [
     "CATEGORIES",
     "DAY",
+    "DEFAULT_FEATURE_SET",
     "FEATURES",
+    "FEATURE_SETS",
     "QuantileHistory",
     "QuantileJobs",
+    "feature_names",
     "offline_features",
 ]

@@ -32,10 +32,12 @@ from rush.models.runtime_features import Clock, TimeBase
 from rush.models.runtime_pipeline import card_agrees, fitted_steps
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import (
-    FEATURES,
+    DEFAULT_FEATURE_SET,
+    FEATURE_SETS,
     QuantileHistory,
     QuantileJobs,
     clipped,
+    feature_names,
     offline_features,
     usable_history,
 )
@@ -54,6 +56,9 @@ class RuntimeQuantilesCard(ModelCard):
     user_key_kind: Literal["name", "trace-id"]
     fields: list[Literal["app", "queue"]] = Field(max_length=2)
     estimator: Name
+    # Which columns the features step computes (FEATURE_SETS); a card written before feature
+    # sets existed is the base set's.
+    feature_set: Literal["base", "t23"] = "base"
 
     _finite_divider = field_validator("divider")(_finite)
 
@@ -62,26 +67,36 @@ class QuantileFeatures(TransformerMixin, BaseEstimator):
     """Raw job columns to the :data:`FEATURES` matrix; keeps the finished history it reads."""
 
     def __init__(
-        self, timezone: str | None = None, utc_offset: float = 0.0, user_key_kind: str = NAME
+        self,
+        timezone: str | None = None,
+        utc_offset: float = 0.0,
+        user_key_kind: str = NAME,
+        feature_set: str = DEFAULT_FEATURE_SET,
     ) -> None:
         self.timezone = timezone
         self.utc_offset = utc_offset
         self.user_key_kind = user_key_kind
+        self.feature_set = feature_set
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("feature_set", "base")  # pickled before feature sets existed
+        super().__setstate__(state)
 
     def _fit(self, X: Any) -> tuple[QuantileJobs, np.ndarray]:
         if self.user_key_kind not in USER_KEY_KINDS:
             raise ValueError(f"user_key_kind {self.user_key_kind!r} is not one of {USER_KEY_KINDS}")
+        names = feature_names(self.feature_set)
         jobs = QuantileJobs.of(X).checked(finished=True)
         if len(jobs) == 0:
             raise ValueError("no jobs to fit the runtime features on")
         self.clock_ = Clock.of(self.timezone, float(self.utc_offset))
-        history = QuantileHistory(self.clock_)
+        history = QuantileHistory(self.clock_, self.feature_set)
         history.observe_submitted(jobs.user, jobs.submit)
         order = np.lexsort((np.arange(len(jobs)), jobs.end))  # completion order
         history.observe_finished(jobs.subset(order))
         self.history_ = history
-        self.n_features_out_ = len(FEATURES)
-        return jobs, offline_features(jobs, self.clock_)
+        self.n_features_out_ = len(names)
+        return jobs, offline_features(jobs, self.clock_, feature_set=self.feature_set)
 
     def fit(self, X: Any, y: Any = None) -> QuantileFeatures:
         self._fit(X)
@@ -95,7 +110,7 @@ class QuantileFeatures(TransformerMixin, BaseEstimator):
         return self.history_.features(QuantileJobs.of(X))
 
     def get_feature_names_out(self, input_features: Any = None) -> np.ndarray:
-        return np.asarray(FEATURES, dtype=object)
+        return np.asarray(feature_names(self.feature_set), dtype=object)
 
 
 def make_quantile_pipeline(features: QuantileFeatures, regressor: RuntimeQuantileRegressor | None = None):
@@ -117,6 +132,7 @@ def fit_quantiles_on_history(
     user_names: dict[int, str] | None = None,
     timezone: str | None = None,
     max_train_jobs: int | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
 ) -> tuple[Pipeline, dict]:
     """The deployable pipeline fitted on a whole trace, and its card's metadata."""
     from rush.models.runtime_quantiles_walkforward import trace_jobs
@@ -142,7 +158,13 @@ def fit_quantiles_on_history(
     divider = float(np.median(runtime[usable]))
     if not divider > 0:
         divider = 1.0  # every usable runtime 0: any positive boundary calls them all small
-    features = QuantileFeatures(time_base.clock.timezone, time_base.clock.utc_offset, kind)
+    if feature_set not in FEATURE_SETS:
+        raise ModelError(
+            f"unknown feature set {feature_set!r}",
+            where="feature_set",
+            fix=f"use one of {sorted(FEATURE_SETS)}",
+        )
+    features = QuantileFeatures(time_base.clock.timezone, time_base.clock.utc_offset, kind, feature_set)
     model = make_quantile_pipeline(features, regressor)
     model.set_params(regressor__divider=divider)
     try:
@@ -160,7 +182,8 @@ def fit_quantiles_on_history(
     regressor_ = model.named_steps["regressor"]
     metadata = {
         "model": "runtime-quantiles",
-        "features": list(FEATURES),
+        "features": list(feature_names(feature_set)),
+        "feature_set": feature_set,
         "classes": [0, 1],
         "quantiles": [float(q) for q in regressor_.levels_],
         "divider": divider,
@@ -195,10 +218,15 @@ def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tu
     """A verified runtime-quantile pipeline and its card. ``fields``: the optional fields the
     caller's jobs carry; a model trained with a field they lack is refused (its features
     would all be unknown, a silent drift), ModelError naming the card key."""
-    from rush.models.persistence import load_model
+    from rush.models.persistence import load_model, read_card
 
     fix = FIX.format(path=path)
-    model, card = load_model(path, expected_features=list(FEATURES), fix=fix, card=RuntimeQuantilesCard)
+    # The card names its feature set; its features must be that set's in this rush (checked
+    # before anything is unpickled), and the pipeline's features step must compute that set.
+    feature_set = read_card(Path(path), RuntimeQuantilesCard, fix).get("feature_set", "base")
+    model, card = load_model(
+        path, expected_features=list(feature_names(feature_set)), fix=fix, card=RuntimeQuantilesCard
+    )
     features, regressor = fitted_steps(
         model,
         (("features", QuantileFeatures, "history_"), ("regressor", RuntimeQuantileRegressor, "levels_")),
@@ -212,6 +240,9 @@ def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tu
             ("quantiles", [float(q) for q in regressor.levels_], card["quantiles"]),
             ("divider", regressor.divider, card["divider"]),
             ("user_key_kind", features.user_key_kind, card["user_key_kind"]),
+            ("feature_set", features.feature_set, feature_set),
+            ("feature_set", features.history_.feature_set, feature_set),
+            ("features", regressor.n_features_in_, len(card["features"])),
             ("time_base.timezone", features.clock_.timezone, time_base["timezone"]),
             ("time_base.utc_offset", features.clock_.utc_offset, time_base["utc_offset"]),
         ),

@@ -10,7 +10,9 @@ into the request and caps the rest by it). It reads the columns of that protocol
 
 Which number of the distribution a use takes is ``statistic``: ``"mean"`` (the default: a
 runtime that is added up, as a backfilling reservation or a start estimate does) or a
-quantile level such as 0.5 or 0.9 (the nearest predicted level). Each retraining fits a :class:`RuntimeQuantileRegressor`
+quantile level such as 0.5 or 0.9 (the nearest predicted level); ``feature_set`` the columns
+(:data:`~rush.models.runtime_quantiles_features.FEATURE_SETS`), computed from the finished jobs
+observed (user, processors, request, runtime, end), so every set works from what a shell has. Each retraining fits a :class:`RuntimeQuantileRegressor`
 on the ``max_train_jobs`` most recently finished jobs, features as of their own submission;
 ``observe`` feeds the live history the features of new submissions are read from.
 
@@ -32,6 +34,7 @@ import numpy as np
 from rush.models.runtime_features import Clock
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor, mean_of_quantiles
 from rush.models.runtime_quantiles_features import (
+    DEFAULT_FEATURE_SET,
     REQUEST_COLUMN,
     QuantileHistory,
     QuantileJobs,
@@ -68,6 +71,7 @@ class RuntimeQuantilePredictor:
         unix_start: float = 0.0,
         timezone: str | None = None,
         max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS,
+        feature_set: str = DEFAULT_FEATURE_SET,
     ) -> None:
         if statistic != "mean" and not (isinstance(statistic, float | int) and 0.0 < float(statistic) < 1.0):
             raise ValueError(f"statistic {statistic!r} is neither 'mean' nor a quantile level in (0, 1)")
@@ -76,7 +80,8 @@ class RuntimeQuantilePredictor:
         self.unix_start = float(unix_start)
         self.clock = Clock.of(timezone)
         self.max_train_jobs = max_train_jobs
-        self.history_ = QuantileHistory(self.clock)
+        self.feature_set = feature_set
+        self.history_ = QuantileHistory(self.clock, feature_set)
         self.model_: RuntimeQuantileRegressor | None = None
 
     def observe(self, done: Any) -> None:
@@ -92,7 +97,7 @@ class RuntimeQuantilePredictor:
         jobs = _columns(history, self.unix_start)
         if not len(jobs):
             return self
-        X = offline_features(jobs, self.clock)
+        X = offline_features(jobs, self.clock, feature_set=self.feature_set)
         runtime = clipped(jobs.runtime, jobs.requested_time)
         rows = np.argsort(jobs.end, kind="stable")
         if self.max_train_jobs is not None:

@@ -33,9 +33,10 @@ from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD
 from rush.models.runtime_features import TimeBase
 from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor, proba_below_quantiles
 from rush.models.runtime_quantiles_features import (
-    FEATURES,
+    DEFAULT_FEATURE_SET,
     QuantileJobs,
     clipped,
+    feature_names,
     offline_features,
     usable_history,
 )
@@ -92,6 +93,7 @@ class QuantileWalkForward:
     fit_seconds: list[float] = field(default_factory=list)
     end: np.ndarray | None = None  # logged ends on the time base (inf: not in any history)
     submit: np.ndarray | None = None  # submissions on the time base
+    feature_set: str = "base"  # the columns of ``features`` (FEATURE_SETS)
 
     def quantile(self, level: float) -> np.ndarray:
         """The predicted quantile at ``level`` (one of ``levels``), seconds."""
@@ -124,7 +126,7 @@ class QuantileWalkForward:
             weekly_report=self.weekly,
             mode="live",
             seconds=self.seconds,
-            feature_names=FEATURES,
+            feature_names=feature_names(self.feature_set),
             proba_small=self.proba_small,
             idempotent_threshold=IDEMPOTENT_THRESHOLD,
         )
@@ -138,9 +140,11 @@ def predict_quantiles_walkforward(
     max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS,
     timezone: str | None = None,
     n_jobs: int = 1,
+    feature_set: str = DEFAULT_FEATURE_SET,
 ) -> QuantileWalkForward:
     """Walk-forward predictions for every job of ``workload`` (module docstring); ``n_jobs``
-    weeks are fitted at once (joblib processes; the result is the same)."""
+    weeks are fitted at once (joblib processes; the result is the same); ``feature_set``: the
+    columns (:data:`~rush.models.runtime_quantiles_features.FEATURE_SETS`)."""
     from joblib import Parallel, delayed
     from sklearn.base import clone
 
@@ -151,7 +155,7 @@ def predict_quantiles_walkforward(
     time_base = TimeBase.from_header(trace_header, timezone)
     jobs = trace_jobs(workload, time_base)
     n = len(jobs)
-    features = offline_features(jobs, time_base.clock)
+    features = offline_features(jobs, time_base.clock, feature_set=feature_set)
     runtime = clipped(jobs.runtime, jobs.requested_time)
     usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
     end = np.where(usable, jobs.end, np.inf)
@@ -220,6 +224,7 @@ def predict_quantiles_walkforward(
         fit_seconds=fit_seconds,
         end=end,
         submit=submit,
+        feature_set=feature_set,
     )
 
 

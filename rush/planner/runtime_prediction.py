@@ -314,7 +314,9 @@ def _quantile_predictor(path: Path | None) -> tuple[Any, str]:
     # Live jobs carry no app or queue field: a model trained with them is refused.
     model, card = load_quantile_model(path, fields=[])
     features, regressor = model.named_steps["features"], model.named_steps["regressor"]
-    predictor = RuntimeQuantilePredictor(regressor=regressor, timezone=features.clock_.timezone)
+    predictor = RuntimeQuantilePredictor(
+        regressor=regressor, timezone=features.clock_.timezone, feature_set=features.feature_set
+    )
     predictor.clock = features.clock_
     predictor.history_ = features.history_
     predictor.model_ = regressor

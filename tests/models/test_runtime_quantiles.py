@@ -10,6 +10,7 @@ import pytest
 from rush.models.runtime_features import Clock
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import (
+    FEATURE_SETS,
     FEATURES,
     REQUEST_COLUMN,
     QuantileHistory,
@@ -130,20 +131,21 @@ def _jobs_with_history(n_hist: int = 300, n_new: int = 40, seed: int = 5):
     return QuantileJobs(user, procs, request, submit, app=app, runtime=runtime, end=end), n_hist
 
 
-def test_live_history_gives_the_offline_features():
+@pytest.mark.parametrize("feature_set", sorted(FEATURE_SETS))
+def test_live_history_gives_the_offline_features(feature_set):
     jobs, n_hist = _jobs_with_history()
     clock = Clock.of("Europe/Stockholm")
     everything = QuantileJobs(**{**jobs.__dict__, "end": np.nan_to_num(jobs.end, nan=np.inf)})
     everything.runtime = np.where(np.isfinite(jobs.end), jobs.runtime, np.nan)  # unknown: not history
-    offline = offline_features(everything, clock)[n_hist:]
-    history = QuantileHistory(clock)
+    offline = offline_features(everything, clock, feature_set=feature_set)[n_hist:]
+    history = QuantileHistory(clock, feature_set)
     history.observe_submitted(jobs.user, jobs.submit)
     hist = jobs.subset(np.arange(n_hist))
     history.observe_finished(hist.subset(np.argsort(hist.end, kind="stable")))
     new = jobs.subset(np.arange(n_hist, len(jobs)))
     new.end = None
     live = history.features(new)
-    assert live.shape == offline.shape == (len(new), len(FEATURES))
+    assert live.shape == offline.shape == (len(new), len(FEATURE_SETS[feature_set]))
     assert np.allclose(live, offline, equal_nan=True)
     assert live[-1, FEATURES.index("log_count_user")] == 0.0  # the user with one job
 

@@ -67,6 +67,7 @@ def cached_walkforward(
     n_jobs: int = 1,
     learning_rate: float = 0.1,
     max_leaf_nodes: int = 31,
+    feature_set: str = "base",
 ):
     """The walk-forward, kept on disk (``RUSH_CACHE`` or ~/.cache/rush) under a digest of the
     code it runs (the predictor's modules, the runtime features, the trace reader). The model is
@@ -80,7 +81,8 @@ def cached_walkforward(
 
     root = Path(rush.__file__).parent
     key = f"{trace_name} {max_train_jobs} {max_iter} {learning_rate}"
-    digest = hashlib.sha256((key if max_leaf_nodes == 31 else f"{key} {max_leaf_nodes}").encode())
+    key = key if max_leaf_nodes == 31 else f"{key} {max_leaf_nodes}"
+    digest = hashlib.sha256((key if feature_set == "base" else f"{key} {feature_set}").encode())
     for path in sorted(
         [
             *(root / "models" / f"{m}.py" for m in WALKFORWARD_MODULES),
@@ -97,7 +99,12 @@ def cached_walkforward(
         max_iter=max_iter, learning_rate=learning_rate, max_leaf_nodes=max_leaf_nodes
     )
     wf = predict_quantiles_walkforward(
-        workload, trace.header, regressor, max_train_jobs=max_train_jobs, n_jobs=n_jobs
+        workload,
+        trace.header,
+        regressor,
+        max_train_jobs=max_train_jobs,
+        n_jobs=n_jobs,
+        feature_set=feature_set,
     )
     cache.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
@@ -260,7 +267,17 @@ def main() -> None:
     )
     parser.add_argument("--max-leaf-nodes", type=int, default=model.max_leaf_nodes, help="leaves per tree")
     parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
+    from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, FEATURE_SETS
+
+    parser.add_argument(
+        "--feature-set",
+        default=DEFAULT_FEATURE_SET,
+        choices=sorted(FEATURE_SETS),
+        help="the predictor's columns; a set other than base writes to results/feature_set_<set>/",
+    )
     args = parser.parse_args()
+    global OUT
+    OUT = results_dir(args.feature_set)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     OUT.mkdir(parents=True, exist_ok=True)
     from rush.studies.plots.runtime_quantiles import plot_estimate_errors, plot_predicted_vs_real
@@ -270,7 +287,13 @@ def main() -> None:
     for trace in traces:
         started = time.time()
         wf = cached_walkforward(
-            trace, args.max_train_jobs, args.max_iter, args.jobs, args.learning_rate, args.max_leaf_nodes
+            trace,
+            args.max_train_jobs,
+            args.max_iter,
+            args.jobs,
+            args.learning_rate,
+            args.max_leaf_nodes,
+            args.feature_set,
         )
         part: dict = {
             "trace": trace,
@@ -279,6 +302,7 @@ def main() -> None:
                 "max_iter": args.max_iter,
                 "learning_rate": args.learning_rate,
                 "max_leaf_nodes": args.max_leaf_nodes,
+                "feature_set": args.feature_set,
             },
             "predictor": [predictor_row(trace, wf)],
             "classes": class_rows(trace, wf),
@@ -296,10 +320,16 @@ def main() -> None:
         part["command"] = (
             f"python sim/runtime_predictions/estimates/run.py --traces {trace} "
             f"--max-train-jobs {args.max_train_jobs} --max-iter {args.max_iter} --learning-rate {args.learning_rate} "
-            f"--max-leaf-nodes {args.max_leaf_nodes}" + (" --skip-gain" if args.skip_gain else "")
+            f"--max-leaf-nodes {args.max_leaf_nodes} --feature-set {args.feature_set}"
+            + (" --skip-gain" if args.skip_gain else "")
         )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
         merge()
+
+
+def results_dir(feature_set: str) -> Path:
+    """``results/`` holds the base set's tables (rounds 2-5), another set's its own folder."""
+    return OUT if feature_set == "base" else OUT / f"feature_set_{feature_set}"
 
 
 def merge() -> None:
