@@ -6,7 +6,9 @@ Runs each trial as ``rush experiment variability`` does (the same cell, the comm
 models and bar: ``sim/variability/paper`` or ``sim/variability/multipod/multipod``) and writes one
 row per job with what runs.csv.gz leaves out: the leaves and pods it ran on, whether the learned
 model flagged it at its start decision, and (for RUSH-MOVE) whether it was moved. Policies are the
-study's, plus ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
+study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: before the
+quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
+onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
 no predictor: what packing alone does).
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +54,19 @@ def run(c: dict) -> list[dict]:
         kept["results"], kept["sim"] = out, self
         return out
 
+    import rush.contention.shell as sh
+
     policy = c["policy"]
+    nopod = policy == "RUSH-MOVE-NOPOD"  # RUSH-MOVE as before the quiet-pod rule: the core sees no pods
+    if nopod:
+        c = c | {"policy": "RUSH-MOVE"}
+    machine_nodes = sh.machine_nodes
+    leafpod = policy == "RUSH-MOVE-LEAF"  # every leaf its own pod: a flagged job moves within one leaf or waits
+    if leafpod:
+        c = c | {"policy": "RUSH-MOVE"}
+        sh.machine_nodes = lambda fabric: tuple(replace(n, pod=n.leaf) for n in machine_nodes(fabric))
+    if nopod:
+        sh.machine_nodes = lambda fabric: tuple(replace(n, pod=0) for n in machine_nodes(fabric))
     topology = policy == "TOPOLOGY"
     if topology:
         c = c | {"policy": "FCFS+EASY"}
@@ -63,6 +78,7 @@ def run(c: dict) -> list[dict]:
         rows = ex.run_trial(c)
     finally:
         Simulation.run = orig
+        sh.machine_nodes = machine_nodes
         ex.attribute_runs = attribute
         ex.PLACEMENT.pop("FCFS+EASY", None)
     machine, _ = ex.cell_machine(c)
