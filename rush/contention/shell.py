@@ -357,5 +357,6 @@ def machine_nodes(fabric: Fabric) -> tuple[Node, ...]:
     ``k // pod_size``."""
     m = fabric.machine
     return tuple(
-        Node(m.hostname(k), m.cores_per_node, leaf=int(m.leaf_of[k]), pod=int(m.pod_of[k])) for k in range(m.nodes)
+        Node(m.hostname(k), m.cores_per_node, leaf=int(m.leaf_of[k]), pod=int(m.pod_of[k]))
+        for k in range(m.nodes)
     )

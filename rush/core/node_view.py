@@ -107,7 +107,9 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
     leaf_pod = np.zeros(leaves, dtype=np.int64)
     pods = np.fromiter((n.pod for n in nodes), dtype=np.int64, count=m)
     if m and (pods.min() < 0 or pods.max() >= MAX_COUNT):
-        raise RushError("a node's pod index is negative or huge", where="snapshot.nodes", fix="number pods 0..P-1")
+        raise RushError(
+            "a node's pod index is negative or huge", where="snapshot.nodes", fix="number pods 0..P-1"
+        )
     leaf_pod[leaf] = pods
     if m and np.any(leaf_pod[leaf] != pods):
         raise RushError(

@@ -225,7 +225,14 @@ def _pods(quiet_leaves: set[int], busy: set[int] = frozenset()) -> tuple[Node, .
     """Two pods of two leaves of two 8-core nodes: leaves 0, 1 in pod 0, leaves 2, 3 in pod 1;
     nodes n0..n7 in leaf order; ``busy`` nodes have no free core."""
     return tuple(
-        Node(f"n{i}", 8, leaf=i // 2, pod=i // 4, quiet=i // 2 in quiet_leaves, free_cores=0 if i in busy else None)
+        Node(
+            f"n{i}",
+            8,
+            leaf=i // 2,
+            pod=i // 4,
+            quiet=i // 2 in quiet_leaves,
+            free_cores=0 if i in busy else None,
+        )
         for i in range(8)
     )
 
@@ -236,7 +243,9 @@ def _start(nodes: tuple[Node, ...], placement: str, variable: bool, size: int = 
     snapshot = Snapshot(
         now=0.0, total_procs=64, free_procs=64 - 8 * busy, pending=pending, nodes=nodes, trigger="event"
     )
-    return [d for d in schedule(snapshot, CoreConfig(placement=placement)).decisions if d.action != "priority"]
+    return [
+        d for d in schedule(snapshot, CoreConfig(placement=placement)).decisions if d.action != "priority"
+    ]
 
 
 def test_quiet_pod_rule_keeps_a_flagged_job_in_one_quiet_pod() -> None:

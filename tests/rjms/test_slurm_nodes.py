@@ -211,7 +211,9 @@ def test_leaf_switches_from_scontrol_show_topology():
 
 def test_pod_switches_from_scontrol_show_topology():
     # Two pods (level-1 switches p0, p1) of two leaves each, under a top switch.
-    text = "".join(f"SwitchName=s{k} Level=0 LinkSpeed=1 Nodes=n[{2 * k + 1}-{2 * k + 2}]\n" for k in range(4))
+    text = "".join(
+        f"SwitchName=s{k} Level=0 LinkSpeed=1 Nodes=n[{2 * k + 1}-{2 * k + 2}]\n" for k in range(4)
+    )
     text += "SwitchName=p0 Level=1 Switches=s[0-1]\nSwitchName=p1 Level=1 Switches=s2,s3\n"
     text += "SwitchName=top Level=2 Switches=p[0-1]\n"
     pods = slurm_json.pod_switches(text)

@@ -61,7 +61,8 @@ def run(c: dict) -> list[dict]:
     if nopod:
         c = c | {"policy": "RUSH-MOVE"}
     machine_nodes = sh.machine_nodes
-    leafpod = policy == "RUSH-MOVE-LEAF"  # every leaf its own pod: a flagged job moves within one leaf or waits
+    # Every leaf its own pod: a flagged job moves within one leaf or waits (change g).
+    leafpod = policy == "RUSH-MOVE-LEAF"
     if leafpod:
         c = c | {"policy": "RUSH-MOVE"}
         sh.machine_nodes = lambda fabric: tuple(replace(n, pod=n.leaf) for n in machine_nodes(fabric))
