@@ -40,7 +40,7 @@ def main(paths: list[str]) -> None:
         if not n or (v, s, "FCFS+EASY") not in cells:
             continue
 
-        def mean(p: str, k: str) -> float:
+        def mean(p: str, k: str, v=v, s=s, trials=trials, n=n) -> float:
             return sum(per[(v, s, p, t)][k] for t in trials) / n
 
         fcfs = mean("FCFS+EASY", "var")
