@@ -10,10 +10,11 @@ Placement (:func:`place`) chooses the nodes for one job on given per-node availa
 * ``PLACE_FIRST_FIT``: lowest-indexed eligible nodes;
 * ``PLACE_TOPOLOGY``: fewest leaf switches: the smallest leaf that holds the whole job (best
   fit), else the leaves with the most room first (Slurm's topology/tree, Flux's TreePool);
-* ``PLACE_VARIABILITY``: topology packing; for a job the variation predictor flags, only
-  quiet nodes (``pool.quiet``) are eligible on a first try, and a job that spans leaves
-  gets them inside one pod (``pool.leaf_pod``; the links between pods are tapered); the pass
-  falls back to skip-with-limit when no such placement fits.
+* ``PLACE_VARIABILITY``: topology packing, and a job that spans leaves gets them inside one
+  pod when one holds it (``pool.leaf_pod``; the links between pods are tapered); for a job the
+  variation predictor flags, only quiet nodes (``pool.quiet``) are eligible on a first try,
+  inside one pod (the quiet-pod rule); the pass falls back to skip-with-limit when no such
+  placement fits.
 
 Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
 ends before the shadow time takes the head's reserved nodes first, and the head's reservation
@@ -334,11 +335,10 @@ def _fill(
 
 @njit(cache=True)
 def _one_pod(table: np.ndarray, need: int) -> bool:
-    """The quiet-pod rule: a flagged job that spans leaves on the quiet try gets the leaves of
-    one pod, the pod with the least quiet room that holds it (best fit, as leaves are chosen);
-    the other pods' leaves get no room in ``LEAF_ROOM``. False when no one pod holds it: a
-    placement across the tapered pod links is not quiet, so the job is not moved (the pass
-    falls back to skip-with-limit)."""
+    """The pod rule of variability placement: a job that spans leaves gets the leaves of one
+    pod, the pod with the least room (quiet room on a flagged job's quiet try) that holds it
+    (best fit, as leaves are chosen); the other pods' leaves get no room in ``LEAF_ROOM``.
+    False (nothing changed) when no one pod holds it."""
     leaves, pods = table[META, 1], table[META, 2]
     pod_room = np.zeros(pods, dtype=np.int64)
     for leaf in range(leaves):
@@ -386,7 +386,11 @@ def place_in(
     if best >= 0:
         left, k = _fill(table, ask, (need, preferred), prefer, best, out, k0)
         return k - k0 if left <= 0 else -1
-    if policy == PLACE_VARIABILITY and room.quiet_only and table[META, 2] > 1 and not _one_pod(table, need):
+    # Variability placement on a machine with pods: a job that spans leaves takes the leaves of
+    # one pod when one holds it (jobs across the tapered pod links vary most); a flagged job's
+    # quiet try that no pod holds is not moved (skip-with-limit), an unflagged job then takes
+    # the roomiest leaves anywhere.
+    if policy == PLACE_VARIABILITY and table[META, 2] > 1 and not _one_pod(table, need) and room.quiet_only:
         return -1
     left = need
     k = k0

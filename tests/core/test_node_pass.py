@@ -270,16 +270,31 @@ def test_quiet_pod_rule_skips_when_only_a_placement_across_pods_is_quiet() -> No
     assert _start(flat, "variability", True)[0].action == "start"
 
 
-@pytest.mark.parametrize("placement", ["first-fit", "topology", "variability"])
-def test_pods_change_no_unflagged_placement(placement: str) -> None:
-    # Unflagged jobs, and every job under first fit and topology, are placed as without pods.
+@pytest.mark.parametrize("placement", ["first-fit", "topology"])
+def test_pods_change_no_first_fit_or_topology_placement(placement: str) -> None:
+    # Pods change only variability placement: first fit and topology place every job as without.
     for quiet, busy in [({1, 2, 3}, set()), ({0}, {0, 3, 5}), (set(), {1, 6})]:
         with_pods = _pods(quiet, busy)
         flat = tuple(Node(n.name, 8, leaf=n.leaf, quiet=n.quiet, free_cores=n.free_cores) for n in with_pods)
         for size in (1, 3, 5):
-            assert _start(with_pods, placement, False, size) == _start(flat, placement, False, size)
-            if placement != "variability":
-                assert _start(with_pods, placement, True, size) == _start(flat, placement, True, size)
+            for variable in (False, True):
+                assert _start(with_pods, placement, variable, size) == _start(flat, placement, variable, size)
+
+
+def test_variability_placement_keeps_an_unflagged_job_in_one_pod_when_one_holds_it() -> None:
+    # Busy n0, n2, n7: leaf room 1, 1, 2, 1; pods 2 and 3. Topology takes the roomiest leaves
+    # anywhere (leaf 2, then leaf 0: across the pods); variability takes pod 1's leaves 2 and 3.
+    nodes = _pods(set(), busy={0, 2, 7})
+    [packed] = _start(nodes, "topology", False, 3)
+    assert set(packed.nodes) == {"n1", "n4", "n5"}, packed
+    [in_pod] = _start(nodes, "variability", False, 3)
+    assert set(in_pod.nodes) == {"n4", "n5", "n6"}, in_pod
+    # No pod holds 4 of the 5 free nodes: the roomiest leaves anywhere, as topology.
+    assert _start(nodes, "variability", False, 4) == _start(nodes, "topology", False, 4)
+    # A job inside one leaf and the machine without pods: as topology.
+    flat = tuple(Node(n.name, 8, leaf=n.leaf, free_cores=n.free_cores) for n in nodes)
+    assert _start(flat, "variability", False, 3) == _start(flat, "topology", False, 3)
+    assert _start(nodes, "variability", False, 2) == _start(nodes, "topology", False, 2)
 
 
 def test_nodes_of_one_leaf_in_two_pods_are_refused() -> None:
