@@ -353,6 +353,10 @@ class Simulation:
 
 
 def machine_nodes(fabric: Fabric) -> tuple[Node, ...]:
-    """The machine as the core sees it: node k is ``hosts[k]`` on leaf ``k // leaf_size``."""
+    """The machine as the core sees it: node k is ``hosts[k]`` on leaf ``k // leaf_size``, in pod
+    ``k // pod_size``."""
     m = fabric.machine
-    return tuple(Node(m.hostname(k), m.cores_per_node, leaf=int(m.leaf_of[k])) for k in range(m.nodes))
+    return tuple(
+        Node(m.hostname(k), m.cores_per_node, leaf=int(m.leaf_of[k]), pod=int(m.pod_of[k]))
+        for k in range(m.nodes)
+    )

@@ -10,9 +10,11 @@ Placement (:func:`place`) chooses the nodes for one job on given per-node availa
 * ``PLACE_FIRST_FIT``: lowest-indexed eligible nodes;
 * ``PLACE_TOPOLOGY``: fewest leaf switches: the smallest leaf that holds the whole job (best
   fit), else the leaves with the most room first (Slurm's topology/tree, Flux's TreePool);
-* ``PLACE_VARIABILITY``: topology packing; for a job the variation predictor flags, only
-  quiet nodes (``pool.quiet``) are eligible on a first try (the pass falls back to
-  skip-with-limit when none fit).
+* ``PLACE_VARIABILITY``: topology packing, and a job that spans leaves gets them inside one
+  pod when one holds it (``pool.leaf_pod``; the links between pods are tapered); for a job the
+  variation predictor flags, only quiet nodes (``pool.quiet``) are eligible on a first try,
+  inside one pod (the quiet-pod rule); the pass falls back to skip-with-limit when no such
+  placement fits.
 
 Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
 ends before the shadow time takes the head's reserved nodes first, and the head's reservation
@@ -36,10 +38,12 @@ PLACEMENT_CODES = {"first-fit": PLACE_FIRST_FIT, "topology": PLACE_TOPOLOGY, "va
 class NodePool(NamedTuple):
     """The nodes: capacity, what is free now, whether new jobs may use them (up), partition
     membership (bit p of ``partitions`` for partition p), leaf switch, and whether the
-    variation predictor sees their pod as quiet. ``leaf_room`` (one per leaf) and
+    variation predictor sees their leaf as quiet. ``leaf_room`` (one per leaf) and
     ``node_units`` (one per node) are placement's scratch. ``leaf_nodes`` lists the nodes
     leaf by leaf (by index within a leaf), leaf l's from ``leaf_first[l]`` to
-    ``leaf_first[l + 1]``: placement on one leaf reads only its nodes (:func:`leaf_index`)."""
+    ``leaf_first[l + 1]``: placement on one leaf reads only its nodes (:func:`leaf_index`).
+    ``leaf_pod`` groups the leaves into pods, whose links between them are tapered: a flagged
+    job's quiet placement stays inside one pod (:func:`place_in`)."""
 
     cores: np.ndarray
     gpus: np.ndarray
@@ -54,6 +58,8 @@ class NodePool(NamedTuple):
     count: int
     leaf_nodes: np.ndarray
     leaf_first: np.ndarray
+    # The pod (switch group above the leaves) of each leaf; empty: every leaf in one pod.
+    leaf_pod: np.ndarray = np.zeros(0, dtype=np.int64)
 
 
 def leaf_index(leaf: np.ndarray, leaves: int) -> tuple[np.ndarray, np.ndarray]:
@@ -140,18 +146,19 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 # 2-D table (:func:`node_table`, built once per pass) and the job's request as a tuple of
 # integers (:func:`job_ask`): a placement counts the table, the room and the output only.
 
-CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, META = range(11)
-TABLE_ROWS = 11
+CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, LEAF_POD, META = range(12)
+TABLE_ROWS = 12
 
 
 @njit(cache=True)
 def node_table(pool: NodePool) -> np.ndarray:
     """The pool as one int64 table for placement: rows ``CAP_C`` .. ``QUIET`` per node,
     ``UNITS`` (scratch per node), ``LEAF_ROOM`` (scratch per leaf), ``LEAF_FIRST`` and
-    ``LEAF_NODES`` (:func:`leaf_index`), and ``META``: (node count, leaf count)."""
+    ``LEAF_NODES`` (:func:`leaf_index`), ``LEAF_POD`` (each leaf's pod) and ``META``: (node
+    count, leaf count, pod count)."""
     m = pool.count
     leaves = pool.leaf_room.shape[0]
-    table = np.zeros((TABLE_ROWS, max(m, leaves + 1, 2)), dtype=np.int64)
+    table = np.zeros((TABLE_ROWS, max(m, leaves + 1, 3)), dtype=np.int64)
     cores, gpus, usable, parts = pool.cores, pool.gpus, pool.usable, pool.partitions
     leaf, quiet, order, first = pool.leaf, pool.quiet, pool.leaf_nodes, pool.leaf_first
     for i in range(m):
@@ -164,8 +171,15 @@ def node_table(pool: NodePool) -> np.ndarray:
         table[LEAF_NODES, i] = order[i]
     for x in range(leaves + 1):
         table[LEAF_FIRST, x] = first[x]
+    pods = 1
+    leaf_pod = pool.leaf_pod
+    if leaf_pod.shape[0] == leaves:
+        for x in range(leaves):
+            table[LEAF_POD, x] = leaf_pod[x]
+            pods = max(pods, leaf_pod[x] + 1)
     table[META, 0] = m
     table[META, 1] = leaves
+    table[META, 2] = pods
     return table
 
 
@@ -320,6 +334,28 @@ def _fill(
 
 
 @njit(cache=True)
+def _one_pod(table: np.ndarray, need: int) -> bool:
+    """The pod rule of variability placement: a job that spans leaves gets the leaves of one
+    pod, the pod with the least room (quiet room on a flagged job's quiet try) that holds it
+    (best fit, as leaves are chosen); the other pods' leaves get no room in ``LEAF_ROOM``.
+    False (nothing changed) when no one pod holds it."""
+    leaves, pods = table[META, 1], table[META, 2]
+    pod_room = np.zeros(pods, dtype=np.int64)
+    for leaf in range(leaves):
+        pod_room[table[LEAF_POD, leaf]] += table[LEAF_ROOM, leaf]
+    best = -1
+    for pod in range(pods):
+        if pod_room[pod] >= need and (best < 0 or pod_room[pod] < pod_room[best]):
+            best = pod
+    if best < 0:
+        return False
+    for leaf in range(leaves):
+        if table[LEAF_POD, leaf] != best:
+            table[LEAF_ROOM, leaf] = 0
+    return True
+
+
+@njit(cache=True)
 def place_in(
     table: np.ndarray,
     ask: tuple[int, int, int, int, int],
@@ -350,6 +386,12 @@ def place_in(
     if best >= 0:
         left, k = _fill(table, ask, (need, preferred), prefer, best, out, k0)
         return k - k0 if left <= 0 else -1
+    # Variability placement on a machine with pods: a job that spans leaves takes the leaves of
+    # one pod when one holds it (jobs across the tapered pod links vary most); a flagged job's
+    # quiet try that no pod holds is not moved (skip-with-limit), an unflagged job then takes
+    # the roomiest leaves anywhere.
+    if policy == PLACE_VARIABILITY and table[META, 2] > 1 and not _one_pod(table, need) and room.quiet_only:
+        return -1
     left = need
     k = k0
     while left > 0:

@@ -104,6 +104,19 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
             fix="number leaves 0..L-1",
         )
     leaves = int(leaf.max()) + 1 if m else 1
+    leaf_pod = np.zeros(leaves, dtype=np.int64)
+    pods = np.fromiter((n.pod for n in nodes), dtype=np.int64, count=m)
+    if m and (pods.min() < 0 or pods.max() >= MAX_COUNT):
+        raise RushError(
+            "a node's pod index is negative or huge", where="snapshot.nodes", fix="number pods 0..P-1"
+        )
+    leaf_pod[leaf] = pods
+    if m and np.any(leaf_pod[leaf] != pods):
+        raise RushError(
+            "two nodes on one leaf switch name different pods",
+            where="snapshot.nodes",
+            fix="give every node of a leaf its leaf's pod",
+        )
     return NodePool(
         cores,
         gpus,
@@ -117,6 +130,7 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
         _empty_int(m),
         m,
         *leaf_index(leaf, leaves),
+        leaf_pod,
     )
 
 

@@ -46,6 +46,9 @@ class Node:
     # The variation predictor sees no contention on this node's pod now (variability-aware
     # placement prefers such nodes for jobs it flags).
     quiet: bool = True
+    # The pod (group of leaf switches under one spine) of its leaf, when the links between pods
+    # are tapered: variability-aware placement keeps a flagged job's quiet nodes in one pod.
+    pod: int = 0
 
 
 @dataclass(frozen=True)

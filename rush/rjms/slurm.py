@@ -338,7 +338,7 @@ class SlurmBackend(RJMSBackend):
         # Whether `scontrol show nodes --json` works here (22.05's scontrol has no --json).
         self._scontrol_json: bool | None = None
         # (when read, node -> leaf switch index) of the last `scontrol show topology`.
-        self._leaves: tuple[float, dict[str, int]] | None = None
+        self._leaves: tuple[float, dict[str, int], dict[str, int]] | None = None
 
     # -- reading --------------------------------------------------------------------------
     def _read(self, endpoint: str, cli_only: bool = False) -> dict[str, Any]:
@@ -403,7 +403,7 @@ class SlurmBackend(RJMSBackend):
             # Once REST has failed in this read, do not wait for it a second time.
             nodes = self._records("nodes", cli_only=self.last_source == "cli")
             total, free, names = parse_nodes(nodes, partitions)
-            node_list = slurm_json.node_list(nodes, partitions, self.leaf_switches())
+            node_list = slurm_json.node_list(nodes, partitions, self.leaf_switches(), self.pod_switches())
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected node record ({exc!r})",
@@ -432,6 +432,7 @@ class SlurmBackend(RJMSBackend):
         if self._leaves is not None and now - self._leaves[0] < TOPOLOGY_TTL:
             return self._leaves[1]
         leaves: dict[str, int] = {}
+        pods: dict[str, int] = {}
         if self.cli.has("scontrol"):
             try:
                 out = self.cli.run("scontrol", "show", "topology")
@@ -439,8 +440,15 @@ class SlurmBackend(RJMSBackend):
                 out = None
             if out is not None and out.returncode == 0:
                 leaves = slurm_json.leaf_switches(out.stdout)  # ValueError: a hostile host list
-        self._leaves = (now, leaves)
+                pods = slurm_json.pod_switches(out.stdout)
+        self._leaves = (now, leaves, pods)
         return leaves
+
+    def pod_switches(self) -> dict[str, int]:
+        """Node name -> pod (the level-1 switch above its leaf), read with
+        :meth:`leaf_switches`; {} (one pod) without a second level."""
+        self.leaf_switches()
+        return self._leaves[2] if self._leaves is not None else {}
 
     def job(self, job_id: int) -> RJMSJob | None:
         """One job as slurmctld knows it, finished ones included (for MinJobAge seconds)."""

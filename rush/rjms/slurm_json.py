@@ -588,10 +588,11 @@ def node_state(states: set[str]) -> NodeState:
     return "up"
 
 
-def parse_node(record: dict[str, Any], leaves: dict[str, int]) -> Node:
+def parse_node(record: dict[str, Any], leaves: dict[str, int], pods: dict[str, int] | None = None) -> Node:
     """One node record as a :class:`Node`: CPUs, GPUs (``gres``), memory, state, partitions,
-    leaf switch (``leaves``: name -> leaf index, else 0) and what is free (CPUs - alloc_cpus,
-    GPUs - ``gres_used``; nothing on a node that takes no new jobs)."""
+    leaf switch (``leaves``: name -> leaf index, else 0), pod (``pods``: name -> the index of
+    the switch above its leaf, else 0) and what is free (CPUs - alloc_cpus, GPUs -
+    ``gres_used``; nothing on a node that takes no new jobs)."""
     name = record.get("name")
     if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
         raise ValueError(f"a node name is {short(name)}, not a name")
@@ -612,13 +613,17 @@ def parse_node(record: dict[str, Any], leaves: dict[str, int]) -> Node:
         state=node_state(states),
         partitions=tuple(partitions),
         leaf=leaves.get(name, 0),
+        pod=(pods or {}).get(name, 0),
         free_cores=free_cpus,
         free_gpus=free_gpus,
     )
 
 
 def node_list(
-    records: list[dict[str, Any]], partitions: Sequence[str] = (), leaves: dict[str, int] | None = None
+    records: list[dict[str, Any]],
+    partitions: Sequence[str] = (),
+    leaves: dict[str, int] | None = None,
+    pods: dict[str, int] | None = None,
 ) -> tuple[Node, ...]:
     """The nodes of ``partitions`` (all if empty), in Slurm's order."""
     wanted = set(partitions)
@@ -626,7 +631,7 @@ def node_list(
     for record in records:
         if not isinstance(record, dict):
             raise ValueError(f"a node record is {short(record)}, not an object")
-        node = parse_node(record, leaves or {})
+        node = parse_node(record, leaves or {}, pods)
         if not wanted or set(node.partitions) & wanted:
             nodes.append(node)
     return tuple(nodes)
@@ -646,3 +651,25 @@ def leaf_switches(topology: str) -> dict[str, int]:
             leaves.setdefault(node, index)
         index += 1
     return leaves
+
+
+def pod_switches(topology: str) -> dict[str, int]:
+    """Node name -> pod index from ``scontrol show topology``: the level-1 switch whose
+    ``Switches`` holds the node's leaf switch, numbered in the order Slurm prints them; {} when
+    there is no such level (one pod: every node in pod 0)."""
+    leaf_nodes: dict[str, list[str]] = {}
+    uppers: list[list[str]] = []
+    for line in topology.splitlines()[:MAX_NODES]:
+        fields = dict(item.partition("=")[::2] for item in line.split() if "=" in item)
+        if "SwitchName" not in fields:
+            continue
+        if fields.get("Level") == "0":
+            leaf_nodes[fields["SwitchName"]] = hostlist(fields.get("Nodes", ""), "topology Nodes")
+        elif fields.get("Level") == "1":
+            uppers.append(hostlist(fields.get("Switches", ""), "topology Switches"))
+    pods: dict[str, int] = {}
+    for index, switches in enumerate(uppers):
+        for switch in switches:
+            for node in leaf_nodes.get(switch, ()):
+                pods.setdefault(node, index)
+    return pods

@@ -410,7 +410,9 @@ class PySlurmBackend(RJMSBackend):
         try:
             records = [node_record(n, gpus_used.get(n.name, 0)) for n in nodes.values()]
             total, free, names = slurm_json.parse_nodes(records, partitions)
-            node_list = slurm_json.node_list(records, partitions, self._commands.leaf_switches())
+            node_list = slurm_json.node_list(
+                records, partitions, self._commands.leaf_switches(), self._commands.pod_switches()
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected node record ({exc!r})", where="pyslurm nodes", fix="rush retries next cycle"

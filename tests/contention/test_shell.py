@@ -194,6 +194,34 @@ def test_variability_placement_sends_flagged_jobs_to_quiet_leaves() -> None:
             assert node.quiet == bool(quiet[node.leaf])
 
 
+def test_on_tapered_pods_flagged_jobs_stay_inside_one_quiet_pod() -> None:
+    """The multipod machine (pods of 4 leaves): quiet leaves 3 (pod 0), 4 and 5 (pod 1). A flagged
+    32-node job spans two leaves (30 free nodes each beside the noise); it starts on leaves 4 and
+    5, never across the pods' tapered links (leaf 3 with 4 or 5), or waits for them."""
+    from rush.contention.machine import MULTIPOD
+
+    fabric = Fabric(MULTIPOD, NoiseSpec())
+    quiet = np.zeros(MULTIPOD.leaves, dtype=bool)
+    quiet[[3, 4, 5]] = True
+
+    class Oracle:
+        def __call__(self, present, pairs):
+            return [spec.app in NETWORK for spec, _ in pairs]
+
+        def quiet_leaves(self, present):
+            return quiet
+
+    config = replace(CoreConfig.from_names("FCFS", "easy", skip_limit=1000), placement="variability")
+    specs = jobs(24, seed=3, sizes=(32,))
+    sim = Simulation(specs, config, np.random.default_rng(3), NoiseSchedule.off(), fabric, oracle=Oracle())
+    results = sim.run()
+    network = [r for r in results if r.app in NETWORK]
+    assert network and len(results) == 24
+    for r in network:
+        leaves = {int(h[1:]) // MULTIPOD.leaf_size for h in r.hosts}
+        assert leaves <= {4, 5}, (r.job_id, leaves)
+
+
 def test_present_state_oracle_flags_exactly_the_jobs_that_would_exceed_their_threshold() -> None:
     """The diagnostic: its flag is the model's slowdown of the job started now, there, against
     its app's threshold; RUSH's answers are logged beside it."""

@@ -221,6 +221,90 @@ def test_variability_placement_moves_a_flagged_job_to_a_quiet_pod_instead_of_ski
     assert any(d.action == "skip" for d in schedule(loud, CoreConfig(placement="variability")).decisions)
 
 
+def _pods(quiet_leaves: set[int], busy: set[int] = frozenset()) -> tuple[Node, ...]:
+    """Two pods of two leaves of two 8-core nodes: leaves 0, 1 in pod 0, leaves 2, 3 in pod 1;
+    nodes n0..n7 in leaf order; ``busy`` nodes have no free core."""
+    return tuple(
+        Node(
+            f"n{i}",
+            8,
+            leaf=i // 2,
+            pod=i // 4,
+            quiet=i // 2 in quiet_leaves,
+            free_cores=0 if i in busy else None,
+        )
+        for i in range(8)
+    )
+
+
+def _start(nodes: tuple[Node, ...], placement: str, variable: bool, size: int = 3):
+    busy = sum(n.free_cores == 0 for n in nodes)
+    pending = (PendingJob(1, 0, 8 * size, 100, variable=variable, request=Request(size, 8, exclusive=True)),)
+    snapshot = Snapshot(
+        now=0.0, total_procs=64, free_procs=64 - 8 * busy, pending=pending, nodes=nodes, trigger="event"
+    )
+    return [
+        d for d in schedule(snapshot, CoreConfig(placement=placement)).decisions if d.action != "priority"
+    ]
+
+
+def test_quiet_pod_rule_keeps_a_flagged_job_in_one_quiet_pod() -> None:
+    # Quiet leaves 1 (pod 0), 2 and 3 (pod 1). Without pods the roomiest quiet leaves are 1 and 2
+    # (ties by index): across the pods' tapered links. With pods the job goes to pod 1's leaves.
+    flat = tuple(Node(n.name, 8, leaf=n.leaf, quiet=n.quiet) for n in _pods({1, 2, 3}))
+    [across] = _start(flat, "variability", True)
+    assert across.action == "start" and set(across.nodes) & {"n2", "n3"} and set(across.nodes) & {"n4", "n5"}
+    [inside] = _start(_pods({1, 2, 3}), "variability", True)
+    assert inside.action == "start" and set(inside.nodes) <= {"n4", "n5", "n6", "n7"}, inside
+    # Best fit among pods, as among leaves: pod 0 holds it when it is the smaller pod that does.
+    [small] = _start(_pods({0, 1, 2, 3}, busy={5, 6, 7}), "variability", True)
+    assert set(small.nodes) <= {"n0", "n1", "n2", "n3"}, small
+
+
+def test_quiet_pod_rule_skips_when_only_a_placement_across_pods_is_quiet() -> None:
+    # Quiet room: leaf 1 (pod 0) and leaf 2 (pod 1), 2 nodes each; a 3-node flagged job fits
+    # quietly only across the pods: not quiet, so skip-with-limit, as with no quiet room.
+    [held] = _start(_pods({1, 2}), "variability", True)
+    assert held.action == "skip", held
+    flat = tuple(Node(n.name, 8, leaf=n.leaf, quiet=n.quiet) for n in _pods({1, 2}))
+    assert _start(flat, "variability", True)[0].action == "start"
+
+
+@pytest.mark.parametrize("placement", ["first-fit", "topology"])
+def test_pods_change_no_first_fit_or_topology_placement(placement: str) -> None:
+    # Pods change only variability placement: first fit and topology place every job as without.
+    for quiet, busy in [({1, 2, 3}, set()), ({0}, {0, 3, 5}), (set(), {1, 6})]:
+        with_pods = _pods(quiet, busy)
+        flat = tuple(Node(n.name, 8, leaf=n.leaf, quiet=n.quiet, free_cores=n.free_cores) for n in with_pods)
+        for size in (1, 3, 5):
+            for variable in (False, True):
+                assert _start(with_pods, placement, variable, size) == _start(flat, placement, variable, size)
+
+
+def test_variability_placement_keeps_an_unflagged_job_in_one_pod_when_one_holds_it() -> None:
+    # Busy n0, n2, n7: leaf room 1, 1, 2, 1; pods 2 and 3. Topology takes the roomiest leaves
+    # anywhere (leaf 2, then leaf 0: across the pods); variability takes pod 1's leaves 2 and 3.
+    nodes = _pods(set(), busy={0, 2, 7})
+    [packed] = _start(nodes, "topology", False, 3)
+    assert set(packed.nodes) == {"n1", "n4", "n5"}, packed
+    [in_pod] = _start(nodes, "variability", False, 3)
+    assert set(in_pod.nodes) == {"n4", "n5", "n6"}, in_pod
+    # No pod holds 4 of the 5 free nodes: the roomiest leaves anywhere, as topology.
+    assert _start(nodes, "variability", False, 4) == _start(nodes, "topology", False, 4)
+    # A job inside one leaf and the machine without pods: as topology.
+    flat = tuple(Node(n.name, 8, leaf=n.leaf, free_cores=n.free_cores) for n in nodes)
+    assert _start(flat, "variability", False, 3) == _start(flat, "topology", False, 3)
+    assert _start(nodes, "variability", False, 2) == _start(nodes, "topology", False, 2)
+
+
+def test_nodes_of_one_leaf_in_two_pods_are_refused() -> None:
+    from rush.errors import RushError
+
+    nodes = (Node("a", 8, leaf=0, pod=0), Node("b", 8, leaf=0, pod=1))
+    with pytest.raises(RushError, match="different pods"):
+        _start(nodes, "variability", True, 1)
+
+
 @pytest.mark.parametrize(
     ("request_", "words"),
     [

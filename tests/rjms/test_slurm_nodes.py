@@ -209,6 +209,22 @@ def test_leaf_switches_from_scontrol_show_topology():
         slurm_json.leaf_switches("SwitchName=s1 Level=0 Nodes=n[1-99999999999]")
 
 
+def test_pod_switches_from_scontrol_show_topology():
+    # Two pods (level-1 switches p0, p1) of two leaves each, under a top switch.
+    text = "".join(
+        f"SwitchName=s{k} Level=0 LinkSpeed=1 Nodes=n[{2 * k + 1}-{2 * k + 2}]\n" for k in range(4)
+    )
+    text += "SwitchName=p0 Level=1 Switches=s[0-1]\nSwitchName=p1 Level=1 Switches=s2,s3\n"
+    text += "SwitchName=top Level=2 Switches=p[0-1]\n"
+    pods = slurm_json.pod_switches(text)
+    assert pods == {f"n{i}": 0 if i <= 4 else 1 for i in range(1, 9)}
+    records = [{"name": f"n{i}", "cpus": 4, "partitions": ["batch"]} for i in range(1, 9)]
+    nodes = slurm_json.node_list(records, (), slurm_json.leaf_switches(text), pods)
+    assert [(n.leaf, n.pod) for n in nodes] == [(i // 2, i // 4) for i in range(8)]
+    # One level (leaves only): every node in pod 0.
+    assert slurm_json.pod_switches("SwitchName=s1 Level=0 Nodes=n[1-4]\n") == {}
+
+
 def test_recorded_answers_give_nodes_and_allocations():
     """The recorded single-node answers of both versions: one node, the running job's CPUs on it."""
     for version in ("22.05", "25.11"):

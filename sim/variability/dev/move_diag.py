@@ -1,0 +1,136 @@
+"""Round five's RUSH-MOVE diagnosis on development trials (never 4000–4009).
+
+    python sim/variability/dev/move_diag.py VARIANT SCENARIO FIRST N POLICY[,POLICY...] OUT.csv
+
+Runs each trial as ``rush experiment variability`` does (the same cell, the committed campaign's
+models and bar: ``sim/variability/paper`` or ``sim/variability/multipod/multipod``) and writes one
+row per job with what runs.csv.gz leaves out: the leaves and pods it ran on, whether the learned
+model flagged it at its start decision, and (for RUSH-MOVE) whether it was moved. Policies are the
+study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: before the
+quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
+onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
+no predictor: what packing alone does).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
+
+
+def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
+    meta = json.loads((BASE[variant] / "models" / "prepare.json").read_text())
+    root = BASE[variant].parent
+    return {
+        "variant": variant,
+        "scenario": scenario,
+        "trial": trial,
+        "policy": policy,
+        "seed": 0,
+        "scale": 1.0,
+        "models": {k: m | {"path": str(root / m["path"])} for k, m in meta["models"].items()},
+        "thresholds": meta["thresholds"],
+    }
+
+
+def run(c: dict) -> list[dict]:
+    """run_trial's set-up, keeping each job's hosts and the predictor's answers."""
+    import rush.contention.experiment as ex
+    from rush.contention.shell import Simulation
+
+    kept: dict = {}
+    orig = Simulation.run
+
+    def spy(self):
+        out = orig(self)
+        kept["results"], kept["sim"] = out, self
+        return out
+
+    import rush.contention.shell as sh
+
+    policy = c["policy"]
+    nopod = policy == "RUSH-MOVE-NOPOD"  # RUSH-MOVE as before the quiet-pod rule: the core sees no pods
+    if nopod:
+        c = c | {"policy": "RUSH-MOVE"}
+    machine_nodes = sh.machine_nodes
+    # Every leaf its own pod: a flagged job moves within one leaf or waits (change g).
+    leafpod = policy == "RUSH-MOVE-LEAF"
+    if leafpod:
+        c = c | {"policy": "RUSH-MOVE"}
+        sh.machine_nodes = lambda fabric: tuple(replace(n, pod=n.leaf) for n in machine_nodes(fabric))
+    if nopod:
+        sh.machine_nodes = lambda fabric: tuple(replace(n, pod=0) for n in machine_nodes(fabric))
+    topology = policy == "TOPOLOGY"
+    if topology:
+        c = c | {"policy": "FCFS+EASY"}
+        ex.PLACEMENT["FCFS+EASY"] = "topology"
+    Simulation.run = spy
+    attribute = ex.attribute_runs
+    ex.attribute_runs = lambda *a, **k: {}  # causes are not needed here (and cost most of a trial)
+    try:
+        rows = ex.run_trial(c)
+    finally:
+        Simulation.run = orig
+        sh.machine_nodes = machine_nodes
+        ex.attribute_runs = attribute
+        ex.PLACEMENT.pop("FCFS+EASY", None)
+    machine, _ = ex.cell_machine(c)
+    sim = kept["sim"]
+    first_flag: dict[int, bool] = {}
+    last_flag: dict[int, bool] = {}
+    oracle_flag: dict[int, bool] = {}
+    for r in rows:
+        if r["kind"] == "prediction":
+            first_flag.setdefault(r["job_id"], r["flag"])
+            last_flag[r["job_id"]] = r["flag"]
+            oracle_flag[r["job_id"]] = r["oracle_flag"]
+    hosts = {r.job_id: r.hosts for r in kept["results"]}
+    out = []
+    for r in rows:
+        if r["kind"] != "job":
+            continue
+        idx = sim.node_indices(hosts[r["job_id"]])
+        leaves = np.unique(machine.leaf_of[idx])
+        pods = np.unique(machine.pod_of[idx])
+        out.append(
+            {k: v for k, v in r.items() if k != "kind"}
+            | {
+                "policy": policy,
+                "variant": c["variant"],
+                "scenario": c["scenario"],
+                "trial": c["trial"],
+                "leaves": len(leaves),
+                "pods": len(pods),
+                "leaf_ids": " ".join(map(str, leaves)),
+                "flag_first": first_flag.get(r["job_id"], ""),
+                "flag_last": last_flag.get(r["job_id"], ""),
+                "oracle_last": oracle_flag.get(r["job_id"], ""),
+            }
+        )
+    return out
+
+
+def main(variant: str, scenario: str, first: str, n: str, policies: str, dest: str) -> None:
+    rows = []
+    for t in range(int(first), int(first) + int(n)):
+        if t >= 4000:
+            raise SystemExit("development trials only (4000–4009 are held out)")
+        for p in policies.split(","):
+            rows += run(cell(variant, scenario, t, p))
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    with open(dest, "w", newline="") as fh:
+        w = csv.DictWriter(fh, keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
