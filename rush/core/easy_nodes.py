@@ -249,7 +249,7 @@ def _reserve_head(table: np.ndarray, ask: tuple[int, int, int, int, int], need: 
         blocked_g[node] = min(blocked_g[node], free_g[node])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined into scheduling_pass: a call counts its 63 arrays
 def easy_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
