@@ -24,7 +24,10 @@ CTC-SP2 1.00x / 3.37x (one leaf: topology is first-fit there and the replay runs
 Flat placement (placement reads a table of the pool built once per replay, not its named
 tuple), main at load 3.2-3.4 then this at load 2.7: SDSC-BLUE 3.12x / 3.10x -> 2.38x / 2.39x,
 LLNL-Atlas 3.61x / 3.57x -> 3.10x / 3.09x, KTH-SP2 1.00x / 2.89x -> 1.01x / 2.28x, CTC-SP2
-1.01x / 3.48x -> 1.00x / 2.80x.
+1.01x / 3.48x -> 1.00x / 2.80x. Passes without node-length copies (scratch rows in that table;
+the EASY pass inlined into scheduling_pass), main then this at load 4.8-5.1: SDSC-BLUE 2.44x /
+2.43x -> 1.82x / 1.83x, LLNL-Atlas 3.08x / 3.12x -> 2.88x / 2.88x, KTH-SP2 0.99x / 2.20x ->
+1.01x / 1.68x, CTC-SP2 1.00x / 2.77x -> 1.00x / 2.11x.
 
 Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_sim_nodes.py
 [--traces SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2] [--repeat 3] [--placement first-fit]``

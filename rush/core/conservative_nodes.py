@@ -537,7 +537,7 @@ def conservative_nodes_pass(
     if table.shape[1] == 0:
         table = node_table(nodes.pool)
     view = NodeView(nodes.pool, nodes.request, nodes.held, nodes.placement, booked, nodes.reserved, table)
-    room = Room(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.bool_), False)
+    room = Room(np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64), np.zeros(m, dtype=np.int64), False)
     usable = pool.usable
     base = (np.where(usable, pool.cores, 0).astype(np.int64), np.where(usable, pool.gpus, 0).astype(np.int64))
     smallest = (_smallest_sums(pool.cores, usable), _smallest_sums(pool.gpus, usable))

@@ -22,14 +22,29 @@ import numpy as np
 from numba import njit
 
 from rush.core.node_pool import (
+    BLOCKED_C,
+    BLOCKED_G,
+    CAP_C,
+    CAP_G,
+    ELIGIBLE,
+    FREE_C,
+    FREE_G,
+    LONG_C,
+    LONG_G,
+    META,
+    NO_PREFER,
+    PARTS,
     PLACE_FIRST_FIT,
     PLACE_VARIABILITY,
-    NodePool,
+    PREFER_BLOCKED,
+    PREFER_RESERVE,
+    SHADOW_C,
+    SHADOW_G,
+    USABLE,
     NodeView,
     Room,
     Slots,
     job_ask,
-    need_units,
     node_table,
     place_in,
 )
@@ -51,19 +66,16 @@ SKIPPED = -2
 UNCOUNTED = -1  # an idle-node count not taken yet
 
 
-@njit(cache=True, inline="always")
-def lower_bound_cores(nodes: NodeView, j: int, procs: int) -> int:
-    """Cores job j needs at least (a cheap reject before trying to place it)."""
-    request = nodes.request
-    return procs if request.nodes[j] == 0 else request.nodes[j] * request.cores[j]
-
-
 @njit(cache=True)
-def _count_idle(pool: NodePool, cores: np.ndarray, gpus: np.ndarray) -> int:
-    usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
+def _count_idle(table: np.ndarray) -> int:
+    """Idle usable nodes on the table's ``FREE_C`` / ``FREE_G`` rows."""
     idle = 0
-    for node in range(pool.count):
-        if usable[node] and cores[node] == cap_c[node] and gpus[node] == cap_g[node]:
+    for node in range(table[META, 0]):
+        if (
+            table[USABLE, node]
+            and table[FREE_C, node] == table[CAP_C, node]
+            and table[FREE_G, node] == table[CAP_G, node]
+        ):
             idle += 1
     return idle
 
@@ -119,51 +131,43 @@ def _node_units(
 @njit(cache=True)
 def node_shadow_time(
     now: float,
-    nodes: NodeView,
-    head: int,
-    need: int,
+    table: np.ndarray,
+    allocations: tuple[Slots, Slots],
+    ask: tuple[int, int, int, int, int],
+    bounds: tuple[int, int],
     running: RunningSet,
     started: RunningSet,
-    free: Room,
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """Shadow time of the head and the free cores and GPUs per node then, from ``free`` (now,
-    after this pass's starts). With nodes a :class:`RunningSet`'s ``procs`` are allocation
-    rows: of ``nodes.held`` for ``running``, of ``nodes.placed`` for ``started``."""
-    free_c = free.cores.copy()
-    free_g = free.gpus.copy()
+) -> float:
+    """Shadow time of the head (``ask``; ``bounds``: the units it needs and the cores it
+    needs at least), from the free cores and GPUs per node now, after this pass's starts
+    (the table's ``FREE_C`` / ``FREE_G`` rows); leaves those free at the shadow time in its
+    ``SHADOW_C`` / ``SHADOW_G`` rows. ``allocations``: (``held``, ``placed``); with nodes a
+    :class:`RunningSet`'s ``procs`` are allocation rows: of ``held`` for ``running``, of
+    ``placed`` for ``started``."""
     # Allocations are read from locals and given back in place: a helper per job took
     # reference counts at every call.
-    h_off, h_node, h_c, h_g = nodes.held
-    p_off, p_node, p_c, p_g = nodes.placed
+    h_off, h_node, h_c, h_g = allocations[0]
+    p_off, p_node, p_c, p_g = allocations[1]
     run_end, run_row, new_end, new_row = running.end, running.procs, started.end, started.procs
-    lower = lower_bound_cores(nodes, head, need)
-    p, r_nodes, exclusive, c_need, g_need = job_ask(nodes.request, head)
-    usable, parts, caps_c, caps_g = (
-        nodes.pool.usable,
-        nodes.pool.partitions,
-        nodes.pool.cores,
-        nodes.pool.gpus,
-    )
+    need, lower = bounds
+    p, r_nodes, exclusive, c_need, g_need = ask
+    free_c, free_g = table[SHADOW_C], table[SHADOW_G]
+    eligible = table[ELIGIBLE]
     # The units the room offers the head (fits_in's count), kept up to date node by node as
     # jobs give theirs back: a fits_in per released job scanned every node (issue 31).
-    m = nodes.pool.count
-    eligible = np.empty(m, dtype=np.bool_)
     units = 0
     released = 0
-    for node in range(m):
-        if usable[node]:
-            released += free_c[node]
-        eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+    for node in range(table[META, 0]):
+        c, g = table[FREE_C, node], table[FREE_G, node]
+        free_c[node] = c
+        free_g[node] = g
+        up = table[USABLE, node] != 0
+        if up:
+            released += c
+        eligible[node] = 1 if up and (p < 0 or ((table[PARTS, node] >> p) & 1) == 1) else 0
         if eligible[node]:
             units += _node_units(
-                free_c[node],
-                free_g[node],
-                caps_c[node],
-                caps_g[node],
-                r_nodes,
-                exclusive,
-                c_need,
-                g_need,
+                c, g, table[CAP_C, node], table[CAP_G, node], r_nodes, exclusive, c_need, g_need
             )
     a = 0
     b = 0
@@ -172,8 +176,8 @@ def node_shadow_time(
     # Ends in time order; once the head fits, everything else that ends at the shadow time
     # is given back too (it is free then).
     while a < rn or b < sn:
-        # The next end, of a running job (rows of nodes.held) or of one started in this pass
-        # (rows of nodes.placed); both give their allocation back by the loop below.
+        # The next end, of a running job (rows of held) or of one started in this pass (rows
+        # of placed); both give their allocation back by the loop below.
         of_running = b >= sn or (a < rn and run_end[a] <= new_end[b])
         e = run_end[a] if of_running else new_end[b]
         if e > shadow:
@@ -188,7 +192,7 @@ def node_shadow_time(
             node = h_node[k] if of_running else p_node[k]
             back_c = h_c[k] if of_running else p_c[k]
             back_g = h_g[k] if of_running else p_g[k]
-            cap_c, cap_g = caps_c[node], caps_g[node]
+            cap_c, cap_g = table[CAP_C, node], table[CAP_G, node]
             if eligible[node]:
                 units -= _node_units(
                     free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
@@ -204,41 +208,36 @@ def node_shadow_time(
             shadow = e
     if shadow < now:
         shadow = now
-    return shadow, free_c, free_g
+    return shadow
 
 
 @njit(cache=True)
-def _reserve_head(
-    nodes: NodeView,
-    table: np.ndarray,
-    head: int,
-    need: int,
-    shadow_c: np.ndarray,
-    shadow_g: np.ndarray,
-    free: Room,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Place the head at the shadow time, on nodes busy now first; returns the cores and GPUs
-    per node it blocks now (its reservation minus what is released by then)."""
-    m = nodes.pool.count
-    request = nodes.request
-    free_c, free_g = free.cores, free.gpus
-    kind = 0 if request.nodes[head] == 0 else (1 if request.exclusive[head] else 2)
-    c_need, g_need = request.cores[head], request.gpus[head]
-    prefer = np.zeros(m, dtype=np.bool_)
+def _reserve_head(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, reserved: Slots) -> None:
+    """Place the head (``ask``, ``need`` units) at the shadow time (the table's ``SHADOW_C`` /
+    ``SHADOW_G`` rows), on nodes busy now first, as ``reserved`` row 0; writes the cores and
+    GPUs per node it blocks now (its reservation minus what is released by then) to the
+    ``BLOCKED_C`` / ``BLOCKED_G`` rows."""
+    m = table[META, 0]
+    _, nodes, exclusive, c_need, g_need = ask
+    kind = 0 if nodes == 0 else (1 if exclusive else 2)
+    free_c, free_g = table[FREE_C], table[FREE_G]
+    shadow_c, shadow_g = table[SHADOW_C], table[SHADOW_G]
+    blocked_c, blocked_g = table[BLOCKED_C], table[BLOCKED_G]
+    prefer = table[PREFER_RESERVE]
     for node in range(m):
         rel_c = shadow_c[node] - free_c[node]
         rel_g = shadow_g[node] - free_g[node]
         if kind == 0:
-            prefer[node] = rel_c > 0
+            busy = rel_c > 0
         elif kind == 1:
-            prefer[node] = free_c[node] == 0 and free_g[node] == 0
+            busy = free_c[node] == 0 and free_g[node] == 0
         else:
-            prefer[node] = rel_c >= c_need and rel_g >= g_need
-    blocked_c = np.zeros(m, dtype=np.int64)
-    blocked_g = np.zeros(m, dtype=np.int64)
+            busy = rel_c >= c_need and rel_g >= g_need
+        prefer[node] = 1 if busy else 0
+        blocked_c[node] = 0
+        blocked_g[node] = 0
     room = Room(shadow_c, shadow_g, prefer, False)
-    reserved = nodes.reserved
-    count = place_in(table, job_ask(request, head), need, room, PLACE_FIRST_FIT, reserved, 0)
+    count = place_in(table, ask, need, room, PLACE_FIRST_FIT, reserved, 0)
     r_off, r_node, r_c, r_g = reserved
     r_off[1] = max(count, 0)
     for k in range(max(count, 0)):
@@ -248,10 +247,9 @@ def _reserve_head(
     for node in range(m):
         blocked_c[node] = min(blocked_c[node], free_c[node])
         blocked_g[node] = min(blocked_g[node], free_g[node])
-    return blocked_c, blocked_g
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # inlined into scheduling_pass: a call counts its 63 arrays
 def easy_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -270,19 +268,23 @@ def easy_nodes_pass(
     m = pool.count
     now = moment.now
     procs = jobs.procs
-    free_c = pool.free_cores.copy()
-    free_g = pool.free_gpus.copy()
-    no_prefer = np.zeros(m, dtype=np.bool_)
+    # Placement's table of the pool with the pass's scratch rows: the caller's (the simulator
+    # keeps one per replay), else built here; a pass allocates no node-length array.
+    table = nodes.table
+    if table.shape[1] == 0:
+        table = node_table(pool)
+    free_c, free_g = table[FREE_C], table[FREE_G]
+    pool_c, pool_g = pool.free_cores, pool.free_gpus
+    for node in range(m):
+        free_c[node] = pool_c[node]
+        free_g[node] = pool_g[node]
+    no_prefer = table[NO_PREFER]
     free_room = Room(free_c, free_g, no_prefer, False)
     # Arrays held in locals for the loops (see rush.core.node_pool).
     usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
     placed = nodes.placed
     placed_off, placed_node, placed_c, placed_g = placed
     placement = nodes.placement
-    # Placement's table of the pool: the caller's (the simulator keeps one per replay), else
-    # built when this pass first places (many passes place nothing: their first job fails an
-    # O(1) bound); O(nodes) each time.
-    table = nodes.table
     queue, taken, est = queues.queue, queues.taken, jobs.est
     sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
     variable_now, skip_limit = moment.variable_now, config.skip_limit
@@ -303,7 +305,7 @@ def easy_nodes_pass(
         need = procs[j] if r_nodes[j] == 0 else r_nodes[j]
         skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
         if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
-            idle_now = _count_idle(pool, free_c, free_g)
+            idle_now = _count_idle(table)
         # An O(1) bound spares the O(nodes) placement for most jobs of a long queue.
         if r_nodes[j] == 0:
             no_hope = need > free_total
@@ -315,8 +317,6 @@ def easy_nodes_pass(
             count = NO_FIT
         else:
             ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
-            if table.shape[1] == 0:
-                table = node_table(pool)
             count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
         if count == NO_FIT:
             head = j
@@ -352,29 +352,29 @@ def easy_nodes_pass(
             perm = np.argsort(new_end)
             new_end = new_end[perm]
             new_rows = new_rows[perm]
-        need = need_units(nodes.request, head, procs[head])
-        shadow, shadow_c, shadow_g = node_shadow_time(
-            now, nodes, head, need, running, RunningSet(new_end, new_rows, ns), free_room
-        )
+        need = procs[head] if r_nodes[head] == 0 else r_nodes[head]
+        lower = need if r_nodes[head] == 0 else need * r_cores[head]  # cores at least
+        ask = (r_partition[head], r_nodes[head], 1 if r_exclusive[head] else 0, r_cores[head], r_gpus[head])
+        started = RunningSet(new_end, new_rows, ns)
+        shadow = node_shadow_time(now, table, (nodes.held, placed), ask, (need, lower), running, started)
+        blocked_c, blocked_g = table[BLOCKED_C], table[BLOCKED_G]
         if shadow < INF:
-            if table.shape[1] == 0:
-                table = node_table(pool)
-            blocked_c, blocked_g = _reserve_head(nodes, table, head, need, shadow_c, shadow_g, free_room)
+            _reserve_head(table, ask, need, nodes.reserved)
         else:
-            blocked_c = np.zeros(m, dtype=np.int64)
-            blocked_g = np.zeros(m, dtype=np.int64)
+            for node in range(m):
+                blocked_c[node] = 0
+                blocked_g[node] = 0
         # Free outside the head's reservation (long jobs' room), its cores on up nodes and
         # its idle nodes, in one sweep.
-        long_c = np.empty(m, dtype=np.int64)
-        long_g = np.empty(m, dtype=np.int64)
-        prefer_blocked = np.empty(m, dtype=np.bool_)
+        long_c, long_g = table[LONG_C], table[LONG_G]
+        prefer_blocked = table[PREFER_BLOCKED]
         idle_long = 0
         for node in range(m):
             lc = free_c[node] - blocked_c[node]
             lg = free_g[node] - blocked_g[node]
             long_c[node] = lc
             long_g[node] = lg
-            prefer_blocked[node] = blocked_c[node] > 0 or blocked_g[node] > 0
+            prefer_blocked[node] = 1 if blocked_c[node] > 0 or blocked_g[node] > 0 else 0
             if usable[node]:
                 extra += max(lc, 0)
                 if lc == cap_c[node] and lg == cap_g[node]:
@@ -397,14 +397,12 @@ def easy_nodes_pass(
                 continue
             if r_nodes[j] > 0 and r_exclusive[j]:
                 if idle_now == UNCOUNTED:
-                    idle_now = _count_idle(pool, free_c, free_g)
+                    idle_now = _count_idle(table)
                 if need > (idle_now if ends_in_time else idle_long):
                     continue
             skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
             room = short_room if ends_in_time else long_room
             ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
-            if table.shape[1] == 0:
-                table = node_table(pool)
             count = decide_in(table, ask, need, room, skip_now, placement, placed, placed_off[ns])
             if count == NO_FIT:
                 continue
@@ -434,7 +432,7 @@ def easy_nodes_pass(
                     # It is gone by the shadow time: it uses the head's blocked resources first.
                     blocked_c[node] -= min(blocked_c[node], c)
                     blocked_g[node] -= min(blocked_g[node], g)
-                    prefer_blocked[node] = blocked_c[node] > 0 or blocked_g[node] > 0
+                    prefer_blocked[node] = 1 if blocked_c[node] > 0 or blocked_g[node] > 0 else 0
                     long_c[node] = free_c[node] - blocked_c[node]
                     long_g[node] = free_g[node] - blocked_g[node]
                 else:

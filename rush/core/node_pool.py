@@ -93,8 +93,9 @@ class Slots(NamedTuple):
 
 
 class Room(NamedTuple):
-    """Per-node availability a placement is computed on, the nodes it should use first, and
-    whether only quiet nodes count (variability-aware placement of a flagged job)."""
+    """Per-node availability a placement is computed on, the nodes it should use first
+    (``prefer`` nonzero: int64, a row of the pass's table, or bool), and whether only quiet
+    nodes count (variability-aware placement of a flagged job)."""
 
     cores: np.ndarray
     gpus: np.ndarray
@@ -147,15 +148,23 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 # integers (:func:`job_ask`): a placement counts the table, the room and the output only.
 
 CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, LEAF_POD, META = range(12)
-TABLE_ROWS = 12
+# Scratch rows of the EASY pass on nodes (rush.core.easy_nodes), per node: kept in the table so
+# that a pass allocates no node-length array (the simulator keeps one table per replay).
+# ``NO_PREFER`` is never written: all zeros, the ``prefer`` of a room without preferred nodes.
+(
+    FREE_C, FREE_G, SHADOW_C, SHADOW_G, BLOCKED_C, BLOCKED_G, LONG_C, LONG_G,
+    ELIGIBLE, NO_PREFER, PREFER_BLOCKED, PREFER_RESERVE,
+) = range(12, 24)  # fmt: skip
+TABLE_ROWS = 24
 
 
 @njit(cache=True)
 def node_table(pool: NodePool) -> np.ndarray:
     """The pool as one int64 table for placement: rows ``CAP_C`` .. ``QUIET`` per node,
     ``UNITS`` (scratch per node), ``LEAF_ROOM`` (scratch per leaf), ``LEAF_FIRST`` and
-    ``LEAF_NODES`` (:func:`leaf_index`), ``LEAF_POD`` (each leaf's pod) and ``META``: (node
-    count, leaf count, pod count)."""
+    ``LEAF_NODES`` (:func:`leaf_index`), ``LEAF_POD`` (each leaf's pod), ``META``: (node
+    count, leaf count, pod count), then the EASY pass's scratch rows (``FREE_C`` ..
+    ``PREFER_RESERVE``)."""
     m = pool.count
     leaves = pool.leaf_room.shape[0]
     table = np.zeros((TABLE_ROWS, max(m, leaves + 1, 3)), dtype=np.int64)
@@ -314,7 +323,7 @@ def _fill(
                 return need, k
             i = table[LEAF_NODES, x] if leaf >= 0 else x
             units = table[UNITS, i]
-            if units <= 0 or prefer[i] != want_prefer:
+            if units <= 0 or (prefer[i] != 0) != want_prefer:
                 continue
             seen += units
             out_node[k] = i
