@@ -107,6 +107,119 @@ def project_starts(
     return starts
 
 
+@njit(cache=True)
+def project_easy_starts(
+    now: float,
+    free: int,
+    running_end: np.ndarray,
+    running_limit: np.ndarray,
+    running_procs: np.ndarray,
+    order: np.ndarray,
+    procs: np.ndarray,
+    duration: np.ndarray,
+    limit: np.ndarray,
+) -> np.ndarray:
+    """Estimated start of each job of ``order`` by replaying EASY itself without arrivals: the
+    scheduler's decisions read the limits (the head's shadow time from the running jobs'
+    ``running_limit`` ends, the backfill test from each job's ``limit``), as EASY's pass does;
+    time moves on the predicted ends (``running_end``, each started job's ``duration``).
+    Jobs in the arrays' order; a job wider than the machine gets inf. With exact runtimes the
+    error left is the arrivals'.
+
+    A running job past its predicted end is expected to end one second from now (as in
+    :func:`project_starts`); a limit earlier than the predicted end is read as that end."""
+    nr = len(running_end)
+    no = len(order)
+    cap = nr + no
+    end = np.empty(cap, dtype=np.float64)
+    lim = np.empty(cap, dtype=np.float64)
+    held = np.empty(cap, dtype=np.int64)
+    total = free
+    for k in range(nr):
+        end[k] = running_end[k] if running_end[k] > now else now + 1.0
+        lim[k] = max(running_limit[k], end[k])
+        held[k] = running_procs[k]
+        total += running_procs[k]
+    n = nr
+    starts = np.full(len(procs), INF)
+    waiting = np.zeros(no, dtype=np.bool_)
+    left = 0
+    for m in range(no):
+        if procs[order[m]] <= total:
+            waiting[m] = True
+            left += 1
+    t = now
+    while left > 0:
+        head = -1
+        for m in range(no):  # 1. in order while they fit
+            if not waiting[m]:
+                continue
+            j = order[m]
+            if procs[j] > free:
+                head = m
+                break
+            waiting[m] = False
+            left -= 1
+            starts[j] = t
+            free -= procs[j]
+            end[n] = t + max(duration[j], MIN_DURATION)
+            lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
+            held[n] = procs[j]
+            n += 1
+        if head >= 0:  # 2. the head's shadow time on the limits; 3. backfill
+            need = procs[order[head]]
+            by_limit = np.argsort(lim[:n])
+            avail = free
+            shadow = INF
+            for i in range(n):
+                avail += held[by_limit[i]]
+                if avail >= need:
+                    shadow = lim[by_limit[i]]
+                    for i2 in range(i + 1, n):
+                        if lim[by_limit[i2]] > shadow:
+                            break
+                        avail += held[by_limit[i2]]
+                    break
+            shadow = max(shadow, t)
+            extra = avail - need
+            for m in range(head + 1, no):
+                if free <= 0:
+                    break
+                j = order[m]
+                if not waiting[m] or procs[j] > free:
+                    continue
+                in_time = t + limit[j] <= shadow
+                if not in_time and procs[j] > extra:
+                    continue
+                waiting[m] = False
+                left -= 1
+                starts[j] = t
+                free -= procs[j]
+                if not in_time:
+                    extra -= procs[j]
+                end[n] = t + max(duration[j], MIN_DURATION)
+                lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
+                held[n] = procs[j]
+                n += 1
+        if left == 0 or n == 0:
+            break
+        # 4. the next predicted end: its processors come back
+        t = end[0]
+        for i in range(1, n):
+            t = min(t, end[i])
+        kept = 0
+        for i in range(n):
+            if end[i] <= t:
+                free += held[i]
+            else:
+                end[kept] = end[i]
+                lim[kept] = lim[i]
+                held[kept] = held[i]
+                kept += 1
+        n = kept
+    return starts
+
+
 def predicted_durations(
     est: np.ndarray, runtime_class: np.ndarray, elapsed: np.ndarray | None, divider: float
 ) -> np.ndarray:
