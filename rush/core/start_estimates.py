@@ -4,14 +4,20 @@ Every pending job gets an estimated start, recomputed at each pass:
 
 * started now: now;
 * conservative: its reservation (the plan itself: the pass's standing reservations);
-* EASY: a projection (the head's shadow time, booked on limits, is the latest it starts);
+* EASY: a replay of EASY itself without arrivals (:func:`project_easy_starts`): the
+  scheduler's decisions (the head's shadow time, the backfill test) read the reservation
+  estimates as the pass does, time moves on the predicted runtimes; the head never starts
+  later than its shadow time;
 * none (list scheduling): the projection, with starts in priority order.
 
 The projection books the running jobs until their predicted ends and then each queued job, in
 the pass's priority order, at the earliest time its processors stay free for its predicted
-runtime (on processor counts; on a cluster with nodes, its cores). This is conservative
-backfilling without arrivals: EASY may start a later job earlier than projected (it does not
-protect every reservation), never a job with a reservation later than its shadow time.
+runtime (on processor counts; on a cluster with nodes, its cores): conservative backfilling
+without arrivals. Under EASY it was the estimate until round 6 of issue 29; it backfills a job
+into any hole its predicted runtime fits, where EASY, deciding on limits, does not, and even
+with exact runtimes it erred by 44 minutes on KTH-SP2 where the replay errs by 16
+(``sim/runtime_predictions/estimates/dev_log.md``). The replay scans the backfill candidates in
+priority order (a pass with another backfill order differs there).
 
 Predicted runtimes: a job the runtime classifier calls small is expected to end by the divider
 (as long as it has not run past it), any other at its reservation estimate (its limit, or the
@@ -291,16 +297,37 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
         basis[held] = BASIS_RESERVATION
     else:
         free = int(e.free) - int(e.procs[e.started].sum())
-        projected = project_starts(
-            e.now,
-            max(free, 0),
-            np.ascontiguousarray(ends[by_end]),
-            np.ascontiguousarray(end_procs[by_end]),
-            np.ascontiguousarray(waiting),
-            np.ascontiguousarray(e.procs),
-            np.ascontiguousarray(dur),
-            e.mode == "none",
-        )
+        if e.mode == "easy":  # EASY's own rule: decisions on the reservation estimates
+            est = np.asarray(e.est, dtype=np.float64)
+            limit_ends = np.concatenate(
+                [
+                    np.asarray(e.running_start, dtype=np.float64)
+                    + np.asarray(e.running_est, dtype=np.float64),
+                    e.now + np.maximum(est[e.started], MIN_DURATION),
+                ]
+            )
+            projected = project_easy_starts(
+                e.now,
+                max(free, 0),
+                np.ascontiguousarray(ends),
+                np.ascontiguousarray(limit_ends),
+                np.ascontiguousarray(end_procs),
+                np.ascontiguousarray(waiting),
+                np.ascontiguousarray(e.procs),
+                np.ascontiguousarray(dur),
+                np.ascontiguousarray(est),
+            )
+        else:
+            projected = project_starts(
+                e.now,
+                max(free, 0),
+                np.ascontiguousarray(ends[by_end]),
+                np.ascontiguousarray(end_procs[by_end]),
+                np.ascontiguousarray(waiting),
+                np.ascontiguousarray(e.procs),
+                np.ascontiguousarray(dur),
+                e.mode == "none",
+            )
         seen = waiting[np.isfinite(projected[waiting])]
         start[seen] = projected[seen]
         basis[seen] = BASIS_PROJECTION

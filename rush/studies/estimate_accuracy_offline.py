@@ -35,7 +35,8 @@ import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION
-from rush.core.start_estimates import project_starts
+from rush.core.remaining_runtime import conditional_mean_runtime
+from rush.core.start_estimates import project_easy_starts, project_starts
 
 WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
 ONE_MINUTE = 60.0
@@ -45,6 +46,9 @@ STEPWISE = np.array(
     [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
 )
 RUNGS = len(STEPWISE) + 1
+# The projection a sweep uses: the core's conservative projection, or its replay of EASY.
+RULE_CONSERVATIVE = 0
+RULE_EASY = 1
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -97,7 +101,6 @@ def _running_length(rungs: np.ndarray, elapsed: float) -> float:
     return rungs[len(rungs) - 1]
 
 
-@njit(cache=True)
 def sweep_estimates(
     query_time: np.ndarray,
     query_job: np.ndarray,
@@ -107,9 +110,57 @@ def sweep_estimates(
     procs: np.ndarray,
     ladders: np.ndarray,
     machine: int,
+    rule: int = RULE_CONSERVATIVE,
+    request: np.ndarray | None = None,
+    conditional: np.ndarray | None = None,
+    knots: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """(estimators, queries) estimated starts (:func:`_sweep`); ``knots``: the quantile
+    function's (x, p) for the estimators marked ``conditional``."""
+    n = len(submit)
+    request = np.full(n, np.inf) if request is None else np.asarray(request, dtype=np.float64)
+    conditional = np.zeros(ladders.shape[0], dtype=np.bool_) if conditional is None else conditional
+    knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
+    return _sweep(
+        query_time,
+        query_job,
+        submit,
+        start,
+        end,
+        procs,
+        ladders,
+        machine,
+        rule,
+        np.ascontiguousarray(request),
+        np.asarray(conditional, dtype=np.bool_),
+        np.ascontiguousarray(knots_x, dtype=np.float64),
+        np.ascontiguousarray(knots_p, dtype=np.float64),
+    )
+
+
+@njit(cache=True)
+def _sweep(
+    query_time: np.ndarray,
+    query_job: np.ndarray,
+    submit: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    procs: np.ndarray,
+    ladders: np.ndarray,
+    machine: int,
+    rule: int,
+    request: np.ndarray,
+    conditional: np.ndarray,
+    knots_x: np.ndarray,
+    knots_p: np.ndarray,
 ) -> np.ndarray:
     """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
-    (submit order, the workload's); ``ladders`` (estimators, n, rungs)."""
+    (submit order, the workload's); ``ladders`` (estimators, n, rungs). ``rule``: the
+    projection (:data:`RULE_CONSERVATIVE`, or :data:`RULE_EASY`, which needs ``request``, the
+    limits EASY decides on). An estimator ``e`` with ``conditional[e]`` ends a running job at
+    its conditional mean runtime given its elapsed time (the core's
+    :func:`rush.core.remaining_runtime.conditional_mean_runtime` on ``knots_x``/``knots_p``)
+    instead of its ladder."""
     n_est = ladders.shape[0]
     nq = len(query_time)
     out = np.full((n_est, nq), np.inf)
@@ -164,21 +215,37 @@ def sweep_estimates(
             run_end = np.empty(n_run)
             for i in range(n_run):
                 k = run_k[i]
-                run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
-            by_end = np.argsort(run_end)
+                if conditional[e]:
+                    run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
+                else:
+                    run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
             dur = np.empty(n_pend)
             for i in range(n_pend):
                 dur[i] = ladders[e, pend_k[i], 0]
-            starts = project_starts(
-                t,
-                max(machine - busy, 0),
-                run_end[by_end],
-                run_procs[by_end],
-                order,
-                local_procs,
-                dur,
-                False,
-            )
+            if rule == RULE_EASY:
+                starts = project_easy_starts(
+                    t,
+                    max(machine - busy, 0),
+                    run_end,
+                    start[run_k] + request[run_k],
+                    run_procs,
+                    order,
+                    local_procs,
+                    dur,
+                    request[pend_k],
+                )
+            else:
+                by_end = np.argsort(run_end)
+                starts = project_starts(
+                    t,
+                    max(machine - busy, 0),
+                    run_end[by_end],
+                    run_procs[by_end],
+                    order,
+                    local_procs,
+                    dur,
+                    False,
+                )
             out[e, q] = starts[n_pend - 1]  # j is the last of the jobs ahead of it and itself
     return out
 

@@ -93,7 +93,14 @@ def sweep_mixed(
             if rule == 0:
                 by_end = np.argsort(run_end)
                 starts = project_starts(
-                    t, max(machine - busy, 0), run_end[by_end], run_procs[by_end], order, local_procs, dur, False
+                    t,
+                    max(machine - busy, 0),
+                    run_end[by_end],
+                    run_procs[by_end],
+                    order,
+                    local_procs,
+                    dur,
+                    False,
                 )
             else:
                 starts = project_easy_starts(
@@ -128,7 +135,9 @@ def main() -> None:
     model = RuntimeQuantileRegressor()
     report = {}
     for trace_name in args.traces.split(","):
-        wf = cached_walkforward(trace_name, 10_000, model.max_iter, 1, model.learning_rate, model.max_leaf_nodes)
+        wf = cached_walkforward(
+            trace_name, 10_000, model.max_iter, 1, model.learning_rate, model.max_leaf_nodes
+        )
         trace, workload = load(trace_name)
         result = simulate(workload, CoreConfig.from_names("FCFS", "easy", 200_000))
         req = np.asarray(workload.requested_time, dtype=np.float64)
