@@ -15,7 +15,7 @@ With real runtimes and the scheduler's own rule, what is left is the future: job
 later and backfill ahead. That is the floor of any estimator that knows only the present.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
-        python sim/runtime_predictions/estimates/kth_diagnosis.py [--traces KTH-SP2] [--half 0]
+        python sim/runtime_predictions/estimates/kth_diagnosis.py [--traces KTH-SP2] [--step 3]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
+from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
 from rush.core.start_estimates import project_easy_starts, project_starts
 from rush.studies.estimate_accuracy_offline import _running_length, ladder, limits_ladder, wait_class
 
@@ -36,9 +37,23 @@ RULES = ("conservative", "easy")
 
 @njit(cache=True)
 def sweep_mixed(
-    query_time, query_job, submit, start, end, procs, run_ladders, pend_ladders, request, machine, rule
+    query_time,
+    query_job,
+    submit,
+    start,
+    end,
+    procs,
+    run_ladders,
+    pend_ladders,
+    request,
+    machine,
+    rule,
+    conditional,
+    knots_x,
+    knots_p,
 ):
-    """Estimates at each query: running ends from ``run_ladders[e]``, queue runtimes from
+    """Estimates at each query: running ends from ``run_ladders[e]`` (or, where
+    ``conditional[e]``, the expected runtime given the elapsed time), queue runtimes from
     ``pend_ladders[e]``; rule 0 the conservative projection, 1 the EASY replay on limits."""
     n_est = run_ladders.shape[0]
     nq = len(query_time)
@@ -86,7 +101,10 @@ def sweep_mixed(
             run_end = np.empty(n_run)
             for i in range(n_run):
                 k = run_k[i]
-                run_end[i] = start[k] + _running_length(run_ladders[e, k], t - start[k])
+                if conditional[e]:
+                    run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
+                else:
+                    run_end[i] = start[k] + _running_length(run_ladders[e, k], t - start[k])
             dur = np.empty(n_pend)
             for i in range(n_pend):
                 dur[i] = pend_ladders[e, pend_k[i], 0]
@@ -130,7 +148,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="KTH-SP2")
-    parser.add_argument("--step", type=int, default=1, help="every k-th job")
+    parser.add_argument("--step", type=int, default=3, help="every k-th job")
     args = parser.parse_args()
     model = RuntimeQuantileRegressor()
     report = {}
@@ -156,7 +174,11 @@ def main() -> None:
             ("real", "real"),
             ("limits", "real"),
             ("real", "limits"),
+            ("conditional", "mean"),
+            ("conditional", "real"),
         ]
+        knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
+        lad["conditional"] = lad["mean"]  # unused: the flag below takes the running ends
         submit = np.asarray(result.submit, dtype=np.float64)
         start = np.asarray(result.start, dtype=np.float64)
         end = np.asarray(result.end, dtype=np.float64)
@@ -181,6 +203,9 @@ def main() -> None:
                 req,
                 int(workload.machine_procs),
                 rule_index,
+                np.array([r == "conditional" for r, _ in combos]),
+                np.ascontiguousarray(knots[0]),
+                knots[1],
             )
             for c, (r, p) in enumerate(combos):
                 err = est[c] - real_start
