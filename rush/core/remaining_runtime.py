@@ -37,6 +37,35 @@ def quantile_knots(
 
 
 @njit(cache=True)
+def _level_reached(xs: np.ndarray, ps: np.ndarray, le: float) -> float:
+    """F at log(1 + elapsed) ``le``: the level at which the quantile function reaches it."""
+    u_e = 0.0
+    for i in range(len(xs) - 1):
+        if le < xs[i]:
+            break
+        if xs[i + 1] > xs[i] and le < xs[i + 1]:
+            return ps[i] + (le - xs[i]) / (xs[i + 1] - xs[i]) * (ps[i + 1] - ps[i])
+        u_e = ps[i + 1]
+    return u_e
+
+
+@njit(cache=True)
+def conditional_quantile_runtime(xs: np.ndarray, ps: np.ndarray, elapsed: float, level: float) -> float:
+    """The ``level`` quantile of R given R > elapsed (seconds): Q(F(e) + level (1 - F(e))),
+    between the elapsed time and the request (the elapsed time past it)."""
+    elapsed = max(elapsed, 0.0) if np.isfinite(elapsed) else 0.0
+    k = len(xs)
+    top = max(np.expm1(xs[k - 1]), elapsed)
+    le = np.log1p(elapsed)
+    if le >= xs[k - 1]:
+        return top
+    u = _level_reached(xs, ps, le)
+    u = u + min(max(level, 0.0), 1.0) * (1.0 - u)
+    value = np.expm1(np.interp(u, ps, xs))
+    return min(max(value, elapsed), top) if np.isfinite(value) else top
+
+
+@njit(cache=True)
 def conditional_mean_runtime(xs: np.ndarray, ps: np.ndarray, elapsed: float) -> float:
     """E[R | R > elapsed] (seconds) for one job's knots ``xs`` (log(1 + seconds), non-decreasing)
     at levels ``ps`` (0 ... 1). A job past its last knot (its request): ``elapsed``."""
@@ -45,15 +74,7 @@ def conditional_mean_runtime(xs: np.ndarray, ps: np.ndarray, elapsed: float) -> 
     k = len(xs)
     if le >= xs[k - 1]:
         return max(elapsed, np.expm1(xs[k - 1]))
-    # F(elapsed): the level at which the quantile function reaches it.
-    u_e = 0.0
-    for i in range(k - 1):
-        if le < xs[i]:
-            break
-        if xs[i + 1] > xs[i] and le < xs[i + 1]:
-            u_e = ps[i] + (le - xs[i]) / (xs[i + 1] - xs[i]) * (ps[i + 1] - ps[i])
-            break
-        u_e = ps[i + 1]
+    u_e = _level_reached(xs, ps, le)
     mass = 1.0 - u_e
     if mass <= 1e-12:
         return max(elapsed, np.expm1(xs[k - 1]))

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION
-from rush.core.remaining_runtime import conditional_mean_runtime
+from rush.core.remaining_runtime import conditional_mean_runtime, conditional_quantile_runtime
 from rush.core.start_estimates import project_easy_starts, project_starts
 
 WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
@@ -49,6 +49,11 @@ RUNGS = len(STEPWISE) + 1
 # The projection a sweep uses: the core's conservative projection, or its replay of EASY.
 RULE_CONSERVATIVE = 0
 RULE_EASY = 1
+# How a running job's end is read (``conditional`` per estimator): off its ladder, or its
+# expected (mean) or median runtime given the time it has run.
+REMAINING_LADDER = 0
+REMAINING_MEAN = 1
+REMAINING_MEDIAN = 2
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -119,7 +124,7 @@ def sweep_estimates(
     function's (x, p) for the estimators marked ``conditional``."""
     n = len(submit)
     request = np.full(n, np.inf) if request is None else np.asarray(request, dtype=np.float64)
-    conditional = np.zeros(ladders.shape[0], dtype=np.bool_) if conditional is None else conditional
+    conditional = np.zeros(ladders.shape[0], dtype=np.int64) if conditional is None else conditional
     knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
     return _sweep(
         query_time,
@@ -132,7 +137,7 @@ def sweep_estimates(
         machine,
         rule,
         np.ascontiguousarray(request),
-        np.asarray(conditional, dtype=np.bool_),
+        np.asarray(conditional, dtype=np.int64),
         np.ascontiguousarray(knots_x, dtype=np.float64),
         np.ascontiguousarray(knots_p, dtype=np.float64),
     )
@@ -157,10 +162,10 @@ def _sweep(
     """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
     (submit order, the workload's); ``ladders`` (estimators, n, rungs). ``rule``: the
     projection (:data:`RULE_CONSERVATIVE`, or :data:`RULE_EASY`, which needs ``request``, the
-    limits EASY decides on). An estimator ``e`` with ``conditional[e]`` ends a running job at
-    its conditional mean runtime given its elapsed time (the core's
-    :func:`rush.core.remaining_runtime.conditional_mean_runtime` on ``knots_x``/``knots_p``)
-    instead of its ladder."""
+    limits EASY decides on). ``conditional[e]`` says how estimator ``e`` ends a running job:
+    :data:`REMAINING_LADDER` off its ladder, :data:`REMAINING_MEAN` / :data:`REMAINING_MEDIAN` at
+    its mean / median runtime given its elapsed time (the core's
+    :mod:`rush.core.remaining_runtime` on ``knots_x``/``knots_p``)."""
     n_est = ladders.shape[0]
     nq = len(query_time)
     out = np.full((n_est, nq), np.inf)
@@ -215,8 +220,12 @@ def _sweep(
             run_end = np.empty(n_run)
             for i in range(n_run):
                 k = run_k[i]
-                if conditional[e]:
+                if conditional[e] == REMAINING_MEAN:
                     run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
+                elif conditional[e] == REMAINING_MEDIAN:
+                    run_end[i] = start[k] + conditional_quantile_runtime(
+                        knots_x[k], knots_p, t - start[k], 0.5
+                    )
                 else:
                     run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
             dur = np.empty(n_pend)

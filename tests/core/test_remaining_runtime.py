@@ -7,7 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rush.core.remaining_runtime import conditional_mean_runtime, conditional_mean_runtimes, quantile_knots
+from rush.core.remaining_runtime import (
+    conditional_mean_runtime,
+    conditional_mean_runtimes,
+    conditional_quantile_runtime,
+    quantile_knots,
+)
 
 LEVELS = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
 
@@ -60,3 +65,19 @@ def test_past_the_median_the_expected_runtime_is_the_upper_half_mean() -> None:
     upper = (np.exp(xs[2]) - np.exp(xs[1])) / ((xs[2] - xs[1]) / 0.5) / 0.5 - 1.0
     assert conditional_mean_runtime(xs, ps, 99.0) == pytest.approx(upper)
     assert conditional_mean_runtime(xs, ps, 20000.0) == 20000.0  # past the request: what it has run
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_conditional_median_is_bounded_and_does_not_fall(seed: int) -> None:
+    xs, ps, request = _knots(seed, n=50)
+    elapsed = np.concatenate([[0.0], np.exp(np.linspace(0.0, 14.0, 200))])
+    for r in range(len(xs)):
+        got = np.array([conditional_quantile_runtime(xs[r], ps, e, 0.5) for e in elapsed])
+        assert np.all(np.isfinite(got)) and np.all(got >= elapsed)
+        assert np.all(got <= np.maximum(request[r], elapsed) * (1 + 1e-9))
+        assert np.all(np.diff(got) >= -1e-6 * got[1:]), r
+        # at the start, the predicted median itself; never above the conditional mean's top
+        assert got[0] == pytest.approx(np.expm1(np.interp(0.5, ps, xs[r])))
+    for bad in (np.nan, -3.0, np.inf):
+        value = conditional_quantile_runtime(xs[0], ps, bad, 0.5)
+        assert np.isfinite(value) and value >= 0.0

@@ -33,6 +33,7 @@ CANDIDATES = (
     ("H2: conditional, mean", "easy", "conditional", "mean"),
     ("H3: conditional, median", "easy", "conditional", "median"),
     ("H3: conditional, q0.75", "easy", "conditional", "q0.75"),
+    ("H4: conditional median, mean", "easy", "conditional-median", "mean"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -46,6 +47,9 @@ def main() -> None:
     from rush.models.runtime_quantiles import RuntimeQuantileRegressor
     from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
+        REMAINING_LADDER,
+        REMAINING_MEAN,
+        REMAINING_MEDIAN,
         RULE_CONSERVATIVE,
         RULE_EASY,
         ladder,
@@ -54,9 +58,11 @@ def main() -> None:
         wait_class,
     )
 
+    REMAINING = {"conditional": REMAINING_MEAN, "conditional-median": REMAINING_MEDIAN}
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="KTH-SP2")
     parser.add_argument("--queries", type=int, default=8000)
+    parser.add_argument("--only", default="", help="candidate names separated by ; (default: all)")
     args = parser.parse_args()
     model = RuntimeQuantileRegressor()
     path = OUT / "estimate_rules.json"
@@ -96,12 +102,16 @@ def main() -> None:
         classes = wait_class(wait)
         estimates = {}
         for rule_name, rule in (("conservative", RULE_CONSERVATIVE), ("easy", RULE_EASY)):
-            chosen = [c for c in CANDIDATES if c[1] == rule_name]
+            wanted = [c for c in CANDIDATES if not args.only or c[0] in args.only.split(";")]
+            chosen = [c for c in wanted if c[1] == rule_name]
+            if not chosen:
+                continue
             stacked = []
             for _, _, running, queue in chosen:
-                lad = ladders["mean-ladder" if running == "conditional" else running].copy()
+                conditional = running.startswith("conditional")
+                lad = ladders["mean-ladder" if conditional else running].copy()
                 lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
-                stacked.append(np.maximum.accumulate(lad, axis=1) if running != "conditional" else lad)
+                stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
             t1 = time.time()
             out = sweep_estimates(
                 submit[jobs],
@@ -114,14 +124,14 @@ def main() -> None:
                 int(workload.machine_procs),
                 rule,
                 req,
-                np.array([c[2] == "conditional" for c in chosen]),
+                np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]),
                 (knots[0], knots[1]),
             )
             print(trace_name, rule_name, f"{time.time() - t1:.0f} s", flush=True)
             for c, est in zip(chosen, out, strict=True):
                 estimates[c[0]] = est
         rows = []
-        for name, *_ in CANDIDATES:
+        for name in estimates:
             err = estimates[name] - real
             row = {"estimator": name}
             for part, mask in (
@@ -139,7 +149,13 @@ def main() -> None:
                 + f" bias={row['all bias']:7.1f}",
                 flush=True,
             )
-        report[trace_name] = {"step": step, "queries": len(jobs), "seconds": time.time() - t0, "rows": rows}
+        kept = [r for r in report.get(trace_name, {}).get("rows", []) if r["estimator"] not in estimates]
+        report[trace_name] = {
+            "step": step,
+            "queries": len(jobs),
+            "seconds": time.time() - t0,
+            "rows": kept + rows,
+        }
         OUT.mkdir(exist_ok=True)
         path.write_text(json.dumps(report, indent=1))
 

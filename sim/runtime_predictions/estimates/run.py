@@ -197,6 +197,7 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     from rush.models.runtime_quantiles_features import FEATURES
     from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
+        REMAINING_MEAN,
         RULE_CONSERVATIVE,
         RULE_EASY,
         easy_plus_plus_ladder,
@@ -229,7 +230,7 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
             real,
         ]
     )
-    conditional = np.array([False, False, True, True, False])
+    conditional = np.array([0, 0, REMAINING_MEAN, REMAINING_MEAN, 0])
     knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
     submit = np.asarray(result.submit, dtype=np.float64)
     start, end = np.asarray(result.start, dtype=np.float64), np.asarray(result.end, dtype=np.float64)
