@@ -197,7 +197,7 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     from rush.models.runtime_quantiles_features import FEATURES
     from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
-        REMAINING_MEAN,
+        REMAINING_MEDIAN,
         RULE_CONSERVATIVE,
         RULE_EASY,
         easy_plus_plus_ladder,
@@ -219,8 +219,8 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     real = ladder(np.minimum(np.asarray(workload.runtime, dtype=np.float64), req), None, req)
     mean_ladder = ladder(wf.mean(), upper, req)
     conservative = np.stack([limits_ladder(req), mean_ladder, real])
-    # quantiles-*: a running job ends at its expected runtime given its elapsed time (the
-    # ladder's first rung is the queued job's statistic); easy++ keeps its stepwise correction.
+    # quantiles-*: a running job ends at its median runtime given its elapsed time (round 6's
+    # H4; the ladder's first rung is the queued job's statistic); easy++ keeps its stepwise correction.
     easy = np.stack(
         [
             limits_ladder(req),
@@ -230,7 +230,7 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
             real,
         ]
     )
-    conditional = np.array([0, 0, REMAINING_MEAN, REMAINING_MEAN, 0])
+    conditional = np.array([0, 0, REMAINING_MEDIAN, REMAINING_MEDIAN, 0])
     knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
     submit = np.asarray(result.submit, dtype=np.float64)
     start, end = np.asarray(result.start, dtype=np.float64), np.asarray(result.end, dtype=np.float64)
