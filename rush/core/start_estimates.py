@@ -29,6 +29,7 @@ the backfill loop last reached the job; rush's is made for every job at every pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -113,13 +114,19 @@ def project_starts(
     return starts
 
 
+class EasyRunning(NamedTuple):
+    """The running jobs of an EASY replay, in any order."""
+
+    end: np.ndarray  # predicted ends
+    limit: np.ndarray  # ends on their reservation estimates (what EASY's shadow time reads)
+    procs: np.ndarray
+
+
 @njit(cache=True)
 def project_easy_starts(
     now: float,
     free: int,
-    running_end: np.ndarray,
-    running_limit: np.ndarray,
-    running_procs: np.ndarray,
+    running: EasyRunning,
     order: np.ndarray,
     procs: np.ndarray,
     duration: np.ndarray,
@@ -127,13 +134,14 @@ def project_easy_starts(
 ) -> np.ndarray:
     """Estimated start of each job of ``order`` by replaying EASY itself without arrivals: the
     scheduler's decisions read the limits (the head's shadow time from the running jobs'
-    ``running_limit`` ends, the backfill test from each job's ``limit``), as EASY's pass does;
-    time moves on the predicted ends (``running_end``, each started job's ``duration``).
+    ``running.limit`` ends, the backfill test from each job's ``limit``), as EASY's pass does;
+    time moves on the predicted ends (``running.end``, each started job's ``duration``).
     Jobs in the arrays' order; a job wider than the machine gets inf. With exact runtimes the
     error left is the arrivals'.
 
     A running job past its predicted end is expected to end one second from now (as in
     :func:`project_starts`); a limit earlier than the predicted end is read as that end."""
+    running_end, running_limit, running_procs = running
     nr = len(running_end)
     no = len(order)
     cap = nr + no
@@ -309,9 +317,11 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
             projected = project_easy_starts(
                 e.now,
                 max(free, 0),
-                np.ascontiguousarray(ends),
-                np.ascontiguousarray(limit_ends),
-                np.ascontiguousarray(end_procs),
+                EasyRunning(
+                    np.ascontiguousarray(ends),
+                    np.ascontiguousarray(limit_ends),
+                    np.ascontiguousarray(end_procs),
+                ),
                 np.ascontiguousarray(waiting),
                 np.ascontiguousarray(e.procs),
                 np.ascontiguousarray(dur),

@@ -30,13 +30,14 @@ taken (every k-th job, ``max_queries``), said in the output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION
 from rush.core.remaining_runtime import conditional_mean_runtime, conditional_quantile_runtime
-from rush.core.start_estimates import project_easy_starts, project_starts
+from rush.core.start_estimates import EasyRunning, project_easy_starts, project_starts
 
 WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
 ONE_MINUTE = 60.0
@@ -106,6 +107,38 @@ def _running_length(rungs: np.ndarray, elapsed: float) -> float:
     return rungs[len(rungs) - 1]
 
 
+class Projection(NamedTuple):
+    """How a sweep projects: ``rule`` (:data:`RULE_CONSERVATIVE`, or :data:`RULE_EASY`, which
+    reads ``request``, the limits EASY decides on) and, per estimator, how a running job ends
+    (``conditional``: :data:`REMAINING_LADDER` off its ladder, :data:`REMAINING_MEAN` /
+    :data:`REMAINING_MEDIAN` at its mean / median runtime given its elapsed time, from the
+    quantile function's knots ``knots_x`` (n, k) at levels ``knots_p``)."""
+
+    rule: int
+    request: np.ndarray
+    conditional: np.ndarray
+    knots_x: np.ndarray
+    knots_p: np.ndarray
+
+
+def projection(
+    rule: int,
+    request: np.ndarray,
+    conditional: np.ndarray,
+    knots: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Projection:
+    """A :class:`Projection` with contiguous arrays (``conditional``: one code per estimator)."""
+    n = len(request)
+    knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
+    return Projection(
+        int(rule),
+        np.ascontiguousarray(request, dtype=np.float64),
+        np.asarray(conditional, dtype=np.int64),
+        np.ascontiguousarray(knots_x, dtype=np.float64),
+        np.ascontiguousarray(knots_p, dtype=np.float64),
+    )
+
+
 def sweep_estimates(
     query_time: np.ndarray,
     query_job: np.ndarray,
@@ -115,57 +148,26 @@ def sweep_estimates(
     procs: np.ndarray,
     ladders: np.ndarray,
     machine: int,
-    rule: int = RULE_CONSERVATIVE,
-    request: np.ndarray | None = None,
-    conditional: np.ndarray | None = None,
-    knots: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
-    """(estimators, queries) estimated starts (:func:`_sweep`); ``knots``: the quantile
-    function's (x, p) for the estimators marked ``conditional``."""
-    n = len(submit)
-    request = np.full(n, np.inf) if request is None else np.asarray(request, dtype=np.float64)
-    conditional = np.zeros(ladders.shape[0], dtype=np.int64) if conditional is None else conditional
-    knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
-    return _sweep(
-        query_time,
-        query_job,
-        submit,
-        start,
-        end,
-        procs,
-        ladders,
-        machine,
-        rule,
-        np.ascontiguousarray(request),
-        np.asarray(conditional, dtype=np.int64),
-        np.ascontiguousarray(knots_x, dtype=np.float64),
-        np.ascontiguousarray(knots_p, dtype=np.float64),
-    )
+    """(estimators, queries) estimated starts with the conservative projection on the ladders
+    (:func:`sweep_projected` for the other rules)."""
+    plain = projection(RULE_CONSERVATIVE, np.full(len(submit), np.inf), np.zeros(ladders.shape[0]))
+    return sweep_projected(query_time, query_job, (submit, start, end, procs, machine), ladders, plain)
 
 
 @njit(cache=True)
-def _sweep(
+def sweep_projected(
     query_time: np.ndarray,
     query_job: np.ndarray,
-    submit: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    procs: np.ndarray,
+    jobs: tuple,
     ladders: np.ndarray,
-    machine: int,
-    rule: int,
-    request: np.ndarray,
-    conditional: np.ndarray,
-    knots_x: np.ndarray,
-    knots_p: np.ndarray,
+    how: Projection,
 ) -> np.ndarray:
     """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
-    (submit order, the workload's); ``ladders`` (estimators, n, rungs). ``rule``: the
-    projection (:data:`RULE_CONSERVATIVE`, or :data:`RULE_EASY`, which needs ``request``, the
-    limits EASY decides on). ``conditional[e]`` says how estimator ``e`` ends a running job:
-    :data:`REMAINING_LADDER` off its ladder, :data:`REMAINING_MEAN` / :data:`REMAINING_MEDIAN` at
-    its mean / median runtime given its elapsed time (the core's
-    :mod:`rush.core.remaining_runtime` on ``knots_x``/``knots_p``)."""
+    (submit order, the workload's); ``jobs`` = (submit, start, end, procs, machine processors);
+    ``ladders`` (estimators, n, rungs); ``how``: the :class:`Projection`."""
+    submit, start, end, procs, machine = jobs
+    rule, request, conditional, knots_x, knots_p = how
     n_est = ladders.shape[0]
     nq = len(query_time)
     out = np.full((n_est, nq), np.inf)
@@ -235,9 +237,7 @@ def _sweep(
                 starts = project_easy_starts(
                     t,
                     max(machine - busy, 0),
-                    run_end,
-                    start[run_k] + request[run_k],
-                    run_procs,
+                    EasyRunning(run_end, start[run_k] + request[run_k], run_procs),
                     order,
                     local_procs,
                     dur,

@@ -12,7 +12,7 @@ from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.core.schedule import schedule
 from rush.core.snapshot import PendingJob, RunningJob, Snapshot
-from rush.core.start_estimates import project_easy_starts, project_starts
+from rush.core.start_estimates import EasyRunning, project_easy_starts, project_starts
 from rush.simulator.engine import simulate
 from rush.workload.model import Workload
 
@@ -36,6 +36,10 @@ def _queue(seed: int, n: int = 40, tight: bool = False) -> Workload:
     )
 
 
+def _none_running() -> EasyRunning:
+    return EasyRunning(np.empty(0), np.empty(0), np.empty(0, np.int64))
+
+
 def _easy() -> CoreConfig:
     return CoreConfig(policy=parse_policy("FCFS"), backfill="easy", threshold=None)
 
@@ -48,9 +52,7 @@ def test_the_replay_with_exact_runtimes_is_the_simulated_schedule(seed: int) -> 
     starts = project_easy_starts(
         0.0,
         MACHINE,
-        np.empty(0),
-        np.empty(0),
-        np.empty(0, np.int64),
+        _none_running(),
         order,
         w.procs,
         w.runtime,
@@ -73,9 +75,7 @@ def test_the_replay_from_a_running_state_is_the_simulated_rest(seed: int) -> Non
     starts = project_easy_starts(
         now,
         free,
-        end[running],
-        (simulated.start + w.requested_time)[running],
-        w.procs[running],
+        EasyRunning(end[running], (simulated.start + w.requested_time)[running], w.procs[running]),
         waiting.astype(np.int64),
         w.procs,
         w.runtime,
@@ -92,7 +92,7 @@ def test_the_conservative_projection_misses_what_the_replay_gets() -> None:
     procs = np.array([64, 8], dtype=np.int64)
     runtime = np.array([100.0, 50.0])
     request = np.array([100.0, 2000.0])
-    args = (0.0, 8, np.array([100.0]), np.array([1000.0]), np.array([56], np.int64))
+    args = (0.0, 8, EasyRunning(np.array([100.0]), np.array([1000.0]), np.array([56], np.int64)))
     order = np.array([0, 1], dtype=np.int64)
     easy = project_easy_starts(*args, order, procs, runtime, request)
     conservative = project_starts(
@@ -107,9 +107,7 @@ def test_jobs_wider_than_the_machine_never_start_and_do_not_block() -> None:
     starts = project_easy_starts(
         0.0,
         4,
-        np.empty(0),
-        np.empty(0),
-        np.empty(0, np.int64),
+        _none_running(),
         order,
         np.array([8, 2]),
         np.ones(2),
@@ -122,9 +120,9 @@ def test_a_running_job_past_its_predicted_end_ends_one_second_from_now() -> None
     starts = project_easy_starts(
         50.0,
         0,
-        np.array([10.0]),
-        np.array([5.0]),  # a limit before the predicted end: read as that end
-        np.array([4], np.int64),
+        EasyRunning(
+            np.array([10.0]), np.array([5.0]), np.array([4], np.int64)
+        ),  # limit before the end: the end
         np.array([0], np.int64),
         np.array([4]),
         np.array([10.0]),

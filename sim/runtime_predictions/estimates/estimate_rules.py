@@ -54,7 +54,8 @@ def main() -> None:
         RULE_EASY,
         ladder,
         limits_ladder,
-        sweep_estimates,
+        projection,
+        sweep_projected,
         wait_class,
     )
 
@@ -113,19 +114,20 @@ def main() -> None:
                 lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
                 stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
             t1 = time.time()
-            out = sweep_estimates(
+            out = sweep_projected(
                 submit[jobs],
                 jobs,
-                submit,
-                np.where(start >= 0, start, np.inf),
-                np.where(start >= 0, end, np.inf),
-                np.asarray(workload.procs, dtype=np.int64),
+                (
+                    submit,
+                    np.where(start >= 0, start, np.inf),
+                    np.where(start >= 0, end, np.inf),
+                    np.asarray(workload.procs, dtype=np.int64),
+                    int(workload.machine_procs),
+                ),
                 np.ascontiguousarray(np.stack(stacked)),
-                int(workload.machine_procs),
-                rule,
-                req,
-                np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]),
-                (knots[0], knots[1]),
+                projection(
+                    rule, req, np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]), knots
+                ),
             )
             print(trace_name, rule_name, f"{time.time() - t1:.0f} s", flush=True)
             for c, est in zip(chosen, out, strict=True):

@@ -15,7 +15,7 @@ With real runtimes and the scheduler's own rule, what is left is the future: job
 later and backfill ahead. That is the floor of any estimator that knows only the present.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
-        python sim/runtime_predictions/estimates/kth_diagnosis.py [--traces KTH-SP2] [--step 3]
+        python sim/runtime_predictions/estimates/kth_diagnosis.py [--traces KTH-SP2] [--step 10]
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
-from rush.core.start_estimates import project_easy_starts, project_starts
+from rush.core.remaining_runtime import conditional_quantile_runtime, quantile_knots
+from rush.core.start_estimates import EasyRunning, project_easy_starts, project_starts
 from rush.studies.estimate_accuracy_offline import _running_length, ladder, limits_ladder, wait_class
 
 OUT = Path(__file__).parent / "results"
@@ -53,7 +53,7 @@ def sweep_mixed(
     knots_p,
 ):
     """Estimates at each query: running ends from ``run_ladders[e]`` (or, where
-    ``conditional[e]``, the expected runtime given the elapsed time), queue runtimes from
+    ``conditional[e]``, the median runtime given the elapsed time: the rule kept in round 6), queue runtimes from
     ``pend_ladders[e]``; rule 0 the conservative projection, 1 the EASY replay on limits."""
     n_est = run_ladders.shape[0]
     nq = len(query_time)
@@ -102,7 +102,9 @@ def sweep_mixed(
             for i in range(n_run):
                 k = run_k[i]
                 if conditional[e]:
-                    run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
+                    run_end[i] = start[k] + conditional_quantile_runtime(
+                        knots_x[k], knots_p, t - start[k], 0.5
+                    )
                 else:
                     run_end[i] = start[k] + _running_length(run_ladders[e, k], t - start[k])
             dur = np.empty(n_pend)
@@ -124,9 +126,7 @@ def sweep_mixed(
                 starts = project_easy_starts(
                     t,
                     max(machine - busy, 0),
-                    run_end,
-                    np.maximum(run_limit, run_end),
-                    run_procs,
+                    EasyRunning(run_end, np.maximum(run_limit, run_end), run_procs),
                     order,
                     local_procs,
                     dur,
@@ -148,7 +148,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="KTH-SP2")
-    parser.add_argument("--step", type=int, default=3, help="every k-th job")
+    parser.add_argument("--step", type=int, default=10, help="every k-th job")
     args = parser.parse_args()
     model = RuntimeQuantileRegressor()
     report = {}

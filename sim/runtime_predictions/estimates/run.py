@@ -198,7 +198,6 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
         REMAINING_MEDIAN,
-        RULE_CONSERVATIVE,
         RULE_EASY,
         easy_plus_plus_ladder,
         easy_plus_plus_prediction,
@@ -206,8 +205,10 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
         ladder,
         limits_ladder,
         make_queries,
+        projection,
         quantile_ladder,
         sweep_estimates,
+        sweep_projected,
     )
 
     trace, workload = load(trace_name)
@@ -247,8 +248,14 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     machine = int(workload.machine_procs)
     estimates = np.concatenate(
         [
-            sweep_estimates(*state, np.ascontiguousarray(conservative), machine, RULE_CONSERVATIVE),
-            sweep_estimates(*state, np.ascontiguousarray(easy), machine, RULE_EASY, req, conditional, knots),
+            sweep_estimates(*state, np.ascontiguousarray(conservative), machine),
+            sweep_projected(
+                state[0],
+                state[1],
+                (*state[2:], machine),
+                np.ascontiguousarray(easy),
+                projection(RULE_EASY, req, conditional, knots),
+            ),
         ]
     )
     info = {
