@@ -149,3 +149,26 @@ def test_the_schedule_publishes_the_replay_under_easy() -> None:
         _easy(),
     )
     assert all(np.isfinite(v) and v >= 0.0 for v in busy.estimated_start.values())
+
+
+def test_above_the_replay_bound_a_pass_projects_instead(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The replay's cost grows with the queue: past the bound the pass falls back to the
+    # projection, which on some queues differs from the replay (EASY protects only the head).
+    import rush.core.start_estimates as start_estimates
+
+    differ = 0
+    for seed in range(20):
+        w = _queue(seed, n=30, tight=True)
+        pending = tuple(
+            PendingJob(int(w.job_id[k]), 0.0, int(w.procs[k]), float(w.requested_time[k]))
+            for k in range(len(w))
+        )
+        snapshot = Snapshot(now=0.0, total_procs=MACHINE, free_procs=MACHINE, pending=pending)
+        monkeypatch.setattr(start_estimates, "EASY_REPLAY_MAX_JOBS", 2000)
+        replayed = schedule(snapshot, _easy()).estimated_start
+        monkeypatch.setattr(start_estimates, "EASY_REPLAY_MAX_JOBS", 5)
+        projected = schedule(snapshot, _easy()).estimated_start
+        assert replayed.keys() == projected.keys()
+        assert all(np.isfinite(v) and v >= 0.0 for v in projected.values())
+        differ += replayed != projected
+    assert differ > 0
