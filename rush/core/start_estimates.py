@@ -4,14 +4,21 @@ Every pending job gets an estimated start, recomputed at each pass:
 
 * started now: now;
 * conservative: its reservation (the plan itself: the pass's standing reservations);
-* EASY: a projection (the head's shadow time, booked on limits, is the latest it starts);
+* EASY: a replay of EASY itself without arrivals (:func:`project_easy_starts`): the
+  scheduler's decisions (the head's shadow time, the backfill test) read the reservation
+  estimates as the pass does, time moves on the predicted runtimes; the head never starts
+  later than its shadow time (above :data:`EASY_REPLAY_MAX_JOBS` waiting jobs, for its cost,
+  the projection below);
 * none (list scheduling): the projection, with starts in priority order.
 
 The projection books the running jobs until their predicted ends and then each queued job, in
 the pass's priority order, at the earliest time its processors stay free for its predicted
-runtime (on processor counts; on a cluster with nodes, its cores). This is conservative
-backfilling without arrivals: EASY may start a later job earlier than projected (it does not
-protect every reservation), never a job with a reservation later than its shadow time.
+runtime (on processor counts; on a cluster with nodes, its cores): conservative backfilling
+without arrivals. Under EASY it was the estimate until round 6 of issue 29; it backfills a job
+into any hole its predicted runtime fits, where EASY, deciding on limits, does not, and even
+with exact runtimes it erred by 44 minutes on KTH-SP2 where the replay errs by 16
+(``sim/runtime_predictions/estimates/dev_log.md``). The replay scans the backfill candidates in
+priority order (a pass with another backfill order differs there).
 
 Predicted runtimes: a job the runtime classifier calls small is expected to end by the divider
 (as long as it has not run past it), any other at its reservation estimate (its limit, or the
@@ -23,6 +30,7 @@ the backfill loop last reached the job; rush's is made for every job at every pa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -32,6 +40,10 @@ from rush.core.fit_bounds import first_free_bound, fit_bound, new_bounds, record
 from rush.core.free_profile import add_breakpoint, add_free, earliest_fit, new_profile
 
 INF = np.inf
+# The EASY replay costs one EASY pass per predicted end (about 7 ms CPU for 1 000 pending jobs,
+# 200 ms for 10 000 against 10 ms for the projection): above this many waiting jobs a pass
+# projects instead, so that a pass at scale keeps its cost (the estimates then are round 5's).
+EASY_REPLAY_MAX_JOBS = 2000
 # Why a job has its estimate (Decisions.estimate_basis).
 BASIS_NOW = "now"
 BASIS_RESERVATION = "reservation"
@@ -107,6 +119,140 @@ def project_starts(
     return starts
 
 
+class EasyRunning(NamedTuple):
+    """The running jobs of an EASY replay, in any order."""
+
+    end: np.ndarray  # predicted ends
+    limit: np.ndarray  # ends on their reservation estimates (what EASY's shadow time reads)
+    procs: np.ndarray
+
+
+@njit(cache=True)
+def project_easy_starts(
+    now: float,
+    free: int,
+    running: EasyRunning,
+    order: np.ndarray,
+    procs: np.ndarray,
+    duration: np.ndarray,
+    limit: np.ndarray,
+) -> np.ndarray:
+    """Estimated start of each job of ``order`` by replaying EASY itself without arrivals: the
+    scheduler's decisions read the limits (the head's shadow time from the running jobs'
+    ``running.limit`` ends, the backfill test from each job's ``limit``), as EASY's pass does;
+    time moves on the predicted ends (``running.end``, each started job's ``duration``).
+    Jobs in the arrays' order; a job wider than the machine gets inf. With exact runtimes the
+    error left is the arrivals'.
+
+    A running job past its predicted end is expected to end one second from now (as in
+    :func:`project_starts`); a limit earlier than the predicted end is read as that end."""
+    running_end, running_limit, running_procs = running
+    nr = len(running_end)
+    no = len(order)
+    cap = nr + no
+    end = np.empty(cap, dtype=np.float64)
+    lim = np.empty(cap, dtype=np.float64)
+    held = np.empty(cap, dtype=np.int64)
+    total = free
+    for k in range(nr):
+        end[k] = running_end[k] if running_end[k] > now else now + 1.0
+        lim[k] = max(running_limit[k], end[k])
+        held[k] = running_procs[k]
+        total += running_procs[k]
+    n = nr
+    starts = np.full(len(procs), INF)
+    waiting = np.zeros(no, dtype=np.bool_)
+    # Waiting jobs per size: the smallest size still waiting bounds the backfill scan (none
+    # fits when fewer processors are free), without rescanning the queue.
+    size_count = np.zeros(total + 2, dtype=np.int64)
+    left = 0
+    for m in range(no):
+        if procs[order[m]] <= total:
+            waiting[m] = True
+            left += 1
+            size_count[max(procs[order[m]], 0)] += 1
+    smallest = 0
+    first = 0  # every job before it has started (or never will)
+    t = now
+    while left > 0:
+        head = -1
+        while first < no and not waiting[first]:
+            first += 1
+        for m in range(first, no):  # 1. in order while they fit
+            if not waiting[m]:
+                continue
+            j = order[m]
+            if procs[j] > free:
+                head = m
+                break
+            waiting[m] = False
+            left -= 1
+            size_count[max(procs[j], 0)] -= 1
+            starts[j] = t
+            free -= procs[j]
+            end[n] = t + max(duration[j], MIN_DURATION)
+            lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
+            held[n] = procs[j]
+            n += 1
+        while smallest <= total and size_count[smallest] == 0:
+            smallest += 1
+        if head >= 0 and free >= smallest:  # 2. the head's shadow time on the limits; 3. backfill
+            need = procs[order[head]]
+            by_limit = np.argsort(lim[:n])
+            avail = free
+            shadow = INF
+            for i in range(n):
+                avail += held[by_limit[i]]
+                if avail >= need:
+                    shadow = lim[by_limit[i]]
+                    for i2 in range(i + 1, n):
+                        if lim[by_limit[i2]] > shadow:
+                            break
+                        avail += held[by_limit[i2]]
+                    break
+            shadow = max(shadow, t)
+            extra = avail - need
+            for m in range(head + 1, no):
+                if free < smallest:
+                    break
+                j = order[m]
+                if not waiting[m] or procs[j] > free:
+                    continue
+                in_time = t + limit[j] <= shadow
+                if not in_time and procs[j] > extra:
+                    continue
+                waiting[m] = False
+                left -= 1
+                size_count[max(procs[j], 0)] -= 1
+                starts[j] = t
+                free -= procs[j]
+                if not in_time:
+                    extra -= procs[j]
+                end[n] = t + max(duration[j], MIN_DURATION)
+                lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
+                held[n] = procs[j]
+                n += 1
+                while smallest <= total and size_count[smallest] == 0:
+                    smallest += 1
+        if left == 0 or n == 0:
+            break
+        # 4. the next predicted end: its processors come back
+        t = end[0]
+        for i in range(1, n):
+            t = min(t, end[i])
+        kept = 0
+        for i in range(n):
+            if end[i] <= t:
+                free += held[i]
+            else:
+                end[kept] = end[i]
+                lim[kept] = lim[i]
+                held[kept] = held[i]
+                kept += 1
+        n = kept
+    return starts
+
+
 def predicted_durations(
     est: np.ndarray, runtime_class: np.ndarray, elapsed: np.ndarray | None, divider: float
 ) -> np.ndarray:
@@ -178,16 +324,39 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
         basis[held] = BASIS_RESERVATION
     else:
         free = int(e.free) - int(e.procs[e.started].sum())
-        projected = project_starts(
-            e.now,
-            max(free, 0),
-            np.ascontiguousarray(ends[by_end]),
-            np.ascontiguousarray(end_procs[by_end]),
-            np.ascontiguousarray(waiting),
-            np.ascontiguousarray(e.procs),
-            np.ascontiguousarray(dur),
-            e.mode == "none",
-        )
+        if e.mode == "easy" and len(waiting) <= EASY_REPLAY_MAX_JOBS:  # EASY's own rule
+            est = np.asarray(e.est, dtype=np.float64)
+            limit_ends = np.concatenate(
+                [
+                    np.asarray(e.running_start, dtype=np.float64)
+                    + np.asarray(e.running_est, dtype=np.float64),
+                    e.now + np.maximum(est[e.started], MIN_DURATION),
+                ]
+            )
+            projected = project_easy_starts(
+                e.now,
+                max(free, 0),
+                EasyRunning(
+                    np.ascontiguousarray(ends),
+                    np.ascontiguousarray(limit_ends),
+                    np.ascontiguousarray(end_procs),
+                ),
+                np.ascontiguousarray(waiting),
+                np.ascontiguousarray(e.procs),
+                np.ascontiguousarray(dur),
+                np.ascontiguousarray(est),
+            )
+        else:
+            projected = project_starts(
+                e.now,
+                max(free, 0),
+                np.ascontiguousarray(ends[by_end]),
+                np.ascontiguousarray(end_procs[by_end]),
+                np.ascontiguousarray(waiting),
+                np.ascontiguousarray(e.procs),
+                np.ascontiguousarray(dur),
+                e.mode == "none",
+            )
         seen = waiting[np.isfinite(projected[waiting])]
         start[seen] = projected[seen]
         basis[seen] = BASIS_PROJECTION

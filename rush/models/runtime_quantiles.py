@@ -33,6 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from rush.core.remaining_runtime import quantile_knots
 from rush.models.runtime_quantiles_features import REQUEST_COLUMN
 from rush.models.trees import compile_regressors
 
@@ -175,11 +176,8 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
 
 
 def _knots(log_q: np.ndarray, levels: np.ndarray, log_request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The quantile function's knots: (n, k + 2) log runtimes at levels (0, levels..., 1)."""
-    spread = np.maximum(log_q[:, -1] - log_q[:, 0], 1e-9)
-    low_tail = np.maximum(log_q[:, 0] - spread * levels[0] / max(levels[-1] - levels[0], 1e-9), 0.0)
-    xs = np.column_stack([low_tail, log_q, np.maximum(log_request, log_q[:, -1])])
-    return xs, np.concatenate([[0.0], levels, [1.0]])
+    """The quantile function's knots: the core's rule (a running job's remaining time reads the same)."""
+    return quantile_knots(log_q, levels, log_request)
 
 
 def mean_of_quantiles(

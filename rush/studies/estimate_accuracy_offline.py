@@ -30,12 +30,14 @@ taken (every k-th job, ``max_queries``), said in the output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION
-from rush.core.start_estimates import project_starts
+from rush.core.remaining_runtime import conditional_mean_runtime, conditional_quantile_runtime
+from rush.core.start_estimates import EasyRunning, project_easy_starts, project_starts
 
 WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
 ONE_MINUTE = 60.0
@@ -45,6 +47,14 @@ STEPWISE = np.array(
     [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
 )
 RUNGS = len(STEPWISE) + 1
+# The projection a sweep uses: the core's conservative projection, or its replay of EASY.
+RULE_CONSERVATIVE = 0
+RULE_EASY = 1
+# How a running job's end is read (``conditional`` per estimator): off its ladder, or its
+# expected (mean) or median runtime given the time it has run.
+REMAINING_LADDER = 0
+REMAINING_MEAN = 1
+REMAINING_MEDIAN = 2
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -97,7 +107,38 @@ def _running_length(rungs: np.ndarray, elapsed: float) -> float:
     return rungs[len(rungs) - 1]
 
 
-@njit(cache=True)
+class Projection(NamedTuple):
+    """How a sweep projects: ``rule`` (:data:`RULE_CONSERVATIVE`, or :data:`RULE_EASY`, which
+    reads ``request``, the limits EASY decides on) and, per estimator, how a running job ends
+    (``conditional``: :data:`REMAINING_LADDER` off its ladder, :data:`REMAINING_MEAN` /
+    :data:`REMAINING_MEDIAN` at its mean / median runtime given its elapsed time, from the
+    quantile function's knots ``knots_x`` (n, k) at levels ``knots_p``)."""
+
+    rule: int
+    request: np.ndarray
+    conditional: np.ndarray
+    knots_x: np.ndarray
+    knots_p: np.ndarray
+
+
+def projection(
+    rule: int,
+    request: np.ndarray,
+    conditional: np.ndarray,
+    knots: tuple[np.ndarray, np.ndarray] | None = None,
+) -> Projection:
+    """A :class:`Projection` with contiguous arrays (``conditional``: one code per estimator)."""
+    n = len(request)
+    knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
+    return Projection(
+        int(rule),
+        np.ascontiguousarray(request, dtype=np.float64),
+        np.asarray(conditional, dtype=np.int64),
+        np.ascontiguousarray(knots_x, dtype=np.float64),
+        np.ascontiguousarray(knots_p, dtype=np.float64),
+    )
+
+
 def sweep_estimates(
     query_time: np.ndarray,
     query_job: np.ndarray,
@@ -108,8 +149,25 @@ def sweep_estimates(
     ladders: np.ndarray,
     machine: int,
 ) -> np.ndarray:
+    """(estimators, queries) estimated starts with the conservative projection on the ladders
+    (:func:`sweep_projected` for the other rules)."""
+    plain = projection(RULE_CONSERVATIVE, np.full(len(submit), np.inf), np.zeros(ladders.shape[0]))
+    return sweep_projected(query_time, query_job, (submit, start, end, procs, machine), ladders, plain)
+
+
+@njit(cache=True)
+def sweep_projected(
+    query_time: np.ndarray,
+    query_job: np.ndarray,
+    jobs: tuple,
+    ladders: np.ndarray,
+    how: Projection,
+) -> np.ndarray:
     """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
-    (submit order, the workload's); ``ladders`` (estimators, n, rungs)."""
+    (submit order, the workload's); ``jobs`` = (submit, start, end, procs, machine processors);
+    ``ladders`` (estimators, n, rungs); ``how``: the :class:`Projection`."""
+    submit, start, end, procs, machine = jobs
+    rule, request, conditional, knots_x, knots_p = how
     n_est = ladders.shape[0]
     nq = len(query_time)
     out = np.full((n_est, nq), np.inf)
@@ -164,21 +222,39 @@ def sweep_estimates(
             run_end = np.empty(n_run)
             for i in range(n_run):
                 k = run_k[i]
-                run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
-            by_end = np.argsort(run_end)
+                if conditional[e] == REMAINING_MEAN:
+                    run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
+                elif conditional[e] == REMAINING_MEDIAN:
+                    run_end[i] = start[k] + conditional_quantile_runtime(
+                        knots_x[k], knots_p, t - start[k], 0.5
+                    )
+                else:
+                    run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
             dur = np.empty(n_pend)
             for i in range(n_pend):
                 dur[i] = ladders[e, pend_k[i], 0]
-            starts = project_starts(
-                t,
-                max(machine - busy, 0),
-                run_end[by_end],
-                run_procs[by_end],
-                order,
-                local_procs,
-                dur,
-                False,
-            )
+            if rule == RULE_EASY:
+                starts = project_easy_starts(
+                    t,
+                    max(machine - busy, 0),
+                    EasyRunning(run_end, start[run_k] + request[run_k], run_procs),
+                    order,
+                    local_procs,
+                    dur,
+                    request[pend_k],
+                )
+            else:
+                by_end = np.argsort(run_end)
+                starts = project_starts(
+                    t,
+                    max(machine - busy, 0),
+                    run_end[by_end],
+                    run_procs[by_end],
+                    order,
+                    local_procs,
+                    dur,
+                    False,
+                )
             out[e, q] = starts[n_pend - 1]  # j is the last of the jobs ahead of it and itself
     return out
 

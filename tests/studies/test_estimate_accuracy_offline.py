@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from rush.core.remaining_runtime import conditional_quantile_runtime, quantile_knots
 from rush.studies.estimate_accuracy_offline import (
+    REMAINING_LADDER,
+    REMAINING_MEDIAN,
+    RULE_EASY,
     error_rows,
     ladder,
     limits_ladder,
     make_queries,
+    projection,
     quantile_ladder,
     sweep_estimates,
+    sweep_projected,
     wait_class,
 )
 
@@ -56,3 +62,54 @@ def test_a_running_job_past_its_median_is_expected_at_its_next_quantile():
 
 def test_wait_classes():
     assert wait_class(np.array([0.0, 30.0, 600.0, 3600.0, 3601.0])).tolist() == [0, 1, 2, 2, 3]
+
+
+def test_the_easy_sweep_with_exact_runtimes_and_no_arrivals_is_the_schedule():
+    # A queue submitted at 0 under the simulator's EASY-FCFS on limits (runtimes well below the
+    # requests). A job's query sees the jobs ahead of it only (those behind it are, to it, later
+    # arrivals that may backfill ahead), so with exact runtimes the EASY sweep is exact for the
+    # last job, which sees the whole queue, and closer than the conservative sweep overall.
+    from rush.core.config import CoreConfig
+    from rush.core.policies import parse_policy
+    from rush.simulator.engine import simulate
+    from rush.workload.model import Workload
+
+    rng = np.random.default_rng(5)
+    n = 40
+    request = rng.integers(60, 5000, n).astype(float)
+    w = Workload(
+        job_id=np.arange(1, n + 1),
+        submit=np.zeros(n),
+        runtime=np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0),
+        requested_time=request,
+        procs=rng.choice([1, 2, 4, 8, 16, 32], n).astype(np.int64),
+        user=np.full(n, -1),
+        machine_procs=32,
+    )
+    result = simulate(w, CoreConfig(policy=parse_policy("FCFS"), backfill="easy", threshold=None))
+    start = np.asarray(result.start, dtype=np.float64)
+    end = start + w.runtime
+    ladders = ladder(w.runtime, None, request)[None]
+    jobs = np.arange(n)
+    state = (w.submit, start, end, w.procs, 32)
+    exact = sweep_projected(
+        w.submit, jobs, state, ladders, projection(RULE_EASY, request, np.array([REMAINING_LADDER]))
+    )
+    assert exact[0, -1] == start[-1]
+    conservative = sweep_estimates(w.submit, jobs, w.submit, start, end, w.procs, ladders, 32)
+    assert np.abs(exact[0] - start).sum() < np.abs(conservative[0] - start).sum()
+    assert np.all(np.isfinite(exact)) and np.all(exact >= 0.0)
+
+
+def test_a_running_job_past_its_median_is_expected_at_its_conditional_median():
+    submit, start, end, procs, request, runtime = _schedule()
+    levels = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+    quantiles = np.array([[20.0, 40.0, 60.0, 80.0, 95.0], [10, 20, 30, 40, 50], [5, 6, 7, 8, 9.0]])
+    knots = quantile_knots(np.log1p(quantiles), levels, np.log1p(request))
+    ladders = quantile_ladder(quantiles, levels, request)[None]
+    how = projection(RULE_EASY, request, np.array([REMAINING_MEDIAN]), knots)
+    est = sweep_projected(np.array([70.0]), np.array([1]), (submit, start, end, procs, 4), ladders, how)
+    # Job 0 has run 70 s: it ends at its median given that, between 70 and its request.
+    expected = conditional_quantile_runtime(knots[0][0], knots[1], 70.0, 0.5)
+    assert 70.0 < expected < 1000.0
+    assert est[0, 0] == expected

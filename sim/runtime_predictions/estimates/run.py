@@ -49,7 +49,11 @@ WALKFORWARD_MODULES = (
     "runtime_features",
     "decision_thresholds",
 )
-ESTIMATORS = ("limits", "easy++", "quantiles-median", "quantiles-mean", "clairvoyant")
+# Since round 6 the estimators project with the core's EASY replay (decisions on limits, time on
+# the runtimes); `limits` (Slurm's plan on limits) and round 5's two conservative rows stay beside.
+CONSERVATIVE_ESTIMATORS = ("limits", "quantiles-mean-round5", "clairvoyant-conservative")
+EASY_ESTIMATORS = ("limits-easy", "easy++", "quantiles-median", "quantiles-mean", "clairvoyant")
+ESTIMATORS = CONSERVATIVE_ESTIMATORS + EASY_ESTIMATORS
 
 
 def load(trace_name: str):
@@ -195,18 +199,23 @@ def gain_rows(trace_name: str, wf, policies: tuple[str, ...] = ("FCFS", "SPF")) 
 
 def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], dict]:
     from rush.core.config import CoreConfig
+    from rush.core.remaining_runtime import quantile_knots
     from rush.models.runtime_features import USER_RECENT
     from rush.models.runtime_quantiles_features import FEATURES
     from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
+        REMAINING_MEDIAN,
+        RULE_EASY,
         easy_plus_plus_ladder,
         easy_plus_plus_prediction,
         error_rows,
         ladder,
         limits_ladder,
         make_queries,
+        projection,
         quantile_ladder,
         sweep_estimates,
+        sweep_projected,
     )
 
     trace, workload = load(trace_name)
@@ -215,28 +224,46 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
     last = wf.features[:, FEATURES.index(USER_RECENT[0])]
     last2 = wf.features[:, FEATURES.index(USER_RECENT[1])]
     upper = wf.quantiles[:, wf.levels > 0.5]
-    ladders = np.stack(
+    real = ladder(np.minimum(np.asarray(workload.runtime, dtype=np.float64), req), None, req)
+    mean_ladder = ladder(wf.mean(), upper, req)
+    conservative = np.stack([limits_ladder(req), mean_ladder, real])
+    # quantiles-*: a running job ends at its median runtime given its elapsed time (round 6's
+    # H4; the ladder's first rung is the queued job's statistic); easy++ keeps its stepwise correction.
+    easy = np.stack(
         [
             limits_ladder(req),
             easy_plus_plus_ladder(easy_plus_plus_prediction(last, last2, req), req),
             quantile_ladder(wf.quantiles, wf.levels, req),
-            ladder(wf.mean(), upper, req),
-            ladder(np.minimum(np.asarray(workload.runtime, dtype=np.float64), req), None, req),
+            mean_ladder,
+            real,
         ]
     )
+    conditional = np.array([0, 0, REMAINING_MEDIAN, REMAINING_MEDIAN, 0])
+    knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
     submit = np.asarray(result.submit, dtype=np.float64)
     start, end = np.asarray(result.start, dtype=np.float64), np.asarray(result.end, dtype=np.float64)
     queries, step = make_queries(submit, start, max_queries)
     t0 = time.perf_counter()
-    estimates = sweep_estimates(
+    state = (
         queries.time,
         queries.job,
         submit,
         np.where(start >= 0, start, np.inf),
         np.where(start >= 0, end, np.inf),
         np.asarray(workload.procs, dtype=np.int64),
-        np.ascontiguousarray(ladders),
-        int(workload.machine_procs),
+    )
+    machine = int(workload.machine_procs)
+    estimates = np.concatenate(
+        [
+            sweep_estimates(*state, np.ascontiguousarray(conservative), machine),
+            sweep_projected(
+                state[0],
+                state[1],
+                (*state[2:], machine),
+                np.ascontiguousarray(easy),
+                projection(RULE_EASY, req, conditional, knots),
+            ),
+        ]
     )
     info = {
         "trace": trace_name,

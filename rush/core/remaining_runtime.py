@@ -1,0 +1,106 @@
+"""How long will a running job run in all, given how long it has run? From its predicted distribution.
+
+A runtime predictor that gives quantiles (:mod:`rush.models.runtime_quantiles`) describes each
+job's runtime R by a quantile function, linear in log(1 + R) between the predicted quantiles,
+from a lower tail at level 0 to the request at level 1 (:func:`quantile_knots`). A job that has
+run ``elapsed`` seconds is expected to run in all
+
+    E[R | R > elapsed] = (1 / (1 - F(elapsed))) * integral from F(elapsed) to 1 of Q(u) du,
+
+the mean of the distribution's part above what it has already run (the integral is exact: Q is
+the exponential of a linear function on each segment). It is never below ``elapsed``, never
+above the request (nor the elapsed time, for a job already past its request), never NaN: a
+prediction that expires moves to what is left of the distribution, not to its next quantile
+only (a job that has outlived its median is more likely one of the long ones).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def quantile_knots(
+    log_q: np.ndarray, levels: np.ndarray, log_request: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The quantile function's knots: (n, k + 2) log runtimes at levels (0, levels..., 1): a
+    lower tail extrapolated from the quantiles' spread (never below 0), the quantiles, and the
+    request (never below the highest quantile)."""
+    log_q = np.asarray(log_q, dtype=np.float64)
+    levels = np.asarray(levels, dtype=np.float64)
+    spread = np.maximum(log_q[:, -1] - log_q[:, 0], 1e-9)
+    low_tail = np.maximum(log_q[:, 0] - spread * levels[0] / max(levels[-1] - levels[0], 1e-9), 0.0)
+    xs = np.column_stack(
+        [low_tail, log_q, np.maximum(np.asarray(log_request, dtype=np.float64), log_q[:, -1])]
+    )
+    return xs, np.concatenate([[0.0], levels, [1.0]])
+
+
+@njit(cache=True)
+def _level_reached(xs: np.ndarray, ps: np.ndarray, le: float) -> float:
+    """F at log(1 + elapsed) ``le``: the level at which the quantile function reaches it."""
+    u_e = 0.0
+    for i in range(len(xs) - 1):
+        if le < xs[i]:
+            break
+        if xs[i + 1] > xs[i] and le < xs[i + 1]:
+            return ps[i] + (le - xs[i]) / (xs[i + 1] - xs[i]) * (ps[i + 1] - ps[i])
+        u_e = ps[i + 1]
+    return u_e
+
+
+@njit(cache=True)
+def conditional_quantile_runtime(xs: np.ndarray, ps: np.ndarray, elapsed: float, level: float) -> float:
+    """The ``level`` quantile of R given R > elapsed (seconds): Q(F(e) + level (1 - F(e))),
+    between the elapsed time and the request (the elapsed time past it)."""
+    elapsed = max(elapsed, 0.0) if np.isfinite(elapsed) else 0.0
+    k = len(xs)
+    top = max(np.expm1(xs[k - 1]), elapsed)
+    le = np.log1p(elapsed)
+    if le >= xs[k - 1]:
+        return top
+    u = _level_reached(xs, ps, le)
+    u = u + min(max(level, 0.0), 1.0) * (1.0 - u)
+    value = np.expm1(np.interp(u, ps, xs))
+    return min(max(value, elapsed), top) if np.isfinite(value) else top
+
+
+@njit(cache=True)
+def conditional_mean_runtime(xs: np.ndarray, ps: np.ndarray, elapsed: float) -> float:
+    """E[R | R > elapsed] (seconds) for one job's knots ``xs`` (log(1 + seconds), non-decreasing)
+    at levels ``ps`` (0 ... 1). A job past its last knot (its request): ``elapsed``."""
+    elapsed = max(elapsed, 0.0) if np.isfinite(elapsed) else 0.0
+    le = np.log1p(elapsed)
+    k = len(xs)
+    if le >= xs[k - 1]:
+        return max(elapsed, np.expm1(xs[k - 1]))
+    u_e = _level_reached(xs, ps, le)
+    mass = 1.0 - u_e
+    if mass <= 1e-12:
+        return max(elapsed, np.expm1(xs[k - 1]))
+    total = 0.0
+    for i in range(k - 1):
+        u0 = max(ps[i], u_e)
+        u1 = ps[i + 1]
+        if u1 <= u0:
+            continue
+        slope = (xs[i + 1] - xs[i]) / (ps[i + 1] - ps[i])
+        x0 = xs[i] + (u0 - ps[i]) * slope
+        x1 = xs[i] + (u1 - ps[i]) * slope
+        if slope * (u1 - u0) > 1e-9:
+            total += (np.exp(x1) - np.exp(x0)) / slope
+        else:
+            total += np.exp(x0) * (u1 - u0)
+        total -= u1 - u0  # expm1: the integral of exp(x) - 1
+    mean = total / mass
+    top = max(np.expm1(xs[k - 1]), elapsed)
+    return min(max(mean, elapsed), top) if np.isfinite(mean) else top
+
+
+@njit(cache=True)
+def conditional_mean_runtimes(xs: np.ndarray, ps: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+    """:func:`conditional_mean_runtime` per row of ``xs`` (n, k) with its ``elapsed``."""
+    out = np.empty(xs.shape[0], dtype=np.float64)
+    for r in range(xs.shape[0]):
+        out[r] = conditional_mean_runtime(xs[r], ps, elapsed[r])
+    return out

@@ -1,0 +1,166 @@
+"""Round 6's development runs for start estimates: projection rule, running jobs' remaining time,
+the queue's statistic (hypotheses H1-H3 of ``dev_log.md``, written before these runs).
+
+Per trace: the study's schedule (EASY-FCFS on limits), the cached walk-forward of the deployed
+model, the estimate at submit of every k-th job (about ``--queries`` of them), split into the
+first and the second half of the trace's jobs (development / confirmation). MAE in minutes (a
+job started at once counts 0, as in ``estimates.md``).
+
+    RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
+        python sim/runtime_predictions/estimates/estimate_rules.py --traces KTH-SP2 --queries 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).parent / "results"
+
+# (name, rule, running ends, queue runtimes): "ladder" = the study's rungs of that statistic,
+# "conditional" = E[R | R > elapsed] of the predicted distribution.
+CANDIDATES = (
+    ("limits", "conservative", "limits", "limits"),
+    ("quantiles-mean (deployed)", "conservative", "mean-ladder", "mean"),
+    ("clairvoyant", "conservative", "real", "real"),
+    ("limits/easy", "easy", "limits", "limits"),
+    ("H1: mean, EASY replay", "easy", "mean-ladder", "mean"),
+    ("H2: conditional, mean", "easy", "conditional", "mean"),
+    ("H3: conditional, median", "easy", "conditional", "median"),
+    ("H3: conditional, q0.75", "easy", "conditional", "q0.75"),
+    ("H4: conditional median, mean", "easy", "conditional-median", "mean"),
+    ("clairvoyant/easy", "easy", "real", "real"),
+)
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run import cached_walkforward, load
+
+    from rush.core.config import CoreConfig
+    from rush.core.remaining_runtime import quantile_knots
+    from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+    from rush.simulator.engine import simulate
+    from rush.studies.estimate_accuracy_offline import (
+        REMAINING_LADDER,
+        REMAINING_MEAN,
+        REMAINING_MEDIAN,
+        RULE_CONSERVATIVE,
+        RULE_EASY,
+        ladder,
+        limits_ladder,
+        projection,
+        sweep_projected,
+        wait_class,
+    )
+
+    REMAINING = {"conditional": REMAINING_MEAN, "conditional-median": REMAINING_MEDIAN}
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", default="KTH-SP2")
+    parser.add_argument("--queries", type=int, default=8000)
+    parser.add_argument("--only", default="", help="candidate names separated by ; (default: all)")
+    args = parser.parse_args()
+    model = RuntimeQuantileRegressor()
+    path = OUT / "estimate_rules.json"
+    report = json.loads(path.read_text()) if path.exists() else {}
+    for trace_name in args.traces.split(","):
+        t0 = time.time()
+        wf = cached_walkforward(
+            trace_name, 10_000, model.max_iter, 1, model.learning_rate, model.max_leaf_nodes
+        )
+        _, workload = load(trace_name)
+        result = simulate(workload, CoreConfig.from_names("FCFS", "easy", 200_000))
+        req = np.asarray(workload.requested_time, dtype=np.float64)
+        runtime = np.minimum(np.asarray(workload.runtime, dtype=np.float64), req)
+        upper = wf.quantiles[:, wf.levels > 0.5]
+        ladders = {
+            "limits": limits_ladder(req),
+            "mean-ladder": ladder(wf.mean(), upper, req),
+            "real": ladder(runtime, None, req),
+        }
+        first = {
+            "limits": req,
+            "mean": wf.mean(),
+            "median": wf.quantile(0.5),
+            "q0.75": wf.quantile(0.75),
+            "real": runtime,
+        }
+        knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
+        submit = np.asarray(result.submit, dtype=np.float64)
+        start = np.asarray(result.start, dtype=np.float64)
+        end = np.asarray(result.end, dtype=np.float64)
+        n = len(submit)
+        step = max(1, int(np.ceil(n / args.queries)))
+        jobs = np.arange(0, n, step)
+        jobs = jobs[start[jobs] >= 0]
+        real = start[jobs]
+        wait = real - submit[jobs]
+        classes = wait_class(wait)
+        estimates = {}
+        for rule_name, rule in (("conservative", RULE_CONSERVATIVE), ("easy", RULE_EASY)):
+            wanted = [c for c in CANDIDATES if not args.only or c[0] in args.only.split(";")]
+            chosen = [c for c in wanted if c[1] == rule_name]
+            if not chosen:
+                continue
+            stacked = []
+            for _, _, running, queue in chosen:
+                conditional = running.startswith("conditional")
+                lad = ladders["mean-ladder" if conditional else running].copy()
+                lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
+                stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
+            t1 = time.time()
+            out = sweep_projected(
+                submit[jobs],
+                jobs,
+                (
+                    submit,
+                    np.where(start >= 0, start, np.inf),
+                    np.where(start >= 0, end, np.inf),
+                    np.asarray(workload.procs, dtype=np.int64),
+                    int(workload.machine_procs),
+                ),
+                np.ascontiguousarray(np.stack(stacked)),
+                projection(
+                    rule, req, np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]), knots
+                ),
+            )
+            print(trace_name, rule_name, f"{time.time() - t1:.0f} s", flush=True)
+            for c, est in zip(chosen, out, strict=True):
+                estimates[c[0]] = est
+        rows = []
+        for name in estimates:
+            err = estimates[name] - real
+            row = {"estimator": name}
+            for part, mask in (
+                ("first half", jobs < n // 2),
+                ("second half", jobs >= n // 2),
+                ("all", np.ones(len(jobs), bool)),
+                *((f"class {k}", classes == k) for k in (1, 2, 3)),
+            ):
+                row[part] = float(np.mean(np.abs(err[mask])) / 60)
+                row[f"{part} bias"] = float(np.mean(err[mask]) / 60)
+            rows.append(row)
+            print(
+                f"{trace_name:10s} {name:28s} "
+                + " ".join(f"{p}={row[p]:7.1f}" for p in ("first half", "second half", "all", "class 3"))
+                + f" bias={row['all bias']:7.1f}",
+                flush=True,
+            )
+        kept = [r for r in report.get(trace_name, {}).get("rows", []) if r["estimator"] not in estimates]
+        report[trace_name] = {
+            "step": step,
+            "queries": len(jobs),
+            "seconds": time.time() - t0,
+            "rows": kept + rows,
+        }
+        OUT.mkdir(exist_ok=True)
+        path.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
