@@ -13,8 +13,7 @@ On one-core nodes with processor requests this is exactly :func:`rush.core.easy.
 (blocked processors are the complement of Mu'alem & Feitelson's "extra" processors), which
 tests/core/test_node_pass.py checks job by job. Skip-with-limit applies to a job the pass
 would start now; with variability-aware placement a flagged job is first tried on quiet
-nodes only, and started there rather than skipped; on a machine with pods, when no pod holds it
-quietly, in the least loud pod that holds it (rule i of sim/variability/dev/log.md).
+nodes only, and started there rather than skipped.
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ import numpy as np
 from numba import njit
 
 from rush.core.node_pool import (
-    META,
     PLACE_FIRST_FIT,
-    PLACE_LEAST_LOUD,
     PLACE_VARIABILITY,
     NodePool,
     NodeView,
@@ -84,18 +81,13 @@ def decide_in(
 ) -> int:
     """Place a job (``ask``) on ``room`` (slots of ``placed`` from ``k0``): the slot count,
     ``NO_FIT``, or ``SKIPPED`` when it fits but skip-with-limit delays it. A flagged job under
-    variability-aware placement tries quiet nodes first and starts there if it can; on a
-    machine with pods, else in the least loud pod that holds it (rule i). Takes the
+    variability-aware placement tries quiet nodes first and starts there if it can. Takes the
     pool's table, not the NodeView: see rush.core.node_pool on reference counts."""
     if skip_now and placement == PLACE_VARIABILITY:
         quiet = Room(room.cores, room.gpus, room.prefer, True)
         count = place_in(table, ask, need, quiet, PLACE_VARIABILITY, placed, k0)
         if count >= 0:
             return count
-        if table[META, 2] > 1:  # pods: no quiet pod holds it; the least loud one that does (rule i)
-            count = place_in(table, ask, need, room, PLACE_LEAST_LOUD, placed, k0)
-            if count >= 0:
-                return count
     count = place_in(table, ask, need, room, placement, placed, k0)
     if count < 0:
         return NO_FIT

@@ -13,9 +13,8 @@ Placement (:func:`place`) chooses the nodes for one job on given per-node availa
 * ``PLACE_VARIABILITY``: topology packing, and a job that spans leaves gets them inside one
   pod when one holds it (``pool.leaf_pod``; the links between pods are tapered); for a job the
   variation predictor flags, only quiet nodes (``pool.quiet``) are eligible on a first try,
-  inside one pod (the quiet-pod rule); on a machine with pods, when no pod holds it quietly
-  it starts in the least loud pod that holds it (rule i: most of its units on quiet leaves,
-  quiet leaves first); the pass falls back to skip-with-limit when no pod holds it at all.
+  inside one pod (the quiet-pod rule); the pass falls back to skip-with-limit when no such
+  placement fits.
 
 Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
 ends before the shadow time takes the head's reserved nodes first, and the head's reservation
@@ -34,9 +33,6 @@ PLACE_FIRST_FIT = 0
 PLACE_TOPOLOGY = 1
 PLACE_VARIABILITY = 2
 PLACEMENT_CODES = {"first-fit": PLACE_FIRST_FIT, "topology": PLACE_TOPOLOGY, "variability": PLACE_VARIABILITY}
-# Not a configurable placement: variability placement's second try for a flagged job whose quiet
-# try failed on a machine with pods (:func:`place_in`, rush.core.easy_nodes.decide_in).
-PLACE_LEAST_LOUD = 3
 
 
 class NodePool(NamedTuple):
@@ -359,44 +355,6 @@ def _one_pod(table: np.ndarray, need: int) -> bool:
     return True
 
 
-@njit(cache=True, inline="always")
-def _leaf_quiet(table: np.ndarray, leaf: int) -> bool:
-    """Whether the predictor sees ``leaf`` as quiet (``quiet`` is set per leaf: its first node's)."""
-    lo, hi = table[LEAF_FIRST, leaf], table[LEAF_FIRST, leaf + 1]
-    return hi > lo and table[QUIET, table[LEAF_NODES, lo]] != 0
-
-
-@njit(cache=True)
-def _least_loud_pod(table: np.ndarray, need: int) -> bool:
-    """Rule i of variability placement: of the pods that hold the job (``need`` units of
-    ``LEAF_ROOM``), the one with the most of its units on quiet leaves (ties: the least room,
-    best fit); the other pods' leaves get no room. False (nothing changed) when no pod holds it."""
-    leaves, pods = table[META, 1], table[META, 2]
-    pod_room = np.zeros(pods, dtype=np.int64)
-    pod_quiet = np.zeros(pods, dtype=np.int64)
-    for leaf in range(leaves):
-        pod = table[LEAF_POD, leaf]
-        pod_room[pod] += table[LEAF_ROOM, leaf]
-        if _leaf_quiet(table, leaf):
-            pod_quiet[pod] += table[LEAF_ROOM, leaf]
-    best = -1
-    for pod in range(pods):
-        if pod_room[pod] < need:
-            continue
-        if (
-            best < 0
-            or pod_quiet[pod] > pod_quiet[best]
-            or (pod_quiet[pod] == pod_quiet[best] and pod_room[pod] < pod_room[best])
-        ):
-            best = pod
-    if best < 0:
-        return False
-    for leaf in range(leaves):
-        if table[LEAF_POD, leaf] != best:
-            table[LEAF_ROOM, leaf] = 0
-    return True
-
-
 @njit(cache=True)
 def place_in(
     table: np.ndarray,
@@ -434,23 +392,14 @@ def place_in(
     # the roomiest leaves anywhere.
     if policy == PLACE_VARIABILITY and table[META, 2] > 1 and not _one_pod(table, need) and room.quiet_only:
         return -1
-    # Rule i: a flagged job with no quiet pod takes the least loud pod, its quiet leaves first;
-    # no pod holding it means it waits (a job across pods varies most).
-    quiet_first = policy == PLACE_LEAST_LOUD
-    if quiet_first and not _least_loud_pod(table, need):
-        return -1
     left = need
     k = k0
     while left > 0:
         best = -1
-        best_quiet = False
         for leaf in range(leaves):
             room_l = table[LEAF_ROOM, leaf]
-            if room_l <= 0:
-                continue
-            q = quiet_first and _leaf_quiet(table, leaf)
-            if best < 0 or (q and not best_quiet) or (q == best_quiet and room_l > table[LEAF_ROOM, best]):
-                best, best_quiet = leaf, q
+            if room_l > 0 and (best < 0 or room_l > table[LEAF_ROOM, best]):
+                best = leaf
         if best < 0:
             return -1
         table[LEAF_ROOM, best] = 0
