@@ -1,7 +1,8 @@
 """Table 6.6's extra column: rush's predictor-based scheduling (rush-Q) beside SPF-CI and FCFS-CI.
 
-For each trace and job set, the runtime-quantile predictor's cached weekly walk-forward
-(``estimates/run.py``; the full trace, restricted to the published jobs for ``published``) and
+For each trace and job set, the runtime-quantile predictor's newest cached weekly walk-forward
+(``estimates/run.py``, which must be of the predictor's default feature set; the full trace,
+restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
 classifier's, with their kill counts) from the runtime-class study's committed results.
 Writes ``results/<job set>/rush_q.{csv,md}``.
@@ -37,7 +38,7 @@ def main() -> None:
     import numpy as np
 
     from rush.models.runtime_features import TimeBase
-    from rush.models.runtime_quantiles_features import usable_history
+    from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, usable_history
     from rush.models.runtime_quantiles_walkforward import trace_jobs
     from rush.studies.runtime_predictions_quantiles import quantile_rows
     from rush.workload.catalogue import load_trace
@@ -56,6 +57,13 @@ def main() -> None:
             trace_obj = load_trace(trace)
             workload = workload_from_trace(trace_obj)
             wf = latest_walkforward(trace)
+            # The newest cache may be of another feature set than the predictor's default.
+            feature_set = getattr(wf, "feature_set", "base")
+            if feature_set != DEFAULT_FEATURE_SET:
+                raise SystemExit(
+                    f"{trace}: the newest cached walk-forward is of feature set {feature_set!r}, not the "
+                    f"default {DEFAULT_FEATURE_SET!r}; run estimates/run.py --traces {trace} first"
+                )
             if wf.end is None:  # cached before the walk-forward kept them: the same rule
                 jobs = trace_jobs(workload, TimeBase.from_header(trace_obj.header))
                 usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
