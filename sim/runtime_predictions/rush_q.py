@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE / "estimates"))
-
-from class_heads import latest_walkforward  # noqa: E402
 
 
 def _table_module():
@@ -32,6 +28,24 @@ def _table_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def default_walkforward(trace: str, feature_set: str):
+    """The newest cached walk-forward of ``estimates/run.py`` for this trace whose feature set is
+    ``feature_set`` (other studies cache other sets in the same folder)."""
+    import os
+    import pickle
+
+    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
+    for path in sorted(cache.glob(f"{trace}-*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True):
+        wf = pickle.loads(path.read_bytes())
+        if getattr(wf, "feature_set", "base") == feature_set:
+            print(f"{trace}: walk-forward {path}", flush=True)
+            return wf
+    raise SystemExit(
+        f"{trace}: no cached walk-forward of feature set {feature_set!r} in {cache}; run "
+        f"estimates/run.py --traces {trace} (its default is the predictor's) first"
+    )
 
 
 def main() -> None:
@@ -56,14 +70,7 @@ def main() -> None:
         for trace in args.traces.split(","):
             trace_obj = load_trace(trace)
             workload = workload_from_trace(trace_obj)
-            wf = latest_walkforward(trace)
-            # The newest cache may be of another feature set than the predictor's default.
-            feature_set = getattr(wf, "feature_set", "base")
-            if feature_set != DEFAULT_FEATURE_SET:
-                raise SystemExit(
-                    f"{trace}: the newest cached walk-forward is of feature set {feature_set!r}, not the "
-                    f"default {DEFAULT_FEATURE_SET!r}; run estimates/run.py --traces {trace} first"
-                )
+            wf = default_walkforward(trace, DEFAULT_FEATURE_SET)
             if wf.end is None:  # cached before the walk-forward kept them: the same rule
                 jobs = trace_jobs(workload, TimeBase.from_header(trace_obj.header))
                 usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
