@@ -1,7 +1,8 @@
 """Table 6.6's extra column: rush's predictor-based scheduling (rush-Q) beside SPF-CI and FCFS-CI.
 
-For each trace and job set, the runtime-quantile predictor's cached weekly walk-forward
-(``estimates/run.py``; the full trace, restricted to the published jobs for ``published``) and
+For each trace and job set, the runtime-quantile predictor's newest cached weekly walk-forward
+(``estimates/run.py``, which must be of the predictor's default feature set; the full trace,
+restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
 classifier's, with their kill counts) from the runtime-class study's committed results.
 Writes ``results/<job set>/rush_q.{csv,md}``.
@@ -14,13 +15,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE / "estimates"))
-
-from class_heads import latest_walkforward  # noqa: E402
 
 
 def _table_module():
@@ -33,11 +30,29 @@ def _table_module():
     return module
 
 
+def default_walkforward(trace: str, feature_set: str):
+    """The newest cached walk-forward of ``estimates/run.py`` for this trace whose feature set is
+    ``feature_set`` (other studies cache other sets in the same folder)."""
+    import os
+    import pickle
+
+    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
+    for path in sorted(cache.glob(f"{trace}-*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True):
+        wf = pickle.loads(path.read_bytes())
+        if getattr(wf, "feature_set", "base") == feature_set:
+            print(f"{trace}: walk-forward {path}", flush=True)
+            return wf
+    raise SystemExit(
+        f"{trace}: no cached walk-forward of feature set {feature_set!r} in {cache}; run "
+        f"estimates/run.py --traces {trace} (its default is the predictor's) first"
+    )
+
+
 def main() -> None:
     import numpy as np
 
     from rush.models.runtime_features import TimeBase
-    from rush.models.runtime_quantiles_features import usable_history
+    from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, usable_history
     from rush.models.runtime_quantiles_walkforward import trace_jobs
     from rush.studies.runtime_predictions_quantiles import quantile_rows
     from rush.workload.catalogue import load_trace
@@ -55,7 +70,7 @@ def main() -> None:
         for trace in args.traces.split(","):
             trace_obj = load_trace(trace)
             workload = workload_from_trace(trace_obj)
-            wf = latest_walkforward(trace)
+            wf = default_walkforward(trace, DEFAULT_FEATURE_SET)
             if wf.end is None:  # cached before the walk-forward kept them: the same rule
                 jobs = trace_jobs(workload, TimeBase.from_header(trace_obj.header))
                 usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)

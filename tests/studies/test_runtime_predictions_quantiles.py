@@ -1,11 +1,19 @@
 """rush-Q beside Table 6.6 (issue 29): the schedulers of
 ``rush.studies.runtime_predictions_quantiles`` on a small synthetic trace: one EASY-FCFS base for
 all, kills only of jobs called small that outran the divider, and fewer jobs called small under
-the kill budget than at rush's idempotent threshold."""
+the kill budget than at rush's idempotent threshold; and which cached walk-forward
+``sim/runtime_predictions/rush_q.py`` takes."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import pickle
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
+import pytest
 
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
@@ -44,3 +52,31 @@ def test_schedulers_share_a_base_and_kill_only_false_smalls() -> None:
     assert (called["rush-Q (kill budget)"] == 0).sum() <= (called["rush-Q"] == 0).sum() or np.all(
         budget <= 0.1
     )
+
+
+def _rush_q_script():
+    path = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "rush_q.py"
+    spec = importlib.util.spec_from_file_location("rush_q", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_rush_q_takes_the_newest_walkforward_of_the_feature_set(tmp_path, monkeypatch) -> None:
+    """Other studies cache walk-forwards of other feature sets in the same folder: rush_q.py takes
+    the newest of the asked set, not the newest file, and stops with the command when none is."""
+    cache = tmp_path / "runtime_quantiles"
+    cache.mkdir()
+    for stamp, (name, feature_set) in enumerate(
+        [("old-t23", "t23"), ("new-t23", "t23"), ("newest-base", "base"), ("other-trace", "t23")]
+    ):
+        trace = "OTHER" if name == "other-trace" else "KTH-SP2"
+        path = cache / f"{trace}-{name}.pkl"
+        path.write_bytes(pickle.dumps(SimpleNamespace(name=name, feature_set=feature_set)))
+        os.utime(path, (1000 + stamp, 1000 + stamp))
+    monkeypatch.setenv("RUSH_CACHE", str(tmp_path))
+    rush_q = _rush_q_script()
+    assert rush_q.default_walkforward("KTH-SP2", "t23").name == "new-t23"
+    assert rush_q.default_walkforward("KTH-SP2", "base").name == "newest-base"
+    with pytest.raises(SystemExit, match="estimates/run.py --traces KTH-SP2"):
+        rush_q.default_walkforward("KTH-SP2", "t99")
