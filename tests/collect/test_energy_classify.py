@@ -168,7 +168,7 @@ def test_cli_single_job_and_trace(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.startswith("periodic:")
     result = runner.invoke(app, ["energy", "classify", str(job), "--json"])
-    assert json.loads(result.output)["profile"] == "periodic"
+    assert json.loads(result.stdout)["profile"] == "periodic"
 
     trace = tmp_path / "trace.csv"
     _write_trace(trace, {"7": _series("constant", rng), "8": _series("constant", rng, minutes=5)})

@@ -226,7 +226,7 @@ def test_simulate_with_a_half_life_reports_the_fair_share_summary() -> None:
     ]
     result = CliRunner().invoke(app, [*args, "--fairshare-period", "10m"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)["fair_share"]
+    summary = json.loads(result.stdout)["fair_share"]
     assert (summary["half_life"], summary["calc_period"]) == (7200.0, 600.0)
     # A generated trace has no users: one association, which used everything it was given.
     assert summary["associations_count"] == 1 and summary["share_gap"] == 0.0
@@ -242,7 +242,7 @@ def test_a_sacct_trace_is_reported_by_account_and_user_name(tmp_path) -> None:
     args = ["simulate", str(trace), "--fairshare-half-life", "7d", "--fairshare-by-group", "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.output)["fair_share"]["associations"]
+    rows = json.loads(result.stdout)["fair_share"]["associations"]
     # carol in physics and dave in bio: two accounts of one user each, half the machine each.
     assert {(r["group_name"], r["user_name"]) for r in rows} == {("physics", "carol"), ("bio", "dave")}
     assert all(r["target_share"] == 0.5 for r in rows)

@@ -128,7 +128,7 @@ def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
         app, ["simulate", "lublin:300:32:3", "--runtime-prediction", predictor, "--json"]
     )
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
+    out = json.loads(result.stdout)
     block = out["runtime_prediction"]
     assert block["predictor"] == predictor and block["jobs"] == out["jobs"]
     assert out["settings"]["backfill_policy"] == "SPF"  # shortest predicted job backfilled first
