@@ -127,6 +127,19 @@ class EasyRunning(NamedTuple):
     procs: np.ndarray
 
 
+@njit(cache=True, inline="always")
+def _start_at(t: float, j: int, n: int, starts: np.ndarray, booked: tuple, jobs: tuple) -> int:
+    """Start job ``j`` at ``t`` in the replay: its start, and its row ``n`` among the running
+    (predicted end, end on its limit, processors) for the shadow time. Returns the row count."""
+    end, lim, held = booked
+    procs, duration, limit = jobs
+    starts[j] = t
+    end[n] = t + max(duration[j], MIN_DURATION)
+    lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
+    held[n] = procs[j]
+    return n + 1
+
+
 @njit(cache=True)
 def project_easy_starts(
     now: float,
@@ -153,6 +166,7 @@ def project_easy_starts(
     end = np.empty(cap, dtype=np.float64)
     lim = np.empty(cap, dtype=np.float64)
     held = np.empty(cap, dtype=np.int64)
+    booked, jobs = (end, lim, held), (procs, duration, limit)
     total = free
     for k in range(nr):
         end[k] = running_end[k] if running_end[k] > now else now + 1.0
@@ -188,12 +202,8 @@ def project_easy_starts(
             waiting[m] = False
             left -= 1
             size_count[max(procs[j], 0)] -= 1
-            starts[j] = t
             free -= procs[j]
-            end[n] = t + max(duration[j], MIN_DURATION)
-            lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
-            held[n] = procs[j]
-            n += 1
+            n = _start_at(t, j, n, starts, booked, jobs)
         while smallest <= total and size_count[smallest] == 0:
             smallest += 1
         if head >= 0 and free >= smallest:  # 2. the head's shadow time on the limits; 3. backfill
@@ -224,14 +234,10 @@ def project_easy_starts(
                 waiting[m] = False
                 left -= 1
                 size_count[max(procs[j], 0)] -= 1
-                starts[j] = t
                 free -= procs[j]
                 if not in_time:
                     extra -= procs[j]
-                end[n] = t + max(duration[j], MIN_DURATION)
-                lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
-                held[n] = procs[j]
-                n += 1
+                n = _start_at(t, j, n, starts, booked, jobs)
                 while smallest <= total and size_count[smallest] == 0:
                     smallest += 1
         if left == 0 or n == 0:
