@@ -104,3 +104,65 @@ def conditional_mean_runtimes(xs: np.ndarray, ps: np.ndarray, elapsed: np.ndarra
     for r in range(xs.shape[0]):
         out[r] = conditional_mean_runtime(xs[r], ps, elapsed[r])
     return out
+
+
+# Why a running job's quantiles were not used (its end is then the pass's estimate without
+# them: the prediction or the request); the live shells journal it.
+REFUSED_LEVELS = "quantile levels not increasing within (0, 1) or not as many as the quantiles"
+REFUSED_NOT_FINITE = "a quantile is NaN or infinite"
+REFUSED_NEGATIVE = "a quantile is negative"
+REFUSED_NO_LIMIT = "no finite time limit to close the distribution"
+
+
+def quantiles_refused(levels, seconds, requested_time: float) -> str:
+    """Why a running job's predicted quantiles (``seconds`` at ``levels``) cannot be used, or
+    "" when they can."""
+    lv = np.asarray(levels, dtype=np.float64).reshape(-1)
+    q = np.asarray(seconds, dtype=np.float64).reshape(-1)
+    if len(lv) == 0 or len(lv) != len(q) or not np.all(np.isfinite(lv)):
+        return REFUSED_LEVELS
+    if lv[0] <= 0.0 or lv[-1] >= 1.0 or np.any(np.diff(lv) <= 0.0):
+        return REFUSED_LEVELS
+    if not np.all(np.isfinite(q)):
+        return REFUSED_NOT_FINITE
+    if np.any(q < 0.0):
+        return REFUSED_NEGATIVE
+    if not (np.isfinite(requested_time) and requested_time > 0.0):
+        return REFUSED_NO_LIMIT
+    return ""
+
+
+def median_runtime_given_elapsed(levels, seconds, requested_time: float, elapsed: float) -> tuple[float, str]:
+    """A running job's predicted runtime given that it has run ``elapsed`` seconds: the median
+    of its predicted distribution above what it has run, Q(F(e) + (1 - F(e)) / 2) (round 6's
+    H4, the rule of the offline study's ``quantiles-*`` estimators), between the elapsed time
+    and the request. The quantiles are sorted and capped by the request, as the predictor's
+    own are. Returns (runtime, "") or (NaN, why) when the quantiles are refused
+    (:func:`quantiles_refused`): never a negative runtime."""
+    why = quantiles_refused(levels, seconds, requested_time)
+    if why:
+        return float("nan"), why
+    q = np.minimum(np.sort(np.asarray(seconds, dtype=np.float64).reshape(-1)), requested_time)
+    xs, ps = quantile_knots(
+        np.log1p(q)[None, :], np.asarray(levels, dtype=np.float64), np.log1p([requested_time])
+    )
+    return float(conditional_quantile_runtime(xs[0], ps, float(elapsed), 0.5)), ""
+
+
+def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dict[int, str]]:
+    """:func:`median_runtime_given_elapsed` for each running job (duck-typed
+    :class:`rush.core.snapshot.RunningJob`: ``runtime_quantiles``, ``requested_time``, ``start``,
+    ``job_id``) at ``now``: the runtimes (NaN where a job has none or they are refused; None when
+    no job has any) and, by job id, why a job's quantiles were refused."""
+    if all(r.runtime_quantiles is None for r in running):
+        return None, {}
+    out = np.full(len(running), np.nan)
+    refused: dict[int, str] = {}
+    for k, r in enumerate(running):
+        if r.runtime_quantiles is None:
+            continue
+        q = r.runtime_quantiles
+        out[k], why = median_runtime_given_elapsed(q.levels, q.seconds, r.requested_time, now - r.start)
+        if why:
+            refused[r.job_id] = why
+    return out, refused

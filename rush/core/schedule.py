@@ -48,6 +48,7 @@ from rush.core.pass_data import (
     pass_config,
 )
 from rush.core.priority_values import priority_values, scaled
+from rush.core.remaining_runtime import running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
@@ -334,6 +335,9 @@ def schedule(
     if bounded is not None:
         decided.unconsidered = [pending[k].job_id for k in bounded.unconsidered.tolist()]
     if estimate_starts_too:
+        # A running job with predicted quantiles ends at its median runtime given its elapsed
+        # time (the offline study's rule); refused quantiles are noted for the shells' journal.
+        r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
         _publish_estimates(
             decided,
             waiting.job_id,
@@ -342,7 +346,7 @@ def schedule(
                 EstimateContext(config, now, divider, sorted_queue, result, out),
                 jobs,
                 free,
-                (busy.start, r_est, busy.procs, r_class),
+                (busy.start, r_est, busy.procs, r_class, r_runtime),
             ),
         )
     return decided
@@ -360,7 +364,7 @@ class EstimateContext:
 
 def estimate_inputs(c: EstimateContext, jobs: PassJobs, free: int, running_columns) -> EstimateInputs:
     """The projection's inputs from one pass."""
-    r_start, r_est, r_procs, r_class = running_columns
+    r_start, r_est, r_procs, r_class, r_runtime = running_columns
     return EstimateInputs(
         now=c.now,
         free=int(free),
@@ -376,6 +380,7 @@ def estimate_inputs(c: EstimateContext, jobs: PassJobs, free: int, running_colum
         running_est=r_est,
         running_procs=r_procs,
         running_class=r_class,
+        running_runtime=r_runtime,
     )
 
 

@@ -25,6 +25,15 @@ class RuntimeClass(IntEnum):
 
 
 @dataclass(frozen=True)
+class RuntimeQuantiles:
+    """A job's predicted runtime distribution: ``seconds`` at quantile ``levels`` (increasing,
+    within (0, 1)), as the deployed runtime-quantile model gave them at the job's start."""
+
+    levels: tuple[float, ...]
+    seconds: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class PendingJob:
     job_id: int
     submit: float
@@ -76,6 +85,9 @@ class RunningJob:
     request: Request | None = None
     # Where it runs, on a cluster with nodes (what it gives back when it ends).
     allocation: tuple[Slot, ...] = ()
+    # Its predicted runtime distribution (None: no quantile model): start estimates end it at
+    # its median runtime given how long it has run (rush.core.remaining_runtime).
+    runtime_quantiles: RuntimeQuantiles | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,9 @@ class Decisions:
     estimated_start: dict[int, float] = field(default_factory=dict)
     estimate_basis: dict[int, str] = field(default_factory=dict)
     waits_behind: dict[int, int] = field(default_factory=dict)
+    # Running job id -> why its predicted quantiles were refused for the start estimates (its
+    # end then read off its estimate: the prediction or the request); the shells journal it.
+    estimate_notes: dict[int, str] = field(default_factory=dict)
     # Pending job ids a bounded pass left unconsidered (CoreConfig.max_jobs_considered), in
     # priority order: not started, not reserved this pass (rush.core.pass_budget).
     unconsidered: list[int] = field(default_factory=list)

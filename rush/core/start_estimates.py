@@ -290,6 +290,9 @@ class EstimateInputs:
     running_est: np.ndarray
     running_procs: np.ndarray
     running_class: np.ndarray
+    # Each running job's predicted runtime given its elapsed time, from its quantiles
+    # (rush.core.remaining_runtime); NaN, or None for all: its end is read as above.
+    running_runtime: np.ndarray | None = None
 
 
 @dataclass
@@ -317,6 +320,8 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
     else:
         elapsed = e.now - np.asarray(e.running_start, dtype=np.float64)
         run_dur = predicted_durations(e.running_est, e.running_class, elapsed, e.divider)
+        if e.running_runtime is not None:  # the median given the elapsed time, where predicted
+            run_dur = np.where(np.isfinite(e.running_runtime), e.running_runtime, run_dur)
         dur = predicted_durations(e.est, e.runtime_class, None, e.divider)
     run_end = np.asarray(e.running_start, dtype=np.float64) + run_dur
     new_end = e.now + np.maximum(dur[e.started], MIN_DURATION)

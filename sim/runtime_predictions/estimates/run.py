@@ -278,7 +278,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--max-queries", type=int, default=MAX_QUERIES)
-    parser.add_argument("--skip-gain", action="store_true", help="no scheduling simulations")
+    parser.add_argument(
+        "--skip-gain",
+        action="store_true",
+        help="no scheduling simulations (the part on disk keeps its gain rows if of the same model)",
+    )
     parser.add_argument(
         "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
     )
@@ -339,8 +343,11 @@ def main() -> None:
         part["estimates"], part["estimate_run"] = estimate_rows(trace, wf, args.max_queries)
         plot_estimate_errors(trace, part["estimates"], OUT)
         print(trace, part["estimate_run"], flush=True)
+        kept = kept_gain(parts / f"{trace}.json", part["model"]) if args.skip_gain else None
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
-        if not args.skip_gain:
+        if kept is not None:
+            part["gain"], part["gain_kept_from"] = kept
+        elif not args.skip_gain:
             part["gain"] = gain_rows(trace, wf)
             print(trace, part["gain"], flush=True)
         part["seconds"] = time.time() - started
@@ -352,6 +359,18 @@ def main() -> None:
         )
         (parts / f"{trace}.json").write_text(json.dumps(part, indent=1))
         merge()
+
+
+def kept_gain(path: Path, model: dict) -> tuple[list[dict], str] | None:
+    """The gain rows of the part already on disk when it is of the same model: the scheduling
+    simulations read only the walk-forward's classes, not the start-estimate rules, so a rerun of
+    the estimates (``--skip-gain``) keeps them, saying from which run they are."""
+    if not path.exists():
+        return None
+    old = json.loads(path.read_text())
+    if old.get("model") != model or not old.get("gain"):
+        return None
+    return old["gain"], old.get("gain_kept_from") or old.get("command", "an earlier run")
 
 
 def results_dir(feature_set: str) -> Path:
