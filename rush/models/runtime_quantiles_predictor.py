@@ -111,16 +111,23 @@ class RuntimeQuantilePredictor:
 
     def predict(self, jobs: Any) -> np.ndarray:
         """One runtime per job (seconds); the request before the first fit."""
+        return self.predict_with_quantiles(jobs)[0]
+
+    def predict_with_quantiles(self, jobs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """One runtime per job (seconds), the quantile levels and each job's predicted quantiles
+        (seconds, (n, levels)) from the same features (one call: predicting observes the jobs'
+        submissions); before the first fit the request and no quantiles (None)."""
         columns = _columns(jobs, self.unix_start)
         n = len(columns)
         if self.model_ is None or n == 0:
-            return np.asarray(columns.requested_time, dtype=np.float64).copy()
+            return np.asarray(columns.requested_time, dtype=np.float64).copy(), np.empty(0), None
         columns.runtime = columns.end = None
         self.history_.observe_submitted(columns.user, columns.submit)
         X = self.history_.features(columns)
         log_q = self.model_.predict_log_quantiles(X)
+        levels = np.asarray(self.model_.levels_, dtype=np.float64)
         if self.statistic == "mean":
-            return mean_of_quantiles(log_q, self.model_.levels_, X[:, REQUEST_COLUMN])
-        levels = self.model_.levels_
-        at = int(np.argmin(np.abs(levels - float(self.statistic))))
-        return np.expm1(log_q[:, at])
+            point = mean_of_quantiles(log_q, levels, X[:, REQUEST_COLUMN])
+        else:
+            point = np.expm1(log_q[:, int(np.argmin(np.abs(levels - float(self.statistic))))])
+        return point, levels, np.expm1(log_q)

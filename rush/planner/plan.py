@@ -114,6 +114,7 @@ class Planner:
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
         self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
+        self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
         self.classifier = self._load_classifier()
         self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
@@ -352,8 +353,24 @@ class Planner:
                 self._queue[row.job_id] = row
         self._queue_inputs = inputs
         self.metrics.observe_estimates(now, list(decisions.estimated_start.values()))
+        self._journal_estimate_notes(cycle, decisions)
         if self.runtime is not None:
             self.metrics.observe_runtime_sources(built.outputs)
+
+    def _journal_estimate_notes(self, cycle: int, decisions: Decisions) -> None:
+        """Once per running job: why the start estimates refused its predicted quantiles (its
+        end is then read off its prediction, or its request)."""
+        for job_id, why in decisions.estimate_notes.items():
+            if job_id not in self._estimate_noted:
+                self._estimate_noted.add(job_id)
+                self.journal.event(
+                    cycle,
+                    "estimate",
+                    f"job {job_id}: predicted runtime quantiles refused ({why}); start estimates end it "
+                    "at its prediction or its request",
+                )
+        if len(self._estimate_noted) > 4 * len(decisions.estimate_notes) + 1024:  # bounded memory
+            self._estimate_noted &= set(decisions.estimate_notes)
 
     def _act(
         self, cycle: int, state: ClusterState, built: Built, decisions: Decisions

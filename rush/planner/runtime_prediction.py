@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from rush.core.runtime_predictions import predicted_runtimes
+from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
 from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
 from rush.rjms.base import RJMSJob
@@ -180,6 +181,8 @@ class LiveRuntimePredictor:
         self.last_fit: float | None = None
         # job id -> its raw prediction (guarded at every use) and the user key it was made for
         self.raw: dict[int, float] = {}
+        # job id -> its predicted runtime quantiles (quantile models only), kept from its start on
+        self.quantiles: dict[int, RuntimeQuantiles] = {}
         self.user_of: dict[int, int] = {}
         # Users with a completion since their jobs were last predicted.
         self.changed: set[int] = set()
@@ -238,6 +241,7 @@ class LiveRuntimePredictor:
         self.changed.update(r.user for r in rows)
         for r in rows:
             self.raw.pop(r.job_id, None)
+            self.quantiles.pop(r.job_id, None)
 
     # -- predicting -----------------------------------------------------------------------
     def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
@@ -258,13 +262,35 @@ class LiveRuntimePredictor:
             ),
             job_id=np.array([j.job_id for j in new], dtype=np.int64),
         )
-        values = np.asarray(self.predictor.predict(columns), dtype=np.float64).reshape(-1)
+        quantiles = None
+        if hasattr(self.predictor, "predict_with_quantiles"):  # rush's quantile model
+            values, levels, quantiles = self.predictor.predict_with_quantiles(columns)
+        else:
+            values = self.predictor.predict(columns)
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
         if len(values) != len(new):
             raise ValueError(f"the {self.name} predictor gave {len(values)} predictions for {len(new)} jobs")
         for j, v, u in zip(new, values.tolist(), columns.user.tolist(), strict=True):
             self.raw[j.job_id] = v
             self.user_of[j.job_id] = u
+        if quantiles is not None:
+            self._keep_quantiles(new, tuple(np.asarray(levels, dtype=np.float64).tolist()), quantiles)
         return len(new)
+
+    def _keep_quantiles(self, jobs: Sequence[RJMSJob], levels: tuple[float, ...], quantiles) -> None:
+        """Each job's predicted quantiles, as of its start: a pending job's follow its latest
+        prediction, a running job keeps those it started with (the offline study predicts once,
+        at submission; here the last prediction before the start). Raw values: the core checks
+        them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
+        rows = np.asarray(quantiles, dtype=np.float64)
+        for j, row in zip(jobs, rows, strict=True):
+            if j.state != "PENDING" and j.job_id in self.quantiles:
+                continue
+            self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
+
+    def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
+        """The predicted quantiles of the jobs that have them, by job id."""
+        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
 
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the
@@ -284,6 +310,8 @@ class LiveRuntimePredictor:
         if len(self.raw) > len(live):
             self.raw = {k: v for k, v in self.raw.items() if k in live}
             self.user_of = {k: v for k, v in self.user_of.items() if k in live}
+        if len(self.quantiles) > len(live):
+            self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
 
 
 def load_runtime_predictor(

@@ -31,7 +31,7 @@ from rush.core.false_small_kill import kills_if_small
 from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
-from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, Snapshot
+from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, RuntimeQuantiles, Snapshot
 from rush.errors import ModelError
 from rush.planner.journal import JobRecord
 from rush.planner.variation import VariationPredictor
@@ -275,6 +275,18 @@ class SnapshotBuilder:
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
 
+    def _quantiles(self, running: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
+        """The running jobs' predicted runtime quantiles (a quantile model's, as of each job's
+        start), for the start estimates' rule (rush.core.remaining_runtime); {} otherwise."""
+        get = getattr(self.runtime, "runtime_quantiles", None)
+        if get is None or not running:
+            return {}
+        try:
+            return get(running)
+        except Exception as exc:  # the estimates then read the running jobs' estimates, as without
+            self.on_model_error(f"runtime:{self.runtime.name}", exc)
+            return {}
+
     def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
         now = state.taken_at
         built = Built(Snapshot(now, state.total_procs, state.free_procs))
@@ -317,6 +329,7 @@ class SnapshotBuilder:
             ]
         predicted = self._classes(need_class, built)
         runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
+        quantiles = self._quantiles(running_jobs)
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
@@ -413,6 +426,7 @@ class SnapshotBuilder:
                     skips=rec.skips,
                     request=j.request,
                     allocation=_slots(j, node_index),
+                    runtime_quantiles=quantiles.get(j.job_id),
                 )
             )
         built.snapshot = Snapshot(

@@ -1,0 +1,130 @@
+"""The live start estimates with rush's quantile model (policy.runtime_prediction =
+"runtime-quantiles"): the planner carries each running job's predicted quantiles, as of its
+start, in the snapshot, and the core ends the job at its median runtime given its elapsed time
+(rush.core.remaining_runtime), the offline study's rule, in the journal, rush explain and
+Prometheus alike. A model whose quantiles are unusable falls back to the request with a
+journaled reason; a model that cannot load leaves the limits (tests/daemon/test_runtime_prediction.py)."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rush.core.remaining_runtime import REFUSED_NOT_FINITE, median_runtime_given_elapsed
+from rush.daemon.service import Daemon
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
+from rush.planner.config import parse_config
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.models.fixtures import HEADER, synthetic_workload
+from tests.queue_backend import Queue
+
+HOUR = 3600.0
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "quantiles.joblib"
+    model, metadata = fit_quantiles_on_history(
+        synthetic_workload(500), HEADER, RuntimeQuantileRegressor(max_iter=10)
+    )
+    save_quantile_model(model, metadata, path)
+    return path
+
+
+def job(job_id: int, state: str, submit: float, start: float | None = None) -> RJMSJob:
+    return RJMSJob(
+        job_id=job_id, state=state, submit=submit, start=start, procs=8, requested_time=HOUR, user="alice"
+    )
+
+
+def daemon(tmp_path, model_path) -> tuple[Daemon, Queue]:
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "j.sqlite")},
+            "policy": {"runtime_prediction": "runtime-quantiles"},
+            "models": {"runtime_quantiles": str(model_path)},
+            "rjms": {"backend": "slurm"},
+        }
+    )
+    queue = Queue()
+    return Daemon(config, backend=queue, dry_run=True), queue
+
+
+def cycle(d: Daemon, q: Queue, now: float, *jobs: RJMSJob):
+    q.state = ClusterState(now, 8, 0, tuple(jobs))  # job 3 holds the whole machine
+    report = d.run_cycle()
+    assert report.ok, report.error
+    return d.last[1], d.last[2]
+
+
+def test_a_running_job_ends_at_its_median_given_its_elapsed_time(tmp_path, model_path):
+    d, q = daemon(tmp_path, model_path)
+    assert d.runtime is not None
+    cycle(d, q, 1990.0, job(3, "PENDING", 1900.0))  # predicted while pending
+    seen = d.runtime.quantiles[3]
+    for now in (2100.0, 2050.0 + 1500.0):
+        built, decided = cycle(d, q, now, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0))
+        carried = built.snapshot.running[0].runtime_quantiles
+        assert carried == seen  # the quantiles as of its start, not predicted again
+        assert len(carried.levels) == len(carried.seconds) >= 3
+        expected, why = median_runtime_given_elapsed(carried.levels, carried.seconds, HOUR, now - 2050.0)
+        assert why == "" and now < 2050.0 + expected <= 2050.0 + HOUR
+        assert decided.estimated_start[4] == pytest.approx(2050.0 + expected)
+        assert not decided.estimate_notes
+        # The journal (rush explain, Flux's t_estimate through the same planner) and Prometheus
+        # carry that estimate.
+        assert d.journal.queue()[4].estimated_start == pytest.approx(2050.0 + expected)
+        longest = d.metrics.estimated_wait.labels(quantile="1")._value.get()
+        assert longest == pytest.approx(2050.0 + expected - now)
+    d.journal.db.close()
+    out = subprocess.run(
+        [sys.executable, "-m", "rush", "explain", "4", "--journal", str(tmp_path / "j.sqlite")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "waits behind job 3" in out.stdout
+
+
+class NaNQuantiles:
+    """A model that gives NaN for everything (what a broken model file could)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def predict_with_quantiles(self, jobs):
+        point, levels, quantiles = self.inner.predict_with_quantiles(jobs)
+        return np.full_like(point, math.nan), levels, np.full_like(quantiles, math.nan)
+
+
+def test_nan_quantiles_fall_back_to_the_request_with_a_journaled_reason(tmp_path, model_path):
+    d, q = daemon(tmp_path, model_path)
+    d.runtime.predictor = NaNQuantiles(d.runtime.predictor)
+    for now in (2100.0, 2200.0):
+        built, decided = cycle(d, q, now, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0))
+        assert built.snapshot.running[0].runtime_quantiles is not None
+        assert decided.estimate_notes == {3: REFUSED_NOT_FINITE}
+        assert decided.estimated_start[4] == 2050.0 + HOUR  # the request, never NaN
+        assert all(math.isfinite(v) and v >= now for v in decided.estimated_start.values())
+    events = [e["message"] for e in d.journal.events("estimate")]
+    assert len(events) == 1 and "job 3" in events[0] and REFUSED_NOT_FINITE in events[0]
+
+
+def test_other_predictors_carry_no_quantiles(tmp_path):
+    config = parse_config(
+        {
+            "daemon": {"journal": str(tmp_path / "j.sqlite")},
+            "policy": {"runtime_prediction": "easy++"},
+            "rjms": {"backend": "slurm"},
+        }
+    )
+    q = Queue()
+    d = Daemon(config, backend=q, dry_run=True)
+    built, decided = cycle(d, q, 2100.0, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0))
+    assert built.snapshot.running[0].runtime_quantiles is None
+    assert decided.estimated_start[4] == 2050.0 + HOUR and not decided.estimate_notes
