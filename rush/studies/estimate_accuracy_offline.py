@@ -55,6 +55,8 @@ RULE_EASY = 1
 REMAINING_LADDER = 0
 REMAINING_MEAN = 1
 REMAINING_MEDIAN = 2
+# Round 7's H5 (dev_log.md): the conditional 0.4 quantile, one step below the median.
+REMAINING_Q40 = 3
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -224,9 +226,10 @@ def sweep_projected(
                 k = run_k[i]
                 if conditional[e] == REMAINING_MEAN:
                     run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
-                elif conditional[e] == REMAINING_MEDIAN:
+                elif conditional[e] == REMAINING_MEDIAN or conditional[e] == REMAINING_Q40:
+                    level = 0.5 if conditional[e] == REMAINING_MEDIAN else 0.4
                     run_end[i] = start[k] + conditional_quantile_runtime(
-                        knots_x[k], knots_p, t - start[k], 0.5
+                        knots_x[k], knots_p, t - start[k], level
                     )
                 else:
                     run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])

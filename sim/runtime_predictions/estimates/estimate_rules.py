@@ -34,6 +34,9 @@ CANDIDATES = (
     ("H3: conditional, median", "easy", "conditional", "median"),
     ("H3: conditional, q0.75", "easy", "conditional", "q0.75"),
     ("H4: conditional median, mean", "easy", "conditional-median", "mean"),
+    # Round 7 (dev_log.md), with --other-feature-set: the queue's means of the other set.
+    ("H5: conditional q0.4, mean", "easy", "conditional-q0.4", "mean"),
+    ("D4: conditional median, other set's mean", "easy", "conditional-median", "mean-other"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -50,6 +53,7 @@ def main() -> None:
         REMAINING_LADDER,
         REMAINING_MEAN,
         REMAINING_MEDIAN,
+        REMAINING_Q40,
         RULE_CONSERVATIVE,
         RULE_EASY,
         ladder,
@@ -59,20 +63,48 @@ def main() -> None:
         wait_class,
     )
 
-    REMAINING = {"conditional": REMAINING_MEAN, "conditional-median": REMAINING_MEDIAN}
+    REMAINING = {
+        "conditional": REMAINING_MEAN,
+        "conditional-median": REMAINING_MEDIAN,
+        "conditional-q0.4": REMAINING_Q40,
+    }
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="KTH-SP2")
     parser.add_argument("--queries", type=int, default=8000)
     parser.add_argument("--only", default="", help="candidate names separated by ; (default: all)")
+    parser.add_argument("--feature-set", default="base", help="the walk-forward's (round 6: base)")
+    parser.add_argument(
+        "--other-feature-set",
+        default="",
+        help="the D4 candidate's queue means come from this set's walk-forward",
+    )
     args = parser.parse_args()
     model = RuntimeQuantileRegressor()
-    path = OUT / "estimate_rules.json"
+    suffix = "" if args.feature_set == "base" else f"_{args.feature_set}"
+    path = OUT / f"estimate_rules{suffix}.json"
     report = json.loads(path.read_text()) if path.exists() else {}
     for trace_name in args.traces.split(","):
         t0 = time.time()
         wf = cached_walkforward(
-            trace_name, 10_000, model.max_iter, 1, model.learning_rate, model.max_leaf_nodes
+            trace_name,
+            10_000,
+            model.max_iter,
+            1,
+            model.learning_rate,
+            model.max_leaf_nodes,
+            args.feature_set,
         )
+        other = None
+        if args.other_feature_set:
+            other = cached_walkforward(
+                trace_name,
+                10_000,
+                model.max_iter,
+                1,
+                model.learning_rate,
+                model.max_leaf_nodes,
+                args.other_feature_set,
+            )
         _, workload = load(trace_name)
         result = simulate(workload, CoreConfig.from_names("FCFS", "easy", 200_000))
         req = np.asarray(workload.requested_time, dtype=np.float64)
@@ -90,6 +122,8 @@ def main() -> None:
             "q0.75": wf.quantile(0.75),
             "real": runtime,
         }
+        if other is not None:
+            first["mean-other"] = other.mean()
         knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
         submit = np.asarray(result.submit, dtype=np.float64)
         start = np.asarray(result.start, dtype=np.float64)
@@ -103,7 +137,9 @@ def main() -> None:
         classes = wait_class(wait)
         estimates = {}
         for rule_name, rule in (("conservative", RULE_CONSERVATIVE), ("easy", RULE_EASY)):
-            wanted = [c for c in CANDIDATES if not args.only or c[0] in args.only.split(";")]
+            wanted = [
+                c for c in CANDIDATES if (not args.only or c[0] in args.only.split(";")) and c[3] in first
+            ]
             chosen = [c for c in wanted if c[1] == rule_name]
             if not chosen:
                 continue
@@ -152,6 +188,8 @@ def main() -> None:
                 flush=True,
             )
         kept = [r for r in report.get(trace_name, {}).get("rows", []) if r["estimator"] not in estimates]
+        for row in rows:
+            row["other_feature_set"] = args.other_feature_set or None
         report[trace_name] = {
             "step": step,
             "queries": len(jobs),
