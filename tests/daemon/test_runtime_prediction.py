@@ -249,3 +249,4 @@ def test_a_quantile_model_that_cannot_load_leaves_limits_and_is_journaled(tmp_pa
     assert any("runtime:runtime-quantiles" in e["message"] for e in d.journal.events("model"))
     built, decided = cycle(d, q, 2100.0, job(3, "RUNNING", 2000.0, 2050.0), job(4, "PENDING", 2060.0))
     assert decided.estimated_start[4] == 2050.0 + HOUR
+    assert built.snapshot.running[0].runtime_quantiles is None  # no model: no quantiles, limits
