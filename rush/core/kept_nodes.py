@@ -111,8 +111,8 @@ def kept_state(kept: KeptNodes | None, p: PassNodes, state: PassState) -> tuple[
     hi[took] = np.maximum(hi[took], kept.moved[took, 1])
     memory[:, 3] = lo
     memory[:, 4] = hi
-    reserved = new_slots(n + 1, max(entries, int(kept.reserved.offset[-1]) + 1))
     count = len(kept.reserved_job)
+    reserved = new_slots(max(n, count) + 1, max(entries, int(kept.reserved.offset[-1]) + 1))
     reserved.offset[: count + 1] = kept.reserved.offset
     used = int(kept.reserved.offset[-1])
     reserved.node[:used] = kept.reserved.node[:used]
