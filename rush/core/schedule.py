@@ -258,6 +258,8 @@ def schedule(
             busy.job_id[by_end],
             nodes.held,
         )
+        for k in infeasible:  # out of the pass: a reservation it had is freed, not kept
+            state.reserved_at[k] = math.inf
         state, reserved = kept_state(snapshot.kept, keeping, state)
         nodes = nodes._replace(reserved=reserved)
     skips_before = state.skips.copy()

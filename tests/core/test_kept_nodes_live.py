@@ -163,7 +163,7 @@ def _initial(rng) -> Snapshot:
 def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snapshot:
     """The next snapshot, 30 s on: the core's starts applied (or not, or on other nodes), some
     running jobs ended early or got shorter or longer estimates, pending jobs cancelled or
-    re-estimated, new arrivals, a node down or up; with ``frees_only`` only changes that free
+    re-estimated or made infeasible, new arrivals, a node down or up; with ``frees_only`` only changes that free
     room (every start applied where the core put it), one second on."""
     now = snapshot.now + (1.0 if frees_only else 30.0)
     started = {d.job_id: d for d in decided.decisions if d.action in ("start", "backfill")}
@@ -225,6 +225,8 @@ def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snap
             p = replace(p, estimate=p.estimate * 0.5)
         elif roll < 0.25 and not frees_only:
             p = replace(p, estimate=min(p.estimate * 2.0, p.requested_time))
+        elif roll < 0.3 and not frees_only:  # now asks for more nodes than there are: left out
+            p = replace(p, request=Request(len(snapshot.nodes) + 1, 1), procs=len(snapshot.nodes) + 1)
         pending.append(replace(p, reserved_at=at))
     pending += _pending(rng, 1000 + int(rng.integers(0, 10**6)) * 100, int(rng.integers(0, 4)), now)
     nodes = list(snapshot.nodes)
