@@ -24,6 +24,9 @@ A case whose time, extrapolated as n^1.5 from the smaller queue on the same mach
 exceed ``--max-seconds`` is skipped and said so (conservative at 100 000 pending may take
 minutes on 2 cores); the target's case is always run. Target: EASY with estimates, 100 000 pending on 10 000 nodes, within 1 s.
 
+Figures: docs/admin-slurm.md ("What a pass costs"); conservative's next cycle also in
+docs/research.md (issue 31, item 2, live).
+
 Run: ``python benchmarks/bench_scale.py [--quick] [--repeat 3] [--modes easy,conservative]
 [--pending 1000,10000,100000] [--nodes 100,1000,10000]`` (``--quick``: 1 000 and 10 000 pending
 on 100 and 1 000 nodes, one call each: a smoke test).
