@@ -9,8 +9,9 @@ reservations standing:
   earlier than its reservation costs no node work;
 * ``warm, kept, blind``: kept nodes without knowing what was freed since (every kept
   reservation searched from now up to its time, as a shell that keeps no node memory);
-* ``warm, times only``: the same pass carrying times alone (the live daemon today, and every
-  shell before issue 31): every standing reservation is re-placed from scratch;
+* ``warm, times only``: the same pass carrying times alone (every shell before issue 31; the
+  live ``schedule()`` now carries the nodes too, :mod:`rush.core.kept_nodes`): every standing
+  reservation is re-placed from scratch;
 * ``counts cold``: the processor-count twin's first pass, the reference from the same run.
 
 Each figure is the median and max of ``--repeat`` calls on fresh copies of the inputs (after
@@ -87,7 +88,7 @@ def run_pair(args: tuple, ended: int) -> tuple[tuple, tuple, tuple]:
     running2 = RunningSet(ends[ended:], procs[ended:], rows + ns - ended)
     moment2 = moment._replace(queued=queued)
     kept = (moment2, config, jobs, state, queues, running2, out, nodes._replace(held=held))
-    # Times only, as every shell before issue 31 and the live daemon today; blind: kept nodes
+    # Times only, as every shell before issue 31; blind: kept nodes
     # but nothing known of what was freed since (every kept reservation searched from now).
     times_only = tuple(_fresh(a) for a in kept)
     times_only[3].reserved_row[:] = -1

@@ -7,10 +7,15 @@ about 9 400 nodes; busy Slurm sites keep 50 000-100 000 jobs queued). The machin
 are :mod:`bench_nodes`'s (its builder, scaled): pods (leaf switches) of 32 nodes, the last node
 of each with 4 GPUs, about half the nodes busy, the same mix of pending requests.
 
-Printed: the median of ``--repeat`` calls per case (the numba cache loaded first, once), with
-start estimates and, beside it, without them (the pass alone) and the estimates alone
-(``estimate_starts`` on the inputs the call builds: for EASY, the projection of every pending
-job's start), then the growth exponent in each dimension, the slope of log(time) over
+Printed: the median CPU time (``time.process_time``: the host is shared) of ``--repeat`` calls
+per case (the numba cache loaded first, once, on both projections: EASY's replay and, above
+``EASY_REPLAY_MAX_JOBS`` waiting jobs, the profile projection), with start estimates and, beside
+it, without them (the pass alone) and the estimates alone (``estimate_starts`` on the inputs
+the call builds: for EASY, the projection of every pending job's start); for conservative also
+``next pass``: the live cycle after it, with start estimates, as the daemon runs it
+(:mod:`live_next_pass`: the first call's starts running, ``--ended`` running jobs ended early,
+the reservations given back with their nodes, ``Snapshot.kept``, ``--step`` seconds later).
+Then the growth exponent in each dimension, the slope of log(time) over
 log(size) fitted by least squares, beside the exponent of n log n over the same sizes (the issue's bound:
 no dimension worse than n log n). References measured in the same run: ``python -c pass`` and
 ``numpy.sort`` of as many floats as there are pending jobs.
@@ -19,8 +24,12 @@ A case whose time, extrapolated as n^1.5 from the smaller queue on the same mach
 exceed ``--max-seconds`` is skipped and said so (conservative at 100 000 pending may take
 minutes on 2 cores); the target's case is always run. Target: EASY with estimates, 100 000 pending on 10 000 nodes, within 1 s.
 
-Run: ``python benchmarks/bench_scale.py [--quick] [--repeat 3] [--modes easy,conservative]``
-(``--quick``: 1 000 and 10 000 pending on 100 and 1 000 nodes, one call each: a smoke test).
+Figures: docs/admin-slurm.md ("What a pass costs"); conservative's next cycle also in
+docs/research.md (issue 31, item 2, live).
+
+Run: ``python benchmarks/bench_scale.py [--quick] [--repeat 3] [--modes easy,conservative]
+[--pending 1000,10000,100000] [--nodes 100,1000,10000]`` (``--quick``: 1 000 and 10 000 pending
+on 100 and 1 000 nodes, one call each: a smoke test).
 """
 
 from __future__ import annotations
@@ -37,11 +46,12 @@ from contextlib import contextmanager
 
 import bench_nodes
 import numpy as np
+from live_next_pass import next_snapshot
 
 import rush.core.schedule as core_schedule
 from rush.core import CoreConfig, Snapshot
 from rush.core.schedule import schedule
-from rush.core.start_estimates import estimate_starts
+from rush.core.start_estimates import EASY_REPLAY_MAX_JOBS, estimate_starts
 
 print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while the slow cases run
 
@@ -56,13 +66,14 @@ def make_snapshot(nodes: int, pending: int, seed: int = 1) -> Snapshot:
     return bench_nodes.make_snapshot(pending, seed, nodes, pods=-(-nodes // LEAF))
 
 
-def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimates: bool = True) -> float:
+def median_seconds(snapshot: Snapshot, config: CoreConfig, repeat: int, estimates: bool = True):
+    """Median CPU seconds of ``repeat`` calls, and the last call's decisions."""
     seconds = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        schedule(snapshot, config, explain_priorities=False, estimate_starts_too=estimates)
-        seconds.append(time.perf_counter() - t0)
-    return statistics.median(seconds)
+        t0 = time.process_time()
+        decided = schedule(snapshot, config, explain_priorities=False, estimate_starts_too=estimates)
+        seconds.append(time.process_time() - t0)
+    return statistics.median(seconds), decided
 
 
 @contextmanager
@@ -86,9 +97,9 @@ def projection_seconds(inputs, repeat: int) -> float:
     """Median seconds of the start estimates alone (for EASY, the projection)."""
     seconds = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         estimate_starts(inputs)
-        seconds.append(time.perf_counter() - t0)
+        seconds.append(time.process_time() - t0)
     return statistics.median(seconds)
 
 
@@ -108,9 +119,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--modes", default="easy,conservative")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="skip a case predicted slower")
+    parser.add_argument("--pending", default=",".join(map(str, PENDING)), help="pending-job counts")
+    parser.add_argument("--nodes", default=",".join(map(str, NODES)), help="node counts")
+    parser.add_argument("--ended", type=int, default=5, help="running jobs ended early before the next pass")
+    parser.add_argument("--step", type=float, default=1.0, help="seconds between a pass and the next")
     args = parser.parse_args()
-    pending_sizes = PENDING[:2] if args.quick else PENDING
-    node_sizes = NODES[:2] if args.quick else NODES
+    pending_sizes = tuple(int(x) for x in args.pending.split(","))
+    node_sizes = tuple(int(x) for x in args.nodes.split(","))
+    if args.quick:
+        pending_sizes, node_sizes = PENDING[:2], NODES[:2]
     repeat = 1 if args.quick else args.repeat
 
     t0 = time.perf_counter()
@@ -125,11 +142,13 @@ def main() -> None:
     results: dict[tuple[str, int, int], float] = {}
     alone_results: dict[tuple[str, int, int], float] = {}
     estimate_results: dict[tuple[str, int, int], float] = {}
-    for mode in args.modes.split(","):  # numba cache load, once
-        schedule(make_snapshot(node_sizes[0], 100), CoreConfig(backfill=mode), explain_priorities=False)
+    for mode in args.modes.split(","):  # numba cache load, once, on both projections
+        for size in (100, EASY_REPLAY_MAX_JOBS + 1):
+            schedule(make_snapshot(node_sizes[0], size), CoreConfig(backfill=mode), explain_priorities=False)
+    next_results: dict[tuple[str, int, int], float] = {}
     print(
         f"{'mode':13s} {'nodes':>6s} {'pending':>8s} {'running':>8s} {'seconds':>9s} {'no estim.':>9s} "
-        f"{'estimates':>9s}"
+        f"{'estimates':>9s} {'next pass':>9s}   (CPU seconds)"
     )
     for nodes in node_sizes:
         for pending in pending_sizes:
@@ -149,15 +168,20 @@ def main() -> None:
                     continue
                 repeats = 1 if pending >= 100_000 else repeat
                 with caught_estimate_inputs() as caught:
-                    seconds = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
-                alone = median_seconds(snapshot, CoreConfig(backfill=mode), repeats, estimates=False)
+                    seconds, decided = median_seconds(snapshot, CoreConfig(backfill=mode), repeats)
+                alone = median_seconds(snapshot, CoreConfig(backfill=mode), repeats, estimates=False)[0]
                 estimates = projection_seconds(caught[0], repeats)
                 results[mode, nodes, pending] = seconds
                 alone_results[mode, nodes, pending] = alone
                 estimate_results[mode, nodes, pending] = estimates
+                following = math.nan
+                if mode == "conservative":
+                    later = next_snapshot(snapshot, decided, args.ended, kept=True, step=args.step)
+                    following = median_seconds(later, CoreConfig(backfill=mode), repeats)[0]
+                    next_results[mode, nodes, pending] = following
                 print(
                     f"{mode:13s} {nodes:6d} {pending:8d} {len(snapshot.running):8d} {seconds:9.3f} {alone:9.3f} "
-                    f"{estimates:9.3f}"
+                    f"{estimates:9.3f} {following:9.3f}"
                 )
 
     print("growth exponents (slope of log time over log size; n log n over the same sizes in brackets):")
@@ -166,6 +190,7 @@ def main() -> None:
             ("with estimates", results),
             ("pass alone", alone_results),
             ("estimates alone", estimate_results),
+            ("next pass", next_results),
         )
         for label, table in tables:
             for nodes in node_sizes:

@@ -16,9 +16,10 @@ large enough, as the simulator's is): those still valid (same request, nodes usa
 over the window given the running jobs and the kept ones before them) are booked before any
 job is placed; each is then taken out and searched for an earlier window only, and put back
 on its nodes when none is found. So a reservation never moves later unless its own nodes
-failed it (a running job outlived its estimate, a node went down). Without kept nodes (live,
-where the daemon keeps times only) a standing reservation is re-placed from its time, as
-before issue 31.
+failed it (a running job outlived its estimate, a node went down). Live, ``schedule()`` hands
+the pass the nodes and a node memory from the last call's record (:mod:`rush.core.kept_nodes`,
+which finds what was freed since by comparing it with the snapshot); without a record a
+standing reservation is re-placed from its time, as before issue 31.
 
 A kept reservation can only move earlier onto room freed since it was placed: everything else
 it sees was there then. So the pass remembers per node what it left booked

@@ -85,7 +85,7 @@ class PassState(NamedTuple):
     # Per node, what the last conservative pass on nodes left booked from now on (entries of
     # running and started jobs, the latest of their ends, usable 1/0, the hull of what it
     # freed): the next pass compares it with its running jobs to see what was freed since.
-    # Shape (0, 5): unknown (live).
+    # Shape (0, 5): unknown (every node counts as freed); live, rush.core.kept_nodes builds it.
     node_memory: np.ndarray
 
 

@@ -32,6 +32,7 @@ from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_columns import PendingColumns, RunningColumns, pending_columns, running_columns
 from rush.core.job_rules import job_rules
+from rush.core.kept_nodes import PassNodes, kept_after, kept_state
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
 from rush.core.ordering import policy_group
@@ -244,6 +245,24 @@ def schedule(
         _fairshare(waiting),
     )
     state = new_state(n, waiting.skips.copy(), waiting.reserved_at.copy())
+    keeping = None  # conservative on nodes: standing reservations keep their nodes (kept_nodes)
+    if snapshot.nodes and config.backfill == "conservative":
+        keeping = PassNodes(
+            now,
+            nodes.pool,
+            tuple(node.name for node in snapshot.nodes),
+            nodes.request,
+            procs,
+            est,
+            waiting.job_id,
+            running_set,
+            busy.job_id[by_end],
+            nodes.held,
+        )
+        for k in infeasible:  # out of the pass: a reservation it had is freed, not kept
+            state.reserved_at[k] = math.inf
+        state, reserved = kept_state(snapshot.kept, keeping, state)
+        nodes = nodes._replace(reserved=reserved)
     skips_before = state.skips.copy()
     primary = _primary(waiting.rjms_priority) if config.rjms_priority_first else None
     policy = _order(config.policy, waiting.rjms_priority, primary)
@@ -272,6 +291,7 @@ def schedule(
         moment = bounded.moment
     result = scheduling_pass(moment, pass_cfg, jobs, state, queues, running_set, out, nodes)
     names = tuple(node.name for node in snapshot.nodes)
+    kept = None if keeping is None else kept_after(keeping, state, nodes.reserved, result, out, nodes.placed)
 
     queued = moment.queued
     sorted_queue = queues.queue[:queued].copy()
@@ -287,7 +307,7 @@ def schedule(
         ),
         config.priority_weight,
     )
-    decided = Decisions(now=now)
+    decided = Decisions(now=now, kept=kept)
     decided.order = waiting.job_id[order].tolist()
     decided.priority = dict(zip(decided.order, [int(v) for v in values.tolist()], strict=True))
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))

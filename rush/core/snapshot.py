@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rush.core.resources import Fabric, Node, Request, Slot
+
+if TYPE_CHECKING:  # pure data here: the record's module loads numpy and numba
+    from rush.core.kept_nodes import KeptNodes
 
 
 class RuntimeClass(IntEnum):
@@ -106,6 +109,9 @@ class Snapshot:
     # "periodic" (a timer or a cycle with no such change); only an event pass counts skips
     # (rush.core.skip_with_limit.counts_skips).
     trigger: str = "event"
+    # Conservative on nodes: the last pass's ``Decisions.kept``, given back unchanged so that
+    # each standing reservation keeps its nodes (rush.core.kept_nodes); None: times only.
+    kept: KeptNodes | None = None
 
 
 # ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is
@@ -156,6 +162,9 @@ class Decisions:
     # Pending job ids a bounded pass left unconsidered (CoreConfig.max_jobs_considered), in
     # priority order: not started, not reserved this pass (rush.core.pass_budget).
     unconsidered: list[int] = field(default_factory=list)
+    # Conservative on nodes: the reservations' nodes and what the pass left booked, for the
+    # shell to give back as the next ``Snapshot.kept`` (rush.core.kept_nodes); else None.
+    kept: KeptNodes | None = None
 
     def of(self, action: Action) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from rush.core.config import CoreConfig
+from rush.core.kept_nodes import KeptNodes
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions
 from rush.errors import ConfigError, RJMSError, RushError
@@ -110,6 +111,9 @@ class Planner:
         # that carries the core's starts out itself (the Flux scheduler module allocates them).
         self.last: tuple[int, Built, Decisions] | None = None
         self._trigger = PassTrigger()
+        # Conservative on nodes: the last pass's record of its reservations' nodes, given back
+        # to the next (rush.core.kept_nodes); lost on restart, when they keep their times only.
+        self._kept: KeptNodes | None = None
         self._running: dict[int, RJMSJob] = {}
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
@@ -283,7 +287,9 @@ class Planner:
             self._observe_completions(state, cycle)
             built = self.builder.build(state, self.book.jobs())
             # Only a pass an RJMS event triggered counts skips (rush.core.skip_with_limit).
-            built = replace(built, snapshot=replace(built.snapshot, trigger=self._trigger.of(state)))
+            # The last pass's record gives each standing reservation its nodes back (kept_nodes).
+            snapshot = replace(built.snapshot, trigger=self._trigger.of(state), kept=self._kept)
+            built = replace(built, snapshot=snapshot)
             try:  # job-node windows at the core's tentative placement; quiet pods (issue 20)
                 built = predict_at_placement(built, self.variation, self.core_config, state)
             except Exception as exc:  # a model failing on live input must not stop scheduling
@@ -297,6 +303,7 @@ class Planner:
                 self.metrics.model_latency.labels(model=name).observe(seconds)
             decisions = schedule(built.snapshot, self.core_config, explain_priorities=self._sets_priorities())
             self.last = (cycle, built, decisions)
+            self._kept = decisions.kept
             self._record_queue(cycle, state, built, decisions)
             # Limits first: a priority nudge may start the job at once.
             speculated = self._speculate(cycle, state)
