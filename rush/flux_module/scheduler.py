@@ -51,10 +51,9 @@ from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-foun
 
 from rush.core.job_rules import time_limit
 from rush.core.resources import Request as CoreRequest
-from rush.core.schedule import schedule
-from rush.core.snapshot import Decision, Decisions, RunningJob, Snapshot
-from rush.core.snapshot import PendingJob as CorePendingJob
+from rush.core.snapshot import Decision, Decisions
 from rush.core.start_estimates import estimate_moved
+from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
@@ -217,16 +216,10 @@ class RushScheduler(Scheduler):
             )
 
     def _warm_up(self) -> None:
-        """Load the core's compiled kernels now, not in the first pass over a full queue."""
-        now = time.time()
-        snapshot = Snapshot(
-            now=now,
-            total_procs=2,
-            free_procs=1,
-            pending=(CorePendingJob(1, now, 2, 60.0),),
-            running=(RunningJob(2, now, 1, 60.0),),
-        )
-        schedule(snapshot, self.planner.core_config)
+        """Load every compiled kernel a pass can call now, not in a pass over a full queue (the
+        start-estimate projection was first called, and compiled, in the first pass over more
+        than 2 000 waiting jobs: rush.core.warm_up)."""
+        warm_live_pass(self.planner.core_config)
 
     def _periodic_pass(self) -> None:
         """Skips expire and kill deadlines pass with no Flux event: a pass every cycle_interval,
