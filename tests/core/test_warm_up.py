@@ -7,6 +7,7 @@ process would hide a gap."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -65,7 +66,7 @@ def kernels_loaded_in_the_pass(backfill: str, limit: str, warm: str) -> dict:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=900,
         check=True,
     )
