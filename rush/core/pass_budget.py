@@ -41,9 +41,8 @@ from rush.core.scheduling_pass import order_queue
 INF = np.inf
 # A live pass considers at most this many pending jobs unless the site says otherwise. As many as
 # the EASY start-estimate replay takes (start_estimates.EASY_REPLAY_MAX_JOBS), so every considered
-# job's estimate is EASY's own; Slurm's bf_max_job_test defaults to 500. Measured (the Flux
-# module's planner at 10 000 pending one-node jobs on 1 000 nodes, benchmarks/bench_pass_budget.py):
-# see docs/admin-flux.md "A bounded pass".
+# job's estimate is EASY's own; Slurm's bf_max_job_test defaults to 500. What it saves at 10 000
+# pending jobs on 1 000 nodes: benchmarks/bench_pass_budget.py, docs/admin-slurm.md.
 DEFAULT_MAX_JOBS_CONSIDERED = 2000
 # The estimate basis of a job a bounded pass left out (Decisions.estimate_basis).
 BASIS_UNCONSIDERED = "not considered"

@@ -4,8 +4,9 @@ numba compiles (or loads from its cache) a kernel the first time it is called. A
 that warms only the pass it sees first pays for the others inside a later pass: the start-
 estimate projection (:func:`rush.core.start_estimates.project_starts`) is called only once more
 than :data:`~rush.core.start_estimates.EASY_REPLAY_MAX_JOBS` jobs wait, so the Flux module's
-first pass over a long queue compiled it (13.8 s on a quiet host, 41.8 s at load 11, measured
-with ``benchmarks/bench_flux_nodes.py`` at 10 000 jobs on a cold cache), and the module answered
+first pass over a long queue compiled it (41.8 s at load 11 on a cold kernel cache, measured with
+``benchmarks/bench_flux_nodes.py`` at 10 000 jobs: the journal's first cycle over 3 741 pending
+jobs; last round's 13.8 s pass on a quiet host came at the same place), and the module answered
 nothing meanwhile. A pass on nodes, a bounded pass (:mod:`rush.core.pass_budget`) and list
 scheduling take other branches of the same kind.
 
