@@ -397,6 +397,23 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
+# Measured on 2026-11-29, 03:48-04:37 UTC (issues 30 item 4 and 31 item 5: the long pass), load 7-15.
+# Before (main's module 4901247, --jobs 10000 --only rush --timers --keep, a cold kernel cache for
+# this checkout): 53.0 jobs/s, first start 2.63 s, 35 passes, the longest 41.80 s: the journal's
+# cycle 6, the first over 3 741 pending jobs, in which the start-estimate projection (used above
+# 2 000 waiting jobs) was compiled; the module's warm-up had loaded only the pass on processor
+# counts. Also: 18.2 s of gen-2 garbage collection in 15 collections, KVS waits 21.4 s.
+# After (rush.core.warm_up at load; policy.max_jobs_considered = 2000 by default; start-batch 256),
+# --jobs 1000,10000 (load 9-13):
+#   1 000:  sched-backfill 187.4 jobs/s (1st start 0.47 s), Fluxion 79.4 (1.08), rush 148.1 (0.52)
+#   10 000: sched-backfill  45.7 (4.10 s, CPU 34.4 s), Fluxion 47.4 (7.00, 34.5), rush 49.9 (5.56, 11.5)
+#   rush: 81 passes, longest 4.32 s (8 485 pending), 24 passes left starts for the next one
+# --jobs 1000,10000 --only rush,sched-backfill --probe (load 12-15):
+#   1 000:  sched-backfill 203.7 (0.85 s), rush 146.5 (0.44 s): longest wait for sched.resource-status
+#           0.66 s against 3.07 s (rush's longest pass 0.29 s)
+#   10 000: sched-backfill 38.5 (6.01 s), rush 52.9 (4.83 s, 1.37x): longest wait 16.68 s against
+#           15.08 s, medians 0.052 and 0.088 s (rush's longest pass 4.02 s)
+
 # Measured on 2026-11-28, 22:50-23:05 UTC (issue 30, item 4): the previous sitting's three leads
 # for 1 000 jobs, each a variant of rush/flux_module/ run with --jobs 1000 --only rush,
 # interleaved with main's module (0a362d3) in the same minutes, load 2.8-7.0; none adopted.
