@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -115,9 +114,6 @@ def replay_command(
     else:
         core_config = CoreConfig.from_names(parse_policy_text(policy), backfill, 200_000)
         backend = get_backend(rjms, **options)
-    # The simulator replays every pass in full; a live pass is bounded (policy.max_jobs_considered,
-    # 2000 by default), which decides the same while fewer jobs wait than the bound.
-    core_config = dataclasses.replace(core_config, max_jobs_considered=None)
     try:
         with scheduler:
             report = replay(
