@@ -20,14 +20,16 @@ to the last clean (/proc): the scheduler's own (its module process, or Fluxion's
 and the instance's (broker and module processes). CPU, unlike wall time, hardly moves with
 the host's load, which other sessions set here. rush runs with FCFS, EASY,
 no extras (cycle_interval 60 s: passes come from Flux events) and journals every decision;
-its journal gives the passes' own seconds. ``--profile`` runs rush's module under cProfile
+its journal gives the passes' own seconds. ``--probe`` asks each scheduler for
+``sched.resource-status`` every half second during the run and prints the longest wait for an
+answer (a scheduler answers nothing while a pass runs). ``--profile`` runs rush's module under cProfile
 (benchmarks/flux_profiled_sched.py) and prints the top functions.
 
 ``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
 unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
 eventlog and a trace of its first alloc response.
 
-Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile]
+Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile] [--probe]
 [--fast] [--keep DIR]`` (10 000 jobs: ~3 min per scheduler here).
 
 Measured output, where the time goes and the suggested fixes: the "Measured" comment at the
@@ -37,6 +39,7 @@ end of this file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pstats
@@ -44,6 +47,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -57,6 +61,7 @@ from tests.flux.module_config import MODULE, write_config  # noqa: E402
 PROFILED = ROOT / "benchmarks" / "flux_profiled_sched.py"
 FAST = ROOT / "benchmarks" / "flux_fast_sched.py"  # the suggested fix, prototyped
 RUN_DURATION = "0.01s"  # simulated run time of every job
+PROBE_PERIOD = 0.5  # seconds between two sched.resource-status requests (--probe)
 FLUXION = "Fluxion easy lonodex"
 
 
@@ -156,6 +161,37 @@ def wait_all_clean(flux: FluxInstance, jobs: int, timeout: float) -> None:
     raise TimeoutError(f"not all {jobs} jobs inactive after {timeout} s")
 
 
+class RpcProbe:
+    """With ``--probe``: asks the scheduler for ``sched.resource-status`` (what ``flux resource
+    list`` falls back on) every PROBE_PERIOD seconds from queue start to the last clean, and
+    keeps the longest wait for an answer: how long the scheduler went without answering a
+    message (a pass it cannot leave; the host's load adds to it)."""
+
+    def __init__(self, flux: FluxInstance) -> None:
+        self.flux, self.waits, self.errors = flux, [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        handle = self.flux.handle()
+        while not self._stop.is_set():
+            asked = time.monotonic()
+            try:
+                handle.rpc("sched.resource-status").get()
+            except OSError:
+                self.errors += 1
+            self.waits.append(time.monotonic() - asked)
+            self._stop.wait(PROBE_PERIOD)
+
+    def __enter__(self) -> RpcProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=600)
+
+
 def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse.Namespace) -> dict:
     env = {
         **env,
@@ -182,8 +218,10 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         rss_before = broker_peak_rss_mb(flux)
         cpu_before = cpu_seconds(flux)
         go = time.time()
-        flux.run("queue", "start", "--quiet", check=False)
-        wait_all_clean(flux, jobs, timeout=args.timeout)
+        probe = RpcProbe(flux) if args.probe else contextlib.nullcontext()
+        with probe:
+            flux.run("queue", "start", "--quiet", check=False)
+            wait_all_clean(flux, jobs, timeout=args.timeout)
         cpu_after = cpu_seconds(flux)
         done = json.loads(flux.run("jobs", "-a", "--count=0", "--json", timeout=120).stdout or "{}")["jobs"]
         runs = sorted(j["t_run"] for j in done if j.get("t_run"))
@@ -217,6 +255,10 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             ),
             "cpu_by_part": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after},
         }
+        if isinstance(probe, RpcProbe) and probe.waits:
+            result["rpc_wait_max_s"] = max(probe.waits)
+            result["rpc_wait_median_s"] = sorted(probe.waits)[len(probe.waits) // 2]
+            result["rpc_asked"], result["rpc_errors"] = len(probe.waits), probe.errors
     (workdir / "cpu.json").write_text(json.dumps(result["cpu_by_part"], indent=1))
     journal = workdir / "journal.sqlite"
     if journal.exists():
@@ -278,6 +320,11 @@ def main() -> None:
     )
     parser.add_argument("--unlimited", action="store_true", help="also sched-backfill queue-depth=unlimited")
     parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="time the scheduler's answers to sched.resource-status during the run",
+    )
+    parser.add_argument(
         "--fast",
         action="store_true",
         help="also rush with the prototype fixes (benchmarks/flux_fast_sched.py)",
@@ -317,6 +364,12 @@ def main() -> None:
                     f"{r['rss_mb']:>7.0f} {r['sched_cpu_s']:>9.2f}s {r['instance_cpu_s']:>8.2f}s",
                     flush=True,
                 )
+                if "rpc_wait_max_s" in r:
+                    print(
+                        f"    sched.resource-status every {PROBE_PERIOD} s: {r['rpc_asked']} asked, longest wait "
+                        f"{r['rpc_wait_max_s']:.2f} s, median {r['rpc_wait_median_s']:.3f} s, {r['rpc_errors']} errors",
+                        flush=True,
+                    )
                 if "passes" in r:
                     print(
                         f"    rush journal: {r['passes']} passes, {r['pass_s_total']:.1f} s in passes "
@@ -343,6 +396,23 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+# Measured on 2026-11-29, 03:48-04:37 UTC (issues 30 item 4 and 31 item 5: the long pass), load 7-15.
+# Before (main's module 4901247, --jobs 10000 --only rush --timers --keep, a cold kernel cache for
+# this checkout): 53.0 jobs/s, first start 2.63 s, 35 passes, the longest 41.80 s: the journal's
+# cycle 6, the first over 3 741 pending jobs, in which the start-estimate projection (used above
+# 2 000 waiting jobs) was compiled; the module's warm-up had loaded only the pass on processor
+# counts. Also: 18.2 s of gen-2 garbage collection in 15 collections, KVS waits 21.4 s.
+# After (rush.core.warm_up at load; policy.max_jobs_considered = 2000 by default; start-batch 256),
+# --jobs 1000,10000 (load 9-13):
+#   1 000:  sched-backfill 187.4 jobs/s (1st start 0.47 s), Fluxion 79.4 (1.08), rush 148.1 (0.52)
+#   10 000: sched-backfill  45.7 (4.10 s, CPU 34.4 s), Fluxion 47.4 (7.00, 34.5), rush 49.9 (5.56, 11.5)
+#   rush: 81 passes, longest 4.32 s (8 485 pending), 24 passes left starts for the next one
+# --jobs 1000,10000 --only rush,sched-backfill --probe (load 12-15):
+#   1 000:  sched-backfill 203.7 (0.85 s), rush 146.5 (0.44 s): longest wait for sched.resource-status
+#           0.66 s against 3.07 s (rush's longest pass 0.29 s)
+#   10 000: sched-backfill 38.5 (6.01 s), rush 52.9 (4.83 s, 1.37x): longest wait 16.68 s against
+#           15.08 s, medians 0.052 and 0.088 s (rush's longest pass 4.02 s)
 
 # Measured on 2026-11-28, 22:50-23:05 UTC (issue 30, item 4): the previous sitting's three leads
 # for 1 000 jobs, each a variant of rush/flux_module/ run with --jobs 1000 --only rush,

@@ -60,6 +60,7 @@ def warm_kernels() -> list[str]:
     from rush.core import CoreConfig, PendingJob, Snapshot
     from rush.core.names import BACKFILL_MODES
     from rush.core.schedule import schedule
+    from rush.core.warm_up import warm_live_pass
     from rush.simulator.engine import simulate
     from rush.simulator.metrics import compute_metrics
     from rush.workload.model import workload_from_trace
@@ -89,5 +90,7 @@ def warm_kernels() -> list[str]:
         schedule(
             Snapshot(now=10.0, total_procs=4, free_procs=3, pending=pending), CoreConfig(backfill=backfill)
         )
-    done.append("live core (schedule)")
+        # On nodes, bounded, the start-estimate projection: what the daemon and the Flux module call.
+        warm_live_pass(CoreConfig(backfill=backfill))
+    done.append("live core (schedule, on nodes, bounded, start estimates)")
     return done

@@ -20,6 +20,13 @@ So a bounded pass may leave jobs unconsidered (not started, not reserved, their 
 reservation. The jobs left out are listed in ``Decisions.unconsidered``; their priority values
 are published as in a full pass (the order is computed for every job, which is cheap: it is
 the placement of each job that costs).
+
+Live passes are bounded by default (:data:`DEFAULT_MAX_JOBS_CONSIDERED`, the daemon's and the Flux
+module's ``policy.max_jobs_considered`` when the site sets none; ``"all"`` lifts it). A count,
+not a clock (Slurm's ``bf_max_time``): a pass cut by time would decide differently on a busy and
+on an idle host, and no replay could say what it did. The count bounds what grows with the
+queue inside a pass: the considered jobs' placement and start estimates, and the journal's queue
+rows, which change at every pass only for considered jobs (the others keep "not considered").
 """
 
 from __future__ import annotations
@@ -32,6 +39,11 @@ from rush.core.pass_data import MODE_CONSERVATIVE, PassConfig, PassJobs, PassMom
 from rush.core.scheduling_pass import order_queue
 
 INF = np.inf
+# A live pass considers at most this many pending jobs unless the site says otherwise. As many as
+# the EASY start-estimate replay takes (start_estimates.EASY_REPLAY_MAX_JOBS), so every considered
+# job's estimate is EASY's own; Slurm's bf_max_job_test defaults to 500. What it saves at 10 000
+# pending jobs on 1 000 nodes: benchmarks/bench_pass_budget.py, docs/admin-slurm.md.
+DEFAULT_MAX_JOBS_CONSIDERED = 2000
 # The estimate basis of a job a bounded pass left out (Decisions.estimate_basis).
 BASIS_UNCONSIDERED = "not considered"
 

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rush.core.warm_up import warm_live_pass
 from rush.errors import RushError
 from rush.planner.config import RushConfig, load_config
 from rush.planner.metrics import DaemonMetrics
@@ -82,6 +83,8 @@ class Daemon(Planner):
         queries = (
             self.serve_queries() if (handle_signals if serve_queries is None else serve_queries) else None
         )
+        # Every kernel a cycle can call, loaded before the first cycle needs it (rush.core.warm_up).
+        warm_live_pass(self.core_config)
         try:
             self._loop(cycles)
         finally:

@@ -9,7 +9,9 @@ importable by the broker's ``python3``: ``FLUX_PYTHONPATH_PREPEND``, see plugins
 or by modprobe configuration (``deploy/flux/modprobe-rush.toml``). Module arguments:
 ``config=PATH`` (rush.toml; default ``/etc/rush/rush.toml``), ``journal=PATH`` (overrides
 ``daemon.journal``), ``default-limit=SECONDS`` (the time limit of jobs submitted without one;
-default: the instance's expiration, else unlimited), plus the base class's ``queue-depth=`` and
+default: the instance's expiration, else unlimited), ``start-batch=N`` (at most N of a pass's
+starts are allocated before the module answers the messages that came meanwhile; the next pass
+follows at once; default :data:`START_BATCH`), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -51,10 +53,9 @@ from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-foun
 
 from rush.core.job_rules import time_limit
 from rush.core.resources import Request as CoreRequest
-from rush.core.schedule import schedule
-from rush.core.snapshot import Decision, Decisions, RunningJob, Snapshot
-from rush.core.snapshot import PendingJob as CorePendingJob
+from rush.core.snapshot import Decision, Decisions
 from rush.core.start_estimates import estimate_moved
+from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
@@ -81,6 +82,10 @@ from rush.rjms.flux import (
 DEFAULT_CONFIG = "/etc/rush/rush.toml"
 # At most this many sched.t_estimate annotations per pass (highest priority first).
 MAX_ANNOTATIONS_PER_PASS = 1000
+# At most this many of a pass's starts are allocated before the module answers the messages
+# queued meanwhile (RPCs, arrivals, ends); the rest are decided again by the next pass, at once.
+# About 0.2 s of allocations (0.6-0.9 ms each at 1 000 nodes, benchmarks/bench_flux_nodes.py).
+START_BATCH = 256
 # Distinct (resources, queue) of arriving jobs whose core request is remembered.
 SHAPES_REMEMBERED = 1024
 
@@ -90,6 +95,7 @@ class ModuleArgs:
     config: Path = Path(DEFAULT_CONFIG)
     journal: Path | None = None
     default_limit: float | None = None
+    start_batch: int = START_BATCH
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -108,6 +114,12 @@ class ModuleArgs:
                     out.default_limit = math.nan
                 if not (math.isfinite(out.default_limit) and out.default_limit > 0):
                     raise ValueError(f"default-limit={value!r}: give seconds > 0, e.g. default-limit=3600")
+            elif key == "start-batch" and sep:
+                if not (value.isdigit() and 1 <= int(value) <= 1_000_000):
+                    raise ValueError(
+                        f"start-batch={value!r}: give a number of jobs >= 1, e.g. start-batch=256"
+                    )
+                out.start_batch = int(value)
             else:
                 rest.append(arg)
         return out, rest
@@ -201,6 +213,9 @@ class RushScheduler(Scheduler):
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
         self._tick.start()
+        # A pass that left starts for the next one runs it on the next reactor turn, after the
+        # messages that came meanwhile, without the base class's coalescing delay.
+        self._next_batch = h.timer_watcher_create(0.0, lambda *_: self._on_sched_timer())
         self.log.info(
             f"rush scheduler: policy {config.policy.policy}, backfill {config.policy.backfill}, "
             f"skip limit {config.policy.skip_limit}, "
@@ -217,16 +232,10 @@ class RushScheduler(Scheduler):
             )
 
     def _warm_up(self) -> None:
-        """Load the core's compiled kernels now, not in the first pass over a full queue."""
-        now = time.time()
-        snapshot = Snapshot(
-            now=now,
-            total_procs=2,
-            free_procs=1,
-            pending=(CorePendingJob(1, now, 2, 60.0),),
-            running=(RunningJob(2, now, 1, 60.0),),
-        )
-        schedule(snapshot, self.planner.core_config)
+        """Load every compiled kernel a pass can call now, not in a pass over a full queue (the
+        start-estimate projection was first called, and compiled, in the first pass over more
+        than 2 000 waiting jobs: rush.core.warm_up)."""
+        warm_live_pass(self.planner.core_config)
 
     def _periodic_pass(self) -> None:
         """Skips expire and kill deadlines pass with no Flux event: a pass every cycle_interval,
@@ -491,9 +500,17 @@ class RushScheduler(Scheduler):
         cycle, built, decisions = self.planner.last
         self.answers.begin()
         try:
-            done, records = self._allocate_starts(decisions)
+            done, records, left = self._allocate_starts(decisions)
         finally:
             batches = self.answers.commit()
+        if left:  # decided again at once, after the messages that came meanwhile
+            self.planner.journal.event(
+                cycle,
+                "start_batch",
+                f"{left} start(s) of this pass left for the next pass: at most {self.options.start_batch} "
+                "are allocated before the module answers the messages that came meanwhile",
+            )
+            self._next_batch.reset()
         try:  # while the KVS commits: the module's own bookkeeping
             if done:
                 self._queue = [job for job in self._queue if job.jobid not in done]
@@ -513,15 +530,19 @@ class RushScheduler(Scheduler):
         finally:
             self.answers.end_of_pass(batches)
 
-    def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]]]:
-        """Allocate the core's starts in its order: the jobs done (started or denied) and the
-        journal's (decision, status, answer) for each."""
+    def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]], int]:
+        """Allocate the core's starts in its order, the first ``start_batch`` of them: the jobs
+        done (started or denied), the journal's (decision, status, answer) for each, and how
+        many starts were left for the next pass. A prefix of the pass's starts on the pass's
+        own nodes: every job started is one the whole pass starts, and the room the others
+        leave is decided again by the next pass (rush.core.pass_budget's rule for a cut-off)."""
         queued = {job.jobid: job for job in self._queue}
         reserved = [d.job_id for d in decisions.decisions if d.action == "reserve"]
         head = JobID(reserved[0]).f58 if reserved else None  # what each backfill went around
         done: set[int] = set()
         records = []
         refused: int | None = None
+        attempted = left = 0
         for d in decisions.decisions:
             job = queued.get(d.job_id)
             if job is None:
@@ -532,6 +553,10 @@ class RushScheduler(Scheduler):
                 continue
             if d.action not in ("start", "backfill"):
                 continue
+            if attempted >= self.options.start_batch:
+                left += 1
+                continue
+            attempted += 1
             if refused is not None:
                 why = f"not attempted: the pool refused job {refused} earlier in this pass; decided again next pass"
                 records.append((d, "failed", why))
@@ -543,7 +568,7 @@ class RushScheduler(Scheduler):
             elif status == "done" or answer.startswith("denied"):
                 done.add(d.job_id)
             records.append((d, status, answer))
-        return done, records
+        return done, records, left
 
     def alloc_success(self, msg, R, annotations=None):
         """Within a pass the pass's answers commit and answer it (alloc_answers.py); outside

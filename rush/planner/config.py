@@ -36,6 +36,7 @@ from rush.config_file import duration_or_number, file_path, host_port, read_toml
 from rush.config_file import explain as explain_validation
 from rush.core.config import CoreConfig
 from rush.core.names import LINEAR_FEATURES
+from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
 from rush.core.priority_values import MAX_VALUE
 from rush.errors import ConfigError, RushError
 from rush.models.policies.heuristic_file import parse_policy_text
@@ -61,6 +62,17 @@ def _threshold(value: Any) -> float | str:
     if not math.isfinite(value) or not 0 <= value <= 1e9:
         raise ValueError("must be >= 0 seconds (and at most 1e9)")
     return float(value)
+
+
+def _job_count(value: Any) -> int | str:
+    # As _threshold: one plain check instead of an int|"all" union.
+    if value == "all":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError('must be a number of jobs (an integer) or "all"')
+    if not 1 <= value <= 10_000_000:
+        raise ValueError("must be at least 1 (and at most 10000000)")
+    return value
 
 
 def _option_value(value: Any) -> Any:
@@ -167,13 +179,11 @@ class PolicySection(Section):
         description="seconds from 0 to 86400: time-dependent policies (WFP3, UNICEF, SEXP, ...) see "
         "waits rounded down to 0, Q, 2Q, 4Q, ..., so a job's priority changes only then (0: every cycle)",
     )
-    max_jobs_considered: StrictInt | None = Field(
-        None,
-        ge=1,
-        le=10_000_000,
-        description="an integer >= 1: a pass considers at most this many pending jobs besides those "
-        "holding a reservation (as Slurm's bf_max_job_test); the rest wait, listed in the journal "
-        "as not considered; absent: every job",
+    max_jobs_considered: Annotated[int | str, PlainValidator(_job_count)] = Field(
+        DEFAULT_MAX_JOBS_CONSIDERED,
+        description='an integer >= 1 or "all": a pass considers at most this many pending jobs '
+        "besides those holding a reservation (as Slurm's bf_max_job_test); the rest wait, listed in "
+        f'the journal as not considered; default {DEFAULT_MAX_JOBS_CONSIDERED}; "all": every job',
     )
     runtime_prediction: Literal["none", "easy++", "gaussier", "runtime-quantiles"] = Field(
         "none",
@@ -351,7 +361,7 @@ class RushConfig(Section):
             wait_quantum=p.wait_quantum,
             placement=p.placement,
             priority_weight=self.site.priority_weight,
-            max_jobs_considered=p.max_jobs_considered,
+            max_jobs_considered=None if p.max_jobs_considered == "all" else p.max_jobs_considered,
             rjms_priority_first=starts_jobs and p.rjms_priority == "first",
             **self.prediction_rules(),
         )

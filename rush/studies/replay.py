@@ -29,7 +29,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -327,6 +327,9 @@ def replay(
     )
     if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
         raise RushError(f"invalid timeout {timeout!r}", where="--timeout", fix="seconds > 0, e.g. 3600")
+    # The simulator replays every pass in full; the live passes are bounded (policy.max_jobs_considered,
+    # 2000 by default), which decides the same while fewer jobs wait than the bound.
+    config = replace(config, max_jobs_considered=None)
     if mode not in MODES:
         raise RushError(f"unknown replay mode {mode!r}", where="--mode", fix=f"one of: {', '.join(MODES)}")
     state = backend.read_state()

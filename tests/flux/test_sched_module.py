@@ -7,6 +7,7 @@ evidence from Flux itself (``flux jobs``) and from rush's journal.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -249,3 +250,39 @@ def test_every_end_returns_its_cores_to_the_pool_started_here_or_handed_back(rus
     wait_all(flux, [handed_back, *started, whole])
     assert allocated_cores(flux) == 0
     assert flux.total_cores() == 16
+
+
+def test_a_pass_allocates_a_batch_of_starts_and_the_next_pass_the_rest_each_job_once(rush_flux, tmp_path):
+    """``start-batch=N``: a pass allocates at most N of its starts, then lets the reactor answer
+    what came meanwhile; the next pass follows at once and decides the rest again. Every job
+    starts exactly once, no pass allocates more than N, and the journal says what was left."""
+    flux = rush_flux
+    load_rush(flux, write_config(tmp_path), "start-batch=2")
+    flux.run("queue", "stop", "--quiet", check=False)
+    flux.run("submit", "--cc=1-9", "--quiet", "-n1", "-t", "1m", "sleep", "1")
+    jobs = [int(j) for j in flux.run("jobs", "-no", "{id.dec}").stdout.split()]
+    assert len(jobs) == 9
+    flux.run("queue", "start", "--quiet", check=False)
+    wait_all(flux, jobs)
+    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done"]
+    assert sorted(d["job_id"] for d in starts) == sorted(jobs)  # each once
+    per_pass: dict[int, int] = {}
+    for d in starts:
+        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
+    assert max(per_pass.values()) <= 2
+    con = sqlite3.connect(tmp_path / "journal.sqlite")
+    left = [m for (m,) in con.execute("SELECT message FROM events WHERE kind = 'start_batch'")]
+    con.close()
+    assert left and all("left for the next pass" in m for m in left)
+    assert allocated_cores(flux) == 0 and flux.total_cores() == 16
+
+
+def test_a_bad_start_batch_refuses_to_load(rush_flux, tmp_path):
+    flux = rush_flux
+    flux.module("remove", "sched-simple")
+    for value in ("0", "-1", "many", ""):
+        out = flux.module(
+            "load", str(MODULE), f"config={write_config(tmp_path)}", f"start-batch={value}", check=False
+        )
+        assert out.returncode != 0
+        assert "start-batch" in out.stderr + flux.log_tail(40)
