@@ -9,7 +9,10 @@ model flagged it at its start decision, and (for RUSH-MOVE) whether it was moved
 study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: before the
 quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
 onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
-no predictor: what packing alone does).
+no predictor: what packing alone does); round six's ``RUSH-LEAF`` (RUSH with the core's
+``one-leaf`` placement: a flagged job starts on one leaf or waits, change j) and
+``RUSH-PERPASS`` (RUSH with every pass counting a skip, periodic ones too: change l),
+``PRESENT-LEAF`` (the present-state oracle with the ``one-leaf`` placement: diagnostic m).
 """
 
 from __future__ import annotations
@@ -72,6 +75,16 @@ def run(c: dict) -> list[dict]:
     if topology:
         c = c | {"policy": "FCFS+EASY"}
         ex.PLACEMENT["FCFS+EASY"] = "topology"
+    # Change j: RUSH with the core's one-leaf placement (a flagged job on one leaf, else skipped).
+    if policy in ("RUSH-LEAF", "PRESENT-LEAF"):
+        base = "RUSH" if policy == "RUSH-LEAF" else "PRESENT-ORACLE"
+        c = c | {"policy": base}
+        ex.PLACEMENT[base] = "one-leaf"
+    # Change l: every pass counts a skip (the rule before round four's merge), periodic ones too.
+    orig_pass = Simulation._pass
+    if policy == "RUSH-PERPASS":
+        c = c | {"policy": "RUSH"}
+        Simulation._pass = lambda self, *a: orig_pass(self, *a[:-1], "event")
     Simulation.run = spy
     attribute = ex.attribute_runs
     ex.attribute_runs = lambda *a, **k: {}  # causes are not needed here (and cost most of a trial)
@@ -79,6 +92,9 @@ def run(c: dict) -> list[dict]:
         rows = ex.run_trial(c)
     finally:
         Simulation.run = orig
+        Simulation._pass = orig_pass
+        ex.PLACEMENT.pop("RUSH", None)
+        ex.PLACEMENT.pop("PRESENT-ORACLE", None)
         sh.machine_nodes = machine_nodes
         ex.attribute_runs = attribute
         ex.PLACEMENT.pop("FCFS+EASY", None)
