@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
+if os.environ.get("RUSH_DEV_MODELS"):  # change n: another model of the paper variant (dev/window_model.py)
+    BASE["paper"] = Path(os.environ["RUSH_DEV_MODELS"])
 
 
 def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
