@@ -13,8 +13,7 @@ On one-core nodes with processor requests this is exactly :func:`rush.core.easy.
 (blocked processors are the complement of Mu'alem & Feitelson's "extra" processors), which
 tests/core/test_node_pass.py checks job by job. Skip-with-limit applies to a job the pass
 would start now; with variability-aware placement a flagged job is first tried on quiet
-nodes only, and started there rather than skipped; with ``one-leaf`` placement it starts when
-one leaf switch holds it, and is skipped otherwise (:func:`decide_in`).
+nodes only, and started there rather than skipped.
 """
 
 from __future__ import annotations
@@ -30,15 +29,12 @@ from rush.core.node_pool import (
     ELIGIBLE,
     FREE_C,
     FREE_G,
-    LEAF,
     LONG_C,
     LONG_G,
     META,
     NO_PREFER,
     PARTS,
     PLACE_FIRST_FIT,
-    PLACE_ONE_LEAF,
-    PLACE_TOPOLOGY,
     PLACE_VARIABILITY,
     PREFER_BLOCKED,
     PREFER_RESERVE,
@@ -97,43 +93,17 @@ def decide_in(
 ) -> int:
     """Place a job (``ask``) on ``room`` (slots of ``placed`` from ``k0``): the slot count,
     ``NO_FIT``, or ``SKIPPED`` when it fits but skip-with-limit delays it. A flagged job under
-    variability-aware placement tries quiet nodes first and starts there if it can; under
-    ``one-leaf`` placement it starts on one leaf when one holds it (:func:`_on_one_leaf`), and
-    every other placement is first-fit. Takes the pool's table, not the NodeView: see
-    rush.core.node_pool on reference counts."""
+    variability-aware placement tries quiet nodes first and starts there if it can. Takes the
+    pool's table, not the NodeView: see rush.core.node_pool on reference counts."""
     if skip_now and placement == PLACE_VARIABILITY:
         quiet = Room(room.cores, room.gpus, room.prefer, True)
         count = place_in(table, ask, need, quiet, PLACE_VARIABILITY, placed, k0)
         if count >= 0:
             return count
-    if placement == PLACE_ONE_LEAF:
-        if skip_now:
-            count = _on_one_leaf(table, ask, need, room, placed, k0)
-            if count >= 0:
-                return count
-        placement = PLACE_FIRST_FIT
     count = place_in(table, ask, need, room, placement, placed, k0)
     if count < 0:
         return NO_FIT
     return SKIPPED if skip_now else count
-
-
-@njit(cache=True)
-def _on_one_leaf(
-    table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room, placed: Slots, k0: int
-) -> int:
-    """The leaf-aware delay of a flagged job (``one-leaf`` placement): the job on the smallest
-    leaf that holds it whole (topology's best fit), or ``NO_FIT`` when none does, and the pass
-    then skips it. Why one leaf: a run on one leaf crosses no leaf uplink, where the other jobs'
-    and the noise's traffic meet (contention study: one-leaf runs vary at 1 %, two-leaf at 17 %)."""
-    count = place_in(table, ask, need, room, PLACE_TOPOLOGY, placed, k0)
-    if count <= 0:
-        return NO_FIT
-    leaf = table[LEAF, placed.node[k0]]
-    for e in range(k0 + 1, k0 + count):
-        if table[LEAF, placed.node[e]] != leaf:
-            return NO_FIT
-    return count
 
 
 @njit(cache=True)

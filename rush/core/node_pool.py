@@ -32,11 +32,7 @@ from numba import njit
 PLACE_FIRST_FIT = 0
 PLACE_TOPOLOGY = 1
 PLACE_VARIABILITY = 2
-PLACE_ONE_LEAF = 3  # first-fit, a flagged job on one leaf or skipped (rush.core.easy_nodes.decide_in)
-PLACEMENT_CODES = {
-    "first-fit": PLACE_FIRST_FIT, "topology": PLACE_TOPOLOGY, "variability": PLACE_VARIABILITY,
-    "one-leaf": PLACE_ONE_LEAF,
-}  # fmt: skip
+PLACEMENT_CODES = {"first-fit": PLACE_FIRST_FIT, "topology": PLACE_TOPOLOGY, "variability": PLACE_VARIABILITY}
 
 
 class NodePool(NamedTuple):

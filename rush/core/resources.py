@@ -87,13 +87,11 @@ class Fabric:
     names: tuple[str, ...] = field(default=())
 
 
-PLACEMENTS: tuple[str, ...] = ("first-fit", "topology", "variability", "one-leaf")
+PLACEMENTS: tuple[str, ...] = ("first-fit", "topology", "variability")
 PLACEMENT_HELP = {
     "first-fit": "lowest-indexed nodes that fit (the faithful default: RUSH's Flux used the default match)",
     "topology": "fewest leaf switches: the smallest pod that holds the job, else the fullest pods first "
     "(as Slurm's topology/tree and Flux's TreePool)",
     "variability": "topology packing; a job the variation predictor flags goes to quiet pods first, and is "
     "only skipped (skip-with-limit) when no quiet placement exists",
-    "one-leaf": "first-fit; a job the variation predictor flags starts only on one leaf switch (a one-leaf "
-    "run crosses no leaf uplink) and is skipped (skip-with-limit) while no leaf holds it",
 }

@@ -10,9 +10,11 @@ study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: befo
 quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
 onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
 no predictor: what packing alone does); round six's ``RUSH-LEAF`` (RUSH with the core's
-``one-leaf`` placement: a flagged job starts on one leaf or waits, change j) and
+``one-leaf`` placement: a flagged job starts on one leaf or waits, change j; not kept, so it needs
+the core of commit ad12867) and
 ``RUSH-PERPASS`` (RUSH with every pass counting a skip, periodic ones too: change l),
-``PRESENT-LEAF`` (the present-state oracle with the ``one-leaf`` placement: diagnostic m).
+``PRESENT-LEAF`` (the present-state oracle with the ``one-leaf`` placement: diagnostic m; commit
+ad12867's core too). ``RUSH_DEV_MODELS=DIR`` reads the paper variant's models from DIR (changes n, o).
 """
 
 from __future__ import annotations
