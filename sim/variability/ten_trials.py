@@ -34,6 +34,7 @@ ORDER = [
     "RUSH",
     "RUSH-SIZE",
     "RUSH-MOVE",
+    "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
     "RUSH-30",
     "RUSH-UNLIMITED",
     "NOISE-ORACLE",

@@ -9,13 +9,19 @@ model flagged it at its start decision, and (for RUSH-MOVE) whether it was moved
 study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: before the
 quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
 onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
-no predictor: what packing alone does).
+no predictor: what packing alone does); round six's ``RUSH-LEAF`` (RUSH with the core's
+``one-leaf`` placement: a flagged job starts on one leaf or waits, change j; not kept, so it needs
+the core of commit ad12867) and
+``RUSH-PERPASS`` (RUSH with every pass counting a skip, periodic ones too: change l),
+``PRESENT-LEAF`` (the present-state oracle with the ``one-leaf`` placement: diagnostic m; commit
+ad12867's core too). ``RUSH_DEV_MODELS=DIR`` reads the paper variant's models from DIR (changes n, o).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
+if os.environ.get("RUSH_DEV_MODELS"):  # change n: another model of the paper variant (dev/window_model.py)
+    BASE["paper"] = Path(os.environ["RUSH_DEV_MODELS"])
 
 
 def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
@@ -72,6 +80,16 @@ def run(c: dict) -> list[dict]:
     if topology:
         c = c | {"policy": "FCFS+EASY"}
         ex.PLACEMENT["FCFS+EASY"] = "topology"
+    # Change j: RUSH with the core's one-leaf placement (a flagged job on one leaf, else skipped).
+    if policy in ("RUSH-LEAF", "PRESENT-LEAF"):
+        base = "RUSH" if policy == "RUSH-LEAF" else "PRESENT-ORACLE"
+        c = c | {"policy": base}
+        ex.PLACEMENT[base] = "one-leaf"
+    # Change l: every pass counts a skip (the rule before round four's merge), periodic ones too.
+    orig_pass = Simulation._pass
+    if policy == "RUSH-PERPASS":
+        c = c | {"policy": "RUSH"}
+        Simulation._pass = lambda self, *a: orig_pass(self, *a[:-1], "event")
     Simulation.run = spy
     attribute = ex.attribute_runs
     ex.attribute_runs = lambda *a, **k: {}  # causes are not needed here (and cost most of a trial)
@@ -79,6 +97,9 @@ def run(c: dict) -> list[dict]:
         rows = ex.run_trial(c)
     finally:
         Simulation.run = orig
+        Simulation._pass = orig_pass
+        ex.PLACEMENT.pop("RUSH", None)
+        ex.PLACEMENT.pop("PRESENT-ORACLE", None)
         sh.machine_nodes = machine_nodes
         ex.attribute_runs = attribute
         ex.PLACEMENT.pop("FCFS+EASY", None)

@@ -16,11 +16,16 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
+# Round six (change o): RUSH with another model of the paper variant (dev/present_label.py's), its
+# rows named RUSH_DEV_NAME so that they sit beside the committed RUSH rows.
+if os.environ.get("RUSH_DEV_MODELS"):
+    BASE["paper"] = Path(os.environ["RUSH_DEV_MODELS"])
 
 
 def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
@@ -83,6 +88,10 @@ def main(variant: str, scenarios: str, first: str, n: str, policy: str, committe
         )
     print(f"check: FCFS+EASY {variant} {check} trial {trials[0]}: {len(again)} jobs as committed", flush=True)
     new = [r for s in scen for t in trials for r in rows_of(cell(variant, s, t, policy))]
+    name = os.environ.get("RUSH_DEV_NAME")
+    if name:  # the new rows under their own name; the committed rows of ``policy`` are kept
+        new = [r | {"policy": name} for r in new]
+        policy = name
     kept = [
         r for r in old if not (r["policy"] == policy and r["scenario"] in scen and int(r["trial"]) in trials)
     ]
