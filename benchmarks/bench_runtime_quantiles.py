@@ -115,7 +115,7 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
     recent = np.argsort(jobs.end, kind="stable")[-TRAIN_JOBS:]
     runtime = clipped(jobs.runtime, jobs.requested_time)
     t0 = time.perf_counter()
-    clone(model).fit(all_X[recent], runtime[recent])
+    clone(model).set_params(divider=card["divider"]).fit(all_X[recent], runtime[recent])
     models_only = time.perf_counter() - t0
     labels = np.where(runtime[recent] <= card["divider"], 0, 1)
     t0 = time.perf_counter()
