@@ -44,9 +44,10 @@ from run import OUT  # noqa: E402
 
 RULES = ("quantiles", "head", "blend", "head-daily", "blend-daily")
 DAY = 86400
+WEEK_SECONDS = 7 * DAY
 
 
-def head_proba(wf, period: int, max_train_jobs: int = 10_000) -> np.ndarray:
+def head_proba(wf, period: int, max_train_jobs: int = 10_000, head_params: dict | None = None) -> np.ndarray:
     """P(small) of a divider classifier refitted every ``period`` seconds on the walk-forward's
     training rule (jobs ended strictly before the refit, the most recent ``max_train_jobs``)."""
     from rush.models.runtime_quantiles import RuntimeClassHead
@@ -64,7 +65,8 @@ def head_proba(wf, period: int, max_train_jobs: int = 10_000) -> np.ndarray:
             continue
         finished = int(np.searchsorted(sorted_end, origin + period * k, side="left"))
         train = order[:finished][-max_train_jobs:]
-        head = RuntimeClassHead(divider=float(wf.divider[lo])).fit(wf.features[train], wf.runtime[train])
+        head = RuntimeClassHead(divider=float(wf.divider[lo]), **(head_params or {}))
+        head.fit(wf.features[train], wf.runtime[train])
         proba[lo:hi] = head.predict_proba(wf.features[lo:hi])[:, 0]
     return proba
 
