@@ -15,7 +15,8 @@
 Run: ``RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 python benchmarks/bench_runtime_quantiles.py``
 (``--max-iter``, ``--learning-rate``, ``--max-leaf-nodes``: another model than the predictor's default;
 ``--feature-set``: another feature set; ``--reference-feature-set base`` also times that set's
-retrain and prediction in the same run, as the reference for a feature change)
+retrain and prediction in the same run, as the reference for a feature change; ``--class-head``
+where P(small) comes from, ``--reference-class-head quantiles`` also times that one in the same run)
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 from sklearn.base import clone
 
 from rush.models.runtime_features import TimeBase
-from rush.models.runtime_quantiles import RuntimeQuantileRegressor, proba_below_quantiles
+from rush.models.runtime_quantiles import CLASS_HEADS, RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, FEATURE_SETS, QuantileJobs
 from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history
 from rush.models.walkforward import default_classifier
@@ -68,9 +69,14 @@ def model_from_args() -> tuple[RuntimeQuantileRegressor, argparse.Namespace]:
     parser.add_argument("--max-leaf-nodes", type=int, default=default.max_leaf_nodes)
     parser.add_argument("--feature-set", default=DEFAULT_FEATURE_SET, choices=sorted(FEATURE_SETS))
     parser.add_argument("--reference-feature-set", default=None, choices=sorted(FEATURE_SETS))
+    parser.add_argument("--class-head", default=default.class_head, choices=CLASS_HEADS)
+    parser.add_argument("--reference-class-head", default=None, choices=CLASS_HEADS)
     args = parser.parse_args()
     model = RuntimeQuantileRegressor(
-        max_iter=args.max_iter, learning_rate=args.learning_rate, max_leaf_nodes=args.max_leaf_nodes
+        max_iter=args.max_iter,
+        learning_rate=args.learning_rate,
+        max_leaf_nodes=args.max_leaf_nodes,
+        class_head=args.class_head,
     )
     return model, args
 
@@ -84,14 +90,15 @@ def main() -> None:
     print(f"python -c pass: {python_pass_ms():.0f} ms (median of 5)", flush=True)
     trace = load_trace(TRACE)
     w = workload_from_trace(trace)
-    sets = [args.reference_feature_set] if args.reference_feature_set else []
-    for feature_set in [*sets, args.feature_set]:
-        measure(model, trace, w, feature_set)
+    runs = [(args.reference_feature_set, args.class_head)] if args.reference_feature_set else []
+    runs += [(args.feature_set, args.reference_class_head)] if args.reference_class_head else []
+    for feature_set, class_head in [*runs, (args.feature_set, args.class_head)]:
+        measure(clone(model).set_params(class_head=class_head), trace, w, feature_set)
 
 
 def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None:
     """Retrain and prediction figures of one feature set (module docstring)."""
-    print(f"feature set {feature_set}:", flush=True)
+    print(f"feature set {feature_set}, class head {model.class_head}:", flush=True)
     t0, c0 = time.perf_counter(), time.process_time()
     pipeline, card = fit_quantiles_on_history(
         w, trace.header, model, max_train_jobs=TRAIN_JOBS, feature_set=feature_set
@@ -108,7 +115,7 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
     recent = np.argsort(jobs.end, kind="stable")[-TRAIN_JOBS:]
     runtime = clipped(jobs.runtime, jobs.requested_time)
     t0 = time.perf_counter()
-    clone(model).fit(all_X[recent], runtime[recent])
+    clone(model).set_params(divider=card["divider"]).fit(all_X[recent], runtime[recent])
     models_only = time.perf_counter() - t0
     labels = np.where(runtime[recent] <= card["divider"], 0, 1)
     t0 = time.perf_counter()
@@ -116,8 +123,8 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
     classifier = time.perf_counter() - t0
     print(
         f"retrain on {TRACE} ({len(w)} jobs, {all_X.shape[1]} features, models on the {TRAIN_JOBS} most "
-        f"recently finished): whole pipeline {retrain:.2f} s wall, {retrain_cpu:.2f} s CPU, the five "
-        f"quantile models alone {models_only:.2f} s; reference: runtime classifier (boosting, 100 "
+        f"recently finished): whole pipeline {retrain:.2f} s wall, {retrain_cpu:.2f} s CPU, the "
+        f"models alone {models_only:.2f} s; reference: runtime classifier (boosting, 100 "
         f"iterations) on the same rows {classifier:.2f} s; target 10 s",
         flush=True,
     )
@@ -137,7 +144,7 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
     def predict() -> None:  # quantiles and P(small) from one pass over the models
         X = features.transform(pending)
         log_q = regressor.predict_log_quantiles(X)
-        proba_below_quantiles(log_q, regressor.levels_, card["divider"], X)
+        regressor.proba_small(X, log_q)
 
     total = median_ms(predict)
     cpu = median_ms(predict, clock=time.process_time)  # every thread's CPU: what the load does not inflate
@@ -145,7 +152,8 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
     model_ms = median_ms(lambda: regressor.predict_quantiles(feats))
     reference_ms = median_ms(lambda: reference.predict_proba(feats))
     print(
-        f"predict {PENDING} pending jobs: {total:.1f} ms wall, {cpu:.1f} ms CPU (features {feature_ms:.1f} ms, "
+        f"predict {PENDING} pending jobs (quantiles and P(small)): {total:.1f} ms wall, {cpu:.1f} ms CPU "
+        f"(features {feature_ms:.1f} ms, "
         f"five quantile models {model_ms:.1f} ms), median of 7; target 50 ms; reference: the runtime "
         f"classifier's P(small) on the same rows {reference_ms:.1f} ms (same compiled-tree kernel)",
         flush=True,

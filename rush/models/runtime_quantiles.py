@@ -39,6 +39,8 @@ from rush.models.trees import compile_regressors
 
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 SMALL, LARGE = 0, 1
+# Where P(small) comes from: the quantile function, a classification head, or their mean.
+CLASS_HEADS = ("quantiles", "head", "blend")
 
 
 class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
@@ -51,6 +53,7 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
         min_samples_leaf: int = 20,
         random_state: int | None = 0,
         divider: float | None = None,
+        class_head: str = "quantiles",
     ) -> None:
         self.quantiles = quantiles
         self.max_iter = max_iter
@@ -59,6 +62,13 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
         self.divider = divider
+        self.class_head = class_head
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("class_head", "quantiles")  # pickled before class heads existed
+        super().__setstate__(state)
+        if "levels_" in self.__dict__:
+            self._compile()
 
     def _levels(self) -> np.ndarray:
         levels = np.asarray(self.quantiles, dtype=np.float64).reshape(-1)
@@ -72,6 +82,8 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         levels = self._levels()
+        if self.class_head not in CLASS_HEADS:
+            raise ValueError(f"class_head {self.class_head!r} is not one of {CLASS_HEADS}")
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).reshape(-1)
         if X.ndim != 2 or len(X) != len(y):
@@ -100,6 +112,16 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
                 ).fit(X, target)
                 for q in levels
             ]
+        self.head_ = None
+        if self.class_head != "quantiles":  # the classes' own model, on the same rows and features
+            self.head_ = RuntimeClassHead(
+                divider=self.divider,
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                max_leaf_nodes=self.max_leaf_nodes,
+                min_samples_leaf=self.min_samples_leaf,
+                random_state=self.random_state,
+            ).fit(X, y)
         self._compile()
         return self
 
@@ -114,11 +136,6 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
         state = dict(super().__getstate__())
         state.pop("compiled_", None)  # rebuilt on load
         return state
-
-    def __setstate__(self, state: dict) -> None:
-        super().__setstate__(state)
-        if "levels_" in self.__dict__:
-            self._compile()
 
     def _checked(self, X: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         check_is_fitted(self, "levels_")
@@ -169,10 +186,28 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2): [P(small), P(large)] for the ``divider`` hyperparameter."""
-        if self.divider is None or not np.isfinite(self.divider) or self.divider <= 0:
-            raise ValueError("predict_proba needs a positive divider (the runtime classes' boundary)")
-        small = self.proba_below(X, float(self.divider))
+        small = self.proba_small(X)
         return np.column_stack([small, 1.0 - small])
+
+    def proba_small(self, X: Any, log_q: np.ndarray | None = None) -> np.ndarray:
+        """P(runtime <= ``divider``) per job as ``class_head`` says: read off the quantiles
+        (``log_q`` if already predicted), the head's, or the mean of both. A row the head
+        cannot read (a NaN feature) keeps the quantiles' value (the request's fallback)."""
+        if self.divider is None or not np.isfinite(self.divider) or self.divider <= 0:
+            raise ValueError("class probabilities need a positive divider (the runtime classes' boundary)")
+        if log_q is None:
+            log_q = self.predict_log_quantiles(X)
+        small = proba_below_quantiles(log_q, self.levels_, float(self.divider), X)
+        head = getattr(self, "head_", None)
+        if self.class_head == "quantiles" or head is None:
+            return small
+        if not np.isclose(head.divider, self.divider):
+            raise ValueError(
+                f"the class head was fitted at divider {head.divider}, the model's is {self.divider}: refit it"
+            )
+        own = head.predict_proba(X)[:, SMALL]
+        own = np.where(np.isfinite(own), own, small)
+        return own if self.class_head == "head" else (small + own) / 2.0
 
 
 def _knots(log_q: np.ndarray, levels: np.ndarray, log_request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -215,3 +250,90 @@ def proba_below_quantiles(
         )
     out = np.where(t >= xs[:, -1], 1.0, out)
     return np.clip(np.nan_to_num(out, nan=1.0), 0.0, 1.0)
+
+
+class RuntimeClassHead(BaseEstimator):
+    """A classification head beside the quantile models: one ``HistGradientBoostingClassifier``
+    (log loss on runtime > ``divider``, classes 0 small and 1 large) on the same features, of
+    the quantile models' size. The pinball losses spread their trees over the whole
+    distribution; a classification loss spends them where the class decision is."""
+
+    def __init__(
+        self,
+        divider: float | None = None,
+        max_iter: int = 40,
+        learning_rate: float = 0.1,
+        max_leaf_nodes: int = 15,
+        min_samples_leaf: int = 20,
+        random_state: int | None = 0,
+    ) -> None:
+        self.divider = divider
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> RuntimeClassHead:
+        """``y``: runtimes in seconds (NaN or negative rows left out), labelled at ``divider``."""
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        if self.divider is None or not np.isfinite(self.divider) or self.divider <= 0:
+            raise ValueError("a class head needs a positive divider (the runtime classes' boundary)")
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        if X.ndim != 2 or len(X) != len(y):
+            raise ValueError(f"X has shape {X.shape}, y has {len(y)} values")
+        keep = np.isfinite(y) & (y >= 0) & np.isfinite(X).all(axis=1)
+        if not keep.any():
+            raise ValueError("no job with a usable runtime (finite, >= 0) to fit on")
+        label = np.where(y[keep] <= self.divider, SMALL, LARGE)
+        self.n_features_in_ = X.shape[1]
+        if label.min() == label.max():  # one class only (an early week): that class, certain
+            self.model_ = None
+            self.constant_ = int(label[0])
+        else:
+            self.model_ = HistGradientBoostingClassifier(
+                max_iter=self.max_iter,
+                learning_rate=self.learning_rate,
+                max_leaf_nodes=self.max_leaf_nodes,
+                min_samples_leaf=self.min_samples_leaf,
+                early_stopping=False,
+                random_state=self.random_state,
+            ).fit(X[keep], label)
+        self._compile()
+        return self
+
+    def _compile(self) -> None:
+        from rush.models.trees import compile_trees
+
+        self.compiled_ = None if getattr(self, "model_", None) is None else compile_trees(self.model_)
+
+    def __getstate__(self) -> dict:
+        state = dict(super().__getstate__())
+        state.pop("compiled_", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if "n_features_in_" in self.__dict__:
+            self._compile()
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2): [P(small), P(large)]; a row with a NaN or infinite feature gets NaN (the
+        caller's fallback decides)."""
+        check_is_fitted(self, "n_features_in_")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has shape {X.shape}; the head takes {self.n_features_in_} features")
+        out = np.full((len(X), 2), np.nan)
+        ok = np.isfinite(X).all(axis=1)
+        if self.model_ is None:
+            out[ok] = np.eye(2)[self.constant_]
+        elif ok.any():
+            rows = X[ok]
+            compiled = getattr(self, "compiled_", None)
+            out[ok] = (
+                compiled.predict_proba(rows) if compiled is not None else self.model_.predict_proba(rows)
+            )
+        return out

@@ -59,6 +59,9 @@ class RuntimeQuantilesCard(ModelCard):
     # Which columns the features step computes (FEATURE_SETS); a card written before feature
     # sets existed is the base set's.
     feature_set: Literal["base", "t23"] = "base"
+    # Where the classes' P(small) comes from (CLASS_HEADS); a card written before heads existed
+    # reads it off the quantiles.
+    class_head: Literal["quantiles", "head", "blend"] = "quantiles"
 
     _finite_divider = field_validator("divider")(_finite)
 
@@ -187,6 +190,7 @@ def fit_quantiles_on_history(
         "classes": [0, 1],
         "quantiles": [float(q) for q in regressor_.levels_],
         "divider": divider,
+        "class_head": regressor_.class_head,
         "time_base": time_base.to_dict(),
         "user_key_kind": kind,
         "fields": fields,
@@ -242,6 +246,12 @@ def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tu
             ("user_key_kind", features.user_key_kind, card["user_key_kind"]),
             ("feature_set", features.feature_set, feature_set),
             ("feature_set", features.history_.feature_set, feature_set),
+            ("class_head", regressor.class_head, card.get("class_head", "quantiles")),
+            (
+                "class_head (fitted)",
+                getattr(regressor, "head_", None) is not None,
+                regressor.class_head != "quantiles",
+            ),
             ("features", regressor.n_features_in_, len(card["features"])),
             ("time_base.timezone", features.clock_.timezone, time_base["timezone"]),
             ("time_base.utc_offset", features.clock_.utc_offset, time_base["utc_offset"]),

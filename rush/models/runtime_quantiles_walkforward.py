@@ -31,7 +31,7 @@ import numpy as np
 from rush.errors import ModelError
 from rush.models.decision_thresholds import IDEMPOTENT_THRESHOLD
 from rush.models.runtime_features import TimeBase
-from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor, proba_below_quantiles
+from rush.models.runtime_quantiles import QUANTILES, RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import (
     DEFAULT_FEATURE_SET,
     QuantileJobs,
@@ -292,7 +292,7 @@ def _fit_week(
     model.fit(X, y)
     seconds = time.perf_counter() - t0
     log_q = model.predict_log_quantiles(X_week)
-    return log_q, proba_below_quantiles(log_q, model.levels_, divider, X_week), seconds
+    return log_q, model.proba_small(X_week, log_q), seconds
 
 
 __all__ = ["QUANTILES", "QuantileWalkForward", "predict_quantiles_walkforward", "trace_jobs"]

@@ -5,10 +5,13 @@ For each trace and job set, the runtime-quantile predictor's newest cached weekl
 restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
 classifier's, with their kill counts) from the runtime-class study's committed results.
-Writes ``results/<job set>/rush_q.{csv,md}``.
+Writes ``results/<job set>/rush_q.{csv,md}``; with ``--class-head R`` (a rule of
+``estimates/class_rules.py`` other than ``quantiles``: the classes from that rule's P(small), the
+predicted runtimes still the quantiles') ``results/<job set>/rush_q_R.{csv,md}``.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
-        python sim/runtime_predictions/rush_q.py [--traces KTH-SP2,...] [--job-set published|full|both]
+        python sim/runtime_predictions/rush_q.py [--traces KTH-SP2,...] [--job-set published|full|both] \\
+        [--class-head blend]
 """
 
 from __future__ import annotations
@@ -28,6 +31,16 @@ def _table_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _class_rules():
+    """``estimates/class_rules.py`` (round 7's class rules over a cached walk-forward)."""
+    import sys
+
+    sys.path.insert(0, str(HERE / "estimates"))
+    import class_rules
+
+    return class_rules
 
 
 def default_walkforward(trace: str, feature_set: str):
@@ -62,7 +75,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default=",".join(table.TRACES))
     parser.add_argument("--job-set", default="both", choices=("published", "full", "both"))
+    parser.add_argument("--class-head", default="quantiles", help="a rule of estimates/class_rules.py")
     args = parser.parse_args()
+    suffix = "" if args.class_head == "quantiles" else f"_{args.class_head}"
     job_sets = ("published", "full") if args.job_set == "both" else (args.job_set,)
     for job_set in job_sets:
         ci = table.classification(job_set)
@@ -75,6 +90,8 @@ def main() -> None:
                 jobs = trace_jobs(workload, TimeBase.from_header(trace_obj.header))
                 usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
                 wf.end, wf.submit = np.where(usable, jobs.end, np.inf), jobs.submit
+            if args.class_head != "quantiles":
+                wf = _class_rules().with_rule(wf, args.class_head)
             found = quantile_rows(trace, job_set, workload, wf)
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
@@ -106,7 +123,7 @@ def main() -> None:
         out = table.OUT / job_set
         out.mkdir(parents=True, exist_ok=True)
         columns = list(rows[0])
-        with open(out / "rush_q.csv", "w", newline="") as fh:
+        with open(out / f"rush_q{suffix}.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
@@ -115,7 +132,7 @@ def main() -> None:
             "| " + " | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in columns) + " |"
             for r in rows
         ]
-        (out / "rush_q.md").write_text("\n".join(lines) + "\n")
+        (out / f"rush_q{suffix}.md").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

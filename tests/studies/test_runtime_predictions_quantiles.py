@@ -80,3 +80,29 @@ def test_rush_q_takes_the_newest_walkforward_of_the_feature_set(tmp_path, monkey
     assert rush_q.default_walkforward("KTH-SP2", "base").name == "newest-base"
     with pytest.raises(SystemExit, match="estimates/run.py --traces KTH-SP2"):
         rush_q.default_walkforward("KTH-SP2", "t99")
+
+
+def _class_rules_script():
+    folder = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "estimates"
+    spec = importlib.util.spec_from_file_location("class_rules", folder / "class_rules.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_studys_class_rules_are_the_predictors_class_heads() -> None:
+    """class_rules.py's weekly head over a cached walk-forward gives the P(small) the predictor's
+    own ``class_head`` gives in the walk-forward, and ``with_rule`` changes the classes only."""
+    rules = _class_rules_script()
+    w = synthetic_workload(900)
+    model = {"max_iter": 15, "min_samples_leaf": 5}
+    wf = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**model))
+    for head in ("head", "blend"):
+        own = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**model, class_head=head))
+        study = rules.head_proba(wf, rules.WEEK_SECONDS, head_params=model)
+        if head == "blend":
+            study = (wf.proba_small + study) / 2
+        assert np.allclose(own.proba_small, study, equal_nan=True)
+    blended = rules.with_rule(wf, "quantiles")
+    assert np.array_equal(blended.quantiles, wf.quantiles)
+    assert np.array_equal(blended.predicted_class, wf.predicted_class)
