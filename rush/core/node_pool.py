@@ -365,6 +365,23 @@ def _one_pod(table: np.ndarray, need: int) -> bool:
 
 
 @njit(cache=True)
+def holds_in_one_pod(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room) -> bool:
+    """Whether one pod (or the machine, when it has one) holds the job (``need`` units) on
+    ``room``: a flagged job that only a placement across pods holds waits for room in one pod
+    (:mod:`rush.core.easy_nodes`), not for quiet."""
+    total, _ = _units(table, ask, room, True)
+    if table[META, 2] <= 1:
+        return total >= need
+    pod_room = np.zeros(table[META, 2], dtype=np.int64)
+    for leaf in range(table[META, 1]):
+        pod_room[table[LEAF_POD, leaf]] += table[LEAF_ROOM, leaf]
+    for pod in range(table[META, 2]):
+        if pod_room[pod] >= need:
+            return True
+    return False
+
+
+@njit(cache=True)
 def place_in(
     table: np.ndarray,
     ask: tuple[int, int, int, int, int],

@@ -9,7 +9,8 @@ model flagged it at its start decision, and (for RUSH-MOVE) whether it was moved
 study's, plus ``RUSH-MOVE-NOPOD`` (RUSH-MOVE with the core told of no pods: before the
 quiet-pod rule), ``RUSH-MOVE-LEAF`` (every leaf its own pod: a flagged job is moved only
 onto one quiet leaf, else held: change g) and ``TOPOLOGY`` (FCFS+EASY with the topology placement RUSH-MOVE uses for every job,
-no predictor: what packing alone does).
+no predictor: what packing alone does). ``POLICY@LABEL`` runs the study's POLICY with the rush
+on the path and labels its rows ``POLICY@LABEL`` (round six: one copy of ``rush/`` per rule).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def run(c: dict) -> list[dict]:
     import rush.contention.shell as sh
 
     policy = c["policy"]
+    if "@" in policy:  # POLICY@LABEL: the study's POLICY, run by the rush on the path, labelled
+        c = c | {"policy": policy.split("@")[0]}
     nopod = policy == "RUSH-MOVE-NOPOD"  # RUSH-MOVE as before the quiet-pod rule: the core sees no pods
     if nopod:
         c = c | {"policy": "RUSH-MOVE"}
