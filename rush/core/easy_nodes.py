@@ -14,6 +14,19 @@ On one-core nodes with processor requests this is exactly :func:`rush.core.easy.
 tests/core/test_node_pass.py checks job by job. Skip-with-limit applies to a job the pass
 would start now; with variability-aware placement a flagged job is first tried on quiet
 nodes only, and started there rather than skipped.
+
+**The pod wait** (variability placement on a machine with pods, :mod:`rush.core.node_pool`). A
+flagged job below its skip limit that only a placement across pods holds (a full machine's free
+nodes scattered over the pods) is not skipped: its wait is for room in one pod, not for quiet,
+and a skip counted for it would spend the limit on the machine's state, not the noise's (as
+Fluxion does not skip a job it cannot place under its constraints). It is treated as a job that
+does not fit: met in priority order it is EASY's head, and its reservation (as any flagged
+head's below its limit) lies inside one pod (its shadow time is the first estimated end at which
+one pod holds it; best fit among pods, nodes busy now first), so backfill takes that pod's
+reserved nodes only with jobs that end by then; met in the backfill scan it is passed over.
+The head's reservation bounds the wait, as EASY's does for any head: at the shadow time the pod
+has the room, and the job then starts on quiet leaves, or is skipped and counted as before, and
+at its limit starts in that pod.
 """
 
 from __future__ import annotations
@@ -67,12 +80,6 @@ INF = np.inf
 NO_FIT = -1
 SKIPPED = -2
 UNCOUNTED = -1  # an idle-node count not taken yet
-# The pod wait (rush.core.node_pool): a flagged job that fits only across pods waits for room in
-# one pod without a skip counted. POD_RESERVATION: such a job met in priority order is EASY's head
-# and its reservation lies inside one pod; else it is passed over until it has waited POD_WAIT
-# seconds since its submission (Slurm's default max_switch_wait), then skipped as before.
-POD_RESERVATION = True
-POD_WAIT = 300.0
 
 
 @njit(cache=True)
@@ -309,7 +316,6 @@ def easy_nodes_pass(
     queue, taken, est = queues.queue, queues.taken, jobs.est
     sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
     variable_now, skip_limit = moment.variable_now, config.skip_limit
-    submit = jobs.submit
     # Variability placement on a machine with pods: a flagged job waits for room in one pod.
     pod_rule = placement == PLACE_VARIABILITY and table[META, 2] > 1
     head_in_pod = False
@@ -344,15 +350,12 @@ def easy_nodes_pass(
         else:
             count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
         if count == SKIPPED and pod_rule and not holds_in_one_pod(table, ask, need, free_room):
-            # Only a placement across pods holds it: a wait for room in one pod, not a skip.
-            if POD_RESERVATION:
-                count = NO_FIT
-            elif now - submit[j] < POD_WAIT:
-                taken[j] = True
-                continue
+            # Only a placement across pods holds it: it waits for room in one pod (no skip), as
+            # a job that does not fit, and as EASY's head it gets that room reserved.
+            count = NO_FIT
         if count == NO_FIT:
             head = j
-            head_in_pod = POD_RESERVATION and pod_rule and skip_now
+            head_in_pod = pod_rule and skip_now
             break
         taken[j] = True
         if count == SKIPPED:
@@ -442,8 +445,7 @@ def easy_nodes_pass(
             if count == NO_FIT:
                 continue
             if count == SKIPPED and pod_rule and not holds_in_one_pod(table, ask, need, room):
-                if POD_RESERVATION or now - submit[j] < POD_WAIT:
-                    continue  # waits for room in one pod: passed over, no skip
+                continue  # waits for room in one pod: passed over, no skip
             taken[j] = True
             if count == SKIPPED:
                 out.skip[nk] = j

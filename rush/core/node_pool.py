@@ -14,7 +14,9 @@ Placement (:func:`place`) chooses the nodes for one job on given per-node availa
   pod when one holds it (``pool.leaf_pod``; the links between pods are tapered); for a job the
   variation predictor flags, only quiet nodes (``pool.quiet``) are eligible on a first try,
   inside one pod (the quiet-pod rule); the pass falls back to skip-with-limit when no such
-  placement fits.
+  placement fits, and when only a placement across pods fits (:func:`holds_in_one_pod`) the
+  job waits for room in one pod without a skip, with EASY's reservation inside one pod (the pod
+  wait, :mod:`rush.core.easy_nodes`).
 
 Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
 ends before the shadow time takes the head's reserved nodes first, and the head's reservation
