@@ -18,8 +18,8 @@ nodes only, and started there rather than skipped.
 **The pod wait** (variability placement on a machine with pods, :mod:`rush.core.node_pool`). A
 flagged job below its skip limit that only a placement across pods holds (a full machine's free
 nodes scattered over the pods) is not skipped: its wait is for room in one pod, not for quiet,
-and a skip counted for it would spend the limit on the machine's state, not the noise's (as
-Fluxion does not skip a job it cannot place under its constraints). It is treated as a job that
+and a skip counted for it would spend the limit on the machine's state, not the noise's (a
+skip is of a job the pass would start now, :mod:`rush.core.skip_with_limit`). It is treated as a job that
 does not fit: met in priority order it is EASY's head, and its reservation (as any flagged
 head's below its limit) lies inside one pod (its shadow time is the first estimated end at which
 one pod holds it; best fit among pods, nodes busy now first), so backfill takes that pod's
