@@ -14,6 +14,19 @@ On one-core nodes with processor requests this is exactly :func:`rush.core.easy.
 tests/core/test_node_pass.py checks job by job. Skip-with-limit applies to a job the pass
 would start now; with variability-aware placement a flagged job is first tried on quiet
 nodes only, and started there rather than skipped.
+
+**The pod wait** (variability placement on a machine with pods, :mod:`rush.core.node_pool`). A
+flagged job below its skip limit that only a placement across pods holds (a full machine's free
+nodes scattered over the pods) is not skipped: its wait is for room in one pod, not for quiet,
+and a skip counted for it would spend the limit on the machine's state, not the noise's (a
+skip is of a job the pass would start now, :mod:`rush.core.skip_with_limit`). It is treated as a job that
+does not fit: met in priority order it is EASY's head, and its reservation (as any flagged
+head's below its limit) lies inside one pod (its shadow time is the first estimated end at which
+one pod holds it; best fit among pods, nodes busy now first), so backfill takes that pod's
+reserved nodes only with jobs that end by then; met in the backfill scan it is passed over.
+The head's reservation bounds the wait, as EASY's does for any head: at the shadow time the pod
+has the room, and the job then starts on quiet leaves, or is skipped and counted as before, and
+at its limit starts in that pod.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ from rush.core.node_pool import (
     ELIGIBLE,
     FREE_C,
     FREE_G,
+    LEAF,
+    LEAF_POD,
     LONG_C,
     LONG_G,
     META,
@@ -44,6 +59,7 @@ from rush.core.node_pool import (
     NodeView,
     Room,
     Slots,
+    holds_in_one_pod,
     job_ask,
     node_table,
     place_in,
@@ -137,13 +153,15 @@ def node_shadow_time(
     bounds: tuple[int, int],
     running: RunningSet,
     started: RunningSet,
+    in_one_pod: bool = False,
 ) -> float:
     """Shadow time of the head (``ask``; ``bounds``: the units it needs and the cores it
     needs at least), from the free cores and GPUs per node now, after this pass's starts
     (the table's ``FREE_C`` / ``FREE_G`` rows); leaves those free at the shadow time in its
     ``SHADOW_C`` / ``SHADOW_G`` rows. ``allocations``: (``held``, ``placed``); with nodes a
     :class:`RunningSet`'s ``procs`` are allocation rows: of ``held`` for ``running``, of
-    ``placed`` for ``started``."""
+    ``placed`` for ``started``. ``in_one_pod``: the first time one pod holds it (a flagged
+    head waiting for room in one pod)."""
     # Allocations are read from locals and given back in place: a helper per job took
     # reference counts at every call.
     h_off, h_node, h_c, h_g = allocations[0]
@@ -157,6 +175,8 @@ def node_shadow_time(
     # jobs give theirs back: a fits_in per released job scanned every node (issue 31).
     units = 0
     released = 0
+    # Units per pod, for a head that must lie inside one pod.
+    pod_units = np.zeros(table[META, 2] if in_one_pod else 1, dtype=np.int64)
     for node in range(table[META, 0]):
         c, g = table[FREE_C, node], table[FREE_G, node]
         free_c[node] = c
@@ -166,9 +186,10 @@ def node_shadow_time(
             released += c
         eligible[node] = 1 if up and (p < 0 or ((table[PARTS, node] >> p) & 1) == 1) else 0
         if eligible[node]:
-            units += _node_units(
-                c, g, table[CAP_C, node], table[CAP_G, node], r_nodes, exclusive, c_need, g_need
-            )
+            u = _node_units(c, g, table[CAP_C, node], table[CAP_G, node], r_nodes, exclusive, c_need, g_need)
+            units += u
+            if in_one_pod:
+                pod_units[table[LEAF_POD, table[LEAF, node]]] += u
     a = 0
     b = 0
     shadow = INF
@@ -193,30 +214,36 @@ def node_shadow_time(
             back_c = h_c[k] if of_running else p_c[k]
             back_g = h_g[k] if of_running else p_g[k]
             cap_c, cap_g = table[CAP_C, node], table[CAP_G, node]
+            before = 0
             if eligible[node]:
-                units -= _node_units(
+                before = _node_units(
                     free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
                 )
             free_c[node] += back_c
             free_g[node] += back_g
             released += back_c
             if eligible[node]:
-                units += _node_units(
-                    free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need
-                )
+                u = _node_units(free_c[node], free_g[node], cap_c, cap_g, r_nodes, exclusive, c_need, g_need)
+                units += u - before
+                if in_one_pod:
+                    pod_units[table[LEAF_POD, table[LEAF, node]]] += u - before
         if shadow == INF and released >= lower and (need <= 0 or units >= need):
-            shadow = e
+            if not in_one_pod or pod_units.max() >= need:
+                shadow = e
     if shadow < now:
         shadow = now
     return shadow
 
 
 @njit(cache=True)
-def _reserve_head(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, reserved: Slots) -> None:
+def _reserve_head(
+    table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, reserved: Slots, in_one_pod: bool
+) -> None:
     """Place the head (``ask``, ``need`` units) at the shadow time (the table's ``SHADOW_C`` /
     ``SHADOW_G`` rows), on nodes busy now first, as ``reserved`` row 0; writes the cores and
     GPUs per node it blocks now (its reservation minus what is released by then) to the
-    ``BLOCKED_C`` / ``BLOCKED_G`` rows."""
+    ``BLOCKED_C`` / ``BLOCKED_G`` rows. ``in_one_pod``: inside one pod (best fit), by
+    variability placement's pod rule."""
     m = table[META, 0]
     _, nodes, exclusive, c_need, g_need = ask
     kind = 0 if nodes == 0 else (1 if exclusive else 2)
@@ -237,7 +264,8 @@ def _reserve_head(table: np.ndarray, ask: tuple[int, int, int, int, int], need: 
         blocked_c[node] = 0
         blocked_g[node] = 0
     room = Room(shadow_c, shadow_g, prefer, False)
-    count = place_in(table, ask, need, room, PLACE_FIRST_FIT, reserved, 0)
+    policy = PLACE_VARIABILITY if in_one_pod else PLACE_FIRST_FIT
+    count = place_in(table, ask, need, room, policy, reserved, 0)
     r_off, r_node, r_c, r_g = reserved
     r_off[1] = max(count, 0)
     for k in range(max(count, 0)):
@@ -288,6 +316,9 @@ def easy_nodes_pass(
     queue, taken, est = queues.queue, queues.taken, jobs.est
     sensitive, skips, out_start, out_backfilled = jobs.sensitive, state.skips, out.start, out.backfilled
     variable_now, skip_limit = moment.variable_now, config.skip_limit
+    # Variability placement on a machine with pods: a flagged job waits for room in one pod.
+    pod_rule = placement == PLACE_VARIABILITY and table[META, 2] > 1
+    head_in_pod = False
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
@@ -313,13 +344,18 @@ def easy_nodes_pass(
             no_hope = need > idle_now
         else:
             no_hope = need * r_cores[j] > free_total
+        ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
         if no_hope:
             count = NO_FIT
         else:
-            ask = (r_partition[j], r_nodes[j], 1 if r_exclusive[j] else 0, r_cores[j], r_gpus[j])
             count = decide_in(table, ask, need, free_room, skip_now, placement, placed, placed_off[ns])
+        if count == SKIPPED and pod_rule and not holds_in_one_pod(table, ask, need, free_room):
+            # Only a placement across pods holds it: it waits for room in one pod (no skip), as
+            # a job that does not fit, and as EASY's head it gets that room reserved.
+            count = NO_FIT
         if count == NO_FIT:
             head = j
+            head_in_pod = pod_rule and skip_now
             break
         taken[j] = True
         if count == SKIPPED:
@@ -356,10 +392,12 @@ def easy_nodes_pass(
         lower = need if r_nodes[head] == 0 else need * r_cores[head]  # cores at least
         ask = (r_partition[head], r_nodes[head], 1 if r_exclusive[head] else 0, r_cores[head], r_gpus[head])
         started = RunningSet(new_end, new_rows, ns)
-        shadow = node_shadow_time(now, table, (nodes.held, placed), ask, (need, lower), running, started)
+        shadow = node_shadow_time(
+            now, table, (nodes.held, placed), ask, (need, lower), running, started, head_in_pod
+        )
         blocked_c, blocked_g = table[BLOCKED_C], table[BLOCKED_G]
         if shadow < INF:
-            _reserve_head(table, ask, need, nodes.reserved)
+            _reserve_head(table, ask, need, nodes.reserved, head_in_pod)
         else:
             for node in range(m):
                 blocked_c[node] = 0
@@ -406,6 +444,8 @@ def easy_nodes_pass(
             count = decide_in(table, ask, need, room, skip_now, placement, placed, placed_off[ns])
             if count == NO_FIT:
                 continue
+            if count == SKIPPED and pod_rule and not holds_in_one_pod(table, ask, need, room):
+                continue  # waits for room in one pod: passed over, no skip
             taken[j] = True
             if count == SKIPPED:
                 out.skip[nk] = j

@@ -14,7 +14,9 @@ Placement (:func:`place`) chooses the nodes for one job on given per-node availa
   pod when one holds it (``pool.leaf_pod``; the links between pods are tapered); for a job the
   variation predictor flags, only quiet nodes (``pool.quiet``) are eligible on a first try,
   inside one pod (the quiet-pod rule); the pass falls back to skip-with-limit when no such
-  placement fits.
+  placement fits, and when only a placement across pods fits (:func:`holds_in_one_pod`) the
+  job waits for room in one pod without a skip, with EASY's reservation inside one pod (the pod
+  wait, :mod:`rush.core.easy_nodes`).
 
 Within either, nodes marked ``prefer`` go first: EASY uses this so that a backfill job that
 ends before the shadow time takes the head's reserved nodes first, and the head's reservation
@@ -362,6 +364,23 @@ def _one_pod(table: np.ndarray, need: int) -> bool:
         if table[LEAF_POD, leaf] != best:
             table[LEAF_ROOM, leaf] = 0
     return True
+
+
+@njit(cache=True)
+def holds_in_one_pod(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room) -> bool:
+    """Whether one pod (or the machine, when it has one) holds the job (``need`` units) on
+    ``room``: a flagged job that only a placement across pods holds waits for room in one pod
+    (:mod:`rush.core.easy_nodes`), not for quiet."""
+    total, _ = _units(table, ask, room, True)
+    if table[META, 2] <= 1:
+        return total >= need
+    pod_room = np.zeros(table[META, 2], dtype=np.int64)
+    for leaf in range(table[META, 1]):
+        pod_room[table[LEAF_POD, leaf]] += table[LEAF_ROOM, leaf]
+    for pod in range(table[META, 2]):
+        if pod_room[pod] >= need:
+            return True
+    return False
 
 
 @njit(cache=True)

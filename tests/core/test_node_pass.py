@@ -297,6 +297,47 @@ def test_variability_placement_keeps_an_unflagged_job_in_one_pod_when_one_holds_
     assert _start(nodes, "variability", False, 2) == _start(nodes, "topology", False, 2)
 
 
+def _pod_wait(variable: bool, skips: int = 0) -> list:
+    """Pods 0 (n0-n3) and 1 (n4-n7), none quiet; n0, n1 and n4, n5 busy (ends 2000, 3000 and
+    1000): the free nodes n2, n3 (pod 0) and n6, n7 (pod 1) hold a 3-node job only across the
+    pods. Job 1 (3 nodes, flagged or not) and behind it job 2 (1 node, ends after 1000)."""
+    nodes = _pods(set(), busy={0, 1, 4, 5})
+    running = (
+        RunningJob(10, 0, 8, 2000, allocation=(Slot(0, 8),)),
+        RunningJob(11, 0, 8, 3000, allocation=(Slot(1, 8),)),
+        RunningJob(12, 0, 16, 1000, allocation=(Slot(4, 8), Slot(5, 8))),
+    )
+    pending = (
+        PendingJob(1, 0, 24, 100, variable=variable, skips=skips, request=Request(3, 8, exclusive=True)),
+        PendingJob(2, 1, 8, 5000, request=Request(1, 8, exclusive=True)),
+    )
+    snapshot = Snapshot(
+        now=0.0, total_procs=64, free_procs=32, pending=pending, running=running, nodes=nodes, trigger="event"
+    )
+    return [
+        d for d in schedule(snapshot, CoreConfig(placement="variability")).decisions if d.action != "priority"
+    ]
+
+
+def test_a_flagged_job_that_fits_only_across_pods_waits_for_one_pod_without_a_skip() -> None:
+    # Not a skip (the wait is for room in one pod, not for quiet): job 1 is EASY's head, and its
+    # reservation lies inside one pod: pod 1 at 1000, when job 12 gives back n4 and n5 (across
+    # the pods it would fit now, at 0). A job that runs past 1000 backfills around it.
+    decisions = _pod_wait(variable=True)
+    of_1 = [d for d in decisions if d.job_id == 1]
+    assert [d.action for d in of_1] == ["reserve"], of_1
+    assert of_1[0].value == 1000.0 and set(of_1[0].nodes) <= {"n4", "n5", "n6", "n7"}, of_1
+    [long] = [d for d in decisions if d.job_id == 2]
+    assert long.action == "backfill" and not set(long.nodes) & set(of_1[0].nodes), long
+
+
+def test_the_pod_wait_leaves_unflagged_jobs_and_jobs_at_their_limit_as_before() -> None:
+    # Unflagged, or flagged at its skip limit: it starts now across the pods, as rule h places it.
+    for variable, skips in [(False, 0), (True, 10)]:
+        start = next(d for d in _pod_wait(variable, skips) if d.job_id == 1)
+        assert start.action == "start" and set(start.nodes) & {"n2", "n3"} and set(start.nodes) & {"n6", "n7"}
+
+
 def test_nodes_of_one_leaf_in_two_pods_are_refused() -> None:
     from rush.errors import RushError
 

@@ -15,6 +15,8 @@ the core of commit ad12867) and
 ``RUSH-PERPASS`` (RUSH with every pass counting a skip, periodic ones too: change l),
 ``PRESENT-LEAF`` (the present-state oracle with the ``one-leaf`` placement: diagnostic m; commit
 ad12867's core too). ``RUSH_DEV_MODELS=DIR`` reads the paper variant's models from DIR (changes n, o).
+``POLICY@LABEL`` runs the study's POLICY with the rush
+on the path and labels its rows ``POLICY@LABEL`` (round six: one copy of ``rush/`` per rule).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def run(c: dict) -> list[dict]:
     import rush.contention.shell as sh
 
     policy = c["policy"]
+    if "@" in policy:  # POLICY@LABEL: the study's POLICY, run by the rush on the path, labelled
+        c = c | {"policy": policy.split("@")[0]}
     nopod = policy == "RUSH-MOVE-NOPOD"  # RUSH-MOVE as before the quiet-pod rule: the core sees no pods
     if nopod:
         c = c | {"policy": "RUSH-MOVE"}
