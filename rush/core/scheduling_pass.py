@@ -17,7 +17,7 @@ from rush.core.conservative import conservative_pass
 from rush.core.conservative_nodes import conservative_nodes_pass
 from rush.core.easy import easy_pass
 from rush.core.easy_nodes import easy_nodes_pass
-from rush.core.node_pool import NodeView
+from rush.core.node_pool import NodeView, node_table
 from rush.core.ordering import compute_order_keys, sort_queue
 from rush.core.pass_data import (
     MODE_CONSERVATIVE,
@@ -74,6 +74,12 @@ def scheduling_pass(
     if config.mode == MODE_CONSERVATIVE:
         ns, nk, nr = conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
         return _settle(moment, config, state, queues, out, PassResult(ns, nk, nr, -1, INF, 0))
+    # The live path keeps no placement table: built here, as the node pass allocates nothing.
+    if nodes.table.shape[1] == 0:
+        table = node_table(nodes.pool)
+        nodes = NodeView(
+            nodes.pool, nodes.request, nodes.held, nodes.placement, nodes.placed, nodes.reserved, table
+        )
     ns, nk, head, shadow, extra = easy_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
     return _settle(moment, config, state, queues, out, PassResult(ns, nk, 0, head, shadow, extra))
 

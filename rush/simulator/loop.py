@@ -174,7 +174,7 @@ class SimOutcome(NamedTuple):
     fairshare_at_start: np.ndarray  # the factor the job's last start was ordered with
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
 def _give_back(
     free_c: np.ndarray, free_g: np.ndarray, usable: np.ndarray, held: Slots, row: int, sign: int = 1
 ) -> int:
