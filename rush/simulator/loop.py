@@ -40,7 +40,18 @@ from rush.core.false_small_kill import (
 )
 from rush.core.job_rules import effective_estimate
 from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
-from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
+from rush.core.pass_data import (
+    PassConfig,
+    PassJobs,
+    PassMoment,
+    PassOut,
+    PassQueues,
+    PassResult,
+    PassState,
+    RunningSet,
+    new_out,
+    new_queues,
+)
 from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
@@ -215,6 +226,29 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
         h_g[at + x] = p_g[first + x]
     held.offset[row + 1] = at + count
     return held
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _pass_on_nodes(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+    nodes: NodeView,
+    held: Slots,
+    kept: Slots,
+    table: np.ndarray,
+) -> PassResult:
+    """The scheduling pass on the replay's nodes with its running jobs' allocations
+    (``held``), kept reservations and placement's table. Compiled without numba's runtime like
+    the pass: the view built here at every pass counts no reference on its 30 arrays
+    (rush.core.scheduling_pass); the arguments are passed one by one, as a tuple built in the
+    loop would count them."""
+    view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
+    return scheduling_pass(moment, config, jobs, state, queues, running, out, view)
 
 
 @njit(cache=True, nogil=True, inline="always")  # inlined: a call would count references per event
@@ -425,8 +459,9 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
-            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
-            result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
+            result = _pass_on_nodes(
+                moment, config, pass_jobs, state, queues, running_set, out, nodes, held, kept, table
+            )
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
         ns = result.started
