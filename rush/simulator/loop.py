@@ -203,21 +203,33 @@ def _give_back(
     return cores
 
 
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
+def _held_full(held: Slots, placed: Slots, k: int, row: int) -> bool:
+    """Whether ``held`` lacks the room for start ``k``'s allocation as row ``row``."""
+    count = placed.offset[k + 1] - placed.offset[k]
+    return row + 2 > held.offset.shape[0] or held.offset[row] + count > held.node.shape[0]
+
+
 @njit(cache=True, nogil=True)
-def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
-    """Append start ``k``'s allocation (``placed`` row k) as ``held`` row ``row``,
-    growing the buffers when full."""
+def _grown(held: Slots, placed: Slots, k: int, row: int) -> Slots:
+    """``held``'s rows before ``row`` in buffers twice as large, with room for start ``k``'s."""
+    count = placed.offset[k + 1] - placed.offset[k]
+    at = held.offset[row]
+    bigger = new_slots(2 * held.offset.shape[0], 2 * held.node.shape[0] + count)
+    bigger.offset[: row + 1] = held.offset[: row + 1]
+    bigger.node[:at] = held.node[:at]
+    bigger.cores[:at] = held.cores[:at]
+    bigger.gpus[:at] = held.gpus[:at]
+    return bigger
+
+
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
+def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> None:
+    """Append start ``k``'s allocation (``placed`` row k) as ``held`` row ``row``, which has
+    the room (:func:`_held_full`, :func:`_grown`)."""
     first = placed.offset[k]
     count = placed.offset[k + 1] - first
     at = held.offset[row]
-    if row + 2 > held.offset.shape[0] or at + count > held.node.shape[0]:
-        bigger = new_slots(2 * held.offset.shape[0], 2 * held.node.shape[0] + count)
-        bigger.offset[: row + 1] = held.offset[: row + 1]
-        bigger.node[:at] = held.node[:at]
-        bigger.cores[:at] = held.cores[:at]
-        bigger.gpus[:at] = held.gpus[:at]
-        held = bigger
-    # Element by element from locals: slices are views that each take a reference count.
     h_node, h_c, h_g = held.node, held.cores, held.gpus
     p_node, p_c, p_g = placed.node, placed.cores, placed.gpus
     for x in range(count):
@@ -225,7 +237,6 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
         h_c[at + x] = p_c[first + x]
         h_g[at + x] = p_g[first + x]
     held.offset[row + 1] = at + count
-    return held
 
 
 @njit(cache=True, nogil=True, _nrt=False)
@@ -343,10 +354,12 @@ def run_simulation(
     # view's ``reserved``, state.reserved_row); sized for every job reserved at once.
     kept = nodes.reserved
     if on_nodes:
-        held = new_slots(n + 16, 4 * n + nodes.pool.count + 16)
         kept_entries = nodes.pool.count + 1
         for j in range(n):
             kept_entries += min(need_units(nodes.request, j, procs[j]), nodes.pool.count)
+        # Room for every job's first run (a start takes at most min(need, nodes) entries): grown
+        # only by reruns, where doubling copied up to twice the replay's allocations.
+        held = new_slots(n + 16, kept_entries + 16)
         kept = new_slots(n + 1, kept_entries)
         free = 0
         for node in range(nodes.pool.count):
@@ -471,7 +484,9 @@ def run_simulation(
             j = out.start[k]
             started_mark[j] = True
             if on_nodes:
-                held = _keep_placement(held, nodes.placed, k, rows)
+                if _held_full(held, nodes.placed, k, rows):
+                    held = _grown(held, nodes.placed, k, rows)
+                _keep_placement(held, nodes.placed, k, rows)
                 row_of[j] = rows
                 rows += 1
                 free -= _give_back(pool_free_c, pool_free_g, pool_usable, held, row_of[j], -1)
