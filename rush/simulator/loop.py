@@ -246,20 +246,19 @@ def _pass_on_nodes(
     jobs: PassJobs,
     state: PassState,
     queues: PassQueues,
-    running: RunningSet,
+    running: tuple[RunningSet, Slots],
     out: PassOut,
     nodes: NodeView,
-    held: Slots,
-    kept: Slots,
-    table: np.ndarray,
 ) -> PassResult:
-    """The scheduling pass on the replay's nodes with its running jobs' allocations
-    (``held``), kept reservations and placement's table. Compiled without numba's runtime like
-    the pass: the view built here at every pass counts no reference on its 30 arrays
-    (rush.core.scheduling_pass); the arguments are passed one by one, as a tuple built in the
-    loop would count them."""
-    view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
-    return scheduling_pass(moment, config, jobs, state, queues, running, out, view)
+    """The scheduling pass on the replay's nodes (their view with the kept reservations and
+    placement's table); ``running``: the running jobs and their allocations (rows of the
+    second). Compiled without numba's runtime like the pass: the view built here at every pass
+    counts no reference on its 30 arrays (rush.core.scheduling_pass)."""
+    running_set, held = running
+    view = NodeView(
+        nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved, nodes.table
+    )
+    return scheduling_pass(moment, config, jobs, state, queues, running_set, out, view)
 
 
 @njit(cache=True, nogil=True, inline="always")  # inlined: a call would count references per event
@@ -368,8 +367,11 @@ def run_simulation(
     pool_free_c, pool_free_g, pool_usable = nodes.pool.free_cores, nodes.pool.free_gpus, nodes.pool.usable
     # Placement's table of the pool, built once: the pool's nodes do not change during a replay.
     table = node_table(nodes.pool) if on_nodes else np.zeros((0, 0), dtype=np.int64)
-    # No node view lives across the loop's iterations: on processor counts it would cost a
+    # The replay's view with its kept reservations and table, which do not change; a pass adds
+    # the running jobs' allocations (``held``, reallocated when it grows) in an uncounted
+    # helper. No view is reassigned in the loop: on processor counts it would cost a
     # reference-count update per array at every event (counts_pass takes none).
+    replay_nodes = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
     nxt = 0
     vi = 0
     nv = len(windows.start)
@@ -473,7 +475,7 @@ def run_simulation(
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
             result = _pass_on_nodes(
-                moment, config, pass_jobs, state, queues, running_set, out, nodes, held, kept, table
+                moment, config, pass_jobs, state, queues, (running_set, held), out, replay_nodes
             )
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
