@@ -151,7 +151,8 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 # (``_nrt=False``): they then take no reference count at all, neither on the arrays they are
 # passed nor on the rows they read, and a pass places a job for every start (issue 31: reference
 # counting was 29 % of the LLNL-Atlas node replay). A function they call inherits the setting
-# unless it says otherwise: one that allocates (``_one_pod``) says ``_nrt=True``.
+# unless it says otherwise: one that allocates (``_one_pod``) says ``_nrt=True``. Such a
+# function must not return an array: its caller would release a reference it never took.
 
 CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, LEAF_POD, META = range(12)
 # Scratch rows of the EASY pass on nodes (rush.core.easy_nodes), per node: kept in the table so
