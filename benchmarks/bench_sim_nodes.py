@@ -27,7 +27,11 @@ LLNL-Atlas 3.61x / 3.57x -> 3.10x / 3.09x, KTH-SP2 1.00x / 2.89x -> 1.01x / 2.28
 1.01x / 3.48x -> 1.00x / 2.80x. Passes without node-length copies (scratch rows in that table;
 the EASY pass inlined into scheduling_pass), main then this at load 4.8-5.1: SDSC-BLUE 2.44x /
 2.43x -> 1.82x / 1.83x, LLNL-Atlas 3.08x / 3.12x -> 2.88x / 2.88x, KTH-SP2 0.99x / 2.20x ->
-1.01x / 1.68x, CTC-SP2 1.00x / 2.77x -> 1.00x / 2.11x.
+1.01x / 1.68x, CTC-SP2 1.00x / 2.77x -> 1.00x / 2.11x. The pass, the placement kernels and the
+simulator's per-start helpers compiled without numba's runtime (no reference counts; the pass
+allocates nothing), main then this at load 5.7-7.0: SDSC-BLUE 1.92x / 1.92x -> 1.00x / 1.01x,
+LLNL-Atlas 2.93x / 2.93x -> 1.66x / 1.70x, KTH-SP2 1.00x / 1.74x -> 1.01x / 0.88x, CTC-SP2
+1.00x / 2.18x -> 1.00x / 1.27x (every trace within 2x).
 
 Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_sim_nodes.py
 [--traces SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2] [--repeat 3] [--placement first-fit]``

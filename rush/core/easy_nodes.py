@@ -79,24 +79,9 @@ from rush.core.skip_with_limit import should_skip
 INF = np.inf
 NO_FIT = -1
 SKIPPED = -2
-UNCOUNTED = -1  # an idle-node count not taken yet
 
 
-@njit(cache=True)
-def _count_idle(table: np.ndarray) -> int:
-    """Idle usable nodes on the table's ``FREE_C`` / ``FREE_G`` rows."""
-    idle = 0
-    for node in range(table[META, 0]):
-        if (
-            table[USABLE, node]
-            and table[FREE_C, node] == table[CAP_C, node]
-            and table[FREE_G, node] == table[CAP_G, node]
-        ):
-            idle += 1
-    return idle
-
-
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counts: see rush.core.node_pool
 def decide_in(
     table: np.ndarray,
     ask: tuple[int, int, int, int, int],
@@ -144,7 +129,7 @@ def _node_units(
     return 1 if c >= c_need and g >= g_need else 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # allocates (the pod wait's per-pod units): counts references
 def node_shadow_time(
     now: float,
     table: np.ndarray,
@@ -235,7 +220,35 @@ def node_shadow_time(
     return shadow
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counts: see rush.core.node_pool
+def _sort_ends(ends: np.ndarray, rows: np.ndarray, n: int) -> None:
+    """Sort ``ends[:n]`` in place, ``rows[:n]`` with them (heap sort: no allocation). The
+    order among equal ends is free: :func:`node_shadow_time` gives back every allocation that
+    ends at the shadow time before it returns."""
+    for first in range(n // 2 - 1, -1, -1):
+        _sift_down(ends, rows, first, n)
+    for last in range(n - 1, 0, -1):
+        ends[0], ends[last] = ends[last], ends[0]
+        rows[0], rows[last] = rows[last], rows[0]
+        _sift_down(ends, rows, 0, last)
+
+
+@njit(cache=True, _nrt=False, inline="always")
+def _sift_down(ends: np.ndarray, rows: np.ndarray, k: int, n: int) -> None:
+    while True:
+        child = 2 * k + 1
+        if child >= n:
+            return
+        if child + 1 < n and ends[child + 1] > ends[child]:
+            child += 1
+        if ends[k] >= ends[child]:
+            return
+        ends[k], ends[child] = ends[child], ends[k]
+        rows[k], rows[child] = rows[child], rows[k]
+        k = child
+
+
+@njit(cache=True, _nrt=False)  # no reference counts: see rush.core.node_pool
 def _reserve_head(
     table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, reserved: Slots, in_one_pod: bool
 ) -> None:
@@ -277,7 +290,7 @@ def _reserve_head(
         blocked_g[node] = min(blocked_g[node], free_g[node])
 
 
-@njit(cache=True, inline="always")  # inlined into scheduling_pass: a call counts its 63 arrays
+@njit(cache=True, _nrt=False)  # no reference counts on its 63 arrays: see rush.core.node_pool
 def easy_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -291,25 +304,30 @@ def easy_nodes_pass(
     """EASY (``config.mode`` easy) or list scheduling on nodes; returns (n_started, n_skipped,
     head, shadow, extra) as :func:`rush.core.easy.easy_pass`, ``extra`` being the cores free
     now outside the head's reservation. Start i's nodes are ``nodes.placed`` row i; the head's
-    reservation is ``nodes.reserved`` row 0."""
+    reservation is ``nodes.reserved`` row 0. ``nodes.table`` must be the pool's
+    :func:`rush.core.node_pool.node_table` (:func:`rush.core.scheduling_pass.scheduling_pass`
+    builds it when the caller keeps none): compiled without numba's runtime, the pass allocates
+    nothing; its scratch is the table's rows, and ``out.reserved`` / ``out.reserved_at``
+    (conservative's, unused by EASY) for the estimated ends of this pass's starts."""
     pool = nodes.pool
     m = pool.count
     now = moment.now
     procs = jobs.procs
-    # Placement's table of the pool with the pass's scratch rows: the caller's (the simulator
-    # keeps one per replay), else built here; a pass allocates no node-length array.
     table = nodes.table
-    if table.shape[1] == 0:
-        table = node_table(pool)
     free_c, free_g = table[FREE_C], table[FREE_G]
     pool_c, pool_g = pool.free_cores, pool.free_gpus
-    for node in range(m):
-        free_c[node] = pool_c[node]
-        free_g[node] = pool_g[node]
-    no_prefer = table[NO_PREFER]
-    free_room = Room(free_c, free_g, no_prefer, False)
     # Arrays held in locals for the loops (see rush.core.node_pool).
     usable, cap_c, cap_g = pool.usable, pool.cores, pool.gpus
+    # Idle usable nodes now (exclusive requests' bound), counted in the sweep that copies the
+    # free counts (a sweep of its own cost a pass as much), then kept up to date start by start.
+    idle_now = 0
+    for node in range(m):
+        c, g = pool_c[node], pool_g[node]
+        free_c[node] = c
+        free_g[node] = g
+        idle_now += 1 if usable[node] and c == cap_c[node] and g == cap_g[node] else 0
+    no_prefer = table[NO_PREFER]
+    free_room = Room(free_c, free_g, no_prefer, False)
     placed = nodes.placed
     placed_off, placed_node, placed_c, placed_g = placed
     placement = nodes.placement
@@ -322,9 +340,6 @@ def easy_nodes_pass(
     nodes.placed.offset[0] = 0
     nodes.reserved.offset[1] = 0
     free_total = moment.free
-    # Idle nodes now matter only to exclusive requests: counted when the first one is met
-    # (UNCOUNTED until then), then kept up to date start by start.
-    idle_now = UNCOUNTED
     request = nodes.request
     r_nodes, r_cores, r_exclusive = request.nodes, request.cores, request.exclusive
     r_gpus, r_partition = request.gpus, request.partition
@@ -335,8 +350,6 @@ def easy_nodes_pass(
         j = queue[k]
         need = procs[j] if r_nodes[j] == 0 else r_nodes[j]
         skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
-        if idle_now == UNCOUNTED and r_nodes[j] > 0 and r_exclusive[j]:
-            idle_now = _count_idle(table)
         # An O(1) bound spares the O(nodes) placement for most jobs of a long queue.
         if r_nodes[j] == 0:
             no_hope = need > free_total
@@ -370,24 +383,21 @@ def easy_nodes_pass(
             node = placed_node[e]
             # The idle test is written out: a helper taking the capacity arrays costs reference
             # counts per node (LLNL-Atlas: 40 % of the replay).
-            if idle_now != UNCOUNTED and usable[node] and free_c[node] == cap_c[node]:
+            if usable[node] and free_c[node] == cap_c[node]:
                 idle_now -= 1 if free_g[node] == cap_g[node] else 0
             free_c[node] -= placed_c[e]
             free_g[node] -= placed_g[e]
             free_total -= placed_c[e]
-            if idle_now != UNCOUNTED and usable[node] and free_c[node] == cap_c[node]:
+            if usable[node] and free_c[node] == cap_c[node]:
                 idle_now += 1 if free_g[node] == cap_g[node] else 0
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
-        new_end = np.empty(ns, dtype=np.float64)
-        new_rows = np.arange(ns)
+        new_end, new_rows = out.reserved_at, out.reserved
         for k in range(ns):
             new_end[k] = now + est[out.start[k]]
-        if ns > 1:
-            perm = np.argsort(new_end)
-            new_end = new_end[perm]
-            new_rows = new_rows[perm]
+            new_rows[k] = k
+        _sort_ends(new_end, new_rows, ns)
         need = procs[head] if r_nodes[head] == 0 else r_nodes[head]
         lower = need if r_nodes[head] == 0 else need * r_cores[head]  # cores at least
         ask = (r_partition[head], r_nodes[head], 1 if r_exclusive[head] else 0, r_cores[head], r_gpus[head])
@@ -434,8 +444,6 @@ def easy_nodes_pass(
             if cores_bound > (free_total if ends_in_time else extra):
                 continue
             if r_nodes[j] > 0 and r_exclusive[j]:
-                if idle_now == UNCOUNTED:
-                    idle_now = _count_idle(table)
                 if need > (idle_now if ends_in_time else idle_long):
                     continue
             skip_now = should_skip(sensitive[j] and variable_now, skips[j], skip_limit)
@@ -460,7 +468,7 @@ def easy_nodes_pass(
                 c = placed_c[e]
                 g = placed_g[e]
                 up = usable[node]
-                if idle_now != UNCOUNTED and up and free_c[node] == cap_c[node]:
+                if up and free_c[node] == cap_c[node]:
                     idle_now -= 1 if free_g[node] == cap_g[node] else 0
                 if up and long_c[node] == cap_c[node] and long_g[node] == cap_g[node]:
                     idle_long -= 1
@@ -480,7 +488,7 @@ def easy_nodes_pass(
                     long_g[node] -= g
                 # extra: cores free now outside the head's reservation, on up nodes.
                 extra += (max(long_c[node], 0) if up else 0) - long_before
-                if idle_now != UNCOUNTED and up and free_c[node] == cap_c[node]:
+                if up and free_c[node] == cap_c[node]:
                     idle_now += 1 if free_g[node] == cap_g[node] else 0
                 if up and long_c[node] == cap_c[node] and long_g[node] == cap_g[node]:
                     idle_long += 1

@@ -149,6 +149,13 @@ def need_units(request: NodeRequests, j: int, procs: int) -> int:
 # 2-D table (:func:`node_table`, built once per pass) and the job's request as a tuple of
 # integers (:func:`job_ask`): a placement counts the table, the room and the output only.
 
+# The placement kernels that allocate nothing are compiled without numba's runtime
+# (``_nrt=False``): they then take no reference count at all, neither on the arrays they are
+# passed nor on the rows they read, and a pass places a job for every start (issue 31: reference
+# counting was 29 % of the LLNL-Atlas node replay). A function they call inherits the setting
+# unless it says otherwise: one that allocates (``_one_pod``) says ``_nrt=True``. Such a
+# function must not return an array: its caller would release a reference it never took.
+
 CAP_C, CAP_G, USABLE, PARTS, LEAF, QUIET, UNITS, LEAF_ROOM, LEAF_FIRST, LEAF_NODES, LEAF_POD, META = range(12)
 # Scratch rows of the EASY pass on nodes (rush.core.easy_nodes), per node: kept in the table so
 # that a pass allocates no node-length array (the simulator keeps one table per replay).
@@ -207,7 +214,7 @@ def job_ask(request: NodeRequests, j: int) -> tuple[int, int, int, int, int]:
     )
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _units(
     table: np.ndarray, ask: tuple[int, int, int, int, int], room: Room, by_leaf: bool
 ) -> tuple[int, int]:
@@ -255,13 +262,20 @@ def _units(
             table[LEAF_ROOM, x] = 0
         if leaves == 1:
             table[LEAF_ROOM, 0] = total
-        else:
+        elif m > 0:
+            # Summed in a register while the leaf stays the same (nodes are mostly numbered leaf
+            # by leaf): adding to LEAF_ROOM node by node waited on its own store every node.
+            leaf, share = table[LEAF, 0], 0
             for i in range(m):
-                table[LEAF_ROOM, table[LEAF, i]] += table[UNITS, i]
+                if table[LEAF, i] != leaf:
+                    table[LEAF_ROOM, leaf] += share
+                    leaf, share = table[LEAF, i], 0
+                share += table[UNITS, i]
+            table[LEAF_ROOM, leaf] += share
     return total, preferred
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def fits_in(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room) -> bool:
     """Whether :func:`place_in` would place the job (``need`` units) on ``room``: every
     policy takes units until it has ``need``, so it fits exactly when the room offers that
@@ -294,7 +308,7 @@ def fits(pool: NodePool, request: NodeRequests, j: int, need: int, room: Room) -
     return fits_in(node_table(pool), job_ask(request, j), need, room)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def _fill(
     table: np.ndarray,
     ask: tuple[int, int, int, int, int],
@@ -344,7 +358,7 @@ def _fill(
     return need, k
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # it allocates: not inherited from place_in's _nrt=False
 def _one_pod(table: np.ndarray, need: int) -> bool:
     """The pod rule of variability placement: a job that spans leaves gets the leaves of one
     pod, the pod with the least room (quiet room on a flagged job's quiet try) that holds it
@@ -366,7 +380,7 @@ def _one_pod(table: np.ndarray, need: int) -> bool:
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # allocates (pod_room): counts references
 def holds_in_one_pod(table: np.ndarray, ask: tuple[int, int, int, int, int], need: int, room: Room) -> bool:
     """Whether one pod (or the machine, when it has one) holds the job (``need`` units) on
     ``room``: a flagged job that only a placement across pods holds waits for room in one pod
@@ -383,7 +397,7 @@ def holds_in_one_pod(table: np.ndarray, ask: tuple[int, int, int, int, int], nee
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def place_in(
     table: np.ndarray,
     ask: tuple[int, int, int, int, int],

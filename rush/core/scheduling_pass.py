@@ -17,7 +17,7 @@ from rush.core.conservative import conservative_pass
 from rush.core.conservative_nodes import conservative_nodes_pass
 from rush.core.easy import easy_pass
 from rush.core.easy_nodes import easy_nodes_pass
-from rush.core.node_pool import NodeView
+from rush.core.node_pool import NodeView, node_table
 from rush.core.ordering import compute_order_keys, sort_queue
 from rush.core.pass_data import (
     MODE_CONSERVATIVE,
@@ -35,7 +35,13 @@ from rush.core.pass_data import (
 INF = np.inf
 
 
-@njit(cache=True)
+# The pass itself is compiled without numba's runtime (``_nrt=False``): a call then counts no
+# reference on its arguments' 60-odd arrays, nor on the rows and views it takes, which on a
+# node replay was a fifth of the process (issue 31). The parts that allocate say
+# ``_nrt=True`` (a callee inherits its caller's setting otherwise) and count as before.
+
+
+@njit(cache=True, _nrt=True)  # its merge sort allocates
 def order_queue(moment: PassMoment, config: PassConfig, jobs: PassJobs, queues: PassQueues) -> None:
     """Sort ``queues.queue[:queued]`` into priority order and, when the backfill scan has its
     own policy, ``queues.scan[:queued]`` into scan order (ties: the job's index)."""
@@ -49,7 +55,7 @@ def order_queue(moment: PassMoment, config: PassConfig, jobs: PassJobs, queues: 
         sort_queue(queues.scan, queues.scan_group, queues.scan_key, qn)
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)
 def scheduling_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -72,13 +78,54 @@ def scheduling_pass(
         return counts_pass(moment, config, jobs, state, queues, running, out)
     order_queue(moment, config, jobs, queues)
     if config.mode == MODE_CONSERVATIVE:
-        ns, nk, nr = conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+        ns, nk, nr = _conservative_on_nodes(moment, config, jobs, state, queues, running, out, nodes)
         return _settle(moment, config, state, queues, out, PassResult(ns, nk, nr, -1, INF, 0))
-    ns, nk, head, shadow, extra = easy_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+    if nodes.table.shape[1] == 0:  # the live path keeps no placement table
+        ns, nk, head, shadow, extra = _easy_with_table(
+            moment, config, jobs, state, queues, running, out, nodes
+        )
+    else:
+        ns, nk, head, shadow, extra = easy_nodes_pass(
+            moment, config, jobs, state, queues, running, out, nodes
+        )
     return _settle(moment, config, state, queues, out, PassResult(ns, nk, 0, head, shadow, extra))
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # it allocates
+def _conservative_on_nodes(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+    nodes: NodeView,
+) -> tuple[int, int, int]:
+    return conservative_nodes_pass(moment, config, jobs, state, queues, running, out, nodes)
+
+
+@njit(cache=True, _nrt=True)  # it allocates placement's table
+def _easy_with_table(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: RunningSet,
+    out: PassOut,
+    nodes: NodeView,
+) -> tuple[int, int, int, float, int]:
+    """:func:`rush.core.easy_nodes.easy_nodes_pass` on a view without placement's table (the
+    simulator keeps one per replay; the live path builds it here)."""
+    table = node_table(nodes.pool)
+    view = NodeView(
+        nodes.pool, nodes.request, nodes.held, nodes.placement, nodes.placed, nodes.reserved, table
+    )
+    return easy_nodes_pass(moment, config, jobs, state, queues, running, out, view)
+
+
+@njit(cache=True, _nrt=True)  # the processor-count kernels allocate
 def counts_pass(
     moment: PassMoment,
     config: PassConfig,

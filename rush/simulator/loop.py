@@ -40,7 +40,18 @@ from rush.core.false_small_kill import (
 )
 from rush.core.job_rules import effective_estimate
 from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
-from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassState, RunningSet, new_out, new_queues
+from rush.core.pass_data import (
+    PassConfig,
+    PassJobs,
+    PassMoment,
+    PassOut,
+    PassQueues,
+    PassResult,
+    PassState,
+    RunningSet,
+    new_out,
+    new_queues,
+)
 from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
@@ -174,7 +185,7 @@ class SimOutcome(NamedTuple):
     fairshare_at_start: np.ndarray  # the factor the job's last start was ordered with
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
 def _give_back(
     free_c: np.ndarray, free_g: np.ndarray, usable: np.ndarray, held: Slots, row: int, sign: int = 1
 ) -> int:
@@ -192,21 +203,33 @@ def _give_back(
     return cores
 
 
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
+def _held_full(held: Slots, placed: Slots, k: int, row: int) -> bool:
+    """Whether ``held`` lacks the room for start ``k``'s allocation as row ``row``."""
+    count = placed.offset[k + 1] - placed.offset[k]
+    return row + 2 > held.offset.shape[0] or held.offset[row] + count > held.node.shape[0]
+
+
 @njit(cache=True, nogil=True)
-def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
-    """Append start ``k``'s allocation (``placed`` row k) as ``held`` row ``row``,
-    growing the buffers when full."""
+def _grown(held: Slots, placed: Slots, k: int, row: int) -> Slots:
+    """``held``'s rows before ``row`` in buffers twice as large, with room for start ``k``'s."""
+    count = placed.offset[k + 1] - placed.offset[k]
+    at = held.offset[row]
+    bigger = new_slots(2 * held.offset.shape[0], 2 * held.node.shape[0] + count)
+    bigger.offset[: row + 1] = held.offset[: row + 1]
+    bigger.node[:at] = held.node[:at]
+    bigger.cores[:at] = held.cores[:at]
+    bigger.gpus[:at] = held.gpus[:at]
+    return bigger
+
+
+@njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
+def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> None:
+    """Append start ``k``'s allocation (``placed`` row k) as ``held`` row ``row``, which has
+    the room (:func:`_held_full`, :func:`_grown`)."""
     first = placed.offset[k]
     count = placed.offset[k + 1] - first
     at = held.offset[row]
-    if row + 2 > held.offset.shape[0] or at + count > held.node.shape[0]:
-        bigger = new_slots(2 * held.offset.shape[0], 2 * held.node.shape[0] + count)
-        bigger.offset[: row + 1] = held.offset[: row + 1]
-        bigger.node[:at] = held.node[:at]
-        bigger.cores[:at] = held.cores[:at]
-        bigger.gpus[:at] = held.gpus[:at]
-        held = bigger
-    # Element by element from locals: slices are views that each take a reference count.
     h_node, h_c, h_g = held.node, held.cores, held.gpus
     p_node, p_c, p_g = placed.node, placed.cores, placed.gpus
     for x in range(count):
@@ -214,7 +237,28 @@ def _keep_placement(held: Slots, placed: Slots, k: int, row: int) -> Slots:
         h_c[at + x] = p_c[first + x]
         h_g[at + x] = p_g[first + x]
     held.offset[row + 1] = at + count
-    return held
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _pass_on_nodes(
+    moment: PassMoment,
+    config: PassConfig,
+    jobs: PassJobs,
+    state: PassState,
+    queues: PassQueues,
+    running: tuple[RunningSet, Slots],
+    out: PassOut,
+    nodes: NodeView,
+) -> PassResult:
+    """The scheduling pass on the replay's nodes (their view with the kept reservations and
+    placement's table); ``running``: the running jobs and their allocations (rows of the
+    second). Compiled without numba's runtime like the pass: the view built here at every pass
+    counts no reference on its 30 arrays (rush.core.scheduling_pass)."""
+    running_set, held = running
+    view = NodeView(
+        nodes.pool, nodes.request, held, nodes.placement, nodes.placed, nodes.reserved, nodes.table
+    )
+    return scheduling_pass(moment, config, jobs, state, queues, running_set, out, view)
 
 
 @njit(cache=True, nogil=True, inline="always")  # inlined: a call would count references per event
@@ -309,10 +353,12 @@ def run_simulation(
     # view's ``reserved``, state.reserved_row); sized for every job reserved at once.
     kept = nodes.reserved
     if on_nodes:
-        held = new_slots(n + 16, 4 * n + nodes.pool.count + 16)
         kept_entries = nodes.pool.count + 1
         for j in range(n):
             kept_entries += min(need_units(nodes.request, j, procs[j]), nodes.pool.count)
+        # Room for every job's first run (a start takes at most min(need, nodes) entries): grown
+        # only by reruns, where doubling copied up to twice the replay's allocations.
+        held = new_slots(n + 16, kept_entries + 16)
         kept = new_slots(n + 1, kept_entries)
         free = 0
         for node in range(nodes.pool.count):
@@ -321,8 +367,11 @@ def run_simulation(
     pool_free_c, pool_free_g, pool_usable = nodes.pool.free_cores, nodes.pool.free_gpus, nodes.pool.usable
     # Placement's table of the pool, built once: the pool's nodes do not change during a replay.
     table = node_table(nodes.pool) if on_nodes else np.zeros((0, 0), dtype=np.int64)
-    # No node view lives across the loop's iterations: on processor counts it would cost a
+    # The replay's view with its kept reservations and table, which do not change; a pass adds
+    # the running jobs' allocations (``held``, reallocated when it grows) in an uncounted
+    # helper. No view is reassigned in the loop: on processor counts it would cost a
     # reference-count update per array at every event (counts_pass takes none).
+    replay_nodes = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
     nxt = 0
     vi = 0
     nv = len(windows.start)
@@ -425,8 +474,9 @@ def run_simulation(
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
         running_set = RunningSet(r_end, r_procs, rn)
         if on_nodes:
-            view = NodeView(nodes.pool, nodes.request, held, nodes.placement, nodes.placed, kept, table)
-            result = scheduling_pass(moment, config, pass_jobs, state, queues, running_set, out, view)
+            result = _pass_on_nodes(
+                moment, config, pass_jobs, state, queues, (running_set, held), out, replay_nodes
+            )
         else:
             result = counts_pass(moment, config, pass_jobs, state, queues, running_set, out)
         ns = result.started
@@ -436,7 +486,9 @@ def run_simulation(
             j = out.start[k]
             started_mark[j] = True
             if on_nodes:
-                held = _keep_placement(held, nodes.placed, k, rows)
+                if _held_full(held, nodes.placed, k, rows):
+                    held = _grown(held, nodes.placed, k, rows)
+                _keep_placement(held, nodes.placed, k, rows)
                 row_of[j] = rows
                 rows += 1
                 free -= _give_back(pool_free_c, pool_free_g, pool_usable, held, row_of[j], -1)
