@@ -172,3 +172,41 @@ def test_above_the_replay_bound_a_pass_projects_instead(monkeypatch: pytest.Monk
         assert all(np.isfinite(v) and v >= 0.0 for v in projected.values())
         differ += replayed != projected
     assert differ > 0
+
+
+def test_the_replay_is_the_simulated_rest_on_300_random_queues() -> None:
+    # Machines of 16 to 512 processors, queues of 5 to 80 jobs, replayed from a random moment
+    # of their simulated run: the replay's EASY passes are the simulator's, so every waiting
+    # job starts when the simulator starts it.
+    rng = np.random.default_rng(2026)
+    for trial in range(300):
+        machine = int(rng.choice([16, 64, 128, 512]))
+        n = int(rng.integers(5, 81))
+        procs = rng.choice([1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512], size=n)
+        procs = np.minimum(procs, machine).astype(np.int64)
+        request = rng.choice([100.0, 400.0, 3600.0, 7200.0], size=n) * rng.choice([0.5, 1.0], size=n)
+        runtime = np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0)
+        w = Workload(
+            job_id=np.arange(1, n + 1),
+            submit=np.zeros(n),
+            runtime=runtime,
+            requested_time=request,
+            procs=procs,
+            user=np.full(n, -1),
+            machine_procs=machine,
+        )
+        simulated = simulate(w, _easy())
+        end = simulated.start + runtime
+        now = float(rng.choice(np.sort(end))) - 0.5
+        running = (simulated.start <= now) & (end > now)
+        waiting = np.flatnonzero(simulated.start > now)
+        starts = project_easy_starts(
+            now,
+            machine - int(procs[running].sum()),
+            EasyRunning(end[running], (simulated.start + request)[running], procs[running]),
+            waiting.astype(np.int64),
+            procs,
+            runtime,
+            request,
+        )
+        assert np.array_equal(starts[waiting], simulated.start[waiting]), trial
