@@ -25,6 +25,11 @@ def _queue(seed: int, n: int = 40, tight: bool = False) -> Workload:
     procs = rng.choice([1, 2, 4, 8, 16, 32, 64], size=n).astype(np.int64)
     request = rng.integers(60, 5000, size=n).astype(float)
     runtime = request.copy() if tight else np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0)
+    return _all_at_zero(procs, runtime, request, MACHINE)
+
+
+def _all_at_zero(procs: np.ndarray, runtime: np.ndarray, request: np.ndarray, machine: int) -> Workload:
+    n = len(procs)
     return Workload(
         job_id=np.arange(1, n + 1),
         submit=np.zeros(n),
@@ -32,7 +37,7 @@ def _queue(seed: int, n: int = 40, tight: bool = False) -> Workload:
         requested_time=request,
         procs=procs,
         user=np.full(n, -1),
-        machine_procs=MACHINE,
+        machine_procs=machine,
     )
 
 
@@ -186,15 +191,7 @@ def test_the_replay_is_the_simulated_rest_on_300_random_queues() -> None:
         procs = np.minimum(procs, machine).astype(np.int64)
         request = rng.choice([100.0, 400.0, 3600.0, 7200.0], size=n) * rng.choice([0.5, 1.0], size=n)
         runtime = np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0)
-        w = Workload(
-            job_id=np.arange(1, n + 1),
-            submit=np.zeros(n),
-            runtime=runtime,
-            requested_time=request,
-            procs=procs,
-            user=np.full(n, -1),
-            machine_procs=machine,
-        )
+        w = _all_at_zero(procs, runtime, request, machine)
         simulated = simulate(w, _easy())
         end = simulated.start + runtime
         now = float(rng.choice(np.sort(end))) - 0.5
