@@ -227,6 +227,7 @@ def project_easy_starts(
         n += 1
         total += running_procs[k]
     starts = np.full(len(procs), INF)
+    started = np.zeros(len(procs), dtype=np.bool_)
     config, jobs, state, queues, out = _replay_pass(procs, limit, len(procs), no)
     # Waiting jobs per size: no pass runs while fewer processors are free than the smallest
     # size still waiting (it could start nothing), without rescanning the queue.
@@ -255,6 +256,7 @@ def project_easy_starts(
             )
             for k in range(result[0]):
                 j = out.start[k]
+                started[j] = True  # (a start at inf, after a job of infinite length, is one too)
                 starts[j] = t
                 free -= procs[j]
                 size_count[max(procs[j], 0)] -= 1
@@ -263,7 +265,7 @@ def project_easy_starts(
             if result[0] > 0:
                 kept = 0
                 for k in range(queued):
-                    if starts[queues.queue[k]] == INF:
+                    if not started[queues.queue[k]]:
                         queues.queue[kept] = queues.queue[k]
                         kept += 1
                 queued = kept

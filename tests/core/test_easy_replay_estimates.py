@@ -207,3 +207,18 @@ def test_the_replay_is_the_simulated_rest_on_300_random_queues() -> None:
             request,
         )
         assert np.array_equal(starts[waiting], simulated.start[waiting]), trial
+
+
+def test_behind_a_job_of_infinite_length_the_queue_waits_for_ever() -> None:
+    # Job 0 never ends: job 1 "starts" at inf and the replay stops (it once restarted it there
+    # for ever).
+    starts = project_easy_starts(
+        0.0,
+        4,
+        _none_running(),
+        np.array([0, 1, 2], np.int64),
+        np.array([4, 4, 2]),
+        np.array([np.inf, 1.0, 5.0]),
+        np.array([np.inf, 1.0, np.inf]),
+    )
+    assert starts[0] == 0.0 and np.isinf(starts[1]) and np.isinf(starts[2])
