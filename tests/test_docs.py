@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.script_module import load_script
+
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", REPO / "DEVELOPERS.md", *sorted((REPO / "docs").rglob("*.md"))]
 GENERATOR = REPO / "docs" / "reference" / "generate.py"
@@ -306,11 +308,7 @@ def test_every_repository_path_in_backticks_exists(page: Path) -> None:
 
 
 def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("docs_reference_generate", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(GENERATOR, "docs_reference_generate")
 
 
 @pytest.mark.parametrize("name", sorted(GENERATED))

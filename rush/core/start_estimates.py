@@ -4,11 +4,12 @@ Every pending job gets an estimated start, recomputed at each pass:
 
 * started now: now;
 * conservative: its reservation (the plan itself: the pass's standing reservations);
-* EASY: a replay of EASY itself without arrivals (:func:`project_easy_starts`): the
-  scheduler's decisions (the head's shadow time, the backfill test) read the reservation
-  estimates as the pass does, time moves on the predicted runtimes; the head never starts
-  later than its shadow time (above :data:`EASY_REPLAY_MAX_JOBS` waiting jobs, for its cost,
-  the projection below);
+* EASY: a replay of EASY itself without arrivals (:func:`project_easy_starts`): at each
+  predicted end the core's EASY pass (:func:`rush.core.easy.easy_pass`, the simulator's: EASY's
+  rules exist once) decides, reading the reservation estimates for the head's shadow time and
+  the backfill test; time moves on the predicted runtimes; the head never starts later than
+  its shadow time (above :data:`EASY_REPLAY_MAX_JOBS` waiting jobs, for its cost, the
+  projection below);
 * none (list scheduling): the projection, with starts in priority order.
 
 The projection books the running jobs until their predicted ends and then each queued job, in
@@ -36,13 +37,26 @@ import numpy as np
 from numba import njit
 
 from rush.core.conservative import MIN_DURATION
+from rush.core.easy import easy_pass
 from rush.core.fit_bounds import first_free_bound, fit_bound, new_bounds, record_first_free, record_fit
 from rush.core.free_profile import add_breakpoint, add_free, earliest_fit, new_profile
+from rush.core.pass_data import (
+    MODE_EASY,
+    OrderPolicy,
+    PassConfig,
+    PassJobs,
+    PassMoment,
+    PassQueues,
+    PassState,
+    RunningSet,
+    new_out,
+)
 
 INF = np.inf
-# The EASY replay costs one EASY pass per predicted end (about 7 ms CPU for 1 000 pending jobs,
-# 200 ms for 10 000 against 10 ms for the projection): above this many waiting jobs a pass
-# projects instead, so that a pass at scale keeps its cost (the estimates then are round 5's).
+# The EASY replay costs one EASY pass per predicted end (about 2 ms CPU for 1 000 pending jobs
+# and 100 ms for 10 000 on bench_nodes' queue, up to 850 ms on others, against 10 ms for the
+# projection): above this many waiting jobs a pass projects instead, so that a pass at scale
+# keeps its cost (the estimates then are round 5's).
 EASY_REPLAY_MAX_JOBS = 2000
 # Why a job has its estimate (Decisions.estimate_basis).
 BASIS_NOW = "now"
@@ -128,16 +142,48 @@ class EasyRunning(NamedTuple):
 
 
 @njit(cache=True, inline="always")
-def _start_at(t: float, j: int, n: int, starts: np.ndarray, booked: tuple, jobs: tuple) -> int:
-    """Start job ``j`` at ``t`` in the replay: its start, and its row ``n`` among the running
-    (predicted end, end on its limit, processors) for the shadow time. Returns the row count."""
-    end, lim, held = booked
-    procs, duration, limit = jobs
-    starts[j] = t
-    end[n] = t + max(duration[j], MIN_DURATION)
-    lim[n] = max(t + max(limit[j], MIN_DURATION), end[n])
-    held[n] = procs[j]
+def _book(booked: tuple, n: int, limit_end: float, end: float, procs: int) -> int:
+    """Add a running row (end on its limit, predicted end, processors) to the replay's running
+    set, kept sorted by the end on its limit as EASY's pass reads it. Returns the row count."""
+    lim, ends, held = booked
+    k = n
+    while k > 0 and lim[k - 1] > limit_end:
+        lim[k] = lim[k - 1]
+        ends[k] = ends[k - 1]
+        held[k] = held[k - 1]
+        k -= 1
+    lim[k] = limit_end
+    ends[k] = end
+    held[k] = procs
     return n + 1
+
+
+@njit(cache=True)
+def _replay_pass(procs: np.ndarray, limit: np.ndarray, n_jobs: int, queue_len: int) -> tuple:
+    """The containers of the core's EASY pass for a replay over ``n_jobs`` jobs, ``queue_len`` of
+    them waiting: EASY, the backfill scan in priority order, no job flagged (so no skip)."""
+    no_order = OrderPolicy(0, np.zeros(1), np.zeros(1), False, np.zeros(0, dtype=np.int64))
+    config = PassConfig(MODE_EASY, no_order, no_order, True, -1.0, False, 0.0, 0.0, 0)
+    jobs = PassJobs(limit, procs, limit, limit, procs, np.zeros(n_jobs, dtype=np.bool_), limit)
+    state = PassState(
+        np.zeros(n_jobs, dtype=np.int64),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0, dtype=np.int64),
+        np.zeros((0, 5)),
+    )
+    none_i = np.zeros(0, dtype=np.int64)
+    none_f = np.zeros(0)
+    queues = PassQueues(
+        np.empty(queue_len, dtype=np.int64),
+        none_i,
+        none_f,
+        none_i,
+        none_i,
+        none_f,
+        np.zeros(n_jobs, dtype=np.bool_),
+    )
+    return config, jobs, state, queues, new_out(queue_len)
 
 
 @njit(cache=True)
@@ -150,99 +196,82 @@ def project_easy_starts(
     duration: np.ndarray,
     limit: np.ndarray,
 ) -> np.ndarray:
-    """Estimated start of each job of ``order`` by replaying EASY itself without arrivals: the
-    scheduler's decisions read the limits (the head's shadow time from the running jobs'
-    ``running.limit`` ends, the backfill test from each job's ``limit``), as EASY's pass does;
-    time moves on the predicted ends (``running.end``, each started job's ``duration``).
-    Jobs in the arrays' order; a job wider than the machine gets inf. With exact runtimes the
-    error left is the arrivals'.
+    """Estimated start of each job of ``order`` by replaying EASY itself without arrivals: at
+    each moment the core's EASY pass (:func:`rush.core.easy.easy_pass`, the simulator's) decides
+    on the limits (the head's shadow time from the running jobs' ``running.limit`` ends and the
+    jobs it starts, the backfill test from each job's ``limit``); time moves on the predicted
+    ends (``running.end``, each started job's ``duration``) to the next one. Jobs in the arrays'
+    order; a job wider than the machine gets inf. With exact runtimes the error left is the
+    arrivals'.
 
     A running job past its predicted end is expected to end one second from now (as in
-    :func:`project_starts`); a limit earlier than the predicted end is read as that end."""
+    :func:`project_starts`); a running job's limit earlier than its predicted end is read as
+    that end (in the passes after the one that starts a job, too: the replay's time runs on
+    predictions, and a job predicted to outlive its limit holds its processors). Within the pass
+    that starts a job, the shadow time reads its limit, as EASY does (before round 7 the replay
+    read the later of limit and predicted end there too; no caller predicts past a limit)."""
     running_end, running_limit, running_procs = running
     nr = len(running_end)
     no = len(order)
     cap = nr + no
-    end = np.empty(cap, dtype=np.float64)
-    lim = np.empty(cap, dtype=np.float64)
-    held = np.empty(cap, dtype=np.int64)
-    booked, jobs = (end, lim, held), (procs, duration, limit)
+    booked = (np.empty(cap), np.empty(cap), np.empty(cap, dtype=np.int64))
+    lim, end, held = booked
+    ends = np.where(running_end > now, running_end, now + 1.0)
+    limits = np.maximum(running_limit, ends)
+    n = 0
     total = free
-    for k in range(nr):
-        end[k] = running_end[k] if running_end[k] > now else now + 1.0
-        lim[k] = max(running_limit[k], end[k])
-        held[k] = running_procs[k]
+    for k in np.argsort(limits, kind="mergesort"):
+        lim[n] = limits[k]
+        end[n] = ends[k]
+        held[n] = running_procs[k]
+        n += 1
         total += running_procs[k]
-    n = nr
     starts = np.full(len(procs), INF)
-    waiting = np.zeros(no, dtype=np.bool_)
-    # Waiting jobs per size: the smallest size still waiting bounds the backfill scan (none
-    # fits when fewer processors are free), without rescanning the queue.
+    started = np.zeros(len(procs), dtype=np.bool_)
+    config, jobs, state, queues, out = _replay_pass(procs, limit, len(procs), no)
+    # Waiting jobs per size: no pass runs while fewer processors are free than the smallest
+    # size still waiting (it could start nothing), without rescanning the queue.
     size_count = np.zeros(total + 2, dtype=np.int64)
-    left = 0
+    queued = 0
     for m in range(no):
-        if procs[order[m]] <= total:
-            waiting[m] = True
-            left += 1
-            size_count[max(procs[order[m]], 0)] += 1
+        j = order[m]
+        if procs[j] <= total:  # a job wider than the machine never starts, nor blocks
+            queues.queue[queued] = j
+            queued += 1
+            size_count[max(procs[j], 0)] += 1
     smallest = 0
-    first = 0  # every job before it has started (or never will)
     t = now
-    while left > 0:
-        head = -1
-        while first < no and not waiting[first]:
-            first += 1
-        for m in range(first, no):  # 1. in order while they fit
-            if not waiting[m]:
-                continue
-            j = order[m]
-            if procs[j] > free:
-                head = m
-                break
-            waiting[m] = False
-            left -= 1
-            size_count[max(procs[j], 0)] -= 1
-            free -= procs[j]
-            n = _start_at(t, j, n, starts, booked, jobs)
+    while queued > 0:
         while smallest <= total and size_count[smallest] == 0:
             smallest += 1
-        if head >= 0 and free >= smallest:  # 2. the head's shadow time on the limits; 3. backfill
-            need = procs[order[head]]
-            by_limit = np.argsort(lim[:n])
-            avail = free
-            shadow = INF
-            for i in range(n):
-                avail += held[by_limit[i]]
-                if avail >= need:
-                    shadow = lim[by_limit[i]]
-                    for i2 in range(i + 1, n):
-                        if lim[by_limit[i2]] > shadow:
-                            break
-                        avail += held[by_limit[i2]]
-                    break
-            shadow = max(shadow, t)
-            extra = avail - need
-            for m in range(head + 1, no):
-                if free < smallest:
-                    break
-                j = order[m]
-                if not waiting[m] or procs[j] > free:
-                    continue
-                in_time = t + limit[j] <= shadow
-                if not in_time and procs[j] > extra:
-                    continue
-                waiting[m] = False
-                left -= 1
-                size_count[max(procs[j], 0)] -= 1
+        if free >= smallest:
+            result = easy_pass(
+                PassMoment(t, free, queued, False, False),
+                config,
+                jobs,
+                state,
+                queues,
+                RunningSet(lim, held, n),
+                out,
+            )
+            for k in range(result[0]):
+                j = out.start[k]
+                started[j] = True  # (a start at inf, after a job of infinite length, is one too)
+                starts[j] = t
                 free -= procs[j]
-                if not in_time:
-                    extra -= procs[j]
-                n = _start_at(t, j, n, starts, booked, jobs)
-                while smallest <= total and size_count[smallest] == 0:
-                    smallest += 1
-        if left == 0 or n == 0:
+                size_count[max(procs[j], 0)] -= 1
+                e = t + max(duration[j], MIN_DURATION)
+                n = _book(booked, n, max(t + max(limit[j], MIN_DURATION), e), e, procs[j])
+            if result[0] > 0:
+                kept = 0
+                for k in range(queued):
+                    if not started[queues.queue[k]]:
+                        queues.queue[kept] = queues.queue[k]
+                        kept += 1
+                queued = kept
+        if queued == 0 or n == 0:
             break
-        # 4. the next predicted end: its processors come back
+        # The next predicted end: its processors come back.
         t = end[0]
         for i in range(1, n):
             t = min(t, end[i])

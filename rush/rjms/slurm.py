@@ -439,7 +439,8 @@ class SlurmBackend(RJMSBackend):
             except RJMSError:
                 out = None
             if out is not None and out.returncode == 0:
-                leaves = slurm_json.leaf_switches(out.stdout)  # ValueError: a hostile host list
+                # RJMSError naming the line: a hostile host list.
+                leaves = slurm_json.leaf_switches(out.stdout)
                 pods = slurm_json.pod_switches(out.stdout)
         self._leaves = (now, leaves, pods)
         return leaves

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rush.core.resources import Node, NodeState, Request
+from rush.errors import RJMSError
 from rush.rjms.base import RJMSJob
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
@@ -637,39 +638,72 @@ def node_list(
     return tuple(nodes)
 
 
+# What to do about a switch line rush cannot read (the daemon's cycle reports it and retries).
+TOPOLOGY_FIX = (
+    "correct that switch in topology.conf (SwitchName, Switches= and Nodes= take Slurm host lists "
+    f"such as s[1-4] or n[01-16], at most {MAX_NODES} names in the whole topology) and run "
+    "`scontrol reconfigure`; rush reads the topology again at its next cycle"
+)
+
+
+def _switch_lines(topology: str, wanted: dict[str, str]) -> Iterator[tuple[str, str, list[str]]]:
+    """(level, switch name, names) of each switch line of ``scontrol show topology`` whose level
+    is in ``wanted``, with the host list of that level's field (``wanted[level]``: Nodes or
+    Switches) expanded. The lists of all lines share one budget of :data:`MAX_NODES` names, so
+    the work stays bounded however many lines repeat a large range. A list rush cannot read is
+    an RJMSError naming the line and the fix."""
+    budget = MAX_NODES
+    for number, line in enumerate(topology.splitlines()[:MAX_NODES], 1):
+        fields = dict(item.partition("=")[::2] for item in line.split() if "=" in item)
+        level = fields.get("Level", "")
+        if level not in wanted or "SwitchName" not in fields:
+            continue
+        key = wanted[level]
+        try:
+            names = hostlist(fields.get(key, ""), f"topology {key}", budget)
+        except ValueError as exc:
+            raise RJMSError(
+                f"switch {short(fields['SwitchName'])}: {exc}"
+                + (
+                    ""
+                    if budget == MAX_NODES
+                    else f" (with the {MAX_NODES - budget} names of the lines before)"
+                ),
+                where=f"scontrol show topology, line {number}",
+                fix=TOPOLOGY_FIX,
+            ) from None
+        budget -= len(names)
+        yield level, fields["SwitchName"], names
+
+
 def leaf_switches(topology: str) -> dict[str, int]:
     """Node name -> leaf switch index from ``scontrol show topology`` (``SwitchName=s1 Level=0
     ... Nodes=n[1-4]``): leaves numbered in the order Slurm prints them; {} when it prints none
-    (topology/flat, or no topology.conf)."""
+    (topology/flat, or no topology.conf). RJMSError on a host list it cannot read."""
     leaves: dict[str, int] = {}
-    index = 0
-    for line in topology.splitlines()[:MAX_NODES]:
-        fields = dict(item.partition("=")[::2] for item in line.split() if "=" in item)
-        if fields.get("Level") != "0" or "SwitchName" not in fields:
-            continue
-        for node in hostlist(fields.get("Nodes", ""), "topology Nodes"):
+    for index, (_, _, nodes) in enumerate(_switch_lines(topology, {"0": "Nodes"})):
+        for node in nodes:
             leaves.setdefault(node, index)
-        index += 1
     return leaves
 
 
 def pod_switches(topology: str) -> dict[str, int]:
     """Node name -> pod index from ``scontrol show topology``: the level-1 switch whose
     ``Switches`` holds the node's leaf switch, numbered in the order Slurm prints them; {} when
-    there is no such level (one pod: every node in pod 0)."""
+    there is no such level (one pod: every node in pod 0). A level-1 switch without
+    ``Switches``, or naming no leaf, is a pod of no node; a leaf named by two pods is in the
+    first. RJMSError on a host list it cannot read."""
     leaf_nodes: dict[str, list[str]] = {}
     uppers: list[list[str]] = []
-    for line in topology.splitlines()[:MAX_NODES]:
-        fields = dict(item.partition("=")[::2] for item in line.split() if "=" in item)
-        if "SwitchName" not in fields:
-            continue
-        if fields.get("Level") == "0":
-            leaf_nodes[fields["SwitchName"]] = hostlist(fields.get("Nodes", ""), "topology Nodes")
-        elif fields.get("Level") == "1":
-            uppers.append(hostlist(fields.get("Switches", ""), "topology Switches"))
+    for level, name, names in _switch_lines(topology, {"0": "Nodes", "1": "Switches"}):
+        if level == "0":
+            leaf_nodes[name] = names
+        else:
+            uppers.append(names)
     pods: dict[str, int] = {}
     for index, switches in enumerate(uppers):
         for switch in switches:
-            for node in leaf_nodes.get(switch, ()):
+            # Each leaf's nodes once (pop): a leaf named by many pods costs no more.
+            for node in leaf_nodes.pop(switch, ()):
                 pods.setdefault(node, index)
     return pods

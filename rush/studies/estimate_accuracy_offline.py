@@ -157,7 +157,6 @@ def sweep_estimates(
     return sweep_projected(query_time, query_job, (submit, start, end, procs, machine), ladders, plain)
 
 
-@njit(cache=True)
 def sweep_projected(
     query_time: np.ndarray,
     query_job: np.ndarray,
@@ -167,8 +166,26 @@ def sweep_projected(
 ) -> np.ndarray:
     """(estimators, queries) estimated starts. Queries sorted by time; jobs in FCFS order
     (submit order, the workload's); ``jobs`` = (submit, start, end, procs, machine processors);
-    ``ladders`` (estimators, n, rungs); ``how``: the :class:`Projection`."""
+    ``ladders`` (estimators, n, rungs): a running job ends off its ladder (or as
+    ``how.conditional`` says), a queued job runs its first rung; ``how``: the :class:`Projection`."""
+    first_rung = np.ascontiguousarray(ladders[:, :, 0])
+    return sweep_by_source(query_time, query_job, jobs, (ladders, first_rung), how)
+
+
+@njit(cache=True)
+def sweep_by_source(
+    query_time: np.ndarray,
+    query_job: np.ndarray,
+    jobs: tuple,
+    runtimes: tuple,
+    how: Projection,
+) -> np.ndarray:
+    """:func:`sweep_projected` with the two sources of runtimes apart: ``runtimes`` =
+    (ladders (estimators, n, rungs) the running jobs' ends are read off, queue (estimators, n)
+    the queued jobs' runtimes), so that an estimator may mix sources (a diagnosis splitting the
+    error into what the running jobs' ends and the queue's runtimes cost)."""
     submit, start, end, procs, machine = jobs
+    ladders, queue = runtimes
     rule, request, conditional, knots_x, knots_p = how
     n_est = ladders.shape[0]
     nq = len(query_time)
@@ -235,7 +252,7 @@ def sweep_projected(
                     run_end[i] = start[k] + _running_length(ladders[e, k], t - start[k])
             dur = np.empty(n_pend)
             for i in range(n_pend):
-                dur[i] = ladders[e, pend_k[i], 0]
+                dur[i] = queue[e, pend_k[i]]
             if rule == RULE_EASY:
                 starts = project_easy_starts(
                     t,

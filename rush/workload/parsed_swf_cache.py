@@ -13,8 +13,11 @@ is a miss: the caller parses the file and the entry is written again.
 
 Files smaller than :data:`MIN_CACHED_BYTES` on disk are parsed every time (so warm-up's and
 the tests' small traces neither skip the parser nor fill the user's cache).
-``RUSH_PARSE_CACHE=0`` turns the cache off. Failing to write an entry (a read-only home) is
-not an error: the file was parsed and the replay goes on.
+``RUSH_PARSE_CACHE=0`` turns the cache off, ``1`` (or unset, or empty) leaves it on; any other
+value is a configuration error naming the variable (exit 2), not a guess. A cache directory
+that cannot be read or written (read-only, a file in its place, not ours) is not an error:
+the file is parsed and the replay goes on, as it does when an entry is not a regular file (a
+FIFO or a device there is never opened for reading, so it cannot hang or flood a read).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from rush.errors import ConfigError
 
 FORMAT = b"rush-parsed-swf 1\n"
 MIN_CACHED_BYTES = 64 * 1024
@@ -50,7 +56,21 @@ class ParsedSWF:
 
 
 def enabled(stored: bytes) -> bool:
-    return os.environ.get("RUSH_PARSE_CACHE", "1") != "0" and len(stored) >= MIN_CACHED_BYTES
+    """Whether a file of these bytes goes through the cache (``RUSH_PARSE_CACHE`` checked first,
+    whatever the size, so that a wrong value is seen on any trace)."""
+    return switched_on() and len(stored) >= MIN_CACHED_BYTES
+
+
+def switched_on() -> bool:
+    """``$RUSH_PARSE_CACHE``: 0 off, 1 or unset or empty on; ConfigError otherwise."""
+    raw = os.environ.get("RUSH_PARSE_CACHE", "")
+    if raw not in ("", "0", "1"):
+        raise ConfigError(
+            f"RUSH_PARSE_CACHE must be 0 or 1, got {raw[:40]!r}",
+            where="RUSH_PARSE_CACHE",
+            fix="set RUSH_PARSE_CACHE=0 to parse traces every time, 1 (or unset it) to cache parsed traces",
+        )
+    return raw != "0"
 
 
 def cache_dir() -> Path:
@@ -86,8 +106,11 @@ def load(file_sha256: str) -> ParsedSWF | None:
     """The cached parse of the file with this sha256, or None (absent, stale or damaged)."""
     path = entry_path(file_sha256)
     try:
-        with open(path, "rb") as fh:
-            if fh.readline() != FORMAT:
+        # Non-blocking: a FIFO in an entry's place must not wait for a writer; then only a
+        # regular file is read (a device such as /dev/zero would never end).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or fh.readline(len(FORMAT)) != FORMAT:
                 return None
             meta = json.loads(fh.readline())
             ints = np.load(fh, allow_pickle=False)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import signal
 import subprocess
@@ -16,15 +15,11 @@ import pytest
 from rush.campaign.records import noise_during, noise_intervals
 from rush.collect.procfs import ProcfsCollector
 from tests.campaign.conftest import NOISE
+from tests.script_module import load_script
 
 
 def _module():  # noqa: ANN202 - the script's module
-    spec = importlib.util.spec_from_file_location("rush_noise", NOISE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rush_noise"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_script(NOISE, "rush_noise")
 
 
 noise = _module()

@@ -25,6 +25,11 @@ def _queue(seed: int, n: int = 40, tight: bool = False) -> Workload:
     procs = rng.choice([1, 2, 4, 8, 16, 32, 64], size=n).astype(np.int64)
     request = rng.integers(60, 5000, size=n).astype(float)
     runtime = request.copy() if tight else np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0)
+    return _all_at_zero(procs, runtime, request, MACHINE)
+
+
+def _all_at_zero(procs: np.ndarray, runtime: np.ndarray, request: np.ndarray, machine: int) -> Workload:
+    n = len(procs)
     return Workload(
         job_id=np.arange(1, n + 1),
         submit=np.zeros(n),
@@ -32,7 +37,7 @@ def _queue(seed: int, n: int = 40, tight: bool = False) -> Workload:
         requested_time=request,
         procs=procs,
         user=np.full(n, -1),
-        machine_procs=MACHINE,
+        machine_procs=machine,
     )
 
 
@@ -172,3 +177,48 @@ def test_above_the_replay_bound_a_pass_projects_instead(monkeypatch: pytest.Monk
         assert all(np.isfinite(v) and v >= 0.0 for v in projected.values())
         differ += replayed != projected
     assert differ > 0
+
+
+def test_the_replay_is_the_simulated_rest_on_300_random_queues() -> None:
+    # Machines of 16 to 512 processors, queues of 5 to 80 jobs, replayed from a random moment
+    # of their simulated run: the replay's EASY passes are the simulator's, so every waiting
+    # job starts when the simulator starts it.
+    rng = np.random.default_rng(2026)
+    for trial in range(300):
+        machine = int(rng.choice([16, 64, 128, 512]))
+        n = int(rng.integers(5, 81))
+        procs = rng.choice([1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512], size=n)
+        procs = np.minimum(procs, machine).astype(np.int64)
+        request = rng.choice([100.0, 400.0, 3600.0, 7200.0], size=n) * rng.choice([0.5, 1.0], size=n)
+        runtime = np.maximum(np.round(request * rng.uniform(0.01, 1.0, n)), 1.0)
+        w = _all_at_zero(procs, runtime, request, machine)
+        simulated = simulate(w, _easy())
+        end = simulated.start + runtime
+        now = float(rng.choice(np.sort(end))) - 0.5
+        running = (simulated.start <= now) & (end > now)
+        waiting = np.flatnonzero(simulated.start > now)
+        starts = project_easy_starts(
+            now,
+            machine - int(procs[running].sum()),
+            EasyRunning(end[running], (simulated.start + request)[running], procs[running]),
+            waiting.astype(np.int64),
+            procs,
+            runtime,
+            request,
+        )
+        assert np.array_equal(starts[waiting], simulated.start[waiting]), trial
+
+
+def test_behind_a_job_of_infinite_length_the_queue_waits_for_ever() -> None:
+    # Job 0 never ends: job 1 "starts" at inf and the replay stops (it once restarted it there
+    # for ever).
+    starts = project_easy_starts(
+        0.0,
+        4,
+        _none_running(),
+        np.array([0, 1, 2], np.int64),
+        np.array([4, 4, 2]),
+        np.array([np.inf, 1.0, 5.0]),
+        np.array([np.inf, 1.0, np.inf]),
+    )
+    assert starts[0] == 0.0 and np.isinf(starts[1]) and np.isinf(starts[2])

@@ -23,6 +23,7 @@ from rush.models.runtime_features import (
 )
 from rush.models.walkforward import predict_classes_walkforward, published_job_set
 from rush.workload.model import Workload
+from tests.script_module import load_script
 
 DAY = 86400.0
 NOON = 20000 * DAY + 12 * 3600  # a Unix time, UTC clock
@@ -171,10 +172,7 @@ def test_max_train_jobs_caps_the_fit_not_the_divider():
 
 def load_run():
     path = Path(__file__).resolve().parents[2] / "sim" / "runtime_classes" / "run.py"
-    spec = importlib.util.spec_from_file_location("runtime_classes_run", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(path, "runtime_classes_run")
 
 
 def test_importances_keep_the_week_index():

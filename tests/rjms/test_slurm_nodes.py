@@ -205,7 +205,7 @@ def test_leaf_switches_from_scontrol_show_topology():
     leaves = slurm_json.leaf_switches(text)
     assert leaves == {f"n{i}": 0 if i <= 4 else 1 for i in range(1, 9)}
     assert slurm_json.leaf_switches("") == {}
-    with pytest.raises(ValueError, match="more than"):
+    with pytest.raises(RJMSError, match="more than"):
         slurm_json.leaf_switches("SwitchName=s1 Level=0 Nodes=n[1-99999999999]")
 
 
@@ -252,7 +252,7 @@ def test_hostile_topology_through_the_backend_names_the_place(tmp_path):
         (bin_dir / tool).chmod(0o755)
     with pytest.raises(RJMSError, match="more than") as caught:
         get_backend("slurm", bin_dir=str(bin_dir)).read_state()
-    assert caught.value.where.startswith("slurm nodes")
+    assert caught.value.where == "scontrol show topology, line 1"
 
 
 # -- the RJMS's own priority (RJMSJob.priority, the RJMS policy's key) -----------------------

@@ -65,23 +65,32 @@ def test_the_slurm_mode_predicts_the_recorded_replay(name: str) -> None:
         assert easy["mean_abs"] > 3.0 or easy["within_5s"] < 0.90 or easy_order["inversions"] > 0, easy
 
 
+def _three_jobs(submit: list[float], runtime: list[float], procs: list[int], limit: list[float]) -> Workload:
+    """Jobs 1-3 of one user on a machine of 4 CPUs."""
+    return Workload(
+        job_id=np.array([1, 2, 3]),
+        submit=np.array(submit),
+        runtime=np.array(runtime),
+        procs=np.array(procs),
+        requested_time=np.array(limit),
+        user=np.array([1, 1, 1]),
+        machine_procs=4,
+    )
+
+
+def _on_two_nodes(jobs: Workload):  # noqa: ANN202 - the Slurm mode's result
+    """The Slurm mode on two nodes of 2 CPUs, a backfill cycle every second."""
+    from rush.core.slurm_backfill import SlurmScheduler
+
+    slurm = SlurmScheduler(nodes=2, cpus_per_node=2, bf_interval=1, bf_resolution=1)
+    return simulate_slurm(jobs, slurm, clock=SlurmClock(offset=1000.0))
+
+
 def test_ticks_and_whole_node_reservations_on_a_small_case() -> None:
     """Two nodes of 2 CPUs. Job 1 (3 CPUs, 2.5 s) runs; job 2 (4 CPUs) waits for it; job 3
     (1 CPU, limit 60 s) could run beside job 1 on its idle CPU, but job 2's reservation holds
     both whole nodes from job 1's limit on, and job 3's limit overlaps it: it waits for job 2."""
-    jobs = Workload(
-        job_id=np.array([1, 2, 3]),
-        submit=np.array([0.0, 0.0, 0.0]),
-        runtime=np.array([2.5, 1.0, 1.0]),
-        procs=np.array([3, 4, 1]),
-        requested_time=np.array([60.0, 60.0, 60.0]),
-        user=np.array([1, 1, 1]),
-        machine_procs=4,
-    )
-    from rush.core.slurm_backfill import SlurmScheduler
-
-    slurm = SlurmScheduler(nodes=2, cpus_per_node=2, bf_interval=1, bf_resolution=1)
-    result = simulate_slurm(jobs, slurm, clock=SlurmClock(offset=1000.0))
+    result = _on_two_nodes(_three_jobs([0.0, 0.0, 0.0], [2.5, 1.0, 1.0], [3, 4, 1], [60.0, 60.0, 60.0]))
     # Job 1 ends at 2.5; its CPUs return at the next tick (3); job 2 then runs 3-4, and job 3
     # starts when job 2's CPUs return (5).
     assert result.start.tolist() == [0.0, 3.0, 5.0]
@@ -94,24 +103,13 @@ def test_backfill_starts_a_job_in_the_second_it_was_submitted() -> None:
     backfilled in its submit's second, as the recorded replays show (42 such starts in six
     runs): not at the next tick. Two nodes of 2 CPUs: job 1 (2 CPUs) runs; job 2 (4 CPUs) waits
     for it; job 3 (1 CPU, limit 5 s) ends before job 2's reservation and fits on node 2."""
-    jobs = Workload(
-        job_id=np.array([1, 2, 3]),
-        submit=np.array([0.0, 5.0, 5.0]),
-        runtime=np.array([30.0, 1.0, 1.0]),
-        procs=np.array([2, 4, 1]),
-        requested_time=np.array([60.0, 60.0, 5.0]),
-        user=np.array([1, 1, 1]),
-        machine_procs=4,
-    )
-    from rush.core.slurm_backfill import SlurmScheduler
-
-    slurm = SlurmScheduler(nodes=2, cpus_per_node=2, bf_interval=1, bf_resolution=1)
-    result = simulate_slurm(jobs, slurm, clock=SlurmClock(offset=1000.0))
+    jobs = _three_jobs([0.0, 5.0, 5.0], [30.0, 1.0, 1.0], [2, 4, 1], [60.0, 60.0, 5.0])
+    result = _on_two_nodes(jobs)
     assert result.start.tolist() == [0.0, 31.0, 5.0]  # job 1 ends at 30: CPUs back at 31
     assert result.backfilled.tolist() == [False, False, True]
     # A submit between ticks waits for the next one (bf_interval 1 s): job 3 at 5.5 starts at 6.
     jobs.submit = np.array([0.0, 5.0, 5.5])
-    assert simulate_slurm(jobs, slurm, clock=SlurmClock(offset=1000.0)).start.tolist() == [0.0, 31.0, 6.0]
+    assert _on_two_nodes(jobs).start.tolist() == [0.0, 31.0, 6.0]
 
 
 def test_the_backfill_tick_is_the_interval_tick_at_or_after_a_change() -> None:

@@ -6,7 +6,6 @@ the kill budget than at rush's idempotent threshold; and which cached walk-forwa
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pickle
 from pathlib import Path
@@ -24,6 +23,7 @@ from rush.studies.runtime_predictions_quantiles import (
     scheduler_inputs,
 )
 from tests.models.fixtures import HEADER, synthetic_workload
+from tests.script_module import load_script
 
 
 def test_schedulers_share_a_base_and_kill_only_false_smalls() -> None:
@@ -55,11 +55,9 @@ def test_schedulers_share_a_base_and_kill_only_false_smalls() -> None:
 
 
 def _rush_q_script():
-    path = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "rush_q.py"
-    spec = importlib.util.spec_from_file_location("rush_q", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(
+        Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "rush_q.py", "rush_q"
+    )
 
 
 def test_rush_q_takes_the_newest_walkforward_of_the_feature_set(tmp_path, monkeypatch) -> None:

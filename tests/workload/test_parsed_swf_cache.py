@@ -4,15 +4,19 @@ the file, and an entry is never used for other content, another parser or when d
 from __future__ import annotations
 
 import gzip
+import hashlib
+import os
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rush.errors import TraceFormatError
+from rush.errors import ConfigError, TraceFormatError
 from rush.workload import parsed_swf_cache, swf
 from rush.workload.swf import read_swf
+from tests.rush_cli import rush
 
 HEADER = "; Version: 2.2\n; MaxProcs: 128\n; Note: a long\n;   continued note\n"
 
@@ -179,3 +183,72 @@ def test_an_unwritable_cache_is_no_error(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("RUSH_CACHE_DIR", str(blocker))  # mkdir under a file fails
     path = write_trace(tmp_path / "trace.swf")
     same_trace(read_swf(path), read_swf(path, cache=False))
+
+
+@pytest.mark.parametrize("value", ["maybe", "2", "true", " 0", "01"])
+def test_a_wrong_switch_value_is_a_configuration_error(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # Not a guess either way: the error names the variable and the values it takes, on any file.
+    monkeypatch.setenv("RUSH_PARSE_CACHE", value)
+    small = tmp_path / "small.swf"
+    small.write_text(HEADER + job_line(1, 10))
+    for path in (write_trace(tmp_path / "big.swf"), small):
+        with pytest.raises(ConfigError, match="RUSH_PARSE_CACHE must be 0 or 1") as refused:
+            read_swf(path)
+        assert refused.value.where == "RUSH_PARSE_CACHE" and "RUSH_PARSE_CACHE=0" in refused.value.fix
+    assert not cache.exists()
+
+
+def test_the_command_line_exits_2_on_a_wrong_switch_value(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "big.swf")
+    env = {"RUSH_CACHE_DIR": str(tmp_path / "cache"), "RUSH_PARSE_CACHE": "maybe"}
+    done = rush("trace", "info", str(path), env=env)
+    assert done.returncode == 2, done.stderr
+    assert "RUSH_PARSE_CACHE" in done.stderr and not done.stdout
+    done = rush("trace", "info", str(path), env=env | {"RUSH_PARSE_CACHE": ""})  # empty: on
+    assert done.returncode == 0, done.stderr
+    assert list((tmp_path / "cache" / "parsed-swf").glob("*.npy"))
+
+
+def test_an_empty_switch_leaves_the_cache_on(
+    tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUSH_PARSE_CACHE", "")
+    path = write_trace(tmp_path / "trace.swf")
+    same_trace(read_swf(path), read_swf(path))
+    assert len(parses) == 1 and len(list(cache.glob("*.npy"))) == 1
+
+
+def test_a_cache_directory_that_is_a_file_only_costs_a_parse(
+    tmp_path: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # RUSH_CACHE_DIR names a regular file: nothing can be read or written under it (for root too).
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("RUSH_CACHE_DIR", str(blocker))
+    monkeypatch.delenv("RUSH_PARSE_CACHE", raising=False)
+    path = write_trace(tmp_path / "trace.swf")
+    same_trace(read_swf(path), read_swf(path, cache=False))
+    read_swf(path)
+    assert len(parses) == 3 and blocker.read_text() == "x"
+
+
+def test_an_entry_that_is_a_fifo_is_not_waited_on(tmp_path: Path, cache: Path, parses: list[int]) -> None:
+    # A FIFO in the entry's place: opened for reading it would wait for a writer for ever.
+    path = write_trace(tmp_path / "trace.swf")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    cache.mkdir(parents=True)
+    os.mkfifo(parsed_swf_cache.entry_path(digest))
+    done: list[object] = []
+    reader = threading.Thread(target=lambda: done.append(read_swf(path)), daemon=True)
+    reader.start()
+    reader.join(timeout=120)
+    if reader.is_alive():  # unblock the reader before failing
+        os.close(os.open(parsed_swf_cache.entry_path(digest), os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=120)
+        pytest.fail("the read waited on a FIFO in the cache")
+    same_trace(done[0], read_swf(path, cache=False))
+    assert len(parses) == 2
+    assert parsed_swf_cache.entry_path(digest).is_file()  # rewritten as a regular entry
+    assert parsed_swf_cache.load(digest) is not None

@@ -44,12 +44,8 @@ CANDIDATES = (
 
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from run import cached_walkforward, load
+    from study_trace import study_trace, walkforward
 
-    from rush.core.config import CoreConfig
-    from rush.core.remaining_runtime import quantile_knots
-    from rush.models.runtime_quantiles import RuntimeQuantileRegressor
-    from rush.simulator.engine import simulate
     from rush.studies.estimate_accuracy_offline import (
         REMAINING_LADDER,
         REMAINING_MEAN,
@@ -57,11 +53,8 @@ def main() -> None:
         REMAINING_Q40,
         RULE_CONSERVATIVE,
         RULE_EASY,
-        ladder,
-        limits_ladder,
         projection,
         sweep_projected,
-        wait_class,
     )
 
     REMAINING = {
@@ -80,65 +73,35 @@ def main() -> None:
         help="the D4 candidate's queue means come from this set's walk-forward",
     )
     args = parser.parse_args()
-    model = RuntimeQuantileRegressor()
     suffix = "" if args.feature_set == "base" else f"_{args.feature_set}"
     path = OUT / f"estimate_rules{suffix}.json"
     report = json.loads(path.read_text()) if path.exists() else {}
     for trace_name in args.traces.split(","):
         t0 = time.time()
-        wf = cached_walkforward(
-            trace_name,
-            10_000,
-            model.max_iter,
-            1,
-            model.learning_rate,
-            model.max_leaf_nodes,
-            args.feature_set,
-        )
-        other = None
-        if args.other_feature_set:
-            other = cached_walkforward(
-                trace_name,
-                10_000,
-                model.max_iter,
-                1,
-                model.learning_rate,
-                model.max_leaf_nodes,
-                args.other_feature_set,
-            )
-        _, workload = load(trace_name)
-        result = simulate(workload, CoreConfig.from_names("FCFS", "easy", 200_000))
-        req = np.asarray(workload.requested_time, dtype=np.float64)
-        runtime = np.minimum(np.asarray(workload.runtime, dtype=np.float64), req)
-        upper = wf.quantiles[:, wf.levels > 0.5]
+        st = study_trace(trace_name, args.feature_set)
+        wf, req = st.walkforward, st.request
+        other = walkforward(trace_name, args.other_feature_set) if args.other_feature_set else None
         ladders = {
-            "limits": limits_ladder(req),
-            "mean-ladder": ladder(wf.mean(), upper, req),
-            "real": ladder(runtime, None, req),
+            "limits": st.ladders["limits"],
+            "mean-ladder": st.ladders["mean"],
+            "real": st.ladders["real"],
         }
         first = {
             "limits": req,
             "mean": wf.mean(),
             "median": wf.quantile(0.5),
             "q0.75": wf.quantile(0.75),
-            "real": runtime,
+            "real": np.minimum(np.asarray(st.workload.runtime, dtype=np.float64), req),
         }
         if other is not None:
             first["mean-other"] = other.mean()
+        runtime = first["real"]
         first["mean-calibrated"] = np.minimum(
-            wf.mean() * calibration(wf, result.submit, result.start, result.end, runtime), req
+            wf.mean() * calibration(wf, st.submit, st.start, st.end, runtime), req
         )
-        knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
-        submit = np.asarray(result.submit, dtype=np.float64)
-        start = np.asarray(result.start, dtype=np.float64)
-        end = np.asarray(result.end, dtype=np.float64)
-        n = len(submit)
+        n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
-        jobs = np.arange(0, n, step)
-        jobs = jobs[start[jobs] >= 0]
-        real = start[jobs]
-        wait = real - submit[jobs]
-        classes = wait_class(wait)
+        jobs, real, classes = st.sample(step)
         estimates = {}
         for rule_name, rule in (("conservative", RULE_CONSERVATIVE), ("easy", RULE_EASY)):
             wanted = [
@@ -155,18 +118,12 @@ def main() -> None:
                 stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
             t1 = time.time()
             out = sweep_projected(
-                submit[jobs],
+                st.submit[jobs],
                 jobs,
-                (
-                    submit,
-                    np.where(start >= 0, start, np.inf),
-                    np.where(start >= 0, end, np.inf),
-                    np.asarray(workload.procs, dtype=np.int64),
-                    int(workload.machine_procs),
-                ),
+                st.jobs(),
                 np.ascontiguousarray(np.stack(stacked)),
                 projection(
-                    rule, req, np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]), knots
+                    rule, req, np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]), st.knots
                 ),
             )
             print(trace_name, rule_name, f"{time.time() - t1:.0f} s", flush=True)

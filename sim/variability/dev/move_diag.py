@@ -22,33 +22,11 @@ on the path and labels its rows ``POLICY@LABEL`` (round six: one copy of ``rush/
 from __future__ import annotations
 
 import csv
-import json
-import os
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
-if os.environ.get("RUSH_DEV_MODELS"):  # change n: another model of the paper variant (dev/window_model.py)
-    BASE["paper"] = Path(os.environ["RUSH_DEV_MODELS"])
-
-
-def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
-    meta = json.loads((BASE[variant] / "models" / "prepare.json").read_text())
-    root = BASE[variant].parent
-    return {
-        "variant": variant,
-        "scenario": scenario,
-        "trial": trial,
-        "policy": policy,
-        "seed": 0,
-        "scale": 1.0,
-        "models": {k: m | {"path": str(root / m["path"])} for k, m in meta["models"].items()},
-        "thresholds": meta["thresholds"],
-    }
+from trial_cell import cell, without_attribution
 
 
 def run(c: dict) -> list[dict]:
@@ -95,17 +73,15 @@ def run(c: dict) -> list[dict]:
         c = c | {"policy": "RUSH"}
         Simulation._pass = lambda self, *a: orig_pass(self, *a[:-1], "event")
     Simulation.run = spy
-    attribute = ex.attribute_runs
-    ex.attribute_runs = lambda *a, **k: {}  # causes are not needed here (and cost most of a trial)
     try:
-        rows = ex.run_trial(c)
+        with without_attribution():
+            rows = ex.run_trial(c)
     finally:
         Simulation.run = orig
         Simulation._pass = orig_pass
         ex.PLACEMENT.pop("RUSH", None)
         ex.PLACEMENT.pop("PRESENT-ORACLE", None)
         sh.machine_nodes = machine_nodes
-        ex.attribute_runs = attribute
         ex.PLACEMENT.pop("FCFS+EASY", None)
     machine, _ = ex.cell_machine(c)
     sim = kept["sim"]

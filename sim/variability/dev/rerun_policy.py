@@ -15,47 +15,20 @@ from __future__ import annotations
 
 import csv
 import gzip
-import json
 import os
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BASE = {"paper": ROOT / "paper", "multipod": ROOT / "multipod" / "multipod"}
-# Round six (change o): RUSH with another model of the paper variant (dev/present_label.py's), its
-# rows named RUSH_DEV_NAME so that they sit beside the committed RUSH rows.
-if os.environ.get("RUSH_DEV_MODELS"):
-    BASE["paper"] = Path(os.environ["RUSH_DEV_MODELS"])
-
-
-def cell(variant: str, scenario: str, trial: int, policy: str) -> dict:
-    from rush.contention.spec import load_study_spec
-
-    meta = json.loads((BASE[variant] / "models" / "prepare.json").read_text())
-    spec = load_study_spec(None).variant(variant)
-    return {
-        "variant": variant,
-        "scenario": scenario,
-        "trial": trial,
-        "policy": policy,
-        "seed": 0,
-        "scale": 1.0,
-        "models": {k: m | {"path": str(BASE[variant].parent / m["path"])} for k, m in meta["models"].items()},
-        "thresholds": meta["thresholds"],
-        "study_spec": {"machine": dict(spec.machine_args), "noise": dict(spec.noise_args)},
-    }
+from trial_cell import cell, without_attribution
 
 
 def rows_of(c: dict, attribute: bool = True) -> list[dict]:
     import rush.contention.experiment as ex
 
-    keep = ex.attribute_runs
-    if not attribute:
-        ex.attribute_runs = lambda *a, **k: {}
-    try:
+    if attribute:
         rows = ex.run_trial(c)
-    finally:
-        ex.attribute_runs = keep
+    else:
+        with without_attribution():
+            rows = ex.run_trial(c)
     head = {k: c[k] for k in ("variant", "scenario", "policy", "trial")}
     return [head | {k: v for k, v in r.items() if k != "kind"} for r in rows if r["kind"] == "job"]
 

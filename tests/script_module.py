@@ -1,0 +1,19 @@
+"""Load a script that is not part of a package (a study's run.py, a generator) as a module."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """The script at ``path`` as the module ``name`` (also in ``sys.modules``: dataclasses look
+    their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
