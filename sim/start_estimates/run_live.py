@@ -15,7 +15,9 @@ running predicted-small jobs end at the divider in rush's estimates; ``limits``:
 ``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
 own completions only; ``easy++-history``, ``gaussier-history``: the same, its history first
 filled with each user's last jobs that finished before the window's first submit, from the
-trace, scaled like the window: what a site's accounting holds when rush starts), runs
+trace, scaled like the window: what a site's accounting holds when rush starts;
+``runtime-quantiles``: rush's quantile model, trained first on the jobs finished before the
+window, times divided by K: ``rush train runtime-quantiles --before job:START --time-scale K``), runs
 
     rush replay TRACE --window W --speedup K --config rush.toml --estimates OUT.csv --out OUT.json
 
