@@ -235,6 +235,24 @@ def runtime_quantiles(
         help="Columns the model reads: t23 (the default: base plus the (user, processors, request) history "
         "and the user's last outcome; docs/research.md) or base (rounds 2-5's). Recorded on the model card.",
     ),
+    before: str | None = typer.Option(
+        None,
+        "--before",
+        help="Train only on the jobs that finished by this moment: a submit time of the trace (s) or job:N "
+        "(the N-th job in submit order, as rush replay --window N:COUNT). Recorded on the model card.",
+    ),
+    time_scale: float = typer.Option(
+        1.0,
+        "--time-scale",
+        help="Divide the history's times by K (requests, runtimes, waits; submits around the cutoff), "
+        "for a replay run with --speedup K: the model then predicts the replay's seconds. On the card.",
+    ),
+    no_job_fields: bool = typer.Option(
+        False,
+        "--no-job-fields",
+        help="Leave out the trace's app and queue fields: live jobs carry neither, and the live "
+        "predictor refuses a model trained with them.",
+    ),
 ) -> None:
     """Train rush's runtime predictor (a distribution: quantiles 0.1, 0.25, 0.5, 0.75, 0.9 of
     each job's runtime) on a trace's whole history and save it.
@@ -249,6 +267,7 @@ def runtime_quantiles(
     from rush.models.runtime_features import TimeBase
     from rush.models.runtime_quantiles import RuntimeQuantileRegressor
     from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
+    from rush.models.training_cut import TrainingCut, check_time_scale
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
@@ -269,8 +288,13 @@ def runtime_quantiles(
     TimeBase.from_header({}, timezone)  # an unknown zone is refused before the work
     _check_output(out, "--out")
     _check_output(Path(f"{out}.json"), "--out")
+    check_time_scale(time_scale)  # before the trace is read
     loaded = load_trace(trace)
     workload = workload_from_trace(loaded)
+    cut = TrainingCut.parse(before, time_scale, workload)
+    if no_job_fields:
+        for name in ("app", "queue"):
+            workload.extra.pop(name, None)
     model, metadata = fit_quantiles_on_history(
         workload,
         loaded.header,
@@ -279,12 +303,20 @@ def runtime_quantiles(
         timezone=timezone,
         max_train_jobs=max_train_jobs or None,
         feature_set=feature_set,
+        cut=cut,
     )
     meta = save_quantile_model(model, metadata, out)
     typer.echo(
         f"wrote {out} and {out}.json (quantiles {meta['quantiles']}, divider {meta['divider']:.0f} s, "
-        f"{meta['training_window']['jobs']} jobs, fields {meta['fields'] or 'none'}, feature set {meta['feature_set']}, sha256 {meta['sha256'][:12]})"
+        f"{meta['training_window']['jobs']} jobs{_cut_note(cut)}, fields {meta['fields'] or 'none'}, feature set {meta['feature_set']}, sha256 {meta['sha256'][:12]})"
     )
+
+
+def _cut_note(cut) -> str:
+    """The training cut, as the summary line states it."""
+    parts = [f"finished by {cut.before:g} s"] if cut.before is not None else []
+    parts += [f"times / {cut.time_scale:g}"] if cut.time_scale != 1.0 else []
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 @app.command("variability")

@@ -41,6 +41,10 @@ class TrainingWindow(_Strict):
     jobs: int = Field(ge=1)
     first_submit: float  # Unix seconds
     last_submit: float
+    # rush train runtime-quantiles --before / --time-scale (rush.models.training_cut): trained
+    # only on the jobs finished by ``before`` (trace seconds), times divided by ``time_scale``.
+    before: float | None = None
+    time_scale: float = Field(default=1.0, gt=0)
 
     _finite_times = field_validator("first_submit", "last_submit")(_finite)
 

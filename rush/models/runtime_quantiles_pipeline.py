@@ -41,6 +41,7 @@ from rush.models.runtime_quantiles_features import (
     offline_features,
     usable_history,
 )
+from rush.models.training_cut import TrainingCut
 from rush.models.users import NAME, USER_KEY_KINDS, trace_user_keys
 from rush.workload.model import Workload
 
@@ -136,10 +137,14 @@ def fit_quantiles_on_history(
     timezone: str | None = None,
     max_train_jobs: int | None = None,
     feature_set: str = DEFAULT_FEATURE_SET,
+    cut: TrainingCut | None = None,
 ) -> tuple[Pipeline, dict]:
-    """The deployable pipeline fitted on a whole trace, and its card's metadata."""
+    """The deployable pipeline fitted on a whole trace (``cut``: only the jobs finished before
+    a moment, on a replay's time scale; rush.models.training_cut), and its card's metadata."""
     from rush.models.runtime_quantiles_walkforward import trace_jobs
 
+    cut = cut or TrainingCut()
+    workload = cut.apply(workload)
     if len(workload) == 0:
         raise ModelError("the trace has no jobs to train on", where=workload.name or "trace")
     time_base = TimeBase.from_header(trace_header, timezone)
@@ -207,6 +212,7 @@ def fit_quantiles_on_history(
             "first_submit": float(jobs.submit[0]),
             "last_submit": float(jobs.submit[-1]),
             "usable_runtimes": int(usable.sum()),
+            **cut.card(),
         },
     }
     return model, metadata

@@ -15,7 +15,9 @@ running predicted-small jobs end at the divider in rush's estimates; ``limits``:
 ``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
 own completions only; ``easy++-history``, ``gaussier-history``: the same, its history first
 filled with each user's last jobs that finished before the window's first submit, from the
-trace, scaled like the window: what a site's accounting holds when rush starts), runs
+trace, scaled like the window: what a site's accounting holds when rush starts;
+``runtime-quantiles``: rush's quantile model, trained first on the jobs finished before the
+window, times divided by K: ``rush train runtime-quantiles --before job:START --time-scale K``), runs
 
     rush replay TRACE --window W --speedup K --config rush.toml --estimates OUT.csv --out OUT.json
 
@@ -34,7 +36,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
 PREDICTORS = ("easy++", "gaussier")
-VARIANTS = ("limits", "model", *PREDICTORS, *(f"{name}-history" for name in PREDICTORS))
+# "runtime-quantiles": rush's quantile model, trained for the run on the jobs finished before the
+# window's first submit, its times divided by K (rush train runtime-quantiles --before job:START
+# --time-scale K), so the live predictor runs it unchanged in the replay's seconds.
+QUANTILES = "runtime-quantiles"
+VARIANTS = ("limits", "model", *PREDICTORS, *(f"{name}-history" for name in PREDICTORS), QUANTILES)
 sys.path.insert(0, str(ROOT))
 
 from tests.core.real_traces import MIRROR, TRACES  # noqa: E402
@@ -86,6 +92,10 @@ def rush_toml(work: Path, backend: str, options: str, variant: str, speedup: flo
     if variant.removesuffix("-history") in PREDICTORS:
         policy = f'runtime_prediction = "{variant.removesuffix("-history")}"\n'
     models = f"\n[models]\nsmall_below = {SMALL_BELOW / speedup:g}\n" if variant == "model" else ""
+    if variant == QUANTILES:
+        policy = f'runtime_prediction = "{QUANTILES}"\n'
+        models = f'\n[models]\nruntime_quantiles = "{work / "quantiles.joblib"}"\n'
+
     path = work / "rush.toml"
     path.write_text(
         f'[daemon]\ncycle_interval = 1\njournal = "{work / "journal.sqlite"}"\ndry_run = false\n\n'
@@ -150,6 +160,13 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         one_user = rjms.startswith("slurm")
         seeded = seed_history(work / "journal.sqlite", trace, window, float(speedup), one_user)
         print(f"runtime history: {seeded} jobs" + (" (one user: the replay's account)" if one_user else ""))
+    if variant == QUANTILES:
+        start = window.partition(":")[0]
+        train = [sys.executable, "-m", "rush", "train", QUANTILES, str(trace_path(trace))]
+        train += ["--out", str(work / "quantiles.joblib"), "--before", f"job:{start}"]
+        train += ["--time-scale", speedup, "--no-job-fields"]
+        if subprocess.run(train, cwd=ROOT).returncode:
+            return 2
     argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
     argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
     if rjms in ("slurm", "slurm-nodes"):
