@@ -82,10 +82,7 @@ def test_rush_q_takes_the_newest_walkforward_of_the_feature_set(tmp_path, monkey
 
 def _class_rules_script():
     folder = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "estimates"
-    spec = importlib.util.spec_from_file_location("class_rules", folder / "class_rules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(folder / "class_rules.py", "class_rules")
 
 
 def test_the_studys_class_rules_are_the_predictors_class_heads() -> None:
