@@ -55,7 +55,8 @@ def present_state_answers(
 ) -> dict[str, bool]:
     """The answers for the campaign in ``camp``: kept in ``camp/present-state.json`` when made for
     these records and this bar; otherwise the campaign is rerun (into ``camp/present-rerun``,
-    removed after) with the recorder, its records checked equal to ``camp``'s."""
+    removed after) with the recorder, its records checked equal to ``camp``'s; its feature store
+    becomes ``camp``'s when ``camp`` has none (the committed study keeps records, not stores)."""
     import shutil
 
     from rush.contention.campaign import run_campaign
@@ -64,7 +65,7 @@ def present_state_answers(
     records = camp / "records.jsonl"
     key = {"records_sha256": file_sha256(records), "thresholds": json.loads(json.dumps(thresholds))}
     path = camp / ANSWERS
-    if path.is_file():
+    if path.is_file() and (camp / "store.db").is_file():
         kept = json.loads(path.read_text())
         if kept.get("key") == key:
             return {k: bool(v) for k, v in kept["answers"].items()}
@@ -78,6 +79,8 @@ def present_state_answers(
                 where=str(records),
                 fix="rerun the study with --fresh (the campaign on disk was made otherwise)",
             )
+        if not (camp / "store.db").is_file():  # a committed campaign keeps its records, not its store
+            (rerun / "store.db").replace(camp / "store.db")
     finally:
         shutil.rmtree(rerun, ignore_errors=True)
     tmp = path.with_suffix(".tmp")
