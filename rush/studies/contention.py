@@ -396,6 +396,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             v: {
                 k: {kk: t[kk] for kk in ("rows", "variation_runs", "model", "scope", "cv_table", "scope_table",
                                          "flag_threshold", "features")}
+                | {"label": t.get("label", "variation")}
                 for k, t in m["training"].items()
             }
             for v, m in metas.items()
