@@ -103,9 +103,11 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     when already made alike."""
     from rush.contention.campaign import filter_records, run_campaign
     from rush.contention.experiment import cell_machine
+    from rush.contention.labels import PresentStateRecorder
     from rush.contention.state import Fabric
     from rush.models.variability.dataset import DatasetOptions, build_dataset
     from rush.models.variability.train import TrainOptions, train_variability
+    from rush.studies.contention_labels import save_answers
 
     spec = _spec(study, variant)
     base = study.out / variant
@@ -128,7 +130,16 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
             return meta
     models.mkdir(parents=True, exist_ok=True)
     machine, noise = cell_machine({"study_spec": spec})
-    summary = run_campaign(camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise)
+    # With the present-state label, the campaign runs with its recorder (which never flags: the
+    # same records) and keeps the answers, so the models need no second campaign.
+    recorder = (
+        PresentStateRecorder(thresholds(study, variant)["thresholds"]) if _present_state(study) else None
+    )
+    summary = run_campaign(
+        camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise, oracle=recorder
+    )
+    if recorder is not None:
+        save_answers(camp, thresholds(study, variant)["thresholds"], recorder.answers)
     for key in ("records", "store"):
         summary[key] = str(Path(summary[key]).relative_to(study.out))
     filter_records(camp / "records.jsonl", camp / "records-other4.jsonl", OTHER_FOUR)

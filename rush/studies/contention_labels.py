@@ -27,7 +27,14 @@ import numpy as np
 from rush.contention.labels import LABELS, PresentStateRecorder
 from rush.errors import ConfigError
 
-__all__ = ["LABELS", "PresentStateRecorder", "check_labels", "present_state_answers", "relabel_present_state"]
+__all__ = [
+    "LABELS",
+    "PresentStateRecorder",
+    "check_labels",
+    "present_state_answers",
+    "relabel_present_state",
+    "save_answers",
+]
 ANSWERS = "present-state.json"
 
 
@@ -50,42 +57,57 @@ def _runs(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if '"format"' not in line]
 
 
+def _key(camp: Path, thresholds: dict[str, Any]) -> dict[str, Any]:
+    from rush.hashing import file_sha256
+
+    return {
+        "records_sha256": file_sha256(camp / "records.jsonl"),
+        "thresholds": json.loads(json.dumps(thresholds)),
+    }
+
+
+def save_answers(camp: Path, thresholds: dict[str, Any], answers: dict[str, bool]) -> None:
+    """Keep the answers for the campaign in ``camp`` (its records and the bar are their key)."""
+    path = camp / ANSWERS
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": _key(camp, thresholds), "answers": answers}, indent=0))
+    tmp.replace(path)
+
+
 def present_state_answers(
     camp: Path, hours: float, seed: int, fabric: Any, noise: Any, thresholds: dict[str, Any]
 ) -> dict[str, bool]:
     """The answers for the campaign in ``camp``: kept in ``camp/present-state.json`` when made for
-    these records and this bar; otherwise the campaign is rerun (into ``camp/present-rerun``,
-    removed after) with the recorder, its records checked equal to ``camp``'s; its feature store
-    becomes ``camp``'s when ``camp`` has none (the committed study keeps records, not stores)."""
+    these records and this bar (a campaign run with the recorder keeps them at once); otherwise the
+    campaign is rerun (into ``camp/present-rerun``, removed after) with the recorder, its records
+    checked equal to ``camp``'s; its feature store becomes ``camp``'s when ``camp`` has none (the
+    committed study keeps records, not stores)."""
     import shutil
 
     from rush.contention.campaign import run_campaign
-    from rush.hashing import file_sha256
 
-    records = camp / "records.jsonl"
-    key = {"records_sha256": file_sha256(records), "thresholds": json.loads(json.dumps(thresholds))}
     path = camp / ANSWERS
     if path.is_file() and (camp / "store.db").is_file():
         kept = json.loads(path.read_text())
-        if kept.get("key") == key:
+        if kept.get("key") == _key(camp, thresholds):
             return {k: bool(v) for k, v in kept["answers"].items()}
     rerun = camp / "present-rerun"
     recorder = PresentStateRecorder(thresholds)
     try:
         run_campaign(rerun, hours, seed, "present-state answers", fabric, noise, oracle=recorder)
-        if _runs(rerun / "records.jsonl") != _runs(records):
+        if _runs(rerun / "records.jsonl") != _runs(camp / "records.jsonl"):
             raise ConfigError(
                 "rerunning the campaign with the present-state recorder gave other records",
-                where=str(records),
+                where=str(camp / "records.jsonl"),
                 fix="rerun the study with --fresh (the campaign on disk was made otherwise)",
             )
         if not (camp / "store.db").is_file():  # a committed campaign keeps its records, not its store
-            (rerun / "store.db").replace(camp / "store.db")
+            for name in ("store.db", "store.db-wal", "store.db-shm"):
+                if (rerun / name).is_file():
+                    (rerun / name).replace(camp / name)
     finally:
         shutil.rmtree(rerun, ignore_errors=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "answers": recorder.answers}, indent=0))
-    tmp.replace(path)
+    save_answers(camp, thresholds, recorder.answers)
     return recorder.answers
 
 
