@@ -34,6 +34,7 @@ import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,8 +86,11 @@ def record(r: JobResult, loud: float) -> dict:
     }
 
 
-def run_campaign(out: Path, hours: float, seed: int, command: str, fabric: Fabric, noise: NoiseSpec) -> dict:
-    """Write ``out/records.jsonl`` and ``out/store.db``; return a summary."""
+def run_campaign(
+    out: Path, hours: float, seed: int, command: str, fabric: Fabric, noise: NoiseSpec, oracle: Any = None
+) -> dict:
+    """Write ``out/records.jsonl`` and ``out/store.db``; return a summary. ``oracle``: asked at the
+    start decisions (the present-state label's recorder, which never flags); None: never asked."""
     if not (math.isfinite(hours) and 0 < hours <= MAX_HOURS):
         raise ValueError(f"campaign hours must be in (0, {MAX_HOURS}]")
     out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +110,7 @@ def run_campaign(out: Path, hours: float, seed: int, command: str, fabric: Fabri
             fabric,
             store=store,
             probe_at_start=True,
+            oracle=oracle,
         )
         results = sim.run()
     controls = [r for r in results if r.size in CONTROL_SIZES]

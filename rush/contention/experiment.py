@@ -38,6 +38,7 @@ import numpy as np
 from rush.contention.apps import APP_NAMES, APPS, OTHER_FOUR, THREE_APPS, scaled, use_apps
 from rush.contention.avoidable import attribute_runs
 from rush.contention.experiment_workload import burst
+from rush.contention.labels import check_model_label, model_name
 from rush.contention.machine import MULTIPOD, PAPER, Machine
 from rush.contention.noise import SWITCHING, NoiseSchedule, NoiseSpec
 from rush.contention.oracles import (
@@ -61,11 +62,19 @@ UNLIMITED = -1
 IDLE_RELEASE = 3600.0
 POLICIES: tuple[str, ...] = (
     "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "PRESENT-ORACLE", "NOISE-ORACLE",
-    "CLAIRVOYANT-ORACLE", "RUSH-SIZE",
+    "CLAIRVOYANT-ORACLE", "RUSH-SIZE", "RUSH-PRESENT-LABEL",
 )  # fmt: skip
 DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
-LEARNED: tuple[str, ...] = ("RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "RUSH-SIZE")
+# RUSH-PRESENT-LABEL: RUSH with the model trained on the present-state label (rush.contention.labels).
+LEARNED: tuple[str, ...] = (
+    "RUSH",
+    "RUSH-30",
+    "RUSH-UNLIMITED",
+    "RUSH-MOVE",
+    "RUSH-SIZE",
+    "RUSH-PRESENT-LABEL",
+)
 # The flag threshold per job size, capped at the size's base rate: the daemon's
 # variation.flag_by_size = true (LearnedOracle's flag_by_size; the rule is the core's,
 # rush.core.variation_flag).
@@ -154,9 +163,13 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     store = FeatureStore(":memory:") if policy in LEARNED else None
     oracle = None
     if policy in LEARNED:
-        learned = learned_oracle(
-            policy, cell["models"][scenario.model], store, np.random.default_rng(probe_seed)
-        )
+        name = model_name(policy, scenario.model)
+        if name not in cell["models"]:
+            raise ValueError(
+                f"{policy} needs the prepared model {name!r} (prepare with --label present-state)"
+            )
+        check_model_label(Path(cell["models"][name]["path"]), policy)
+        learned = learned_oracle(policy, cell["models"][name], store, np.random.default_rng(probe_seed))
         oracle = Recorded(learned, reference)
     elif policy == "PRESENT-ORACLE":
         oracle = Recorded(reference, reference)

@@ -58,6 +58,9 @@ class ContentionStudy:
     policies: tuple[str, ...] = POLICIES
     first_trial: int = 0  # trials first_trial .. first_trial + trials - 1 (held-out seeds)
     reference_hours: float = 12.0  # of the 16-node reference queue that sets the bar (as calibrated)
+    # The labels models are trained on (rush.contention.labels): "variation" (RUSH's, always) and
+    # "present-state" (RUSH-PRESENT-LABEL's: models "present-all", "present-other4").
+    labels: tuple[str, ...] = ("variation",)
 
 
 def _spec(study: ContentionStudy, variant: str) -> dict[str, dict[str, Any]]:
@@ -100,9 +103,11 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     when already made alike."""
     from rush.contention.campaign import filter_records, run_campaign
     from rush.contention.experiment import cell_machine
+    from rush.contention.labels import PresentStateRecorder
     from rush.contention.state import Fabric
     from rush.models.variability.dataset import DatasetOptions, build_dataset
     from rush.models.variability.train import TrainOptions, train_variability
+    from rush.studies.contention_labels import save_answers
 
     spec = _spec(study, variant)
     base = study.out / variant
@@ -116,13 +121,25 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         if meta.get("campaign_args") == wanted and all(
             (study.out / m["path"]).is_file() for m in meta["models"].values()
         ):
-            if _add_size_thresholds(study.out, meta):
+            changed = _add_size_thresholds(study.out, meta)
+            if _present_state(study):
+                changed = _add_present_state(study, variant, meta) or changed
+            if changed:
                 meta_path.write_text(json.dumps({**meta, "reused": False}, indent=1))
             meta["reused"] = True
             return meta
     models.mkdir(parents=True, exist_ok=True)
     machine, noise = cell_machine({"study_spec": spec})
-    summary = run_campaign(camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise)
+    # With the present-state label, the campaign runs with its recorder (which never flags: the
+    # same records) and keeps the answers, so the models need no second campaign.
+    recorder = (
+        PresentStateRecorder(thresholds(study, variant)["thresholds"]) if _present_state(study) else None
+    )
+    summary = run_campaign(
+        camp, study.hours, study.seed, _command(), Fabric(machine, noise), noise, oracle=recorder
+    )
+    if recorder is not None:
+        save_answers(camp, thresholds(study, variant)["thresholds"], recorder.answers)
     for key in ("records", "store"):
         summary[key] = str(Path(summary[key]).relative_to(study.out))
     filter_records(camp / "records.jsonl", camp / "records-other4.jsonl", OTHER_FOUR)
@@ -155,6 +172,7 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
             "cv_table": report["cv_table"],
             "scope_table": report["scope_table"],
             "flag_threshold": card.get("flag_threshold_table"),
+            "label": card.get("label", "variation"),
         }
     meta = {
         "campaign_args": wanted,
@@ -167,8 +185,74 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
         "campaign_thresholds": slowdown_thresholds(camp / "records.jsonl"),
         "reused": False,
     }
+    if _present_state(study):
+        _add_present_state(study, variant, meta)
     meta_path.write_text(json.dumps(meta, indent=1))
     return meta
+
+
+def _present_state(study: ContentionStudy) -> bool:
+    """Whether the present-state models are prepared: asked for, or a policy runs them."""
+    return "present-state" in study.labels or "RUSH-PRESENT-LABEL" in study.policies
+
+
+def _train(study: ContentionStudy, dataset: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One model of the study (model selection, RFE, 3-class model, flag threshold): its
+    prepare.json entry and its training summary."""
+    from rush.models.variability.train import TrainOptions, train_variability
+
+    kinds = study.train_models or TrainOptions().models
+    model = train_variability(
+        dataset,
+        TrainOptions(seed=study.seed, models=kinds, n_estimators=study.estimators, final_scope="best"),
+    )
+    card = model.save(path)
+    report = model.report()
+    # Relative to the study's directory: a clone elsewhere reuses the committed models.
+    entry = {
+        "path": str(path.relative_to(study.out)),
+        "flag_threshold": card.get("flag_threshold"),
+        "flag_threshold_by_size": card.get("flag_threshold_by_size"),
+    }
+    trained = {
+        "rows": len(dataset),
+        "variation_runs": int(dataset.y_binary.sum()),
+        "model": report["model"],
+        "features": report["features"],
+        "scope": card.get("scope"),
+        "cv_table": report["cv_table"],
+        "scope_table": report["scope_table"],
+        "flag_threshold": card.get("flag_threshold_table"),
+        "label": card.get("label", "variation"),
+    }
+    return entry, trained
+
+
+def _add_present_state(study: ContentionStudy, variant: str, meta: dict[str, Any]) -> bool:
+    """The models on the present-state label ("present-all", "present-other4") beside the
+    variation ones, from the same campaign, dataset options and training; False when already there.
+    The answers come from rerunning the campaign with the recorder (rush.studies.contention_labels)."""
+    from rush.contention.experiment import cell_machine
+    from rush.contention.state import Fabric
+    from rush.models.variability.dataset import DatasetOptions, build_dataset
+    from rush.studies.contention_labels import present_state_answers, relabel_present_state
+
+    names = ("present-all", "present-other4")
+    if all(n in meta["models"] and (study.out / meta["models"][n]["path"]).is_file() for n in names):
+        return False
+    base = study.out / variant
+    camp, models = base / "campaign", base / "models"
+    machine, noise = cell_machine({"study_spec": _spec(study, variant)})
+    answers = present_state_answers(
+        camp, study.hours, study.seed, Fabric(machine, noise), noise, meta["thresholds"]
+    )
+    options = DatasetOptions(window=WINDOW, scopes=("job", "all"))
+    for name, records in (("present-all", "records.jsonl"), ("present-other4", "records-other4.jsonl")):
+        dataset = relabel_present_state(build_dataset(camp / records, camp / "store.db", options), answers)
+        meta["models"][name], meta["training"][name] = _train(
+            study, dataset, models / f"variability-{name}.joblib"
+        )
+    return True
 
 
 def _add_size_thresholds(out: Path, meta: dict[str, Any]) -> bool:
@@ -229,10 +313,16 @@ def check_policies(text: str) -> tuple[str, ...]:
     return tuple(p for p in POLICIES if p in names or p == "FCFS+EASY")
 
 
-def _models_key(out: Path, meta: dict[str, Any]) -> str:
-    """A digest of the model files and flag thresholds a learned policy runs with."""
+def _models_key(out: Path, meta: dict[str, Any], policy: str = "RUSH") -> str:
+    """A digest of the model files and flag thresholds a learned policy runs with (the models of
+    its label: adding the present-state models leaves RUSH's finished trials valid)."""
+    from rush.contention.labels import MODEL_PREFIX, policy_label
+
+    prefix = MODEL_PREFIX.get(policy_label(policy), "")
     digest = hashlib.sha1()
     for name, model in sorted(meta["models"].items()):
+        if name.startswith("present-") if not prefix else not name.startswith(prefix):
+            continue
         digest.update(name.encode())
         digest.update(hashlib.sha256((out / model["path"]).read_bytes()).digest())
         digest.update(json.dumps({k: v for k, v in model.items() if k != "path"}, sort_keys=True).encode())
@@ -276,7 +366,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             # A finished trial is reused only under the same bar and, for a learned policy, the same
             # model files (the sweep's key): a retrained model must not bring back old trials.
             "bar": hashlib.sha1(json.dumps(metas[v]["thresholds"], sort_keys=True).encode()).hexdigest()[:12],
-            "model_key": _models_key(study.out, metas[v]) if p in LEARNED else "",
+            "model_key": _models_key(study.out, metas[v], p) if p in LEARNED else "",
             "study_spec": _spec(study, v),
         }
         for v in study.variants
@@ -317,6 +407,7 @@ def run_study(study: ContentionStudy) -> dict[str, Any]:
             v: {
                 k: {kk: t[kk] for kk in ("rows", "variation_runs", "model", "scope", "cv_table", "scope_table",
                                          "flag_threshold", "features")}
+                | {"label": t.get("label", "variation")}
                 for k, t in m["training"].items()
             }
             for v, m in metas.items()

@@ -43,9 +43,11 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     camp = summary["campaign"]["paper"]
     assert camp["runs"] == 190 and camp["noise_episodes"] > 5
     training = summary["training"]["paper"]
-    assert set(training) == {"all", "other4"}
-    for name in ("all", "other4"):
+    # RUSH-PRESENT-LABEL is among the policies: the present-state models are trained beside RUSH's.
+    assert set(training) == {"all", "other4", "present-all", "present-other4"}
+    for name in training:
         assert training[name]["cv_table"] and training[name]["scope"] in ("job", "all", "both")
+        assert training[name]["label"] == ("present-state" if name.startswith("present-") else "variation")
     experiments = summary["results"]["experiments"]["paper"]
     for scenario, n_apps, n_jobs in (("ADAA", 7, 19), ("PDPA", 3, 15)):
         by_policy = experiments[scenario]
@@ -88,6 +90,9 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
     assert set(run["probe"]) >= {"send_max", "recv_mean", "allreduce_mean"}
     card = json.loads((out / "paper" / "models" / "variability-all.joblib.json").read_text())
     assert "flag_threshold" in card
+    assert card["label"] == "variation"
+    present = json.loads((out / "paper" / "models" / "variability-present-all.joblib.json").read_text())
+    assert present["label"] == "present-state"
     # RUSH-SIZE's thresholds: one per node count the campaign ran, passed to the trials.
     assert card["flag_threshold_by_size"] and set(card["flag_threshold_by_size"]) <= {"8", "16", "32"}
     # A second run reuses the campaign, models and finished trials.
@@ -118,6 +123,8 @@ def test_tiny_experiment_end_to_end(tmp_path) -> None:
         (("--estimators", "100000000"), "--estimators"),
         (("--policy", "RUSH,FIFO"), "--policy"),
         (("--reference-hours", "nan"), "--reference-hours"),
+        (("--label", "present"), "--label"),
+        (("--label", ","), "--label"),
     ],
 )
 def test_bad_input_exits_2_before_any_work(tmp_path, args, where) -> None:

@@ -18,3 +18,21 @@ def test_a_retrained_model_or_threshold_changes_the_key(tmp_path) -> None:
     assert _models_key(tmp_path, _meta(0.6)) != first  # another flag threshold
     model.write_bytes(b"retrained model")
     assert _models_key(tmp_path, _meta(0.5)) != first  # another model file
+
+
+def test_the_present_state_models_leave_rushs_key_alone(tmp_path) -> None:
+    """Adding RUSH-PRESENT-LABEL's models keeps RUSH's finished trials; retraining them changes only
+    RUSH-PRESENT-LABEL's key."""
+    models = tmp_path / "paper" / "models"
+    models.mkdir(parents=True)
+    (models / "m.joblib").write_bytes(b"variation model")
+    (models / "p.joblib").write_bytes(b"present-state model")
+    before = _models_key(tmp_path, _meta(0.5), "RUSH")
+    meta = _meta(0.5)
+    meta["models"]["present-all"] = {"path": "paper/models/p.joblib", "flag_threshold": 0.3}
+    assert _models_key(tmp_path, meta, "RUSH") == before
+    present = _models_key(tmp_path, meta, "RUSH-PRESENT-LABEL")
+    assert present != before
+    (models / "p.joblib").write_bytes(b"retrained present-state model")
+    assert _models_key(tmp_path, meta, "RUSH") == before
+    assert _models_key(tmp_path, meta, "RUSH-PRESENT-LABEL") != present

@@ -75,13 +75,21 @@ def variability_command(
         "--policy",
         help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
         "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE, RUSH-SIZE (a flag threshold per job "
-        "size). A rerun with more reuses the finished trials.",
+        "size), RUSH-PRESENT-LABEL (RUSH with the model trained on the present-state label). A rerun "
+        "with more reuses the finished trials.",
     ),
     reference_hours: float = typer.Option(
         12.0,
         "--reference-hours",
         help="Simulated hours of the 16-node reference queue whose runs set each application's bar "
         "(mu + 1.5 sigma).",
+    ),
+    label: str = typer.Option(
+        "variation",
+        "--label",
+        help="Labels the models learn (comma-separated): variation (did the run vary; RUSH's) and "
+        "present-state (the present-state oracle's answer at the run's start, a simulator ground truth; "
+        "RUSH-PRESENT-LABEL's, trained whenever that policy runs).",
     ),
     prepare_only: bool = typer.Option(
         False, "--prepare-only", help="Make the bar, the campaign and the models, run no trial."
@@ -105,6 +113,11 @@ def variability_command(
 
     check_args(names, trials, seed, campaign_hours, scale)
     policies = check_policies(policy)
+    from rush.studies.contention_labels import check_labels
+
+    labels = check_labels(label)
+    if "RUSH-PRESENT-LABEL" in policies and "present-state" not in labels:
+        labels = (*labels, "present-state")
     if not 0.1 <= reference_hours <= 48.0:  # also refuses NaN
         raise ConfigError(
             f"--reference-hours must be 0.1 to 48, got {reference_hours}",
@@ -129,6 +142,7 @@ def variability_command(
             where, names, trials, seed, campaign_hours, cluster=cluster, scale=scale, fresh=fresh,
             progress=not as_json, train_models=kinds, estimators=estimators, study_spec=spec,
             variants=variants, first_trial=first_trial, policies=policies, reference_hours=reference_hours,
+            labels=labels,
         )  # fmt: skip
         if prepare_only:
             metas = prepare_only_(study)

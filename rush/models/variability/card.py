@@ -40,6 +40,8 @@ class VariabilityCard(ModelCard):
     data_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     seed: int = Field(ge=0)
     apps: list[Name] = Field(min_length=2, max_length=1024)
+    # The label learned (rush.contention.labels); absent in cards before round six: "variation".
+    label: Literal["variation", "present-state"] = "variation"
 
     _finite_window = field_validator("window")(_finite)
 

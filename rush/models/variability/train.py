@@ -662,6 +662,8 @@ def train_variability(dataset: Dataset, options: TrainOptions | None = None) -> 
         "n_estimators": n_est,
         "rows": len(y),
         "variation_runs": int(y.sum()),
+        # What y learned: "variation" (did the run vary) or "present-state" (rush.contention.labels).
+        "label": description.get("label", "variation"),
     }
     return TrainedVariability(
         pipeline=pipeline,

@@ -1,0 +1,103 @@
+"""The present-state label (round six, change o, in the study code): the option's checking, that the
+label is the present-state oracle's answer at each run's start on a small real contention run, and
+that a model is refused where the other label is expected.
+
+The run is a slice of the campaign's own job stream (its WS block: 8, 16 and 32 nodes) through the
+contention simulator on the paper's machine with the study's recorder in the oracle's place;
+nothing is faked. A second, independent present-state oracle is asked the same questions beside
+it, so the test knows what the oracle answered at every pass and when each job started.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rush.contention.campaign import BLOCK_EVERY, campaign_jobs
+from rush.contention.labels import PresentStateRecorder, check_model_label, model_name
+from rush.contention.machine import PAPER
+from rush.contention.noise import NoiseSchedule, NoiseSpec
+from rush.contention.oracles import PresentStateOracle
+from rush.contention.shell import Simulation
+from rush.contention.state import Fabric
+from rush.core.config import CoreConfig
+from rush.errors import ConfigError, RushError
+from rush.studies.contention_labels import check_labels
+
+
+@pytest.mark.parametrize("text", ["present", "", ",", "variation,oracle"])
+def test_an_unknown_label_names_the_option_and_the_fix(text):
+    with pytest.raises(ConfigError) as err:
+        check_labels(text)
+    assert err.value.where == "--label" and "present-state" in err.value.fix
+
+
+def test_labels_keep_variation_and_their_order():
+    assert check_labels("Present-State") == ("variation", "present-state")
+    assert check_labels("variation") == ("variation",)
+    assert model_name("RUSH-PRESENT-LABEL", "all") == "present-all"
+    assert model_name("RUSH", "other4") == "other4"
+
+
+def _run(oracle, seed: int = 5):
+    """45 jobs of the campaign's WS block after a warm-up, FCFS+EASY, always-on noise."""
+    rng = np.random.default_rng(seed)
+    jobs = [j for j in campaign_jobs(rng, 1.5) if j.submit >= BLOCK_EVERY][:45]
+    jobs = [replace(j, submit=j.submit - BLOCK_EVERY + 600.0) for j in jobs]
+    noise = NoiseSpec()
+    fabric = Fabric(PAPER, noise)
+    schedule = NoiseSchedule.random(noise, rng, 86_400.0)
+    sim = Simulation(jobs, CoreConfig.from_names("FCFS", "easy"), rng, schedule, fabric, oracle=oracle)
+    return sim.run(), fabric
+
+
+@pytest.fixture(scope="module")
+def thresholds():
+    """A bar of 6 % slowdown for every application: within the paper variant's reference bars
+    (4-11 %), fixed here so the test need not run the 16-node reference queue."""
+    from rush.contention.apps import APP_NAMES
+
+    return {app: 1.06 for app in APP_NAMES}
+
+
+def test_the_label_is_the_oracles_answer_at_each_runs_start(thresholds):
+    recorder = PresentStateRecorder(thresholds)
+    beside = PresentStateOracle(thresholds)
+    asked: list[tuple[float, str, tuple[int, ...], bool]] = []
+
+    def both(present, questions):
+        flags = recorder(present, questions)
+        for (spec, nodes), answer in zip(questions, beside(present, questions), strict=True):
+            asked.append((present.t, str(spec.job_id), tuple(int(k) for k in nodes), bool(answer)))
+        return flags
+
+    results, fabric = _run(both)
+    plain, _ = _run(None)
+    # The recorder never flags: the run is the one without an oracle, job by job.
+    assert [(r.job_id, r.start, r.hosts) for r in results] == [(r.job_id, r.start, r.hosts) for r in plain]
+    assert set(recorder.answers) == {str(r.job_id) for r in results}
+    hosts = fabric.machine.hosts
+    for r in results:
+        t, _, nodes, answer = [q for q in asked if q[1] == str(r.job_id)][-1]
+        # The last question about a job is the one of the pass that started it, on its nodes.
+        assert t == pytest.approx(r.start) and sorted(hosts[k] for k in nodes) == sorted(r.hosts)
+        assert recorder.answers[str(r.job_id)] == answer
+    # The oracle says yes to some and no to others here (else the label would say nothing).
+    assert 0 < sum(recorder.answers.values()) < len(results)
+
+
+def test_a_model_of_the_other_label_is_refused(tmp_path):
+    model = tmp_path / "variability-all.joblib"
+    card = tmp_path / "variability-all.joblib.json"
+    card.write_text(json.dumps({"model": "variability"}))  # a card before round six: "variation"
+    check_model_label(model, "RUSH")
+    with pytest.raises(RushError) as err:
+        check_model_label(model, "RUSH-PRESENT-LABEL")
+    assert "label" in str(err.value.where) and "--label present-state" in err.value.fix
+    card.write_text(json.dumps({"model": "variability", "label": "present-state"}))
+    check_model_label(model, "RUSH-PRESENT-LABEL")
+    with pytest.raises(RushError):
+        check_model_label(model, "RUSH")
