@@ -106,7 +106,6 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     from rush.contention.labels import PresentStateRecorder
     from rush.contention.state import Fabric
     from rush.models.variability.dataset import DatasetOptions, build_dataset
-    from rush.models.variability.train import TrainOptions, train_variability
     from rush.studies.contention_labels import save_answers
 
     spec = _spec(study, variant)
@@ -149,31 +148,7 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
     for name, records in (("all", "records.jsonl"), ("other4", "records-other4.jsonl")):
         dataset = build_dataset(camp / records, camp / "store.db", options)
         dataset.save(models / f"dataset-{name}")
-        kinds = study.train_models or TrainOptions().models
-        model = train_variability(
-            dataset,
-            TrainOptions(seed=study.seed, models=kinds, n_estimators=study.estimators, final_scope="best"),
-        )
-        path = models / f"variability-{name}.joblib"
-        card = model.save(path)
-        # Relative to the study's directory: a clone elsewhere reuses the committed models.
-        paths[name] = {
-            "path": str(path.relative_to(study.out)),
-            "flag_threshold": card.get("flag_threshold"),
-            "flag_threshold_by_size": card.get("flag_threshold_by_size"),
-        }
-        report = model.report()
-        trained[name] = {
-            "rows": len(dataset),
-            "variation_runs": int(dataset.y_binary.sum()),
-            "model": report["model"],
-            "features": report["features"],
-            "scope": card.get("scope"),
-            "cv_table": report["cv_table"],
-            "scope_table": report["scope_table"],
-            "flag_threshold": card.get("flag_threshold_table"),
-            "label": card.get("label", "variation"),
-        }
+        paths[name], trained[name] = _train(study, dataset, models / f"variability-{name}.joblib")
     meta = {
         "campaign_args": wanted,
         "campaign": summary,
