@@ -11,6 +11,9 @@ from sklearn.ensemble import RandomForestClassifier
 
 from rush.models.model_card import RuntimeClassCard
 from rush.models.persistence import save_model
+from rush.models.runtime_features import Clock
+from rush.models.runtime_quantiles import RuntimeQuantileRegressor
+from rush.models.runtime_quantiles_features import QuantileJobs, offline_features
 from rush.models.walkforward import TrainedModel, fit_on_history
 from rush.workload.model import Workload, workload_from_trace
 from tests.workload.helpers import MIRROR
@@ -37,6 +40,32 @@ def synthetic_workload(n: int = 600, seed: int = 3) -> Workload:
         name="synthetic",
         extra={"wait": np.zeros(n)},
     )
+
+
+# A quantile model small enough for a test to fit in well under a second.
+SMALL_QUANTILE_MODEL = {"max_iter": 15, "min_samples_leaf": 5}
+
+
+def synthetic_quantile_matrix(n: int = 600) -> tuple[np.ndarray, np.ndarray]:
+    """The quantile predictor's offline features of ``synthetic_workload(n)`` (every job finished,
+    submitted from 1.7e9 on the default clock) and the jobs' runtimes."""
+    w = synthetic_workload(n)
+    jobs = QuantileJobs(
+        w.user,
+        w.procs,
+        w.requested_time,
+        w.submit + 1.7e9,
+        runtime=w.runtime,
+        end=w.submit + 1.7e9 + w.runtime,
+    )
+    return offline_features(jobs, Clock()), w.runtime
+
+
+def fitted_quantile_model(n: int = 600, **params) -> tuple[RuntimeQuantileRegressor, np.ndarray, np.ndarray]:
+    """A small quantile model (divider 600 s) fitted on ``synthetic_quantile_matrix(n)``."""
+    X, runtime = synthetic_quantile_matrix(n)
+    model = RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL, divider=600.0, **params).fit(X, runtime)
+    return model, X, runtime
 
 
 def trained(n: int = 600, header: dict | None = None, **kwargs) -> TrainedModel:

@@ -18,28 +18,17 @@ from rush.models.runtime_quantiles_features import (
     offline_features,
 )
 from rush.models.runtime_quantiles_walkforward import WEEK, predict_quantiles_walkforward
-from tests.models.fixtures import HEADER, synthetic_workload
-
-SMALL_MODEL = {"max_iter": 15, "min_samples_leaf": 5}
-
-
-def _fitted(n: int = 600) -> tuple[RuntimeQuantileRegressor, np.ndarray, np.ndarray]:
-    w = synthetic_workload(n)
-    jobs = QuantileJobs(
-        w.user,
-        w.procs,
-        w.requested_time,
-        w.submit + 1.7e9,
-        runtime=w.runtime,
-        end=w.submit + 1.7e9 + w.runtime,
-    )
-    X = offline_features(jobs, Clock())
-    model = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0).fit(X, w.runtime)
-    return model, X, w.runtime
+from tests.models.fixtures import (
+    HEADER,
+    SMALL_QUANTILE_MODEL,
+    fitted_quantile_model,
+    synthetic_quantile_matrix,
+    synthetic_workload,
+)
 
 
 def test_quantiles_are_sorted_non_negative_and_within_the_request():
-    model, X, _ = _fitted()
+    model, X, _ = fitted_quantile_model()
     q = model.predict_quantiles(X)
     assert q.shape == (len(X), 5)
     assert np.all(np.diff(q, axis=1) >= 0)
@@ -48,7 +37,7 @@ def test_quantiles_are_sorted_non_negative_and_within_the_request():
 
 
 def test_distribution_separates_the_two_job_shapes_and_gives_class_probabilities():
-    model, X, runtime = _fitted()
+    model, X, runtime = fitted_quantile_model()
     median = model.predict(X)
     short = runtime < 1000
     # The synthetic trace's short jobs run 10-300 s, the long ones 5,000-40,000 s.
@@ -59,14 +48,14 @@ def test_distribution_separates_the_two_job_shapes_and_gives_class_probabilities
 
 
 def test_probability_below_grows_with_the_time():
-    model, X, _ = _fitted()
+    model, X, _ = fitted_quantile_model()
     below = np.column_stack([model.proba_below(X, t) for t in (1, 60, 600, 6000, 60000, 1e6)])
     assert np.all(np.diff(below, axis=1) >= -1e-12)
     assert np.all(below[:, -1] == 1.0)  # past every request
 
 
 def test_a_row_with_nan_features_falls_back_to_its_request():
-    model, X, _ = _fitted()
+    model, X, _ = fitted_quantile_model()
     X = X[:3].copy()
     X[1, 5] = np.nan
     q = model.predict_quantiles(X)
@@ -76,7 +65,7 @@ def test_a_row_with_nan_features_falls_back_to_its_request():
 
 @pytest.mark.parametrize("limit", [np.nan, -1.0, np.inf])
 def test_a_nan_or_negative_request_is_refused(limit):
-    model, X, _ = _fitted()
+    model, X, _ = fitted_quantile_model()
     X = X[:2].copy()
     X[0, REQUEST_COLUMN] = limit
     with pytest.raises(ValueError, match="requested time"):
@@ -84,32 +73,21 @@ def test_a_nan_or_negative_request_is_refused(limit):
 
 
 def test_bad_runtimes_in_the_history_are_left_out_or_clipped():
-    w = synthetic_workload(400)
-    X = offline_features(
-        QuantileJobs(
-            w.user,
-            w.procs,
-            w.requested_time,
-            w.submit + 1.7e9,
-            runtime=w.runtime,
-            end=w.submit + 1.7e9 + w.runtime,
-        ),
-        Clock(),
-    )
-    y = w.runtime.copy()
+    X, y = synthetic_quantile_matrix(400)
+    y = y.copy()
     y[::7] = np.nan
     y[1::7] = -5.0
     y[2::7] = 1e12  # longer than any request: clipped to it
     y[3::7] = 0.0
-    q = RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, y).predict_quantiles(X)
+    q = RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL).fit(X, y).predict_quantiles(X)
     assert np.all(np.isfinite(q)) and np.all(q >= 0)
     with pytest.raises(ValueError, match="usable runtime"):
-        RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, np.full(len(y), np.nan))
+        RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL).fit(X, np.full(len(y), np.nan))
 
 
 def test_one_runtime_for_every_job_predicts_it():
     X = np.column_stack([np.full(30, np.log1p(3600.0)), np.arange(30.0)])
-    model = RuntimeQuantileRegressor(**SMALL_MODEL).fit(X, np.full(30, 120.0))
+    model = RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL).fit(X, np.full(30, 120.0))
     assert np.allclose(model.predict_quantiles(X), 120.0)
 
 
@@ -152,11 +130,11 @@ def test_live_history_gives_the_offline_features(feature_set):
 
 def test_walkforward_uses_no_future_runtimes():
     w = synthetic_workload(900)
-    first = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    first = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
     last_week = w.submit >= w.submit[0] + 2 * WEEK
     changed = synthetic_workload(900)
     changed.runtime[last_week] = changed.requested_time[last_week]  # another future
-    second = predict_quantiles_walkforward(changed, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    second = predict_quantiles_walkforward(changed, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
     past = ~last_week
     assert np.array_equal(first.quantiles[past], second.quantiles[past])
     assert np.array_equal(first.predicted_class[past], second.predicted_class[past])
@@ -167,15 +145,15 @@ def test_walkforward_uses_no_future_runtimes():
 
 def test_weeks_fitted_in_parallel_give_the_same_walkforward():
     w = synthetic_workload(700)
-    one = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
-    two = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL), n_jobs=2)
+    one = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
+    two = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL), n_jobs=2)
     assert np.array_equal(one.quantiles, two.quantiles)
     assert np.array_equal(one.proba_small, two.proba_small, equal_nan=True)
     assert np.array_equal(one.threshold, two.threshold)
 
 
 def test_the_compiled_models_give_the_models_own_predictions():
-    model, X, _ = _fitted()
+    model, X, _ = fitted_quantile_model()
     assert model.compiled_ is not None
     own = np.column_stack([m.predict(X) for m in model.models_])
     assert np.array_equal(model.compiled_.raw(X), own)

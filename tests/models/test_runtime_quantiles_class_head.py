@@ -10,38 +10,26 @@ import numpy as np
 import pytest
 
 from rush.errors import ModelError
-from rush.models.runtime_features import Clock
 from rush.models.runtime_quantiles import RuntimeClassHead, RuntimeQuantileRegressor
-from rush.models.runtime_quantiles_features import QuantileJobs, offline_features
 from rush.models.runtime_quantiles_pipeline import (
     fit_quantiles_on_history,
     load_quantile_model,
     save_quantile_model,
 )
 from rush.models.runtime_quantiles_walkforward import WEEK, predict_quantiles_walkforward
-from tests.models.fixtures import HEADER, synthetic_workload
-
-SMALL_MODEL = {"max_iter": 15, "min_samples_leaf": 5}
-
-
-def _matrix(n: int = 600) -> tuple[np.ndarray, np.ndarray]:
-    w = synthetic_workload(n)
-    jobs = QuantileJobs(
-        w.user,
-        w.procs,
-        w.requested_time,
-        w.submit + 1.7e9,
-        runtime=w.runtime,
-        end=w.submit + 1.7e9 + w.runtime,
-    )
-    return offline_features(jobs, Clock()), w.runtime
+from tests.models.fixtures import (
+    HEADER,
+    SMALL_QUANTILE_MODEL,
+    fitted_quantile_model,
+    synthetic_quantile_matrix,
+    synthetic_workload,
+)
 
 
 @pytest.mark.parametrize("class_head", ["head", "blend"])
 def test_the_head_separates_the_classes_and_blend_is_the_mean_of_both(class_head):
-    X, runtime = _matrix()
-    quantiles = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0).fit(X, runtime)
-    model = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0, class_head=class_head).fit(X, runtime)
+    quantiles, X, runtime = fitted_quantile_model()
+    model, _, _ = fitted_quantile_model(class_head=class_head)
     proba = model.predict_proba(X)
     assert np.allclose(proba.sum(axis=1), 1.0) and np.all((proba >= 0) & (proba <= 1))
     short = runtime <= 600.0
@@ -54,8 +42,8 @@ def test_the_head_separates_the_classes_and_blend_is_the_mean_of_both(class_head
 
 
 def test_the_compiled_head_gives_scikit_learns_probabilities():
-    X, runtime = _matrix()
-    head = RuntimeClassHead(divider=600.0, **SMALL_MODEL).fit(X, runtime)
+    X, runtime = synthetic_quantile_matrix()
+    head = RuntimeClassHead(divider=600.0, **SMALL_QUANTILE_MODEL).fit(X, runtime)
     assert head.compiled_ is not None
     assert np.allclose(head.predict_proba(X), head.model_.predict_proba(X), rtol=0, atol=1e-12)
     restored = pickle.loads(pickle.dumps(head))
@@ -63,8 +51,7 @@ def test_the_compiled_head_gives_scikit_learns_probabilities():
 
 
 def test_a_row_the_head_cannot_read_keeps_the_quantiles_fallback():
-    X, runtime = _matrix()
-    model = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0, class_head="head").fit(X, runtime)
+    model, X, runtime = fitted_quantile_model(class_head="head")
     bad = X[:3].copy()
     bad[:, 5] = np.nan
     proba = model.predict_proba(bad)[:, 0]
@@ -73,7 +60,7 @@ def test_a_row_the_head_cannot_read_keeps_the_quantiles_fallback():
 
 
 def test_one_class_in_the_history_gives_that_class():
-    X, runtime = _matrix()
+    X, runtime = synthetic_quantile_matrix()
     head = RuntimeClassHead(divider=1e9).fit(X, runtime)  # every job small
     assert np.array_equal(head.predict_proba(X[:5]), np.tile([1.0, 0.0], (5, 1)))
 
@@ -83,14 +70,13 @@ def test_one_class_in_the_history_gives_that_class():
     [({"class_head": "forest"}, "class_head"), ({"class_head": "head", "divider": None}, "divider")],
 )
 def test_an_unknown_head_or_a_head_without_a_divider_is_refused(params, match):
-    X, runtime = _matrix(200)
+    X, runtime = synthetic_quantile_matrix(200)
     with pytest.raises(ValueError, match=match):
-        RuntimeQuantileRegressor(**{"divider": 600.0, **SMALL_MODEL, **params}).fit(X, runtime)
+        RuntimeQuantileRegressor(**{"divider": 600.0, **SMALL_QUANTILE_MODEL, **params}).fit(X, runtime)
 
 
 def test_a_model_pickled_before_heads_reads_its_classes_off_the_quantiles():
-    X, runtime = _matrix()
-    model = RuntimeQuantileRegressor(**SMALL_MODEL, divider=600.0).fit(X, runtime)
+    model, X, runtime = fitted_quantile_model()
     state = model.__getstate__()
     state.pop("class_head")
     state.pop("head_")
@@ -102,7 +88,7 @@ def test_a_model_pickled_before_heads_reads_its_classes_off_the_quantiles():
 
 def test_the_walkforward_with_a_head_uses_no_future_runtimes():
     w = synthetic_workload(900)
-    regressor = RuntimeQuantileRegressor(**SMALL_MODEL, class_head="blend")
+    regressor = RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL, class_head="blend")
     first = predict_quantiles_walkforward(w, HEADER, regressor)
     later = w.submit >= w.submit[0] + 2 * WEEK
     changed = synthetic_workload(900)
@@ -111,7 +97,7 @@ def test_the_walkforward_with_a_head_uses_no_future_runtimes():
     past = ~later
     assert np.array_equal(first.proba_small[past], second.proba_small[past], equal_nan=True)
     assert np.array_equal(first.predicted_class[past], second.predicted_class[past])
-    plain = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_MODEL))
+    plain = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
     assert np.array_equal(first.quantiles, plain.quantiles)  # the head changes the classes only
     assert not np.array_equal(first.proba_small, plain.proba_small, equal_nan=True)
 
@@ -129,7 +115,7 @@ def test_a_saved_model_with_a_head_records_it_and_predicts_the_same(tmp_path):
     model, path = _saved(tmp_path, "blend")
     loaded, card = load_quantile_model(path)
     assert card["class_head"] == "blend"
-    X, _ = _matrix(300)
+    X, _ = synthetic_quantile_matrix(300)
     assert np.array_equal(
         loaded.named_steps["regressor"].predict_proba(X), model.named_steps["regressor"].predict_proba(X)
     )
