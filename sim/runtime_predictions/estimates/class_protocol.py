@@ -13,6 +13,10 @@ protocol and the thesis's (seed 003, sections 6.2-6.3):
   models and their features do not depend on the divider), the threshold re-chosen
   walk-forward against D;
 * ``median-divider``: the median runtime of the evaluated jobs (what Table 6.1 states);
+* ``previous-week``: the median runtime of the jobs submitted in the week before (round 8: the
+  thesis's scheduling protocol, 6.4.2, "the update includes finding the median execution time
+  over the workload log of the previous week", and 6.2's "rolling median"; the log's reading,
+  so a job of that week still running at the week's start counts with its runtime);
 
 and their combinations. Also, per trace, the small share of the evaluated jobs that Table 6.4's
 rounded accuracy, precision and recall allow (``implied_small_share``).
@@ -80,6 +84,19 @@ def score(called_small: np.ndarray, small: np.ndarray, mask: np.ndarray) -> dict
     }
 
 
+def previous_week_median(week: np.ndarray, runtime: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Per job, the median runtime of the jobs submitted in the week before its own (the last
+    earlier week with jobs when that one has none); ``fallback`` in the first week."""
+    out = np.asarray(fallback, dtype=np.float64).copy()
+    last = np.nan
+    for k in np.unique(week):
+        mine = week == k
+        if np.isfinite(last):
+            out[mine] = last
+        last = float(np.median(runtime[mine]))
+    return out
+
+
 def trace_rows(name: str) -> list[dict]:
     from rush.models.runtime_quantiles import proba_below_quantiles
     from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
@@ -102,7 +119,11 @@ def trace_rows(name: str) -> list[dict]:
         return proba, has_model & (proba >= threshold)
 
     rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
-    dividers = {"rolling": rolling, "thesis-divider": np.full(len(raw), THESIS_DIVIDER[name])}
+    dividers = {
+        "rolling": rolling,
+        "thesis-divider": np.full(len(raw), THESIS_DIVIDER[name]),
+        "previous-week": previous_week_median(wf.week, wf.runtime, rolling),
+    }
     for divider_name, divider in dividers.items():
         if divider_name == "rolling":
             called = has_model & (wf.proba_small >= wf.threshold)

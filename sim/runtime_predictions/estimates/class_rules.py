@@ -10,7 +10,11 @@ threshold always chosen walk-forward on past outcomes, ``walkforward_thresholds`
   week on the quantile models' training rows (the 10,000 most recently finished jobs);
 * ``blend``: the mean of ``quantiles``' and ``head``'s P(small);
 * ``head-daily`` / ``blend-daily``: the head refitted at every day's start instead of every
-  week's (C2; the divider still changes weekly).
+  week's (C2; the divider still changes weekly);
+* ``head-shares`` / ``blend-shares`` (round 8, T5): the head with the thesis's aggregation
+  features (Table 6.3: the share of small jobs, at the week's divider, among each category's
+  jobs finished before the job's submission; ``class_heads.share_columns``), which the
+  divider-free quantile features cannot carry but a head fitted at the divider can.
 
 Scores: accuracy (every job, week 0 large), precision, recall, on the first and the second
 half of each trace's jobs (by submission); a rule is kept by ``dev_log.md``'s criterion on
@@ -42,14 +46,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 from class_protocol import default_walkforward  # noqa: E402
 from run import OUT  # noqa: E402
 
-RULES = ("quantiles", "head", "blend", "head-daily", "blend-daily")
+RULES = ("quantiles", "head", "blend", "head-daily", "blend-daily", "head-shares", "blend-shares")
 DAY = 86400
 WEEK_SECONDS = 7 * DAY
 
 
-def head_proba(wf, period: int, max_train_jobs: int = 10_000, head_params: dict | None = None) -> np.ndarray:
+def head_proba(
+    wf, period: int, max_train_jobs: int = 10_000, head_params: dict | None = None, extra=None
+) -> np.ndarray:
     """P(small) of a divider classifier refitted every ``period`` seconds on the walk-forward's
-    training rule (jobs ended strictly before the refit, the most recent ``max_train_jobs``)."""
+    training rule (jobs ended strictly before the refit, the most recent ``max_train_jobs``);
+    ``extra``: a function of the divider giving more columns for every job."""
     from rush.models.runtime_quantiles import RuntimeClassHead
 
     n = len(wf.runtime)
@@ -65,13 +72,30 @@ def head_proba(wf, period: int, max_train_jobs: int = 10_000, head_params: dict 
             continue
         finished = int(np.searchsorted(sorted_end, origin + period * k, side="left"))
         train = order[:finished][-max_train_jobs:]
+        X = wf.features if extra is None else np.hstack([wf.features, extra(float(wf.divider[lo]))])
         head = RuntimeClassHead(divider=float(wf.divider[lo]), **(head_params or {}))
-        head.fit(wf.features[train], wf.runtime[train])
-        proba[lo:hi] = head.predict_proba(wf.features[lo:hi])[:, 0]
+        head.fit(X[train], wf.runtime[train])
+        proba[lo:hi] = head.predict_proba(X[lo:hi])[:, 0]
     return proba
 
 
-def cached_head(wf, daily: bool) -> np.ndarray:
+def trace_shares(trace_name: str, wf):
+    """``class_heads.share_columns`` for the walk-forward's trace (the thesis's aggregation
+    features as a function of the divider)."""
+    from class_heads import share_columns
+    from run import load
+
+    from rush.models.runtime_features import TimeBase
+    from rush.models.runtime_quantiles_features import usable_history
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
+
+    trace, workload = load(trace_name)
+    jobs = trace_jobs(workload, TimeBase.from_header(trace.header))
+    end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
+    return share_columns(jobs, TimeBase.from_header(trace.header).clock, end, wf.runtime)
+
+
+def cached_head(wf, daily: bool, shares_of: str | None = None) -> np.ndarray:
     """``head_proba`` of this walk-forward, kept on disk beside the walk-forward cache (keyed by
     the walk-forward's identity: its trace size, feature set, first quantiles and P(small))."""
     import hashlib
@@ -79,26 +103,31 @@ def cached_head(wf, daily: bool) -> np.ndarray:
 
     from rush.models.runtime_quantiles_walkforward import WEEK
 
-    digest = hashlib.sha256(f"{len(wf.runtime)} {wf.feature_set} {daily}".encode())
+    key = f"{len(wf.runtime)} {wf.feature_set} {daily}"
+    digest = hashlib.sha256((f"{key} shares" if shares_of else key).encode())
     digest.update(np.ascontiguousarray(wf.quantiles).tobytes())
     digest.update(np.nan_to_num(wf.proba_small, nan=-1.0).tobytes())
     cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
     path = cache / "class_rules" / f"{digest.hexdigest()[:16]}.npy"
     if path.exists():
         return np.load(path)
-    proba = head_proba(wf, DAY if daily else WEEK)
+    proba = head_proba(wf, DAY if daily else WEEK, extra=trace_shares(shares_of, wf) if shares_of else None)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.save(path, proba)
     return proba
 
 
-def rule_proba(wf, rule: str) -> np.ndarray:
-    """P(small) of a rule of :data:`RULES` on this walk-forward."""
+def rule_proba(wf, rule: str, trace_name: str | None = None) -> np.ndarray:
+    """P(small) of a rule of :data:`RULES` on this walk-forward (of ``trace_name``: the
+    ``-shares`` rules read the trace)."""
     if rule not in RULES:
         raise SystemExit(f"unknown rule {rule!r}; use one of {', '.join(RULES)}")
     if rule == "quantiles":
         return wf.proba_small
-    head = cached_head(wf, rule.endswith("-daily"))
+    shares_of = trace_name if rule.endswith("-shares") else None
+    if rule.endswith("-shares") and trace_name is None:
+        raise SystemExit(f"rule {rule!r} needs the trace's name")
+    head = cached_head(wf, rule.endswith("-daily"), shares_of)
     return head if rule.startswith("head") else (wf.proba_small + head) / 2
 
 
@@ -137,6 +166,9 @@ def main() -> None:
     parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2,CTC-SP2")
     parser.add_argument("--rules", default=",".join(RULES))
     parser.add_argument("--gain", action="store_true", help="also the FCFS gain protocol per rule")
+    parser.add_argument(
+        "--table", default="class_rules", help="results/<table>.{csv,md} (round 8: class_rules_shares)"
+    )
     args = parser.parse_args()
     if args.gain:
         return gain_main(args)
@@ -148,13 +180,13 @@ def main() -> None:
         halves = {"first": np.arange(n) < n // 2, "second": np.arange(n) >= n // 2, "all": np.ones(n, bool)}
         for rule in args.rules.split(","):
             t0 = time.process_time()
-            proba = rule_proba(wf, rule)
+            proba = rule_proba(wf, rule, name)
             for half, mask in halves.items():
                 row = {"trace": name, "rule": rule, "half": half, **scores(wf, proba, mask)}
                 row["cpu_seconds"] = time.process_time() - t0
                 print(row, flush=True)
                 rows.append(row)
-    write_table(OUT, "class_rules", rows, missing="")
+    write_table(OUT, args.table, rows, missing="")
 
 
 def gain_main(args) -> None:
