@@ -58,6 +58,7 @@ def main() -> None:
         projection,
         sweep_projected,
     )
+    from rush.studies.runtime_calibration import binned_mean_factors, calibrated_means
 
     REMAINING = {
         "conditional": REMAINING_MEAN,
@@ -101,8 +102,9 @@ def main() -> None:
         first["mean-calibrated"] = np.minimum(
             wf.mean() * calibration(wf, st.submit, st.start, st.end, runtime), req
         )
-        first["mean-binned"] = np.minimum(
-            wf.mean() * binned_calibration(wf, st.submit, st.start, st.end, runtime), req
+        known = np.isfinite(wf.proba_small) & (st.start >= 0)
+        first["mean-binned"] = calibrated_means(
+            wf.mean(), req, binned_mean_factors(wf.mean(), known, st.submit, st.end, runtime)
         )
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
@@ -182,31 +184,6 @@ def calibration(wf, submit, start, end, runtime) -> np.ndarray:
     week_start = origin + np.floor((submit - origin) / WEEK) * WEEK
     seen = np.searchsorted(ends, week_start, side="left")  # ended strictly before the week began
     return np.where(pred[seen] > 0, real[seen] / np.maximum(pred[seen], 1e-9), 1.0)
-
-
-def binned_calibration(wf, submit, start, end, runtime, min_jobs: int = 100) -> np.ndarray:
-    """H7's factor per job (round 8, ``dev_log.md``): H6's ratio, within the job's bin of the
-    predicted mean (floor(log2 mean)), over the jobs of that bin that ended before the job's
-    week began; 1 while the bin has fewer than ``min_jobs`` of them."""
-    from rush.models.runtime_quantiles_walkforward import WEEK
-
-    submit, start, end = (np.asarray(a, dtype=np.float64) for a in (submit, start, end))
-    mean = wf.mean()
-    bins = np.floor(np.log2(np.maximum(mean, 1.0))).astype(np.int64)
-    done = np.isfinite(wf.proba_small) & (start >= 0)
-    origin = submit.min()
-    week_start = origin + np.floor((submit - origin) / WEEK) * WEEK
-    factor = np.ones(len(mean))
-    for b in np.unique(bins):
-        inside = done & (bins == b)
-        order = np.argsort(end[inside], kind="stable")
-        ends = end[inside][order]
-        real = np.concatenate([[0.0], np.cumsum(runtime[inside][order])])
-        pred = np.concatenate([[0.0], np.cumsum(mean[inside][order])])
-        mine = bins == b
-        seen = np.searchsorted(ends, week_start[mine], side="left")  # ended before the week began
-        factor[mine] = np.where(seen >= min_jobs, real[seen] / np.maximum(pred[seen], 1e-9), 1.0)
-    return factor
 
 
 if __name__ == "__main__":
