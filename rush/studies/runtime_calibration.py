@@ -6,7 +6,9 @@ jobs predicted long, on every trace studied (D5 of that log): one factor for all
 correct both. Here a job's factor is, for the bin of its predicted mean (a factor of 2 wide:
 floor(log2 mean)), the sum of the real runtimes over the sum of the predicted means of that bin's
 jobs that ended before the job's week began: no future runtime enters it. A bin resting on fewer
-than ``min_jobs`` such jobs keeps its mean (factor 1).
+than ``min_jobs`` such jobs keeps its mean (factor 1). With ``window`` (H8), only the bin's jobs
+among the ``window`` most recently finished before the week count (the rows the week's model was
+trained on).
 """
 
 from __future__ import annotations
@@ -32,26 +34,33 @@ def binned_mean_factors(
     *,
     period: float = WEEK,
     min_jobs: int = MIN_JOBS,
+    window: int | None = None,
 ) -> np.ndarray:
     """Each job's factor on its predicted ``mean``. ``known``: the jobs whose prediction and
     real ``runtime`` may enter a factor (a prediction was made and the job ran); ``end``: when
-    each ended; periods count from the first submission."""
+    each ended; periods count from the first submission; ``window``: only the jobs among the
+    ``window`` most recently ended (of every known job) before the period count."""
     mean, submit, end, runtime = (np.asarray(a, dtype=np.float64) for a in (mean, submit, end, runtime))
     known = np.asarray(known, dtype=bool) & np.isfinite(end) & np.isfinite(mean) & np.isfinite(runtime)
     origin = float(submit.min())
     period_start = origin + np.floor((submit - origin) / period) * period
     bins = mean_bins(mean)
+    order = np.argsort(np.where(known, end, np.inf), kind="stable")[: int(known.sum())]
+    ends = end[order]
+    # Ended strictly before each job's period began, and the window's first of them.
+    seen = np.searchsorted(ends, period_start, side="left")
+    first = np.zeros_like(seen) if window is None else np.maximum(seen - int(window), 0)
     factor = np.ones(len(mean))
     for b in np.unique(bins):
-        inside = known & (bins == b)
-        order = np.argsort(end[inside], kind="stable")
-        ends = end[inside][order]
-        real = np.concatenate([[0.0], np.cumsum(runtime[inside][order])])
-        predicted = np.concatenate([[0.0], np.cumsum(mean[inside][order])])
+        inside = bins[order] == b
+        real = np.concatenate([[0.0], np.cumsum(np.where(inside, runtime[order], 0.0))])
+        predicted = np.concatenate([[0.0], np.cumsum(np.where(inside, mean[order], 0.0))])
+        count = np.concatenate([[0], np.cumsum(inside)])
         mine = bins == b
-        seen = np.searchsorted(ends, period_start[mine], side="left")  # ended before the period began
-        enough = (seen >= min_jobs) & (predicted[seen] > 0)
-        factor[mine] = np.where(enough, real[seen] / np.where(enough, predicted[seen], 1.0), 1.0)
+        hi, lo = seen[mine], first[mine]
+        jobs, r, p = count[hi] - count[lo], real[hi] - real[lo], predicted[hi] - predicted[lo]
+        enough = (jobs >= min_jobs) & (p > 0)
+        factor[mine] = np.where(enough, r / np.where(enough, p, 1.0), 1.0)
     return factor
 
 

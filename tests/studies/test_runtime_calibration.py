@@ -58,3 +58,18 @@ def test_calibrated_means_never_exceed_the_request_and_bins_double():
     assert np.array_equal(mean_bins(np.array([0.2, 1.0, 3.0, 4.0, 1023.0, 1024.0])), [0, 0, 1, 2, 9, 10])
     out = calibrated_means(np.array([100.0, 1000.0]), np.array([150.0, 5000.0]), np.array([2.0, 2.0]))
     assert np.array_equal(out, [150.0, 2000.0])
+
+
+def test_a_window_counts_only_the_most_recently_finished_jobs():
+    mean, runtime, submit, end, short = _two_shapes(4000)
+    known = np.ones(len(mean), bool)
+    # The long jobs run 2x their mean for 4 weeks, then 1x: over all the past the factor drifts
+    # slowly towards 1, over a window of recent jobs it is 1 soon after.
+    changed = np.where(~short & (end >= 4 * WEEK), mean, runtime)
+    everything = binned_mean_factors(mean, known, submit, end, changed)
+    window = binned_mean_factors(mean, known, submit, end, changed, window=400)
+    late = ~short & (submit >= 7 * WEEK)
+    assert np.all(everything[late] > 1.2)
+    assert np.allclose(window[late], 1.0)
+    # A window longer than the past is the whole past.
+    assert np.array_equal(binned_mean_factors(mean, known, submit, end, changed, window=10**6), everything)

@@ -40,6 +40,12 @@ CANDIDATES = (
     ("H6: conditional median, calibrated mean", "easy", "conditional-median", "mean-calibrated"),
     # Round 8: the mean calibrated per bin of itself (factor 2), walk-forward.
     ("H7: conditional median, binned calibrated mean", "easy", "conditional-median", "mean-binned"),
+    (
+        "H8: conditional median, binned calibrated mean, model's window",
+        "easy",
+        "conditional-median",
+        "mean-window",
+    ),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -105,6 +111,9 @@ def main() -> None:
         known = np.isfinite(wf.proba_small) & (st.start >= 0)
         first["mean-binned"] = calibrated_means(
             wf.mean(), req, binned_mean_factors(wf.mean(), known, st.submit, st.end, runtime)
+        )
+        first["mean-window"] = calibrated_means(
+            wf.mean(), req, binned_mean_factors(wf.mean(), known, st.submit, st.end, runtime, window=10_000)
         )
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
