@@ -52,7 +52,16 @@ WALKFORWARD_MODULES = (
 # Since round 6 the estimators project with the core's EASY replay (decisions on limits, time on
 # the runtimes); `limits` (Slurm's plan on limits) and round 5's two conservative rows stay beside.
 CONSERVATIVE_ESTIMATORS = ("limits", "quantiles-mean-round5", "clairvoyant-conservative")
-EASY_ESTIMATORS = ("limits-easy", "easy++", "quantiles-median", "quantiles-mean", "clairvoyant")
+# Round 8 (dev_log.md, H8): quantiles-mean-calibrated, the queue's means calibrated walk-forward
+# per bin of the mean over the model's window (rush.studies.runtime_calibration); a study rule.
+EASY_ESTIMATORS = (
+    "limits-easy",
+    "easy++",
+    "quantiles-median",
+    "quantiles-mean",
+    "quantiles-mean-calibrated",
+    "clairvoyant",
+)
 ESTIMATORS = CONSERVATIVE_ESTIMATORS + EASY_ESTIMATORS
 
 
@@ -197,7 +206,8 @@ def gain_rows(trace_name: str, wf, policies: tuple[str, ...] = ("FCFS", "SPF")) 
     return rows
 
 
-def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], dict]:
+def estimate_rows(trace_name: str, wf, max_queries: int, window: int = 10_000) -> tuple[list[dict], dict]:
+    """Every estimator's error rows; ``window``: the walk-forward's training window (H8's)."""
     from rush.core.config import CoreConfig
     from rush.core.remaining_runtime import quantile_knots
     from rush.models.runtime_features import USER_RECENT
@@ -217,6 +227,7 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
         sweep_estimates,
         sweep_projected,
     )
+    from rush.studies.runtime_calibration import binned_mean_factors, calibrated_means
 
     trace, workload = load(trace_name)
     result = simulate(workload, CoreConfig.from_names("FCFS", "easy", 200_000))
@@ -238,10 +249,17 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
             real,
         ]
     )
-    conditional = np.array([0, 0, REMAINING_MEDIAN, REMAINING_MEDIAN, 0])
-    knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
     submit = np.asarray(result.submit, dtype=np.float64)
     start, end = np.asarray(result.start, dtype=np.float64), np.asarray(result.end, dtype=np.float64)
+    # H8: the queue's means times their bin's factor over the model's window of finished jobs;
+    # running jobs end as in quantiles-mean.
+    known = np.isfinite(wf.proba_small) & (start >= 0)
+    factor = binned_mean_factors(wf.mean(), known, submit, end, real[:, 0], window=window)
+    calibrated = mean_ladder.copy()
+    calibrated[:, 0] = np.minimum(np.maximum(calibrated_means(wf.mean(), req, factor), 1.0), req)
+    easy = np.concatenate([easy[:4], calibrated[None], easy[4:]])
+    conditional = np.array([0, 0, REMAINING_MEDIAN, REMAINING_MEDIAN, REMAINING_MEDIAN, 0])
+    knots = quantile_knots(np.log1p(wf.quantiles), wf.levels, np.log1p(req))
     queries, step = make_queries(submit, start, max_queries)
     t0 = time.perf_counter()
     state = (
@@ -340,7 +358,9 @@ def main() -> None:
         }
         print(trace, part, flush=True)
         plot_predicted_vs_real(trace, wf, OUT)
-        part["estimates"], part["estimate_run"] = estimate_rows(trace, wf, args.max_queries)
+        part["estimates"], part["estimate_run"] = estimate_rows(
+            trace, wf, args.max_queries, args.max_train_jobs
+        )
         plot_estimate_errors(trace, part["estimates"], OUT)
         print(trace, part["estimate_run"], flush=True)
         kept = kept_gain(parts / f"{trace}.json", part["model"]) if args.skip_gain else None
