@@ -22,7 +22,7 @@ from rush.studies.runtime_predictions_quantiles import (
     quantile_rows,
     scheduler_inputs,
 )
-from tests.models.fixtures import HEADER, synthetic_workload
+from tests.models.fixtures import HEADER, SMALL_QUANTILE_MODEL, synthetic_workload
 from tests.script_module import load_script
 
 
@@ -90,7 +90,7 @@ def test_the_studys_class_rules_are_the_predictors_class_heads() -> None:
     own ``class_head`` gives in the walk-forward, and ``with_rule`` changes the classes only."""
     rules = _class_rules_script()
     w = synthetic_workload(900)
-    model = {"max_iter": 15, "min_samples_leaf": 5}
+    model = SMALL_QUANTILE_MODEL
     wf = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**model))
     for head in ("head", "blend"):
         own = predict_quantiles_walkforward(w, HEADER, RuntimeQuantileRegressor(**model, class_head=head))
