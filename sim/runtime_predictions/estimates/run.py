@@ -254,7 +254,8 @@ def estimate_rows(trace_name: str, wf, max_queries: int, window: int = 10_000) -
     # H8: the queue's means times their bin's factor over the model's window of finished jobs;
     # running jobs end as in quantiles-mean.
     known = np.isfinite(wf.proba_small) & (start >= 0)
-    factor = binned_mean_factors(wf.mean(), known, submit, end, real[:, 0], window=window)
+    clipped = np.minimum(np.asarray(workload.runtime, dtype=np.float64), req)  # as estimate_rules.py
+    factor = binned_mean_factors(wf.mean(), known, submit, end, clipped, window=window)
     calibrated = mean_ladder.copy()
     calibrated[:, 0] = np.minimum(np.maximum(calibrated_means(wf.mean(), req, factor), 1.0), req)
     easy = np.concatenate([easy[:4], calibrated[None], easy[4:]])
