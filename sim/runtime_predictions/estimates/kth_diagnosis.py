@@ -16,6 +16,8 @@ later and backfill ahead. That is the floor of any estimator that knows only the
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
         python sim/runtime_predictions/estimates/kth_diagnosis.py [--traces KTH-SP2] [--step 10]
+
+``--feature-set t23`` (round 8) reads that walk-forward and writes ``kth_diagnosis_t23.json``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ COMBOS = (
     ("real", "limits"),
     ("conditional", "mean"),
     ("conditional", "real"),
+    # Round 8 (dev_log.md, D7): the queue's means calibrated as H8.
+    ("conditional", "calibrated"),
+    ("real", "calibrated"),
 )
 
 
@@ -58,15 +63,24 @@ def main() -> None:
         projection,
         sweep_by_source,
     )
+    from rush.studies.runtime_calibration import binned_mean_factors, calibrated_means
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", default="KTH-SP2")
     parser.add_argument("--step", type=int, default=10, help="every k-th job")
+    parser.add_argument("--feature-set", default="base", help="the walk-forward's (rounds 6-7: base)")
     args = parser.parse_args()
     report = {}
     for trace_name in args.traces.split(","):
-        st = study_trace(trace_name)
-        lad = st.ladders | {"conditional": st.ladders["mean"]}  # rung 0 unused: the code reads the ends
+        st = study_trace(trace_name, args.feature_set)
+        calibrated = st.ladders["mean"].copy()
+        known = np.isfinite(st.walkforward.proba_small) & (st.start >= 0)
+        mean = st.walkforward.mean()
+        real = np.minimum(np.asarray(st.workload.runtime, dtype=np.float64), st.request)
+        factor = binned_mean_factors(mean, known, st.submit, st.end, real, window=10_000)
+        calibrated[:, 0] = np.minimum(np.maximum(calibrated_means(mean, st.request, factor), 1.0), st.request)
+        # rung 0 of "conditional" unused: the code reads the ends
+        lad = st.ladders | {"conditional": st.ladders["mean"], "calibrated": calibrated}
         running = np.ascontiguousarray(np.stack([lad[r] for r, _ in COMBOS]))
         queue = np.ascontiguousarray(np.stack([lad[p][:, 0] for _, p in COMBOS]))
         conditional = np.array(
@@ -115,7 +129,8 @@ def main() -> None:
                         )
         report[trace_name] = rows
     OUT.mkdir(exist_ok=True)
-    (OUT / "kth_diagnosis.json").write_text(json.dumps(report, indent=1))
+    suffix = "" if args.feature_set == "base" else f"_{args.feature_set}"
+    (OUT / f"kth_diagnosis{suffix}.json").write_text(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
