@@ -35,6 +35,7 @@ from rush.core.snapshot import Decisions
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.planner.apply import Applier, Book, plan_actions
 from rush.planner.config import RushConfig
+from rush.planner.hostlist_text import reservation_hostlists
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.pass_trigger import PassTrigger
@@ -114,6 +115,8 @@ class Planner:
         # Conservative on nodes: the last pass's record of its reservations' nodes, given back
         # to the next (rush.core.kept_nodes); lost on restart, when they keep their times only.
         self._kept: KeptNodes | None = None
+        # The reservations' node lists as last journaled (None: not yet by this process).
+        self._journaled_nodes: dict[int, str] | None = None
         self._running: dict[int, RJMSJob] = {}
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
@@ -391,12 +394,18 @@ class Planner:
                     self.book.save_job(rec)
             # Conservative reservations stand from pass to pass: the core's new ones replace
             # the old for every job it saw pending (the next snapshot gives them back).
+            # With their nodes, when the pass kept them (conservative on nodes), for rush explain.
+            nodes = reservation_hostlists(decisions.kept)
+            before = self._journaled_nodes
             for job in built.snapshot.pending:
                 at = decisions.reserved_at.get(job.job_id)
-                if (math.inf if at is None else at) != job.reserved_at:
+                where = nodes.get(job.job_id)
+                moved = before.get(job.job_id) != where if before is not None else job.reserved_at < math.inf
+                if (math.inf if at is None else at) != job.reserved_at or moved:
                     rec = self.book.job(job.job_id)
-                    rec.reserved_at = at
+                    rec.reserved_at, rec.reserved_nodes = at, where
                     self.book.save_job(rec)
+            self._journaled_nodes = nodes
             self._touch(state)
         plan = plan_actions(
             decisions,
