@@ -52,13 +52,14 @@ def _ranges(indices: list[int], width: int) -> str:
     return ",".join(out)
 
 
-def reservation_hostlists(kept: KeptNodes | None) -> dict[int, str]:
-    """Job id -> its standing reservation's nodes in hostlist form, from a conservative pass's
-    record (``Decisions.kept``; None, e.g. EASY or processor counts: no node lists)."""
+def reservation_nodes(kept: KeptNodes | None) -> tuple[tuple[str, ...], dict[int, tuple[int, ...]]]:
+    """The machine's node names and, per job holding a standing reservation, its nodes (indices
+    into those names), from a conservative pass's record (``Decisions.kept``; None, e.g. EASY or
+    processor counts: none). Cheap (~2 ms for 10 000 reservations): the daemon compares them
+    every cycle and writes hostlists (:func:`compress_hostlist`) only for those that changed."""
     if kept is None:
-        return {}
-    offset, node = kept.reserved.offset, kept.reserved.node
-    return {
-        int(job_id): compress_hostlist(kept.names[i] for i in node[offset[r] : offset[r + 1]].tolist())
-        for r, job_id in enumerate(kept.reserved_job.tolist())
-    }
+        return (), {}
+    node = kept.reserved.node.tolist()
+    offset = kept.reserved.offset.tolist()
+    jobs = kept.reserved_job.tolist()
+    return kept.names, {job: tuple(node[offset[r] : offset[r + 1]]) for r, job in enumerate(jobs)}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from rush.core.resources import Node, Request
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
-from rush.planner.hostlist_text import compress_hostlist, reservation_hostlists
+from rush.planner.hostlist_text import compress_hostlist, reservation_nodes
 from rush.rjms.base import ClusterState, RJMSJob
 from rush.rjms.flux.hostlist import expand_hostlist
 from tests.queue_backend import Queue
@@ -75,10 +75,9 @@ def test_the_journal_keeps_each_reservations_nodes_and_explain_shows_them(tmp_pa
     jobs = (_running(1, "n0", 200.0), _running(2, "n1", 140.0), _running(3, "n2", 150.0))
     queue.state = _state(NOW, jobs)
     assert daemon.run_cycle().ok
-    kept = reservation_hostlists(daemon.last[2].kept)
-    assert kept == {100: "n1", 101: "n[0,2]"}
+    assert reservation_nodes(daemon.last[2].kept) == (("n0", "n1", "n2"), {100: (1,), 101: (0, 2)})
     records = daemon.journal.jobs()
-    assert {j: (records[j].reserved_at, records[j].reserved_nodes) for j in kept} == {
+    assert {j: (records[j].reserved_at, records[j].reserved_nodes) for j in (100, 101)} == {
         100: (NOW + 40, "n1"),
         101: (NOW + 100, "n[0,2]"),
     }
