@@ -48,6 +48,48 @@ def kernel_sources_digest(root: Path | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
+# Where configure_numba_cache remembers the digest of each state of the sources (one small file
+# per state, named after the sources' paths, sizes and modification times).
+DIGESTS_DIR = "source-digests"
+
+
+def remembered_sources_digest(base: Path, root: Path | None = None) -> str:
+    """:func:`kernel_sources_digest`, remembered under ``base`` per state of the sources.
+
+    Reading and hashing every source costs ~0.012 s per process; their paths, sizes and
+    modification times (one ``stat`` each, ~0.001 s) name the state instead, and the digest
+    of a state already seen is read back. Any edit changes a file's modification time, so it
+    is a new state. A memo that cannot be read or written is recomputed.
+    """
+    import hashlib
+
+    root = root or Path(__file__).resolve().parent
+    state = hashlib.sha256()
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                stat = os.stat(path)
+                state.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    memo = Path(base) / DIGESTS_DIR / state.hexdigest()[:32]
+    try:
+        remembered = memo.read_text()
+        if re.fullmatch(r"[0-9a-f]{16}", remembered):
+            return remembered
+    except OSError:
+        pass
+    digest = kernel_sources_digest(root)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+        partial.write_text(digest)
+        os.replace(partial, memo)
+    except OSError:
+        pass  # a read-only cache: the digest is computed each time
+    return digest
+
+
 def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | None:
     """Point numba's cache at a directory named after the kernels' sources; return it.
 
@@ -68,7 +110,7 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
     else:
         cache_home = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = Path(environ.get("RUSH_CACHE_DIR") or os.path.join(cache_home, "rush")) / "numba"
-    target = str(base / f"{CACHE_PREFIX}{kernel_sources_digest()}")
+    target = str(base / f"{CACHE_PREFIX}{remembered_sources_digest(base)}")
     if environ is os.environ:
         mark_cache_used(target)
     if environ.get("NUMBA_CACHE_DIR") != target:
@@ -408,6 +450,12 @@ def prune_old_caches(now: float | None = None, idle_days: float = PRUNE_AFTER_ID
             continue  # another checkout or install still uses it
         shutil.rmtree(other, ignore_errors=True)
         removed.append(other)
+    for memo in (Path(current).parent / DIGESTS_DIR).glob("*"):
+        try:
+            if now - memo.stat().st_mtime >= idle_days * 86400:
+                memo.unlink()
+        except OSError:
+            continue
     return removed
 
 

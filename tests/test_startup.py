@@ -501,3 +501,31 @@ def test_cached_kernels_load_without_numba_registries_and_compiling_still_works(
     second = python(code, env)
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout) == [10.0, False, 3, 20.0, 1]  # loaded from the cache, lean
+
+
+def test_the_remembered_kernel_digest_follows_every_edit(tmp_path: Path) -> None:
+    # Each process names numba's cache directory after the kernel sources' digest, remembered
+    # per state of the sources (paths, sizes, modification times) instead of hashing them all.
+    import shutil
+
+    import rush
+    from rush.jit_cache import DIGESTS_DIR, kernel_sources_digest, remembered_sources_digest
+
+    copy, base = tmp_path / "rush", tmp_path / "cache"
+    shutil.copytree(Path(rush.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    first = remembered_sources_digest(base, copy)
+    assert first == kernel_sources_digest(copy)
+    assert remembered_sources_digest(base, copy) == first and len(list((base / DIGESTS_DIR).iterdir())) == 1
+    # An edit of the same size (a kernel's constant) is a new state, with the new digest.
+    backfill = copy / "core" / "easy.py"
+    text = backfill.read_text()
+    assert "out.backfilled[ns] = True" in text
+    backfill.write_text(text.replace("out.backfilled[ns] = True", "out.backfilled[ns] = Fals"))
+    later = backfill.stat().st_mtime_ns + 1_000_000_000
+    os.utime(backfill, ns=(later, later))
+    edited = remembered_sources_digest(base, copy)
+    assert edited == kernel_sources_digest(copy) != first
+    # A memo that is not a digest is recomputed, not trusted.
+    for memo in (base / DIGESTS_DIR).iterdir():
+        memo.write_text("not a digest")
+    assert remembered_sources_digest(base, copy) == edited
