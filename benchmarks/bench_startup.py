@@ -108,6 +108,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
     env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR)}
+    # As an installed rush runs: Python's bytecode cached (a process that compiles rush's sources
+    # pays ~0.04 s more), kept in a directory of this run's, never in the checkout.
+    pycache = tempfile.mkdtemp(prefix="rush-startup-pycache-")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = pycache
     rush = rush_command()
     have_trace = (MIRROR / SDSC).is_file()
     cases: dict[str, list[str]] = {
@@ -194,6 +199,7 @@ def main() -> None:
             "in-process breakdown of the SDSC-SP2 replay [CPU s]: "
             + ", ".join(f"{n} {v:.3f}" for n, v in zip(names, parts, strict=True))
         )
+    shutil.rmtree(pycache, ignore_errors=True)
     if shutil.which("hyperfine") is None:
         print("(hyperfine not installed: repeated subprocess runs used)")
 
@@ -258,3 +264,20 @@ if __name__ == "__main__":
 # ~0.21, metrics and output ~0.02. Removed: gunzip and parse (~0.06) and the parser kernel's load;
 # typer's pydantic adapters (~0.06 for simulate's 22 options). What is left of 0.6 s is numba's:
 # its import and set-up (~0.3) plus the replay (~0.2) already exceed it beside the interpreter.
+# Measured (2026-11-29, 07:37 UTC, load 8-13 on this 2-core host shared with eight sessions;
+# issue 31's lean numba load: no scipy/PyYAML at numba's import, importlib.metadata lazy, cached
+# kernels loaded without the context refresh, the extension hook or parsing their bitcode, the
+# kernel digest remembered). This script, --repeat 5, bytecode cached:
+#   python -c pass 0.024, import numpy 0.118, import numba (plain) 0.339, floor leaving at once
+#   0.308, rush --help 0.103, rush simulate SDSC-SP2 0.634 (min 0.606), no parse cache 0.690;
+#   in process: import rush.cli.main 0.032, numba + kernels 0.242, read SWF 0.007, simulate
+#   0.270 (run_simulation's own loop ~0.21), metrics 0.010.
+# Paired with main (eb26840) in one sitting, 9 interleaved fresh processes, median CPU:
+#   bytecode cached (as installed)     main 0.748 s   this 0.596 s   (python -c pass 0.021)
+#   PYTHONDONTWRITEBYTECODE=1 (here)   main 0.818 s   this 0.672 s   (5 runs; sources compiled
+#                                                                     in every process, ~0.04 s)
+# What the 0.6 s is made of now (process_time around each step): interpreter ~0.02, typer and
+# rush.cli ~0.035, numpy ~0.056, numba's import ~0.11, numba.np.arraymath ~0.045 (a cached
+# kernel's environment imports it), the core's and simulator's modules (106 dispatchers) ~0.035,
+# the parsed trace ~0.02, the first cached kernel ~0.045 (numba's runtime compiled by LLVM, the
+# JIT set up), run_simulation's load ~0.02, the replay ~0.21, metrics and output ~0.02.

@@ -48,6 +48,48 @@ def kernel_sources_digest(root: Path | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
+# Where configure_numba_cache remembers the digest of each state of the sources (one small file
+# per state, named after the sources' paths, sizes and modification times).
+DIGESTS_DIR = "source-digests"
+
+
+def remembered_sources_digest(base: Path, root: Path | None = None) -> str:
+    """:func:`kernel_sources_digest`, remembered under ``base`` per state of the sources.
+
+    Reading and hashing every source costs ~0.012 s per process; their paths, sizes and
+    modification times (one ``stat`` each, ~0.001 s) name the state instead, and the digest
+    of a state already seen is read back. Any edit changes a file's modification time, so it
+    is a new state. A memo that cannot be read or written is recomputed.
+    """
+    import hashlib
+
+    root = root or Path(__file__).resolve().parent
+    state = hashlib.sha256()
+    for directory, subdirectories, files in os.walk(root):
+        subdirectories.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(directory, name)
+                stat = os.stat(path)
+                state.update(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    memo = Path(base) / DIGESTS_DIR / state.hexdigest()[:32]
+    try:
+        remembered = memo.read_text()
+        if re.fullmatch(r"[0-9a-f]{16}", remembered):
+            return remembered
+    except OSError:
+        pass
+    digest = kernel_sources_digest(root)
+    try:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+        partial.write_text(digest)
+        os.replace(partial, memo)
+    except OSError:
+        pass  # a read-only cache: the digest is computed each time
+    return digest
+
+
 def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | None:
     """Point numba's cache at a directory named after the kernels' sources; return it.
 
@@ -68,12 +110,14 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
     else:
         cache_home = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = Path(environ.get("RUSH_CACHE_DIR") or os.path.join(cache_home, "rush")) / "numba"
-    target = str(base / f"{CACHE_PREFIX}{kernel_sources_digest()}")
+    target = str(base / f"{CACHE_PREFIX}{remembered_sources_digest(base)}")
     if environ is os.environ:
         mark_cache_used(target)
     if environ.get("NUMBA_CACHE_DIR") != target:
         environ["NUMBA_CACHE_DIR"] = target
-        if "numba" in sys.modules and environ is os.environ:
+        # numba reads the variable when its config module is first imported (not yet while
+        # numba's own __init__ starts, see _WrappedLoader).
+        if "numba.core.config" in sys.modules and environ is os.environ:
             from numba.core import config
 
             config.reload_config()
@@ -114,10 +158,201 @@ class _WrappedLoader:
         module.__loader__ = module.__spec__.loader = self.loader
         if self.name == "numba":
             configure_numba_cache()
-            self.loader.exec_module(module)
+            with _without_modules(_unused_by_numba_import()):
+                _import_lazily("importlib.metadata")
+                self.loader.exec_module(module)
+            load_cached_kernels_without_refresh()
             return
         with _without_cffi():
             self.loader.exec_module(module)
+
+
+# Config file numba reads with PyYAML from the working directory at import (numba.core.config).
+NUMBA_CONFIG_FILE = ".numba_config.yaml"
+
+
+def _unused_by_numba_import() -> tuple[str, ...]:
+    """Modules numba imports when it is imported but rush never uses (~0.03 s of CPU per process).
+
+    ``numba/__init__`` imports ``scipy`` only to check that its version is at least 1.0 (the
+    ``scipy`` package itself, ~0.02 s; numba imports ``scipy.linalg`` on its own when a kernel
+    that uses BLAS is compiled), and ``numba.core.config`` imports PyYAML (~0.01 s) only to read
+    a ``.numba_config.yaml`` in the working directory: PyYAML stays importable when there is
+    one there.
+    """
+    names = ["scipy"]
+    if not os.path.exists(NUMBA_CONFIG_FILE):
+        names.append("yaml")
+    return tuple(names)
+
+
+@contextmanager
+def _without_modules(names: tuple[str, ...]) -> Iterator[None]:
+    """Make ``import NAME`` fail at once while the block runs, for names nothing imported yet."""
+    hidden = [name for name in names if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+
+
+def _import_lazily(name: str) -> None:
+    """Import ``name`` as a module that loads itself at its first attribute access.
+
+    ``numba.core.entrypoints`` imports ``importlib.metadata`` (~0.025 s of CPU with the modules
+    it imports) only to scan the installed packages' entry points, which numba does when it
+    compiles (rush's cached kernels load without it: :func:`load_cached_kernels_without_refresh`).
+    Any other user of the module gets it whole at its first use.
+    """
+    if name in sys.modules:
+        return
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)
+
+
+def load_cached_kernels_without_refresh() -> bool:
+    """Load kernels from numba's cache without first loading every typing and lowering registry.
+
+    numba's ``Cache.load_overload`` refreshes the CPU target context before it reads a cached
+    function: it imports and installs the typing templates and lowering implementations of all
+    of numba (typed containers, random, polynomials, jitclass...) and scans the installed
+    packages' entry points, ~0.05 s of CPU per process (issue 31). Cached machine code needs
+    none of it, only numba's runtime (NRT) symbols, initialised here. A cache miss compiles,
+    and numba's compiler refreshes the contexts itself (``CompilerBase.__init__``), as does a
+    lowering lookup that misses (``BaseContext.get_function``). Private numba API: if its
+    shape differs, numba is left as it is (returns False).
+    """
+    from numba.core import caching, cpu
+    from numba.core.runtime import rtsys
+
+    cache = getattr(caching, "Cache", None)
+    original = getattr(cache, "load_overload", None)
+    if original is None or getattr(original, "_rush_lean", False):
+        return original is not None
+    if not all(hasattr(cache, name) for name in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return False
+    if not hasattr(rtsys, "initialize"):
+        return False
+
+    def load_overload(self, sig, target_context):  # noqa: ANN001, ANN202 - numba's signature
+        if type(target_context) is not cpu.CPUContext:
+            return original(self, sig, target_context)
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    load_overload._rush_lean = True  # type: ignore[attr-defined]
+    cache.load_overload = load_overload
+    _skip_entry_points_before_rush_kernels()
+    _parse_linking_bitcode_when_linked()
+    return True
+
+
+def _parse_linking_bitcode_when_linked() -> None:
+    """Load a cached kernel's machine code without parsing the LLVM bitcode stored beside it.
+
+    numba caches a function as its object code plus its bitcode, which it parses at every load
+    (``CPUCodeLibrary._unserialize``: ~0.07 s for the replay's 2.6 MB ``run_simulation``) only
+    to list the library's symbols and to link it into a kernel compiled later that calls it.
+    Here the bitcode is parsed when that happens (``_get_module_for_linking``) or when a
+    symbol is looked up that no parsed library defines; a loaded function's own entry point
+    is known from its descriptor. Private numba API: if its shape differs, nothing changes.
+    """
+    import llvmlite.binding as ll
+    from numba.core import codegen, cpu
+
+    library, engine = codegen.CPUCodeLibrary, getattr(codegen, "JitEngine", None)
+    needed = (
+        (
+            library,
+            ("_unserialize", "_get_module_for_linking", "enable_object_caching", "_set_compiled_object"),
+        ),
+        (library, ("_finalize_final_module",)),
+        (engine, ("is_symbol_defined", "_load_defined_symbols")),
+        (cpu.CPUContext, ("get_executable",)),
+    )
+    if engine is None or not all(hasattr(owner, n) for owner, names in needed for n in names):
+        return
+    if getattr(library._get_module_for_linking, "_rush_lean", False):
+        return
+    unserialize, for_linking = library._unserialize.__func__, library._get_module_for_linking
+    is_defined, get_executable = engine.is_symbol_defined, cpu.CPUContext.get_executable
+
+    def _unserialize(cls, codegen_, state):  # noqa: ANN001, ANN202
+        name, kind, data = state
+        if kind != "object" or cls is not codegen.JITCodeLibrary:
+            return unserialize(cls, codegen_, state)
+        object_code, shared_bitcode = data
+        self = codegen_.create_library(name)
+        self.enable_object_caching()
+        self._set_compiled_object(object_code)
+        self._rush_linking_bitcode = shared_bitcode
+        self._finalize_final_module()
+        codegen_._engine.__dict__.setdefault("_rush_unparsed", []).append(self)
+        return self
+
+    def _get_module_for_linking(self):  # noqa: ANN001, ANN202
+        bitcode = self.__dict__.pop("_rush_linking_bitcode", None)
+        if bitcode is not None:
+            self._shared_module = ll.parse_bitcode(bitcode)
+            self._codegen._engine._load_defined_symbols(self._shared_module)
+        return for_linking(self)
+
+    def is_symbol_defined(self, name):  # noqa: ANN001, ANN202
+        if is_defined(self, name):
+            return True
+        unparsed = self.__dict__.pop("_rush_unparsed", [])
+        for lib in unparsed:
+            lib._get_module_for_linking()
+        return bool(unparsed) and is_defined(self, name)
+
+    def _get_executable(self, library_, fndesc, env):  # noqa: ANN001, ANN202
+        if "_rush_linking_bitcode" in library_.__dict__:  # its own wrapper, compiled into it
+            library_.codegen._engine._defined_symbols.add(fndesc.llvm_cpython_wrapper_name)
+        return get_executable(self, library_, fndesc, env)
+
+    _get_module_for_linking._rush_lean = True  # type: ignore[attr-defined]
+    library._unserialize = classmethod(_unserialize)
+    library._get_module_for_linking = _get_module_for_linking
+    engine.is_symbol_defined = is_symbol_defined
+    cpu.CPUContext.get_executable = _get_executable
+
+
+def _skip_entry_points_before_rush_kernels() -> None:
+    """Call one of rush's kernels without first loading numba's extensions.
+
+    numba's dispatcher loads the installed packages' ``numba_extensions`` entry points before
+    its first call (``_compilation_chain_init_hook``), so that an extension's argument types
+    are known: ~0.03 s with ``importlib.metadata``. rush's kernels take numpy arrays and
+    numbers only, and a compile loads the extensions anyway (the context refresh). Other
+    packages' kernels keep the hook.
+    """
+    from numba.core import dispatcher
+
+    hook = getattr(dispatcher.Dispatcher, "_compilation_chain_init_hook", None)
+    if hook is None or getattr(hook, "_rush_lean", False):
+        return
+
+    def init_hook(self) -> None:  # noqa: ANN001
+        if not getattr(self.py_func, "__module__", "").startswith("rush."):
+            hook(self)
+
+    init_hook._rush_lean = True  # type: ignore[attr-defined]
+    dispatcher.Dispatcher._compilation_chain_init_hook = init_hook
 
 
 @contextmanager
@@ -149,6 +384,7 @@ def configure_when_numba_is_imported() -> None:
     """
     if "numba" in sys.modules:
         configure_numba_cache()
+        load_cached_kernels_without_refresh()
     if "numba.core.typing.cffi_utils" in sys.modules:
         return
     if not any(isinstance(finder, _NumbaFirstImport) for finder in sys.meta_path):
@@ -214,6 +450,12 @@ def prune_old_caches(now: float | None = None, idle_days: float = PRUNE_AFTER_ID
             continue  # another checkout or install still uses it
         shutil.rmtree(other, ignore_errors=True)
         removed.append(other)
+    for memo in (Path(current).parent / DIGESTS_DIR).glob("*"):
+        try:
+            if now - memo.stat().st_mtime >= idle_days * 86400:
+                memo.unlink()
+        except OSError:
+            continue
     return removed
 
 

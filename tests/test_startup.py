@@ -437,3 +437,95 @@ def test_lean_options_convert_as_typer_does(tmp_path: Path) -> None:
     checked, lean, differ = json.loads(out.stdout)
     assert lean > 20 and checked > 500
     assert differ == []
+
+
+def test_numba_is_imported_without_scipy_and_yaml_unless_a_numba_config_file_needs_it(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import rush, numba
+        print(json.dumps([numba.config.BOUNDSCHECK, "scipy" in sys.modules, "yaml" in sys.modules]))
+        """
+    )
+    env = {**os.environ, "NUMBA_BOUNDSCHECK": ""}
+    env.pop("NUMBA_BOUNDSCHECK")
+
+    def run() -> list:
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    boundscheck, scipy_loaded, yaml_loaded = run()
+    assert not scipy_loaded and not yaml_loaded and boundscheck != 1
+    # numba reads a .numba_config.yaml in the working directory with PyYAML: it still does.
+    (tmp_path / ".numba_config.yaml").write_text("boundscheck: 1\n")
+    assert run() == [1, False, True]
+
+
+def test_cached_kernels_load_without_numba_registries_and_compiling_still_works(tmp_path: Path) -> None:
+    # The first process compiles a kernel into an empty cache; the second loads it from there
+    # without loading numba's typing and lowering registries (one of them: polynomials) nor
+    # parsing its bitcode, then compiles a kernel that needs them (a typed list, np.random) and
+    # one that calls the loaded kernel (its bitcode linked in).
+    code = """
+        import json, sys
+        import rush.simulator.metrics as metrics
+        from rush.jit_cache import skip_numba_blas_probe
+        skip_numba_blas_probe()
+        slowdown = metrics.job_bounded_slowdown(100.0, 10.0, 10.0)
+        loaded_registries = "numba.np.polynomial.polynomial_core" in sys.modules
+        import numba, numpy as np
+        from numba.typed import List
+
+        @numba.njit
+        def draws(n):
+            out = List()
+            np.random.seed(1)
+            for _ in range(n):
+                out.append(np.random.random())
+            return len(out)
+
+        @numba.njit
+        def twice(wait, run, tau):  # links the cached kernel's library into a new one
+            return 2.0 * metrics.job_bounded_slowdown(wait, run, tau)
+
+        hits = sum(metrics.job_bounded_slowdown._cache_hits.values())
+        print(json.dumps([slowdown, loaded_registries, draws(3), twice(100.0, 10.0, 10.0), hits]))
+        """
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    first = python(code, env)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == [10.0, True, 3, 20.0, 0]  # compiled: numba loaded everything
+    second = python(code, env)
+    assert second.returncode == 0, second.stderr
+    assert json.loads(second.stdout) == [10.0, False, 3, 20.0, 1]  # loaded from the cache, lean
+
+
+def test_the_remembered_kernel_digest_follows_every_edit(tmp_path: Path) -> None:
+    # Each process names numba's cache directory after the kernel sources' digest, remembered
+    # per state of the sources (paths, sizes, modification times) instead of hashing them all.
+    import shutil
+
+    import rush
+    from rush.jit_cache import DIGESTS_DIR, kernel_sources_digest, remembered_sources_digest
+
+    copy, base = tmp_path / "rush", tmp_path / "cache"
+    shutil.copytree(Path(rush.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    first = remembered_sources_digest(base, copy)
+    assert first == kernel_sources_digest(copy)
+    assert remembered_sources_digest(base, copy) == first and len(list((base / DIGESTS_DIR).iterdir())) == 1
+    # An edit of the same size (a kernel's constant) is a new state, with the new digest.
+    backfill = copy / "core" / "easy.py"
+    text = backfill.read_text()
+    assert "out.backfilled[ns] = True" in text
+    backfill.write_text(text.replace("out.backfilled[ns] = True", "out.backfilled[ns] = Fals"))
+    later = backfill.stat().st_mtime_ns + 1_000_000_000
+    os.utime(backfill, ns=(later, later))
+    edited = remembered_sources_digest(base, copy)
+    assert edited == kernel_sources_digest(copy) != first
+    # A memo that is not a digest is recomputed, not trusted.
+    for memo in (base / DIGESTS_DIR).iterdir():
+        memo.write_text("not a digest")
+    assert remembered_sources_digest(base, copy) == edited

@@ -249,6 +249,13 @@ def _estimate_lines(view: dict[str, Any], row: dict[str, Any], now: float) -> li
             out.append(
                 f"  waits behind {who} ({_v(behind['state'])}), predicted end {_when(behind['predicted_end'], now)}"
             )
+    record = view["record"] or {}
+    if row["state"] == "pending" and record.get("reserved_at") is not None:
+        where = record.get("reserved_nodes")
+        out.append(
+            f"  reserved     {_when(record['reserved_at'], now)}"
+            + (f" on {where}" if where else " (nodes not kept: processor counts, or not yet re-placed)")
+        )
     if row["first_estimated_at"] is not None:
         out.append(
             f"  first est.   {_stamp(row['first_estimated_start'])} (made {_stamp(row['first_estimated_at'])})"

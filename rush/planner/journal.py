@@ -60,7 +60,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     job_id INTEGER PRIMARY KEY, skips INTEGER NOT NULL DEFAULT 0, held_by_rush INTEGER NOT NULL DEFAULT 0,
     requeues INTEGER NOT NULL DEFAULT 0, requeued_at_restart INTEGER NOT NULL DEFAULT -1,
     last_site_factor INTEGER, predicted_class INTEGER NOT NULL DEFAULT -1, last_seen REAL,
-    reserved_at REAL);
+    reserved_at REAL, reserved_nodes TEXT);
 CREATE TABLE IF NOT EXISTS cycles (
     cycle INTEGER PRIMARY KEY, time REAL NOT NULL, ok INTEGER NOT NULL, mode TEXT NOT NULL,
     pending INTEGER, running INTEGER, counts TEXT, seconds REAL, error TEXT);
@@ -108,6 +108,7 @@ JOB_COLUMNS = (
     "predicted_class",
     "last_seen",
     "reserved_at",
+    "reserved_nodes",
 )
 QUEUE_COLUMNS = (
     "job_id",
@@ -136,7 +137,7 @@ QUEUE_COLUMNS = (
     "priority_terms",
 )
 # Columns added after a journal's first release, with their type: added when missing.
-ADDED_JOB_COLUMNS = (("reserved_at", "REAL"),)
+ADDED_JOB_COLUMNS = (("reserved_at", "REAL"), ("reserved_nodes", "TEXT"))
 ADDED_QUEUE_COLUMNS = (("priority_terms", "TEXT"),)
 
 
@@ -169,6 +170,9 @@ class JobRecord:
     # The core's standing conservative reservation for the job (None: none), given back to
     # the next pass as PendingJob.reserved_at.
     reserved_at: float | None = None
+    # Its nodes, in hostlist form (n[0-3,7]), when the pass kept them (conservative on nodes):
+    # what `rush explain` shows of where the job is reserved.
+    reserved_nodes: str | None = None
 
     def row(self) -> tuple:
         return (
@@ -181,11 +185,12 @@ class JobRecord:
             self.predicted_class,
             self.last_seen,
             self.reserved_at,
+            self.reserved_nodes,
         )
 
     @classmethod
     def of_row(cls, row: tuple) -> JobRecord:
-        return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7], row[8])
+        return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9])
 
 
 class QueueRow(NamedTuple):

@@ -45,6 +45,8 @@ HISTORY_HEAD = 20
 # Actions whose rows are a skip of the job (a hold, then one ``skip`` per cycle it stays held).
 SKIP_ACTIONS = ("hold", "skip")
 REQUIRED_TABLES = ("decisions", "jobs", "meta", "queue")
+# A standing conservative reservation: its time and, when the pass kept them, its nodes (hostlist).
+RESERVATION_COLUMNS = ("reserved_at", "reserved_nodes")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -273,13 +275,24 @@ class JournalQuery:
         return view
 
     def _record(self, job_id: int) -> dict[str, Any] | None:
+        # A journal of an older rush lacks the reservation columns until its daemon runs a cycle.
+        have = {r[1] for r in self._rows("PRAGMA table_info(jobs)")}
+        reservation = [c for c in RESERVATION_COLUMNS if c in have]
         rows = self._rows(
-            "SELECT skips, held_by_rush, requeues, last_site_factor FROM jobs WHERE job_id = ?", (job_id,)
+            f"SELECT {', '.join(['skips', 'held_by_rush', 'requeues', 'last_site_factor', *reservation])}"
+            " FROM jobs WHERE job_id = ?",
+            (job_id,),
         )
         if not rows:
             return None
-        skips, held, requeues, factor = rows[0]
-        return {"skips": skips, "held_by_rush": bool(held), "requeues": requeues, "last_site_factor": factor}
+        skips, held, requeues, factor, *stored = rows[0]
+        record = {
+            "skips": skips,
+            "held_by_rush": bool(held),
+            "requeues": requeues,
+            "last_site_factor": factor,
+        }
+        return record | dict.fromkeys(RESERVATION_COLUMNS) | dict(zip(reservation, stored, strict=True))
 
     def _rank(self, row: dict[str, Any]) -> int | None:
         """1 + the pending jobs ahead: a higher RJMS priority value, or (scheduler mode, no

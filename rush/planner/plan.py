@@ -35,6 +35,7 @@ from rush.core.snapshot import Decisions
 from rush.errors import ConfigError, RJMSError, RushError
 from rush.planner.apply import Applier, Book, plan_actions
 from rush.planner.config import RushConfig
+from rush.planner.hostlist_text import compress_hostlist, reservation_nodes
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.pass_trigger import PassTrigger
@@ -114,6 +115,9 @@ class Planner:
         # Conservative on nodes: the last pass's record of its reservations' nodes, given back
         # to the next (rush.core.kept_nodes); lost on restart, when they keep their times only.
         self._kept: KeptNodes | None = None
+        # The reservations' nodes as last journaled: node names, job -> node indices (None: not
+        # yet by this process).
+        self._journaled_nodes: tuple[tuple[str, ...], dict[int, tuple[int, ...]]] | None = None
         self._running: dict[int, RJMSJob] = {}
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
@@ -391,12 +395,24 @@ class Planner:
                     self.book.save_job(rec)
             # Conservative reservations stand from pass to pass: the core's new ones replace
             # the old for every job it saw pending (the next snapshot gives them back).
+            # With their nodes, when the pass kept them (conservative on nodes), for rush explain;
+            # a job's row is rewritten only when its time or its nodes changed.
+            names, nodes = reservation_nodes(decisions.kept)
+            before = self._journaled_nodes
+            same_machine = before is not None and before[0] == names
             for job in built.snapshot.pending:
                 at = decisions.reserved_at.get(job.job_id)
-                if (math.inf if at is None else at) != job.reserved_at:
+                where = nodes.get(job.job_id)
+                if before is None:  # a restart: the journal may hold nodes from before it
+                    moved = job.reserved_at < math.inf
+                else:
+                    moved = not same_machine or before[1].get(job.job_id) != where
+                if (math.inf if at is None else at) != job.reserved_at or moved:
                     rec = self.book.job(job.job_id)
                     rec.reserved_at = at
+                    rec.reserved_nodes = None if where is None else compress_hostlist(names[i] for i in where)
                     self.book.save_job(rec)
+            self._journaled_nodes = (names, nodes)
             self._touch(state)
         plan = plan_actions(
             decisions,

@@ -9,6 +9,7 @@ the RJMS did between the passes.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,10 @@ from rush.core.config import CoreConfig
 from rush.core.resources import Node, Request, Slot
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions, PendingJob, RunningJob, Snapshot
+from tests.script_module import load_script
+
+# The live state's builders, shared with the warm-pass benchmarks (benchmarks/bench_scale.py).
+live = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "live_next_pass.py", "live_next_pass")
 
 NOW = 10_000.0
 CONSERVATIVE = CoreConfig.from_names("FCFS", "conservative", None)
@@ -167,6 +172,7 @@ def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snap
     room (every start applied where the core put it), one second on."""
     now = snapshot.now + (1.0 if frees_only else 30.0)
     started = {d.job_id: d for d in decided.decisions if d.action in ("start", "backfill")}
+    index = live.node_index(snapshot)
     running = []
     for r in snapshot.running:
         roll = rng.random()
@@ -190,7 +196,7 @@ def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snap
     for p in snapshot.pending:
         d = started.get(p.job_id)
         if d is not None and (frees_only or rng.random() < 0.8):
-            where = [(int(name[1:]), c, g) for name, c, g in d.allocation]
+            where = live.started_where(index, d)
             if not frees_only and rng.random() < 0.3:  # the RJMS put it elsewhere, where it fits
                 free = [i for i in range(len(snapshot.nodes)) if busy[i] == 0 and gpus[i] == 0]
                 if len(free) >= len(where):
@@ -202,17 +208,7 @@ def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snap
                 for i, c, g in where:
                     busy[i] += c
                     gpus[i] += g
-                running.append(
-                    RunningJob(
-                        p.job_id,
-                        snapshot.now,
-                        p.procs,
-                        p.requested_time,
-                        estimate=p.estimate,
-                        request=p.request,
-                        allocation=tuple(Slot(i, c, g) for i, c, g in where),
-                    )
-                )
+                running.append(live.started_job(p, snapshot.now, where))
                 continue
         if d is not None:
             pending.append(p)  # not started (yet): no reservation
@@ -220,14 +216,13 @@ def _next(rng, snapshot: Snapshot, decided: Decisions, frees_only: bool) -> Snap
         roll = rng.random()
         if roll < 0.1:
             continue  # cancelled
-        at = decided.reserved_at.get(p.job_id, np.inf)
         if roll < 0.2:
             p = replace(p, estimate=p.estimate * 0.5)
         elif roll < 0.25 and not frees_only:
             p = replace(p, estimate=min(p.estimate * 2.0, p.requested_time))
         elif roll < 0.3 and not frees_only:  # now asks for more nodes than there are: left out
             p = replace(p, request=Request(len(snapshot.nodes) + 1, 1), procs=len(snapshot.nodes) + 1)
-        pending.append(replace(p, reserved_at=at))
+        pending.append(live.with_reservation(p, decided))
     pending += _pending(rng, 1000 + int(rng.integers(0, 10**6)) * 100, int(rng.integers(0, 4)), now)
     nodes = list(snapshot.nodes)
     if rng.random() < 0.3:
