@@ -158,6 +158,9 @@ class _WrappedLoader:
         module.__loader__ = module.__spec__.loader = self.loader
         if self.name == "numba":
             configure_numba_cache()
+            if not lean_numba_wanted():
+                self.loader.exec_module(module)
+                return
             with _without_modules(_unused_by_numba_import()):
                 _import_lazily("importlib.metadata")
                 self.loader.exec_module(module)
@@ -165,6 +168,17 @@ class _WrappedLoader:
             return
         with _without_cffi():
             self.loader.exec_module(module)
+
+
+# The start-up trims below patch private numba functions (guarded: a numba of another shape is
+# left alone). RUSH_LEAN_NUMBA=0 turns them all off, the escape hatch should a numba release
+# misbehave under them; any other value, or none, leaves them on.
+LEAN_NUMBA_VARIABLE = "RUSH_LEAN_NUMBA"
+
+
+def lean_numba_wanted(environ: os._Environ | dict = os.environ) -> bool:
+    """Whether numba is imported and its cached kernels loaded with rush's start-up trims."""
+    return environ.get(LEAN_NUMBA_VARIABLE, "").strip() != "0"
 
 
 # Config file numba reads with PyYAML from the working directory at import (numba.core.config).
@@ -384,7 +398,8 @@ def configure_when_numba_is_imported() -> None:
     """
     if "numba" in sys.modules:
         configure_numba_cache()
-        load_cached_kernels_without_refresh()
+        if lean_numba_wanted():
+            load_cached_kernels_without_refresh()
     if "numba.core.typing.cffi_utils" in sys.modules:
         return
     if not any(isinstance(finder, _NumbaFirstImport) for finder in sys.meta_path):

@@ -464,7 +464,11 @@ def test_numba_is_imported_without_scipy_and_yaml_unless_a_numba_config_file_nee
     assert run() == [1, False, True]
 
 
-def test_cached_kernels_load_without_numba_registries_and_compiling_still_works(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lean", ["", "0"])
+def test_cached_kernels_load_without_numba_registries_and_compiling_still_works(
+    tmp_path: Path, lean: str
+) -> None:
+    # RUSH_LEAN_NUMBA=0 turns the trims off: the cached kernel is loaded as numba loads it.
     # The first process compiles a kernel into an empty cache; the second loads it from there
     # without loading numba's typing and lowering registries (one of them: polynomials) nor
     # parsing its bitcode, then compiles a kernel that needs them (a typed list, np.random) and
@@ -494,13 +498,14 @@ def test_cached_kernels_load_without_numba_registries_and_compiling_still_works(
         hits = sum(metrics.job_bounded_slowdown._cache_hits.values())
         print(json.dumps([slowdown, loaded_registries, draws(3), twice(100.0, 10.0, 10.0), hits]))
         """
-    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "RUSH_LEAN_NUMBA": lean}
     first = python(code, env)
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == [10.0, True, 3, 20.0, 0]  # compiled: numba loaded everything
     second = python(code, env)
     assert second.returncode == 0, second.stderr
-    assert json.loads(second.stdout) == [10.0, False, 3, 20.0, 1]  # loaded from the cache, lean
+    # loaded from the cache: lean unless turned off
+    assert json.loads(second.stdout) == [10.0, lean == "0", 3, 20.0, 1]
 
 
 def test_the_remembered_kernel_digest_follows_every_edit(tmp_path: Path) -> None:
