@@ -30,7 +30,13 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
-from rush.core.job_columns import PendingColumns, RunningColumns, pending_columns, running_columns
+from rush.core.job_columns import (
+    PendingColumns,
+    RunningColumns,
+    SnapshotColumns,
+    pending_columns,
+    snapshot_columns,
+)
 from rush.core.job_rules import job_rules
 from rush.core.kept_nodes import PassNodes, kept_after, kept_state
 from rush.core.node_view import procs_only_view
@@ -182,7 +188,7 @@ def schedule(
     """
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
-    columns = pending_columns(snapshot.pending), running_columns(snapshot.running)
+    columns = _columns(snapshot)
     _check(snapshot, *columns)
     kills, pending, running, waiting, busy = _pending_with_kills(snapshot, config, divider, columns)
     n = len(pending)
@@ -489,6 +495,25 @@ def _row(slots, row: int, names: tuple[str, ...]) -> tuple[tuple[str, ...], tupl
 
 def _short(nodes: tuple[str, ...]) -> str:
     return ",".join(nodes) if len(nodes) <= 8 else ",".join(nodes[:8]) + f",... ({len(nodes)} nodes)"
+
+
+def _columns(snapshot: Snapshot) -> SnapshotColumns:
+    """The snapshot's job columns: the shell's kept ones, checked to be as many as its jobs, else
+    read from the objects."""
+    given = snapshot.columns
+    if given is None:
+        return snapshot_columns(snapshot.pending, snapshot.running)
+    if len(given.pending.job_id) != len(snapshot.pending) or len(given.running.job_id) != len(
+        snapshot.running
+    ):
+        raise RushError(
+            f"the snapshot's columns hold {len(given.pending.job_id)} pending and "
+            f"{len(given.running.job_id)} running jobs, its objects {len(snapshot.pending)} and "
+            f"{len(snapshot.running)}",
+            where="snapshot.columns",
+            fix="give the columns of the snapshot's own jobs, in their order (or none)",
+        )
+    return given
 
 
 def _check(snapshot: Snapshot, waiting: PendingColumns, busy: RunningColumns) -> None:
