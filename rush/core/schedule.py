@@ -359,7 +359,7 @@ def schedule(
         )
     decided.decisions = decisions
     if bounded is not None:
-        decided.unconsidered = [pending[k].job_id for k in bounded.unconsidered.tolist()]
+        decided.unconsidered = waiting.job_id[bounded.unconsidered].tolist()
     if estimate_starts_too:
         # A running job with predicted quantiles ends at its median runtime given its elapsed
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.

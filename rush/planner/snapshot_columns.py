@@ -71,7 +71,7 @@ class KeptRows(Generic[Columns]):
         self._stamp[known] = self._cycle
         self._forget(np.flatnonzero((self._stamp != self._cycle) & (self._stamp > 0)))
         changed = np.flatnonzero(~same)
-        self.rewritten = 0 * len(changed)
+        self.rewritten = len(changed)
         if len(changed):
             rows[changed] = self._write(changed, rows, jobs, ids)
         return self._gather(rows)
