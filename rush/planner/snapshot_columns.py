@@ -88,14 +88,21 @@ class KeptRows(Generic[Columns]):
         self._free.extend(gone.tolist())
 
     def _write(self, changed: np.ndarray, rows: np.ndarray, jobs: Sequence, ids: list[int]) -> np.ndarray:
-        """Read the changed and new jobs into rows (a new job takes a free row): their rows."""
-        fresh = self._read([jobs[i] for i in changed.tolist()])
+        """Read the changed and new jobs into rows (new jobs take free rows, then new ones at the
+        end): their rows."""
+        which = changed.tolist()
+        fresh = self._read([jobs[i] for i in which])
         target = rows[changed]
-        for k in np.flatnonzero(target < 0).tolist():
-            target[k] = self._free.pop() if self._free else self._grow()
-        for k, i in enumerate(changed.tolist()):
-            self._row[ids[i]] = int(target[k])
-            self._obj[target[k]] = jobs[i]
+        new = np.flatnonzero(target < 0)
+        if len(new):
+            reused = [self._free.pop() for _ in range(min(len(new), len(self._free)))]
+            target[new] = np.concatenate(
+                [np.array(reused, dtype=np.int64), self._grow(len(new) - len(reused))]
+            )
+        where = target.tolist()
+        self._row.update(zip(map(ids.__getitem__, which), where))
+        for row, i in zip(where, which):
+            self._obj[row] = jobs[i]
         self._stamp[target] = self._cycle
         for field in dataclasses.fields(fresh):
             value = getattr(fresh, field.name)
@@ -105,22 +112,22 @@ class KeptRows(Generic[Columns]):
                 self._arrays[field.name][target] = value
             else:
                 kept = self._objects.setdefault(field.name, [None] * len(self._stamp))
-                for row, item in zip(target.tolist(), value, strict=True):
+                for row, item in zip(where, value, strict=True):
                     kept[row] = item
         return target
 
-    def _grow(self) -> int:
-        """A new row at the end (the arrays double when full)."""
-        row = len(self._obj) - 1
-        if row >= len(self._stamp):
-            size = max(16, 2 * len(self._stamp))
+    def _grow(self, count: int) -> np.ndarray:
+        """``count`` new rows at the end (the arrays double when full)."""
+        first = len(self._obj) - 1
+        if first + count > len(self._stamp):
+            size = max(16, 2 * len(self._stamp), first + count)
             self._stamp = np.concatenate([self._stamp, np.zeros(size - len(self._stamp), dtype=np.int64)])
             for name, array in self._arrays.items():
                 self._arrays[name] = np.concatenate([array, np.zeros(size - len(array), dtype=array.dtype)])
             for values in self._objects.values():
                 values.extend([None] * (size - len(values)))
-        self._obj.insert(row, None)  # the last slot stays the None the new jobs compare with
-        return row
+        self._obj[-1:] = [None] * (count + 1)  # the last slot stays the None new jobs compare with
+        return np.arange(first, first + count, dtype=np.int64)
 
     def _gather(self, rows: np.ndarray) -> Columns:
         if not self._arrays:  # nothing read yet (an empty queue): the reader's own empty columns
