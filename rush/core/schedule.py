@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 
 import numpy as np
 
@@ -498,21 +499,23 @@ def _short(nodes: tuple[str, ...]) -> str:
 
 
 def _columns(snapshot: Snapshot) -> SnapshotColumns:
-    """The snapshot's job columns: the shell's kept ones, checked to be as many as its jobs, else
-    read from the objects."""
+    """The snapshot's job columns: the shell's kept ones, checked to hold its jobs in its order
+    (the pass reads the columns, the decisions' words the objects), else read from the objects."""
     given = snapshot.columns
     if given is None:
         return snapshot_columns(snapshot.pending, snapshot.running)
-    if len(given.pending.job_id) != len(snapshot.pending) or len(given.running.job_id) != len(
-        snapshot.running
+    for kind, jobs, ids in (
+        ("pending", snapshot.pending, given.pending.job_id),
+        ("running", snapshot.running, given.running.job_id),
     ):
-        raise RushError(
-            f"the snapshot's columns hold {len(given.pending.job_id)} pending and "
-            f"{len(given.running.job_id)} running jobs, its objects {len(snapshot.pending)} and "
-            f"{len(snapshot.running)}",
-            where="snapshot.columns",
-            fix="give the columns of the snapshot's own jobs, in their order (or none)",
-        )
+        listed = np.fromiter(map(operator.attrgetter("job_id"), jobs), dtype=np.int64, count=len(jobs))
+        if not np.array_equal(listed, ids):
+            raise RushError(
+                f"the snapshot's {kind} columns are not its {kind} jobs in their order "
+                f"({len(ids)} rows, {len(jobs)} jobs)",
+                where=f"snapshot.columns.{kind}",
+                fix="give the columns of the snapshot's own jobs, in their order (or none)",
+            )
     return given
 
 

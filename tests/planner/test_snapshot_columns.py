@@ -161,11 +161,15 @@ def test_kept_columns_equal_columns_read_afresh_and_decide_the_same(seed: int, o
     assert all(r < len(snapshot.pending) or r == 0 for r in rewritten[1:])
 
 
-def test_columns_of_other_jobs_are_refused() -> None:
+def test_columns_of_other_jobs_or_in_another_order_are_refused() -> None:
     snapshot = next(event_sequence(0, 1, True))
     fewer = snapshot_columns(snapshot.pending[1:], snapshot.running)
-    with pytest.raises(RushError, match="snapshot.columns"):
-        schedule(replace(snapshot, columns=fewer), CoreConfig())
+    swapped = snapshot_columns(
+        (snapshot.pending[1], snapshot.pending[0], *snapshot.pending[2:]), snapshot.running
+    )
+    for columns in (fewer, swapped):
+        with pytest.raises(RushError, match="snapshot.columns.pending"):
+            schedule(replace(snapshot, columns=columns), CoreConfig())
 
 
 class KeptObjects(Queue):
