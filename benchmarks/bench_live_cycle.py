@@ -21,8 +21,10 @@ one second later, the first pass's starts running on their nodes, ``--ended`` ru
 ended and ``--arrivals`` new jobs queued. Median of ``--repeat`` runs of both; ``rows read``:
 pending jobs read from their objects into the kept columns (-1: no kept columns). Each cycle
 starts after a ``gc.collect()``, so that the figures do not depend on which cycle the
-collector's full pass falls in (a live process pays those pauses as well: over a heap of
-10 000 jobs' objects one costs about 100 ms here).
+collector's full pass falls in. Then ``--steady`` cycles in a row with the collector left to
+run as it comes, as in a live process: the median and longest cycle and the collector's CPU per
+cycle by generation (a full pass over a heap of 10 000 jobs' objects costs about 100 ms here;
+how often one comes depends on how many objects each cycle leaves behind).
 
 Run: ``python benchmarks/bench_live_cycle.py [--pending 1000,10000] [--repeat 5]``; paired with
 another tree: ``PYTHONPATH=/path/to/other/tree python benchmarks/bench_live_cycle.py``.
@@ -123,13 +125,15 @@ def rjms_state(snapshot: Snapshot, kept: dict[int, RJMSJob] | None) -> ClusterSt
 class LivePath:
     """What the planner does from a read to the decisions (its builder, kept columns, core)."""
 
-    def __init__(self, config: CoreConfig, explain: bool) -> None:
+    def __init__(self, config: CoreConfig, explain: bool, collect: bool = True) -> None:
+        self.collect = collect
         self.builder = SnapshotBuilder()
         self.columns = KeptColumns() if KeptColumns is not None else None
         self.config, self.explain = config, explain
 
     def cycle(self, state: ClusterState, seconds: dict[str, float]):
-        gc.collect()  # each cycle from the same collector state (a live process pays its pauses too)
+        if self.collect:  # each cycle from the same collector state (``steady`` pays the pauses)
+            gc.collect()
         t0 = time.process_time()
         snapshot = self.builder.build(state, {}).snapshot
         t1 = time.process_time()
@@ -178,6 +182,46 @@ def run(pending: int, shell: str, args) -> dict[str, dict[str, float]]:
     return {cycle: {p: statistics.median(r[p] for r in rs) for p in COLUMNS} for cycle, rs in runs.items()}
 
 
+@contextmanager
+def collector_pauses() -> Iterator[dict[int, float]]:
+    """CPU seconds of the garbage collector's passes, by generation, wherever they fall."""
+    pauses: dict[int, float] = defaultdict(float)
+    began = [0.0]
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start":
+            began[0] = time.process_time()
+        else:
+            pauses[info["generation"]] += time.process_time() - began[0]
+
+    gc.callbacks.append(note)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(note)
+
+
+def steady(pending: int, shell: str, args) -> tuple[list[float], dict[int, float]]:
+    """``args.steady`` cycles in a row, the collector left to run as it comes: each cycle's CPU
+    seconds (from the read to the decisions) and the collector's seconds by generation (its
+    passes during the simulated reads included: a live process pays them wherever they fall)."""
+    config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
+    snapshot = bench_nodes.make_snapshot(pending, 1, NODES, PODS)
+    live = LivePath(config, explain=shell == "daemon", collect=False)
+    objects: dict[int, RJMSJob] | None = {} if shell == "flux-module" else None
+    seconds = []
+    gc.collect()
+    with collector_pauses() as pauses:
+        for cycle in range(args.steady):
+            state = rjms_state(snapshot, objects)
+            t0 = time.process_time()
+            decided = live.cycle(state, defaultdict(float))
+            seconds.append(time.process_time() - t0)
+            later = next_snapshot(snapshot, decided, args.ended, kept=False)
+            snapshot = with_arrivals(later, args.arrivals, pending + cycle)
+    return seconds, dict(pauses)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", default="1000,10000", help="pending-job counts, comma-separated")
@@ -185,6 +229,9 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5, help="running jobs ended before the next cycle")
     parser.add_argument("--arrivals", type=int, default=5, help="jobs queued before the next cycle")
     parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument(
+        "--steady", type=int, default=12, help="cycles in a row, collector as it comes (0: none)"
+    )
     args = parser.parse_args()
     print(f"rush from {rush.__file__}; kept columns: {'yes' if KeptColumns is not None else 'no'}")
     warm = bench_nodes.make_snapshot(100, 1, NODES, PODS)  # numba's cache loaded once, not timed
@@ -204,6 +251,22 @@ def main() -> None:
                     + " ".join(f"{parts[p] * 1e3:9.1f}" for p in PARTS)
                     + f" {parts['rows read']:9.0f}"
                 )
+    if args.steady < 2:
+        return
+    print(
+        f"{args.steady} cycles in a row, collector as it comes: cycle CPU ms (2nd on), collector ms per cycle"
+    )
+    print(
+        f"{'shell':12s} {'pending':>7s} {'median':>7s} {'max':>7s} {'gen 0':>7s} {'gen 1':>7s} {'gen 2':>7s}"
+    )
+    for pending in (int(x) for x in args.pending.split(",")):
+        for shell in args.shells.split(","):
+            seconds, pauses = steady(pending, shell, args)
+            per_cycle = [pauses.get(g, 0.0) / len(seconds) * 1e3 for g in (0, 1, 2)]
+            print(
+                f"{shell:12s} {pending:7d} {statistics.median(seconds[1:]) * 1e3:7.1f} "
+                f"{max(seconds[1:]) * 1e3:7.1f} " + " ".join(f"{p:7.1f}" for p in per_cycle)
+            )
 
 
 if __name__ == "__main__":
