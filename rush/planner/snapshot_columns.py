@@ -100,8 +100,8 @@ class KeptRows(Generic[Columns]):
                 [np.array(reused, dtype=np.int64), self._grow(len(new) - len(reused))]
             )
         where = target.tolist()
-        self._row.update(zip(map(ids.__getitem__, which), where))
-        for row, i in zip(where, which):
+        self._row.update(zip(map(ids.__getitem__, which), where, strict=True))
+        for row, i in zip(where, which, strict=True):
             self._obj[row] = jobs[i]
         self._stamp[target] = self._cycle
         for field in dataclasses.fields(fresh):
