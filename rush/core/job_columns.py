@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -99,6 +99,14 @@ class RunningColumns(_JobColumns):
         return RunningColumns(**{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)})
 
 
+class SnapshotColumns(NamedTuple):
+    """A snapshot's pending and running jobs' columns, row for row in its ``pending`` and
+    ``running`` order (:attr:`rush.core.snapshot.Snapshot.columns`)."""
+
+    pending: PendingColumns
+    running: RunningColumns
+
+
 Columns = TypeVar("Columns", bound=_JobColumns)
 
 
@@ -114,6 +122,11 @@ def _columns(kind: type[Columns], jobs: Sequence) -> Columns:
         else:
             read[f.name] = _or_default(_values(jobs, f.name), read[none] if isinstance(none, str) else none)
     return kind(**read)
+
+
+def snapshot_columns(pending: Sequence, running: Sequence) -> SnapshotColumns:
+    """The columns of a snapshot's ``pending`` and ``running`` jobs, read from the objects."""
+    return SnapshotColumns(pending_columns(pending), running_columns(running))
 
 
 def pending_columns(jobs: Sequence) -> PendingColumns:

@@ -37,13 +37,14 @@ import numpy as np
 
 from rush.core.pass_data import MODE_CONSERVATIVE, PassConfig, PassJobs, PassMoment, PassQueues, PassState
 from rush.core.scheduling_pass import order_queue
+from rush.core.start_estimates import EASY_REPLAY_MAX_JOBS
 
 INF = np.inf
-# A live pass considers at most this many pending jobs unless the site says otherwise. As many as
-# the EASY start-estimate replay takes (start_estimates.EASY_REPLAY_MAX_JOBS), so every considered
-# job's estimate is EASY's own; Slurm's bf_max_job_test defaults to 500. What it saves at 10 000
+# A live pass considers at most this many pending jobs unless the site says otherwise: the EASY
+# start-estimate replay's bound, named, not copied, so that every considered job's estimate stays
+# EASY's own if either moves; Slurm's bf_max_job_test defaults to 500. What it saves at 10 000
 # pending jobs on 1 000 nodes: benchmarks/bench_pass_budget.py, docs/admin-slurm.md.
-DEFAULT_MAX_JOBS_CONSIDERED = 2000
+DEFAULT_MAX_JOBS_CONSIDERED = EASY_REPLAY_MAX_JOBS
 # The estimate basis of a job a bounded pass left out (Decisions.estimate_basis).
 BASIS_UNCONSIDERED = "not considered"
 

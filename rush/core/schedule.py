@@ -25,12 +25,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 
 import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
-from rush.core.job_columns import PendingColumns, RunningColumns, pending_columns, running_columns
+from rush.core.job_columns import (
+    PendingColumns,
+    RunningColumns,
+    SnapshotColumns,
+    pending_columns,
+    snapshot_columns,
+)
 from rush.core.job_rules import job_rules
 from rush.core.kept_nodes import PassNodes, kept_after, kept_state
 from rush.core.node_view import procs_only_view
@@ -182,7 +189,7 @@ def schedule(
     """
     now = float(snapshot.now)
     divider = float(config.divider) if config.divider is not None else _DIVIDER_NONE
-    columns = pending_columns(snapshot.pending), running_columns(snapshot.running)
+    columns = _columns(snapshot)
     _check(snapshot, *columns)
     kills, pending, running, waiting, busy = _pending_with_kills(snapshot, config, divider, columns)
     n = len(pending)
@@ -353,7 +360,7 @@ def schedule(
         )
     decided.decisions = decisions
     if bounded is not None:
-        decided.unconsidered = [pending[k].job_id for k in bounded.unconsidered.tolist()]
+        decided.unconsidered = waiting.job_id[bounded.unconsidered].tolist()
     if estimate_starts_too:
         # A running job with predicted quantiles ends at its median runtime given its elapsed
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
@@ -489,6 +496,27 @@ def _row(slots, row: int, names: tuple[str, ...]) -> tuple[tuple[str, ...], tupl
 
 def _short(nodes: tuple[str, ...]) -> str:
     return ",".join(nodes) if len(nodes) <= 8 else ",".join(nodes[:8]) + f",... ({len(nodes)} nodes)"
+
+
+def _columns(snapshot: Snapshot) -> SnapshotColumns:
+    """The snapshot's job columns: the shell's kept ones, checked to hold its jobs in its order
+    (the pass reads the columns, the decisions' words the objects), else read from the objects."""
+    given = snapshot.columns
+    if given is None:
+        return snapshot_columns(snapshot.pending, snapshot.running)
+    for kind, jobs, ids in (
+        ("pending", snapshot.pending, given.pending.job_id),
+        ("running", snapshot.running, given.running.job_id),
+    ):
+        listed = np.fromiter(map(operator.attrgetter("job_id"), jobs), dtype=np.int64, count=len(jobs))
+        if not np.array_equal(listed, ids):
+            raise RushError(
+                f"the snapshot's {kind} columns are not its {kind} jobs in their order "
+                f"({len(ids)} rows, {len(jobs)} jobs)",
+                where=f"snapshot.columns.{kind}",
+                fix="give the columns of the snapshot's own jobs, in their order (or none)",
+            )
+    return given
 
 
 def _check(snapshot: Snapshot, waiting: PendingColumns, busy: RunningColumns) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from rush.core.resources import Fabric, Node, Request, Slot
 
 if TYPE_CHECKING:  # pure data here: the record's module loads numpy and numba
+    from rush.core.job_columns import SnapshotColumns
     from rush.core.kept_nodes import KeptNodes
 
 
@@ -112,6 +113,11 @@ class Snapshot:
     # Conservative on nodes: the last pass's ``Decisions.kept``, given back unchanged so that
     # each standing reservation keeps its nodes (rush.core.kept_nodes); None: times only.
     kept: KeptNodes | None = None
+    # The jobs' columns, row for row in ``pending`` and ``running`` order, as a shell keeps them
+    # between passes (rush.planner.snapshot_columns: a cycle rewrites only the rows whose job
+    # changed); None: the core reads them from the objects. The pass reads its per-job inputs
+    # from the columns, and the objects only for the words of the few decisions it makes.
+    columns: SnapshotColumns | None = None
 
 
 # ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is

@@ -10,7 +10,8 @@ run one :class:`Planner` cycle per pass:
    (they are asynchronous: issued, never waited for, never re-issued) (:meth:`Applier.reconcile`);
 3. feed finished jobs to the runtime classifier's live history and the runtime predictor
    (:mod:`rush.planner.runtime_prediction`, whose predictions become the jobs' estimates);
-4. build the core's snapshot (:mod:`rush.planner.snapshot_builder`);
+4. build the core's snapshot (:mod:`rush.planner.snapshot_builder`), its job columns kept
+   between cycles (:mod:`rush.planner.snapshot_columns`: only changed jobs are read again);
 5. call :func:`rush.core.schedule` — the same core as ``rush simulate``;
 6. plan and apply through the backend within the rate limits, or in dry-run only journal
    (:mod:`rush.planner.apply`); the core's start/backfill/reserve view is journaled as
@@ -42,6 +43,7 @@ from rush.planner.pass_trigger import PassTrigger
 from rush.planner.queue_view import QueueView, RowInputs, describe_core, queue_rows
 from rush.planner.runtime_prediction import LiveRuntimePredictor, load_runtime_predictor
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
+from rush.planner.snapshot_columns import KeptColumns
 from rush.planner.speculative import speculator_for
 from rush.planner.start_order import MAX_REPORTED, started_out_of_order
 from rush.planner.variation import VariationPredictor, get_predictor
@@ -119,6 +121,8 @@ class Planner:
         # yet by this process).
         self._journaled_nodes: tuple[tuple[str, ...], dict[int, tuple[int, ...]]] | None = None
         self._running: dict[int, RJMSJob] = {}
+        # The pass's job columns, kept between cycles (rush.planner.snapshot_columns).
+        self._columns = KeptColumns()
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
         self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
@@ -298,6 +302,9 @@ class Planner:
                 built = predict_at_placement(built, self.variation, self.core_config, state)
             except Exception as exc:  # a model failing on live input must not stop scheduling
                 self._model_error(f"variation:{getattr(self.variation, 'name', '?')}", exc, cycle)
+            # The jobs' columns, kept between cycles: only the rows of jobs that changed are read.
+            columns = self._columns.update(built.snapshot.pending, built.snapshot.running)
+            built = replace(built, snapshot=replace(built.snapshot, columns=columns))
             if built.dropped:
                 shown = ", ".join(f"{job_id} ({why})" for job_id, why in built.dropped[:20])
                 self.journal.event(

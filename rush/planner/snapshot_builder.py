@@ -228,8 +228,9 @@ class SnapshotBuilder:
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
         # job id -> (the RJMSJob read, the inputs that vary, its PendingJob and outputs): a job
-        # read as the same object with the same record, class and flag is not rebuilt (the
-        # Flux scheduler module keeps its job objects and runs a pass per event).
+        # read as the same (the Flux scheduler module keeps its job objects and runs a pass per
+        # event) or an equal object with the same record, class and flag is not rebuilt, so
+        # the planner's kept columns (rush.planner.snapshot_columns) keep its row.
         self._pending_cache: dict[int, tuple[RJMSJob, tuple, PendingJob, dict[str, Any]]] = {}
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
@@ -351,7 +352,8 @@ class SnapshotBuilder:
                 runtimes.get(j.job_id),
             )
             hit = cache.get(j.job_id)
-            if hit is not None and hit[0] is j and hit[1] == varies:
+            # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
+            if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
                 self._pending_cache[j.job_id] = hit
                 pending.append(hit[2])
                 built.outputs[j.job_id] = hit[3]
