@@ -90,8 +90,12 @@ def main() -> None:
             rows.append(_summary(trace, job_set, "EASY-FCFS", base, base_bsld, TAU))
             for name in SCHEDULERS:
                 inputs, kw = scheduler_inputs(name, wf, picked, 0.1)
-                config = CoreConfig.from_names(kw.pop("policy"), "easy", THRESHOLD, kw.pop("scan", None), **kw)
-                rows.append(_summary(trace, job_set, name, simulate(workload, config, inputs), base_bsld, TAU))
+                config = CoreConfig.from_names(
+                    kw.pop("policy"), "easy", THRESHOLD, kw.pop("scan", None), **kw
+                )
+                rows.append(
+                    _summary(trace, job_set, name, simulate(workload, config, inputs), base_bsld, TAU)
+                )
             predicted = predict_walkforward(workload, make_predictor("easy++")).predicted
             order, correction = prediction_policy("easy++")
             config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction)
