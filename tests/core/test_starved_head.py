@@ -11,7 +11,7 @@ import numpy as np
 from rush.core.config import CoreConfig
 from rush.core.schedule import schedule
 from rush.core.snapshot import PendingJob, RunningJob, Snapshot
-from rush.simulator.engine import SimInputs, simulate
+from rush.simulator.engine import NODE_KERNELS, SimInputs, simulate
 from tests.core.helpers import workload
 
 THRESHOLD = 100.0
@@ -49,6 +49,18 @@ def test_a_starved_wide_job_waits_no_longer_than_its_limits_allow() -> None:
     # backfilled job is predicted to end before the shadow time and runs 1000 s.
     unbounded = _run(w, predicted, None)
     assert unbounded.start[wide] - unbounded.submit[wide] > 10 * (THRESHOLD + REQUEST)
+
+
+def test_the_node_kernels_reserve_a_starved_head_on_limits_too() -> None:
+    # One-core nodes decide as processor counts do: the EASY pass on nodes applies the same rule.
+    w, predicted = _wide_job_behind_a_stream(120)
+    config = CoreConfig.from_names(
+        "FCFS", "easy", THRESHOLD, "SPF", prediction_correction="request", kill_false_small=False
+    )
+    counts = simulate(w, config, SimInputs(estimate=predicted))
+    nodes = simulate(w, config, SimInputs(estimate=predicted), on_nodes=NODE_KERNELS)
+    np.testing.assert_array_equal(nodes.start, counts.start)
+    assert counts.start[1] - counts.submit[1] <= THRESHOLD + REQUEST + 5.0
 
 
 def test_no_starved_head_no_change_in_the_simulator() -> None:
