@@ -85,7 +85,7 @@ def run_pair(args: tuple, ended: int) -> tuple[tuple, tuple, tuple]:
     ends = np.concatenate([running.end[:rows], moment.now + np.maximum(jobs.est[out.start[:ns]], 1e-6)])
     procs = np.concatenate([running.procs[:rows], rows + np.arange(ns)])
     # The first ``ended`` running jobs (the soonest to end) ended early.
-    running2 = RunningSet(ends[ended:], procs[ended:], rows + ns - ended)
+    running2 = RunningSet(ends[ended:], procs[ended:], rows + ns - ended, ends[ended:], procs[ended:])
     moment2 = moment._replace(queued=queued)
     kept = (moment2, config, jobs, state, queues, running2, out, nodes._replace(held=held))
     # Times only, as every shell before issue 31; blind: kept nodes

@@ -8,6 +8,9 @@
    estimate) no later than the shadow time, or needs no more than ``extra`` (then
    ``extra -= q``).
 
+A head that has starved (waited longer than the starvation threshold) is reserved on limits
+instead of estimates, steps 2 and 3 alike (:mod:`rush.core.starved_head`).
+
 Without backfilling (``none``) only step 1 runs: strict list scheduling.
 
 Skip-with-limit applies to every job the pass would start now
@@ -32,6 +35,7 @@ from rush.core.pass_data import (
     RunningSet,
 )
 from rush.core.skip_with_limit import should_skip
+from rush.core.starved_head import on_limits, reserved_on_limits
 
 INF = np.inf
 
@@ -119,16 +123,21 @@ def easy_pass(
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
+        starved = reserved_on_limits(config, jobs, head, now)
+        est = jobs.limit if starved else jobs.est
         new_end = np.empty(ns, dtype=np.float64)
         new_procs = np.empty(ns, dtype=np.int64)
         for k in range(ns):
-            new_end[k] = now + jobs.est[out.start[k]]
+            new_end[k] = now + est[out.start[k]]
             new_procs[k] = procs[out.start[k]]
         if ns > 1:
             perm = np.argsort(new_end)
             new_end = new_end[perm]
             new_procs = new_procs[perm]
-        shadow, extra = shadow_time(now, free, procs[head], running, RunningSet(new_end, new_procs, ns))
+        started = RunningSet(new_end, new_procs, ns, new_end, new_procs)
+        shadow, extra = shadow_time(
+            now, free, procs[head], on_limits(running) if starved else running, started
+        )
         queues.taken[head] = True
         scan = queues.queue if config.same_scan else queues.scan
         for k in range(moment.queued):
@@ -137,7 +146,7 @@ def easy_pass(
             j = scan[k]
             if queues.taken[j] or procs[j] > free:
                 continue
-            ends_in_time = now + jobs.est[j] <= shadow
+            ends_in_time = now + est[j] <= shadow
             if not ends_in_time and procs[j] > extra:
                 continue
             queues.taken[j] = True

@@ -75,6 +75,7 @@ from rush.core.pass_data import (
     RunningSet,
 )
 from rush.core.skip_with_limit import should_skip
+from rush.core.starved_head import on_limits, reserved_on_limits
 
 INF = np.inf
 NO_FIT = -1
@@ -393,6 +394,11 @@ def easy_nodes_pass(
     shadow = INF
     extra = 0
     if head >= 0 and config.mode == MODE_EASY:
+        # A starved head is reserved on limits (rush.core.starved_head).
+        starved = reserved_on_limits(config, jobs, head, now)
+        if starved:
+            est = jobs.limit
+            running = on_limits(running)
         new_end, new_rows = out.reserved_at, out.reserved
         for k in range(ns):
             new_end[k] = now + est[out.start[k]]
@@ -401,7 +407,7 @@ def easy_nodes_pass(
         need = procs[head] if r_nodes[head] == 0 else r_nodes[head]
         lower = need if r_nodes[head] == 0 else need * r_cores[head]  # cores at least
         ask = (r_partition[head], r_nodes[head], 1 if r_exclusive[head] else 0, r_cores[head], r_gpus[head])
-        started = RunningSet(new_end, new_rows, ns)
+        started = RunningSet(new_end, new_rows, ns, new_end, new_rows)
         shadow = node_shadow_time(
             now, table, (nodes.held, placed), ask, (need, lower), running, started, head_in_pod
         )

@@ -28,6 +28,22 @@ def effective_estimate(estimate: float, requested_time: float, killable: bool, d
     return e
 
 
+@njit(cache=True, inline="always")
+def limit_estimate(limit: float, killable: bool, divider: float) -> float:
+    """A run's length at the latest (a starved head is reserved on it, rush.core.starved_head):
+    its time limit, and the divider if killable (it is killed there)."""
+    return effective_estimate(limit, limit, killable, divider)
+
+
+@njit(cache=True)
+def limit_estimates(limit: np.ndarray, killable: np.ndarray, divider: float) -> np.ndarray:
+    """:func:`limit_estimate` for every job (the live pass)."""
+    out = np.empty(len(limit), dtype=np.float64)
+    for k in range(len(limit)):
+        out[k] = limit_estimate(limit[k], killable[k], divider)
+    return out
+
+
 @njit(cache=True)
 def job_rules(
     estimate: np.ndarray,

@@ -69,6 +69,10 @@ class PassJobs(NamedTuple):
     sensitive: np.ndarray
     # The site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare`` term).
     fairshare: np.ndarray
+    # The run's length at the latest: its time limit, the divider for a killable job
+    # (rush.core.job_rules.limit_estimate). ``est`` when estimates are the requests; a starved
+    # head is reserved on it (rush.core.starved_head).
+    limit: np.ndarray
 
 
 class PassState(NamedTuple):
@@ -90,11 +94,16 @@ class PassState(NamedTuple):
 
 
 class RunningSet(NamedTuple):
-    """Running jobs by estimated end (ascending), with their processors; ``count`` of them."""
+    """Running jobs by estimated end (ascending), with their processors; ``count`` of them.
+    ``limit_end``/``limit_procs``: the same jobs by the end of their limits (ascending), when
+    each is surely gone (:attr:`PassJobs.limit`); the same arrays as ``end``/``procs`` when the
+    estimates are the limits."""
 
     end: np.ndarray
     procs: np.ndarray
     count: int
+    limit_end: np.ndarray
+    limit_procs: np.ndarray
 
 
 class PassQueues(NamedTuple):

@@ -38,7 +38,7 @@ from rush.core.job_columns import (
     pending_columns,
     snapshot_columns,
 )
-from rush.core.job_rules import job_rules
+from rush.core.job_rules import job_rules, limit_estimates
 from rush.core.kept_nodes import PassNodes, kept_after, kept_state
 from rush.core.node_view import procs_only_view
 from rush.core.nodes_snapshot import on_nodes as _on_nodes
@@ -196,7 +196,7 @@ def schedule(
     submit = waiting.submit
     procs = waiting.procs
     estimate = waiting.estimate
-    runtime_class, _, est = job_rules(
+    runtime_class, killable, est = job_rules(
         estimate,
         waiting.requested_time,
         waiting.runtime_class,
@@ -206,7 +206,7 @@ def schedule(
         config.max_requeues,
         divider,
     )
-    r_class, _, r_est = job_rules(
+    r_class, r_killable, r_est = job_rules(
         busy.estimate,
         busy.requested_time,
         busy.runtime_class,
@@ -239,8 +239,15 @@ def schedule(
         nodes, infeasible = procs_only_view(n), {}
         # The RJMS's free count (it knows drained and down resources), plus what the kills free.
         free = int(snapshot.free_procs) + sum(r.procs for r in snapshot.running if r.job_id in killed)
+    # By the end of their limits too, for a starved head (rush.core.starved_head).
+    r_limit_end = r_start + limit_estimates(busy.requested_time, r_killable, divider)
+    by_limit = np.lexsort((r_procs_all, r_limit_end))
     running_set = RunningSet(
-        np.ascontiguousarray(r_end_all[by_end]), np.ascontiguousarray(r_procs_all[by_end]), len(running)
+        np.ascontiguousarray(r_end_all[by_end]),
+        np.ascontiguousarray(r_procs_all[by_end]),
+        len(running),
+        np.ascontiguousarray(r_limit_end[by_limit]),
+        np.ascontiguousarray(r_procs_all[by_limit]),
     )
     jobs = PassJobs(
         submit,
@@ -250,6 +257,7 @@ def schedule(
         runtime_class,
         waiting.variable,
         _fairshare(waiting),
+        limit_estimates(waiting.requested_time, killable, divider),
     )
     state = new_state(n, waiting.skips.copy(), waiting.reserved_at.copy())
     keeping = None  # conservative on nodes: standing reservations keep their nodes (kept_nodes)

@@ -164,7 +164,7 @@ def _replay_pass(procs: np.ndarray, limit: np.ndarray, n_jobs: int, queue_len: i
     them waiting: EASY, the backfill scan in priority order, no job flagged (so no skip)."""
     no_order = OrderPolicy(0, np.zeros(1), np.zeros(1), False, np.zeros(0, dtype=np.int64))
     config = PassConfig(MODE_EASY, no_order, no_order, True, -1.0, False, 0.0, 0.0, 0)
-    jobs = PassJobs(limit, procs, limit, limit, procs, np.zeros(n_jobs, dtype=np.bool_), limit)
+    jobs = PassJobs(limit, procs, limit, limit, procs, np.zeros(n_jobs, dtype=np.bool_), limit, limit)
     state = PassState(
         np.zeros(n_jobs, dtype=np.int64),
         np.zeros(0),
@@ -251,7 +251,7 @@ def project_easy_starts(
                 jobs,
                 state,
                 queues,
-                RunningSet(lim, held, n),
+                RunningSet(lim, held, n, lim, held),
                 out,
             )
             for k in range(result[0]):

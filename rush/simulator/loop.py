@@ -38,7 +38,7 @@ from rush.core.false_small_kill import (
     requeue_as_large,
     run_outcome,
 )
-from rush.core.job_rules import effective_estimate
+from rush.core.job_rules import effective_estimate, limit_estimate
 from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
 from rush.core.pass_data import (
     PassConfig,
@@ -270,6 +270,19 @@ def _refresh_factors(tree: FairShareTree, ledger: UsageLedger, queue: np.ndarray
 
 
 @njit(cache=True, nogil=True)
+def _estimates_below_limits(jobs: SimJobs) -> bool:
+    """Whether some job's estimate is below a time limit it may run with (its walltime, or the
+    last of its speculative reservations): only then can a reservation on limits differ from one
+    on estimates."""
+    for j in range(len(jobs.estimate)):
+        c = jobs.reservation_counts[j]
+        top = jobs.reservations[j, c - 1] if c > 0 else jobs.requested_time[j]
+        if jobs.estimate[j] < top:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
 def run_simulation(
     jobs: SimJobs,
     config: PassConfig,
@@ -296,6 +309,7 @@ def run_simulation(
     wasted = np.zeros(n, dtype=np.float64)
     runtime_class = jobs.runtime_class.copy()
     est = np.empty(n, dtype=np.float64)  # reservation estimate of the job's next run
+    sure = np.empty(n, dtype=np.float64)  # its length at the latest (a starved head's reservation)
     run_est_end = np.empty(n, dtype=np.float64)  # its current run's estimated end
     outcome = np.zeros(n, dtype=np.int64)  # how its current run ends (false_small_kill.run_outcome)
     attempt = np.zeros(n, dtype=np.int64)  # index of the job's reservation in its sequence
@@ -316,13 +330,26 @@ def run_simulation(
     factor_of_job = ledger.job_factor if fair_on else jobs.fairshare
     fairshare_at_start = np.full(n, np.nan)
     factors_epoch = 0.0  # the period whose factors the queued jobs hold
-    pass_jobs = PassJobs(submit, procs, jobs.estimate, est, runtime_class, jobs.sensitive, factor_of_job)
+    # Estimates below a limit (predictions): the running jobs are also kept by the end of their
+    # limits, for a starved head (rush.core.starved_head); else both lists are one.
+    by_limits = _estimates_below_limits(jobs)
+    pass_jobs = PassJobs(
+        submit,
+        procs,
+        jobs.estimate,
+        est,
+        runtime_class,
+        jobs.sensitive,
+        factor_of_job,
+        sure if by_limits else est,
+    )
     for j in range(n):
         limit[j] = run_limit(jobs.reservations[j], jobs.reservation_counts[j], 0, jobs.requested_time[j])
         killable = is_killable(
             rules.kill_false_small, runtime_class[j], jobs.idempotent[j], 0, rules.max_requeues
         )
         est[j] = effective_estimate(jobs.estimate[j], limit[j], killable, jobs.divider[j])
+        sure[j] = limit_estimate(limit[j], killable, jobs.divider[j])
 
     queues = new_queues(n)
     qn = 0
@@ -330,6 +357,11 @@ def run_simulation(
     r_job = np.empty(n, dtype=np.int64)
     r_procs = np.empty(n, dtype=np.int64)
     rn = 0
+    n_lim = n if by_limits else 0
+    l_end = np.empty(n_lim, dtype=np.float64)
+    l_job = np.empty(n_lim, dtype=np.int64)
+    l_procs = np.empty(n_lim, dtype=np.int64)
+    run_sure_end = np.empty(n_lim, dtype=np.float64)  # the current run's end at the latest
     ht = np.empty(n, dtype=np.float64)
     hj = np.empty(n, dtype=np.int64)
     hn = 0
@@ -406,6 +438,8 @@ def run_simulation(
             else:
                 free += procs[j]
             rn = _running_remove(r_end, r_job, r_procs, rn, run_est_end[j], j)
+            if by_limits:
+                _running_remove(l_end, l_job, l_procs, rn + 1, run_sure_end[j], j)
             if fair_on:
                 run_ends(ledger, fair, j, procs[j], t)
             if outcome[j] == RUN_DIVIDER_REQUEUE or outcome[j] == RUN_RESERVATION_REQUEUE:
@@ -427,6 +461,7 @@ def run_simulation(
                     rules.max_requeues,
                 )
                 est[j] = effective_estimate(jobs.estimate[j], limit[j], killable, jobs.divider[j])
+                sure[j] = limit_estimate(limit[j], killable, jobs.divider[j])
                 start[j] = -1.0
                 end[j] = -1.0
                 backfilled[j] = False
@@ -472,7 +507,11 @@ def run_simulation(
             _refresh_factors(fair, ledger, queues.queue, qn)
             factors_epoch = ledger.clock[3]
         moment = PassMoment(t, free, qn, variable_now, True)  # every simulator pass is an event pass
-        running_set = RunningSet(r_end, r_procs, rn)
+        running_set = (
+            RunningSet(r_end, r_procs, rn, l_end, l_procs)
+            if by_limits
+            else RunningSet(r_end, r_procs, rn, r_end, r_procs)
+        )
         if on_nodes:
             result = _pass_on_nodes(
                 moment, config, pass_jobs, state, queues, (running_set, held), out, replay_nodes
@@ -517,6 +556,11 @@ def run_simulation(
             rn = _running_insert(
                 r_end, r_job, r_procs, rn, run_est_end[j], j, row_of[j] if on_nodes else procs[j]
             )
+            if by_limits:
+                run_sure_end[j] = t + sure[j]
+                _running_insert(
+                    l_end, l_job, l_procs, rn - 1, run_sure_end[j], j, row_of[j] if on_nodes else procs[j]
+                )
             if correcting and end[j] > run_est_end[j]:
                 xn = _heap_push(xt, xj, xn, run_est_end[j], j)
         qn = drop_started(queues, qn, started_mark, config.same_scan)
