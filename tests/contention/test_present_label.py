@@ -41,6 +41,20 @@ def test_labels_keep_variation_and_their_order():
     assert check_labels("variation") == ("variation",)
     assert model_name("RUSH-PRESENT-LABEL", "all") == "present-all"
     assert model_name("RUSH", "other4") == "other4"
+    assert model_name("RUSH-MOVE-PRESENT-LABEL", "other4") == "present-other4"
+
+
+def test_move_then_delay_with_the_present_state_label_is_rush_moves_rules_with_that_model(tmp_path):
+    """Round seven's policy composes what exists: RUSH-MOVE's placement and skip limit, the
+    present-state models (trained whenever it runs), no rule of its own."""
+    import rush.contention.experiment as ex
+    from rush.studies.contention import ContentionStudy, _present_state
+
+    move, both = "RUSH-MOVE", "RUSH-MOVE-PRESENT-LABEL"
+    assert both in ex.POLICIES and both in ex.LEARNED and both not in ex.BY_SIZE
+    assert ex.PLACEMENT[both] == ex.PLACEMENT[move] and ex.skip_limit(both) == ex.skip_limit(move)
+    assert _present_state(ContentionStudy(tmp_path, ["ADAA"], 1, 0, 1.0, policies=("FCFS+EASY", both)))
+    assert not _present_state(ContentionStudy(tmp_path, ["ADAA"], 1, 0, 1.0, policies=("FCFS+EASY", move)))
 
 
 def _run(oracle, seed: int = 5):
