@@ -62,11 +62,12 @@ UNLIMITED = -1
 IDLE_RELEASE = 3600.0
 POLICIES: tuple[str, ...] = (
     "FCFS+EASY", "RUSH", "RUSH-30", "RUSH-UNLIMITED", "RUSH-MOVE", "PRESENT-ORACLE", "NOISE-ORACLE",
-    "CLAIRVOYANT-ORACLE", "RUSH-SIZE", "RUSH-PRESENT-LABEL",
+    "CLAIRVOYANT-ORACLE", "RUSH-SIZE", "RUSH-PRESENT-LABEL", "RUSH-MOVE-PRESENT-LABEL",
 )  # fmt: skip
 DIAGNOSTICS: tuple[str, ...] = ("PRESENT-ORACLE", "NOISE-ORACLE", "CLAIRVOYANT-ORACLE")
 SKIP_LIMIT: dict[str, int] = {"RUSH-30": 30, "RUSH-UNLIMITED": UNLIMITED}
-# RUSH-PRESENT-LABEL: RUSH with the model trained on the present-state label (rush.contention.labels).
+# RUSH-PRESENT-LABEL: RUSH with the model trained on the present-state label (rush.contention.labels);
+# RUSH-MOVE-PRESENT-LABEL: RUSH-MOVE's rules with that model (round seven, change p).
 LEARNED: tuple[str, ...] = (
     "RUSH",
     "RUSH-30",
@@ -74,13 +75,14 @@ LEARNED: tuple[str, ...] = (
     "RUSH-MOVE",
     "RUSH-SIZE",
     "RUSH-PRESENT-LABEL",
+    "RUSH-MOVE-PRESENT-LABEL",
 )
 # The flag threshold per job size, capped at the size's base rate: the daemon's
 # variation.flag_by_size = true (LearnedOracle's flag_by_size; the rule is the core's,
 # rush.core.variation_flag).
 BY_SIZE: tuple[str, ...] = ("RUSH-SIZE",)
 # Variability-aware placement ("move, then delay"): flagged jobs to quiet leaves first.
-PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability"}
+PLACEMENT: dict[str, str] = {"RUSH-MOVE": "variability", "RUSH-MOVE-PRESENT-LABEL": "variability"}
 # The core's skip counter never reaches this: "no limit".
 _NO_LIMIT = 2**31 - 1
 

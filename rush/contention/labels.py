@@ -8,13 +8,15 @@ simulator ground truth: on a real machine it would need a counterfactual).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 LABELS: tuple[str, ...] = ("variation", "present-state")
 # The label each learned policy's model must have learned (others: "variation").
-POLICY_LABEL: dict[str, str] = {"RUSH-PRESENT-LABEL": "present-state"}
+POLICY_LABEL: dict[str, str] = {
+    "RUSH-PRESENT-LABEL": "present-state",
+    "RUSH-MOVE-PRESENT-LABEL": "present-state",
+}
 # prepare.json's model names: "all", "other4" learned "variation"; "present-all", "present-other4".
 MODEL_PREFIX: dict[str, str] = {"present-state": "present-"}
 
@@ -28,13 +30,23 @@ def model_name(policy: str, scenario_model: str) -> str:
     return MODEL_PREFIX.get(policy_label(policy), "") + scenario_model
 
 
-def check_model_label(path: Path, policy: str) -> None:
-    """Refuse a model whose card says it learned another label than ``policy`` expects (a card
+def card_label(path: Path) -> str:
+    """The label the model at ``path`` learned, read through its validated card (a truncated, binary
+    or otherwise invalid card is refused with a ModelError naming the file and the fix; a card
     without ``label`` learned ``variation``: every card before round six)."""
+    from rush.models.persistence import read_card
+    from rush.models.variability.card import VariabilityCard
+    from rush.models.variability.train import DEFAULT_FIX
+
+    card = read_card(path, VariabilityCard, DEFAULT_FIX)
+    return VariabilityCard.model_validate(card).label
+
+
+def check_model_label(path: Path, policy: str) -> None:
+    """Refuse a model whose card says it learned another label than ``policy`` expects."""
     from rush.models.variability.dataset import DatasetError
 
-    card = json.loads(Path(str(path) + ".json").read_text())
-    label, wanted = card.get("label", "variation"), policy_label(policy)
+    label, wanted = card_label(path), policy_label(policy)
     if label != wanted:
         raise DatasetError(
             f"{policy} runs a model trained on the {wanted!r} label, this one learned {label!r}",

@@ -59,7 +59,8 @@ class ContentionStudy:
     first_trial: int = 0  # trials first_trial .. first_trial + trials - 1 (held-out seeds)
     reference_hours: float = 12.0  # of the 16-node reference queue that sets the bar (as calibrated)
     # The labels models are trained on (rush.contention.labels): "variation" (RUSH's, always) and
-    # "present-state" (RUSH-PRESENT-LABEL's: models "present-all", "present-other4").
+    # "present-state" (RUSH-PRESENT-LABEL's and RUSH-MOVE-PRESENT-LABEL's: models "present-all",
+    # "present-other4").
     labels: tuple[str, ...] = ("variation",)
 
 
@@ -168,7 +169,9 @@ def prepare(study: ContentionStudy, variant: str) -> dict[str, Any]:
 
 def _present_state(study: ContentionStudy) -> bool:
     """Whether the present-state models are prepared: asked for, or a policy runs them."""
-    return "present-state" in study.labels or "RUSH-PRESENT-LABEL" in study.policies
+    from rush.contention.labels import policy_label
+
+    return "present-state" in study.labels or any(policy_label(p) == "present-state" for p in study.policies)
 
 
 def _train(study: ContentionStudy, dataset: Any, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:

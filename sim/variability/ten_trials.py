@@ -35,6 +35,7 @@ ORDER = [
     "RUSH-SIZE",
     "RUSH-MOVE",
     "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
+    "RUSH-MOVE-PRESENT-LABEL",  # round seven: RUSH-MOVE with that model
     "RUSH-30",
     "RUSH-UNLIMITED",
     "NOISE-ORACLE",

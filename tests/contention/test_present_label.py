@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from rush.contention.oracles import PresentStateOracle
 from rush.contention.shell import Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
-from rush.errors import ConfigError, RushError
+from rush.errors import ConfigError, ModelError, RushError
 from rush.studies.contention_labels import check_labels
 
 
@@ -40,6 +41,20 @@ def test_labels_keep_variation_and_their_order():
     assert check_labels("variation") == ("variation",)
     assert model_name("RUSH-PRESENT-LABEL", "all") == "present-all"
     assert model_name("RUSH", "other4") == "other4"
+    assert model_name("RUSH-MOVE-PRESENT-LABEL", "other4") == "present-other4"
+
+
+def test_move_then_delay_with_the_present_state_label_is_rush_moves_rules_with_that_model(tmp_path):
+    """Round seven's policy composes what exists: RUSH-MOVE's placement and skip limit, the
+    present-state models (trained whenever it runs), no rule of its own."""
+    import rush.contention.experiment as ex
+    from rush.studies.contention import ContentionStudy, _present_state
+
+    move, both = "RUSH-MOVE", "RUSH-MOVE-PRESENT-LABEL"
+    assert both in ex.POLICIES and both in ex.LEARNED and both not in ex.BY_SIZE
+    assert ex.PLACEMENT[both] == ex.PLACEMENT[move] and ex.skip_limit(both) == ex.skip_limit(move)
+    assert _present_state(ContentionStudy(tmp_path, ["ADAA"], 1, 0, 1.0, policies=("FCFS+EASY", both)))
+    assert not _present_state(ContentionStudy(tmp_path, ["ADAA"], 1, 0, 1.0, policies=("FCFS+EASY", move)))
 
 
 def _run(oracle, seed: int = 5):
@@ -89,15 +104,60 @@ def test_the_label_is_the_oracles_answer_at_each_runs_start(thresholds):
     assert 0 < sum(recorder.answers.values()) < len(results)
 
 
-def test_a_model_of_the_other_label_is_refused(tmp_path):
+# A real card of the study (the committed all-application model's, learned before round six: no
+# ``label``), the template of the cards below; the model file itself is never read by the check.
+STUDY_CARD = Path(__file__).resolve().parents[2] / "sim/variability/paper/models/variability-all.joblib.json"
+
+
+def _model_with_card(tmp_path: Path, card: bytes) -> Path:
     model = tmp_path / "variability-all.joblib"
-    card = tmp_path / "variability-all.joblib.json"
-    card.write_text(json.dumps({"model": "variability"}))  # a card before round six: "variation"
+    model.write_bytes(b"not read: the label is checked on the card")
+    (tmp_path / "variability-all.joblib.json").write_bytes(card)
+    return model
+
+
+def _card(**changes) -> bytes:
+    return json.dumps(json.loads(STUDY_CARD.read_text()) | changes).encode()
+
+
+def test_a_model_of_the_other_label_is_refused(tmp_path):
+    model = _model_with_card(tmp_path, _card())  # a card before round six: "variation"
     check_model_label(model, "RUSH")
+    check_model_label(model, "RUSH-MOVE")
     with pytest.raises(RushError) as err:
         check_model_label(model, "RUSH-PRESENT-LABEL")
     assert "label" in str(err.value.where) and "--label present-state" in err.value.fix
-    card.write_text(json.dumps({"model": "variability", "label": "present-state"}))
+    model = _model_with_card(tmp_path, _card(label="present-state"))
     check_model_label(model, "RUSH-PRESENT-LABEL")
-    with pytest.raises(RushError):
-        check_model_label(model, "RUSH")
+    check_model_label(model, "RUSH-MOVE-PRESENT-LABEL")
+    for policy in ("RUSH", "RUSH-MOVE"):
+        with pytest.raises(RushError):
+            check_model_label(model, policy)
+
+
+@pytest.mark.parametrize(
+    "card, says",
+    [
+        pytest.param(lambda: _card(label="present-state")[:200], "not JSON", id="truncated"),
+        pytest.param(lambda: bytes(range(256)) * 4, "card", id="binary"),
+        pytest.param(
+            lambda: b'{"label": "present-state", "model": "variability"' + b"\xff\xfe}",
+            "card",
+            id="not UTF-8",
+        ),
+        pytest.param(lambda: _card(label="present"), "label", id="unknown label"),
+        pytest.param(lambda: _card(label=["present-state"]), "label", id="label a list"),
+    ],
+)
+def test_a_hostile_card_is_refused_naming_the_file_and_the_fix(tmp_path, card, says):
+    """The label is read through the validated card: a truncated, binary or wrong-label card is a
+    ModelError naming the card's file and a fix, never a JSON or Unicode traceback."""
+    model = _model_with_card(tmp_path, card())
+    for policy in ("RUSH", "RUSH-MOVE-PRESENT-LABEL"):
+        with pytest.raises(ModelError) as err:
+            check_model_label(model, policy)
+        assert "variability-all.joblib.json" in str(err.value.where)
+        assert says in f"{err.value.message} {err.value.where}"
+        assert err.value.fix
+    if "label" in says:  # the card's own fix names the labels it may hold
+        assert "present-state" in err.value.fix and "variation" in err.value.fix

@@ -36,3 +36,7 @@ def test_the_present_state_models_leave_rushs_key_alone(tmp_path) -> None:
     (models / "p.joblib").write_bytes(b"retrained present-state model")
     assert _models_key(tmp_path, meta, "RUSH") == before
     assert _models_key(tmp_path, meta, "RUSH-PRESENT-LABEL") != present
+    # RUSH-MOVE-PRESENT-LABEL runs the same models: its key follows them, not RUSH's.
+    assert _models_key(tmp_path, meta, "RUSH-MOVE-PRESENT-LABEL") == _models_key(
+        tmp_path, meta, "RUSH-PRESENT-LABEL"
+    )

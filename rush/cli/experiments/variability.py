@@ -75,8 +75,8 @@ def variability_command(
         "--policy",
         help="Policies to run (comma-separated), or all: FCFS+EASY, RUSH, RUSH-30, RUSH-UNLIMITED, "
         "RUSH-MOVE, PRESENT-ORACLE, NOISE-ORACLE, CLAIRVOYANT-ORACLE, RUSH-SIZE (a flag threshold per job "
-        "size), RUSH-PRESENT-LABEL (RUSH with the model trained on the present-state label). A rerun "
-        "with more reuses the finished trials.",
+        "size), RUSH-PRESENT-LABEL (RUSH with the model trained on the present-state label), "
+        "RUSH-MOVE-PRESENT-LABEL (RUSH-MOVE with that model). A rerun with more reuses the finished trials.",
     ),
     reference_hours: float = typer.Option(
         12.0,
@@ -89,7 +89,7 @@ def variability_command(
         "--label",
         help="Labels the models learn (comma-separated): variation (did the run vary; RUSH's) and "
         "present-state (the present-state oracle's answer at the run's start, a simulator ground truth; "
-        "RUSH-PRESENT-LABEL's, trained whenever that policy runs).",
+        "RUSH-PRESENT-LABEL's and RUSH-MOVE-PRESENT-LABEL's, trained whenever one of them runs).",
     ),
     prepare_only: bool = typer.Option(
         False, "--prepare-only", help="Make the bar, the campaign and the models, run no trial."
@@ -116,7 +116,9 @@ def variability_command(
     from rush.studies.contention_labels import check_labels
 
     labels = check_labels(label)
-    if "RUSH-PRESENT-LABEL" in policies and "present-state" not in labels:
+    from rush.contention.labels import policy_label
+
+    if any(policy_label(p) == "present-state" for p in policies) and "present-state" not in labels:
         labels = (*labels, "present-state")
     if not 0.1 <= reference_hours <= 48.0:  # also refuses NaN
         raise ConfigError(

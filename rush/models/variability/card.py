@@ -47,6 +47,7 @@ class VariabilityCard(ModelCard):
 
     fixes: ClassVar[dict[str, str]] = {
         "flag_threshold": "the card's flag_threshold is a probability, a number in [0, 1]",
+        "label": 'the card\'s label is "variation" or "present-state" (rush.contention.labels), or absent',
         "flag_threshold_by_size": (
             'write flag_threshold_by_size as {"<nodes>": <threshold>, ...}: each size a whole number '
             'of nodes >= 1 as a string ("16"), each threshold a number in [0, 1]'

@@ -1,6 +1,6 @@
 """The table of round five's RUSH-MOVE changes (sim/variability/dev/log.md, e–g).
 
-    python sim/variability/dev/move_table.py OUT.csv [OUT.csv ...]
+    python sim/variability/dev/move_table.py OUT.csv [OUT.csv ...]     (or .csv.gz)
 
 Reads move_diag.py's rows; per variant, scenario and policy, means per trial over the trials
 every policy ran: runs with variation, removed against FCFS+EASY, share of the present-state
@@ -11,12 +11,13 @@ started flagged and moved (RUSH-MOVE's quiet starts), jobs across pods and their
 from __future__ import annotations
 
 import csv
+import gzip
 import sys
 from collections import defaultdict
 
 
 def main(paths: list[str]) -> None:
-    rows = [r for p in paths for r in csv.DictReader(open(p))]
+    rows = [r for p in paths for r in csv.DictReader(gzip.open(p, "rt") if p.endswith(".gz") else open(p))]
     per: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for r in rows:
         a = per[(r["variant"], r["scenario"], r["policy"], r["trial"])]

@@ -9,6 +9,12 @@ committed rows of every other policy and this policy's new rows: ``ten_trials.py
 it with the same method as the README. Before the policy runs, FCFS+EASY's first trial is rerun
 (without the cause attribution) and compared job by job with the committed one: the check that
 the trials are the committed ones.
+
+``RUSH_DEV_MODELS=DIR`` runs the paper variant's models of DIR (``dev/present_label.py``'s): a
+model whose card says ``label: present-state`` runs under a policy of that label
+(RUSH-PRESENT-LABEL, RUSH-MOVE-PRESENT-LABEL), as the study runs it; a policy of the other label
+stops naming those (``trial_cell.dev_models``). ``RUSH_DEV_NAME`` writes the new rows under
+another policy name.
 """
 
 from __future__ import annotations
