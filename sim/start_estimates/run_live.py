@@ -4,12 +4,17 @@
     python sim/start_estimates/run_live.py slurm-nodes HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py flux HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
     python sim/start_estimates/run_live.py fluxion HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
+    python sim/start_estimates/run_live.py fluxion-nodes SDSC-SP2-1998-4.2-cln.swf.gz 10800:80 10 \
+        runtime-quantiles [MODEL]     # flux-nodes, flux-rush-nodes likewise; MODEL reused if present
 
 Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_resolution
 scaled like the jobs, max(1, 60/K) s) or a one-broker
 Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; ``fluxion``:
 Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
-match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
+match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative; ``flux-nodes``,
+``fluxion-nodes``: the same on 32 brokers of one core, Fluxion with match-policy=lonodex;
+``flux-rush-nodes``: rush's scheduler module as the scheduler, ``rush replay --mode scheduler``,
+its t_estimate being rush's estimate), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none;
 ``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
