@@ -46,7 +46,8 @@ def replay_command(
         None,
         "--estimates",
         help="Record start-time estimates at every poll, rush's (the daemon's journal; needs "
-        "--config, priority mode) beside the RJMS's own (squeue --start; Flux sched.t_estimate), "
+        "--config; in scheduler mode the module's sched.t_estimate) beside the RJMS's own "
+        "(squeue --start; Flux sched.t_estimate), "
         "and write each job's prediction against its real start as CSV; the summary by wait "
         "class goes into the --out report and is printed.",
     ),
@@ -76,11 +77,12 @@ def replay_command(
             where="--estimates",
             fix="a file path in an existing directory",
         )
-    if estimates is not None and (mode != "priority" or config is None):
+    if estimates is not None and config is None:
         raise RushError(
-            "rush's estimates are read from the daemon's journal during a priority-mode replay",
+            "rush's estimates come from the daemon's journal (priority mode) or the scheduler "
+            "module's t_estimate (scheduler mode), both run with a rush.toml",
             where="--estimates",
-            fix="give --config rush.toml and --mode priority",
+            fix="give --config rush.toml",
         )
     if mode == "scheduler" and (rjms != "flux" or config is None):
         raise RushError(
@@ -100,7 +102,13 @@ def replay_command(
         # The module decides; the simulator gets the same core configuration from the same file.
         core_config = load_config(config).core_config()
         backend = get_backend(rjms, **options)
-        scheduler = flux_rush_scheduler(str(options.get("uri") or os.environ.get("FLUX_URI", "")), config)
+        uri = str(options.get("uri") or os.environ.get("FLUX_URI", ""))
+        scheduler = flux_rush_scheduler(uri, config)
+        if estimates is not None:
+            from rush.studies.estimate_accuracy import module_recorder
+
+            recorder = module_recorder(uri)
+            cycle = recorder
     elif config is not None:
         from rush.daemon.service import replay_hooks
 

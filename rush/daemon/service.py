@@ -120,4 +120,7 @@ def replay_hooks(config_path: Path):
     """(core config, backend, one-cycle callable) for ``rush replay --config``."""
     config = load_config(config_path)
     daemon = Daemon(config)
+    # As run() does: every kernel loaded now, before the replay's first submit, not in its
+    # first cycle (which the submitter waits for).
+    warm_live_pass(daemon.core_config)
     return daemon.core_config, daemon.backend, daemon.run_cycle

@@ -187,6 +187,8 @@ class Planner:
         name = self.config.policy.runtime_prediction
         try:
             runtime = load_runtime_predictor(name, self.config.models.runtime_quantiles, self.journal.db)
+            if runtime is not None:
+                runtime.warm_up(time.time())  # a model that cannot predict one job is not used
         except Exception as exc:
             self._model_error(f"runtime:{name}", exc)
             return None

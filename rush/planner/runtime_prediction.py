@@ -277,6 +277,22 @@ class LiveRuntimePredictor:
             self._keep_quantiles(new, tuple(np.asarray(levels, dtype=np.float64).tolist()), quantiles)
         return len(new)
 
+    def warm_up(self, now: float) -> None:
+        """Predict one made-up job on a copy of the predictor, so the first pass that sees real
+        jobs does not pay for loading and compiling the feature code (a live replay's first
+        daemon cycle took 218 s for it on a loaded host, and held the replay's submits back).
+        The copy keeps the made-up submission out of the real feature history."""
+        import copy
+
+        columns = RuntimeJobs.of(
+            user=np.array([user_id("rush-warm-up")], dtype=np.int64),
+            submit=np.array([now], dtype=np.float64),
+            procs=np.array([1], dtype=np.int64),
+            requested_time=np.array([3600.0], dtype=np.float64),
+            job_id=np.array([-1], dtype=np.int64),
+        )
+        copy.deepcopy(self.predictor).predict(columns)
+
     def _keep_quantiles(self, jobs: Sequence[RJMSJob], levels: tuple[float, ...], quantiles) -> None:
         """Each job's predicted quantiles, as of its start: a pending job's follow its latest
         prediction, a running job keeps those it started with (the offline study predicts once,

@@ -11,7 +11,9 @@ estimated start from each estimator:
 * ``flux``: ``flux jobs`` ``{annotations.sched.t_estimate}`` (flux-core's sched-backfill
   annotates the head of the queue only), one call per poll;
 * ``fluxion``: the same read when Fluxion's ``sched-fluxion-qmanager`` is the instance's
-  scheduler (it annotates ``t_estimate`` on the jobs it reserves: the head under ``easy``).
+  scheduler (it annotates ``t_estimate`` on the jobs it reserves: the head under ``easy``);
+* in scheduler mode (rush's Flux module is the scheduler) that read is rush's own estimate,
+  ``rush`` (:func:`module_recorder`).
 
 The protocol follows Brown et al. (arXiv:2204.13543, ARCHER2/Cirrus): a job's prediction is
 the estimate available at, or first after, its submit; it is compared with the job's real
@@ -28,6 +30,7 @@ import csv
 import logging
 import math
 import os
+import statistics
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -299,6 +302,7 @@ def accuracy(errors: Sequence[float | None], waits: Sequence[float]) -> dict:
         "within_10pct": tenth / n if n else None,
         "within_1min_of_all": minute / jobs if jobs else None,
         "mean_abs_error": sum(e for e, _ in pairs) / n if n else None,
+        "median_abs_error": statistics.median(e for e, _ in pairs) if n else None,
     }
 
 
@@ -379,6 +383,13 @@ def report(
         "halfway": summarize(rows, estimators, halfway=True),
     }
     return rows, summary
+
+
+def module_recorder(uri: str) -> EstimateRecorder:
+    """Scheduler mode (``rush replay --mode scheduler``): rush's Flux module is the instance's
+    scheduler, so the ``sched.t_estimate`` annotations read each poll are rush's own
+    estimates, as a user sees them (the module annotates every queued job)."""
+    return EstimateRecorder({"rush": flux_reader(uri)})
 
 
 def recorder_for(backend, journal: Path, cycle: Callable[[], object] | None) -> EstimateRecorder:

@@ -56,6 +56,8 @@ MODES = ("priority", "scheduler")
 # schedules about each second (5 s covers its measured latency); the rush module schedules
 # at each Flux event, and a job starts one Flux state transition (alloc, start) later.
 GRANULARITY = {"slurm": 5.0, "flux": 1.0}
+# Seconds allowed for rush's Flux module to load and run its warm-up job (scheduler mode).
+MODULE_LOAD = 900.0
 
 
 @dataclass
@@ -206,11 +208,11 @@ def flux_command() -> str:
     return found
 
 
-def _flux(uri: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+def _flux(uri: str, *argv: str, check: bool = True, timeout: float = 120.0) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     if uri:
         env["FLUX_URI"] = uri
-    out = subprocess.run([flux_command(), *argv], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([flux_command(), *argv], env=env, capture_output=True, text=True, timeout=timeout)
     if check and out.returncode != 0:
         raise RJMSError(
             f"flux {' '.join(argv)} failed: {(out.stderr or out.stdout).strip()[-2000:]}",
@@ -252,10 +254,14 @@ def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None)
     if previous is not None:
         _flux(uri, "module", "remove", previous)
     try:
-        _flux(uri, "module", "load", str(module), f"config={Path(config_path).resolve()}")
+        # Loading runs the module's set-up: the models loaded and warmed, every kernel loaded
+        # (minutes on a cold cache and a loaded host), all before the window's first submit.
+        _flux(
+            uri, "module", "load", str(module), f"config={Path(config_path).resolve()}", timeout=MODULE_LOAD
+        )
         # One job through the module first: its first pass loads rush's core (imports, compiled
         # kernels: 1.7 s measured), which would otherwise delay the window's first jobs.
-        _flux(uri, "run", "-n1", "--job-name=rush-replay-warmup", "true")
+        _flux(uri, "run", "-n1", "--job-name=rush-replay-warmup", "true", timeout=MODULE_LOAD)
     except RJMSError:
         current = loaded_scheduler(uri)
         if current is not None and current != previous:

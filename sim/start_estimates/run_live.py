@@ -4,12 +4,17 @@
     python sim/start_estimates/run_live.py slurm-nodes HPC2N-2002-2.2-cln.swf.gz 144960:80 10 limits
     python sim/start_estimates/run_live.py flux HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
     python sim/start_estimates/run_live.py fluxion HPC2N-2002-2.2-cln.swf.gz 144960:80 10 model
+    python sim/start_estimates/run_live.py fluxion-nodes SDSC-SP2-1998-4.2-cln.swf.gz 10800:80 10 \
+        runtime-quantiles [MODEL]     # flux-nodes, flux-rush-nodes likewise; MODEL reused if present
 
 Starts the tests' localhost Slurm 22.05 (64 CPUs, tests/slurm/cluster.py; bf_resolution
 scaled like the jobs, max(1, 60/K) s) or a one-broker
 Flux (64 cores, rush's jobtap priority plugin, sched-backfill as its scheduler; ``fluxion``:
 Fluxion's sched-fluxion-resource + sched-fluxion-qmanager in its place, queue-policy=easy,
-match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative), writes a
+match-policy=first, its default; ``fluxion-conservative``: queue-policy=conservative; ``flux-nodes``,
+``fluxion-nodes``: the same on 32 brokers of one core, Fluxion with match-policy=lonodex;
+``flux-rush-nodes``: rush's scheduler module as the scheduler, ``rush replay --mode scheduler``,
+its t_estimate being rush's estimate), writes a
 rush.toml (FCFS, EASY; ``model``: the rule classifier models.small_below with policy.divider, so
 running predicted-small jobs end at the divider in rush's estimates; ``limits``: none;
 ``easy++``, ``gaussier``: policy.runtime_prediction = that predictor, learning from the window's
@@ -26,6 +31,7 @@ and stops the cluster. Outputs go to sim/start_estimates/results/<rjms>-<trace>-
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,7 +40,15 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative")
+KINDS = (
+    "slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative",
+    "flux-nodes", "fluxion-nodes", "flux-rush-nodes",
+)  # fmt: skip
+# "-nodes" on Flux: 32 brokers of one core each (fake nodes through resource.config, the
+# layout of slurm-nodes), Fluxion with match-policy lonodex (whole nodes, lowest ids first);
+# "flux-rush-nodes": rush's Flux scheduler module is the scheduler (rush replay --mode
+# scheduler), so the instance's t_estimate is rush's own estimate.
+NODES = 32
 PREDICTORS = ("easy++", "gaussier")
 # "runtime-quantiles": rush's quantile model, trained for the run on the jobs finished before the
 # window's first submit, its times divided by K (rush train runtime-quantiles --before job:START
@@ -144,7 +158,62 @@ def seed_history(journal: Path, trace: str, window: str, speedup: float, one_use
     return len(rows)
 
 
-def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
+def train_quantiles(trace: str, window: str, speedup: str, out: Path) -> bool:
+    """rush's quantile model for the run: only the jobs finished by the window's first submit,
+    times divided by K. An existing ``out`` is reused (the same command makes the same model:
+    its card records the cut and the scale, and the live code checks the card)."""
+    if out.exists():
+        print(f"quantile model: reusing {out}")
+        return True
+    start = window.partition(":")[0]
+    train = [sys.executable, "-m", "rush", "train", QUANTILES, str(trace_path(trace))]
+    train += ["--out", str(out), "--before", f"job:{start}", "--time-scale", speedup, "--no-job-fields"]
+    return subprocess.run(train, cwd=ROOT).returncode == 0
+
+
+def flux_run(rjms: str, work: Path, argv: list[str], variant: str, speedup: float) -> int:
+    """One replay on a throw-away Flux instance: rush's daemon in priority mode beside
+    sched-backfill or Fluxion, or (flux-rush-nodes) rush's module as the scheduler."""
+    from tests.flux import fluxion, plugin_build
+    from tests.flux.instance import FluxInstance
+
+    why = fluxion.unavailable() if rjms.startswith("fluxion") else None
+    if why:
+        print(f"cannot run Fluxion: {why}", file=sys.stderr)
+        return 2
+    module = rjms == "flux-rush-nodes"
+    config = ""
+    if not module:
+        plugin, why = plugin_build.build(work / "jobtap")
+        if plugin is None:
+            print(f"cannot build rush's jobtap plugin: {why}", file=sys.stderr)
+            return 2
+        config = plugin_build.jobtap_config(plugin)
+    size, cores = (NODES, 1) if rjms.endswith("-nodes") else (1, 64)
+    instance = FluxInstance(work / "flux", size=size, cores=cores, config=config)
+    instance.start(timeout=600)
+    try:
+        if rjms.startswith("fluxion"):
+            # Fluxion annotates t_estimate on the jobs it reserves: under easy the head of
+            # the queue, under conservative every pending job.
+            policy = "conservative" if rjms == "fluxion-conservative" else "easy"
+            fluxion.use_fluxion(
+                instance, queue_policy=policy, match_policy="lonodex" if size > 1 else "first"
+            )
+        elif not module:
+            instance.use_scheduler("sched-backfill")
+        options = f'uri = "{instance.uri}"\n' + ("" if module else 'priority_lever = "plugin"\n')
+        config_path = rush_toml(work, "flux", options, variant, speedup)
+        mode = ["--mode", "scheduler"] if module else []
+        run = subprocess.run(
+            [*argv, "--rjms", "flux", "--config", str(config_path), *mode], cwd=ROOT, env=instance.env()
+        )
+    finally:
+        instance.stop()
+    return run.returncode
+
+
+def main(rjms: str, trace: str, window: str, speedup: str, variant: str, model: str = "") -> int:
     if rjms not in KINDS or variant not in VARIANTS:
         print(
             f"unknown cluster kind {rjms!r} or variant {variant!r}: kinds {', '.join(KINDS)}; "
@@ -161,14 +230,13 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         seeded = seed_history(work / "journal.sqlite", trace, window, float(speedup), one_user)
         print(f"runtime history: {seeded} jobs" + (" (one user: the replay's account)" if one_user else ""))
     if variant == QUANTILES:
-        start = window.partition(":")[0]
-        train = [sys.executable, "-m", "rush", "train", QUANTILES, str(trace_path(trace))]
-        train += ["--out", str(work / "quantiles.joblib"), "--before", f"job:{start}"]
-        train += ["--time-scale", speedup, "--no-job-fields"]
-        if subprocess.run(train, cwd=ROOT).returncode:
+        if not train_quantiles(trace, window, speedup, Path(model) if model else work / "quantiles.joblib"):
             return 2
+        if model:  # the model and its card, where rush.toml names them
+            for suffix in ("", ".json"):
+                shutil.copyfile(f"{model}{suffix}", work / f"quantiles.joblib{suffix}")
     argv = [sys.executable, "-m", "rush", "replay", str(trace_path(trace)), "--window", window]
-    argv += ["--speedup", speedup, "--timeout", "600", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
+    argv += ["--speedup", speedup, "--timeout", "1200", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
     if rjms in ("slurm", "slurm-nodes"):
         cluster = slurm_cluster(work / "slurm", float(speedup), nodes=rjms == "slurm-nodes")
         cluster.start()
@@ -181,36 +249,11 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str) -> int:
         finally:
             cluster.stop()
     else:
-        from tests.flux import fluxion, plugin_build
-        from tests.flux.instance import FluxInstance
-
-        why = fluxion.unavailable() if rjms.startswith("fluxion") else None
-        if why:
-            print(f"cannot run Fluxion: {why}", file=sys.stderr)
-            return 2
-        plugin, why = plugin_build.build(work / "jobtap")
-        if plugin is None:
-            print(f"cannot build rush's jobtap plugin: {why}", file=sys.stderr)
-            return 2
-        instance = FluxInstance(work / "flux", size=1, cores=64, config=plugin_build.jobtap_config(plugin))
-        instance.start()
-        try:
-            if rjms.startswith("fluxion"):
-                # Fluxion annotates t_estimate on the jobs it reserves: under easy the head of
-                # the queue, under conservative every pending job.
-                policy = "conservative" if rjms == "fluxion-conservative" else "easy"
-                fluxion.use_fluxion(instance, queue_policy=policy, match_policy="first")
-            else:
-                instance.use_scheduler("sched-backfill")
-            options = f'uri = "{instance.uri}"\npriority_lever = "plugin"\n'
-            config = rush_toml(work, "flux", options, variant, float(speedup))
-            run = subprocess.run(
-                [*argv, "--rjms", "flux", "--config", str(config)], cwd=ROOT, env=instance.env()
-            )
-        finally:
-            instance.stop()
+        return flux_run(rjms, work, argv, variant, float(speedup))
     return run.returncode
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:6]))
+    # An optional sixth argument: a quantile model file to reuse, or to train into once
+    # (runtime-quantiles runs of the same trace, window and K share it).
+    sys.exit(main(*sys.argv[1:7]))

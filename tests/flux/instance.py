@@ -100,9 +100,10 @@ class FluxInstance:
         elif self.cores:
             last = self.size - 1
             hosts = f"node[0-{last}]" if last else "node0"
+            cores = f"0-{self.cores - 1}" if self.cores > 1 else "0"  # Flux refuses the idset "0-0"
             text += (
                 "[resource]\nnoverify = true\n\n"
-                f'[[resource.config]]\nhosts = "{hosts}"\ncores = "0-{self.cores - 1}"\n\n'
+                f'[[resource.config]]\nhosts = "{hosts}"\ncores = "{cores}"\n\n'
             )
         text += self.extra_config
         (confdir / "instance.toml").write_text(text)

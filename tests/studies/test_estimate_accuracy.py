@@ -144,7 +144,8 @@ def test_recorder_needs_the_daemons_cycle(tmp_path):
     "extra, where",
     [
         ([], "--estimates"),  # no --config: no daemon journals rush's estimates
-        (["--mode", "scheduler", "--rjms", "flux", "--config", "rush.toml"], "--estimates"),
+        # Scheduler mode reads the module's t_estimate, but the module still needs a rush.toml.
+        (["--mode", "scheduler", "--rjms", "flux"], "--estimates"),
         (["--config", "rush.toml"], "--estimates"),  # a directory is no CSV path
     ],
 )

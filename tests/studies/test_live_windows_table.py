@@ -1,0 +1,58 @@
+"""sim/runtime_predictions/live_windows.py: the committed table is what the committed runs give,
+and its figures are the replay's own summary (rush.studies.estimate_accuracy) of each run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tests.script_module import load_script
+
+ROOT = Path(__file__).resolve().parents[2]
+script = load_script(ROOT / "sim" / "runtime_predictions" / "live_windows.py", "live_windows_study")
+COMMITTED = ROOT / "sim" / "runtime_predictions" / "results" / "live_windows.csv"
+
+
+def _committed() -> list[dict]:
+    with open(COMMITTED, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _same(a, b) -> bool:
+    if a in ("", None) or b in ("", None):
+        return a in ("", None) and b in ("", None)
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    except ValueError:
+        return str(a) == str(b)
+
+
+def test_the_committed_table_is_what_the_committed_runs_give():
+    again = []
+    for rjms, (kind, _) in script.RUNS.items():
+        path = script.csv_path(kind, rjms)
+        if path.exists():
+            again += script.table_rows(rjms, script.read_rows(path))
+    committed = _committed()
+    assert again and len(again) == len(committed)
+    for mine, theirs in zip(again, committed, strict=True):
+        assert all(_same(mine[k], theirs[k]) for k in theirs), (mine, theirs)
+
+
+@pytest.mark.parametrize("rjms", list(script.RUNS))
+def test_each_runs_figures_are_the_replays_own_summary(rjms):
+    kind = script.RUNS[rjms][0]
+    path = script.csv_path(kind, rjms)
+    if not path.exists():
+        pytest.skip(f"{rjms}: not run ({path.name} absent)")
+    report = json.loads(path.with_suffix(".json").read_text())["start_estimates"]
+    rows = script.table_rows(rjms, script.read_rows(path))
+    names = {v: k for k, v in script.OWN.items()}
+    for row in (r for r in rows if r["jobs_of"] == "all"):
+        theirs = report["first"][names[row["estimator"]]][row["wait"]]
+        for key in ("jobs", "estimated", "coverage", "within_10pct", "within_1min", "mean_abs_error"):
+            assert _same(row[key], theirs[key]), (rjms, row["estimator"], row["wait"], key)
