@@ -34,6 +34,7 @@ ORDER = [
     "RUSH",
     "RUSH-SIZE",
     "RUSH-MOVE",
+    "TOPOLOGY",  # diagnostic: FCFS+EASY with RUSH-MOVE's topology packing for every job, no predictor
     "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
     "RUSH-MOVE-PRESENT-LABEL",  # round seven: RUSH-MOVE with that model
     "RUSH-30",
