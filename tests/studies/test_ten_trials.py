@@ -12,9 +12,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "sim" / "variability" / "ten_tria
 
 
 def _varied(policy: str, trial: int, job_id: int, cause: str, avoidable: bool) -> dict:
-    return job(
-        policy, trial, job_id=job_id, variation=True, cause=cause, decisive=cause, avoidable=avoidable
-    )
+    return job(policy, trial, job_id=job_id, variation=True, cause=cause, decisive=cause, avoidable=avoidable)
 
 
 def test_pooled_causes_count_a_trial_found_in_two_files_once(tmp_path: Path) -> None:
@@ -32,7 +30,5 @@ def test_pooled_causes_count_a_trial_found_in_two_files_once(tmp_path: Path) -> 
     lines = ten.cause_rows(pool)
     adaa = [line for line in lines if line.startswith("| ADAA |")]
     # Trials 0 (two runs with variation: noise, avoidable; jitter) and 1 (one: noise): 1.5 per trial.
-    assert adaa == [
-        "| ADAA | 2 | 1.5 | 1.0 (67%) | 0.0 (0%) | 0.0 (0%) | 0.0 (0%) | 0.5 (33%) | 0.5 (33%) |"
-    ]
+    assert adaa == ["| ADAA | 2 | 1.5 | 1.0 (67%) | 0.0 (0%) | 0.0 (0%) | 0.0 (0%) | 0.5 (33%) | 0.5 (33%) |"]
     assert [t.variation for _, t in sorted(pool.cells[("ADAA", "FCFS+EASY")].items())] == [2, 1]
