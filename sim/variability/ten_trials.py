@@ -112,6 +112,17 @@ def share_interval(removed: np.ndarray, removed_present: np.ndarray) -> tuple[fl
     return lo, hi
 
 
+def trial_ranges(trials: list[int]) -> str:
+    """Sorted trial numbers as runs of consecutive ones: 4000–4009, 5000–5004."""
+    runs: list[list[int]] = []
+    for t in trials:
+        if runs and t == runs[-1][-1] + 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
 def rows(pool: Pool, scenario: str) -> list[str]:
     base = pool.cells.get((scenario, "FCFS+EASY"), {})
     present = pool.cells.get((scenario, "PRESENT-ORACLE"), {})
@@ -126,11 +137,7 @@ def rows(pool: Pool, scenario: str) -> list[str]:
         span = np.mean([cell[t].makespan / base[t].makespan - 1 for t in trials])
         hits = np.mean([cell[t].limit_hits for t in trials])
         flagged = np.mean([cell[t].flagged_starts for t in trials])
-        label = (
-            f"{trials[0]}–{trials[-1]}"
-            if trials == list(range(trials[0], trials[-1] + 1))
-            else ",".join(map(str, trials))
-        )
+        label = trial_ranges(trials)
         if policy == "FCFS+EASY":
             out.append(
                 f"| {scenario} | {policy} | {label} ({len(trials)}) | {v.mean():.1f} | — | — | — | — "
@@ -164,7 +171,7 @@ def per_trial(pool: Pool, scenario: str) -> list[str]:
         trials = sorted(t for t in cell if t in base)
         if trials:
             removed = ", ".join(f"{base[t].variation - cell[t].variation:+d}" for t in trials)
-            out.append(f"| {scenario} | {policy} | {trials[0]}–{trials[-1]} | {removed} |")
+            out.append(f"| {scenario} | {policy} | {trial_ranges(trials)} | {removed} |")
     return out
 
 

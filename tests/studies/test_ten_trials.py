@@ -32,3 +32,9 @@ def test_pooled_causes_count_a_trial_found_in_two_files_once(tmp_path: Path) -> 
     # Trials 0 (two runs with variation: noise, avoidable; jitter) and 1 (one: noise): 1.5 per trial.
     assert adaa == ["| ADAA | 2 | 1.5 | 1.0 (67%) | 0.0 (0%) | 0.0 (0%) | 0.0 (0%) | 0.5 (33%) | 0.5 (33%) |"]
     assert [t.variation for _, t in sorted(pool.cells[("ADAA", "FCFS+EASY")].items())] == [2, 1]
+
+
+def test_pooled_trial_sets_are_named_by_their_runs_of_consecutive_trials() -> None:
+    ten = load_script(SCRIPT, "variability_ten_trials")
+    assert ten.trial_ranges([7, 4000, 4001, 4002, 5000, 5001]) == "7, 4000–4002, 5000–5001"
+    assert ten.trial_ranges(list(range(4000, 4010))) == "4000–4009"
