@@ -21,6 +21,7 @@ FOLDERS: dict[str, str | None] = {
     "results": "plots",
     "trials-4005": "trials-4005/plots",
     "trials-4005/unlimited-noise": None,
+    "trials-5000": "trials-5000/plots",
     "adpa-pdpa-4000": "adpa-pdpa-4000/plots",
     "unlimited-noise-4000": None,
     "rush-size-3000": None,
