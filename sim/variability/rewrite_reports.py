@@ -27,6 +27,7 @@ FOLDERS: dict[str, str | None] = {
     "rush-size-3000": None,
     "multipod/results": "multipod/plots",
     "multipod/trials-4003": "multipod/trials-4003/plots",
+    "multipod/trials-5000": "multipod/trials-5000/plots",
 }
 
 
