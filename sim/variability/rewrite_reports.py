@@ -21,11 +21,13 @@ FOLDERS: dict[str, str | None] = {
     "results": "plots",
     "trials-4005": "trials-4005/plots",
     "trials-4005/unlimited-noise": None,
+    "trials-5000": "trials-5000/plots",
     "adpa-pdpa-4000": "adpa-pdpa-4000/plots",
     "unlimited-noise-4000": None,
     "rush-size-3000": None,
     "multipod/results": "multipod/plots",
     "multipod/trials-4003": "multipod/trials-4003/plots",
+    "multipod/trials-5000": "multipod/trials-5000/plots",
 }
 
 

@@ -12,7 +12,9 @@ target (removed minus half the oracle's removal, per trial; t-interval as above)
 submit, mean of the per-trial changes), flagged starts (every job started while flagged: at the
 limit, released by an idle machine, or moved to quiet leaves by RUSH-MOVE) and starts at the skip
 limit (flagged with their skips at the limit, the paper's "threshold"; RUSH-MOVE's moves are not
-counted). Then the per-trial removal of every learned policy. Prints markdown.
+counted). Then the per-trial removal of every learned policy, FCFS+EASY's runs with variation per
+application, and their causes and avoidability over the pooled trials (the study's attribution,
+rush.studies.contention_avoidable.causes). Prints markdown.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
+
+from rush.studies.contention_avoidable import BASELINE, CAUSE_NAMES, causes
 
 BOOTSTRAP = 10_000
 ORDER = [
@@ -65,6 +69,7 @@ class Pool:
 
     cells: dict[tuple[str, str], dict[int, Trial]] = field(default_factory=lambda: defaultdict(dict))
     apps: dict[tuple[str, str, int], dict[str, int]] = field(default_factory=dict)
+    baseline_rows: list[dict[str, str]] = field(default_factory=list)  # FCFS+EASY's jobs, one file per trial
 
     def add_file(self, path: str, variant: str) -> None:
         fresh: dict[tuple[str, str, int], Trial] = defaultdict(Trial)
@@ -76,6 +81,8 @@ class Pool:
                 key = (r["scenario"], r["policy"], int(r["trial"]))
                 if key[2] in self.cells[key[:2]]:
                     continue  # an earlier file has this trial
+                if key[1] == BASELINE:
+                    self.baseline_rows.append(r)
                 t = fresh[key]
                 t.variation += r["variation"] == "True"
                 per_app = fresh_apps.setdefault(key, defaultdict(int))
@@ -107,6 +114,17 @@ def share_interval(removed: np.ndarray, removed_present: np.ndarray) -> tuple[fl
     return lo, hi
 
 
+def trial_ranges(trials: list[int]) -> str:
+    """Sorted trial numbers as runs of consecutive ones: 4000–4009, 5000–5004."""
+    runs: list[list[int]] = []
+    for t in trials:
+        if runs and t == runs[-1][-1] + 1:
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
 def rows(pool: Pool, scenario: str) -> list[str]:
     base = pool.cells.get((scenario, "FCFS+EASY"), {})
     present = pool.cells.get((scenario, "PRESENT-ORACLE"), {})
@@ -121,11 +139,7 @@ def rows(pool: Pool, scenario: str) -> list[str]:
         span = np.mean([cell[t].makespan / base[t].makespan - 1 for t in trials])
         hits = np.mean([cell[t].limit_hits for t in trials])
         flagged = np.mean([cell[t].flagged_starts for t in trials])
-        label = (
-            f"{trials[0]}–{trials[-1]}"
-            if trials == list(range(trials[0], trials[-1] + 1))
-            else ",".join(map(str, trials))
-        )
+        label = trial_ranges(trials)
         if policy == "FCFS+EASY":
             out.append(
                 f"| {scenario} | {policy} | {label} ({len(trials)}) | {v.mean():.1f} | — | — | — | — "
@@ -159,7 +173,7 @@ def per_trial(pool: Pool, scenario: str) -> list[str]:
         trials = sorted(t for t in cell if t in base)
         if trials:
             removed = ", ".join(f"{base[t].variation - cell[t].variation:+d}" for t in trials)
-            out.append(f"| {scenario} | {policy} | {trials[0]}–{trials[-1]} | {removed} |")
+            out.append(f"| {scenario} | {policy} | {trial_ranges(trials)} | {removed} |")
     return out
 
 
@@ -180,6 +194,27 @@ def per_app(pool: Pool, scenario: str) -> list[str]:
             f"| scenario | policy | trials | {' | '.join(apps)} |",
             "|---|---|---|" + "---|" * len(apps),
         ]
+    return out
+
+
+def cause_rows(pool: Pool) -> list[str]:
+    """FCFS+EASY's runs with variation per trial by main cause, and avoidable by a delay, pooled."""
+    pooled = causes(pool.baseline_rows)
+    out = [
+        "| scenario | trials | runs with variation | "
+        + " | ".join(f"main cause: {c}" for c in CAUSE_NAMES)
+        + " | avoidable by a delay |",
+        "|---|---|---|" + "---|" * (len(CAUSE_NAMES) + 1),
+    ]
+    for by_scenario in pooled.values():
+        for s in SCENARIOS:
+            d = by_scenario.get(s)
+            if d is None:
+                continue
+            n = d["runs_with_variation"]
+            share = [d["by_cause"].get(c, 0.0) for c in CAUSE_NAMES] + [d["avoidable_by_delay"]]
+            cells = " | ".join(f"{x:.1f} ({x / n:.0%})" if n else f"{x:.1f}" for x in share)
+            out.append(f"| {s} | {d['trials']} | {n:.1f} | {cells} |")
     return out
 
 
@@ -208,6 +243,9 @@ def main() -> None:
             print(line)
     print()
     for line in per_app(pool, "ADAA"):
+        print(line)
+    print()
+    for line in cause_rows(pool):
         print(line)
 
 
