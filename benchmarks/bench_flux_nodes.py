@@ -63,6 +63,20 @@ FAST = ROOT / "benchmarks" / "flux_fast_sched.py"  # the suggested fix, prototyp
 RUN_DURATION = "0.01s"  # simulated run time of every job
 PROBE_PERIOD = 0.5  # seconds between two sched.resource-status requests (--probe)
 FLUXION = "Fluxion easy lonodex"
+BASE_ROOT = "RUSH_BENCH_BASE_ROOT"  # --base: the checkout the broker's Python imports rush from first
+
+
+class BaseCheckoutInstance(FluxInstance):
+    """An instance whose Python modules import rush from another checkout (--base) first."""
+
+    def __init__(self, *args, root: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.root = root
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        env["FLUX_PYTHONPATH_PREPEND"] = os.pathsep.join([self.root, env["FLUX_PYTHONPATH_PREPEND"]])
+        return env
 
 
 def fake_nodes(nodes: int, cores: int) -> str:
@@ -80,8 +94,11 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
         runs.append(("sched-backfill unlimited", ["sched-backfill", "queue-depth=unlimited"], {}))
     workdir.mkdir(parents=True, exist_ok=True)
     runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile or args.timers else MODULE)], {}))
+    if args.base:  # the same protocol with another checkout's module (e.g. main's), paired
+        runs.append(
+            ("rush, base checkout", [str(Path(args.base) / MODULE.relative_to(ROOT))], {BASE_ROOT: args.base})
+        )
     if args.fast:
-        runs.append(("rush answers by continuation", [str(FAST)], {"RUSH_BENCH_CONTINUATION": "1"}))
         runs.append(("rush coalescing up to 3 s", [str(FAST)], {"RUSH_BENCH_DELAY_MAX": "3"}))
     return runs
 
@@ -199,7 +216,13 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         "RUSH_BENCH_TRACE": str(workdir / "trace.txt"),
         **({"RUSH_BENCH_TIMERS": str(workdir / "timers.json")} if args.timers else {}),
     }
-    with FluxInstance(workdir, size=1, config=fake_nodes(args.nodes, args.cores), env=env) as flux:
+    config = fake_nodes(args.nodes, args.cores)
+    instance = (
+        BaseCheckoutInstance(workdir, size=1, config=config, env=env, root=env[BASE_ROOT])
+        if BASE_ROOT in env
+        else FluxInstance(workdir, size=1, config=config, env=env)
+    )
+    with instance as flux:
         up = flux.run("resource", "list", "-s", "up", "-no", "{nnodes}").stdout.strip()
         if up != str(args.nodes):
             raise RuntimeError(f"{up} nodes up, not {args.nodes}: {flux.log_tail()}")
@@ -302,9 +325,13 @@ def print_timers(path: Path, result: dict) -> None:
         print(f"  (no timers at {path})")
         return
     timers = json.loads(path.read_text())
+    cpu = timers.get("cpu", {})
     for step, seconds in sorted(timers["seconds"].items(), key=lambda kv: -kv[1]):
         calls = timers["calls"][step]
-        print(f"    {step:34} {seconds:7.2f} s in {calls:6} calls ({1000 * seconds / calls:.2f} ms each)")
+        print(
+            f"    {step:34} {seconds:7.2f} s in {calls:6} calls ({1000 * seconds / calls:.2f} ms each), "
+            f"CPU {cpu.get(step, float('nan')):.2f} s"
+        )
     print(f"    (the run: {result['all_started_s']:.2f} s from queue start to the last start)")
 
 
@@ -329,6 +356,12 @@ def main() -> None:
         action="store_true",
         help="also rush with the prototype fixes (benchmarks/flux_fast_sched.py)",
     )
+    parser.add_argument(
+        "--base", default="", help="also rush's module from this checkout (e.g. main's), same protocol"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per scheduler, interleaved; medians printed"
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--keep", default="", help="keep every run's directory under this one")
     args = parser.parse_args()
@@ -347,51 +380,95 @@ def main() -> None:
         )
         for jobs in [int(x) for x in args.jobs.split(",")]:
             print(header)
-            results = {}
-            for name, load, env in scheduler_runs(base / f"cfg-{jobs}", args):
-                if args.only and not any(o in name for o in args.only.split(",")):
-                    continue
-                workdir = base / f"{name.split()[0]}-{jobs}-{time.monotonic_ns()}"
-                if "rush" in name:
-                    # The journal goes where journal_figures looks for it.
-                    workdir.mkdir(parents=True)
-                    load = [*load, f"config={write_config(workdir, interval=60)}"]
-                r = one_run(workdir, load, env, jobs, args)
-                results[name] = r
+            runs = [run for run in scheduler_runs(base / f"cfg-{jobs}", args)]
+            runs = [run for run in runs if not args.only or any(o in run[0] for o in args.only.split(","))]
+            every: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
+            for repeat in range(args.repeat):
+                # Each repeat starts one run later in the list: no scheduler always runs first.
+                results = {}
+                for name, load, env in runs[repeat % len(runs) :] + runs[: repeat % len(runs)]:
+                    results[name] = r = run_one(base, name, load, env, jobs, args)
+                    every[name].append(r)
+                print_ratios(results)
+            if args.repeat > 1:
+                print_medians(every, jobs)
+
+
+def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: argparse.Namespace) -> dict:
+    workdir = base / f"{name.split()[0].strip(',')}-{jobs}-{time.monotonic_ns()}"
+    if "rush" in name:
+        # The journal goes where journal_figures looks for it.
+        workdir.mkdir(parents=True)
+        load = [*load, f"config={write_config(workdir, interval=60)}"]
+    r = one_run(workdir, load, env, jobs, args)
+    print(
+        f"{name:26} {jobs:>6} {r['submit_s']:>6.1f}s {r['first_start_s']:>9.2f}s "
+        f"{r['all_started_s']:>11.1f}s {r['all_done_s']:>8.1f}s {r['jobs_per_s']:>7.1f} "
+        f"{r['rss_mb']:>7.0f} {r['sched_cpu_s']:>9.2f}s {r['instance_cpu_s']:>8.2f}s",
+        flush=True,
+    )
+    if "rpc_wait_max_s" in r:
+        print(
+            f"    sched.resource-status every {PROBE_PERIOD} s: {r['rpc_asked']} asked, longest wait "
+            f"{r['rpc_wait_max_s']:.2f} s, median {r['rpc_wait_median_s']:.3f} s, {r['rpc_errors']} errors",
+            flush=True,
+        )
+    if "passes" in r:
+        print(
+            f"    rush journal: {r['passes']} passes, {r['pass_s_total']:.1f} s in passes "
+            f"(first {r['pass_s_first']:.2f} s over {r['first_pending']} pending, max "
+            f"{r['pass_s_max']:.2f} s), {r['decision_rows']} decision rows",
+            flush=True,
+        )
+    if args.profile and name == "rush FCFS+EASY":
+        print_profile(workdir / "rush.prof", 25)
+    if args.timers and name == "rush FCFS+EASY":
+        print_timers(workdir / "timers.json", r)
+    return r
+
+
+def print_ratios(results: dict[str, dict]) -> None:
+    for peer in ("sched-backfill", FLUXION):
+        theirs = results.get(peer)
+        for name, ours in results.items():
+            if theirs and name.startswith("rush"):
                 print(
-                    f"{name:26} {jobs:>6} {r['submit_s']:>6.1f}s {r['first_start_s']:>9.2f}s "
-                    f"{r['all_started_s']:>11.1f}s {r['all_done_s']:>8.1f}s {r['jobs_per_s']:>7.1f} "
-                    f"{r['rss_mb']:>7.0f} {r['sched_cpu_s']:>9.2f}s {r['instance_cpu_s']:>8.2f}s",
+                    f"  {name} / {peer}: throughput "
+                    f"{ours['jobs_per_s'] / theirs['jobs_per_s']:.2f}x (target >= 1), first start "
+                    f"{ours['first_start_s'] / theirs['first_start_s']:.2f}x (target <= 2), scheduler CPU "
+                    f"{ours['sched_cpu_s']:.2f} s against {theirs['sched_cpu_s']:.2f} s",
                     flush=True,
                 )
-                if "rpc_wait_max_s" in r:
-                    print(
-                        f"    sched.resource-status every {PROBE_PERIOD} s: {r['rpc_asked']} asked, longest wait "
-                        f"{r['rpc_wait_max_s']:.2f} s, median {r['rpc_wait_median_s']:.3f} s, {r['rpc_errors']} errors",
-                        flush=True,
-                    )
-                if "passes" in r:
-                    print(
-                        f"    rush journal: {r['passes']} passes, {r['pass_s_total']:.1f} s in passes "
-                        f"(first {r['pass_s_first']:.2f} s over {r['first_pending']} pending, max "
-                        f"{r['pass_s_max']:.2f} s), {r['decision_rows']} decision rows",
-                        flush=True,
-                    )
-                if args.profile and name == "rush FCFS+EASY":
-                    print_profile(workdir / "rush.prof", 25)
-                if args.timers and name == "rush FCFS+EASY":
-                    print_timers(workdir / "timers.json", r)
-            for peer in ("sched-backfill", FLUXION):
-                theirs = results.get(peer)
-                for name, ours in results.items():
-                    if theirs and name.startswith("rush"):
-                        print(
-                            f"  {name} / {peer}: throughput "
-                            f"{ours['jobs_per_s'] / theirs['jobs_per_s']:.2f}x (target >= 1), first start "
-                            f"{ours['first_start_s'] / theirs['first_start_s']:.2f}x (target <= 2), scheduler CPU "
-                            f"{ours['sched_cpu_s']:.2f} s against {theirs['sched_cpu_s']:.2f} s",
-                            flush=True,
-                        )
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(v for v in values if v == v)
+    if not values:
+        return float("nan")
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
+    """--repeat: each scheduler's medians over the repeats, and the median of the per-repeat
+    ratios to sched-backfill (each ratio from one repeat: the peers ran minutes apart, under
+    about the same load). The scheduler's CPU per job does not move with the host's load."""
+    print(f"medians over {min(len(v) for v in every.values())} repeats, {jobs} jobs:")
+    peer = every.get("sched-backfill", [])
+    for name, runs in every.items():
+        line = (
+            f"  {name:26} {_median([r['jobs_per_s'] for r in runs]):7.1f} jobs/s, first start "
+            f"{_median([r['first_start_s'] for r in runs]):.2f} s, scheduler CPU "
+            f"{1000 * _median([r['sched_cpu_s'] for r in runs]) / jobs:.3f} ms/job, instance CPU "
+            f"{1000 * _median([r['instance_cpu_s'] for r in runs]) / jobs:.2f} ms/job"
+        )
+        if runs and "rpc_wait_max_s" in runs[0]:
+            line += f", longest RPC wait {_median([r['rpc_wait_max_s'] for r in runs]):.2f} s"
+        if peer and name != "sched-backfill":
+            ratios = [r["jobs_per_s"] / p["jobs_per_s"] for r, p in zip(runs, peer, strict=False)]
+            ahead = sum(x >= 1 for x in ratios)
+            line += f"; / sched-backfill {_median(ratios):.2f}x (ahead in {ahead} of {len(ratios)})"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

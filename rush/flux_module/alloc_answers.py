@@ -6,22 +6,21 @@ response, behind every message already queued for the module: after ``flux queue
 the job-manager's whole burst of alloc requests. So the first start waited for the ingestion
 of the whole queue (2.5 s of a 1 000-job burst at 1 000 nodes; benchmarks/bench_flux_nodes.py).
 
-Here a pass's allocations are collected, their R committed in one transaction when the pass
-has allocated, and the jobs answered when that commit is done, whichever comes first of:
+Here a pass's allocations are collected, their R committed in chunks of :data:`CHUNK` (each
+chunk's commit is sent when the chunk is full, the rest when the pass has allocated), and the
+jobs of a commit answered when it is done, never by waiting for it, whichever comes first of:
 
-- the end of the pass, when it allocated few jobs (:data:`ANSWER_AT_ONCE`): waiting for a
-  small commit costs milliseconds and is what makes the first start prompt (a synchronous
-  wait reads the commit's response out of order: flux-core's future waits for its own
-  response only);
-- the start of the next pass, which answers every commit still open (done by then as a
-  rule, so the wait is nil);
-- the commit's continuation, when no pass comes first.
+- the pass itself, which answers the commits already done each time it sends one and at its end;
+- the start of the next pass, which answers the commits done by then;
+- the commit's continuation.
 
-Within a pass the allocations are committed in chunks of :data:`CHUNK`: each chunk's commit
-is sent when the chunk is full, and the pass answers the earlier chunks whose commits are
-done as it goes (never waiting for one), so the job-manager starts those jobs while the pass
-allocates the rest (a pass of 1 000 starts answered them all at once, at its end or later,
-and the broker then started them one after another).
+A synchronous wait for a commit (``future.get()`` before it is done) would read the commit's
+response out of order, but the module would read nothing else meanwhile: no arrival, no
+``sched.resource-status``. On a loaded host those waits were most of the module's wall time in a
+burst (2.1 s of a 5.7 s run of 1 000 jobs, 0.03 s of CPU; benchmarks/bench_flux_nodes.py
+``--timers``) and the longest gaps in its answers to RPCs. The continuation waits instead behind
+the messages queued before the commit's response, which the module reads in a tenth of a
+millisecond each.
 
 Between a large pass and its answers the module keeps ingesting arrivals while the KVS
 commits. As in the base class, R is in the KVS before the job-manager hears of the job.
@@ -38,8 +37,6 @@ from flux.kvs import KVSTxn  # type: ignore[import-not-found]
 from flux.kvs import commit_async as kvs_commit_async  # type: ignore[import-not-found]
 from flux.scheduler import _ALLOC_SUCCESS  # type: ignore[import-not-found]
 
-# A pass that allocated at most this many jobs waits for their commit and answers at once.
-ANSWER_AT_ONCE = 64
 # Allocations per KVS commit within a pass.
 CHUNK = 64
 
@@ -60,12 +57,10 @@ class AllocAnswers:
     on_commit_error: Callable[[], None]
     collecting: list[tuple[int, Any, dict, dict | None]] | None = None
     open: list[Committing] = field(default_factory=list)
-    this_pass: list[Committing] = field(default_factory=list)
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
         self.collecting = []
-        self.this_pass = []
 
     def collect(self, jobid: int, msg: Any, r: dict, annotations: dict | None) -> bool:
         """Keep a success for the pass's commit; False outside a pass (the caller answers).
@@ -93,24 +88,17 @@ class AllocAnswers:
         batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
         batch.commit.then(lambda _future, done: self.answer(done), batch)
         self.open.append(batch)
-        self.this_pass.append(batch)
         return batch
 
-    def commit(self) -> list[Committing]:
-        """Every R collected since the last chunk into the KVS, in one transaction; the
-        pass's commits."""
+    def commit(self) -> None:
+        """Every R collected since the last chunk into the KVS, in one transaction."""
         self._commit_collected()
         self.collecting = None
-        return self.this_pass
 
-    def end_of_pass(self, batches: list[Committing]) -> None:
-        """A pass that allocated few jobs waits for their commit; otherwise the commits done
-        by now are answered, the others when done (their continuation, or the next pass)."""
-        if sum(len(b.answers) for b in batches) <= ANSWER_AT_ONCE:
-            for batch in batches:
-                self.answer(batch)
-        else:
-            self.answer_done()
+    def end_of_pass(self) -> None:
+        """The pass's commits (and earlier ones) that are done by now are answered; the others
+        by their continuation or the next pass."""
+        self.answer_done()
 
     def answer_done(self) -> None:
         """Answer the open commits that are done, without waiting for any."""
@@ -118,15 +106,8 @@ class AllocAnswers:
             if batch.commit.is_ready():
                 self.answer(batch)
 
-    def answer_open(self) -> None:
-        """Answer every pass whose commit is still open (at the start of a pass: they are
-        done by then as a rule, so the wait is nil). A wait with a timeout is no option: a
-        commit future that timed out once is not answered by its continuation any more."""
-        for batch in list(self.open):
-            self.answer(batch)
-
     def answer(self, batch: Committing) -> None:
-        """Wait for the batch's commit (nil when done) and answer its jobs; once."""
+        """Answer the jobs of a batch whose commit is done (its continuation, or is_ready()); once."""
         if batch.answered:
             return
         batch.answered = True
