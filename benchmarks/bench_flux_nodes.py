@@ -100,6 +100,7 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
         )
     if args.fast:
         runs.append(("rush coalescing up to 3 s", [str(FAST)], {"RUSH_BENCH_DELAY_MAX": "3"}))
+        runs.append(("rush never waits for a commit", [str(FAST)], {"RUSH_BENCH_NEVER_WAIT": "1"}))
     return runs
 
 

@@ -33,6 +33,8 @@ class ProfiledRushScheduler(RushScheduler):
         self._seconds: dict[str, float] = defaultdict(float)
         self._cpu: dict[str, float] = defaultdict(float)  # the same steps' CPU seconds (thread clock)
         self._calls: dict[str, int] = defaultdict(int)
+        # (wall-clock start, step, wall seconds) of every timed step: the run's timeline.
+        self._timeline: list[tuple[float, str, float]] = []
         self._active = False
         super().__init__(h, *args)
         if self._timers_to:
@@ -56,8 +58,10 @@ class ProfiledRushScheduler(RushScheduler):
         try:
             return method(*args, **kwargs)
         finally:
-            self._seconds[name] += time.perf_counter() - t0
+            seconds = time.perf_counter() - t0
+            self._seconds[name] += seconds
             self._cpu[name] += time.thread_time() - c0
+            self._timeline.append((time.time() - seconds, name, seconds))
             self._calls[name] += 1
 
     def run(self):
@@ -102,7 +106,14 @@ class ProfiledRushScheduler(RushScheduler):
             result = self._timed("pass (all of schedule)", super().schedule)
             with open(self._timers_to, "w") as out:
                 json.dump(
-                    {"seconds": self._seconds, "cpu": self._cpu, "calls": self._calls, "at": time.time()}, out
+                    {
+                        "seconds": self._seconds,
+                        "cpu": self._cpu,
+                        "calls": self._calls,
+                        "at": time.time(),
+                        "timeline": self._timeline,
+                    },
+                    out,
                 )
             return result
         self._active = True

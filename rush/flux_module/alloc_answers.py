@@ -8,19 +8,22 @@ of the whole queue (2.5 s of a 1 000-job burst at 1 000 nodes; benchmarks/bench_
 
 Here a pass's allocations are collected, their R committed in chunks of :data:`CHUNK` (each
 chunk's commit is sent when the chunk is full, the rest when the pass has allocated), and the
-jobs of a commit answered when it is done, never by waiting for it, whichever comes first of:
+jobs of a commit answered when it is done, whichever comes first of:
 
 - the pass itself, which answers the commits already done each time it sends one and at its end;
+- the end of a pass that allocated few jobs (:data:`ANSWER_AT_ONCE`) while no earlier commit
+  is open, after a wait: milliseconds, and what makes the first start of a burst prompt (a
+  synchronous wait reads the commit's response out of order: flux-core's future waits for its
+  own response only);
 - the start of the next pass, which answers the commits done by then;
 - the commit's continuation.
 
-A synchronous wait for a commit (``future.get()`` before it is done) would read the commit's
-response out of order, but the module would read nothing else meanwhile: no arrival, no
-``sched.resource-status``. On a loaded host those waits were most of the module's wall time in a
-burst (2.1 s of a 5.7 s run of 1 000 jobs, 0.03 s of CPU; benchmarks/bench_flux_nodes.py
-``--timers``) and the longest gaps in its answers to RPCs. The continuation waits instead behind
-the messages queued before the commit's response, which the module reads in a tenth of a
-millisecond each.
+Other than that the module never waits for a commit: while it waits it reads no message (no
+arrival, no ``sched.resource-status``). Waiting at each pass's start for the commits still open
+was most of the module's wall time in a burst on a loaded host (2.1 s of a 5.7 s run of 1 000
+jobs, 0.03 s of CPU; benchmarks/bench_flux_nodes.py ``--timers``). The continuation waits
+instead behind the messages queued before the commit's response, which the module reads in a
+tenth of a millisecond each.
 
 Between a large pass and its answers the module keeps ingesting arrivals while the KVS
 commits. As in the base class, R is in the KVS before the job-manager hears of the job.
@@ -39,6 +42,9 @@ from flux.scheduler import _ALLOC_SUCCESS  # type: ignore[import-not-found]
 
 # Allocations per KVS commit within a pass.
 CHUNK = 64
+# A pass that allocated at most this many jobs, with no earlier commit of the module still open,
+# waits for its commit and answers at once (the first start of a burst; a start after a job's end).
+ANSWER_AT_ONCE = 64
 
 
 @dataclass
@@ -57,10 +63,13 @@ class AllocAnswers:
     on_commit_error: Callable[[], None]
     collecting: list[tuple[int, Any, dict, dict | None]] | None = None
     open: list[Committing] = field(default_factory=list)
+    this_pass: list[Committing] = field(default_factory=list)
+    answer_at_once: int = ANSWER_AT_ONCE
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
         self.collecting = []
+        self.this_pass = []
 
     def collect(self, jobid: int, msg: Any, r: dict, annotations: dict | None) -> bool:
         """Keep a success for the pass's commit; False outside a pass (the caller answers).
@@ -88,6 +97,7 @@ class AllocAnswers:
         batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
         batch.commit.then(lambda _future, done: self.answer(done), batch)
         self.open.append(batch)
+        self.this_pass.append(batch)
         return batch
 
     def commit(self) -> None:
@@ -96,9 +106,14 @@ class AllocAnswers:
         self.collecting = None
 
     def end_of_pass(self) -> None:
-        """The pass's commits (and earlier ones) that are done by now are answered; the others
-        by their continuation or the next pass."""
+        """The commits done by now are answered; a small pass's own, when nothing earlier is
+        still open, after a wait (milliseconds: the KVS has nothing else of ours to commit);
+        the others by their continuation or the next pass."""
         self.answer_done()
+        alone = all(batch in self.this_pass for batch in self.open)
+        if self.open and alone and sum(len(b.answers) for b in self.this_pass) <= self.answer_at_once:
+            for batch in list(self.open):
+                self.answer(batch)
 
     def answer_done(self) -> None:
         """Answer the open commits that are done, without waiting for any."""
@@ -107,7 +122,7 @@ class AllocAnswers:
                 self.answer(batch)
 
     def answer(self, batch: Committing) -> None:
-        """Answer the jobs of a batch whose commit is done (its continuation, or is_ready()); once."""
+        """Answer the jobs of a batch once its commit is done (a wait when it is not); once."""
         if batch.answered:
             return
         batch.answered = True
