@@ -29,8 +29,14 @@ answer (a scheduler answers nothing while a pass runs). ``--profile`` runs rush'
 unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
 eventlog and a trace of its first alloc response.
 
+``--base DIR`` also runs rush's module from another checkout (e.g. main's, ``git archive``d to
+DIR), its broker importing rush from DIR first, in the same sitting; ``--repeat N`` runs every
+scheduler N times, interleaved (each repeat starts one run later in the list), and prints each
+one's medians, its scheduler CPU per job and the median of its per-repeat ratios to
+sched-backfill.
+
 Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile] [--probe]
-[--fast] [--keep DIR]`` (10 000 jobs: ~3 min per scheduler here).
+[--fast] [--keep DIR] [--base DIR] [--repeat N]`` (10 000 jobs: ~3 min per scheduler here).
 
 Measured output, where the time goes and the suggested fixes: the "Measured" comment at the
 end of this file.
@@ -474,6 +480,36 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+# Measured on 2026-11-29, 06:55-07:45 UTC (issue 30 item 4: the 1 000-job gap and the RPC waits).
+# Profile first. --timers (now with CPU seconds per step), 1 000 jobs, main's module, load 23:
+# 5.71 s to the last start; "pass (all of schedule)" 4.28 s wall / 0.26 s CPU, "KVS commit wait +
+# answers" 2.12 s wall in 30 calls / 0.03 s CPU, planner 1.47 s / 0.16 s, allocations 0.46 / 0.05,
+# arrivals 0.09 / 0.04 (1 000 calls), job ends 0.06 / 0.01. cProfile (--profile, CPU clock):
+# per pass snapshot build, queue rows, the core's pass and the pool read cost about a quarter
+# each; no annotation, journal or numba dispatch stands out. The module's CPU per job (0.33-0.38
+# ms) is below sched-backfill's (0.45-0.65 ms) in every run.
+# Hypothesis A: the module's wall time in a burst is its synchronous waits for KVS commits (at
+# each pass's start for every commit still open, at a small pass's end for its own); while it
+# waits it reads no message, which is also the longest RPC waits. Never waiting should raise the
+# throughput and cut the RPC waits; the first start may come later (the commit's continuation is
+# read behind the queued alloc requests).
+# --base main --only sched-backfill,FCFS,base --repeat 4 --probe (07:13-07:19, load 12-15), never
+# waiting: rush/main 298.6/143.8, 187.7/202.9, 185.5/165.4 jobs/s, last start 2.1-4.2 s against
+# 4.4-6.8 s; medians: sched-backfill 320.9, rush 186.6 (0.73x), main 154.6 (0.58x); longest RPC wait
+# 0.94 s against main's 4.71 (sched-backfill 0.55); first start 1.33-1.58 s against 0.29-0.47: worse.
+# Hypothesis A': waiting only at the end of a small pass (<= 64 starts) with no earlier commit in
+# flight keeps the first start (a few ms of KVS) and loses none of A's gain. --timers, load 19:
+# waits 0.05 s in 17 answers, first start 0.35 s, last start 2.32 s (sched-backfill 2.0 s beside
+# it). Timeline: alloc requests 756 read by 0.5 s, 1 000 by 1.25 s; commits sent 0.36-0.96 s were
+# all done at 1.02-1.05 s (the broker's KVS), 669 jobs running by 1.25 s; the module idle 1.26 s of
+# the 2.32 s. Adopted; paired (07:21-07:27, load 12-20), rush / main's module / sched-backfill:
+#   217.5 / 139.6 / 405.0, 197.4 / 178.7 / 176.9, 213.0 / 139.3 / 263.8, 170.8 / 172.3 / 228.0
+#   medians 205.2 (0.78x sched-backfill, ahead in 1 of 4), 155.9 (0.64x), 245.9 jobs/s; first start
+#   0.43 / 0.39 / 0.90 s; longest RPC wait 0.81 / 3.97 / 0.93 s; CPU per job 0.33 / 0.37 / 0.52 ms,
+#   instance 2.90 / 2.94 / 3.39 ms.
+# Left: the broker's lumps (the job-manager sends one alloc request per reactor turn; commits and
+# starts wait for its KVS under the host's load); 1 000-job target still missed under load.
 
 # Measured on 2026-11-29, 03:48-04:37 UTC (issues 30 item 4 and 31 item 5: the long pass), load 7-15.
 # Before (main's module 4901247, --jobs 10000 --only rush --timers --keep, a cold kernel cache for
