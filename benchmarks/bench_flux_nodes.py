@@ -508,8 +508,19 @@ if __name__ == "__main__":
 #   medians 205.2 (0.78x sched-backfill, ahead in 1 of 4), 155.9 (0.64x), 245.9 jobs/s; first start
 #   0.43 / 0.39 / 0.90 s; longest RPC wait 0.81 / 3.97 / 0.93 s; CPU per job 0.33 / 0.37 / 0.52 ms,
 #   instance 2.90 / 2.94 / 3.39 ms.
+# --jobs 10000 --probe --base main (one run each; sched-backfill in the first sitting only):
+#   07:39-07:50, load 6-12: sched-backfill 46.6 jobs/s (first start 2.25 s, CPU 37.0 s, RPC wait
+#   12.8 s), rush 93.2 (1.42 s, 10.5 s, 7.2 s), main 137.7 (1.40 s, 9.8 s, 8.4 s; submit 15 s
+#   against rush's 35 s: a lighter load)
+#   07:50-07:58, load 6-16: rush 73.1 (0.85 s, 11.55 s, 5.5 s), main 86.4 (2.24 s, 11.54 s, 14.9 s)
+#   07:58-08:02, load 9-12: rush 131.4 (1.41 s, 10.98 s, 2.8 s), main 180.1 (0.54 s, 9.18 s, 6.4 s)
+#   Main's module ahead in all three 10 000-job pairs (0.68x, 0.85x, 0.73x). Reading, not measured
+#   apart: with thousands of messages queued, a commit's continuation reaches the job-manager later
+#   than the wait at the next pass's start (an out-of-order read) used to answer it.
 # Left: the broker's lumps (the job-manager sends one alloc request per reactor turn; commits and
-# starts wait for its KVS under the host's load); 1 000-job target still missed under load.
+# starts wait for its KVS under the host's load); 1 000-job target still missed under load; at
+# 10 000 jobs main's module is ahead of this one (a wait at a pass's start only when the queue is
+# long is the next thing to try).
 
 # Measured on 2026-11-29, 03:48-04:37 UTC (issues 30 item 4 and 31 item 5: the long pass), load 7-15.
 # Before (main's module 4901247, --jobs 10000 --only rush --timers --keep, a cold kernel cache for
