@@ -3,13 +3,11 @@
 ``rush/flux_module/sched-rush.py`` (same arguments); rush/flux_module/ is unchanged.
 
 The earlier prototypes (a pool that decodes the core's ``ranks`` constraint once, one KVS
-commit per pass answered out of order) are now the module's own (rank_pool.py,
-alloc_answers.py). The one here: a pass's commit is never waited for at the start of the
-next pass (``RUSH_BENCH_CONTINUATION=1``): a large pass's jobs are answered by the
-commit's continuation only, so the module never blocks on the KVS, but the answers wait
-behind the messages queued before the commit's response. With ``RUSH_BENCH_DELAY_MAX=S``
+commit per pass answered out of order, answers by the commit's continuation only) are now the
+module's own (rank_pool.py, alloc_answers.py). The one here: with ``RUSH_BENCH_DELAY_MAX=S``
 the base class's burst-coalescing delay may grow to S seconds (1 s in flux-core): fewer
-passes, each over the whole queue, while jobs arrive and end.
+passes, each over the whole queue, while jobs arrive and end. With ``RUSH_BENCH_NEVER_WAIT=1``
+no pass waits for its commit, not even a small one (alloc_answers.ANSWER_AT_ONCE = 0).
 """
 
 from __future__ import annotations
@@ -22,8 +20,8 @@ from rush.flux_module.scheduler import RushScheduler
 class FastRushScheduler(RushScheduler):
     def __init__(self, h, *args):
         super().__init__(h, *args)
-        if os.environ.get("RUSH_BENCH_CONTINUATION", "") == "1":
-            self.answers.answer_open = lambda: None
+        if os.environ.get("RUSH_BENCH_NEVER_WAIT", "") == "1":
+            self.answers.answer_at_once = 0
         if os.environ.get("RUSH_BENCH_DELAY_MAX", ""):
             self.SCHED_DELAY_MAX = float(os.environ["RUSH_BENCH_DELAY_MAX"])
 

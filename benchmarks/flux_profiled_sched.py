@@ -8,7 +8,7 @@ so that a loaded host does not inflate it; the statistics are dumped to
 ``$RUSH_BENCH_PROFILE`` every second of activity (the last dump covers the whole run). With ``$RUSH_BENCH_TIMERS`` set, no profiler: the wall-clock seconds of the
 module's steps (a job's arrival as the base class handles it, the planner's pass, the
 allocations, the KVS commit's wait, the answers, the rest of the pass, the garbage collector's
-pauses by generation) are summed and written
+pauses by generation) are summed, with their CPU seconds (the thread clock), and written
 there as JSON after each pass, so that the shares are those of the real run, not of a
 profiled one. The module itself is unchanged: this only subclasses it.
 """
@@ -31,7 +31,10 @@ class ProfiledRushScheduler(RushScheduler):
         self._dump_to = os.environ.get("RUSH_BENCH_PROFILE", "")
         self._timers_to = os.environ.get("RUSH_BENCH_TIMERS", "")
         self._seconds: dict[str, float] = defaultdict(float)
+        self._cpu: dict[str, float] = defaultdict(float)  # the same steps' CPU seconds (thread clock)
         self._calls: dict[str, int] = defaultdict(int)
+        # (wall-clock start, step, wall seconds) of every timed step: the run's timeline.
+        self._timeline: list[tuple[float, str, float]] = []
         self._active = False
         super().__init__(h, *args)
         if self._timers_to:
@@ -51,11 +54,14 @@ class ProfiledRushScheduler(RushScheduler):
         self._calls[name] += 1
 
     def _timed(self, name, method, *args, **kwargs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return method(*args, **kwargs)
         finally:
-            self._seconds[name] += time.perf_counter() - t0
+            seconds = time.perf_counter() - t0
+            self._seconds[name] += seconds
+            self._cpu[name] += time.thread_time() - c0
+            self._timeline.append((time.time() - seconds, name, seconds))
             self._calls[name] += 1
 
     def run(self):
@@ -99,7 +105,16 @@ class ProfiledRushScheduler(RushScheduler):
         if self._timers_to:
             result = self._timed("pass (all of schedule)", super().schedule)
             with open(self._timers_to, "w") as out:
-                json.dump({"seconds": self._seconds, "calls": self._calls, "at": time.time()}, out)
+                json.dump(
+                    {
+                        "seconds": self._seconds,
+                        "cpu": self._cpu,
+                        "calls": self._calls,
+                        "at": time.time(),
+                        "timeline": self._timeline,
+                    },
+                    out,
+                )
             return result
         self._active = True
         return super().schedule()

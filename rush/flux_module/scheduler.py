@@ -492,7 +492,7 @@ class RushScheduler(Scheduler):
         if not self._queue and not self.running and not self.planner.awaiting_completions:
             self.ended.clear()
             return
-        self.answers.answer_open()  # the last passes' commits: done by now, as a rule
+        self.answers.answer_done()  # the last passes' commits done by now (the others: continuation)
         report = self.planner.run_cycle()
         self.ended.clear()  # read by that pass (or of jobs it never saw run)
         if not report.ok or self.planner.last is None or self.planner.last[0] != report.cycle:
@@ -502,7 +502,7 @@ class RushScheduler(Scheduler):
         try:
             done, records, left = self._allocate_starts(decisions)
         finally:
-            batches = self.answers.commit()
+            self.answers.commit()
         if left:  # decided again at once, after the messages that came meanwhile
             self.planner.journal.event(
                 cycle,
@@ -528,7 +528,7 @@ class RushScheduler(Scheduler):
                     )
                     journal.record(row, status, answer)
         finally:
-            self.answers.end_of_pass(batches)
+            self.answers.end_of_pass()
 
     def _allocate_starts(self, decisions: Decisions) -> tuple[set[int], list[tuple[Decision, str, str]], int]:
         """Allocate the core's starts in its order, the first ``start_batch`` of them: the jobs

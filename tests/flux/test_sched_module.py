@@ -286,3 +286,45 @@ def test_a_bad_start_batch_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "start-batch" in out.stderr + flux.log_tail(40)
+
+
+def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
+    """A pass that starts more jobs than one KVS commit holds (alloc_answers.CHUNK) sends a
+    commit per chunk and answers each when it is done, without waiting for it (at the pass's
+    steps, the next pass's start or the commit's continuation). 200 one-node jobs wait behind a
+    job that holds all 200 fake nodes until every one has reached the module, so that one pass
+    starts them all: each runs once (a job answered before its R is in the KVS fails in
+    job-exec), and the pool holds nothing at the end."""
+    from rush.flux_module.alloc_answers import CHUNK
+
+    nodes = 200
+    flux = start_flux(size=1, config=f"[fake-resources]\nnnodes = {nodes}\ncores-per-node = 1\n")
+    load_rush(flux, write_config(tmp_path))
+    simulated = "--setattr=system.exec.test.run_duration=0.01s"  # flux-core's test exec: no shell
+    blocker = flux.submit(f"-N{nodes}", "-t", "1m", "--setattr=system.exec.test.run_duration=600s", "true")
+    flux.run("job", "wait-event", "-t", "60", str(blocker), "start")
+    flux.run("submit", f"--cc=1-{nodes}", "--quiet", "-N1", "-t", "1m", simulated, "true", timeout=300)
+    journal = tmp_path / "journal.sqlite"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # every job queued in the module: a pass has seen them all
+        con = sqlite3.connect(journal)
+        seen = con.execute("SELECT max(pending) FROM cycles").fetchone()[0] or 0
+        con.close()
+        if seen >= nodes:
+            break
+        time.sleep(0.2)
+    assert seen >= nodes, f"only {seen} of {nodes} jobs reached the module"
+    flux.run("cancel", str(blocker))
+    flux.run("queue", "drain", "--timeout=300", timeout=310)
+    jobs = flux.jobs("id", "result", states="all")
+    results = [job["result"] for job in jobs if int(job["id"]) != blocker]
+    assert len(results) == nodes and set(results) == {"COMPLETED"}
+    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done" and d["job_id"] != blocker]
+    assert sorted(d["job_id"] for d in starts) == sorted(
+        int(job["id"]) for job in jobs if int(job["id"]) != blocker
+    )
+    per_pass: dict[int, int] = {}
+    for d in starts:
+        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
+    assert max(per_pass.values()) > CHUNK  # the premise: one pass, several commits
+    assert allocated_cores(flux) == 0
