@@ -357,9 +357,7 @@ def main() -> None:
         }
         print(trace, part, flush=True)
         plot_predicted_vs_real(trace, wf, OUT)
-        part["estimates"], part["estimate_run"] = estimate_rows(
-            trace, wf, args.max_queries, args.max_train_jobs
-        )
+        part["estimates"], part["estimate_run"] = estimate_rows(trace, wf, args.max_queries)
         plot_estimate_errors(trace, part["estimates"], OUT)
         print(trace, part["estimate_run"], flush=True)
         kept = kept_gain(parts / f"{trace}.json", part["model"]) if args.skip_gain else None
