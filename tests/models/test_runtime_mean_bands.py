@@ -19,8 +19,7 @@ from rush.models.runtime_quantiles_pipeline import (
 )
 from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
 from rush.models.runtime_quantiles_walkforward import WEEK, QuantileWalkForward
-from tests.models.fixtures import HEADER, UNIX_START, synthetic_workload
-from tests.models.test_runtime_quantiles_predictor import _drive
+from tests.models.fixtures import HEADER, UNIX_START, drive_quantile_predictor, synthetic_workload
 
 
 def _two_shapes(n: int = 2000, seed: int = 4):
@@ -128,7 +127,7 @@ def test_the_simulators_predictor_calibrates_on_its_own_earlier_predictions():
     predictor = RuntimeQuantilePredictor(
         regressor=RuntimeQuantileRegressor(max_iter=10), unix_start=UNIX_START, timezone="Europe/Stockholm"
     )
-    predicted, jobs = _drive(predictor, 700)
+    predicted, jobs = drive_quantile_predictor(predictor, 700)
     bands = predictor.model_.mean_bands_
     assert bands is not None
     # The last refit's rows: every job finished before it; those predicted earlier give the bands.
