@@ -112,9 +112,13 @@ class RuntimeQuantilePredictor:
             return self
         ids = getattr(history, "job_id", None)
         if ids is not None:  # the earlier models' predictions of the training rows (H8)
-            ids = np.asarray(ids, dtype=np.int64)[rows].tolist()
-            mean = np.array([self.predicted_mean_.get(i, np.nan) for i in ids], dtype=np.float64)
+            ids = np.asarray(ids, dtype=np.int64)
+            kept = ids[rows].tolist()
+            mean = np.array([self.predicted_mean_.get(i, np.nan) for i in kept], dtype=np.float64)
             model.calibrate_mean(mean, runtime[rows])
+            # Finished before the window: no later window holds them (the memory stays bounded).
+            for i in set(ids.tolist()).difference(kept):
+                self.predicted_mean_.pop(i, None)
         self.model_ = model
         return self
 
@@ -138,7 +142,7 @@ class RuntimeQuantilePredictor:
         if self.statistic == "mean":
             point = self.model_.calibrated_mean(log_q, X[:, REQUEST_COLUMN])
             ids = getattr(jobs, "job_id", None)
-            if ids is not None:
+            if ids is not None and self.retrain_every is not None:  # a model refit here (not a file's)
                 plain = mean_of_quantiles(log_q, levels, X[:, REQUEST_COLUMN])
                 self.predicted_mean_.update(
                     zip(np.asarray(ids, dtype=np.int64).tolist(), plain.tolist(), strict=True)
