@@ -4,7 +4,8 @@
 
 1. Retrain: ``fit_quantiles_on_history`` on SDSC-BLUE's whole trace (232,562 jobs: every
    job's features at its submission, the history summarised, the five quantile models fitted
-   on the 10,000 most recently finished jobs, as the weekly walk-forward does); and the
+   on the 10,000 most recently finished jobs, as the weekly walk-forward does, and the mean's
+   bands from two cross-fitted halves of those rows); and the
    quantile models alone on those 10,000 rows. Reference: rush's runtime classifier (the
    issue-13 boosting, ``default_classifier``) fitted on the same rows.
 2. Prediction: 10,000 pending jobs of known users and shapes submitted in the trace's last
@@ -146,6 +147,23 @@ def measure(model: RuntimeQuantileRegressor, trace, w, feature_set: str) -> None
         log_q = regressor.predict_log_quantiles(X)
         regressor.proba_small(X, log_q)
 
+    # The queued jobs' mean (what start estimates add up), with the model's bands and without.
+    from rush.models.runtime_quantiles import mean_of_quantiles
+    from rush.models.runtime_quantiles_features import REQUEST_COLUMN
+
+    log_q = regressor.predict_log_quantiles(feats)
+    calibrated_ms = median_ms(
+        lambda: regressor.calibrated_mean(log_q, feats[:, REQUEST_COLUMN]), clock=time.process_time
+    )
+    plain_ms = median_ms(
+        lambda: mean_of_quantiles(log_q, regressor.levels_, feats[:, REQUEST_COLUMN]), clock=time.process_time
+    )
+    bands = regressor.mean_bands_
+    print(
+        f"mean of {PENDING} pending jobs from their quantiles: calibrated ({len(bands.bands) if bands else 0} "
+        f"bands) {calibrated_ms:.1f} ms CPU; reference: the plain mean {plain_ms:.1f} ms CPU (median of 7)",
+        flush=True,
+    )
     total = median_ms(predict)
     cpu = median_ms(predict, clock=time.process_time)  # every thread's CPU: what the load does not inflate
     feature_ms = median_ms(lambda: features.transform(pending))

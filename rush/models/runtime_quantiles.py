@@ -66,6 +66,7 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("class_head", "quantiles")  # pickled before class heads existed
+        state.setdefault("mean_bands_", None)  # pickled before mean bands: factor 1
         super().__setstate__(state)
         if "levels_" in self.__dict__:
             self._compile()
@@ -113,6 +114,7 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
                 for q in levels
             ]
         self.head_ = None
+        self.mean_bands_ = None  # set by calibrate_mean from out-of-sample means
         if self.class_head != "quantiles":  # the classes' own model, on the same rows and features
             self.head_ = RuntimeClassHead(
                 divider=self.divider,
@@ -180,9 +182,27 @@ class RuntimeQuantileRegressor(RegressorMixin, BaseEstimator):
 
     def predict_mean(self, X: Any) -> np.ndarray:
         """The mean runtime of each job's predicted distribution, seconds (what a sum of
-        runtimes, such as a start estimate, needs; the median is below it for skewed runtimes)."""
+        runtimes, such as a start estimate, needs; the median is below it for skewed runtimes),
+        calibrated per band of itself when the model has bands (:meth:`calibrated_mean`)."""
         X = np.asarray(X, dtype=np.float64)
-        return mean_of_quantiles(self.predict_log_quantiles(X), self.levels_, X[:, REQUEST_COLUMN])
+        return self.calibrated_mean(self.predict_log_quantiles(X), X[:, REQUEST_COLUMN])
+
+    def calibrated_mean(self, log_q: np.ndarray, log_request: np.ndarray) -> np.ndarray:
+        """The mean a queued job runs (seconds) from its predicted log quantiles: the
+        distribution's mean times its band's factor (rush.models.runtime_mean_bands), or the
+        plain mean for a model without bands. The one function every use of the mean calls."""
+        mean = mean_of_quantiles(log_q, self.levels_, log_request)
+        bands = getattr(self, "mean_bands_", None)
+        return mean if bands is None else bands.apply(mean, np.expm1(log_request))
+
+    def calibrate_mean(self, out_of_sample_mean: Any, runtime: Any) -> RuntimeQuantileRegressor:
+        """Fit the mean's bands from the training rows' out-of-sample predicted (uncalibrated)
+        means and real runtimes (rush.models.runtime_mean_bands.fit_mean_bands)."""
+        from rush.models.runtime_mean_bands import fit_mean_bands
+
+        check_is_fitted(self, "levels_")
+        self.mean_bands_ = fit_mean_bands(out_of_sample_mean, runtime)
+        return self
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2): [P(small), P(large)] for the ``divider`` hyperparameter."""

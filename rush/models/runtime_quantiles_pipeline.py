@@ -29,11 +29,13 @@ from sklearn.utils.validation import check_is_fitted
 from rush.errors import ModelError
 from rush.models.model_card import ModelCard, Name, TimeBaseCard, _finite
 from rush.models.runtime_features import Clock, TimeBase
+from rush.models.runtime_mean_bands import MeanBands
 from rush.models.runtime_pipeline import card_agrees, fitted_steps
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import (
     DEFAULT_FEATURE_SET,
     FEATURE_SETS,
+    REQUEST_COLUMN,
     QuantileHistory,
     QuantileJobs,
     clipped,
@@ -63,6 +65,9 @@ class RuntimeQuantilesCard(ModelCard):
     # Where the classes' P(small) comes from (CLASS_HEADS); a card written before heads existed
     # reads it off the quantiles.
     class_head: Literal["quantiles", "head", "blend"] = "quantiles"
+    # The queued mean's factors per band of itself (rush.models.runtime_mean_bands); a card
+    # written before bands existed has none: factor 1 (the plain mean).
+    mean_bands: dict | None = None
 
     _finite_divider = field_validator("divider")(_finite)
 
@@ -181,6 +186,9 @@ def fit_quantiles_on_history(
         if max_train_jobs is not None:
             train = train[np.argsort(jobs.end[train], kind="stable")][-max_train_jobs:]
         model.named_steps["regressor"].fit(X[train], runtime[train])
+        model.named_steps["regressor"].calibrate_mean(
+            cross_fitted_means(model, X, train, jobs.end, runtime), runtime[train]
+        )
     except ValueError as exc:
         raise ModelError(
             f"cannot train on this trace: {exc}",
@@ -196,6 +204,7 @@ def fit_quantiles_on_history(
         "quantiles": [float(q) for q in regressor_.levels_],
         "divider": divider,
         "class_head": regressor_.class_head,
+        "mean_bands": regressor_.mean_bands_.to_card(),
         "time_base": time_base.to_dict(),
         "user_key_kind": kind,
         "fields": fields,
@@ -216,6 +225,29 @@ def fit_quantiles_on_history(
         },
     }
     return model, metadata
+
+
+def cross_fitted_means(
+    model: Pipeline, X: np.ndarray, train: np.ndarray, end: np.ndarray, runtime: np.ndarray
+) -> np.ndarray:
+    """Out-of-sample predicted means of the training rows ``train`` (halves by ``end``), for the
+    mean's bands: a model of the same hyperparameters fitted on the earlier half predicts the
+    later half and one fitted on the later half the earlier (a retrain has no walk-forward's
+    earlier models at hand; two half-size fits cost about one full fit)."""
+    from rush.models.runtime_quantiles import mean_of_quantiles
+
+    regressor = model.named_steps["regressor"]
+    order = np.argsort(end[train], kind="stable")
+    halves = np.array_split(order, 2)  # positions in ``train``
+    mean = np.full(len(train), np.nan)
+    for i, half in enumerate(halves):
+        other = train[halves[1 - i]]
+        if len(other) and len(half):
+            fold = clone(regressor).set_params(class_head="quantiles").fit(X[other], runtime[other])
+            rows = X[train[half]]
+            log_q = fold.predict_log_quantiles(rows)
+            mean[half] = mean_of_quantiles(log_q, fold.levels_, rows[:, REQUEST_COLUMN])
+    return mean
 
 
 def save_quantile_model(model: Pipeline, metadata: dict, path: str | Path) -> dict:
@@ -253,6 +285,11 @@ def load_quantile_model(path: str | Path, fields: list[str] | None = None) -> tu
             ("feature_set", features.feature_set, feature_set),
             ("feature_set", features.history_.feature_set, feature_set),
             ("class_head", regressor.class_head, card.get("class_head", "quantiles")),
+            (
+                "mean_bands",
+                getattr(regressor, "mean_bands_", None),
+                MeanBands.from_card(card.get("mean_bands"), f"{path}.json: mean_bands"),
+            ),
             (
                 "class_head (fitted)",
                 getattr(regressor, "head_", None) is not None,

@@ -83,6 +83,9 @@ class RuntimeQuantilePredictor:
         self.feature_set = feature_set
         self.history_ = QuantileHistory(self.clock, feature_set)
         self.model_: RuntimeQuantileRegressor | None = None
+        # job id -> its uncalibrated predicted mean at its last prediction: the out-of-sample
+        # means a retrain calibrates the mean's bands on (rush.models.runtime_mean_bands).
+        self.predicted_mean_: dict[int, float] = {}
 
     def observe(self, done: Any) -> None:
         """Finished jobs, in end order: their runtimes enter the live history."""
@@ -104,9 +107,19 @@ class RuntimeQuantilePredictor:
             rows = rows[-self.max_train_jobs :]
         template = self.regressor or RuntimeQuantileRegressor()
         try:
-            self.model_ = clone(template).fit(X[rows], runtime[rows])
+            model = clone(template).fit(X[rows], runtime[rows])
         except ValueError:  # no usable runtime yet: keep the previous model (or none)
-            pass
+            return self
+        ids = getattr(history, "job_id", None)
+        if ids is not None:  # the earlier models' predictions of the training rows (H8)
+            ids = np.asarray(ids, dtype=np.int64)
+            kept = ids[rows].tolist()
+            mean = np.array([self.predicted_mean_.get(i, np.nan) for i in kept], dtype=np.float64)
+            model.calibrate_mean(mean, runtime[rows])
+            # Finished before the window: no later window holds them (the memory stays bounded).
+            for i in set(ids.tolist()).difference(kept):
+                self.predicted_mean_.pop(i, None)
+        self.model_ = model
         return self
 
     def predict(self, jobs: Any) -> np.ndarray:
@@ -127,7 +140,13 @@ class RuntimeQuantilePredictor:
         log_q = self.model_.predict_log_quantiles(X)
         levels = np.asarray(self.model_.levels_, dtype=np.float64)
         if self.statistic == "mean":
-            point = mean_of_quantiles(log_q, levels, X[:, REQUEST_COLUMN])
+            point = self.model_.calibrated_mean(log_q, X[:, REQUEST_COLUMN])
+            ids = getattr(jobs, "job_id", None)
+            if ids is not None and self.retrain_every is not None:  # a model refit here (not a file's)
+                plain = mean_of_quantiles(log_q, levels, X[:, REQUEST_COLUMN])
+                self.predicted_mean_.update(
+                    zip(np.asarray(ids, dtype=np.int64).tolist(), plain.tolist(), strict=True)
+                )
         else:
             point = np.expm1(log_q[:, int(np.argmin(np.abs(levels - float(self.statistic))))])
         return point, levels, np.expm1(log_q)

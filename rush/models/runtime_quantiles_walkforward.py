@@ -94,6 +94,35 @@ class QuantileWalkForward:
     end: np.ndarray | None = None  # logged ends on the time base (inf: not in any history)
     submit: np.ndarray | None = None  # submissions on the time base
     feature_set: str = "base"  # the columns of ``features`` (FEATURE_SETS)
+    max_train_jobs: int | None = DEFAULT_MAX_TRAIN_JOBS  # each week's training rows
+
+    def calibrated_mean(self) -> np.ndarray:
+        """Each job's mean as its week's model gives it live: the predicted mean times the factor
+        of its band (rush.models.runtime_mean_bands), the bands fitted on that week's training
+        rows (the ``max_train_jobs`` most recently ended before the week) from their own
+        out-of-sample predictions (their weeks' models); a job without a model keeps its mean."""
+        from rush.models.runtime_mean_bands import fit_mean_bands
+
+        mean = self.mean()
+        out = mean.copy()
+        if self.end is None or self.submit is None or not len(mean):
+            return out
+        predicted = np.isfinite(self.proba_small)
+        origin = float(self.submit[0])
+        end_order = np.argsort(self.end, kind="stable")
+        sorted_end = self.end[end_order]
+        bounds = np.searchsorted(self.week, np.arange(int(self.week[-1]) + 2))
+        for k in range(len(bounds) - 1):
+            lo, hi = int(bounds[k]), int(bounds[k + 1])
+            if hi == lo or not predicted[lo:hi].any():
+                continue
+            train = end_order[: int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))]
+            if self.max_train_jobs is not None:
+                train = train[-self.max_train_jobs :]
+            train = train[predicted[train]]
+            bands = fit_mean_bands(mean[train], self.runtime[train])
+            out[lo:hi] = bands.apply(mean[lo:hi], self.requested_time[lo:hi])
+        return out
 
     def quantile(self, level: float) -> np.ndarray:
         """The predicted quantile at ``level`` (one of ``levels``), seconds."""
@@ -225,6 +254,7 @@ def predict_quantiles_walkforward(
         end=end,
         submit=submit,
         feature_set=feature_set,
+        max_train_jobs=max_train_jobs,
     )
 
 

@@ -128,3 +128,37 @@ def test_other_predictors_carry_no_quantiles(tmp_path):
     built, decided = cycle(d, q, 2100.0, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0))
     assert built.snapshot.running[0].runtime_quantiles is None
     assert decided.estimated_start[4] == 2050.0 + HOUR and not decided.estimate_notes
+
+
+def _gap_behind(tmp_path, path) -> tuple[float, float]:
+    """The estimated start of the second pending job minus the first's (the first job's runtime,
+    as the estimate assumes it: one job fits the machine at a time), and the first's raw prediction."""
+    d, q = daemon(tmp_path, path)
+    _, decided = cycle(
+        d, q, 2100.0, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0), job(5, "PENDING", 2070.0)
+    )
+    d.journal.db.close()
+    return decided.estimated_start[5] - decided.estimated_start[4], d.runtime.raw[4]
+
+
+def test_a_pending_jobs_estimate_uses_the_models_calibrated_mean(tmp_path, model_path):
+    """The model's mean bands (H8) reach the live estimate: a model whose bands double every
+    mean puts the job behind a pending one twice as far (capped by the request)."""
+    from rush.models.runtime_mean_bands import MeanBands
+    from rush.models.runtime_quantiles_pipeline import load_quantile_model
+
+    model, card = load_quantile_model(model_path)
+    plain = tmp_path / "plain.joblib"
+    model.named_steps["regressor"].mean_bands_ = None
+    save_quantile_model(model, card | {"mean_bands": None}, plain)
+    doubled = tmp_path / "doubled.joblib"
+    bands = MeanBands(tuple(range(40)), (2.0,) * 40)
+    model.named_steps["regressor"].mean_bands_ = bands
+    save_quantile_model(model, card | {"mean_bands": bands.to_card()}, doubled)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    gap_plain, raw_plain = _gap_behind(tmp_path / "a", plain)
+    gap_doubled, raw_doubled = _gap_behind(tmp_path / "b", doubled)
+    assert 1.0 <= gap_plain < HOUR and gap_plain == pytest.approx(raw_plain)
+    assert raw_doubled == pytest.approx(min(2.0 * raw_plain, HOUR))
+    assert gap_doubled == pytest.approx(raw_doubled) and gap_doubled > gap_plain

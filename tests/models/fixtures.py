@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rush.models.persistence import save_model
 from rush.models.runtime_features import Clock
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_features import QuantileJobs, offline_features
+from rush.models.runtime_quantiles_walkforward import WEEK
 from rush.models.walkforward import TrainedModel, fit_on_history
 from rush.workload.model import Workload, workload_from_trace
 from tests.workload.helpers import MIRROR
@@ -98,3 +100,45 @@ def kth(n: int = 4000) -> tuple[Workload, dict]:
 
 def small_forest() -> RandomForestClassifier:
     return RandomForestClassifier(n_estimators=8, max_depth=8, random_state=0)
+
+
+@dataclass
+class ProtocolJobs:
+    """The protocol's RuntimeJobs columns (rtcore's dataclass has the same names)."""
+
+    job_id: np.ndarray
+    user: np.ndarray
+    submit: np.ndarray
+    procs: np.ndarray
+    requested_time: np.ndarray
+    runtime: np.ndarray
+    end: np.ndarray
+
+    def take(self, rows) -> ProtocolJobs:
+        return ProtocolJobs(*(getattr(self, f)[rows] for f in self.__dataclass_fields__))
+
+
+def drive_quantile_predictor(predictor, n: int = 700) -> tuple[np.ndarray, ProtocolJobs]:
+    """The protocol's walk-forward: observe what ended before each submission, refit at
+    week boundaries, predict each submission."""
+    w = synthetic_workload(n)
+    jobs = ProtocolJobs(
+        np.arange(n), w.user, w.submit, w.procs, w.requested_time, w.runtime, w.submit + w.runtime
+    )
+    order = np.argsort(jobs.end, kind="stable")
+    finished = jobs.take(order)
+    out = np.empty(n)
+    observed, epoch = 0, 0
+    for j in range(n):
+        seen = int(np.searchsorted(finished.end, jobs.submit[j], side="left"))
+        if seen > observed:
+            predictor.observe(finished.take(slice(observed, seen)))
+            observed = seen
+        week = int((jobs.submit[j] - jobs.submit[0]) // WEEK)
+        if week > epoch:
+            predictor.fit(finished.take(slice(0, observed)))
+            epoch = week
+        pending = jobs.take(slice(j, j + 1))
+        pending.runtime = pending.end = np.full(1, np.nan)
+        out[j] = predictor.predict(pending)[0]
+    return out, jobs
