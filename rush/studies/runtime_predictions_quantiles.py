@@ -77,7 +77,8 @@ def scheduler_inputs(name: str, wf, rows: np.ndarray, idempotent_threshold: floa
     if not name.startswith("rush-Q"):
         return SimInputs(runtime_class=classes, divider=divider), config
     config |= {"scan": "SPF", "prediction_correction": "stepwise" if "stepwise" in name else "request"}
-    estimate = wf.mean()[rows]
+    # The mean rush deploys (rule H8): the model's mean times its band's factor.
+    estimate = wf.calibrated_mean()[rows]
     return SimInputs(estimate=estimate, runtime_class=classes, divider=divider), config
 
 

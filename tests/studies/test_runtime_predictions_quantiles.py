@@ -101,3 +101,17 @@ def test_the_studys_class_rules_are_the_predictors_class_heads() -> None:
     blended = rules.with_rule(wf, "quantiles")
     assert np.array_equal(blended.quantiles, wf.quantiles)
     assert np.array_equal(blended.predicted_class, wf.predicted_class)
+
+
+def test_rush_q_estimates_are_the_deployed_calibrated_mean() -> None:
+    """rush-Q's estimate is the mean rush deploys (rule H8: the model's mean times its band's
+    factor), not the plain model mean; the class-only schedulers carry no estimate."""
+    workload = synthetic_workload(900)
+    wf = predict_quantiles_walkforward(workload, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
+    rows = np.arange(0, len(workload), 2)
+    calibrated = wf.calibrated_mean()[rows]
+    assert not np.allclose(calibrated, wf.mean()[rows], equal_nan=True)  # the bands move some means
+    for name in SCHEDULERS:
+        inputs, _ = scheduler_inputs(name, wf, rows, 0.1)
+        if name.startswith("rush-Q"):
+            assert np.array_equal(inputs.estimate, calibrated, equal_nan=True), name
