@@ -22,8 +22,8 @@ ended and ``--arrivals`` new jobs queued. Median of ``--repeat`` runs of both; `
 pending jobs read from their objects into the kept columns (-1: no kept columns). Each cycle
 starts after a ``gc.collect()``, so that the figures do not depend on which cycle the
 collector's full pass falls in. Then ``--steady`` cycles in a row with the collector left to
-run as it comes, as in a live process: the median and longest cycle and the collector's CPU per
-cycle by generation (a full pass over a heap of 10 000 jobs' objects costs about 100 ms here;
+run as it comes, as in a live process: the median, mean and longest cycle and the collector's
+CPU per cycle by generation (a full pass over a heap of 10 000 jobs' objects costs about 100 ms here;
 how often one comes depends on how many objects each cycle leaves behind).
 
 Run: ``python benchmarks/bench_live_cycle.py [--pending 1000,10000] [--repeat 5]``; paired with
@@ -222,6 +222,18 @@ def steady(pending: int, shell: str, args) -> tuple[list[float], dict[int, float
     return seconds, dict(pauses)
 
 
+def settle(collector: str) -> None:
+    """The collector set up as a shell does after its start-up (``--collector``)."""
+    if collector == "freeze":
+        gc.collect()
+        gc.freeze()
+    elif collector == "rush":
+        from rush.planner.collector import settle_collector
+
+        settle_collector()
+    print(f"collector: {collector}; thresholds {gc.get_threshold()}; frozen {gc.get_freeze_count()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", default="1000,10000", help="pending-job counts, comma-separated")
@@ -230,12 +242,20 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=5, help="jobs queued before the next cycle")
     parser.add_argument("--shells", default="flux-module,daemon")
     parser.add_argument(
+        "--collector",
+        choices=("default", "freeze", "rush"),
+        default="rush",
+        help="after warm-up: CPython's defaults, a start-up gc.freeze() only (the shells before "
+        "rush.planner.collector), or the shells' rule (rush.planner.collector.settle_collector)",
+    )
+    parser.add_argument(
         "--steady", type=int, default=12, help="cycles in a row, collector as it comes (0: none)"
     )
     args = parser.parse_args()
     print(f"rush from {rush.__file__}; kept columns: {'yes' if KeptColumns is not None else 'no'}")
     warm = bench_nodes.make_snapshot(100, 1, NODES, PODS)  # numba's cache loaded once, not timed
     LivePath(CoreConfig(backfill="easy"), True).cycle(rjms_state(warm, None), defaultdict(float))
+    settle(args.collector)
     print(
         f"{NODES} nodes, EASY with start estimates, CPU ms (median of {args.repeat}); 'pass' is the reference"
     )
@@ -257,7 +277,8 @@ def main() -> None:
         f"{args.steady} cycles in a row, collector as it comes: cycle CPU ms (2nd on), collector ms per cycle"
     )
     print(
-        f"{'shell':12s} {'pending':>7s} {'median':>7s} {'max':>7s} {'gen 0':>7s} {'gen 1':>7s} {'gen 2':>7s}"
+        f"{'shell':12s} {'pending':>7s} {'median':>7s} {'mean':>7s} {'max':>7s} "
+        f"{'gen 0':>7s} {'gen 1':>7s} {'gen 2':>7s}"
     )
     for pending in (int(x) for x in args.pending.split(",")):
         for shell in args.shells.split(","):
@@ -265,7 +286,8 @@ def main() -> None:
             per_cycle = [pauses.get(g, 0.0) / len(seconds) * 1e3 for g in (0, 1, 2)]
             print(
                 f"{shell:12s} {pending:7d} {statistics.median(seconds[1:]) * 1e3:7.1f} "
-                f"{max(seconds[1:]) * 1e3:7.1f} " + " ".join(f"{p:7.1f}" for p in per_cycle)
+                f"{statistics.mean(seconds[1:]) * 1e3:7.1f} {max(seconds[1:]) * 1e3:7.1f} "
+                + " ".join(f"{p:7.1f}" for p in per_cycle)
             )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 from pathlib import Path
 
@@ -59,9 +58,5 @@ def daemon_command(
         port,
         settings.daemon.journal,
     )
-    # The models are loaded and stay: move them out of the cyclic collector's way, so a full
-    # collection does not walk them during a scheduling pass (about 100 ms measured).
-    gc.collect()
-    gc.freeze()
     daemon.run(handle_signals=True)
     log.info("rush daemon stopped")

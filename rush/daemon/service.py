@@ -18,6 +18,7 @@ from typing import Any
 
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RushError
+from rush.planner.collector import settle_collector
 from rush.planner.config import RushConfig, load_config
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.plan import CycleReport, Planner
@@ -85,6 +86,8 @@ class Daemon(Planner):
         )
         # Every kernel a cycle can call, loaded before the first cycle needs it (rush.core.warm_up).
         warm_live_pass(self.core_config)
+        # What start-up loaded lives as long as the service: out of the collector's reach.
+        log.info(settle_collector())
         try:
             self._loop(cycles)
         finally:

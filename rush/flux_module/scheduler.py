@@ -38,7 +38,6 @@ job named (nothing is started on it); the next pass reads again.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import json
 import math
@@ -59,6 +58,7 @@ from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
+from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
 from rush.planner.journal import DecisionRow
 from rush.planner.plan import Planner
@@ -209,7 +209,7 @@ class RushScheduler(Scheduler):
         # What is loaded by now (rush, numba, numpy: most of the process's objects) lives as long
         # as the module: out of the cyclic collector's way, whose full passes over it took
         # seconds in a burst of thousands of jobs (benchmarks/bench_flux_nodes.py --timers).
-        gc.freeze()
+        self.log.info(settle_collector())
         interval = float(config.daemon.cycle_interval)
         self._tick = h.timer_watcher_create(interval, lambda *_: self._periodic_pass(), repeat=interval)
         self._tick.start()
