@@ -262,5 +262,3 @@ def run_study(study: RegressionStudy) -> dict:
 
         plot_study(out / "plots", result, fits)
     return result
-
-

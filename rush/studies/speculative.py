@@ -488,5 +488,3 @@ _TRACE_COLUMNS = (
     "application_key",
     "makespan",
 )
-
-

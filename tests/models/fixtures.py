@@ -70,6 +70,16 @@ def fitted_quantile_model(n: int = 600, **params) -> tuple[RuntimeQuantileRegres
     return model, X, runtime
 
 
+def saved_quantile_model(directory: Path, w: Workload) -> tuple[RuntimeQuantileRegressor, Path]:
+    """A small quantile model fitted on ``w``'s history and saved with its card in ``directory``."""
+    from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
+
+    model, metadata = fit_quantiles_on_history(w, HEADER, RuntimeQuantileRegressor(max_iter=10))
+    path = Path(directory) / "quantiles.joblib"
+    save_quantile_model(model, metadata, path)
+    return model, path
+
+
 def trained(n: int = 600, header: dict | None = None, **kwargs) -> TrainedModel:
     return fit_on_history(
         synthetic_workload(n), HEADER if header is None else header, n_estimators=5, **kwargs

@@ -13,13 +13,16 @@ from rush.errors import ModelError
 from rush.models.runtime_mean_bands import MeanBands, fit_mean_bands, mean_bands_of
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor, mean_of_quantiles
 from rush.models.runtime_quantiles_pipeline import (
-    fit_quantiles_on_history,
     load_quantile_model,
-    save_quantile_model,
 )
 from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
 from rush.models.runtime_quantiles_walkforward import WEEK, QuantileWalkForward
-from tests.models.fixtures import HEADER, UNIX_START, drive_quantile_predictor, synthetic_workload
+from tests.models.fixtures import (
+    UNIX_START,
+    drive_quantile_predictor,
+    saved_quantile_model,
+    synthetic_workload,
+)
 
 
 def _two_shapes(n: int = 2000, seed: int = 4):
@@ -72,10 +75,7 @@ def test_bad_calibration_data_is_refused(value, match):
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     w = synthetic_workload(500)
-    model, metadata = fit_quantiles_on_history(w, HEADER, RuntimeQuantileRegressor(max_iter=10))
-    path = tmp_path_factory.mktemp("bands") / "quantiles.joblib"
-    save_quantile_model(model, metadata, path)
-    return model, path
+    return saved_quantile_model(tmp_path_factory.mktemp("bands"), w)
 
 
 def test_a_retrain_fits_bands_from_cross_fitted_means_and_the_card_carries_them(saved):

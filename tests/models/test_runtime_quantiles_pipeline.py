@@ -13,18 +13,15 @@ from rush.models.runtime_quantiles_features import QuantileJobs
 from rush.models.runtime_quantiles_pipeline import (
     fit_quantiles_on_history,
     load_quantile_model,
-    save_quantile_model,
 )
-from tests.models.fixtures import HEADER, UNIX_START, synthetic_workload
+from tests.models.fixtures import HEADER, UNIX_START, saved_quantile_model, synthetic_workload
 
 
 def _saved(tmp_path, queue: bool = True):
     w = synthetic_workload(500)
     if queue:
         w.extra["queue"] = (np.arange(len(w)) % 2).astype(np.int64)
-    model, metadata = fit_quantiles_on_history(w, HEADER, RuntimeQuantileRegressor(max_iter=10))
-    path = tmp_path / "quantiles.joblib"
-    save_quantile_model(model, metadata, path)
+    model, path = saved_quantile_model(tmp_path, w)
     return w, model, path
 
 

@@ -9,19 +9,15 @@ import sqlite3
 import numpy as np
 import pytest
 
-from rush.models.runtime_quantiles import RuntimeQuantileRegressor
-from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
 from rush.planner.runtime_prediction import load_runtime_predictor
 from rush.rjms.base import RJMSJob
-from tests.models.fixtures import HEADER, UNIX_START, synthetic_workload
+from tests.models.fixtures import UNIX_START, saved_quantile_model, synthetic_workload
 
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory):
     w = synthetic_workload(500)
-    model, metadata = fit_quantiles_on_history(w, HEADER, RuntimeQuantileRegressor(max_iter=10))
-    path = tmp_path_factory.mktemp("quantiles") / "quantiles.joblib"
-    save_quantile_model(model, metadata, path)
+    _, path = saved_quantile_model(tmp_path_factory.mktemp("quantiles"), w)
     return path, UNIX_START + float(w.submit[-1]) + 86400
 
 
