@@ -39,6 +39,7 @@ ORDER = [
     "RUSH-SIZE",
     "RUSH-MOVE",
     "TOPOLOGY",  # diagnostic: FCFS+EASY with RUSH-MOVE's topology packing for every job, no predictor
+    "POD-PACKING",  # diagnostic: RUSH-MOVE's rules, every job flagged, every leaf quiet (topology-4000/)
     "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
     "RUSH-MOVE-PRESENT-LABEL",  # round seven: RUSH-MOVE with that model
     "RUSH-30",
