@@ -18,13 +18,15 @@ P(small) (the mean) as round 7's ``blend``:
 
 Scores, two ways: ``ours`` (every job, week 0 large, the rolling divider: ``class_rules.scores``)
 on the first half, second half and all jobs; ``thesis-online`` (week 0 left out, the published
-job set: runtime > 0 and < the request). ``--thesis-divider`` refits the rules at Table 6.1's
-whole-log divider (future data: a bound, never a choice).
+job set: runtime > 0 and < the request). ``--thesis-divider RULES`` refits those rules at Table
+6.1's whole-log divider (future data: a bound, never a choice).
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
         python sim/runtime_predictions/estimates/class_history.py [--traces KTH-SP2,SDSC-SP2] [--rules ...]
 
-Writes ``results/class_history.{csv,md}`` (``--table`` to rename).
+Writes ``results/class_history.{csv,md}`` (``--table`` to rename); ``--gain`` runs ``run.py``'s FCFS
+gain protocol (base, classification, classification-idempotent, class-clairvoyant) with each
+rule's classes and writes ``results/<table>_gain.{csv,md}``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,18 @@ sys.path.insert(0, str(Path(__file__).parent))
 from class_protocol import THESIS_DIVIDER, default_walkforward  # noqa: E402
 from run import OUT, load  # noqa: E402
 
-RULES = ("blend", "blend-recent", "blend-all", "blend-recency", "blend-big", "blend-threshold-4w")
+RULES = (
+    "blend",
+    "blend-recent",
+    "blend-all",
+    "blend-recency",
+    "blend-big",
+    "blend-threshold-4w",
+    "blend+cold-start",
+    "blend-recent+cold-start",
+)
+DAY = 86400
+MIN_COLD_START_JOBS = 50
 WEEK = 7 * 86400
 RECENT = (5, 10)
 
@@ -102,7 +115,9 @@ def previous_request_equal(user: np.ndarray, request: np.ndarray) -> np.ndarray:
     return out
 
 
-def head_proba(wf, divider, extra=None, max_train=10_000, halflife_weeks=None, max_iter=40, leaves=15):
+def head_proba(
+    wf, divider, extra=None, max_train=10_000, halflife_weeks=None, max_iter=40, leaves=15, min_leaf=20
+):
     """P(small) of a divider classifier refitted at each week's start (jobs ended before it)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -134,8 +149,12 @@ def head_proba(wf, divider, extra=None, max_train=10_000, halflife_weeks=None, m
         if halflife_weeks is not None:
             weight = 0.5 ** ((start - wf.end[train]) / (halflife_weeks * WEEK))
         model = HistGradientBoostingClassifier(
-            max_iter=max_iter, learning_rate=0.1, max_leaf_nodes=leaves, min_samples_leaf=20,
-            early_stopping=False, random_state=0,
+            max_iter=max_iter,
+            learning_rate=0.1,
+            max_leaf_nodes=leaves,
+            min_samples_leaf=min_leaf,
+            early_stopping=False,
+            random_state=0,
         ).fit(X[train], label, sample_weight=weight)
         proba[lo:hi] = model.predict_proba(X[lo:hi])[:, list(model.classes_).index(1)]
     return proba
@@ -164,10 +183,48 @@ def windowed_thresholds(proba, runtime, divider, end, submit, weeks: int) -> np.
     return out
 
 
-def rule_decision(wf, rule: str, divider: np.ndarray, quantile_proba: np.ndarray, recent) -> np.ndarray:
-    """Called small (bool per job) under ``rule`` at ``divider``."""
+def cold_start(wf, proba: np.ndarray, threshold: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R9g: jobs with no weekly model (week 0) get the P(small) of a head refitted at each day's
+    start on the jobs finished so far (>= 50, both classes), at their median runtime, and the
+    threshold 0.5."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    proba, threshold = proba.copy(), threshold.copy()
+    cold = np.flatnonzero(~np.isfinite(wf.proba_small))
+    if not len(cold):
+        return proba, threshold
+    origin = float(wf.submit[0])
+    day = ((wf.submit[cold] - origin) // DAY).astype(np.int64)
+    for d in np.unique(day):
+        start = origin + DAY * d
+        train = np.flatnonzero(np.isfinite(wf.end) & (wf.end < start) & np.isfinite(wf.runtime))
+        if len(train) < MIN_COLD_START_JOBS:
+            continue
+        label = (wf.runtime[train] <= np.median(wf.runtime[train])).astype(np.int64)
+        if label.min() == label.max():
+            continue
+        model = HistGradientBoostingClassifier(
+            max_iter=40,
+            learning_rate=0.1,
+            max_leaf_nodes=15,
+            min_samples_leaf=20,
+            early_stopping=False,
+            random_state=0,
+        ).fit(wf.features[train], label)
+        rows = cold[day == d]
+        proba[rows] = model.predict_proba(wf.features[rows])[:, list(model.classes_).index(1)]
+        threshold[rows] = 0.5
+    return proba, threshold
+
+
+def rule_proba(wf, rule: str, divider, quantile_proba, recent) -> tuple[np.ndarray, np.ndarray]:
+    """P(small) and the decision threshold per job under ``rule`` at ``divider``."""
     from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
 
+    if rule.endswith("+cold-start"):
+        return cold_start(
+            wf, *rule_proba(wf, rule.removesuffix("+cold-start"), divider, quantile_proba, recent)
+        )
     options = {
         "blend": {},
         "blend-threshold-4w": {},
@@ -180,9 +237,13 @@ def rule_decision(wf, rule: str, divider: np.ndarray, quantile_proba: np.ndarray
         raise SystemExit(f"unknown rule {rule!r}; use one of {', '.join(RULES)}")
     proba = (quantile_proba + head_proba(wf, divider, **options[rule])) / 2
     if rule == "blend-threshold-4w":
-        threshold = windowed_thresholds(proba, wf.runtime, divider, wf.end, wf.submit, weeks=4)
-    else:
-        threshold = walkforward_thresholds(proba, wf.runtime, divider, wf.end, wf.submit)
+        return proba, windowed_thresholds(proba, wf.runtime, divider, wf.end, wf.submit, weeks=4)
+    return proba, walkforward_thresholds(proba, wf.runtime, divider, wf.end, wf.submit)
+
+
+def rule_decision(wf, rule: str, divider, quantile_proba, recent) -> np.ndarray:
+    """Called small (bool per job) under ``rule`` at ``divider``."""
+    proba, threshold = rule_proba(wf, rule, divider, quantile_proba, recent)
     return np.isfinite(proba) & (proba >= threshold)
 
 
@@ -196,7 +257,7 @@ def score(called: np.ndarray, small: np.ndarray, mask: np.ndarray) -> dict:
     }
 
 
-def trace_rows(name: str, rules: list[str], thesis_divider: bool) -> list[dict]:
+def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dict]:
     from rush.models.runtime_features import TimeBase
     from rush.models.runtime_quantiles import proba_below_quantiles
     from rush.models.runtime_quantiles_features import usable_history
@@ -222,7 +283,7 @@ def trace_rows(name: str, rules: list[str], thesis_divider: bool) -> list[dict]:
     }
     rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
     dividers = {"rolling": (rolling, wf.proba_small)}
-    if thesis_divider:
+    if thesis_rules:
         fixed = np.full(n, THESIS_DIVIDER[name])
         proba = np.full(n, np.nan)
         proba[has_model] = proba_below_quantiles(
@@ -232,7 +293,7 @@ def trace_rows(name: str, rules: list[str], thesis_divider: bool) -> list[dict]:
     rows = []
     for divider_name, (divider, quantile_proba) in dividers.items():
         small = wf.runtime <= divider
-        for rule in rules:
+        for rule in rules if divider_name == "rolling" else thesis_rules:
             t0 = time.process_time()
             called = rule_decision(copy.copy(wf), rule, divider, quantile_proba, recent)
             cpu = time.process_time() - t0
@@ -246,16 +307,55 @@ def trace_rows(name: str, rules: list[str], thesis_divider: bool) -> list[dict]:
     return rows
 
 
+def gain_main(args) -> None:
+    """``run.py``'s FCFS gain protocol with each rule's classes (weeks with a model only: the
+    simulator's classes have no divider in week 0, so the cold-start rules are refused)."""
+    from run import gain_rows
+
+    from rush.models.runtime_features import TimeBase
+    from rush.models.runtime_quantiles_features import usable_history
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
+
+    rows = []
+    for name in args.traces.split(","):
+        trace, workload = load(name)
+        wf = default_walkforward(name)
+        time_base = TimeBase.from_header(trace.header)
+        jobs = trace_jobs(workload, time_base)
+        end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
+        recent = recent_columns(jobs, time_base.clock, end, wf.runtime)
+        rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
+        for rule in args.rules.split(","):
+            if rule.endswith("+cold-start"):
+                raise SystemExit(f"{rule}: the gain protocol has no divider in week 0")
+            out = copy.copy(wf)
+            out.proba_small, out.threshold = rule_proba(wf, rule, rolling, wf.proba_small, recent)
+            known = np.isfinite(out.proba_small)
+            out.predicted_class = np.where(known & (out.proba_small >= out.threshold), 0, 1).astype(np.int8)
+            for row in gain_rows(name, out, policies=("FCFS",)):
+                row = {"rule": rule, **row}
+                print(row, flush=True)
+                rows.append(row)
+    write_table(OUT, f"{args.table}_gain", rows, missing="")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
     parser.add_argument("--rules", default=",".join(RULES))
-    parser.add_argument("--thesis-divider", action="store_true", help="also Table 6.1's divider (future data)")
+    parser.add_argument(
+        "--thesis-divider",
+        default="",
+        help="rules also scored at Table 6.1's divider (future data), comma-separated",
+    )
     parser.add_argument("--table", default="class_history")
+    parser.add_argument("--gain", action="store_true", help="the FCFS gain protocol per rule instead")
     args = parser.parse_args()
+    if args.gain:
+        return gain_main(args)
     rows = []
     for name in args.traces.split(","):
-        rows += trace_rows(name, args.rules.split(","), args.thesis_divider)
+        rows += trace_rows(name, args.rules.split(","), [r for r in args.thesis_divider.split(",") if r])
     write_table(OUT, args.table, rows, missing="")
 
 
