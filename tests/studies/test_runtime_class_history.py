@@ -114,3 +114,14 @@ def test_reference_head_threshold_window_and_cold_start_use_no_future_data() -> 
     again, _ = h.cold_start(later, wf.proba_small, first)
     early = ~has_model & (day < day[~has_model].max())
     assert np.allclose(warm[early], again[early], equal_nan=True)
+
+
+def test_scores_count_the_masked_jobs_only() -> None:
+    h = _script()
+    called = np.array([True, True, False, False, True])
+    small = np.array([True, False, False, True, True])
+    mask = np.array([True, True, True, True, False])
+    row = h.score(called, small, mask)
+    assert row == {"jobs": 4, "accuracy": 0.5, "precision": 0.5, "recall": 0.5}
+    none_called = h.score(np.zeros(5, bool), small, mask)
+    assert np.isnan(none_called["precision"]) and none_called["recall"] == 0.0

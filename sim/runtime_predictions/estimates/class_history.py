@@ -248,12 +248,15 @@ def rule_decision(wf, rule: str, divider, quantile_proba, recent) -> np.ndarray:
 
 
 def score(called: np.ndarray, small: np.ndarray, mask: np.ndarray) -> dict:
+    """Accuracy, precision and recall of "small" (scikit-learn's metrics) over the masked jobs."""
+    from sklearn.metrics import accuracy_score, precision_score, recall_score
+
     c, s = called[mask], small[mask]
     return {
         "jobs": int(mask.sum()),
-        "accuracy": float(np.mean(c == s)),
-        "precision": float(s[c].mean()) if c.any() else float("nan"),
-        "recall": float(c[s].mean()) if s.any() else float("nan"),
+        "accuracy": float(accuracy_score(s, c)),
+        "precision": float(precision_score(s, c, zero_division=np.nan)),
+        "recall": float(recall_score(s, c, zero_division=np.nan)),
     }
 
 
