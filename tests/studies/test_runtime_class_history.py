@@ -125,3 +125,16 @@ def test_scores_count_the_masked_jobs_only() -> None:
     assert row == {"jobs": 4, "accuracy": 0.5, "precision": 0.5, "recall": 0.5}
     none_called = h.score(np.zeros(5, bool), small, mask)
     assert np.isnan(none_called["precision"]) and none_called["recall"] == 0.0
+
+
+def test_wide_recent_columns_add_the_request_category_and_twenty_jobs() -> None:
+    h = _script()
+    # one user alternating two requests: the (user, request) category sees only its own jobs
+    n = 30
+    request = np.where(np.arange(n) % 2 == 0, 100.0, 5000.0)
+    runtime = np.where(request == 100.0, 10.0, 1000.0)
+    jobs, end, rt = _jobs([5] * n, np.arange(n) * 3000.0, runtime, request)
+    wide = h.recent_columns(jobs, Clock(), end, rt, wide=True)(100.0)
+    assert wide.shape == (n, 11)
+    last = n - 2  # a 100 s request: its category's last 20 are all small, the user's half
+    assert wide[last, 8] == 1.0 and wide[last, 2] == 0.5

@@ -55,6 +55,7 @@ RULES = (
     "blend-threshold-4w",
     "blend+cold-start",
     "blend-recent+cold-start",
+    "blend-recent-wide",
 )
 DAY = 86400
 MIN_COLD_START_JOBS = 50
@@ -62,14 +63,18 @@ WEEK = 7 * 86400
 RECENT = (5, 10)
 
 
-def recent_columns(jobs, clock, end: np.ndarray, runtime: np.ndarray):
-    """A function of the divider giving every job's six R9a columns (-1: no history)."""
+def recent_columns(jobs, clock, end: np.ndarray, runtime: np.ndarray, wide: bool = False):
+    """A function of the divider giving every job's six R9a columns (-1: no history); ``wide``:
+    R9h's eleven (also the (user, request) category, and the last 20 jobs)."""
     from rush.models.runtime_features import UNKNOWN, FinishedIndex
     from rush.models.runtime_quantiles_features import USER_CATEGORY, _codes, category_values
 
     values = category_values(jobs, clock)
     codes = _codes(jobs.user, values)
     picked = [USER_CATEGORY, len(values) - 1]  # the user; (user, procs, request)
+    if wide:
+        picked.append(1)  # (user, requested time)
+    recent = (*RECENT, 20) if wide else RECENT
     index = FinishedIndex(codes[picked], end, np.where(np.isfinite(end), runtime, 0.0))
     lookup = index.lookup(np.arange(len(end)), jobs.submit)
     same_request = previous_request_equal(np.asarray(jobs.user), np.asarray(jobs.requested_time, float))
@@ -79,7 +84,7 @@ def recent_columns(jobs, clock, end: np.ndarray, runtime: np.ndarray):
         out = []
         for c in range(len(picked)):
             b, s = lookup.begin[c], lookup.stop[c]
-            for k in RECENT:
+            for k in recent:
                 lo = np.maximum(b, s - k)
                 out.append(np.where(s > b, (prefix[c][s] - prefix[c][lo]) / np.maximum(s - lo, 1), UNKNOWN))
         b, s = lookup.begin[0], lookup.stop[0]
@@ -229,6 +234,7 @@ def rule_proba(wf, rule: str, divider, quantile_proba, recent) -> tuple[np.ndarr
         "blend": {},
         "blend-threshold-4w": {},
         "blend-recent": {"extra": recent},
+        "blend-recent-wide": {"extra": recent.wide},
         "blend-all": {"max_train": None},
         "blend-recency": {"halflife_weeks": 4.0},
         "blend-big": {"max_iter": 100, "leaves": 31},
@@ -272,6 +278,7 @@ def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dic
     jobs = trace_jobs(workload, time_base)
     end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
     recent = recent_columns(jobs, time_base.clock, end, wf.runtime)
+    recent.wide = recent_columns(jobs, time_base.clock, end, wf.runtime, wide=True)
     raw = np.asarray(workload.runtime, dtype=float)
     published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
     has_model = np.isfinite(wf.proba_small)
