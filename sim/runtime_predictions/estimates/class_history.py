@@ -15,6 +15,9 @@ P(small) (the mean) as round 7's ``blend``:
 * ``blend-recency`` (R9c): sample weights 0.5 ** (age / 4 weeks);
 * ``blend-big`` (R9d): 100 iterations, 31 leaves;
 * ``blend-threshold-4w`` (R9e): ``blend``'s P with the threshold chosen on the last 4 weeks' jobs.
+* ``...+cold-start`` (R9g): week 0's jobs (no weekly model) called by a head refitted daily on the
+  jobs finished so far (:func:`cold_start`);
+* ``blend-recent-wide`` (R9h): R9a's shares also for the (user, request) category and the last 20.
 
 Scores, two ways: ``ours`` (every job, week 0 large, the rolling divider: ``class_rules.scores``)
 on the first half, second half and all jobs; ``thesis-online`` (week 0 left out, the published
