@@ -18,6 +18,8 @@ P(small) (the mean) as round 7's ``blend``:
 * ``...+cold-start`` (R9g): week 0's jobs (no weekly model) called by a head refitted daily on the
   jobs finished so far (:func:`cold_start`);
 * ``blend-recent-wide`` (R9h): R9a's shares also for the (user, request) category and the last 20.
+* ``blend-monotone`` / ``blend-monotone-history`` (R9i): R9a's head with P(small) non-increasing in
+  the request (and the user's and script category's last and mean log runtime).
 
 Scores, two ways: ``ours`` (every job, week 0 large, the rolling divider: ``class_rules.scores``)
 on the first half, second half and all jobs; ``thesis-online`` (week 0 left out, the published
@@ -59,6 +61,17 @@ RULES = (
     "blend+cold-start",
     "blend-recent+cold-start",
     "blend-recent-wide",
+    "blend-monotone",
+    "blend-monotone-history",
+)
+# R9i: columns of the `t23` matrix along which P(small) may only fall (the head's class 1 is small).
+MONOTONE_REQUEST = ("log_requested_time",)
+MONOTONE_HISTORY = (
+    "log_requested_time",
+    "log_lag1_user",
+    "log_mean_user",
+    "log_lag1_user_procs_reqtime",
+    "log_mean_user_procs_reqtime",
 )
 DAY = 86400
 MIN_COLD_START_JOBS = 50
@@ -126,8 +139,11 @@ def previous_request_equal(user: np.ndarray, request: np.ndarray) -> np.ndarray:
 def head_proba(
     wf, divider, extra=None, max_train=10_000, halflife_weeks=None, max_iter=40, leaves=15, min_leaf=20
 ):
-    """P(small) of a divider classifier refitted at each week's start (jobs ended before it)."""
+    """P(small) of a divider classifier refitted at each week's start (jobs ended before it);
+    ``extra`` may carry ``monotone``: feature names along which P(small) may only fall."""
     from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from rush.models.runtime_quantiles_features import feature_names
 
     n = len(wf.runtime)
     proba = np.full(n, np.nan)
@@ -153,6 +169,10 @@ def head_proba(
         if label.min() == label.max():
             proba[lo:hi] = float(label[0])
             continue
+        monotone = None
+        if getattr(extra, "monotone", None):
+            names = feature_names(wf.feature_set)
+            monotone = [-1 if i < len(names) and names[i] in extra.monotone else 0 for i in range(X.shape[1])]
         weight = None
         if halflife_weeks is not None:
             weight = 0.5 ** ((start - wf.end[train]) / (halflife_weeks * WEEK))
@@ -163,6 +183,7 @@ def head_proba(
             min_samples_leaf=min_leaf,
             early_stopping=False,
             random_state=0,
+            monotonic_cst=monotone,
         ).fit(X[train], label, sample_weight=weight)
         proba[lo:hi] = model.predict_proba(X[lo:hi])[:, list(model.classes_).index(1)]
     return proba
@@ -238,6 +259,8 @@ def rule_proba(wf, rule: str, divider, quantile_proba, recent) -> tuple[np.ndarr
         "blend-threshold-4w": {},
         "blend-recent": {"extra": recent},
         "blend-recent-wide": {"extra": recent.wide},
+        "blend-monotone": {"extra": recent.monotone_request},
+        "blend-monotone-history": {"extra": recent.monotone_history},
         "blend-all": {"max_train": None},
         "blend-recency": {"halflife_weeks": 4.0},
         "blend-big": {"max_iter": 100, "leaves": 31},
@@ -282,6 +305,10 @@ def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dic
     end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
     recent = recent_columns(jobs, time_base.clock, end, wf.runtime)
     recent.wide = recent_columns(jobs, time_base.clock, end, wf.runtime, wide=True)
+    recent.monotone_request = recent_columns(jobs, time_base.clock, end, wf.runtime)
+    recent.monotone_request.monotone = MONOTONE_REQUEST
+    recent.monotone_history = recent_columns(jobs, time_base.clock, end, wf.runtime)
+    recent.monotone_history.monotone = MONOTONE_HISTORY
     raw = np.asarray(workload.runtime, dtype=float)
     published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
     has_model = np.isfinite(wf.proba_small)
