@@ -17,6 +17,7 @@ import pytest
 from tests.xdist_groups import (
     DEFAULT_SECONDS,
     SPLIT_BY_PARAM,
+    SPLIT_BY_TEST,
     estimated_seconds,
     group_of,
     read_slow_tests,
@@ -133,6 +134,9 @@ def test_a_module_split_by_its_clusters_is_one_group_per_cluster() -> None:
         callspec=SimpleNamespace(params={"slurm_cluster": "22.05"}),
     )
     assert group_of(live) == "slurm-22.05"
+    module = next(iter(SPLIT_BY_TEST))
+    alone = SimpleNamespace(nodeid=f"{module}::test_one", fixturenames=["tmp_path"], callspec=None)
+    assert group_of(alone) == f"{module}::test_one"
 
 
 def test_the_slow_tests_file_names_tests_that_exist(tmp_path: Path) -> None:
@@ -144,7 +148,7 @@ def test_the_slow_tests_file_names_tests_that_exist(tmp_path: Path) -> None:
         assert path.is_file(), f"tests/slow_tests.txt names {module}, which does not exist"
         if name:
             assert f"def {name.split('[')[0]}(" in path.read_text(), f"tests/slow_tests.txt: no {nodeid}"
-    for module in SPLIT_BY_PARAM:
+    for module in [*SPLIT_BY_PARAM, *SPLIT_BY_TEST]:
         assert (REPO / module).is_file(), module
     bad = tmp_path / "slow.txt"
     bad.write_text("# comment\n12 tests/x.py\nslow tests/y.py\n")

@@ -4,7 +4,8 @@ A group is ``slurm-<install>`` for the tests of one live Slurm install, so that 
 session cluster starts once, on one worker; every other test is grouped by its module, so
 module-scoped fixtures (a Flux instance, a trained model) are built once. A module whose
 module-scoped fixture is parametrized over clusters of its own (``SPLIT_BY_PARAM``) is one group
-per parameter: each group still sets its cluster up once, and the two can run side by side.
+per parameter, and one whose tests each start their own cluster (``SPLIT_BY_TEST``) one group per
+test: each group still sets its cluster up once, and they can run side by side.
 
 xdist's own ``--dist loadgroup`` carries a test's group as a suffix it writes into the test's
 node id; pytest 9.2's structured node ids no longer take that write, and the groups silently
@@ -39,22 +40,55 @@ DEFAULT_SECONDS = 0.3
 # Modules whose clusters are a module-scoped fixture parametrized over installs: the fixture's
 # name. Their groups are ``<module>[<param>]``; the clusters have their own ports and state.
 SPLIT_BY_PARAM = {"tests/slurm/test_fairshare_live.py": "cluster"}
+# Modules whose every test has a cluster of its own (no fixture shared between two tests): one
+# group per test.
+SPLIT_BY_TEST = frozenset({"tests/slurm/test_replay_fidelity.py"})
 SUMMARY_GROUPS = 15
 
 
 def group_of(item: pytest.Item) -> str:
     """``slurm-<install>`` for a test of a live Slurm install, ``slurm-nodes`` for one of the
-    multi-node cluster, else the test's module."""
+    multi-node cluster, else the test's module (or a part of it, ``SPLIT_BY_PARAM``,
+    ``SPLIT_BY_TEST``)."""
     if "slurm_nodes" in getattr(item, "fixturenames", ()):
         return "slurm-nodes"  # the multi-node cluster (tests/conftest.py)
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "slurm_cluster" in callspec.params:
         return f"slurm-{callspec.params['slurm_cluster']}"
     module = item.nodeid.split("::", 1)[0]
+    if module in SPLIT_BY_TEST:
+        return item.nodeid
     param = SPLIT_BY_PARAM.get(module)
     if callspec is not None and param in callspec.params:
         return f"{module}[{callspec.params[param]}]"
     return module
+
+
+# The parts of a run beside the vendored builds (.ci/pytest-beside-builds.sh, RUSH_TEST_PART):
+# Debian Slurm's live tests, which need none of the builds, and the rest.
+PARTS = ("debian-slurm", "rest")
+DEBIAN_SLURM = "22.05"
+
+
+def part_of(item: pytest.Item) -> str:
+    """``debian-slurm`` for a test of a live cluster of Debian's own Slurm (a build-free group),
+    else ``rest``."""
+    group = group_of(item)
+    module = item.nodeid.split("::", 1)[0]
+    if group in (f"slurm-{DEBIAN_SLURM}", f"{module}[{DEBIAN_SLURM}]"):
+        return "debian-slurm"
+    return "rest"
+
+
+def select_part(config: pytest.Config, items: list[pytest.Item], part: str) -> None:
+    """Keep the tests of one part (RUSH_TEST_PART), deselect the others."""
+    if part not in PARTS:
+        raise pytest.UsageError(f"RUSH_TEST_PART must be one of {', '.join(PARTS)}, not {part!r} (or unset)")
+    kept = [item for item in items if part_of(item) == part]
+    dropped = [item for item in items if part_of(item) != part]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def read_slow_tests(path: Path = SLOW_TESTS) -> dict[str, float]:
