@@ -6,8 +6,8 @@
 #   ./setup.sh test   install the system packages the tests use (Slurm, munge, Prometheus,
 #                     OpenMPI, ...), rush with every extra into .venv/, and run the test suite
 #                     (extra arguments go to pytest, e.g. ./setup.sh test tests/simulator), one
-#                     pytest-xdist worker per core, the 40 slowest tests and the slowest
-#                     xdist groups listed at the end
+#                     pytest-xdist worker per core and one more, the 40 slowest tests and the
+#                     slowest xdist groups listed at the end
 #
 # Needs only Debian 12's python3 (and root or sudo when a Debian package is missing). Both
 # commands install the same editable rush into the project's virtual environment .venv/, in
@@ -129,11 +129,13 @@ run_tests() {
   "$PY" -c 'import pypop7' 2>/dev/null ||
     "$PY" -m pip install -q --disable-pip-version-check --no-deps pypop7==0.0.82
   export RUSH_TRACE_MIRROR="${RUSH_TRACE_MIRROR:-$(cd .. && pwd)/shared/traces}"
-  # One pytest-xdist worker per core (RUSH_TEST_WORKERS overrides; 0 runs in this process).
+  # One pytest-xdist worker per core and one more (RUSH_TEST_WORKERS overrides; 0 runs in this
+  # process): the live Slurm groups, which go out first, mostly wait on real jobs (the replay
+  # fidelity tests used 17 % of a core), so the extra worker keeps both cores busy meanwhile.
   # loadgroup keeps each group on one worker: one per Slurm install, so its cluster starts
   # once, and one per module for the rest (tests/conftest.py). Arguments given after
   # `test` come last, so `-n 0` there wins.
-  local workers="${RUSH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
+  local workers="${RUSH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) + 1))}"
   [[ "$workers" =~ ^[0-9]+$ ]] ||
     die "RUSH_TEST_WORKERS must be a number of workers, not '$workers'" "unset it, or set it to e.g. 2 (0: no workers)"
   local rc=0
