@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -64,7 +65,7 @@ def test_each_install_and_each_module_runs_on_one_worker(tmp_path: Path) -> None
     (project / "conftest.py").write_text(textwrap.dedent(CONFTEST).format(setups=str(setups)))
     for name in ("test_a.py", "test_b.py"):
         (project / name).write_text(textwrap.dedent(MODULE))
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "RUSH_TEST_DURATIONS": str(tmp_path / "durations.json")}
     argv = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2"]
     argv += ["--dist", "loadgroup", "--rootdir", str(project), str(project)]
     out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=project, timeout=300)
@@ -88,6 +89,9 @@ def test_each_install_and_each_module_runs_on_one_worker(tmp_path: Path) -> None
     assert "xdist groups (tests/slow_tests.txt)" in out.stdout, out.stdout
     listed = re.findall(r"^\s+\d+\.\d+s  (\S+) \((\d+) tests\)$", out.stdout, re.MULTILINE)
     assert dict(listed) == {"slurm-22.05": "8", "slurm-25.11": "8", "test_a.py": "12", "test_b.py": "12"}
+    assert re.search(r"^seconds in tests per worker: gw0 \d+ s, gw1 \d+ s$", out.stdout, re.MULTILINE)
+    durations = json.loads((tmp_path / "durations.json").read_text())
+    assert len(durations) == 40 and all(seconds >= 0 for seconds in durations.values())
 
 
 def test_known_slow_groups_go_out_first_longest_first() -> None:

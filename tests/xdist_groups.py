@@ -210,18 +210,30 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     seconds: dict[str, float] = {}
     tests: dict[str, int] = {}
+    per_test: dict[str, float] = {}
+    per_worker: dict[str, float] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid, duration = getattr(report, "nodeid", None), getattr(report, "duration", None)
             if nodeid in groups and isinstance(duration, float):
                 group = groups[nodeid]
                 seconds[group] = seconds.get(group, 0.0) + duration
+                per_test[nodeid] = per_test.get(nodeid, 0.0) + duration
+                worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "?")
+                per_worker[worker] = per_worker.get(worker, 0.0) + duration
                 if getattr(report, "when", None) == "call":
                     tests[group] = tests.get(group, 0) + 1
     slowest = sorted(seconds, key=seconds.__getitem__, reverse=True)[:SUMMARY_GROUPS]
     terminalreporter.write_sep("=", f"slowest {len(slowest)} xdist groups (tests/slow_tests.txt)")
     for group in slowest:
         terminalreporter.write_line(f"{seconds[group]:8.1f}s  {group} ({tests.get(group, 0)} tests)")
+    busy = ", ".join(f"{w} {per_worker[w]:.0f} s" for w in sorted(per_worker))
+    terminalreporter.write_line(f"seconds in tests per worker: {busy}")
+    # Every test's seconds, for tests/slow_tests.txt (./setup.sh test prints only the slowest).
+    target = os.environ.get("RUSH_TEST_DURATIONS")
+    if target:
+        Path(target).write_text(json.dumps(dict(sorted(per_test.items(), key=lambda kv: -kv[1])), indent=0))
+        terminalreporter.write_line(f"every test's seconds: {target}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
