@@ -34,8 +34,8 @@ import pytest
 GROUPS_DIR = "rush_xdist_groups"
 _DIR_KEY = pytest.StashKey[Path]()
 SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
-# A test slow_tests.txt does not name: about the suite's median, so that unknown groups keep
-# xdist's own order (the most tests first).
+# A test slow_tests.txt does not name (a guess: most tests take well under a second); the same for
+# every such test, so groups of unknown tests keep xdist's own order (the most tests first).
 DEFAULT_SECONDS = 0.3
 # Modules whose clusters are a module-scoped fixture parametrized over installs: the fixture's
 # name. Their groups are ``<module>[<param>]``; the clusters have their own ports and state.
