@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The test suite on a machine that has none of the vendored RJMS builds yet (./setup.sh test
-# calls it then): the builds (.ci/vendor-flux.sh, vendor-slurm.sh, vendor-pyslurm.sh, 15-20 min
-# of compiling on 2 cores the first time) run in the background, niced, while the tests that
-# need none of them run: Debian Slurm 22.05's live tests, which mostly wait on real jobs
-# (RUSH_TEST_PART=debian-slurm, tests/xdist_groups.py). Then every other test, once the builds
-# are done (RUSH_TEST_PART=rest). The two parts are complementary by construction: together
-# they are the whole selection, each test once.
+# calls it then): the builds (.ci/vendor-flux.sh, vendor-slurm.sh, vendor-pyslurm.sh: flux-core,
+# flux-accounting, Fluxion, Slurm 25.11 and pyslurm, about 15 min on 2 cores the first time)
+# run in the background, niced, while the tests that need none of them run: Debian Slurm
+# 22.05's live tests, which mostly wait on real jobs (RUSH_TEST_PART=debian-slurm,
+# tests/xdist_groups.py). Then every other test, once the builds are done (RUSH_TEST_PART=rest).
+# The two parts are complementary by construction: together they are the whole selection, each
+# test once.
 #
 # Usage: .ci/pytest-beside-builds.sh VENV_PYTHON WORKERS [PYTEST ARGS]
 # Exit status: a failed build fails the run (its log's tail printed, the second part not run);
@@ -24,7 +25,7 @@ nice -n 10 bash -c 'set -e; bash .ci/vendor-flux.sh "$1"; bash .ci/vendor-slurm.
   _ "$PY" >"$log" 2>&1 &
 builds=$!
 # The builds must not outlive an interrupted run.
-trap 'kill "$builds" 2>/dev/null || true' INT TERM
+trap 'kill "$builds" 2>/dev/null || true; exit 130' INT TERM
 
 pytest_part() {
   local part="$1"
