@@ -6,7 +6,8 @@
 #   ./setup.sh test   install the system packages the tests use (Slurm, munge, Prometheus,
 #                     OpenMPI, ...), rush with every extra into .venv/, and run the test suite
 #                     (extra arguments go to pytest, e.g. ./setup.sh test tests/simulator), one
-#                     pytest-xdist worker per core, the ten slowest tests listed at the end
+#                     pytest-xdist worker per core and one more, the 40 slowest tests and the
+#                     slowest xdist groups listed at the end
 #
 # Needs only Debian 12's python3 (and root or sudo when a Debian package is missing). Both
 # commands install the same editable rush into the project's virtual environment .venv/, in
@@ -98,6 +99,27 @@ demo() {
   echo "setup.sh: plots in runs/demo/plots; run rush as $VENV/bin/rush (or: source $VENV/bin/activate)"
 }
 
+# Whether to build the vendored RJMS beside the first tests: when ../shared/vendor is there,
+# no vendored build is (a fresh machine), and the builds can run unattended (root, or sudo
+# without a password: a background sudo cannot ask for one).
+beside_builds() {
+  case "${RUSH_TEST_BESIDE_BUILDS:-}" in
+    1) return 0 ;;
+    0) return 1 ;;
+    "") ;;
+    *) die "RUSH_TEST_BESIDE_BUILDS must be 1 or 0, not '$RUSH_TEST_BESIDE_BUILDS'" "unset it, or set it to 1 or 0" ;;
+  esac
+  [ -d ../shared/vendor ] || return 1
+  [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null || return 1
+  local flux="${RUSH_FLUX_PREFIX:-}"
+  if [ -z "$flux" ] && command -v flux >/dev/null 2>&1; then
+    return 1  # a flux installed by other means: the builds are the site's, not ours
+  fi
+  [ -x "${flux:-/opt/flux-core}/bin/flux" ] && return 1
+  [ -f "${RUSH_SLURM_25_PREFIX:-/opt/slurm-25.11}/.built-from" ] && return 1
+  return 0
+}
+
 run_tests() {
   bash .ci/install-deps.sh
   ensure_venv
@@ -106,22 +128,31 @@ run_tests() {
   # gymnasium, seaborn, ...) its XNES does not use: installed without them.
   "$PY" -c 'import pypop7' 2>/dev/null ||
     "$PY" -m pip install -q --disable-pip-version-check --no-deps pypop7==0.0.82
-  # The RJMS builds the suite runs against beside Debian's Slurm 22.05, from ../shared/vendor
-  # (cached: minutes the first time, seconds after; nothing is built when it is absent and
-  # those tests skip with the reason).
-  bash .ci/vendor-flux.sh "$PY"
-  bash .ci/vendor-slurm.sh
-  bash .ci/vendor-pyslurm.sh "$PY"
   export RUSH_TRACE_MIRROR="${RUSH_TRACE_MIRROR:-$(cd .. && pwd)/shared/traces}"
-  # One pytest-xdist worker per core (RUSH_TEST_WORKERS overrides; 0 runs in this process).
+  # One pytest-xdist worker per core and one more (RUSH_TEST_WORKERS overrides; 0 runs in this
+  # process): the live Slurm groups, which go out first, mostly wait on real jobs (the replay
+  # fidelity tests used 17 % of a core), so the extra worker keeps both cores busy meanwhile.
   # loadgroup keeps each group on one worker: one per Slurm install, so its cluster starts
   # once, and one per module for the rest (tests/conftest.py). Arguments given after
   # `test` come last, so `-n 0` there wins.
-  local workers="${RUSH_TEST_WORKERS:-$(nproc 2>/dev/null || echo 1)}"
+  local workers="${RUSH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) + 1))}"
   [[ "$workers" =~ ^[0-9]+$ ]] ||
     die "RUSH_TEST_WORKERS must be a number of workers, not '$workers'" "unset it, or set it to e.g. 2 (0: no workers)"
   local rc=0
-  "$PY" -m pytest -q -ra -n "$workers" --dist loadgroup "$@" || rc=$?
+  # The RJMS builds the suite runs against beside Debian's Slurm 22.05, from ../shared/vendor
+  # (cached: minutes the first time, seconds after; nothing is built when it is absent and
+  # those tests skip with the reason). On a machine that has none of them yet, they run in the
+  # background while Debian Slurm's live tests run (RUSH_TEST_BESIDE_BUILDS=1 forces it, 0
+  # turns it off).
+  if beside_builds; then
+    bash .ci/pytest-beside-builds.sh "$PY" "$workers" "$@" || rc=$?
+  else
+    bash .ci/vendor-flux.sh "$PY"
+    bash .ci/vendor-slurm.sh
+    bash .ci/vendor-pyslurm.sh "$PY"
+    # --durations=40: the figures tests/slow_tests.txt keeps (the groups' order) come from it.
+    "$PY" -m pytest -q -ra -n "$workers" --dist loadgroup --durations=40 "$@" || rc=$?
+  fi
   if [ "$rc" -eq 5 ]; then
     echo "setup.sh: error: pytest collected no tests" >&2  # an empty run must not pass CI
   fi

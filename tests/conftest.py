@@ -22,9 +22,15 @@ in a subdirectory's conftest, so both directories share the one cluster). Slurm 
 (Debian's 22.05 has no ``--enable-multiple-slurmd``). Its tests are one xdist group
 (``slurm-nodes``, tests/xdist_groups.py), so the cluster starts once, on one worker; its ports,
 munge socket and directories are its own, so it runs beside the single-node clusters.
+
+``RUSH_TEST_PART=debian-slurm`` keeps only the tests of Debian Slurm's live clusters, which need
+none of the vendored builds, and ``RUSH_TEST_PART=rest`` every other test:
+.ci/pytest-beside-builds.sh runs the first beside the builds on a machine that has none yet.
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -39,6 +45,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slurm_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slurm)
+    # One part of a run beside the vendored builds (.ci/pytest-beside-builds.sh).
+    part = os.environ.get("RUSH_TEST_PART")
+    if part:
+        from tests.xdist_groups import select_part
+
+        select_part(config, items, part)
 
 
 @pytest.fixture(scope="session", params=SLURM_INSTALLS)

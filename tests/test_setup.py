@@ -164,3 +164,72 @@ def test_probe_script_is_found_inside_the_package() -> None:
     assert PROBE_SCRIPT.is_file() and PROBE_SCRIPT.parent.parent == Path(rush.__file__).parent
     # The documented path still works (a link into the package).
     assert (REPO / "collectors" / "mpi_probe.py").resolve() == PROBE_SCRIPT.resolve()
+
+
+FAKE_BUILD = """#!/usr/bin/env bash
+# A vendored build: starts, waits (up to 30 s) until the first pytest part has started, ends.
+echo "start $(basename "$0")" >> "$EVENTS"
+for _ in $(seq 300); do [ -e "$EVENTS.part1" ] && break; sleep 0.1; done
+echo "end $(basename "$0")" >> "$EVENTS"
+echo "vendor: built $(basename "$0")"
+exit "${FAKE_BUILD_RC:-0}"
+"""
+FAKE_PYTHON = """#!/usr/bin/env bash
+# The venv's python as pytest: records its part and arguments, exits with the part's status.
+echo "pytest $RUSH_TEST_PART $*" >> "$EVENTS"
+[ "$RUSH_TEST_PART" = debian-slurm ] && touch "$EVENTS.part1"
+rc=FAKE_RC_${RUSH_TEST_PART//-/_}
+exit "${!rc:-0}"
+"""
+
+
+def beside_builds(tmp_path: Path, **rcs: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """.ci/pytest-beside-builds.sh in a copy of the tree whose builds and pytest are fakes."""
+    tree = tmp_path / "tree"
+    (tree / ".ci").mkdir(parents=True)
+    shutil.copy2(REPO / ".ci" / "pytest-beside-builds.sh", tree / ".ci")
+    for name in ("vendor-flux.sh", "vendor-slurm.sh", "vendor-pyslurm.sh"):
+        (tree / ".ci" / name).write_text(FAKE_BUILD)
+    python = tmp_path / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    events = tmp_path / "events"
+    env = {**os.environ, "EVENTS": str(events), "TMPDIR": str(tmp_path), **rcs}
+    argv = [str(tree / ".ci" / "pytest-beside-builds.sh"), str(python), "3", "tests/slurm", "-x"]
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    return out, events.read_text().splitlines() if events.exists() else []
+
+
+def test_the_builds_run_beside_debian_slurms_tests_then_the_rest(tmp_path: Path) -> None:
+    out, events = beside_builds(tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    common = "-m pytest -q -ra -n 3 --dist loadgroup --durations=40"
+    first = f"pytest debian-slurm {common} --ignore=tests/flux tests/slurm -x"
+    # The first part started while the first build ran; the rest only after the last build.
+    assert events.index(first) < events.index("end vendor-flux.sh"), events
+    assert events[-1] == f"pytest rest {common} tests/slurm -x", events
+    builds = [e for e in events if not e.startswith("pytest")]
+    assert [e.split()[1] for e in builds[::2]] == ["vendor-flux.sh", "vendor-slurm.sh", "vendor-pyslurm.sh"]
+    assert builds == [
+        f"{what} {e.split()[1]}" for e in builds[::2] for what in ("start", "end")
+    ]  # one at a time
+    assert "pytest exit 0; the rest: pytest exit 0" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("first", "rest", "status"),
+    [("1", "0", 1), ("0", "1", 1), ("5", "0", 0), ("0", "5", 0), ("5", "5", 5), ("2", "5", 2)],
+)
+def test_either_part_failing_fails_the_run(tmp_path: Path, first: str, rest: str, status: int) -> None:
+    out, events = beside_builds(tmp_path, FAKE_RC_debian_slurm=first, FAKE_RC_rest=rest)
+    assert out.returncode == status, out.stdout + out.stderr
+    assert events[-1].startswith("pytest rest "), events  # the rest runs whatever the first part did
+    assert f"pytest exit {first}; the rest: pytest exit {rest}" in out.stdout
+
+
+def test_a_failed_build_fails_the_run_with_its_log(tmp_path: Path) -> None:
+    out, events = beside_builds(tmp_path, FAKE_BUILD_RC="3")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "the vendored builds failed (exit 3)" in out.stderr and "fix:" in out.stderr
+    assert "vendor: built vendor-flux.sh" in out.stderr  # the log's tail
+    assert not any(e.startswith("pytest rest") for e in events) and "start vendor-slurm.sh" not in events

@@ -19,8 +19,9 @@ Each rush run is one ``rush daemon --once --apply`` cycle with a fresh journal:
 (e) slurmdbd unreachable (stopped, last): slurmctld answers sshare from its association
     cache, so rush reads the same factors and its cycle succeeds.
 
-The module is its own xdist group (tests/xdist_groups.py groups by module): one worker, one
-cluster at a time. An install skips with the reason when slurmdbd, MariaDB or its
+Each install's tests are one xdist group (tests/xdist_groups.py, ``SPLIT_BY_PARAM``): its cluster
+starts once, on one worker; the two clusters may run side by side (their own ports, munge,
+MariaDB datadir and socket). An install skips with the reason when slurmdbd, MariaDB or its
 ``accounting_storage/mysql`` plugin is missing.
 """
 
