@@ -31,7 +31,14 @@ from rush.core.false_small_kill import kills_if_small
 from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
-from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, RuntimeQuantiles, Snapshot
+from rush.core.snapshot import (
+    PendingJob,
+    RunningJob,
+    RuntimeClass,
+    RuntimeQuantiles,
+    Snapshot,
+    pending_job,
+)
 from rush.errors import ModelError
 from rush.planner.journal import JobRecord
 from rush.planner.variation import VariationPredictor
@@ -46,9 +53,19 @@ UNLIMITED_SECONDS = 365 * 86400.0
 def user_id(name: str) -> int:
     """A stable integer per user name: the models' user key (:func:`rush.models.users.user_key`,
     the same mapping as training on sacct output)."""
-    from rush.models.users import user_key
+    key = _USER_KEYS.get(name)
+    if key is None:
+        from rush.models.users import user_key
 
-    return user_key(name)
+        if len(_USER_KEYS) >= MAX_KEPT_USERS:  # bounded: a site's users, not every string seen
+            _USER_KEYS.clear()
+        key = _USER_KEYS[name] = user_key(name)
+    return key
+
+
+# User name -> key, kept: a queue of 10 000 jobs has a few hundred users.
+_USER_KEYS: dict[str, int] = {}
+MAX_KEPT_USERS = 100_000
 
 
 class ClassPredictor(Protocol):
@@ -376,7 +393,7 @@ class SnapshotBuilder:
                 **runtime_outputs,
             }
             pending.append(
-                PendingJob(
+                pending_job(
                     job_id=j.job_id,
                     submit=j.submit,
                     procs=j.procs,
@@ -496,7 +513,10 @@ def _class_of(
     tag, the journal's class, the model's prediction; the source named for the journal."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
     cls, source = class_by_precedence(requeues, None if tagged is None else int(tagged), journaled, predicted)
-    return RuntimeClass(cls), model if source == "model" else source
+    return _RUNTIME_CLASS.get(cls) or RuntimeClass(cls), model if source == "model" else source
+
+
+_RUNTIME_CLASS = {int(c): c for c in RuntimeClass}  # a dict lookup, not an enum call per job
 
 
 def _fixed_class(job: RJMSJob) -> RuntimeClass | None:
@@ -521,11 +541,13 @@ def _job_variation_outputs(variation: VariationPredictor | None, job_id: int) ->
 
 
 def _flag(value: str | None) -> bool:
-    return (value or "").lower() in ("1", "yes", "true")
+    return bool(value) and value.lower() in ("1", "yes", "true")
 
 
 def _int(value: str | None) -> int:
     """A small count from a job tag; garbage, negatives and huge numbers are clamped."""
+    if value is None:  # no such tag: most jobs
+        return 0
     try:
         return min(max(int(value or 0), 0), 1_000)
     except ValueError:
