@@ -325,7 +325,7 @@ def schedule(
     )
     decided = Decisions(now=now, kept=kept)
     decided.order = waiting.job_id[order].tolist()
-    decided.priority = dict(zip(decided.order, [int(v) for v in values.tolist()], strict=True))
+    decided.priority = dict(zip(decided.order, np.asarray(values, dtype=np.int64).tolist(), strict=True))
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
     decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
     decisions: list[Decision] = list(kills)
@@ -433,9 +433,9 @@ def _publish_estimates(
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
     for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
         decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
+    running = running_ids.tolist()
     decided.waits_behind = {
-        ids[j]: (int(running_ids[k]) if kind == "running" else ids[k])
-        for j, (kind, k) in estimates.behind.items()
+        ids[j]: (running[k] if kind == "running" else ids[k]) for j, (kind, k) in estimates.behind.items()
     }
 
 
