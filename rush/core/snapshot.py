@@ -233,8 +233,9 @@ class Decisions:
 def _every_decision(self: Decisions) -> list[Decision]:
     """Every decision, the priority ones put in words at the first read (then kept)."""
     if self._explained is not None:
-        at, explained = self._explained_at, self._explained
-        self._listed[at:at] = explained.decisions()
+        at, listed = self._explained_at, self._listed
+        # A new list: a shallow copy of these decisions may share the old one.
+        self._listed = [*listed[:at], *self._explained.decisions(), *listed[at:]]
         self._explained = None
     return self._listed
 
