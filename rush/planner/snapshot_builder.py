@@ -31,14 +31,7 @@ from rush.core.false_small_kill import kills_if_small
 from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
-from rush.core.snapshot import (
-    PendingJob,
-    RunningJob,
-    RuntimeClass,
-    RuntimeQuantiles,
-    Snapshot,
-    pending_job,
-)
+from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, RuntimeQuantiles, Snapshot
 from rush.errors import ModelError
 from rush.planner.journal import JobRecord
 from rush.planner.variation import VariationPredictor
@@ -393,7 +386,7 @@ class SnapshotBuilder:
                 **runtime_outputs,
             }
             pending.append(
-                pending_job(
+                PendingJob(
                     job_id=j.job_id,
                     submit=j.submit,
                     procs=j.procs,
