@@ -506,7 +506,8 @@ def _class_of(
     tag, the journal's class, the model's prediction; the source named for the journal."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
     cls, source = class_by_precedence(requeues, None if tagged is None else int(tagged), journaled, predicted)
-    return _RUNTIME_CLASS.get(cls) or RuntimeClass(cls), model if source == "model" else source
+    known = _RUNTIME_CLASS.get(cls)
+    return known if known is not None else RuntimeClass(cls), model if source == "model" else source
 
 
 _RUNTIME_CLASS = {int(c): c for c in RuntimeClass}  # a dict lookup, not an enum call per job
