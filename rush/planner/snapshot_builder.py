@@ -347,9 +347,11 @@ class SnapshotBuilder:
 
         pending = []
         cache, self._pending_cache = self._pending_cache, {}
+        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
+        outputs_of = getattr(self.variation, "job_outputs", None)
         for j in pending_jobs:
             stored = records.get(j.job_id)
-            job_outputs = _job_variation_outputs(self.variation, j.job_id)
+            job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(j.job_id)
             varies = (
                 (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
                 if stored is not None
@@ -510,7 +512,10 @@ def _class_of(
     return known if known is not None else RuntimeClass(cls), model if source == "model" else source
 
 
-_RUNTIME_CLASS = {int(c): c for c in RuntimeClass}  # a dict lookup, not an enum call per job
+_RUNTIME_CLASS = {int(c): c for c in RuntimeClass}
+_NO_OUTPUTS: dict[
+    str, Any
+] = {}  # shared, never written: merged into each job's outputs  # a dict lookup, not an enum call per job
 
 
 def _fixed_class(job: RJMSJob) -> RuntimeClass | None:
@@ -526,12 +531,6 @@ def _variation_outputs(variation: VariationPredictor | None) -> dict[str, Any]:
         if hasattr(variation, attr):
             out[f"variation_{attr}"] = getattr(variation, attr)
     return out
-
-
-def _job_variation_outputs(variation: VariationPredictor | None, job_id: int) -> dict[str, Any]:
-    """A predictor's own outputs for one job (the learned one: class, probabilities, reason)."""
-    outputs = getattr(variation, "job_outputs", None)
-    return outputs(job_id) if outputs is not None else {}
 
 
 def _flag(value: str | None) -> bool:
