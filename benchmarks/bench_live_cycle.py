@@ -12,7 +12,11 @@ Per cycle, CPU seconds (``time.process_time``; the host is shared) of its parts:
 * ``schedule``: the core's ``schedule()`` with start estimates and the live pass budget
   (``policy.max_jobs_considered``'s default); inside it, printed apart, ``pass`` (the compiled
   scheduling pass's own time: **the reference, measured in the same run**) and ``estimates``
-  (the start-estimate projection).
+  (the start-estimate projection);
+* ``words``: the daemon's priority explanations put in words where its plan reads them (the
+  jobs whose value changed since the last cycle: all of them in the first;
+  :mod:`rush.core.priority_explanations`); on a tree that writes all of them inside
+  ``schedule()``, 0 here.
 
 Two shells: ``flux-module`` keeps its job objects between passes and explains no priorities;
 ``daemon`` reads fresh objects from the RJMS each cycle and explains each job's priority (the
@@ -62,7 +66,7 @@ except ImportError:
 print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while cases run
 NODES = 1_000
 PODS = 32
-PARTS = ("build", "columns", "schedule", "pass", "estimates")
+PARTS = ("build", "columns", "schedule", "pass", "estimates", "words")
 COLUMNS = (*PARTS, "rows read")
 
 
@@ -130,6 +134,7 @@ class LivePath:
         self.builder = SnapshotBuilder()
         self.columns = KeptColumns() if KeptColumns is not None else None
         self.config, self.explain = config, explain
+        self.sent: dict[int, int] = {}  # priority value last sent per job (the daemon's journal)
 
     def cycle(self, state: ClusterState, seconds: dict[str, float]):
         if self.collect:  # each cycle from the same collector state (``steady`` pays the pauses)
@@ -142,9 +147,15 @@ class LivePath:
         t2 = time.process_time()
         with timed_inside(seconds):
             decided = schedule(snapshot, self.config, explain_priorities=self.explain)
+        t3 = time.process_time()
+        if self.explain and hasattr(decided, "priorities_where"):
+            # The daemon's plan: the explanations of the values that changed, put in words.
+            changed = decided.priorities_where(lambda job_id, value: self.sent.get(job_id) != value)
+            self.sent.update((d.job_id, int(d.value)) for d in changed)
         seconds["build"] += t1 - t0
         seconds["columns"] += t2 - t1
-        seconds["schedule"] += time.process_time() - t2
+        seconds["schedule"] += t3 - t2
+        seconds["words"] += time.process_time() - t3
         self.rewritten = -1 if self.columns is None else self.columns.pending.rewritten
         return decided
 
@@ -265,7 +276,7 @@ def main() -> None:
     for pending in (int(x) for x in args.pending.split(",")):
         for shell in args.shells.split(","):
             for cycle, parts in run(pending, shell, args).items():
-                total = parts["build"] + parts["columns"] + parts["schedule"]
+                total = parts["build"] + parts["columns"] + parts["schedule"] + parts["words"]
                 print(
                     f"{shell:12s} {pending:7d} {cycle:6s} {total * 1e3:7.1f} "
                     + " ".join(f"{parts[p] * 1e3:9.1f}" for p in PARTS)

@@ -134,7 +134,44 @@ def node_pool(nodes: Sequence[Node], allocated: np.ndarray, partitions: dict[str
     )
 
 
-def request_problem(request: Request, procs: int, pool: NodePool, partitions: dict[str, int]) -> str | None:
+class MachineCounts:
+    """What :func:`request_problem` asks of one pool, each count computed once per pass: a
+    queue of 10 000 jobs asks for a few hundred distinct shapes over a few partitions."""
+
+    def __init__(self, pool: NodePool, partitions: dict[str, int]) -> None:
+        self.pool, self.partitions = pool, partitions
+        self._member: dict[str, np.ndarray] = {}
+        self._counts: dict[tuple, int] = {}
+
+    def member(self, partition: str) -> np.ndarray:
+        """Nodes of ``partition`` (every node for none)."""
+        got = self._member.get(partition)
+        if got is None:
+            if partition:
+                got = ((self.pool.partitions >> self.partitions[partition]) & 1) == 1
+            else:
+                got = np.ones(self.pool.count, dtype=np.bool_)
+            self._member[partition] = got
+        return got
+
+    def count(self, what: str, partition: str, cores: int = 0, gpus: int = 0) -> int:
+        """``cores``: cores on the partition's nodes; ``gpu nodes``: its nodes with GPUs; ``fit``:
+        its nodes with at least ``cores`` cores and ``gpus`` GPUs."""
+        key = (what, partition, cores, gpus)
+        got = self._counts.get(key)
+        if got is None:
+            member, pool = self.member(partition), self.pool
+            if what == "cores":
+                got = int(pool.cores[member].sum())
+            elif what == "gpu nodes":
+                got = int(np.count_nonzero(member & (pool.gpus > 0)))
+            else:
+                got = int(np.count_nonzero(member & (pool.cores >= cores) & (pool.gpus >= gpus)))
+            self._counts[key] = got
+        return got
+
+
+def request_problem(request: Request, procs: int, machine: MachineCounts) -> str | None:
     """Why ``request`` can never run on this machine (None: it can), naming the fix."""
     if not (0 <= request.nodes <= MAX_COUNT and 1 <= request.cores_per_node <= MAX_COUNT):
         return f"asks for {request.nodes} nodes of {request.cores_per_node} cores: give nodes >= 0 and cores >= 1"
@@ -142,27 +179,23 @@ def request_problem(request: Request, procs: int, pool: NodePool, partitions: di
         return f"asks for {request.gpus_per_node} GPUs per node: give 0 or more"
     if request.nodes == 0 and request.gpus_per_node:
         return "asks for GPUs without a node count: give nodes and GPUs per node"
+    partitions = machine.partitions
     if request.partition and request.partition not in partitions:
         known = ", ".join(sorted(partitions)) or "none"
         return f"partition {request.partition!r} does not exist here (partitions: {known})"
-    member = np.ones(pool.count, dtype=np.bool_)
-    if request.partition:
-        member = ((pool.partitions >> partitions[request.partition]) & 1) == 1
     where = f"partition {request.partition!r}" if request.partition else "the machine"
     if request.nodes == 0:
-        if procs > int(pool.cores[member].sum()):
-            return f"asks for {procs} cores; {where} has {int(pool.cores[member].sum())}"
+        cores = machine.count("cores", request.partition)
+        if procs > cores:
+            return f"asks for {procs} cores; {where} has {cores}"
         return None
-    if request.exclusive:
-        fit = member & (pool.gpus >= request.gpus_per_node) & (pool.cores >= request.cores_per_node)
-    else:
-        fit = member & (pool.cores >= request.cores_per_node) & (pool.gpus >= request.gpus_per_node)
-    if request.gpus_per_node and not np.any(member & (pool.gpus > 0)):
+    if request.gpus_per_node and not machine.count("gpu nodes", request.partition):
         return f"asks for GPUs; {where} has no node with GPUs: submit to a GPU partition"
-    if int(fit.sum()) < request.nodes:
+    fit = machine.count("fit", request.partition, request.cores_per_node, request.gpus_per_node)
+    if fit < request.nodes:
         return (
             f"asks for {request.nodes} nodes with {request.cores_per_node} cores and "
-            f"{request.gpus_per_node} GPUs each; {where} has {int(fit.sum())} such nodes"
+            f"{request.gpus_per_node} GPUs each; {where} has {fit} such nodes"
         )
     return None
 

@@ -18,6 +18,7 @@ from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingColumns
 from rush.core.node_pool import NodePool, NodeRequests, NodeView
 from rush.core.node_view import (
+    MachineCounts,
     held_slots,
     node_pool,
     node_view,
@@ -103,8 +104,9 @@ def _requests(
     inverse[by_key] = np.cumsum(new) - 1
     distinct = [pending.request[j] for j in first]
     distinct_procs = pending.procs[first].tolist()
+    machine = MachineCounts(pool, partitions)
     problems = [
-        request_problem(r if r is not None else Request(0, p), p, pool, partitions)
+        request_problem(r if r is not None else Request(0, p), p, machine)
         for r, p in zip(distinct, distinct_procs, strict=True)
     ]
     bad = np.array([p is not None for p in problems], dtype=np.bool_)

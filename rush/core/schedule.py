@@ -55,6 +55,7 @@ from rush.core.pass_data import (
     order_policy,
     pass_config,
 )
+from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import priority_values, scaled
 from rush.core.remaining_runtime import running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
@@ -324,13 +325,12 @@ def schedule(
     )
     decided = Decisions(now=now, kept=kept)
     decided.order = waiting.job_id[order].tolist()
-    decided.priority = dict(zip(decided.order, [int(v) for v in values.tolist()], strict=True))
+    decided.priority = dict(zip(decided.order, np.asarray(values, dtype=np.int64).tolist(), strict=True))
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
     decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
     decisions: list[Decision] = list(kills)
     decisions += [Decision(pending[k].job_id, "infeasible", why) for k, why in sorted(infeasible.items())]
-    if explain_priorities:
-        decisions += _priority_decisions(pending, queues, values, config)
+    explained_at = len(decisions)
     for k in range(result.reserved):
         j = out.reserved[k]
         decided.reserved_at[pending[j].job_id] = float(out.reserved_at[k])
@@ -366,7 +366,12 @@ def schedule(
                 float(state.skips[j]),
             )
         )
-    decided.decisions = decisions
+    if explain_priorities:  # put in words when read (rush.core.priority_explanations)
+        decided.explain_later(
+            decisions, _priority_explanations(order, queues, values, waiting, config), explained_at
+        )
+    else:
+        decided.decisions = decisions
     if bounded is not None:
         decided.unconsidered = waiting.job_id[bounded.unconsidered].tolist()
     if estimate_starts_too:
@@ -428,9 +433,9 @@ def _publish_estimates(
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
     for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
         decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
+    running = running_ids.tolist()
     decided.waits_behind = {
-        ids[j]: (int(running_ids[k]) if kind == "running" else ids[k])
-        for j, (kind, k) in estimates.behind.items()
+        ids[j]: (running[k] if kind == "running" else ids[k]) for j, (kind, k) in estimates.behind.items()
     }
 
 
@@ -553,27 +558,18 @@ def _start_decision(
     return Decision(job.job_id, "backfill", why, now)
 
 
-def _priority_decisions(pending, queues, values, config: CoreConfig) -> list[Decision]:
-    n = len(queues.queue)
-    words = _order_words(config)
-    groups = {g: _group_words(g, config) for g in (0, 1, 2)}
-    name = config.policy.name
-    explained = zip(
-        queues.queue.tolist(),
-        policy_group(queues.group).tolist(),
-        queues.key.tolist(),
-        values.tolist(),
-        strict=True,
+def _priority_explanations(
+    order: np.ndarray, queues, values: np.ndarray, waiting: PendingColumns, config: CoreConfig
+) -> PriorityExplanations:
+    return PriorityExplanations(
+        waiting.job_id[order],
+        policy_group(queues.group),
+        np.array(queues.key, dtype=np.float64),
+        np.asarray(values),
+        (_group_words(0, config), _group_words(1, config), _group_words(2, config)),
+        config.policy.name,
+        _order_words(config),
     )
-    return [
-        Decision(
-            pending[k].job_id,
-            "priority",
-            f"rank {rank + 1} of {n}: {groups[g]}, {name} key {kv:.6g} by {words}",
-            v,
-        )
-        for rank, (k, g, kv, v) in enumerate(explained)
-    ]
 
 
 def _group_words(group: int, config: CoreConfig) -> str:

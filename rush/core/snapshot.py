@@ -9,6 +9,7 @@ decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.sche
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Literal
@@ -18,6 +19,7 @@ from rush.core.resources import Fabric, Node, Request, Slot
 if TYPE_CHECKING:  # pure data here: the record's module loads numpy and numba
     from rush.core.job_columns import SnapshotColumns
     from rush.core.kept_nodes import KeptNodes
+    from rush.core.priority_explanations import PriorityExplanations
 
 
 class RuntimeClass(IntEnum):
@@ -153,6 +155,10 @@ class Decisions:
     # (the policy's score, smaller first; rush.core.ordering).
     priority_group: dict[int, int] = field(default_factory=dict)
     priority_key: dict[int, float] = field(default_factory=dict)
+    # Every decision, in the pass's order: kills, infeasible jobs, one ``priority`` per pending
+    # job in rank order, reservations, starts, skips. The priority ones may be kept as the
+    # pass's arrays and put in words when first read (rush.core.priority_explanations): read
+    # them with ``of``, ``among``, ``counts`` or ``priorities_where`` to leave them unwritten.
     decisions: list[Decision] = field(default_factory=list)
     # State for the next pass: standing conservative reservations by job id (the daemon
     # journals them and gives them back as PendingJob.reserved_at).
@@ -172,8 +178,62 @@ class Decisions:
     # shell to give back as the next ``Snapshot.kept`` (rush.core.kept_nodes); else None.
     kept: KeptNodes | None = None
 
+    def explain_later(self, listed: list[Decision], explained: PriorityExplanations, at: int) -> None:
+        """``listed``: every decision but the priority ones, which stand, in ``explained``'s
+        rank order, after the first ``at`` of them (kills, infeasible jobs)."""
+        self._listed, self._explained, self._explained_at = listed, explained, at
+
     def of(self, action: Action) -> list[Decision]:
-        return [d for d in self.decisions if d.action == action]
+        return self.among((action,))
+
+    def among(self, actions: Collection[str]) -> list[Decision]:
+        """The decisions of these kinds, in the pass's order."""
+        if self._explained is not None and "priority" not in actions:
+            return [d for d in self._listed if d.action in actions]
+        return [d for d in self.decisions if d.action in actions]
 
     def job_ids(self, action: Action) -> list[int]:
-        return [d.job_id for d in self.decisions if d.action == action]
+        return [d.job_id for d in self.of(action)]
+
+    def counts(self) -> dict[str, int]:
+        """Decisions by kind, kinds in the order they first come."""
+        counts: dict[str, int] = {}
+        explained, at = self._explained, self._explained_at
+        listed = self._listed if explained is not None else self.decisions
+        for k, d in enumerate(listed):
+            if k == at and explained is not None and len(explained):
+                counts["priority"] = counts.get("priority", 0) + len(explained)
+            counts[d.action] = counts.get(d.action, 0) + 1
+        if explained is not None and len(explained) and len(listed) <= at:
+            counts["priority"] = counts.get("priority", 0) + len(explained)
+        return counts
+
+    def priorities_where(self, keep: Callable[[int, int], bool]) -> list[Decision]:
+        """The priority decisions whose (job id, value) ``keep`` holds, largest value first
+        (equal values in rank order); only those are put in words."""
+        if self._explained is not None:
+            return self._explained.where(keep)
+        return [
+            d
+            for d in sorted(self.of("priority"), key=lambda d: -(d.value or 0))
+            if d.value is not None and keep(d.job_id, int(d.value))
+        ]
+
+
+def _every_decision(self: Decisions) -> list[Decision]:
+    """Every decision, the priority ones put in words at the first read (then kept)."""
+    if self._explained is not None:
+        at, listed = self._explained_at, self._listed
+        # A new list: a shallow copy of these decisions may share the old one.
+        self._listed = [*listed[:at], *self._explained.decisions(), *listed[at:]]
+        self._explained = None
+    return self._listed
+
+
+def _set_decisions(self: Decisions, decisions: list[Decision]) -> None:
+    self._listed, self._explained, self._explained_at = decisions, None, 0
+
+
+# ``decisions`` stays a field (construction, ``dataclasses.replace``, equality and repr see
+# every decision in words) read through a property, so that the priority ones can wait.
+Decisions.decisions = property(_every_decision, _set_decisions)  # type: ignore[assignment]

@@ -128,12 +128,11 @@ def plan_actions(
             continue
         kind = "skip" if rec(d.job_id).held_by_rush else "hold"
         candidates.append(Action(kind, d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
-    priorities = sorted(decisions.of("priority"), key=lambda d: -(d.value or 0))
-    for d in priorities:
-        if d.value is None or d.job_id not in jobs:
-            continue
-        if rec(d.job_id).last_site_factor != int(d.value):
-            candidates.append(Action("priority", d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
+    # Only the values that changed are sent, so only their explanations are put in words.
+    for d in decisions.priorities_where(
+        lambda job_id, value: job_id in jobs and rec(job_id).last_site_factor != value
+    ):
+        candidates.append(Action("priority", d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
 
     candidates.sort(key=lambda a: ORDER.index(a.kind))  # stable: priorities keep rank order
     budget = max_actions_per_cycle

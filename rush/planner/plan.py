@@ -325,9 +325,7 @@ class Planner:
                 applied[kind] = applied.get(kind, 0) + n
         except Exception as exc:
             return self._fail(cycle, started, "error", exc)
-        counts: dict[str, int] = {}
-        for d in decisions.decisions:
-            counts[d.action] = counts.get(d.action, 0) + 1
+        counts = decisions.counts()
         if decisions.unconsidered:  # a bounded pass: each job's queue row says "not considered"
             counts["unconsidered"] = len(decisions.unconsidered)
         seconds = time.perf_counter() - started
@@ -444,20 +442,11 @@ class Planner:
             else ("start", "backfill", "reserve", "infeasible")
         )
         with self.journal.transaction():
-            for d in decisions.decisions:
-                if d.action in advice:
-                    self.journal.record(
-                        DecisionRow(
-                            cycle,
-                            d.job_id,
-                            d.action,
-                            d.reason,
-                            d.value,
-                            built.outputs.get(d.job_id),
-                            self.mode,
-                        ),
-                        "advice",
-                    )
+            for d in decisions.among(advice):
+                row = DecisionRow(
+                    cycle, d.job_id, d.action, d.reason, d.value, built.outputs.get(d.job_id), self.mode
+                )
+                self.journal.record(row, "advice")
         return applied, rjms_error
 
     def _speculate(self, cycle: int, state: ClusterState) -> dict[str, int]:

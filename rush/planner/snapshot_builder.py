@@ -46,9 +46,19 @@ UNLIMITED_SECONDS = 365 * 86400.0
 def user_id(name: str) -> int:
     """A stable integer per user name: the models' user key (:func:`rush.models.users.user_key`,
     the same mapping as training on sacct output)."""
-    from rush.models.users import user_key
+    key = _USER_KEYS.get(name)
+    if key is None:
+        from rush.models.users import user_key
 
-    return user_key(name)
+        if len(_USER_KEYS) >= MAX_KEPT_USERS:  # bounded: a site's users, not every string seen
+            _USER_KEYS.clear()
+        key = _USER_KEYS[name] = user_key(name)
+    return key
+
+
+# User name -> key, kept: a queue of 10 000 jobs has a few hundred users.
+_USER_KEYS: dict[str, int] = {}
+MAX_KEPT_USERS = 100_000
 
 
 class ClassPredictor(Protocol):
@@ -337,9 +347,11 @@ class SnapshotBuilder:
 
         pending = []
         cache, self._pending_cache = self._pending_cache, {}
+        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
+        outputs_of = getattr(self.variation, "job_outputs", None)
         for j in pending_jobs:
             stored = records.get(j.job_id)
-            job_outputs = _job_variation_outputs(self.variation, j.job_id)
+            job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(j.job_id)
             varies = (
                 (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
                 if stored is not None
@@ -496,7 +508,14 @@ def _class_of(
     tag, the journal's class, the model's prediction; the source named for the journal."""
     tagged = CLASS_TAGS.get(job.tags.get("class", ""))
     cls, source = class_by_precedence(requeues, None if tagged is None else int(tagged), journaled, predicted)
-    return RuntimeClass(cls), model if source == "model" else source
+    known = _RUNTIME_CLASS.get(cls)
+    return known if known is not None else RuntimeClass(cls), model if source == "model" else source
+
+
+_RUNTIME_CLASS = {int(c): c for c in RuntimeClass}
+_NO_OUTPUTS: dict[
+    str, Any
+] = {}  # shared, never written: merged into each job's outputs  # a dict lookup, not an enum call per job
 
 
 def _fixed_class(job: RJMSJob) -> RuntimeClass | None:
@@ -514,18 +533,14 @@ def _variation_outputs(variation: VariationPredictor | None) -> dict[str, Any]:
     return out
 
 
-def _job_variation_outputs(variation: VariationPredictor | None, job_id: int) -> dict[str, Any]:
-    """A predictor's own outputs for one job (the learned one: class, probabilities, reason)."""
-    outputs = getattr(variation, "job_outputs", None)
-    return outputs(job_id) if outputs is not None else {}
-
-
 def _flag(value: str | None) -> bool:
-    return (value or "").lower() in ("1", "yes", "true")
+    return bool(value) and value.lower() in ("1", "yes", "true")
 
 
 def _int(value: str | None) -> int:
     """A small count from a job tag; garbage, negatives and huge numbers are clamped."""
+    if value is None:  # no such tag: most jobs
+        return 0
     try:
         return min(max(int(value or 0), 0), 1_000)
     except ValueError:

@@ -21,7 +21,7 @@ def started_out_of_order(previous: Decisions, state: ClusterState) -> list[str]:
     """One line per job the RJMS started ahead of a job rush expected it to start
     (``previous``: the last cycle's decisions; ``state``: this cycle's read)."""
     rank = {job_id: k for k, job_id in enumerate(previous.order)}
-    expected = [d.job_id for d in previous.decisions if d.action in EXPECTED]
+    expected = [d.job_id for d in previous.among(EXPECTED)]
     now = {job.job_id: job.state for job in state.jobs}
     still_waiting = sorted((rank[j], j) for j in expected if j in rank and now.get(j) == "PENDING")
     if not still_waiting:
