@@ -281,3 +281,20 @@ if __name__ == "__main__":
 # kernel's environment imports it), the core's and simulator's modules (106 dispatchers) ~0.035,
 # the parsed trace ~0.02, the first cached kernel ~0.045 (numba's runtime compiled by LLVM, the
 # JIT set up), run_simulation's load ~0.02, the replay ~0.21, metrics and output ~0.02.
+#
+# Issue 31, round nine (2026-11-29, 10:15 UTC), hypotheses written before changing code:
+# (H1) The replay loop's 0.21 s on SDSC-SP2 (processor counts, ~107 000 events, 23 jobs queued
+#   at the median event) is mostly numba's reference counting, not scheduling: `perf record` of
+#   ten in-process replays puts 77 % of the kernel's samples on two instructions, the `lock incq`
+#   / `lock decq` of NRT_incref / NRT_decref (the JIT code's bytes dumped from the live process and
+#   disassembled). Each non-inlined call compiled with numba's runtime counts a reference on every
+#   array of its arguments on entry and exit: counts_pass (35 arrays), order_queue, compute_order_keys,
+#   easy_pass, _list_phase, shadow_time, drop_started, the heap and running-list helpers, ~300
+#   atomic updates per pass. Compiling the processor-count pass and the loop's helpers without
+#   the runtime (`_nrt=False`, as the node pass already is), with EASY's started-job ends sorted
+#   in scratch kept by the caller instead of allocated per pass, should take most of it away with
+#   the same decisions (the order among equal ends does not change the shadow time nor the extra
+#   processors: every allocation ending at the shadow time is counted before it returns).
+# (H2) A pass after arrivals alone, on a machine where the previous pass started everything it
+#   could, can decide nothing new for the old jobs under a time-independent order; only if H1
+#   leaves the loop above ~0.1 s is such a skipped-pass rule worth its differential.
