@@ -41,13 +41,13 @@ import sys, time
 t0 = time.process_time()
 import rush.cli.main
 t1 = time.process_time()
-from rush.jit_cache import skip_numba_blas_probe
+from rush.jit_cache import skip_numba_blas_probe_when_imported
 from rush.core.config import CoreConfig
 from rush.simulator.engine import simulate
 from rush.simulator.metrics import compute_metrics
 from rush.workload.model import workload_from_trace
 from rush.workload.swf import read_swf
-skip_numba_blas_probe()
+skip_numba_blas_probe_when_imported()
 t2 = time.process_time()
 trace = read_swf(sys.argv[1])
 t3 = time.process_time()
