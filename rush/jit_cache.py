@@ -388,7 +388,9 @@ def _rebuild_environments_without_imports() -> None:
         return env
 
     _rebuild_env._rush_lean = True  # type: ignore[attr-defined]
-    environment._rebuild_env = _rebuild_env  # pickle finds it by name when a kernel loads
+    # Saved kernels name it as numba's own (pickled by reference, found by name when loaded).
+    _rebuild_env.__module__, _rebuild_env.__qualname__ = environment.__name__, original.__qualname__
+    environment._rebuild_env = _rebuild_env
 
 
 def _skip_entry_points_before_rush_kernels() -> None:
