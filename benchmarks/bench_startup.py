@@ -15,7 +15,10 @@ system, what issue 31's target counts) are printed, with two more references: ``
 numba`` and a process that loads one trivial cached numba kernel (the floor of any process
 that runs a compiled kernel from numba's cache).
 
-Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_startup.py [--repeat N]``
+``--against TREE`` adds the same replay run from another checkout of rush (its sources first on
+the path, its own kernel cache), interleaved with this one's: a paired comparison in one sitting.
+
+Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_startup.py [--repeat N] [--against TREE]``
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tupl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--against", type=Path, help="another checkout of rush: its replay, interleaved")
     args = parser.parse_args()
     env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR)}
     # As an installed rush runs: Python's bytecode cached (a process that compiles rush's sources
@@ -135,6 +139,9 @@ def main() -> None:
     cases["rush simulate lublin:2000:64 (synthetic)"] = [*rush, "simulate", "lublin:2000:64", "--json"]
     if have_trace:  # a first read of the trace: parsed from the text, as before the parse cache
         cases[NO_PARSE_CACHE] = cases["rush simulate SDSC-SP2 --policy FCFS"]
+    against = f"  same, {args.against}" if args.against and have_trace else None
+    if against:
+        cases[against] = cases["rush simulate SDSC-SP2 --policy FCFS"]
 
     # Warm numba's cache as `rush warmup` does, without its pruning of other checkouts' caches.
     warm = "from rush.cli.warmup import warm_kernels; warm_kernels()"
@@ -154,7 +161,10 @@ def main() -> None:
     own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir}) | {
         NO_PARSE_CACHE: {"RUSH_PARSE_CACHE": "0"}
     }
-    env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), env.get("PYTHONPATH", "")])}
+    path = env.get("PYTHONPATH", "")
+    env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), path])}
+    if against:  # the other checkout's sources first (its kernels cached by its first, untimed run)
+        own_env[against] = {"PYTHONPATH": os.pathsep.join([str(args.against.resolve()), path])}
     for name, command in cases.items():  # one untimed run each: file-system and numba caches
         run(command, {**env, **own_env.get(name, {})}, cwd.get(name))
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
