@@ -308,3 +308,31 @@ if __name__ == "__main__":
 # (H2) A pass after arrivals alone, on a machine where the previous pass started everything it
 #   could, can decide nothing new for the old jobs under a time-independent order; only if H1
 #   leaves the loop above ~0.1 s is such a skipped-pass rule worth its differential.
+# Outcome (10:40 UTC):
+# (H1) held. With the processor-count pass, EASY, the ordering and the loop's heap and
+#   running-list helpers compiled without the runtime (EASY's started ends heap-sorted in
+#   `out.reserved_at` / `out.reserved`, which EASY never fills: rush.core.sorted_ends), the
+#   in-process SDSC-SP2 replay loop went 0.218-0.223 s -> 0.046-0.047 s CPU (5 runs each;
+#   /tmp script: read the trace once, time `simulate` in a loop). Outputs byte-identical to
+#   main's (--jobs-out CSV and --json but its wall-clock field) on SDSC-SP2 FCFS/SPF/WFP3/F1
+#   EASY, FCFS conservative, FCFS no backfill, FCFS with an SPF backfill scan, WFP3 -T 3600,
+#   easy++ predictions, KTH-SP2 --nodes --backfill conservative, SDSC-BLUE --nodes topology
+#   (16 per leaf), lublin:2000:64, Lublin-256-10k SPF, CTC-SP2 LINEAR with a fair-share model.
+#   Taking the loop's named-tuple arrays into locals and passing the running set as separate
+#   arrays (no tuple built per pass) changed nothing measurable (0.0467-0.0472 s): not kept.
+# (H2) not pursued: the loop is 0.047 s, about the whole C program's 0.05 s; a skipped-pass rule
+#   would save a fraction of that at the price of a second decision rule to keep equal.
+# (H3) arraymath: a cached kernel's pickled environments (one per numba implementation compiled
+#   into it: np.empty, argsort, min...) name their modules, which numba imports at load only to
+#   hand the environment their globals (read by object-mode code only). Loading without those
+#   imports (rush.jit_cache._rebuild_environments_without_imports) keeps numba.np.arraymath,
+#   arrayobj and the modules they import out of the replay.
+# Paired with main (4b6d7e3) in one sitting, 9 interleaved fresh processes, bytecode cached,
+# CPU user+sys, 1-min load 15-24 (other sessions' tests and studies; cwd /tmp):
+#   python -c pass                   0.026
+#   main                             0.677  (min 0.657)
+#   this                             0.468  (min 0.456)
+#   this, RUSH_LEAN_NUMBA=0          0.734  (the replay's gain, without any start-up trim)
+# In process (this, sources compiled): rush.cli 0.04, numpy 0.055, numba 0.11, the core's and
+# simulator's modules 0.11 (0.073 with bytecode cached: numba's typing context and 112
+# dispatchers), trace 0.015, first simulate 0.095 (run_simulation's load and loop 0.062).
