@@ -449,7 +449,8 @@ def configure_when_numba_is_imported() -> None:
             load_cached_kernels_without_refresh()
     if "numba.core.typing.cffi_utils" in sys.modules:
         return
-    if not any(isinstance(finder, _NumbaFirstImport) for finder in sys.meta_path):
+    watching = (f for f in sys.meta_path if isinstance(f, _NumbaFirstImport))
+    if not any(f.waiting & set(_NumbaFirstImport.WATCHED) for f in watching):  # not the BLAS probe's
         sys.meta_path.insert(0, _NumbaFirstImport())
 
 
