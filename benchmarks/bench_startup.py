@@ -336,3 +336,5 @@ if __name__ == "__main__":
 # In process (this, sources compiled): rush.cli 0.04, numpy 0.055, numba 0.11, the core's and
 # simulator's modules 0.11 (0.073 with bytecode cached: numba's typing context and 112
 # dispatchers), trace 0.015, first simulate 0.095 (run_simulation's load and loop 0.062).
+# Second sitting (11:03 UTC, same script, 1-min load 6.4-9.5): python -c pass 0.024; main 0.651
+# (min 0.600); this 0.454 (min 0.430); this with RUSH_LEAN_NUMBA=0 0.707.
