@@ -338,3 +338,8 @@ if __name__ == "__main__":
 # dispatchers), trace 0.015, first simulate 0.095 (run_simulation's load and loop 0.062).
 # Second sitting (11:03 UTC, same script, 1-min load 6.4-9.5): python -c pass 0.024; main 0.651
 # (min 0.600); this 0.454 (min 0.430); this with RUSH_LEAN_NUMBA=0 0.707.
+# This script, `--repeat 3 --against /work/main` (11:05 UTC, load 10-12), CPU medians:
+#   python -c pass 0.027, import numpy 0.121, import numba (plain) 0.352, floor leaving at once
+#   0.328, rush --help 0.106, rush simulate SDSC-SP2 0.460 (min 0.443; target 0.6), lublin:2000:64
+#   0.337, no parse cache 0.451, the same replay from main 0.605 (min 0.591); in process:
+#   import rush.cli.main 0.043, numba + kernels 0.260, read SWF 0.008, simulate 0.103, metrics 0.014.
