@@ -15,7 +15,10 @@ system, what issue 31's target counts) are printed, with two more references: ``
 numba`` and a process that loads one trivial cached numba kernel (the floor of any process
 that runs a compiled kernel from numba's cache).
 
-Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_startup.py [--repeat N]``
+``--against TREE`` adds the same replay run from another checkout of rush (its sources first on
+the path, its own kernel cache), interleaved with this one's: a paired comparison in one sitting.
+
+Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_startup.py [--repeat N] [--against TREE]``
 """
 
 from __future__ import annotations
@@ -41,13 +44,13 @@ import sys, time
 t0 = time.process_time()
 import rush.cli.main
 t1 = time.process_time()
-from rush.jit_cache import skip_numba_blas_probe
+from rush.jit_cache import skip_numba_blas_probe_when_imported
 from rush.core.config import CoreConfig
 from rush.simulator.engine import simulate
 from rush.simulator.metrics import compute_metrics
 from rush.workload.model import workload_from_trace
 from rush.workload.swf import read_swf
-skip_numba_blas_probe()
+skip_numba_blas_probe_when_imported()
 t2 = time.process_time()
 trace = read_swf(sys.argv[1])
 t3 = time.process_time()
@@ -106,6 +109,7 @@ def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tupl
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--against", type=Path, help="another checkout of rush: its replay, interleaved")
     args = parser.parse_args()
     env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR)}
     # As an installed rush runs: Python's bytecode cached (a process that compiles rush's sources
@@ -135,6 +139,9 @@ def main() -> None:
     cases["rush simulate lublin:2000:64 (synthetic)"] = [*rush, "simulate", "lublin:2000:64", "--json"]
     if have_trace:  # a first read of the trace: parsed from the text, as before the parse cache
         cases[NO_PARSE_CACHE] = cases["rush simulate SDSC-SP2 --policy FCFS"]
+    against = f"  same, {args.against}" if args.against and have_trace else None
+    if against:
+        cases[against] = cases["rush simulate SDSC-SP2 --policy FCFS"]
 
     # Warm numba's cache as `rush warmup` does, without its pruning of other checkouts' caches.
     warm = "from rush.cli.warmup import warm_kernels; warm_kernels()"
@@ -154,7 +161,10 @@ def main() -> None:
     own_env = dict.fromkeys(FLOORS, {"NUMBA_CACHE_DIR": floor_dir}) | {
         NO_PARSE_CACHE: {"RUSH_PARSE_CACHE": "0"}
     }
-    env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), env.get("PYTHONPATH", "")])}
+    path = env.get("PYTHONPATH", "")
+    env = {**env, "PYTHONPATH": os.pathsep.join([floor_dir, str(HERE.parent), path])}
+    if against:  # the other checkout's sources first (its kernels cached by its first, untimed run)
+        own_env[against] = {"PYTHONPATH": os.pathsep.join([str(args.against.resolve()), path])}
     for name, command in cases.items():  # one untimed run each: file-system and numba caches
         run(command, {**env, **own_env.get(name, {})}, cwd.get(name))
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
@@ -281,3 +291,55 @@ if __name__ == "__main__":
 # kernel's environment imports it), the core's and simulator's modules (106 dispatchers) ~0.035,
 # the parsed trace ~0.02, the first cached kernel ~0.045 (numba's runtime compiled by LLVM, the
 # JIT set up), run_simulation's load ~0.02, the replay ~0.21, metrics and output ~0.02.
+#
+# Issue 31, round nine (2026-11-29, 10:15 UTC), hypotheses written before changing code:
+# (H1) The replay loop's 0.21 s on SDSC-SP2 (processor counts, ~107 000 events, 23 jobs queued
+#   at the median event) is mostly numba's reference counting, not scheduling: `perf record` of
+#   ten in-process replays puts 77 % of the kernel's samples on two instructions, the `lock incq`
+#   / `lock decq` of NRT_incref / NRT_decref (the JIT code's bytes dumped from the live process and
+#   disassembled). Each non-inlined call compiled with numba's runtime counts a reference on every
+#   array of its arguments on entry and exit: counts_pass (35 arrays), order_queue, compute_order_keys,
+#   easy_pass, _list_phase, shadow_time, drop_started, the heap and running-list helpers, ~300
+#   atomic updates per pass. Compiling the processor-count pass and the loop's helpers without
+#   the runtime (`_nrt=False`, as the node pass already is), with EASY's started-job ends sorted
+#   in scratch kept by the caller instead of allocated per pass, should take most of it away with
+#   the same decisions (the order among equal ends does not change the shadow time nor the extra
+#   processors: every allocation ending at the shadow time is counted before it returns).
+# (H2) A pass after arrivals alone, on a machine where the previous pass started everything it
+#   could, can decide nothing new for the old jobs under a time-independent order; only if H1
+#   leaves the loop above ~0.1 s is such a skipped-pass rule worth its differential.
+# Outcome (10:40 UTC):
+# (H1) held. With the processor-count pass, EASY, the ordering and the loop's heap and
+#   running-list helpers compiled without the runtime (EASY's started ends heap-sorted in
+#   `out.reserved_at` / `out.reserved`, which EASY never fills: rush.core.sorted_ends), the
+#   in-process SDSC-SP2 replay loop went 0.218-0.223 s -> 0.046-0.047 s CPU (5 runs each;
+#   /tmp script: read the trace once, time `simulate` in a loop). Outputs byte-identical to
+#   main's (--jobs-out CSV and --json but its wall-clock field) on SDSC-SP2 FCFS/SPF/WFP3/F1
+#   EASY, FCFS conservative, FCFS no backfill, FCFS with an SPF backfill scan, WFP3 -T 3600,
+#   easy++ predictions, KTH-SP2 --nodes --backfill conservative, SDSC-BLUE --nodes topology
+#   (16 per leaf), lublin:2000:64, Lublin-256-10k SPF, CTC-SP2 LINEAR with a fair-share model.
+#   Taking the loop's named-tuple arrays into locals and passing the running set as separate
+#   arrays (no tuple built per pass) changed nothing measurable (0.0467-0.0472 s): not kept.
+# (H2) not pursued: the loop is 0.047 s, about the whole C program's 0.05 s; a skipped-pass rule
+#   would save a fraction of that at the price of a second decision rule to keep equal.
+# (H3) arraymath: a cached kernel's pickled environments (one per numba implementation compiled
+#   into it: np.empty, argsort, min...) name their modules, which numba imports at load only to
+#   hand the environment their globals (read by object-mode code only). Loading without those
+#   imports (rush.jit_cache._rebuild_environments_without_imports) keeps numba.np.arraymath,
+#   arrayobj and the modules they import out of the replay.
+# Paired with main (4b6d7e3) in one sitting, 9 interleaved fresh processes, bytecode cached,
+# CPU user+sys, 1-min load 15-24 (other sessions' tests and studies; cwd /tmp):
+#   python -c pass                   0.026
+#   main                             0.677  (min 0.657)
+#   this                             0.468  (min 0.456)
+#   this, RUSH_LEAN_NUMBA=0          0.734  (the replay's gain, without any start-up trim)
+# In process (this, sources compiled): rush.cli 0.04, numpy 0.055, numba 0.11, the core's and
+# simulator's modules 0.11 (0.073 with bytecode cached: numba's typing context and 112
+# dispatchers), trace 0.015, first simulate 0.095 (run_simulation's load and loop 0.062).
+# Second sitting (11:03 UTC, same script, 1-min load 6.4-9.5): python -c pass 0.024; main 0.651
+# (min 0.600); this 0.454 (min 0.430); this with RUSH_LEAN_NUMBA=0 0.707.
+# This script, `--repeat 3 --against /work/main` (11:05 UTC, load 10-12), CPU medians:
+#   python -c pass 0.027, import numpy 0.121, import numba (plain) 0.352, floor leaving at once
+#   0.328, rush --help 0.106, rush simulate SDSC-SP2 0.460 (min 0.443; target 0.6), lublin:2000:64
+#   0.337, no parse cache 0.451, the same replay from main 0.605 (min 0.591); in process:
+#   import rush.cli.main 0.043, numba + kernels 0.260, read SWF 0.008, simulate 0.103, metrics 0.014.

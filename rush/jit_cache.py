@@ -126,12 +126,13 @@ def configure_numba_cache(environ: os._Environ | dict = os.environ) -> str | Non
 
 class _NumbaFirstImport:
     """Finds nothing itself: wraps the loaders of ``numba`` (to configure the cache directory
-    just before numba runs) and of numba's cffi support (to load it without cffi)."""
+    just before numba runs) and of numba's cffi support (to load it without cffi); made with
+    ``watched``, of those modules instead (:func:`skip_numba_blas_probe_when_imported`)."""
 
     WATCHED = ("numba", "numba.core.typing.cffi_utils")
 
-    def __init__(self) -> None:
-        self.waiting = {name for name in self.WATCHED if name not in sys.modules}
+    def __init__(self, watched: tuple[str, ...] = WATCHED) -> None:
+        self.waiting = {name for name in watched if name not in sys.modules}
 
     def find_spec(self, name: str, path=None, target=None):  # noqa: ANN001 - importlib's signature
         if name not in self.waiting:
@@ -165,6 +166,10 @@ class _WrappedLoader:
                 _import_lazily("importlib.metadata")
                 self.loader.exec_module(module)
             load_cached_kernels_without_refresh()
+            return
+        if self.name == BLAS_PROBE_MODULE:
+            with _without_blas_probe():
+                self.loader.exec_module(module)
             return
         with _without_cffi():
             self.loader.exec_module(module)
@@ -272,6 +277,7 @@ def load_cached_kernels_without_refresh() -> bool:
     load_overload._rush_lean = True  # type: ignore[attr-defined]
     cache.load_overload = load_overload
     _skip_entry_points_before_rush_kernels()
+    _rebuild_environments_without_imports()
     _parse_linking_bitcode_when_linked()
     return True
 
@@ -346,6 +352,47 @@ def _parse_linking_bitcode_when_linked() -> None:
     cpu.CPUContext.get_executable = _get_executable
 
 
+def _rebuild_environments_without_imports() -> None:
+    """Load a cached kernel without importing the numba modules its environments name.
+
+    numba caches, for every function compiled into a kernel (numba's own implementations of
+    ``np.empty``, ``np.argsort``, ``min``... among them), an environment: that function's
+    constants and its module's globals, which it imports to rebuild the environment at every
+    load (``numba.core.environment._rebuild_env``). For the replay that is ``numba.np.arraymath``
+    and ``numba.np.arrayobj`` with the modules they import, ~0.045 s of CPU (issue 31), for
+    dictionaries that compiled code never reads: only object-mode code reads an environment's
+    globals (``numba.core.pylowering``), and numba's implementations are compiled in nopython
+    mode. A numba module not imported yet gets a dictionary with its name only (an environment
+    is cached by that name, ``Environment.can_cache``); any other module is imported as numba
+    does. Private numba API: if its shape differs, nothing changes.
+    """
+    from numba.core import environment
+
+    original = getattr(environment, "_rebuild_env", None)
+    memo = getattr(getattr(environment, "Environment", None), "_memo", None)
+    if original is None or memo is None or getattr(original, "_rush_lean", False):
+        return
+    if not hasattr(environment, "lookup_environment"):
+        return
+
+    def _rebuild_env(modname, consts, env_name):  # noqa: ANN001, ANN202 - numba's signature
+        if not isinstance(modname, str) or not modname.startswith("numba.") or modname in sys.modules:
+            return original(modname, consts, env_name)
+        env = environment.lookup_environment(env_name)
+        if env is not None:
+            return env
+        env = environment.Environment({"__name__": modname})
+        env.consts[:] = consts
+        env.env_name = env_name
+        memo[env_name] = env
+        return env
+
+    _rebuild_env._rush_lean = True  # type: ignore[attr-defined]
+    # Saved kernels name it as numba's own (pickled by reference, found by name when loaded).
+    _rebuild_env.__module__, _rebuild_env.__qualname__ = environment.__name__, original.__qualname__
+    environment._rebuild_env = _rebuild_env
+
+
 def _skip_entry_points_before_rush_kernels() -> None:
     """Call one of rush's kernels without first loading numba's extensions.
 
@@ -402,7 +449,8 @@ def configure_when_numba_is_imported() -> None:
             load_cached_kernels_without_refresh()
     if "numba.core.typing.cffi_utils" in sys.modules:
         return
-    if not any(isinstance(finder, _NumbaFirstImport) for finder in sys.meta_path):
+    watching = (f for f in sys.meta_path if isinstance(f, _NumbaFirstImport))
+    if not any(f.waiting & set(_NumbaFirstImport.WATCHED) for f in watching):  # not the BLAS probe's
         sys.meta_path.insert(0, _NumbaFirstImport())
 
 
@@ -484,13 +532,43 @@ def skip_numba_blas_probe() -> None:
     when a kernel that uses them is compiled. rush's kernels use none of them. scipy is hidden
     only while that one module is imported, and only if nothing has imported it yet.
     """
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+    if BLAS_PROBE_MODULE in sys.modules or "scipy.linalg" in sys.modules:
         return
+    with _without_blas_probe():
+        import numba.np.arraymath  # noqa: F401
+
+
+BLAS_PROBE_MODULE = "numba.np.arraymath"
+
+
+def skip_numba_blas_probe_when_imported() -> None:
+    """:func:`skip_numba_blas_probe` at the moment ``numba.np.arraymath`` is imported, if ever.
+
+    With rush's start-up trims a kernel loads from the cache without that module
+    (:func:`_rebuild_environments_without_imports`): only a compile imports it, and then
+    without its BLAS probe. With the trims off (``RUSH_LEAN_NUMBA=0``) the probe is skipped
+    now, as before.
+    """
+    if not lean_numba_wanted():
+        skip_numba_blas_probe()
+        return
+    if BLAS_PROBE_MODULE in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    if not any(BLAS_PROBE_MODULE in getattr(f, "waiting", ()) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NumbaFirstImport((BLAS_PROBE_MODULE,)))
+
+
+@contextmanager
+def _without_blas_probe() -> Iterator[None]:
+    """Hide scipy's linear algebra while ``numba.np.arraymath`` is imported (its BLAS probe)."""
     # `import numba` already imports the (light) scipy package itself; hide the heavy part.
     hidden = "scipy.linalg" if "scipy" in sys.modules else "scipy"
+    if hidden in sys.modules:
+        yield
+        return
     sys.modules[hidden] = None  # type: ignore[assignment]  # makes the import fail at once
     try:
-        import numba.np.arraymath  # noqa: F401
+        yield
     finally:
         if hidden in sys.modules and sys.modules[hidden] is None:
             del sys.modules[hidden]

@@ -319,6 +319,55 @@ def test_simulate_leaves_at_once_with_its_output_whole(tmp_path: Path) -> None:
     assert metrics["awrt"] == pytest.approx(json.loads(out.stdout)["awrt"])
 
 
+@pytest.mark.parametrize("lean", ["", "0"])
+def test_simulate_loads_its_kernels_without_numbas_numpy_modules(tmp_path: Path, lean: str) -> None:
+    # A cached kernel's environments name numba's modules (numba.np.arraymath, arrayobj): with
+    # the start-up trims they are not imported to load it (RUSH_LEAN_NUMBA=0: they are), and the
+    # replay's output is the same. The first run may compile (and import everything).
+    report = "[m for m in ('numba.np.arraymath', 'numba.np.arrayobj', 'scipy.linalg') if m in sys.modules]"
+    env = {"RUSH_LEAN_NUMBA": lean}
+    argv = ["simulate", "lublin:300:16:1", "--json", "--jobs-out"]
+    first = in_process([*argv, str(tmp_path / "first.csv")], report, env)
+    assert first.returncode == 0, first.stderr
+    second = in_process([*argv, str(tmp_path / "second.csv")], report, env)
+    code, loaded = report_of(second)
+    assert code == 0, second.stderr
+    assert loaded == ([] if lean != "0" else ["numba.np.arraymath", "numba.np.arrayobj"])
+    assert (tmp_path / "second.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
+
+
+def test_a_kernel_compiled_after_a_lean_load_gets_numbas_numpy_modules_without_the_blas_probe() -> None:
+    # After the replay's kernels load without numba.np.arraymath, a kernel compiled in the same
+    # process (np.argsort, np.dot) still works: numba imports the module then, and without its
+    # BLAS probe (scipy.linalg comes only with np.dot's own compile).
+    out = python(
+        """
+        import json, sys
+        import numpy as np
+        import rush.simulator.metrics as metrics
+        from rush.jit_cache import skip_numba_blas_probe_when_imported
+        skip_numba_blas_probe_when_imported()
+        metrics.job_bounded_slowdown(100.0, 10.0, 10.0)  # compiled or loaded
+        import numba
+
+        @numba.njit
+        def order(a):
+            return np.argsort(a)
+
+        first = order(np.array([3.0, 1.0, 2.0])).tolist()
+        probe_skipped = "numba.np.arraymath" in sys.modules and "scipy.linalg" not in sys.modules
+
+        @numba.njit
+        def dot(a):
+            return np.dot(a, a)
+
+        print(json.dumps([first, probe_skipped, dot(np.arange(3.0))]))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [[1, 2, 0], True, 5.0]
+
+
 def test_leaving_at_once_waits_for_other_threads() -> None:
     # With another thread alive the process takes the normal way out (which waits for it).
     out = python(

@@ -377,9 +377,9 @@ def _slurm_mode(
 
 
 def _prepare_numba() -> None:
-    from rush.jit_cache import announce_if_cold, skip_numba_blas_probe
+    from rush.jit_cache import announce_if_cold, skip_numba_blas_probe_when_imported
 
-    skip_numba_blas_probe()
+    skip_numba_blas_probe_when_imported()
     announce_if_cold()  # stderr, so that --json output on stdout stays one JSON document
 
 

@@ -35,6 +35,7 @@ from rush.core.pass_data import (
     RunningSet,
 )
 from rush.core.skip_with_limit import should_skip
+from rush.core.sorted_ends import sort_ends
 from rush.core.starved_head import on_limits, reserved_on_limits
 
 INF = np.inf
@@ -104,7 +105,7 @@ def shadow_time(
     return shadow, avail - need
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # no reference counts on its 35 arrays (rush.core.scheduling_pass)
 def easy_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -125,15 +126,13 @@ def easy_pass(
     if head >= 0 and config.mode == MODE_EASY:
         starved = reserved_on_limits(config, jobs, head, now)
         est = jobs.limit if starved else jobs.est
-        new_end = np.empty(ns, dtype=np.float64)
-        new_procs = np.empty(ns, dtype=np.int64)
+        # This pass's starts by their estimated ends, in ``out``'s reservation buffers, which
+        # EASY does not use (as the node pass): no allocation, no reference counts.
+        new_end, new_procs = out.reserved_at, out.reserved
         for k in range(ns):
             new_end[k] = now + est[out.start[k]]
             new_procs[k] = procs[out.start[k]]
-        if ns > 1:
-            perm = np.argsort(new_end)
-            new_end = new_end[perm]
-            new_procs = new_procs[perm]
+        sort_ends(new_end, new_procs, ns)
         started = RunningSet(new_end, new_procs, ns, new_end, new_procs)
         shadow, extra = shadow_time(
             now, free, procs[head], on_limits(running) if starved else running, started

@@ -75,6 +75,7 @@ from rush.core.pass_data import (
     RunningSet,
 )
 from rush.core.skip_with_limit import should_skip
+from rush.core.sorted_ends import sort_ends as _sort_ends  # tests/core/test_node_pass_sort.py's name
 from rush.core.starved_head import on_limits, reserved_on_limits
 
 INF = np.inf
@@ -219,34 +220,6 @@ def node_shadow_time(
     if shadow < now:
         shadow = now
     return shadow
-
-
-@njit(cache=True, _nrt=False)  # no reference counts: see rush.core.node_pool
-def _sort_ends(ends: np.ndarray, rows: np.ndarray, n: int) -> None:
-    """Sort ``ends[:n]`` in place, ``rows[:n]`` with them (heap sort: no allocation). The
-    order among equal ends is free: :func:`node_shadow_time` gives back every allocation that
-    ends at the shadow time before it returns."""
-    for first in range(n // 2 - 1, -1, -1):
-        _sift_down(ends, rows, first, n)
-    for last in range(n - 1, 0, -1):
-        ends[0], ends[last] = ends[last], ends[0]
-        rows[0], rows[last] = rows[last], rows[0]
-        _sift_down(ends, rows, 0, last)
-
-
-@njit(cache=True, _nrt=False, inline="always")
-def _sift_down(ends: np.ndarray, rows: np.ndarray, k: int, n: int) -> None:
-    while True:
-        child = 2 * k + 1
-        if child >= n:
-            return
-        if child + 1 < n and ends[child + 1] > ends[child]:
-            child += 1
-        if ends[k] >= ends[child]:
-            return
-        ends[k], ends[child] = ends[child], ends[k]
-        rows[k], rows[child] = rows[child], rows[k]
-        k = child
 
 
 @njit(cache=True, _nrt=False)  # no reference counts: see rush.core.node_pool

@@ -100,7 +100,7 @@ def compute_order_keys(
                 key[k] += policy.weights[FAIRSHARE_TERM] * jobs.fairshare[j]
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # it allocates: not inherited from order_queue's _nrt=False
 def _merge_sort(queue: np.ndarray, group: np.ndarray, key: np.ndarray, qn: int) -> None:
     perm = np.arange(qn)
     tmp = np.empty(qn, dtype=np.int64)

@@ -59,7 +59,7 @@ from rush.core.speculative_reservations import next_attempt, run_limit
 INF = np.inf
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # per event: no reference counts (rush.core.node_pool)
 def _heap_push(ht: np.ndarray, hj: np.ndarray, hn: int, t: float, j: int) -> int:
     k = hn
     ht[k] = t
@@ -74,7 +74,7 @@ def _heap_push(ht: np.ndarray, hj: np.ndarray, hn: int, t: float, j: int) -> int
     return hn + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # per event: no reference counts (rush.core.node_pool)
 def _heap_pop(ht: np.ndarray, hj: np.ndarray, hn: int) -> int:
     hn -= 1
     ht[0] = ht[hn]
@@ -96,7 +96,7 @@ def _heap_pop(ht: np.ndarray, hj: np.ndarray, hn: int) -> int:
     return hn
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # per event: no reference counts (rush.core.node_pool)
 def _running_insert(
     r_end: np.ndarray, r_job: np.ndarray, r_procs: np.ndarray, rn: int, e: float, j: int, p: int
 ) -> int:
@@ -117,7 +117,7 @@ def _running_insert(
     return rn + 1
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # per event: no reference counts (rush.core.node_pool)
 def _running_remove(
     r_end: np.ndarray, r_job: np.ndarray, r_procs: np.ndarray, rn: int, e: float, j: int
 ) -> int:
