@@ -36,12 +36,13 @@ from trial_cell import cell  # noqa: E402
 DIAGNOSTICS = ("TOPOLOGY", "POD-PACKING")
 
 
-def rows_of(policy: str, variant: str, scenario: str, trial: int) -> list[dict]:
-    """One trial of the diagnostic ``policy``, its rows under the diagnostic's name."""
+def rows_of(policy: str, variant: str, scenario: str, trial: int, scale: float = 1.0) -> list[dict]:
+    """One trial of the diagnostic ``policy``, its rows under the diagnostic's name (``scale``
+    shrinks the trial's job count, for tests)."""
     if policy == "TOPOLOGY":
-        return run(cell(variant, scenario, trial, "TOPOLOGY"))
+        return run(cell(variant, scenario, trial, "TOPOLOGY") | {"scale": scale})
     if policy == "POD-PACKING":
-        rows = run(cell(variant, scenario, trial, "RUSH-MOVE"), predictor=FlagEvery())
+        rows = run(cell(variant, scenario, trial, "RUSH-MOVE") | {"scale": scale}, predictor=FlagEvery())
         return [r | {"policy": policy} for r in rows]
     raise SystemExit(f"run_diagnostic.py: unknown diagnostic {policy!r}; use one of {', '.join(DIAGNOSTICS)}")
 
