@@ -15,6 +15,11 @@ prediction rows on the same trials:
   ``dev/rerun_policy.py`` runs it) only to read its questions (``present-label-questions.csv.gz``);
   each rerun's jobs must start, end and vary as in the committed rows, or the run stops.
 
+RUSH-JOB-PLACEBO and PRESENT-LABEL-JOB-PLACEBO (dev/log.md r′) match the model per job instead:
+``JobPlacebo`` flags a job's first question at the model's share of jobs flagged at their first
+question and each later question (the job was held) at the model's share of later questions
+flagged, so the number of held jobs and their hold lengths are the model's, the jobs random.
+
 Each trial is run_trial's cell as the study builds it (``dev/trial_cell.py``: the committed
 campaign's bar, the study file's machine and noise, seed 0; the cause attribution left out).
 Cells already in the outputs are kept, so the command resumes. Writes ``runs.csv.gz`` and
@@ -38,10 +43,16 @@ HERE = Path(__file__).resolve().parent
 STUDY = HERE.parent
 sys.path[:0] = [str(HERE), str(STUDY / "dev")]
 
-from diagnostic_predictors import Placebo  # noqa: E402
+from diagnostic_predictors import JobPlacebo, Placebo  # noqa: E402
 from trial_cell import cell, without_attribution  # noqa: E402
 
-LEARNED = {"RUSH-PLACEBO": "RUSH", "PRESENT-LABEL-PLACEBO": "RUSH-PRESENT-LABEL"}
+LEARNED = {
+    "RUSH-PLACEBO": "RUSH",
+    "PRESENT-LABEL-PLACEBO": "RUSH-PRESENT-LABEL",
+    "RUSH-JOB-PLACEBO": "RUSH",
+    "PRESENT-LABEL-JOB-PLACEBO": "RUSH-PRESENT-LABEL",
+}
+JOB_MATCHED = ("RUSH-JOB-PLACEBO", "PRESENT-LABEL-JOB-PLACEBO")  # dev/log.md r′: two coins, per job
 RULES = "RUSH"  # both placebos run RUSH's rules (RUSH-PRESENT-LABEL's are the same)
 PREDICTIONS = {
     "RUSH": [STUDY / d / "predictions.csv.gz" for d in ("results", "trials-4005", "trials-5000")],
@@ -151,32 +162,46 @@ def present_label_questions(scenarios: list[str], trials: list[int]) -> None:
 
 
 def rates(learned: str, scenarios: list[str], trials: list[int]) -> dict[str, dict]:
-    """Per scenario: the model's questions, flagged questions and their share (the placebo's rate),
-    and the share of its questioned jobs flagged at least once, over ``trials``."""
-    asked: dict[str, list[int]] = {s: [0, 0] for s in scenarios}
-    jobs: dict[str, dict[tuple[int, str], bool]] = {s: {} for s in scenarios}
+    """Per scenario, over ``trials``: the model's questions, flagged questions and their share (r's
+    rate), the share of its questioned jobs flagged at least once, and r′'s two rates: the share of
+    jobs flagged at their first question and of later questions flagged."""
+    answers: dict[str, dict[tuple[int, str], list[bool]]] = {s: {} for s in scenarios}
     for path in PREDICTIONS[learned]:
         for r in read(path):
-            if r["variant"] != "paper" or r["policy"] != learned or r["scenario"] not in asked:
+            if r["variant"] != "paper" or r["policy"] != learned or r["scenario"] not in answers:
                 continue
             if int(r["trial"]) not in trials:
                 continue
-            flag = r["flag"] == "True"
-            asked[r["scenario"]][0] += 1
-            asked[r["scenario"]][1] += flag
-            key = (int(r["trial"]), r["job_id"])
-            jobs[r["scenario"]][key] = jobs[r["scenario"]].get(key, False) or flag
+            answers[r["scenario"]].setdefault((int(r["trial"]), r["job_id"]), []).append(r["flag"] == "True")
     out = {}
-    for s, (n, f) in asked.items():
-        if not n:
+    for s, jobs in answers.items():
+        if not jobs:
             raise SystemExit(f"{learned} paper {s}: no prediction rows on trials {trials[0]}–{trials[-1]}")
+        n = sum(len(a) for a in jobs.values())
+        f = sum(sum(a) for a in jobs.values())
+        later = [x for a in jobs.values() for x in a[1:]]
         out[s] = {
             "questions": n,
             "flagged": f,
             "rate_per_question": f / n,
-            "jobs_flagged_share": sum(jobs[s].values()) / len(jobs[s]),
+            "jobs_flagged_share": sum(any(a) for a in jobs.values()) / len(jobs),
+            "rate_first_question": sum(a[0] for a in jobs.values()) / len(jobs),
+            "rate_later_questions": sum(later) / len(later) if later else 0.0,
         }
     return out
+
+
+def predictor(name: str, rate: dict, scenario: str, trial: int) -> tuple[Placebo | JobPlacebo, dict]:
+    """The placebo of one trial and the rates it records in its rows."""
+    if name in JOB_MATCHED:
+        first, again = rate["rate_first_question"], rate["rate_later_questions"]
+        return JobPlacebo.for_trial(first, again, scenario, trial), {
+            "placebo_first": first,
+            "placebo_again": again,
+        }
+    return Placebo.for_trial(rate["rate_per_question"], scenario, trial), {
+        "placebo_rate": rate["rate_per_question"]
+    }
 
 
 def run_placebos(placebos: list[str], scenarios: list[str], trials: list[int], table: dict) -> None:
@@ -184,19 +209,18 @@ def run_placebos(placebos: list[str], scenarios: list[str], trials: list[int], t
     done = {(r["policy"], r["scenario"], int(r["trial"])) for r in runs}
     for name in placebos:
         for s in scenarios:
-            rate = table[name][s]["rate_per_question"]
             for t in trials:
                 if (name, s, t) in done:
                     continue
-                c = cell("paper", s, t, RULES)
-                jobs, questions = trial_rows(c, Placebo.for_trial(rate, s, t))
-                runs += [r | {"policy": name, "placebo_rate": rate} for r in jobs]
+                placebo, recorded = predictor(name, table[name][s], s, t)
+                jobs, questions = trial_rows(cell("paper", s, t, RULES), placebo)
+                runs += [r | {"policy": name} | recorded for r in jobs]
                 asked += [r | {"policy": name} for r in questions]
                 write(HERE / "runs.csv.gz", runs)
                 write(HERE / "predictions.csv.gz", asked, PREDICTION_COLUMNS)
                 flagged = sum(r["flag"] for r in questions)
                 print(
-                    f"{name} {s} {t}: rate {rate:.3f}, {flagged}/{len(questions)} questions flagged",
+                    f"{name} {s} {t}: {recorded}, {flagged}/{len(questions)} questions flagged",
                     flush=True,
                 )
 
@@ -205,7 +229,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", default="4000-4009,5000-5004")
     ap.add_argument("--scenarios", default="ADAA,WS,SS")
-    ap.add_argument("--placebos", default=",".join(LEARNED))
+    ap.add_argument("--placebos", default=",".join(LEARNED), help="placebos to run (default: all)")
     ap.add_argument("--tables-only", action="store_true", help="only write tables.md from the outputs")
     args = ap.parse_args()
     trials, scenarios = trial_list(args.trials), args.scenarios.split(",")
@@ -214,7 +238,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"--placebos: unknown {', '.join(unknown)}; use {', '.join(LEARNED)}")
     if not args.tables_only:
-        if "PRESENT-LABEL-PLACEBO" in placebos:
+        if any(LEARNED[p] == "RUSH-PRESENT-LABEL" for p in placebos):
             present_label_questions(scenarios, trials)
         table = {name: rates(LEARNED[name], scenarios, trials) for name in placebos}
         rates_path = HERE / "rates.json"
