@@ -41,8 +41,10 @@ ORDER = [
     "TOPOLOGY",  # diagnostic: FCFS+EASY with RUSH-MOVE's topology packing for every job, no predictor
     "POD-PACKING",  # diagnostic: RUSH-MOVE's rules, every job flagged, every leaf quiet (topology-4000/)
     "RUSH-PLACEBO",  # diagnostic: RUSH's rules, questions flagged at random at RUSH's rate (placebo/)
+    "RUSH-JOB-PLACEBO",  # diagnostic: the same, matched per job (first question, later ones; placebo/)
     "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
     "PRESENT-LABEL-PLACEBO",  # diagnostic: the same at RUSH-PRESENT-LABEL's rate (placebo/)
+    "PRESENT-LABEL-JOB-PLACEBO",  # diagnostic: matched per job to RUSH-PRESENT-LABEL (placebo/)
     "RUSH-MOVE-PRESENT-LABEL",  # round seven: RUSH-MOVE with that model
     "RUSH-30",
     "RUSH-UNLIMITED",

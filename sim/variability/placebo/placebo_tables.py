@@ -39,6 +39,12 @@ COMMITTED = [
     STUDY / "trials-5000" / "runs-rush-present-label.csv.gz",
 ]
 SCENARIOS = ["ADAA", "WS", "SS"]
+ORDER = ["RUSH-PLACEBO", "RUSH-JOB-PLACEBO", "PRESENT-LABEL-PLACEBO", "PRESENT-LABEL-JOB-PLACEBO"]
+
+
+def ordered(rates: dict) -> list[tuple[str, dict]]:
+    """rates.json's placebos in ORDER (the learned policy's two placebos together)."""
+    return sorted(rates.items(), key=lambda kv: ORDER.index(kv[0]) if kv[0] in ORDER else len(ORDER))
 
 
 def placebo_rates(path: Path) -> dict[tuple[str, str], tuple[float, float]]:
@@ -67,7 +73,7 @@ def comparison(pool: ten_trials.Pool, rates: dict, realised: dict) -> list[str]:
     ]
     for s in SCENARIOS:
         base = pool.cells.get((s, "FCFS+EASY"), {})
-        for name, meta in rates.items():
+        for name, meta in ordered(rates):
             learned, placebo = pool.cells.get((s, meta["learned"]), {}), pool.cells.get((s, name), {})
             trials = sorted(t for t in placebo if t in learned and t in base)
             if not trials:
@@ -87,7 +93,7 @@ def comparison(pool: ten_trials.Pool, rates: dict, realised: dict) -> list[str]:
             out.append(
                 f"| {s} | {meta['learned']} | {name} | {ten_trials.trial_ranges(trials)} ({len(trials)}) "
                 f"| {b.mean():.1f} | {(b - vl).mean():+.1f} | {(b - vp).mean():+.1f} [{plo:+.1f}, {phi:+.1f}] "
-                f"| **{d.mean():+.1f} [{lo:+.1f}, {hi:+.1f}]** | {span_l:+.2%} / {span_p:+.2%} "
+                f"| **{d.mean():+.1f} [{lo:+.2f}, {hi:+.2f}]** | {span_l:+.2%} / {span_p:+.2%} "
                 f"| {hits_l:.1f} / {hits_p:.1f} | {target['rate_per_question']:.3f} / {got[0]:.3f} "
                 f"| {target['jobs_flagged_share']:.0%} / {got[1]:.0%} |"
             )
@@ -97,7 +103,7 @@ def comparison(pool: ten_trials.Pool, rates: dict, realised: dict) -> list[str]:
 def per_trial(pool: ten_trials.Pool, rates: dict) -> list[str]:
     out = ["| scenario | placebo | trials | learned − placebo per trial |", "|---|---|---|---|"]
     for s in SCENARIOS:
-        for name, meta in rates.items():
+        for name, meta in ordered(rates):
             learned, placebo = pool.cells.get((s, meta["learned"]), {}), pool.cells.get((s, name), {})
             trials = sorted(t for t in placebo if t in learned)
             if trials:
