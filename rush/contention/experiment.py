@@ -50,9 +50,10 @@ from rush.contention.oracles import (
     PresentStateOracle,
     Recorded,
 )  # fmt: skip
-from rush.contention.shell import EPOCH, Simulation
+from rush.contention.shell import EPOCH, Oracle, Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
+from rush.core.resources import PLACEMENTS
 
 WARMUP = 600.0
 THRESHOLD_NODES = 16  # the control runs' size: thresholds come from these
@@ -139,9 +140,15 @@ def learned_oracle(policy: str, model: dict[str, Any], store: Any, rng: np.rando
     return LearnedOracle(store, Path(model["path"]), rng, flag_by_size=by_size, size_table=table)
 
 
-def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
+def run_trial(cell: dict, resources: dict | None = None, predictor: Oracle | None = None) -> list[dict]:
     """One variant x scenario x trial x policy: one row per job (``kind`` "job") and one per
-    question a flagging policy answered (``kind`` "prediction")."""
+    question a flagging policy answered (``kind`` "prediction").
+
+    Diagnostics of the development tooling (``sim/variability``), not policies of the study:
+    ``predictor`` answers a learned policy's questions in place of its model (a placebo, a
+    predictor that flags every job): the policy still gives the rules (skip limit, placement), no
+    model is read and no feature store kept, and its answers are recorded as the model's would be.
+    A cell's ``placement`` (one of the core's) replaces the policy's (TOPOLOGY: FCFS+EASY packed)."""
     from rush.collect.store import FeatureStore
 
     scenario = SCENARIOS[cell["scenario"]]
@@ -153,18 +160,27 @@ def run_trial(cell: dict, resources: dict | None = None) -> list[dict]:
     jobs = workload(scenario, np.random.default_rng(work_seed), float(cell.get("scale", 1.0)))
     noise = NoiseSchedule.random(noise_spec, np.random.default_rng(noise_seed), 3 * 86_400.0)
     policy = cell["policy"]
+    if predictor is not None and policy not in LEARNED:
+        raise ValueError(
+            f"a predictor replaces a learned policy's model ({', '.join(LEARNED)}), not {policy}'s"
+        )
+    placement = cell.get("placement") or PLACEMENT.get(policy, "first-fit")
+    if placement not in PLACEMENTS:
+        raise ValueError(f"cell placement {placement!r}: use one of {', '.join(PLACEMENTS)}")
     limit = skip_limit(policy)
     config = replace(
         CoreConfig.from_names("FCFS", "easy"),
         skip_limit=_NO_LIMIT if limit == UNLIMITED else limit,
-        placement=PLACEMENT.get(policy, "first-fit"),
+        placement=placement,
     )
     thresholds = cell["thresholds"]
     fabric = Fabric(machine, noise_spec)
     reference = PresentStateOracle(thresholds)
-    store = FeatureStore(":memory:") if policy in LEARNED else None
+    store = FeatureStore(":memory:") if policy in LEARNED and predictor is None else None
     oracle = None
-    if policy in LEARNED:
+    if predictor is not None:
+        oracle = Recorded(predictor, reference)
+    elif policy in LEARNED:
         name = model_name(policy, scenario.model)
         if name not in cell["models"]:
             raise ValueError(

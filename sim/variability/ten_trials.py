@@ -40,7 +40,11 @@ ORDER = [
     "RUSH-MOVE",
     "TOPOLOGY",  # diagnostic: FCFS+EASY with RUSH-MOVE's topology packing for every job, no predictor
     "POD-PACKING",  # diagnostic: RUSH-MOVE's rules, every job flagged, every leaf quiet (topology-4000/)
+    "RUSH-PLACEBO",  # diagnostic: RUSH's rules, questions flagged at random at RUSH's rate (placebo/)
+    "RUSH-JOB-PLACEBO",  # diagnostic: the same, matched per job (first question, later ones; placebo/)
     "RUSH-PRESENT-LABEL",  # round six: RUSH with the model trained on the present-state oracle's answer
+    "PRESENT-LABEL-PLACEBO",  # diagnostic: the same at RUSH-PRESENT-LABEL's rate (placebo/)
+    "PRESENT-LABEL-JOB-PLACEBO",  # diagnostic: matched per job to RUSH-PRESENT-LABEL (placebo/)
     "RUSH-MOVE-PRESENT-LABEL",  # round seven: RUSH-MOVE with that model
     "RUSH-30",
     "RUSH-UNLIMITED",
@@ -105,9 +109,19 @@ def t_interval(d: np.ndarray) -> tuple[float, float]:
     return d.mean() - half, d.mean() + half
 
 
+def resamples(n: int) -> np.ndarray:
+    """The paired bootstrap's resamples of n trials (BOOTSTRAP rows of trial indices, seed 0)."""
+    return np.random.default_rng(0).integers(0, n, size=(BOOTSTRAP, n))
+
+
+def mean_interval(d: np.ndarray) -> tuple[float, float]:
+    """95 % percentile interval of the mean of paired per-trial differences ``d``."""
+    lo, hi = np.percentile(d[resamples(len(d))].mean(axis=1), [2.5, 97.5])
+    return lo, hi
+
+
 def share_interval(removed: np.ndarray, removed_present: np.ndarray) -> tuple[float, float]:
-    rng = np.random.default_rng(0)
-    idx = rng.integers(0, len(removed), size=(BOOTSTRAP, len(removed)))
+    idx = resamples(len(removed))
     num = removed[idx].mean(axis=1)
     den = removed_present[idx].mean(axis=1)
     ok = den > 0

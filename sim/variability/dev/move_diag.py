@@ -28,9 +28,12 @@ from dataclasses import replace
 import numpy as np
 from trial_cell import cell, without_attribution
 
+from rush.contention.shell import Oracle
 
-def run(c: dict) -> list[dict]:
-    """run_trial's set-up, keeping each job's hosts and the predictor's answers."""
+
+def run(c: dict, predictor: Oracle | None = None) -> list[dict]:
+    """run_trial's set-up, keeping each job's hosts and the predictor's answers. ``predictor``
+    (``diagnostic_predictors.py``'s) answers in place of the policy's model (run_trial's)."""
     import rush.contention.experiment as ex
     from rush.contention.shell import Simulation
 
@@ -58,10 +61,8 @@ def run(c: dict) -> list[dict]:
         sh.machine_nodes = lambda fabric: tuple(replace(n, pod=n.leaf) for n in machine_nodes(fabric))
     if nopod:
         sh.machine_nodes = lambda fabric: tuple(replace(n, pod=0) for n in machine_nodes(fabric))
-    topology = policy == "TOPOLOGY"
-    if topology:
-        c = c | {"policy": "FCFS+EASY"}
-        ex.PLACEMENT["FCFS+EASY"] = "topology"
+    if policy == "TOPOLOGY":
+        c = c | {"policy": "FCFS+EASY", "placement": "topology"}
     # Change j: RUSH with the core's one-leaf placement (a flagged job on one leaf, else skipped).
     if policy in ("RUSH-LEAF", "PRESENT-LEAF"):
         base = "RUSH" if policy == "RUSH-LEAF" else "PRESENT-ORACLE"
@@ -75,14 +76,13 @@ def run(c: dict) -> list[dict]:
     Simulation.run = spy
     try:
         with without_attribution():
-            rows = ex.run_trial(c)
+            rows = ex.run_trial(c, predictor=predictor)
     finally:
         Simulation.run = orig
         Simulation._pass = orig_pass
         ex.PLACEMENT.pop("RUSH", None)
         ex.PLACEMENT.pop("PRESENT-ORACLE", None)
         sh.machine_nodes = machine_nodes
-        ex.PLACEMENT.pop("FCFS+EASY", None)
     machine, _ = ex.cell_machine(c)
     sim = kept["sim"]
     first_flag: dict[int, bool] = {}

@@ -4,7 +4,7 @@
 
 The committed RUSH-MOVE rows carry no leaves; this reruns RUSH-MOVE on one trial through
 ``dev/move_diag.py`` (the committed campaign's models, as the study runs it) and counts the jobs
-whose leaves are TOPOLOGY's (``run_topology.py``'s rows) and RUSH-MOVE's flagged starts. Prints
+whose leaves are TOPOLOGY's (``run_diagnostic.py TOPOLOGY``'s rows) and RUSH-MOVE's flagged starts. Prints
 one line per scenario.
 """
 
