@@ -18,6 +18,22 @@ Each figure is the median and max of ``--repeat`` calls on fresh copies of the i
 one call that loads the numba cache). The decisions of the two warm passes are compared too.
 
 Run: ``python benchmarks/bench_conservative_nodes.py [--pending 10000] [--repeat 5]``
+
+The first pass (issue 31, round 8), measured before changing it (an instrumented copy of the
+kernel, 10 000 pending on 1 000 nodes, 0.45 s CPU for the compiled pass): 65.5 million booking
+entries applied to the jobs' rooms, 20.0 million building each job's first window and 45.5
+million sliding it over 1.9 million candidate starts (190 a job); 1.4 million of those pass the
+count profile, so the counts are not what is loose, the nodes are. The slide is skewed: a tenth
+of the jobs (short ones, median estimate 4.8 h against 11.9 h for the queue) apply 71 % of the
+entries, each walking about 1 000 candidates from an early count fit through a booked,
+fragmented stretch to near the frontier of the plan. Hypothesis tested this round: the cost is
+per entry, not per candidate, and each entry pays the general offer rule twice (the request's
+kind is re-dispatched and six per-node arrays read per entry); a room update specialised per
+kind of request, reading one per-node threshold pair set once per job, halves the cost of an
+entry and so of the pass, with the same candidates in the same order (the same decisions).
+Refuted (docs/research.md, "conservative first pass on nodes"): same decisions, but 420-830 ms
+against main's 426-456 ms in the same sitting, so the kernel was kept. Not tested: an index of each node's gaps by length so that a job skips gaps too short for it (the
+longer fix for the skewed walks; exact for whole nodes, not yet formulated for shared ones).
 """
 
 from __future__ import annotations
