@@ -1,38 +1,50 @@
-"""Live start estimates on issue 29's window: rush's quantile model beside each RJMS's own.
+"""Live start estimates on issue 29's windows: rush's quantile model beside each RJMS's own.
 
-    python sim/runtime_predictions/live_windows.py            # the table from the committed runs
+    python sim/runtime_predictions/live_windows.py            # the tables from the committed runs
     python sim/runtime_predictions/live_windows.py --run      # first the runs whose CSV is missing
-    python sim/runtime_predictions/live_windows.py --run --rjms flux,fluxion   # only those, again
+    python sim/runtime_predictions/live_windows.py --run --window CTC --rjms flux,fluxion   # those, again
+    python sim/runtime_predictions/live_windows.py --choose   # the windows the rule picks (simulator only)
 
-The window is SDSC-SP2 jobs 10800-10879 at K = 10 on 32 one-CPU nodes (Slurm 25.11's 32 nodes;
-on Flux 32 brokers of one core, fake nodes through resource.config). Each run is one
-``sim/start_estimates/run_live.py KIND ... runtime-quantiles`` (that script starts the cluster
-and runs ``rush replay --estimates``; the model is trained once, on the jobs finished before the
-window, times divided by K, and shared by the runs):
+Windows (``WINDOWS``), each on 32 one-CPU nodes (Slurm 25.11's 32 nodes; on Flux 32 brokers of
+one core, fake nodes through resource.config):
+
+* ``SDSC``: SDSC-SP2 jobs 10800-10879 at K = 10 (round 10's window; no wait over an hour);
+* ``CTC``, ``BLUE``, ``KTH``: waits over an hour, chosen by the rule of
+  :mod:`rush.studies.live_window_choice` (fixed before any estimate was looked at): from half of
+  the trace's jobs, the first window of 60 jobs, every 10 jobs, whose simulated FCFS + EASY
+  replay at K = 60 on 32 CPUs has at least 10 jobs waiting over an hour, a longest run of at
+  most 360 wall s and a makespan of at most 420 wall s.
+
+Each run is one ``sim/start_estimates/run_live.py KIND TRACE WINDOW K runtime-quantiles MODEL``
+(that script starts the cluster and runs ``rush replay --estimates``; the model is trained once
+per window, on the jobs finished before it, times divided by K, and shared by its runs):
 
 * ``slurm``: ``slurm-nodes``, rush's daemon in priority mode beside ``squeue --start``
-  (``slurm-burst``: the earlier run of it, whose arrivals came as a burst, kept as a reference);
+  (``slurm-burst``, SDSC only: the earlier run whose arrivals came as a burst, a reference);
 * ``flux``: ``flux-nodes``, rush's daemon (jobtap priority plugin) beside sched-backfill's
   ``t_estimate``;
 * ``fluxion``: ``fluxion-nodes``, the same beside Fluxion's (queue-policy easy, lonodex);
-* ``rush-module``: ``flux-rush-nodes``, rush's Flux scheduler module is the scheduler: its
-  ``t_estimate`` annotations are rush's estimates (no other estimator in that run).
+* ``rush-module`` (SDSC only): ``flux-rush-nodes``, rush's Flux scheduler module is the
+  scheduler: its ``t_estimate`` annotations are rush's estimates (no other estimator in that run).
 
-The table (``results/live_windows.md`` and ``.csv``): per run, estimator and wait class,
+The tables (``results/live_windows.md`` and ``.csv``): per window, run, estimator and wait class,
 coverage (share of the jobs with an estimate at or after submit), mean and median absolute
-error at submit (trace minutes), share within 10 % of the wait and within 1 minute, and the
-mean absolute error halfway through the wait; then, for runs with two estimators, the same on
-the jobs both estimated. Computed with rush.studies.estimate_accuracy.accuracy from each run's
-CSV (the replay's per-job predictions), so an older run's JSON without the median still counts.
+error at submit (trace minutes), share within 10 % of the wait and within 1 minute, the mean
+signed error (estimate minus real start: positive is late) and the share of late estimates,
+and the mean absolute error halfway through the wait; then, for runs with two estimators, the
+same on the jobs both estimated. Computed with rush.studies.estimate_accuracy.accuracy from each
+run's CSV (the replay's per-job predictions), so an older run's JSON without the median still counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -41,26 +53,57 @@ sys.path.insert(0, str(ROOT))
 
 from rush.studies.estimate_accuracy import WAIT_CLASSES, accuracy  # noqa: E402
 
-TRACE, WINDOW, SPEEDUP, VARIANT = "SDSC-SP2-1998-4.2-cln.swf.gz", "10800:80", "10", "runtime-quantiles"
+VARIANT = "runtime-quantiles"
 # --rjms name -> (run_live.py kind, what ran)
 RUNS = {
     "slurm": ("slurm-nodes", "Slurm 25.11, 32 nodes; rush's daemon (priority mode)"),
-    # The first Slurm run (before the planner warmed its predictor at load): its first cycle
-    # took 218 s and 79 jobs were submitted in a burst; a reference, not rerun by --run.
+    # The first Slurm run of SDSC (before the planner warmed its predictor at load): its first
+    # cycle took 218 s and 79 jobs were submitted in a burst; a reference, not rerun by --run.
     "slurm-burst": ("slurm-nodes", "the same, the earlier run whose arrivals were a burst (reference)"),
     "flux": ("flux-nodes", "Flux, sched-backfill, 32 brokers; rush's daemon (jobtap priority plugin)"),
     "fluxion": ("fluxion-nodes", "Flux, Fluxion easy/lonodex, 32 brokers; rush's daemon (jobtap plugin)"),
     "rush-module": ("flux-rush-nodes", "Flux, rush's scheduler module, 32 brokers (its t_estimate)"),
 }
+
+
+@dataclass(frozen=True)
+class LiveWindow:
+    name: str
+    trace: str
+    window: str
+    speedup: str
+    runs: tuple[str, ...]
+    why: str
+
+
+WINDOWS = (
+    LiveWindow(
+        "SDSC",
+        "SDSC-SP2-1998-4.2-cln.swf.gz",
+        "10800:80",
+        "10",
+        tuple(RUNS),
+        "round 10's window (no wait over 1 h)",
+    ),
+    # Round 11: waits over an hour, the rule of rush.studies.live_window_choice (--choose).
+    LiveWindow(
+        "CTC", "CTC-SP2-1996-3.1-cln.swf.gz", "44051:60", "60", ("slurm", "flux", "fluxion"), "the rule"
+    ),
+    LiveWindow(
+        "BLUE", "SDSC-BLUE-2000-4.2-cln.swf.gz", "125231:60", "60", ("slurm", "flux", "fluxion"), "the rule"
+    ),
+    LiveWindow(
+        "KTH", "KTH-SP2-1996-2.1-cln.swf.gz", "18997:60", "60", ("slurm", "flux", "fluxion"), "the rule"
+    ),
+)
 RESULTS = ROOT / "sim" / "start_estimates" / "results"
 OWN = {"slurm": "squeue --start", "flux": "sched-backfill", "fluxion": "Fluxion", "rush": "rush"}
 
 
-def csv_path(kind: str, rjms: str = "") -> Path:
+def csv_path(kind: str, rjms: str = "", w: LiveWindow = WINDOWS[0]) -> Path:
     suffix = "-burst" if rjms == "slurm-burst" else ""
-    return (
-        RESULTS / f"{kind}-{TRACE.split('-')[0]}-{WINDOW.replace(':', '_')}-K{SPEEDUP}-{VARIANT}{suffix}.csv"
-    )
+    stem = f"{kind}-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}-{VARIANT}{suffix}"
+    return RESULTS / f"{stem}.csv"
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -72,15 +115,32 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
+def signed(errors: list[float | None]) -> dict:
+    """Mean and median signed error (estimate minus real start, trace s) and the share late."""
+    known = [e for e in errors if e is not None]
+    if not known:
+        return {"mean_signed_error": None, "median_signed_error": None, "late": None}
+    return {
+        "mean_signed_error": sum(known) / len(known),
+        "median_signed_error": statistics.median(known),
+        "late": sum(1 for e in known if e > 0) / len(known),
+    }
+
+
 def measures(rows: list[dict]) -> dict:
     """Coverage and errors of one estimator on these jobs (trace seconds)."""
     waits = [r["wait"] for r in rows]
     first = accuracy([r["error"] for r in rows], waits)
     half = accuracy([r["halfway_error"] for r in rows], waits)
-    return {**first, "halfway_mean_abs_error": half["mean_abs_error"], "halfway_coverage": half["coverage"]}
+    return {
+        **first,
+        **signed([r["error"] for r in rows]),
+        "halfway_mean_abs_error": half["mean_abs_error"],
+        "halfway_coverage": half["coverage"],
+    }
 
 
-def table_rows(rjms: str, rows: list[dict]) -> list[dict]:
+def table_rows(rjms: str, rows: list[dict], window: str = WINDOWS[0].name) -> list[dict]:
     """Per estimator and wait class (the waiting ones: beyond the timing granularity), then the
     same on the jobs every estimator of the run estimated at submit ("both")."""
     estimators = sorted({r["estimator"] for r in rows}, key=lambda n: (n != "rush", n))
@@ -99,13 +159,17 @@ def table_rows(rjms: str, rows: list[dict]) -> list[dict]:
                 continue
             for name in estimators:
                 mine = [r for r in rows if r["estimator"] == name and r["trace_job_id"] in ids]
-                out.append({"run": rjms, "estimator": OWN.get(name, name), "wait": cls, "jobs_of": subset,
-                            **measures(mine)})  # fmt: skip
+                out.append({"window": window, "run": rjms, "estimator": OWN.get(name, name), "wait": cls,
+                            "jobs_of": subset, **measures(mine)})  # fmt: skip
     return out
 
 
 def _min(v: float | None) -> str:
     return "-" if v is None else f"{v / 60:.1f}"
+
+
+def _signed_min(v: float | None) -> str:
+    return "-" if v is None else f"{v / 60:+.1f}"
 
 
 def _pct(v: float | None) -> str:
@@ -114,50 +178,77 @@ def _pct(v: float | None) -> str:
 
 def markdown(table: list[dict], missing: list[str]) -> str:
     lines = [
-        f"# Live start estimates, {TRACE} jobs {WINDOW}, K = {SPEEDUP}, rush's quantile model",
+        "# Live start estimates, rush's quantile model beside each RJMS's own",
         "",
         "Written by `python sim/runtime_predictions/live_windows.py` from "
-        "`sim/start_estimates/results/*-SDSC-10800_80-K10-runtime-quantiles.csv`. Errors in trace "
-        "minutes, estimate at submit (the first at or after it) against the real start; halfway: "
-        "the last estimate made by submit + wait/2. `jobs of`: all the class's jobs, or only those "
-        "every estimator of the run estimated at submit.",
+        "`sim/start_estimates/results/*-runtime-quantiles.csv`. Errors in trace "
+        "minutes, estimate at submit (the first at or after it) against the real start; signed: "
+        "estimate minus real start (positive: late); halfway: the last estimate made by submit + "
+        "wait/2. `jobs of`: all the class's jobs, or only those every estimator of the run "
+        "estimated at submit.",
         "",
-        "| run | estimator | wait | jobs of | jobs | coverage | MAE | median | within 10 % "
-        "| within 1 min | MAE halfway (coverage) |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| window | run | estimator | wait | jobs of | jobs | coverage | MAE | median | within 10 % "
+        "| within 1 min | mean signed | late | MAE halfway (coverage) |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for t in table:
         lines.append(
-            f"| {t['run']} | {t['estimator']} | {t['wait']} | {t['jobs_of']} | {t['jobs']} | "
+            f"| {t['window']} | {t['run']} | {t['estimator']} | {t['wait']} | {t['jobs_of']} | {t['jobs']} | "
             f"{_pct(t['coverage'])} | {_min(t['mean_abs_error'])} | {_min(t['median_abs_error'])} | "
-            f"{_pct(t['within_10pct'])} | {_pct(t['within_1min'])} | "
-            f"{_min(t['halfway_mean_abs_error'])} ({_pct(t['halfway_coverage'])}) |"
+            f"{_pct(t['within_10pct'])} | {_pct(t['within_1min'])} | {_signed_min(t['mean_signed_error'])} | "
+            f"{_pct(t['late'])} | {_min(t['halfway_mean_abs_error'])} ({_pct(t['halfway_coverage'])}) |"
         )
-    lines += ["", "Runs:", ""]
-    for rjms, (kind, what) in RUNS.items():
-        state = "not run" if rjms in missing else f"`{csv_path(kind, rjms).relative_to(ROOT)}`"
-        lines.append(f"* `{rjms}`: {what}: {state}")
+    lines += ["", "Windows and runs:", ""]
+    for w in WINDOWS:
+        lines.append(f"* `{w.name}`: {w.trace} jobs {w.window}, K = {w.speedup}, 32 nodes ({w.why})")
+        for rjms in w.runs:
+            kind, what = RUNS[rjms]
+            key = f"{w.name}/{rjms}"
+            state = "not run" if key in missing else f"`{csv_path(kind, rjms, w).relative_to(ROOT)}`"
+            lines.append(f"  * `{rjms}`: {what}: {state}")
     return "\n".join(lines) + "\n"
 
 
-def run(selected: list[str], again: bool) -> int:
-    """run_live.py for each selected run (missing ones only unless ``again``), one at a time,
-    sharing one trained model."""
+def run(w: LiveWindow, selected: list[str], again: bool) -> int:
+    """run_live.py for each selected run of window ``w`` (missing ones only unless ``again``),
+    one at a time, sharing one trained model."""
     model = Path(tempfile.mkdtemp(prefix="rush-live-windows-")) / "quantiles.joblib"
-    for rjms in selected:
+    for rjms in (r for r in selected if r in w.runs):
         kind = RUNS[rjms][0]
         if rjms == "slurm-burst":
             print("live window slurm-burst: a reference run of earlier code, not rerun", file=sys.stderr)
             continue
-        if csv_path(kind).exists() and not again:
+        if csv_path(kind, rjms, w).exists() and not again:
             continue
-        argv = [sys.executable, str(ROOT / "sim" / "start_estimates" / "run_live.py"), kind, TRACE, WINDOW]
-        argv += [SPEEDUP, VARIANT, str(model)]
+        argv = [
+            sys.executable,
+            str(ROOT / "sim" / "start_estimates" / "run_live.py"),
+            kind,
+            w.trace,
+            w.window,
+        ]
+        argv += [w.speedup, VARIANT, str(model)]
         print(f"live window: {' '.join(argv[1:])}", flush=True)
         code = subprocess.run(argv, cwd=ROOT).returncode
         if code:
-            print(f"live window {rjms}: run_live.py exited {code}", file=sys.stderr)
+            print(f"live window {w.name} {rjms}: run_live.py exited {code}", file=sys.stderr)
             return code
+    return 0
+
+
+def choose() -> int:
+    """Print the window the rule picks on each rule-chosen window's trace (the simulator only)."""
+    from rush.studies.live_window_choice import first_window
+    from rush.workload.model import workload_from_trace
+    from rush.workload.swf import read_swf
+    from tests.core.real_traces import MIRROR
+
+    for w in WINDOWS:
+        if w.why != "the rule":
+            continue
+        chosen = first_window(workload_from_trace(read_swf(MIRROR / w.trace)))
+        print(f"{w.name}: {w.trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h, "
+              f"makespan {chosen.makespan:.0f} wall s (committed: {w.window})")  # fmt: skip
     return 0
 
 
@@ -165,25 +256,41 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", action="store_true", help="run the live windows first (missing CSVs)")
     parser.add_argument("--rjms", default=",".join(RUNS), help=f"runs, comma-separated: {', '.join(RUNS)}")
+    names = [w.name for w in WINDOWS]
+    parser.add_argument(
+        "--window", default=",".join(names), help=f"windows, comma-separated: {', '.join(names)}"
+    )
+    parser.add_argument("--choose", action="store_true", help="print the rule's windows and stop")
     args = parser.parse_args(argv)
+    if args.choose:
+        return choose()
     selected = [name.strip() for name in args.rjms.split(",") if name.strip()]
-    unknown = [name for name in selected if name not in RUNS]
+    windows = [name.strip() for name in args.window.split(",") if name.strip()]
+    unknown = [name for name in selected if name not in RUNS] + [
+        name for name in windows if name not in names
+    ]
     if unknown:
-        print(f"--rjms: unknown run(s) {', '.join(unknown)}; choose from {', '.join(RUNS)}", file=sys.stderr)
+        print(
+            f"--rjms/--window: unknown {', '.join(unknown)}; runs {', '.join(RUNS)}; windows {', '.join(names)}",
+            file=sys.stderr,
+        )
         return 2
-    if args.run and (code := run(selected, again=args.rjms != ",".join(RUNS))):
-        return code
+    again = args.rjms != ",".join(RUNS) or args.window != ",".join(names)
+    for w in WINDOWS:
+        if args.run and w.name in windows and (code := run(w, selected, again)):
+            return code
     table, missing = [], []
-    for rjms in RUNS:
-        path = csv_path(RUNS[rjms][0], rjms)
-        if not path.exists():
-            missing.append(rjms)
-            continue
-        table += table_rows(rjms, read_rows(path))
+    for w in WINDOWS:
+        for rjms in w.runs:
+            path = csv_path(RUNS[rjms][0], rjms, w)
+            if not path.exists():
+                missing.append(f"{w.name}/{rjms}")
+                continue
+            table += table_rows(rjms, read_rows(path), w.name)
     out = HERE / "results" / "live_windows"
     text = markdown(table, missing)
     with open(out.with_suffix(".csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(table[0]) if table else ["run"])
+        writer = csv.DictWriter(f, fieldnames=list(table[0]) if table else ["window"])
         writer.writeheader()
         writer.writerows(table)
     out.with_suffix(".md").write_text(text)

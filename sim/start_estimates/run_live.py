@@ -239,8 +239,8 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str, model: 
     argv += ["--speedup", speedup, "--timeout", "1200", "--estimates", f"{stem}.csv", "--out", f"{stem}.json"]
     if rjms in ("slurm", "slurm-nodes"):
         cluster = slurm_cluster(work / "slurm", float(speedup), nodes=rjms == "slurm-nodes")
-        cluster.start()
-        try:
+        try:  # a start that fails half way (a port taken by another cluster) is stopped too
+            cluster.start()
             options = f'slurm_conf = "{cluster.conf}"\nbin_dir = "{cluster.bin}"\n'
             config = rush_toml(work, "slurm", options, variant, float(speedup))
             run = subprocess.run(

@@ -157,6 +157,9 @@ def test_batch_jobspec_runs_the_command_once_on_the_first_node():
     shell = spec["attributes"]["system"]["shell"]["options"]
     assert shell["per-resource"] == {"type": "node", "count": 1}
     assert shell["output"]["stdout"]["path"] == "/dev/null"
+    # The idle nodes' tasks exit at once; the shell's exit-timeout (30 s by default) would then
+    # kill a multi-node batch job 30 s after its start (seen live: 4-node replay jobs cut to 30 s).
+    assert shell["exit-timeout"] == "none"
     # The guard itself, run by sh as the Flux shell would: rank 0 runs the command, others do not.
     env = {"PATH": "/usr/bin:/bin"}
     ran = subprocess.run(task["command"], capture_output=True, text=True, env={**env, "FLUX_TASK_RANK": "0"})

@@ -31,28 +31,49 @@ def _same(a, b) -> bool:
         return str(a) == str(b)
 
 
+RUNS = [(w, rjms) for w in script.WINDOWS for rjms in w.runs]
+
+
 def test_the_committed_table_is_what_the_committed_runs_give():
     again = []
-    for rjms, (kind, _) in script.RUNS.items():
-        path = script.csv_path(kind, rjms)
+    for w, rjms in RUNS:
+        path = script.csv_path(script.RUNS[rjms][0], rjms, w)
         if path.exists():
-            again += script.table_rows(rjms, script.read_rows(path))
+            again += script.table_rows(rjms, script.read_rows(path), w.name)
     committed = _committed()
     assert again and len(again) == len(committed)
     for mine, theirs in zip(again, committed, strict=True):
         assert all(_same(mine[k], theirs[k]) for k in theirs), (mine, theirs)
 
 
-@pytest.mark.parametrize("rjms", list(script.RUNS))
-def test_each_runs_figures_are_the_replays_own_summary(rjms):
+@pytest.mark.parametrize(("w", "rjms"), RUNS, ids=[f"{w.name}-{rjms}" for w, rjms in RUNS])
+def test_each_runs_figures_are_the_replays_own_summary(w, rjms):
     kind = script.RUNS[rjms][0]
-    path = script.csv_path(kind, rjms)
+    path = script.csv_path(kind, rjms, w)
     if not path.exists():
-        pytest.skip(f"{rjms}: not run ({path.name} absent)")
+        pytest.skip(f"{w.name} {rjms}: not run ({path.name} absent)")
     report = json.loads(path.with_suffix(".json").read_text())["start_estimates"]
-    rows = script.table_rows(rjms, script.read_rows(path))
+    rows = script.table_rows(rjms, script.read_rows(path), w.name)
     names = {v: k for k, v in script.OWN.items()}
     for row in (r for r in rows if r["jobs_of"] == "all"):
         theirs = report["first"][names[row["estimator"]]][row["wait"]]
         for key in ("jobs", "estimated", "coverage", "within_10pct", "within_1min", "mean_abs_error"):
             assert _same(row[key], theirs[key]), (rjms, row["estimator"], row["wait"], key)
+
+
+def test_signed_error_and_share_late_follow_the_sign_of_estimate_minus_start():
+    rows = [
+        {"trace_job_id": str(i), "estimator": "rush", "wait_class": ">1h", "wait": 7200.0,
+         "error": e, "halfway_error": None}
+        for i, e in enumerate([600.0, -300.0, 900.0, None])
+    ]  # fmt: skip
+    (row,) = script.table_rows("slurm", rows, "W")
+    assert row["window"] == "W" and row["jobs"] == 4 and row["estimated"] == 3
+    assert math.isclose(row["mean_signed_error"], 400.0) and row["median_signed_error"] == 600.0
+    assert math.isclose(row["late"], 2 / 3) and math.isclose(row["mean_abs_error"], 600.0)
+
+
+def test_unknown_windows_or_runs_are_refused_with_exit_2(capsys):
+    assert script.main(["--window", "NOPE"]) == 2
+    assert "unknown NOPE" in capsys.readouterr().err
+    assert script.main(["--rjms", "pbs"]) == 2

@@ -73,3 +73,22 @@ def test_a_window_counts_only_the_most_recently_finished_jobs():
     assert np.allclose(window[late], 1.0)
     # A window longer than the past is the whole past.
     assert np.array_equal(binned_mean_factors(mean, known, submit, end, changed, window=10**6), everything)
+
+
+def test_each_periods_factors_are_the_deployed_models_bands_on_the_rows_before_it():
+    """The study calls the deployed rule (rush.models.runtime_mean_bands): a period's factors
+    are fit_mean_bands on the (window of) jobs that ended before the period began."""
+    from rush.models.runtime_mean_bands import fit_mean_bands
+    from rush.studies.runtime_calibration import period_bands
+
+    mean, runtime, submit, end, _ = _two_shapes(3000)
+    known = np.ones(len(mean), bool)
+    factor = binned_mean_factors(mean, known, submit, end, runtime, window=500)
+    periods = period_bands(mean, known, submit, end, runtime, window=500)
+    assert sum(len(jobs) for jobs, _ in periods) == len(mean)
+    for jobs, bands in periods:
+        period_start = submit[0] + np.floor((submit[jobs[0]] - submit[0]) / WEEK) * WEEK
+        before = np.flatnonzero(end < period_start)
+        rows = before[np.argsort(end[before], kind="stable")][-500:]
+        assert bands == fit_mean_bands(mean[rows], runtime[rows])
+        assert np.array_equal(factor[jobs], bands.factor(mean[jobs]))

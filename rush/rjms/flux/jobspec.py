@@ -186,6 +186,9 @@ def build_jobspec(job: JobSubmission, batch: bool = False) -> dict[str, Any]:
             "options": {
                 "per-resource": {"type": "node", "count": 1},
                 "output": {"stdout": {"type": "file", "path": "/dev/null"}},
+                # The other nodes' tasks exit at once: without this the shell's exit-timeout
+                # (30 s) would kill a multi-node batch job 30 s after its start.
+                "exit-timeout": "none",
             }
         }
     resources: list[dict[str, Any]] = [

@@ -1,0 +1,274 @@
+"""Where the late bias of rush's live start estimates comes from (issue 29, item 4; README,
+"The late bias").
+
+    python sim/runtime_predictions/live_bias.py            # every run of live_windows.py
+
+For each committed live run (``live_windows.py``'s windows and runs, rush's daemon beside the
+RJMS) the estimate rush made for each job at submit is made again, off line, with the core's
+own pass (:func:`rush.core.schedule.schedule`, the rule the daemon ran) on the run's real state
+at the moment the live estimate was made: the jobs submitted and not yet started (FCFS order),
+the jobs running (their real starts), each job's runtime as the live predictor gave it (the
+run's model, its history fed with the run's completions in end order, as the daemon feeds it).
+Then the same with one input changed at a time:
+
+* ``deployed``: as live (a running job with quantiles ends at its median given its elapsed
+  time); it must give the live estimates back (``live`` beside it) for the rest to mean anything;
+* ``running: mean``: a running job ends at its (calibrated) mean from its start, no conditioning;
+* ``running: conditional mean``: at E[R | R > elapsed] of its predicted distribution;
+* ``running: real``: at its real end (the running jobs known, the queue still predicted);
+* ``all real``: every job's real runtime (what is left: the projection against the RJMS's own
+  scheduling).
+
+Per window, run, variant and wait class: mean signed error (estimate minus real start, trace
+minutes; positive: late), mean absolute error, share late. Writes ``results/live_bias.{md,csv}``.
+The model of each window is trained again as ``run_live.py`` trains it (same command, same
+cut, same scale: the same model) into a cache directory unless ``--models DIR`` holds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "sim" / "start_estimates"))
+
+import live_windows  # noqa: E402
+
+VARIANTS = ("deployed", "running: mean", "running: conditional mean", "running: real", "all real")
+CLASSES = ("<10min", "10min-1h", ">1h")
+
+
+def model_path(w, models: Path) -> Path:
+    import run_live
+
+    path = models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
+    if not path.exists() and not run_live.train_quantiles(w.trace, w.window, w.speedup, path):
+        raise SystemExit(f"could not train the model for {w.name}")
+    return path
+
+
+def scaled_jobs(w, rjms: str):
+    """The window as the replay scaled it for this RJMS (limits: Slurm's minute, Flux's second)."""
+    import run_live
+
+    from rush.studies.replay_window import Window, scale_window
+    from rush.workload.catalogue import load_trace
+    from rush.workload.model import workload_from_trace
+
+    workload = workload_from_trace(load_trace(str(run_live.trace_path(w.trace))))
+    step = 60.0 if rjms.startswith("slurm") else 1.0
+    return scale_window(workload, Window.parse(w.window), float(w.speedup), 32, limit_granularity=step)
+
+
+def reconstruct(w, rjms: str, model: Path) -> list[dict]:
+    """One row per job with a live estimate at submit: its class, the live error and each
+    variant's (trace seconds)."""
+    from rush.core.config import CoreConfig
+    from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
+    from rush.core.schedule import schedule
+    from rush.core.snapshot import PendingJob, RunningJob, Snapshot
+    from rush.planner.runtime_prediction import load_runtime_predictor, own_accounts
+    from rush.rjms.base import RJMSJob
+
+    kind = live_windows.RUNS[rjms][0]
+    path = live_windows.csv_path(kind, rjms, w)
+    report = json.loads(path.with_suffix(".json").read_text())
+    k = float(w.speedup)
+    origin = float(report["clock_offset"])
+    per_job = {int(p["job_id"]): p for p in report["per_job"]}
+    live = {int(r["trace_job_id"]): r for r in live_windows.read_rows(path) if r["estimator"] == "rush"}
+    scaled = scaled_jobs(w, rjms)
+    account = min(own_accounts(), key=lambda name: name.isdigit())
+    jobs = {}
+    for i, job_id in enumerate(scaled.job_id.tolist()):
+        p = per_job[job_id]
+        tags = {} if rjms.startswith("slurm") else {"user": f"trace-{int(scaled.user[i])}"}
+        jobs[job_id] = {
+            "submit": origin + p["real_submit"],
+            "start": origin + p["real_start"],
+            "end": origin + p["real_end"],
+            "procs": int(scaled.procs[i]),
+            "limit": float(scaled.requested_time[i]),
+            "tags": tags,
+        }
+    predictor = load_runtime_predictor("runtime-quantiles", model, None)
+    config = CoreConfig.from_names("FCFS", "easy", "none")
+    queries = sorted(
+        (float(r["estimated_at"]), job_id)
+        for job_id, r in live.items()
+        if r["error"] is not None and r["estimated_at"] not in ("", None)
+    )
+    finished: set[int] = set()
+    out = []
+    for now, job_id in queries:
+        done = sorted((j["end"], i) for i, j in jobs.items() if j["end"] <= now and i not in finished)
+        if done:
+            predictor.observe_finished(
+                [(_rjms_job(RJMSJob, i, jobs[i], "COMPLETED", account), e) for e, i in done]
+            )
+            finished.update(i for _, i in done)
+        visible = {i: j for i, j in jobs.items() if j["submit"] <= now and j["end"] > now}
+        states = {i: ("PENDING" if j["start"] > now else "RUNNING") for i, j in visible.items()}
+        rjms_jobs = [_rjms_job(RJMSJob, i, visible[i], states[i], account) for i in sorted(visible)]
+        predictor.predict_new(rjms_jobs)
+        predicted = predictor.estimates(rjms_jobs)
+        quantiles = predictor.runtime_quantiles(rjms_jobs)
+        pending = [
+            PendingJob(i, visible[i]["submit"], visible[i]["procs"], visible[i]["limit"], predicted[i][0])
+            for i in sorted(visible, key=lambda i: (visible[i]["submit"], i))
+            if states[i] == "PENDING"
+        ]
+        running = [
+            RunningJob(
+                i,
+                visible[i]["start"],
+                visible[i]["procs"],
+                visible[i]["limit"],
+                predicted[i][0],
+                runtime_quantiles=quantiles.get(i),
+            )  # fmt: skip
+            for i in sorted(visible)
+            if states[i] == "RUNNING"
+        ]
+        busy = sum(r.procs for r in running)
+        row = {"job": job_id, "wait_class": live[job_id]["wait_class"], "live": live[job_id]["error"]}
+        real_start = jobs[job_id]["start"]
+        for variant in VARIANTS:
+            p, r = pending, running
+            if variant == "running: mean":
+                r = [replace(x, runtime_quantiles=None) for x in running]
+            elif variant == "running: conditional mean":
+                r = [_conditional_mean(x, now, quantile_knots, conditional_mean_runtime) for x in running]
+            elif variant in ("running: real", "all real"):
+                r = [
+                    replace(x, runtime_quantiles=None, estimate=jobs[x.job_id]["end"] - x.start)
+                    for x in running
+                ]
+            if variant == "all real":
+                p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
+            snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
+            decided = schedule(snap, config, explain_priorities=False)
+            start = decided.estimated_start.get(job_id, np.inf)
+            row[variant] = (start - real_start) * k if np.isfinite(start) else None
+        out.append(row)
+    return out
+
+
+def _rjms_job(cls, job_id: int, j: dict, state: str, account: str):
+    return cls(job_id=job_id, state=state, submit=j["submit"], procs=j["procs"], requested_time=j["limit"],
+               start=None if state == "PENDING" else j["start"], user=account, tags=j["tags"])  # fmt: skip
+
+
+def _conditional_mean(x, now: float, quantile_knots, conditional_mean_runtime):
+    """The running job ending at E[R | R > elapsed] of its predicted distribution."""
+    from dataclasses import replace
+
+    if x.runtime_quantiles is None:
+        return x
+    q = np.minimum(np.sort(np.asarray(x.runtime_quantiles.seconds, dtype=np.float64)), x.requested_time)
+    xs, ps = quantile_knots(
+        np.log1p(q)[None, :], np.asarray(x.runtime_quantiles.levels), np.log1p([x.requested_time])
+    )
+    return replace(
+        x, runtime_quantiles=None, estimate=float(conditional_mean_runtime(xs[0], ps, now - x.start))
+    )
+
+
+def summary(window: str, rjms: str, rows: list[dict]) -> list[dict]:
+    out = []
+    for cls in CLASSES:
+        mine = [r for r in rows if r["wait_class"] == cls]
+        if not mine:
+            continue
+        for variant in ("live", *VARIANTS):
+            errors = [r[variant] for r in mine if r[variant] is not None]
+            out.append(
+                {
+                    "window": window,
+                    "run": rjms,
+                    "wait": cls,
+                    "variant": variant,
+                    "jobs": len(errors),
+                    "mean_signed_min": statistics.fmean(errors) / 60 if errors else None,
+                    "mean_abs_min": statistics.fmean(abs(e) for e in errors) / 60 if errors else None,
+                    "late": sum(e > 0 for e in errors) / len(errors) if errors else None,
+                    "agree_with_live_min": (
+                        statistics.fmean(
+                            abs(r["deployed"] - r["live"]) for r in mine if r["deployed"] is not None
+                        )
+                        / 60
+                        if variant == "deployed"
+                        else None
+                    ),
+                }
+            )
+    return out
+
+
+def markdown(table: list[dict]) -> str:
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    lines = [
+        "# The late bias of rush's live estimates at submit, taken apart",
+        "",
+        "Written by `python sim/runtime_predictions/live_bias.py` (see its docstring). Trace minutes; "
+        "signed: estimate minus real start (positive: late). `live`: the run's own estimates; "
+        "`deployed`: the core's pass again on the run's real state (|deployed - live| per job, "
+        "mean, in the last column); the others change one input.",
+        "",
+        "| window | run | wait | variant | jobs | mean signed | MAE | late | |deployed - live| |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for t in table:
+        lines.append(
+            f"| {t['window']} | {t['run']} | {t['wait']} | {t['variant']} | {t['jobs']} | "
+            f"{f(t['mean_signed_min'], '+.1f')} | {f(t['mean_abs_min'], '.1f')} | "
+            f"{f(None if t['late'] is None else 100 * t['late'], '.0f')} % | {f(t['agree_with_live_min'], '.1f')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
+    parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
+    args = parser.parse_args(argv)
+    models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
+    models.mkdir(parents=True, exist_ok=True)
+    wanted = {n for n in args.window.split(",") if n}
+    table = []
+    for w in live_windows.WINDOWS:
+        if wanted and w.name not in wanted:
+            continue
+        for rjms in w.runs:
+            if rjms in ("slurm-burst", "rush-module"):  # a reference run; no daemon estimate replayed
+                continue
+            if not live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w).exists():
+                continue
+            table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models)))
+    out = HERE / "results" / "live_bias"
+    with open(out.with_suffix(".csv"), "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(table[0]) if table else ["window"])
+        writer.writeheader()
+        writer.writerows(table)
+    text = markdown(table)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

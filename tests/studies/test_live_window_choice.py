@@ -1,0 +1,69 @@
+"""rush.studies.live_window_choice: the first window after the offset whose simulated EASY
+replay has enough waits over an hour within the wall-time budget (issue 29's live windows)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rush.errors import RushError
+from rush.studies.live_window_choice import HOUR, WindowRule, first_window
+from rush.workload.model import Workload
+
+
+def _trace() -> Workload:
+    """24 jobs on 2 processors, a minute apart. Jobs 0-5 (first half, before the offset) and
+    18-20 each take the whole machine for 2 h; the others take one processor for a minute."""
+    n = 24
+    wide = np.zeros(n, dtype=bool)
+    wide[[0, 1, 2, 3, 4, 5, 18, 19, 20]] = True
+    submit = np.arange(n, dtype=float) * 60.0
+    submit[6:] += 12 * 3600.0  # the first half's queue has drained by job 6
+    runtime = np.where(wide, 2 * HOUR, 60.0)
+    return Workload(
+        job_id=np.arange(n, dtype=np.int64),
+        submit=submit,
+        runtime=runtime,
+        procs=np.where(wide, 2, 1).astype(np.int64),
+        requested_time=runtime + 60.0,
+        user=np.zeros(n, dtype=np.int64),
+        machine_procs=2,
+        name="tiny",
+    )
+
+
+RULE = WindowRule(
+    count=6, speedup=1.0, cpus=2, min_long=2, max_makespan=10 * HOUR, max_runtime=3 * HOUR, step=2
+)
+
+
+def test_the_first_window_after_the_offset_with_enough_long_waits_is_chosen():
+    chosen = first_window(_trace(), RULE)
+    # Windows from job 12 every 2 jobs: 12 and 14 hold at most one queued wide job (0 or 1
+    # wait over an hour); 16 (jobs 16-21) holds 18, 19, 20: waits 0, about 2 h and 4 h, and
+    # 21 waits behind them (about 6 h: no room to backfill).
+    assert chosen.start == 16 and chosen.count == 6
+    assert chosen.long_waits() == 3
+    assert np.allclose(chosen.waits[3:] / HOUR, [1.98, 3.97, 5.95], atol=0.01)
+    # The first half's windows (jobs 0-5 wait up to 10 h) are before the offset: never chosen.
+    assert first_window(_trace(), RULE).start >= 12
+
+
+def test_the_wall_time_budget_excludes_windows_and_no_window_is_a_clear_error():
+    with pytest.raises(RushError, match="no window of 6 jobs after job 12"):
+        first_window(_trace(), WindowRule(**{**RULE.__dict__, "max_makespan": 4 * HOUR}))
+    with pytest.raises(RushError, match="lower min_long"):
+        first_window(_trace(), WindowRule(**{**RULE.__dict__, "max_runtime": HOUR}))
+    # From the start of the trace (and a budget that holds its 12 h queue) the first half's
+    # window is the first to qualify.
+    whole = WindowRule(**{**RULE.__dict__, "offset_share": 0.0, "max_makespan": 20 * HOUR})
+    assert first_window(_trace(), whole).start == 0
+
+
+def test_time_is_compressed_as_the_replay_compresses_it():
+    # At K = 60 the same jobs' 2 h runs take 120 wall s: a 10-minute makespan budget holds
+    # window 16, whose waits are still counted in trace seconds.
+    rule = WindowRule(**{**RULE.__dict__, "speedup": 60.0, "max_makespan": 600.0, "max_runtime": 180.0})
+    chosen = first_window(_trace(), rule)
+    assert chosen.start == 16 and chosen.long_waits() == 3
+    assert chosen.makespan <= 600.0
