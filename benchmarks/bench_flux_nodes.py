@@ -253,6 +253,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             flux.run("queue", "start", "--quiet", check=False)
             wait_all_clean(flux, jobs, timeout=args.timeout)
         cpu_after = cpu_seconds(flux)
+        stats = module_stats(flux, load)
         done = json.loads(flux.run("jobs", "-a", "--count=0", "--json", timeout=120).stdout or "{}")["jobs"]
         runs = sorted(j["t_run"] for j in done if j.get("t_run"))
         cleans = [j["t_cleanup"] for j in done if j.get("t_cleanup")]
@@ -285,6 +286,8 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             ),
             "cpu_by_part": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after},
         }
+        if stats:
+            result["module_stats"] = stats
         if isinstance(probe, RpcProbe) and probe.waits:
             result["rpc_wait_max_s"] = max(probe.waits)
             result["rpc_wait_median_s"] = sorted(probe.waits)[len(probe.waits) // 2]
@@ -294,6 +297,18 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
     if journal.exists():
         result.update(journal_figures(journal))
     return result
+
+
+def module_stats(flux: FluxInstance, load: list[str]) -> dict:
+    """A Python scheduler module's ``stats-get`` (passes, and rush's settle counters), {} if none."""
+    if not load:
+        return {}
+    name = Path(load[0]).stem if load[0].endswith(".py") else load[0]
+    out = flux.run("module", "stats", name, check=False)
+    try:
+        return json.loads(out.stdout) if out.returncode == 0 else {}
+    except ValueError:
+        return {}
 
 
 def journal_figures(journal: Path) -> dict:
@@ -427,6 +442,13 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
             f"{r['pass_s_max']:.2f} s), {r['decision_rows']} decision rows",
             flush=True,
         )
+    settled = r.get("module_stats", {})
+    if "settled_passes" in settled:
+        print(
+            f"    settle: {settled['settled_passes']} passes, {settled['settle_cut_short']} run at the bound, "
+            f"{settled['passes_begun_with_commits_open']} begun with a commit open",
+            flush=True,
+        )
     if args.profile and name == "rush FCFS+EASY":
         print_profile(workdir / "rush.prof", 25)
     if args.timers and name == "rush FCFS+EASY":
@@ -481,6 +503,26 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-29, 10:00 UTC (issue 30 item 4: the 1 000-job gap, the 10 000-job loss).
+# Read first (flux-core 0.88): the job-manager sends one alloc request per turn of its reactor
+# (alloc.c: a prepare/check/idle watcher trio, one request per check); the module's reactor
+# dispatches one message per turn (libflux watcher_handle.c: the handle watcher's check callback
+# calls the message handler once) and the base class's zero timer fires on the same turns. So
+# with a coalescing delay of 0 a pass runs after every single message read, however many are
+# queued. --timers --keep, 1 000 jobs, load 0.8-7 (10:03): passes 2-3 started 370 jobs by 0.47 s,
+# then passes 4-7 read one alloc request each (pending 1), the 370 jobs' commit responses were
+# read, and the jobs answered, only at 1.67 s, after the remaining 630 alloc requests queued
+# before them; no job ran between 0.4 and 1.6 s. sched-backfill 551.5 jobs/s, rush 251.7 (0.46x).
+# Hypothesis S ("settle"): a pass that is due waits, with the reactor running, until no message
+# is waiting for the module (flux_pollevents: FLUX_POLLIN) and none of its own KVS commits is
+# open, at most a bounded time (the longer of 0.05 s and half the last pass's seconds); then it
+# runs. A burst is read whole before a pass, the commits' responses are read and their jobs
+# answered before the next pass instead of after it (the 10 000-job loss: a pass of ~1 s over a
+# long queue ran before the previous pass's commits were answered, which main's old pass-start
+# wait did first), and no message waits behind a synchronous wait. Expected: 1 000 jobs closer
+# to sched-backfill, 10 000 jobs back to or above the module two rounds ago, first start within
+# 2x of the best (it may move by the settle bound).
+#
 # Measured on 2026-11-29, 06:55-07:45 UTC (issue 30 item 4: the 1 000-job gap and the RPC waits).
 # Profile first. --timers (now with CPU seconds per step), 1 000 jobs, main's module, load 23:
 # 5.71 s to the last start; "pass (all of schedule)" 4.28 s wall / 0.26 s CPU, "KVS commit wait +
