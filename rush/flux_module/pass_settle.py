@@ -10,8 +10,8 @@ were read (and their jobs answered) only after the next passes: at 1 000 jobs no
 
 A due pass therefore *settles* first, with the reactor running: it is put off while a message is
 waiting for the module (``flux_pollevents``) or one of its commits is open, for at most the
-settle bound: the longer of :data:`SETTLE_MIN` and :data:`SETTLE_SHARE` of the last pass's
-seconds, within the module's ``settle=`` argument. A burst is read whole before a pass, and a
+settle bound: :data:`SETTLE_SHARE` of the last pass's seconds (at most :data:`SETTLE_MAX`), and
+never less than the module's ``settle=`` argument (default :data:`SETTLE_MIN`; 0: no settling). A burst is read whole before a pass, and a
 pass's starts are answered before the next pass over a long queue (a pass of ~1 s at 10 000
 jobs) delays them by a whole pass; a steady stream of messages does not hold passes back. The
 bound is a share of a pass, not the commit's whole time: on a loaded host a commit took 0.2-1 s,
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The shortest settle bound (s): a burst's messages are read in a tenth of a millisecond each.
+# Default of the module argument ``settle=`` (s), the shortest bound: a burst's messages are
+# read in a tenth of a millisecond each.
 SETTLE_MIN = 0.05
-# Share of the last pass's seconds a pass may settle for (a long pass is worth a longer read).
+# Share of the last pass's seconds a pass may settle for (a long pass is worth a longer read)...
 SETTLE_SHARE = 0.5
-# Default of the module argument ``settle=`` (s): the bound's cap (0: a due pass runs at once).
+# ... up to this many seconds.
 SETTLE_MAX = 1.0
 
 
@@ -37,18 +38,20 @@ SETTLE_MAX = 1.0
 class PassSettle:
     """The settle rule and its counters (reported by the module's ``stats-get``)."""
 
-    cap: float = SETTLE_MAX
+    floor: float = SETTLE_MIN  # the module's settle= (0: a due pass runs at once)
     since: float | None = None  # when the due pass began to settle
     last_pass_seconds: float = 0.0
     passes: int = 0
     # Passes that ran at the bound with a message still waiting or a commit still open.
     cut_short: int = 0
-    # Passes that began while one of the module's commits was open (the bound, or cap 0).
+    # Passes that began while one of the module's commits was open (the bound, or settle=0).
     begun_with_commits_open: int = 0
 
     def bound(self) -> float:
         """The longest a due pass settles."""
-        return min(self.cap, max(SETTLE_MIN, SETTLE_SHARE * self.last_pass_seconds))
+        if self.floor <= 0:
+            return 0.0
+        return max(self.floor, min(SETTLE_MAX, SETTLE_SHARE * self.last_pass_seconds))
 
     def wait(self, now: float, message_waiting: bool, commits_open: bool) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now."""

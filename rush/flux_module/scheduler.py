@@ -11,9 +11,10 @@ or by modprobe configuration (``deploy/flux/modprobe-rush.toml``). Module argume
 ``daemon.journal``), ``default-limit=SECONDS`` (the time limit of jobs submitted without one;
 default: the instance's expiration, else unlimited), ``start-batch=N`` (at most N of a pass's
 starts are allocated before the module answers the messages that came meanwhile; the next pass
-follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the most a due pass waits for
-the messages queued for the module and its open KVS commits, pass_settle.py; 0: none; default
-:data:`rush.flux_module.pass_settle.SETTLE_MAX`), plus the base class's ``queue-depth=`` and
+follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the shortest time a due pass may wait
+for the messages queued for the module and its open KVS commits, half the last pass's seconds
+when longer, pass_settle.py; 0: it never waits; default
+:data:`rush.flux_module.pass_settle.SETTLE_MIN`), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -60,7 +61,7 @@ from rush.core.start_estimates import estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.pass_settle import SETTLE_MAX, PassSettle
+from rush.flux_module.pass_settle import SETTLE_MIN, PassSettle
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
@@ -100,7 +101,7 @@ class ModuleArgs:
     journal: Path | None = None
     default_limit: float | None = None
     start_batch: int = START_BATCH
-    settle: float = SETTLE_MAX
+    settle: float = SETTLE_MIN
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -131,7 +132,7 @@ class ModuleArgs:
                 except ValueError:
                     out.settle = math.nan
                 if not (math.isfinite(out.settle) and 0 <= out.settle <= 60):
-                    raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=1")
+                    raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=0.05")
             else:
                 rest.append(arg)
         return out, rest
@@ -212,7 +213,7 @@ class RushScheduler(Scheduler):
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
         # A due pass first reads what is queued for the module and lets its commits complete.
-        self.settle = PassSettle(cap=options.settle)
+        self.settle = PassSettle(floor=options.settle)
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).

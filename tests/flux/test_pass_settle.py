@@ -1,0 +1,55 @@
+"""The Flux module's settle rule (rush/flux_module/pass_settle.py): when a due pass runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from rush.flux_module.pass_settle import SETTLE_MAX, SETTLE_MIN, SETTLE_SHARE, PassSettle
+
+
+def test_a_due_pass_waits_a_turn_per_waiting_message_then_runs_when_none_is_left():
+    settle = PassSettle()
+    assert settle.wait(10.0, message_waiting=True, commits_open=False) == 0.0
+    assert settle.settling()
+    assert settle.wait(10.01, message_waiting=True, commits_open=False) == 0.0
+    assert settle.wait(10.02, message_waiting=False, commits_open=False) is None
+    assert not settle.settling()
+    assert settle.stats()["settled_passes"] == 1 and settle.stats()["settle_cut_short"] == 0
+
+
+def test_open_commits_put_the_pass_off_for_the_rest_of_the_bound_and_the_bound_ends_the_wait():
+    settle = PassSettle()
+    wait = settle.wait(5.0, message_waiting=False, commits_open=True)
+    assert wait == pytest.approx(SETTLE_MIN)
+    assert settle.wait(5.0 + SETTLE_MIN / 2, message_waiting=False, commits_open=True) == pytest.approx(
+        SETTLE_MIN / 2
+    )
+    # The bound is over: the pass runs, and says it began with a commit open.
+    assert settle.wait(5.0 + 2 * SETTLE_MIN, message_waiting=False, commits_open=True) is None
+    stats = settle.stats()
+    assert stats["settle_cut_short"] == 1 and stats["passes_begun_with_commits_open"] == 1
+
+
+def test_a_stream_of_messages_does_not_hold_a_pass_back_beyond_the_bound():
+    settle = PassSettle()
+    now = 0.0
+    while (wait := settle.wait(now, message_waiting=True, commits_open=False)) is not None:
+        assert wait == 0.0
+        now += 0.001
+    assert now == pytest.approx(SETTLE_MIN, abs=0.002)
+    assert settle.stats()["settle_cut_short"] == 1
+
+
+def test_the_bound_grows_with_the_last_pass_up_to_its_cap_and_settle_0_never_waits():
+    settle = PassSettle()
+    settle.ran(0.01)
+    assert settle.bound() == SETTLE_MIN  # the floor
+    settle.ran(1.0)
+    assert settle.bound() == pytest.approx(SETTLE_SHARE * 1.0)
+    settle.ran(100.0)
+    assert settle.bound() == SETTLE_MAX
+    assert PassSettle(floor=30.0).bound() == 30.0  # the module's settle= is the floor
+    never = PassSettle(floor=0.0)
+    never.ran(100.0)
+    assert never.bound() == 0.0
+    assert never.wait(1.0, message_waiting=True, commits_open=True) is None
