@@ -264,9 +264,9 @@ class RushScheduler(Scheduler):
             self._sched_pending = True  # the base class's events do not re-arm it meanwhile
             self._sched_timer.reset(after=wait)
             return
-        began = time.monotonic()
+        began, cpu = time.monotonic(), time.thread_time()
         super()._on_sched_timer()
-        self.settle.ran(time.monotonic() - began)
+        self.settle.ran(time.monotonic() - began, time.thread_time() - cpu)
 
     def _commits_answered(self) -> None:
         """The module's last open commit is answered: a settling pass need not wait longer."""
