@@ -523,6 +523,23 @@ if __name__ == "__main__":
 # to sched-backfill, 10 000 jobs back to or above the module two rounds ago, first start within
 # 2x of the best (it may move by the settle bound).
 #
+# Measured, hypothesis S as written (--jobs 1000 --timers --probe --only sched-backfill,rush):
+# load 9.7: rush 136.0 / sched-backfill 190.3 jobs/s (0.71x), 4 passes over 430, 430, 451, 232
+# pending (each burst read whole), but the commits still took 0.4-1.0 s under this load and the
+# bound (0.05 s, half a 0.33 s pass) ran the next pass before them. Variant: wait for open
+# commits up to 1 s (load 13): 101.3 / 256.4 (0.40x): pass, commit, answer then took turns, the
+# module idle while the broker's KVS was slow. --repeat 3 --base /work/main, the bound for both
+# (10:25-10:29, load 13-15): medians sched-backfill 228.9, rush 166.4 (0.74x), main 189.9
+# (0.83x); 3-4 of 5 passes began with a commit open after waiting the bound idle. So:
+# S' (adopted): read what is waiting first (bounded as S), but wait for open commits only
+# after a long pass (>= 0.1 s of CPU: a queue of thousands, where a pass run first delays the
+# answers by a whole pass). --repeat 3 --base /work/main (10:31-10:35, load 12-16), medians:
+#   sched-backfill 217.4 jobs/s (first start 0.96 s, CPU 0.54 ms/job, RPC wait 0.88 s)
+#   rush, S'       190.5 (0.88x; 0.88, 0.84, 0.96 per repeat; 0.52 s, 0.30 ms/job, 0.52 s)
+#   rush, main     202.6 (0.98x; 1.08, 0.83, 0.98; 0.58 s, 0.35 ms/job, 1.10 s)
+#   rush / main per repeat: 190.5/234.9, 186.3/183.6, 198.8/202.6: level within this load's
+#   noise, not the gain the 10:03 timeline promised at load 1-7 (no quieter host was had).
+#
 # Measured on 2026-11-29, 06:55-07:45 UTC (issue 30 item 4: the 1 000-job gap and the RPC waits).
 # Profile first. --timers (now with CPU seconds per step), 1 000 jobs, main's module, load 23:
 # 5.71 s to the last start; "pass (all of schedule)" 4.28 s wall / 0.26 s CPU, "KVS commit wait +
