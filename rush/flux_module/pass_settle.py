@@ -12,9 +12,9 @@ A due pass therefore *settles* first, with the reactor running: it is put off wh
 waiting for the module (``flux_pollevents``), and, after a long pass (at least
 :data:`LONG_PASS_CPU` seconds of CPU: a long queue), while one of its commits is open, for at
 most the settle bound: :data:`SETTLE_SHARE` of the last pass's seconds (at most
-:data:`SETTLE_MAX`), never less than the module's ``settle=`` argument (default
-:data:`SETTLE_MIN`; 0: no settling). A burst is read whole before a pass, a steady stream of
-messages does not hold passes back, and before a pass over a long queue (~1 s at 10 000 jobs)
+:data:`SETTLE_MAX`), never less than the module's ``settle=`` argument (0, the module's
+default: no settling; :data:`SETTLE_MIN` suggested). A burst is read whole before a pass, a
+steady stream of messages does not hold passes back, and before a pass over a long queue (~1 s at 10 000 jobs)
 the previous pass's starts are answered instead of waiting behind it. After a short pass the
 commits are not waited for: on a loaded host a commit took 0.2-1 s, and a wait for them before
 every pass of 1 000 jobs left the module idle while the commit was slow (load 13-15: 166 jobs/s
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Default of the module argument ``settle=`` (s), the shortest bound: a burst's messages are
-# read in a tenth of a millisecond each.
+# The shortest bound suggested for the module argument ``settle=`` (s; the module's default is 0,
+# off): a burst's messages are read in a tenth of a millisecond each.
 SETTLE_MIN = 0.05
 # Share of the last pass's seconds a pass may settle for (a long pass is worth a longer read)...
 SETTLE_SHARE = 0.5
