@@ -99,7 +99,8 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     if args.unlimited:
         runs.append(("sched-backfill unlimited", ["sched-backfill", "queue-depth=unlimited"], {}))
     workdir.mkdir(parents=True, exist_ok=True)
-    runs.append(("rush FCFS+EASY", [str(PROFILED if args.profile or args.timers else MODULE)], {}))
+    module = [str(PROFILED if args.profile or args.timers else MODULE), *args.rush_args.split()]
+    runs.append(("rush FCFS+EASY", module, {}))
     if args.base:  # the same protocol with another checkout's module (e.g. main's), paired
         runs.append(
             ("rush, base checkout", [str(Path(args.base) / MODULE.relative_to(ROOT))], {BASE_ROOT: args.base})
@@ -380,6 +381,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--base", default="", help="also rush's module from this checkout (e.g. main's), same protocol"
+    )
+    parser.add_argument(
+        "--rush-args", default="", help="extra module arguments of this checkout's rush run, e.g. settle=0.05"
     )
     parser.add_argument(
         "--repeat", type=int, default=1, help="runs per scheduler, interleaved; medians printed"
