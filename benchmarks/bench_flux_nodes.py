@@ -544,6 +544,17 @@ if __name__ == "__main__":
 #   rush / main per repeat: 190.5/234.9, 186.3/183.6, 198.8/202.6: level within this load's
 #   noise, not the gain the 10:03 timeline promised at load 1-7 (no quieter host was had).
 #
+# --jobs 10000 --probe --base /work/main (10:35-10:54, load 12-17, one run each, S' with
+# settle=0.05 then the default): sched-backfill 38.7 jobs/s (first start 9.64 s, CPU 35.9 s),
+# Fluxion 45.2 (7.28 s, 43.1 s), rush S' 52.9 (3.44 s, 8.0 s; 43 of 62 passes began with a commit
+# open), main 59.9 (4.59 s, 9.2 s): 0.88x main's in this one pair. So settle= went in off by
+# default (settle=0 is main's behaviour).
+# --jobs 1000 --probe --repeat 3 --base /work/main --rush-args settle=0.05 (11:05-11:08, load
+# 8-9): sched-backfill 447.1, 348.9, 374.6; rush settle=0.05 425.4, 339.9, 345.7; main 266.2,
+# 225.3, 265.9 jobs/s. Medians 374.6 / 345.7 (0.95x) / 265.9 (0.65x); rush ahead of main in 3 of
+# 3 (1.60x, 1.51x, 1.30x); first start 0.79 / 0.78 / 0.40 s; CPU 0.56 / 0.29 / 0.33 ms per job.
+# At a lighter load the read-first rule is the gain the 10:03 timeline promised.
+#
 # Measured on 2026-11-29, 06:55-07:45 UTC (issue 30 item 4: the 1 000-job gap and the RPC waits).
 # Profile first. --timers (now with CPU seconds per step), 1 000 jobs, main's module, load 23:
 # 5.71 s to the last start; "pass (all of schedule)" 4.28 s wall / 0.26 s CPU, "KVS commit wait +
