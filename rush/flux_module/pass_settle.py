@@ -11,30 +11,25 @@ were read (and their jobs answered) only after the next passes: at 1 000 jobs no
 A due pass therefore *settles* first, with the reactor running: it is put off while a message is
 waiting for the module (``flux_pollevents``), and, after a long pass (at least
 :data:`LONG_PASS_CPU` seconds of CPU: a long queue), while one of its commits is open, for at
-most the settle bound: :data:`SETTLE_SHARE` of the last pass's seconds (at most
-:data:`SETTLE_MAX`), never less than the module's ``settle=`` argument (0, the module's
-default: no settling; :data:`SETTLE_MIN` suggested). A burst is read whole before a pass, a
-steady stream of messages does not hold passes back, and before a pass over a long queue (~1 s at 10 000 jobs)
-the previous pass's starts are answered instead of waiting behind it. After a short pass the
-commits are not waited for: on a loaded host a commit took 0.2-1 s, and a wait for them before
-every pass of 1 000 jobs left the module idle while the commit was slow (load 13-15: 166 jobs/s
-against main's 190, 4 of 5 passes run at the bound with a commit open); the answers then go out
-by the commit's continuation or at the next pass's start, as before. The module never blocks:
-a waiting message is read on the next turn, the last open commit's answer wakes the pass, and
-the bound ends any wait.
+most the module's ``settle=`` seconds (default :data:`SETTLE_MIN`; 0: no settling, the module
+as before). A burst is read whole before a pass, a steady stream of messages does not hold
+passes back, and before a pass over a long queue the previous pass's commits may complete. After
+a short pass the commits are not waited for: on a loaded host a commit took 0.2-1 s, and a wait
+for them before every pass of 1 000 jobs left the module idle while the commit was slow. A bound
+growing to half the last pass's seconds (up to 1 s) was tried and lost 12 % at 10 000 jobs in
+two pairs against the module without settling; the fixed 0.05 s bound was level there (0.97x)
+and ahead at 1 000 jobs (benchmarks/bench_flux_nodes.py, round of 2026-11-29). The module never
+blocks: a waiting message is read on the next turn, the last open commit's answer wakes the
+pass, and the bound ends any wait.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The shortest bound suggested for the module argument ``settle=`` (s; the module's default is 0,
-# off): a burst's messages are read in a tenth of a millisecond each.
+# Default of the module argument ``settle=`` (s), the bound: a burst's messages are read in a
+# tenth of a millisecond each.
 SETTLE_MIN = 0.05
-# Share of the last pass's seconds a pass may settle for (a long pass is worth a longer read)...
-SETTLE_SHARE = 0.5
-# ... up to this many seconds.
-SETTLE_MAX = 1.0
 # A pass of at least this many CPU seconds (a queue of thousands) waits for the commits before it.
 LONG_PASS_CPU = 0.1
 
@@ -43,7 +38,7 @@ LONG_PASS_CPU = 0.1
 class PassSettle:
     """The settle rule and its counters (reported by the module's ``stats-get``)."""
 
-    floor: float = SETTLE_MIN  # the module's settle= (0: a due pass runs at once)
+    floor: float = SETTLE_MIN  # the module's settle=, the bound (0: a due pass runs at once)
     since: float | None = None  # when the due pass began to settle
     last_pass_seconds: float = 0.0
     last_pass_cpu: float = 0.0
@@ -59,9 +54,7 @@ class PassSettle:
 
     def bound(self) -> float:
         """The longest a due pass settles."""
-        if self.floor <= 0:
-            return 0.0
-        return max(self.floor, min(SETTLE_MAX, SETTLE_SHARE * self.last_pass_seconds))
+        return max(self.floor, 0.0)
 
     def wait(self, now: float, message_waiting: bool, commits_open: bool) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now."""

@@ -11,10 +11,10 @@ or by modprobe configuration (``deploy/flux/modprobe-rush.toml``). Module argume
 ``daemon.journal``), ``default-limit=SECONDS`` (the time limit of jobs submitted without one;
 default: the instance's expiration, else unlimited), ``start-batch=N`` (at most N of a pass's
 starts are allocated before the module answers the messages that came meanwhile; the next pass
-follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the shortest time a due pass may wait
-for the messages queued for the module and its open KVS commits, half the last pass's seconds
-when longer, pass_settle.py; default 0: it never waits, as before; e.g. ``settle=0.05``: not
-shown better than 0 under this host's load, docs/admin-flux.md), plus the base class's ``queue-depth=`` and
+follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
+the messages queued for the module and, after a long pass, its open KVS commits,
+pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
+before), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -61,7 +61,7 @@ from rush.core.start_estimates import estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.pass_settle import PassSettle
+from rush.flux_module.pass_settle import SETTLE_MIN, PassSettle
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
@@ -101,8 +101,7 @@ class ModuleArgs:
     journal: Path | None = None
     default_limit: float | None = None
     start_batch: int = START_BATCH
-    # Off by default: measured level with no settling at 1 000 jobs, behind at 10 000 (one run).
-    settle: float = 0.0
+    settle: float = SETTLE_MIN
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MAX, SETTLE_MIN, SETTLE_SHARE, PassSettle
+from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle
 
 
 def test_a_due_pass_waits_a_turn_per_waiting_message_then_runs_when_none_is_left():
@@ -21,7 +21,7 @@ def test_a_due_pass_waits_a_turn_per_waiting_message_then_runs_when_none_is_left
 
 def test_after_a_long_pass_open_commits_put_the_next_off_for_the_rest_of_the_bound():
     settle = PassSettle()
-    settle.ran(0.1, LONG_PASS_CPU)  # a long queue: the bound is max(floor, half of 0.1 s)
+    settle.ran(0.1, LONG_PASS_CPU)  # a long queue
     wait = settle.wait(5.0, message_waiting=False, commits_open=True)
     assert wait == pytest.approx(SETTLE_MIN)
     assert settle.wait(5.0 + SETTLE_MIN / 2, message_waiting=False, commits_open=True) == pytest.approx(
@@ -51,15 +51,11 @@ def test_a_stream_of_messages_does_not_hold_a_pass_back_beyond_the_bound():
     assert settle.stats()["settle_cut_short"] == 1
 
 
-def test_the_bound_grows_with_the_last_pass_up_to_its_cap_and_settle_0_never_waits():
+def test_the_bound_is_the_modules_settle_and_settle_0_never_waits():
     settle = PassSettle()
-    settle.ran(0.01, 0.01)
-    assert settle.bound() == SETTLE_MIN  # the floor
-    settle.ran(1.0, 1.0)
-    assert settle.bound() == pytest.approx(SETTLE_SHARE * 1.0)
     settle.ran(100.0, 1.0)
-    assert settle.bound() == SETTLE_MAX
-    assert PassSettle(floor=30.0).bound() == 30.0  # the module's settle= is the floor
+    assert settle.bound() == SETTLE_MIN  # not the last pass's seconds
+    assert PassSettle(floor=30.0).bound() == 30.0
     never = PassSettle(floor=0.0)
     never.ran(100.0, 1.0)
     assert never.bound() == 0.0
