@@ -555,6 +555,14 @@ if __name__ == "__main__":
 # 3 (1.60x, 1.51x, 1.30x); first start 0.79 / 0.78 / 0.40 s; CPU 0.56 / 0.29 / 0.33 ms per job.
 # At a lighter load the read-first rule is the gain the 10:03 timeline promised.
 #
+# --jobs 10000 --probe --base /work/main --only rush --rush-args settle=0.05, growing bound
+# (11:08-11:12, load 7-10): rush 118.6 jobs/s (2.38 s, CPU 6.70 s; 27 of 56 passes at the bound)
+# against main 135.2 (3.43 s, 8.32 s): 0.88x again. S'' (adopted): the bound fixed at settle=
+# (0.05 s), not half the last pass. Same command (11:12-11:15, load 7-9): 195.5 (0.38 s, 6.72 s)
+# against main 201.4 (0.56 s, 7.77 s): 0.97x. --jobs 1000 --repeat 2 (11:15-11:16, load 7-9):
+# sched-backfill 659.1, 653.5; rush 496.8, 585.3; main 546.4, 369.0 jobs/s; medians 656.3 /
+# 541.0 (0.82x) / 457.7 (0.70x), first start 0.47 / 0.12 / 0.23 s. settle=0.05 on by default.
+#
 # Measured on 2026-11-29, 06:55-07:45 UTC (issue 30 item 4: the 1 000-job gap and the RPC waits).
 # Profile first. --timers (now with CPU seconds per step), 1 000 jobs, main's module, load 23:
 # 5.71 s to the last start; "pass (all of schedule)" 4.28 s wall / 0.26 s CPU, "KVS commit wait +
