@@ -38,7 +38,7 @@ LONG_PASS_CPU = 0.1
 class PassSettle:
     """The settle rule and its counters (reported by the module's ``stats-get``)."""
 
-    floor: float = SETTLE_MIN  # the module's settle=, the bound (0: a due pass runs at once)
+    limit: float = SETTLE_MIN  # the module's settle=, the bound (0: a due pass runs at once)
     since: float | None = None  # when the due pass began to settle
     last_pass_seconds: float = 0.0
     last_pass_cpu: float = 0.0
@@ -54,7 +54,7 @@ class PassSettle:
 
     def bound(self) -> float:
         """The longest a due pass settles."""
-        return max(self.floor, 0.0)
+        return max(self.limit, 0.0)
 
     def wait(self, now: float, message_waiting: bool, commits_open: bool) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now."""

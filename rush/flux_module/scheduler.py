@@ -213,7 +213,7 @@ class RushScheduler(Scheduler):
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
         # A due pass first reads what is queued for the module and lets its commits complete.
-        self.settle = PassSettle(floor=options.settle)
+        self.settle = PassSettle(limit=options.settle)
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).

@@ -55,8 +55,8 @@ def test_the_bound_is_the_modules_settle_and_settle_0_never_waits():
     settle = PassSettle()
     settle.ran(100.0, 1.0)
     assert settle.bound() == SETTLE_MIN  # not the last pass's seconds
-    assert PassSettle(floor=30.0).bound() == 30.0
-    never = PassSettle(floor=0.0)
+    assert PassSettle(limit=30.0).bound() == 30.0
+    never = PassSettle(limit=0.0)
     never.ran(100.0, 1.0)
     assert never.bound() == 0.0
     assert never.wait(1.0, message_waiting=True, commits_open=True) is None
