@@ -65,6 +65,8 @@ class AllocAnswers:
     open: list[Committing] = field(default_factory=list)
     this_pass: list[Committing] = field(default_factory=list)
     answer_at_once: int = ANSWER_AT_ONCE
+    # Called when the last open commit has been answered (a settling pass runs then).
+    on_all_answered: Callable[[], None] | None = None
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
@@ -138,3 +140,5 @@ class AllocAnswers:
             if notes is not None:
                 answer["annotations"] = notes
             self.handle.respond(msg, answer)
+        if not self.open and self.collecting is None and self.on_all_answered is not None:
+            self.on_all_answered()

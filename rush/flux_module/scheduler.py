@@ -11,7 +11,10 @@ or by modprobe configuration (``deploy/flux/modprobe-rush.toml``). Module argume
 ``daemon.journal``), ``default-limit=SECONDS`` (the time limit of jobs submitted without one;
 default: the instance's expiration, else unlimited), ``start-batch=N`` (at most N of a pass's
 starts are allocated before the module answers the messages that came meanwhile; the next pass
-follows at once; default :data:`START_BATCH`), plus the base class's ``queue-depth=`` and
+follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
+the messages queued for the module and, after a long pass, its open KVS commits,
+pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
+before), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -46,6 +49,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from _flux._core import lib  # type: ignore[import-not-found]
 from flux.job import JobID  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
@@ -57,6 +61,7 @@ from rush.core.start_estimates import estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
+from rush.flux_module.pass_settle import SETTLE_MIN, PassSettle
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
@@ -96,6 +101,7 @@ class ModuleArgs:
     journal: Path | None = None
     default_limit: float | None = None
     start_batch: int = START_BATCH
+    settle: float = SETTLE_MIN
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -120,6 +126,13 @@ class ModuleArgs:
                         f"start-batch={value!r}: give a number of jobs >= 1, e.g. start-batch=256"
                     )
                 out.start_batch = int(value)
+            elif key == "settle" and sep:
+                try:
+                    out.settle = float(value)
+                except ValueError:
+                    out.settle = math.nan
+                if not (math.isfinite(out.settle) and 0 <= out.settle <= 60):
+                    raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=0.05")
             else:
                 rest.append(arg)
         return out, rest
@@ -198,7 +211,9 @@ class RushScheduler(Scheduler):
         # The job whose allocation is being answered (alloc_success is given only its message).
         self._answering: int | None = None
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
-        self.answers = AllocAnswers(h, self.log, self.stop_error)
+        self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
+        # A due pass first reads what is queued for the module and lets its commits complete.
+        self.settle = PassSettle(limit=options.settle)
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
@@ -236,6 +251,32 @@ class RushScheduler(Scheduler):
         start-estimate projection was first called, and compiled, in the first pass over more
         than 2 000 waiting jobs: rush.core.warm_up)."""
         warm_live_pass(self.planner.core_config)
+
+    def _on_sched_timer(self, *_):
+        """A due pass (the base class's timer, or the next batch's) settles first
+        (pass_settle.py): put off while a message is waiting for the module or one of its
+        commits is open, within the settle bound; the reactor reads meanwhile."""
+        waiting = lib.flux_pollevents(self.handle.handle)
+        wait = self.settle.wait(
+            time.monotonic(), waiting > 0 and bool(waiting & lib.FLUX_POLLIN), bool(self.answers.open)
+        )
+        if wait is not None:
+            self._sched_pending = True  # the base class's events do not re-arm it meanwhile
+            self._sched_timer.reset(after=wait)
+            return
+        began, cpu = time.monotonic(), time.thread_time()
+        super()._on_sched_timer()
+        self.settle.ran(time.monotonic() - began, time.thread_time() - cpu)
+
+    def _commits_answered(self) -> None:
+        """The module's last open commit is answered: a settling pass need not wait longer."""
+        if self.settle.settling():
+            self._sched_timer.reset(after=0.0)
+
+    def stats_get(self):
+        stats = super().stats_get()
+        stats.update(self.settle.stats())
+        return stats
 
     def _periodic_pass(self) -> None:
         """Skips expire and kill deadlines pass with no Flux event: a pass every cycle_interval,

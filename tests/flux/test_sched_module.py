@@ -7,6 +7,7 @@ evidence from Flux itself (``flux jobs``) and from rush's journal.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -330,4 +331,38 @@ def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(
     for d in starts:
         per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
     assert max(per_pass.values()) > CHUNK  # the premise: one pass, several commits
+    assert allocated_cores(flux) == 0
+
+
+def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answered_once(
+    start_flux, tmp_path
+):
+    """A pass that became due settles first (pass_settle.py): while a message is waiting for
+    the module it is put off, one reactor turn per message, within the settle bound
+    (``settle=60`` here, so the bound never cuts it short on a loaded host). 200 one-node jobs
+    are released at once on 200 fake nodes (``start-batch=100``: at least two passes start
+    them, and the second is due while the first's commits are open): the job-manager's alloc
+    requests queue up, so a due pass was put off for them at least once, and none ran with a
+    message still waiting (with ``settle=0`` passes run with messages waiting:
+    settle_cut_short >= 1). Every job runs exactly once and the pool is empty at the end."""
+    nodes = 200
+    flux = start_flux(size=1, config=f"[fake-resources]\nnnodes = {nodes}\ncores-per-node = 1\n")
+    load_rush(flux, write_config(tmp_path), "start-batch=100", "settle=60")
+    flux.run("queue", "stop", "--quiet", check=False)
+    simulated = "--setattr=system.exec.test.run_duration=0.01s"  # flux-core's test exec: no shell
+    flux.run("submit", f"--cc=1-{nodes}", "--quiet", "-N1", "-t", "1m", simulated, "true", timeout=300)
+    flux.run("queue", "start", "--quiet", check=False)
+    flux.run("queue", "drain", "--timeout=300", timeout=310)
+    jobs = flux.jobs("id", "result", states="all")
+    assert len(jobs) == nodes and {job["result"] for job in jobs} == {"COMPLETED"}
+    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done"]
+    assert sorted(d["job_id"] for d in starts) == sorted(int(job["id"]) for job in jobs)  # each once
+    per_pass: dict[int, int] = {}
+    for d in starts:
+        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
+    assert len(per_pass) >= 2 and max(per_pass.values()) <= 100
+    stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
+    assert stats["settled_passes"] >= len(per_pass)
+    assert stats["passes_after_reading_a_burst"] >= 1  # the premise: messages were queued
+    assert stats["settle_cut_short"] == 0
     assert allocated_cores(flux) == 0
