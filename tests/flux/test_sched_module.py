@@ -281,7 +281,7 @@ def test_a_pass_allocates_a_batch_of_starts_and_the_next_pass_the_rest_each_job_
     assert allocated_cores(flux) == 0 and flux.total_cores() == 16
 
 
-def test_a_bad_start_batch_refuses_to_load(rush_flux, tmp_path):
+def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
     flux = rush_flux
     flux.module("remove", "sched-simple")
     for value in ("0", "-1", "many", ""):
@@ -290,6 +290,12 @@ def test_a_bad_start_batch_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "start-batch" in out.stderr + flux.log_tail(40)
+    for value in ("-0.1", "61", "nan", "soon", ""):
+        out = flux.module(
+            "load", str(MODULE), f"config={write_config(tmp_path)}", f"settle={value}", check=False
+        )
+        assert out.returncode != 0
+        assert "settle=" in out.stderr + flux.log_tail(40)
 
 
 def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
