@@ -292,9 +292,10 @@ def score(called: np.ndarray, small: np.ndarray, mask: np.ndarray) -> dict:
     }
 
 
-def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dict]:
+def trace_history(name: str):
+    """(the trace's workload, its cached walk-forward, the jobs, the clock, each job's usable end,
+    the recent columns): what both protocols read for one trace."""
     from rush.models.runtime_features import TimeBase
-    from rush.models.runtime_quantiles import proba_below_quantiles
     from rush.models.runtime_quantiles_features import usable_history
     from rush.models.runtime_quantiles_walkforward import trace_jobs
 
@@ -304,10 +305,17 @@ def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dic
     jobs = trace_jobs(workload, time_base)
     end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
     recent = recent_columns(jobs, time_base.clock, end, wf.runtime)
-    recent.wide = recent_columns(jobs, time_base.clock, end, wf.runtime, wide=True)
-    recent.monotone_request = recent_columns(jobs, time_base.clock, end, wf.runtime)
+    return workload, wf, jobs, time_base.clock, end, recent
+
+
+def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dict]:
+    from rush.models.runtime_quantiles import proba_below_quantiles
+
+    workload, wf, jobs, clock, end, recent = trace_history(name)
+    recent.wide = recent_columns(jobs, clock, end, wf.runtime, wide=True)
+    recent.monotone_request = recent_columns(jobs, clock, end, wf.runtime)
     recent.monotone_request.monotone = MONOTONE_REQUEST
-    recent.monotone_history = recent_columns(jobs, time_base.clock, end, wf.runtime)
+    recent.monotone_history = recent_columns(jobs, clock, end, wf.runtime)
     recent.monotone_history.monotone = MONOTONE_HISTORY
     raw = np.asarray(workload.runtime, dtype=float)
     published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
@@ -352,18 +360,9 @@ def gain_main(args) -> None:
     simulator's classes have no divider in week 0, so the cold-start rules are refused)."""
     from run import gain_rows
 
-    from rush.models.runtime_features import TimeBase
-    from rush.models.runtime_quantiles_features import usable_history
-    from rush.models.runtime_quantiles_walkforward import trace_jobs
-
     rows = []
     for name in args.traces.split(","):
-        trace, workload = load(name)
-        wf = default_walkforward(name)
-        time_base = TimeBase.from_header(trace.header)
-        jobs = trace_jobs(workload, time_base)
-        end = np.where(usable_history(jobs.runtime, jobs.requested_time, jobs.end), jobs.end, np.inf)
-        recent = recent_columns(jobs, time_base.clock, end, wf.runtime)
+        _, wf, _, _, _, recent = trace_history(name)
         rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
         for rule in args.rules.split(","):
             if rule.endswith("+cold-start"):
