@@ -512,10 +512,10 @@ def _class_of(
     return known if known is not None else RuntimeClass(cls), model if source == "model" else source
 
 
+# A dict lookup per job, not an enum call.
 _RUNTIME_CLASS = {int(c): c for c in RuntimeClass}
-_NO_OUTPUTS: dict[
-    str, Any
-] = {}  # shared, never written: merged into each job's outputs  # a dict lookup, not an enum call per job
+# Shared and never written: merged into each job's outputs.
+_NO_OUTPUTS: dict[str, Any] = {}
 
 
 def _fixed_class(job: RJMSJob) -> RuntimeClass | None:
