@@ -10,6 +10,7 @@ nothing, kill -9 in the middle of a cycle, slurmctld stopped and started again, 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ import requests
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.daemon.service import Daemon
+from rush.jit_cache import configure_numba_cache
 from rush.planner.config import RushConfig, parse_config
 from rush.planner.journal import Journal
 from rush.rjms.base import RJMSJob, get_backend
@@ -428,7 +430,14 @@ REST_ONLY_CYCLES = textwrap.dedent(
 
 def rest_only_cycles(cfg: RushConfig, cycles: int) -> list[dict]:
     """Daemon cycles in a process whose PATH holds only Python: no scontrol/squeue/sbatch."""
-    env = {"PATH": str(Path(sys.executable).parent), "HOME": "/nonexistent"}
+    # The kernel cache this run warmed goes along: with HOME=/nonexistent the child would
+    # otherwise compile every kernel the daemon calls (minutes on a loaded fresh machine, past
+    # the timeout) and, as root, write a cache under /nonexistent.
+    env = {
+        "PATH": str(Path(sys.executable).parent),
+        "HOME": "/nonexistent",
+        "NUMBA_CACHE_DIR": configure_numba_cache(dict(os.environ)),
+    }
     out = subprocess.run(
         [sys.executable, "-c", REST_ONLY_CYCLES, cfg.model_dump_json(), str(cycles)],
         capture_output=True,
