@@ -11,6 +11,8 @@ P(small) by the mean) with one change, on the newest cached `t23` walk-forward:
   P(small) at it (:func:`stacked_columns`; out of sample for every training row);
 * ``blend-recent-bands`` (R10c): R9a's P(small), the threshold chosen walk-forward per band of
   request / divider (:func:`band_thresholds`);
+* ``blend-forest`` (R10e): R9a's columns, the head a random forest (the thesis's learner, seed
+  003, 6.3.2; :func:`forest`) instead of boosting;
 * ``...+cold-start``: R9g's daily cold start in week 0 (``class_history.cold_start``); a ``+``
   between rule names (``blend-session+stacked``, ``...+bands``) is their union (R10d).
 
@@ -45,12 +47,23 @@ RULES = (
     "blend-session",
     "blend-stacked",
     "blend-recent-bands",
+    "blend-forest",
 )
 BURST_GAP = 600.0  # seconds between a user's submits within one burst
 HOUR = 3600.0
 BAND_EDGES = (4.0, 16.0)  # request / divider
 MIN_BAND_JOBS = 200
 PENDING, RUNNING, FINISHED, NONE = -1.0, 0.0, 1.0, -2.0
+
+
+def forest():
+    """R10e's head: 50 trees, 5 jobs a leaf, sqrt of the columns per split, seed 0 (fixed in the
+    dev log before the run)."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(
+        n_estimators=50, min_samples_leaf=5, max_features="sqrt", random_state=0, n_jobs=1
+    )
 
 
 def session_columns(jobs, end: np.ndarray) -> np.ndarray:
@@ -183,7 +196,7 @@ def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.nda
         return cold_start(wf, *rule_proba(wf, rule.removesuffix("+cold-start"), divider, extras))
     base, *more = rule.split("+")
     parts = {base.removeprefix("blend-"), *more}
-    unknown = parts - {"recent", "session", "stacked", "recent-bands", "bands"}
+    unknown = parts - {"recent", "session", "stacked", "recent-bands", "bands", "forest"}
     if unknown:
         raise SystemExit(f"unknown rule {rule!r}; use one of {', '.join(RULES)} (parts joined by +)")
     blocks = [extras["recent"]]
@@ -195,7 +208,8 @@ def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.nda
     def extra(d: float) -> np.ndarray:
         return np.hstack([block(d) for block in blocks])
 
-    proba = (wf.proba_small + head_proba(wf, divider, extra=extra)) / 2
+    make_model = forest if "forest" in parts else None
+    proba = (wf.proba_small + head_proba(wf, divider, extra=extra, make_model=make_model)) / 2
     if parts & {"recent-bands", "bands"}:
         return proba, band_thresholds(proba, wf.runtime, divider, wf.end, wf.submit, wf.requested_time)
     return proba, walkforward_thresholds(proba, wf.runtime, divider, wf.end, wf.submit)
