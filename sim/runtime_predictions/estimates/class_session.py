@@ -13,6 +13,7 @@ P(small) by the mean) with one change, on the newest cached `t23` walk-forward:
   request / divider (:func:`band_thresholds`);
 * ``blend-forest`` (R10e): R9a's columns, the head a random forest (the thesis's learner, seed
   003, 6.3.2; :func:`forest`) instead of boosting;
+* ``blend-recent+copy`` (R10f, post hoc): a fresh same-script outcome overrides (:func:`fresh_outcome`);
 * ``...+cold-start``: R9g's daily cold start in week 0 (``class_history.cold_start``); a ``+``
   between rule names (``blend-session+stacked``, ``...+bands``) is their union (R10d).
 
@@ -48,7 +49,9 @@ RULES = (
     "blend-stacked",
     "blend-recent-bands",
     "blend-forest",
+    "blend-recent+copy",
 )
+COPY_WINDOW = 3600.0  # R10f: a same-script outcome at most this old at the submission
 BURST_GAP = 600.0  # seconds between a user's submits within one burst
 HOUR = 3600.0
 BAND_EDGES = (4.0, 16.0)  # request / divider
@@ -137,6 +140,26 @@ def stacked_columns(wf):
     return columns
 
 
+def fresh_outcome(jobs, end: np.ndarray, runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R10f, per job: the runtime of the user's last job of the same (processors, request) that
+    ended before its submission, where that end is at most ``COPY_WINDOW`` old (NaN otherwise),
+    and whether there is one (bool)."""
+    user = np.asarray(jobs.user, dtype=np.int64)
+    procs = np.asarray(jobs.procs, dtype=np.int64)
+    request = np.asarray(jobs.requested_time, dtype=np.float64)
+    submit = np.asarray(jobs.submit, dtype=np.float64)
+    code = np.unique(np.column_stack([user, procs, request]), axis=0, return_inverse=True)[1].ravel()
+    done = np.flatnonzero(np.isfinite(end))
+    order = done[np.lexsort((end[done], code[done]))]
+    origin = min(submit.min(), end[done].min())
+    scale = 1e11
+    key = code[order] * scale + (end[order] - origin)
+    at = np.searchsorted(key, code * scale + (submit - origin), side="left") - 1  # last end < submit
+    prev = order[np.maximum(at, 0)]
+    found = (at >= 0) & (code[prev] == code) & (end[prev] < submit) & (submit - end[prev] <= COPY_WINDOW)
+    return np.where(found, runtime[prev], np.nan), found
+
+
 def band_of(requested_time: np.ndarray, divider: np.ndarray) -> np.ndarray:
     """0, 1, 2: request / divider <= 4, in (4, 16], > 16."""
     return np.searchsorted(np.asarray(BAND_EDGES), requested_time / np.maximum(divider, 1.0), side="left")
@@ -194,6 +217,11 @@ def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.nda
 
     if rule.endswith("+cold-start"):
         return cold_start(wf, *rule_proba(wf, rule.removesuffix("+cold-start"), divider, extras))
+    if rule.endswith("+copy"):
+        proba, threshold = rule_proba(wf, rule.removesuffix("+copy"), divider, extras)
+        last, found = extras["copy"]
+        found = found & np.isfinite(proba)  # weeks with a model only (week 0 stays large)
+        return np.where(found, (last <= divider).astype(np.float64), proba), np.where(found, 0.5, threshold)
     base, *more = rule.split("+")
     parts = {base.removeprefix("blend-"), *more}
     unknown = parts - {"recent", "session", "stacked", "recent-bands", "bands", "forest"}
@@ -218,6 +246,7 @@ def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.nda
 def trace_rows(name: str, rules: list[str]) -> list[dict]:
     workload, wf, jobs, _, end, recent = trace_history(name)
     extras = {"recent": recent, "session": session_columns(jobs, end), "stacked": stacked_columns(wf)}
+    extras["copy"] = fresh_outcome(jobs, end, wf.runtime)
     raw = np.asarray(workload.runtime, dtype=float)
     published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
     has_model = np.isfinite(wf.proba_small)
@@ -243,6 +272,19 @@ def trace_rows(name: str, rules: list[str]) -> list[dict]:
             row |= {**score(called, small, mask), "cpu_seconds": round(cpu, 1)}
             print(row, flush=True)
             rows.append(row)
+        if rule.endswith("+copy"):
+            found = extras["copy"][1] & np.isfinite(proba)
+            for (protocol, half), mask in masks.items():
+                if protocol == "ours":
+                    row = {
+                        "trace": name,
+                        "rule": f"{rule} (overridden jobs)",
+                        "protocol": protocol,
+                        "half": half,
+                    }
+                    row |= score(called, small, mask & found)
+                    print(row, flush=True)
+                    rows.append(row)
     return rows
 
 
@@ -254,6 +296,7 @@ def gain_main(args) -> None:
     for name in args.traces.split(","):
         _, wf, jobs, _, end, recent = trace_history(name)
         extras = {"recent": recent, "session": session_columns(jobs, end), "stacked": stacked_columns(wf)}
+        extras["copy"] = fresh_outcome(jobs, end, wf.runtime)
         divider = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
         for rule in args.rules.split(","):
             if rule.endswith("+cold-start"):
