@@ -211,6 +211,76 @@ def band_thresholds(proba, runtime, divider, end, submit, requested_time) -> np.
     return out
 
 
+def crossfit_ceiling(wf, divider: np.ndarray, recent, folds: int = 5) -> np.ndarray:
+    """D8 (future data, a diagnostic): R9a's head P(small) for every job of a week with a model,
+    cross-fitted over ``folds`` contiguous blocks of weeks (each block predicted by a head trained
+    on every other block), each job labelled at its own week's divider with its R9a columns read
+    at that divider; NaN for week 0."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    n = len(wf.runtime)
+    model_rows = np.isfinite(wf.proba_small)
+    X = np.full((n, wf.features.shape[1] + recent(float(divider[0])).shape[1]), np.nan)
+    for d in np.unique(divider[model_rows]):
+        rows = model_rows & (divider == d)
+        X[rows] = np.hstack([wf.features[rows], recent(float(d))[rows]])
+    label = (wf.runtime <= divider).astype(np.int64)
+    usable = model_rows & np.isfinite(wf.end) & np.isfinite(wf.runtime)
+    weeks = np.unique(wf.week[model_rows])
+    edges = [chunk[0] for chunk in np.array_split(weeks, folds)[1:]]
+    block = np.searchsorted(np.asarray(edges), wf.week, side="right")
+    proba = np.full(n, np.nan)
+    for b in range(folds):
+        train = usable & (block != b)
+        model = HistGradientBoostingClassifier(
+            max_iter=40,
+            learning_rate=0.1,
+            max_leaf_nodes=15,
+            min_samples_leaf=20,
+            early_stopping=False,
+            random_state=0,
+        ).fit(X[train], label[train])
+        rows = model_rows & (block == b)
+        proba[rows] = model.predict_proba(X[rows])[:, list(model.classes_).index(1)]
+    return proba
+
+
+def ceiling_rows(name: str) -> list[dict]:
+    """D8's rows: the cross-fitted head (thresholds 0.5 and the best in hindsight), the
+    walk-forward head alone and R9a's blend, on the jobs of weeks with a model."""
+    from rush.models.runtime_quantiles_walkforward import THRESHOLDS, walkforward_thresholds
+
+    _, wf, _, _, _, recent = trace_history(name)
+    divider = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
+    small = wf.runtime <= divider
+    mask = np.isfinite(wf.proba_small)
+    n = len(small)
+    cross = crossfit_ceiling(wf, divider, recent)
+    head = head_proba(wf, divider, extra=recent)
+    blend = (wf.proba_small + head) / 2
+    hindsight = max(THRESHOLDS, key=lambda t: np.mean((cross[mask] >= t) == small[mask]))
+    called = {
+        "cross-fitted head, threshold 0.5 (future data)": cross >= 0.5,
+        f"cross-fitted head, threshold {hindsight:.2f} in hindsight (future data)": cross >= hindsight,
+        "walk-forward head alone": head
+        >= walkforward_thresholds(head, wf.runtime, divider, wf.end, wf.submit),
+        "R9a blend (walk-forward)": blend
+        >= walkforward_thresholds(blend, wf.runtime, divider, wf.end, wf.submit),
+    }
+    rows = []
+    for rule, c in called.items():
+        for half, part in (
+            ("first", np.arange(n) < n // 2),
+            ("second", np.arange(n) >= n // 2),
+            ("all", True),
+        ):
+            row = {"trace": name, "rule": rule, "protocol": "weeks with a model", "half": half}
+            row |= score(np.isfinite(cross) & c, small, mask & part)
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
 def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.ndarray]:
     """P(small) and threshold per job under ``rule`` (parts joined by ``+``) at ``divider``."""
     from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
@@ -318,9 +388,13 @@ def main() -> None:
     parser.add_argument("--rules", default=",".join(RULES))
     parser.add_argument("--table", default="class_session")
     parser.add_argument("--gain", action="store_true", help="the FCFS gain protocol per rule instead")
+    parser.add_argument("--ceiling", action="store_true", help="D8: R9a's head cross-fitted (future data)")
     args = parser.parse_args()
     if args.gain:
         return gain_main(args)
+    if args.ceiling:
+        rows = [row for name in args.traces.split(",") for row in ceiling_rows(name)]
+        return write_table(OUT, args.table, rows, missing="")
     rows = []
     for name in args.traces.split(","):
         rows += trace_rows(name, args.rules.split(","))
