@@ -122,3 +122,33 @@ def test_stacked_columns_are_the_quantiles_against_the_divider_and_nan_without_a
     assert np.isnan(c[0]).all()  # week 0: no model, no row in the head's training
     assert np.allclose(c[1, :5], np.log1p(quantiles[1]) - np.log1p(100.0))
     assert np.isclose(c[1, 5], 0.5)  # the divider is the median's quantile
+
+
+def test_crossfit_ceiling_predicts_each_block_without_its_own_outcomes() -> None:
+    s = _script()
+    rng = np.random.default_rng(5)
+    n, weeks = 1500, 10
+    week = np.sort(rng.integers(0, weeks, n))
+    features = rng.normal(size=(n, 4))
+    runtime = np.exp(5 + features[:, 0] + rng.normal(0, 0.5, n))
+    wf = SimpleNamespace(
+        features=features,
+        runtime=runtime,
+        end=np.arange(n, dtype=np.float64),
+        week=week,
+        proba_small=np.where(week == 0, np.nan, 0.5),
+    )
+    divider = np.where(week == 0, np.nan, 150.0 + week)
+
+    def recent(d: float) -> np.ndarray:
+        return np.full((n, 1), d)
+
+    proba = s.crossfit_ceiling(wf, divider, recent, folds=3)
+    assert np.isnan(proba[week == 0]).all() and np.isfinite(proba[week > 0]).all()
+    # the last block's outcomes do not move its own predictions (they move the other blocks')
+    last = week >= 7
+    changed = SimpleNamespace(**vars(wf))
+    changed.runtime = np.where(last, 1e6, runtime)
+    again = s.crossfit_ceiling(changed, divider, recent, folds=3)
+    assert np.array_equal(proba[last], again[last])
+    assert not np.array_equal(proba[~last & (week > 0)], again[~last & (week > 0)])
