@@ -137,10 +137,19 @@ def previous_request_equal(user: np.ndarray, request: np.ndarray) -> np.ndarray:
 
 
 def head_proba(
-    wf, divider, extra=None, max_train=10_000, halflife_weeks=None, max_iter=40, leaves=15, min_leaf=20
+    wf,
+    divider,
+    extra=None,
+    max_train=10_000,
+    halflife_weeks=None,
+    max_iter=40,
+    leaves=15,
+    min_leaf=20,
+    make_model=None,
 ):
     """P(small) of a divider classifier refitted at each week's start (jobs ended before it);
-    ``extra`` may carry ``monotone``: feature names along which P(small) may only fall."""
+    ``extra`` may carry ``monotone``: feature names along which P(small) may only fall;
+    ``make_model``: a factory of another (unfitted) classifier than round 7's boosting."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
     from rush.models.runtime_quantiles_features import feature_names
@@ -176,14 +185,18 @@ def head_proba(
         weight = None
         if halflife_weeks is not None:
             weight = 0.5 ** ((start - wf.end[train]) / (halflife_weeks * WEEK))
-        model = HistGradientBoostingClassifier(
-            max_iter=max_iter,
-            learning_rate=0.1,
-            max_leaf_nodes=leaves,
-            min_samples_leaf=min_leaf,
-            early_stopping=False,
-            random_state=0,
-            monotonic_cst=monotone,
+        model = (
+            make_model()
+            if make_model is not None
+            else HistGradientBoostingClassifier(
+                max_iter=max_iter,
+                learning_rate=0.1,
+                max_leaf_nodes=leaves,
+                min_samples_leaf=min_leaf,
+                early_stopping=False,
+                random_state=0,
+                monotonic_cst=monotone,
+            )
         ).fit(X[train], label, sample_weight=weight)
         proba[lo:hi] = model.predict_proba(X[lo:hi])[:, list(model.classes_).index(1)]
     return proba
