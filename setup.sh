@@ -106,8 +106,6 @@ beside_builds() {
   case "${RUSH_TEST_BESIDE_BUILDS:-}" in
     1) return 0 ;;
     0) return 1 ;;
-    "") ;;
-    *) die "RUSH_TEST_BESIDE_BUILDS must be 1 or 0, not '$RUSH_TEST_BESIDE_BUILDS'" "unset it, or set it to 1 or 0" ;;
   esac
   [ -d ../shared/vendor ] || return 1
   [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null || return 1
@@ -120,7 +118,19 @@ beside_builds() {
   return 0
 }
 
+# The test command's settings, checked before anything is installed (a typo must not cost the
+# minutes of Debian packages and the environment first).
+check_test_settings() {
+  case "${RUSH_TEST_BESIDE_BUILDS:-}" in
+    1 | 0 | "") ;;
+    *) die "RUSH_TEST_BESIDE_BUILDS must be 1 or 0, not '$RUSH_TEST_BESIDE_BUILDS'" "unset it, or set it to 1 or 0" ;;
+  esac
+  [[ "${RUSH_TEST_WORKERS:-0}" =~ ^[0-9]+$ ]] ||
+    die "RUSH_TEST_WORKERS must be a number of workers, not '$RUSH_TEST_WORKERS'" "unset it, or set it to e.g. 2 (0: no workers)"
+}
+
 run_tests() {
+  check_test_settings
   bash .ci/install-deps.sh
   ensure_venv
   install_rush "test,mpi,cassandra,dask"
@@ -136,8 +146,6 @@ run_tests() {
   # once, and one per module for the rest (tests/conftest.py). Arguments given after
   # `test` come last, so `-n 0` there wins.
   local workers="${RUSH_TEST_WORKERS:-$(($(nproc 2>/dev/null || echo 1) + 1))}"
-  [[ "$workers" =~ ^[0-9]+$ ]] ||
-    die "RUSH_TEST_WORKERS must be a number of workers, not '$workers'" "unset it, or set it to e.g. 2 (0: no workers)"
   local rc=0
   # The RJMS builds the suite runs against beside Debian's Slurm 22.05, from ../shared/vendor
   # (cached: minutes the first time, seconds after; nothing is built when it is absent and

@@ -233,3 +233,40 @@ def test_a_failed_build_fails_the_run_with_its_log(tmp_path: Path) -> None:
     assert "the vendored builds failed (exit 3)" in out.stderr and "fix:" in out.stderr
     assert "vendor: built vendor-flux.sh" in out.stderr  # the log's tail
     assert not any(e.startswith("pytest rest") for e in events) and "start vendor-slurm.sh" not in events
+
+
+FAKE_INSTALL = """#!/usr/bin/env bash
+touch "$(dirname "$0")/../installed"
+exit 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "fix"),
+    [
+        ("RUSH_TEST_BESIDE_BUILDS", "yes", "set it to 1 or 0"),
+        ("RUSH_TEST_BESIDE_BUILDS", "2", "set it to 1 or 0"),
+        ("RUSH_TEST_WORKERS", "auto", "set it to e.g. 2"),
+        ("RUSH_TEST_WORKERS", "-1", "set it to e.g. 2"),
+        ("RUSH_TEST_WORKERS", "2 ", "set it to e.g. 2"),
+    ],
+)
+def test_a_bad_test_setting_is_named_before_anything_is_installed(
+    tmp_path: Path, setting: str, value: str, fix: str
+) -> None:
+    # setup.sh in a copy of the tree whose Debian-package step only leaves a mark: a bad setting
+    # must stop `./setup.sh test` with exit 2 (a configuration error) before that step and
+    # before the virtual environment is made.
+    tree = tmp_path / "tree"
+    (tree / ".ci").mkdir(parents=True)
+    shutil.copy2(REPO / "setup.sh", tree)
+    (tree / ".ci" / "install-deps.sh").write_text(FAKE_INSTALL)
+    venv = tmp_path / "venv"
+    env = {**os.environ, "RUSH_VENV": str(venv), setting: value}
+    out = subprocess.run(
+        [str(tree / "setup.sh"), "test"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"setup.sh: error: {setting} must be" in out.stderr and f"'{value}'" in out.stderr
+    assert "fix:" in out.stderr and fix in out.stderr
+    assert not (tree / "installed").exists() and not venv.exists()

@@ -34,12 +34,37 @@ SETTLE_MIN = 0.05
 LONG_PASS_CPU = 0.1
 
 
+# What the rule needs of flux-core's Python ``flux.scheduler.Scheduler`` (0.88), all private to
+# it: the pass timer's callback (overridden to settle first), the flag that keeps the base
+# class's events from re-arming the timer while a pass settles, and the timer (re-armed).
+SETTLE_FIX = (
+    "rush's module settles only on flux-core 0.88's Scheduler; it runs without settling "
+    "(as settle=0) meanwhile: run flux-core 0.88, or a rush release made for this flux-core"
+)
+
+
+def settle_hooks_missing(base: type, sched: object) -> list[str]:
+    """The members of flux-core's ``Scheduler`` the settle rule relies on that ``base`` (the
+    class) or ``sched`` (a constructed scheduler) lacks or has in another form; [] when all are
+    there as in flux-core 0.88."""
+    missing = []
+    if not callable(getattr(base, "_on_sched_timer", None)):
+        missing.append("Scheduler._on_sched_timer()")
+    if not isinstance(getattr(sched, "_sched_pending", None), bool):
+        missing.append("Scheduler._sched_pending (a bool)")
+    if not callable(getattr(getattr(sched, "_sched_timer", None), "reset", None)):
+        missing.append("Scheduler._sched_timer.reset()")
+    return missing
+
+
 @dataclass
 class PassSettle:
     """The settle rule and its counters (reported by the module's ``stats-get``)."""
 
     limit: float = SETTLE_MIN  # the module's settle=, the bound (0: a due pass runs at once)
     since: float | None = None  # when the due pass began to settle
+    # The last pass's wall-clock and CPU seconds: the rule reads the CPU; both are in the stats
+    # (a pass far longer by the clock than in CPU was waiting: a slow host or journal).
     last_pass_seconds: float = 0.0
     last_pass_cpu: float = 0.0
     passes: int = 0
@@ -51,10 +76,13 @@ class PassSettle:
     # Passes that began while one of the module's commits was open (after a short pass, at the
     # bound, or with settle=0).
     begun_with_commits_open: int = 0
+    # Why the rule is off whatever settle= says ("": on): flux-core's Scheduler lacks what it
+    # needs (settle_hooks_missing); the module then runs every due pass at once.
+    off: str = ""
 
     def bound(self) -> float:
         """The longest a due pass settles."""
-        return max(self.limit, 0.0)
+        return 0.0 if self.off else max(self.limit, 0.0)
 
     def wait(self, now: float, message_waiting: bool, commits_open: bool) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now."""
@@ -89,4 +117,7 @@ class PassSettle:
             "passes_after_reading_a_burst": self.drained,
             "settle_cut_short": self.cut_short,
             "passes_begun_with_commits_open": self.begun_with_commits_open,
+            "last_pass_seconds": self.last_pass_seconds,
+            "last_pass_cpu_seconds": self.last_pass_cpu,
+            "settle_off": self.off,
         }

@@ -61,7 +61,7 @@ from rush.core.start_estimates import estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.pass_settle import SETTLE_MIN, PassSettle
+from rush.flux_module.pass_settle import SETTLE_FIX, SETTLE_MIN, PassSettle, settle_hooks_missing
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
@@ -212,8 +212,13 @@ class RushScheduler(Scheduler):
         self._answering: int | None = None
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
-        # A due pass first reads what is queued for the module and lets its commits complete.
+        # A due pass first reads what is queued for the module and lets its commits complete,
+        # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
         self.settle = PassSettle(limit=options.settle)
+        missing = settle_hooks_missing(Scheduler, self)
+        if missing:
+            self.settle.off = f"flux-core {self._flux_version()} has no {', '.join(missing)}"
+            self.log.warning(f"rush: {self.settle.off}: {SETTLE_FIX}")
         self._shapes: dict[str, CoreRequest] = {}
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
@@ -252,20 +257,33 @@ class RushScheduler(Scheduler):
         than 2 000 waiting jobs: rush.core.warm_up)."""
         warm_live_pass(self.planner.core_config)
 
+    def _flux_version(self) -> str:
+        try:
+            return str(self.handle.attr_get("version"))
+        except (OSError, AttributeError, TypeError, ValueError):
+            return "(version unknown)"
+
     def _on_sched_timer(self, *_):
         """A due pass (the base class's timer, or the next batch's) settles first
         (pass_settle.py): put off while a message is waiting for the module or one of its
-        commits is open, within the settle bound; the reactor reads meanwhile."""
-        waiting = lib.flux_pollevents(self.handle.handle)
-        wait = self.settle.wait(
-            time.monotonic(), waiting > 0 and bool(waiting & lib.FLUX_POLLIN), bool(self.answers.open)
-        )
-        if wait is not None:
-            self._sched_pending = True  # the base class's events do not re-arm it meanwhile
-            self._sched_timer.reset(after=wait)
-            return
+        commits is open, within the settle bound; the reactor reads meanwhile. Without the
+        base class's timer (``settle.off``) the pass runs at once, through the base class's
+        callback when it has one."""
+        base = getattr(super(), "_on_sched_timer", None)
+        if not self.settle.off:
+            waiting = lib.flux_pollevents(self.handle.handle)
+            wait = self.settle.wait(
+                time.monotonic(), waiting > 0 and bool(waiting & lib.FLUX_POLLIN), bool(self.answers.open)
+            )
+            if wait is not None:
+                self._sched_pending = True  # the base class's events do not re-arm it meanwhile
+                self._sched_timer.reset(after=wait)
+                return
         began, cpu = time.monotonic(), time.thread_time()
-        super()._on_sched_timer()
+        if callable(base):
+            base()
+        else:
+            self.schedule()
         self.settle.ran(time.monotonic() - began, time.thread_time() - cpu)
 
     def _commits_answered(self) -> None:

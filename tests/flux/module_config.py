@@ -29,3 +29,12 @@ def decisions(tmp_path: Path, action: str | None = None) -> list[dict]:
     rows = [dict(r) for r in con.execute(query, (action,) if action else ())]
     con.close()
     return rows
+
+
+def allocated_cores(flux) -> int:
+    """Cores the scheduler's own pool holds as allocated (``sched.resource-status``)."""
+    from flux.idset import IDset  # type: ignore[import-not-found]  # only where Flux runs
+
+    answer = flux.handle().rpc("sched.resource-status").get()
+    r_lite = (answer.get("allocated") or {}).get("execution", {}).get("R_lite", [])
+    return sum(len(IDset(entry["rank"])) * len(IDset(entry["children"].get("core", ""))) for entry in r_lite)

@@ -10,12 +10,16 @@ back), never denied; the module keeps running and no job is started twice.
 
 from __future__ import annotations
 
+import platform
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests import polling
-from tests.flux.module_config import MODULE, decisions, write_config
+from tests.flux.journal_lock import journal_held, module_waits_on_the_journal
+from tests.flux.module_config import MODULE, allocated_cores, decisions, write_config
 
 
 def test_a_lost_broker_fails_its_job_and_rush_schedules_around_it(start_flux: Any, tmp_path: Path) -> None:
@@ -54,3 +58,44 @@ def test_a_lost_broker_fails_its_job_and_rush_schedules_around_it(start_flux: An
     assert any(line.split()[:1] == ["sched-rush"] for line in listing.splitlines())
     flux.run("cancel", str(whole))
     flux.wait_job(whole, timeout=60)
+
+
+def test_a_broker_lost_mid_pass_fails_the_job_placed_on_it_and_the_module_goes_on(
+    start_flux: Any, tmp_path: Path
+) -> None:
+    """Issue 30, bad input: a broker lost while a pass runs. The pass that places a 4-node job is
+    held inside the module (the test holds the journal's lock, tests/flux/journal_lock.py)
+    while rank 1 is disconnected, so the pass allocates on the node list it read before the
+    loss: Flux fails the job (its shell cannot start on the lost broker). The start is journaled
+    with the job named, the job is allocated once and never again, the module keeps running,
+    reads the node as down and schedules around it, and its pool ends with nothing allocated."""
+    if platform.machine() != "x86_64":
+        pytest.skip("reads the module thread's system call number (x86-64's)")
+    flux = start_flux(size=4, cores=4)
+    flux.use_scheduler(str(MODULE), f"config={write_config(tmp_path, interval=3600)}")
+    journal = tmp_path / "journal.sqlite"
+    polling.wait_for(journal.exists, 60, 0.1)
+    with journal_held(journal):
+        victim = flux.submit("-N4", "-n4", "--exclusive", "-t", "5m", "sleep", "300")
+        polling.wait_for(lambda: module_waits_on_the_journal(flux), 20, 0.02)  # in the pass
+        flux.run("overlay", "disconnect", "1")
+        lost = lambda: flux.run("resource", "status", "-s", "offline", "-no", "{nodelist}").stdout  # noqa: E731
+        polling.wait_for(lambda: "node1" in lost(), 20, 0.1)
+    flux.wait_job(victim, timeout=60)
+    assert flux.run("jobs", "-no", "{result}", str(victim)).stdout.strip() != "COMPLETED"
+    eventlog = flux.run("job", "eventlog", str(victim)).stdout.splitlines()
+    assert [line.split()[1] for line in eventlog].count("alloc") == 1
+    starts = [d for d in decisions(tmp_path, "start") if d["job_id"] == victim]
+    assert [d["status"] for d in starts] == ["done"]  # journaled, the job named, once
+    assert "rank[0-3]" in starts[0]["answer"]  # the premise: placed on the lost broker too
+    down = lambda: flux.run("resource", "list", "-s", "down", "-no", "{nodelist}").stdout  # noqa: E731
+    polling.wait_for(lambda: "node1" in down(), 60, 0.5)
+    after = flux.submit("-N2", "-n2", "--exclusive", "-t", "1m", "hostname")
+    flux.wait_job(after, timeout=60)
+    assert flux.run("jobs", "-no", "{result} {nodelist}", str(after)).stdout.split() == [
+        "COMPLETED",
+        "node[0,2]",
+    ]
+    assert all(n == 1 for n in Counter(d["job_id"] for d in decisions(tmp_path, "start")).values())
+    assert any(line.split()[:1] == ["sched-rush"] for line in flux.module("list").stdout.splitlines())
+    assert allocated_cores(flux) == 0

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle
+from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle, settle_hooks_missing
+from tests.flux.instance import available
 
 
 def test_a_due_pass_waits_a_turn_per_waiting_message_then_runs_when_none_is_left():
@@ -60,3 +61,77 @@ def test_the_bound_is_the_modules_settle_and_settle_0_never_waits():
     never.ran(100.0, 1.0)
     assert never.bound() == 0.0
     assert never.wait(1.0, message_waiting=True, commits_open=True) is None
+
+
+def test_the_stats_report_the_last_passs_wall_clock_and_cpu_seconds():
+    settle = PassSettle()
+    assert settle.stats()["last_pass_seconds"] == 0.0 and settle.stats()["last_pass_cpu_seconds"] == 0.0
+    settle.ran(2.5, 0.3)  # a pass that waited (a slow host or journal) more than it computed
+    settle.ran(0.4, 0.25)
+    stats = settle.stats()
+    assert stats["last_pass_seconds"] == 0.4 and stats["last_pass_cpu_seconds"] == 0.25
+
+
+class _Timer:
+    def reset(self, after: float) -> None:
+        pass
+
+
+class _Base088:
+    """flux-core 0.88's Scheduler as far as the settle rule reads it."""
+
+    def __init__(self) -> None:
+        self._sched_pending = False
+        self._sched_timer = _Timer()
+
+    def _on_sched_timer(self, *_):
+        pass
+
+
+class _Later(_Base088):
+    """A flux-core whose Scheduler keeps its pass timer under other names."""
+
+    _on_sched_timer = None
+
+    def __init__(self) -> None:
+        self._timer_armed = False
+        self._pass_timer = _Timer()
+
+
+def test_the_settle_hooks_are_found_on_a_0_88_scheduler_and_named_when_missing():
+    assert settle_hooks_missing(_Base088, _Base088()) == []
+    assert settle_hooks_missing(_Later, _Later()) == [
+        "Scheduler._on_sched_timer()",
+        "Scheduler._sched_pending (a bool)",
+        "Scheduler._sched_timer.reset()",
+    ]
+    other = _Base088()
+    other._sched_timer = object()  # a timer without reset()
+    other._sched_pending = 0  # not the flag
+    assert settle_hooks_missing(_Base088, other) == [
+        "Scheduler._sched_pending (a bool)",
+        "Scheduler._sched_timer.reset()",
+    ]
+
+
+def test_the_rule_switched_off_never_waits_and_says_why():
+    settle = PassSettle(limit=30.0, off="flux-core 0.99 has no Scheduler._sched_timer.reset()")
+    assert settle.bound() == 0.0
+    assert settle.wait(1.0, message_waiting=True, commits_open=True) is None
+    assert settle.stats()["settle_off"].startswith("flux-core 0.99")
+    assert PassSettle().stats()["settle_off"] == ""
+
+
+@pytest.mark.skipif(bool(available()), reason=str(available()))
+def test_flux_cores_own_scheduler_has_what_the_settle_rule_needs():
+    """A canary for the vendored flux-core: its Scheduler class has the callback, and its
+    constructor sets the flag and the timer the rule reads (checked live, by the module's own
+    check at load, in tests/flux/test_sched_module.py)."""
+    import inspect
+
+    from flux.scheduler import Scheduler
+
+    assert callable(getattr(Scheduler, "_on_sched_timer", None))
+    source = inspect.getsource(Scheduler.__init__)
+    assert "self._sched_pending = False" in source
+    assert "self._sched_timer = h.timer_watcher_create(0.0, self._on_sched_timer)" in source

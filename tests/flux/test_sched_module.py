@@ -8,6 +8,7 @@ evidence from Flux itself (``flux jobs``) and from rush's journal.
 from __future__ import annotations
 
 import json
+import platform
 import re
 import sqlite3
 import time
@@ -21,7 +22,9 @@ from rush.collect.store import FeatureStore
 from rush.core.config import CoreConfig
 from rush.simulator.engine import simulate
 from rush.workload.model import Workload
-from tests.flux.module_config import MODULE, ROOT, decisions, write_config
+from tests.flux.journal_lock import journal_held, module_waits_on_the_journal
+from tests.flux.module_config import MODULE, ROOT, allocated_cores, decisions, write_config
+from tests.polling import wait_for
 
 
 def load_rush(flux, config: Path, *args: str) -> None:
@@ -229,15 +232,6 @@ def test_a_job_without_time_limit_gets_the_default_limit_and_can_backfill(rush_f
     flux.wait_job(head)
 
 
-def allocated_cores(flux) -> int:
-    """Cores the scheduler's own pool holds as allocated (``sched.resource-status``)."""
-    from flux.idset import IDset  # type: ignore[import-not-found]  # only where Flux runs
-
-    answer = flux.handle().rpc("sched.resource-status").get()
-    r_lite = (answer.get("allocated") or {}).get("execution", {}).get("R_lite", [])
-    return sum(len(IDset(entry["rank"])) * len(IDset(entry["children"].get("core", ""))) for entry in r_lite)
-
-
 def test_every_end_returns_its_cores_to_the_pool_started_here_or_handed_back(rush_flux, tmp_path):
     """The module frees a job's whole allocation without parsing its R again when the R is
     the one it allocated (scheduler.py, _handle_free): the pool must end as empty as
@@ -371,4 +365,161 @@ def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answ
     assert stats["settled_passes"] >= len(per_pass)
     assert stats["passes_after_reading_a_burst"] >= 1  # the premise: messages were queued
     assert stats["settle_cut_short"] == 0
+    assert stats["settle_off"] == ""  # flux-core 0.88: the module's check found its pass timer
+    assert stats["last_pass_seconds"] >= stats["last_pass_cpu_seconds"] > 0
     assert allocated_cores(flux) == 0
+
+
+def eventlog_names(flux, job_id: int) -> list[str]:
+    out = flux.run("job", "eventlog", "-f", "json", str(job_id)).stdout
+    return [json.loads(line)["name"] for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("settle", ["60", "0"])
+def test_a_job_cancelled_between_two_batches_of_a_pass_is_never_started(rush_flux, tmp_path, settle):
+    """``start-batch=2``: a pass allocates 2 of its 6 starts and returns to the reactor; two of
+    the 4 it left are cancelled before the next batch. They never run (no ``alloc`` event,
+    CANCELED), every other job is allocated and runs exactly once, and the pool ends empty.
+    With ``settle=`` above 0 the next batch reads both cancels before it runs, so rush never
+    allocates them. With ``settle=0`` it runs after the module's reactor read one message
+    (one per turn): rush may allocate the other cancelled job (its start journaled ``done``),
+    and Flux's job-manager, for which the job is no longer pending, frees it at once unrun.
+
+    Deterministic: the test holds the journal's writer lock, so the pass that frees the
+    machine (a blocker's end) waits inside the module on its first journal write (SQLite's busy
+    timeout is 30 s); the cancels are sent once the module's thread is seen asleep there, so
+    they reach the module during that pass, after its queue was fixed; then the lock is
+    released. No periodic pass (cycle_interval 3600 s) runs in between."""
+    flux = rush_flux
+    if platform.machine() != "x86_64":
+        pytest.skip("reads the module thread's system call number (x86-64's)")
+    load_rush(flux, write_config(tmp_path, interval=3600), "start-batch=2", f"settle={settle}")
+    blocker = flux.submit("-n16", "-t", "10m", "sleep", "600")
+    flux.run("job", "wait-event", "-t", "60", str(blocker), "start")
+    jobs = [flux.submit("-n1", "-t", "1m", "true") for _ in range(6)]
+    journal = tmp_path / "journal.sqlite"
+
+    def module_saw_all() -> bool:
+        con = sqlite3.connect(journal)
+        try:
+            return (con.execute("SELECT max(pending) FROM cycles").fetchone()[0] or 0) >= len(jobs)
+        finally:
+            con.close()
+
+    wait_for(module_saw_all, timeout=60, step=0.1)
+    cancelled = [jobs[2], jobs[4]]  # the pass's 3rd and 5th starts, left by its first batch
+    with journal_held(journal):  # the module's next journal write waits for this
+        flux.run("cancel", str(blocker))
+        wait_for(lambda: module_waits_on_the_journal(flux), timeout=20, step=0.02)
+        flux.run("cancel", *map(str, cancelled))  # returns once Flux sent sched.cancel
+    started = [j for j in jobs if j not in cancelled]
+    wait_all(flux, [blocker, *jobs])
+    for job_id in cancelled:
+        assert "alloc" not in eventlog_names(flux, job_id), job_id
+    result = {int(j["id"]): j["result"] for j in flux.jobs("id", "result")}
+    assert [result[j] for j in cancelled] == ["CANCELED", "CANCELED"]
+    assert [result[j] for j in started] == ["COMPLETED"] * len(started)
+    for job_id in started:
+        assert eventlog_names(flux, job_id).count("alloc") == 1, job_id
+    done = [d for d in decisions(tmp_path, "start") if d["status"] == "done" and d["job_id"] != blocker]
+    if settle != "0":  # the next batch read both cancels first: neither was allocated
+        assert sorted(d["job_id"] for d in done) == sorted(started)
+    else:  # it may run after reading one: rush allocates the other, Flux frees it unrun
+        assert set(started) <= {d["job_id"] for d in done} <= set(jobs)
+    assert len(done) == len({d["job_id"] for d in done})  # none allocated twice
+    # The premise: the pass that freed the machine started the first two and left four, the
+    # cancelled two among them (the only jobs queued).
+    first = min(d["cycle"] for d in done)
+    assert [d["job_id"] for d in done if d["cycle"] == first] == jobs[:2]
+    con = sqlite3.connect(journal)
+    left = [
+        m
+        for (m,) in con.execute(
+            "SELECT message FROM events WHERE kind = 'start_batch' AND cycle = ?", (first,)
+        )
+    ]
+    con.close()
+    assert left and left[0].startswith("4 start(s) of this pass left"), left
+    assert allocated_cores(flux) == 0 and flux.total_cores() == 16
+
+
+# The module on a flux-core whose Scheduler keeps its pass timer under other names than 0.88's
+# private _on_sched_timer/_sched_pending/_sched_timer (a later release might): flux-core's own
+# Scheduler subclassed as such a release would have it, put in place of flux.scheduler.Scheduler
+# before rush's module is imported.
+LATER_FLUX_MODULE = """
+import sys
+import time
+
+import flux.scheduler
+
+
+class LaterScheduler(flux.scheduler.Scheduler):
+    _on_sched_timer = None  # renamed _on_pass_timer
+
+    def __init__(self, h, *args):
+        super().__init__(h, *args)
+        del self._sched_pending, self._sched_timer  # renamed _timer_armed, _pass_timer
+        self._timer_armed = False
+        self._pass_timer = h.timer_watcher_create(0.0, self._on_pass_timer)
+
+    def start_schedule(self):
+        if not self._timer_armed:
+            self._timer_armed = True
+            self._pass_timer.reset(after=self._sched_delay)
+
+    def _on_pass_timer(self, *_):
+        self._timer_armed = False
+        began = time.monotonic()
+        self.schedule()
+        self._sched_passes += 1
+        self._update_sched_ewma(time.monotonic() - began)
+        self._request_forecast()
+
+
+flux.scheduler.Scheduler = LaterScheduler
+sys.modules.pop("rush.flux_module.scheduler", None)
+from rush.flux_module.scheduler import RushScheduler  # noqa: E402
+
+
+def mod_main(h, *args):
+    RushScheduler(h, *args).run()
+"""
+
+
+def test_without_flux_cores_0_88_pass_timer_the_module_runs_every_pass_at_once_and_says_so(
+    rush_flux, tmp_path
+):
+    """The settle rule overrides flux-core 0.88's private pass timer. On a Scheduler without it
+    the module loads anyway (it is the instance's only scheduler), logs why settling is off and
+    the fix, reports it in ``flux module stats``, and schedules as with ``settle=0``: with
+    ``start-batch=2`` every next batch runs, every job starts once, the pool ends empty."""
+    flux = rush_flux
+    module = tmp_path / "later" / "sched-rush.py"
+    module.parent.mkdir()
+    module.write_text(LATER_FLUX_MODULE)
+    flux.use_scheduler(
+        str(module), f"config={write_config(tmp_path, interval=3600)}", "start-batch=2", "settle=5"
+    )
+    stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
+    assert (
+        stats["settle_off"].startswith("flux-core 0.88")
+        and "Scheduler._sched_timer.reset()" in stats["settle_off"]
+    )
+    assert stats["settle_bound"] == 0
+    version_and_fix = flux.run("dmesg").stdout
+    assert "settles only on flux-core 0.88" in version_and_fix and "run flux-core 0.88" in version_and_fix
+    flux.run("queue", "stop", "--quiet", check=False)
+    flux.run("submit", "--cc=1-9", "--quiet", "-n1", "-t", "1m", "true")
+    jobs = [int(j) for j in flux.run("jobs", "-no", "{id.dec}").stdout.split()]
+    flux.run("queue", "start", "--quiet", check=False)
+    wait_all(flux, jobs)
+    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done"]
+    assert sorted(d["job_id"] for d in starts) == sorted(jobs)  # each once
+    per_pass: dict[int, int] = {}
+    for d in starts:
+        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
+    assert max(per_pass.values()) <= 2
+    stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
+    assert stats["settled_passes"] == 0 and stats["last_pass_seconds"] > 0
+    assert allocated_cores(flux) == 0 and flux.total_cores() == 16
