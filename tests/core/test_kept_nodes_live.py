@@ -280,3 +280,40 @@ def test_over_random_live_passes_the_record_decides_as_searching_from_now(monkey
                         assert plan[p.job_id][0] <= p.reserved_at, (seed, p.job_id)
             decided = informed
     assert searched > 100 and moved_earlier > 0  # the cases exercise kept and moved reservations
+
+
+def test_one_second_on_behind_overdue_jobs_the_record_decides_as_searching_from_now(monkeypatch) -> None:
+    # The live cycle one second later (benchmarks/bench_scale.py --step 1): running jobs past
+    # their estimates are booked to one second from now at every pass, so the reservations
+    # placed right behind them fail on their nodes each second and free their windows; the
+    # cascade that follows (others moving earlier into that room) is what makes this cycle
+    # cost as much as a first pass. Over several such cycles, with arrivals and early ends,
+    # the record's freed room decides exactly as searching every kept reservation from now.
+    failed = moved_earlier = 0
+    for seed in range(30):
+        rng = np.random.default_rng(500 + seed)
+        snapshot = _initial(rng)
+        overdue = tuple(
+            replace(r, start=snapshot.now - r.requested_time - 5.0) if rng.random() < 0.5 else r
+            for r in snapshot.running
+        )
+        snapshot = replace(snapshot, running=overdue)
+        decided = schedule(snapshot, CONSERVATIVE, explain_priorities=False, estimate_starts_too=False)
+        for _ in range(5):
+            snapshot = live.next_snapshot(snapshot, decided, int(rng.integers(0, 2)), kept=True, step=1.0)
+            arrivals = _pending(
+                rng, 1000 + int(rng.integers(0, 10**6)) * 100, int(rng.integers(0, 3)), snapshot.now
+            )
+            snapshot = replace(snapshot, pending=(*snapshot.pending, *arrivals))
+            with monkeypatch.context() as patch:
+                _blind(patch)
+                blind = schedule(snapshot, CONSERVATIVE, explain_priorities=False, estimate_starts_too=False)
+            informed = schedule(snapshot, CONSERVATIVE, explain_priorities=False, estimate_starts_too=False)
+            plan = _plan(informed)
+            assert plan == _plan(blind), seed
+            for p in snapshot.pending:
+                if p.reserved_at < np.inf and p.job_id in plan:
+                    failed += plan[p.job_id][0] > max(p.reserved_at, snapshot.now)
+                    moved_earlier += plan[p.job_id][0] < p.reserved_at
+            decided = informed
+    assert failed > 0 and moved_earlier > 0  # reservations failed behind overdue jobs, others moved up

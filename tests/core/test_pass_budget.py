@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +31,11 @@ from rush.core.resources import Node, Request, Slot
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions, PendingJob, RunningJob, Snapshot
 from rush.errors import PolicyError, RushError
+from tests.script_module import load_script
+
+# The live next state (the core's starts running where it put them, reservations given back
+# with their nodes, Snapshot.kept), as the warm-pass benchmarks build it.
+live = load_script(Path(__file__).resolve().parents[2] / "benchmarks" / "live_next_pass.py", "live_next_pass")
 
 NOW = 50_000.0
 STARTS = ("start", "backfill")
@@ -168,6 +174,47 @@ def test_every_decision_of_a_bounded_pass_is_the_full_pass(on_nodes: bool) -> No
                 for limit in {1, 2, int(rng.integers(1, len(snap.pending) + 2))}:
                     left_out += check_prefix(snap, config, limit)
     assert left_out > 0  # the cut-off did cut
+
+
+def with_arrivals(snapshot: Snapshot, rng: np.random.Generator) -> Snapshot:
+    """``snapshot`` with a few new jobs (no reservation yet), submitted now, on nodes."""
+    base = max(p.job_id for p in (*snapshot.pending, *snapshot.running)) + 1
+    count = len(snapshot.nodes)
+    arrivals = []
+    for k in range(int(rng.integers(2, 8))):
+        request = Request(
+            int(rng.integers(1, count + 1)), int(rng.integers(1, 9)), exclusive=bool(rng.random() < 0.2)
+        )
+        procs = request.nodes * (8 if request.exclusive else request.cores_per_node)
+        estimate = float(rng.choice([300, 900, 3600, 14_400]))
+        arrivals.append(PendingJob(base + k, snapshot.now, procs, estimate, request=request))
+    return dataclasses.replace(snapshot, pending=(*snapshot.pending, *arrivals))
+
+
+def test_on_nodes_live_passes_with_kept_reservations_the_bounded_pass_is_the_full_pass() -> None:
+    # Conservative on nodes as the daemon runs it: each pass's standing reservations come back
+    # with their nodes (Snapshot.kept), one second or ten minutes later (running jobs outlive
+    # their estimates, reservations fall due, some fail on their nodes). The bounded pass and
+    # the full pass see the same snapshot and record; the chain follows the bounded pass, as a
+    # daemon with a cut-off would.
+    held_seen = left_out = 0
+    for seed in range(30):
+        rng = np.random.default_rng(7000 + seed)
+        first = random_snapshot(seed, on_nodes=True)
+        snapshot = dataclasses.replace(
+            first, nodes=tuple(dataclasses.replace(n, free_cores=None) for n in first.nodes)
+        )
+        config = CoreConfig.from_names(str(rng.choice(["FCFS", "SPF", "WFP3"])), "conservative")
+        decided = schedule(snapshot, config)
+        for _ in range(4):
+            step = float(rng.choice([1.0, 600.0]))
+            snapshot = live.next_snapshot(snapshot, decided, int(rng.integers(0, 2)), kept=True, step=step)
+            snapshot = with_arrivals(snapshot, rng)
+            held_seen += sum(p.reserved_at < math.inf for p in snapshot.pending)
+            limit = int(rng.integers(1, max(len(snapshot.pending), 1) + 1))
+            left_out += check_prefix(snapshot, config, limit)
+            decided = schedule(snapshot, dataclasses.replace(config, max_jobs_considered=limit))
+    assert held_seen > 100 and left_out > 0  # standing reservations were there and the cut-off cut
 
 
 def test_a_standing_reservation_is_never_overtaken() -> None:
