@@ -33,7 +33,11 @@ eventlog and a trace of its first alloc response.
 DIR), its broker importing rush from DIR first, in the same sitting; ``--repeat N`` runs every
 scheduler N times, interleaved (each repeat starts one run later in the list), and prints each
 one's medians, its scheduler CPU per job and the median of its per-repeat ratios to
-sched-backfill.
+sched-backfill. ``--threads`` prints, per run, the job-manager's journal events per job
+(``flux module stats job-manager``: every job event, annotation updates included) and the CPU
+per job of each broker thread (kvs, content, job-manager, ...) and module process: where the
+instance's CPU goes. ``--variant ARGS`` (repeatable) also runs this checkout's module with
+other module arguments (e.g. ``start-batch=64``) in the same sitting.
 
 Run: ``python benchmarks/bench_flux_nodes.py [--nodes 1000] [--jobs 1000,3000,10000] [--profile] [--probe]
 [--fast] [--keep DIR] [--base DIR] [--repeat N]`` (10 000 jobs: ~3 min per scheduler here).
