@@ -57,7 +57,7 @@ from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-foun
 from rush.core.job_rules import time_limit
 from rush.core.resources import Request as CoreRequest
 from rush.core.snapshot import Decision, Decisions
-from rush.core.start_estimates import estimate_moved
+from rush.core.start_estimates import BASIS_NOW, estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
@@ -203,6 +203,7 @@ class RushScheduler(Scheduler):
         self._queues = self._queue_properties()
         # The t_estimate last published per job (sched-backfill's protocol: only on change).
         self._estimates: dict[int, float] = {}
+        self.estimates_sent = 0  # t_estimate annotations sent (flux module stats)
         # Jobs the core finds infeasible and the pool does not (logged once each).
         self._disagreed: set[int] = set()
         # Each running job's R_lite as this module allocated it: a final free with the same R_lite
@@ -294,6 +295,7 @@ class RushScheduler(Scheduler):
     def stats_get(self):
         stats = super().stats_get()
         stats.update(self.settle.stats())
+        stats["t_estimate_annotations"] = self.estimates_sent
         return stats
 
     def _periodic_pass(self) -> None:
@@ -661,11 +663,19 @@ class RushScheduler(Scheduler):
         only when it moved by more than ``estimate_moved`` (flux jobs shows it to the
         second, but a projection shifting by a few seconds is not news), and at most
         ``MAX_ANNOTATIONS_PER_PASS`` per pass, highest priority first, so a pass over 10 000
-        jobs does not send 10 000 events to the job-manager every time."""
-        estimated = decisions.estimated_start
+        jobs does not send 10 000 events to the job-manager every time.
+
+        A job the pass decided to start that is still queued (left for the next pass by the
+        start batch, or not attempted after a refusal) gets none: the next pass follows at
+        once, and its estimate, "now", would cost the job-manager an annotation event to set
+        and another to clear for a job that starts within the second (sched-backfill
+        annotates none of its starts either)."""
+        estimated, basis = decisions.estimated_start, decisions.estimate_basis
         rank = {job_id: k for k, job_id in enumerate(decisions.order)}
         sent = 0
         for job in sorted(self._queue, key=lambda q: rank.get(q.jobid, len(rank))):
+            if basis.get(job.jobid) == BASIS_NOW:
+                continue
             old = self._estimates.get(job.jobid)
             new = estimated.get(job.jobid, math.inf)
             if not math.isfinite(new):
@@ -679,6 +689,7 @@ class RushScheduler(Scheduler):
                 self._estimates[job.jobid] = new
                 job.request.annotate({"sched": {"t_estimate": new}})
                 sent += 1
+        self.estimates_sent += sent
 
     def _placed_request(self, rr, decision: Decision):
         """The job's request confined to the core's nodes (:func:`confined_request`), so the
