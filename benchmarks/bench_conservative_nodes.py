@@ -34,6 +34,10 @@ entry and so of the pass, with the same candidates in the same order (the same d
 Refuted (docs/research.md, "conservative first pass on nodes"): same decisions, but 420-830 ms
 against main's 426-456 ms in the same sitting, so the kernel was kept. Not tested: an index of each node's gaps by length so that a job skips gaps too short for it (the
 longer fix for the skewed walks; exact for whole nodes, not yet formulated for shared ones).
+Round 10 measured the ceiling of any such index (``conservative_search_ceiling.py``: every
+search started where it ends leaves 46 % of the pass; whole-node requests alone save 10 %) and
+carries each job's room to the next job's first window (``rush/core/carried_room.py``, -7 to
+-9 %, the same decisions); docs/research.md has the figures.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 * A job's room is built once, then slid from candidate to candidate: bookings ending by the
   start leave it, those starting before the window's end enter it, and the units it offers
   the job are kept up to date, so placement runs only where it succeeds (and now).
+* The room is carried to the next job: its window's cuts are moved over the bookings between
+  when that walks fewer bookings than building the room afresh (:mod:`rush.core.carried_room`;
+  a kept reservation switched on or off under it makes the next job build afresh).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ import heapq
 import numpy as np
 from numba import njit
 
+from rush.core.carried_room import move_cost, move_cuts
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
@@ -735,6 +739,14 @@ def conservative_nodes_pass(
     nrec = 0
     nk = 0
     nr = 0
+    # The room the last search left, its window [t, window_end) and the window's cuts: bookings
+    # ending by t (next_out, in order of ends) and starting before window_end (next_in, in
+    # order of starts); carried from job to job (rush.core.carried_room) unless a booking was
+    # switched on or off under it.
+    carried = False
+    next_out = 0
+    next_in = 0
+    window_end = now
     for s in range(on):
         j = sequence[s]
         duration = max(jobs.est[j], MIN_DURATION)
@@ -766,6 +778,7 @@ def conservative_nodes_pass(
             if since < INF:
                 taken = True
                 b_on[own[s]] = False
+                carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
                 n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
@@ -781,25 +794,34 @@ def conservative_nodes_pass(
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
             i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))
-        next_out = 0
-        next_in = 0
-        window_end = now
         total = 0  # units the room offers job j (place() fails below ``need``)
         if i >= 0:
-            room.cores[:] = base[0]
-            room.gpus[:] = base[1]
+            # Its room: what no booking overlapping [t, t + duration) holds: the last job's
+            # room with its cuts moved here (rush.core.carried_room) when that walks fewer
+            # bookings, else built from whichever of (bookings ending after t, bookings
+            # starting before the window's end) is shorter.
+            t = ptime_c[i]
+            window_end = t + duration
+            to_out = np.searchsorted(end_at[:nb], t, side="right")
+            to_in = np.searchsorted(start_at[:nb], window_end, side="left")
+            moved = carried and move_cost((next_out, next_in), (to_out, to_in)) < min(nb - to_out, to_in)
+            if moved:
+                cuts = ((next_out, next_in), (to_out, to_in))
+                move_cuts((by_end, by_start), cuts[0], cuts[1], (b_on, b_slot, entries_of), room_of)
+            else:
+                room.cores[:] = base[0]
+                room.gpus[:] = base[1]
             for node in range(m):
                 eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
                 total += _offer(
-                    rule, eligible[node], (base_c[node], base_g[node]), (cap_c[node], cap_g[node])
+                    rule, eligible[node], (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node])
                 )
-            # Its room: what no booking overlapping [t, t + duration) holds, from whichever of
-            # (bookings ending after t, bookings starting before the window's end) is shorter.
-            t = ptime_c[i]
-            window_end = t + duration
-            next_out = np.searchsorted(end_at[:nb], t, side="right")
-            next_in = np.searchsorted(start_at[:nb], window_end, side="left")
-            if nb - next_out <= next_in:
+            next_out = to_out
+            next_in = to_in
+            carried = True
+            if moved:
+                pass  # the room is this window's already
+            elif nb - next_out <= next_in:
                 for x in range(next_out, nb):
                     b = by_end[x]
                     if b_on[b] and b_t0[b] < window_end:
@@ -887,6 +909,10 @@ def conservative_nodes_pass(
             b_slot[2 * nb + 1] = used + count
             _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
             _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
+            # It starts inside the carried room's window [placed_at, window_end): the room
+            # loses it and the start cut passes it (its end is after the window's start).
+            _hold(entries_of, (used, used + count), room_of, -1)
+            next_in += 1
             nb += 1
             first, last = used, used + count
             used += count
@@ -904,6 +930,7 @@ def conservative_nodes_pass(
             placed_at = b_t0[b]
             if taken:
                 b_on[b] = True
+                carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
                 n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
