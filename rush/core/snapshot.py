@@ -211,13 +211,22 @@ class Decisions:
     def priorities_where(self, keep: Callable[[int, int], bool]) -> list[Decision]:
         """The priority decisions whose (job id, value) ``keep`` holds, largest value first
         (equal values in rank order); only those are put in words."""
+        return self.split_priorities_where(keep, None)[0]
+
+    def split_priorities_where(
+        self, keep: Callable[[int, int], bool], words: int | None
+    ) -> tuple[list[Decision], list[tuple[int, int]]]:
+        """As :meth:`priorities_where`, the first ``words`` of them as decisions in words (None:
+        all) and the rest only as (job id, value), left unwritten."""
         if self._explained is not None:
-            return self._explained.where(keep)
-        return [
+            return self._explained.split_where(keep, words)
+        kept = [
             d
             for d in sorted(self.of("priority"), key=lambda d: -(d.value or 0))
             if d.value is not None and keep(d.job_id, int(d.value))
         ]
+        cut = len(kept) if words is None else max(words, 0)
+        return kept[:cut], [(d.job_id, d.value) for d in kept[cut:]]
 
 
 def _every_decision(self: Decisions) -> list[Decision]:
