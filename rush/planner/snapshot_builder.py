@@ -345,6 +345,8 @@ class SnapshotBuilder:
         source_name = self.classifier.name if self.classifier else "none"
 
         pending = []
+        # The class and its source of a job with no tag, no journaled class and no prediction.
+        untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
         cache, self._pending_cache = self._pending_cache, {}
         # A predictor's own outputs per job (the learned one: class, probabilities, reason).
         outputs_of = getattr(self.variation, "job_outputs", None)
@@ -371,17 +373,25 @@ class SnapshotBuilder:
                 if j.job_id in predicted:
                     built.predicted[j.job_id] = int(hit[2].runtime_class)
                 continue
-            rec = stored or _NO_RECORD
-            requeues = _requeues(j, rec)
-            journaled = -1 if j.job_id in predicted else rec.predicted_class
-            cls, source = _class_of(j, requeues, journaled, predicted.get(j.job_id, -1), source_name)
-            if j.job_id in predicted:
-                built.predicted[j.job_id] = predicted[j.job_id]
-            estimate, runtime_outputs = _runtime_of(runtimes, j.job_id)
-            built.outputs[j.job_id] = {
+            job_id = j.job_id
+            if stored is None and not j.tags and job_id not in predicted:
+                # The usual arrival: no tags, nothing journaled, no class of this pass's model.
+                requeues, skips, reserved_at, idempotent = 0, 0, math.inf, False
+                cls, source = untagged
+            else:
+                rec = stored or _NO_RECORD
+                requeues = _requeues(j, rec)
+                journaled = -1 if job_id in predicted else rec.predicted_class
+                cls, source = _class_of(j, requeues, journaled, predicted.get(job_id, -1), source_name)
+                skips, idempotent = rec.skips, _flag(j.tags.get("idempotent"))
+                reserved_at = math.inf if rec.reserved_at is None else rec.reserved_at
+            if job_id in predicted:
+                built.predicted[job_id] = predicted[job_id]
+            estimate, runtime_outputs = _runtime_of(runtimes, job_id) if runtimes else (None, _NO_OUTPUTS)
+            built.outputs[job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
-                "variable": variable.get(j.job_id, False),
+                "variable": variable.get(job_id, False),
                 **variation_outputs,
                 **job_outputs,
                 **runtime_outputs,
@@ -389,18 +399,18 @@ class SnapshotBuilder:
             pending.append(
                 # Positional, in the field order (a keyword call costs a third more at 10 000 jobs).
                 PendingJob(
-                    j.job_id,
+                    job_id,
                     j.submit,
                     j.procs,
                     j.requested_time,
                     estimate,
                     cls,
-                    _flag(j.tags.get("idempotent")),
-                    variable.get(j.job_id, False),
-                    rec.skips,
+                    idempotent,
+                    variable.get(job_id, False),
+                    skips,
                     user_id(j.user),
                     requeues,
-                    math.inf if rec.reserved_at is None else rec.reserved_at,
+                    reserved_at,
                     j.request,
                     float(j.priority),
                     # The site's factor as the backend read it (site.fairshare = "rjms"); None
@@ -408,7 +418,7 @@ class SnapshotBuilder:
                     j.fairshare,
                 )
             )
-            self._pending_cache[j.job_id] = (j, varies, pending[-1], built.outputs[j.job_id])
+            self._pending_cache[job_id] = (j, varies, pending[-1], built.outputs[job_id])
         running = []
         node_index = {node.name: i for i, node in enumerate(state.nodes)}
         for j in running_jobs:
@@ -516,6 +526,8 @@ def _class_of(
 _RUNTIME_CLASS = {int(c): c for c in RuntimeClass}
 # Shared and never written: merged into each job's outputs.
 _NO_OUTPUTS: dict[str, Any] = {}
+# A job with no tags, for the class such a job gets (_class_of reads only its tags).
+_UNTAGGED = RJMSJob(-1, "PENDING", 0.0, 1, 0.0)
 # What the journal remembers of a job it has no record of; shared, only read (one record
 # made per job cost as much as the job's own snapshot entry).
 _NO_RECORD = JobRecord(-1)
