@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rush.core.snapshot import Decision
+from rush.core.snapshot import Decision, KeepMany
 
 
 @dataclass(frozen=True)
@@ -42,17 +42,19 @@ class PriorityExplanations:
     def where(self, keep: Callable[[int, int], bool]) -> list[Decision]:
         """The decisions whose (job id, value) ``keep`` holds, by value (largest first; equal
         values in rank order); only those put in words."""
-        return self.split_where(keep)[0]
+        return self.split_where(lambda ids, values: map(keep, ids, values))[0]
 
     def split_where(
-        self, keep: Callable[[int, int], bool], words: int | None = None
+        self, keep: KeepMany, words: int | None = None
     ) -> tuple[list[Decision], list[tuple[int, int]]]:
-        """As :meth:`where`, the first ``words`` of them in words (None: all) and the rest as
+        """As :meth:`where`, with ``keep`` asked once for every job (job ids and values as two
+        lists, in rank order), the first ``words`` of them in words (None: all) and the rest as
         (job id, value): a reader that acts on a few (the daemon's per-cycle action budget)
         leaves the others unwritten."""
-        by_value = np.argsort(-self.value, kind="stable").tolist()
         ids, values = self.job_id.tolist(), self.value.tolist()
-        ranks = [rank for rank in by_value if keep(ids[rank], int(values[rank]))]
+        kept = np.fromiter(keep(ids, [int(v) for v in values]), dtype=np.bool_, count=len(ids))
+        by_value = np.argsort(-self.value, kind="stable")
+        ranks = by_value[kept[by_value]].tolist()
         cut = len(ranks) if words is None else max(words, 0)
         return self._decisions(ranks[:cut]), [(ids[rank], values[rank]) for rank in ranks[cut:]]
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from operator import ne
 from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
@@ -140,9 +141,13 @@ def plan_actions(
 
     # Only the values that changed are sent, and only as many as the budget leaves after the
     # actions above (priorities come last): only their explanations are put in words.
-    def changed(job_id: int, value: int) -> bool:
-        r = records.get(job_id)
-        return job_id in jobs and (None if r is None else r.last_site_factor) != value
+    def changed(ids: list[int], values: list[int]) -> list[bool]:
+        # In bulk: a call per job cost 3-5 ms a cycle over 10 000 jobs.
+        last = [None if r is None else r.last_site_factor for r in map(records.get, ids)]
+        return [
+            listed and differs
+            for listed, differs in zip(map(jobs.__contains__, ids), map(ne, last, values), strict=True)
+        ]
 
     room = max_actions_per_cycle - sum(a.kind in RJMS_ACTIONS for a in candidates)
     sent, later = decisions.split_priorities_where(changed, max(room, 0))
