@@ -13,10 +13,12 @@ Per cycle, CPU seconds (``time.process_time``; the host is shared) of its parts:
   (``policy.max_jobs_considered``'s default); inside it, printed apart, ``pass`` (the compiled
   scheduling pass's own time: **the reference, measured in the same run**) and ``estimates``
   (the start-estimate projection);
-* ``words``: the daemon's priority explanations put in words where its plan reads them (the
-  jobs whose value changed since the last cycle: all of them in the first;
-  :mod:`rush.core.priority_explanations`); on a tree that writes all of them inside
-  ``schedule()``, 0 here.
+* ``words``: the daemon's plan (:func:`rush.planner.apply.plan_actions`): the priorities whose
+  value changed since it last sent them, put in words (:mod:`rush.core.priority_explanations`),
+  within its budget of RJMS calls per cycle (``--actions``, ``daemon.max_actions_per_cycle``'s
+  default 200); the others are deferred and still differ at the next cycle (a tree that words
+  every changed priority words them again there). On a tree that writes all of them inside
+  ``schedule()``, the plan's other work only.
 
 Two shells: ``flux-module`` keeps its job objects between passes and explains no priorities;
 ``daemon`` reads fresh objects from the RJMS each cycle and explains each job's priority (the
@@ -55,6 +57,8 @@ import rush.core.schedule as core_schedule
 from rush.core import CoreConfig, PendingJob, Snapshot
 from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
 from rush.core.schedule import schedule
+from rush.planner.apply import plan_actions
+from rush.planner.journal import JobRecord
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
 
@@ -66,6 +70,7 @@ except ImportError:
 print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while cases run
 NODES = 1_000
 PODS = 32
+DAEMON_ACTIONS = 200  # daemon.max_actions_per_cycle's default (RJMS calls per cycle)
 PARTS = ("build", "columns", "schedule", "pass", "estimates", "words")
 COLUMNS = (*PARTS, "rows read")
 
@@ -129,12 +134,15 @@ def rjms_state(snapshot: Snapshot, kept: dict[int, RJMSJob] | None) -> ClusterSt
 class LivePath:
     """What the planner does from a read to the decisions (its builder, kept columns, core)."""
 
-    def __init__(self, config: CoreConfig, explain: bool, collect: bool = True) -> None:
+    def __init__(
+        self, config: CoreConfig, explain: bool, collect: bool = True, actions: int = DAEMON_ACTIONS
+    ) -> None:
         self.collect = collect
         self.builder = SnapshotBuilder()
         self.columns = KeptColumns() if KeptColumns is not None else None
         self.config, self.explain = config, explain
-        self.sent: dict[int, int] = {}  # priority value last sent per job (the daemon's journal)
+        self.records: dict[int, JobRecord] = {}  # the daemon's journal: priority values last sent
+        self.actions = actions
 
     def cycle(self, state: ClusterState, seconds: dict[str, float]):
         if self.collect:  # each cycle from the same collector state (``steady`` pays the pauses)
@@ -148,10 +156,15 @@ class LivePath:
         with timed_inside(seconds):
             decided = schedule(snapshot, self.config, explain_priorities=self.explain)
         t3 = time.process_time()
-        if self.explain and hasattr(decided, "priorities_where"):
-            # The daemon's plan: the explanations of the values that changed, put in words.
-            changed = decided.priorities_where(lambda job_id, value: self.sent.get(job_id) != value)
-            self.sent.update((d.job_id, int(d.value)) for d in changed)
+        if self.explain:
+            # The daemon's plan: the priorities whose value changed, within its action budget
+            # (the rest deferred to the next cycle), as the applier then records them sent.
+            plan = plan_actions(
+                decided, state, self.records, max_actions_per_cycle=self.actions, skip_limit=3
+            )
+            for action in plan.actions:
+                if action.kind == "priority":
+                    self.records[action.job_id] = JobRecord(action.job_id, last_site_factor=int(action.value))
         seconds["build"] += t1 - t0
         seconds["columns"] += t2 - t1
         seconds["schedule"] += t3 - t2
@@ -177,7 +190,7 @@ def run(pending: int, shell: str, args) -> dict[str, dict[str, float]]:
     snapshot = bench_nodes.make_snapshot(pending, 1, NODES, PODS)
     runs: dict[str, list[dict[str, float]]] = {"first": [], "next": []}
     for _ in range(args.repeat):
-        live = LivePath(config, explain=shell == "daemon")
+        live = LivePath(config, explain=shell == "daemon", actions=args.actions)
         objects: dict[int, RJMSJob] | None = {} if shell == "flux-module" else None
         first = defaultdict(float)
         decided = live.cycle(rjms_state(snapshot, objects), first)
@@ -218,7 +231,7 @@ def steady(pending: int, shell: str, args) -> tuple[list[float], dict[int, float
     passes during the simulated reads included: a live process pays them wherever they fall)."""
     config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
     snapshot = bench_nodes.make_snapshot(pending, 1, NODES, PODS)
-    live = LivePath(config, explain=shell == "daemon", collect=False)
+    live = LivePath(config, explain=shell == "daemon", collect=False, actions=args.actions)
     objects: dict[int, RJMSJob] | None = {} if shell == "flux-module" else None
     seconds = []
     gc.collect()
@@ -252,6 +265,12 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5, help="running jobs ended before the next cycle")
     parser.add_argument("--arrivals", type=int, default=5, help="jobs queued before the next cycle")
     parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument(
+        "--actions",
+        type=int,
+        default=DAEMON_ACTIONS,
+        help="the daemon's daemon.max_actions_per_cycle (RJMS calls per cycle; its default 200)",
+    )
     parser.add_argument(
         "--collector",
         choices=("default", "freeze", "rush"),

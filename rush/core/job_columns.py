@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -33,9 +34,10 @@ def _or_default(values: tuple, default: np.ndarray | float) -> np.ndarray:
     """``values`` as floats, a None replaced by ``default`` (a NaN given as such stays NaN, for
     the snapshot check to refuse)."""
     out = np.array(values, dtype=np.float64).reshape(len(values))
-    nan = np.flatnonzero(np.isnan(out))
-    if len(nan):
-        none = nan[np.fromiter((values[i] is None for i in nan.tolist()), dtype=np.bool_, count=len(nan))]
+    if np.isnan(out).any():
+        # Which NaNs were None: one C-level walk (all of them, for a column of estimates left to
+        # the requests).
+        none = np.fromiter(map(operator.is_, values, repeat(None)), dtype=np.bool_, count=len(values))
         out[none] = default[none] if isinstance(default, np.ndarray) else default
     return out
 

@@ -9,7 +9,7 @@ decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.sche
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Literal
@@ -122,6 +122,9 @@ class Snapshot:
     columns: SnapshotColumns | None = None
 
 
+# Which of these jobs (ids, priority values: two lists in one order) a reader keeps, one answer each.
+KeepMany = Callable[[list[int], list[int]], Iterable[bool]]
+
 # ``infeasible``: a request this machine can never satisfy (rush.core.node_view); the job is
 # left out of the pass, and the shell denies it (Flux) or journals it (Slurm).
 Action = Literal["start", "backfill", "reserve", "skip", "kill", "priority", "infeasible"]
@@ -211,13 +214,23 @@ class Decisions:
     def priorities_where(self, keep: Callable[[int, int], bool]) -> list[Decision]:
         """The priority decisions whose (job id, value) ``keep`` holds, largest value first
         (equal values in rank order); only those are put in words."""
+        return self.split_priorities_where(lambda ids, values: map(keep, ids, values), None)[0]
+
+    def split_priorities_where(
+        self, keep: KeepMany, words: int | None
+    ) -> tuple[list[Decision], list[tuple[int, int]]]:
+        """As :meth:`priorities_where`, with ``keep`` asked once for every job (job ids and
+        values as two lists; a reader can then test them in bulk), the first ``words`` of them
+        as decisions in words (None: all) and the rest only as (job id, value), left unwritten."""
         if self._explained is not None:
-            return self._explained.where(keep)
-        return [
-            d
-            for d in sorted(self.of("priority"), key=lambda d: -(d.value or 0))
-            if d.value is not None and keep(d.job_id, int(d.value))
+            return self._explained.split_where(keep, words)
+        ranked = [
+            d for d in sorted(self.of("priority"), key=lambda d: -(d.value or 0)) if d.value is not None
         ]
+        asked = keep([d.job_id for d in ranked], [int(d.value) for d in ranked])
+        kept = [d for d, k in zip(ranked, asked, strict=True) if k]
+        cut = len(kept) if words is None else max(words, 0)
+        return kept[:cut], [(d.job_id, d.value) for d in kept[cut:]]
 
 
 def _every_decision(self: Decisions) -> list[Decision]:

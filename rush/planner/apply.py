@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from operator import ne
 from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
@@ -84,6 +85,15 @@ class Plan:
     actions: list[Action] = field(default_factory=list)
     refused: list[Action] = field(default_factory=list)
     deferred: list[Action] = field(default_factory=list)
+    # Priority values the budget left for a later cycle, as (job id, value): counted, not sent
+    # nor put in words (at a first cycle over 10 000 jobs, nearly all of them).
+    deferred_priorities: list[tuple[int, int]] = field(default_factory=list)
+
+    def deferred_jobs(self) -> list[tuple[str, int]]:
+        """(kind, job id) of every action deferred by the budget, priorities last."""
+        return [(a.kind, a.job_id) for a in self.deferred] + [
+            ("priority", j) for j, _ in self.deferred_priorities
+        ]
 
 
 def plan_actions(
@@ -128,12 +138,21 @@ def plan_actions(
             continue
         kind = "skip" if rec(d.job_id).held_by_rush else "hold"
         candidates.append(Action(kind, d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
-    # Only the values that changed are sent, so only their explanations are put in words.
-    for d in decisions.priorities_where(
-        lambda job_id, value: job_id in jobs and rec(job_id).last_site_factor != value
-    ):
-        candidates.append(Action("priority", d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
 
+    # Only the values that changed are sent, and only as many as the budget leaves after the
+    # actions above (priorities come last): only their explanations are put in words.
+    def changed(ids: list[int], values: list[int]) -> list[bool]:
+        # In bulk: a call per job cost 3-5 ms a cycle over 10 000 jobs.
+        last = [None if r is None else r.last_site_factor for r in map(records.get, ids)]
+        return [
+            listed and differs
+            for listed, differs in zip(map(jobs.__contains__, ids), map(ne, last, values), strict=True)
+        ]
+
+    room = max_actions_per_cycle - sum(a.kind in RJMS_ACTIONS for a in candidates)
+    sent, later = decisions.split_priorities_where(changed, max(room, 0))
+    for d in sent:
+        candidates.append(Action("priority", d.job_id, d.reason, d.value, outputs.get(d.job_id, {})))
     candidates.sort(key=lambda a: ORDER.index(a.kind))  # stable: priorities keep rank order
     budget = max_actions_per_cycle
     for action in candidates:
@@ -143,6 +162,7 @@ def plan_actions(
                 continue
             budget -= 1
         plan.actions.append(action)
+    plan.deferred_priorities = later  # after every other action: the budget is spent
     return plan
 
 
@@ -204,15 +224,16 @@ class Applier:
                 DecisionRow(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, mode), "refused"
             )
             self._count(a.kind, "refused")
-        if plan.deferred:
-            kinds = sorted({a.kind for a in plan.deferred})
+        deferred = plan.deferred_jobs()
+        if deferred:
+            kinds = sorted({kind for kind, _ in deferred})
             self.journal.event(
                 cycle,
                 "rate-limit",
-                f"{len(plan.deferred)} action(s) ({', '.join(kinds)}) deferred by daemon.max_actions_per_cycle",
+                f"{len(deferred)} action(s) ({', '.join(kinds)}) deferred by daemon.max_actions_per_cycle",
             )
-            for a in plan.deferred:
-                self._count(a.kind, "deferred")
+            for kind in kinds:
+                self._count(kind, "deferred", sum(k == kind for k, _ in deferred))
 
     # -- applying -------------------------------------------------------------------------
     def apply(self, cycle: int, plan: Plan, state: ClusterState) -> tuple[dict[str, int], RJMSError | None]:

@@ -91,7 +91,8 @@ class KeptRows(Generic[Columns]):
         """Read the changed and new jobs into rows (new jobs take free rows, then new ones at the
         end): their rows."""
         which = changed.tolist()
-        fresh = self._read([jobs[i] for i in which])
+        picked = jobs if len(which) == len(jobs) else [jobs[i] for i in which]  # all: a first cycle
+        fresh = self._read(picked)
         target = rows[changed]
         new = np.flatnonzero(target < 0)
         if len(new):
@@ -101,8 +102,15 @@ class KeptRows(Generic[Columns]):
             )
         where = target.tolist()
         self._row.update(zip(map(ids.__getitem__, which), where, strict=True))
-        for row, i in zip(where, which, strict=True):
-            self._obj[row] = jobs[i]
+        # Rows in one run (a first cycle, a burst of arrivals at the end): written as slices.
+        run = slice(where[0], where[-1] + 1) if where and where[-1] - where[0] == len(where) - 1 else None
+        if run is not None and not np.all(np.diff(target) == 1):
+            run = None
+        if run is not None:
+            self._obj[run] = picked
+        else:
+            for row, job in zip(where, picked, strict=True):
+                self._obj[row] = job
         self._stamp[target] = self._cycle
         for field in dataclasses.fields(fresh):
             value = getattr(fresh, field.name)
@@ -112,8 +120,11 @@ class KeptRows(Generic[Columns]):
                 self._arrays[field.name][target] = value
             else:
                 kept = self._objects.setdefault(field.name, [None] * len(self._stamp))
-                for row, item in zip(where, value, strict=True):
-                    kept[row] = item
+                if run is not None:
+                    kept[run] = value
+                else:
+                    for row, item in zip(where, value, strict=True):
+                        kept[row] = item
         return target
 
     def _grow(self, count: int) -> np.ndarray:

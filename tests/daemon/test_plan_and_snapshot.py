@@ -151,7 +151,7 @@ def test_priorities_only_when_changed_and_top_ranks_first():
     assert [(a.kind, a.job_id, a.value) for a in p.actions] == [("priority", 1, v[1]), ("priority", 3, v[3])]
     # The rate limit defers the lowest ranks.
     p = plan(decisions, s, max_actions_per_cycle=2)
-    assert [a.job_id for a in p.actions] == [1, 2] and [a.job_id for a in p.deferred] == [3]
+    assert [a.job_id for a in p.actions] == [1, 2] and p.deferred_jobs() == [("priority", 3)]
 
 
 def test_one_arrival_in_a_long_queue_costs_one_priority_update():
@@ -185,7 +185,7 @@ def test_kills_first_and_never_beyond_the_requeue_limit():
     assert p.actions[0].requeues == 1 and p.refused == []
     # The killed job is back in the core's queue at once (as in the simulator): it gets its
     # priority value with the pending job, both deferred by the one-action budget.
-    assert sorted((a.kind, a.job_id) for a in p.deferred) == [("priority", 1), ("priority", 3)]
+    assert sorted(p.deferred_jobs()) == [("priority", 1), ("priority", 3)]
 
 
 def test_hold_then_count_then_release_at_the_limit():

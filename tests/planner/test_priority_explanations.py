@@ -91,14 +91,20 @@ def journaled_priorities(planner: Planner, cycle: int) -> list[tuple[int, str, f
     return [(r["job_id"], r["reason"], r["value"]) for r in rows if r["cycle"] == cycle]
 
 
+@pytest.mark.parametrize("budget", [10**6, 7], ids=["every-action", "seven-actions"])
 @pytest.mark.parametrize("shell", ["daemon", "flux-module"])
 @pytest.mark.parametrize("seed", range(6))
-def test_planner_journals_the_changed_priorities_in_full_words(tmp_path, seed: int, shell: str) -> None:
+def test_planner_journals_the_changed_priorities_in_full_words(
+    tmp_path, seed: int, shell: str, budget: int
+) -> None:
+    """With a budget of RJMS calls smaller than the changes, the first ``budget`` changed
+    priorities (the highest values) are journaled in full words and the rest deferred unsent,
+    as when every changed one was put in words before the budget cut them."""
     raw = {
         "daemon": {
             "journal": str(tmp_path / "journal.sqlite"),
             "dry_run": True,
-            "max_actions_per_cycle": 10**6,
+            "max_actions_per_cycle": budget,
         },
         "policy": {"policy": "WFP3", "backfill": "easy" if seed % 2 else "conservative", "threshold": 900.0},
     }
@@ -106,7 +112,7 @@ def test_planner_journals_the_changed_priorities_in_full_words(tmp_path, seed: i
     planner = Planner(parse_config(raw), backend=backend)
     objects: dict = {}
     sent: dict[int, int] = {}  # the value last journaled per job (dry run: as if sent)
-    moved = 0
+    moved = cut = 0
     for snapshot in event_sequence(seed, 8, on_nodes=seed % 3 != 0, priority_changes=True):
         backend.state = rjms_state(snapshot, fresh=shell == "daemon", kept=objects)
         report = planner.run_cycle()
@@ -124,10 +130,18 @@ def test_planner_journals_the_changed_priorities_in_full_words(tmp_path, seed: i
             continue
         assert decisions.decisions == again.decisions
         pending = {p.job_id for p in built.snapshot.pending}
-        due = [d for d in sorted(full, key=lambda d: -(d.value or 0)) if sent.get(d.job_id) != d.value]
+        changed = [d for d in sorted(full, key=lambda d: -(d.value or 0)) if sent.get(d.job_id) != d.value]
+        due, later = changed[:budget], changed[budget:]
         assert journaled_priorities(planner, cycle) == [(d.job_id, d.reason, d.value) for d in due]
-        assert {d.job_id for d in due} <= pending
+        assert {d.job_id for d in changed} <= pending
+        deferred = [e["message"] for e in planner.journal.events("rate-limit") if e["cycle"] == cycle]
+        assert deferred == (
+            [f"{len(later)} action(s) (priority) deferred by daemon.max_actions_per_cycle"] if later else []
+        )
+        cut += len(later)
         moved += sum(d.job_id in sent for d in due)
         sent.update((d.job_id, int(d.value)) for d in due)
-    if shell == "daemon":  # the sequence moved some priorities after they were first sent
-        assert moved > 0
+    if shell == "daemon" and budget > 100:  # the sequence moved some priorities after they were first sent
+        assert moved > 0 and cut == 0
+    elif shell == "daemon":  # the small budget deferred some
+        assert cut > 0
