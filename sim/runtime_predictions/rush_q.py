@@ -4,7 +4,10 @@ For each trace and job set, the runtime-quantile predictor's newest cached weekl
 (``estimates/run.py``, which must be of the predictor's default feature set; the full trace,
 restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
-classifier's, with their kill counts) from the runtime-class study's committed results.
+classifier's, with their kill counts) from the runtime-class study's committed results, and
+FCFS-CI's decisions job by job (for the schedulers held to its kill rate) from that study's cached
+walk-forward of the same job set (``sim/runtime_classes/run.py`` computes it when absent), checked
+against the committed kills.
 Writes ``results/<job set>/rush_q.{csv,md}``; with ``--class-head R`` (a rule of
 ``estimates/class_rules.py`` other than ``quantiles``: the classes from that rule's P(small), the
 predicted runtimes still the quantiles') ``results/<job set>/rush_q_R.{csv,md}``.
@@ -19,6 +22,10 @@ from __future__ import annotations
 import argparse
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HERE = Path(__file__).parent
 
@@ -43,6 +50,29 @@ def _class_rules():
     return class_rules
 
 
+def fcfs_ci_false_small(trace: str, job_set: str, n_full: int, rows: np.ndarray) -> np.ndarray:
+    """FCFS-CI's false smalls per job of the full trace (NaN where it made no decision, and
+    outside the job set): the runtime-class study's cached live walk-forward of this job set
+    (the one FCFS-CI was measured with) at the classifier's idempotent threshold."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location(
+        "runtime_classes_run", HERE.parent / "runtime_classes" / "run.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _, _, _, cw = module.cached_walkforward(trace, job_set, "live")
+    if len(cw.runtime) != len(rows):
+        raise SystemExit(
+            f"{trace} {job_set}: the classifier's walk-forward has {len(cw.runtime)} jobs, not {len(rows)}"
+        )
+    out = np.full(n_full, np.nan)
+    out[rows] = cw.for_idempotent().false_small()
+    return out
+
+
 def default_walkforward(trace: str, feature_set: str):
     """The newest cached walk-forward of ``estimates/run.py`` for this trace whose feature set is
     ``feature_set`` (other studies cache other sets in the same folder)."""
@@ -59,6 +89,27 @@ def default_walkforward(trace: str, feature_set: str):
         f"{trace}: no cached walk-forward of feature set {feature_set!r} in {cache}; run "
         f"estimates/run.py --traces {trace} (its default is the predictor's) first"
     )
+
+
+def _typed(value: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _with_other_traces(path: Path, rows: list[dict], traces: tuple[str, ...]) -> list[dict]:
+    """``rows`` and the rows on disk (``path``) of the traces not run now, in ``traces``' order
+    (a run of some traces updates their rows of the table, not the whole table)."""
+    run = {r["trace"] for r in rows}
+    kept = []
+    if path.exists():
+        with open(path) as fh:
+            kept = [{k: _typed(v) for k, v in r.items()} for r in csv.DictReader(fh) if r["trace"] not in run]
+    order = {t: i for i, t in enumerate(traces)}
+    return sorted(kept + rows, key=lambda r: order.get(r["trace"], len(order)))
 
 
 def main() -> None:
@@ -92,7 +143,19 @@ def main() -> None:
                 wf.end, wf.submit = np.where(usable, jobs.end, np.inf), jobs.submit
             if args.class_head != "quantiles":
                 wf = _class_rules().with_rule(wf, args.class_head)
-            found = quantile_rows(trace, job_set, workload, wf)
+            rows_of_set = np.flatnonzero(
+                (workload.runtime > 0) & (workload.runtime < workload.requested_time)
+            )
+            rows_of_set = rows_of_set if job_set == "published" else np.arange(len(workload))
+            reference = fcfs_ci_false_small(trace, job_set, len(workload), rows_of_set)
+            committed = int(ci[(trace, "FCFS")]["kills"])
+            if int(np.nansum(reference)) != committed:
+                raise SystemExit(
+                    f"{trace} {job_set}: the classifier's walk-forward has {int(np.nansum(reference))} "
+                    f"idempotent false smalls, FCFS-CI's committed kills are {committed}: rerun "
+                    "sim/runtime_classes/run.py"
+                )
+            found = quantile_rows(trace, job_set, workload, wf, reference_false_small=reference)
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
                 if abs(r["base_bsld"] - base) > 1e-6 * base:
@@ -122,6 +185,7 @@ def main() -> None:
                 rows.append(r)
         out = table.OUT / job_set
         out.mkdir(parents=True, exist_ok=True)
+        rows = _with_other_traces(out / f"rush_q{suffix}.csv", rows, table.TRACES)
         columns = list(rows[0])
         with open(out / f"rush_q{suffix}.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=columns)
