@@ -132,18 +132,22 @@ def quantile_rows(
     wf,
     idempotent_threshold: float = 0.1,
     reference_false_small: np.ndarray | None = None,
+    names: tuple[str, ...] | None = None,
 ) -> list[dict]:
     """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set,
     and of :data:`MATCHED_SCHEDULERS` when ``reference_false_small`` (FCFS-CI's false smalls, per
     job of the full trace; NaN where FCFS-CI made no decision) is given.
     ``published``: the walk-forward of the full trace restricted to the published jobs (the
-    predictor saw every logged job, as a site's would)."""
+    predictor saw every logged job, as a site's would). ``names``: only these schedulers."""
+    every = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
+    unknown = [n for n in names or () if n not in every]
+    if unknown:
+        raise ValueError(f"unknown scheduler(s) {unknown}: use some of {list(every)}")
     rows = _published(workload_full) if job_set == "published" else np.arange(len(workload_full))
     workload = published_job_set(workload_full) if job_set == "published" else workload_full
     base = compute_metrics(simulate(workload, CoreConfig.from_names("FCFS", "easy", THRESHOLD)), tau=TAU)
     out = []
-    names = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
-    for name in names:
+    for name in every if names is None else names:
         inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold, reference_false_small)
         config = CoreConfig.from_names(
             kw.pop("policy"),

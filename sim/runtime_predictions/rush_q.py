@@ -101,13 +101,17 @@ def _typed(value: str) -> int | float | str:
 
 
 def _with_other_traces(path: Path, rows: list[dict], traces: tuple[str, ...]) -> list[dict]:
-    """``rows`` and the rows on disk (``path``) of the traces not run now, in ``traces``' order
-    (a run of some traces updates their rows of the table, not the whole table)."""
-    run = {r["trace"] for r in rows}
+    """``rows`` and the rows on disk (``path``) of the (trace, scheduler) pairs not run now, in
+    ``traces``' order (a run of some traces or schedulers updates their rows, not the table)."""
+    run = {(r["trace"], r["scheduler"]) for r in rows}
     kept = []
     if path.exists():
         with open(path) as fh:
-            kept = [{k: _typed(v) for k, v in r.items()} for r in csv.DictReader(fh) if r["trace"] not in run]
+            kept = [
+                {k: _typed(v) for k, v in r.items()}
+                for r in csv.DictReader(fh)
+                if (r["trace"], r["scheduler"]) not in run
+            ]
     order = {t: i for i, t in enumerate(traces)}
     return sorted(kept + rows, key=lambda r: order.get(r["trace"], len(order)))
 
@@ -127,9 +131,13 @@ def main() -> None:
     parser.add_argument("--traces", default=",".join(table.TRACES))
     parser.add_argument("--job-set", default="both", choices=("published", "full", "both"))
     parser.add_argument("--class-head", default="quantiles", help="a rule of estimates/class_rules.py")
+    parser.add_argument(
+        "--schedulers", default=None, help="comma-separated names (default: every one); the others' rows stay"
+    )
     args = parser.parse_args()
     suffix = "" if args.class_head == "quantiles" else f"_{args.class_head}"
     job_sets = ("published", "full") if args.job_set == "both" else (args.job_set,)
+    schedulers = None if args.schedulers is None else tuple(s.strip() for s in args.schedulers.split(","))
     for job_set in job_sets:
         ci = table.classification(job_set)
         rows = []
@@ -155,7 +163,9 @@ def main() -> None:
                     f"idempotent false smalls, FCFS-CI's committed kills are {committed}: rerun "
                     "sim/runtime_classes/run.py"
                 )
-            found = quantile_rows(trace, job_set, workload, wf, reference_false_small=reference)
+            found = quantile_rows(
+                trace, job_set, workload, wf, reference_false_small=reference, names=schedulers
+            )
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
                 if abs(r["base_bsld"] - base) > 1e-6 * base:
