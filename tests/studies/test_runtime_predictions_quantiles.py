@@ -147,3 +147,50 @@ def test_schedulers_held_to_fcfs_cis_kill_rate_take_its_decisions() -> None:
         proba = wf.proba_small
         assert np.array_equal(inputs.runtime_class, np.where(np.isfinite(proba) & (proba >= threshold), 0, 1))
         assert config["policy"] == "SPF" and config["kill_false_small"]
+
+
+def test_rush_q_updates_only_the_rows_it_ran(tmp_path) -> None:
+    """A run of some traces or schedulers replaces their rows of the table on disk and keeps the
+    others, in the table's trace order, numbers read back as numbers."""
+    rush_q = _rush_q_script()
+    path = tmp_path / "rush_q.csv"
+    path.write_text(
+        "trace,scheduler,improvement_over_easy_fcfs_pct,false_small_kills\n"
+        "KTH-SP2,rush-Q,63.3,10430\n"
+        "SDSC-SP2,rush-Q,62.1,18341\n"
+        "SDSC-SP2,quantile SPF-CI,62.8,18341\n"
+    )
+    new = [
+        {
+            "trace": "SDSC-SP2",
+            "scheduler": "rush-Q",
+            "improvement_over_easy_fcfs_pct": 1.0,
+            "false_small_kills": 7,
+        }
+    ]
+    new.append(
+        {
+            "trace": "CTC-SP2",
+            "scheduler": "rush-Q",
+            "improvement_over_easy_fcfs_pct": 2.0,
+            "false_small_kills": 8,
+        }
+    )
+    rows = rush_q._with_other_traces(path, new, ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2"))
+    assert [(r["trace"], r["scheduler"], r["false_small_kills"]) for r in rows] == [
+        ("KTH-SP2", "rush-Q", 10430),
+        ("CTC-SP2", "rush-Q", 8),
+        ("SDSC-SP2", "quantile SPF-CI", 18341),
+        ("SDSC-SP2", "rush-Q", 7),
+    ]
+    assert rows[0]["improvement_over_easy_fcfs_pct"] == 63.3
+    assert rush_q._with_other_traces(tmp_path / "absent.csv", new, ("CTC-SP2", "SDSC-SP2")) == new[::-1]
+
+
+def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
+    workload = synthetic_workload(200)
+    wf = SimpleNamespace()  # never read: the names are checked first
+    with pytest.raises(ValueError, match="unknown scheduler"):
+        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q", "rush-Z"))
+    with pytest.raises(ValueError, match="unknown scheduler"):  # held to FCFS-CI's rate: needs its decisions
+        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q (FCFS-CI's kill rate)",))
