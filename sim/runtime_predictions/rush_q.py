@@ -6,15 +6,16 @@ restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
 classifier's, with their kill counts) from the runtime-class study's committed results, and
 FCFS-CI's decisions job by job (for the schedulers held to its kill rate) from that study's cached
-walk-forward of the same job set (``sim/runtime_classes/run.py`` computes it when absent), checked
-against the committed kills.
-Writes ``results/<job set>/rush_q.{csv,md}``; with ``--class-head R`` (a rule of
+walk-forward of the same job set (computed and cached through ``sim/runtime_classes/run.py`` when
+absent: minutes a trace), checked against the committed kills.
+Writes ``results/<job set>/rush_q.{csv,md}`` (the rows of the traces and ``--schedulers`` run; the
+file's other rows stay); with ``--class-head R`` (a rule of
 ``estimates/class_rules.py`` other than ``quantiles``: the classes from that rule's P(small), the
 predicted runtimes still the quantiles') ``results/<job set>/rush_q_R.{csv,md}``.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
         python sim/runtime_predictions/rush_q.py [--traces KTH-SP2,...] [--job-set published|full|both] \\
-        [--class-head blend]
+        [--class-head blend] [--schedulers "rush-Q (FCFS-CI's kill rate),..."]
 """
 
 from __future__ import annotations
