@@ -265,18 +265,43 @@ def walkforward_thresholds(
     end: np.ndarray,
     submit: np.ndarray,
     kill_budget: float | None = None,
+    reference_false_small: np.ndarray | None = None,
 ) -> np.ndarray:
     """Each job's decision threshold, chosen from the past only: at each week's start (weeks
     from the first submission), over every earlier job that had a P(small) (``proba`` finite)
     and had ended (``end``, inf: never) before the week, the candidate of :data:`THRESHOLDS`
 
-    * with the most correct decisions (``kill_budget`` None; ties to the one nearest 0.5), or
+    * with the most correct decisions (``kill_budget`` and ``reference_false_small`` None;
+      ties to the one nearest 0.5), or
     * the lowest whose false smalls (called small, ran longer than the divider: each one a
       kill at the divider for an idempotent job) are at most ``kill_budget`` of those jobs
-      (the highest candidate when none is);
+      (the highest candidate when none is), or
+    * the lowest whose false smalls are at most a reference decision's on the same jobs
+      (``reference_false_small``, per job: 1 the reference called it small and it outran the
+      reference's divider, 0 it did not, NaN the reference made no decision; only jobs with
+      both decisions count): kills no more frequent than the reference's so far (the highest
+      candidate when none is);
 
     0.5 before any such job."""
+    if kill_budget is not None and reference_false_small is not None:
+        raise ModelError(
+            "a kill budget and a reference decision were both given",
+            where="walkforward_thresholds",
+            fix="give kill_budget (a share of the jobs) or reference_false_small, not both",
+        )
     n = len(proba)
+    if reference_false_small is not None:
+        reference = np.asarray(reference_false_small, dtype=np.float64)
+        if reference.shape != (n,) or np.any(np.isfinite(reference) & (reference != 0) & (reference != 1)):
+            raise ModelError(
+                "reference_false_small must hold 0, 1 or NaN for every job",
+                where="reference_false_small",
+                fix="give one value per job of proba: 1 false small, 0 not, NaN no reference decision",
+            )
+        proba = np.where(np.isfinite(reference), proba, np.nan)  # only jobs with both decisions
+    else:
+        reference = np.zeros(n)
+    budget = 0.0
     threshold = np.full(n, DEFAULT_THRESHOLD)
     if not n:
         return threshold
@@ -300,16 +325,18 @@ def walkforward_thresholds(
             called = proba[known][:, None] >= THRESHOLDS[None, :]
             correct += (called == small[:, None]).sum(axis=0)
             false_small += (called & ~small[:, None]).sum(axis=0)
+            budget += float(reference[known].sum())
             seen += len(known)
         if hi == lo or not seen:
             continue
-        if kill_budget is None:
+        if kill_budget is None and reference_false_small is None:
             best = np.flatnonzero(correct == correct.max())
             threshold[lo:hi] = float(
                 THRESHOLDS[best[np.argmin(np.abs(THRESHOLDS[best] - DEFAULT_THRESHOLD))]]
             )
         else:
-            within = np.flatnonzero(false_small <= kill_budget * seen)
+            allowed = budget if kill_budget is None else kill_budget * seen
+            within = np.flatnonzero(false_small <= allowed)
             threshold[lo:hi] = float(THRESHOLDS[within[0]] if len(within) else THRESHOLDS[-1])
     return threshold
 

@@ -125,6 +125,14 @@ class WalkForwardResult:
     def actual_class(self) -> np.ndarray:
         return np.where(self.runtime <= self.divider_or_first(), 0, 1).astype(np.int8)
 
+    def false_small(self) -> np.ndarray:
+        """Per job: 1.0 where this decision called it small and it outran its divider (a kill at
+        the divider if it is idempotent), 0.0 where not, NaN where no model decided (no divider:
+        week 1): what ``walkforward_thresholds(reference_false_small=...)`` takes."""
+        known = np.isfinite(self.divider)
+        outran = self.runtime > np.where(known, self.divider, np.inf)
+        return np.where(known, ((self.predicted_class == SMALL) & outran).astype(np.float64), np.nan)
+
     def summary(self) -> dict:
         """Classification quality over the whole run (week 1 included, all large)."""
         return classification_summary(self.actual_class() == 0, self.predicted_class == 0)

@@ -19,6 +19,11 @@ up). The schedulers, fixed before any run (the study's README says why):
 * ``... (kill budget)``: every job judged at the lowest threshold whose false smalls over the
   past (jobs ended before the week) are at most :data:`KILL_BUDGET` of those jobs, chosen
   walk-forward (:func:`~rush.models.runtime_quantiles_walkforward.walkforward_thresholds`);
+* ``... (FCFS-CI's kill rate)`` (round 12, :data:`MATCHED_SCHEDULERS`, given FCFS-CI's decisions):
+  every job judged at the lowest threshold whose false smalls over the past (jobs ended before
+  the week, with an FCFS-CI decision) are at most FCFS-CI's on the same jobs
+  (``walkforward_thresholds(reference_false_small=...)``): the target's own kill bound, held
+  walk-forward, in place of a fixed share;
 * ``rush-Q (stepwise)`` (not in :data:`SCHEDULERS`; KTH-SP2 only, by hand): Tsafrir's stepwise
   correction (EASY++'s rule) instead of the request.
 
@@ -46,6 +51,8 @@ SCHEDULERS = (
     "quantile SPF-CI (kill budget)",
     "rush-Q (kill budget)",
 )
+# Run only when FCFS-CI's walk-forward decisions are given (quantile_rows' reference_false_small).
+MATCHED_SCHEDULERS = ("quantile SPF-CI (FCFS-CI's kill rate)", "rush-Q (FCFS-CI's kill rate)")
 # The share of jobs the kill-budget decision may kill at the divider (false smalls among the
 # jobs whose outcome is known): FCFS-CI kills 26-30 % of the jobs on the four traces
 # (sim/runtime_classes, published job set), so 25 % keeps rush-Q's kills under FCFS-CI's.
@@ -56,11 +63,23 @@ def _published(workload: Workload) -> np.ndarray:
     return np.flatnonzero((workload.runtime > 0) & (workload.runtime < workload.requested_time))
 
 
-def scheduler_inputs(name: str, wf, rows: np.ndarray, idempotent_threshold: float) -> tuple[SimInputs, dict]:
-    """(inputs, CoreConfig keywords) of one scheduler for the jobs ``rows`` of the walk-forward."""
+def scheduler_inputs(
+    name: str,
+    wf,
+    rows: np.ndarray,
+    idempotent_threshold: float,
+    reference_false_small: np.ndarray | None = None,
+) -> tuple[SimInputs, dict]:
+    """(inputs, CoreConfig keywords) of one scheduler for the jobs ``rows`` of the walk-forward;
+    ``reference_false_small`` (per job of the walk-forward) for :data:`MATCHED_SCHEDULERS`."""
     proba = wf.proba_small[rows]
     divider = wf.class_walkforward().divider_or_first()[rows]
-    if "plain threshold" in name:
+    if "FCFS-CI's kill rate" in name:
+        if reference_false_small is None:
+            raise ValueError(f"{name} needs FCFS-CI's decisions (reference_false_small)")
+        threshold = matched_threshold(wf, reference_false_small)[rows]
+        classes = np.where(np.isfinite(proba) & (proba >= threshold), 0, 1).astype(np.int64)
+    elif "plain threshold" in name:
         classes = np.asarray(wf.predicted_class[rows], dtype=np.int64)
     elif "kill budget" in name:
         classes = np.where(np.isfinite(proba) & (proba >= kill_budget_threshold(wf)[rows]), 0, 1).astype(
@@ -93,18 +112,43 @@ def kill_budget_threshold(wf) -> np.ndarray:
     return walkforward_thresholds(wf.proba_small, wf.runtime, wf.divider, end, submit, KILL_BUDGET)
 
 
+def matched_threshold(wf, reference_false_small: np.ndarray) -> np.ndarray:
+    """Each job's threshold under FCFS-CI's kill rate so far (round 12), from the walk-forward's
+    past: ``reference_false_small`` per job of ``wf`` (1 FCFS-CI's false small, 0 not, NaN no
+    FCFS-CI decision: such jobs do not count)."""
+    from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
+
+    if wf.end is None:
+        raise ValueError("the walk-forward carries no job ends: rerun it with this rush")
+    return walkforward_thresholds(
+        wf.proba_small, wf.runtime, wf.divider, wf.end, wf.submit, reference_false_small=reference_false_small
+    )
+
+
 def quantile_rows(
-    trace: str, job_set: str, workload_full: Workload, wf, idempotent_threshold: float = 0.1
+    trace: str,
+    job_set: str,
+    workload_full: Workload,
+    wf,
+    idempotent_threshold: float = 0.1,
+    reference_false_small: np.ndarray | None = None,
+    names: tuple[str, ...] | None = None,
 ) -> list[dict]:
-    """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set.
+    """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set,
+    and of :data:`MATCHED_SCHEDULERS` when ``reference_false_small`` (FCFS-CI's false smalls, per
+    job of the full trace; NaN where FCFS-CI made no decision) is given.
     ``published``: the walk-forward of the full trace restricted to the published jobs (the
-    predictor saw every logged job, as a site's would)."""
+    predictor saw every logged job, as a site's would). ``names``: only these schedulers."""
+    every = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
+    unknown = [n for n in names or () if n not in every]
+    if unknown:
+        raise ValueError(f"unknown scheduler(s) {unknown}: use some of {list(every)}")
     rows = _published(workload_full) if job_set == "published" else np.arange(len(workload_full))
     workload = published_job_set(workload_full) if job_set == "published" else workload_full
     base = compute_metrics(simulate(workload, CoreConfig.from_names("FCFS", "easy", THRESHOLD)), tau=TAU)
     out = []
-    for name in SCHEDULERS:
-        inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold)
+    for name in every if names is None else names:
+        inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold, reference_false_small)
         config = CoreConfig.from_names(
             kw.pop("policy"),
             "easy",

@@ -4,14 +4,18 @@ For each trace and job set, the runtime-quantile predictor's newest cached weekl
 (``estimates/run.py``, which must be of the predictor's default feature set; the full trace,
 restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
-classifier's, with their kill counts) from the runtime-class study's committed results.
-Writes ``results/<job set>/rush_q.{csv,md}``; with ``--class-head R`` (a rule of
+classifier's, with their kill counts) from the runtime-class study's committed results, and
+FCFS-CI's decisions job by job (for the schedulers held to its kill rate) from that study's cached
+walk-forward of the same job set (computed and cached through ``sim/runtime_classes/run.py`` when
+absent: minutes a trace), checked against the committed kills.
+Writes ``results/<job set>/rush_q.{csv,md}`` (the rows of the traces and ``--schedulers`` run; the
+file's other rows stay); with ``--class-head R`` (a rule of
 ``estimates/class_rules.py`` other than ``quantiles``: the classes from that rule's P(small), the
 predicted runtimes still the quantiles') ``results/<job set>/rush_q_R.{csv,md}``.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 10 \\
         python sim/runtime_predictions/rush_q.py [--traces KTH-SP2,...] [--job-set published|full|both] \\
-        [--class-head blend]
+        [--class-head blend] [--schedulers "rush-Q (FCFS-CI's kill rate),..."]
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from __future__ import annotations
 import argparse
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 HERE = Path(__file__).parent
 
@@ -43,6 +51,29 @@ def _class_rules():
     return class_rules
 
 
+def fcfs_ci_false_small(trace: str, job_set: str, n_full: int, rows: np.ndarray) -> np.ndarray:
+    """FCFS-CI's false smalls per job of the full trace (NaN where it made no decision, and
+    outside the job set): the runtime-class study's cached live walk-forward of this job set
+    (the one FCFS-CI was measured with) at the classifier's idempotent threshold."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location(
+        "runtime_classes_run", HERE.parent / "runtime_classes" / "run.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _, _, _, cw = module.cached_walkforward(trace, job_set, "live")
+    if len(cw.runtime) != len(rows):
+        raise SystemExit(
+            f"{trace} {job_set}: the classifier's walk-forward has {len(cw.runtime)} jobs, not {len(rows)}"
+        )
+    out = np.full(n_full, np.nan)
+    out[rows] = cw.for_idempotent().false_small()
+    return out
+
+
 def default_walkforward(trace: str, feature_set: str):
     """The newest cached walk-forward of ``estimates/run.py`` for this trace whose feature set is
     ``feature_set`` (other studies cache other sets in the same folder)."""
@@ -61,6 +92,31 @@ def default_walkforward(trace: str, feature_set: str):
     )
 
 
+def _typed(value: str) -> int | float | str:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _with_other_traces(path: Path, rows: list[dict], traces: tuple[str, ...]) -> list[dict]:
+    """``rows`` and the rows on disk (``path``) of the (trace, scheduler) pairs not run now, in
+    ``traces``' order (a run of some traces or schedulers updates their rows, not the table)."""
+    run = {(r["trace"], r["scheduler"]) for r in rows}
+    kept = []
+    if path.exists():
+        with open(path) as fh:
+            kept = [
+                {k: _typed(v) for k, v in r.items()}
+                for r in csv.DictReader(fh)
+                if (r["trace"], r["scheduler"]) not in run
+            ]
+    order = {t: i for i, t in enumerate(traces)}
+    return sorted(kept + rows, key=lambda r: order.get(r["trace"], len(order)))
+
+
 def main() -> None:
     import numpy as np
 
@@ -76,9 +132,13 @@ def main() -> None:
     parser.add_argument("--traces", default=",".join(table.TRACES))
     parser.add_argument("--job-set", default="both", choices=("published", "full", "both"))
     parser.add_argument("--class-head", default="quantiles", help="a rule of estimates/class_rules.py")
+    parser.add_argument(
+        "--schedulers", default=None, help="comma-separated names (default: every one); the others' rows stay"
+    )
     args = parser.parse_args()
     suffix = "" if args.class_head == "quantiles" else f"_{args.class_head}"
     job_sets = ("published", "full") if args.job_set == "both" else (args.job_set,)
+    schedulers = None if args.schedulers is None else tuple(s.strip() for s in args.schedulers.split(","))
     for job_set in job_sets:
         ci = table.classification(job_set)
         rows = []
@@ -92,7 +152,21 @@ def main() -> None:
                 wf.end, wf.submit = np.where(usable, jobs.end, np.inf), jobs.submit
             if args.class_head != "quantiles":
                 wf = _class_rules().with_rule(wf, args.class_head)
-            found = quantile_rows(trace, job_set, workload, wf)
+            rows_of_set = np.flatnonzero(
+                (workload.runtime > 0) & (workload.runtime < workload.requested_time)
+            )
+            rows_of_set = rows_of_set if job_set == "published" else np.arange(len(workload))
+            reference = fcfs_ci_false_small(trace, job_set, len(workload), rows_of_set)
+            committed = int(ci[(trace, "FCFS")]["kills"])
+            if int(np.nansum(reference)) != committed:
+                raise SystemExit(
+                    f"{trace} {job_set}: the classifier's walk-forward has {int(np.nansum(reference))} "
+                    f"idempotent false smalls, FCFS-CI's committed kills are {committed}: rerun "
+                    "sim/runtime_classes/run.py"
+                )
+            found = quantile_rows(
+                trace, job_set, workload, wf, reference_false_small=reference, names=schedulers
+            )
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
                 if abs(r["base_bsld"] - base) > 1e-6 * base:
@@ -122,6 +196,7 @@ def main() -> None:
                 rows.append(r)
         out = table.OUT / job_set
         out.mkdir(parents=True, exist_ok=True)
+        rows = _with_other_traces(out / f"rush_q{suffix}.csv", rows, table.TRACES)
         columns = list(rows[0])
         with open(out / f"rush_q{suffix}.csv", "w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=columns)

@@ -74,3 +74,20 @@ def test_walkforward_keeps_probabilities_and_rethresholds_without_refitting():
     assert low.for_idempotent() is low
     with pytest.raises(ModelError, match="not a probability"):
         wf.at_threshold(1.5)
+
+
+def test_false_smalls_are_the_kills_of_the_decision_and_nan_without_a_model():
+    """``false_small()``: 1 where the decision called a job small and it outran the divider in force
+    (what the idempotent simulation kills), 0 otherwise, NaN in the weeks with no model."""
+    w, header = kth(3000)
+    wf = predict_classes_walkforward(
+        w, header, mode="live", estimator=boosting(threshold=0.5, idempotent_threshold=0.2)
+    )
+    for decision in (wf, wf.for_idempotent()):
+        fs = decision.false_small()
+        no_model = ~np.isfinite(decision.divider)
+        assert no_model.any() and np.all(np.isnan(fs[no_model]))
+        decided = ~no_model
+        expected = (decision.predicted_class == 0) & (decision.runtime > decision.divider)
+        assert np.array_equal(fs[decided], expected[decided].astype(float))
+    assert np.nansum(wf.for_idempotent().false_small()) > np.nansum(wf.false_small()) > 0

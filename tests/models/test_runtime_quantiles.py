@@ -235,3 +235,60 @@ def test_thresholds_are_chosen_from_ended_jobs_for_accuracy_or_a_kill_budget():
     changed[late] = 1.0
     again = walkforward_thresholds(proba, changed, divider, end, submit, kill_budget=0.05)
     assert np.array_equal(again[week <= 4], budget[week <= 4])
+
+
+def test_thresholds_hold_a_reference_decisions_false_smalls_on_the_same_jobs():
+    """Round 12: the kill budget is a reference decision's false smalls so far (FCFS-CI's), counted
+    on the jobs both decided; jobs the reference did not decide neither count nor spend."""
+    from rush.models.runtime_quantiles_walkforward import THRESHOLDS, walkforward_thresholds
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    submit = np.sort(rng.uniform(0, 6 * WEEK, n))
+    submit -= submit[0]
+    runtime = rng.exponential(600.0, n)
+    end = submit + runtime
+    divider = np.full(n, 500.0)
+    small = runtime <= divider
+    proba = np.clip(np.where(small, 0.7, 0.3) + rng.normal(0, 0.25, n), 0, 1)
+    proba[submit < WEEK] = np.nan
+    # The reference: a noisier decision, no decision on a fifth of the jobs.
+    reference = (np.clip(np.where(small, 0.6, 0.35) + rng.normal(0, 0.3, n), 0, 1) >= 0.4) & ~small
+    reference = np.where(rng.uniform(size=n) < 0.2, np.nan, reference.astype(np.float64))
+    matched = walkforward_thresholds(proba, runtime, divider, end, submit, reference_false_small=reference)
+    assert np.all(matched[submit < WEEK] == 0.5)
+    week = (submit // WEEK).astype(int)
+    for k in range(2, 6):
+        at = np.flatnonzero(week == k)[0]
+        both = np.flatnonzero((end < k * WEEK) & np.isfinite(proba) & np.isfinite(reference))
+        allowed = reference[both].sum()
+        t = matched[at]
+        assert np.sum((proba[both] >= t) & ~small[both]) <= allowed
+        lower = THRESHOLDS[THRESHOLDS < t]
+        if len(lower):  # the lowest candidate within the reference's false smalls
+            assert np.sum((proba[both] >= lower[-1]) & ~small[both]) > allowed
+    # A job the reference did not decide changes nothing, whatever its outcome.
+    undecided = ~np.isfinite(reference)
+    moved = runtime.copy()
+    moved[undecided] = 1e6
+    assert np.array_equal(
+        walkforward_thresholds(proba, moved, divider, end, submit, reference_false_small=reference), matched
+    )
+    # A reference that never kills allows no false small: the highest candidate, or one that calls none.
+    never = np.where(np.isfinite(reference), 0.0, np.nan)
+    strict = walkforward_thresholds(proba, runtime, divider, end, submit, reference_false_small=never)
+    assert np.all(strict[week >= 2] >= matched[week >= 2])
+
+
+def test_a_reference_decision_is_checked():
+    from rush.errors import ModelError
+    from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
+
+    n = 10
+    args = (np.full(n, 0.5), np.ones(n), np.ones(n), np.arange(n, dtype=float), np.arange(n, dtype=float))
+    with pytest.raises(ModelError, match="not both"):
+        walkforward_thresholds(*args, kill_budget=0.2, reference_false_small=np.zeros(n))
+    with pytest.raises(ModelError, match="0, 1 or NaN"):
+        walkforward_thresholds(*args, reference_false_small=np.full(n, 0.5))
+    with pytest.raises(ModelError, match="0, 1 or NaN"):
+        walkforward_thresholds(*args, reference_false_small=np.zeros(n - 1))

@@ -115,3 +115,82 @@ def test_rush_q_estimates_are_the_deployed_calibrated_mean() -> None:
         inputs, _ = scheduler_inputs(name, wf, rows, 0.1)
         if name.startswith("rush-Q"):
             assert np.array_equal(inputs.estimate, calibrated, equal_nan=True), name
+
+
+def test_schedulers_held_to_fcfs_cis_kill_rate_take_its_decisions() -> None:
+    """Round 12: given FCFS-CI's false smalls job by job, two more schedulers run, judged at the
+    threshold that keeps their past false smalls within FCFS-CI's on the same jobs."""
+    from rush.models.runtime_quantiles_walkforward import walkforward_thresholds
+    from rush.studies.runtime_predictions_quantiles import MATCHED_SCHEDULERS, matched_threshold
+
+    workload = synthetic_workload(700)
+    wf = predict_quantiles_walkforward(
+        workload, HEADER, RuntimeQuantileRegressor(max_iter=10, min_samples_leaf=5)
+    )
+    everyone = np.arange(len(workload))
+    with pytest.raises(ValueError, match="FCFS-CI's decisions"):
+        scheduler_inputs(MATCHED_SCHEDULERS[0], wf, everyone, 0.1)
+    # A reference that never kills: its schedulers call no more jobs small than the 0.1 rule's.
+    never = np.where(np.isfinite(wf.proba_small), 0.0, np.nan)
+    threshold = matched_threshold(wf, never)
+    assert np.array_equal(
+        threshold,
+        walkforward_thresholds(
+            wf.proba_small, wf.runtime, wf.divider, wf.end, wf.submit, reference_false_small=never
+        ),
+    )
+    rows = quantile_rows("synthetic", "full", workload, wf, reference_false_small=never)
+    assert [r["scheduler"] for r in rows] == list(SCHEDULERS) + list(MATCHED_SCHEDULERS)
+    assert len({r["base_bsld"] for r in rows}) == 1
+    for name in MATCHED_SCHEDULERS:
+        inputs, config = scheduler_inputs(name, wf, everyone, 0.1, never)
+        proba = wf.proba_small
+        assert np.array_equal(inputs.runtime_class, np.where(np.isfinite(proba) & (proba >= threshold), 0, 1))
+        assert config["policy"] == "SPF" and config["kill_false_small"]
+
+
+def test_rush_q_updates_only_the_rows_it_ran(tmp_path) -> None:
+    """A run of some traces or schedulers replaces their rows of the table on disk and keeps the
+    others, in the table's trace order, numbers read back as numbers."""
+    rush_q = _rush_q_script()
+    path = tmp_path / "rush_q.csv"
+    path.write_text(
+        "trace,scheduler,improvement_over_easy_fcfs_pct,false_small_kills\n"
+        "KTH-SP2,rush-Q,63.3,10430\n"
+        "SDSC-SP2,rush-Q,62.1,18341\n"
+        "SDSC-SP2,quantile SPF-CI,62.8,18341\n"
+    )
+    new = [
+        {
+            "trace": "SDSC-SP2",
+            "scheduler": "rush-Q",
+            "improvement_over_easy_fcfs_pct": 1.0,
+            "false_small_kills": 7,
+        }
+    ]
+    new.append(
+        {
+            "trace": "CTC-SP2",
+            "scheduler": "rush-Q",
+            "improvement_over_easy_fcfs_pct": 2.0,
+            "false_small_kills": 8,
+        }
+    )
+    rows = rush_q._with_other_traces(path, new, ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2"))
+    assert [(r["trace"], r["scheduler"], r["false_small_kills"]) for r in rows] == [
+        ("KTH-SP2", "rush-Q", 10430),
+        ("CTC-SP2", "rush-Q", 8),
+        ("SDSC-SP2", "quantile SPF-CI", 18341),
+        ("SDSC-SP2", "rush-Q", 7),
+    ]
+    assert rows[0]["improvement_over_easy_fcfs_pct"] == 63.3
+    assert rush_q._with_other_traces(tmp_path / "absent.csv", new, ("CTC-SP2", "SDSC-SP2")) == new[::-1]
+
+
+def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
+    workload = synthetic_workload(200)
+    wf = SimpleNamespace()  # never read: the names are checked first
+    with pytest.raises(ValueError, match="unknown scheduler"):
+        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q", "rush-Z"))
+    with pytest.raises(ValueError, match="unknown scheduler"):  # held to FCFS-CI's rate: needs its decisions
+        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q (FCFS-CI's kill rate)",))
