@@ -183,29 +183,47 @@ def queued_projection_runtimes(
     predicted distribution), never above its request, for the jobs of ``pending`` (duck-typed
     :class:`rush.core.snapshot.PendingJob`: ``runtime_quantiles``, ``requested_time``,
     ``job_id``) with usable quantiles; NaN for the others (None when no job has any), and, by
-    job id, why a job's quantiles were refused (:func:`quantiles_refused`)."""
-    if all(p.runtime_quantiles is None for p in pending):
-        return None, {}
-    out = np.full(len(pending), np.nan)
-    refused: dict[int, str] = {}
+    job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). Checked
+    and computed per model (one set of levels) at once: a pass over 10,000 queued jobs."""
     groups: dict[tuple[float, ...], list[int]] = {}
     for k, p in enumerate(pending):
         q = p.runtime_quantiles
-        if q is None:
+        if q is not None:
+            groups.setdefault(tuple(q.levels), []).append(k)
+    if not groups:
+        return None, {}
+    out = np.full(len(pending), np.nan)
+    refused: dict[int, str] = {}
+    est = np.asarray(est, dtype=np.float64)
+    for levels, rows in groups.items():
+        lv = np.asarray(levels, dtype=np.float64)
+        width = {len(pending[k].runtime_quantiles.seconds) for k in rows}
+        if quantiles_refused(lv, lv, 1.0) or width != {len(lv)}:  # the levels, once per group
+            refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
             continue
-        why = quantiles_refused(q.levels, q.seconds, p.requested_time)
-        if why:
-            refused[p.job_id] = why
-            continue
-        groups.setdefault(tuple(q.levels), []).append(k)
-    for levels, rows in groups.items():  # one model: one group, computed at once
         seconds = np.array([pending[k].runtime_quantiles.seconds for k in rows], dtype=np.float64)
         request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
-        q = np.minimum(np.sort(seconds, axis=1), request[:, None])
-        xs, ps = quantile_knots(np.log1p(q), np.asarray(levels, dtype=np.float64), np.log1p(request))
+        finite = np.all(np.isfinite(seconds), axis=1)
+        why = np.where(
+            ~finite,
+            REFUSED_NOT_FINITE,
+            np.where(
+                np.any(seconds < 0.0, axis=1),
+                REFUSED_NEGATIVE,
+                np.where(np.isfinite(request) & (request > 0.0), "", REFUSED_NO_LIMIT),
+            ),
+        )
+        ok = why == ""
+        refused.update((pending[rows[i]].job_id, str(why[i])) for i in np.flatnonzero(~ok).tolist())
+        if not ok.any():
+            continue
+        kept = np.asarray(rows, dtype=np.int64)[ok]
+        request = request[ok]
+        q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
+        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
         upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        at = np.asarray(est, dtype=np.float64)[rows]
-        out[rows] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
+        at = est[kept]
+        out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
     return out, refused

@@ -14,6 +14,9 @@ from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.core.remaining_runtime import (
     QUEUE_PROJECTION_LEVEL,
+    REFUSED_LEVELS,
+    REFUSED_NEGATIVE,
+    REFUSED_NO_LIMIT,
     REFUSED_NOT_FINITE,
     conditional_quantile_runtime,
     quantile_knots,
@@ -71,11 +74,37 @@ def test_a_job_the_pass_starts_keeps_its_estimate() -> None:
     assert d.estimated_start[3] == snap.now + 600.0
 
 
-def test_bad_quantiles_fall_back_to_the_estimate_with_a_reason() -> None:
-    bad = RuntimeQuantiles(LEVELS, (200.0, math.nan, 900.0, 1800.0, 2500.0))
-    d = schedule(_queue(bad), _easy())
+@pytest.mark.parametrize(
+    ("levels", "seconds", "why"),
+    [
+        (LEVELS, (200.0, math.nan, 900.0, 1800.0, 2500.0), REFUSED_NOT_FINITE),
+        (LEVELS, (200.0, math.inf, 900.0, 1800.0, 2500.0), REFUSED_NOT_FINITE),
+        (LEVELS, (-5.0, 400.0, 900.0, 1800.0, 2500.0), REFUSED_NEGATIVE),
+        ((0.1, 0.5), (200.0, 900.0, 1800.0), REFUSED_LEVELS),
+        ((0.5, 0.25, 0.1, 0.75, 0.9), (200.0, 400.0, 900.0, 1800.0, 2500.0), REFUSED_LEVELS),
+        ((0.0, 0.25, 0.5, 0.75, 1.0), (200.0, 400.0, 900.0, 1800.0, 2500.0), REFUSED_LEVELS),
+        ((), (), REFUSED_LEVELS),
+    ],
+)
+def test_bad_quantiles_fall_back_to_the_estimate_with_a_reason(levels, seconds, why) -> None:
+    d = schedule(_queue(RuntimeQuantiles(levels, seconds)), _easy())
     assert d.estimated_start[3] == 1000.0 + 600.0
-    assert d.estimate_notes == {2: REFUSED_NOT_FINITE}
+    assert d.estimate_notes == {2: why}
+
+
+def test_one_bad_job_does_not_spoil_the_others_nor_a_missing_limit() -> None:
+    good = RuntimeQuantiles(LEVELS, (200.0, 400.0, 900.0, 1800.0, 2500.0))
+    bad = RuntimeQuantiles(LEVELS, (200.0, 400.0, -1.0, 1800.0, 2500.0))
+    pending = [
+        PendingJob(1, 0.0, 1, 3600.0, runtime_quantiles=good),
+        PendingJob(2, 0.0, 1, 3600.0, runtime_quantiles=bad),
+        PendingJob(3, 0.0, 1, math.inf, runtime_quantiles=good),
+        PendingJob(4, 0.0, 1, 3600.0),
+    ]
+    got, refused = queued_projection_runtimes(pending, np.array([600.0, 600.0, 600.0, 600.0]))
+    assert got[0] == pytest.approx(1800.0)
+    assert np.isnan(got[1:]).all()
+    assert refused == {2: REFUSED_NEGATIVE, 3: REFUSED_NO_LIMIT}
 
 
 @pytest.mark.parametrize("levels", [LEVELS, (0.1, 0.5, 0.9), (0.2, 0.4, 0.6, 0.8)])
