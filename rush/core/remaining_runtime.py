@@ -16,6 +16,8 @@ only (a job that has outlived its median is more likely one of the long ones).
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 from numba import njit
 
@@ -185,23 +187,26 @@ def queued_projection_runtimes(
     ``job_id``) with usable quantiles; NaN for the others (None when no job has any), and, by
     job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). Checked
     and computed per model (one set of levels) at once: a pass over 10,000 queued jobs."""
-    groups: dict[tuple[float, ...], list[int]] = {}
+    groups: dict[tuple[tuple[float, ...], int], list[int]] = {}  # (levels, how many quantiles)
     for k, p in enumerate(pending):
         q = p.runtime_quantiles
         if q is not None:
-            groups.setdefault(tuple(q.levels), []).append(k)
+            groups.setdefault((tuple(q.levels), len(q.seconds)), []).append(k)
     if not groups:
         return None, {}
     out = np.full(len(pending), np.nan)
     refused: dict[int, str] = {}
     est = np.asarray(est, dtype=np.float64)
-    for levels, rows in groups.items():
+    for (levels, width), rows in groups.items():
         lv = np.asarray(levels, dtype=np.float64)
-        width = {len(pending[k].runtime_quantiles.seconds) for k in rows}
-        if quantiles_refused(lv, lv, 1.0) or width != {len(lv)}:  # the levels, once per group
+        if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
             refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
             continue
-        seconds = np.array([pending[k].runtime_quantiles.seconds for k in rows], dtype=np.float64)
+        seconds = np.fromiter(
+            chain.from_iterable(pending[k].runtime_quantiles.seconds for k in rows),
+            dtype=np.float64,
+            count=len(rows) * width,
+        ).reshape(len(rows), width)
         request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
         finite = np.all(np.isfinite(seconds), axis=1)
         why = np.where(
