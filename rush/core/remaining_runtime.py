@@ -16,6 +16,8 @@ only (a job that has outlived its median is more likely one of the long ones).
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 from numba import njit
 
@@ -165,4 +167,68 @@ def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dic
         out[k], why = median_runtime_given_elapsed(q.levels, q.seconds, r.requested_time, now - r.start)
         if why:
             refused[r.job_id] = why
+    return out, refused
+
+
+# Rule L2 (issue 29, round 12; sim/runtime_predictions/estimates/dev_log.md): a queued job
+# occupies the start projection for this quantile of its predicted distribution, never less than
+# its reservation estimate. A projection's start is a maximum over the ends ahead of a job, and
+# the expected maximum of random runtimes exceeds the maximum of their means (the PERT bias), so
+# a projection on means is early for long waits; 0.75 is the level round 6 tested (H3).
+QUEUE_PROJECTION_LEVEL = 0.75
+
+
+def queued_projection_runtimes(
+    pending, est: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL
+) -> tuple[np.ndarray | None, dict[int, str]]:
+    """Each queued job's runtime in the start projection: max(``est``, Q(``level``) of its
+    predicted distribution), never above its request, for the jobs of ``pending`` (duck-typed
+    :class:`rush.core.snapshot.PendingJob`: ``runtime_quantiles``, ``requested_time``,
+    ``job_id``) with usable quantiles; NaN for the others (None when no job has any), and, by
+    job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). Checked
+    and computed per model (one set of levels) at once: a pass over 10,000 queued jobs."""
+    groups: dict[tuple[tuple[float, ...], int], list[int]] = {}  # (levels, how many quantiles)
+    for k, p in enumerate(pending):
+        q = p.runtime_quantiles
+        if q is not None:
+            groups.setdefault((tuple(q.levels), len(q.seconds)), []).append(k)
+    if not groups:
+        return None, {}
+    out = np.full(len(pending), np.nan)
+    refused: dict[int, str] = {}
+    est = np.asarray(est, dtype=np.float64)
+    for (levels, width), rows in groups.items():
+        lv = np.asarray(levels, dtype=np.float64)
+        if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
+            refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
+            continue
+        seconds = np.fromiter(
+            chain.from_iterable(pending[k].runtime_quantiles.seconds for k in rows),
+            dtype=np.float64,
+            count=len(rows) * width,
+        ).reshape(len(rows), width)
+        request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
+        finite = np.all(np.isfinite(seconds), axis=1)
+        why = np.where(
+            ~finite,
+            REFUSED_NOT_FINITE,
+            np.where(
+                np.any(seconds < 0.0, axis=1),
+                REFUSED_NEGATIVE,
+                np.where(np.isfinite(request) & (request > 0.0), "", REFUSED_NO_LIMIT),
+            ),
+        )
+        ok = why == ""
+        refused.update((pending[rows[i]].job_id, str(why[i])) for i in np.flatnonzero(~ok).tolist())
+        if not ok.any():
+            continue
+        kept = np.asarray(rows, dtype=np.int64)[ok]
+        request = request[ok]
+        q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
+        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
+        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
+        w = (level - ps[i]) / (ps[i + 1] - ps[i])
+        upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
+        at = est[kept]
+        out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
     return out, refused

@@ -57,7 +57,7 @@ from rush.core.pass_data import (
 )
 from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import priority_values, scaled
-from rush.core.remaining_runtime import running_median_runtimes
+from rush.core.remaining_runtime import queued_projection_runtimes, running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
@@ -378,16 +378,17 @@ def schedule(
         # A running job with predicted quantiles ends at its median runtime given its elapsed
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
         r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
+        # A queued job with predicted quantiles is projected for their upper part (rule L2).
+        q_runtime, q_notes = queued_projection_runtimes(pending, est)
+        decided.estimate_notes.update(q_notes)
+        inputs = estimate_inputs(
+            EstimateContext(config, now, divider, sorted_queue, result, out),
+            jobs,
+            free,
+            (busy.start, r_est, busy.procs, r_class, r_runtime),
+        )
         _publish_estimates(
-            decided,
-            waiting.job_id,
-            busy.job_id,
-            estimate_inputs(
-                EstimateContext(config, now, divider, sorted_queue, result, out),
-                jobs,
-                free,
-                (busy.start, r_est, busy.procs, r_class, r_runtime),
-            ),
+            decided, waiting.job_id, busy.job_id, dataclasses.replace(inputs, queued_runtime=q_runtime)
         )
     return decided
 

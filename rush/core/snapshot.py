@@ -69,6 +69,9 @@ class PendingJob:
     # flux-accounting's fairshare; 1: no usage), for LINEAR's fairshare term; None: unknown,
     # counted as rush.core.names.NEUTRAL_FAIRSHARE.
     fairshare: float | None = None
+    # Its predicted runtime distribution (None: no quantile model): start estimates project it
+    # for the upper part of it (rush.core.remaining_runtime.queued_projection_runtimes).
+    runtime_quantiles: RuntimeQuantiles | None = None
 
 
 @dataclass(frozen=True)

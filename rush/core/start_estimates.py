@@ -322,6 +322,10 @@ class EstimateInputs:
     # Each running job's predicted runtime given its elapsed time, from its quantiles
     # (rush.core.remaining_runtime); NaN, or None for all: its end is read as above.
     running_runtime: np.ndarray | None = None
+    # Each pending job's runtime in the projection from its quantiles (rule L2,
+    # rush.core.remaining_runtime.queued_projection_runtimes); NaN, or None for all: ``est``.
+    # Only the projection's time: the replay's decisions keep ``est``.
+    queued_runtime: np.ndarray | None = None
 
 
 @dataclass
@@ -352,6 +356,9 @@ def estimate_starts(e: EstimateInputs) -> StartEstimates:
         if e.running_runtime is not None:  # the median given the elapsed time, where predicted
             run_dur = np.where(np.isfinite(e.running_runtime), e.running_runtime, run_dur)
         dur = predicted_durations(e.est, e.runtime_class, None, e.divider)
+        if e.queued_runtime is not None:  # rule L2, for the jobs still waiting after this pass
+            upper = np.where(np.isfinite(e.queued_runtime), e.queued_runtime, e.est)
+            dur = np.where(started, dur, predicted_durations(upper, e.runtime_class, None, e.divider))
     run_end = np.asarray(e.running_start, dtype=np.float64) + run_dur
     new_end = e.now + np.maximum(dur[e.started], MIN_DURATION)
     ends = np.concatenate([run_end, new_end])

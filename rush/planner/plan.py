@@ -376,16 +376,17 @@ class Planner:
             self.metrics.observe_runtime_sources(built.outputs)
 
     def _journal_estimate_notes(self, cycle: int, decisions: Decisions) -> None:
-        """Once per running job: why the start estimates refused its predicted quantiles (its
-        end is then read off its prediction, or its request)."""
+        """Once per job: why the start estimates refused its predicted quantiles (a running
+        job's end, or a pending job's length under rule L2, is then read off its prediction, or
+        its request)."""
         for job_id, why in decisions.estimate_notes.items():
             if job_id not in self._estimate_noted:
                 self._estimate_noted.add(job_id)
                 self.journal.event(
                     cycle,
                     "estimate",
-                    f"job {job_id}: predicted runtime quantiles refused ({why}); start estimates end it "
-                    "at its prediction or its request",
+                    f"job {job_id}: predicted runtime quantiles refused ({why}); start estimates read "
+                    "its prediction or its request instead",
                 )
         if len(self._estimate_noted) > 4 * len(decisions.estimate_notes) + 1024:  # bounded memory
             self._estimate_noted &= set(decisions.estimate_notes)

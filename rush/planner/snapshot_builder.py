@@ -286,14 +286,15 @@ class SnapshotBuilder:
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
 
-    def _quantiles(self, running: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
-        """The running jobs' predicted runtime quantiles (a quantile model's, as of each job's
-        start), for the start estimates' rule (rush.core.remaining_runtime); {} otherwise."""
+    def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
+        """The jobs' predicted runtime quantiles (a quantile model's: a running job's as of its
+        start, a pending job's its latest), for the start estimates' rules
+        (rush.core.remaining_runtime); {} otherwise."""
         get = getattr(self.runtime, "runtime_quantiles", None)
-        if get is None or not running:
+        if get is None or not jobs:
             return {}
         try:
-            return get(running)
+            return get(jobs)
         except Exception as exc:  # the estimates then read the running jobs' estimates, as without
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
@@ -339,7 +340,7 @@ class SnapshotBuilder:
             ]
         predicted = self._classes(need_class, built)
         runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
-        quantiles = self._quantiles(running_jobs)
+        quantiles = self._quantiles([*running_jobs, *pending_jobs])
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
@@ -363,6 +364,7 @@ class SnapshotBuilder:
                 source_name,
                 job_outputs,
                 runtimes.get(j.job_id),
+                quantiles.get(j.job_id),
             )
             hit = cache.get(j.job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
@@ -416,6 +418,8 @@ class SnapshotBuilder:
                     # The site's factor as the backend read it (site.fairshare = "rjms"); None
                     # is neutral in the core, which refuses one outside [0, 1] by job.
                     j.fairshare,
+                    # Its latest predicted quantiles: the start projection's rule L2.
+                    quantiles.get(job_id),
                 )
             )
             self._pending_cache[job_id] = (j, varies, pending[-1], built.outputs[job_id])

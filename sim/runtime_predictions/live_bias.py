@@ -46,7 +46,14 @@ sys.path.insert(0, str(ROOT / "sim" / "start_estimates"))
 
 import live_windows  # noqa: E402
 
-VARIANTS = ("deployed", "running: mean", "running: conditional mean", "running: real", "all real")
+VARIANTS = (
+    "deployed",
+    "running: mean",
+    "running: conditional mean",
+    "running: real",
+    "all real",
+    "queue: L2",
+)
 CLASSES = ("<10min", "10min-1h", ">1h")
 
 
@@ -72,9 +79,12 @@ def scaled_jobs(w, rjms: str):
     return scale_window(workload, Window.parse(w.window), float(w.speedup), 32, limit_granularity=step)
 
 
-def reconstruct(w, rjms: str, model: Path) -> list[dict]:
+def reconstruct(
+    w, rjms: str, model: Path, moments: list[tuple[float, int, str]] | None = None, variants=VARIANTS
+) -> list[dict]:
     """One row per job with a live estimate at submit: its class, the live error and each
-    variant's (trace seconds)."""
+    variant's (trace seconds). ``moments``: (unix time, job, tag) to recompute at instead of
+    the live estimates' moments (each row then has its ``tag`` and ``at``)."""
     from rush.core.config import CoreConfig
     from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
     from rush.core.schedule import schedule
@@ -106,13 +116,17 @@ def reconstruct(w, rjms: str, model: Path) -> list[dict]:
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
     config = CoreConfig.from_names("FCFS", "easy", "none")
     queries = sorted(
-        (float(r["estimated_at"]), job_id)
-        for job_id, r in live.items()
-        if r["error"] is not None and r["estimated_at"] not in ("", None)
+        moments
+        if moments is not None
+        else [
+            (float(r["estimated_at"]), job_id, "")
+            for job_id, r in live.items()
+            if r["error"] is not None and r["estimated_at"] not in ("", None)
+        ]
     )
     finished: set[int] = set()
     out = []
-    for now, job_id in queries:
+    for now, job_id, tag in queries:
         done = sorted((j["end"], i) for i, j in jobs.items() if j["end"] <= now and i not in finished)
         if done:
             predictor.observe_finished(
@@ -144,8 +158,9 @@ def reconstruct(w, rjms: str, model: Path) -> list[dict]:
         ]
         busy = sum(r.procs for r in running)
         row = {"job": job_id, "wait_class": live[job_id]["wait_class"], "live": live[job_id]["error"]}
+        row.update(tag=tag, at=now)
         real_start = jobs[job_id]["start"]
-        for variant in VARIANTS:
+        for variant in variants:
             p, r = pending, running
             if variant == "running: mean":
                 r = [replace(x, runtime_quantiles=None) for x in running]
@@ -158,6 +173,8 @@ def reconstruct(w, rjms: str, model: Path) -> list[dict]:
                 ]
             if variant == "all real":
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
+            elif variant == "queue: L2":  # the queue projected on its quantiles (rule L2)
+                p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
             decided = schedule(snap, config, explain_priorities=False)
             start = decided.estimated_start.get(job_id, np.inf)

@@ -2,7 +2,8 @@
 "runtime-quantiles"): the planner carries each running job's predicted quantiles, as of its
 start, in the snapshot, and the core ends the job at its median runtime given its elapsed time
 (rush.core.remaining_runtime), the offline study's rule, in the journal, rush explain and
-Prometheus alike. A model whose quantiles are unusable falls back to the request with a
+Prometheus alike; each pending job carries its latest quantiles, and the jobs behind it wait
+for max(its calibrated mean, its upper quartile) (rule L2). A model whose quantiles are unusable falls back to the request with a
 journaled reason; a model that cannot load leaves the limits (tests/daemon/test_runtime_prediction.py)."""
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ import sys
 import numpy as np
 import pytest
 
-from rush.core.remaining_runtime import REFUSED_NOT_FINITE, median_runtime_given_elapsed
+from rush.core.remaining_runtime import (
+    QUEUE_PROJECTION_LEVEL,
+    REFUSED_NOT_FINITE,
+    conditional_quantile_runtime,
+    median_runtime_given_elapsed,
+    quantile_knots,
+)
 from rush.daemon.service import Daemon
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
@@ -108,11 +115,14 @@ def test_nan_quantiles_fall_back_to_the_request_with_a_journaled_reason(tmp_path
     for now in (2100.0, 2200.0):
         built, decided = cycle(d, q, now, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0))
         assert built.snapshot.running[0].runtime_quantiles is not None
-        assert decided.estimate_notes == {3: REFUSED_NOT_FINITE}
+        assert built.snapshot.pending[0].runtime_quantiles is not None
+        # The running job's and the pending job's (rule L2) quantiles are both refused.
+        assert decided.estimate_notes == {3: REFUSED_NOT_FINITE, 4: REFUSED_NOT_FINITE}
         assert decided.estimated_start[4] == 2050.0 + HOUR  # the request, never NaN
         assert all(math.isfinite(v) and v >= now for v in decided.estimated_start.values())
-    events = [e["message"] for e in d.journal.events("estimate")]
-    assert len(events) == 1 and "job 3" in events[0] and REFUSED_NOT_FINITE in events[0]
+    events = sorted(e["message"] for e in d.journal.events("estimate"))  # once per job
+    assert len(events) == 2 and all(REFUSED_NOT_FINITE in e for e in events)
+    assert "job 3" in events[0] and "job 4" in events[1]
 
 
 def test_other_predictors_carry_no_quantiles(tmp_path):
@@ -130,20 +140,42 @@ def test_other_predictors_carry_no_quantiles(tmp_path):
     assert decided.estimated_start[4] == 2050.0 + HOUR and not decided.estimate_notes
 
 
-def _gap_behind(tmp_path, path) -> tuple[float, float]:
+def _upper_quartile(q, request: float) -> float:
+    """Q(0.75) of a job's predicted distribution as the core reads it (rule L2)."""
+    capped = np.minimum(np.sort(np.asarray(q.seconds)), request)
+    xs, ps = quantile_knots(np.log1p(capped)[None, :], np.asarray(q.levels), np.log1p([request]))
+    return float(conditional_quantile_runtime(xs[0], ps, 0.0, QUEUE_PROJECTION_LEVEL))
+
+
+def _gap_behind(tmp_path, path) -> tuple[float, float, float]:
     """The estimated start of the second pending job minus the first's (the first job's runtime,
-    as the estimate assumes it: one job fits the machine at a time), and the first's raw prediction."""
+    as the estimate assumes it: one job fits the machine at a time), the first's raw prediction
+    and the upper quartile of its predicted distribution."""
     d, q = daemon(tmp_path, path)
-    _, decided = cycle(
+    built, decided = cycle(
         d, q, 2100.0, job(3, "RUNNING", 1900.0, 2050.0), job(4, "PENDING", 2060.0), job(5, "PENDING", 2070.0)
     )
     d.journal.db.close()
-    return decided.estimated_start[5] - decided.estimated_start[4], d.runtime.raw[4]
+    carried = {p.job_id: p.runtime_quantiles for p in built.snapshot.pending}
+    assert carried[4] == d.runtime.quantiles[4]  # its latest prediction's quantiles
+    return (
+        decided.estimated_start[5] - decided.estimated_start[4],
+        d.runtime.raw[4],
+        _upper_quartile(carried[4], HOUR),
+    )
+
+
+def test_a_queued_job_is_projected_for_max_of_its_mean_and_upper_quartile(tmp_path, model_path):
+    """Rule L2 live: the job behind a queued one waits for max(its calibrated mean, Q(0.75))."""
+    gap, raw, upper = _gap_behind(tmp_path, model_path)
+    assert raw < upper < HOUR  # the synthetic model's quartile is above its mean: L2 shows
+    assert gap == pytest.approx(max(raw, upper))
 
 
 def test_a_pending_jobs_estimate_uses_the_models_calibrated_mean(tmp_path, model_path):
     """The model's mean bands (H8) reach the live estimate: a model whose bands double every
-    mean puts the job behind a pending one twice as far (capped by the request)."""
+    mean doubles the pending job's estimate (capped by the request), and the projection reads
+    max(that, its upper quartile) (rule L2)."""
     from rush.models.runtime_mean_bands import MeanBands
     from rush.models.runtime_quantiles_pipeline import load_quantile_model
 
@@ -157,8 +189,9 @@ def test_a_pending_jobs_estimate_uses_the_models_calibrated_mean(tmp_path, model
     save_quantile_model(model, card | {"mean_bands": bands.to_card()}, doubled)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    gap_plain, raw_plain = _gap_behind(tmp_path / "a", plain)
-    gap_doubled, raw_doubled = _gap_behind(tmp_path / "b", doubled)
-    assert 1.0 <= gap_plain < HOUR and gap_plain == pytest.approx(raw_plain)
+    gap_plain, raw_plain, upper_plain = _gap_behind(tmp_path / "a", plain)
+    gap_doubled, raw_doubled, upper_doubled = _gap_behind(tmp_path / "b", doubled)
+    assert 1.0 <= raw_plain < HOUR and gap_plain == pytest.approx(max(raw_plain, upper_plain))
     assert raw_doubled == pytest.approx(min(2.0 * raw_plain, HOUR))
-    assert gap_doubled == pytest.approx(raw_doubled) and gap_doubled > gap_plain
+    assert upper_doubled == pytest.approx(upper_plain)  # the bands change the mean only
+    assert gap_doubled == pytest.approx(max(raw_doubled, upper_doubled)) and gap_doubled >= gap_plain

@@ -1,0 +1,194 @@
+"""rush's start estimate at the moment the RJMS makes its first (issue 29, item 4; protocol S1 of
+``estimates/dev_log.md``, round 12).
+
+    python sim/runtime_predictions/live_same_moment.py [--models DIR] [--window CTC,BLUE]
+
+``live_windows.py`` compares each estimator's *first* estimate of a job. sched-backfill and
+Fluxion annotate only the job they reserve for, so their first estimate of a long-waiting job
+comes late in its wait, rush's at submit. Here, for every job the RJMS's own estimator
+(``squeue --start``, sched-backfill's or Fluxion's ``t_estimate``) estimated, rush's estimate at
+that same moment is set beside it. The committed runs keep only rush's first and halfway
+estimates, so rush's is recomputed as ``live_bias.py`` recomputes it: the core's own pass on the
+run's real state at that moment (variant ``deployed``), and with rule L2 (``queue: L2``: the
+queue projected on its quantiles' upper quartile). How well the recomputation gives the live
+estimates back is measured at rush's own recorded moments: its first estimate, and halfway
+(recomputed at submit + wait / 2; the recorded one was made at the last poll before).
+
+Writes ``results/live_same_moment.{md,csv}``: per window, run and wait class, the jobs the RJMS
+estimated (and those left out: not pending at that moment in the recomputed state), the RJMS's
+coverage, its first estimate's moment as a share of the wait, and for the RJMS, rush and rush
+with L2: MAE, median absolute error, mean signed error (estimate minus real start, trace
+minutes) and the share within 10 % of the wait.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import live_bias  # noqa: E402
+import live_windows  # noqa: E402
+
+CLASSES = live_bias.CLASSES
+ESTIMATORS = (("RJMS", "rjms"), ("rush", "deployed"), ("rush, L2", "queue: L2"))
+
+
+def moments(rows: list[dict]) -> tuple[list[tuple[float, int, str]], dict[int, dict]]:
+    """The moments to recompute at (the RJMS's first estimates; rush's own first and halfway,
+    for the fidelity check) and the RJMS's row of each job it estimated."""
+    out: list[tuple[float, int, str]] = []
+    rjms: dict[int, dict] = {}
+    for r in rows:
+        job = int(r["trace_job_id"])
+        if r["estimator"] != "rush":
+            if r["error"] is not None and r["estimated_at"] not in ("", None):
+                rjms[job] = r
+                out.append((float(r["estimated_at"]), job, "rjms"))
+        elif r["error"] is not None and r["estimated_at"] not in ("", None):
+            out.append((float(r["estimated_at"]), job, "first"))
+            if r["halfway_error"] is not None:
+                submit, start = float(r["submit"]), float(r["start"])
+                out.append((submit + (start - submit) / 2, job, "halfway"))
+    return out, rjms
+
+
+def _stats(errors: list[float], waits: list[float]) -> dict:
+    if not errors:
+        return {"mae": None, "median": None, "signed": None, "within_10pct": None}
+    return {
+        "mae": statistics.fmean(abs(e) for e in errors) / 60,
+        "median": statistics.median(abs(e) for e in errors) / 60,
+        "signed": statistics.fmean(errors) / 60,
+        "within_10pct": sum(abs(e) <= 0.1 * w for e, w in zip(errors, waits, strict=True)) / len(errors),
+    }
+
+
+def same_moment(
+    window: str, rjms: str, rows: list[dict], recomputed: list[dict], rjms_rows: dict
+) -> list[dict]:
+    """Per wait class: the RJMS's first estimates beside rush's recomputed at their moments, and
+    the recomputation's fidelity at rush's own moments (trace minutes)."""
+    live = {int(r["trace_job_id"]): r for r in rows if r["estimator"] == "rush"}
+    at = {(r["job"], r["tag"]): r for r in recomputed}
+    out = []
+    for cls in CLASSES:
+        jobs = sorted(j for j, r in live.items() if r["wait_class"] == cls)
+        if not jobs:
+            continue
+        estimated = [j for j in jobs if j in rjms_rows]
+        kept = [j for j in estimated if at[(j, "rjms")]["deployed"] is not None]
+        waits = [live[j]["wait"] for j in kept]
+        row = {
+            "window": window,
+            "run": rjms,
+            "wait": cls,
+            "jobs": len(jobs),
+            "rjms_estimated": len(estimated),
+            "left_out": len(estimated) - len(kept),
+            "coverage": len(estimated) / len(jobs),
+            "moment_share": statistics.fmean(
+                (float(rjms_rows[j]["estimated_at"]) - float(live[j]["submit"]))
+                / max(float(live[j]["start"]) - float(live[j]["submit"]), 1e-9)
+                for j in kept
+            )
+            if kept
+            else None,
+        }
+        for name, key in ESTIMATORS:
+            errors = [rjms_rows[j]["error"] if key == "rjms" else at[(j, "rjms")][key] for j in kept]
+            row.update({f"{name} {k}": v for k, v in _stats(errors, waits).items()})
+        for tag, recorded in (("first", "error"), ("halfway", "halfway_error")):
+            diffs = [
+                abs(at[(j, tag)]["deployed"] - live[j][recorded])
+                for j in jobs
+                if (j, tag) in at and at[(j, tag)]["deployed"] is not None and live[j][recorded] is not None
+            ]
+            row[f"fidelity {tag}"] = statistics.fmean(diffs) / 60 if diffs else None
+        out.append(row)
+    return out
+
+
+def markdown(table: list[dict]) -> str:
+    def f(v, fmt=".1f"):
+        return "-" if v is None else format(v, fmt)
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.0f} %"
+
+    lines = [
+        "# rush's start estimate at the moment of the RJMS's first (protocol S1)",
+        "",
+        "Written by `python sim/runtime_predictions/live_same_moment.py` (see its docstring). For every",
+        "job the RJMS's own estimator estimated: its first estimate, and rush's at that same moment",
+        "(recomputed with the core's pass on the run's real state; `L2`: with rule L2). Trace",
+        "minutes; signed: estimate minus real start. `moment`: the RJMS's first estimate as a share",
+        "of the wait (mean). `fidelity`: |recomputed - live| of rush's estimates at its own first",
+        "and halfway moments (mean).",
+        "",
+        "| window | run | wait | jobs | RJMS estimated (coverage) | left out | moment | MAE RJMS / rush / rush L2 "
+        "| median RJMS / rush / L2 | mean signed RJMS / rush / L2 | within 10 % RJMS / rush / L2 "
+        "| fidelity first / halfway |",
+        "|---|---|---|---:|---|---:|---:|---|---|---|---|---|",
+    ]
+    for t in table:
+        e = [n for n, _ in ESTIMATORS]
+        lines.append(
+            f"| {t['window']} | {t['run']} | {t['wait']} | {t['jobs']} | {t['rjms_estimated']} "
+            f"({pct(t['coverage'])}) | {t['left_out']} | {pct(t['moment_share'])} | "
+            + " / ".join(f(t[f"{n} mae"]) for n in e)
+            + " | "
+            + " / ".join(f(t[f"{n} median"]) for n in e)
+            + " | "
+            + " / ".join(f(t[f"{n} signed"], "+.1f") for n in e)
+            + " | "
+            + " / ".join(pct(t[f"{n} within_10pct"]) for n in e)
+            + f" | {f(t['fidelity first'])} / {f(t['fidelity halfway'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
+    parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
+    args = parser.parse_args(argv)
+    models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
+    models.mkdir(parents=True, exist_ok=True)
+    wanted = {n for n in args.window.split(",") if n}
+    table = []
+    for w in live_windows.WINDOWS:
+        if wanted and w.name not in wanted:
+            continue
+        for rjms in w.runs:
+            if rjms in ("slurm-burst", "rush-module"):  # no RJMS estimator beside a daemon there
+                continue
+            path = live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
+            if not path.exists():
+                continue
+            rows = live_windows.read_rows(path)
+            at, rjms_rows = moments(rows)
+            recomputed = live_bias.reconstruct(
+                w, rjms, live_bias.model_path(w, models), at, ("deployed", "queue: L2")
+            )
+            table += same_moment(w.name, rjms, rows, recomputed, rjms_rows)
+            print(w.name, rjms, "done", flush=True)
+    out = HERE / "results" / "live_same_moment"
+    with open(out.with_suffix(".csv"), "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(table[0]) if table else ["window"])
+        writer.writeheader()
+        writer.writerows(table)
+    text = markdown(table)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
