@@ -258,32 +258,46 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[tuple]]:
+    """The command line the live-window recomputations share (``--models``, ``--window``) and the
+    recorded daemon runs they replay: the models' directory and (window, RJMS, CSV) per run."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
     parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
     args = parser.parse_args(argv)
     models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
     models.mkdir(parents=True, exist_ok=True)
     wanted = {n for n in args.window.split(",") if n}
-    table = []
+    runs = []
     for w in live_windows.WINDOWS:
         if wanted and w.name not in wanted:
             continue
         for rjms in w.runs:
             if rjms in ("slurm-burst", "rush-module"):  # a reference run; no daemon estimate replayed
                 continue
-            if not live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w).exists():
-                continue
-            table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models)))
-    out = HERE / "results" / "live_bias"
+            path = live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
+            if path.exists():
+                runs.append((w, rjms, path))
+    return models, runs
+
+
+def write_results(stem: str, table: list[dict], text: str) -> None:
+    """``results/STEM.csv`` (the table's rows) and ``results/STEM.md`` (``text``), printed."""
+    out = HERE / "results" / stem
     with open(out.with_suffix(".csv"), "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(table[0]) if table else ["window"])
         writer.writeheader()
         writer.writerows(table)
-    text = markdown(table)
     out.with_suffix(".md").write_text(text)
     print(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
+    table = []
+    for w, rjms, _ in runs:
+        table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models)))
+    write_results("live_bias", table, markdown(table))
     return 0
 
 

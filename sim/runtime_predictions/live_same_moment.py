@@ -23,11 +23,8 @@ minutes) and the share within 10 % of the wait.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -155,38 +152,17 @@ def markdown(table: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
-    parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
-    args = parser.parse_args(argv)
-    models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
-    models.mkdir(parents=True, exist_ok=True)
-    wanted = {n for n in args.window.split(",") if n}
+    models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
-    for w in live_windows.WINDOWS:
-        if wanted and w.name not in wanted:
-            continue
-        for rjms in w.runs:
-            if rjms in ("slurm-burst", "rush-module"):  # no RJMS estimator beside a daemon there
-                continue
-            path = live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
-            if not path.exists():
-                continue
-            rows = live_windows.read_rows(path)
-            at, rjms_rows = moments(rows)
-            recomputed = live_bias.reconstruct(
-                w, rjms, live_bias.model_path(w, models), at, ("deployed", "queue: L2")
-            )
-            table += same_moment(w.name, rjms, rows, recomputed, rjms_rows)
-            print(w.name, rjms, "done", flush=True)
-    out = HERE / "results" / "live_same_moment"
-    with open(out.with_suffix(".csv"), "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(table[0]) if table else ["window"])
-        writer.writeheader()
-        writer.writerows(table)
-    text = markdown(table)
-    out.with_suffix(".md").write_text(text)
-    print(text)
+    for w, rjms, path in runs:
+        rows = live_windows.read_rows(path)
+        at, rjms_rows = moments(rows)
+        recomputed = live_bias.reconstruct(
+            w, rjms, live_bias.model_path(w, models), at, ("deployed", "queue: L2")
+        )
+        table += same_moment(w.name, rjms, rows, recomputed, rjms_rows)
+        print(w.name, rjms, "done", flush=True)
+    live_bias.write_results("live_same_moment", table, markdown(table))
     return 0
 
 

@@ -321,6 +321,24 @@ def trace_history(name: str):
     return workload, wf, jobs, time_base.clock, end, recent
 
 
+def scoring_masks(workload, wf) -> dict[tuple[str, str], np.ndarray]:
+    """The jobs each (protocol, half) scores: ours, every job; thesis-online, the published jobs
+    (runtime in (0, request)) of weeks with a model; each over the first half, second, all."""
+    raw = np.asarray(workload.runtime, dtype=float)
+    published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
+    has_model = np.isfinite(wf.proba_small)
+    n = len(raw)
+    first, second = np.arange(n) < n // 2, np.arange(n) >= n // 2
+    return {
+        ("ours", "first"): first,
+        ("ours", "second"): second,
+        ("ours", "all"): np.ones(n, bool),
+        ("thesis-online", "first"): has_model & published & first,
+        ("thesis-online", "second"): has_model & published & second,
+        ("thesis-online", "all"): has_model & published,
+    }
+
+
 def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dict]:
     from rush.models.runtime_quantiles import proba_below_quantiles
 
@@ -330,18 +348,9 @@ def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dic
     recent.monotone_request.monotone = MONOTONE_REQUEST
     recent.monotone_history = recent_columns(jobs, clock, end, wf.runtime)
     recent.monotone_history.monotone = MONOTONE_HISTORY
-    raw = np.asarray(workload.runtime, dtype=float)
-    published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
+    masks = scoring_masks(workload, wf)
     has_model = np.isfinite(wf.proba_small)
-    n = len(raw)
-    masks = {
-        ("ours", "first"): np.arange(n) < n // 2,
-        ("ours", "second"): np.arange(n) >= n // 2,
-        ("ours", "all"): np.ones(n, bool),
-        ("thesis-online", "first"): has_model & published & (np.arange(n) < n // 2),
-        ("thesis-online", "second"): has_model & published & (np.arange(n) >= n // 2),
-        ("thesis-online", "all"): has_model & published,
-    }
+    n = len(wf.runtime)
     rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
     dividers = {"rolling": (rolling, wf.proba_small)}
     if thesis_rules:

@@ -40,7 +40,7 @@ from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from class_history import cold_start, head_proba, score, trace_history  # noqa: E402
+from class_history import cold_start, head_proba, score, scoring_masks, trace_history  # noqa: E402
 from run import OUT  # noqa: E402
 
 RULES = (
@@ -317,18 +317,7 @@ def trace_rows(name: str, rules: list[str]) -> list[dict]:
     workload, wf, jobs, _, end, recent = trace_history(name)
     extras = {"recent": recent, "session": session_columns(jobs, end), "stacked": stacked_columns(wf)}
     extras["copy"] = fresh_outcome(jobs, end, wf.runtime)
-    raw = np.asarray(workload.runtime, dtype=float)
-    published = (raw > 0) & (raw < np.asarray(workload.requested_time, dtype=float))
-    has_model = np.isfinite(wf.proba_small)
-    n = len(raw)
-    masks = {
-        ("ours", "first"): np.arange(n) < n // 2,
-        ("ours", "second"): np.arange(n) >= n // 2,
-        ("ours", "all"): np.ones(n, bool),
-        ("thesis-online", "first"): has_model & published & (np.arange(n) < n // 2),
-        ("thesis-online", "second"): has_model & published & (np.arange(n) >= n // 2),
-        ("thesis-online", "all"): has_model & published,
-    }
+    masks = scoring_masks(workload, wf)
     divider = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
     small = wf.runtime <= divider
     rows = []
