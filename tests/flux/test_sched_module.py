@@ -250,14 +250,11 @@ def test_every_end_returns_its_cores_to_the_pool_started_here_or_handed_back(rus
     assert flux.total_cores() == 16
 
 
-def test_a_pass_allocates_a_batch_of_starts_and_the_next_pass_the_rest_each_job_once(rush_flux, tmp_path):
-    """``start-batch=N``: a pass allocates at most N of its starts, then lets the reactor answer
-    what came meanwhile; the next pass follows at once and decides the rest again. Every job
-    starts exactly once, no pass allocates more than N, and the journal says what was left."""
-    flux = rush_flux
-    load_rush(flux, write_config(tmp_path), "start-batch=2")
+def nine_jobs_each_started_once_at_most_two_a_pass(flux, tmp_path, *command: str) -> None:
+    """Nine one-core jobs released at once under ``start-batch=2``: each is started once (the
+    journal's done starts) and no pass starts more than two."""
     flux.run("queue", "stop", "--quiet", check=False)
-    flux.run("submit", "--cc=1-9", "--quiet", "-n1", "-t", "1m", "sleep", "1")
+    flux.run("submit", "--cc=1-9", "--quiet", "-n1", "-t", "1m", *command)
     jobs = [int(j) for j in flux.run("jobs", "-no", "{id.dec}").stdout.split()]
     assert len(jobs) == 9
     flux.run("queue", "start", "--quiet", check=False)
@@ -268,6 +265,15 @@ def test_a_pass_allocates_a_batch_of_starts_and_the_next_pass_the_rest_each_job_
     for d in starts:
         per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
     assert max(per_pass.values()) <= 2
+
+
+def test_a_pass_allocates_a_batch_of_starts_and_the_next_pass_the_rest_each_job_once(rush_flux, tmp_path):
+    """``start-batch=N``: a pass allocates at most N of its starts, then lets the reactor answer
+    what came meanwhile; the next pass follows at once and decides the rest again. Every job
+    starts exactly once, no pass allocates more than N, and the journal says what was left."""
+    flux = rush_flux
+    load_rush(flux, write_config(tmp_path), "start-batch=2")
+    nine_jobs_each_started_once_at_most_two_a_pass(flux, tmp_path, "sleep", "1")
     con = sqlite3.connect(tmp_path / "journal.sqlite")
     left = [m for (m,) in con.execute("SELECT message FROM events WHERE kind = 'start_batch'")]
     con.close()
@@ -555,17 +561,7 @@ def test_without_flux_cores_0_88_pass_timer_the_module_runs_every_pass_at_once_a
     assert stats["settle_bound"] == 0
     version_and_fix = flux.run("dmesg").stdout
     assert "settles only on flux-core 0.88" in version_and_fix and "run flux-core 0.88" in version_and_fix
-    flux.run("queue", "stop", "--quiet", check=False)
-    flux.run("submit", "--cc=1-9", "--quiet", "-n1", "-t", "1m", "true")
-    jobs = [int(j) for j in flux.run("jobs", "-no", "{id.dec}").stdout.split()]
-    flux.run("queue", "start", "--quiet", check=False)
-    wait_all(flux, jobs)
-    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done"]
-    assert sorted(d["job_id"] for d in starts) == sorted(jobs)  # each once
-    per_pass: dict[int, int] = {}
-    for d in starts:
-        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
-    assert max(per_pass.values()) <= 2
+    nine_jobs_each_started_once_at_most_two_a_pass(flux, tmp_path, "true")
     stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
     assert stats["settled_passes"] == 0 and stats["last_pass_seconds"] > 0
     assert allocated_cores(flux) == 0 and flux.total_cores() == 16

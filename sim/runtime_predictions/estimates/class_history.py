@@ -377,26 +377,41 @@ def trace_rows(name: str, rules: list[str], thesis_rules: list[str]) -> list[dic
     return rows
 
 
-def gain_main(args) -> None:
-    """``run.py``'s FCFS gain protocol with each rule's classes (weeks with a model only: the
-    simulator's classes have no divider in week 0, so the cold-start rules are refused)."""
+def rule_gain_rows(name: str, wf, rule: str, decide) -> list[dict]:
+    """``run.py``'s FCFS gain rows with the classes of ``rule``, whose (P(small), thresholds)
+    ``decide(wf)`` gives (weeks with a model only: the simulator's classes have no divider in
+    week 0, so the cold-start rules are refused)."""
     from run import gain_rows
 
+    if rule.endswith("+cold-start"):
+        raise SystemExit(f"{rule}: the gain protocol has no divider in week 0")
+    out = copy.copy(wf)
+    out.proba_small, out.threshold = decide(wf)
+    known = np.isfinite(out.proba_small)
+    out.predicted_class = np.where(known & (out.proba_small >= out.threshold), 0, 1).astype(np.int8)
+    rows = []
+    for row in gain_rows(name, out, policies=("FCFS",)):
+        row = {"rule": rule, **row}
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+def gain_main(args) -> None:
+    """``run.py``'s FCFS gain protocol with each rule's classes (:func:`rule_gain_rows`)."""
     rows = []
     for name in args.traces.split(","):
         _, wf, _, _, _, recent = trace_history(name)
         rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
         for rule in args.rules.split(","):
-            if rule.endswith("+cold-start"):
-                raise SystemExit(f"{rule}: the gain protocol has no divider in week 0")
-            out = copy.copy(wf)
-            out.proba_small, out.threshold = rule_proba(wf, rule, rolling, wf.proba_small, recent)
-            known = np.isfinite(out.proba_small)
-            out.predicted_class = np.where(known & (out.proba_small >= out.threshold), 0, 1).astype(np.int8)
-            for row in gain_rows(name, out, policies=("FCFS",)):
-                row = {"rule": rule, **row}
-                print(row, flush=True)
-                rows.append(row)
+            rows += rule_gain_rows(
+                name,
+                wf,
+                rule,
+                lambda wf, rule=rule, rolling=rolling, recent=recent: rule_proba(
+                    wf, rule, rolling, wf.proba_small, recent
+                ),
+            )
     write_table(OUT, f"{args.table}_gain", rows, missing="")
 
 

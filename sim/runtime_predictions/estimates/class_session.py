@@ -40,7 +40,14 @@ from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from class_history import cold_start, head_proba, score, scoring_masks, trace_history  # noqa: E402
+from class_history import (  # noqa: E402
+    cold_start,
+    head_proba,
+    rule_gain_rows,
+    score,
+    scoring_masks,
+    trace_history,
+)
 from run import OUT  # noqa: E402
 
 RULES = (
@@ -348,9 +355,7 @@ def trace_rows(name: str, rules: list[str]) -> list[dict]:
 
 
 def gain_main(args) -> None:
-    """``run.py``'s FCFS gain protocol with each rule's classes (weeks with a model only)."""
-    from run import gain_rows
-
+    """``run.py``'s FCFS gain protocol with each rule's classes (``class_history.rule_gain_rows``)."""
     rows = []
     for name in args.traces.split(","):
         _, wf, jobs, _, end, recent = trace_history(name)
@@ -358,16 +363,12 @@ def gain_main(args) -> None:
         extras["copy"] = fresh_outcome(jobs, end, wf.runtime)
         divider = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
         for rule in args.rules.split(","):
-            if rule.endswith("+cold-start"):
-                raise SystemExit(f"{rule}: the gain protocol has no divider in week 0")
-            out = copy.copy(wf)
-            out.proba_small, out.threshold = rule_proba(wf, rule, divider, extras)
-            known = np.isfinite(out.proba_small)
-            out.predicted_class = np.where(known & (out.proba_small >= out.threshold), 0, 1).astype(np.int8)
-            for row in gain_rows(name, out, policies=("FCFS",)):
-                row = {"rule": rule, **row}
-                print(row, flush=True)
-                rows.append(row)
+            rows += rule_gain_rows(
+                name,
+                wf,
+                rule,
+                lambda wf, rule=rule, divider=divider, extras=extras: rule_proba(wf, rule, divider, extras),
+            )
     write_table(OUT, f"{args.table}_gain", rows, missing="")
 
 
