@@ -8,7 +8,8 @@ Per cycle, CPU seconds (``time.process_time``; the host is shared) of its parts:
   core's job objects, with the daemon's default live configuration (no model);
 * ``columns``: the job columns the planner keeps between cycles
   (:mod:`rush.planner.snapshot_columns`; absent on a tree without them, where the core reads
-  every job object inside ``schedule``);
+  every job object inside ``schedule``); where the builder writes the pending columns itself
+  (``PendingRows``), the running jobs' only;
 * ``schedule``: the core's ``schedule()`` with start estimates and the live pass budget
   (``policy.max_jobs_considered``'s default); inside it, printed apart, ``pass`` (the compiled
   scheduling pass's own time: **the reference, measured in the same run**) and ``estimates``
@@ -169,7 +170,10 @@ class LivePath:
         seconds["columns"] += t2 - t1
         seconds["schedule"] += t3 - t2
         seconds["words"] += time.process_time() - t3
-        self.rewritten = -1 if self.columns is None else self.columns.pending.rewritten
+        # Pending rows read: by the builder where it writes the columns itself, else the kept columns.
+        self.rewritten = getattr(
+            self.builder, "rows_read", -1 if self.columns is None else self.columns.pending.rewritten
+        )
         return decided
 
 

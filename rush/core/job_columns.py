@@ -11,23 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from rush.core.names import NEUTRAL_FAIRSHARE
-
-
-def _column(jobs: Sequence, name: str, dtype) -> np.ndarray:
-    # attrgetter over map stays in C and makes no per-job tuple (which would wake the
-    # garbage collector over a heap of 100 000 jobs).
-    return np.fromiter(map(operator.attrgetter(name), jobs), dtype=dtype, count=len(jobs))
-
-
-def _values(jobs: Sequence, name: str) -> tuple:
-    return tuple(map(operator.attrgetter(name), jobs))
 
 
 def _or_default(values: tuple, default: np.ndarray | float) -> np.ndarray:
@@ -73,24 +63,36 @@ class PendingColumns(_JobColumns):
     # Unknown (None): rush.core.names.NEUTRAL_FAIRSHARE.
     fairshare: np.ndarray = _read(np.float64, none=NEUTRAL_FAIRSHARE)
     request: tuple = _read(object)
+    # Its predicted runtime quantiles (None: none), for the start projection's rule L2.
+    runtime_quantiles: tuple = _read(object)
 
     def take(self, rows: np.ndarray) -> PendingColumns:
         """These columns' ``rows``, in that order."""
-        picked = operator.itemgetter(*rows.tolist())(self.request) if len(rows) else ()
-        request = picked if len(rows) != 1 else (picked,)
-        arrays = {
-            f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self) if f.name != "request"
-        }
-        return PendingColumns(**arrays, request=request)
+        return PendingColumns(
+            **{
+                f.name: _taken(getattr(self, f.name), rows)
+                if f.metadata["dtype"] is object
+                else getattr(self, f.name)[rows]
+                for f in dataclasses.fields(self)
+            }
+        )
 
     @staticmethod
     def concatenate(first: PendingColumns, second: PendingColumns) -> PendingColumns:
-        arrays = {
-            f.name: np.concatenate([getattr(first, f.name), getattr(second, f.name)])
-            for f in dataclasses.fields(first)
-            if f.name != "request"
-        }
-        return PendingColumns(**arrays, request=first.request + second.request)
+        return PendingColumns(
+            **{
+                f.name: getattr(first, f.name) + getattr(second, f.name)
+                if f.metadata["dtype"] is object
+                else np.concatenate([getattr(first, f.name), getattr(second, f.name)])
+                for f in dataclasses.fields(first)
+            }
+        )
+
+
+def _taken(values: tuple, rows: np.ndarray) -> tuple:
+    """An object column's ``rows``, in that order."""
+    picked = operator.itemgetter(*rows.tolist())(values) if len(rows) else ()
+    return picked if len(rows) != 1 else (picked,)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,16 +116,30 @@ Columns = TypeVar("Columns", bound=_JobColumns)
 
 def _columns(kind: type[Columns], jobs: Sequence) -> Columns:
     """``kind``'s columns of ``jobs``, each read as its field declares."""
+    return _columns_from(kind, lambda name: map(operator.attrgetter(name), jobs), len(jobs))
+
+
+def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count: int) -> Columns:
+    """``kind``'s columns of ``count`` jobs, each field's values (``values(name)``) read as the
+    field declares."""
     read: dict = {}
     for f in dataclasses.fields(kind):
         dtype, none = f.metadata["dtype"], f.metadata["none"]
         if dtype is object:
-            read[f.name] = _values(jobs, f.name)
+            read[f.name] = tuple(values(f.name))
         elif none is None:
-            read[f.name] = _column(jobs, f.name, dtype)
+            # (A map stays in C and makes no per-job tuple, which would wake the collector.)
+            read[f.name] = np.fromiter(values(f.name), dtype=dtype, count=count)
         else:
-            read[f.name] = _or_default(_values(jobs, f.name), read[none] if isinstance(none, str) else none)
+            read[f.name] = _or_default(tuple(values(f.name)), read[none] if isinstance(none, str) else none)
     return kind(**read)
+
+
+def pending_columns_from(values: Callable[[str], Iterable], count: int) -> PendingColumns:
+    """The columns of ``count`` pending jobs given field by field: ``values(name)``, the values
+    of :class:`rush.core.snapshot.PendingJob`'s field ``name`` in row order (read as
+    :func:`pending_columns` reads the jobs' attributes: a None estimate is the request, ...)."""
+    return _columns_from(PendingColumns, values, count)
 
 
 def snapshot_columns(pending: Sequence, running: Sequence) -> SnapshotColumns:
@@ -139,3 +155,55 @@ def pending_columns(jobs: Sequence) -> PendingColumns:
 def running_columns(jobs: Sequence) -> RunningColumns:
     """The columns of ``jobs`` (:class:`rush.core.snapshot.RunningJob`), in their order."""
     return _columns(RunningColumns, jobs)
+
+
+class PendingRows(Sequence):
+    """Pending jobs given as their columns, each core job made only when read.
+
+    A shell that writes the pass's columns straight from its RJMS read (the planner's snapshot
+    builder) gives the snapshot these: the core reads its per-job inputs from ``columns``
+    and makes a :class:`rush.core.snapshot.PendingJob` only for the few decisions it puts in
+    words; ``make(k)`` is row ``k``'s job (its ``job_id`` is ``columns.job_id[k]``, each field
+    the value its column holds), made once and kept.
+    """
+
+    def __init__(self, columns: PendingColumns, make: Callable[[int], Any]) -> None:
+        self.columns = columns
+        self._make = make
+        self._made: list = [None] * len(columns.job_id)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return tuple(self[i] for i in range(*k.indices(len(self))))
+        job = self._made[k]
+        if job is None:
+            job = self._made[k] = self._make(range(len(self))[k])
+        return job
+
+    def __iter__(self) -> Iterator:
+        return map(self.__getitem__, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(map(operator.eq, self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"PendingRows({len(self)} jobs)"
+
+    def made(self) -> int:
+        """How many core jobs were made so far."""
+        return sum(job is not None for job in self._made)
+
+    def take(self, rows: np.ndarray) -> PendingRows:
+        """These rows, in that order (the jobs made so far kept)."""
+        order = rows.tolist()
+        picked = PendingRows(self.columns.take(rows), lambda k: self[order[k]])
+        picked._made = [self._made[k] for k in order]
+        return picked

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from itertools import repeat
 
 import numpy as np
 
@@ -33,9 +34,11 @@ from rush.core.config import CoreConfig
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_columns import (
     PendingColumns,
+    PendingRows,
     RunningColumns,
     SnapshotColumns,
     pending_columns,
+    running_columns,
     snapshot_columns,
 )
 from rush.core.job_rules import job_rules, limit_estimates
@@ -165,12 +168,15 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float, 
         )
     kept = np.flatnonzero(~due)
     running = tuple(snapshot.running[k] for k in kept.tolist()) if requeued else tuple(snapshot.running)
-    every = (*snapshot.pending, *requeued)
+    # The jobs as given (PendingRows: made only where read), the killed ones after them.
+    every = (*snapshot.pending, *requeued) if requeued else snapshot.pending
     if requeued:
         waiting = PendingColumns.concatenate(waiting, pending_columns(requeued))
     by_submit = np.lexsort((waiting.job_id, waiting.submit))  # job ids are unique (checked)
     if np.array_equal(by_submit, np.arange(len(every))):  # the usual case: the RJMS lists them in order
         return kills, every, running, waiting, busy.take(kept)
+    if isinstance(every, PendingRows):
+        return kills, every.take(by_submit), running, waiting.take(by_submit), busy.take(kept)
     pending = tuple(map(every.__getitem__, by_submit.tolist()))
     return kills, pending, running, waiting.take(by_submit), busy.take(kept)
 
@@ -379,7 +385,12 @@ def schedule(
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
         r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
         # A queued job with predicted quantiles is projected for their upper part (rule L2).
-        q_runtime, q_notes = queued_projection_runtimes(pending, est)
+        # (Read from the core jobs only when some job has quantiles: PendingRows makes them when read.)
+        q_runtime, q_notes = (
+            queued_projection_runtimes(pending, est)
+            if any(map(operator.is_not, waiting.runtime_quantiles, repeat(None)))
+            else (None, {})
+        )
         decided.estimate_notes.update(q_notes)
         inputs = estimate_inputs(
             EstimateContext(config, now, divider, sorted_queue, result, out),
@@ -516,13 +527,19 @@ def _columns(snapshot: Snapshot) -> SnapshotColumns:
     """The snapshot's job columns: the shell's kept ones, checked to hold its jobs in its order
     (the pass reads the columns, the decisions' words the objects), else read from the objects."""
     given = snapshot.columns
+    rows = snapshot.pending if isinstance(snapshot.pending, PendingRows) else None
     if given is None:
+        if rows is not None:  # jobs given as columns: the core reads them, not the jobs
+            return SnapshotColumns(rows.columns, running_columns(snapshot.running))
         return snapshot_columns(snapshot.pending, snapshot.running)
     for kind, jobs, ids in (
         ("pending", snapshot.pending, given.pending.job_id),
         ("running", snapshot.running, given.running.job_id),
     ):
-        listed = np.fromiter(map(operator.attrgetter("job_id"), jobs), dtype=np.int64, count=len(jobs))
+        if kind == "pending" and rows is not None:
+            listed = rows.columns.job_id  # (the jobs' own ids, without making them)
+        else:
+            listed = np.fromiter(map(operator.attrgetter("job_id"), jobs), dtype=np.int64, count=len(jobs))
         if not np.array_equal(listed, ids):
             raise RushError(
                 f"the snapshot's {kind} columns are not its {kind} jobs in their order "

@@ -9,7 +9,7 @@ decisions from the same kernels (:mod:`rush.core.ordering`, :mod:`rush.core.sche
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Literal
@@ -104,7 +104,9 @@ class Snapshot:
     now: float
     total_procs: int
     free_procs: int
-    pending: tuple[PendingJob, ...] = ()
+    # A tuple, or the jobs as columns with each job made when read (rush.core.job_columns.PendingRows:
+    # the planner's snapshot builder writes the pass's columns straight from the RJMS read).
+    pending: Sequence[PendingJob] = ()
     running: tuple[RunningJob, ...] = ()
     # Origin for the F1-F4 and Lin "submit time" term r (the trace start in the simulator).
     time_origin: float = 0.0

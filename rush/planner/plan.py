@@ -408,15 +408,20 @@ class Planner:
             names, nodes = reservation_nodes(decisions.kept)
             before = self._journaled_nodes
             same_machine = before is not None and before[0] == names
-            for job in built.snapshot.pending:
-                at = decisions.reserved_at.get(job.job_id)
-                where = nodes.get(job.job_id)
+            # Read from the pass's columns (the snapshot's jobs in its order), not the core jobs.
+            columns = built.snapshot.columns
+            assert columns is not None  # given in run_cycle
+            for job_id, was in zip(
+                columns.pending.job_id.tolist(), columns.pending.reserved_at.tolist(), strict=True
+            ):
+                at = decisions.reserved_at.get(job_id)
+                where = nodes.get(job_id)
                 if before is None:  # a restart: the journal may hold nodes from before it
-                    moved = job.reserved_at < math.inf
+                    moved = was < math.inf
                 else:
-                    moved = not same_machine or before[1].get(job.job_id) != where
-                if (math.inf if at is None else at) != job.reserved_at or moved:
-                    rec = self.book.job(job.job_id)
+                    moved = not same_machine or before[1].get(job_id) != where
+                if (math.inf if at is None else at) != was or moved:
+                    rec = self.book.job(job_id)
                     rec.reserved_at = at
                     rec.reserved_nodes = None if where is None else compress_hostlist(names[i] for i in where)
                     self.book.save_job(rec)

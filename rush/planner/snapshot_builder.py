@@ -18,7 +18,9 @@ live origin: ``policy.time_origin``, else its first cycle's time kept in the jou
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,12 +30,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from rush.core.false_small_kill import kills_if_small
+from rush.core.job_columns import PendingColumns, PendingRows, pending_columns_from
 from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
 from rush.core.snapshot import PendingJob, RunningJob, RuntimeClass, RuntimeQuantiles, Snapshot
 from rush.errors import ModelError
 from rush.planner.journal import JobRecord
+from rush.planner.snapshot_columns import KeptRows
 from rush.planner.variation import VariationPredictor
 from rush.rjms.base import ClusterState, RJMSJob
 
@@ -241,7 +245,51 @@ class SnapshotBuilder:
         # read as the same (the Flux scheduler module keeps its job objects and runs a pass per
         # event) or an equal object with the same record, class and flag is not rebuilt, so
         # the planner's kept columns (rush.planner.snapshot_columns) keep its row.
-        self._pending_cache: dict[int, tuple[RJMSJob, tuple, PendingJob, dict[str, Any]]] = {}
+        self._pending_cache: dict[int, tuple[RJMSJob, tuple, tuple, dict[str, Any]]] = {}
+        # The pending jobs' columns, one row per job kept between cycles (a row is written again
+        # when its job's entry above is new), and the core jobs made from them when read.
+        self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
+        self._made: dict[int, tuple[tuple, PendingJob]] = {}
+
+    @property
+    def rows_read(self) -> int:
+        """Pending jobs whose columns the last build wrote (arrivals and changed jobs)."""
+        return self._rows.rewritten
+
+    def _pending_job(self, entries: list[tuple], k: int) -> PendingJob:
+        """Row ``k``'s core job, made once per entry (the same object while its job is unchanged,
+        so that the queue rows' memo holds)."""
+        entry = entries[k]
+        job_id = entry[0].job_id
+        got = self._made.get(job_id)
+        if got is not None and got[0] is entry:
+            return got[1]
+        j, row = entry[0], entry[2]
+        cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = row
+        made = PendingJob(
+            # Positional, in the field order (a keyword call costs a third more).
+            job_id,
+            j.submit,
+            j.procs,
+            j.requested_time,
+            estimate,
+            cls,
+            idempotent,
+            flagged,
+            skips,
+            user_id(j.user),
+            requeues,
+            reserved_at,
+            j.request,
+            float(j.priority),
+            # The site's factor as the backend read it (site.fairshare = "rjms"); None is
+            # neutral in the core, which refuses one outside [0, 1] by job.
+            j.fairshare,
+            # Its latest predicted quantiles: the start projection's rule L2.
+            quantile,
+        )
+        self._made[job_id] = (entry, made)
+        return made
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -345,84 +393,85 @@ class SnapshotBuilder:
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
 
-        pending = []
         # The class and its source of a job with no tag, no journaled class and no prediction.
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
+        # Its row's rule-made fields (_ROW_FIELDS), shared while nothing of this pass is its own.
+        blank_row = (untagged[0], False, 0, 0, math.inf, None, False, None)
         cache, self._pending_cache = self._pending_cache, {}
         # A predictor's own outputs per job (the learned one: class, probabilities, reason).
         outputs_of = getattr(self.variation, "job_outputs", None)
+        entries = []
         for j in pending_jobs:
-            stored = records.get(j.job_id)
-            job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(j.job_id)
+            job_id = j.job_id
+            stored = records.get(job_id)
+            job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
+            estimated = runtimes.get(job_id)
+            flagged = variable.get(job_id, False)
+            quantile = quantiles.get(job_id)
             varies = (
                 (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
                 if stored is not None
                 else None,
-                predicted.get(j.job_id),
-                variable.get(j.job_id, False),
+                predicted.get(job_id),
+                flagged,
                 variation_outputs,
                 source_name,
                 job_outputs,
-                runtimes.get(j.job_id),
-                quantiles.get(j.job_id),
+                estimated,
+                quantile,
             )
-            hit = cache.get(j.job_id)
+            hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
-                self._pending_cache[j.job_id] = hit
-                pending.append(hit[2])
-                built.outputs[j.job_id] = hit[3]
-                if j.job_id in predicted:
-                    built.predicted[j.job_id] = int(hit[2].runtime_class)
+                self._pending_cache[job_id] = hit
+                entries.append(hit)
+                built.outputs[job_id] = hit[3]
+                if job_id in predicted:
+                    built.predicted[job_id] = int(hit[2][0])
                 continue
-            job_id = j.job_id
             if stored is None and not j.tags and job_id not in predicted:
                 # The usual arrival: no tags, nothing journaled, no class of this pass's model.
-                requeues, skips, reserved_at, idempotent = 0, 0, math.inf, False
                 cls, source = untagged
+                if estimated is None and not flagged and quantile is None:
+                    row = blank_row
+                else:
+                    row = (cls, False, 0, 0, math.inf, _estimate(estimated), flagged, quantile)
             else:
                 rec = stored or _NO_RECORD
                 requeues = _requeues(j, rec)
                 journaled = -1 if job_id in predicted else rec.predicted_class
                 cls, source = _class_of(j, requeues, journaled, predicted.get(job_id, -1), source_name)
-                skips, idempotent = rec.skips, _flag(j.tags.get("idempotent"))
                 reserved_at = math.inf if rec.reserved_at is None else rec.reserved_at
+                idempotent = _flag(j.tags.get("idempotent"))
+                row = (
+                    cls,
+                    idempotent,
+                    rec.skips,
+                    requeues,
+                    reserved_at,
+                    _estimate(estimated),
+                    flagged,
+                    quantile,
+                )
             if job_id in predicted:
                 built.predicted[job_id] = predicted[job_id]
-            estimate, runtime_outputs = _runtime_of(runtimes, job_id) if runtimes else (None, _NO_OUTPUTS)
+            runtime_outputs = _NO_OUTPUTS if estimated is None else _runtime_of(runtimes, job_id)[1]
             built.outputs[job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
-                "variable": variable.get(job_id, False),
+                "variable": flagged,
                 **variation_outputs,
                 **job_outputs,
                 **runtime_outputs,
             }
-            pending.append(
-                # Positional, in the field order (a keyword call costs a third more at 10 000 jobs).
-                PendingJob(
-                    job_id,
-                    j.submit,
-                    j.procs,
-                    j.requested_time,
-                    estimate,
-                    cls,
-                    idempotent,
-                    variable.get(job_id, False),
-                    skips,
-                    user_id(j.user),
-                    requeues,
-                    reserved_at,
-                    j.request,
-                    float(j.priority),
-                    # The site's factor as the backend read it (site.fairshare = "rjms"); None
-                    # is neutral in the core, which refuses one outside [0, 1] by job.
-                    j.fairshare,
-                    # Its latest predicted quantiles: the start projection's rule L2.
-                    quantiles.get(job_id),
-                )
-            )
-            self._pending_cache[job_id] = (j, varies, pending[-1], built.outputs[job_id])
+            entry = (j, varies, row, built.outputs[job_id])
+            self._pending_cache[job_id] = entry
+            entries.append(entry)
+        # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
+        # written, straight from the read; a core job is made only where one is read.
+        pending = PendingRows(self._rows.update(entries), functools.partial(self._pending_job, entries))
+        if len(self._made) > 2 * len(entries) + 1024:  # bounded: the jobs of this queue
+            self._made = {k: v for k, v in self._made.items() if k in self._pending_cache}
         running = []
         node_index = {node.name: i for i, node in enumerate(state.nodes)}
         for j in running_jobs:
@@ -461,12 +510,51 @@ class SnapshotBuilder:
             now=now,
             total_procs=state.total_procs,
             free_procs=state.free_procs,
-            pending=tuple(pending),
+            pending=pending,
             running=tuple(running),
             time_origin=self.time_origin,
             nodes=state.nodes,
         )
         return built
+
+
+# A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.
+_ROW_FIELDS = (
+    "runtime_class",
+    "idempotent",
+    "skips",
+    "requeues",
+    "reserved_at",
+    "estimate",
+    "variable",
+    "runtime_quantiles",
+)
+# The core's pending fields read from the RJMS job's attribute of another name.
+_RJMS_NAMES = {"rjms_priority": "priority"}
+
+
+def _entry_columns(entries: Sequence[tuple]) -> PendingColumns:
+    """The pending columns of these entries ((RJMS job, inputs, row, outputs)): each field one
+    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs)."""
+    jobs = list(map(operator.itemgetter(0), entries))
+    rows = list(map(operator.itemgetter(2), entries))
+    at = {name: k for k, name in enumerate(_ROW_FIELDS)}
+
+    def values(name: str):
+        if name in at:
+            return map(operator.itemgetter(at[name]), rows)
+        return map(operator.attrgetter(_RJMS_NAMES.get(name, name)), jobs)
+
+    return pending_columns_from(values, len(entries))
+
+
+def _entry_ids(entries: Sequence[tuple]) -> list[int]:
+    return list(map(operator.attrgetter("job_id"), map(operator.itemgetter(0), entries)))
+
+
+def _estimate(estimated: tuple[float, str] | None) -> float | None:
+    """A job's estimate for the core (None: its limit) from the runtime predictor's answer."""
+    return None if estimated is None else estimated[0]
 
 
 def _runtime_of(runtimes: dict[int, tuple[float, str]], job_id: int) -> tuple[float | None, dict[str, Any]]:

@@ -30,6 +30,7 @@ import numpy as np
 
 from rush.core.job_columns import (
     PendingColumns,
+    PendingRows,
     RunningColumns,
     SnapshotColumns,
     pending_columns,
@@ -40,11 +41,19 @@ Columns = TypeVar("Columns", PendingColumns, RunningColumns)
 _job_id = operator.attrgetter("job_id")
 
 
+def _job_ids(jobs: Sequence) -> list[int]:
+    return list(map(_job_id, jobs))
+
+
 class KeptRows(Generic[Columns]):
     """One kind of job's rows (pending or running), kept between cycles."""
 
-    def __init__(self, read: Callable[[Sequence], Columns]) -> None:
+    def __init__(
+        self, read: Callable[[Sequence], Columns], ids: Callable[[Sequence], list[int]] | None = None
+    ) -> None:
         self._read = read
+        # The job ids of a list of the objects read (default: their ``job_id``).
+        self._ids = ids or _job_ids
         self._kind = type(read([]))
         self._row: dict[int, int] = {}  # job id -> row
         # Row -> the job object it was read from; the last slot stays None, for the rows of
@@ -64,7 +73,7 @@ class KeptRows(Generic[Columns]):
         """The columns of ``jobs``, in their order; rows of jobs not listed are freed."""
         self._cycle += 1
         n = len(jobs)
-        ids = list(map(_job_id, jobs))
+        ids = self._ids(jobs)
         rows = np.fromiter(map(self._row.get, ids, repeat(-1)), dtype=np.int64, count=n)
         same = np.fromiter(map(operator.is_, jobs, map(self._obj.__getitem__, rows.tolist())), bool, n)
         known = rows[rows >= 0]
@@ -77,8 +86,8 @@ class KeptRows(Generic[Columns]):
         return self._gather(rows)
 
     def _forget(self, gone: np.ndarray) -> None:
-        for row in gone.tolist():
-            job_id = _job_id(self._obj[row])
+        rows = gone.tolist()
+        for row, job_id in zip(rows, self._ids([self._obj[row] for row in rows]), strict=True):
             if self._row.get(job_id) == row:  # (a job id listed twice: the core refuses the pass)
                 del self._row[job_id]
             self._obj[row] = None
@@ -103,9 +112,7 @@ class KeptRows(Generic[Columns]):
         where = target.tolist()
         self._row.update(zip(map(ids.__getitem__, which), where, strict=True))
         # Rows in one run (a first cycle, a burst of arrivals at the end): written as slices.
-        run = slice(where[0], where[-1] + 1) if where and where[-1] - where[0] == len(where) - 1 else None
-        if run is not None and not np.all(np.diff(target) == 1):
-            run = None
+        run = slice(where[0], where[-1] + 1) if where and np.all(np.diff(target) == 1) else None
         if run is not None:
             self._obj[run] = picked
         else:
@@ -158,5 +165,9 @@ class KeptColumns:
         self.running: KeptRows[RunningColumns] = KeptRows(running_columns)
 
     def update(self, pending: Sequence, running: Sequence) -> SnapshotColumns:
-        """The columns of this cycle's jobs (:attr:`rush.core.snapshot.Snapshot.columns`)."""
+        """The columns of this cycle's jobs (:attr:`rush.core.snapshot.Snapshot.columns`); pending
+        jobs given as columns (:class:`~rush.core.job_columns.PendingRows`: the snapshot
+        builder keeps their rows itself) are taken as they are."""
+        if isinstance(pending, PendingRows):
+            return SnapshotColumns(pending.columns, self.running.update(running))
         return SnapshotColumns(self.pending.update(pending), self.running.update(running))
