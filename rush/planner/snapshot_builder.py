@@ -250,6 +250,7 @@ class SnapshotBuilder:
         # when its job's entry above is new), and the core jobs made from them when read.
         self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
         self._made: dict[int, tuple[tuple, PendingJob]] = {}
+        self._blank_outputs: dict[str, Any] = {}
 
     @property
     def rows_read(self) -> int:
@@ -400,25 +401,46 @@ class SnapshotBuilder:
         cache, self._pending_cache = self._pending_cache, {}
         # A predictor's own outputs per job (the learned one: class, probabilities, reason).
         outputs_of = getattr(self.variation, "job_outputs", None)
+        # A job with nothing of its own this pass (no record, prediction, flag, estimate or
+        # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
+        # shared (the outputs kept across passes while the same, for the queue rows' memo).
+        blank_varies = (None, None, False, variation_outputs, source_name, _NO_OUTPUTS, None, None)
+        blank_outputs = {"runtime_class": CLASS_NAMES[untagged[0]], "class_source": untagged[1]}
+        blank_outputs.update(variable=False, **variation_outputs)
+        if self._blank_outputs == blank_outputs:
+            blank_outputs = self._blank_outputs
+        self._blank_outputs = blank_outputs
         entries = []
         for j in pending_jobs:
             job_id = j.job_id
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
-            estimated = runtimes.get(job_id)
-            flagged = variable.get(job_id, False)
-            quantile = quantiles.get(job_id)
+            estimated = runtimes.get(job_id) if runtimes else None
+            flagged = variable.get(job_id, False) if variable else False
+            quantile = quantiles.get(job_id) if quantiles else None
+            blank = (
+                stored is None
+                and estimated is None
+                and not flagged
+                and quantile is None
+                and job_outputs is _NO_OUTPUTS
+                and job_id not in predicted
+            )
             varies = (
-                (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
-                if stored is not None
-                else None,
-                predicted.get(job_id),
-                flagged,
-                variation_outputs,
-                source_name,
-                job_outputs,
-                estimated,
-                quantile,
+                blank_varies
+                if blank
+                else (
+                    (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
+                    if stored is not None
+                    else None,
+                    predicted.get(job_id),
+                    flagged,
+                    variation_outputs,
+                    source_name,
+                    job_outputs,
+                    estimated,
+                    quantile,
+                )
             )
             hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
@@ -429,13 +451,15 @@ class SnapshotBuilder:
                 if job_id in predicted:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
+            if blank and not j.tags:  # the usual arrival
+                entry = self._pending_cache[job_id] = (j, varies, blank_row, blank_outputs)
+                entries.append(entry)
+                built.outputs[job_id] = blank_outputs
+                continue
             if stored is None and not j.tags and job_id not in predicted:
-                # The usual arrival: no tags, nothing journaled, no class of this pass's model.
+                # No tags, nothing journaled, no class of this pass's model.
                 cls, source = untagged
-                if estimated is None and not flagged and quantile is None:
-                    row = blank_row
-                else:
-                    row = (cls, False, 0, 0, math.inf, _estimate(estimated), flagged, quantile)
+                row = (cls, False, 0, 0, math.inf, _estimate(estimated), flagged, quantile)
             else:
                 rec = stored or _NO_RECORD
                 requeues = _requeues(j, rec)

@@ -76,10 +76,11 @@ def _flags_at_placement(
         )
         for d, flag in zip(unasked, flags, strict=True):
             answers[d.job_id] = bool(flag)
-            outputs = built.outputs.setdefault(d.job_id, {})
+            # A copy: the snapshot builder shares one outputs dictionary among jobs alike.
+            outputs = built.outputs[d.job_id] = dict(built.outputs.get(d.job_id, {}))
             outputs.update(predictor.job_outputs(d.job_id) if hasattr(predictor, "job_outputs") else {})
     for job in snapshot.pending:
-        outputs = built.outputs.setdefault(job.job_id, {})
+        outputs = built.outputs[job.job_id] = dict(built.outputs.get(job.job_id, {}))
         outputs["variable"] = answers.get(job.job_id, False)
         if job.job_id in answers:
             outputs["variation_scope"] = "job nodes at the tentative placement"
