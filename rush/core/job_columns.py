@@ -5,6 +5,10 @@ loop cost more than the scheduling pass itself. Here each column is one ``numpy.
 over ``operator.attrgetter`` (in C), read once per pass and reused; each column's field
 declares its type and what stands for a None, and one reader reads both kinds. Rows
 can be taken or reordered with :meth:`PendingColumns.take` without touching the objects.
+
+A shell can also give the pending jobs as columns from the start (:class:`PendingRows`, which
+the planner's snapshot builder writes straight from the RJMS read): the core then reads the
+columns and makes a :class:`~rush.core.snapshot.PendingJob` only for a job it names in words.
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ then a class tag, then the class journaled at the first pass that saw the job, t
 pass's model: a trained classifier, or requested time <= ``models.small_below``; none
 configured: UNKNOWN). The builder only gathers those inputs and names the source.
 
+Pending jobs go to the core as columns (:class:`rush.core.job_columns.PendingRows`): the builder
+writes each column straight from the RJMS jobs and its rules' values, keeps the rows between
+cycles by job (a job read the same, with the same inputs, keeps its row), and makes a core job
+only when something reads one (the pass's decisions in words, the journal's queue rows).
+
 Jobs held by someone else than rush are left out: the RJMS will not start them, and rush
 never releases them. ``time_origin`` (F1-F4's and LIN's r = submit - origin) is the daemon's
 live origin: ``policy.time_origin``, else its first cycle's time kept in the journal.

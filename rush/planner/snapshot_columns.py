@@ -13,6 +13,12 @@ job here, keyed by job id, and gives the core the columns in the snapshot's orde
   row, a changed one has its row rewritten, both read by the core's own reader;
 * a job no longer listed (ended, started, cancelled) frees its row for the next arrival.
 
+The snapshot builder (:mod:`rush.planner.snapshot_builder`) keeps its pending rows with a
+:class:`KeptRows` of its own, over its per-job entries (the RJMS job and what the builder made of
+it) instead of core jobs, and writes them straight from the read; :class:`KeptColumns` then
+takes those columns as they are (:class:`~rush.core.job_columns.PendingRows`) and keeps only the
+running jobs' rows.
+
 What a cycle costs beyond the changed rows is a few C-level walks over the job list (ids,
 identity tests) and one gather per column. The columns equal those the core reads from the
 objects (``tests/planner/test_snapshot_columns.py``: random event sequences, and the decisions).
