@@ -5,6 +5,7 @@ unchanged jobs keep their objects), and each snapshot as an RJMS read as either 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 
@@ -161,3 +162,19 @@ def rjms_state(snapshot: Snapshot, fresh: bool, kept: dict[int, RJMSJob]) -> Clu
     return ClusterState(
         snapshot.now, snapshot.total_procs, snapshot.free_procs, tuple(jobs), nodes=snapshot.nodes
     )
+
+
+def same_record(a, b) -> bool:
+    """Two values equal: records (dataclasses, named tuples) field by field, arrays by value."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if dataclasses.is_dataclass(a) and type(a) is type(b):
+        return all(same_record(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(map(same_record, a, b))
+    return a == b
+
+
+def assert_same_decisions(ours, theirs) -> None:
+    assert dataclasses.replace(ours, kept=None) == dataclasses.replace(theirs, kept=None)
+    assert same_record(ours.kept, theirs.kept)

@@ -26,7 +26,7 @@ from rush.models.users import user_key
 from rush.planner.journal import JobRecord
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
-from tests.planner.test_snapshot_columns import assert_same_decisions
+from tests.planner.live_cycles import assert_same_decisions
 
 NOW = 1_700_000_000.0
 CLASS_TAGS = {"small": 0, "large": 1}

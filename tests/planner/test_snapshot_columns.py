@@ -21,7 +21,7 @@ from rush.planner.config import parse_config
 from rush.planner.plan import Planner
 from rush.planner.snapshot_columns import KeptColumns
 from rush.rjms.base import RJMSJob
-from tests.planner.live_cycles import KeptObjects, event_sequence, rjms_state
+from tests.planner.live_cycles import KeptObjects, assert_same_decisions, event_sequence, rjms_state
 from tests.queue_backend import Queue
 
 
@@ -35,22 +35,6 @@ def assert_same_columns(kept: SnapshotColumns, read: SnapshotColumns) -> None:
                 np.testing.assert_array_equal(a, b, err_msg=f"{kind}.{field.name}")
             else:
                 assert tuple(a) == tuple(b), (kind, field.name)
-
-
-def same_record(a, b) -> bool:
-    """Two values equal: records (dataclasses, named tuples) field by field, arrays by value."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    if dataclasses.is_dataclass(a) and type(a) is type(b):
-        return all(same_record(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
-    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
-        return len(a) == len(b) and all(map(same_record, a, b))
-    return a == b
-
-
-def assert_same_decisions(ours, theirs) -> None:
-    assert dataclasses.replace(ours, kept=None) == dataclasses.replace(theirs, kept=None)
-    assert same_record(ours.kept, theirs.kept)
 
 
 @pytest.mark.parametrize("on_nodes", [True, False], ids=["nodes", "counts"])
