@@ -6,9 +6,9 @@ new estimate), yet reading every job object into the core's columns
 job here, keyed by job id, and gives the core the columns in the snapshot's order
 (:attr:`rush.core.snapshot.Snapshot.columns`):
 
-* a job whose object is the very one of the last cycle keeps its row (the snapshot builder
-  gives the same :class:`~rush.core.snapshot.PendingJob` back when nothing about the job
-  changed, so identity is the test for "unchanged");
+* a job whose object is the very one of the last cycle keeps its row (whoever gives the jobs
+  gives the same object back when nothing about the job changed, so identity is the test for
+  "unchanged");
 * a new job (arrival, or a pending job that started: it arrives among the running) gets a
   row, a changed one has its row rewritten, both read by the core's own reader;
 * a job no longer listed (ended, started, cancelled) frees its row for the next arrival.
