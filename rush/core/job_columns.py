@@ -198,6 +198,12 @@ class PendingRows(Sequence):
     def __hash__(self) -> int:
         return hash(tuple(self))
 
+    def __add__(self, other: Sequence) -> tuple:  # as a tuple of the jobs does (every job made)
+        return (*self, *other)
+
+    def __radd__(self, other: Sequence) -> tuple:
+        return (*other, *self)
+
     def __repr__(self) -> str:
         return f"PendingRows({len(self)} jobs)"
 
