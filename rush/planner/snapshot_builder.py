@@ -247,10 +247,10 @@ class SnapshotBuilder:
         self.classifier = classifier
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
-        # job id -> (the RJMSJob read, the inputs that vary, its PendingJob and outputs): a job
-        # read as the same (the Flux scheduler module keeps its job objects and runs a pass per
-        # event) or an equal object with the same record, class and flag is not rebuilt, so
-        # the planner's kept columns (rush.planner.snapshot_columns) keep its row.
+        # job id -> its entry (the RJMSJob read, the inputs that vary, its row of rule-made
+        # fields, its outputs): a job read as the same (the Flux scheduler module keeps its job
+        # objects and runs a pass per event) or an equal object with the same record, class and
+        # flag keeps its entry, so its columns' row below is kept.
         self._pending_cache: dict[int, tuple[RJMSJob, tuple, tuple, dict[str, Any]]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new), and the core jobs made from them when read.
