@@ -171,10 +171,18 @@ class PendingRows(Sequence):
     the value its column holds), made once and kept.
     """
 
-    def __init__(self, columns: PendingColumns, make: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        columns: PendingColumns,
+        make: Callable[[int], Any],
+        make_all: Callable[[], list] | None = None,
+    ) -> None:
         self.columns = columns
         self._make = make
+        # Every row's job at once (the same objects ``make`` gives), for a reader of all of them.
+        self._make_all = make_all
         self._made: list = [None] * len(columns.job_id)
+        self._every = False  # every row's job made
 
     def __len__(self) -> int:
         return len(self._made)
@@ -188,6 +196,11 @@ class PendingRows(Sequence):
         return job
 
     def __iter__(self) -> Iterator:
+        if self._make_all is not None:  # every job read: made (or taken as made) in one walk
+            self._made, self._make_all = self._make_all(), None
+            self._every = True
+        if self._every:
+            return iter(self._made)
         return map(self.__getitem__, range(len(self)))
 
     def __eq__(self, other: object) -> bool:

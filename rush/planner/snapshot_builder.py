@@ -247,15 +247,14 @@ class SnapshotBuilder:
         self.classifier = classifier
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
-        # job id -> its entry (the RJMSJob read, the inputs that vary, its row of rule-made
-        # fields, its outputs): a job read as the same (the Flux scheduler module keeps its job
+        # job id -> its entry [the RJMSJob read, the inputs that vary, its row of rule-made
+        # fields, its outputs, its core job once made]: a job read as the same (the Flux scheduler module keeps its job
         # objects and runs a pass per event) or an equal object with the same record, class and
         # flag keeps its entry, so its columns' row below is kept.
-        self._pending_cache: dict[int, tuple[RJMSJob, tuple, tuple, dict[str, Any]]] = {}
+        self._pending_cache: dict[int, list] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
-        # when its job's entry above is new), and the core jobs made from them when read.
+        # when its job's entry above is new).
         self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
-        self._made: dict[int, tuple[tuple, PendingJob]] = {}
         self._blank_outputs: dict[str, Any] = {}
 
     @property
@@ -263,40 +262,19 @@ class SnapshotBuilder:
         """Pending jobs whose columns the last build wrote (arrivals and changed jobs)."""
         return self._rows.rewritten
 
-    def _pending_job(self, entries: list[tuple], k: int) -> PendingJob:
-        """Row ``k``'s core job, made once per entry (the same object while its job is unchanged,
-        so that the queue rows' memo holds)."""
+    def _pending_job(self, entries: list[list], k: int) -> PendingJob:
+        """Row ``k``'s core job, made once per entry and kept in it (the same object while its job
+        is unchanged, so that the queue rows' memo holds)."""
         entry = entries[k]
-        job_id = entry[0].job_id
-        got = self._made.get(job_id)
-        if got is not None and got[0] is entry:
-            return got[1]
-        j, row = entry[0], entry[2]
-        cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = row
-        made = PendingJob(
-            # Positional, in the field order (a keyword call costs a third more).
-            job_id,
-            j.submit,
-            j.procs,
-            j.requested_time,
-            estimate,
-            cls,
-            idempotent,
-            flagged,
-            skips,
-            user_id(j.user),
-            requeues,
-            reserved_at,
-            j.request,
-            float(j.priority),
-            # The site's factor as the backend read it (site.fairshare = "rjms"); None is
-            # neutral in the core, which refuses one outside [0, 1] by job.
-            j.fairshare,
-            # Its latest predicted quantiles: the start projection's rule L2.
-            quantile,
-        )
-        self._made[job_id] = (entry, made)
+        made = entry[4]
+        if made is None:
+            made = entry[4] = _made_job(entry)
         return made
+
+    @staticmethod
+    def _pending_jobs(entries: list[list]) -> list[PendingJob]:
+        """Every row's core job (one walk, for a reader of all of them: the journal's queue rows)."""
+        return [entry[4] or _made_job(entry) for entry in entries]
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -458,7 +436,7 @@ class SnapshotBuilder:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entry = self._pending_cache[job_id] = (j, varies, blank_row, blank_outputs)
+                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
                 entries.append(entry)
                 built.outputs[job_id] = blank_outputs
                 continue
@@ -494,14 +472,16 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entry = (j, varies, row, built.outputs[job_id])
+            entry = [j, varies, row, built.outputs[job_id], None]
             self._pending_cache[job_id] = entry
             entries.append(entry)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
         # written, straight from the read; a core job is made only where one is read.
-        pending = PendingRows(self._rows.update(entries), functools.partial(self._pending_job, entries))
-        if len(self._made) > 2 * len(entries) + 1024:  # bounded: the jobs of this queue
-            self._made = {k: v for k, v in self._made.items() if k in self._pending_cache}
+        pending = PendingRows(
+            self._rows.update(entries),
+            functools.partial(self._pending_job, entries),
+            functools.partial(self._pending_jobs, entries),
+        )
         running = []
         node_index = {node.name: i for i, node in enumerate(state.nodes)}
         for j in running_jobs:
@@ -546,6 +526,35 @@ class SnapshotBuilder:
             nodes=state.nodes,
         )
         return built
+
+
+def _made_job(entry: list) -> PendingJob:
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
+    j = entry[0]
+    cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
+    made = entry[4] = PendingJob(
+        # Positional, in the field order (a keyword call costs a third more).
+        j.job_id,
+        j.submit,
+        j.procs,
+        j.requested_time,
+        estimate,
+        cls,
+        idempotent,
+        flagged,
+        skips,
+        user_id(j.user),
+        requeues,
+        reserved_at,
+        j.request,
+        float(j.priority),
+        # The site's factor as the backend read it (site.fairshare = "rjms"); None is neutral in
+        # the core, which refuses one outside [0, 1] by job.
+        j.fairshare,
+        # Its latest predicted quantiles: the start projection's rule L2.
+        quantile,
+    )
+    return made
 
 
 # A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.
