@@ -195,6 +195,8 @@ class FluxBackend(RJMSBackend):
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
+        # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
+        self._scheduler: str | None = None
         self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
         self._held_urgency: dict[int, int] = {}
         self._ended_allocations: dict[int, dict[str, Any]] = {}
@@ -246,6 +248,11 @@ class FluxBackend(RJMSBackend):
             },
         )
         status = self._rpc("sched.resource-status", {})
+        scheduler = self._sched_module()
+        if scheduler != self._scheduler:  # another scheduler reads the jobspecs its own way
+            self._scheduler = scheduler
+            self._tags.clear()
+            self._requests.clear()
         try:
             jobs = [self._job(j) for j in listing["jobs"]]
             total = count_cores(status.get("all"))
@@ -275,6 +282,15 @@ class FluxBackend(RJMSBackend):
             partitions=tuple(sorted({j.partition for j in jobs if j.partition})),
             nodes=nodes,
         )
+
+    def _sched_module(self) -> str | None:
+        """The name of the module that provides the ``sched`` service (``module.list``), or
+        None when the broker does not say (then jobspecs are read as flux-core's pool does)."""
+        try:
+            mods = self._rpc("module.list", {}).get("mods", [])
+            return next((str(m["name"]) for m in mods if "sched" in m.get("services", [])), None)
+        except (RJMSError, KeyError, TypeError, AttributeError):
+            return None
 
     def _drained(self) -> list[int]:
         """Drained ranks (``resource.status``'s ``drain``: idset -> reason); [] if unreadable:
@@ -307,10 +323,13 @@ class FluxBackend(RJMSBackend):
             duration = system.get("duration")
             self._tags[job_id] = (tags, float(duration) if duration else None)
             try:
-                self._requests[job_id] = request_from_jobspec(spec)
+                # As the instance's scheduler will match it: Fluxion reads some shapes (nodes
+                # inside a slot, exclusive slots) otherwise than flux-core's pool.
+                fluxion = (self._scheduler or "").startswith("sched-fluxion")
+                self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion)
             except (ValueError, TypeError, AttributeError) as exc:
-                # Flux accepted it (Fluxion takes more than rush's request model reads): the
-                # core reads its cores anywhere; said once per job.
+                # Flux accepted it (its scheduler takes more than rush's request model reads):
+                # the core reads its cores anywhere; said once per job.
                 self._requests[job_id] = None
                 log.warning(
                     "job %d: rush cannot read its resource request (%s); read as its cores anywhere",
