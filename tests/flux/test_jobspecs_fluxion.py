@@ -244,3 +244,25 @@ def test_fluxion_starting_a_job_ahead_of_one_rush_expected_is_journaled(instance
         assert sum(1 for line in eventlog if line.split()[1:2] == ["start"]) == 1
         assert inst.run("jobs", "-no", "{result}", str(job)).stdout.strip() == result
     assert daemon.journal.decisions(first, "hold") == daemon.journal.decisions(second, "hold") == []
+
+
+def test_a_job_fluxion_refuses_outright_ends_and_the_daemon_goes_on(instances, tmp_path, plugin):
+    """A job rush reads (one node, one core below a ``socket`` level) and expects to start,
+    which Fluxion denies (the fake nodes' graph has no sockets): Flux ends it with Fluxion's
+    reason, unstarted; rush's next cycles go on and the next job starts once."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    refused = submit_jobspec(
+        inst, [node(1, {"type": "socket", "count": 1, "with": [slot(1, core(1))]})], "true"
+    )
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [refused]  # rush's view
+    inst.wait_job(refused)
+    eventlog = inst.run("job", "eventlog", str(refused)).stdout
+    assert 'type="alloc"' in eventlog and "unsatisfiable" in eventlog, eventlog
+    assert not any(line.split()[1:2] in (["alloc"], ["start"]) for line in eventlog.splitlines())
+    after = inst.submit("-N1", "true")
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
+    inst.wait_job(after)
+    assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
+    assert daemon.journal.decisions(refused, "hold") == [] and daemon.journal.events("rjms_order") == []
