@@ -195,6 +195,7 @@ class FluxBackend(RJMSBackend):
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
+        self._unread: dict[int, str] = {}  # why rush cannot read a job's request, per job
         # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
         self._scheduler: str | None = None
         self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
@@ -253,6 +254,7 @@ class FluxBackend(RJMSBackend):
             self._scheduler = scheduler
             self._tags.clear()
             self._requests.clear()
+            self._unread.clear()
         try:
             jobs = [self._job(j) for j in listing["jobs"]]
             total = count_cores(status.get("all"))
@@ -273,6 +275,7 @@ class FluxBackend(RJMSBackend):
         live = {j.job_id for j in jobs}
         self._tags = {k: v for k, v in self._tags.items() if k in live}
         self._requests = {k: v for k, v in self._requests.items() if k in live}
+        self._unread = {k: v for k, v in self._unread.items() if k in live}
         self._allocations = {k: v for k, v in self._allocations.items() if k in live}
         return ClusterState(
             taken_at=taken_at,
@@ -329,8 +332,9 @@ class FluxBackend(RJMSBackend):
                 self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion)
             except (ValueError, TypeError, AttributeError) as exc:
                 # Flux accepted it (its scheduler takes more than rush's request model reads):
-                # the core reads its cores anywhere; said once per job.
+                # the core reads its cores anywhere; the daemon journals it once per job.
                 self._requests[job_id] = None
+                self._unread[job_id] = str(exc)[:500] or type(exc).__name__
                 log.warning(
                     "job %d: rush cannot read its resource request (%s); read as its cores anywhere",
                     job_id,
@@ -373,6 +377,31 @@ class FluxBackend(RJMSBackend):
             priority=float(priority),
             fairshare=fairshare,
             request=self._requests.get(job_id),
+            request_note=self._unread.get(job_id, ""),
+        )
+
+    def ended_unstarted(self, job_id: int) -> str | None:
+        """The exception that ended a job before any ``alloc`` (its eventlog, one
+        ``job-info.lookup``): e.g. Fluxion's ``alloc denied due to type="unsatisfiable"``.
+        None when it was allocated (it ran, however briefly), or when its eventlog is
+        unreadable (logged)."""
+        _check_id(job_id)
+        try:
+            answer = self._rpc("job-info.lookup", {"id": job_id, "keys": ["eventlog"], "flags": 0})
+            events = [
+                json.loads(line) for line in str(answer.get("eventlog", "")).splitlines() if line.strip()
+            ]
+            names = [str(e.get("name", "")) for e in events]
+            exceptions = [e.get("context", {}) for e in events if e.get("name") == "exception"]
+        except (RJMSError, ValueError, TypeError, AttributeError) as exc:
+            log.warning("job %d: its eventlog cannot be read (%s)", job_id, exc)
+            return None
+        if "alloc" in names or "start" in names or not exceptions:
+            return None
+        first = exceptions[0] if isinstance(exceptions[0], dict) else {}
+        return (
+            f"exception type={first.get('type', '?')} severity={first.get('severity', '?')}: "
+            f"{str(first.get('note', ''))[:500]}"
         )
 
     # -- acting ---------------------------------------------------------------------------
