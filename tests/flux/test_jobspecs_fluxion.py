@@ -4,8 +4,10 @@
   whole nodes inside a slot, exclusive slots without a node level): rush's backend reads them
   as the instance's scheduler allocates them, so that the core's "would start now" (and so a
   RUSH hold) is Fluxion's;
-* Fluxion reordering a job rush expected to start (a constraint rush does not read): the next
-  cycle journals it with both jobs named, the daemon goes on, each job starts once.
+* Fluxion reordering a job rush expected to start (a constraint rush does not read), leaving
+  it pending, or refusing it outright: the next cycle journals it with the job named (once per
+  episode for a job left pending), the daemon goes on, each job starts once;
+* a jobspec Flux accepts and rush cannot read: journaled once, naming the job.
 
 rush's priority mode: its jobtap plugin (``gate = true``) and ``rush daemon``'s cycles, as in
 tests/flux/test_rush_on_fluxion.py.
@@ -25,6 +27,7 @@ from rush.collect.store import FeatureStore
 from rush.core.resources import Request
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
+from rush.planner.start_order import pending_line
 from rush.rjms.flux import FluxBackend, request_from_jobspec
 from tests.flux import fluxion, plugin_build
 from tests.flux.instance import FluxInstance
@@ -226,16 +229,22 @@ def test_fluxion_starting_a_job_ahead_of_one_rush_expected_is_journaled(instance
     busy = inst.submit("-N1", "--requires=special", "-t", "10m", "--urgency=31", "sleep", "300")
     wait_for(lambda: started(inst, busy), timeout=60)
     first = inst.submit("-N1", "--requires=special", "-t", "10m", "sleep", "1")
-    second = inst.submit("-N1", "-t", "1m", "sleep", "300")  # running until cancelled below
     daemon = flagging_daemon(inst, tmp_path, skip_limit=3)  # no job is tagged: nothing is held
+    for _ in range(3):  # rush expects it to start; Fluxion leaves it pending, nothing else starts
+        assert daemon.run_cycle().ok
+        assert [d.job_id for d in daemon.last[2].among(("start",))] == [first]  # rush's view
+    assert state(inst, first) == "SCHED"
+    assert order_lines(daemon) == [pending_line(first)]  # once for the episode, not every cycle
+    second = inst.submit("-N1", "-t", "1m", "sleep", "300")  # running until cancelled below
     assert daemon.run_cycle().ok
     assert daemon.last[2].order[:2] == [first, second]
     assert [d.job_id for d in daemon.last[2].among(("start",))] == [first]  # rush's view
     wait_for(lambda: started(inst, second), timeout=60)
     assert state(inst, first) == "SCHED"
     assert daemon.run_cycle().ok
-    [line] = [e["message"] for e in daemon.journal.events("rjms_order")]
+    [line] = [e for e in order_lines(daemon) if "started ahead" in e]
     assert line.startswith(f"job {second} (rush's rank 2) started ahead of job(s) {first},"), line
+    assert order_lines(daemon).count(pending_line(first)) == 1
     inst.run("cancel", str(busy), str(second))
     plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, first), 120, 0.5)
     for job, result in ((first, "COMPLETED"), (second, "CANCELED")):
@@ -254,6 +263,8 @@ def test_a_job_fluxion_refuses_outright_ends_and_the_daemon_goes_on(instances, t
     refused = submit_jobspec(
         inst, [node(1, {"type": "socket", "count": 1, "with": [slot(1, core(1))]})], "true"
     )
+    # Held by its user (so it stays): Flux accepts a slot of a GPU only, rush cannot read it.
+    unread = submit_jobspec(inst, [slot(1, {"type": "gpu", "count": 1})], "true", urgency=0)
     daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
     assert daemon.run_cycle().ok
     assert [d.job_id for d in daemon.last[2].among(("start",))] == [refused]  # rush's view
@@ -265,4 +276,15 @@ def test_a_job_fluxion_refuses_outright_ends_and_the_daemon_goes_on(instances, t
     plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
     inst.wait_job(after)
     assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
-    assert daemon.journal.decisions(refused, "hold") == [] and daemon.journal.events("rjms_order") == []
+    assert daemon.journal.decisions(refused, "hold") == []
+    [line] = [e for e in order_lines(daemon) if f"job {refused}" in e]
+    assert line.startswith(
+        f"job {refused}, which rush expected the RJMS to start, ended without starting: "
+    ), line
+    assert "unsatisfiable" in line, line
+    [note] = [e["message"] for e in daemon.journal.events("request")]  # once, over every cycle
+    assert note.startswith(f"job {unread}: rush cannot read its resource request (jobspec has no slot"), note
+
+
+def order_lines(daemon: Daemon) -> list[str]:
+    return [e["message"] for e in daemon.journal.events("rjms_order")]
