@@ -45,7 +45,15 @@ from rush.planner.runtime_prediction import LiveRuntimePredictor, load_runtime_p
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.snapshot_columns import KeptColumns
 from rush.planner.speculative import speculator_for
-from rush.planner.start_order import MAX_REPORTED, started_out_of_order
+from rush.planner.start_order import (
+    MAX_REPORTED,
+    ended_line,
+    expected_and_gone,
+    left_pending,
+    new_in_episode,
+    pending_line,
+    started_out_of_order,
+)
 from rush.planner.variation import VariationPredictor, get_predictor
 from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSBackend, RJMSJob, get_backend
@@ -127,6 +135,8 @@ class Planner:
         self._queue: dict[int, QueueRow] = self.journal.queue()
         self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
         self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
+        self._request_noted: set[int] = set()  # jobs whose unreadable request is journaled
+        self._left_pending: set[int] = set()  # expected jobs found still pending last cycle (journaled)
         self.classifier = self._load_classifier()
         self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
@@ -292,6 +302,7 @@ class Planner:
         except RJMSError as exc:
             return self._fail(cycle, started, "rjms_error", exc)
         try:
+            self._journal_request_notes(cycle, state)
             self._check_start_order(cycle, state)
             self.applier.reconcile(state)
             self._observe_completions(state, cycle)
@@ -350,11 +361,31 @@ class Planner:
         start (rush.planner.start_order); a shell that starts jobs itself follows rush's order."""
         if self.last is None or self.backend.capabilities.starts_jobs:
             return
-        lines = started_out_of_order(self.last[2], state)
+        previous = self.last[2]
+        lines = started_out_of_order(previous, state)
+        for job_id in expected_and_gone(previous, state):  # one RPC each, at most the expected
+            why = self.backend.ended_unstarted(job_id)
+            if why is not None:
+                lines.append(ended_line(job_id, why))
+        new, self._left_pending = new_in_episode(left_pending(previous, state), self._left_pending)
+        lines += [pending_line(job_id) for job_id in new]
         for line in lines[:MAX_REPORTED]:
             self.journal.event(cycle, "rjms_order", line)
         if len(lines) > MAX_REPORTED:
             self.journal.event(cycle, "rjms_order", f"... and {len(lines) - MAX_REPORTED} more such job(s)")
+
+    def _journal_request_notes(self, cycle: int, state: ClusterState) -> None:
+        """Once per job: a request the RJMS accepted and rush cannot read (its cores anywhere)."""
+        for job in state.jobs:
+            if job.request_note and job.job_id not in self._request_noted:
+                self._request_noted.add(job.job_id)
+                self.journal.event(
+                    cycle,
+                    "request",
+                    f"job {job.job_id}: rush cannot read its resource request ({job.request_note}); "
+                    f"read as its {job.procs} cores anywhere",
+                )
+        self._request_noted &= {job.job_id for job in state.jobs}  # bounded: the jobs listed
 
     def _record_queue(self, cycle: int, state: ClusterState, built: Built, decisions: Decisions) -> None:
         """The queue as rush sees it, into the journal (changed rows only) and the metrics."""

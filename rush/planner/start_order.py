@@ -6,6 +6,16 @@ a job started while a job rush expected to start, ranked ahead of it, is still p
 RJMS reordered or refused that job (Fluxion's own reservation or match, a queue limit, a
 constraint rush does not read): the journal says so with both jobs named, so that a site sees
 where its scheduler and rush disagree. Nothing else changes: the next cycle ranks again.
+
+Two more disagreements are journaled, each naming the job:
+
+* a job rush expected to start left the queue without starting (Fluxion refused it outright,
+  ``unsatisfiable``): :func:`expected_and_gone` names the candidates (at most the jobs rush
+  expected to start), the shell says whether and why each ended unstarted
+  (``RJMSBackend.ended_unstarted``), :func:`ended_line` words it;
+* a job rush expected to start is still pending while the RJMS started no job rush ranked
+  after it (:func:`left_pending`): once per job per episode (:func:`new_in_episode`), an
+  episode being the consecutive cycles in which the job is so found, not every cycle.
 """
 
 from __future__ import annotations
@@ -41,3 +51,43 @@ def started_out_of_order(previous: Decisions, state: ClusterState) -> list[str]:
                 "expected the RJMS to start; they are still pending (the RJMS reordered or refused them)"
             )
     return lines
+
+
+def expected_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
+    """The jobs rush expected the RJMS to start that this read no longer lists (ended, however
+    briefly they ran: the shell tells which of them never started)."""
+    now = {job.job_id for job in state.jobs if job.state in ("PENDING", "RUNNING")}
+    return [d.job_id for d in previous.among(EXPECTED) if d.job_id not in now]
+
+
+def ended_line(job_id: int, why: str) -> str:
+    return f"job {job_id}, which rush expected the RJMS to start, ended without starting: {why}"
+
+
+def left_pending(previous: Decisions, state: ClusterState) -> list[int]:
+    """The jobs rush expected the RJMS to start that are still pending while no job rush ranked
+    after them started (those :func:`started_out_of_order` names instead)."""
+    rank = {job_id: k for k, job_id in enumerate(previous.order)}
+    pending = {job.job_id for job in state.jobs if job.state == "PENDING"}
+    last_started = max(
+        (rank[job.job_id] for job in state.jobs if job.job_id in rank and job.state == "RUNNING"),
+        default=-1,
+    )
+    return [
+        d.job_id
+        for d in previous.among(EXPECTED)
+        if d.job_id in pending and rank.get(d.job_id, -1) > last_started
+    ]
+
+
+def new_in_episode(found: list[int], noted: set[int]) -> tuple[list[int], set[int]]:
+    """Once per job per episode: of the jobs ``found`` this cycle, those not found last cycle
+    (``noted``), and the set to keep for the next cycle (a job not found ends its episode)."""
+    return [j for j in found if j not in noted], set(found)
+
+
+def pending_line(job_id: int) -> str:
+    return (
+        f"job {job_id}, which rush expected the RJMS to start, is still pending and the RJMS "
+        "started no job rush ranked after it (a constraint or reservation rush does not read)"
+    )

@@ -48,6 +48,9 @@ class RJMSJob:
     # Nodes x (cores, GPUs), exclusivity, partition, as the RJMS records the request
     # (rush.core.resources.Request); None: ``procs`` cores anywhere.
     request: Request | None = None
+    # Why ``request`` is None although the RJMS records a request: rush cannot read it (its
+    # cores anywhere); the daemon journals it once per job. "": read, or nothing to read.
+    request_note: str = ""
     # Where a running job runs: (node name, cores, GPUs) per node.
     allocation: tuple[tuple[str, int, int], ...] = ()
 
@@ -181,6 +184,12 @@ class RJMSBackend(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self, job_id: int) -> ActionResult: ...
+
+    def ended_unstarted(self, job_id: int) -> str | None:
+        """The RJMS's reason a job that left the queue ended without starting (Flux: the
+        exception in its eventlog, e.g. Fluxion's ``unsatisfiable``); None when it started,
+        or when the backend cannot say. Asked only of jobs rush expected to start."""
+        return None
 
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:
         """Finished-job records (submit/start/end/state...), where the RJMS keeps them."""

@@ -71,3 +71,64 @@ def test_a_shell_that_starts_jobs_itself_is_not_checked(tmp_path):
     backend.state = _started(backend.state, 2)
     assert planner.run_cycle().ok
     assert planner.journal.events("rjms_order") == []
+
+
+def _pending_lines(planner: Planner) -> list[str]:
+    return [e["message"] for e in planner.journal.events("rjms_order") if "is still pending" in e["message"]]
+
+
+def test_an_expected_job_left_pending_is_journaled_once_per_episode(tmp_path):
+    """Job 1 is expected and stays pending while nothing starts: one line, not one per cycle.
+    The episode ends when the RJMS starts a job behind it (that is journaled as such); when
+    rush expects job 1 again and it stays pending again, a new line."""
+    backend = Queue(_queue())
+    planner = _planner(tmp_path, backend)
+    for _ in range(3):
+        assert planner.run_cycle().ok
+    assert _pending_lines(planner) == [
+        "job 1, which rush expected the RJMS to start, is still pending and the RJMS started no job "
+        "rush ranked after it (a constraint or reservation rush does not read)"
+    ]
+    backend.state = _started(backend.state, 2)  # ahead of job 1: its episode ends
+    assert planner.run_cycle().ok
+    assert len(_pending_lines(planner)) == 1
+    jobs = tuple(j for j in backend.state.jobs if j.job_id != 2)  # job 2 ends: 4 free again
+    backend.state = replace(backend.state, taken_at=2030.0, free_procs=4, jobs=jobs)
+    for _ in range(3):
+        assert planner.run_cycle().ok  # rush expects job 1 again; it stays pending again
+    assert len(_pending_lines(planner)) == 2
+
+
+def test_an_expected_job_that_ended_unstarted_is_journaled_with_the_rjms_reason(tmp_path):
+    class Refusing(Queue):
+        asked: list[int] = []
+
+        def ended_unstarted(self, job_id):
+            self.asked.append(job_id)
+            return 'exception type=alloc severity=0: alloc denied due to type="unsatisfiable"'
+
+    backend = Refusing(_queue())
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    jobs = tuple(j for j in backend.state.jobs if j.job_id != 1)  # the RJMS ended job 1
+    backend.state = replace(backend.state, taken_at=2020.0, jobs=jobs)
+    assert planner.run_cycle().ok
+    assert backend.asked == [1]  # only the job rush expected to start is asked about
+    assert [e["message"] for e in planner.journal.events("rjms_order")] == [
+        "job 1, which rush expected the RJMS to start, ended without starting: "
+        'exception type=alloc severity=0: alloc denied due to type="unsatisfiable"'
+    ]
+
+
+def test_a_request_rush_cannot_read_is_journaled_once_per_job(tmp_path):
+    state = _queue()
+    jobs = tuple(
+        replace(j, request_note="jobspec has no slot with cores") if j.job_id == 3 else j for j in state.jobs
+    )
+    backend = Queue(replace(state, jobs=jobs))
+    planner = _planner(tmp_path, backend)
+    for _ in range(2):
+        assert planner.run_cycle().ok
+    assert [e["message"] for e in planner.journal.events("request")] == [
+        "job 3: rush cannot read its resource request (jobspec has no slot with cores); read as its 8 cores anywhere"
+    ]

@@ -195,6 +195,9 @@ class FluxBackend(RJMSBackend):
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
+        self._unread: dict[int, str] = {}  # why rush cannot read a job's request, per job
+        # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
+        self._scheduler: str | None = None
         self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
         self._held_urgency: dict[int, int] = {}
         self._ended_allocations: dict[int, dict[str, Any]] = {}
@@ -246,6 +249,12 @@ class FluxBackend(RJMSBackend):
             },
         )
         status = self._rpc("sched.resource-status", {})
+        scheduler = self._sched_module()
+        if scheduler != self._scheduler:  # another scheduler reads the jobspecs its own way
+            self._scheduler = scheduler
+            self._tags.clear()
+            self._requests.clear()
+            self._unread.clear()
         try:
             jobs = [self._job(j) for j in listing["jobs"]]
             total = count_cores(status.get("all"))
@@ -266,6 +275,7 @@ class FluxBackend(RJMSBackend):
         live = {j.job_id for j in jobs}
         self._tags = {k: v for k, v in self._tags.items() if k in live}
         self._requests = {k: v for k, v in self._requests.items() if k in live}
+        self._unread = {k: v for k, v in self._unread.items() if k in live}
         self._allocations = {k: v for k, v in self._allocations.items() if k in live}
         return ClusterState(
             taken_at=taken_at,
@@ -275,6 +285,15 @@ class FluxBackend(RJMSBackend):
             partitions=tuple(sorted({j.partition for j in jobs if j.partition})),
             nodes=nodes,
         )
+
+    def _sched_module(self) -> str | None:
+        """The name of the module that provides the ``sched`` service (``module.list``), or
+        None when the broker does not say (then jobspecs are read as flux-core's pool does)."""
+        try:
+            mods = self._rpc("module.list", {}).get("mods", [])
+            return next((str(m["name"]) for m in mods if "sched" in m.get("services", [])), None)
+        except (RJMSError, KeyError, TypeError, AttributeError):
+            return None
 
     def _drained(self) -> list[int]:
         """Drained ranks (``resource.status``'s ``drain``: idset -> reason); [] if unreadable:
@@ -307,11 +326,15 @@ class FluxBackend(RJMSBackend):
             duration = system.get("duration")
             self._tags[job_id] = (tags, float(duration) if duration else None)
             try:
-                self._requests[job_id] = request_from_jobspec(spec)
+                # As the instance's scheduler will match it: Fluxion reads some shapes (nodes
+                # inside a slot, exclusive slots) otherwise than flux-core's pool.
+                fluxion = (self._scheduler or "").startswith("sched-fluxion")
+                self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion)
             except (ValueError, TypeError, AttributeError) as exc:
-                # Flux accepted it (Fluxion takes more than rush's request model reads): the
-                # core reads its cores anywhere; said once per job.
+                # Flux accepted it (its scheduler takes more than rush's request model reads):
+                # the core reads its cores anywhere; the daemon journals it once per job.
                 self._requests[job_id] = None
+                self._unread[job_id] = str(exc)[:500] or type(exc).__name__
                 log.warning(
                     "job %d: rush cannot read its resource request (%s); read as its cores anywhere",
                     job_id,
@@ -354,6 +377,31 @@ class FluxBackend(RJMSBackend):
             priority=float(priority),
             fairshare=fairshare,
             request=self._requests.get(job_id),
+            request_note=self._unread.get(job_id, ""),
+        )
+
+    def ended_unstarted(self, job_id: int) -> str | None:
+        """The exception that ended a job before any ``alloc`` (its eventlog, one
+        ``job-info.lookup``): e.g. Fluxion's ``alloc denied due to type="unsatisfiable"``.
+        None when it was allocated (it ran, however briefly), or when its eventlog is
+        unreadable (logged)."""
+        _check_id(job_id)
+        try:
+            answer = self._rpc("job-info.lookup", {"id": job_id, "keys": ["eventlog"], "flags": 0})
+            events = [
+                json.loads(line) for line in str(answer.get("eventlog", "")).splitlines() if line.strip()
+            ]
+            names = [str(e.get("name", "")) for e in events]
+            exceptions = [e.get("context", {}) for e in events if e.get("name") == "exception"]
+        except (RJMSError, ValueError, TypeError, AttributeError) as exc:
+            log.warning("job %d: its eventlog cannot be read (%s)", job_id, exc)
+            return None
+        if "alloc" in names or "start" in names or not exceptions:
+            return None
+        first = exceptions[0] if isinstance(exceptions[0], dict) else {}
+        return (
+            f"exception type={first.get('type', '?')} severity={first.get('severity', '?')}: "
+            f"{str(first.get('note', ''))[:500]}"
         )
 
     # -- acting ---------------------------------------------------------------------------

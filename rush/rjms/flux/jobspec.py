@@ -57,7 +57,7 @@ def _count(vertex: dict[str, Any]) -> int:
     return count
 
 
-def request_from_jobspec(jobspec: Any) -> Request:
+def request_from_jobspec(jobspec: Any, fluxion: bool = False) -> Request:
     """A Flux jobspec's resources as the core's :class:`Request` (docs/reference/resources.md,
     section Flux). Walks the resource graph as flux-core's ``ResourceRequest.from_jobspec``:
 
@@ -73,11 +73,23 @@ def request_from_jobspec(jobspec: Any) -> Request:
     * levels between node and slot that Fluxion accepts (``socket``): their counts multiply the
       slots per node.
 
+    ``fluxion``: read as Fluxion (flux-sched) matches, where it differs from flux-core's pool
+    (checked live, ``tests/flux/test_jobspecs_fluxion.py``):
+
+    * nodes inside a slot (``slot[s] > node[n] > core[c]``): s x n whole nodes (Fluxion lists
+      only c cores of each in the job's R, but starts nothing else on them; flux-core's pool:
+      s x c cores on each of s x n nodes, not whole);
+    * whole nodes inside a slot, nothing below them (``slot[s] > node[n]``): s x n whole nodes
+      (flux-core's pool cannot read it: no slot size);
+    * an ``exclusive`` slot without a node level: the slot's cores, not a whole node per slot
+      (a slot is exclusive in Fluxion anyway).
+
     The queue (``attributes.system.queue``) is the partition. ValueError on a malformed one.
     """
     if not isinstance(jobspec, dict) or not isinstance(jobspec.get("resources"), list):
         raise ValueError("jobspec has no resources list")
     found = {"nodes": 0, "slots": 0, "cores": 0, "gpus": 0, "exclusive": False, "factor": 1}
+    in_slot = {"node": False}  # Fluxion: a node level inside a slot (its counts are per node)
 
     def walk(vertices: list[Any], factor: int, depth: int) -> None:
         if depth > MAX_RESOURCE_DEPTH:
@@ -92,20 +104,23 @@ def request_from_jobspec(jobspec: Any) -> Request:
             if kind == "node":
                 found["nodes"], found["factor"] = count * factor, factor
                 found["exclusive"] = found["exclusive"] or bool(vertex.get("exclusive"))
+                if fluxion and found["slots"]:  # Fluxion takes each node inside a slot whole
+                    in_slot["node"], found["slots"], found["exclusive"] = True, 1, True
                 walk(children, factor, depth + 1)
                 continue
             if kind == "slot":
                 # Levels between the node and the slot (Fluxion's sockets) multiply the slots.
                 found["slots"] = count * (factor // int(found["factor"]))
-                found["exclusive"] = found["exclusive"] or bool(vertex.get("exclusive"))
-            elif kind == "core":
-                found["cores"] = count
-            elif kind == "gpu":
-                found["gpus"] = count
+                found["exclusive"] = found["exclusive"] or (bool(vertex.get("exclusive")) and not fluxion)
+            elif kind in ("core", "gpu"):
+                # Inside a slot's node: per node, times the levels between the node and here.
+                found[kind + "s"] = count * (factor // int(found["factor"]) if in_slot["node"] else 1)
             walk(children, factor * count, depth + 1)
 
     walk(jobspec["resources"], 1, 0)
     slots, cores, gpus = int(found["slots"]), int(found["cores"]), int(found["gpus"])
+    if in_slot["node"] and cores <= 0:
+        cores = 1  # whole nodes (exclusive): the core counts each node whole
     if slots <= 0 or cores <= 0:
         raise ValueError("jobspec has no slot with cores")
     system = (

@@ -1,0 +1,290 @@
+"""Issue 30's bad input beside Fluxion (flux-sched 0.54), on REAL Flux instances of fake nodes:
+
+* jobspecs Fluxion accepts and matches otherwise than flux-core's pool (nodes inside a slot,
+  whole nodes inside a slot, exclusive slots without a node level): rush's backend reads them
+  as the instance's scheduler allocates them, so that the core's "would start now" (and so a
+  RUSH hold) is Fluxion's;
+* Fluxion reordering a job rush expected to start (a constraint rush does not read), leaving
+  it pending, or refusing it outright: the next cycle journals it with the job named (once per
+  episode for a job left pending), the daemon goes on, each job starts once;
+* a jobspec Flux accepts and rush cannot read: journaled once, naming the job.
+
+rush's priority mode: its jobtap plugin (``gate = true``) and ``rush daemon``'s cycles, as in
+tests/flux/test_rush_on_fluxion.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rush.collect.base import Sample
+from rush.collect.store import FeatureStore
+from rush.core.resources import Request
+from rush.daemon.service import Daemon
+from rush.planner.config import parse_config
+from rush.planner.start_order import pending_line
+from rush.rjms.flux import FluxBackend, request_from_jobspec
+from tests.flux import fluxion, plugin_build
+from tests.flux.instance import FluxInstance
+from tests.flux.live_rush import started, state
+from tests.flux.plugin_build import jobtap_config, urgencies, wait_for
+
+pytestmark = pytest.mark.flux
+
+
+@pytest.fixture(scope="session")
+def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    why = fluxion.unavailable()
+    if why:
+        pytest.skip(why)
+    return plugin_build.plugin_or_skip(tmp_path_factory)
+
+
+@pytest.fixture
+def instances():
+    launched: list[FluxInstance] = []
+    yield launched
+    for inst in launched:
+        inst.cancel_all()
+        inst.stop()
+
+
+def two_nodes(instances: list, workdir: Path, plugin: Path, match: str, layout: str = "", gate: bool = True):
+    """Two fake nodes of 4 cores under Fluxion (``queue-policy=easy``); rush's plugin gated."""
+    config = jobtap_config(plugin, "gate = true") if gate else ""
+    inst = FluxInstance(workdir, size=2, cores=4, layout=layout, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", match)
+    return inst
+
+
+def core(count: int) -> dict[str, Any]:
+    return {"type": "core", "count": count}
+
+
+def slot(count: int, *inside: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "slot", "label": "task", "count": count, "with": list(inside), **extra}
+
+
+def node(count: int, *inside: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "node", "count": count, **({"with": list(inside)} if inside else {})}
+
+
+# rush's reading of each (as Fluxion allocates it) and flux-core's pool's, which rush's
+# backend gave under Fluxion before it read as Fluxion does.
+NODES_IN_A_SLOT = [slot(2, node(1, core(1)))]
+EXCLUSIVE_SLOTS = [slot(2, core(1), exclusive=True)]
+
+
+def submit_jobspec(
+    inst: FluxInstance, resources: list, *command: str, tags: dict | None = None, urgency: int = 16
+) -> int:
+    system: dict[str, Any] = {
+        "duration": 600.0,
+        "cwd": str(inst.workdir),
+        "environment": {"PATH": "/usr/bin:/bin"},
+    }
+    if tags:
+        system["rush"] = tags
+    spec = {
+        "version": 1,
+        "resources": resources,
+        "tasks": [{"command": list(command), "slot": "task", "count": {"per_slot": 1}}],
+        "attributes": {"system": system},
+    }
+    jobid = inst.run("job", "submit", f"--urgency={urgency}", input=json.dumps(spec)).stdout.strip()
+    return int(inst.run("job", "id", "--to=dec", jobid).stdout.strip())
+
+
+def allocated(inst: FluxInstance, job_id: int) -> list[tuple[str, str]]:
+    r = json.loads(inst.run("job", "info", str(job_id), "R").stdout)
+    return [(e["rank"], e["children"].get("core", "")) for e in r["execution"]["R_lite"]]
+
+
+def read(inst: FluxInstance, job_id: int) -> Request | None:
+    [job] = [j for j in FluxBackend(uri=inst.uri).read_state().jobs if j.job_id == job_id]
+    return job.request
+
+
+def test_nodes_inside_a_slot_read_as_the_whole_nodes_fluxion_takes(instances, tmp_path, plugin):
+    """``slot[2] > node[1] > core[1]``: Fluxion's R lists one core of each of two nodes, but it
+    takes the nodes whole: a job asking for one core on a node waits until the job ends. rush
+    reads two whole nodes (flux-core's pool: two cores on each of two nodes, not whole)."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", gate=False)
+    job = submit_jobspec(inst, NODES_IN_A_SLOT, "sleep", "300")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated(inst, job) == [("0-1", "0")]
+    assert (
+        read(inst, job)
+        == Request(2, 1, 0, True)
+        != request_from_jobspec(json.loads(inst.run("job", "info", str(job), "jobspec").stdout))
+    )
+    beside = inst.submit("-N1", "-n1", "true")
+    inst.run("cancel", str(job))
+    inst.wait_job(job)
+    inst.wait_job(beside)  # it started only once the whole nodes were free again
+    assert event_time(inst, beside, "alloc") > event_time(inst, job, "free")
+
+
+def test_exclusive_slots_read_as_the_cores_fluxion_packs(instances, tmp_path, plugin):
+    """``slot[2, exclusive] > core[1]`` without a node level: Fluxion packs both slots on one
+    node and starts other jobs beside them; rush reads two cores anywhere (flux-core's pool:
+    two whole nodes)."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", gate=False)
+    job = submit_jobspec(inst, EXCLUSIVE_SLOTS, "sleep", "300")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated(inst, job) == [("0", "0-1")]
+    assert read(inst, job) == Request(0, 2) != Request(2, 1, 0, True)
+    beside = inst.submit("-N1", "-n2", "sleep", "300")
+    wait_for(lambda: started(inst, beside), timeout=60)
+    assert allocated(inst, beside) == [("0", "2-3")]
+
+
+def event_time(inst: FluxInstance, job_id: int, name: str) -> float:
+    out = inst.run("job", "eventlog", str(job_id)).stdout.splitlines()
+    return min(float(line.split()[0]) for line in out if line.split()[1:2] == [name])
+
+
+def test_whole_nodes_inside_a_slot_read_as_fluxion_allocates_them(instances, tmp_path, plugin):
+    """``slot > node`` with nothing below: flux-core's pool cannot read it (no slot size);
+    Fluxion (lonodex) gives whole nodes, and so does rush's reading."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex", gate=False)
+    # Held while rush reads it: its tasks fail at once (one task per slot of two nodes) once
+    # it starts, and a job that has ended is no longer read.
+    job = submit_jobspec(inst, [slot(1, node(2))], "sleep", "300", urgency=0)
+    assert read(inst, job) == Request(2, 1, 0, True)
+    inst.run("job", "urgency", str(job), "16")
+    inst.run("job", "wait-event", "-t", "60", str(job), "alloc", timeout=70)
+    assert allocated(inst, job) == [("0-1", "0-3")]
+
+
+def flagging_daemon(inst: FluxInstance, tmp_path: Path, skip_limit: int) -> Daemon:
+    """rush in priority mode whose threshold predictor flags network jobs (the network counter
+    high in its feature store), as tests/flux/test_rush_on_fluxion.py's refused hold."""
+    store = tmp_path / "busy.sqlite"
+    with FeatureStore(store) as fs:
+        now = time.time() - 30
+        fs.insert([Sample(now, host, "sysfs_ib", "ib_xmit_bytes_per_s", 9e9) for host in ("node0", "node1")])
+    raw = {
+        "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+        "policy": {"policy": "FCFS", "threshold": "none", "skip_limit": skip_limit},
+        "variation": {"enabled": True, "threshold": 1e9, "store": str(store), "workload_type": "network"},
+        "rjms": {"backend": "flux", "options": {"uri": inst.uri, "priority_lever": "plugin"}},
+    }
+    return Daemon(parse_config(raw))
+
+
+def test_a_flagged_job_with_nodes_inside_a_slot_is_not_held_while_fluxion_cannot_start_it(
+    instances, tmp_path, plugin
+):
+    """Half of each node busy; a network job asks for ``slot[2] > node[1] > core[1]``, which
+    Fluxion starts only on two whole nodes: it cannot start now, so RUSH does not hold it (a
+    held job has no reservation in Fluxion). Read as flux-core's pool reads it (two cores on
+    each node), rush thought it could start, and held it. Fluxion starts it once the busy job
+    ends, once, and it completes."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode")
+    busy = inst.submit("-N2", "-n4", "-t", "10m", "--urgency=31", "sleep", "300")  # past the gate
+    wait_for(lambda: started(inst, busy), timeout=60)
+    assert allocated(inst, busy) == [("0-1", "0-1")]
+    job = submit_jobspec(inst, NODES_IN_A_SLOT, "sleep", "1", tags={"wtype": "network"})
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    for _ in range(3):
+        assert daemon.run_cycle().ok
+        assert daemon.journal.decisions(job, "hold") == [] and urgencies(inst)[job] == 16
+        assert [d.job_id for d in daemon.last[2].among(("start", "backfill"))] == []
+    assert state(inst, job) == "SCHED"
+    inst.run("cancel", str(busy))
+    inst.wait_job(job)
+    assert event_time(inst, job, "alloc") > event_time(inst, busy, "free")
+    eventlog = inst.run("job", "eventlog", str(job)).stdout.splitlines()
+    assert sum(1 for line in eventlog if line.split()[1:2] == ["start"]) == 1
+    assert inst.run("jobs", "-no", "{result}", str(job)).stdout.strip() == "COMPLETED"
+
+
+SPECIAL = """
+[[resource.config]]
+hosts = "node0"
+cores = "0-3"
+
+[[resource.config]]
+hosts = "node1"
+cores = "0-3"
+properties = ["special"]
+"""
+
+
+def test_fluxion_starting_a_job_ahead_of_one_rush_expected_is_journaled(instances, tmp_path, plugin):
+    """A job that requires a node property (a constraint rush does not read) is first in rush's
+    order and would start now on rush's view of the pool; Fluxion cannot start it (the only
+    node with the property is busy), reserves for it and backfills the next job on the free
+    node. rush's next cycle journals that with both jobs named; the daemon goes on; every job
+    starts once and completes."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex", layout=SPECIAL)
+    busy = inst.submit("-N1", "--requires=special", "-t", "10m", "--urgency=31", "sleep", "300")
+    wait_for(lambda: started(inst, busy), timeout=60)
+    first = inst.submit("-N1", "--requires=special", "-t", "10m", "sleep", "1")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=3)  # no job is tagged: nothing is held
+    for _ in range(3):  # rush expects it to start; Fluxion leaves it pending, nothing else starts
+        assert daemon.run_cycle().ok
+        assert [d.job_id for d in daemon.last[2].among(("start",))] == [first]  # rush's view
+    assert state(inst, first) == "SCHED"
+    assert order_lines(daemon) == [pending_line(first)]  # once for the episode, not every cycle
+    second = inst.submit("-N1", "-t", "1m", "sleep", "300")  # running until cancelled below
+    assert daemon.run_cycle().ok
+    assert daemon.last[2].order[:2] == [first, second]
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [first]  # rush's view
+    wait_for(lambda: started(inst, second), timeout=60)
+    assert state(inst, first) == "SCHED"
+    assert daemon.run_cycle().ok
+    [line] = [e for e in order_lines(daemon) if "started ahead" in e]
+    assert line.startswith(f"job {second} (rush's rank 2) started ahead of job(s) {first},"), line
+    assert order_lines(daemon).count(pending_line(first)) == 1
+    inst.run("cancel", str(busy), str(second))
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, first), 120, 0.5)
+    for job, result in ((first, "COMPLETED"), (second, "CANCELED")):
+        inst.wait_job(job)
+        eventlog = inst.run("job", "eventlog", str(job)).stdout.splitlines()
+        assert sum(1 for line in eventlog if line.split()[1:2] == ["start"]) == 1
+        assert inst.run("jobs", "-no", "{result}", str(job)).stdout.strip() == result
+    assert daemon.journal.decisions(first, "hold") == daemon.journal.decisions(second, "hold") == []
+
+
+def test_a_job_fluxion_refuses_outright_ends_and_the_daemon_goes_on(instances, tmp_path, plugin):
+    """A job rush reads (one node, one core below a ``socket`` level) and expects to start,
+    which Fluxion denies (the fake nodes' graph has no sockets): Flux ends it with Fluxion's
+    reason, unstarted; rush's next cycles go on and the next job starts once."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    refused = submit_jobspec(
+        inst, [node(1, {"type": "socket", "count": 1, "with": [slot(1, core(1))]})], "true"
+    )
+    # Held by its user (so it stays): Flux accepts a slot of a GPU only, rush cannot read it.
+    unread = submit_jobspec(inst, [slot(1, {"type": "gpu", "count": 1})], "true", urgency=0)
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [refused]  # rush's view
+    inst.wait_job(refused)
+    eventlog = inst.run("job", "eventlog", str(refused)).stdout
+    assert 'type="alloc"' in eventlog and "unsatisfiable" in eventlog, eventlog
+    assert not any(line.split()[1:2] in (["alloc"], ["start"]) for line in eventlog.splitlines())
+    after = inst.submit("-N1", "true")
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
+    inst.wait_job(after)
+    assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
+    assert daemon.journal.decisions(refused, "hold") == []
+    [line] = [e for e in order_lines(daemon) if f"job {refused}" in e]
+    assert line.startswith(
+        f"job {refused}, which rush expected the RJMS to start, ended without starting: "
+    ), line
+    assert "unsatisfiable" in line, line
+    [note] = [e["message"] for e in daemon.journal.events("request")]  # once, over every cycle
+    assert note.startswith(f"job {unread}: rush cannot read its resource request (jobspec has no slot"), note
+
+
+def order_lines(daemon: Daemon) -> list[str]:
+    return [e["message"] for e in daemon.journal.events("rjms_order")]
