@@ -29,6 +29,12 @@ event of its loop); the live pass at every pass, from ``now - start``.
 Backfill order: shortest predicted job backfilled first (SJBF, EASY++) is the EASY pass's
 scan order with ``CoreConfig.backfill_policy`` SPF over the predicted estimates (SAF: by
 predicted area); no separate rule is needed.
+
+Ranking only (:func:`ranking_runtimes`): predictions may instead decide the order alone, the
+queue order and the backfill scan of a time-independent policy (SPF, SAF, ...), while the
+head's reservation and the backfill test keep the limits (the request; the divider for a
+killable small job). Nothing planned can then expire, so no correction is needed: "rank on
+predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a).
 """
 
 from __future__ import annotations
@@ -125,3 +131,14 @@ DEFAULT_PREDICTION_POLICY = ("SPF", "stepwise")
 def prediction_policy(predictor: str) -> tuple[str, str]:
     """(backfill order, correction rule) the core uses with a predictor's predictions."""
     return PREDICTION_POLICIES.get(predictor, DEFAULT_PREDICTION_POLICY)
+
+
+def ranking_runtimes(rank: np.ndarray | None, estimate: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """The runtime each job is ranked by under a time-independent policy (its static key):
+    ``estimate`` (what it is planned on) unless ranking predictions ``rank`` are given, which
+    then pass :func:`predicted_runtime`'s guard (so a NaN or absurd prediction ranks the job
+    by its request) and leave the plan on ``estimate``."""
+    if rank is None:
+        return estimate
+    rank = np.ascontiguousarray(rank, dtype=np.float64)
+    return predicted_runtimes(rank, np.ascontiguousarray(requested_time, dtype=np.float64))

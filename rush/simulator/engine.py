@@ -23,7 +23,7 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
-from rush.core.runtime_predictions import correction_code
+from rush.core.runtime_predictions import correction_code, ranking_runtimes
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -52,6 +52,10 @@ class SimInputs:
       would exceed, its work lost, requeued with its original submit time and the next limit
       (:mod:`rush.core.speculative_reservations`); the last limit's kill is final. Backfilling sees
       min(estimate, current limit); the queue order sees ``estimate`` as given.
+    * ``rank_estimate``: runtime predictions that only rank jobs: the queue order and the
+      backfill scan of a time-independent policy (SPF, SAF, ...) see them, the reservations and
+      the backfill test keep ``estimate`` (rank on predictions, plan on limits:
+      :func:`rush.core.runtime_predictions.ranking_runtimes`, its guard included).
     * ``fairshare``: the site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare``
       term); default: neutral (0.5) for every job.
     * ``fair_share_model``: compute the factors during the replay instead, from the trace's
@@ -69,6 +73,7 @@ class SimInputs:
     divider: np.ndarray | None = None
     reservations: np.ndarray | None = None
     reservation_counts: np.ndarray | None = None
+    rank_estimate: np.ndarray | None = None
     fairshare: np.ndarray | None = None
     fair_share_model: DecayedFairShare | None = None
 
@@ -275,9 +280,19 @@ def simulate(
                 where="policy",
                 fix="simulate another policy (FCFS is what an RJMS without a priority plugin does)",
             )
-    order = _order_policy(config.policy, time_origin, workload, estimate)
+    rank = _aligned("rank_estimate", inputs.rank_estimate, n, estimate, np.float64)
+    if inputs.rank_estimate is not None:
+        dynamic = [p.name for p in (config.policy, config.scan_policy) if p.dynamic]
+        if dynamic:
+            raise RushError(
+                f"ranking predictions need a time-independent order; {dynamic[0]} depends on the wait",
+                where="SimInputs.rank_estimate",
+                fix="use a static policy and backfill order (SPF, SAF, FCFS), or give the predictions as estimate",
+            )
+        rank = ranking_runtimes(rank, estimate, requested)
+    order = _order_policy(config.policy, time_origin, workload, rank)
     scan = config.scan_policy
-    scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, estimate)
+    scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, rank)
     counter = np.zeros(1, dtype=np.int64)
     nodes = _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n)
     by_counts = on_nodes and not node_kernels and interchangeable_nodes(workload, config, nodes_per_leaf)

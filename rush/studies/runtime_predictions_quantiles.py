@@ -25,7 +25,15 @@ up). The schedulers, fixed before any run (the study's README says why):
   (``walkforward_thresholds(reference_false_small=...)``): the target's own kill bound, held
   walk-forward, in place of a fixed share;
 * ``rush-Q (stepwise)`` (not in :data:`SCHEDULERS`; KTH-SP2 only, by hand): Tsafrir's stepwise
-  correction (EASY++'s rule) instead of the request.
+  correction (EASY++'s rule) instead of the request;
+* :data:`CLASSIFIER_SCHEDULERS` (round 13, given the runtime classifier's walk-forward of the job
+  set, the one SPF-CI and FCFS-CI were measured with): SPF-CI itself, its classes, dividers and
+  kills (FCFS-CI's, job for job), with the predictor only where classes say nothing.
+  ``SPF-CI (classifier)`` is SPF-CI rerun (the check that the classes are the committed ones);
+  ``SPF-CI ranked on predictions`` (H13a) ranks the queue within each class and the backfill
+  scan by the predicted runtime and plans on the limits (``SimInputs.rank_estimate``);
+  ``SPF-CI with predictions`` (H13b) schedules on the predictions as rush-Q does (SJBF,
+  reservations on predictions, corrected to the request).
 
 The same protocol as Table 6.6 (EASY, starvation threshold 200,000 s, tau 10 s; improvement of
 the mean bounded slowdown over EASY-FCFS on the requests). Kills are counted as the simulator
@@ -53,6 +61,8 @@ SCHEDULERS = (
 )
 # Run only when FCFS-CI's walk-forward decisions are given (quantile_rows' reference_false_small).
 MATCHED_SCHEDULERS = ("quantile SPF-CI (FCFS-CI's kill rate)", "rush-Q (FCFS-CI's kill rate)")
+# Run only when the classifier's walk-forward of the job set is given (quantile_rows' classifier).
+CLASSIFIER_SCHEDULERS = ("SPF-CI (classifier)", "SPF-CI ranked on predictions", "SPF-CI with predictions")
 # The share of jobs the kill-budget decision may kill at the divider (false smalls among the
 # jobs whose outcome is known): FCFS-CI kills 26-30 % of the jobs on the four traces
 # (sim/runtime_classes, published job set), so 25 % keeps rush-Q's kills under FCFS-CI's.
@@ -69,9 +79,14 @@ def scheduler_inputs(
     rows: np.ndarray,
     idempotent_threshold: float,
     reference_false_small: np.ndarray | None = None,
+    classifier=None,
 ) -> tuple[SimInputs, dict]:
     """(inputs, CoreConfig keywords) of one scheduler for the jobs ``rows`` of the walk-forward;
-    ``reference_false_small`` (per job of the walk-forward) for :data:`MATCHED_SCHEDULERS`."""
+    ``reference_false_small`` (per job of the walk-forward) for :data:`MATCHED_SCHEDULERS`,
+    ``classifier`` (the runtime classifier's walk-forward of the jobs ``rows``) for
+    :data:`CLASSIFIER_SCHEDULERS`."""
+    if name in CLASSIFIER_SCHEDULERS:
+        return classifier_inputs(name, wf.calibrated_mean()[rows], classifier)
     proba = wf.proba_small[rows]
     divider = wf.class_walkforward().divider_or_first()[rows]
     if "FCFS-CI's kill rate" in name:
@@ -99,6 +114,26 @@ def scheduler_inputs(
     # The mean rush deploys (rule H8): the model's mean times its band's factor.
     estimate = wf.calibrated_mean()[rows]
     return SimInputs(estimate=estimate, runtime_class=classes, divider=divider), config
+
+
+def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[SimInputs, dict]:
+    """One of :data:`CLASSIFIER_SCHEDULERS`: SPF-CI's inputs (the runtime-class study's
+    classification-idempotent from the classifier's walk-forward ``classifier``), and for the
+    two round-13 schedulers the predicted runtimes ``predicted`` (one per job of it)."""
+    from rush.studies.runtime_variants import variant_inputs
+
+    if classifier is None:
+        raise ValueError(f"{name} needs the runtime classifier's walk-forward of the job set")
+    if len(predicted) != len(classifier.runtime):
+        raise ValueError(f"{len(predicted)} predictions for {len(classifier.runtime)} classified jobs")
+    inputs, config, _ = variant_inputs("classification-idempotent", None, None, walkforward=classifier)
+    config["policy"] = "SPF"
+    if name == "SPF-CI ranked on predictions":
+        inputs.rank_estimate = predicted
+    elif name == "SPF-CI with predictions":
+        inputs.estimate = predicted
+        config |= {"scan": "SPF", "prediction_correction": "request"}
+    return inputs, config
 
 
 def kill_budget_threshold(wf) -> np.ndarray:
@@ -133,13 +168,17 @@ def quantile_rows(
     idempotent_threshold: float = 0.1,
     reference_false_small: np.ndarray | None = None,
     names: tuple[str, ...] | None = None,
+    classifier=None,
 ) -> list[dict]:
     """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set,
     and of :data:`MATCHED_SCHEDULERS` when ``reference_false_small`` (FCFS-CI's false smalls, per
     job of the full trace; NaN where FCFS-CI made no decision) is given.
     ``published``: the walk-forward of the full trace restricted to the published jobs (the
-    predictor saw every logged job, as a site's would). ``names``: only these schedulers."""
+    predictor saw every logged job, as a site's would). ``names``: only these schedulers.
+    ``classifier`` (the runtime classifier's walk-forward of the job set) adds
+    :data:`CLASSIFIER_SCHEDULERS`."""
     every = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
+    every += CLASSIFIER_SCHEDULERS if classifier is not None else ()
     unknown = [n for n in names or () if n not in every]
     if unknown:
         raise ValueError(f"unknown scheduler(s) {unknown}: use some of {list(every)}")
@@ -148,7 +187,7 @@ def quantile_rows(
     base = compute_metrics(simulate(workload, CoreConfig.from_names("FCFS", "easy", THRESHOLD)), tau=TAU)
     out = []
     for name in every if names is None else names:
-        inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold, reference_false_small)
+        inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold, reference_false_small, classifier)
         config = CoreConfig.from_names(
             kw.pop("policy"),
             "easy",

@@ -5,7 +5,8 @@ For each trace and job set, the runtime-quantile predictor's newest cached weekl
 restricted to the published jobs for ``published``) and
 the schedulers of :mod:`rush.studies.runtime_predictions_quantiles`; FCFS-CI and SPF-CI (the
 classifier's, with their kill counts) from the runtime-class study's committed results, and
-FCFS-CI's decisions job by job (for the schedulers held to its kill rate) from that study's cached
+FCFS-CI's decisions job by job (for the schedulers held to its kill rate, and the classes of the
+round-13 schedulers, which are SPF-CI's with the predictor for the order) from that study's cached
 walk-forward of the same job set (computed and cached through ``sim/runtime_classes/run.py`` when
 absent: minutes a trace), checked against the committed kills.
 Writes ``results/<job set>/rush_q.{csv,md}`` (the rows of the traces and ``--schedulers`` run; the
@@ -51,20 +52,26 @@ def _class_rules():
     return class_rules
 
 
-def fcfs_ci_false_small(trace: str, job_set: str, n_full: int, rows: np.ndarray) -> np.ndarray:
-    """FCFS-CI's false smalls per job of the full trace (NaN where it made no decision, and
-    outside the job set): the runtime-class study's cached live walk-forward of this job set
-    (the one FCFS-CI was measured with) at the classifier's idempotent threshold."""
+def classifier_walkforward(trace: str, job_set: str):
+    """The runtime-class study's cached live walk-forward of this job set (the one FCFS-CI and
+    SPF-CI were measured with)."""
     import importlib.util
-
-    import numpy as np
 
     spec = importlib.util.spec_from_file_location(
         "runtime_classes_run", HERE.parent / "runtime_classes" / "run.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _, _, _, cw = module.cached_walkforward(trace, job_set, "live")
+    return module.cached_walkforward(trace, job_set, "live")[3]
+
+
+def fcfs_ci_false_small(trace: str, job_set: str, n_full: int, rows: np.ndarray, cw=None) -> np.ndarray:
+    """FCFS-CI's false smalls per job of the full trace (NaN where it made no decision, and
+    outside the job set): the classifier's walk-forward ``cw`` of this job set
+    (:func:`classifier_walkforward` when not given) at its idempotent threshold."""
+    import numpy as np
+
+    cw = classifier_walkforward(trace, job_set) if cw is None else cw
     if len(cw.runtime) != len(rows):
         raise SystemExit(
             f"{trace} {job_set}: the classifier's walk-forward has {len(cw.runtime)} jobs, not {len(rows)}"
@@ -156,7 +163,8 @@ def main() -> None:
                 (workload.runtime > 0) & (workload.runtime < workload.requested_time)
             )
             rows_of_set = rows_of_set if job_set == "published" else np.arange(len(workload))
-            reference = fcfs_ci_false_small(trace, job_set, len(workload), rows_of_set)
+            cw = classifier_walkforward(trace, job_set)
+            reference = fcfs_ci_false_small(trace, job_set, len(workload), rows_of_set, cw)
             committed = int(ci[(trace, "FCFS")]["kills"])
             if int(np.nansum(reference)) != committed:
                 raise SystemExit(
@@ -165,7 +173,7 @@ def main() -> None:
                     "sim/runtime_classes/run.py"
                 )
             found = quantile_rows(
-                trace, job_set, workload, wf, reference_false_small=reference, names=schedulers
+                trace, job_set, workload, wf, reference_false_small=reference, names=schedulers, classifier=cw
             )
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:
@@ -178,6 +186,15 @@ def main() -> None:
                 r["fcfs_ci_kills"] = int(fcfs["kills"])
                 r["spf_ci_pct"] = float(spf["improvement_over_easy_fcfs_pct"])
                 r["spf_ci_kills"] = int(spf["kills"])
+                if r["scheduler"] == "SPF-CI (classifier)" and (
+                    abs(r["improvement_over_easy_fcfs_pct"] - r["spf_ci_pct"]) > 1e-6
+                    or r["false_small_kills"] != r["spf_ci_kills"]
+                ):
+                    raise SystemExit(
+                        f"{trace} {job_set}: SPF-CI rerun from the classifier's walk-forward gives "
+                        f"{r['improvement_over_easy_fcfs_pct']} ({r['false_small_kills']} kills), the committed "
+                        f"{r['spf_ci_pct']} ({r['spf_ci_kills']}): rerun sim/runtime_classes/run.py"
+                    )
                 print(
                     {
                         k: r[k]

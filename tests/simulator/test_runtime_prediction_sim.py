@@ -133,3 +133,46 @@ def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
     assert block["predictor"] == predictor and block["jobs"] == out["jobs"]
     assert out["settings"]["backfill_policy"] == "SPF"  # shortest predicted job backfilled first
     assert out["settings"]["label"] == f"FCFS-easy+SPF-{predictor}"
+
+
+def _ranked(w, rank, **config):
+    return simulate(w, CoreConfig.from_names(threshold=None, **config), SimInputs(rank_estimate=rank))
+
+
+def test_ranking_predictions_order_the_queue_and_the_plan_stays_on_limits() -> None:
+    # Round 13 (H13a): predictions that only rank. On 1 processor A runs 0-100; C (request
+    # 500, runs 50) and D (request 900, runs 10) wait. SPF on the requests runs C first;
+    # ranked on predictions (C 400, D 10) D goes first.
+    w = workload(1, [(0, 1, 100, 1000), (1, 1, 50, 500), (2, 1, 10, 900)])
+    assert _run(w, policy="SPF").start.tolist() == [0.0, 100.0, 150.0]
+    ranked = _ranked(w, np.array([100.0, 400.0, 10.0]), policy="SPF")
+    assert ranked.start.tolist() == [0.0, 110.0, 100.0]
+    # The guard: a NaN prediction ranks D by its request (900 > C's 400): C first again.
+    assert _ranked(w, np.array([100.0, 400.0, np.nan]), policy="SPF").start.tolist() == [0.0, 100.0, 150.0]
+    # The backfill scan ranks on them too: C (1000) and D (100) both fit by the head's
+    # reservation at 1000 on the requests, one processor is free: D first.
+    w2 = workload(2, [(0, 1, 1000, 1000), (1, 2, 10, 10), (2, 1, 500, 900), (2, 1, 100, 950)])
+    scan = _ranked(w2, np.array([1000.0, 10.0, 800.0, 50.0]), policy="SPF")
+    assert scan.start[3] == 2.0 and scan.start[2] > 2.0
+
+
+def test_ranking_predictions_never_plan_a_backfill() -> None:
+    # The first test's jobs: C (request 2000) backfills at 2 when predicted 30 s as its
+    # estimate; as a ranking prediction it still ends after the head's reservation on the
+    # requests (A's 1000), so it waits for the head, as on limits.
+    w = workload(2, [(0, 1, 100, 1000), (1, 2, 10, 10), (2, 1, 50, 2000)])
+    predicted = np.array([100.0, 10.0, 30.0])
+    assert _run(w, predicted, policy="SPF", prediction_correction="request").start[2] == 2.0
+    ranked = _ranked(w, predicted, policy="SPF")
+    assert ranked.start[2] == pytest.approx(110.0) and not ranked.backfilled[2]
+
+
+def test_ranking_predictions_need_a_time_independent_order() -> None:
+    from rush.errors import RushError
+
+    w = workload(1, [(0, 1, 100, 1000), (1, 1, 50, 500)])
+    with pytest.raises(RushError, match="time-independent") as info:
+        _ranked(w, np.array([10.0, 10.0]), policy="WFP3")
+    assert info.value.where == "SimInputs.rank_estimate"
+    with pytest.raises(RushError, match="rank_estimate has shape"):
+        _ranked(w, np.array([10.0]), policy="SPF")

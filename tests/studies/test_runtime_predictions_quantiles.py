@@ -194,3 +194,43 @@ def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
         quantile_rows("synthetic", "full", workload, wf, names=("rush-Q", "rush-Z"))
     with pytest.raises(ValueError, match="unknown scheduler"):  # held to FCFS-CI's rate: needs its decisions
         quantile_rows("synthetic", "full", workload, wf, names=("rush-Q (FCFS-CI's kill rate)",))
+
+
+def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
+    """Round 13: given the runtime classifier's walk-forward, three more schedulers run with
+    SPF-CI's own classes (so its kills), the predictor only ranking (H13a) or scheduling (H13b)."""
+    from rush.core.config import CoreConfig
+    from rush.models.runtime_class import RuntimeClassifier
+    from rush.models.walkforward import predict_classes_walkforward
+    from rush.simulator.engine import simulate
+    from rush.studies.runtime_predictions_quantiles import CLASSIFIER_SCHEDULERS
+    from rush.studies.runtime_variants import variant_inputs
+
+    workload = synthetic_workload(900)
+    wf = predict_quantiles_walkforward(workload, HEADER, RuntimeQuantileRegressor(**SMALL_QUANTILE_MODEL))
+    cw = predict_classes_walkforward(
+        workload, HEADER, mode="live", estimator=RuntimeClassifier(n_estimators=5)
+    )
+    everyone = np.arange(len(workload))
+    with pytest.raises(ValueError, match="classifier's walk-forward"):
+        scheduler_inputs(CLASSIFIER_SCHEDULERS[1], wf, everyone, 0.1)
+    with pytest.raises(ValueError, match="predictions for"):
+        scheduler_inputs(CLASSIFIER_SCHEDULERS[1], wf, everyone[1:], 0.1, classifier=cw)
+    rows = quantile_rows("synthetic", "full", workload, wf, classifier=cw)
+    assert [r["scheduler"] for r in rows] == list(SCHEDULERS) + list(CLASSIFIER_SCHEDULERS)
+    found = {r["scheduler"]: r for r in rows}
+    inputs, kw, _ = variant_inputs("classification-idempotent", None, None, walkforward=cw)
+    spf_ci = simulate(workload, CoreConfig.from_names("SPF", "easy", 200_000, **kw), inputs)
+    assert found["SPF-CI (classifier)"]["false_small_kills"] == int(spf_ci.requeues.sum())
+    calibrated = wf.calibrated_mean()
+    for name in CLASSIFIER_SCHEDULERS:
+        sim_inputs, config = scheduler_inputs(name, wf, everyone, 0.1, classifier=cw)
+        assert np.array_equal(sim_inputs.runtime_class, inputs.runtime_class), name
+        assert config["policy"] == "SPF" and config["kill_false_small"]
+        # The kills are FCFS-CI's false smalls, job for job, whatever the predictor does.
+        assert found[name]["false_small_kills"] == int(np.nansum(cw.for_idempotent().false_small())), name
+    ranked, _ = scheduler_inputs("SPF-CI ranked on predictions", wf, everyone, 0.1, classifier=cw)
+    assert ranked.estimate is None and np.array_equal(ranked.rank_estimate, calibrated, equal_nan=True)
+    planned, config = scheduler_inputs("SPF-CI with predictions", wf, everyone, 0.1, classifier=cw)
+    assert np.array_equal(planned.estimate, calibrated, equal_nan=True) and planned.rank_estimate is None
+    assert config["prediction_correction"] == "request"
