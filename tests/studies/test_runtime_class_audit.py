@@ -64,3 +64,14 @@ def test_history_complete_needs_three_earlier_jobs_in_both_categories() -> None:
     # the week-1 job of the same shape has four earlier jobs in both; the 8-processor one has
     # none in (user, processors); user 2 has none; week 0's jobs have no earlier week
     assert complete.tolist() == [False, False, False, True, False, False, False]
+
+
+def test_a_rule_whose_columns_are_not_attached_is_refused_not_run_without_them() -> None:
+    history = load_script(FOLDER / "class_history.py", "class_history")
+
+    def recent(divider: float) -> np.ndarray:  # R9a's columns only, as class_audit.py passes them
+        return np.zeros((0, 6))
+
+    for rule in ("blend-recent-wide", "blend-monotone", "blend-monotone-history"):
+        with pytest.raises(SystemExit, match=f"{rule}: its columns are not attached"):
+            history.rule_proba(None, rule, None, None, recent)
