@@ -12,6 +12,8 @@ divider (the median of the jobs finished before each week) and re-counted under 
 * ``R4`` R2 and a request above the divider (no "non-premature small" job, A3);
 * ``R5`` R2 and a history in earlier weeks: at least three jobs submitted in weeks before the
   job's own in both its (user, request) and (user, processors) categories (A9);
+* ``R5b`` / ``R5c`` (post hoc): R2 and at least one earlier-week job in both categories / at
+  least three in one of them;
 * ``R6`` R2 with small = runtime strictly under the divider (A4's "smaller than").
 
 Then the decisions refitted at two other dividers (the head, the quantiles' P(small) re-read, the
@@ -91,11 +93,17 @@ def category_codes(*columns: np.ndarray) -> np.ndarray:
     return np.unique(np.column_stack(columns), axis=0, return_inverse=True)[1].ravel()
 
 
+def earlier_history(user, request, procs, week) -> tuple[np.ndarray, np.ndarray]:
+    """Per job, its jobs of earlier weeks in the (user, request) and (user, processors)
+    categories."""
+    by_request = earlier_week_counts(category_codes(user, request), week)
+    return by_request, earlier_week_counts(category_codes(user, procs), week)
+
+
 def history_complete(user, request, procs, week) -> np.ndarray:
     """A9: at least three jobs of earlier weeks in both the (user, request) and (user, processors)
     categories."""
-    by_request = earlier_week_counts(category_codes(user, request), week)
-    by_procs = earlier_week_counts(category_codes(user, procs), week)
+    by_request, by_procs = earlier_history(user, request, procs, week)
     return (by_request >= MIN_EARLIER_JOBS) & (by_procs >= MIN_EARLIER_JOBS)
 
 
@@ -106,7 +114,7 @@ def job_sets(workload, wf, divider: np.ndarray) -> dict[str, np.ndarray]:
     published = (raw > 0) & (raw < request)
     has_model = np.isfinite(wf.proba_small)
     status = np.asarray(workload.extra["status"])
-    history = history_complete(workload.user, request, workload.procs, wf.week)
+    by_request, by_procs = earlier_history(workload.user, request, workload.procs, wf.week)
     thesis_online = has_model & published
     return {
         "R0 ours": np.ones(len(raw), bool),
@@ -114,7 +122,9 @@ def job_sets(workload, wf, divider: np.ndarray) -> dict[str, np.ndarray]:
         "R2 thesis-online": thesis_online,
         "R3 completed": has_model & (status == 1),
         "R4 request > divider": thesis_online & (request > divider),
-        "R5 history-complete": thesis_online & history,
+        "R5 history-complete": thesis_online & (np.minimum(by_request, by_procs) >= MIN_EARLIER_JOBS),
+        "R5b history >= 1": thesis_online & (np.minimum(by_request, by_procs) >= 1),
+        "R5c history >= 3 in one": thesis_online & (np.maximum(by_request, by_procs) >= MIN_EARLIER_JOBS),
         "R6 strict <": thesis_online,
     }
 
