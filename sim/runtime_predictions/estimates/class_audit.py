@@ -23,7 +23,7 @@ threshold re-chosen walk-forward, as ``class_history.py --thesis-divider``), cou
 small share of the counted jobs beside the one Tables 6.4 and 6.5 imply (:func:`implied_by_tables`).
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/estimates/class_audit.py [--traces KTH-SP2,SDSC-SP2]
+        python sim/runtime_predictions/estimates/class_audit.py [--traces KTH-SP2,SDSC-SP2] [--dividers rolling,R7,R8]
 
 Writes ``results/class_audit.{csv,md}`` (``--table`` to rename).
 """
@@ -129,17 +129,22 @@ def job_sets(workload, wf, divider: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def trace_rows(name: str, rules: list[str], other_dividers: bool) -> list[dict]:
+DIVIDERS = ("rolling", "R7", "R8")
+
+
+def trace_rows(name: str, rules: list[str], divider_names: list[str]) -> list[dict]:
     from rush.models.runtime_quantiles import proba_below_quantiles
 
     workload, wf, _, _, _, recent = trace_history(name)
     has_model = np.isfinite(wf.proba_small)
     n = len(wf.runtime)
     rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
-    dividers = {"rolling": rolling}
-    if other_dividers:
-        dividers["R7 previous week"] = previous_week_median(wf.week, wf.runtime, rolling)
-        dividers["R8 Table 6.1 (future data)"] = np.full(n, THESIS_DIVIDER[name])
+    every = {
+        "rolling": lambda: rolling,
+        "R7 previous week": lambda: previous_week_median(wf.week, wf.runtime, rolling),
+        "R8 Table 6.1 (future data)": lambda: np.full(n, THESIS_DIVIDER[name]),
+    }
+    dividers = {k: make() for k, make in every.items() if k.split()[0] in divider_names}
     implied = implied_by_tables(*THESIS_TABLE_6_5[name]) if name in THESIS_TABLE_6_5 else {}
     rows = []
     for divider_name, divider in dividers.items():
@@ -187,12 +192,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
     parser.add_argument("--rules", default=f"quantiles,{BEST}")
-    parser.add_argument("--rolling-only", action="store_true", help="skip R7 and R8 (refits)")
+    parser.add_argument("--dividers", default=",".join(DIVIDERS), help="of rolling, R7, R8")
     parser.add_argument("--table", default="class_audit")
     args = parser.parse_args()
+    divider_names = args.dividers.split(",")
+    if not set(divider_names) <= set(DIVIDERS):
+        parser.error(f"--dividers: {args.dividers!r}; use some of {','.join(DIVIDERS)}")
     rows = []
     for name in args.traces.split(","):
-        rows += trace_rows(name, args.rules.split(","), not args.rolling_only)
+        rows += trace_rows(name, args.rules.split(","), divider_names)
         write_table(OUT, args.table, rows, missing="")
 
 
