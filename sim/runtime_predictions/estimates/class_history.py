@@ -271,15 +271,18 @@ def rule_proba(wf, rule: str, divider, quantile_proba, recent) -> tuple[np.ndarr
         "blend": {},
         "blend-threshold-4w": {},
         "blend-recent": {"extra": recent},
-        "blend-recent-wide": {"extra": recent.wide},
-        "blend-monotone": {"extra": recent.monotone_request},
-        "blend-monotone-history": {"extra": recent.monotone_history},
+        "blend-recent-wide": {"extra": getattr(recent, "wide", None)},
+        "blend-monotone": {"extra": getattr(recent, "monotone_request", None)},
+        "blend-monotone-history": {"extra": getattr(recent, "monotone_history", None)},
         "blend-all": {"max_train": None},
         "blend-recency": {"halflife_weeks": 4.0},
         "blend-big": {"max_iter": 100, "leaves": 31},
     }
     if rule not in options:
         raise SystemExit(f"unknown rule {rule!r}; use one of {', '.join(RULES)}")
+    if "extra" in options[rule] and options[rule]["extra"] is None:
+        # R9h and R9i's columns are attached to ``recent`` by ``trace_rows`` only
+        raise SystemExit(f"{rule}: its columns are not attached to the recent columns given")
     proba = (quantile_proba + head_proba(wf, divider, **options[rule])) / 2
     if rule == "blend-threshold-4w":
         return proba, windowed_thresholds(proba, wf.runtime, divider, wf.end, wf.submit, weeks=4)
