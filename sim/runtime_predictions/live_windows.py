@@ -34,12 +34,18 @@ signed error (estimate minus real start: positive is late) and the share of late
 and the mean absolute error halfway through the wait; then, for runs with two estimators, the
 same on the jobs both estimated. Computed with rush.studies.estimate_accuracy.accuracy from each
 run's CSV (the replay's per-job predictions), so an older run's JSON without the median still counts.
+
+Every run ``--run`` makes is also kept, as ``sim/start_estimates/results/repeats/<stem>-repN``
+(N: the next number), and round 11's runs (made before rule L2) are kept in
+``sim/start_estimates/results/before_l2/``; ``results/live_windows_repeats.md`` (and ``.csv``)
+puts every kept run's MAE at submit side by side, with the spread between the repeats.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,6 +103,10 @@ WINDOWS = (
     ),
 )
 RESULTS = ROOT / "sim" / "start_estimates" / "results"
+# Every live run of a window kept (``--run`` copies each run's CSV and JSON there as
+# ``<stem>-rep<N>``), and round 11's runs, made before rule L2 was deployed: the repeats table.
+REPEATS = RESULTS / "repeats"
+BEFORE_L2 = RESULTS / "before_l2"
 OWN = {"slurm": "squeue --start", "flux": "sched-backfill", "fluxion": "Fluxion", "rush": "rush"}
 
 
@@ -209,6 +219,80 @@ def markdown(table: list[dict], missing: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def repeat_sources(kind: str, rjms: str, w: LiveWindow) -> list[tuple[str, Path]]:
+    """(label, CSV) of every kept run of this window and RJMS: ``before L2`` first, then the
+    repeats in their order (``rep1``, ``rep2``, ...)."""
+    stem = csv_path(kind, rjms, w).stem
+    old = BEFORE_L2 / f"{stem}.csv"
+    reps = sorted(REPEATS.glob(f"{stem}-rep*.csv"), key=lambda p: int(p.stem.rsplit("-rep", 1)[1]))
+    return [("before L2", old)] * old.exists() + [(p.stem.rsplit("-", 1)[1], p) for p in reps]
+
+
+def repeat_table(windows=WINDOWS) -> list[dict]:
+    """One row per window, run, wait class, job subset, estimator and kept run (``source``): the
+    measures of :func:`table_rows` on that run's CSV."""
+    out = []
+    for w in windows:
+        for rjms in w.runs:
+            for source, path in repeat_sources(RUNS[rjms][0], rjms, w):
+                out += [{**row, "source": source} for row in table_rows(rjms, read_rows(path), w.name)]
+    return out
+
+
+def spread_markdown(rows: list[dict]) -> str:
+    """The MAE at submit per kept run side by side, and the spread (largest minus smallest) of
+    the runs after L2 (the ``rep`` ones)."""
+    sources = sorted({r["source"] for r in rows}, key=lambda s: (s != "before L2", s))
+    lines = [
+        "# Live start estimates: every kept run of each window, and the spread between repeats",
+        "",
+        "Written by `python sim/runtime_predictions/live_windows.py` from "
+        "`sim/start_estimates/results/before_l2/` (round 11's runs, made before rule L2) and "
+        "`sim/start_estimates/results/repeats/` (each run since, `repN`). MAE at submit, trace "
+        "minutes, with the jobs estimated; `spread`: largest minus smallest MAE over the `rep` runs.",
+        "",
+        "| window | run | wait | jobs of | estimator | " + " | ".join(sources) + " | spread |",
+        "|---|---|---|---|---|" + "---:|" * (len(sources) + 1),
+    ]
+    keys = sorted(
+        {(r["window"], r["run"], r["wait"], r["jobs_of"], r["estimator"]) for r in rows},
+        key=lambda k: (
+            [w.name for w in WINDOWS].index(k[0]),
+            k[1],
+            WAIT_CLASSES.index(k[2]),
+            k[3],
+            k[4] != "rush",
+            k[4],
+        ),
+    )
+    for key in keys:
+        mine = {
+            r["source"]: r
+            for r in rows
+            if (r["window"], r["run"], r["wait"], r["jobs_of"], r["estimator"]) == key
+        }
+        cells = [
+            "-" if s not in mine or mine[s]["mean_abs_error"] is None
+            else f"{mine[s]['mean_abs_error'] / 60:.1f} ({mine[s]['estimated']})"
+            for s in sources
+        ]  # fmt: skip
+        reps = [mine[s]["mean_abs_error"] for s in sources if s.startswith("rep") and s in mine]
+        reps = [v for v in reps if v is not None]
+        spread = f"{(max(reps) - min(reps)) / 60:.1f}" if len(reps) > 1 else "-"
+        lines.append("| " + " | ".join([*key, *cells, spread]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def keep(kind: str, rjms: str, w: LiveWindow) -> Path:
+    """Copy the run just made (CSV and JSON) into ``REPEATS`` as its next ``repN``."""
+    src = csv_path(kind, rjms, w)
+    n = len([s for s, _ in repeat_sources(kind, rjms, w) if s.startswith("rep")]) + 1
+    REPEATS.mkdir(parents=True, exist_ok=True)
+    for suffix in (".csv", ".json"):
+        shutil.copyfile(src.with_suffix(suffix), REPEATS / f"{src.stem}-rep{n}{suffix}")
+    return REPEATS / f"{src.stem}-rep{n}.csv"
+
+
 def run(w: LiveWindow, selected: list[str], again: bool) -> int:
     """run_live.py for each selected run of window ``w`` (missing ones only unless ``again``),
     one at a time, sharing one trained model."""
@@ -233,6 +317,7 @@ def run(w: LiveWindow, selected: list[str], again: bool) -> int:
         if code:
             print(f"live window {w.name} {rjms}: run_live.py exited {code}", file=sys.stderr)
             return code
+        print(f"live window {w.name} {rjms}: kept as {keep(kind, rjms, w).relative_to(ROOT)}", flush=True)
     return 0
 
 
@@ -295,6 +380,13 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerows(table)
     out.with_suffix(".md").write_text(text)
     print(text)
+    repeats = repeat_table()
+    spread = HERE / "results" / "live_windows_repeats"
+    with open(spread.with_suffix(".csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(repeats[0]) if repeats else ["window"])
+        writer.writeheader()
+        writer.writerows(repeats)
+    spread.with_suffix(".md").write_text(spread_markdown(repeats))
     return 0
 
 

@@ -77,3 +77,37 @@ def test_unknown_windows_or_runs_are_refused_with_exit_2(capsys):
     assert script.main(["--window", "NOPE"]) == 2
     assert "unknown NOPE" in capsys.readouterr().err
     assert script.main(["--rjms", "pbs"]) == 2
+
+
+def test_kept_runs_are_listed_before_l2_first_then_by_repeat_number(tmp_path, monkeypatch):
+    w = script.WINDOWS[1]
+    kind = script.RUNS["flux"][0]
+    monkeypatch.setattr(script, "REPEATS", tmp_path / "repeats")
+    monkeypatch.setattr(script, "BEFORE_L2", tmp_path / "before_l2")
+    assert script.repeat_sources(kind, "flux", w) == []
+    stem = script.csv_path(kind, "flux", w).stem
+    for folder, name in (("repeats", f"{stem}-rep10"), ("repeats", f"{stem}-rep2"), ("before_l2", stem)):
+        (tmp_path / folder).mkdir(exist_ok=True)
+        (tmp_path / folder / f"{name}.csv").write_text("")
+    assert [s for s, _ in script.repeat_sources(kind, "flux", w)] == ["before L2", "rep2", "rep10"]
+
+
+def test_the_spread_is_over_the_repeats_only():
+    def row(source, mae):
+        return {"window": "CTC", "run": "flux", "wait": ">1h", "jobs_of": "all", "estimator": "rush",
+                "source": source, "mean_abs_error": mae, "estimated": 3}  # fmt: skip
+
+    text = script.spread_markdown([row("before L2", 6000.0), row("rep1", 600.0), row("rep2", 1500.0)])
+    line = next(x for x in text.splitlines() if x.startswith("| CTC"))
+    assert line == "| CTC | flux | >1h | all | rush | 100.0 (3) | 10.0 (3) | 25.0 (3) | 15.0 |"
+    one = script.spread_markdown([row("before L2", 6000.0), row("rep1", 600.0)])
+    assert next(x for x in one.splitlines() if x.startswith("| CTC")).endswith("| 10.0 (3) | - |")
+
+
+def test_the_committed_repeats_table_is_what_the_kept_runs_give():
+    with open(COMMITTED.with_name("live_windows_repeats.csv"), newline="") as f:
+        committed = list(csv.DictReader(f))
+    again = script.repeat_table()
+    assert again and len(again) == len(committed)
+    for mine, theirs in zip(again, committed, strict=True):
+        assert all(_same(mine[k], theirs[k]) for k in theirs), (mine, theirs)
