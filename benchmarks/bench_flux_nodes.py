@@ -493,6 +493,11 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
                 f", {settled['t_estimate_annotations']} t_estimate annotations"
                 if "t_estimate_annotations" in settled
                 else ""
+            )
+            + (
+                f", {settled['commits_answered_by_poll']} commits answered by a poll"
+                if "commits_answered_by_poll" in settled
+                else ""
             ),
             flush=True,
         )
@@ -549,6 +554,32 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+# Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
+# Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
+# 16:25-16:35, load 14-37): per job the module still spends less than sched-backfill everywhere
+# (scheduler 0.34-0.36 ms against 0.78-0.79, instance 3.6-3.7 ms against 4.7-4.8, journal events
+# 7.00 both); rush 162.9 and 144.5 jobs/s, sched-backfill 182.8 and 134.9 (0.89x, 1.07x). Read
+# from the kept journal and timeline (decision time against t_run, i.e. the alloc response):
+# passes 1-3 (0.52-1.3 s) allocated 526 jobs, answered 0.3-0.9 s later; pass 4 allocated 256 by
+# 2.0 s, pass 5 (2.62-2.86 s, 0.62 s by the clock for 218 jobs) the rest, and no job reached
+# RUN between 2.04 and 3.67 s: pass 4's jobs 1.7 s after their allocation, pass 5's 1.2 s. The
+# broker started the last 474 jobs at ~1 000/s once answered (as sched-backfill's whole run,
+# 2.05-3.0 s). Meanwhile the module, starved on this host, read the frees of the ~500 jobs that
+# had ended, queued ahead of its commits' responses, and ran pass 5 with pass 4's commits open
+# (4 of 5 passes began with a commit open); a commit done during a pass is not answered before
+# the pass ends (is_ready() is true only once the reactor has read the response).
+# Hypothesis P ("poll"): at a pass's start, at each chunk it commits and at its end, the module
+# reads its oldest open commits' responses ahead of its queue (a synchronous wait_for of at most
+# answer-wait=0.002 s each, oldest first, until one is still open) and answers their jobs then.
+# Expected: the decision-to-RUN lag of the later passes' jobs falls, the last start comes sooner,
+# 1 000-job throughput against main's module up by 5-15 % (likely inside this host's noise at
+# load > 15), 10 000 jobs level or better; the module's CPU per job up by at most the polls'
+# (<= 2 ms per 64 jobs); decisions unchanged. Protocol: --jobs 1000 --repeat 3 --only
+# sched-backfill,rush --base /work/main --threads, nice 15, then --jobs 10000 one pair if time
+# allows (before 17:30), load printed. Success: commits_answered_by_poll > 0 in every run, rush /
+# sched-backfill above main's module's in the median of the pairs; the target (>= 1.0x
+# sched-backfill at 1 000 and 10 000 jobs, first start <= 2x the best) judged on the medians.
 
 # Round of 2026-11-29, 13:45 UTC (issue 30 item 4, the 1 000-job gap; r30tput). Written before the
 # paired runs. Broker profile (--threads: the job-manager's journal events and each broker
