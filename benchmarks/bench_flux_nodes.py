@@ -240,10 +240,12 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         up = flux.run("resource", "list", "-s", "up", "-no", "{nnodes}").stdout.strip()
         if up != str(args.nodes):
             raise RuntimeError(f"{up} nodes up, not {args.nodes}: {flux.log_tail()}")
+        loading = time.monotonic()  # the module's start-up (imports, kernel cache, config), not in the run
         if load:
             flux.use_scheduler(*load)
         else:
             fluxion.use_fluxion(flux, "easy", "lonodex")
+        load_seconds = time.monotonic() - loading
         flux.run("queue", "stop", "--quiet", check=False)
         started = time.monotonic()
         flux.run(
@@ -279,6 +281,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
                 (workdir / f"first-job-{log}.txt").write_text(out.stdout + out.stderr)
         result = {
             "submit_s": submit_seconds,
+            "load_s": load_seconds,
             "first_start_s": runs[0] - go,
             "all_started_s": runs[-1] - go,
             "all_done_s": max(cleans) - go,
@@ -464,6 +467,8 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
         f"{r['rss_mb']:>7.0f} {r['sched_cpu_s']:>9.2f}s {r['instance_cpu_s']:>8.2f}s",
         flush=True,
     )
+    if args.threads:
+        print(f"    module load (before the queue starts, not in the run): {r['load_s']:.2f} s", flush=True)
     if "rpc_wait_max_s" in r:
         print(
             f"    sched.resource-status every {PROBE_PERIOD} s: {r['rpc_asked']} asked, longest wait "
