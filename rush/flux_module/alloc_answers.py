@@ -19,11 +19,11 @@ jobs of a commit answered when it is done, whichever comes first of:
 - the commit's continuation.
 
 At those three points of a pass (its start, each chunk it sends, its end) the open commits
-are also *polled*, oldest first: a synchronous wait of at most :data:`ANSWER_POLL` seconds (the
-module argument ``answer-wait=``) reads a commit's response out of order, ahead of the messages
-queued before it (flux-core's future waits for its own response only: the others are put back
-in order), and the jobs of a commit found done are answered at once; the first commit still
-open ends the poll. Without it a commit done while a pass of 256 starts allocated, or while the
+are also *polled*, oldest first: the module's receive queue is searched for a commit's
+response (``flux_recv`` with its match tag; the other messages are put back in order), waiting
+at most :data:`ANSWER_POLL` seconds (the module argument ``answer-wait=``); a response found is
+put first in the queue and the commit's jobs are answered at once, ahead of the messages queued
+before it; the first commit still open ends the poll. Without it a commit done while a pass of 256 starts allocated, or while the
 module read the frees of the jobs that had ended meanwhile, was answered only after the pass and
 those frees: at 1 000 jobs on a loaded host the jobs of the fourth and fifth passes reached RUN
 1.2-1.7 s after they were allocated, and no job started for 1.6 s (benchmarks/bench_flux_nodes.py
@@ -42,6 +42,8 @@ commits. As in the base class, R is in the KVS before the job-manager hears of t
 
 from __future__ import annotations
 
+import select
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +61,8 @@ ANSWER_AT_ONCE = 64
 # Default of the module argument ``answer-wait=`` (s): the longest a poll waits for the oldest
 # open commit's response (0: no poll, only the commits whose responses were read already).
 ANSWER_POLL = 0.002
+# While a poll waits, the module's handle is looked at again at least this often (s).
+POLL_STEP = 0.001
 
 
 @dataclass
@@ -151,14 +155,36 @@ class AllocAnswers:
             if batch.answered:
                 continue
             if not batch.commit.is_ready():
-                try:
-                    batch.commit.wait_for(self.poll)
-                except OSError:  # ETIMEDOUT: still open (a failed commit is ready, and answer says so)
-                    pass
-                if not batch.commit.is_ready():
+                if not self._response_first(batch):
                     return
                 self.answered_by_poll += 1
-            self.answer(batch)
+            self.answer(batch)  # its response first in the queue: the commit's wait reads only it
+
+    def _response_first(self, batch: Committing) -> bool:
+        """Whether the response to the batch's commit has come, waiting at most ``poll``
+        seconds; if so it is put first in the module's receive queue. ``flux_recv`` with the
+        commit's match tag reads what is queued and puts every other message back, in order;
+        a timed ``flux_future_wait_for`` is not used: when it times out, the messages its own
+        reactor read stay with the future (flux-core 0.88, future.c) and are lost to the
+        module (jobs were left unanswered)."""
+        h = self.handle.handle
+        match = ffi.new("struct flux_match *")
+        match.typemask = lib.FLUX_MSGTYPE_RESPONSE
+        match.matchtag = lib.flux_rpc_get_matchtag(batch.commit.handle)
+        match.topic_glob = ffi.NULL
+        deadline = time.monotonic() + self.poll
+        while True:
+            msg = lib.flux_recv(h, match[0], lib.FLUX_O_NONBLOCK)
+            if msg != ffi.NULL:
+                requeued = lib.flux_requeue(h, msg, lib.FLUX_RQ_HEAD)
+                lib.flux_msg_destroy(msg)
+                if requeued < 0:
+                    raise OSError("flux_requeue failed: the commit's response is lost")
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([lib.flux_pollfd(h)], [], [], min(left, POLL_STEP))
 
     def answer(self, batch: Committing) -> None:
         """Answer the jobs of a batch once its commit is done (a wait when it is not); once."""
