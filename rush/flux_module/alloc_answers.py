@@ -60,7 +60,7 @@ CHUNK = 64
 ANSWER_AT_ONCE = 64
 # Default of the module argument ``answer-wait=`` (s): the longest a poll waits for the oldest
 # open commit's response (0: no poll, only the commits whose responses were read already).
-ANSWER_POLL = 0.002
+ANSWER_POLL = 0.0
 # While a poll waits, the module's handle is looked at again at least this often (s).
 POLL_STEP = 0.001
 
