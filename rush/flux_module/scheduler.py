@@ -17,8 +17,8 @@ pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it n
 before), ``answer-wait=SECONDS`` (the longest a pass, at its start, at each KVS commit it sends
 and at its end, waits for the response of its oldest open commit, read ahead of the messages
 queued for the module, to answer that commit's jobs; alloc_answers.py; default
-:data:`rush.flux_module.alloc_answers.ANSWER_POLL`; 0: only commits already read are answered
-there), plus the base class's ``queue-depth=`` and
+:data:`rush.flux_module.alloc_answers.ANSWER_POLL`, 0: off, only commits already read are
+answered there; polling was measured slower on a loaded host), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
