@@ -605,6 +605,10 @@ if __name__ == "__main__":
 #   pass give the job-manager and the KVS work that competes with the pass for the two cores
 #   (as the chunk answers tried on 2026-11-28 lost 7 of 9 pairs). answer-wait is 0 (off) by
 #   default: the module behaves as main's. The 1 000-job target is still missed.
+# 10 000 jobs with answer-wait off (--jobs 10000 --only sched-backfill,rush --threads, 17:12-17:27,
+#   load 18-31, module tests beside it): sched-backfill 23.4 jobs/s, first start 13.35 s; rush
+#   44.9 (1.92x), 17.10 s (1.28x); rush's 82 passes, 82.1 s in passes (max 2.71 s), scheduler
+#   CPU 11.7 s against 56.0 s; module load 8.9 s against 0.8 s. Fluxion only in sitting 0.
 
 # Round of 2026-11-29, 13:45 UTC (issue 30 item 4, the 1 000-job gap; r30tput). Written before the
 # paired runs. Broker profile (--threads: the job-manager's journal events and each broker
