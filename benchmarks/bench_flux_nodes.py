@@ -603,8 +603,8 @@ if __name__ == "__main__":
 #   start): rush 5.9-8.9 s, main's 5.5-5.9 s (77 s on its first load, compiling), sched-backfill
 #   0.45-0.69 s. P is refuted (behind main's module in 3 of 3 pairs): answers sent during a
 #   pass give the job-manager and the KVS work that competes with the pass for the two cores
-#   (as the chunk answers tried on 2026-11-28 lost 7 of 9 pairs). answer-wait is 0 (off) by
-#   default: the module behaves as main's. The 1 000-job target is still missed.
+#   (as the chunk answers tried on 2026-11-28 lost 7 of 9 pairs). answer-wait was not kept
+#   (dropped at the merge): the module behaves as main's. The 1 000-job target is still missed.
 # 10 000 jobs with answer-wait off (--jobs 10000 --only sched-backfill,rush --threads, 17:12-17:27,
 #   load 18-31, module tests beside it): sched-backfill 23.4 jobs/s, first start 13.35 s; rush
 #   44.9 (1.92x), 17.10 s (1.28x); rush's 82 passes, 82.1 s in passes (max 2.71 s), scheduler

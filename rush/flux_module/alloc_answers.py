@@ -18,20 +18,6 @@ jobs of a commit answered when it is done, whichever comes first of:
 - the start of the next pass, which answers the commits done by then;
 - the commit's continuation.
 
-With ``answer-wait=`` above 0 (off by default), at those three points of a pass (its start,
-each chunk it sends, its end) the open commits are also *polled*, oldest first: the module's receive queue is searched for a commit's
-response (``flux_recv`` with its match tag; the other messages are put back in order), waiting
-at most :data:`ANSWER_POLL` seconds (the module argument ``answer-wait=``); a response found is
-put first in the queue and the commit's jobs are answered at once, ahead of the messages queued
-before it; the first commit still open ends the poll. Without it a commit done while a pass of 256 starts allocated, or while the
-module read the frees of the jobs that had ended meanwhile, was answered only after the pass and
-those frees: at 1 000 jobs on a loaded host the jobs of the fourth and fifth passes reached RUN
-1.2-1.7 s after they were allocated, and no job started for 1.6 s (benchmarks/bench_flux_nodes.py
-``--keep``, round of 2026-11-29, 16:25 UTC). Measured against the module without it (three
-pairs at 1 000 jobs, load 18-34), polling at 0.002 s was *slower*, 0.51-0.81x: answers sent
-during a pass give the job-manager and the KVS work that competes with the pass for the host's
-CPU. Hence off by default; the argument stays for hosts where that may differ.
-
 Other than that the module never waits for a commit: while it waits it reads no message (no
 arrival, no ``sched.resource-status``). Waiting at each pass's start for the commits still open
 was most of the module's wall time in a burst on a loaded host (2.1 s of a 5.7 s run of 1 000
@@ -45,8 +31,6 @@ commits. As in the base class, R is in the KVS before the job-manager hears of t
 
 from __future__ import annotations
 
-import select
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,12 +45,6 @@ CHUNK = 64
 # A pass that allocated at most this many jobs, with no earlier commit of the module still open,
 # waits for its commit and answers at once (the first start of a burst; a start after a job's end).
 ANSWER_AT_ONCE = 64
-# Default of the module argument ``answer-wait=`` (s): the longest a poll waits for the oldest
-# open commit's response (0, the default: no poll, only the commits whose responses were read
-# already; 0.002 measured slower, see above).
-ANSWER_POLL = 0.0
-# While a poll waits, the module's handle is looked at again at least this often (s).
-POLL_STEP = 0.001
 
 
 @dataclass
@@ -89,9 +67,6 @@ class AllocAnswers:
     answer_at_once: int = ANSWER_AT_ONCE
     # Called when the last open commit has been answered (a settling pass runs then).
     on_all_answered: Callable[[], None] | None = None
-    poll: float = ANSWER_POLL  # answer-wait=: the longest a poll waits for one commit
-    # Commits answered by a poll: their responses read ahead of the module's queue (stats).
-    answered_by_poll: int = 0
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
@@ -107,7 +82,7 @@ class AllocAnswers:
             return False
         self.collecting.append((jobid, msg, r, annotations))
         if len(self.collecting) >= CHUNK:
-            self.answer_polled()
+            self.answer_done()
             self._commit_collected()
         return True
 
@@ -133,10 +108,10 @@ class AllocAnswers:
         self.collecting = None
 
     def end_of_pass(self) -> None:
-        """The commits done by now are answered (polled); a small pass's own, when nothing
-        earlier is still open, after a wait (milliseconds: the KVS has nothing else of ours to
-        commit); the others by their continuation or the next pass."""
-        self.answer_polled()
+        """The commits done by now are answered; a small pass's own, when nothing earlier is
+        still open, after a wait (milliseconds: the KVS has nothing else of ours to commit);
+        the others by their continuation or the next pass."""
+        self.answer_done()
         alone = all(batch in self.this_pass for batch in self.open)
         if self.open and alone and sum(len(b.answers) for b in self.this_pass) <= self.answer_at_once:
             for batch in list(self.open):
@@ -147,48 +122,6 @@ class AllocAnswers:
         for batch in list(self.open):
             if batch.commit.is_ready():
                 self.answer(batch)
-
-    def answer_polled(self) -> None:
-        """Answer the open commits that are done, oldest first, each read with a wait of at
-        most ``poll`` seconds (its response read ahead of the messages queued before it); the
-        first one still open ends the poll. ``poll`` 0: :meth:`answer_done`."""
-        if self.poll <= 0:
-            self.answer_done()
-            return
-        for batch in list(self.open):
-            if batch.answered:
-                continue
-            if not batch.commit.is_ready():
-                if not self._response_first(batch):
-                    return
-                self.answered_by_poll += 1
-            self.answer(batch)  # its response first in the queue: the commit's wait reads only it
-
-    def _response_first(self, batch: Committing) -> bool:
-        """Whether the response to the batch's commit has come, waiting at most ``poll``
-        seconds; if so it is put first in the module's receive queue. ``flux_recv`` with the
-        commit's match tag reads what is queued and puts every other message back, in order;
-        a timed ``flux_future_wait_for`` is not used: when it times out, the messages its own
-        reactor read stay with the future (flux-core 0.88, future.c) and are lost to the
-        module (jobs were left unanswered)."""
-        h = self.handle.handle
-        match = ffi.new("struct flux_match *")
-        match.typemask = lib.FLUX_MSGTYPE_RESPONSE
-        match.matchtag = lib.flux_rpc_get_matchtag(batch.commit.handle)
-        match.topic_glob = ffi.NULL
-        deadline = time.monotonic() + self.poll
-        while True:
-            msg = lib.flux_recv(h, match[0], lib.FLUX_O_NONBLOCK)
-            if msg != ffi.NULL:
-                requeued = lib.flux_requeue(h, msg, lib.FLUX_RQ_HEAD)
-                lib.flux_msg_destroy(msg)
-                if requeued < 0:
-                    raise OSError("flux_requeue failed: the commit's response is lost")
-                return True
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            select.select([lib.flux_pollfd(h)], [], [], min(left, POLL_STEP))
 
     def answer(self, batch: Committing) -> None:
         """Answer the jobs of a batch once its commit is done (a wait when it is not); once."""

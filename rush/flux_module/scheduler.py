@@ -14,11 +14,7 @@ starts are allocated before the module answers the messages that came meanwhile;
 follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
 the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
-before), ``answer-wait=SECONDS`` (the longest a pass, at its start, at each KVS commit it sends
-and at its end, waits for the response of its oldest open commit, read ahead of the messages
-queued for the module, to answer that commit's jobs; alloc_answers.py; default
-:data:`rush.flux_module.alloc_answers.ANSWER_POLL`, 0: off, only commits already read are
-answered there; polling was measured slower on a loaded host), plus the base class's ``queue-depth=`` and
+before), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -64,7 +60,7 @@ from rush.core.snapshot import Decision, Decisions
 from rush.core.start_estimates import BASIS_NOW, estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
-from rush.flux_module.alloc_answers import ANSWER_POLL, AllocAnswers
+from rush.flux_module.alloc_answers import AllocAnswers
 from rush.flux_module.pass_settle import SETTLE_FIX, SETTLE_MIN, PassSettle, settle_hooks_missing
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
@@ -106,7 +102,6 @@ class ModuleArgs:
     default_limit: float | None = None
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
-    answer_wait: float = ANSWER_POLL
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -138,15 +133,6 @@ class ModuleArgs:
                     out.settle = math.nan
                 if not (math.isfinite(out.settle) and 0 <= out.settle <= 60):
                     raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=0.05")
-            elif key == "answer-wait" and sep:
-                try:
-                    out.answer_wait = float(value)
-                except ValueError:
-                    out.answer_wait = math.nan
-                if not (math.isfinite(out.answer_wait) and 0 <= out.answer_wait <= 60):
-                    raise ValueError(
-                        f"answer-wait={value!r}: give seconds from 0 to 60, e.g. answer-wait={ANSWER_POLL}"
-                    )
             else:
                 rest.append(arg)
         return out, rest
@@ -226,9 +212,7 @@ class RushScheduler(Scheduler):
         # The job whose allocation is being answered (alloc_success is given only its message).
         self._answering: int | None = None
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
-        self.answers = AllocAnswers(
-            h, self.log, self.stop_error, on_all_answered=self._commits_answered, poll=options.answer_wait
-        )
+        self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
         self.settle = PassSettle(limit=options.settle)
@@ -312,8 +296,6 @@ class RushScheduler(Scheduler):
         stats = super().stats_get()
         stats.update(self.settle.stats())
         stats["t_estimate_annotations"] = self.estimates_sent
-        stats["answer_wait"] = self.answers.poll
-        stats["commits_answered_by_poll"] = self.answers.answered_by_poll
         return stats
 
     def _periodic_pass(self) -> None:
@@ -571,7 +553,7 @@ class RushScheduler(Scheduler):
         if not self._queue and not self.running and not self.planner.awaiting_completions:
             self.ended.clear()
             return
-        self.answers.answer_polled()  # the last passes' commits done by now (the others: continuation)
+        self.answers.answer_done()  # the last passes' commits done by now (the others: continuation)
         report = self.planner.run_cycle()
         self.ended.clear()  # read by that pass (or of jobs it never saw run)
         if not report.ok or self.planner.last is None or self.planner.last[0] != report.cycle:

@@ -342,12 +342,6 @@ def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "settle=" in out.stderr + flux.log_tail(40)
-    for value in ("-0.1", "61", "inf", "soon", ""):
-        out = flux.module(
-            "load", str(MODULE), f"config={write_config(tmp_path)}", f"answer-wait={value}", check=False
-        )
-        assert out.returncode != 0
-        assert f"answer-wait={value!r}: give seconds from 0 to 60" in out.stderr + flux.log_tail(40)
 
 
 def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
@@ -390,61 +384,6 @@ def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(
         per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
     assert max(per_pass.values()) > CHUNK  # the premise: one pass, several commits
     assert allocated_cores(flux) == 0
-
-
-@pytest.mark.parametrize("wait", ["60", "0"])
-def test_a_pass_answers_its_done_commits_ahead_of_the_queue_each_job_once(start_flux, tmp_path, wait):
-    """At each chunk it commits and at its end, a pass reads its oldest open commits' responses
-    ahead of the messages queued for the module (alloc_answers.AllocAnswers.answer_polled:
-    ``answer-wait=`` seconds at most per commit) and answers their jobs then, not after the
-    pass and the messages queued before the responses. One pass starts 200 one-node jobs (four
-    commits) behind a job that held all 200 fake nodes: with ``answer-wait=60`` (no loaded host
-    can cut a poll short) every commit of that pass is answered by a poll; with
-    ``answer-wait=0`` none is (the module as before: the commits read by the reactor). Either
-    way each job runs once and the pool is empty at the end."""
-    from rush.flux_module.alloc_answers import CHUNK
-
-    nodes = 200
-    flux = start_flux(size=1, config=f"[fake-resources]\nnnodes = {nodes}\ncores-per-node = 1\n")
-    load_rush(flux, write_config(tmp_path), f"answer-wait={wait}")
-    simulated = "--setattr=system.exec.test.run_duration=0.01s"  # flux-core's test exec: no shell
-    blocker = flux.submit(f"-N{nodes}", "-t", "1m", "--setattr=system.exec.test.run_duration=600s", "true")
-    flux.run("job", "wait-event", "-t", "60", str(blocker), "start")
-    flux.run("submit", f"--cc=1-{nodes}", "--quiet", "-N1", "-t", "1m", simulated, "true", timeout=300)
-    journal = tmp_path / "journal.sqlite"
-    wait_for(lambda: _most_pending(journal) >= nodes, timeout=300, step=0.2)  # all queued in the module
-    flux.run("cancel", str(blocker))
-    flux.run("queue", "drain", "--timeout=300", timeout=310)
-    jobs = flux.jobs("id", "result", states="all")
-    assert [job["result"] for job in jobs if int(job["id"]) != blocker] == ["COMPLETED"] * nodes
-    starts = [d for d in decisions(tmp_path, "start") if d["status"] == "done" and d["job_id"] != blocker]
-    assert sorted(d["job_id"] for d in starts) == sorted(
-        int(j["id"]) for j in jobs if int(j["id"]) != blocker
-    )
-    per_pass: dict[int, int] = {}
-    for d in starts:
-        per_pass[d["cycle"]] = per_pass.get(d["cycle"], 0) + 1
-    big = max(per_pass.values())
-    assert big > CHUNK  # the premise: one pass, several commits
-    stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
-    assert stats["answer_wait"] == float(wait)
-    if wait == "0":
-        assert stats["commits_answered_by_poll"] == 0
-    else:  # that pass's commits, every one of them (and any small pass's)
-        assert stats["commits_answered_by_poll"] >= -(-big // CHUNK)
-    assert allocated_cores(flux) == 0
-
-
-def _most_pending(journal: Path) -> int:
-    if not journal.exists():
-        return 0
-    con = sqlite3.connect(journal)
-    try:
-        return con.execute("SELECT max(pending) FROM cycles").fetchone()[0] or 0
-    except sqlite3.OperationalError:  # the module has not created its tables yet
-        return 0
-    finally:
-        con.close()
 
 
 def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answered_once(
