@@ -39,7 +39,10 @@ longer fix for the skewed walks; exact for whole nodes, not yet formulated for s
 Round 10 measured the ceiling of any such index (``conservative_search_ceiling.py``: every
 search started where it ends leaves 46 % of the pass; whole-node requests alone save 10 %) and
 carries each job's room to the next job's first window (``rush/core/carried_room.py``, -7 to
--9 %, the same decisions); docs/research.md has the figures.
+-9 %, the same decisions); docs/research.md has the figures. Round 11 profiled the first pass
+by phase (``conservative_phase_profile.py``: the rooms built, carried and slid are 74 % of it,
+the count profiles' inserts 7 %) and kept the count profiles in blocks
+(``rush/core/count_blocks.py``): the same decisions, no gain beyond a sitting's noise.
 """
 
 from __future__ import annotations
