@@ -17,7 +17,9 @@ reservations standing:
 Each figure is the median and max of ``--repeat`` calls on fresh copies of the inputs (after
 one call that loads the numba cache). The decisions of the two warm passes are compared too.
 
-Run: ``python benchmarks/bench_conservative_nodes.py [--pending 10000] [--repeat 5]``
+Run: ``python benchmarks/bench_conservative_nodes.py [--pending 10000] [--repeat 5]
+[--cases 'nodes cold,counts cold (reference)'] [--cpu]`` (``--cases``: only those, by label;
+``--cpu``: CPU time, for a shared host; wall-clock otherwise)
 
 The first pass (issue 31, round 8), measured before changing it (an instrumented copy of the
 kernel, 10 000 pending on 1 000 nodes, 0.45 s CPU for the compiled pass): 65.5 million booking
@@ -37,7 +39,10 @@ longer fix for the skewed walks; exact for whole nodes, not yet formulated for s
 Round 10 measured the ceiling of any such index (``conservative_search_ceiling.py``: every
 search started where it ends leaves 46 % of the pass; whole-node requests alone save 10 %) and
 carries each job's room to the next job's first window (``rush/core/carried_room.py``, -7 to
--9 %, the same decisions); docs/research.md has the figures.
+-9 %, the same decisions); docs/research.md has the figures. Round 11 profiled the first pass
+by phase (``conservative_phase_profile.py``: the rooms built, carried and slid are 74 % of it,
+the count profiles' inserts 7 %) and kept the count profiles in blocks
+(``rush/core/count_blocks.py``): the same decisions, no gain beyond a sitting's noise.
 """
 
 from __future__ import annotations
@@ -117,14 +122,14 @@ def run_pair(args: tuple, ended: int) -> tuple[tuple, tuple, tuple]:
     return kept, times_only, blind
 
 
-def timed(args: tuple, repeat: int) -> tuple[float, float, tuple]:
+def timed(args: tuple, repeat: int, clock=time.perf_counter) -> tuple[float, float, tuple]:
     scheduling_pass(*(_fresh(a) for a in args))  # load the numba cache
     seconds = []
     for _ in range(repeat):
         fresh = tuple(_fresh(a) for a in args)
-        t0 = time.perf_counter()
+        t0 = clock()
         result = scheduling_pass(*fresh)
-        seconds.append(time.perf_counter() - t0)
+        seconds.append(clock() - t0)
     out = fresh[6]
     plan = (
         out.start[: result.started].tolist(),
@@ -144,7 +149,11 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ended", type=int, default=5, help="running jobs ended early before the next pass")
+    parser.add_argument("--cpu", action="store_true", help="CPU time (process_time), not wall-clock")
+    parser.add_argument("--cases", default="", help="only these cases, comma-separated (e.g. 'nodes cold')")
     args = parser.parse_args()
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    clock = time.process_time if args.cpu else time.perf_counter
     on_nodes, as_procs = make_snapshots(args.pending)
     config = CoreConfig(backfill="conservative")
     print(
@@ -155,7 +164,7 @@ def main() -> None:
     counts = first_pass_inputs(as_procs, config)
     cold = first_pass_inputs(on_nodes, config)
     kept, times_only, blind = run_pair(cold, args.ended)
-    print(f"{'case':28s} {'median ms':>10s} {'max ms':>8s}")
+    print(f"{'case':28s} {'median ms':>10s} {'max ms':>8s}  ({'CPU' if args.cpu else 'wall-clock'})")
     plans = {}
     for label, inputs in (
         ("counts cold (reference)", counts),
@@ -164,8 +173,13 @@ def main() -> None:
         ("nodes warm, kept, blind", blind),
         ("nodes warm, times only", times_only),
     ):
-        median, worst, plans[label] = timed(inputs, args.repeat)
+        if cases and label not in cases:
+            continue
+        median, worst, plans[label] = timed(inputs, args.repeat, clock)
         print(f"{label:28s} {median:10.1f} {worst:8.1f}")
+    if cases:
+        print(f"load average {os.getloadavg()[0]:.2f} after the run")
+        return
     same = plans["nodes warm, kept nodes"] == plans["nodes warm, kept, blind"]
     print(f"kept nodes with and without node memory decide the same: {'yes' if same else 'NO'}")
     a, b = plans["nodes warm, kept nodes"], plans["nodes warm, times only"]
