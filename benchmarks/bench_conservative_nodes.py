@@ -41,8 +41,8 @@ search started where it ends leaves 46 % of the pass; whole-node requests alone 
 carries each job's room to the next job's first window (``rush/core/carried_room.py``, -7 to
 -9 %, the same decisions); docs/research.md has the figures. Round 11 profiled the first pass
 by phase (``conservative_phase_profile.py``: the rooms built, carried and slid are 74 % of it,
-the count profiles' inserts 7 %) and kept the count profiles in blocks
-(``rush/core/count_blocks.py``): the same decisions, no gain beyond a sitting's noise.
+the count profiles' inserts 7 %) and tried the count profiles in blocks: the same
+decisions, no gain beyond a sitting's noise, so not merged.
 """
 
 from __future__ import annotations

@@ -54,15 +54,14 @@ PATCHES = (
         ') -> tuple[int, int, int]:\n    """Conservative backfilling on nodes;',
     ),
     (
-        "            at = count_fit(profile, counts, duration, place_at(profile, since), bound)\n",
-        "            at = count_fit(profile, counts, duration, place_at(profile, since), bound)\n"
+        "            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))\n",
+        "            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))\n"
         "        if not hold and not np.isnan(jump[j]):\n"
-        "            at = (NONE, 0) if jump[j] == INF else place_at(profile, jump[j])\n",
+        '            i = -1 if jump[j] == INF else np.searchsorted(ptime_c[:n], jump[j], side="left")\n',
     ),
     (
-        "        while at[0] != NONE and time_at(profile, at) < bound:\n            t = time_at(profile, at)\n",
-        "        while at[0] != NONE and time_at(profile, at) < bound:\n"
-        "            steps[j] += 1\n            t = time_at(profile, at)\n",
+        "        while 0 <= i < n and ptime_c[i] < bound:\n            t = ptime_c[i]\n",
+        "        while 0 <= i < n and ptime_c[i] < bound:\n            steps[j] += 1\n            t = ptime_c[i]\n",
     ),
     (
         "        if count == SKIPPED:\n            out.skip[nk] = j\n",

@@ -39,12 +39,11 @@ see: a shell that has them keeps no memory (shape (0, 5)), and every node counts
 Speed (issue 22; the decisions are those of trying every candidate on nodes, which
 tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation kernel):
 
-* Beside the bookings the pass keeps their core (and GPU) count profile, whose breakpoints
-  are exactly the candidate starts: built flat from the running jobs and the kept
-  reservations, then kept in blocks (:mod:`rush.core.count_blocks`: a booking shifts one
-  block, not the tail). A window where even the counts do not fit cannot fit on nodes (no
-  instant overcommits a node, checked on the running jobs), so a job's search starts at the
-  profile's earliest fit (:func:`rush.core.count_blocks.count_fit`).
+* Beside the bookings the pass keeps their core (and GPU) count profile
+  (:func:`rush.core.conservative._occupy`), whose breakpoints are exactly the candidate
+  starts. A window where even the counts do not fit cannot fit on nodes (no instant
+  overcommits a node, checked on the running jobs), so a job's search starts at the
+  profile's earliest fit (:func:`rush.core.conservative.fit_from`).
 * Bookings are only ever added during a pass, so a job cannot fit before the earliest fit
   found for an earlier job that asked for no more (same kind and partition, no more cores,
   GPUs or nodes, no longer): the search starts there too (:func:`_fits_from`).
@@ -64,8 +63,7 @@ import numpy as np
 from numba import njit
 
 from rush.core.carried_room import move_cost, move_cuts
-from rush.core.conservative import MIN_DURATION, _breakpoint
-from rush.core.count_blocks import NONE, blocks_from, count_fit, next_place, occupy, place_at, time_at
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
@@ -237,6 +235,29 @@ def _count_need(
             return small_c[-1] + 1, 0
         return small_c[need], small_g[need]
     return need * request.cores[j], need * request.gpus[j]
+
+
+@njit(cache=True)
+def _count_fit(
+    cores: tuple[np.ndarray, np.ndarray],
+    gpus: tuple[np.ndarray, np.ndarray],
+    n: int,
+    need: tuple[int, int],
+    duration: float,
+    span: tuple[int, float],
+) -> int:
+    """First breakpoint from ``span[0]`` on, before time ``span[1]``, from which both counts of
+    ``need`` stay free for ``duration`` (-1: none)."""
+    i, bound = span
+    while i >= 0:
+        i = fit_before(cores[0], cores[1], n, need[0], duration, i, bound)
+        if i < 0 or need[1] <= 0:
+            return i
+        g = fit_before(gpus[0], gpus[1], n, need[1], duration, i, bound)
+        if g == i:
+            return i
+        i = g
+    return -1
 
 
 @njit(cache=True)
@@ -710,10 +731,6 @@ def conservative_nodes_pass(
     if gpu_counts:
         _occupy_all((ptime_g, avail_g), n, windows, kept_g[:nkept])
     n = _occupy_all((ptime_c, avail_c), n, windows, kept_c[:nkept])
-    # From here on the count profiles are kept in blocks (rush.core.count_blocks): a booking
-    # shifts one block, not the tail. GPU counts are read only when some job checks them.
-    counts_g = avail_g if gpu_counts else np.zeros_like(avail_g)
-    profile = blocks_from(ptime_c, (avail_c, counts_g), n, capacity)
     res_slot = np.empty(2 * on + 2, dtype=np.int64)
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
@@ -762,7 +779,9 @@ def conservative_nodes_pass(
                 taken = True
                 b_on[own[s]] = False
                 carried = False
-                occupy(profile, kept_at, duration, (own_c[s], own_g[s] if gpu_counts else 0))
+                if gpu_counts:
+                    _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
+                n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
@@ -771,16 +790,17 @@ def conservative_nodes_pass(
         shape = _shape(view, j, need)
         if recorded:
             since = _fits_from(shapes, lengths, found, nrec, shape, duration)
-        at = (NONE, 0)  # a breakpoint of the count profiles (rush.core.count_blocks)
+        i = -1
         if since < INF:
-            at = count_fit(profile, counts, duration, place_at(profile, since), bound)
+            lo = np.searchsorted(ptime_c[:n], since, side="left")
+            i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))
         total = 0  # units the room offers job j (place() fails below ``need``)
-        if at[0] != NONE:
+        if i >= 0:
             # Its room: what no booking overlapping [t, t + duration) holds: the last job's
             # room with its cuts moved here (rush.core.carried_room) when that walks fewer
             # bookings, else built from whichever of (bookings ending after t, bookings
             # starting before the window's end) is shorter.
-            t = time_at(profile, at)
+            t = ptime_c[i]
             window_end = t + duration
             to_out = np.searchsorted(end_at[:nb], t, side="right")
             to_in = np.searchsorted(start_at[:nb], window_end, side="left")
@@ -828,8 +848,8 @@ def conservative_nodes_pass(
                                 capacity_of,
                                 rule,
                             )
-        while at[0] != NONE and time_at(profile, at) < bound:
-            t = time_at(profile, at)
+        while 0 <= i < n and ptime_c[i] < bound:
+            t = ptime_c[i]
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
             # were in it give their room back), those starting before its end enter it.
             while next_out < nb and end_at[next_out] <= t:
@@ -860,7 +880,7 @@ def conservative_nodes_pass(
                 if count >= 0:
                     placed_at = t
                     break
-            at = next_place(profile, at)
+            i += 1
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
@@ -881,7 +901,9 @@ def conservative_nodes_pass(
             for k in range(used, used + count):
                 c += scratch_c[k]
                 g += scratch_g[k]
-            occupy(profile, placed_at, duration, (-c, -g if gpu_counts else 0))
+            if gpu_counts:
+                _occupy(ptime_g, avail_g, n, placed_at, duration, -g)
+            n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
             b_slot[2 * nb] = used
             b_slot[2 * nb + 1] = used + count
             _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
@@ -908,7 +930,9 @@ def conservative_nodes_pass(
             if taken:
                 b_on[b] = True
                 carried = False
-                occupy(profile, placed_at, duration, (-own_c[s], -own_g[s] if gpu_counts else 0))
+                if gpu_counts:
+                    _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
+                n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
             first, last = b_slot[2 * b], b_slot[2 * b + 1]
         else:
             continue  # wider than the machine can ever offer: leave it pending
