@@ -748,7 +748,8 @@ def conservative_nodes_pass(
                 # node can still offer it a unit, can be new.
                 ask = (p, request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
                 machine = (usable, parts, cap_c, cap_g)
-                freed_from, freed_until = reach(freed, machine, ask, now, (kept_at, duration))
+                book = (links, b_t0, b_on, own[s])
+                freed_from, freed_until = reach(freed, machine, ask, now, (kept_at, duration), book)
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
             # Taken out only to be searched: with nothing freed it stands as it is.
@@ -894,6 +895,11 @@ def conservative_nodes_pass(
             nb += 1
             first, last = used, used + count
             used += count
+            for k in range(first, last):  # on its nodes' chains: what a freed node offers reads them
+                node = scratch_node[k]
+                following[k] = head[node]
+                head[node] = k
+                of_booking[k] = nb - 1
             new = (
                 scratch_node[first:last],
                 scratch_c[first:last],

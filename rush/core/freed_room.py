@@ -144,18 +144,81 @@ def free_net(
 
 
 @njit(cache=True)
+def offers(
+    node: int,
+    span: tuple[float, float, bool],
+    duration: float,
+    need: tuple[int, int, int],
+    book: tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        np.ndarray,
+        np.ndarray,
+        int,
+    ],
+) -> bool:
+    """Whether ``node`` offers a job a unit in some window ``[t, t + duration)`` with ``t`` in
+    ``span`` (start, stop, and whether the start itself is left out), on the bookings now (``book``: entry chains as :func:`room_bound`'s, the bookings'
+    starts, whether each is on, and the job's own booking, not counted). ``need``: (kind, cores,
+    GPUs): kind 0, a core free of the node's ``cores``; 1, the whole node; 2, a load of at most
+    ``cores`` and ``GPUs`` (its capacity less the job's per node). A booking overlapping the
+    window holds its take for the whole window (the pass's rule), so the load only falls when
+    a booking ends: the span's start and those ends are the only starts to try."""
+    (head, following, of_booking, take_c, take_g, b_t1), b_t0, b_on, own = book
+    kind, c_need, g_need = need
+    start, stop, opened = span
+    t = start
+    e_next = head[node]
+    while True:
+        load_c = 0
+        load_g = 0
+        e = head[node]
+        while e >= 0:
+            b = of_booking[e]
+            enters = b_t0[b] < t + duration or (opened and t == start and b_t0[b] == t + duration)
+            if b != own and b_on[b] and enters and b_t1[b] > t:
+                load_c += take_c[e]
+                load_g += take_g[e]
+            e = following[e]
+        if kind == 0:
+            if c_need - load_c > 0:
+                return True
+        elif kind == 1:
+            if load_c <= 0 and load_g <= 0:
+                return True
+        elif c_need - load_c >= 0 and g_need - load_g >= 0:
+            return True
+        # The next start to try: the next booking end in (t, stop), in chain order.
+        t = INF
+        while e_next >= 0:
+            b = of_booking[e_next]
+            e_next = following[e_next]
+            if b != own and b_on[b] and start < b_t1[b] < stop:
+                t = b_t1[b]
+                break
+        if t == INF:
+            return False
+
+
+@njit(cache=True)
 def reach(
     freed: Freed,
     machine: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     rule: tuple[int, int, int, int, int],
     now: float,
     window: tuple[float, float],
+    book: tuple[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+        np.ndarray,
+        np.ndarray,
+        int,
+    ],
 ) -> tuple[float, float]:
     """(from, until): the hull of the freed entries a kept reservation could use, ``(inf,
     -inf)`` when none. ``machine``: usable, partition bits, cores and GPUs per node; ``rule``:
     the job's partition (-1: any), nodes requested (0: cores anywhere), exclusive, cores and GPUs
     per node; ``window``: its kept time and duration (windows ``[t, t + d)``, ``now <= t <
-    time``)."""
+    time``); ``book``: the bookings now, for :func:`offers` (an entry whose node offers the job
+    nothing in any such window meeting it cannot make the job move)."""
     usable, parts, cap_c, cap_g = machine
     p, nodes, exclusive, c_need, g_need = rule
     kept_at, duration = window
@@ -167,7 +230,9 @@ def reach(
         lo = freed.lo[k]
         hi = freed.hi[k]
         # Some window [t, t + duration), now <= t < kept_at, meets [lo, hi).
-        if not max(now, lo - duration) < min(kept_at, hi):
+        first = max(now, lo - duration)
+        last = min(kept_at, hi)
+        if not first < last:
             continue
         if lo >= since and hi <= until:
             continue  # inside the hull already
@@ -178,12 +243,16 @@ def reach(
             c = freed.room_c[k]
             g = freed.room_g[k]
             if nodes == 0:
-                offers = c > 0
+                need = (0, cap_c[node], 0)
+                fits = c > 0
             elif exclusive:
-                offers = c >= cap_c[node] and g >= cap_g[node]
+                need = (1, 0, 0)
+                fits = c >= cap_c[node] and g >= cap_g[node]
             else:
-                offers = c >= c_need and g >= g_need
-            if not offers:
+                need = (2, cap_c[node] - c_need, cap_g[node] - g_need)
+                fits = c >= c_need and g >= g_need
+            span = (first, last, lo - duration >= now)
+            if not fits or not offers(node, span, duration, need, book):
                 continue
         since = min(since, lo)
         until = max(until, hi)

@@ -17,7 +17,7 @@ def _running(rng, m: int, cores: np.ndarray, gpus: np.ndarray):
     left_c, left_g = cores.copy(), gpus.copy()
     for b in range(int(rng.integers(0, 2 * m))):
         ends.append(float(NOW + rng.integers(1, 40)))
-        for node in rng.choice(m, size=int(rng.integers(1, 3)), replace=False):
+        for node in rng.choice(m, size=int(rng.integers(1, min(3, m + 1))), replace=False):
             c = int(rng.integers(0, left_c[node] + 1))
             g = int(rng.integers(0, left_g[node] + 1))
             left_c[node] -= c
@@ -54,7 +54,7 @@ def _load(chains, running: int, m: int, horizon: int) -> np.ndarray:
 
 
 def _booking(rng, m: int, cores: np.ndarray, gpus: np.ndarray, window: tuple[int, int]):
-    at = rng.choice(m, size=int(rng.integers(1, 4)), replace=False)
+    at = rng.choice(m, size=int(rng.integers(1, min(4, m + 1))), replace=False)
     c = np.array([int(rng.integers(0, cores[n] + 1)) for n in at], dtype=np.int64)
     g = np.array([int(rng.integers(0, gpus[n] + 1)) for n in at], dtype=np.int64)
     return at.astype(np.int64), c, g, (float(window[0]), float(window[1]))
@@ -138,14 +138,61 @@ def test_a_move_frees_where_room_grew_and_no_more_with_bounds_above_the_room() -
     assert grew > 100 and checked > 10_000
 
 
+def _bookings(rng, m: int):
+    """Random bookings on random nodes (some off), as the pass's chains and columns."""
+    head = np.full(m, -1, dtype=np.int64)
+    following, of_booking, take_c, take_g, t0, t1 = [], [], [], [], [], []
+    for b in range(int(rng.integers(0, 3 * m))):
+        t0.append(float(NOW + rng.integers(0, 60)))
+        t1.append(t0[-1] + float(rng.integers(1, 40)))
+        for node in rng.choice(m, size=int(rng.integers(1, min(3, m + 1))), replace=False):
+            following.append(head[node])
+            head[node] = len(following) - 1
+            of_booking.append(b)
+            take_c.append(int(rng.integers(0, 4)))
+            take_g.append(int(rng.integers(0, 2)))
+    links = (
+        head,
+        np.array(following, dtype=np.int64),
+        np.array(of_booking, dtype=np.int64),
+        np.array(take_c, dtype=np.int64),
+        np.array(take_g, dtype=np.int64),
+        np.array(t1, dtype=np.float64),
+    )
+    on = rng.random(len(t0)) < 0.8
+    own = int(rng.integers(-1, len(t0))) if t0 else -1
+    return (links, np.array(t0, dtype=np.float64), on, own)
+
+
+def _offers(book, node: int, t: int, d: int, caps, ask) -> bool:
+    """Brute force: the node's load over [t, t + d) under the pass's rule, and the job's need."""
+    (head, following, of_booking, take_c, take_g, t1), t0, on, own = book
+    load = [0, 0]
+    e = head[node]
+    while e >= 0:
+        b = of_booking[e]
+        if b != own and on[b] and t0[b] < t + d and t1[b] > t:
+            load[0] += take_c[e]
+            load[1] += take_g[e]
+        e = following[e]
+    nodes, exclusive, c_need, g_need = ask
+    if nodes == 0:
+        return caps[0][node] - load[0] > 0
+    if exclusive:
+        return load == [0, 0]
+    return caps[0][node] - load[0] >= c_need and caps[1][node] - load[1] >= g_need
+
+
 def test_reach_is_the_hull_of_the_entries_a_reservation_could_use() -> None:
-    for seed in range(200):
+    used = 0
+    for seed in range(300):
         rng = np.random.default_rng(1000 + seed)
         m = int(rng.integers(1, 6))
         cap_c = rng.integers(1, 9, size=m).astype(np.int64)
         cap_g = rng.integers(0, 3, size=m).astype(np.int64)
         usable = rng.random(m) < 0.8
         parts = rng.integers(1, 4, size=m).astype(np.int64)
+        book = _bookings(rng, m)
         freed = new_freed(32)
         entries = []
         for _ in range(int(rng.integers(0, 12))):
@@ -165,17 +212,15 @@ def test_reach_is_the_hull_of_the_entries_a_reservation_could_use() -> None:
         g_need = int(rng.integers(0, 2))
         kept_at = NOW + int(rng.integers(1, 60))
         d = int(rng.integers(1, 20))
-        since, until = reach(
-            freed,
-            (usable, parts, cap_c, cap_g),
-            (p, nodes, exclusive, c_need, g_need),
-            float(NOW),
-            (kept_at, d),
-        )
+        machine = (usable, parts, cap_c, cap_g)
+        ask = (p, nodes, exclusive, c_need, g_need)
+        since, until = reach(freed, machine, ask, float(NOW), (kept_at, d), book)
         lows, highs = [], []
         for node, lo, hi, room in entries[dropped:]:
-            # Some whole second t, NOW <= t < kept_at, whose window [t, t + d) meets [lo, hi).
-            if not any(t < hi and t + d > lo for t in range(NOW, kept_at)):
+            # Starts t, NOW <= t < kept_at, whose window [t, t + d) meets [lo, hi): every time
+            # is whole, so half seconds stand for the open stretches between.
+            starts = [t for t in np.arange(NOW, kept_at, 0.5) if t < hi and t + d > lo]
+            if not starts:
                 continue
             if node != ANY_NODE:
                 if not usable[node] or (p >= 0 and not (parts[node] >> p) & 1):
@@ -186,9 +231,13 @@ def test_reach_is_the_hull_of_the_entries_a_reservation_could_use() -> None:
                     continue
                 if nodes and not exclusive and (room[0] < c_need or room[1] < g_need):
                     continue
+                if not any(_offers(book, node, t, d, (cap_c, cap_g), ask[1:]) for t in starts):
+                    continue
             lows.append(lo)
             highs.append(hi)
+        used += len(lows)
         assert (since, until) == ((min(lows), max(highs)) if lows else (np.inf, -np.inf)), seed
+    assert used > 100
 
 
 def test_hulls_cover_the_live_entries_of_the_pass_only() -> None:
