@@ -26,11 +26,8 @@ it sees was there then. So the pass remembers per node what it left booked
 (``state.node_memory``: entries of running and started jobs, their latest end, usable, and the
 hull of what it freed itself: reservations that moved, failed or were skipped); the next pass
 marks as freed, from now, every node with fewer running entries (a job ended, maybe early) or
-usable again. Freed room is recorded per node and over time, with what the node can still offer
-there at most given the running jobs (:mod:`rush.core.freed_room`); what a moved or re-placed
-reservation takes back is not freed. A kept reservation then searches only windows meeting freed
-room on its eligible nodes, before its time, where such a node can still offer it a unit, and
-costs no node work when there is none (issue 31, item 2;
+usable again. A kept reservation then searches only windows meeting freed room on its eligible
+nodes and before its time, and costs no node work when there is none (issue 31, item 2;
 tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
 kept reservation from now); one with no freed room before it is not even taken out of the count
 profile, and a search's count fit stops at its time. Kept reservations are checked in order of
@@ -68,7 +65,6 @@ from numba import njit
 from rush.core.carried_room import move_cost, move_cuts
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
-from rush.core.freed_room import ANY_NODE, Freed, forget, free, free_net, hulls, new_freed, reach, room_bound
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
@@ -387,26 +383,50 @@ def _hold(
             load_g[node] += sign * take_g[k]
 
 
+@njit(cache=True, inline="always")
+def _free(
+    node: int,
+    window: tuple[float, float],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+    nf: int,
+) -> int:
+    """Widen ``node``'s freed hull by ``window`` (listing the node when first freed); returns
+    the number of freed nodes."""
+    if hulls[0][node] == INF:
+        freed_list[nf] = node
+        nf += 1
+    _widen(node, window, hulls)
+    return nf
+
+
+@njit(cache=True, inline="always")
+def _widen(node: int, window: tuple[float, float], hulls: tuple[np.ndarray, np.ndarray]) -> None:
+    lo, hi = hulls
+    lo[node] = min(lo[node], window[0])
+    hi[node] = max(hi[node], window[1])
+
+
 @njit(cache=True)
 def _freed_since(
     memory: np.ndarray,
     pool: NodePool,
     now: float,
-    chains: tuple[np.ndarray, np.ndarray],
-    freed: Freed,
-    bound: tuple[tuple[np.ndarray, np.ndarray], tuple, int],
-) -> None:
-    """Record what was freed since the last pass (``memory``, :func:`_remember_nodes`) in
-    ``freed``: a node with fewer running entries now (a job ended, maybe early) is freed from
-    now to the latest end it had booked, a node usable again from now on; every node when
-    nothing is known. ``chains`` (head, next) hold the running jobs' entries per node;
-    ``bound``: what :func:`rush.core.freed_room.room_bound` reads."""
+    chains: tuple[np.ndarray, np.ndarray, np.ndarray],
+    hulls: tuple[np.ndarray, np.ndarray],
+    freed_list: np.ndarray,
+) -> int:
+    """Mark what was freed since the last pass (``memory``, :func:`_remember_nodes`): a node
+    with fewer running entries now (a job ended, maybe early) is freed from now to the latest
+    end it had booked, a node usable again from now on; every node when nothing is known.
+    ``chains`` hold the running jobs' entries per node. Returns the number of freed nodes."""
     m = pool.count
+    nf = 0
     if memory.shape[0] != m:
-        free(freed, ANY_NODE, (now, INF), (0, 0))
-        return
-    head, following = chains
-    capacity, links, running = bound
+        for node in range(m):
+            nf = _free(node, (now, INF), hulls, freed_list, nf)
+        return nf
+    head, following, _ = chains
     for node in range(m):
         entries = 0
         e = head[node]
@@ -419,10 +439,10 @@ def _freed_since(
         if pool.usable[node] and memory[node, 2] == 0.0:
             until = INF
         if until > now:
-            free(freed, node, (now, until), room_bound(node, until, capacity, links, running))
+            nf = _free(node, (now, until), hulls, freed_list, nf)
         if memory[node, 4] > now:  # freed during the last pass, after some saw that node
-            window = (max(memory[node, 3], now), memory[node, 4])
-            free(freed, node, window, room_bound(node, window[1], capacity, links, running))
+            nf = _free(node, (memory[node, 3], memory[node, 4]), hulls, freed_list, nf)
+    return nf
 
 
 @njit(cache=True)
@@ -623,17 +643,17 @@ def conservative_nodes_pass(
                 following[e] = head[node]
                 head[node] = e
                 of_booking[e] = b
-    # What was freed since the last pass and during this one, per node and over time, with
-    # what each node can offer there at most (rush.core.freed_room): a kept reservation can
-    # only move earlier onto freed room, since
+    # What was freed since the last pass, per node (the hull [freed_lo, freed_hi) of it; nodes
+    # in ``freed_list``): a kept reservation can only move earlier onto freed room, since
     # everything else it sees was there when it was placed.
-    freed = new_freed(2 * m + 2 * nh + 4 * entries + 8)
-    links = (head, following, of_booking, scratch_c, scratch_g, b_t1)
-    bound_of = ((cap_c, cap_g), links, running.count)
-    _freed_since(state.node_memory, nodes.pool, now, (head, following), freed, bound_of)
-    in_pass = freed.size[0]  # entries from here on: freed by this pass (the next one's memory)
-    owned = np.zeros(2 * nh + 2, dtype=np.int64)  # sequence[s]'s entries, freed when it failed
-    take_scratch = (np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), np.full(m, -1, dtype=np.int64))
+    freed_lo = np.full(m, INF)
+    freed_hi = np.full(m, -INF)
+    freed_list = np.empty(m, dtype=np.int64)
+    moved_lo = np.full(m, INF)
+    moved_hi = np.full(m, -INF)
+    nf = _freed_since(
+        state.node_memory, nodes.pool, now, (head, following, of_booking), (freed_lo, freed_hi), freed_list
+    )
     seen = np.full(m, -1, dtype=np.int64)
     own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
     own_c = np.zeros(nh + 1, dtype=np.int64)
@@ -658,7 +678,10 @@ def conservative_nodes_pass(
         if not 0 <= row < kept_rows:
             # Its nodes were not kept: whatever it held is freed, on any node.
             t0 = max(state.reserved_at[j], now)
-            free(freed, ANY_NODE, (t0, t0 + max(jobs.est[j], MIN_DURATION)), (0, 0))
+            for node in range(m):
+                end = t0 + max(jobs.est[j], MIN_DURATION)
+                nf = _free(node, (t0, end), (freed_lo, freed_hi), freed_list, nf)
+                _widen(node, (t0, end), (moved_lo, moved_hi))
             continue
         duration = max(jobs.est[j], MIN_DURATION)
         t0 = max(state.reserved_at[j], now)
@@ -669,13 +692,10 @@ def conservative_nodes_pass(
             b = heapq.heappop(ending)[1]
             _hold(entries_of, (b_slot[2 * b], b_slot[2 * b + 1]), (load_c, load_g), -1)
         if not _kept_valid(kept, row, nodes, j, need, window, chains, (seen, s)):
-            # Freed until it is re-placed; then only what its new booking leaves of it.
-            owned[2 * s] = freed.size[0]
             for k in range(kept.offset[row], kept.offset[row + 1]):
-                node = kept.node[k]
-                if 0 <= node < m:
-                    free(freed, node, window, room_bound(node, window[1], capacity_of, links, running.count))
-            owned[2 * s + 1] = freed.size[0]
+                if 0 <= kept.node[k] < m:
+                    nf = _free(kept.node[k], window, (freed_lo, freed_hi), freed_list, nf)
+                    _widen(kept.node[k], window, (moved_lo, moved_hi))
             continue
         b_t0[nb] = t0
         b_t1[nb] = t0 + duration
@@ -744,12 +764,14 @@ def conservative_nodes_pass(
         if hold:
             kept_at = b_t0[own[s]]
             if kept_at > now:
-                # Only windows meeting room freed on its nodes, before its time, where such a
-                # node can still offer it a unit, can be new.
-                ask = (p, request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
-                machine = (usable, parts, cap_c, cap_g)
-                book = (links, b_t0, b_on, own[s])
-                freed_from, freed_until = reach(freed, machine, ask, now, (kept_at, duration), book)
+                # Only windows meeting room freed on its nodes, before its time, can be new.
+                freed_from = INF
+                freed_until = -INF
+                for x in range(nf):
+                    node = freed_list[x]
+                    if usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1):
+                        freed_from = min(freed_from, freed_lo[node])
+                        freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
             # Taken out only to be searched: with nothing freed it stands as it is.
@@ -865,9 +887,8 @@ def conservative_nodes_pass(
             if hold:  # its reservation is dropped: its window is freed
                 b = own[s]
                 for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
-                    node = scratch_node[k]
-                    room_at = room_bound(node, b_t1[b], capacity_of, links, running.count)
-                    free(freed, node, (b_t0[b], b_t1[b]), room_at)
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
             continue
         if recorded:
@@ -894,33 +915,14 @@ def conservative_nodes_pass(
             nb += 1
             first, last = used, used + count
             used += count
-            for k in range(first, last):  # on its nodes' chains: what a freed node offers reads them
-                node = scratch_node[k]
-                following[k] = head[node]
-                head[node] = k
-                of_booking[k] = nb - 1
-            new = (
-                scratch_node[first:last],
-                scratch_c[first:last],
-                scratch_g[first:last],
-                (placed_at, b_t1[nb - 1]),
-            )
             if hold:
-                # What its new booking leaves of its old window is freed: later kept ones may
-                # move into it; records made on the bookings before no longer bound anything.
+                # Its old window is freed: later kept ones may move into it; records made on
+                # the bookings before no longer bound anything.
                 b = own[s]
-                lo, hi = b_slot[2 * b], b_slot[2 * b + 1]
-                old = (scratch_node[lo:hi], scratch_c[lo:hi], scratch_g[lo:hi], (b_t0[b], b_t1[b]))
-                free_net(freed, old, new, bound_of, take_scratch)
+                for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
+                    nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
+                    _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
-            elif s < nh and owned[2 * s + 1] > owned[2 * s]:
-                # A failed kept reservation re-placed: what it takes back is not freed.
-                forget(freed, owned[2 * s], owned[2 * s + 1])
-                row = state.reserved_row[j]
-                lo, hi = kept.offset[row], kept.offset[row + 1]
-                t0 = max(state.reserved_at[j], now)
-                old = (kept.node[lo:hi], kept.cores[lo:hi], kept.gpus[lo:hi], (t0, t0 + duration))
-                free_net(freed, old, new, bound_of, take_scratch)
         elif hold:
             # Nothing earlier: the kept reservation stands, on its nodes.
             b = own[s]
@@ -966,7 +968,7 @@ def conservative_nodes_pass(
             waiting_ahead = True
     _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)
     starts = (start_now, start_slot, start_end)
-    moved = hulls(freed, in_pass, m)
+    moved = (moved_lo, moved_hi)
     _remember_nodes(state.node_memory, nodes.pool, (b_t1, b_slot), running.count, starts, scratch_node, moved)
     return ns, nk, nr
 
