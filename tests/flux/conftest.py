@@ -9,6 +9,11 @@ The live RUSH tests' (tests/flux/live_rush.py): ``network_model``, the learned v
 model under which network jobs vary with the noise and others do not (one per test module),
 and ``live_features``, this host's procfs counters sampled live into the feature store the
 model reads.
+
+Beside Fluxion (test_rush_on_fluxion.py, test_jobspecs_fluxion.py): ``plugin``, rush's jobtap
+plugin built once a session, skipping where Fluxion cannot run (test_daemon_flux.py and
+test_priority_plugin.py define their own ``plugin``, which needs no Fluxion), and ``instances``,
+the instances a test starts, each emptied and stopped at its end.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.flux import fluxion, plugin_build
 from tests.flux.instance import FluxInstance, available
 
 
@@ -78,3 +84,20 @@ def live_features(tmp_path: Path) -> Iterator[Path]:
 
     with live_store(tmp_path / "features.sqlite") as path:
         yield path
+
+
+@pytest.fixture(scope="session")
+def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    why = fluxion.unavailable()
+    if why:
+        pytest.skip(why)
+    return plugin_build.plugin_or_skip(tmp_path_factory)
+
+
+@pytest.fixture
+def instances() -> Iterator[list[FluxInstance]]:
+    launched: list[FluxInstance] = []
+    yield launched
+    for inst in launched:
+        inst.cancel_all()
+        inst.stop()

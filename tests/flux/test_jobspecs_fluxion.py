@@ -37,23 +37,6 @@ from tests.flux.plugin_build import jobtap_config, urgencies, wait_for
 pytestmark = pytest.mark.flux
 
 
-@pytest.fixture(scope="session")
-def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    why = fluxion.unavailable()
-    if why:
-        pytest.skip(why)
-    return plugin_build.plugin_or_skip(tmp_path_factory)
-
-
-@pytest.fixture
-def instances():
-    launched: list[FluxInstance] = []
-    yield launched
-    for inst in launched:
-        inst.cancel_all()
-        inst.stop()
-
-
 def two_nodes(instances: list, workdir: Path, plugin: Path, match: str, layout: str = "", gate: bool = True):
     """Two fake nodes of 4 cores under Fluxion (``queue-policy=easy``); rush's plugin gated."""
     config = jobtap_config(plugin, "gate = true") if gate else ""

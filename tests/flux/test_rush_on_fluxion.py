@@ -45,23 +45,6 @@ pytestmark = pytest.mark.flux
 QUEUE_POLICIES = ("fcfs", "easy")
 
 
-@pytest.fixture(scope="session")
-def plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    why = fluxion.unavailable()
-    if why:
-        pytest.skip(why)
-    return plugin_build.plugin_or_skip(tmp_path_factory)
-
-
-@pytest.fixture
-def instances():
-    launched: list[FluxInstance] = []
-    yield launched
-    for inst in launched:
-        inst.cancel_all()
-        inst.stop()
-
-
 def on_fluxion(
     instances: list,
     workdir: Path,
