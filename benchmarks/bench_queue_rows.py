@@ -5,7 +5,9 @@ Each run makes the live path of :mod:`bench_live_cycle` (the snapshot builder, t
 ``schedule()``, the daemon's plan) take a first and a next cycle, and times, in CPU ms
 (``time.process_time``; the host is shared), the queue rows of each cycle with the shells' memo of
 row inputs (``previous`` rows and ``inputs`` kept between the cycles), beside the cycle's own time
-(``cycle``: read to decisions, as bench_live_cycle.py measures it). ``made``: the core jobs alive
+(``cycle``: read to decisions, as bench_live_cycle.py measures it). ``--read``: the part that
+reads each pending job's values (``read``: this tree's columns, or an older tree's core jobs,
+made there in a first cycle) timed apart just before the rows. ``made``: the core jobs alive
 after the rows (the pass makes a few for its decisions in words).
 
 ``--other FILE``: another version of rush/planner/queue_view.py (e.g. ``git show
@@ -48,6 +50,15 @@ def load(path: str) -> ModuleType:
     return module
 
 
+def read(module: ModuleType, view: QueueView) -> dict:
+    """What the rows read of each pending job, as ``module`` reads it: the columns (this tree), or
+    each core job (a queue_view without ``_pending_of``)."""
+    pending_of = getattr(module, "_pending_of", None)
+    if pending_of is not None:
+        return pending_of(view)
+    return {p.job_id: p for p in view.built.snapshot.pending}
+
+
 def run(module: ModuleType, pending: int, shell: str, args) -> dict[str, float]:
     """One fresh live path's first and next cycle: CPU seconds of each and of its queue rows."""
     config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
@@ -66,8 +77,12 @@ def run(module: ModuleType, pending: int, shell: str, args) -> dict[str, float]:
         decided = live.cycle(state, defaultdict(float))  # (starts with a gc.collect())
         t1 = time.process_time()
         view = QueueView(1, state.taken_at, state, kept[-1], decided, config, POLICY)
+        if args.read:
+            read(module, view)
+        t2 = time.process_time()
         rows = module.queue_rows(view, previous, inputs)
-        out[f"{cycle} cycle"], out[f"{cycle} rows"] = t1 - t0, time.process_time() - t1
+        out[f"{cycle} cycle"], out[f"{cycle} rows"] = t1 - t0, time.process_time() - t2
+        out[f"{cycle} read"] = t2 - t1
         out[f"{cycle} written"] = len(rows)
         out[f"{cycle} made"] = kept[-1].snapshot.pending.made()
         for row in rows:
@@ -88,6 +103,12 @@ def main() -> None:
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--shells", default="flux-module,daemon")
     parser.add_argument("--other", help="another version of rush/planner/queue_view.py, alternated")
+    parser.add_argument(
+        "--read",
+        action="store_true",
+        help="time apart, before the rows, what they read of each pending job (the rows then read "
+        "it again: cheap for core jobs once made, about as dear for the columns)",
+    )
     args = parser.parse_args()
     trees = {"this": this_tree}
     if args.other:
@@ -98,7 +119,7 @@ def main() -> None:
         live_cycle.rjms_state(warm, None), defaultdict(float)
     )
     live_cycle.settle("rush")
-    keys = ("first cycle", "first rows", "next cycle", "next rows")
+    keys = ("first cycle", "first read", "first rows", "next cycle", "next read", "next rows")
     print(
         f"{'shell':12s} {'tree':6s} " + " ".join(f"{k:>11s}" for k in keys) + f" {'written':>8s} {'made':>6s}"
     )
