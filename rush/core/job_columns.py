@@ -24,23 +24,31 @@ import numpy as np
 from rush.core.names import NEUTRAL_FAIRSHARE
 
 
-def _or_default(values: tuple, default: np.ndarray | float) -> np.ndarray:
+def _or_default(values: tuple, default: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """``values`` as floats, a None replaced by ``default`` (a NaN given as such stays NaN, for
-    the snapshot check to refuse)."""
+    the snapshot check to refuse), and where a value was given (not None)."""
     out = np.array(values, dtype=np.float64).reshape(len(values))
+    given = np.ones(len(values), dtype=np.bool_)
     if np.isnan(out).any():
         # Which NaNs were None: one C-level walk (all of them, for a column of estimates left to
         # the requests).
         none = np.fromiter(map(operator.is_, values, repeat(None)), dtype=np.bool_, count=len(values))
         out[none] = default[none] if isinstance(default, np.ndarray) else default
-    return out
+        given = ~none
+    return out, given
 
 
 def _read(dtype: type, none: str | float | None = None) -> Any:
     """A column's field: read from each job's attribute of the field's name as ``dtype``;
     ``none``: what stands for a None (another column's name, or a value); ``object``: the
     values as they are, in a tuple."""
-    return dataclasses.field(metadata={"dtype": dtype, "none": none})
+    return dataclasses.field(metadata={"dtype": dtype, "none": none, "given": None})
+
+
+def _given(source: str) -> Any:
+    """A mask field: True where the job gave its own ``source`` value, False where ``source``'s
+    column holds what stands for a None (read with ``source``, in the same walk)."""
+    return dataclasses.field(metadata={"dtype": np.bool_, "none": None, "given": source})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,6 +60,8 @@ class _JobColumns:
     requested_time: np.ndarray = _read(np.float64)
     # The policy's runtime estimate; the request where the job has none.
     estimate: np.ndarray = _read(np.float64, none="requested_time")
+    # Whether the job has an estimate of its own (False: ``estimate`` holds its request).
+    own_estimate: np.ndarray = _given("estimate")
     runtime_class: np.ndarray = _read(np.int64)
     idempotent: np.ndarray = _read(np.bool_)
     requeues: np.ndarray = _read(np.int64)
@@ -66,6 +76,8 @@ class PendingColumns(_JobColumns):
     rjms_priority: np.ndarray = _read(np.float64)
     # Unknown (None): rush.core.names.NEUTRAL_FAIRSHARE.
     fairshare: np.ndarray = _read(np.float64, none=NEUTRAL_FAIRSHARE)
+    # Whether the RJMS gave its factor (False: ``fairshare`` holds the neutral one).
+    own_fairshare: np.ndarray = _given("fairshare")
     request: tuple = _read(object)
     # Its predicted runtime quantiles (None: none), for the start projection's rule L2.
     runtime_quantiles: tuple = _read(object)
@@ -92,11 +104,28 @@ class PendingColumns(_JobColumns):
             }
         )
 
+    def as_given(self, name: str) -> list:
+        """Column ``name``'s values as Python numbers, None where the job gave none (as its core
+        job's field holds it): ``estimate`` or ``fairshare``."""
+        values = getattr(self, name)
+        given = getattr(self, _MASK_OF[name])
+        if given.all():
+            return values.tolist()
+        out = np.full(len(values), None, dtype=object)
+        out[given] = values[given]  # (Python floats: a cast to objects)
+        return out.tolist()
+
 
 def _taken(values: tuple, rows: np.ndarray) -> tuple:
     """An object column's ``rows``, in that order."""
     picked = operator.itemgetter(*rows.tolist())(values) if len(rows) else ()
     return picked if len(rows) != 1 else (picked,)
+
+
+# A column -> the mask of where its jobs gave their own value.
+_MASK_OF = {
+    f.metadata["given"]: f.name for f in dataclasses.fields(PendingColumns) if f.metadata["given"] is not None
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,15 +156,23 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
     """``kind``'s columns of ``count`` jobs, each field's values (``values(name)``) read as the
     field declares."""
     read: dict = {}
-    for f in dataclasses.fields(kind):
+    fields = dataclasses.fields(kind)
+    masks = {f.metadata["given"]: f.name for f in fields if f.metadata["given"] is not None}
+    for f in fields:
         dtype, none = f.metadata["dtype"], f.metadata["none"]
+        if f.metadata["given"] is not None:
+            continue  # read with its source
         if dtype is object:
             read[f.name] = tuple(values(f.name))
         elif none is None:
             # (A map stays in C and makes no per-job tuple, which would wake the collector.)
             read[f.name] = np.fromiter(values(f.name), dtype=dtype, count=count)
         else:
-            read[f.name] = _or_default(tuple(values(f.name)), read[none] if isinstance(none, str) else none)
+            read[f.name], given = _or_default(
+                tuple(values(f.name)), read[none] if isinstance(none, str) else none
+            )
+            if f.name in masks:
+                read[masks[f.name]] = given
     return kind(**read)
 
 

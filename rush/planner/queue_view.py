@@ -14,9 +14,10 @@ import math
 from dataclasses import asdict, dataclass, is_dataclass
 
 from rush.core.config import CoreConfig
+from rush.core.job_columns import PendingRows, pending_columns
 from rush.core.priority_terms import JobInputs, priority_terms
 from rush.core.runtime_predictions import correction_code, running_estimate
-from rush.core.snapshot import Decisions, PendingJob
+from rush.core.snapshot import Decisions
 from rush.planner.journal import QueueRow
 from rush.planner.snapshot_builder import Built
 from rush.rjms.base import ClusterState, RJMSJob
@@ -47,9 +48,26 @@ def _plain(value: object) -> object:
     return vars(value) if is_dataclass(value) else float(value)  # type: ignore[arg-type]
 
 
-def _inputs(job: PendingJob) -> JobInputs:
-    estimate = job.requested_time if job.estimate is None else job.estimate
-    return JobInputs(job.submit, job.procs, estimate, int(job.runtime_class), job.fairshare)
+# A pending job's values its row reads from the pass's columns: its own estimate (None: none),
+# runtime class and fairshare factor (None: the RJMS gave none), as its core job holds them.
+Pending = tuple[float | None, int, float | None]
+
+
+def _pending_of(view: QueueView) -> dict[int, Pending]:
+    """Each pending job's row values by job id, read from the pass's pending columns (the
+    builder's, so that no core job is made for a job no decision names)."""
+    pending = view.built.snapshot.pending
+    columns = pending.columns if isinstance(pending, PendingRows) else pending_columns(pending)
+    estimates, fairshares = columns.as_given("estimate"), columns.as_given("fairshare")
+    values = zip(estimates, columns.runtime_class.tolist(), fairshares, strict=True)
+    return dict(zip(columns.job_id.tolist(), values, strict=True))
+
+
+def _inputs(job: RJMSJob, p: Pending) -> JobInputs:
+    """The priority inputs of pending ``job`` (its core job's: submit, procs and request the
+    RJMS's, the estimate its own or else the request)."""
+    estimate = job.requested_time if p[0] is None else p[0]
+    return JobInputs(job.submit, job.procs, estimate, p[1], p[2])
 
 
 def describe_core(config: CoreConfig, policy_text: str) -> str:
@@ -64,10 +82,6 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-def _estimate_of(job: PendingJob | None) -> float | None:
-    return None if job is None or job.estimate is None else float(job.estimate)
-
-
 def _running_estimates(view: QueueView) -> dict[int, float]:
     """Running jobs' predicted lengths as the core's projection uses them (a prediction the run
     outlived, corrected by the configured rule): what ``rush explain`` ends them at."""
@@ -80,10 +94,10 @@ def _running_estimates(view: QueueView) -> dict[int, float]:
     }
 
 
-# A job's row inputs at the last pass: (its RJMSJob, PendingJob, outputs, their JSON, the
-# decisions' values); the objects are compared by identity (the Flux module and the snapshot
-# builder keep them while a job is unchanged).
-RowInputs = tuple[RJMSJob, "PendingJob | None", "dict | None", "str | None", tuple]
+# A job's row inputs at the last pass: (its RJMSJob, its pending values, outputs, their JSON,
+# the decisions' values); the RJMSJob and outputs are compared by identity (the Flux module and
+# the snapshot builder keep them while a job is unchanged).
+RowInputs = tuple[RJMSJob, "Pending | None", "dict | None", "str | None", tuple]
 
 
 def queue_rows(
@@ -95,7 +109,7 @@ def queue_rows(
     objects and values has the same row, so it is not rebuilt, and its outputs' JSON is
     encoded again only when they changed (a pass over 10 000 pending jobs rebuilt every row)."""
     d = view.decisions
-    pending = {p.job_id: p for p in view.built.snapshot.pending}
+    pending = _pending_of(view)
     running_now = _running_estimates(view)
     changed: list[QueueRow] = []
     seen = set()
@@ -123,7 +137,7 @@ def queue_rows(
         else:
             encoded = None if outputs is None else json.dumps(outputs, default=str, sort_keys=True)
         now_inputs[job.job_id] = (job, p, outputs, encoded, values)
-        if old is not None and hit is not None and hit[0] is job and hit[1] is p and hit[2] is outputs:
+        if old is not None and hit is not None and hit[0] is job and hit[1] == p and hit[2] is outputs:
             if hit[4] == values:
                 continue  # the row it gave last time, still in ``previous``
         first_at = old.first_estimated_at if old is not None else None
@@ -141,9 +155,9 @@ def queue_rows(
             submit=job.submit,
             procs=job.procs,
             requested_time=job.requested_time,
-            estimate=running_now.get(job.job_id) if running else _estimate_of(p),
-            runtime_class=-1 if p is None else int(p.runtime_class),
-            fairshare=None if p is None else p.fairshare,
+            estimate=running_now.get(job.job_id) if running else None if p is None else p[0],
+            runtime_class=-1 if p is None else p[1],
+            fairshare=None if p is None else p[2],
             priority=d.priority.get(job.job_id),
             priority_group=d.priority_group.get(job.job_id),
             priority_key=d.priority_key.get(job.job_id),
@@ -165,7 +179,7 @@ def queue_rows(
                 row = row._replace(priority_terms=old.priority_terms)
             else:
                 origin = view.built.snapshot.time_origin
-                terms = terms_json(view.config, view.policy_text, _inputs(p), view.now, origin)
+                terms = terms_json(view.config, view.policy_text, _inputs(job, p), view.now, origin)
                 row = row._replace(priority_terms=terms)
         if old is None or row[3:] != old[3:]:
             changed.append(row)

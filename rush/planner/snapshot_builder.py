@@ -14,7 +14,8 @@ configured: UNKNOWN). The builder only gathers those inputs and names the source
 Pending jobs go to the core as columns (:class:`rush.core.job_columns.PendingRows`): the builder
 writes each column straight from the RJMS jobs and its rules' values, keeps the rows between
 cycles by job (a job read the same, with the same inputs, keeps its row), and makes a core job
-only when something reads one (the pass's decisions in words, the journal's queue rows).
+only when something reads one (the pass's decisions in words; the journal's queue rows read the
+columns).
 
 Jobs held by someone else than rush are left out: the RJMS will not start them, and rush
 never releases them. ``time_origin`` (F1-F4's and LIN's r = submit - origin) is the daemon's
@@ -264,7 +265,7 @@ class SnapshotBuilder:
 
     def _pending_job(self, entries: list[list], k: int) -> PendingJob:
         """Row ``k``'s core job, made once per entry and kept in it (the same object while its job
-        is unchanged, so that the queue rows' memo holds)."""
+        is unchanged)."""
         entry = entries[k]
         made = entry[4]
         if made is None:
@@ -273,7 +274,7 @@ class SnapshotBuilder:
 
     @staticmethod
     def _pending_jobs(entries: list[list]) -> list[PendingJob]:
-        """Every row's core job (one walk, for a reader of all of them: the journal's queue rows)."""
+        """Every row's core job (one walk, for a reader of all of them)."""
         return [entry[4] or _made_job(entry) for entry in entries]
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:

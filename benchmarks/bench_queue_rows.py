@@ -1,0 +1,143 @@
+"""The journal's queue rows in a live cycle (rush.planner.queue_view.queue_rows, which both shells'
+planner runs after the pass and bench_live_cycle.py leaves out), at 10 000 pending on 1 000 nodes.
+
+Each run makes the live path of :mod:`bench_live_cycle` (the snapshot builder, the kept columns,
+``schedule()``, the daemon's plan) take a first and a next cycle, and times, in CPU ms
+(``time.process_time``; the host is shared), the queue rows of each cycle with the shells' memo of
+row inputs (``previous`` rows and ``inputs`` kept between the cycles), beside the cycle's own time
+(``cycle``: read to decisions, as bench_live_cycle.py measures it). ``--read``: the part that
+reads each pending job's values (``read``: this tree's columns, or an older tree's core jobs,
+made there in a first cycle) timed apart just before the rows. ``made``: the core jobs alive
+after the rows (the pass makes a few for its decisions in words).
+
+``--other FILE``: another version of rush/planner/queue_view.py (e.g. ``git show
+REV:rush/planner/queue_view.py > /tmp/old.py``), timed in the same process, its runs alternated
+with this tree's (each run a fresh live path: a first cycle makes its core jobs anew).
+
+Run: ``python benchmarks/bench_queue_rows.py [--pending 10000] [--repeat 5] [--other FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from types import ModuleType
+
+import bench_live_cycle as live_cycle
+import bench_nodes
+from live_next_pass import next_snapshot
+
+import rush.planner.queue_view as this_tree
+from rush.core import CoreConfig
+from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
+from rush.planner.queue_view import QueueView
+
+print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while cases run
+POLICY = "FCFS"
+
+
+def load(path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("other_queue_view", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (its dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read(module: ModuleType, view: QueueView) -> dict:
+    """What the rows read of each pending job, as ``module`` reads it: the columns (this tree), or
+    each core job (a queue_view without ``_pending_of``)."""
+    pending_of = getattr(module, "_pending_of", None)
+    if pending_of is not None:
+        return pending_of(view)
+    return {p.job_id: p for p in view.built.snapshot.pending}
+
+
+def run(module: ModuleType, pending: int, shell: str, args) -> dict[str, float]:
+    """One fresh live path's first and next cycle: CPU seconds of each and of its queue rows."""
+    config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
+    snapshot = bench_nodes.make_snapshot(pending, 1, live_cycle.NODES, live_cycle.PODS)
+    live = live_cycle.LivePath(config, explain=shell == "daemon")
+    built_by = live.builder.build
+    kept: list = []
+    live.builder.build = lambda state, records: kept.append(built_by(state, records)) or kept[-1]
+    objects = {} if shell == "flux-module" else None
+    previous: dict = {}
+    inputs: dict = {}
+    out: dict[str, float] = {}
+    state = live_cycle.rjms_state(snapshot, objects)
+    for cycle in ("first", "next"):
+        parts: dict[str, float] = defaultdict(float)
+        decided = live.cycle(state, parts)  # (after a gc.collect(), not timed)
+        t1 = time.process_time()
+        view = QueueView(1, state.taken_at, state, kept[-1], decided, config, POLICY)
+        if args.read:
+            read(module, view)
+        t2 = time.process_time()
+        rows = module.queue_rows(view, previous, inputs)
+        out[f"{cycle} rows"] = time.process_time() - t2
+        out[f"{cycle} cycle"] = sum(parts[p] for p in ("build", "columns", "schedule", "words"))
+        out[f"{cycle} read"] = t2 - t1
+        out[f"{cycle} written"] = len(rows)
+        out[f"{cycle} made"] = kept[-1].snapshot.pending.made()
+        for row in rows:
+            if row.state == "gone":
+                previous.pop(row.job_id, None)
+            else:
+                previous[row.job_id] = row
+        later = next_snapshot(snapshot, decided, args.ended, kept=False)
+        state = live_cycle.rjms_state(live_cycle.with_arrivals(later, args.arrivals, pending), objects)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ended", type=int, default=5)
+    parser.add_argument("--arrivals", type=int, default=5)
+    parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument("--other", help="another version of rush/planner/queue_view.py, alternated")
+    parser.add_argument(
+        "--read",
+        action="store_true",
+        help="time apart, before the rows, what they read of each pending job (the rows then read "
+        "it again: cheap for core jobs once made, about as dear for the columns)",
+    )
+    args = parser.parse_args()
+    trees = {"this": this_tree}
+    if args.other:
+        trees["other"] = load(args.other)
+    print(f"queue_view from {this_tree.__file__}; other: {args.other}; load {os.getloadavg()[0]:.1f}")
+    warm = bench_nodes.make_snapshot(100, 1, live_cycle.NODES, live_cycle.PODS)  # numba's cache
+    live_cycle.LivePath(CoreConfig(backfill="easy"), True).cycle(
+        live_cycle.rjms_state(warm, None), defaultdict(float)
+    )
+    live_cycle.settle("rush")
+    keys = ("first cycle", "first read", "first rows", "next cycle", "next read", "next rows")
+    print(
+        f"{'shell':12s} {'tree':6s} " + " ".join(f"{k:>11s}" for k in keys) + f" {'written':>8s} {'made':>6s}"
+    )
+    for shell in args.shells.split(","):
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        for _ in range(args.repeat):
+            for name, module in trees.items():  # alternated
+                runs[name].append(run(module, args.pending, shell, args))
+        for name, got in runs.items():
+            medians = {k: statistics.median(r[k] for r in got) for k in got[0]}
+            print(
+                f"{shell:12s} {name:6s} "
+                + " ".join(f"{medians[k] * 1e3:11.1f}" for k in keys)
+                + f" {medians['first written']:8.0f} {medians['first made']:6.0f}"
+            )
+    print(f"load {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
