@@ -36,9 +36,10 @@ same on the jobs both estimated. Computed with rush.studies.estimate_accuracy.ac
 run's CSV (the replay's per-job predictions), so an older run's JSON without the median still counts.
 
 Every run ``--run`` makes is also kept, as ``sim/start_estimates/results/repeats/<stem>-repN``
-(N: the next number), and round 11's runs (made before rule L2) are kept in
-``sim/start_estimates/results/before_l2/``; ``results/live_windows_repeats.md`` (and ``.csv``)
-puts every kept run's MAE at submit side by side, with the spread between the repeats.
+(N: the next number), and the runs made before rule L2 that a rerun replaced (round 11's, round
+10's of SDSC) are kept in ``sim/start_estimates/results/before_l2/``;
+``results/live_windows_repeats.md`` (and ``.csv``) puts every kept run's MAE at submit side by
+side, with the spread between the repeats.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def spread_markdown(rows: list[dict]) -> str:
         "# Live start estimates: every kept run of each window, and the spread between repeats",
         "",
         "Written by `python sim/runtime_predictions/live_windows.py` from "
-        "`sim/start_estimates/results/before_l2/` (round 11's runs, made before rule L2) and "
+        "`sim/start_estimates/results/before_l2/` (runs made before rule L2: round 11's, and round 10's of SDSC) and "
         "`sim/start_estimates/results/repeats/` (each run since, `repN`). MAE at submit, trace "
         "minutes, with the jobs estimated; `spread`: largest minus smallest MAE over the `rep` runs.",
         "",
