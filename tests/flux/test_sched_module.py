@@ -418,7 +418,10 @@ def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answ
     assert stats["passes_after_reading_a_burst"] >= 1  # the premise: messages were queued
     assert stats["settle_cut_short"] == 0
     assert stats["settle_off"] == ""  # flux-core 0.88: the module's check found its pass timer
-    assert stats["last_pass_seconds"] >= stats["last_pass_cpu_seconds"] > 0
+    # Both read around the same pass; the thread's CPU clock and the monotonic one are read a
+    # few microseconds apart, so the CPU time may exceed the wall time by that much, no more.
+    assert stats["last_pass_seconds"] > 0 and stats["last_pass_cpu_seconds"] > 0
+    assert stats["last_pass_cpu_seconds"] <= stats["last_pass_seconds"] + 1e-3
     assert allocated_cores(flux) == 0
 
 
