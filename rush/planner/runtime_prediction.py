@@ -51,6 +51,13 @@ from typing import Any
 
 import numpy as np
 
+from rush.core.runtime_drift import (
+    DRIFT_JOBS,
+    drift_residual,
+    drift_shift,
+    drifted_quantiles,
+    quantile_median,
+)
 from rush.core.runtime_predictions import predicted_runtimes
 from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
@@ -171,6 +178,7 @@ class LiveRuntimePredictor:
         store: RuntimeHistoryStore | None,
         version: str = "",
         own: frozenset[str] | None = None,
+        drift: bool = False,
     ) -> None:
         self.name = name
         self.predictor = predictor
@@ -184,6 +192,12 @@ class LiveRuntimePredictor:
         # job id -> its predicted runtime quantiles (quantile models only), kept from its start on
         self.quantiles: dict[int, RuntimeQuantiles] = {}
         self.user_of: dict[int, int] = {}
+        # Rule D (rush.core.runtime_drift): each user's last residuals (completed jobs that had
+        # quantiles, end order), and each job's shift as of its latest prediction (a running
+        # job's as of its start). Applied to the quantiles it publishes only when ``drift``.
+        self.drift = drift
+        self.residuals: dict[int, list[float]] = {}
+        self.shift: dict[int, float] = {}
         # Users with a completion since their jobs were last predicted.
         self.changed: set[int] = set()
         self.notes: list[str] = []
@@ -241,7 +255,14 @@ class LiveRuntimePredictor:
         self.changed.update(r.user for r in rows)
         for r in rows:
             self.raw.pop(r.job_id, None)
-            self.quantiles.pop(r.job_id, None)
+            self.shift.pop(r.job_id, None)
+            q = self.quantiles.pop(r.job_id, None)
+            if q is not None:  # rule D's record: how wrong the model was for this user
+                residual = drift_residual(r.runtime, quantile_median(q.levels, q.seconds), r.requested_time)
+                if math.isfinite(residual):
+                    kept = self.residuals.setdefault(r.user, [])
+                    kept.append(residual)
+                    del kept[:-DRIFT_JOBS]
 
     # -- predicting -----------------------------------------------------------------------
     def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
@@ -303,10 +324,18 @@ class LiveRuntimePredictor:
             if j.state != "PENDING" and j.job_id in self.quantiles:
                 continue
             self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
+            self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
 
     def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
-        """The predicted quantiles of the jobs that have them, by job id."""
-        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
+        """The predicted quantiles of the jobs that have them, by job id: shifted by their user's
+        drift (rule D) when ``drift`` is on, the model's own otherwise."""
+        if not self.drift:
+            return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
+        return {
+            j.job_id: drifted_quantiles(self.quantiles[j.job_id], self.shift.get(j.job_id, 0.0))
+            for j in jobs
+            if j.job_id in self.quantiles
+        }
 
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the
@@ -328,6 +357,8 @@ class LiveRuntimePredictor:
             self.user_of = {k: v for k, v in self.user_of.items() if k in live}
         if len(self.quantiles) > len(live):
             self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
+        if len(self.shift) > len(live):
+            self.shift = {k: v for k, v in self.shift.items() if k in live}
 
 
 def load_runtime_predictor(

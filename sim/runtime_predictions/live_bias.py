@@ -55,6 +55,10 @@ VARIANTS = (
     "queue: L2",
 )
 CLASSES = ("<10min", "10min-1h", ">1h")
+# Round 14's rule D (rush.core.runtime_drift), recomputed by live_drift.py: "queue: L2" with every
+# job's quantiles (queued and running) shifted by its user's drift, the record fed the run's
+# completions. Not in VARIANTS: live_bias.md stays the deployed rules' table.
+DRIFT_VARIANT = "queue: L2 + drift"
 
 
 def model_path(w, models: Path) -> Path:
@@ -114,6 +118,7 @@ def reconstruct(
             "tags": tags,
         }
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
+    predictor.drift = False  # the model's own quantiles; DRIFT_VARIANT asks for the shifted ones
     config = CoreConfig.from_names("FCFS", "easy", "none")
     queries = sorted(
         moments
@@ -139,6 +144,11 @@ def reconstruct(
         predictor.predict_new(rjms_jobs)
         predicted = predictor.estimates(rjms_jobs)
         quantiles = predictor.runtime_quantiles(rjms_jobs)
+        drifted = {}
+        if DRIFT_VARIANT in variants:
+            predictor.drift = True
+            drifted = predictor.runtime_quantiles(rjms_jobs)
+            predictor.drift = False
         pending = [
             PendingJob(i, visible[i]["submit"], visible[i]["procs"], visible[i]["limit"], predicted[i][0])
             for i in sorted(visible, key=lambda i: (visible[i]["submit"], i))
@@ -175,6 +185,9 @@ def reconstruct(
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
             elif variant == "queue: L2":  # the queue projected on its quantiles (rule L2)
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
+            elif variant == DRIFT_VARIANT:  # rule L2 on the quantiles rule D shifted
+                p = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in pending]
+                r = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in running]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
             decided = schedule(snap, config, explain_priorities=False)
             start = decided.estimated_start.get(job_id, np.inf)

@@ -48,6 +48,9 @@ CANDIDATES = (
     ),
     # Round 12 (rule L2): the queue projected for max(its H8 mean, its 0.75 quantile).
     ("L2: conditional median, max(H8 mean, q0.75)", "easy", "conditional-median", "l2"),
+    # Round 14 (rule D, rush.core.runtime_drift): L2 with every job's quantiles shifted by its
+    # user's drift at its submission (the queue's q0.75 and the running jobs' knots).
+    ("D: L2 with per-user drift", "easy", "conditional-median", "l2-drift"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -118,6 +121,11 @@ def main() -> None:
             wf.mean(), req, binned_mean_factors(wf.mean(), known, st.submit, st.end, runtime, window=10_000)
         )
         first["l2"] = np.minimum(np.maximum(first["mean-window"], first["q0.75"]), req)
+        knots = {"": st.knots}
+        if not args.only or "D: L2 with per-user drift" in args.only.split(";"):
+            drifted, knots["l2-drift"], shift = drift_inputs(st, runtime)
+            first["l2-drift"] = np.minimum(np.maximum(first["mean-window"], drifted), req)
+            print(trace_name, drift_summary(shift), flush=True)
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
         jobs, real, classes = st.sample(step)
@@ -129,25 +137,30 @@ def main() -> None:
             chosen = [c for c in wanted if c[1] == rule_name]
             if not chosen:
                 continue
-            stacked = []
-            for _, _, running, queue in chosen:
-                conditional = running.startswith("conditional")
-                lad = ladders["mean-ladder" if conditional else running].copy()
-                lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
-                stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
-            t1 = time.time()
-            out = sweep_projected(
-                st.submit[jobs],
-                jobs,
-                st.jobs(),
-                np.ascontiguousarray(np.stack(stacked)),
-                projection(
-                    rule, req, np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in chosen]), st.knots
-                ),
-            )
-            print(trace_name, rule_name, f"{time.time() - t1:.0f} s", flush=True)
-            for c, est in zip(chosen, out, strict=True):
-                estimates[c[0]] = est
+            for knot_key in sorted({c[3] if c[3] in knots else "" for c in chosen}):
+                group = [c for c in chosen if (c[3] if c[3] in knots else "") == knot_key]
+                stacked = []
+                for _, _, running, queue in group:
+                    conditional = running.startswith("conditional")
+                    lad = ladders["mean-ladder" if conditional else running].copy()
+                    lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
+                    stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
+                t1 = time.time()
+                out = sweep_projected(
+                    st.submit[jobs],
+                    jobs,
+                    st.jobs(),
+                    np.ascontiguousarray(np.stack(stacked)),
+                    projection(
+                        rule,
+                        req,
+                        np.array([REMAINING.get(c[2], REMAINING_LADDER) for c in group]),
+                        knots[knot_key],
+                    ),
+                )
+                print(trace_name, rule_name, knot_key, f"{time.time() - t1:.0f} s", flush=True)
+                for c, est in zip(group, out, strict=True):
+                    estimates[c[0]] = est
         rows = []
         for name in estimates:
             err = estimates[name] - real
@@ -178,6 +191,41 @@ def main() -> None:
         }
         OUT.mkdir(exist_ok=True)
         path.write_text(json.dumps(report, indent=1))
+
+
+def drift_inputs(st, runtime: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Rule D offline (round 14, ``dev_log.md``): each job's shift for its user at its submission
+    (:func:`rush.core.runtime_drift.drift_shifts_walkforward`; a residual from each job that ended
+    in the study's schedule, against the median of its walk-forward quantiles), and from the
+    shifted quantiles (capped by the request, as the core caps them): the queue's q0.75, the
+    quantile function's knots, and the shifts."""
+    from rush.core.remaining_runtime import quantile_knots
+    from rush.core.runtime_drift import drift_residual, drift_shifts_walkforward
+
+    wf, req = st.walkforward, st.request
+    median = wf.quantile(0.5)
+    residual = np.array(
+        [
+            drift_residual(r, m, q)
+            for r, m, q in zip(runtime.tolist(), median.tolist(), req.tolist(), strict=True)
+        ]
+    )
+    residual[~np.isfinite(wf.proba_small)] = np.nan  # no prediction at its submission
+    end = np.where(st.start >= 0, st.end, np.inf)
+    shift = drift_shifts_walkforward(np.asarray(st.workload.user), st.submit, end, residual)
+    q = np.minimum(np.sort(wf.quantiles, axis=1) * np.exp(shift)[:, None], req[:, None])
+    level = int(np.flatnonzero(np.isclose(wf.levels, 0.75))[0])
+    return q[:, level], quantile_knots(np.log1p(q), wf.levels, np.log1p(req)), shift
+
+
+def drift_summary(shift: np.ndarray) -> str:
+    """How rule D moved the trace's jobs: share shifted, quartiles of exp(shift)."""
+    factor = np.exp(shift)
+    q = np.quantile(factor, [0.1, 0.25, 0.5, 0.75, 0.9])
+    return (
+        f"drift: {np.mean(shift != 0) * 100:.0f} % of jobs shifted; exp(shift) q10/25/50/75/90 "
+        + "/".join(f"{v:.2f}" for v in q)
+    )
 
 
 def calibration(wf, submit, start, end, runtime) -> np.ndarray:

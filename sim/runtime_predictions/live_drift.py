@@ -1,0 +1,91 @@
+"""Rule D (round 14, ``estimates/dev_log.md``) on the committed live runs, beside the RJMS's own.
+
+    RUSH_TRACE_MIRROR=/work/shared/traces nice -n 15 python sim/runtime_predictions/live_drift.py [--models DIR]
+
+For each committed live run (``live_windows.py``'s windows, rush's daemon beside the RJMS), rush's
+estimate at submit is made again as ``live_bias.py`` makes it (the core's pass on the run's real
+state at the live estimate's moment, the run's model fed its completions), under rule L2 (the
+deployed projection, the rule the runs ran) and under L2 with rule D's shifted quantiles
+(``rush.core.runtime_drift``). Compared with the RJMS's own estimate at submit from the run's
+CSV on the jobs both estimated, in the class the criterion names (waits over an hour; SDSC,
+which has none, 10 min-1 h). Trace minutes. Writes ``results/live_drift.{md,csv}``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import live_bias
+import live_windows
+
+MEASURED = {"SDSC": "10min-1h"}  # every other window: ">1h"
+VARIANTS = ("queue: L2", live_bias.DRIFT_VARIANT)
+
+
+def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> dict | None:
+    """One run's row: jobs of the measured class both rush (live) and the RJMS estimated at
+    submit; the MAE of rush live, recomputed under L2, under L2 + D, and of the RJMS."""
+    cls = MEASURED.get(window, ">1h")
+    own = {
+        r["trace_job_id"]: r["error"]
+        for r in csv_rows
+        if r["estimator"] != "rush" and r["wait_class"] == cls and r["error"] is not None
+    }
+    mine = [r for r in rows if r["wait_class"] == cls and str(r["job"]) in own]
+    mine = [r for r in mine if all(r[v] is not None for v in VARIANTS)]
+    if not mine:
+        return None
+
+    def mae(values) -> float:
+        return statistics.fmean(abs(v) for v in values) / 60
+
+    return {
+        "window": window,
+        "run": rjms,
+        "wait": cls,
+        "jobs": len(mine),
+        "rush_live": mae(r["live"] for r in mine),
+        "L2": mae(r["queue: L2"] for r in mine),
+        "L2_drift": mae(r[live_bias.DRIFT_VARIANT] for r in mine),
+        "rjms": mae(own[str(r["job"])] for r in mine),
+        "L2_signed": statistics.fmean(r["queue: L2"] for r in mine) / 60,
+        "L2_drift_signed": statistics.fmean(r[live_bias.DRIFT_VARIANT] for r in mine) / 60,
+    }
+
+
+def markdown(table: list[dict]) -> str:
+    lines = [
+        "# Rule D (per-user drift) on the committed live runs, beside the RJMS's own",
+        "",
+        "Written by `python sim/runtime_predictions/live_drift.py` (see its docstring). At submit, "
+        "jobs both rush and the RJMS estimated, waits over an hour (SDSC: 10 min-1 h); MAE in trace "
+        "minutes; `rush live`: the run's own estimates; `L2`, `L2 + D`: recomputed (`live_bias.py`'s "
+        "pass); signed: estimate minus real start.",
+        "",
+        "| window | run | wait | jobs | rush live | L2 | L2 + D | RJMS | L2 signed | L2 + D signed |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in table:
+        lines.append(
+            f"| {t['window']} | {t['run']} | {t['wait']} | {t['jobs']} | {t['rush_live']:.1f} | {t['L2']:.1f} | "
+            f"{t['L2_drift']:.1f} | {t['rjms']:.1f} | {t['L2_signed']:+.1f} | {t['L2_drift_signed']:+.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
+    table = []
+    for w, rjms, path in runs:
+        rows = live_bias.reconstruct(w, rjms, live_bias.model_path(w, models), variants=VARIANTS)
+        row = compare(w.name, rjms, rows, live_windows.read_rows(path))
+        if row is not None:
+            table.append(row)
+            print(row, flush=True)
+    live_bias.write_results("live_drift", table, markdown(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
