@@ -13,6 +13,7 @@ which has none, 10 min-1 h). Trace minutes. Writes ``results/live_drift.{md,csv}
 
 from __future__ import annotations
 
+import csv
 import statistics
 import sys
 
@@ -74,15 +75,31 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def kept_rows(windows: set[str]) -> list[dict]:
+    """The rows on disk of the windows not run now (a run of some windows updates their rows)."""
+    path = live_bias.HERE / "results" / "live_drift.csv"
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["window"] not in windows]
+    for r in rows:
+        for key in r:
+            if key not in ("window", "run", "wait"):
+                r[key] = int(r[key]) if key == "jobs" else float(r[key])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
-    table = []
+    table = kept_rows({w.name for w, _, _ in runs})
     for w, rjms, path in runs:
         rows = live_bias.reconstruct(w, rjms, live_bias.model_path(w, models), variants=VARIANTS)
         row = compare(w.name, rjms, rows, live_windows.read_rows(path))
         if row is not None:
             table.append(row)
             print(row, flush=True)
+    order = {w.name: i for i, w in enumerate(live_windows.WINDOWS)}
+    table.sort(key=lambda r: order.get(r["window"], len(order)))
     live_bias.write_results("live_drift", table, markdown(table))
     return 0
 
