@@ -23,6 +23,7 @@ and quantiles the core would refuse (NaN, negative) stay as they are and are ref
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable
 
 import numpy as np
@@ -70,7 +71,7 @@ def drift_shift(residuals: Iterable[float]) -> float:
     if not kept:
         return 0.0
     n = len(kept)
-    shift = n / (n + DRIFT_PRIOR_JOBS) * float(np.median(kept))
+    shift = n / (n + DRIFT_PRIOR_JOBS) * statistics.median(kept)
     return min(max(shift, -DRIFT_CAP), DRIFT_CAP)
 
 

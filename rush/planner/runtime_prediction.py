@@ -192,9 +192,10 @@ class LiveRuntimePredictor:
         # job id -> its predicted runtime quantiles (quantile models only), kept from its start on
         self.quantiles: dict[int, RuntimeQuantiles] = {}
         self.user_of: dict[int, int] = {}
-        # Rule D (rush.core.runtime_drift): each user's last residuals (completed jobs that had
-        # quantiles, end order), and each job's shift as of its latest prediction (a running
-        # job's as of its start). Applied to the quantiles it publishes only when ``drift``.
+        # Rule D (rush.core.runtime_drift; refuted in round 14, so off unless asked for): each
+        # user's last residuals (completed jobs that had quantiles, end order) and each job's
+        # shift as of its latest prediction (a running job's as of its start), kept and applied
+        # to the quantiles it publishes only when ``drift`` (from the first job it sees on).
         self.drift = drift
         self.residuals: dict[int, list[float]] = {}
         self.shift: dict[int, float] = {}
@@ -257,7 +258,7 @@ class LiveRuntimePredictor:
             self.raw.pop(r.job_id, None)
             self.shift.pop(r.job_id, None)
             q = self.quantiles.pop(r.job_id, None)
-            if q is not None:  # rule D's record: how wrong the model was for this user
+            if q is not None and self.drift:  # rule D's record: how wrong the model was for this user
                 residual = drift_residual(r.runtime, quantile_median(q.levels, q.seconds), r.requested_time)
                 if math.isfinite(residual):
                     kept = self.residuals.setdefault(r.user, [])
@@ -324,13 +325,18 @@ class LiveRuntimePredictor:
             if j.state != "PENDING" and j.job_id in self.quantiles:
                 continue
             self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
-            self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
+            if self.drift:
+                self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
+
+    def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
+        """The model's own predicted quantiles of the jobs that have them, by job id."""
+        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
 
     def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
-        """The predicted quantiles of the jobs that have them, by job id: shifted by their user's
-        drift (rule D) when ``drift`` is on, the model's own otherwise."""
+        """The predicted quantiles the start estimates read, by job id: the model's own, shifted
+        by their user's drift (rule D) when ``drift`` is on."""
         if not self.drift:
-            return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
+            return self.model_quantiles(jobs)
         return {
             j.job_id: drifted_quantiles(self.quantiles[j.job_id], self.shift.get(j.job_id, 0.0))
             for j in jobs

@@ -118,7 +118,7 @@ def reconstruct(
             "tags": tags,
         }
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
-    predictor.drift = False  # the model's own quantiles; DRIFT_VARIANT asks for the shifted ones
+    predictor.drift = DRIFT_VARIANT in variants  # rule D's record kept only when asked for
     config = CoreConfig.from_names("FCFS", "easy", "none")
     queries = sorted(
         moments
@@ -143,12 +143,8 @@ def reconstruct(
         rjms_jobs = [_rjms_job(RJMSJob, i, visible[i], states[i], account) for i in sorted(visible)]
         predictor.predict_new(rjms_jobs)
         predicted = predictor.estimates(rjms_jobs)
-        quantiles = predictor.runtime_quantiles(rjms_jobs)
-        drifted = {}
-        if DRIFT_VARIANT in variants:
-            predictor.drift = True
-            drifted = predictor.runtime_quantiles(rjms_jobs)
-            predictor.drift = False
+        quantiles = predictor.model_quantiles(rjms_jobs)
+        drifted = predictor.runtime_quantiles(rjms_jobs) if predictor.drift else {}
         pending = [
             PendingJob(i, visible[i]["submit"], visible[i]["procs"], visible[i]["limit"], predicted[i][0])
             for i in sorted(visible, key=lambda i: (visible[i]["submit"], i))

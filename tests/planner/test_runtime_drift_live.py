@@ -123,3 +123,14 @@ def test_bad_history_never_gives_a_nan_or_negative_quantile(model_path, runtime_
     assert math.isfinite(live.shift[99])
     estimate, _ = live.estimates([waiting])[99]
     assert math.isfinite(estimate) and 0.0 < estimate <= HOUR
+
+
+def test_the_refuted_rule_is_off_by_default_and_keeps_no_record(model_path):
+    live = load_runtime_predictor("runtime-quantiles", model_path, None)
+    assert live.drift is False
+    for k in range(1, 9):
+        run_and_finish(live, k, 1000.0 * k, lambda m: 3.0 * m)
+    waiting = job(99, "PENDING", 20_000.0)
+    live.predict_new([waiting])
+    assert live.residuals == {} and live.shift == {}
+    assert live.runtime_quantiles([waiting]) == live.model_quantiles([waiting]) == {99: live.quantiles[99]}
