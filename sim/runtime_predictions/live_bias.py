@@ -165,6 +165,11 @@ def reconstruct(
         busy = sum(r.procs for r in running)
         row = {"job": job_id, "wait_class": live[job_id]["wait_class"], "live": live[job_id]["error"]}
         row.update(tag=tag, at=now)
+        if predictor.drift:  # rule D: the job's shift then, and how many residuals its user had
+            user = predictor.user_of.get(job_id)
+            row.update(
+                shift=predictor.shift.get(job_id, 0.0), residuals=len(predictor.residuals.get(user, ()))
+            )
         real_start = jobs[job_id]["start"]
         for variant in variants:
             p, r = pending, running

@@ -14,6 +14,7 @@ which has none, 10 min-1 h). Trace minutes. Writes ``results/live_drift.{md,csv}
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 import sys
 
@@ -41,6 +42,8 @@ def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> d
     def mae(values) -> float:
         return statistics.fmean(abs(v) for v in values) / 60
 
+    shifts = " ".join(f"{math.exp(r['shift']):.2f}/{r['residuals']}" for r in mine)
+    print(f"{window} {rjms} {cls}: per job exp(shift)/residuals of its user at submit: {shifts}", flush=True)
     return {
         "window": window,
         "run": rjms,
