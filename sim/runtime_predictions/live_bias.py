@@ -1,9 +1,11 @@
 """Where the late bias of rush's live start estimates comes from (issue 29, item 4; README,
 "The late bias").
 
-    python sim/runtime_predictions/live_bias.py            # every run of live_windows.py
+    python sim/runtime_predictions/live_bias.py            # every kept run of live_windows.py
+    python sim/runtime_predictions/live_bias.py --runs latest --window CTC   # the current runs only
 
-For each committed live run (``live_windows.py``'s windows and runs, rush's daemon beside the
+For each committed live run (every kept one: ``before_l2/``, each ``repeats/...-repN`` and the
+current CSV when it is not a copy of a kept one; each row names its run in ``source``) (``live_windows.py``'s windows and runs, rush's daemon beside the
 RJMS) the estimate rush made for each job at submit is made again, off line, with the core's
 own pass (:func:`rush.core.schedule.schedule`, the rule the daemon ran) on the run's real state
 at the moment the live estimate was made: the jobs submitted and not yet started (FCFS order),
@@ -80,11 +82,17 @@ def scaled_jobs(w, rjms: str):
 
 
 def reconstruct(
-    w, rjms: str, model: Path, moments: list[tuple[float, int, str]] | None = None, variants=VARIANTS
+    w,
+    rjms: str,
+    model: Path,
+    moments: list[tuple[float, int, str]] | None = None,
+    variants=VARIANTS,
+    path: Path | None = None,
 ) -> list[dict]:
     """One row per job with a live estimate at submit: its class, the live error and each
     variant's (trace seconds). ``moments``: (unix time, job, tag) to recompute at instead of
-    the live estimates' moments (each row then has its ``tag`` and ``at``)."""
+    the live estimates' moments (each row then has its ``tag`` and ``at``). ``path``: the run's
+    CSV (its JSON beside it); the current run of the window by default."""
     from rush.core.config import CoreConfig
     from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
     from rush.core.schedule import schedule
@@ -92,8 +100,7 @@ def reconstruct(
     from rush.planner.runtime_prediction import load_runtime_predictor, own_accounts
     from rush.rjms.base import RJMSJob
 
-    kind = live_windows.RUNS[rjms][0]
-    path = live_windows.csv_path(kind, rjms, w)
+    path = path or live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
     report = json.loads(path.with_suffix(".json").read_text())
     k = float(w.speedup)
     origin = float(report["clock_offset"])
@@ -203,7 +210,7 @@ def _conditional_mean(x, now: float, quantile_knots, conditional_mean_runtime):
     )
 
 
-def summary(window: str, rjms: str, rows: list[dict]) -> list[dict]:
+def summary(window: str, rjms: str, rows: list[dict], source: str = "current") -> list[dict]:
     out = []
     for cls in CLASSES:
         mine = [r for r in rows if r["wait_class"] == cls]
@@ -215,6 +222,7 @@ def summary(window: str, rjms: str, rows: list[dict]) -> list[dict]:
                 {
                     "window": window,
                     "run": rjms,
+                    "source": source,
                     "wait": cls,
                     "variant": variant,
                     "jobs": len(errors),
@@ -246,28 +254,56 @@ def markdown(table: list[dict]) -> str:
         "`deployed`: the core's pass again on the run's real state (|deployed - live| per job, "
         "mean, in the last column); the others change one input.",
         "",
-        "| window | run | wait | variant | jobs | mean signed | MAE | late | |deployed - live| |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|",
+        "`source`: which kept run (`before L2`: round 10's or 11's, made before rule L2; `repN`: the "
+        "runs since; `current`: the window's current CSV when it is not a copy of a kept run).",
+        "",
+        "| window | run | source | wait | variant | jobs | mean signed | MAE | late | |deployed - live| |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for t in table:
         lines.append(
-            f"| {t['window']} | {t['run']} | {t['wait']} | {t['variant']} | {t['jobs']} | "
+            f"| {t['window']} | {t['run']} | {t['source']} | {t['wait']} | {t['variant']} | {t['jobs']} | "
             f"{f(t['mean_signed_min'], '+.1f')} | {f(t['mean_abs_min'], '.1f')} | "
             f"{f(None if t['late'] is None else 100 * t['late'], '.0f')} % | {f(t['agree_with_live_min'], '.1f')} |"
         )
     return "\n".join(lines) + "\n"
 
 
+def kept_runs(w, rjms: str) -> list[tuple[str, Path]]:
+    """(source, CSV) of every kept run of this window and RJMS (``live_windows.repeat_sources``:
+    ``before L2``, then ``rep1``, ``rep2``, ...), and the current CSV as ``current`` when it is
+    not a byte-for-byte copy of one of them."""
+    import filecmp
+
+    kind = live_windows.RUNS[rjms][0]
+    kept = live_windows.repeat_sources(kind, rjms, w)
+    current = live_windows.csv_path(kind, rjms, w)
+    if current.exists() and not any(filecmp.cmp(current, p, shallow=False) for _, p in kept):
+        kept.append(("current", current))
+    return kept
+
+
 def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[tuple]]:
-    """The command line the live-window recomputations share (``--models``, ``--window``) and the
-    recorded daemon runs they replay: the models' directory and (window, RJMS, CSV) per run."""
+    """The command line the live-window recomputations share (``--models``, ``--window``,
+    ``--runs``) and the recorded daemon runs they replay: the models' directory and (window,
+    RJMS, CSV, source) per run, the runs since rule L2 (``repN``, ``current``) first."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
     parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
+    parser.add_argument(
+        "--runs",
+        default="all",
+        help="'all' (every kept run), 'latest' (each window's current CSV) or sources, "
+        "comma-separated ('before L2', 'rep1', 'current', ...)",
+    )
     args = parser.parse_args(argv)
     models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
     models.mkdir(parents=True, exist_ok=True)
     wanted = {n for n in args.window.split(",") if n}
+    unknown = wanted - {w.name for w in live_windows.WINDOWS}
+    if unknown:
+        parser.error(f"--window: unknown {', '.join(sorted(unknown))}")
+    sources = {n.strip() for n in args.runs.split(",") if n.strip()}
     runs = []
     for w in live_windows.WINDOWS:
         if wanted and w.name not in wanted:
@@ -276,9 +312,26 @@ def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[
             if rjms in ("slurm-burst", "rush-module"):  # a reference run; no daemon estimate replayed
                 continue
             path = live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
-            if path.exists():
-                runs.append((w, rjms, path))
-    return models, runs
+            if sources == {"latest"}:
+                runs += [(w, rjms, path, "current")] * path.exists()
+                continue
+            runs += [
+                (w, rjms, p, source)
+                for source, p in kept_runs(w, rjms)
+                if sources == {"all"} or source in sources
+            ]
+    return models, sorted(runs, key=lambda r: r[3] == "before L2")
+
+
+def in_order(table: list[dict]) -> list[dict]:
+    """The rows by window (as ``live_windows.WINDOWS``), run and kept run (``before L2`` first,
+    then ``rep1``, ``rep2``, ..., ``current``), each run's rows in the order they were made."""
+    names = [w.name for w in live_windows.WINDOWS]
+
+    def source(s: str) -> tuple:
+        return (s != "before L2", s == "current", int(s[3:]) if s.startswith("rep") else 0)
+
+    return sorted(table, key=lambda t: (names.index(t["window"]), t["run"], source(t["source"])))
 
 
 def write_results(stem: str, table: list[dict], text: str) -> None:
@@ -295,9 +348,10 @@ def write_results(stem: str, table: list[dict], text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
-    for w, rjms, _ in runs:
-        table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models)))
-    write_results("live_bias", table, markdown(table))
+    for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
+        table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models), path=path), source)
+        write_results("live_bias", in_order(table), markdown(in_order(table)))
+        print(w.name, rjms, source, "done", flush=True)
     return 0
 
 
