@@ -24,7 +24,10 @@ Then the same with one input changed at a time:
 Per window, run, variant and wait class: mean signed error (estimate minus real start, trace
 minutes; positive: late), mean absolute error, share late. Writes ``results/live_bias.{md,csv}``.
 The model of each window is trained again as ``run_live.py`` trains it (same command, same
-cut, same scale: the same model) into a cache directory unless ``--models DIR`` holds it.
+cut, same scale: the same model) into a cache directory unless ``--models DIR`` holds it. The
+rows recomputed for each run are kept there too (``rows-*.json``, keyed by the run's CSV and
+JSON, the model and what is recomputed), so a later call recomputes only runs it has not seen;
+remove the directory after changing the recomputation's code.
 """
 
 from __future__ import annotations
@@ -190,6 +193,25 @@ def reconstruct(
     return out
 
 
+def reconstructed(models: Path, w, rjms: str, path: Path, moments=None, variants=VARIANTS) -> list[dict]:
+    """:func:`reconstruct` of the run at ``path``, kept in ``models`` keyed by the run's CSV and
+    JSON, the window's model and the moments and variants asked for: the same inputs give the
+    same rows, so they are computed once."""
+    import hashlib
+
+    model = model_path(w, models)
+    key = hashlib.sha256()
+    for part in (path.read_bytes(), path.with_suffix(".json").read_bytes(), model.read_bytes()):
+        key.update(hashlib.sha256(part).digest())
+    key.update(json.dumps([rjms, w.speedup, moments, list(variants)]).encode())
+    cache = models / f"rows-{key.hexdigest()[:32]}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    rows = reconstruct(w, rjms, model, moments, variants, path=path)
+    cache.write_text(json.dumps(rows))
+    return rows
+
+
 def _rjms_job(cls, job_id: int, j: dict, state: str, account: str):
     return cls(job_id=job_id, state=state, submit=j["submit"], procs=j["procs"], requested_time=j["limit"],
                start=None if state == "PENDING" else j["start"], user=account, tags=j["tags"])  # fmt: skip
@@ -349,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
     for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
-        table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models), path=path), source)
+        table += summary(w.name, rjms, reconstructed(models, w, rjms, path), source)
         write_results("live_bias", in_order(table), markdown(in_order(table)))
         print(w.name, rjms, source, "done", flush=True)
     return 0

@@ -161,9 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
         rows = live_windows.read_rows(path)
         at, rjms_rows = moments(rows)
-        recomputed = live_bias.reconstruct(
-            w, rjms, live_bias.model_path(w, models), at, ("deployed", "queue: L2"), path=path
-        )
+        recomputed = live_bias.reconstructed(models, w, rjms, path, at, ("deployed", "queue: L2"))
         table += same_moment(w.name, rjms, rows, recomputed, rjms_rows, source)
         ordered = live_bias.in_order(table)
         live_bias.write_results("live_same_moment", ordered, markdown(ordered))

@@ -110,3 +110,34 @@ def test_rows_are_ordered_by_window_run_and_kept_run():
         ("CTC", "current"),
         ("KTH", "rep1"),
     ]
+
+
+def test_recomputed_rows_are_kept_by_the_runs_content_and_computed_once(tmp_path, monkeypatch):
+    lw = script.live_windows
+    ctc = next(w for w in lw.WINDOWS if w.name == "CTC")
+    model = tmp_path / "model.joblib"
+    model.write_text("m")
+    run = tmp_path / "run.csv"
+    run.write_text("a")
+    run.with_suffix(".json").write_text("{}")
+    calls = []
+
+    def fake(w, rjms, m, moments=None, variants=script.VARIANTS, path=None):
+        calls.append((rjms, path, moments))
+        return [{"job": len(calls), "wait_class": ">1h", "live": 1.5, "deployed": None}]
+
+    monkeypatch.setattr(script, "model_path", lambda w, models: model)
+    monkeypatch.setattr(script, "reconstruct", fake)
+    first = script.reconstructed(tmp_path, ctc, "flux", run)
+    assert (
+        script.reconstructed(tmp_path, ctc, "flux", run)
+        == first
+        == [{"job": 1, "wait_class": ">1h", "live": 1.5, "deployed": None}]
+    )
+    assert len(calls) == 1
+    script.reconstructed(tmp_path, ctc, "flux", run, [(1.0, 7, "rjms")], ("deployed",))  # other moments
+    run.write_text("b")  # the run's CSV changed
+    script.reconstructed(tmp_path, ctc, "flux", run)
+    model.write_text("m2")  # the model changed
+    script.reconstructed(tmp_path, ctc, "flux", run)
+    assert len(calls) == 4
