@@ -65,7 +65,7 @@ CLASSES = ("<10min", "10min-1h", ">1h")
 def model_path(w, models: Path) -> Path:
     import run_live
 
-    path = models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
+    path = live_windows.model_file(w, models)
     if not path.exists() and not run_live.train_quantiles(w.trace, w.window, w.speedup, path):
         raise SystemExit(f"could not train the model for {w.name}")
     return path
