@@ -251,12 +251,12 @@ def summary(window: str, rjms: str, rows: list[dict], source: str = "current") -
                     "mean_signed_min": statistics.fmean(errors) / 60 if errors else None,
                     "mean_abs_min": statistics.fmean(abs(e) for e in errors) / 60 if errors else None,
                     "late": sum(e > 0 for e in errors) / len(errors) if errors else None,
+                    # how well the recomputation gives the live estimates back: ``deployed`` for
+                    # runs made before rule L2, ``queue: L2`` for runs since (L2 is what ran)
                     "agree_with_live_min": (
-                        statistics.fmean(
-                            abs(r["deployed"] - r["live"]) for r in mine if r["deployed"] is not None
-                        )
+                        statistics.fmean(abs(r[variant] - r["live"]) for r in mine if r[variant] is not None)
                         / 60
-                        if variant == "deployed"
+                        if variant in ("deployed", "queue: L2") and any(r[variant] is not None for r in mine)
                         else None
                     ),
                 }
@@ -273,13 +273,15 @@ def markdown(table: list[dict]) -> str:
         "",
         "Written by `python sim/runtime_predictions/live_bias.py` (see its docstring). Trace minutes; "
         "signed: estimate minus real start (positive: late). `live`: the run's own estimates; "
-        "`deployed`: the core's pass again on the run's real state (|deployed - live| per job, "
-        "mean, in the last column); the others change one input.",
+        "`deployed`: the core's pass again on the run's real state, as deployed before rule L2 "
+        "(|deployed - live| per job, mean, in the last column); the others change one input; "
+        "`queue: L2` is the rule deployed since, so for the `repN` runs its |L2 - live| is the "
+        "check that the recomputation gives the live estimates back.",
         "",
         "`source`: which kept run (`before L2`: round 10's or 11's, made before rule L2; `repN`: the "
         "runs since; `current`: the window's current CSV when it is not a copy of a kept run).",
         "",
-        "| window | run | source | wait | variant | jobs | mean signed | MAE | late | |deployed - live| |",
+        "| window | run | source | wait | variant | jobs | mean signed | MAE | late | |variant - live| |",
         "|---|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for t in table:

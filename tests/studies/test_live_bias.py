@@ -41,6 +41,8 @@ def test_signed_error_late_share_and_agreement_with_live_per_class():
     assert math.isclose(real["mean_signed_min"], 0.0) and math.isclose(real["mean_abs_min"], 40 / 60)
     assert math.isclose(real["late"], 1 / 3)
     assert table[(">1h", "all real")]["agree_with_live_min"] is None
+    # rule L2, deployed since round 12: its agreement with the live estimates is given too
+    assert math.isclose(table[(">1h", "queue: L2")]["agree_with_live_min"], (60 + 120) / 2 / 60)
 
 
 def _kept(tmp_path, monkeypatch, w, rjms: str, files: dict[str, str]) -> None:
