@@ -1,9 +1,11 @@
 """Where the late bias of rush's live start estimates comes from (issue 29, item 4; README,
 "The late bias").
 
-    python sim/runtime_predictions/live_bias.py            # every run of live_windows.py
+    python sim/runtime_predictions/live_bias.py            # every kept run of live_windows.py
+    python sim/runtime_predictions/live_bias.py --runs latest --window CTC   # the current runs only
 
-For each committed live run (``live_windows.py``'s windows and runs, rush's daemon beside the
+For each committed live run (every kept one: ``before_l2/``, each ``repeats/...-repN`` and the
+current CSV when it is not a copy of a kept one; each row names its run in ``source``) (``live_windows.py``'s windows and runs, rush's daemon beside the
 RJMS) the estimate rush made for each job at submit is made again, off line, with the core's
 own pass (:func:`rush.core.schedule.schedule`, the rule the daemon ran) on the run's real state
 at the moment the live estimate was made: the jobs submitted and not yet started (FCFS order),
@@ -22,7 +24,10 @@ Then the same with one input changed at a time:
 Per window, run, variant and wait class: mean signed error (estimate minus real start, trace
 minutes; positive: late), mean absolute error, share late. Writes ``results/live_bias.{md,csv}``.
 The model of each window is trained again as ``run_live.py`` trains it (same command, same
-cut, same scale: the same model) into a cache directory unless ``--models DIR`` holds it.
+cut, same scale: the same model) into a cache directory unless ``--models DIR`` holds it. The
+rows recomputed for each run are kept there too (``rows-*.json``, keyed by the run's CSV and
+JSON, the model and what is recomputed), so a later call recomputes only runs it has not seen;
+remove the directory after changing the recomputation's code.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ DRIFT_VARIANT = "queue: L2 + drift"
 def model_path(w, models: Path) -> Path:
     import run_live
 
-    path = models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
+    path = live_windows.model_file(w, models)
     if not path.exists() and not run_live.train_quantiles(w.trace, w.window, w.speedup, path):
         raise SystemExit(f"could not train the model for {w.name}")
     return path
@@ -84,11 +89,17 @@ def scaled_jobs(w, rjms: str):
 
 
 def reconstruct(
-    w, rjms: str, model: Path, moments: list[tuple[float, int, str]] | None = None, variants=VARIANTS
+    w,
+    rjms: str,
+    model: Path,
+    moments: list[tuple[float, int, str]] | None = None,
+    variants=VARIANTS,
+    path: Path | None = None,
 ) -> list[dict]:
     """One row per job with a live estimate at submit: its class, the live error and each
     variant's (trace seconds). ``moments``: (unix time, job, tag) to recompute at instead of
-    the live estimates' moments (each row then has its ``tag`` and ``at``)."""
+    the live estimates' moments (each row then has its ``tag`` and ``at``). ``path``: the run's
+    CSV (its JSON beside it); the current run of the window by default."""
     from rush.core.config import CoreConfig
     from rush.core.remaining_runtime import conditional_mean_runtime, quantile_knots
     from rush.core.schedule import schedule
@@ -96,8 +107,7 @@ def reconstruct(
     from rush.planner.runtime_prediction import load_runtime_predictor, own_accounts
     from rush.rjms.base import RJMSJob
 
-    kind = live_windows.RUNS[rjms][0]
-    path = live_windows.csv_path(kind, rjms, w)
+    path = path or live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
     report = json.loads(path.with_suffix(".json").read_text())
     k = float(w.speedup)
     origin = float(report["clock_offset"])
@@ -197,6 +207,25 @@ def reconstruct(
     return out
 
 
+def reconstructed(models: Path, w, rjms: str, path: Path, moments=None, variants=VARIANTS) -> list[dict]:
+    """:func:`reconstruct` of the run at ``path``, kept in ``models`` keyed by the run's CSV and
+    JSON, the window's model and the moments and variants asked for: the same inputs give the
+    same rows, so they are computed once."""
+    import hashlib
+
+    model = model_path(w, models)
+    key = hashlib.sha256()
+    for part in (path.read_bytes(), path.with_suffix(".json").read_bytes(), model.read_bytes()):
+        key.update(hashlib.sha256(part).digest())
+    key.update(json.dumps([rjms, w.speedup, moments, list(variants)]).encode())
+    cache = models / f"rows-{key.hexdigest()[:32]}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    rows = reconstruct(w, rjms, model, moments, variants, path=path)
+    cache.write_text(json.dumps(rows))
+    return rows
+
+
 def _rjms_job(cls, job_id: int, j: dict, state: str, account: str):
     return cls(job_id=job_id, state=state, submit=j["submit"], procs=j["procs"], requested_time=j["limit"],
                start=None if state == "PENDING" else j["start"], user=account, tags=j["tags"])  # fmt: skip
@@ -217,7 +246,7 @@ def _conditional_mean(x, now: float, quantile_knots, conditional_mean_runtime):
     )
 
 
-def summary(window: str, rjms: str, rows: list[dict]) -> list[dict]:
+def summary(window: str, rjms: str, rows: list[dict], source: str = "current") -> list[dict]:
     out = []
     for cls in CLASSES:
         mine = [r for r in rows if r["wait_class"] == cls]
@@ -229,18 +258,19 @@ def summary(window: str, rjms: str, rows: list[dict]) -> list[dict]:
                 {
                     "window": window,
                     "run": rjms,
+                    "source": source,
                     "wait": cls,
                     "variant": variant,
                     "jobs": len(errors),
                     "mean_signed_min": statistics.fmean(errors) / 60 if errors else None,
                     "mean_abs_min": statistics.fmean(abs(e) for e in errors) / 60 if errors else None,
                     "late": sum(e > 0 for e in errors) / len(errors) if errors else None,
+                    # how well the recomputation gives the live estimates back: ``deployed`` for
+                    # runs made before rule L2, ``queue: L2`` for runs since (L2 is what ran)
                     "agree_with_live_min": (
-                        statistics.fmean(
-                            abs(r["deployed"] - r["live"]) for r in mine if r["deployed"] is not None
-                        )
+                        statistics.fmean(abs(r[variant] - r["live"]) for r in mine if r[variant] is not None)
                         / 60
-                        if variant == "deployed"
+                        if variant in ("deployed", "queue: L2") and any(r[variant] is not None for r in mine)
                         else None
                     ),
                 }
@@ -257,31 +287,61 @@ def markdown(table: list[dict]) -> str:
         "",
         "Written by `python sim/runtime_predictions/live_bias.py` (see its docstring). Trace minutes; "
         "signed: estimate minus real start (positive: late). `live`: the run's own estimates; "
-        "`deployed`: the core's pass again on the run's real state (|deployed - live| per job, "
-        "mean, in the last column); the others change one input.",
+        "`deployed`: the core's pass again on the run's real state, as deployed before rule L2 "
+        "(|deployed - live| per job, mean, in the last column); the others change one input; "
+        "`queue: L2` is the rule deployed since, so for the `repN` runs its |L2 - live| is the "
+        "check that the recomputation gives the live estimates back.",
         "",
-        "| window | run | wait | variant | jobs | mean signed | MAE | late | |deployed - live| |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|",
+        "`source`: which kept run (`before L2`: round 10's or 11's, made before rule L2; `repN`: the "
+        "runs since; `current`: the window's current CSV when it is not a copy of a kept run).",
+        "",
+        "| window | run | source | wait | variant | jobs | mean signed | MAE | late | |variant - live| |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for t in table:
         lines.append(
-            f"| {t['window']} | {t['run']} | {t['wait']} | {t['variant']} | {t['jobs']} | "
+            f"| {t['window']} | {t['run']} | {t['source']} | {t['wait']} | {t['variant']} | {t['jobs']} | "
             f"{f(t['mean_signed_min'], '+.1f')} | {f(t['mean_abs_min'], '.1f')} | "
             f"{f(None if t['late'] is None else 100 * t['late'], '.0f')} % | {f(t['agree_with_live_min'], '.1f')} |"
         )
     return "\n".join(lines) + "\n"
 
 
+def kept_runs(w, rjms: str) -> list[tuple[str, Path]]:
+    """(source, CSV) of every kept run of this window and RJMS (``live_windows.repeat_sources``:
+    ``before L2``, then ``rep1``, ``rep2``, ...), and the current CSV as ``current`` when it is
+    not a byte-for-byte copy of one of them."""
+    import filecmp
+
+    kind = live_windows.RUNS[rjms][0]
+    kept = live_windows.repeat_sources(kind, rjms, w)
+    current = live_windows.csv_path(kind, rjms, w)
+    if current.exists() and not any(filecmp.cmp(current, p, shallow=False) for _, p in kept):
+        kept.append(("current", current))
+    return kept
+
+
 def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[tuple]]:
-    """The command line the live-window recomputations share (``--models``, ``--window``) and the
-    recorded daemon runs they replay: the models' directory and (window, RJMS, CSV) per run."""
+    """The command line the live-window recomputations share (``--models``, ``--window``,
+    ``--runs``) and the recorded daemon runs they replay: the models' directory and (window,
+    RJMS, CSV, source) per run, the runs since rule L2 (``repN``, ``current``) first."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
     parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
+    parser.add_argument(
+        "--runs",
+        default="all",
+        help="'all' (every kept run), 'latest' (each window's current CSV) or sources, "
+        "comma-separated ('before L2', 'rep1', 'current', ...)",
+    )
     args = parser.parse_args(argv)
     models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
     models.mkdir(parents=True, exist_ok=True)
     wanted = {n for n in args.window.split(",") if n}
+    unknown = wanted - {w.name for w in live_windows.WINDOWS}
+    if unknown:
+        parser.error(f"--window: unknown {', '.join(sorted(unknown))}")
+    sources = {n.strip() for n in args.runs.split(",") if n.strip()}
     runs = []
     for w in live_windows.WINDOWS:
         if wanted and w.name not in wanted:
@@ -290,9 +350,26 @@ def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[
             if rjms in ("slurm-burst", "rush-module"):  # a reference run; no daemon estimate replayed
                 continue
             path = live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
-            if path.exists():
-                runs.append((w, rjms, path))
-    return models, runs
+            if sources == {"latest"}:
+                runs += [(w, rjms, path, "current")] * path.exists()
+                continue
+            runs += [
+                (w, rjms, p, source)
+                for source, p in kept_runs(w, rjms)
+                if sources == {"all"} or source in sources
+            ]
+    return models, sorted(runs, key=lambda r: r[3] == "before L2")
+
+
+def in_order(table: list[dict]) -> list[dict]:
+    """The rows by window (as ``live_windows.WINDOWS``), run and kept run (``before L2`` first,
+    then ``rep1``, ``rep2``, ..., ``current``), each run's rows in the order they were made."""
+    names = [w.name for w in live_windows.WINDOWS]
+
+    def source(s: str) -> tuple:
+        return (s != "before L2", s == "current", int(s[3:]) if s.startswith("rep") else 0)
+
+    return sorted(table, key=lambda t: (names.index(t["window"]), t["run"], source(t["source"])))
 
 
 def write_results(stem: str, table: list[dict], text: str) -> None:
@@ -309,9 +386,10 @@ def write_results(stem: str, table: list[dict], text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
-    for w, rjms, _ in runs:
-        table += summary(w.name, rjms, reconstruct(w, rjms, model_path(w, models)))
-    write_results("live_bias", table, markdown(table))
+    for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
+        table += summary(w.name, rjms, reconstructed(models, w, rjms, path), source)
+        write_results("live_bias", in_order(table), markdown(in_order(table)))
+        print(w.name, rjms, source, "done", flush=True)
     return 0
 
 

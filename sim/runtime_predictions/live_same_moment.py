@@ -1,7 +1,7 @@
 """rush's start estimate at the moment the RJMS makes its first (issue 29, item 4; protocol S1 of
 ``estimates/dev_log.md``, round 12).
 
-    python sim/runtime_predictions/live_same_moment.py [--models DIR] [--window CTC,BLUE]
+    python sim/runtime_predictions/live_same_moment.py [--models DIR] [--window CTC,BLUE] [--runs all]
 
 ``live_windows.py`` compares each estimator's *first* estimate of a job. sched-backfill and
 Fluxion annotate only the job they reserve for, so their first estimate of a long-waiting job
@@ -14,7 +14,9 @@ queue projected on its quantiles' upper quartile). How well the recomputation gi
 estimates back is measured at rush's own recorded moments: its first estimate, and halfway
 (recomputed at submit + wait / 2; the recorded one was made at the last poll before).
 
-Writes ``results/live_same_moment.{md,csv}``: per window, run and wait class, the jobs the RJMS
+Every kept run of each window is replayed (``live_bias.recorded_runs``: ``before_l2/``, each
+``repN``, the current CSV when it is not a copy; ``--runs latest`` for the current ones only).
+Writes ``results/live_same_moment.{md,csv}``: per window, run, kept run (``source``) and wait class, the jobs the RJMS
 estimated (and those left out: not pending at that moment in the recomputed state), the RJMS's
 coverage, its first estimate's moment as a share of the wait, and for the RJMS, rush and rush
 with L2: MAE, median absolute error, mean signed error (estimate minus real start, trace
@@ -68,7 +70,7 @@ def _stats(errors: list[float], waits: list[float]) -> dict:
 
 
 def same_moment(
-    window: str, rjms: str, rows: list[dict], recomputed: list[dict], rjms_rows: dict
+    window: str, rjms: str, rows: list[dict], recomputed: list[dict], rjms_rows: dict, source: str = "current"
 ) -> list[dict]:
     """Per wait class: the RJMS's first estimates beside rush's recomputed at their moments, and
     the recomputation's fidelity at rush's own moments (trace minutes)."""
@@ -85,6 +87,7 @@ def same_moment(
         row = {
             "window": window,
             "run": rjms,
+            "source": source,
             "wait": cls,
             "jobs": len(jobs),
             "rjms_estimated": len(estimated),
@@ -127,17 +130,18 @@ def markdown(table: list[dict]) -> str:
         "(recomputed with the core's pass on the run's real state; `L2`: with rule L2). Trace",
         "minutes; signed: estimate minus real start. `moment`: the RJMS's first estimate as a share",
         "of the wait (mean). `fidelity`: |recomputed - live| of rush's estimates at its own first",
-        "and halfway moments (mean).",
+        "and halfway moments (mean). `source`: which kept run (`before L2`: made before rule L2;",
+        "`repN`: the runs since; `current`: the window's current CSV when not a copy of a kept run).",
         "",
-        "| window | run | wait | jobs | RJMS estimated (coverage) | left out | moment | MAE RJMS / rush / rush L2 "
+        "| window | run | source | wait | jobs | RJMS estimated (coverage) | left out | moment | MAE RJMS / rush / rush L2 "
         "| median RJMS / rush / L2 | mean signed RJMS / rush / L2 | within 10 % RJMS / rush / L2 "
         "| fidelity first / halfway |",
-        "|---|---|---|---:|---|---:|---:|---|---|---|---|---|",
+        "|---|---|---|---|---:|---|---:|---:|---|---|---|---|---|",
     ]
     for t in table:
         e = [n for n, _ in ESTIMATORS]
         lines.append(
-            f"| {t['window']} | {t['run']} | {t['wait']} | {t['jobs']} | {t['rjms_estimated']} "
+            f"| {t['window']} | {t['run']} | {t['source']} | {t['wait']} | {t['jobs']} | {t['rjms_estimated']} "
             f"({pct(t['coverage'])}) | {t['left_out']} | {pct(t['moment_share'])} | "
             + " / ".join(f(t[f"{n} mae"]) for n in e)
             + " | "
@@ -154,15 +158,14 @@ def markdown(table: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
-    for w, rjms, path in runs:
+    for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
         rows = live_windows.read_rows(path)
         at, rjms_rows = moments(rows)
-        recomputed = live_bias.reconstruct(
-            w, rjms, live_bias.model_path(w, models), at, ("deployed", "queue: L2")
-        )
-        table += same_moment(w.name, rjms, rows, recomputed, rjms_rows)
-        print(w.name, rjms, "done", flush=True)
-    live_bias.write_results("live_same_moment", table, markdown(table))
+        recomputed = live_bias.reconstructed(models, w, rjms, path, at, ("deployed", "queue: L2"))
+        table += same_moment(w.name, rjms, rows, recomputed, rjms_rows, source)
+        ordered = live_bias.in_order(table)
+        live_bias.write_results("live_same_moment", ordered, markdown(ordered))
+        print(w.name, rjms, source, "done", flush=True)
     return 0
 
 

@@ -3,6 +3,7 @@
     python sim/runtime_predictions/live_windows.py            # the tables from the committed runs
     python sim/runtime_predictions/live_windows.py --run      # first the runs whose CSV is missing
     python sim/runtime_predictions/live_windows.py --run --window CTC --rjms flux,fluxion   # those, again
+    python sim/runtime_predictions/live_windows.py --run ... --models DIR   # the windows' models kept in DIR
     python sim/runtime_predictions/live_windows.py --choose   # the windows the rule picks (simulator only)
 
 Windows (``WINDOWS``), each on 32 one-CPU nodes (Slurm 25.11's 32 nodes; on Flux 32 brokers of
@@ -294,10 +295,20 @@ def keep(kind: str, rjms: str, w: LiveWindow) -> Path:
     return REPEATS / f"{src.stem}-rep{n}.csv"
 
 
-def run(w: LiveWindow, selected: list[str], again: bool) -> int:
+def model_file(w: LiveWindow, models: Path) -> Path:
+    """The window's model in a models directory (the name ``live_bias.py --models`` reads)."""
+    return models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
+
+
+def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = None) -> int:
     """run_live.py for each selected run of window ``w`` (missing ones only unless ``again``),
-    one at a time, sharing one trained model."""
-    model = Path(tempfile.mkdtemp(prefix="rush-live-windows-")) / "quantiles.joblib"
+    one at a time, sharing one trained model (kept in ``models`` when given: ``run_live.py``
+    reuses it there, trained by the same command)."""
+    if models is not None:
+        models.mkdir(parents=True, exist_ok=True)
+        model = model_file(w, models)
+    else:
+        model = Path(tempfile.mkdtemp(prefix="rush-live-windows-")) / "quantiles.joblib"
     for rjms in (r for r in selected if r in w.runs):
         kind = RUNS[rjms][0]
         if rjms == "slurm-burst":
@@ -347,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         "--window", default=",".join(names), help=f"windows, comma-separated: {', '.join(names)}"
     )
     parser.add_argument("--choose", action="store_true", help="print the rule's windows and stop")
+    parser.add_argument(
+        "--models", default="", help="with --run: a directory holding (or to hold) the windows' models"
+    )
     args = parser.parse_args(argv)
     if args.choose:
         return choose()
@@ -363,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     again = args.rjms != ",".join(RUNS) or args.window != ",".join(names)
     for w in WINDOWS:
-        if args.run and w.name in windows and (code := run(w, selected, again)):
+        models = Path(args.models) if args.models else None
+        if args.run and w.name in windows and (code := run(w, selected, again, models)):
             return code
     table, missing = [], []
     for w in WINDOWS:

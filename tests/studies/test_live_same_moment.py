@@ -56,7 +56,7 @@ def test_same_moment_table_compares_on_the_rjms_jobs_and_counts_the_left_out():
         {"job": 2, "tag": "first", "deployed": -900.0, "queue: L2": -800.0},
         {"job": 1, "tag": "halfway", "deployed": 300.0, "queue: L2": 300.0},
     ]
-    (t,) = script.same_moment("W", "fluxion", ROWS, recomputed, rjms)
+    (t,) = script.same_moment("W", "fluxion", ROWS, recomputed, rjms, "rep2")
     assert (t["jobs"], t["rjms_estimated"], t["left_out"]) == (3, 2, 1)
     assert math.isclose(t["coverage"], 2 / 3)
     assert math.isclose(t["moment_share"], 100 / 120)
@@ -65,4 +65,5 @@ def test_same_moment_table_compares_on_the_rjms_jobs_and_counts_the_left_out():
     assert t["RJMS within_10pct"] == 0.0 and t["rush within_10pct"] == 1.0
     assert math.isclose(t["fidelity first"], 30 / 60)  # |660 - 600| and |-900 - -900|, mean
     assert math.isclose(t["fidelity halfway"], 0.0)
-    assert "| W | fluxion | >1h | 3 | 2 (67 %) | 1 |" in script.markdown([t])
+    assert t["source"] == "rep2"
+    assert "| W | fluxion | rep2 | >1h | 3 | 2 (67 %) | 1 |" in script.markdown([t])

@@ -111,3 +111,25 @@ def test_the_committed_repeats_table_is_what_the_kept_runs_give():
     assert again and len(again) == len(committed)
     for mine, theirs in zip(again, committed, strict=True):
         assert all(_same(mine[k], theirs[k]) for k in theirs), (mine, theirs)
+
+
+def test_runs_share_the_models_directory_the_recomputations_read(tmp_path, monkeypatch):
+    ctc = next(w for w in script.WINDOWS if w.name == "CTC")
+    argvs = []
+
+    class Done:
+        returncode = 1  # stop after the first run: nothing to keep
+
+    def fake_run(argv, cwd=None):
+        argvs.append(argv)
+        return Done()
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    monkeypatch.setattr(script.tempfile, "tempdir", str(tmp_path))  # the fresh directory below
+    assert script.run(ctc, ["fluxion"], True, tmp_path / "models") == 1
+    model = tmp_path / "models" / "model-CTC-44051_60-K60.joblib"
+    assert argvs[0][-1] == str(model) and model.parent.is_dir()
+    assert script.model_file(ctc, tmp_path) == tmp_path / "model-CTC-44051_60-K60.joblib"
+    script.run(ctc, ["fluxion"], True)  # without a directory: a fresh one
+    assert argvs[1][-1] != str(model) and argvs[1][-1].endswith("quantiles.joblib")
+    assert argvs[1][-1].startswith(str(tmp_path))
