@@ -90,7 +90,8 @@ from rush.planner.collector import settle_collector
 settle_collector()
 step("heap freeze")
 learning = [m for m in ("sklearn", "scipy.stats", "joblib") if m in sys.modules]
-print(json.dumps({"steps": steps, "compiled": bool(compiled), "learning": learning}))
+import rush
+print(json.dumps({"steps": steps, "compiled": bool(compiled), "learning": learning, "rush": rush.__file__}))
 """
 
 CONFIG = """[daemon]
@@ -107,10 +108,11 @@ backend = "{backend}"
 """
 
 
-def child_cpu(argv: list[str], env: dict) -> tuple[float, float, str]:
-    """(wall s, CPU s, stdout) of one fresh process, its CPU from the kernel's accounting."""
+def child_cpu(argv: list[str], env: dict, cwd: Path) -> tuple[float, float, str]:
+    """(wall s, CPU s, stdout) of one fresh process, its CPU from the kernel's accounting.
+    It runs in ``cwd`` (not a checkout: ``python -c`` puts the working directory first on its path)."""
     began = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - began
     out, err = proc.stdout.read(), proc.stderr.read()
@@ -163,7 +165,7 @@ def main() -> None:
     results: dict[str, list[dict]] = {name: [] for name, _, _ in commands}
     for _ in range(args.repeat):
         for name, argv, env in commands:
-            wall, cpu, out = child_cpu(argv, env)
+            wall, cpu, out = child_cpu(argv, env, workdir)
             row = {"wall": wall, "cpu": cpu}
             if out.strip():
                 row.update(json.loads(out.strip().splitlines()[-1]))
@@ -184,6 +186,7 @@ def main() -> None:
             compiled = sum(r["compiled"] for r in rows)
             learning = sorted({m for r in rows for m in r["learning"]})
             steps += f"; compiled in {compiled} of {len(rows)} runs; learning modules {learning or 'none'}"
+            steps += f"; rush from {Path(rows[0]['rush']).parent.parent}"
         print(f"{name:34s} {wall:8.3f} {cpu:8.3f}  {steps}", flush=True)
     shutil.rmtree(workdir, ignore_errors=True)
 

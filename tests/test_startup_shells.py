@@ -20,9 +20,9 @@ import pytest
 LEARNING = ("sklearn", "scipy.stats", "joblib")
 
 
-def loaded_after(code: str) -> list[str]:
-    """The modules of LEARNING loaded once ``code`` has run in a fresh interpreter."""
-    report = f"import json, sys\nprint(json.dumps([m for m in {LEARNING!r} if m in sys.modules]))\n"
+def loaded_after(code: str, names: tuple[str, ...] = LEARNING) -> list[str]:
+    """The modules of ``names`` loaded once ``code`` has run in a fresh interpreter."""
+    report = f"import json, sys\nprint(json.dumps([m for m in {names!r} if m in sys.modules]))\n"
     out = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code) + report],
         capture_output=True,
@@ -84,8 +84,10 @@ def test_the_daemons_start_imports_scikit_learn_only_for_a_model_that_uses_it(
         made = type(daemon.runtime.predictor).__name__ if daemon.runtime else None
         assert made == {dict([(None, None), ("easy++", "EasyPlusPlusPredictor"), ("gaussier", "GaussierPredictor")])[runtime_prediction]!r}, made
         daemon.run(cycles=0)
-        """
+        """,
+        (*LEARNING, "requests"),
     )
+    # requests (slurmrestd's client) only where rjms.options.rest_url is set.
     assert loaded == (["sklearn", "scipy.stats", "joblib"] if runtime_prediction == "gaussier" else [])
 
 
