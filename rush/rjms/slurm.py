@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rush.errors import ConfigError, RJMSError
 from rush.rjms import site_factor as site_factor_values
@@ -59,7 +59,9 @@ from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's pa
     parse_nodes,
     parse_tags,
 )
-from rush.rjms.slurm_rest import SlurmREST
+
+if TYPE_CHECKING:
+    from rush.rjms.slurm_rest import SlurmREST
 
 # Free text passed to Slurm (job name, comment, partition): no newlines, no ';', no quotes.
 SAFE_TEXT = re.compile(r"^[A-Za-z0-9 _.,:=+/@%-]*$")
@@ -314,8 +316,12 @@ class SlurmBackend(RJMSBackend):
                 fix="install Slurm's client commands (sshare) on this host, set rjms.options.bin_dir, "
                 'or set site.fairshare = "none"',
             )
-        self.rest = (
-            SlurmREST(
+        self.rest: SlurmREST | None = None
+        if rest_url:
+            # requests and urllib3 (~0.05 s of CPU) only where slurmrestd is configured.
+            from rush.rjms.slurm_rest import SlurmREST
+
+            self.rest = SlurmREST(
                 rest_url,
                 jwt=jwt,
                 jwt_file=jwt_file,
@@ -324,9 +330,6 @@ class SlurmBackend(RJMSBackend):
                 max_answer_bytes=limit,
                 api=rest_api,
             )
-            if rest_url
-            else None
-        )
         self.fallback = fallback
         self.jobcomp_file = Path(jobcomp_file) if jobcomp_file else None
         if priority_lever == "auto":
