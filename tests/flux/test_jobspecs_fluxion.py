@@ -147,6 +147,80 @@ def test_whole_nodes_inside_a_slot_read_as_fluxion_allocates_them(instances, tmp
     assert allocated(inst, job) == [("0-1", "0-3")]
 
 
+GPUS = """
+[[resource.config]]
+hosts = "node[0-1]"
+cores = "0-3"
+gpus = "0-1"
+"""
+
+
+def gpu(count: int) -> dict[str, Any]:
+    return {"type": "gpu", "count": count}
+
+
+def allocated_gpus(inst: FluxInstance, job_id: int) -> list[tuple[str, str, str]]:
+    r = json.loads(inst.run("job", "info", str(job_id), "R").stdout)
+    return [
+        (e["rank"], e["children"].get("core", ""), e["children"].get("gpu", ""))
+        for e in r["execution"]["R_lite"]
+    ]
+
+
+def test_nodes_with_gpus_inside_a_slot_read_as_the_whole_nodes_fluxion_takes(instances, tmp_path, plugin):
+    """Two fake nodes of 4 cores and 2 GPUs (``resource.config``'s ``gpus``): ``slot[2] >
+    node[1] > (core[1], gpu[1])`` takes two whole nodes in Fluxion (its R lists one core and
+    one GPU of each; a one-GPU job waits until it ends): rush reads two whole nodes."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS, gate=False)
+    assert "gpu" in json.dumps(json.loads(inst.run("resource", "R").stdout))
+    job = submit_jobspec(inst, [slot(2, node(1, core(1), gpu(1)))], "sleep", "300")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated_gpus(inst, job) == [("0-1", "0", "0")]
+    assert read(inst, job) == Request(2, 1, 1, True)
+    beside = inst.submit("-N1", "-n1", "-g1", "true")
+    inst.run("cancel", str(job))
+    inst.wait_job(job)
+    inst.wait_job(beside)
+    assert event_time(inst, beside, "alloc") > event_time(inst, job, "free")
+
+
+def test_more_gpu_slots_than_nodes_read_as_the_nodes_fluxion_packs_them_on(instances, tmp_path, plugin):
+    """``slot[3] > (core[1], gpu[1])`` without a node level on two nodes of 2 GPUs: Fluxion
+    packs two slots on one node and one on the other, and starts it at once; rush read one node
+    per slot, three nodes of two, which the core left out as never fitting. Now: the two
+    nodes, each with room for two slots: rush expects it to start (the queue stopped, so that
+    Fluxion does not start it first), and Fluxion's allocation fits in rush's reading."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS)
+    inst.run("queue", "stop")
+    job = submit_jobspec(inst, [slot(3, core(1), gpu(1))], "sleep", "300")
+    assert read(inst, job) == Request(2, 2, 2, False)
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start")
+    wait_for(lambda: started(inst, job), timeout=60)
+    placed = allocated_gpus(inst, job)
+    assert sorted(placed) == [("0", "0-1", "0-1"), ("1", "0", "0")], placed
+
+
+def test_a_job_fluxion_has_not_yet_reached_at_the_next_read_is_not_journaled(instances, tmp_path, plugin):
+    """rush expects a one-core job to start; Fluxion has not got to it when the next cycle
+    reads (the queue stopped: the job-manager sends Fluxion no request), then starts it: no
+    "left pending" line (before: one, at the first read that found it pending)."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    inst.run("queue", "stop")
+    job = inst.submit("-n1", "-t", "10m", "sleep", "300")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    for _ in range(2):
+        assert daemon.run_cycle().ok
+        assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]  # rush's view
+    assert state(inst, job) == "SCHED"
+    inst.run("queue", "start")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert daemon.run_cycle().ok
+    assert order_lines(daemon) == []
+
+
 def flagging_daemon(inst: FluxInstance, tmp_path: Path, skip_limit: int) -> Daemon:
     """rush in priority mode whose threshold predictor flags network jobs (the network counter
     high in its feature store), as tests/flux/test_rush_on_fluxion.py's refused hold."""
