@@ -52,6 +52,8 @@ from rush.planner.start_order import (
     expected_and_gone,
     left_pending,
     pending_line,
+    released_and_gone,
+    released_line,
     rjms_started_any,
     started_out_of_order,
 )
@@ -368,6 +370,10 @@ class Planner:
             why = self.backend.ended_unstarted(job_id)
             if why is not None:
                 lines.append(ended_line(job_id, why))
+        for job_id in released_and_gone(previous, state):  # released as infeasible, then refused
+            why = self.backend.ended_unstarted(job_id)
+            if why is not None:
+                lines.append(released_line(job_id, why))
         settled = not rjms_started_any(previous, state)
         lines += [pending_line(j) for j in self._left_pending.update(left_pending(previous, state), settled)]
         for line in lines[:MAX_REPORTED]:

@@ -13,6 +13,9 @@ Two more disagreements are journaled, each naming the job:
   ``unsatisfiable``): :func:`expected_and_gone` names the candidates (at most the jobs rush
   expected to start), the shell says whether and why each ended unstarted
   (``RJMSBackend.ended_unstarted``), :func:`ended_line` words it;
+* a job rush read as infeasible and released to the RJMS at the lowest priority (the core's
+  ``infeasible`` decision with a value) left the queue without starting (the RJMS refused it,
+  as rush read it would): :func:`released_and_gone`, worded by :func:`released_line`;
 * a job rush expected to start is still pending while the RJMS started no job rush ranked
   after it (:func:`left_pending`), reported only once it is a refusal rather than a job the
   RJMS has not yet got to (:class:`PendingEpisodes`): the job is so found at two consecutive
@@ -66,6 +69,19 @@ def expected_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
 
 def ended_line(job_id: int, why: str) -> str:
     return f"job {job_id}, which rush expected the RJMS to start, ended without starting: {why}"
+
+
+def released_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
+    """The jobs rush read as infeasible and released to the RJMS that this read no longer lists."""
+    now = {job.job_id for job in state.jobs if job.state in ("PENDING", "RUNNING")}
+    return [d.job_id for d in previous.of("infeasible") if d.value is not None and d.job_id not in now]
+
+
+def released_line(job_id: int, why: str) -> str:
+    return (
+        f"job {job_id}, which rush read as infeasible and released to the RJMS, ended without "
+        f"starting (the RJMS refused it too): {why}"
+    )
 
 
 def left_pending(previous: Decisions, state: ClusterState) -> list[int]:

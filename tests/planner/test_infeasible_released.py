@@ -11,6 +11,7 @@ from rush.core.priority_values import LOWEST_VALUE
 from rush.core.resources import Node, Request
 from rush.planner.config import parse_config
 from rush.planner.plan import Planner
+from rush.planner.start_order import released_line
 from rush.rjms.base import ActionResult, Capabilities, ClusterState, RJMSJob
 from tests.queue_backend import Queue
 
@@ -88,3 +89,19 @@ def test_a_shell_that_starts_jobs_itself_sends_no_release(tmp_path):
     assert planner.run_cycle().ok
     assert [d.value for d in planner.last[2].of("infeasible")] == [None]
     assert backend.priorities == [] and _released_lines(planner) == []
+
+
+def test_a_released_job_the_rjms_refuses_is_journaled_with_its_reason(tmp_path):
+    class Refusing(Recorded):
+        def ended_unstarted(self, job_id: int) -> str | None:
+            return 'alloc denied due to type="unsatisfiable"'
+
+    backend = Refusing(_machine(RJMSJob(1, "PENDING", 1001.0, 3, 600.0, request=MISREAD)))
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    backend.state = _machine()  # the RJMS refused it: it left the queue
+    for _ in range(2):
+        assert planner.run_cycle().ok
+    lines = [e["message"] for e in planner.journal.events("rjms_order")]
+    assert lines == [released_line(1, 'alloc denied due to type="unsatisfiable"')]
+    assert "job 1, which rush read as infeasible and released to the RJMS, ended without starting" in lines[0]
