@@ -35,6 +35,11 @@ import numpy as np
 LEVEL_BITS = 29
 BAND = 1 << LEVEL_BITS
 MAX_VALUE = 3 * BAND
+# The lowest value ``priority_values`` gives (band 0, the largest key). A job the core reads as
+# infeasible here is left out of the pass but released to the RJMS at this value (before
+# ``scaled``), below or tied with every job rush ranks: the RJMS then starts it if rush misread
+# its request, or refuses it (rush.core.schedule).
+LOWEST_VALUE = 1
 _BAND_OF_GROUP = np.array([2, 1, 0], dtype=np.int64)
 _SIGN = np.uint32(0x80000000)
 # Keys of these policies are submit times (FCFS: submit; LCFS: -submit).

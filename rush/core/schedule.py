@@ -15,6 +15,9 @@ One call here is one simulator pass at the same moment:
   ``PendingJob.reserved_at`` (``Decisions.reserved_at`` holds the new ones).
 * ``skip``: exactly the jobs this pass would start now and the variation predictor flags,
   below their skip limit (:mod:`rush.core.skip_with_limit`); the daemon holds them.
+* ``infeasible``: a request the machine can never satisfy as rush reads it; out of the pass.
+  Where the shell sets priorities, its value is the lowest (``LOWEST_VALUE``): the job is
+  released to the RJMS, which starts it (rush misread it) or refuses it.
 
 Speculative reservations live: a job's ``requested_time`` is its current limit (what the
 RJMS enforces) and its ``estimate`` the policy's runtime estimate (the user's walltime when
@@ -59,7 +62,7 @@ from rush.core.pass_data import (
     pass_config,
 )
 from rush.core.priority_explanations import PriorityExplanations
-from rush.core.priority_values import priority_values, scaled
+from rush.core.priority_values import LOWEST_VALUE, priority_values, scaled
 from rush.core.remaining_runtime import queued_projection_runtimes, running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
@@ -335,7 +338,15 @@ def schedule(
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
     decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
     decisions: list[Decision] = list(kills)
-    decisions += [Decision(pending[k].job_id, "infeasible", why) for k, why in sorted(infeasible.items())]
+    # A job read as infeasible is out of the pass, not out of the RJMS's queue: where the shell
+    # sets priorities, it is released at the lowest value (the decision's value), so that the
+    # RJMS decides, starting it if rush misread its request or refusing it, and no gate (Flux's
+    # priority 0 for an unranked job) keeps it from the RJMS's scheduler for ever.
+    lowest = int(scaled(np.array([LOWEST_VALUE]), config.priority_weight)[0]) if explain_priorities else None
+    for k, why in sorted(infeasible.items()):
+        decisions.append(Decision(pending[k].job_id, "infeasible", why, lowest))
+        if lowest is not None:
+            decided.priority[pending[k].job_id] = lowest
     explained_at = len(decisions)
     for k in range(result.reserved):
         j = out.reserved[k]

@@ -9,7 +9,10 @@
   reached, the variation predictor stopped flagging it, or the core would not start it now);
 * ``hold``: a job the core skipped in this cycle, i.e. would have started now (later skips
   while it stays held only count: ``skip``);
-* ``priority``: set the site factor, only when it differs from the last value applied.
+* ``priority``: set the site factor, only when it differs from the last value applied. A job
+  the core reads as infeasible and gives the lowest value (``Decision.value`` of its
+  ``infeasible`` decision) gets it as a priority too, journaled once with the reason: so a
+  gate (Flux's priority 0 until rush ranks a job) never keeps it from the RJMS.
 
 Order: kills, releases, holds, skips, then priorities from the top rank down, so the rate
 limit (``max_actions_per_cycle`` RJMS calls) defers the least important ones.
@@ -149,6 +152,15 @@ def plan_actions(
             for listed, differs in zip(map(jobs.__contains__, ids), map(ne, last, values), strict=True)
         ]
 
+    # Jobs rush reads as infeasible: released to the RJMS at the core's lowest value, before
+    # the ranked jobs' priorities (few, and without it a gated job is never seen).
+    released = [d for d in decisions.of("infeasible") if d.value is not None]
+    for d, send in zip(
+        released, changed([d.job_id for d in released], [int(d.value) for d in released]), strict=True
+    ):
+        if send:
+            why = f"rush reads it as infeasible: {d.reason}; released to the RJMS at the lowest priority"
+            candidates.append(Action("priority", d.job_id, why, d.value, outputs.get(d.job_id, {})))
     room = max_actions_per_cycle - sum(a.kind in RJMS_ACTIONS for a in candidates)
     sent, later = decisions.split_priorities_where(changed, max(room, 0))
     for d in sent:

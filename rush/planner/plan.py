@@ -47,11 +47,14 @@ from rush.planner.snapshot_columns import KeptColumns
 from rush.planner.speculative import speculator_for
 from rush.planner.start_order import (
     MAX_REPORTED,
+    PendingEpisodes,
     ended_line,
     expected_and_gone,
     left_pending,
-    new_in_episode,
     pending_line,
+    released_and_gone,
+    released_line,
+    rjms_started_any,
     started_out_of_order,
 )
 from rush.planner.variation import VariationPredictor, get_predictor
@@ -136,7 +139,7 @@ class Planner:
         self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
         self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
         self._request_noted: set[int] = set()  # jobs whose unreadable request is journaled
-        self._left_pending: set[int] = set()  # expected jobs found still pending last cycle (journaled)
+        self._left_pending = PendingEpisodes()  # expected jobs found still pending (journaled once)
         self.classifier = self._load_classifier()
         self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
@@ -367,8 +370,12 @@ class Planner:
             why = self.backend.ended_unstarted(job_id)
             if why is not None:
                 lines.append(ended_line(job_id, why))
-        new, self._left_pending = new_in_episode(left_pending(previous, state), self._left_pending)
-        lines += [pending_line(job_id) for job_id in new]
+        for job_id in released_and_gone(previous, state):  # released as infeasible, then refused
+            why = self.backend.ended_unstarted(job_id)
+            if why is not None:
+                lines.append(released_line(job_id, why))
+        settled = not rjms_started_any(previous, state)
+        lines += [pending_line(j) for j in self._left_pending.update(left_pending(previous, state), settled)]
         for line in lines[:MAX_REPORTED]:
             self.journal.event(cycle, "rjms_order", line)
         if len(lines) > MAX_REPORTED:

@@ -13,8 +13,15 @@ Two more disagreements are journaled, each naming the job:
   ``unsatisfiable``): :func:`expected_and_gone` names the candidates (at most the jobs rush
   expected to start), the shell says whether and why each ended unstarted
   (``RJMSBackend.ended_unstarted``), :func:`ended_line` words it;
+* a job rush read as infeasible and released to the RJMS at the lowest priority (the core's
+  ``infeasible`` decision with a value) left the queue without starting (the RJMS refused it,
+  as rush read it would): :func:`released_and_gone`, worded by :func:`released_line`;
 * a job rush expected to start is still pending while the RJMS started no job rush ranked
-  after it (:func:`left_pending`): once per job per episode (:func:`new_in_episode`), an
+  after it (:func:`left_pending`), reported only once it is a refusal rather than a job the
+  RJMS has not yet got to (:class:`PendingEpisodes`): the job is so found at two consecutive
+  reads (it stayed pending across a whole cycle), and at the later one the RJMS started
+  nothing of rush's queue since the read before (it has settled: a scheduler still working
+  through the jobs ranked ahead of it may not have reached it). Once per job per episode, an
   episode being the consecutive cycles in which the job is so found, not every cycle.
 """
 
@@ -64,6 +71,19 @@ def ended_line(job_id: int, why: str) -> str:
     return f"job {job_id}, which rush expected the RJMS to start, ended without starting: {why}"
 
 
+def released_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
+    """The jobs rush read as infeasible and released to the RJMS that this read no longer lists."""
+    now = {job.job_id for job in state.jobs if job.state in ("PENDING", "RUNNING")}
+    return [d.job_id for d in previous.of("infeasible") if d.value is not None and d.job_id not in now]
+
+
+def released_line(job_id: int, why: str) -> str:
+    return (
+        f"job {job_id}, which rush read as infeasible and released to the RJMS, ended without "
+        f"starting (the RJMS refused it too): {why}"
+    )
+
+
 def left_pending(previous: Decisions, state: ClusterState) -> list[int]:
     """The jobs rush expected the RJMS to start that are still pending while no job rush ranked
     after them started (those :func:`started_out_of_order` names instead)."""
@@ -80,10 +100,37 @@ def left_pending(previous: Decisions, state: ClusterState) -> list[int]:
     ]
 
 
-def new_in_episode(found: list[int], noted: set[int]) -> tuple[list[int], set[int]]:
-    """Once per job per episode: of the jobs ``found`` this cycle, those not found last cycle
-    (``noted``), and the set to keep for the next cycle (a job not found ends its episode)."""
-    return [j for j in found if j not in noted], set(found)
+def rjms_started_any(previous: Decisions, state: ClusterState) -> bool:
+    """Whether the RJMS started any job of the last plan's queue since the read before."""
+    ranked = set(previous.order)
+    return any(job.state == "RUNNING" and job.job_id in ranked for job in state.jobs)
+
+
+PENDING_READS = 2  # consecutive reads that find a job left pending before it is reported
+
+
+class PendingEpisodes:
+    """Which jobs :func:`left_pending` finds are refusals to report, once per episode.
+
+    A job the RJMS has not yet got to when the next cycle reads (its scheduler slower than
+    one cycle, or still starting the jobs ranked ahead of it) is not a refusal: a job is
+    reported when it has been found at :data:`PENDING_READS` consecutive reads and, at the
+    read that reports it, the RJMS started nothing of the last plan's queue (it has settled
+    and still leaves the job pending). A job not found ends its episode; found again later, it
+    starts a new one."""
+
+    def __init__(self) -> None:
+        self._reads: dict[int, int] = {}  # job -> consecutive reads that found it
+        self._reported: set[int] = set()  # jobs reported in their current episode
+
+    def update(self, found: list[int], settled: bool) -> list[int]:
+        """The jobs to report now, of the jobs ``found`` this cycle; ``settled``: the RJMS
+        started no job of the last plan's queue since the read before."""
+        self._reads = {j: self._reads.get(j, 0) + 1 for j in found}
+        self._reported &= set(found)
+        due = [j for j in found if self._reads[j] >= PENDING_READS and settled and j not in self._reported]
+        self._reported.update(due)
+        return due
 
 
 def pending_line(job_id: int) -> str:

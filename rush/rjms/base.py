@@ -188,7 +188,8 @@ class RJMSBackend(abc.ABC):
     def ended_unstarted(self, job_id: int) -> str | None:
         """The RJMS's reason a job that left the queue ended without starting (Flux: the
         exception in its eventlog, e.g. Fluxion's ``unsatisfiable``); None when it started,
-        or when the backend cannot say. Asked only of jobs rush expected to start."""
+        or when the backend cannot say. Asked only of jobs rush expected to start or
+        released to it as infeasible (rush.planner.start_order)."""
         return None
 
     def accounting(self, job_ids: Sequence[int]) -> list[dict]:

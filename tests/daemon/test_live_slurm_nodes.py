@@ -23,6 +23,7 @@ import pytest
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
+from rush.core.priority_values import LOWEST_VALUE
 from rush.daemon.service import Daemon
 from rush.planner.config import RushConfig, parse_config
 from rush.rjms.base import RJMSJob, get_backend
@@ -165,7 +166,8 @@ def test_job_needing_the_drained_node_waits_without_blocking_a_long_job(nodes_cl
 # -- (c) a request its partition can never satisfy -------------------------------------------
 def test_infeasible_request_is_journaled_and_the_daemon_goes_on(nodes_cluster, tmp_path):
     """Nine nodes in the four-node gpu partition: Slurm keeps it pending; rush journals it as
-    infeasible with the reason and the fix, never holds it, and schedules the job behind it."""
+    infeasible with the reason and the fix, never holds it, releases it to Slurm at the lowest
+    priority (once), and schedules the job behind it."""
     cluster = nodes_cluster
     nine = cluster.submit("-p", "gpu", "-N", "9", "-t", "5", "--wrap", SLEEP)
     behind = cluster.submit("-p", "gpu", "-N", "1", "--gres=gpu:1", "-t", "5", LATER, "--wrap", SLEEP)
@@ -179,8 +181,13 @@ def test_infeasible_request_is_journaled_and_the_daemon_goes_on(nodes_cluster, t
             assert len(infeasible) == cycle and {r["status"] for r in infeasible} == {"advice"}
             assert f"job {nine} asks for 9 nodes" in infeasible[0]["reason"]
             assert "partition 'gpu' has 4 such nodes" in infeasible[0]["reason"], infeasible[0]["reason"]
-        # Left out of the pass: no priority, no hold, no start or reservation for it.
-        assert {r["action"] for r in daemon.journal.decisions(nine)} == {"infeasible"}
+        # Left out of the pass: no hold, no start or reservation for it; released to Slurm at
+        # the lowest priority once (SiteFactor 1), so that Slurm decides.
+        assert {r["action"] for r in daemon.journal.decisions(nine)} == {"infeasible", "priority"}
+        [released] = daemon.journal.decisions(nine, "priority")
+        assert released["value"] == LOWEST_VALUE, released
+        assert released["reason"].startswith(f"rush reads it as infeasible: job {nine} asks for 9 nodes")
+        assert released["reason"].endswith("; released to the RJMS at the lowest priority")
         assert started_on(daemon, behind) == ("n5",)
     assert job(cluster, nine).state == "PENDING" and not job(cluster, nine).held
 

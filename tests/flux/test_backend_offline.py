@@ -211,3 +211,25 @@ def test_result_names():
 
     assert [result_name(r) for r in (1, 2, 4, 8)] == ["COMPLETED", "FAILED", "CANCELED", "TIMEOUT"]
     assert result_name("COMPLETED") == "COMPLETED" and result_name(None) == "" and result_name(16) == "16"
+
+
+def test_gpu_slots_outnumbering_the_nodes_read_as_fluxion_packs_them():
+    """Under Fluxion, slots with GPUs and no node level, more than the nodes that can hold one
+    (``sizes``: the nodes' cores and GPUs), read as those nodes with room for their share; as
+    many slots as nodes, or flux-core's pool, or no sizes: one node per slot, as before."""
+    from rush.core.resources import Request
+    from rush.rjms.flux import request_from_jobspec
+
+    def spec(slots: int, exclusive: bool = False) -> dict:
+        inside = [{"type": "core", "count": 1}, {"type": "gpu", "count": 1}]
+        slot = {"type": "slot", "count": slots, "label": "task", "with": inside, "exclusive": exclusive}
+        return {"version": 1, "resources": [slot], "tasks": [], "attributes": {"system": {}}}
+
+    two = ((4, 2), (4, 2))
+    assert request_from_jobspec(spec(3), fluxion=True, sizes=two) == Request(2, 2, 2)
+    assert request_from_jobspec(spec(5, exclusive=True), fluxion=True, sizes=two) == Request(2, 3, 3)
+    # Only the nodes that can hold a slot count (a node without GPUs cannot).
+    assert request_from_jobspec(spec(3), fluxion=True, sizes=((8, 0), *two)) == Request(2, 2, 2)
+    assert request_from_jobspec(spec(2), fluxion=True, sizes=two) == Request(2, 1, 1)
+    assert request_from_jobspec(spec(3), fluxion=True) == Request(3, 1, 1)
+    assert request_from_jobspec(spec(3), sizes=two) == Request(3, 1, 1)

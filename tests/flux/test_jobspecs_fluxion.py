@@ -24,6 +24,7 @@ import pytest
 
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
+from rush.core.priority_values import LOWEST_VALUE
 from rush.core.resources import Request
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
@@ -145,6 +146,80 @@ def test_whole_nodes_inside_a_slot_read_as_fluxion_allocates_them(instances, tmp
     inst.run("job", "urgency", str(job), "16")
     inst.run("job", "wait-event", "-t", "60", str(job), "alloc", timeout=70)
     assert allocated(inst, job) == [("0-1", "0-3")]
+
+
+GPUS = """
+[[resource.config]]
+hosts = "node[0-1]"
+cores = "0-3"
+gpus = "0-1"
+"""
+
+
+def gpu(count: int) -> dict[str, Any]:
+    return {"type": "gpu", "count": count}
+
+
+def allocated_gpus(inst: FluxInstance, job_id: int) -> list[tuple[str, str, str]]:
+    r = json.loads(inst.run("job", "info", str(job_id), "R").stdout)
+    return [
+        (e["rank"], e["children"].get("core", ""), e["children"].get("gpu", ""))
+        for e in r["execution"]["R_lite"]
+    ]
+
+
+def test_nodes_with_gpus_inside_a_slot_read_as_the_whole_nodes_fluxion_takes(instances, tmp_path, plugin):
+    """Two fake nodes of 4 cores and 2 GPUs (``resource.config``'s ``gpus``): ``slot[2] >
+    node[1] > (core[1], gpu[1])`` takes two whole nodes in Fluxion (its R lists one core and
+    one GPU of each; a one-GPU job waits until it ends): rush reads two whole nodes."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS, gate=False)
+    assert "gpu" in json.dumps(json.loads(inst.run("resource", "R").stdout))
+    job = submit_jobspec(inst, [slot(2, node(1, core(1), gpu(1)))], "sleep", "300")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated_gpus(inst, job) == [("0-1", "0", "0")]
+    assert read(inst, job) == Request(2, 1, 1, True)
+    beside = inst.submit("-N1", "-n1", "-g1", "true")
+    inst.run("cancel", str(job))
+    inst.wait_job(job)
+    inst.wait_job(beside)
+    assert event_time(inst, beside, "alloc") > event_time(inst, job, "free")
+
+
+def test_more_gpu_slots_than_nodes_read_as_the_nodes_fluxion_packs_them_on(instances, tmp_path, plugin):
+    """``slot[3] > (core[1], gpu[1])`` without a node level on two nodes of 2 GPUs: Fluxion
+    packs two slots on one node and one on the other, and starts it at once; rush read one node
+    per slot, three nodes of two, which the core left out as never fitting. Now: the two
+    nodes, each with room for two slots: rush expects it to start (the queue stopped, so that
+    Fluxion does not start it first), and Fluxion's allocation fits in rush's reading."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS)
+    inst.run("queue", "stop")
+    job = submit_jobspec(inst, [slot(3, core(1), gpu(1))], "sleep", "300")
+    assert read(inst, job) == Request(2, 2, 2, False)
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start")
+    wait_for(lambda: started(inst, job), timeout=60)
+    placed = allocated_gpus(inst, job)
+    assert sorted(placed) == [("0", "0-1", "0-1"), ("1", "0", "0")], placed
+
+
+def test_a_job_fluxion_has_not_yet_reached_at_the_next_read_is_not_journaled(instances, tmp_path, plugin):
+    """rush expects a one-core job to start; Fluxion has not got to it when the next cycle
+    reads (the queue stopped: the job-manager sends Fluxion no request), then starts it: no
+    "left pending" line (before: one, at the first read that found it pending)."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    inst.run("queue", "stop")
+    job = inst.submit("-n1", "-t", "10m", "sleep", "300")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    for _ in range(2):
+        assert daemon.run_cycle().ok
+        assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]  # rush's view
+    assert state(inst, job) == "SCHED"
+    inst.run("queue", "start")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert daemon.run_cycle().ok
+    assert order_lines(daemon) == []
 
 
 def flagging_daemon(inst: FluxInstance, tmp_path: Path, skip_limit: int) -> Daemon:
@@ -271,3 +346,58 @@ def test_a_job_fluxion_refuses_outright_ends_and_the_daemon_goes_on(instances, t
 
 def order_lines(daemon: Daemon) -> list[str]:
     return [e["message"] for e in daemon.journal.events("rjms_order")]
+
+
+def test_a_job_rush_misreads_as_infeasible_passes_the_gate_and_fluxion_starts_it(
+    instances, tmp_path, plugin, monkeypatch
+):
+    """The packed GPU shape ``slot[3] > (core[1], gpu[1])`` on two nodes of 2 GPUs, read as
+    main read it (one node per slot, sizes not read: three nodes, infeasible here). With the
+    gate a job rush does not rank stays at priority 0, unseen by Fluxion, for ever; rush now
+    releases it at the lowest priority, journaled once with the job named and the reason, and
+    Fluxion, which packs the slots on the two nodes, starts it, once."""
+
+    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = ()) -> Request:
+        return request_from_jobspec(spec, fluxion=fluxion)
+
+    monkeypatch.setattr("rush.rjms.flux.backend.request_from_jobspec", mains_reading)
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS)
+    job = submit_jobspec(inst, [slot(3, core(1), gpu(1))], "sleep", "300")
+    assert read(inst, job) == Request(3, 1, 1, False)  # main's reading
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    [infeasible] = daemon.last[2].of("infeasible")
+    assert infeasible.job_id == job and "2 such nodes" in infeasible.reason, infeasible
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert daemon.run_cycle().ok  # running now: nothing more is sent for it
+    [line] = [r for r in daemon.journal.decisions(job, "priority")]
+    assert line["reason"] == (
+        f"rush reads it as infeasible: {infeasible.reason}; released to the RJMS at the lowest priority"
+    )
+    assert line["status"] == "done" and line["value"] == LOWEST_VALUE
+    eventlog = inst.run("job", "eventlog", str(job)).stdout.splitlines()
+    assert sum(1 for e in eventlog if e.split()[1:2] == ["start"]) == 1
+
+
+def test_an_oversized_job_passes_the_gate_and_fluxion_refuses_it(instances, tmp_path, plugin):
+    """Eight cores on one node, asked of nodes of four: rush reads it as infeasible and Fluxion
+    would refuse it; with the gate it stayed at priority 0, neither started nor refused.
+    Released at the lowest priority, Fluxion refuses it (``unsatisfiable``), Flux ends it, and the next cycle journals
+    the refusal with the job named; the daemon goes on and the next job starts."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    job = inst.submit("-N1", "-n1", "-c8", "-t", "10m", "true")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert [d.job_id for d in daemon.last[2].of("infeasible")] == [job]
+    inst.wait_job(job)
+    eventlog = inst.run("job", "eventlog", str(job)).stdout
+    assert "unsatisfiable" in eventlog, eventlog
+    assert not any(e.split()[1:2] in (["alloc"], ["start"]) for e in eventlog.splitlines()), eventlog
+    after = inst.submit("-N1", "true")
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
+    inst.wait_job(after)
+    [release] = daemon.journal.decisions(job, "priority")
+    assert release["reason"].startswith("rush reads it as infeasible: ") and release["value"] == LOWEST_VALUE
+    [line] = [e for e in order_lines(daemon) if f"job {job}" in e]
+    assert line.startswith(f"job {job}, which rush read as infeasible and released to the RJMS, ended"), line
+    assert "unsatisfiable" in line, line

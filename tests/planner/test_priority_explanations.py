@@ -16,6 +16,7 @@ import pytest
 from rush.core import CoreConfig
 from rush.core.ordering import PRIMARY_STRIDE
 from rush.core.policies import Policy
+from rush.core.priority_values import LOWEST_VALUE
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions
 from rush.planner.config import parse_config
@@ -28,6 +29,7 @@ CONFIGS = (
     CoreConfig(backfill="conservative", policy=Policy("WFP3"), threshold=900.0, use_classes=True),
     CoreConfig(backfill="easy", policy=Policy("SPF"), rjms_priority_first=True, priority_weight=10_000),
 )
+RELEASED = "released to the RJMS at the lowest priority"
 GROUP_WORDS = {0: "starved (waited > threshold)", 1: "predicted small", 2: "predicted large or unknown"}
 
 
@@ -112,7 +114,7 @@ def test_planner_journals_the_changed_priorities_in_full_words(
     planner = Planner(parse_config(raw), backend=backend)
     objects: dict = {}
     sent: dict[int, int] = {}  # the value last journaled per job (dry run: as if sent)
-    moved = cut = 0
+    moved = cut = releases = 0
     for snapshot in event_sequence(seed, 8, on_nodes=seed % 3 != 0, priority_changes=True):
         backend.state = rjms_state(snapshot, fresh=shell == "daemon", kept=objects)
         report = planner.run_cycle()
@@ -120,17 +122,27 @@ def test_planner_journals_the_changed_priorities_in_full_words(
         cycle, built, decisions = planner.last
         counts = decisions.counts()
         # A full recomputation of the same pass, every decision in words at once.
-        again = schedule(replace(built.snapshot, columns=None), planner.core_config)
+        sets = shell == "daemon"  # a shell that starts jobs asks for no priorities
+        again = schedule(replace(built.snapshot, columns=None), planner.core_config, explain_priorities=sets)
         full = again.of("priority")
         assert list(counts.items()) == list(counted(decisions.decisions).items())
         assert counts == report.decisions
         if shell == "flux-module":  # a shell that starts jobs sends no priorities
             assert journaled_priorities(planner, cycle) == [] and "priority" not in counts
-            assert decisions.decisions == [d for d in again.decisions if d.action != "priority"]
+            assert decisions.decisions == again.decisions
             continue
         assert decisions.decisions == again.decisions
         pending = {p.job_id for p in built.snapshot.pending}
-        changed = [d for d in sorted(full, key=lambda d: -(d.value or 0)) if sent.get(d.job_id) != d.value]
+        # Jobs read as infeasible first, released at the lowest value (once: while it stands).
+        released = [
+            Decision(d.job_id, "priority", f"rush reads it as infeasible: {d.reason}; {RELEASED}", d.value)
+            for d in again.of("infeasible")
+            if sent.get(d.job_id) != d.value
+        ]
+        assert all(d.value == LOWEST_VALUE for d in released)
+        releases += len(released)
+        ranked = [d for d in sorted(full, key=lambda d: -(d.value or 0)) if sent.get(d.job_id) != d.value]
+        changed = released + ranked
         due, later = changed[:budget], changed[budget:]
         assert journaled_priorities(planner, cycle) == [(d.job_id, d.reason, d.value) for d in due]
         assert {d.job_id for d in changed} <= pending
@@ -143,5 +155,6 @@ def test_planner_journals_the_changed_priorities_in_full_words(
         sent.update((d.job_id, int(d.value)) for d in due)
     if shell == "daemon" and budget > 100:  # the sequence moved some priorities after they were first sent
         assert moved > 0 and cut == 0
+        assert releases > 0 or seed % 3 == 0  # on nodes, jobs larger than the machine came
     elif shell == "daemon":  # the small budget deferred some
         assert cut > 0

@@ -99,6 +99,49 @@ def test_an_expected_job_left_pending_is_journaled_once_per_episode(tmp_path):
     assert len(_pending_lines(planner)) == 2
 
 
+def test_a_job_the_rjms_had_not_yet_reached_at_the_next_read_is_not_reported(tmp_path):
+    """Job 1 is expected; the next read still finds it pending (the RJMS had not got to it:
+    slower than one cycle), the read after finds it started: no "left pending" line."""
+    backend = Queue(_queue())
+    planner = _planner(tmp_path, backend)
+    for _ in range(2):
+        assert planner.run_cycle().ok
+    backend.state = _started(backend.state, 1)
+    assert planner.run_cycle().ok
+    assert planner.journal.events("rjms_order") == []
+
+
+def _three_small() -> ClusterState:
+    """8 processors, 6 free: FCFS expects jobs 1, 2 and 3 (2 procs each) to start now."""
+    jobs = (
+        RJMSJob(9, "RUNNING", 900.0, 2, 3600.0, start=950.0),
+        *(RJMSJob(k, "PENDING", 1000.0 + k, 2, 600.0) for k in (1, 2, 3)),
+    )
+    return ClusterState(taken_at=2000.0, total_procs=8, free_procs=6, jobs=jobs)
+
+
+def test_a_job_left_pending_while_the_rjms_still_starts_jobs_ahead_of_it_is_reported_once_it_settles(
+    tmp_path,
+):
+    """The RJMS starts rush's expected jobs one per cycle (still working through the queue):
+    job 3, found pending at two reads while job 2 started ahead of it, is not reported; once
+    a cycle passes in which the RJMS starts nothing and job 3 is still pending, one line."""
+    backend = Queue(_three_small())
+    planner = _planner(tmp_path, backend)
+    assert planner.run_cycle().ok
+    assert [d.job_id for d in planner.last[2].decisions if d.action in ("start", "backfill")] == [1, 2, 3]
+    for job_id, free in ((1, 4), (2, 2)):
+        backend.state = replace(_started(backend.state, job_id), free_procs=free)
+        assert planner.run_cycle().ok
+        assert _pending_lines(planner) == []
+    for _ in range(3):  # the RJMS starts nothing more: job 3 is left pending, reported once
+        assert planner.run_cycle().ok
+    assert _pending_lines(planner) == [
+        "job 3, which rush expected the RJMS to start, is still pending and the RJMS started no job "
+        "rush ranked after it (a constraint or reservation rush does not read)"
+    ]
+
+
 def test_an_expected_job_that_ended_unstarted_is_journaled_with_the_rjms_reason(tmp_path):
     class Refusing(Queue):
         asked: list[int] = []

@@ -195,6 +195,7 @@ class FluxBackend(RJMSBackend):
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
+        self._sizes: tuple[tuple[int, int], ...] = ()  # the nodes' (cores, GPUs) the requests were read on
         self._unread: dict[int, str] = {}  # why rush cannot read a job's request, per job
         # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
         self._scheduler: str | None = None
@@ -256,12 +257,18 @@ class FluxBackend(RJMSBackend):
             self._requests.clear()
             self._unread.clear()
         try:
-            jobs = [self._job(j) for j in listing["jobs"]]
             total = count_cores(status.get("all"))
             free = total - count_cores(status.get("allocated")) - count_cores(status.get("down"))
             nodes = nodes_from_r(
                 status.get("all"), status.get("allocated"), status.get("down"), self._drained()
             )
+            sizes = tuple(sorted((n.cores, n.gpus) for n in nodes))
+            if sizes != self._sizes:  # Fluxion's packing of slots reads the nodes' sizes
+                self._sizes = sizes
+                self._tags.clear()
+                self._requests.clear()
+                self._unread.clear()
+            jobs = [self._job(j) for j in listing["jobs"]]
             names = r_hosts(status.get("all"), list(r_ranks(status.get("all"))))
             jobs = [self._with_allocation(j, names) for j in jobs]
         except (KeyError, TypeError, ValueError) as exc:
@@ -329,7 +336,7 @@ class FluxBackend(RJMSBackend):
                 # As the instance's scheduler will match it: Fluxion reads some shapes (nodes
                 # inside a slot, exclusive slots) otherwise than flux-core's pool.
                 fluxion = (self._scheduler or "").startswith("sched-fluxion")
-                self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion)
+                self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion, sizes=self._sizes)
             except (ValueError, TypeError, AttributeError) as exc:
                 # Flux accepted it (its scheduler takes more than rush's request model reads):
                 # the core reads its cores anywhere; the daemon journals it once per job.

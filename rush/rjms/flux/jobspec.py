@@ -57,7 +57,9 @@ def _count(vertex: dict[str, Any]) -> int:
     return count
 
 
-def request_from_jobspec(jobspec: Any, fluxion: bool = False) -> Request:
+def request_from_jobspec(
+    jobspec: Any, fluxion: bool = False, sizes: Sequence[tuple[int, int]] = ()
+) -> Request:
     """A Flux jobspec's resources as the core's :class:`Request` (docs/reference/resources.md,
     section Flux). Walks the resource graph as flux-core's ``ResourceRequest.from_jobspec``:
 
@@ -82,7 +84,12 @@ def request_from_jobspec(jobspec: Any, fluxion: bool = False) -> Request:
     * whole nodes inside a slot, nothing below them (``slot[s] > node[n]``): s x n whole nodes
       (flux-core's pool cannot read it: no slot size);
     * an ``exclusive`` slot without a node level: the slot's cores, not a whole node per slot
-      (a slot is exclusive in Fluxion anyway).
+      (a slot is exclusive in Fluxion anyway);
+    * more slots with GPUs and no node level than nodes that can hold one (``sizes``: the
+      instance's nodes' (cores, GPUs)): Fluxion packs several on a node (``slot[3] > (core[1],
+      gpu[1])`` on two nodes of 2 GPUs: two slots on one, one on the other), so those nodes,
+      each with room for the slots shared out evenly (rounded up); one node per slot reads more
+      nodes than there are, which the core leaves out as never fitting.
 
     The queue (``attributes.system.queue``) is the partition. ValueError on a malformed one.
     """
@@ -134,6 +141,10 @@ def request_from_jobspec(jobspec: Any, fluxion: bool = False) -> Request:
     if exclusive:
         return Request(slots, cores, gpus, True, partition)
     if slots == 1 or gpus:
+        hosts = sum(1 for c, g in sizes if c >= cores and g >= gpus)
+        if fluxion and gpus and 0 < hosts < slots:  # Fluxion packs the slots on fewer nodes
+            per_node = math.ceil(slots / hosts)
+            return Request(hosts, per_node * cores, per_node * gpus, False, partition)
         return Request(slots, cores, gpus, False, partition)
     return Request(0, slots * cores, 0, False, partition)
 
