@@ -293,10 +293,11 @@ def test_the_variation_check_from_the_columns_equals_the_check_from_the_jobs(see
             built.snapshot = dataclasses.replace(built.snapshot, pending=tuple(built.snapshot.pending))
         built = predict_at_placement(built, predictor, CONFIG, state)
         pending = built.snapshot.pending
-        made = pending.made() if as_rows else None
+        if as_rows:  # the flags a column of the rows, no core job made for them
+            assert isinstance(pending, PendingRows)
+            made = pending.made()
         decided = schedule(built.snapshot, CONFIG, explain_priorities=False)
         if as_rows:
-            assert isinstance(pending, PendingRows)
             assert made <= len(predictor.asked) < len(pending)  # only the jobs the check asked about
             assert np.array_equal(pending.columns.variable, [p.variable for p in pending])
         flags = {p.job_id: p.variable for p in pending}
