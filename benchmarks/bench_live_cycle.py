@@ -33,6 +33,14 @@ run as it comes, as in a live process: the median, mean and longest cycle and th
 CPU per cycle by generation (a full pass over a heap of 10 000 jobs' objects costs about 100 ms here;
 how often one comes depends on how many objects each cycle leaves behind).
 
+With ``--quantiles both`` (the default) every case runs twice: without runtime predictions, and
+with a live runtime predictor (:class:`rush.planner.runtime_prediction.LiveRuntimePredictor`,
+the shells' own wrapper) whose model gives every job a calibrated mean and five runtime
+quantiles (:class:`QuantileModel`, set answers from each job's request: the model's own cost is
+not measured, what the live path does with its answers is). A pending job with quantiles
+brings in the start projection's rule L2 (rush.core.remaining_runtime), a running one the
+median given its elapsed time.
+
 Run: ``python benchmarks/bench_live_cycle.py [--pending 1000,10000] [--repeat 5]``; paired with
 another tree: ``PYTHONPATH=/path/to/other/tree python benchmarks/bench_live_cycle.py``.
 """
@@ -60,6 +68,7 @@ from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
 from rush.core.schedule import schedule
 from rush.planner.apply import plan_actions
 from rush.planner.journal import JobRecord
+from rush.planner.runtime_prediction import LiveRuntimePredictor
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
 
@@ -74,6 +83,31 @@ PODS = 32
 DAEMON_ACTIONS = 200  # daemon.max_actions_per_cycle's default (RJMS calls per cycle)
 PARTS = ("build", "columns", "schedule", "pass", "estimates", "words")
 COLUMNS = (*PARTS, "rows read")
+LEVELS = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+class QuantileModel:
+    """A quantile model's answers, set from each job's request (a calibrated mean of 40 % of it
+    and five quantiles from 5 % to 90 %, varied by job id), for the live predictor's wrapper."""
+
+    retrain_every = None
+
+    def observe(self, done) -> None:
+        pass
+
+    def predict(self, jobs) -> np.ndarray:
+        return self.predict_with_quantiles(jobs)[0]
+
+    def predict_with_quantiles(self, jobs) -> tuple[np.ndarray, tuple[float, ...], np.ndarray]:
+        request = np.asarray(jobs.requested_time, dtype=np.float64)
+        spread = 0.5 + (np.asarray(jobs.job_id) % 7) / 14.0  # 0.5 .. 0.93
+        fractions = np.array([0.05, 0.15, 0.3, 0.6, 0.9])
+        return 0.4 * request, LEVELS, request[:, None] * fractions[None, :] * spread[:, None]
+
+
+def quantile_runtime() -> LiveRuntimePredictor:
+    """The shells' live runtime predictor over :class:`QuantileModel` (no history store)."""
+    return LiveRuntimePredictor("quantiles", QuantileModel(), None, own=frozenset())
 
 
 @contextmanager
@@ -136,10 +170,15 @@ class LivePath:
     """What the planner does from a read to the decisions (its builder, kept columns, core)."""
 
     def __init__(
-        self, config: CoreConfig, explain: bool, collect: bool = True, actions: int = DAEMON_ACTIONS
+        self,
+        config: CoreConfig,
+        explain: bool,
+        collect: bool = True,
+        actions: int = DAEMON_ACTIONS,
+        quantiles: bool = False,
     ) -> None:
         self.collect = collect
-        self.builder = SnapshotBuilder()
+        self.builder = SnapshotBuilder(runtime=quantile_runtime() if quantiles else None)
         self.columns = KeptColumns() if KeptColumns is not None else None
         self.config, self.explain = config, explain
         self.records: dict[int, JobRecord] = {}  # the daemon's journal: priority values last sent
@@ -188,13 +227,14 @@ def with_arrivals(snapshot: Snapshot, count: int, seed: int) -> Snapshot:
     return replace(snapshot, pending=(*snapshot.pending, *new))
 
 
-def run(pending: int, shell: str, args) -> dict[str, dict[str, float]]:
-    """CPU seconds per part of the first and the next cycle, medians of ``args.repeat`` runs."""
+def run(pending: int, shell: str, quantiles: bool, args) -> dict[str, dict[str, float]]:
+    """CPU seconds per part of the first and the next cycle, medians of ``args.repeat`` runs;
+    ``quantiles``: with the live quantile predictor."""
     config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
     snapshot = bench_nodes.make_snapshot(pending, 1, NODES, PODS)
     runs: dict[str, list[dict[str, float]]] = {"first": [], "next": []}
     for _ in range(args.repeat):
-        live = LivePath(config, explain=shell == "daemon", actions=args.actions)
+        live = LivePath(config, explain=shell == "daemon", actions=args.actions, quantiles=quantiles)
         objects: dict[int, RJMSJob] | None = {} if shell == "flux-module" else None
         first = defaultdict(float)
         decided = live.cycle(rjms_state(snapshot, objects), first)
@@ -229,13 +269,15 @@ def collector_pauses() -> Iterator[dict[int, float]]:
         gc.callbacks.remove(note)
 
 
-def steady(pending: int, shell: str, args) -> tuple[list[float], dict[int, float]]:
+def steady(pending: int, shell: str, quantiles: bool, args) -> tuple[list[float], dict[int, float]]:
     """``args.steady`` cycles in a row, the collector left to run as it comes: each cycle's CPU
     seconds (from the read to the decisions) and the collector's seconds by generation (its
     passes during the simulated reads included: a live process pays them wherever they fall)."""
     config = CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
     snapshot = bench_nodes.make_snapshot(pending, 1, NODES, PODS)
-    live = LivePath(config, explain=shell == "daemon", collect=False, actions=args.actions)
+    live = LivePath(
+        config, explain=shell == "daemon", collect=False, actions=args.actions, quantiles=quantiles
+    )
     objects: dict[int, RJMSJob] | None = {} if shell == "flux-module" else None
     seconds = []
     gc.collect()
@@ -285,7 +327,14 @@ def main() -> None:
     parser.add_argument(
         "--steady", type=int, default=12, help="cycles in a row, collector as it comes (0: none)"
     )
+    parser.add_argument(
+        "--quantiles",
+        choices=("no", "yes", "both"),
+        default="both",
+        help="without runtime predictions, with the live quantile predictor (every job), or both",
+    )
     args = parser.parse_args()
+    modes = {"no": (False,), "yes": (True,), "both": (False, True)}[args.quantiles]
     print(f"rush from {rush.__file__}; kept columns: {'yes' if KeptColumns is not None else 'no'}")
     warm = bench_nodes.make_snapshot(100, 1, NODES, PODS)  # numba's cache loaded once, not timed
     LivePath(CoreConfig(backfill="easy"), True).cycle(rjms_state(warm, None), defaultdict(float))
@@ -294,35 +343,39 @@ def main() -> None:
         f"{NODES} nodes, EASY with start estimates, CPU ms (median of {args.repeat}); 'pass' is the reference"
     )
     print(
-        f"{'shell':12s} {'pending':>7s} {'cycle':6s} {'total':>7s} " + " ".join(f"{p:>9s}" for p in COLUMNS)
+        f"{'shell':12s} {'q':1s} {'pending':>7s} {'cycle':6s} {'total':>7s} "
+        + " ".join(f"{p:>9s}" for p in COLUMNS)
     )
-    for pending in (int(x) for x in args.pending.split(",")):
-        for shell in args.shells.split(","):
-            for cycle, parts in run(pending, shell, args).items():
-                total = parts["build"] + parts["columns"] + parts["schedule"] + parts["words"]
-                print(
-                    f"{shell:12s} {pending:7d} {cycle:6s} {total * 1e3:7.1f} "
-                    + " ".join(f"{parts[p] * 1e3:9.1f}" for p in PARTS)
-                    + f" {parts['rows read']:9.0f}"
-                )
+    for quantiles in modes:
+        for pending in (int(x) for x in args.pending.split(",")):
+            for shell in args.shells.split(","):
+                for cycle, parts in run(pending, shell, quantiles, args).items():
+                    total = parts["build"] + parts["columns"] + parts["schedule"] + parts["words"]
+                    print(
+                        f"{shell:12s} {'yn'[not quantiles]} {pending:7d} {cycle:6s} {total * 1e3:7.1f} "
+                        + " ".join(f"{parts[p] * 1e3:9.1f}" for p in PARTS)
+                        + f" {parts['rows read']:9.0f}"
+                    )
     if args.steady < 2:
         return
     print(
         f"{args.steady} cycles in a row, collector as it comes: cycle CPU ms (2nd on), collector ms per cycle"
     )
     print(
-        f"{'shell':12s} {'pending':>7s} {'median':>7s} {'mean':>7s} {'max':>7s} "
+        f"{'shell':12s} {'q':1s} {'pending':>7s} {'median':>7s} {'mean':>7s} {'max':>7s} "
         f"{'gen 0':>7s} {'gen 1':>7s} {'gen 2':>7s}"
     )
-    for pending in (int(x) for x in args.pending.split(",")):
-        for shell in args.shells.split(","):
-            seconds, pauses = steady(pending, shell, args)
-            per_cycle = [pauses.get(g, 0.0) / len(seconds) * 1e3 for g in (0, 1, 2)]
-            print(
-                f"{shell:12s} {pending:7d} {statistics.median(seconds[1:]) * 1e3:7.1f} "
-                f"{statistics.mean(seconds[1:]) * 1e3:7.1f} {max(seconds[1:]) * 1e3:7.1f} "
-                + " ".join(f"{p:7.1f}" for p in per_cycle)
-            )
+    for quantiles in modes:
+        for pending in (int(x) for x in args.pending.split(",")):
+            for shell in args.shells.split(","):
+                seconds, pauses = steady(pending, shell, quantiles, args)
+                per_cycle = [pauses.get(g, 0.0) / len(seconds) * 1e3 for g in (0, 1, 2)]
+                print(
+                    f"{shell:12s} {'yn'[not quantiles]} {pending:7d} "
+                    f"{statistics.median(seconds[1:]) * 1e3:7.1f} "
+                    f"{statistics.mean(seconds[1:]) * 1e3:7.1f} {max(seconds[1:]) * 1e3:7.1f} "
+                    + " ".join(f"{p:7.1f}" for p in per_cycle)
+                )
 
 
 if __name__ == "__main__":

@@ -261,9 +261,23 @@ class PendingRows(Sequence):
         """How many core jobs were made so far."""
         return sum(job is not None for job in self._made)
 
-    def take(self, rows: np.ndarray) -> PendingRows:
-        """These rows, in that order (the jobs made so far kept)."""
+    def with_column(self, name: str, values: np.ndarray) -> PendingRows:
+        """These rows with column ``name`` (a plain field: ``variable``, ``skips``, ...) set to
+        ``values``, each core job made when read with its field ``name`` set alike."""
+        given = [f.name for f in dataclasses.fields(self.columns) if f.metadata["given"] is not None]
+        if name in given or name in _MASK_OF:
+            raise ValueError(f"column {name!r} has a mask; set it with its mask")
+        listed = values.tolist()
+        return PendingRows(
+            dataclasses.replace(self.columns, **{name: values}),
+            lambda k: dataclasses.replace(self[k], **{name: listed[k]}),
+        )
+
+    def take(self, rows: np.ndarray, columns: PendingColumns | None = None) -> PendingRows:
+        """These rows, in that order (the jobs made so far kept); ``columns``: the columns to
+        take them from when not its own (the pass's, the same jobs in the same order: the
+        core then takes them once for both)."""
         order = rows.tolist()
-        picked = PendingRows(self.columns.take(rows), lambda k: self[order[k]])
+        picked = PendingRows((columns or self.columns).take(rows), lambda k: self[order[k]])
         picked._made = [self._made[k] for k in order]
         return picked

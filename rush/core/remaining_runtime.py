@@ -16,7 +16,9 @@ only (a job that has outlived its median is more likely one of the long ones).
 
 from __future__ import annotations
 
-from itertools import chain
+import operator
+from collections.abc import Sequence
+from itertools import chain, repeat
 
 import numpy as np
 from numba import njit
@@ -185,29 +187,63 @@ def queued_projection_runtimes(
     predicted distribution), never above its request, for the jobs of ``pending`` (duck-typed
     :class:`rush.core.snapshot.PendingJob`: ``runtime_quantiles``, ``requested_time``,
     ``job_id``) with usable quantiles; NaN for the others (None when no job has any), and, by
-    job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). Checked
-    and computed per model (one set of levels) at once: a pass over 10,000 queued jobs."""
-    groups: dict[tuple[tuple[float, ...], int], list[int]] = {}  # (levels, how many quantiles)
-    for k, p in enumerate(pending):
-        q = p.runtime_quantiles
-        if q is not None:
-            groups.setdefault((tuple(q.levels), len(q.seconds)), []).append(k)
-    if not groups:
+    job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). The jobs'
+    fields read once, then :func:`queued_projection_runtimes_of`."""
+    n = len(pending)
+    return queued_projection_runtimes_of(
+        tuple(map(operator.attrgetter("runtime_quantiles"), pending)),
+        np.fromiter(map(operator.attrgetter("requested_time"), pending), dtype=np.float64, count=n),
+        np.fromiter(map(operator.attrgetter("job_id"), pending), dtype=np.int64, count=n),
+        est,
+        level,
+    )
+
+
+def queued_projection_runtimes_of(
+    quantiles: Sequence,
+    requested_time: np.ndarray,
+    job_id: np.ndarray,
+    est: np.ndarray,
+    level: float = QUEUE_PROJECTION_LEVEL,
+) -> tuple[np.ndarray | None, dict[int, str]]:
+    """:func:`queued_projection_runtimes` from the queue's columns (the core's pending columns,
+    :class:`rush.core.job_columns.PendingColumns`: each job's ``runtime_quantiles`` or None, its
+    request and id), no job object read. Checked and computed per model (one set of levels)
+    at once, each group's rows found with C-level walks: a pass over 10,000 queued jobs."""
+    n = len(quantiles)
+    given = np.flatnonzero(
+        np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n)
+    )
+    if not len(given):
         return None, {}
-    out = np.full(len(pending), np.nan)
+    listed = list(map(quantiles.__getitem__, given.tolist()))
+    # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
+    keys = list(
+        zip(
+            map(tuple, map(operator.attrgetter("levels"), listed)),
+            map(len, map(operator.attrgetter("seconds"), listed)),
+            strict=True,
+        )
+    )
+    group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
+    code = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    out = np.full(n, np.nan)
     refused: dict[int, str] = {}
     est = np.asarray(est, dtype=np.float64)
-    for (levels, width), rows in groups.items():
+    for (levels, width), g in group_of.items():
+        at = np.flatnonzero(code == g)  # positions among ``listed``, in queue order
+        rows = given[at]
+        ids = job_id[rows].tolist()
         lv = np.asarray(levels, dtype=np.float64)
         if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
-            refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
+            refused.update(zip(ids, repeat(REFUSED_LEVELS)))
             continue
         seconds = np.fromiter(
-            chain.from_iterable(pending[k].runtime_quantiles.seconds for k in rows),
+            chain.from_iterable(map(operator.attrgetter("seconds"), map(listed.__getitem__, at.tolist()))),
             dtype=np.float64,
             count=len(rows) * width,
         ).reshape(len(rows), width)
-        request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
+        request = np.asarray(requested_time, dtype=np.float64)[rows]
         finite = np.all(np.isfinite(seconds), axis=1)
         why = np.where(
             ~finite,
@@ -219,16 +255,16 @@ def queued_projection_runtimes(
             ),
         )
         ok = why == ""
-        refused.update((pending[rows[i]].job_id, str(why[i])) for i in np.flatnonzero(~ok).tolist())
+        refused.update((ids[i], str(why[i])) for i in np.flatnonzero(~ok).tolist())
         if not ok.any():
             continue
-        kept = np.asarray(rows, dtype=np.int64)[ok]
+        kept = rows[ok]
         request = request[ok]
         q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
         xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
         upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        at = est[kept]
-        out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
+        at_est = est[kept]
+        out[kept] = np.minimum(np.maximum(at_est, upper), np.maximum(request, at_est))
     return out, refused

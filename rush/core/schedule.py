@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from itertools import repeat
 
 import numpy as np
 
@@ -63,7 +62,7 @@ from rush.core.pass_data import (
 )
 from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import LOWEST_VALUE, priority_values, scaled
-from rush.core.remaining_runtime import queued_projection_runtimes, running_median_runtimes
+from rush.core.remaining_runtime import queued_projection_runtimes_of, running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
@@ -179,7 +178,8 @@ def _pending_with_kills(snapshot: Snapshot, config: CoreConfig, divider: float, 
     if np.array_equal(by_submit, np.arange(len(every))):  # the usual case: the RJMS lists them in order
         return kills, every, running, waiting, busy.take(kept)
     if isinstance(every, PendingRows):
-        return kills, every.take(by_submit), running, waiting.take(by_submit), busy.take(kept)
+        taken = every.take(by_submit, waiting)  # its columns taken once
+        return kills, taken, running, taken.columns, busy.take(kept)
     pending = tuple(map(every.__getitem__, by_submit.tolist()))
     return kills, pending, running, waiting.take(by_submit), busy.take(kept)
 
@@ -299,7 +299,9 @@ def schedule(
     pass_cfg = pass_config(config, policy, scan, float(snapshot.time_origin))
     queues = new_queues(n)
     # A job that can never run here is left out of the pass (it would block the queue).
-    schedulable = np.array([k for k in range(n) if k not in infeasible], dtype=np.int64)
+    out_of_pass = np.zeros(n, dtype=np.bool_)
+    out_of_pass[list(infeasible)] = True
+    schedulable = np.flatnonzero(~out_of_pass)
     queues.queue[: len(schedulable)] = schedulable
     queues.scan[: len(schedulable)] = schedulable
     out = new_out(n)
@@ -395,12 +397,10 @@ def schedule(
         # A running job with predicted quantiles ends at its median runtime given its elapsed
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
         r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
-        # A queued job with predicted quantiles is projected for their upper part (rule L2).
-        # (Read from the core jobs only when some job has quantiles: PendingRows makes them when read.)
-        q_runtime, q_notes = (
-            queued_projection_runtimes(pending, est)
-            if any(map(operator.is_not, waiting.runtime_quantiles, repeat(None)))
-            else (None, {})
+        # A queued job with predicted quantiles is projected for their upper part (rule L2),
+        # read from the pending columns (no core job made).
+        q_runtime, q_notes = queued_projection_runtimes_of(
+            waiting.runtime_quantiles, waiting.requested_time, waiting.job_id, est
         )
         decided.estimate_notes.update(q_notes)
         inputs = estimate_inputs(

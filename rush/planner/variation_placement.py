@@ -22,9 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+
 from rush.core.config import CoreConfig
+from rush.core.job_columns import PendingRows
 from rush.core.resources import Node
 from rush.core.schedule import schedule
 from rush.core.snapshot import Snapshot
@@ -79,27 +83,57 @@ def _flags_at_placement(
             # A copy: the snapshot builder shares one outputs dictionary among jobs alike.
             outputs = built.outputs[d.job_id] = dict(built.outputs.get(d.job_id, {}))
             outputs.update(predictor.job_outputs(d.job_id) if hasattr(predictor, "job_outputs") else {})
-    for job in snapshot.pending:
-        outputs = built.outputs[job.job_id] = dict(built.outputs.get(job.job_id, {}))
-        outputs["variable"] = answers.get(job.job_id, False)
-        if job.job_id in answers:
+    # Jobs not asked whose outputs were one dictionary (the builder shares one among jobs alike)
+    # share one new one: id of the old -> (the old, kept alive while its id is a key; the new).
+    not_asked: dict[int, tuple[dict, dict]] = {}
+    for job_id in _job_ids(snapshot.pending):
+        before = built.outputs.get(job_id, _NONE)
+        if job_id in answers:
+            outputs = built.outputs[job_id] = dict(before)
+            outputs["variable"] = answers[job_id]
             outputs["variation_scope"] = "job nodes at the tentative placement"
-        else:
+            continue
+        shared = not_asked.get(id(before))
+        if shared is None:
+            outputs = dict(before)
+            outputs["variable"] = False
             # The all-node prediction the builder made is not this model's answer: drop it.
-            for key in (
-                "variation_class",
-                "variation_p",
-                "variation_reason",
-                "variation_imputed",
-                "variation_rule",
-                "variation_threshold",
-                "variation_threshold_nodes",
-            ):
+            for key in _ALL_NODE_OUTPUTS:
                 outputs.pop(key, None)
             outputs["variation_scope"] = "job nodes: not asked (would not start now)"
+            shared = not_asked[id(before)] = (before, outputs)
+        built.outputs[job_id] = shared[1]
     return _with_flags(snapshot, answers)
 
 
+# A job's journal outputs of the builder's all-node variation prediction.
+_ALL_NODE_OUTPUTS = (
+    "variation_class",
+    "variation_p",
+    "variation_reason",
+    "variation_imputed",
+    "variation_rule",
+    "variation_threshold",
+    "variation_threshold_nodes",
+)
+_NONE: dict = {}
+
+
+def _job_ids(pending) -> list[int]:
+    """The pending jobs' ids, from their columns when given as such (no core job made)."""
+    if isinstance(pending, PendingRows):
+        return pending.columns.job_id.tolist()
+    return [p.job_id for p in pending]
+
+
 def _with_flags(snapshot: Snapshot, answers: dict[int, bool]) -> Snapshot:
-    pending = tuple(replace(p, variable=answers.get(p.job_id, False)) for p in snapshot.pending)
-    return replace(snapshot, pending=pending)
+    """``snapshot`` with each pending job flagged as ``answers`` says (False where not asked):
+    jobs given as columns get a new ``variable`` column, each core job made only when read."""
+    pending = snapshot.pending
+    if isinstance(pending, PendingRows):
+        ids = pending.columns.job_id.tolist()
+        flags = np.fromiter(map(answers.get, ids, repeat(False)), dtype=np.bool_, count=len(ids))
+        return replace(snapshot, pending=pending.with_column("variable", flags))
+    return replace(
+        snapshot, pending=tuple(replace(p, variable=answers.get(p.job_id, False)) for p in pending)
+    )
