@@ -9,16 +9,18 @@ is kept, so its accuracy can be measured against its real start.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 from dataclasses import asdict, dataclass, is_dataclass
+from typing import NamedTuple
 
 from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingRows, pending_columns
 from rush.core.priority_terms import JobInputs, priority_terms
 from rush.core.runtime_predictions import correction_code, running_estimate
 from rush.core.snapshot import Decisions
-from rush.planner.journal import QueueRow
+from rush.planner.journal import QueueRow, due_at, terms_due
 from rush.planner.snapshot_builder import Built
 from rush.rjms.base import ClusterState, RJMSJob
 
@@ -78,10 +80,6 @@ def describe_core(config: CoreConfig, policy_text: str) -> str:
     return json.dumps({"policy": policy_text, **fields}, default=str, sort_keys=True)
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def _running_estimates(view: QueueView) -> dict[int, float]:
     """Running jobs' predicted lengths as the core's projection uses them (a prediction the run
     outlived, corrected by the configured rule): what ``rush explain`` ends them at."""
@@ -94,99 +92,170 @@ def _running_estimates(view: QueueView) -> dict[int, float]:
     }
 
 
-# A job's row inputs at the last pass: (its RJMSJob, its pending values, outputs, their JSON,
-# the decisions' values); the RJMSJob and outputs are compared by identity (the Flux module and
-# the snapshot builder keep them while a job is unchanged).
-RowInputs = tuple[RJMSJob, "Pending | None", "dict | None", "str | None", tuple]
+# Kept between passes by the caller (``inputs``): each outputs object's JSON by the object's
+# id, with the object (so that its id is not reused while kept).
+RowInputs = tuple[object, str]
+
+# New priority-terms JSON per pass at most (about 15 us each): a first pass over 10 000 pending
+# jobs would spend more on them than on the pass. A row whose terms are not computed yet holds
+# the time they are of (:func:`terms_due`; ``rush explain`` then computes them at that time: the
+# same terms) and gets them at a later pass, the longest-waiting jobs first.
+TERMS_PER_PASS = 256
+
+
+class QueueDelta(NamedTuple):
+    """What a pass changes in the journal's queue rows: ``whole``, rows written whole (new, or
+    changed in what they show of the job); ``moved``, rows whose only changes are in
+    ``MOVING_COLUMNS`` (the estimated start and what comes with it), written as such."""
+
+    whole: list[QueueRow]
+    moved: list[QueueRow]
 
 
 def queue_rows(
     view: QueueView, previous: dict[int, QueueRow], inputs: dict[int, RowInputs] | None = None
 ) -> list[QueueRow]:
     """The rows that changed since ``previous`` (the rows last written, by job id), with
-    jobs that left the queue marked ``gone``. ``inputs``, when given, holds each job's row
-    inputs from the last call (replaced by this call's): a job whose inputs are the same
-    objects and values has the same row, so it is not rebuilt, and its outputs' JSON is
-    encoded again only when they changed (a pass over 10 000 pending jobs rebuilt every row)."""
+    jobs that left the queue marked ``gone`` (:func:`queue_delta`'s rows, whole first)."""
+    delta = queue_delta(view, previous, inputs)
+    return delta.whole + delta.moved
+
+
+def queue_delta(
+    view: QueueView, previous: dict[int, QueueRow], inputs: dict[int, RowInputs] | None = None
+) -> QueueDelta:
+    """The rows that changed since ``previous`` (the rows last written, by job id), with jobs
+    that left the queue marked ``gone``, split by what changed. ``inputs``, when given, keeps the
+    outputs' JSON between calls (replaced by this call's), so that outputs kept while a job is
+    unchanged are encoded once, not every pass. Built in bulk: the decisions read with C-level
+    lookups over the job list, one tuple per job compared with its last row."""
     d = view.decisions
     pending = _pending_of(view)
     running_now = _running_estimates(view)
-    changed: list[QueueRow] = []
-    seen = set()
+    now, cycle = view.now, view.cycle
+    jobs = view.state.jobs
+    ids = [job.job_id for job in jobs]
+    encoded_of: dict[int, RowInputs] = {}
     last = inputs if inputs is not None else {}
-    now_inputs: dict[int, RowInputs] = {}
-    for job in view.state.jobs:
-        seen.add(job.job_id)
-        old = previous.get(job.job_id)
-        p = pending.get(job.job_id)
-        running = job.state != "PENDING" and job.start is not None
-        estimated = None if running else _finite(d.estimated_start.get(job.job_id))
-        outputs = view.built.outputs.get(job.job_id)
-        values = (
-            estimated,
-            running_now.get(job.job_id) if running else None,
-            d.priority.get(job.job_id),
-            d.priority_group.get(job.job_id),
-            d.priority_key.get(job.job_id),
-            None if running else d.estimate_basis.get(job.job_id),
-            None if running else d.waits_behind.get(job.job_id),
-        )
-        hit = last.get(job.job_id)
-        if hit is not None and hit[2] is outputs:
-            encoded = hit[3]
+    whole: list[QueueRow] = []
+    moved: list[QueueRow] = []
+    need_terms: list[tuple[float, int]] = []  # (submit, index in whole) of rows wanting terms
+    columns = zip(
+        jobs,
+        map(previous.get, ids),
+        map(pending.get, ids),
+        map(d.priority.get, ids),
+        map(d.priority_group.get, ids),
+        map(d.priority_key.get, ids),
+        map(d.estimated_start.get, ids),
+        map(d.estimate_basis.get, ids),
+        map(d.waits_behind.get, ids),
+        map(view.built.outputs.get, ids),
+        strict=True,
+    )
+    new_row = tuple.__new__
+    for job, old, p, priority, group, key, estimated, basis, behind, outputs in columns:
+        job_id = job.job_id
+        if outputs is None:
+            encoded = None
         else:
-            encoded = None if outputs is None else json.dumps(outputs, default=str, sort_keys=True)
-        now_inputs[job.job_id] = (job, p, outputs, encoded, values)
-        if old is not None and hit is not None and hit[0] is job and hit[1] == p and hit[2] is outputs:
-            if hit[4] == values:
-                continue  # the row it gave last time, still in ``previous``
-        first_at = old.first_estimated_at if old is not None else None
-        first = old.first_estimated_start if old is not None else None
-        if first_at is None and estimated is not None:
-            first, first_at = estimated, view.now
-        row = QueueRow(
-            job_id=job.job_id,
-            time=view.now,
-            cycle=view.cycle,
-            state="running" if running else "pending",
-            user=job.user,
-            account=job.account,
-            partition=job.partition,
-            submit=job.submit,
-            procs=job.procs,
-            requested_time=job.requested_time,
-            estimate=running_now.get(job.job_id) if running else None if p is None else p[0],
-            runtime_class=-1 if p is None else p[1],
-            fairshare=None if p is None else p[2],
-            priority=d.priority.get(job.job_id),
-            priority_group=d.priority_group.get(job.job_id),
-            priority_key=d.priority_key.get(job.job_id),
-            estimated_start=estimated,
-            estimate_basis=None if running else d.estimate_basis.get(job.job_id),
-            waits_behind=None if running else d.waits_behind.get(job.job_id),
-            first_estimated_start=first,
-            first_estimated_at=first_at,
-            start=job.start if running else None,
-            model_outputs=encoded,
-        )
-        if p is not None and row.priority_key is not None:
-            # Recomputed only when the key or group moved (a static policy: once).
-            same = old is not None and (old.priority_key, old.priority_group) == (
-                row.priority_key,
-                row.priority_group,
-            )
-            if same:
-                row = row._replace(priority_terms=old.priority_terms)
+            hit = encoded_of.get(id(outputs)) or last.get(id(outputs))
+            if hit is None or hit[0] is not outputs:
+                hit = (outputs, json.dumps(outputs, default=str, sort_keys=True))
+            encoded_of[id(outputs)] = hit
+            encoded = hit[1]
+        if job.state != "PENDING" and job.start is not None:
+            state, start, estimate = "running", job.start, running_now.get(job_id)
+            estimated = basis = behind = None
+        else:
+            state, start, estimate = "pending", None, None if p is None else p[0]
+            if estimated is not None and not math.isfinite(estimated):
+                estimated = None
+        if old is not None and old.first_estimated_at is not None:
+            first, first_at = old.first_estimated_start, old.first_estimated_at
+        elif estimated is not None:
+            first, first_at = estimated, now
+        else:
+            first = first_at = None
+        terms, wanted = None, False
+        if p is not None and key is not None:
+            # Kept while the key and group stay (a static policy: computed once); else due.
+            if old is not None and old.priority_key == key and old.priority_group == group:
+                terms = old.priority_terms
+                if terms is None:  # (a row of an older rush: its terms are those at its time)
+                    terms = terms_due(old.time)
+                wanted = due_at(terms) is not None
             else:
-                origin = view.built.snapshot.time_origin
-                terms = terms_json(view.config, view.policy_text, _inputs(job, p), view.now, origin)
-                row = row._replace(priority_terms=terms)
-        if old is None or row[3:] != old[3:]:
-            changed.append(row)
+                terms, wanted = terms_due(now), True
+        row = new_row(
+            QueueRow,
+            (
+                job_id,
+                now,
+                cycle,
+                state,
+                job.user,
+                job.account,
+                job.partition,
+                job.submit,
+                job.procs,
+                job.requested_time,
+                estimate,
+                -1 if p is None else p[1],
+                None if p is None else p[2],
+                priority,
+                group,
+                key,
+                estimated,
+                basis,
+                behind,
+                first,
+                first_at,
+                start,
+                encoded,
+                terms,
+            ),
+        )
+        if wanted:
+            need_terms.append((job.submit, len(need_terms), row, old, p))
+        elif old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
+            whole.append(row)
+        elif row[16:21] != old[16:21]:
+            moved.append(row)
+    if need_terms:
+        _add_terms(view, need_terms, whole, moved)
+    seen = set(ids)
     for job_id, old in previous.items():
         if job_id not in seen and old.state != "gone":
-            changed.append(old._replace(time=view.now, cycle=view.cycle, state="gone"))
+            whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
         inputs.clear()
-        inputs.update(now_inputs)
-    return changed
+        inputs.update(encoded_of)
+    return QueueDelta(whole, moved)
+
+
+def _add_terms(view: QueueView, need: list[tuple], whole: list[QueueRow], moved: list[QueueRow]) -> None:
+    """Give at most TERMS_PER_PASS of the rows in ``need`` ((submit, order, row, its last row,
+    pending values)) their priority terms, the longest-waiting first, into ``whole``; the others
+    as they are, where they changed. Terms are computed at the time they are of; a row given
+    them and otherwise as last written keeps its time and cycle."""
+    given = heapq.nsmallest(TERMS_PER_PASS, need, key=lambda n: (n[0], n[1]))
+    origin = view.built.snapshot.time_origin
+    jobs = {job.job_id: job for job in view.state.jobs}
+    for _, _, row, old, p in given:
+        at = due_at(row.priority_terms)
+        terms = terms_json(view.config, view.policy_text, _inputs(jobs[row.job_id], p), at, origin)
+        if old is not None and row[3:23] == old[3:23]:
+            whole.append(row._replace(time=old.time, cycle=old.cycle, priority_terms=terms))
+        else:
+            whole.append(row._replace(priority_terms=terms))
+    if len(given) == len(need):
+        return
+    chosen = {n[1] for n in given}
+    for _, order, row, old, _ in need:
+        if order in chosen:
+            continue
+        if old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
+            whole.append(row)
+        elif row[16:21] != old[16:21]:
+            moved.append(row)
