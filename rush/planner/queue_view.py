@@ -13,7 +13,8 @@ import heapq
 import json
 import math
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import NamedTuple
+from operator import attrgetter, eq, is_
+from typing import Any, NamedTuple
 
 from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingRows, pending_columns
@@ -92,9 +93,16 @@ def _running_estimates(view: QueueView) -> dict[int, float]:
     }
 
 
-# Kept between passes by the caller (``inputs``): each outputs object's JSON by the object's
-# id, with the object (so that its id is not reused while kept).
-RowInputs = tuple[object, str]
+# What queue_delta keeps between passes in the caller's ``inputs`` dict (the shells keep it
+# while the rows it stands for are journaled): each job's inputs of its row at the last pass
+# ("sig": the RJMS job's fields, pending values, running estimate, decisions; "out": its
+# outputs object), the outputs' JSON by object id ("json": (object, text)), and the rows still
+# waiting for their priority terms ("due": a heap of (submit, job id); "queued": its ids).
+RowInputs = Any
+
+# The RJMS job's fields a row reads.
+_FIELDS = attrgetter("state", "start", "user", "account", "partition", "submit", "procs", "requested_time")
+_JOB_ID = attrgetter("job_id")
 
 # New priority-terms JSON per pass at most (about 15 us each): a first pass over 10 000 pending
 # jobs would spend more on them than on the pass. A row whose terms are not computed yet holds
@@ -122,50 +130,68 @@ def queue_rows(
 
 
 def queue_delta(
-    view: QueueView, previous: dict[int, QueueRow], inputs: dict[int, RowInputs] | None = None
+    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
 ) -> QueueDelta:
     """The rows that changed since ``previous`` (the rows last written, by job id), with jobs
-    that left the queue marked ``gone``, split by what changed. ``inputs``, when given, keeps the
-    outputs' JSON between calls (replaced by this call's), so that outputs kept while a job is
-    unchanged are encoded once, not every pass. Built in bulk: the decisions read with C-level
-    lookups over the job list, one tuple per job compared with its last row."""
+    that left the queue marked ``gone``, split by what changed. ``inputs``, when given, is kept by
+    the caller between calls (this call replaces its contents): a job whose row inputs are those
+    of the last call is not looked at again (its row is as written), outputs kept while a job is
+    unchanged are encoded once, and the rows waiting for their terms are found without a walk.
+    Built in bulk: the jobs' inputs read and compared with C-level maps, one row built only for
+    a job that is new or whose inputs changed."""
     d = view.decisions
     pending = _pending_of(view)
     running_now = _running_estimates(view)
     now, cycle = view.now, view.cycle
     jobs = view.state.jobs
-    ids = [job.job_id for job in jobs]
-    encoded_of: dict[int, RowInputs] = {}
-    last = inputs if inputs is not None else {}
+    ids = list(map(_JOB_ID, jobs))
+    memo = inputs if inputs is not None else {}
+    sigs = list(
+        zip(
+            map(_FIELDS, jobs),
+            map(pending.get, ids),
+            map(running_now.get, ids),
+            map(d.priority.get, ids),
+            map(d.priority_group.get, ids),
+            map(d.priority_key.get, ids),
+            map(d.estimated_start.get, ids),
+            map(d.estimate_basis.get, ids),
+            map(d.waits_behind.get, ids),
+            strict=True,
+        )
+    )
+    outs = list(map(view.built.outputs.get, ids))
+    olds = list(map(previous.get, ids))
+    if "sig" in memo:  # a job is looked at when new, or when anything its row reads changed
+        same = map(eq, sigs, map(memo["sig"].get, ids))
+        kept = map(is_, outs, map(memo["out"].get, ids))
+        look = [
+            k
+            for k, (a, b, old) in enumerate(zip(same, kept, olds, strict=True))
+            if not (a and b and old is not None)
+        ]
+    else:
+        look = range(len(jobs))
+    json_of: dict[int, tuple] = {}
+    last_json = memo.get("json", {})
     whole: list[QueueRow] = []
     moved: list[QueueRow] = []
-    need_terms: list[tuple[float, int]] = []  # (submit, index in whole) of rows wanting terms
-    columns = zip(
-        jobs,
-        map(previous.get, ids),
-        map(pending.get, ids),
-        map(d.priority.get, ids),
-        map(d.priority_group.get, ids),
-        map(d.priority_key.get, ids),
-        map(d.estimated_start.get, ids),
-        map(d.estimate_basis.get, ids),
-        map(d.waits_behind.get, ids),
-        map(view.built.outputs.get, ids),
-        strict=True,
-    )
+    wanted: dict[int, QueueRow] = {}  # rows that want their terms, by job id
     new_row = tuple.__new__
-    for job, old, p, priority, group, key, estimated, basis, behind, outputs in columns:
+    for k in look:
+        job, old, outputs = jobs[k], olds[k], outs[k]
+        _, p, running_estimate, priority, group, key, estimated, basis, behind = sigs[k]
         job_id = job.job_id
         if outputs is None:
             encoded = None
         else:
-            hit = encoded_of.get(id(outputs)) or last.get(id(outputs))
+            hit = json_of.get(id(outputs)) or last_json.get(id(outputs))
             if hit is None or hit[0] is not outputs:
                 hit = (outputs, json.dumps(outputs, default=str, sort_keys=True))
-            encoded_of[id(outputs)] = hit
+            json_of[id(outputs)] = hit
             encoded = hit[1]
         if job.state != "PENDING" and job.start is not None:
-            state, start, estimate = "running", job.start, running_now.get(job_id)
+            state, start, estimate = "running", job.start, running_estimate
             estimated = basis = behind = None
         else:
             state, start, estimate = "pending", None, None if p is None else p[0]
@@ -177,16 +203,16 @@ def queue_delta(
             first, first_at = estimated, now
         else:
             first = first_at = None
-        terms, wanted = None, False
+        terms, wants = None, False
         if p is not None and key is not None:
             # Kept while the key and group stay (a static policy: computed once); else due.
             if old is not None and old.priority_key == key and old.priority_group == group:
                 terms = old.priority_terms
                 if terms is None:  # (a row of an older rush: its terms are those at its time)
                     terms = terms_due(old.time)
-                wanted = due_at(terms) is not None
+                wants = due_at(terms) is not None
             else:
-                terms, wanted = terms_due(now), True
+                terms, wants = terms_due(now), True
         row = new_row(
             QueueRow,
             (
@@ -216,46 +242,73 @@ def queue_delta(
                 terms,
             ),
         )
-        if wanted:
-            need_terms.append((job.submit, len(need_terms), row, old, p))
+        if wants:
+            wanted[job_id] = row
         elif old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
-    if need_terms:
-        _add_terms(view, need_terms, whole, moved)
+    where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
+    looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
+    _add_terms(view, memo, (wanted, where, olds, sigs, looked), whole, moved)
     seen = set(ids)
     for job_id, old in previous.items():
         if job_id not in seen and old.state != "gone":
             whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
-        inputs.clear()
-        inputs.update(encoded_of)
+        memo["sig"] = dict(zip(ids, sigs, strict=True))
+        memo["out"] = dict(zip(ids, outs, strict=True))
+        # The JSON of outputs met earlier too (an unchanged job's is not looked up), bounded.
+        if len(last_json) + len(json_of) < 2 * len(ids) + 64:
+            json_of = {**last_json, **json_of}
+        memo["json"] = json_of
     return QueueDelta(whole, moved)
 
 
-def _add_terms(view: QueueView, need: list[tuple], whole: list[QueueRow], moved: list[QueueRow]) -> None:
-    """Give at most TERMS_PER_PASS of the rows in ``need`` ((submit, order, row, its last row,
-    pending values)) their priority terms, the longest-waiting first, into ``whole``; the others
-    as they are, where they changed. Terms are computed at the time they are of; a row given
-    them and otherwise as last written keeps its time and cycle."""
-    given = heapq.nsmallest(TERMS_PER_PASS, need, key=lambda n: (n[0], n[1]))
+def _add_terms(
+    view: QueueView, memo: dict, this_pass: tuple, whole: list[QueueRow], moved: list[QueueRow]
+) -> None:
+    """Give at most TERMS_PER_PASS rows waiting for their priority terms (this pass's ``wanted``
+    rows, by job id, and the rows left waiting by earlier passes, in ``memo``'s heap) their
+    terms, the longest-waiting first, computed at the time they are of; a row given them and
+    otherwise as last written keeps its time and cycle. The wanted rows not given them are
+    written as they are where they changed, and wait in the heap."""
+    wanted, where, olds, sigs, looked = this_pass
+    due: list[tuple[float, int]] = memo.get("due", [])
+    queued: set[int] = memo.get("queued", set())
+    for job_id, row in wanted.items():
+        if job_id not in queued:
+            queued.add(job_id)
+            heapq.heappush(due, (row.submit, job_id))
     origin = view.built.snapshot.time_origin
-    jobs = {job.job_id: job for job in view.state.jobs}
-    for _, _, row, old, p in given:
-        at = due_at(row.priority_terms)
-        terms = terms_json(view.config, view.policy_text, _inputs(jobs[row.job_id], p), at, origin)
+    given = 0
+    while due and given < TERMS_PER_PASS:
+        _, job_id = heapq.heappop(due)
+        queued.discard(job_id)
+        k = where.get(job_id)
+        if k is None:
+            continue  # left the queue
+        old = olds[k]
+        row = wanted.pop(job_id, None) or (None if job_id in looked else old)
+        at = None if row is None or row.priority_terms is None else due_at(row.priority_terms)
+        if at is None:
+            continue  # given its terms since it was queued, or no longer wanting them
+        p = sigs[k][1]
+        job = view.state.jobs[k]
+        terms = terms_json(view.config, view.policy_text, _inputs(job, p), at, origin)
         if old is not None and row[3:23] == old[3:23]:
             whole.append(row._replace(time=old.time, cycle=old.cycle, priority_terms=terms))
         else:
             whole.append(row._replace(priority_terms=terms))
-    if len(given) == len(need):
-        return
-    chosen = {n[1] for n in given}
-    for _, order, row, old, _ in need:
-        if order in chosen:
-            continue
+        given += 1
+    for job_id, row in wanted.items():
+        old = olds[where[job_id]]
         if old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
+    if len(due) > 2 * len(where) + 1024:  # entries of jobs gone since: bounded
+        due[:] = [e for e in due if e[1] in where]
+        heapq.heapify(due)
+        queued.intersection_update(e[1] for e in due)
+    memo["due"], memo["queued"] = due, queued
