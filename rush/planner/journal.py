@@ -77,7 +77,6 @@ CREATE TABLE IF NOT EXISTS queue (
     first_estimated_start REAL, first_estimated_at REAL, start REAL, model_outputs TEXT,
     priority_terms TEXT);
 CREATE INDEX IF NOT EXISTS queue_gone ON queue (time) WHERE state = 'gone';
-CREATE INDEX IF NOT EXISTS queue_user ON queue (user, state);
 CREATE INDEX IF NOT EXISTS queue_state ON queue (state, priority);
 """
 # Retention deletes in batches of this many rows, at most this many batches per cycle.
@@ -332,8 +331,10 @@ class Journal:
                 if column not in have:
                     self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
             # An earlier rush's time index held every row (each moved estimate rewrote it):
-            # retention reads gone rows only (queue_gone, made above).
+            # retention reads gone rows only (queue_gone, made above); no query read its index
+            # by user (status filters a user's rows as it reads them), an insert more per row.
             self.db.execute("DROP INDEX IF EXISTS queue_time")
+            self.db.execute("DROP INDEX IF EXISTS queue_user")
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
                 f"cannot open the journal: {exc}",

@@ -12,8 +12,10 @@ from __future__ import annotations
 import heapq
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, is_dataclass
-from operator import attrgetter, eq, is_
+from itertools import compress, count, repeat
+from operator import attrgetter, eq, is_, is_not, not_
 from typing import Any, NamedTuple
 
 from rush.core.config import CoreConfig
@@ -165,11 +167,10 @@ def queue_delta(
     if "sig" in memo:  # a job is looked at when new, or when anything its row reads changed
         same = map(eq, sigs, map(memo["sig"].get, ids))
         kept = map(is_, outs, map(memo["out"].get, ids))
-        look = [
-            k
-            for k, (a, b, old) in enumerate(zip(same, kept, olds, strict=True))
-            if not (a and b and old is not None)
-        ]
+        written = map(is_not, olds, repeat(None))
+        look: Sequence[int] = list(
+            compress(count(), map(not_, map(all, zip(same, kept, written, strict=True))))
+        )
     else:
         look = range(len(jobs))
     json_of: dict[int, tuple] = {}
@@ -251,9 +252,9 @@ def queue_delta(
     where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
     _add_terms(view, memo, (wanted, where, olds, sigs, looked), whole, moved)
-    seen = set(ids)
-    for job_id, old in previous.items():
-        if job_id not in seen and old.state != "gone":
+    for job_id in previous.keys() - set(ids):
+        old = previous[job_id]
+        if old.state != "gone":
             whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
         memo["sig"] = dict(zip(ids, sigs, strict=True))

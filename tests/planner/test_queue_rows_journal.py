@@ -29,8 +29,9 @@ from rush.planner.queue_view import QueueView, describe_core, queue_delta
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
 
-POLICY = "LINEAR:q=1,wait=-0.01"
-CONFIG = CoreConfig(policy=parse_policy(POLICY), threshold=None, wait_quantum=120.0)
+# A key that moves as jobs wait, and one that does not (the terms still show the wait: a row's
+# terms are those of the time its key was computed).
+POLICIES = ("LINEAR:q=1,wait=-0.01", "LINEAR:q=1")
 TOTAL = 16
 
 
@@ -101,9 +102,13 @@ def _keep(rows: list[QueueRow], previous: dict[int, QueueRow]) -> None:
             previous[row.job_id] = row
 
 
-def _journal(path: Path, origin: float) -> Journal:
+def _config(policy: str) -> CoreConfig:
+    return CoreConfig(policy=parse_policy(policy), threshold=None, wait_quantum=120.0)
+
+
+def _journal(path: Path, origin: float, policy: str) -> Journal:
     journal = Journal(path, synchronous="NORMAL")
-    journal.set_meta("core_config", describe_core(CONFIG, POLICY))
+    journal.set_meta("core_config", describe_core(_config(policy), policy))
     journal.set_meta("time_origin", repr(origin))
     return journal
 
@@ -154,10 +159,10 @@ def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
     }
     builder = SnapshotBuilder()
     origin = 0.0
-    old_journal, new_journal = (
-        _journal(tmp_path / "old.sqlite", origin),
-        _journal(tmp_path / "new.sqlite", origin),
-    )
+    policy = POLICIES[seed // 2 % 2]
+    config = _config(policy)
+    old_journal = _journal(tmp_path / "old.sqlite", origin, policy)
+    new_journal = _journal(tmp_path / "new.sqlite", origin, policy)
     old_rows: dict[int, QueueRow] = {}
     new_rows: dict[int, QueueRow] = {}
     memo: dict = {}
@@ -172,8 +177,8 @@ def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
         listed = tuple(replace(j) for j in jobs.values()) if seed % 2 else tuple(jobs.values())
         state = ClusterState(now, TOTAL, TOTAL - busy, listed)
         built = builder.build(state, {})
-        decided = schedule(built.snapshot, CONFIG)
-        view = QueueView(cycle, now, state, built, decided, CONFIG, POLICY)
+        decided = schedule(built.snapshot, config)
+        view = QueueView(cycle, now, state, built, decided, config, policy)
         want = reference_rows(view, old_rows)
         old_journal.record_queue(want)
         _keep(want, old_rows)
@@ -205,4 +210,6 @@ def test_a_moved_row_is_written_in_its_moving_columns_only(tmp_path: Path) -> No
     journal.record_queue([], [later._replace(user="changed", priority_terms=None)])
     assert journal.queue()[7] == later
     indexes = {r[1]: r[4] for r in journal.db.execute("PRAGMA index_list(queue)")}
-    assert "queue_time" not in indexes and indexes["queue_gone"] == 1  # partial
+    assert (
+        "queue_time" not in indexes and "queue_user" not in indexes and indexes["queue_gone"] == 1
+    )  # partial
