@@ -15,7 +15,11 @@ Tables:
 * ``queue``: the queue as rush last saw it, one row per job (pending, running, gone): who owns
   it, its inputs, the core's priority value, group and key, its estimated start, why, the job
   it waits behind, the first estimate made for it, and its start once seen running. Rows are
-  rewritten only when they change; ``rush explain`` and ``rush status`` read it.
+  rewritten only when they change, a row whose only change is its estimated start (and what
+  comes with it: ``MOVING_COLUMNS``) in those columns only; ``rush explain`` and ``rush status``
+  read it. Its priority terms (JSON) are computed within a budget per pass
+  (``rush.planner.queue_view.TERMS_PER_PASS``); until then the row holds the time they are of
+  (``{"terms_at": T}``), at which ``rush explain`` computes them.
 
 Crash safety: an action's intent row (and, for a requeue, the job's new requeue count) is
 committed before the backend is called; its outcome is committed after. An intent found
