@@ -133,7 +133,7 @@ class Planner:
         self._columns = KeptColumns()
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
-        self._queue_inputs: dict[int, RowInputs] = {}  # queue_delta's memo of the last pass
+        self._queue_inputs: dict[str, RowInputs] = {}  # queue_delta's memo of the last pass
         self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
         self._request_noted: set[int] = set()  # jobs whose unreadable request is journaled
         self._left_pending: set[int] = set()  # expected jobs found still pending last cycle (journaled)

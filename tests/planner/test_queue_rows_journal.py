@@ -213,3 +213,19 @@ def test_a_moved_row_is_written_in_its_moving_columns_only(tmp_path: Path) -> No
     assert (
         "queue_time" not in indexes and "queue_user" not in indexes and indexes["queue_gone"] == 1
     )  # partial
+
+
+def test_a_pass_whose_write_fails_leaves_the_last_passs_rows(tmp_path: Path) -> None:
+    """A pass's rows, whole and moved, are one transaction: a write that fails half-way (here a
+    moved row SQLite cannot store) leaves the rows of the pass before, whole."""
+    journal = Journal(tmp_path / "journal.sqlite")
+    first = QueueRow(
+        7, 10.0, 1, "pending", "alice", "a", "p", 5.0, 4, 600.0, None, -1, None, None, 1, 5.0,
+        100.0, "projection", 3, 100.0, 10.0, None, None, '{"key": 5.0}'
+    )  # fmt: skip
+    journal.record_queue([first])
+    arrived = first._replace(job_id=8, time=20.0, cycle=2)
+    broken = first._replace(time=20.0, cycle=2, estimated_start=object())
+    with pytest.raises(Exception, match="type"):
+        journal.record_queue([arrived], [broken])
+    assert journal.queue() == {7: first}
