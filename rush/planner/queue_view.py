@@ -123,7 +123,7 @@ class QueueDelta(NamedTuple):
 
 
 def queue_rows(
-    view: QueueView, previous: dict[int, QueueRow], inputs: dict[int, RowInputs] | None = None
+    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
 ) -> list[QueueRow]:
     """The rows that changed since ``previous`` (the rows last written, by job id), with
     jobs that left the queue marked ``gone`` (:func:`queue_delta`'s rows, whole first)."""
