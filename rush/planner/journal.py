@@ -15,7 +15,11 @@ Tables:
 * ``queue``: the queue as rush last saw it, one row per job (pending, running, gone): who owns
   it, its inputs, the core's priority value, group and key, its estimated start, why, the job
   it waits behind, the first estimate made for it, and its start once seen running. Rows are
-  rewritten only when they change; ``rush explain`` and ``rush status`` read it.
+  rewritten only when they change, a row whose only change is its estimated start (and what
+  comes with it: ``MOVING_COLUMNS``) in those columns only; ``rush explain`` and ``rush status``
+  read it. Its priority terms (JSON) are computed within a budget per pass
+  (``rush.planner.queue_view.TERMS_PER_PASS``); until then the row holds the time they are of
+  (``{"terms_at": T}``), at which ``rush explain`` computes them.
 
 Crash safety: an action's intent row (and, for a requeue, the job's new requeue count) is
 committed before the backend is called; its outcome is committed after. An intent found
@@ -76,8 +80,7 @@ CREATE TABLE IF NOT EXISTS queue (
     priority_key REAL, estimated_start REAL, estimate_basis TEXT, waits_behind INTEGER,
     first_estimated_start REAL, first_estimated_at REAL, start REAL, model_outputs TEXT,
     priority_terms TEXT);
-CREATE INDEX IF NOT EXISTS queue_time ON queue (time);
-CREATE INDEX IF NOT EXISTS queue_user ON queue (user, state);
+CREATE INDEX IF NOT EXISTS queue_gone ON queue (time) WHERE state = 'gone';
 CREATE INDEX IF NOT EXISTS queue_state ON queue (state, priority);
 """
 # Retention deletes in batches of this many rows, at most this many batches per cycle.
@@ -136,6 +139,19 @@ QUEUE_COLUMNS = (
     "model_outputs",
     "priority_terms",
 )
+# The columns of a queue row that move with its estimated start (every pass, for most of a
+# queue), besides its time and cycle: a row whose other columns are as last written is
+# rewritten in these only (no index holds them; retention's time index holds gone rows only).
+MOVING_COLUMNS = (
+    "estimated_start",
+    "estimate_basis",
+    "waits_behind",
+    "first_estimated_start",
+    "first_estimated_at",
+)
+_UPDATE_MOVED = (
+    f"UPDATE queue SET time = ?, cycle = ?, {', '.join(c + ' = ?' for c in MOVING_COLUMNS)} WHERE job_id = ?"
+)
 # Columns added after a journal's first release, with their type: added when missing.
 ADDED_JOB_COLUMNS = (("reserved_at", "REAL"), ("reserved_nodes", "TEXT"))
 ADDED_QUEUE_COLUMNS = (("priority_terms", "TEXT"),)
@@ -191,6 +207,24 @@ class JobRecord:
     @classmethod
     def of_row(cls, row: tuple) -> JobRecord:
         return cls(row[0], row[1], bool(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+
+
+_DUE = '{"terms_at": '
+
+
+def terms_due(at: float) -> str:
+    """What a row holds of its priority terms until they are computed: the time they are of
+    (the time its key was computed). ``rush explain`` computes them at that time."""
+    return f"{_DUE}{at!r}}}"
+
+
+def due_at(stored: str) -> float | None:
+    """The time in :func:`terms_due`'s text, None for computed terms."""
+    return float(stored[len(_DUE) : -1]) if stored.startswith(_DUE) else None
+
+
+def _moved_values(row: QueueRow) -> tuple:
+    return (row.time, row.cycle, *row[16:21], row.job_id)
 
 
 class QueueRow(NamedTuple):
@@ -300,6 +334,11 @@ class Journal:
             for column, kind in ADDED_QUEUE_COLUMNS:
                 if column not in have:
                     self.db.execute(f"ALTER TABLE queue ADD COLUMN {column} {kind}")
+            # An earlier rush's time index held every row (each moved estimate rewrote it):
+            # retention reads gone rows only (queue_gone, made above); no query read its index
+            # by user (status filters a user's rows as it reads them), an insert more per row.
+            self.db.execute("DROP INDEX IF EXISTS queue_time")
+            self.db.execute("DROP INDEX IF EXISTS queue_user")
         except (OSError, sqlite3.DatabaseError) as exc:
             raise ConfigError(
                 f"cannot open the journal: {exc}",
@@ -494,15 +533,20 @@ class Journal:
         self.db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in job_ids])
 
     # -- the queue as rush sees it -----------------------------------------------------------
-    def record_queue(self, rows: list[QueueRow]) -> None:
-        """Write these rows (the caller passes only the rows that changed)."""
-        if not rows:
+    def record_queue(self, rows: list[QueueRow], moved: list[QueueRow] | None = None) -> None:
+        """Write these rows (the caller passes only the rows that changed), and of the rows in
+        ``moved`` (rows last written whole, changed since in MOVING_COLUMNS, time and cycle
+        only) those columns, all in one transaction."""
+        if not rows and not moved:
             return
         marks = ", ".join("?" * len(QUEUE_COLUMNS))
         with self.transaction():
-            self.db.executemany(
-                f"INSERT OR REPLACE INTO queue ({', '.join(QUEUE_COLUMNS)}) VALUES ({marks})", rows
-            )
+            if rows:
+                self.db.executemany(
+                    f"INSERT OR REPLACE INTO queue ({', '.join(QUEUE_COLUMNS)}) VALUES ({marks})", rows
+                )
+            if moved:
+                self.db.executemany(_UPDATE_MOVED, map(_moved_values, moved))
 
     def queue(self, states: tuple[str, ...] = ("pending", "running")) -> dict[int, QueueRow]:
         """The journaled queue rows in these states, by job id."""

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import quote
 
 from rush.errors import ConfigError, RushError
-from rush.planner.journal import QUEUE_COLUMNS
+from rush.planner.journal import QUEUE_COLUMNS, due_at
 
 if TYPE_CHECKING:  # the core (numba) is imported only to compute priority terms
     from rush.core.config import CoreConfig
@@ -323,6 +323,10 @@ class JournalQuery:
         return core_config_of(meta["core_config"]), float(meta["time_origin"])
 
     def _terms(self, row: dict[str, Any], stored: str | None) -> tuple[dict[str, Any] | None, str | None]:
+        at = float(row["time"])  # the terms at the time the core computed the job's priority, not now
+        due = None if not stored else due_at(stored)
+        if due is not None:  # not computed yet by the daemon (its budget per pass): their time
+            at, stored = due, None
         if stored:
             # Written by the daemon with the key: no need to load the compiled core here.
             try:
@@ -344,8 +348,7 @@ class JournalQuery:
                 runtime_class=int(row["runtime_class"]),
                 fairshare=row["fairshare"],
             )
-            # The terms at the time the core computed the job's priority, not now.
-            terms: PriorityTerms = priority_terms(config, job, float(row["time"]), origin)
+            terms: PriorityTerms = priority_terms(config, job, at, origin)
         except (RushError, ValueError, TypeError, OSError) as exc:
             return None, str(exc)
         out = asdict(terms)

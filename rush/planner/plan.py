@@ -40,7 +40,7 @@ from rush.planner.hostlist_text import compress_hostlist, reservation_nodes
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook, QueueRow
 from rush.planner.metrics import DaemonMetrics
 from rush.planner.pass_trigger import PassTrigger
-from rush.planner.queue_view import QueueView, RowInputs, describe_core, queue_rows
+from rush.planner.queue_view import QueueView, RowInputs, describe_core, queue_delta
 from rush.planner.runtime_prediction import LiveRuntimePredictor, load_runtime_predictor
 from rush.planner.snapshot_builder import Built, ClassPredictor, SnapshotBuilder, load_class_predictor
 from rush.planner.snapshot_columns import KeptColumns
@@ -136,7 +136,7 @@ class Planner:
         self._columns = KeptColumns()
         # The journal's queue rows as last written (rewritten only when they change).
         self._queue: dict[int, QueueRow] = self.journal.queue()
-        self._queue_inputs: dict[int, RowInputs] = {}  # queue_rows's memo of the last pass
+        self._queue_inputs: dict[str, RowInputs] = {}  # queue_delta's memo of the last pass
         self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
         self._request_noted: set[int] = set()  # jobs whose unreadable request is journaled
         self._left_pending = PendingEpisodes()  # expected jobs found still pending (journaled once)
@@ -400,8 +400,10 @@ class Planner:
         view = QueueView(cycle, now, state, built, decisions, self.core_config, self.config.policy.policy)
         # The memo stands for rows journaled: a pass that fails to write them forgets it.
         inputs, self._queue_inputs = self._queue_inputs, {}
-        rows = queue_rows(view, self._queue, inputs)
-        self.journal.record_queue(rows)
+        rows, moved = queue_delta(view, self._queue, inputs)
+        self.journal.record_queue(rows, moved)
+        for row in moved:
+            self._queue[row.job_id] = row
         for row in rows:
             if row.state == "gone":
                 self._queue.pop(row.job_id, None)

@@ -9,16 +9,21 @@ is kept, so its accuracy can be measured against its real start.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, is_dataclass
+from itertools import compress, count, repeat
+from operator import attrgetter, eq, is_, is_not, not_
+from typing import Any, NamedTuple
 
 from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingRows, pending_columns
 from rush.core.priority_terms import JobInputs, priority_terms
 from rush.core.runtime_predictions import correction_code, running_estimate
 from rush.core.snapshot import Decisions
-from rush.planner.journal import QueueRow
+from rush.planner.journal import QueueRow, due_at, terms_due
 from rush.planner.snapshot_builder import Built
 from rush.rjms.base import ClusterState, RJMSJob
 
@@ -78,10 +83,6 @@ def describe_core(config: CoreConfig, policy_text: str) -> str:
     return json.dumps({"policy": policy_text, **fields}, default=str, sort_keys=True)
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def _running_estimates(view: QueueView) -> dict[int, float]:
     """Running jobs' predicted lengths as the core's projection uses them (a prediction the run
     outlived, corrected by the configured rule): what ``rush explain`` ends them at."""
@@ -94,99 +95,221 @@ def _running_estimates(view: QueueView) -> dict[int, float]:
     }
 
 
-# A job's row inputs at the last pass: (its RJMSJob, its pending values, outputs, their JSON,
-# the decisions' values); the RJMSJob and outputs are compared by identity (the Flux module and
-# the snapshot builder keep them while a job is unchanged).
-RowInputs = tuple[RJMSJob, "Pending | None", "dict | None", "str | None", tuple]
+# What queue_delta keeps between passes in the caller's ``inputs`` dict (the shells keep it
+# while the rows it stands for are journaled): each job's inputs of its row at the last pass
+# ("sig": the RJMS job's fields, pending values, running estimate, decisions; "out": its
+# outputs object), the outputs' JSON by object id ("json": (object, text)), and the rows still
+# waiting for their priority terms ("due": a heap of (submit, job id); "queued": its ids).
+RowInputs = Any
+
+# The RJMS job's fields a row reads.
+_FIELDS = attrgetter("state", "start", "user", "account", "partition", "submit", "procs", "requested_time")
+_JOB_ID = attrgetter("job_id")
+
+# New priority-terms JSON per pass at most (about 15 us each): a first pass over 10 000 pending
+# jobs would spend more on them than on the pass. A row whose terms are not computed yet holds
+# the time they are of (:func:`terms_due`; ``rush explain`` then computes them at that time: the
+# same terms) and gets them at a later pass, the longest-waiting jobs first.
+TERMS_PER_PASS = 256
+
+
+class QueueDelta(NamedTuple):
+    """What a pass changes in the journal's queue rows: ``whole``, rows written whole (new, or
+    changed in what they show of the job); ``moved``, rows whose only changes are in
+    ``MOVING_COLUMNS`` (the estimated start and what comes with it), written as such."""
+
+    whole: list[QueueRow]
+    moved: list[QueueRow]
 
 
 def queue_rows(
-    view: QueueView, previous: dict[int, QueueRow], inputs: dict[int, RowInputs] | None = None
+    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
 ) -> list[QueueRow]:
     """The rows that changed since ``previous`` (the rows last written, by job id), with
-    jobs that left the queue marked ``gone``. ``inputs``, when given, holds each job's row
-    inputs from the last call (replaced by this call's): a job whose inputs are the same
-    objects and values has the same row, so it is not rebuilt, and its outputs' JSON is
-    encoded again only when they changed (a pass over 10 000 pending jobs rebuilt every row)."""
+    jobs that left the queue marked ``gone`` (:func:`queue_delta`'s rows, whole first)."""
+    delta = queue_delta(view, previous, inputs)
+    return delta.whole + delta.moved
+
+
+def queue_delta(
+    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
+) -> QueueDelta:
+    """The rows that changed since ``previous`` (the rows last written, by job id), with jobs
+    that left the queue marked ``gone``, split by what changed. ``inputs``, when given, is kept by
+    the caller between calls (this call replaces its contents): a job whose row inputs are those
+    of the last call is not looked at again (its row is as written), outputs kept while a job is
+    unchanged are encoded once, and the rows waiting for their terms are found without a walk.
+    Built in bulk: the jobs' inputs read and compared with C-level maps, one row built only for
+    a job that is new or whose inputs changed."""
     d = view.decisions
     pending = _pending_of(view)
     running_now = _running_estimates(view)
-    changed: list[QueueRow] = []
-    seen = set()
-    last = inputs if inputs is not None else {}
-    now_inputs: dict[int, RowInputs] = {}
-    for job in view.state.jobs:
-        seen.add(job.job_id)
-        old = previous.get(job.job_id)
-        p = pending.get(job.job_id)
-        running = job.state != "PENDING" and job.start is not None
-        estimated = None if running else _finite(d.estimated_start.get(job.job_id))
-        outputs = view.built.outputs.get(job.job_id)
-        values = (
-            estimated,
-            running_now.get(job.job_id) if running else None,
-            d.priority.get(job.job_id),
-            d.priority_group.get(job.job_id),
-            d.priority_key.get(job.job_id),
-            None if running else d.estimate_basis.get(job.job_id),
-            None if running else d.waits_behind.get(job.job_id),
+    now, cycle = view.now, view.cycle
+    jobs = view.state.jobs
+    ids = list(map(_JOB_ID, jobs))
+    memo = inputs if inputs is not None else {}
+    sigs = list(
+        zip(
+            map(_FIELDS, jobs),
+            map(pending.get, ids),
+            map(running_now.get, ids),
+            map(d.priority.get, ids),
+            map(d.priority_group.get, ids),
+            map(d.priority_key.get, ids),
+            map(d.estimated_start.get, ids),
+            map(d.estimate_basis.get, ids),
+            map(d.waits_behind.get, ids),
+            strict=True,
         )
-        hit = last.get(job.job_id)
-        if hit is not None and hit[2] is outputs:
-            encoded = hit[3]
+    )
+    outs = list(map(view.built.outputs.get, ids))
+    olds = list(map(previous.get, ids))
+    if "sig" in memo:  # a job is looked at when new, or when anything its row reads changed
+        same = map(eq, sigs, map(memo["sig"].get, ids))
+        kept = map(is_, outs, map(memo["out"].get, ids))
+        written = map(is_not, olds, repeat(None))
+        look: Sequence[int] = list(
+            compress(count(), map(not_, map(all, zip(same, kept, written, strict=True))))
+        )
+    else:
+        look = range(len(jobs))
+    json_of: dict[int, tuple] = {}
+    last_json = memo.get("json", {})
+    whole: list[QueueRow] = []
+    moved: list[QueueRow] = []
+    wanted: dict[int, QueueRow] = {}  # rows that want their terms, by job id
+    new_row = tuple.__new__
+    for k in look:
+        job, old, outputs = jobs[k], olds[k], outs[k]
+        _, p, running_estimate, priority, group, key, estimated, basis, behind = sigs[k]
+        job_id = job.job_id
+        if outputs is None:
+            encoded = None
         else:
-            encoded = None if outputs is None else json.dumps(outputs, default=str, sort_keys=True)
-        now_inputs[job.job_id] = (job, p, outputs, encoded, values)
-        if old is not None and hit is not None and hit[0] is job and hit[1] == p and hit[2] is outputs:
-            if hit[4] == values:
-                continue  # the row it gave last time, still in ``previous``
-        first_at = old.first_estimated_at if old is not None else None
-        first = old.first_estimated_start if old is not None else None
-        if first_at is None and estimated is not None:
-            first, first_at = estimated, view.now
-        row = QueueRow(
-            job_id=job.job_id,
-            time=view.now,
-            cycle=view.cycle,
-            state="running" if running else "pending",
-            user=job.user,
-            account=job.account,
-            partition=job.partition,
-            submit=job.submit,
-            procs=job.procs,
-            requested_time=job.requested_time,
-            estimate=running_now.get(job.job_id) if running else None if p is None else p[0],
-            runtime_class=-1 if p is None else p[1],
-            fairshare=None if p is None else p[2],
-            priority=d.priority.get(job.job_id),
-            priority_group=d.priority_group.get(job.job_id),
-            priority_key=d.priority_key.get(job.job_id),
-            estimated_start=estimated,
-            estimate_basis=None if running else d.estimate_basis.get(job.job_id),
-            waits_behind=None if running else d.waits_behind.get(job.job_id),
-            first_estimated_start=first,
-            first_estimated_at=first_at,
-            start=job.start if running else None,
-            model_outputs=encoded,
-        )
-        if p is not None and row.priority_key is not None:
-            # Recomputed only when the key or group moved (a static policy: once).
-            same = old is not None and (old.priority_key, old.priority_group) == (
-                row.priority_key,
-                row.priority_group,
-            )
-            if same:
-                row = row._replace(priority_terms=old.priority_terms)
+            hit = json_of.get(id(outputs)) or last_json.get(id(outputs))
+            if hit is None or hit[0] is not outputs:
+                hit = (outputs, json.dumps(outputs, default=str, sort_keys=True))
+            json_of[id(outputs)] = hit
+            encoded = hit[1]
+        if job.state != "PENDING" and job.start is not None:
+            state, start, estimate = "running", job.start, running_estimate
+            estimated = basis = behind = None
+        else:
+            state, start, estimate = "pending", None, None if p is None else p[0]
+            if estimated is not None and not math.isfinite(estimated):
+                estimated = None
+        if old is not None and old.first_estimated_at is not None:
+            first, first_at = old.first_estimated_start, old.first_estimated_at
+        elif estimated is not None:
+            first, first_at = estimated, now
+        else:
+            first = first_at = None
+        terms, wants = None, False
+        if p is not None and key is not None:
+            # Kept while the key and group stay (a static policy: computed once); else due.
+            if old is not None and old.priority_key == key and old.priority_group == group:
+                terms = old.priority_terms
+                if terms is None:  # (a row of an older rush: its terms are those at its time)
+                    terms = terms_due(old.time)
+                wants = due_at(terms) is not None
             else:
-                origin = view.built.snapshot.time_origin
-                terms = terms_json(view.config, view.policy_text, _inputs(job, p), view.now, origin)
-                row = row._replace(priority_terms=terms)
-        if old is None or row[3:] != old[3:]:
-            changed.append(row)
-    for job_id, old in previous.items():
-        if job_id not in seen and old.state != "gone":
-            changed.append(old._replace(time=view.now, cycle=view.cycle, state="gone"))
+                terms, wants = terms_due(now), True
+        row = new_row(
+            QueueRow,
+            (
+                job_id,
+                now,
+                cycle,
+                state,
+                job.user,
+                job.account,
+                job.partition,
+                job.submit,
+                job.procs,
+                job.requested_time,
+                estimate,
+                -1 if p is None else p[1],
+                None if p is None else p[2],
+                priority,
+                group,
+                key,
+                estimated,
+                basis,
+                behind,
+                first,
+                first_at,
+                start,
+                encoded,
+                terms,
+            ),
+        )
+        if wants:
+            wanted[job_id] = row
+        elif old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
+            whole.append(row)
+        elif row[16:21] != old[16:21]:
+            moved.append(row)
+    where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
+    looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
+    _add_terms(view, memo, (wanted, where, olds, sigs, looked), whole, moved)
+    for job_id in previous.keys() - set(ids):
+        old = previous[job_id]
+        if old.state != "gone":
+            whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
-        inputs.clear()
-        inputs.update(now_inputs)
-    return changed
+        memo["sig"] = dict(zip(ids, sigs, strict=True))
+        memo["out"] = dict(zip(ids, outs, strict=True))
+        # The JSON of outputs met earlier too (an unchanged job's is not looked up), bounded.
+        if len(last_json) + len(json_of) < 2 * len(ids) + 64:
+            json_of = {**last_json, **json_of}
+        memo["json"] = json_of
+    return QueueDelta(whole, moved)
+
+
+def _add_terms(
+    view: QueueView, memo: dict, this_pass: tuple, whole: list[QueueRow], moved: list[QueueRow]
+) -> None:
+    """Give at most TERMS_PER_PASS rows waiting for their priority terms (this pass's ``wanted``
+    rows, by job id, and the rows left waiting by earlier passes, in ``memo``'s heap) their
+    terms, the longest-waiting first, computed at the time they are of; a row given them and
+    otherwise as last written keeps its time and cycle. The wanted rows not given them are
+    written as they are where they changed, and wait in the heap."""
+    wanted, where, olds, sigs, looked = this_pass
+    due: list[tuple[float, int]] = memo.get("due", [])
+    queued: set[int] = memo.get("queued", set())
+    for job_id, row in wanted.items():
+        if job_id not in queued:
+            queued.add(job_id)
+            heapq.heappush(due, (row.submit, job_id))
+    origin = view.built.snapshot.time_origin
+    given = 0
+    while due and given < TERMS_PER_PASS:
+        _, job_id = heapq.heappop(due)
+        queued.discard(job_id)
+        k = where.get(job_id)
+        if k is None:
+            continue  # left the queue
+        old = olds[k]
+        row = wanted.pop(job_id, None) or (None if job_id in looked else old)
+        at = None if row is None or row.priority_terms is None else due_at(row.priority_terms)
+        if at is None:
+            continue  # given its terms since it was queued, or no longer wanting them
+        p = sigs[k][1]
+        job = view.state.jobs[k]
+        terms = terms_json(view.config, view.policy_text, _inputs(job, p), at, origin)
+        if old is not None and row[3:23] == old[3:23]:
+            whole.append(row._replace(time=old.time, cycle=old.cycle, priority_terms=terms))
+        else:
+            whole.append(row._replace(priority_terms=terms))
+        given += 1
+    for job_id, row in wanted.items():
+        old = olds[where[job_id]]
+        if old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
+            whole.append(row)
+        elif row[16:21] != old[16:21]:
+            moved.append(row)
+    if len(due) > 2 * len(where) + 1024:  # entries of jobs gone since: bounded
+        due[:] = [e for e in due if e[1] in where]
+        heapq.heapify(due)
+        queued.intersection_update(e[1] for e in due)
+    memo["due"], memo["queued"] = due, queued

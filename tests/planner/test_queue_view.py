@@ -109,4 +109,6 @@ def test_rows_with_the_last_passs_inputs_equal_rows_rebuilt_every_pass() -> None
                     previous.pop(row.job_id, None)
                 else:
                     previous[row.job_id] = row
-    assert written > 0 and set(inputs) == set(jobs)
+    # The memo keeps the row inputs of the jobs listed, and each outputs JSON with its object.
+    assert written > 0 and set(inputs["sig"]) == set(jobs)
+    assert all(id(o) == k for k, (o, _) in inputs["json"].items())
