@@ -4,7 +4,8 @@ at several budgets: CPU ms of the compiled first pass at 10 000 pending on 1 000
 ``--budgets`` booking entries per node (negative: never jumps; the same compiled function, so
 no budget costs a compile), each deciding as the one that never jumps (checked).
 
-Run: ``python benchmarks/conservative_jump_budget.py [--budgets -1,8,64,512] [--repeat 3]``
+Run: ``python benchmarks/conservative_jump_budget.py [--budgets=-1,8,64,512] [--repeat 3]``
+(the ``=``: argparse reads a leading minus as an option)
 """
 
 from __future__ import annotations
