@@ -53,12 +53,6 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 * The room is carried to the next job: its window's cuts are moved over the bookings between
   when that walks fewer bookings than building the room afresh (:mod:`rush.core.carried_room`;
   a kept reservation switched on or off under it makes the next job build afresh).
-* A whole-node or shared request whose slide has applied ``8 m`` booking entries (``m``
-  nodes) without a fit jumps to the ``need``-th smallest of the nodes' earliest fits, each
-  found by bisection in the node's sorted bookings (:mod:`rush.core.node_fits`, the threshold
-  form): fewer than ``need`` nodes fit anywhere before it, so no candidate skipped could have
-  held the job (tests/core/test_node_fits.py: the same decisions jumping at every candidate,
-  and never).
 """
 
 from __future__ import annotations
@@ -71,7 +65,6 @@ from numba import njit
 from rush.core.carried_room import move_cost, move_cuts
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
-from rush.core.node_fits import fit_pool, jump_to
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
@@ -124,64 +117,6 @@ def _apply(
         room_g[node] += sign * take_g[k]
         delta += _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
     return delta
-
-
-@njit(cache=True)
-def _mark_stale(stale: np.ndarray, at: np.ndarray, span: tuple[int, int]) -> None:
-    """A booking's nodes (its entries ``span``) switched on or off: their sorted bookings are stale."""
-    for k in range(span[0], span[1]):
-        if 0 <= at[k] < stale.shape[0]:
-            stale[at[k]] = True
-
-
-@njit(cache=True)
-def _room_at(
-    orders: tuple[np.ndarray, np.ndarray],
-    cuts: tuple[tuple[int, int], tuple[int, int]],
-    bookings: tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]],
-    window: tuple[float, float, np.ndarray, np.ndarray],
-    room: tuple[np.ndarray, np.ndarray],
-    base: tuple[np.ndarray, np.ndarray],
-) -> None:
-    """The room of the window ``[t, window_end)`` whose cuts are ``cuts[1]``: the room at
-    ``cuts[0]`` with its cuts moved there when that walks fewer bookings, else built afresh
-    from the shorter side (bookings ending after t, or starting before the window's end).
-    ``window``: t, its end, and the bookings' starts and ends."""
-    by_end, by_start = orders
-    on, slot, entries = bookings
-    t, window_end, b_t0, b_t1 = window
-    to_out, to_in = cuts[1]
-    nb = by_end.shape[0]
-    if move_cost(cuts[0], cuts[1]) < min(nb - to_out, to_in):
-        move_cuts(orders, cuts[0], cuts[1], bookings, room)
-        return
-    at, take_c, take_g = entries
-    room[0][:] = base[0]
-    room[1][:] = base[1]
-    from_end = nb - to_out <= to_in
-    lo, hi = (to_out, nb) if from_end else (0, to_in)
-    for x in range(lo, hi):
-        b = by_end[x] if from_end else by_start[x]
-        if on[b] and b_t0[b] < window_end and b_t1[b] > t:
-            for k in range(slot[2 * b], slot[2 * b + 1]):
-                room[0][at[k]] -= take_c[k]
-                room[1][at[k]] -= take_g[k]
-
-
-@njit(cache=True)
-def _units(
-    rule: tuple[int, int, int, int],
-    eligible: np.ndarray,
-    room: tuple[np.ndarray, np.ndarray],
-    capacity: tuple[np.ndarray, np.ndarray],
-) -> int:
-    """Units ``room`` offers a job over every node (:func:`_offer`)."""
-    total = 0
-    for node in range(eligible.shape[0]):
-        total += _offer(
-            rule, eligible[node], (room[0][node], room[1][node]), (capacity[0][node], capacity[1][node])
-        )
-    return total
 
 
 @njit(cache=True)
@@ -548,11 +483,6 @@ def _remember_nodes(
                 memory[at[k], 1] = max(memory[at[k], 1], start_end[q])
 
 
-# A whole-node or shared request's slide jumps (rush.core.node_fits) once it has applied this
-# many booking entries per node without a fit (about what one node's search costs, assumed).
-JUMP_AFTER_PER_NODE = 8
-
-
 @njit(cache=True)
 def conservative_nodes_pass(
     moment: PassMoment,
@@ -567,26 +497,6 @@ def conservative_nodes_pass(
     """Conservative backfilling on nodes; returns (n_started, n_skipped, n_reserved) as
     :func:`rush.core.conservative.conservative_pass`. Start i's nodes are ``nodes.placed``
     row i."""
-    jump_after = JUMP_AFTER_PER_NODE * nodes.pool.count
-    return conservative_nodes_jumping(moment, config, jobs, state, queues, running, out, nodes, jump_after)
-
-
-@njit(cache=True)
-def conservative_nodes_jumping(
-    moment: PassMoment,
-    config: PassConfig,
-    jobs: PassJobs,
-    state: PassState,
-    queues: PassQueues,
-    running: RunningSet,
-    out: PassOut,
-    nodes: NodeView,
-    jump_after: int,
-) -> tuple[int, int, int]:
-    """:func:`conservative_nodes_pass` whose whole-node and shared searches jump to the
-    ``need``-th earliest per-node fit (:func:`rush.core.node_fits.jump_to`) once their slide
-    has applied ``jump_after`` booking entries without a fit since the last jump (0: at every
-    candidate that does not fit; negative: never). Every ``jump_after`` decides the same."""
     now = moment.now
     on = moment.queued
     pool = nodes.pool
@@ -733,10 +643,6 @@ def conservative_nodes_jumping(
                 following[e] = head[node]
                 head[node] = e
                 of_booking[e] = b
-    # Each node's bookings sorted for the jumps (rush.core.node_fits), rebuilt when stale;
-    # the chains above link every booking, placements included.
-    fits = fit_pool(m, 0)
-    fit_chains = (head, following, of_booking, scratch_c, scratch_g)
     # What was freed since the last pass, per node (the hull [freed_lo, freed_hi) of it; nodes
     # in ``freed_list``): a kept reservation can only move earlier onto freed room, since
     # everything else it sees was there when it was placed.
@@ -872,7 +778,6 @@ def conservative_nodes_jumping(
             if since < INF:
                 taken = True
                 b_on[own[s]] = False
-                _mark_stale(fits.stale, entries_of[0], (b_slot[2 * own[s]], b_slot[2 * own[s] + 1]))
                 carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
@@ -943,10 +848,6 @@ def conservative_nodes_jumping(
                                 capacity_of,
                                 rule,
                             )
-        # Entries this job's slide applied since its last jump; whole-node and shared requests
-        # jump past candidates where fewer than ``need`` nodes can fit (rush.core.node_fits).
-        spent = 0
-        jumps = jump_after >= 0 and sound and request.nodes[j] > 0
         while 0 <= i < n and ptime_c[i] < bound:
             t = ptime_c[i]
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
@@ -957,7 +858,6 @@ def conservative_nodes_jumping(
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
-                    spent += b_slot[2 * b + 1] - b_slot[2 * b]
                 next_out += 1
             window_end = t + duration
             while next_in < nb and start_at[next_in] < window_end:
@@ -966,38 +866,7 @@ def conservative_nodes_jumping(
                     total += _apply(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
-                    spent += b_slot[2 * b + 1] - b_slot[2 * b]
                 next_in += 1
-            if jumps and total < need and t > now and spent >= jump_after:
-                spent = 0
-                if fits.t0.shape[0] < used + m + 1:
-                    fits = fit_pool(m, 2 * (used + m + 1))
-                later = jump_to(
-                    fits,
-                    t,
-                    duration,
-                    rule,
-                    need,
-                    eligible,
-                    capacity_of,
-                    fit_chains,
-                    (b_on, b_t0, b_t1),
-                )
-                i = np.searchsorted(ptime_c[:n], later, side="left") if later < INF else n
-                if i >= n or ptime_c[i] >= bound:
-                    break
-                # The room at the new candidate: cuts moved there, or built afresh.
-                t = ptime_c[i]
-                window_end = t + duration
-                to_out = np.searchsorted(end_at[:nb], t, side="right")
-                to_in = np.searchsorted(start_at[:nb], window_end, side="left")
-                cuts = ((next_out, next_in), (to_out, to_in))
-                orders = (by_end[:nb], by_start[:nb])
-                _room_at(orders, cuts, (b_on, b_slot, entries_of), (t, window_end, b_t0, b_t1), room_of, base)
-                total = _units(rule, eligible, room_of, capacity_of)
-                next_out = to_out
-                next_in = to_in
-                continue
             # place() fails below ``need`` units; now, a flagged job may first try quiet nodes.
             if t == now or total >= need:
                 skip_now = t == now and should_skip(
@@ -1042,12 +911,6 @@ def conservative_nodes_jumping(
             # It starts inside the carried room's window [placed_at, window_end): the room
             # loses it and the start cut passes it (its end is after the window's start).
             _hold(entries_of, (used, used + count), room_of, -1)
-            for k in range(used, used + count):
-                node = scratch_node[k]
-                following[k] = head[node]
-                head[node] = k
-                of_booking[k] = nb
-                fits.stale[node] = True
             next_in += 1
             nb += 1
             first, last = used, used + count
@@ -1066,7 +929,6 @@ def conservative_nodes_jumping(
             placed_at = b_t0[b]
             if taken:
                 b_on[b] = True
-                _mark_stale(fits.stale, entries_of[0], (b_slot[2 * b], b_slot[2 * b + 1]))
                 carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
