@@ -560,6 +560,41 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-29, 19:55 UTC (issue 30 item 4; r30tput3). Written before any paired run.
+# Where a long pass goes. flux_profiled_sched.py --timers now also times the planner's parts and
+# keeps each step's CPU in the timeline. --jobs 1000 --only rush --timers --keep (20:09, load
+# 16-17, rush alone): 6 passes over 13, 268, 382, 442, 219, 0 pending; pass CPU 16, 37, 49, 56,
+# 49, 28 ms against 389, 345, 291, 291, 1263, 567 ms by the clock. Pass 4 (442 pending, 256
+# starts): read (pool view, jobs) 3 ms, snapshot build 5, core schedule() 9, queue rows 17,
+# allocations 15 (60 us a start), act/columns/annotations 2; pass 5 (219 pending, 219 starts,
+# 3.49-4.76 s): queue rows 13 ms CPU (0.385 s by the clock), allocations 14, core 5, build 6;
+# pass 6 ran over 0 pending (987 running: the completions and 219 "gone" rows), 28 ms CPU and
+# 0.57 s by the clock, right after pass 5 sent its commits; the last 219 jobs reached RUN at
+# 7.0-7.25 s. So the 0.6-0.9 s passes are 30-50 ms of the module's CPU stretched 15-30x by the
+# host (the module and broker niced, load 16): no single part of the pass dominates its CPU;
+# the journal's queue rows are the largest (25-40 %), then the allocations (25-30 %), the core,
+# the build. cProfile (--profile, same load) per start: flux-core's Rv1Pool.alloc formats a
+# debug line whatever the log level (JobID.f58 and the result's dumps(): 0.126 of its 0.287 s per
+# 1 000 starts), and the module calls dumps() again for its annotation (0.047); the running job
+# (dataclasses.replace, 0.086); and per pass, pool_nodes rebuilds 1 000 Node objects (3.1 ms
+# unprofiled, a micro-run of a 1 000-node pool).
+# The queue rows belong to the planner (other helpers change them this round); this round cuts
+# what is the module's own (rush/flux_module/): (a) an allocation's summary computed once (the
+# pool's debug line and the module's annotation share it, kept on the allocation until its
+# pool changes); (b) pool_nodes keeps each rank's Node and rebuilds only ranks whose free
+# cores/GPUs or state changed (a pass at 1 000 nodes after 256 starts rebuilds ~256); (c) the
+# running job built without dataclasses.replace's field walk.
+# Hypothesis U: the module's allocations cost 20-35 % less CPU per start and its read 50-70 %
+# less; its CPU per job falls by 5-10 % (0.41 -> ~0.38 ms); a pass at ~450 pending from ~56 to
+# ~48-50 ms CPU. Throughput: these are 5-10 % of the module's CPU and ~1 % of the instance's, so
+# the expected change of jobs/s is at most a few per cent, inside this host's noise; U does not
+# by itself reach the target. Decisions unchanged (the same core, the same pool allocations:
+# tests/flux/test_rank_pool.py against flux-core's own pool, the module's differential tests).
+# Protocol: --jobs 1000 --repeat 3 --threads --base <main 5ad5a02 worktree> (all three
+# schedulers, interleaved), nice 15, load printed. Success: the module's scheduler CPU per job
+# below main's module's in the median, and rush / sched-backfill at or above main's module's
+# ratio in the median of the repeats; the target (>= 1.0x sched-backfill) judged on medians.
+
 # Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
 # Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
 # 16:25-16:35, load 14-37): per job the module still spends less than sched-backfill everywhere
