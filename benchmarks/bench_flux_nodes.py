@@ -594,6 +594,28 @@ if __name__ == "__main__":
 # schedulers, interleaved), nice 15, load printed. Success: the module's scheduler CPU per job
 # below main's module's in the median, and rush / sched-backfill at or above main's module's
 # ratio in the median of the repeats; the target (>= 1.0x sched-backfill) judged on medians.
+# Done before timing: (a) and (b) (rank_pool.py); (c) was dropped before the paired run (a
+# copy-and-set of a frozen dataclass for ~10 us a start; not worth bypassing its constructor),
+# so U's expected CPU cut is its lower end. Offline (a 1 000-node pool in one process, CPU):
+# pool_nodes 3.2-3.9 ms -> 1.5-2.0 ms after 256 starts, 0.66 ms with nothing changed;
+# alloc + dumps + to_dict 27-30 us a start both (the summary's second formatting is ~1 us).
+# Measured. --jobs 1000 --repeat 3 --threads --base /work/main (5ad5a02) --keep, all three,
+# 20:14-20:26 UTC, load 14-22, jobs/s (first start), per repeat:
+#   sched-backfill 128.8 (2.95 s), 123.5 (2.62), 116.2 (0.85)
+#   Fluxion        52.4 (1.30), 43.2 (1.53), 55.3 (1.38)
+#   rush, U        111.7 (0.65), 120.8 (0.65), 132.8 (2.17)  / sched-backfill 0.87x, 0.98x, 1.14x
+#   rush, main     131.0 (0.77), 100.5 (0.75), 112.1 (0.81)  / sched-backfill 1.02x, 0.81x, 0.97x
+#   medians: sched-backfill 123.5 jobs/s, 2.62 s; Fluxion 52.4, 1.38 s; rush U 120.8 (0.98x,
+#   ahead in 1 of 3), 0.65 s; main's 112.1 (0.97x, 1 of 3), 0.77 s. Scheduler CPU per job U
+#   0.350 ms, main's 0.360, sched-backfill 0.790, Fluxion 5.60; instance 3.78 / 3.82 / 4.77 /
+#   12.84 ms. U against main's module pair by pair: 111.7/131.0, 120.8/100.5, 132.8/112.1 (ahead
+#   in 2 of 3). Reading: U's success criterion is met by its letter (CPU per job 3 % below
+#   main's, the ratio 0.98x against 0.97x) but both differences are inside this host's noise,
+#   as written before the run; the 1 000-job target (>= 1.0x) is still missed on the medians
+#   (0.98x), met in 1 of 3 repeats. rush's first start was the best of the three in 2 of 3
+#   repeats (2.17 s, 2.55x sched-backfill's, in the third). No pass part dominates the module's
+#   CPU (queue rows 25-40 %, allocations 25-30 %); a pass's wall time is the host's (15-30x its
+#   CPU at this load), so cutting the module's CPU further cannot close the gap by itself.
 
 # Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
 # Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
