@@ -616,6 +616,12 @@ if __name__ == "__main__":
 #   repeats (2.17 s, 2.55x sched-backfill's, in the third). No pass part dominates the module's
 #   CPU (queue rows 25-40 %, allocations 25-30 %); a pass's wall time is the host's (15-30x its
 #   CPU at this load), so cutting the module's CPU further cannot close the gap by itself.
+# 10 000 jobs, all three in one sitting, this module (--jobs 10000 --threads, 20:38-20:50 UTC,
+#   load 12 falling to 3; the module's own tests ran beside it until 20:42): sched-backfill 37.5
+#   jobs/s, first start 19.55 s (submit 55.4 s), scheduler CPU 53.2 s; Fluxion 75.3, 3.24 s,
+#   58.2 s; rush 105.4, 0.53 s, 10.3 s (77 passes, 28.1 s in passes, max 0.86 s; 8.05 journal
+#   events per job: the waiting jobs' t_estimate). rush 2.81x sched-backfill and 1.40x Fluxion,
+#   first start the best (0.03x / 0.16x). The first same-sitting figure with all three.
 
 # Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
 # Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
