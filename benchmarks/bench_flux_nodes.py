@@ -622,6 +622,11 @@ if __name__ == "__main__":
 #   58.2 s; rush 105.4, 0.53 s, 10.3 s (77 passes, 28.1 s in passes, max 0.86 s; 8.05 journal
 #   events per job: the waiting jobs' t_estimate). rush 2.81x sched-backfill and 1.40x Fluxion,
 #   first start the best (0.03x / 0.16x). The first same-sitting figure with all three.
+# Low load, after it (--jobs 1000 --repeat 2 --threads --base /work/main, 20:50-20:54, load 3-7):
+#   sched-backfill 514.2 (0.80 s), 407.2 (0.74); Fluxion 102.7, 105.0; rush U 434.8 (0.19 s),
+#   352.6 (0.42); main's 468.6 (0.54), 280.2 (0.34). Medians 460.7 / 103.9 / U 393.7 (0.86x) /
+#   main's 374.4 (0.80x); U ahead of main's in 1 of 2 pairs; scheduler CPU per job U 0.345 ms,
+#   main's 0.340: the CPU cut is not visible here. Target missed at low load too (0.85-0.87x).
 
 # Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
 # Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
