@@ -560,6 +560,74 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-29, 19:55 UTC (issue 30 item 4; r30tput3). Written before any paired run.
+# Where a long pass goes. flux_profiled_sched.py --timers now also times the planner's parts and
+# keeps each step's CPU in the timeline. --jobs 1000 --only rush --timers --keep (20:09, load
+# 16-17, rush alone): 6 passes over 13, 268, 382, 442, 219, 0 pending; pass CPU 16, 37, 49, 56,
+# 49, 28 ms against 389, 345, 291, 291, 1263, 567 ms by the clock. Pass 4 (442 pending, 256
+# starts): read (pool view, jobs) 3 ms, snapshot build 5, core schedule() 9, queue rows 17,
+# allocations 15 (60 us a start), act/columns/annotations 2; pass 5 (219 pending, 219 starts,
+# 3.49-4.76 s): queue rows 13 ms CPU (0.385 s by the clock), allocations 14, core 5, build 6;
+# pass 6 ran over 0 pending (987 running: the completions and 219 "gone" rows), 28 ms CPU and
+# 0.57 s by the clock, right after pass 5 sent its commits; the last 219 jobs reached RUN at
+# 7.0-7.25 s. So the 0.6-0.9 s passes are 30-50 ms of the module's CPU stretched 15-30x by the
+# host (the module and broker niced, load 16): no single part of the pass dominates its CPU;
+# the journal's queue rows are the largest (25-40 %), then the allocations (25-30 %), the core,
+# the build. cProfile (--profile, same load) per start: flux-core's Rv1Pool.alloc formats a
+# debug line whatever the log level (JobID.f58 and the result's dumps(): 0.126 of its 0.287 s per
+# 1 000 starts), and the module calls dumps() again for its annotation (0.047); the running job
+# (dataclasses.replace, 0.086); and per pass, pool_nodes rebuilds 1 000 Node objects (3.1 ms
+# unprofiled, a micro-run of a 1 000-node pool).
+# The queue rows belong to the planner (other helpers change them this round); this round cuts
+# what is the module's own (rush/flux_module/): (a) an allocation's summary computed once (the
+# pool's debug line and the module's annotation share it, kept on the allocation until its
+# pool changes); (b) pool_nodes keeps each rank's Node and rebuilds only ranks whose free
+# cores/GPUs or state changed (a pass at 1 000 nodes after 256 starts rebuilds ~256); (c) the
+# running job built without dataclasses.replace's field walk.
+# Hypothesis U: the module's allocations cost 20-35 % less CPU per start and its read 50-70 %
+# less; its CPU per job falls by 5-10 % (0.41 -> ~0.38 ms); a pass at ~450 pending from ~56 to
+# ~48-50 ms CPU. Throughput: these are 5-10 % of the module's CPU and ~1 % of the instance's, so
+# the expected change of jobs/s is at most a few per cent, inside this host's noise; U does not
+# by itself reach the target. Decisions unchanged (the same core, the same pool allocations:
+# tests/flux/test_rank_pool.py against flux-core's own pool, the module's differential tests).
+# Protocol: --jobs 1000 --repeat 3 --threads --base <main 5ad5a02 worktree> (all three
+# schedulers, interleaved), nice 15, load printed. Success: the module's scheduler CPU per job
+# below main's module's in the median, and rush / sched-backfill at or above main's module's
+# ratio in the median of the repeats; the target (>= 1.0x sched-backfill) judged on medians.
+# Done before timing: (a) and (b) (rank_pool.py); (c) was dropped before the paired run (a
+# copy-and-set of a frozen dataclass for ~10 us a start; not worth bypassing its constructor),
+# so U's expected CPU cut is its lower end. Offline (a 1 000-node pool in one process, CPU):
+# pool_nodes 3.2-3.9 ms -> 1.5-2.0 ms after 256 starts, 0.66 ms with nothing changed;
+# alloc + dumps + to_dict 27-30 us a start both (the summary's second formatting is ~1 us).
+# Measured. --jobs 1000 --repeat 3 --threads --base /work/main (5ad5a02) --keep, all three,
+# 20:14-20:26 UTC, load 14-22, jobs/s (first start), per repeat:
+#   sched-backfill 128.8 (2.95 s), 123.5 (2.62), 116.2 (0.85)
+#   Fluxion        52.4 (1.30), 43.2 (1.53), 55.3 (1.38)
+#   rush, U        111.7 (0.65), 120.8 (0.65), 132.8 (2.17)  / sched-backfill 0.87x, 0.98x, 1.14x
+#   rush, main     131.0 (0.77), 100.5 (0.75), 112.1 (0.81)  / sched-backfill 1.02x, 0.81x, 0.97x
+#   medians: sched-backfill 123.5 jobs/s, 2.62 s; Fluxion 52.4, 1.38 s; rush U 120.8 (0.98x,
+#   ahead in 1 of 3), 0.65 s; main's 112.1 (0.97x, 1 of 3), 0.77 s. Scheduler CPU per job U
+#   0.350 ms, main's 0.360, sched-backfill 0.790, Fluxion 5.60; instance 3.78 / 3.82 / 4.77 /
+#   12.84 ms. U against main's module pair by pair: 111.7/131.0, 120.8/100.5, 132.8/112.1 (ahead
+#   in 2 of 3). Reading: U's success criterion is met by its letter (CPU per job 3 % below
+#   main's, the ratio 0.98x against 0.97x) but both differences are inside this host's noise,
+#   as written before the run; the 1 000-job target (>= 1.0x) is still missed on the medians
+#   (0.98x), met in 1 of 3 repeats. rush's first start was the best of the three in 2 of 3
+#   repeats (2.17 s, 2.55x sched-backfill's, in the third). No pass part dominates the module's
+#   CPU (queue rows 25-40 %, allocations 25-30 %); a pass's wall time is the host's (15-30x its
+#   CPU at this load), so cutting the module's CPU further cannot close the gap by itself.
+# 10 000 jobs, all three in one sitting, this module (--jobs 10000 --threads, 20:38-20:50 UTC,
+#   load 12 falling to 3; the module's own tests ran beside it until 20:42): sched-backfill 37.5
+#   jobs/s, first start 19.55 s (submit 55.4 s), scheduler CPU 53.2 s; Fluxion 75.3, 3.24 s,
+#   58.2 s; rush 105.4, 0.53 s, 10.3 s (77 passes, 28.1 s in passes, max 0.86 s; 8.05 journal
+#   events per job: the waiting jobs' t_estimate). rush 2.81x sched-backfill and 1.40x Fluxion,
+#   first start the best (0.03x / 0.16x). The first same-sitting figure with all three.
+# Low load, after it (--jobs 1000 --repeat 2 --threads --base /work/main, 20:50-20:54, load 3-7):
+#   sched-backfill 514.2 (0.80 s), 407.2 (0.74); Fluxion 102.7, 105.0; rush U 434.8 (0.19 s),
+#   352.6 (0.42); main's 468.6 (0.54), 280.2 (0.34). Medians 460.7 / 103.9 / U 393.7 (0.86x) /
+#   main's 374.4 (0.80x); U ahead of main's in 1 of 2 pairs; scheduler CPU per job U 0.345 ms,
+#   main's 0.340: the CPU cut is not visible here. Target missed at low load too (0.85-0.87x).
+
 # Round of 2026-11-29, 16:20 UTC (issue 30 item 4; r30tput2). Written before the paired runs.
 # Sitting 0 (this checkout = main bb6c7fe; --jobs 1000 --repeat 3 --threads --keep, all three,
 # 16:25-16:35, load 14-37): per job the module still spends less than sched-backfill everywhere

@@ -33,8 +33,8 @@ class ProfiledRushScheduler(RushScheduler):
         self._seconds: dict[str, float] = defaultdict(float)
         self._cpu: dict[str, float] = defaultdict(float)  # the same steps' CPU seconds (thread clock)
         self._calls: dict[str, int] = defaultdict(int)
-        # (wall-clock start, step, wall seconds) of every timed step: the run's timeline.
-        self._timeline: list[tuple[float, str, float]] = []
+        # (wall-clock start, step, wall seconds, CPU seconds) of every timed step: the run's timeline.
+        self._timeline: list[tuple[float, str, float, float]] = []
         self._active = False
         super().__init__(h, *args)
         if self._timers_to:
@@ -43,7 +43,27 @@ class ProfiledRushScheduler(RushScheduler):
             commit, answer = self.answers.commit, self.answers.answer
             self.answers.commit = lambda: self._timed("KVS commit sent", commit)
             self.answers.answer = lambda batch: self._timed("KVS commit wait + answers", answer, batch)
+            self._time_pass_parts()
             gc.callbacks.append(self._gc_timer)  # the cyclic collector's pauses, wherever they fall
+
+    def _time_pass_parts(self) -> None:
+        """The planner's pass by part (instance attributes shadow the methods; the core's
+        ``schedule`` is the planner module's own name for it): where a long pass goes."""
+        import rush.planner.plan as plan_module
+
+        planner = self.planner
+        for name, obj, attr in (
+            ("pass: read (pool view, jobs)", self.backend, "read_state"),
+            ("pass: snapshot build", planner.builder, "build"),
+            ("pass: kept columns", planner._columns, "update"),
+            ("pass: queue rows", planner, "_record_queue"),
+            ("pass: act (book, advice rows)", planner, "_act"),
+            ("pass: t_estimate annotations", self, "_publish_estimates"),
+        ):
+            method = getattr(obj, attr)
+            setattr(obj, attr, lambda *a, _m=method, _n=name, **k: self._timed(_n, _m, *a, **k))
+        core_schedule = plan_module.schedule
+        plan_module.schedule = lambda *a, **k: self._timed("pass: core schedule()", core_schedule, *a, **k)
 
     def _gc_timer(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -58,10 +78,10 @@ class ProfiledRushScheduler(RushScheduler):
         try:
             return method(*args, **kwargs)
         finally:
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, time.thread_time() - c0
             self._seconds[name] += seconds
-            self._cpu[name] += time.thread_time() - c0
-            self._timeline.append((time.time() - seconds, name, seconds))
+            self._cpu[name] += cpu
+            self._timeline.append((time.time() - seconds, name, seconds, cpu))
             self._calls[name] += 1
 
     def run(self):

@@ -203,12 +203,20 @@ class RankCachedPool(Rv1Pool):
 
     def dumps(self) -> str:
         """flux-core's summary (``Rv1Set.dumps``): ``rank<ids>/core<ids>[,gpu<ids>]`` per group
-        of ranks with the same cores and GPUs, groups by their lowest rank."""
+        of ranks with the same cores and GPUs, groups by their lowest rank. Kept until the pool
+        changes (its generation, its rank table): flux-core's ``alloc`` formats an allocation's
+        summary for its debug line and the module asks for it again for the job's annotation."""
+        key = (self.generation, id(self._ranks), len(self._ranks))
+        kept = self.__dict__.get("_summary")
+        if kept is not None and kept[0] == key:
+            return kept[1]
         parts = []
         for (cores, gpus), ranks in _rank_groups(self._ranks):
             text = f"rank{display_ids(ranks)}/core{display_ids(cores)}"
             parts.append(f"{text},gpu{display_ids(gpus)}" if gpus else text)
-        return " ".join(parts)
+        summary = " ".join(parts)
+        self.__dict__["_summary"] = (key, summary)
+        return summary
 
     def _build_dict(self) -> dict:
         """flux-core's R (``Rv1Set._build_dict``), the same dict."""
@@ -295,21 +303,45 @@ class PoolNodes:
     busy_cores: int  # allocated, plus every core of a down node (as the R sets count them)
 
 
+@dataclass
+class _KeptNodes:
+    """What :func:`pool_nodes` read from one pool last: its ranks and names, and each rank's
+    Node with what it was built from."""
+
+    ranks: list[int]
+    names: dict[int, str]
+    queues: dict[str, list[str]]
+    properties: dict
+    nodes: dict[int, tuple[tuple, Node]]
+
+
 def pool_nodes(pool: ResourcePool, queues: dict[str, list[str]]) -> PoolNodes | None:
     """The nodes of an Rv1 pool read from its rank table, as
     :func:`rush.rjms.flux.resource_set.nodes_from_r` reads them from the pool's three R
     sets (all, allocated, down), without building and parsing those (at 1 000 nodes a
     tenth of a second per pass). Names: the hostnames when every rank has its own, else
-    ``rank<N>``. None when the pool is not an Rv1 pool (the caller reads the R sets)."""
+    ``rank<N>``. None when the pool is not an Rv1 pool (the caller reads the R sets).
+
+    The pool keeps what this read last: a rank's Node is built again only when its free
+    cores or GPUs or its state changed (a pass after 256 starts on 1 000 nodes builds 256, not
+    1 000), and the names only when the ranks, the queues or the properties did."""
     impl = getattr(pool, "impl", None)
     table = getattr(impl, "_ranks", None)
     if not isinstance(impl, Rv1Pool) or not isinstance(table, dict):
         return None
-    ranks = sorted(table)
-    hosts = [table[rank]["hostname"] for rank in ranks]
-    unique = all(isinstance(h, str) and h for h in hosts) and len(set(hosts)) == len(hosts)
-    names = {rank: host if unique else f"rank{rank}" for rank, host in zip(ranks, hosts, strict=True)}
     properties = getattr(impl, "_properties", {}) or {}
+    kept = getattr(impl, "__dict__", {}).get("_rush_nodes")
+    ranks = sorted(table)
+    if kept is None or kept.ranks != ranks or kept.queues != queues or kept.properties != properties:
+        hosts = [table[rank]["hostname"] for rank in ranks]
+        unique = all(isinstance(h, str) and h for h in hosts) and len(set(hosts)) == len(hosts)
+        names = {rank: host if unique else f"rank{rank}" for rank, host in zip(ranks, hosts, strict=True)}
+        # Copies: the pool changes its own dicts and sets in place.
+        props = {p: set(r) for p, r in properties.items()}
+        kept = _KeptNodes(ranks, names, {q: list(n) for q, n in queues.items()}, props, {})
+        if hasattr(impl, "__dict__"):
+            impl.__dict__["_rush_nodes"] = kept
+    names, built = kept.names, kept.nodes
     total = busy = 0
     nodes = []
     for rank in ranks:
@@ -319,18 +351,24 @@ def pool_nodes(pool: ResourcePool, queues: dict[str, list[str]]) -> PoolNodes | 
         up = bool(info["up"])
         total += len(cores)
         busy += len(used_cores) + (0 if up else len(cores))
+        free = (len(cores - used_cores), len(gpus - used_gpus)) if up else (0, 0)
+        key = (len(cores), len(gpus), up, free)
+        was = built.get(rank)
+        if was is not None and was[0] == key:
+            nodes.append(was[1])
+            continue
         member = tuple(
             sorted(q for q, need in queues.items() if all(rank in properties.get(p, ()) for p in need))
         )
-        nodes.append(
-            Node(
-                name=names[rank],
-                cores=len(cores),
-                gpus=len(gpus),
-                state="up" if up else "down",
-                partitions=member,
-                free_cores=len(cores - used_cores) if up else 0,
-                free_gpus=len(gpus - used_gpus) if up else 0,
-            )
+        node = Node(
+            name=names[rank],
+            cores=len(cores),
+            gpus=len(gpus),
+            state="up" if up else "down",
+            partitions=member,
+            free_cores=free[0],
+            free_gpus=free[1],
         )
+        built[rank] = (key, node)
+        nodes.append(node)
     return PoolNodes(tuple(nodes), names, total, busy)

@@ -52,6 +52,9 @@ def random_r(rng: random.Random, nodes: int, hostnames: str) -> dict:
     return {"version": 1, "execution": execution}
 
 
+QUEUES = {"batch": [], "big": ["big"], "gpus": ["gpu", "big"], "nogpu": ["^gpu"]}
+
+
 def jobspec(rng: random.Random) -> dict:
     cores = rng.choice([1, 2, 4])
     slot = {"type": "slot", "count": 1, "label": "task", "with": [{"type": "core", "count": cores}]}
@@ -124,7 +127,47 @@ def test_allocations_refusals_and_feasibility_are_flux_cores(seed):
             theirs.remove_ranks(gone)
         assert ours.to_dict() == theirs.to_dict() and ours.dumps() == theirs.dumps()
         assert ours.copy_allocated().to_dict() == theirs.copy_allocated().to_dict()
+        # The nodes the module reads (kept from read to read) against a fresh read of the R sets.
+        queues = QUEUES if jobid % 3 else {}
+        view = pool_nodes(ours, queues)
+        assert view is not None
+        everything = theirs.to_resource_set().to_dict()
+        allocated, down = theirs.copy_allocated().to_dict(), theirs.copy_down().to_dict()
+        assert view.nodes == nodes_from_r(everything, allocated, down, queues=queues)
     assert seen == {"ok", "InsufficientResources", "InfeasibleRequest"}  # every branch taken
+
+
+def test_a_read_builds_again_only_the_nodes_that_changed_and_a_summary_is_formatted_once():
+    """pool_nodes keeps each rank's Node while its free cores and state stay; an allocation's
+    summary (flux-core's alloc formats it for its debug line, the module for the annotation)
+    is formatted once, and formatted again once the pool changes."""
+    rng = random.Random(3)
+    pool = RankCachedResourcePool(random_r(rng, 12, "unique"))
+    pool.mark_up("all")
+    first = pool_nodes(pool, QUEUES)
+    assert first is not None
+    spec = {
+        "version": 1,
+        "resources": [{"type": "node", "count": 1, "exclusive": True, "with": [
+            {"type": "slot", "count": 1, "label": "task", "with": [{"type": "core", "count": 1}]}]}],
+        "tasks": [],
+        "attributes": {"system": {"duration": 60}},
+    }  # fmt: skip
+    alloc = pool.alloc(1, confined_request(pool.parse_resource_request(spec), [5]))
+    assert alloc.dumps() is alloc.dumps()
+    summary = pool.dumps()
+    assert pool.dumps() is summary
+    second = pool_nodes(pool, QUEUES)
+    assert second is not None
+    kept = [a is b for a, b in zip(first.nodes, second.nodes, strict=True)]
+    assert kept == [rank != 5 for rank in range(12)]
+    assert second.nodes[5].free_cores == 0 and first.nodes[5].free_cores == first.nodes[5].cores
+    pool.free(1)
+    assert pool_nodes(pool, QUEUES).nodes == first.nodes
+    pool.mark_down("2")
+    third = pool_nodes(pool, QUEUES)
+    assert third.nodes[2].state == "down" and third.nodes[2].free_cores == 0
+    assert pool_nodes(pool, {}).nodes[0].partitions == ()  # other queues: read again
 
 
 @pytest.mark.parametrize("hostnames", ["unique", "repeated", "none"])
