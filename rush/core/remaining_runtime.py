@@ -21,6 +21,8 @@ from itertools import chain
 import numpy as np
 from numba import njit
 
+from rush.core.runtime_drift import drift_projection_length
+
 
 def quantile_knots(
     log_q: np.ndarray, levels: np.ndarray, log_request: np.ndarray
@@ -231,4 +233,7 @@ def queued_projection_runtimes(
         upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
         at = est[kept]
         out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
+        shift = np.array([pending[k].runtime_quantiles.projection_shift for k in kept.tolist()])
+        if np.any(shift != 0.0):  # rule D2 (off by default): the length scaled by the user's drift
+            out[kept] = drift_projection_length(out[kept], shift, request)
     return out, refused
