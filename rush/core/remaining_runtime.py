@@ -23,6 +23,8 @@ from itertools import chain, repeat
 import numpy as np
 from numba import njit
 
+from rush.core.runtime_drift import drift_projection_length
+
 
 def quantile_knots(
     log_q: np.ndarray, levels: np.ndarray, log_request: np.ndarray
@@ -267,4 +269,11 @@ def queued_projection_runtimes_of(
         upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
         at_est = est[kept]
         out[kept] = np.minimum(np.maximum(at_est, upper), np.maximum(request, at_est))
+        shift = np.fromiter(
+            map(operator.attrgetter("projection_shift"), map(listed.__getitem__, at[ok].tolist())),
+            dtype=np.float64,
+            count=len(kept),
+        )
+        if np.any(shift != 0.0):  # rule D2 (off by default): the length scaled by the user's drift
+            out[kept] = drift_projection_length(out[kept], shift, request)
     return out, refused

@@ -18,6 +18,12 @@ under rule L2, a running job's conditional median): the scheduling pass's decisi
 change. Bad input never gives NaN: an unusable residual is dropped, a shift is always finite,
 and quantiles the core would refuse (NaN, negative) stay as they are and are refused by
 :func:`rush.core.remaining_runtime.quantiles_refused`.
+
+Rule D2 (round 15, post hoc, refuted unless its dev log says otherwise; off by default) keeps D's
+shift and changes two things: the record is seeded from the model's training data
+(:func:`seeded_records`: each user's residuals of jobs that ended by a moment, before the
+window's own completions), and the shift scales the queued job's projection length itself
+(:func:`drift_projection_length`), not its quantiles under L2's max(estimate, Q0.75).
 """
 
 from __future__ import annotations
@@ -114,3 +120,36 @@ def drift_shifts_walkforward(
             k += 1
         out[i] = drift_shift(record.get(int(user[i]), ()))
     return out
+
+
+def seeded_records(
+    user: np.ndarray, end: np.ndarray, residual: np.ndarray, before: float
+) -> dict[int, list[float]]:
+    """Rule D2's seed: each user's last :data:`DRIFT_JOBS` finite residuals of the jobs that
+    ended at or before ``before`` (no later job: walk-forward), in end order (ties: input
+    order). Jobs with a NaN or infinite end or residual are left out; arrays of one length."""
+    user = np.asarray(user, dtype=np.int64)
+    end = np.asarray(end, dtype=np.float64)
+    residual = np.asarray(residual, dtype=np.float64)
+    if not (len(user) == len(end) == len(residual)):
+        raise ValueError("seeded_records: user, end and residual must have one length")
+    keep = np.flatnonzero(np.isfinite(end) & np.isfinite(residual) & (end <= before))
+    keep = keep[np.argsort(end[keep], kind="stable")]
+    record: dict[int, list[float]] = {}
+    for j in keep.tolist():
+        record.setdefault(int(user[j]), []).append(float(residual[j]))
+    return {u: r[-DRIFT_JOBS:] for u, r in record.items()}
+
+
+def drift_projection_length(length: np.ndarray, shift: np.ndarray, request: np.ndarray) -> np.ndarray:
+    """Rule D2's use: a queued job's projection length (L2's) times exp(``shift``) (clipped to
+    +-:data:`DRIFT_CAP`), within [:data:`MIN_SECONDS`, request] (no cap where the request is not
+    finite and positive). A NaN length stays NaN (the caller's fallback); a non-finite shift
+    leaves the length as it was. Never negative."""
+    length = np.asarray(length, dtype=np.float64)
+    shift = np.asarray(shift, dtype=np.float64)
+    request = np.asarray(request, dtype=np.float64)
+    factor = np.exp(np.clip(np.where(np.isfinite(shift), shift, 0.0), -DRIFT_CAP, DRIFT_CAP))
+    top = np.where(np.isfinite(request) & (request > 0), request, np.inf)
+    out = np.minimum(np.maximum(length * factor, MIN_SECONDS), np.maximum(top, MIN_SECONDS))
+    return np.where(np.isnan(length), np.nan, out)

@@ -37,6 +37,9 @@ class RuntimeQuantiles:
 
     levels: tuple[float, ...]
     seconds: tuple[float, ...]
+    # Rule D2 (rush.core.runtime_drift.drift_projection_length; round 15, off by default): the
+    # log factor a queued job's projection length is scaled by (0.0: none).
+    projection_shift: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ import os
 import pwd
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +197,9 @@ class LiveRuntimePredictor:
         # shift as of its latest prediction (a running job's as of its start), kept and applied
         # to the quantiles it publishes only when ``drift`` (from the first job it sees on).
         self.drift = drift
+        # Rule D2 (round 15, post hoc; off by default, needs ``drift``): a pending job's shift
+        # scales its projection length (RuntimeQuantiles.projection_shift) instead of its quantiles.
+        self.drift_length = False
         self.residuals: dict[int, list[float]] = {}
         self.shift: dict[int, float] = {}
         # Users with a completion since their jobs were last predicted.
@@ -264,6 +267,15 @@ class LiveRuntimePredictor:
                     kept = self.residuals.setdefault(r.user, [])
                     kept.append(residual)
                     del kept[:-DRIFT_JOBS]
+
+    def seed_residuals(self, record: dict[int, Sequence[float]]) -> None:
+        """Rule D2's seed: each user's residuals from before the first completion seen here (the
+        model's training data, rush.core.runtime_drift.seeded_records), kept ahead of those the
+        completions add; non-finite ones dropped, the last DRIFT_JOBS kept."""
+        for user, residuals in record.items():
+            kept = [float(r) for r in residuals if math.isfinite(r)] + self.residuals.get(user, [])
+            if kept:
+                self.residuals[int(user)] = kept[-DRIFT_JOBS:]
 
     # -- predicting -----------------------------------------------------------------------
     def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
@@ -337,11 +349,16 @@ class LiveRuntimePredictor:
         by their user's drift (rule D) when ``drift`` is on."""
         if not self.drift:
             return self.model_quantiles(jobs)
-        return {
-            j.job_id: drifted_quantiles(self.quantiles[j.job_id], self.shift.get(j.job_id, 0.0))
-            for j in jobs
-            if j.job_id in self.quantiles
-        }
+        out = {}
+        for j in jobs:
+            if j.job_id not in self.quantiles:
+                continue
+            q, s = self.quantiles[j.job_id], self.shift.get(j.job_id, 0.0)
+            if self.drift_length and j.state == "PENDING":  # rule D2: the length, not the quantiles
+                out[j.job_id] = replace(q, projection_shift=s if math.isfinite(s) else 0.0)
+            else:
+                out[j.job_id] = drifted_quantiles(q, s)
+        return out
 
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the

@@ -64,6 +64,56 @@ CLASSES = ("<10min", "10min-1h", ">1h")
 # job's quantiles (queued and running) shifted by its user's drift, the record fed the run's
 # completions. Not in VARIANTS: live_bias.md stays the deployed rules' table.
 DRIFT_VARIANT = "queue: L2 + drift"
+# Round 15's rule D2 (post hoc): the record seeded from the model's training data
+# (training_seed), the queue's L2 length scaled by exp(shift); a pass of its own (D's record is
+# not seeded).
+D2_VARIANT = "queue: L2 x seeded drift"
+
+
+def training_seed(w, model: Path) -> dict[int, list[float]]:
+    """Rule D2's seed for window ``w``: each trace user's last residuals (rule D's) of the jobs
+    the window's model was trained on (finished by the window's first submit, times / K), scored
+    by that model in-sample (features as of each job's submission), keyed as the replay tags the
+    user (``trace-N``). Under Slurm no live job carries that key (one account)."""
+    import run_live
+
+    from rush.core.runtime_drift import drift_residual, quantile_median, seeded_records
+    from rush.models.runtime_features import TimeBase
+    from rush.models.runtime_quantiles_features import offline_features
+    from rush.models.runtime_quantiles_pipeline import load_quantile_model
+    from rush.models.runtime_quantiles_walkforward import trace_jobs
+    from rush.models.training_cut import TrainingCut
+    from rush.planner.snapshot_builder import user_id
+    from rush.workload.catalogue import load_trace
+    from rush.workload.model import workload_from_trace
+
+    pipeline, card = load_quantile_model(model, fields=[])
+    features, regressor = pipeline.named_steps["features"], pipeline.named_steps["regressor"]
+    loaded = load_trace(str(run_live.trace_path(w.trace)))
+    workload = workload_from_trace(loaded)
+    for name in ("app", "queue"):
+        workload.extra.pop(name, None)
+    workload = TrainingCut.parse(f"job:{w.window.partition(':')[0]}", float(w.speedup), workload).apply(
+        workload
+    )
+    codes = np.asarray(workload.user, dtype=np.int64)
+    jobs = trace_jobs(workload, TimeBase.from_header(loaded.header, None))
+    for name in ("app", "queue"):
+        if hasattr(jobs, name):
+            setattr(jobs, name, None)
+    X = offline_features(jobs, features.clock_, feature_set=features.feature_set)
+    q = np.expm1(regressor.predict_log_quantiles(X))
+    levels = [float(v) for v in regressor.levels_]
+    residual = np.array(
+        [
+            drift_residual(r, quantile_median(levels, row), lim)
+            for r, row, lim in zip(
+                jobs.runtime.tolist(), q.tolist(), jobs.requested_time.tolist(), strict=True
+            )
+        ]
+    )
+    keys = np.array([user_id(f"trace-{c}") if c >= 0 else -1 for c in codes.tolist()], dtype=np.int64)
+    return seeded_records(keys, np.asarray(jobs.end, dtype=np.float64), residual, np.inf)
 
 
 def model_path(w, models: Path) -> Path:
@@ -95,6 +145,7 @@ def reconstruct(
     moments: list[tuple[float, int, str]] | None = None,
     variants=VARIANTS,
     path: Path | None = None,
+    seed: dict[int, list[float]] | None = None,
 ) -> list[dict]:
     """One row per job with a live estimate at submit: its class, the live error and each
     variant's (trace seconds). ``moments``: (unix time, job, tag) to recompute at instead of
@@ -128,7 +179,12 @@ def reconstruct(
             "tags": tags,
         }
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
-    predictor.drift = DRIFT_VARIANT in variants  # rule D's record kept only when asked for
+    predictor.drift = DRIFT_VARIANT in variants or D2_VARIANT in variants  # the record only when asked for
+    if D2_VARIANT in variants:  # rule D2: the seeded record, the shift on the queue's length
+        if DRIFT_VARIANT in variants:
+            raise ValueError("rules D and D2 keep different records: one pass each")
+        predictor.drift_length = True
+        predictor.seed_residuals(seed or {})
     config = CoreConfig.from_names("FCFS", "easy", "none")
     queries = sorted(
         moments
@@ -196,7 +252,7 @@ def reconstruct(
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
             elif variant == "queue: L2":  # the queue projected on its quantiles (rule L2)
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
-            elif variant == DRIFT_VARIANT:  # rule L2 on the quantiles rule D shifted
+            elif variant in (DRIFT_VARIANT, D2_VARIANT):  # L2 on rule D's (D2's) shifted quantiles (lengths)
                 p = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in pending]
                 r = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in running]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))

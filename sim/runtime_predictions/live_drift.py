@@ -23,6 +23,8 @@ import live_windows
 
 MEASURED = {"SDSC": "10min-1h"}  # every other window: ">1h"
 VARIANTS = ("queue: L2", live_bias.DRIFT_VARIANT)
+# Round 15 (rule D2, post hoc): its own pass (a seeded record), merged into the rows by job.
+D2 = live_bias.D2_VARIANT
 
 
 def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> dict | None:
@@ -35,7 +37,7 @@ def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> d
         if r["estimator"] != "rush" and r["wait_class"] == cls and r["error"] is not None
     }
     mine = [r for r in rows if r["wait_class"] == cls and str(r["job"]) in own]
-    mine = [r for r in mine if all(r[v] is not None for v in VARIANTS)]
+    mine = [r for r in mine if all(r[v] is not None for v in (*VARIANTS, D2))]
     if not mine:
         return None
 
@@ -44,6 +46,8 @@ def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> d
 
     shifts = " ".join(f"{math.exp(r['shift']):.2f}/{r['residuals']}" for r in mine)
     print(f"{window} {rjms} {cls}: per job exp(shift)/residuals of its user at submit: {shifts}", flush=True)
+    seeded = " ".join(f"{math.exp(r['d2_shift']):.2f}/{r['d2_residuals']}" for r in mine)
+    print(f"{window} {rjms} {cls}: rule D2, seeded record: {seeded}", flush=True)
     return {
         "window": window,
         "run": rjms,
@@ -52,9 +56,11 @@ def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> d
         "rush_live": mae(r["live"] for r in mine),
         "L2": mae(r["queue: L2"] for r in mine),
         "L2_drift": mae(r[live_bias.DRIFT_VARIANT] for r in mine),
+        "L2_d2": mae(r[D2] for r in mine),
         "rjms": mae(own[str(r["job"])] for r in mine),
         "L2_signed": statistics.fmean(r["queue: L2"] for r in mine) / 60,
         "L2_drift_signed": statistics.fmean(r[live_bias.DRIFT_VARIANT] for r in mine) / 60,
+        "L2_d2_signed": statistics.fmean(r[D2] for r in mine) / 60,
     }
 
 
@@ -65,15 +71,17 @@ def markdown(table: list[dict]) -> str:
         "Written by `python sim/runtime_predictions/live_drift.py` (see its docstring). At submit, "
         "jobs both rush and the RJMS estimated, waits over an hour (SDSC: 10 min-1 h); MAE in trace "
         "minutes; `rush live`: the run's own estimates; `L2`, `L2 + D`: recomputed (`live_bias.py`'s "
-        "pass); signed: estimate minus real start.",
+        "pass); `L2 x D2`: rule D2 (round 15, post hoc: the record seeded from the model's training "
+        "data, the queue's L2 length times exp(shift)); signed: estimate minus real start.",
         "",
-        "| window | run | wait | jobs | rush live | L2 | L2 + D | RJMS | L2 signed | L2 + D signed |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| window | run | wait | jobs | rush live | L2 | L2 + D | L2 x D2 | RJMS | L2 signed | L2 + D signed | L2 x D2 signed |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for t in table:
         lines.append(
             f"| {t['window']} | {t['run']} | {t['wait']} | {t['jobs']} | {t['rush_live']:.1f} | {t['L2']:.1f} | "
-            f"{t['L2_drift']:.1f} | {t['rjms']:.1f} | {t['L2_signed']:+.1f} | {t['L2_drift_signed']:+.1f} |"
+            f"{t['L2_drift']:.1f} | {t['L2_d2']:.1f} | {t['rjms']:.1f} | {t['L2_signed']:+.1f} | "
+            f"{t['L2_drift_signed']:+.1f} | {t['L2_d2_signed']:+.1f} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -89,14 +97,24 @@ def kept_rows(windows: set[str]) -> list[dict]:
         for key in r:
             if key not in ("window", "run", "wait"):
                 r[key] = int(r[key]) if key == "jobs" else float(r[key])
+        r.setdefault("L2_d2", math.nan)  # a row from before round 15: no D2 column
+        r.setdefault("L2_d2_signed", math.nan)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
     table = kept_rows({w.name for w, _, _ in runs})
+    seeds: dict[str, dict[int, list[float]]] = {}
     for w, rjms, path in runs:
-        rows = live_bias.reconstruct(w, rjms, live_bias.model_path(w, models), variants=VARIANTS)
+        model = live_bias.model_path(w, models)
+        rows = live_bias.reconstruct(w, rjms, model, variants=VARIANTS)
+        if w.name not in seeds:
+            seeds[w.name] = live_bias.training_seed(w, model)
+        seeded = live_bias.reconstruct(w, rjms, model, variants=("queue: L2", D2), seed=seeds[w.name])
+        for r, d in zip(rows, seeded, strict=True):  # the same moments, in the same order
+            assert r["job"] == d["job"] and r["queue: L2"] == d["queue: L2"], (w.name, rjms, r["job"])
+            r.update({D2: d[D2], "d2_shift": d["shift"], "d2_residuals": d["residuals"]})
         row = compare(w.name, rjms, rows, live_windows.read_rows(path))
         if row is not None:
             table.append(row)

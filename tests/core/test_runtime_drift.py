@@ -13,11 +13,13 @@ from rush.core.runtime_drift import (
     DRIFT_CAP,
     DRIFT_JOBS,
     DRIFT_PRIOR_JOBS,
+    drift_projection_length,
     drift_residual,
     drift_shift,
     drift_shifts_walkforward,
     drifted_quantiles,
     quantile_median,
+    seeded_records,
 )
 from rush.core.snapshot import RuntimeQuantiles
 
@@ -106,3 +108,52 @@ def test_the_walk_forward_reads_a_residual_only_from_its_jobs_end():
     assert shift.tolist() == pytest.approx([0.0, 0.0, 0.0, one])  # only job 0 had ended by 30
     with pytest.raises(ValueError, match="one length"):
         drift_shifts_walkforward(user, submit[:2], end, residual)
+
+
+# -- rule D2 (round 15, post hoc; off by default) ------------------------------------------
+
+
+def test_the_seed_keeps_each_users_last_residuals_of_jobs_ended_by_the_moment():
+    user = np.array([1, 1, 2, 1, 1, 3, 2])
+    end = np.array([10.0, 30.0, 20.0, 40.0, 500.0, np.nan, 25.0])
+    residual = np.array([0.1, 0.3, 0.2, 0.4, 9.0, 1.0, np.nan])
+    record = seeded_records(user, end, residual, before=100.0)
+    # End order, not input order; a job that ends after the moment, a NaN end or residual: left out.
+    assert record == {1: [0.1, 0.3, 0.4], 2: [0.2]}
+    many = seeded_records(np.zeros(20, dtype=int), np.arange(20.0), np.arange(20.0), before=np.inf)
+    assert many == {0: [float(v) for v in range(20 - DRIFT_JOBS, 20)]}
+    assert seeded_records(np.array([], dtype=int), np.array([]), np.array([]), 0.0) == {}
+    with pytest.raises(ValueError, match="one length"):
+        seeded_records(np.array([1]), np.array([1.0, 2.0]), np.array([0.0]), 5.0)
+
+
+def test_the_length_is_scaled_both_ways_within_one_second_and_the_request():
+    length = np.array([1000.0, 1000.0, 1000.0, 1000.0, np.nan, 0.5, 1000.0])
+    shift = np.array([math.log(2.0), -math.log(2.0), 10.0, np.nan, 0.3, -1.0, -10.0])
+    request = np.array([3600.0, 3600.0, 3600.0, 3600.0, 3600.0, 3600.0, np.nan])
+    out = drift_projection_length(length, shift, request)
+    # Downward too: D2 is not floored by the reservation estimate as D under L2 was.
+    assert out[:2] == pytest.approx([2000.0, 500.0])
+    assert out[2] == pytest.approx(min(1000.0 * math.exp(DRIFT_CAP), 3600.0))  # capped, then the request
+    assert out[3] == 1000.0  # no usable shift: the length as it was
+    assert math.isnan(out[4])  # no length: the caller's fallback
+    assert out[5] == 1.0  # never below a second
+    assert out[6] == pytest.approx(1000.0 / 4.0)  # no finite request: only the cap bounds it
+    assert np.all(out[np.isfinite(out)] > 0.0)
+
+
+def test_the_projection_scales_a_queued_jobs_l2_length_only_when_asked():
+    from dataclasses import replace
+
+    from rush.core.remaining_runtime import queued_projection_runtimes
+    from rush.core.snapshot import PendingJob
+
+    q = RuntimeQuantiles(LEVELS, (100.0, 200.0, 400.0, 800.0, 1600.0))
+    plain = PendingJob(1, 0.0, 1, 3600.0, 300.0, runtime_quantiles=q)
+    down = replace(plain, job_id=2, runtime_quantiles=replace(q, projection_shift=-math.log(2.0)))
+    up = replace(plain, job_id=3, runtime_quantiles=replace(q, projection_shift=math.log(2.0)))
+    out, refused = queued_projection_runtimes([plain, down, up], np.array([300.0, 300.0, 300.0]))
+    assert not refused
+    assert out[0] == pytest.approx(800.0)  # L2: max(estimate, Q0.75)
+    assert out[1] == pytest.approx(400.0)  # below the estimate: the shift is on the length itself
+    assert out[2] == pytest.approx(1600.0)

@@ -134,3 +134,70 @@ def test_the_refuted_rule_is_off_by_default_and_keeps_no_record(model_path):
     live.predict_new([waiting])
     assert live.residuals == {} and live.shift == {}
     assert live.runtime_quantiles([waiting]) == live.model_quantiles([waiting]) == {99: live.quantiles[99]}
+
+
+# -- rule D2 (round 15, post hoc; off by default) ------------------------------------------
+
+
+def d2_predictor(model_path):
+    live = predictor(model_path)
+    live.drift_length = True
+    return live
+
+
+def test_a_seeded_user_gets_a_shift_before_any_completion_and_the_length_not_the_quantiles(model_path):
+    from rush.planner.snapshot_builder import user_id
+
+    live = d2_predictor(model_path)
+    live.seed_residuals({user_id("alice"): [1.0] * 8, user_id("bob"): []})
+    waiting = job(99, "PENDING", 20_000.0)
+    live.predict_new([waiting])
+    published = live.runtime_quantiles([waiting])[99]
+    assert published.seconds == live.quantiles[99].seconds  # the quantiles stay the model's
+    assert published.projection_shift == pytest.approx(8 / (8 + DRIFT_PRIOR_JOBS) * 1.0)
+    # A running job's quantiles are shifted (its conditional median, as rule D): no length there.
+    live.predict_new([job(99, "RUNNING", 20_000.0, 20_010.0)])
+    running = live.runtime_quantiles([job(99, "RUNNING", 20_000.0, 20_010.0)])[99]
+    assert running.projection_shift == 0.0
+    assert running.seconds[2] > live.quantiles[99].seconds[2]
+    # A user with no seed (bob's is empty) keeps the model's own.
+    other = job(100, "PENDING", 20_000.0, user="bob")
+    live.predict_new([other])
+    assert live.runtime_quantiles([other])[100].projection_shift == 0.0
+
+
+def test_the_window_completions_follow_the_seed_and_only_the_last_jobs_count(model_path):
+    from rush.planner.snapshot_builder import user_id
+
+    live = d2_predictor(model_path)
+    live.seed_residuals({user_id("alice"): [-1.0] * 8})
+    for k in range(1, 9):  # eight completions that ran 3x their median push the seed out
+        run_and_finish(live, k, 1000.0 * k, lambda m: 3.0 * m)
+    assert all(r > 0.5 for r in live.residuals[user_id("alice")])
+
+
+@pytest.mark.parametrize("seed", [[math.nan, math.inf, -math.inf], [5.0], []])
+def test_a_bad_or_one_job_seed_never_gives_a_nan_or_negative_estimate(model_path, seed):
+    from rush.core.remaining_runtime import queued_projection_runtimes
+    from rush.core.snapshot import PendingJob
+    from rush.planner.snapshot_builder import user_id
+
+    live = d2_predictor(model_path)
+    live.seed_residuals({user_id("alice"): seed})
+    waiting = job(99, "PENDING", 9000.0)
+    live.predict_new([waiting])
+    assert math.isfinite(live.shift[99])
+    q = live.runtime_quantiles([waiting])[99]
+    estimate, _ = live.estimates([waiting])[99]
+    out, _ = queued_projection_runtimes(
+        [PendingJob(99, 9000.0, 8, HOUR, estimate, runtime_quantiles=q)], np.array([estimate])
+    )
+    assert math.isfinite(out[0]) and 1.0 <= out[0] <= HOUR
+
+
+def test_rule_d2_is_off_by_default(model_path):
+    live = load_runtime_predictor("runtime-quantiles", model_path, None)
+    assert live.drift is False and live.drift_length is False
+    waiting = job(99, "PENDING", 20_000.0)
+    live.predict_new([waiting])
+    assert live.runtime_quantiles([waiting])[99].projection_shift == 0.0

@@ -51,6 +51,9 @@ CANDIDATES = (
     # Round 14 (rule D, rush.core.runtime_drift): L2 with every job's quantiles shifted by its
     # user's drift at its submission (the queue's q0.75 and the running jobs' knots).
     ("D: L2 with per-user drift", "easy", "conditional-median", "l2-drift"),
+    # Round 15 (rule D2, post hoc): the same record (offline it already runs over the whole
+    # trace's walk-forward), the queue's L2 length itself times exp(shift); running jobs as D.
+    ("D2: L2 length times per-user drift", "easy", "conditional-median", "l2-d2"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -122,9 +125,14 @@ def main() -> None:
         )
         first["l2"] = np.minimum(np.maximum(first["mean-window"], first["q0.75"]), req)
         knots = {"": st.knots}
-        if not args.only or "D: L2 with per-user drift" in args.only.split(";"):
+        drift_rules = ("D: L2 with per-user drift", "D2: L2 length times per-user drift")
+        if not args.only or any(c in args.only.split(";") for c in drift_rules):
+            from rush.core.runtime_drift import drift_projection_length
+
             drifted, knots["l2-drift"], shift = drift_inputs(st, runtime)
             first["l2-drift"] = np.minimum(np.maximum(first["mean-window"], drifted), req)
+            knots["l2-d2"] = knots["l2-drift"]
+            first["l2-d2"] = drift_projection_length(first["l2"], shift, req)
             print(trace_name, drift_summary(shift), flush=True)
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
