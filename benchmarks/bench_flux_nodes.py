@@ -560,6 +560,34 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-29, 20:56 UTC (issue 30 item 4; r30tput3, hypothesis W). Written before timing.
+# Seen last round (--timers, load 16): the module's last pass over 0 pending (28 ms CPU, 0.57 s by
+# the clock) ran right after the pass that sent the last 219 jobs' commits, while those commits
+# were open; their answers (the jobs' RUN) are read by the reactor only after it. That pass came
+# from a pass timer (the base class's, armed by an alloc while the next-batch timer ran the pass),
+# not from an event: frees with an empty queue arm no pass (flux-core's _request_schedule).
+# Rule W (rush/flux_module/pass_settle.py, defer_for_commits): a due pass is deferred when the
+# module's queue is empty (no job awaits an allocation: the core starts nothing from an empty
+# queue) and one of its commits is open; it runs when the last open commit is answered (the
+# answer arms it) or, earlier, when an event arms a pass (an alloc makes the queue non-empty and
+# arms it as before). It is never dropped (the completions are journaled by it, later), and a
+# pass with a job queued is never deferred by W, so W cannot delay a start. The periodic pass
+# (cycle_interval) is unchanged. Not in W: skipping a pass when nothing changed since the last
+# one, because the core's decision depends on now (time-varying priorities, the projection of
+# overrunning jobs): the same inputs later can start a job, so that skip is not exact.
+# Differential (tests/flux/test_pass_settle.py, offline): recorded random event sequences
+# (arrivals, ends, commit answers) replayed through the core's schedule() with a pass at every
+# due event, and with W's deferral: the same starts, in the same order, at the same events;
+# fails when the rule is broken to defer a pass with one job queued.
+# Expected gain: one pass of ~30 ms CPU per 1 000-job run moved behind the last commits' answers;
+# at load 15 that is up to ~0.5 s of the last jobs' RUN in a 5-8 s run (up to ~7 % jobs/s), at low
+# load (2-3 s runs, the pass ~30-60 ms by the clock) up to ~2 %. Likely inside this host's noise
+# (+-15 % between repeats). Protocol: nice -n 15 bench_flux_nodes.py --jobs 1000 --repeat 3
+# --threads --base /work/main (all three and main's module, interleaved), load printed, medians.
+# Success: rush/sched-backfill median ratio at least 0.05 above main's module's, and W's module
+# ahead of main's in at least 2 of 3 pairs. Otherwise refuted: W is kept out of the default path
+# (module argument, default off) and the commit that holds it named.
+
 # Round of 2026-11-29, 19:55 UTC (issue 30 item 4; r30tput3). Written before any paired run.
 # Where a long pass goes. flux_profiled_sched.py --timers now also times the planner's parts and
 # keeps each step's CPU in the timeline. --jobs 1000 --only rush --timers --keep (20:09, load
