@@ -22,15 +22,18 @@ and ahead at 1 000 jobs (benchmarks/bench_flux_nodes.py, round of 2026-11-29). T
 blocks: a waiting message is read on the next turn, the last open commit's answer wakes the
 pass, and the bound ends any wait.
 
-A due pass over an empty queue is *deferred* while one of the module's commits is open
-(:func:`defer_for_commits`; module argument ``defer-empty=``): with no job awaiting an allocation
+With ``defer-empty=1`` (off by default: it gained nothing, see below) a due pass over an empty
+queue is *deferred* while one of the module's commits is open (:func:`defer_for_commits`): with no job awaiting an allocation
 the core starts nothing, and such a pass (the completions, a pass timer armed before the last
 pass emptied the queue) only held the reactor, and the open commits' answers (the jobs' RUN)
 behind it. It runs when the last open commit is answered, or at once when an event arms a pass
 (an arrival makes the queue non-empty); it is never dropped. A pass with a job queued is never
 deferred by this rule, so it cannot delay a start. Not deferred or skipped: a pass with nothing
 changed since the last one. The core's decision depends on the time (time-varying priorities,
-the projection of overrunning jobs), so the same inputs later can start a job.
+the projection of overrunning jobs), so the same inputs later can start a job. Measured
+(bench_flux_nodes.py --jobs 1000 --repeat 3, 2026-11-29 21:00, load 7): no such pass ran with
+a commit open in any of the 9 runs of rush (0 deferred), and the medians were within the noise;
+the pass over an empty queue seen at load 16 came after the last commits only there.
 """
 
 from __future__ import annotations
@@ -93,8 +96,9 @@ class PassSettle:
     # bound, or with settle=0).
     begun_with_commits_open: int = 0
     # Passes over an empty queue put off until the module's open commits were answered
-    # (defer_for_commits; the module's defer-empty=, on by default).
-    defer_empty: bool = True
+    # (defer_for_commits; the module's defer-empty=, off by default: hypothesis W, refuted in
+    # benchmarks/bench_flux_nodes.py's notes of 2026-11-29 21:00, never fired at load 7).
+    defer_empty: bool = False
     deferred_empty: int = 0
     # Why the rule is off whatever settle= says ("": on): flux-core's Scheduler lacks what it
     # needs (settle_hooks_missing); the module then runs every due pass at once.

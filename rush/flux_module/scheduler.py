@@ -15,7 +15,7 @@ follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a
 the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
 before), ``defer-empty=1|0`` (a due pass over an empty queue waits for the module's open KVS
-commits to be answered, pass_settle.py; default 1), plus the base class's ``queue-depth=`` and
+commits to be answered, pass_settle.py; default 0: it gained nothing), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -103,7 +103,7 @@ class ModuleArgs:
     default_limit: float | None = None
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
-    defer_empty: bool = True
+    defer_empty: bool = False
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:

@@ -228,8 +228,7 @@ def test_w_defers_only_passes_over_an_empty_queue():
     assert (
         settle.defer(0, True) and settle.deferred_empty == 1 and settle.stats()["passes_deferred_empty"] == 1
     )
-    assert not PassSettle(defer_empty=False).defer(0, True)
-    assert not PassSettle(off="no timer").defer(0, True)
+    assert not PassSettle(defer_empty=True, off="no timer").defer(0, True)
 
 
 def test_w_the_deferral_makes_the_same_starts_in_the_same_order_at_the_same_events():
