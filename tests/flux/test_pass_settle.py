@@ -224,7 +224,8 @@ def test_w_defers_only_passes_over_an_empty_queue():
     assert defer_for_commits(0, True)
     assert not defer_for_commits(0, False)
     assert not defer_for_commits(1, True)
-    settle = PassSettle()
+    assert not PassSettle().defer(0, True)  # off by default (hypothesis W refuted)
+    settle = PassSettle(defer_empty=True)
     assert (
         settle.defer(0, True) and settle.deferred_empty == 1 and settle.stats()["passes_deferred_empty"] == 1
     )
