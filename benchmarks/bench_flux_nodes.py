@@ -607,6 +607,10 @@ if __name__ == "__main__":
 #   the common case. W stays behind defer-empty=1 (default 0; commit 24ca60e has it on, 4c0f7b2
 #   turns it off). Target: missed on the median of the ratios (0.88-0.96x), as before; by the
 #   medians of jobs/s rush's three runs are 0.96-1.10x sched-backfill's: this sitting's spread.
+# Post-hoc diagnostic (not a throughput claim): --jobs 1000 --repeat 2 --only rush --threads
+#   --timers --rush-args defer-empty=1 (21:09, load 4.4-6.1; the 20:09 sitting's module and
+#   timers): 5 passes each, 0 deferred, 347.6 and 451.4 jobs/s. The mechanism did not recur
+#   with the timers either.
 
 # Round of 2026-11-29, 19:55 UTC (issue 30 item 4; r30tput3). Written before any paired run.
 # Where a long pass goes. flux_profiled_sched.py --timers now also times the planner's parts and
