@@ -493,7 +493,8 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
     if "settled_passes" in settled:
         print(
             f"    settle: {settled['settled_passes']} passes, {settled['settle_cut_short']} run at the bound, "
-            f"{settled['passes_begun_with_commits_open']} begun with a commit open"
+            f"{settled['passes_begun_with_commits_open']} begun with a commit open, "
+            f"{settled.get('passes_deferred_empty', '-')} over an empty queue deferred for the commits"
             + (
                 f", {settled['t_estimate_annotations']} t_estimate annotations"
                 if "t_estimate_annotations" in settled
@@ -559,6 +560,57 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+# Round of 2026-11-29, 20:56 UTC (issue 30 item 4; r30tput3, hypothesis W). Written before timing.
+# Seen last round (--timers, load 16): the module's last pass over 0 pending (28 ms CPU, 0.57 s by
+# the clock) ran right after the pass that sent the last 219 jobs' commits, while those commits
+# were open; their answers (the jobs' RUN) are read by the reactor only after it. That pass came
+# from a pass timer (the base class's, armed by an alloc while the next-batch timer ran the pass),
+# not from an event: frees with an empty queue arm no pass (flux-core's _request_schedule).
+# Rule W (rush/flux_module/pass_settle.py, defer_for_commits): a due pass is deferred when the
+# module's queue is empty (no job awaits an allocation: the core starts nothing from an empty
+# queue) and one of its commits is open; it runs when the last open commit is answered (the
+# answer arms it) or, earlier, when an event arms a pass (an alloc makes the queue non-empty and
+# arms it as before). It is never dropped (the completions are journaled by it, later), and a
+# pass with a job queued is never deferred by W, so W cannot delay a start. The periodic pass
+# (cycle_interval) is unchanged. Not in W: skipping a pass when nothing changed since the last
+# one, because the core's decision depends on now (time-varying priorities, the projection of
+# overrunning jobs): the same inputs later can start a job, so that skip is not exact.
+# Differential (tests/flux/test_pass_settle.py, offline): recorded random event sequences
+# (arrivals, ends, commit answers) replayed through the core's schedule() with a pass at every
+# due event, and with W's deferral: the same starts, in the same order, at the same events;
+# fails when the rule is broken to defer a pass with one job queued.
+# Expected gain: one pass of ~30 ms CPU per 1 000-job run moved behind the last commits' answers;
+# at load 15 that is up to ~0.5 s of the last jobs' RUN in a 5-8 s run (up to ~7 % jobs/s), at low
+# load (2-3 s runs, the pass ~30-60 ms by the clock) up to ~2 %. Likely inside this host's noise
+# (+-15 % between repeats). Protocol: nice -n 15 bench_flux_nodes.py --jobs 1000 --repeat 3
+# --threads --base /work/main (all three and main's module, interleaved), load printed, medians.
+# Success: rush/sched-backfill median ratio at least 0.05 above main's module's, and W's module
+# ahead of main's in at least 2 of 3 pairs. Otherwise refuted: W is kept out of the default path
+# (module argument, default off) and the commit that holds it named.
+# Measured. --jobs 1000 --repeat 3 --threads --base /work/main (5ad5a02) --variant
+# defer-empty=0 --keep (W on in this checkout's default run, off in the variant; 20:58-21:04 UTC,
+# load 2.6 rising to 7.8), jobs/s (first start), per repeat:
+#   sched-backfill 324.6 (0.58 s), 214.8 (0.84), 372.2 (1.38)
+#   Fluxion        82.3 (0.60), 74.6 (0.59), 91.6 (0.32)
+#   rush, W        241.8 (0.93), 340.0 (0.73), 327.8 (0.50)  / sched-backfill 0.74x, 1.58x, 0.88x
+#   rush, W off    376.3 (0.26), 164.4 (1.59), 357.1 (0.38)  / 1.16x, 0.77x, 0.96x
+#   rush, main     310.7 (0.23), 169.2 (0.90), 387.6 (0.56)  / 0.96x, 0.79x, 1.04x
+#   medians of the ratios: W 0.88x, W off 0.96x, main's 0.96x (each ahead in 1 of 3); medians of
+#   jobs/s: sched-backfill 324.6, Fluxion 82.3, W 327.8, W off 357.1, main's 310.7. Scheduler CPU
+#   per job 0.37 / 0.38 / 0.38 ms (sched-backfill 0.81, Fluxion 6.35). W deferred 0 passes in
+#   all three of its runs: in none of the 9 rush runs did a pass run over an empty queue (the
+#   journals: 5-6 passes each, the last over 12-268 pending), so at this load W had nothing to
+#   defer and its runs differ from the others by the host alone (W against main's: 0.78x, 2.01x,
+#   0.85x). Refuted: the criterion (ratio +0.05 over main's, ahead in 2 of 3) is missed, and the
+#   mechanism did not occur; the pass over an empty queue of the 20:09 sitting (load 16) is not
+#   the common case. W stays behind defer-empty=1 (default 0; commit 24ca60e has it on, 4c0f7b2
+#   turns it off). Target: missed on the median of the ratios (0.88-0.96x), as before; by the
+#   medians of jobs/s rush's three runs are 0.96-1.10x sched-backfill's: this sitting's spread.
+# Post-hoc diagnostic (not a throughput claim): --jobs 1000 --repeat 2 --only rush --threads
+#   --timers --rush-args defer-empty=1 (21:09, load 4.4-6.1; the 20:09 sitting's module and
+#   timers): 5 passes each, 0 deferred, 347.6 and 451.4 jobs/s. The mechanism did not recur
+#   with the timers either.
 
 # Round of 2026-11-29, 19:55 UTC (issue 30 item 4; r30tput3). Written before any paired run.
 # Where a long pass goes. flux_profiled_sched.py --timers now also times the planner's parts and
