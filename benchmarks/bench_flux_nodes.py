@@ -567,7 +567,7 @@ if __name__ == "__main__":
 # were open; their answers (the jobs' RUN) are read by the reactor only after it. That pass came
 # from a pass timer (the base class's, armed by an alloc while the next-batch timer ran the pass),
 # not from an event: frees with an empty queue arm no pass (flux-core's _request_schedule).
-# Rule W (rush/flux_module/pass_settle.py, defer_for_commits): a due pass is deferred when the
+# Rule W (refuted; its code is not merged: commit 4c0f7b2 holds pass_settle.defer_for_commits): a due pass is deferred when the
 # module's queue is empty (no job awaits an allocation: the core starts nothing from an empty
 # queue) and one of its commits is open; it runs when the last open commit is answered (the
 # answer arms it) or, earlier, when an event arms a pass (an alloc makes the queue non-empty and

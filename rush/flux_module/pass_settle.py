@@ -21,19 +21,6 @@ two pairs against the module without settling; the fixed 0.05 s bound was level 
 and ahead at 1 000 jobs (benchmarks/bench_flux_nodes.py, round of 2026-11-29). The module never
 blocks: a waiting message is read on the next turn, the last open commit's answer wakes the
 pass, and the bound ends any wait.
-
-With ``defer-empty=1`` (off by default: it gained nothing, see below) a due pass over an empty
-queue is *deferred* while one of the module's commits is open (:func:`defer_for_commits`): with no job awaiting an allocation
-the core starts nothing, and such a pass (the completions, a pass timer armed before the last
-pass emptied the queue) only held the reactor, and the open commits' answers (the jobs' RUN)
-behind it. It runs when the last open commit is answered, or at once when an event arms a pass
-(an arrival makes the queue non-empty); it is never dropped. A pass with a job queued is never
-deferred by this rule, so it cannot delay a start. Not deferred or skipped: a pass with nothing
-changed since the last one. The core's decision depends on the time (time-varying priorities,
-the projection of overrunning jobs), so the same inputs later can start a job. Measured
-(bench_flux_nodes.py --jobs 1000 --repeat 3, 2026-11-29 21:00, load 7): no such pass ran with
-a commit open in any of the 9 runs of rush (0 deferred), and the medians were within the noise;
-the pass over an empty queue seen at load 16 came after the last commits only there.
 """
 
 from __future__ import annotations
@@ -45,12 +32,6 @@ from dataclasses import dataclass
 SETTLE_MIN = 0.05
 # A pass of at least this many CPU seconds (a queue of thousands) waits for the commits before it.
 LONG_PASS_CPU = 0.1
-
-
-def defer_for_commits(queued: int, commits_open: bool) -> bool:
-    """Whether a due pass waits for the module's open commits to be answered: only a pass over
-    an empty queue (``queued`` jobs await an allocation), which can start nothing."""
-    return queued == 0 and commits_open
 
 
 # What the rule needs of flux-core's Python ``flux.scheduler.Scheduler`` (0.88), all private to
@@ -95,11 +76,6 @@ class PassSettle:
     # Passes that began while one of the module's commits was open (after a short pass, at the
     # bound, or with settle=0).
     begun_with_commits_open: int = 0
-    # Passes over an empty queue put off until the module's open commits were answered
-    # (defer_for_commits; the module's defer-empty=, off by default: hypothesis W, refuted in
-    # benchmarks/bench_flux_nodes.py's notes of 2026-11-29 21:00, never fired at load 7).
-    defer_empty: bool = False
-    deferred_empty: int = 0
     # Why the rule is off whatever settle= says ("": on): flux-core's Scheduler lacks what it
     # needs (settle_hooks_missing); the module then runs every due pass at once.
     off: str = ""
@@ -128,16 +104,6 @@ class PassSettle:
             self.begun_with_commits_open += 1
         return None
 
-    def defer(self, queued: int, commits_open: bool) -> bool:
-        """Whether the due pass waits for the open commits' answers (defer_for_commits; never
-        with the rule off or defer-empty=0); counted. The settling of the pass, if any, ends."""
-        if self.off or not self.defer_empty or not defer_for_commits(queued, commits_open):
-            return False
-        self.since = None
-        self._read_first = False
-        self.deferred_empty += 1
-        return True
-
     def ran(self, seconds: float, cpu_seconds: float) -> None:
         self.last_pass_seconds, self.last_pass_cpu = seconds, cpu_seconds
 
@@ -151,7 +117,6 @@ class PassSettle:
             "passes_after_reading_a_burst": self.drained,
             "settle_cut_short": self.cut_short,
             "passes_begun_with_commits_open": self.begun_with_commits_open,
-            "passes_deferred_empty": self.deferred_empty,
             "last_pass_seconds": self.last_pass_seconds,
             "last_pass_cpu_seconds": self.last_pass_cpu,
             "settle_off": self.off,

@@ -14,8 +14,7 @@ starts are allocated before the module answers the messages that came meanwhile;
 follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
 the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
-before), ``defer-empty=1|0`` (a due pass over an empty queue waits for the module's open KVS
-commits to be answered, pass_settle.py; default 0: it gained nothing), plus the base class's ``queue-depth=`` and
+before), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -103,7 +102,6 @@ class ModuleArgs:
     default_limit: float | None = None
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
-    defer_empty: bool = False
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -135,10 +133,6 @@ class ModuleArgs:
                     out.settle = math.nan
                 if not (math.isfinite(out.settle) and 0 <= out.settle <= 60):
                     raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=0.05")
-            elif key == "defer-empty" and sep:
-                if value not in ("0", "1"):
-                    raise ValueError(f"defer-empty={value!r}: give 1 (on) or 0 (off), e.g. defer-empty=1")
-                out.defer_empty = value == "1"
             else:
                 rest.append(arg)
         return out, rest
@@ -221,8 +215,7 @@ class RushScheduler(Scheduler):
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
-        self.settle = PassSettle(limit=options.settle, defer_empty=options.defer_empty)
-        self._deferred = False  # a pass over an empty queue waits for the commits' answers
+        self.settle = PassSettle(limit=options.settle)
         missing = settle_hooks_missing(Scheduler, self)
         if missing:
             self.settle.off = f"flux-core {self._flux_version()} has no {', '.join(missing)}"
@@ -278,12 +271,6 @@ class RushScheduler(Scheduler):
         base class's timer (``settle.off``) the pass runs at once, through the base class's
         callback when it has one."""
         base = getattr(super(), "_on_sched_timer", None)
-        if self.settle.defer(len(self._queue), bool(self.answers.open)):
-            # The last answer arms it (_commits_answered); an arrival arms a pass meanwhile.
-            self._deferred = True
-            self._sched_pending = False
-            return
-        self._deferred = False
         if not self.settle.off:
             waiting = lib.flux_pollevents(self.handle.handle)
             wait = self.settle.wait(
@@ -301,11 +288,8 @@ class RushScheduler(Scheduler):
         self.settle.ran(time.monotonic() - began, time.thread_time() - cpu)
 
     def _commits_answered(self) -> None:
-        """The module's last open commit is answered: a settling or deferred pass need not wait
-        longer."""
-        if self.settle.settling() or self._deferred:
-            self._deferred = False
-            self._sched_pending = True  # the base class's events do not re-arm it meanwhile
+        """The module's last open commit is answered: a settling pass need not wait longer."""
+        if self.settle.settling():
             self._sched_timer.reset(after=0.0)
 
     def stats_get(self):

@@ -2,22 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import pytest
 
-from rush.core.config import CoreConfig
-from rush.core.resources import Node, Request, Slot
-from rush.core.schedule import schedule
-from rush.core.snapshot import PendingJob, RunningJob, Snapshot
-from rush.flux_module.pass_settle import (
-    LONG_PASS_CPU,
-    SETTLE_MIN,
-    PassSettle,
-    defer_for_commits,
-    settle_hooks_missing,
-)
+from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle, settle_hooks_missing
 from tests.flux.instance import available
 
 
@@ -148,110 +135,3 @@ def test_flux_cores_own_scheduler_has_what_the_settle_rule_needs():
     source = inspect.getsource(Scheduler.__init__)
     assert "self._sched_pending = False" in source
     assert "self._sched_timer = h.timer_watcher_create(0.0, self._on_sched_timer)" in source
-
-
-# -- W: a pass over an empty queue deferred while the module's commits are open ---------------
-# The differential: event sequences (arrivals, ends, commit answers, a pass timer armed before
-# the last pass emptied the queue), fixed by their seeds, replayed through the core's
-# schedule() as the module's passes: one pass at every due event, and the same with the due
-# passes that defer_for_commits defers run only when the last open commit is answered or the
-# next event arms a pass. The starts must be the same, in the same order, at the same events.
-
-DIFF_NODES = tuple(Node(f"n{i}", 4) for i in range(6))
-DIFF_CONFIG = CoreConfig.from_names("FCFS", "easy")
-
-
-def recorded_events(seed: int, count: int = 160) -> list[tuple[str, float, int]]:
-    """(kind, seconds since the last event, a number the kind reads) per event."""
-    rng = np.random.default_rng(seed)
-    kinds = ("arrive", "arrive", "end", "answer", "answer", "timer")
-    return [
-        (str(rng.choice(kinds)), float(rng.integers(1, 30)), int(rng.integers(0, 1 << 30)))
-        for _ in range(count)
-    ]
-
-
-def replay(events: list[tuple[str, float, int]], defer) -> list[tuple[int, int, tuple[str, ...]]]:  # noqa: ANN001
-    """The starts (event index, job id, nodes), in order, of the module's passes over ``events``;
-    ``defer(queued, commits_open)`` says whether a due pass waits for the open commits."""
-    now, queue, running, commits, starts = 0.0, [], {}, [], []
-    free = [n.cores for n in DIFF_NODES]
-    deferred = False
-
-    def run_pass(at: int) -> None:
-        nodes = tuple(dataclasses.replace(n, free_cores=free[i]) for i, n in enumerate(DIFF_NODES))
-        snapshot = Snapshot(now, 24, sum(free), tuple(queue), tuple(running.values()), nodes=nodes)
-        started = [d for d in schedule(snapshot, DIFF_CONFIG).decisions if d.action in ("start", "backfill")]
-        for d in started:
-            job = next(j for j in queue if j.job_id == d.job_id)
-            queue.remove(job)
-            slots = tuple(Slot(int(name[1:]), cores, gpus) for name, cores, gpus in d.allocation)
-            for slot in slots:
-                free[slot.node] -= slot.cores
-            running[job.job_id] = RunningJob(
-                job.job_id, now, job.procs, job.requested_time, request=job.request, allocation=slots
-            )
-            starts.append((at, job.job_id, d.nodes))
-        if started:
-            commits.append(at)
-
-    for at, (kind, gap, pick) in enumerate(events):
-        now += gap
-        due = True
-        if kind == "arrive":
-            nodes, cores = 1 + pick % 3, 1 + (pick >> 2) % 4
-            request = Request(nodes, cores)
-            queue.append(PendingJob(1000 + at, now, nodes * cores, float(60 + pick % 600), request=request))
-        elif kind == "end" and running:
-            job = running.pop(sorted(running)[pick % len(running)])
-            for slot in job.allocation:
-                free[slot.node] += slot.cores
-        elif kind == "answer":
-            due = False
-            if commits:
-                commits.pop(0)
-                if not commits and deferred:
-                    deferred = False
-                    run_pass(at)
-        if due:
-            deferred = defer(len(queue), bool(commits))
-            if not deferred:
-                run_pass(at)
-    return starts
-
-
-def test_w_defers_only_passes_over_an_empty_queue():
-    assert defer_for_commits(0, True)
-    assert not defer_for_commits(0, False)
-    assert not defer_for_commits(1, True)
-    assert not PassSettle().defer(0, True)  # off by default (hypothesis W refuted)
-    settle = PassSettle(defer_empty=True)
-    assert (
-        settle.defer(0, True) and settle.deferred_empty == 1 and settle.stats()["passes_deferred_empty"] == 1
-    )
-    assert not PassSettle(defer_empty=True, off="no timer").defer(0, True)
-
-
-def test_w_the_deferral_makes_the_same_starts_in_the_same_order_at_the_same_events():
-    deferred = []
-
-    def counted(queued: int, commits_open: bool) -> bool:
-        deferred.append(defer_for_commits(queued, commits_open))
-        return deferred[-1]
-
-    for seed in range(40):
-        events = recorded_events(seed)
-        every = replay(events, lambda queued, commits_open: False)
-        assert len(every) > 20
-        assert replay(events, counted) == every, f"seed {seed}"
-    assert sum(deferred) > 100  # the rule did defer passes in these sequences
-
-
-def test_w_the_differential_fails_when_the_rule_defers_a_pass_with_a_job_queued():
-    broken = [
-        seed
-        for seed in range(40)
-        if replay(recorded_events(seed), lambda queued, commits_open: queued <= 1 and commits_open)
-        != replay(recorded_events(seed), lambda queued, commits_open: False)
-    ]
-    assert len(broken) >= 10

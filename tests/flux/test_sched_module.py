@@ -327,7 +327,7 @@ def test_a_start_left_for_the_next_pass_gets_no_t_estimate_and_a_waiting_job_doe
     assert stats["t_estimate_annotations"] >= 1
 
 
-def test_a_bad_start_batch_settle_or_defer_empty_refuses_to_load(rush_flux, tmp_path):
+def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
     flux = rush_flux
     flux.module("remove", "sched-simple")
     for value in ("0", "-1", "many", ""):
@@ -342,12 +342,6 @@ def test_a_bad_start_batch_settle_or_defer_empty_refuses_to_load(rush_flux, tmp_
         )
         assert out.returncode != 0
         assert "settle=" in out.stderr + flux.log_tail(40)
-    for value in ("2", "yes", ""):
-        out = flux.module(
-            "load", str(MODULE), f"config={write_config(tmp_path)}", f"defer-empty={value}", check=False
-        )
-        assert out.returncode != 0
-        assert f"defer-empty={value!r}: give 1 (on) or 0 (off)" in out.stderr + flux.log_tail(40)
 
 
 def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
