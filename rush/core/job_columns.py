@@ -24,9 +24,18 @@ import numpy as np
 from rush.core.names import NEUTRAL_FAIRSHARE
 
 
+class Same(NamedTuple):
+    """One value for every job of a column (e.g. a row the builder shares between jobs with
+    nothing of their own): the column is made whole instead of walked."""
+
+    value: Any
+
+
 def _or_default(values: tuple, default: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     """``values`` as floats, a None replaced by ``default`` (a NaN given as such stays NaN, for
     the snapshot check to refuse), and where a value was given (not None)."""
+    if values and values[0] is None and values.count(None) == len(values):
+        return _same_or_default(None, default, len(values))
     out = np.array(values, dtype=np.float64).reshape(len(values))
     given = np.ones(len(values), dtype=np.bool_)
     if np.isnan(out).any():
@@ -36,6 +45,15 @@ def _or_default(values: tuple, default: np.ndarray | float) -> tuple[np.ndarray,
         out[none] = default[none] if isinstance(default, np.ndarray) else default
         given = ~none
     return out, given
+
+
+def _same_or_default(value: Any, default: np.ndarray | float, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_or_default` of ``count`` times ``value``, made whole."""
+    if value is None:
+        if isinstance(default, np.ndarray):
+            return np.array(default, dtype=np.float64), np.zeros(count, dtype=np.bool_)
+        return np.full(count, default, dtype=np.float64), np.zeros(count, dtype=np.bool_)
+    return np.full(count, value, dtype=np.float64), np.ones(count, dtype=np.bool_)
 
 
 def _read(dtype: type, none: str | float | None = None) -> Any:
@@ -162,15 +180,28 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
         dtype, none = f.metadata["dtype"], f.metadata["none"]
         if f.metadata["given"] is not None:
             continue  # read with its source
+        got = values(f.name)
+        if isinstance(got, Same):
+            if dtype is object:
+                read[f.name] = (got.value,) * count
+                continue
+            if none is None and got.value is not None:  # (None: refused below as in a walk)
+                read[f.name] = np.full(count, got.value, dtype=dtype)
+                continue
+            if none is not None:
+                default = read[none] if isinstance(none, str) else none
+                read[f.name], given = _same_or_default(got.value, default, count)
+                if f.name in masks:
+                    read[masks[f.name]] = given
+                continue
+            got = repeat(got.value, count)
         if dtype is object:
-            read[f.name] = tuple(values(f.name))
+            read[f.name] = tuple(got)
         elif none is None:
             # (A map stays in C and makes no per-job tuple, which would wake the collector.)
-            read[f.name] = np.fromiter(values(f.name), dtype=dtype, count=count)
+            read[f.name] = np.fromiter(got, dtype=dtype, count=count)
         else:
-            read[f.name], given = _or_default(
-                tuple(values(f.name)), read[none] if isinstance(none, str) else none
-            )
+            read[f.name], given = _or_default(tuple(got), read[none] if isinstance(none, str) else none)
             if f.name in masks:
                 read[masks[f.name]] = given
     return kind(**read)
@@ -178,7 +209,8 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
 
 def pending_columns_from(values: Callable[[str], Iterable], count: int) -> PendingColumns:
     """The columns of ``count`` pending jobs given field by field: ``values(name)``, the values
-    of :class:`rush.core.snapshot.PendingJob`'s field ``name`` in row order (read as
+    of :class:`rush.core.snapshot.PendingJob`'s field ``name`` in row order, or :class:`Same`
+    for one value in every row (read as
     :func:`pending_columns` reads the jobs' attributes: a None estimate is the request, ...)."""
     return _columns_from(PendingColumns, values, count)
 

@@ -159,18 +159,27 @@ def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dic
     """:func:`median_runtime_given_elapsed` for each running job (duck-typed
     :class:`rush.core.snapshot.RunningJob`: ``runtime_quantiles``, ``requested_time``, ``start``,
     ``job_id``) at ``now``: the runtimes (NaN where a job has none or they are refused; None when
-    no job has any) and, by job id, why a job's quantiles were refused."""
-    if all(r.runtime_quantiles is None for r in running):
-        return None, {}
-    out = np.full(len(running), np.nan)
+    no job has any) and, by job id, why a job's quantiles were refused. The checks and knots
+    per set of levels at once (:func:`_usable_groups`), the compiled rule per job."""
+    n = len(running)
     refused: dict[int, str] = {}
-    for k, r in enumerate(running):
-        if r.runtime_quantiles is None:
-            continue
-        q = r.runtime_quantiles
-        out[k], why = median_runtime_given_elapsed(q.levels, q.seconds, r.requested_time, now - r.start)
-        if why:
-            refused[r.job_id] = why
+    groups = _usable_groups(
+        tuple(map(operator.attrgetter("runtime_quantiles"), running)),
+        np.fromiter(map(operator.attrgetter("requested_time"), running), dtype=np.float64, count=n),
+        np.fromiter(map(operator.attrgetter("job_id"), running), dtype=np.int64, count=n),
+        refused,
+    )
+    if groups is None:
+        return None, {}
+    if len(refused) > 1:  # in the running jobs' order, as each job was checked in turn
+        position = {job_id: k for k, job_id in enumerate(map(operator.attrgetter("job_id"), running))}
+        refused = dict(sorted(refused.items(), key=lambda item: position[item[0]]))
+    out = np.full(n, np.nan)
+    start = np.fromiter(map(operator.attrgetter("start"), running), dtype=np.float64, count=n)
+    for kept, lv, q, request in groups:
+        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
+        elapsed = (now - start[kept]).tolist()
+        out[kept] = [conditional_quantile_runtime(x, ps, e, 0.5) for x, e in zip(xs, elapsed, strict=True)]
     return out, refused
 
 
@@ -201,23 +210,21 @@ def queued_projection_runtimes(
     )
 
 
-def queued_projection_runtimes_of(
-    quantiles: Sequence,
-    requested_time: np.ndarray,
-    job_id: np.ndarray,
-    est: np.ndarray,
-    level: float = QUEUE_PROJECTION_LEVEL,
-) -> tuple[np.ndarray | None, dict[int, str]]:
-    """:func:`queued_projection_runtimes` from the queue's columns (the core's pending columns,
-    :class:`rush.core.job_columns.PendingColumns`: each job's ``runtime_quantiles`` or None, its
-    request and id), no job object read. Checked and computed per model (one set of levels)
-    at once, each group's rows found with C-level walks: a pass over 10,000 queued jobs."""
+def _usable_groups(
+    quantiles: Sequence, requested_time: np.ndarray, job_id: np.ndarray, refused: dict[int, str]
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
+    """The jobs of these columns (each job's ``runtime_quantiles`` or None, its request and id)
+    whose quantiles are usable, per set of levels (groups in the order they first come, rows in
+    queue order): (rows, levels, quantiles sorted and capped by the request (rows, k), request).
+    Each other job with quantiles gets its reason (:func:`quantiles_refused`'s) in ``refused``
+    by job id. None when no job has quantiles. Checked per set of levels at once, each group's
+    rows found with C-level walks."""
     n = len(quantiles)
     given = np.flatnonzero(
         np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n)
     )
     if not len(given):
-        return None, {}
+        return None
     listed = list(map(quantiles.__getitem__, given.tolist()))
     # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
     keys = list(
@@ -229,9 +236,7 @@ def queued_projection_runtimes_of(
     )
     group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
     code = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
-    out = np.full(n, np.nan)
-    refused: dict[int, str] = {}
-    est = np.asarray(est, dtype=np.float64)
+    groups = []
     for (levels, width), g in group_of.items():
         at = np.flatnonzero(code == g)  # positions among ``listed``, in queue order
         rows = given[at]
@@ -258,11 +263,31 @@ def queued_projection_runtimes_of(
         )
         ok = why == ""
         refused.update((ids[i], str(why[i])) for i in np.flatnonzero(~ok).tolist())
-        if not ok.any():
-            continue
-        kept = rows[ok]
-        request = request[ok]
-        q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
+        if ok.any():
+            request = request[ok]
+            q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
+            groups.append((rows[ok], lv, q, request))
+    return groups
+
+
+def queued_projection_runtimes_of(
+    quantiles: Sequence,
+    requested_time: np.ndarray,
+    job_id: np.ndarray,
+    est: np.ndarray,
+    level: float = QUEUE_PROJECTION_LEVEL,
+) -> tuple[np.ndarray | None, dict[int, str]]:
+    """:func:`queued_projection_runtimes` from the queue's columns (the core's pending columns,
+    :class:`rush.core.job_columns.PendingColumns`: each job's ``runtime_quantiles`` or None, its
+    request and id), no job object read. Checked and computed per model (one set of levels)
+    at once (:func:`_usable_groups`): a pass over 10,000 queued jobs."""
+    refused: dict[int, str] = {}
+    groups = _usable_groups(quantiles, requested_time, job_id, refused)
+    if groups is None:
+        return None, {}
+    out = np.full(len(quantiles), np.nan)
+    est = np.asarray(est, dtype=np.float64)
+    for kept, lv, q, request in groups:
         xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
@@ -270,7 +295,7 @@ def queued_projection_runtimes_of(
         at_est = est[kept]
         out[kept] = np.minimum(np.maximum(at_est, upper), np.maximum(request, at_est))
         shift = np.fromiter(
-            map(operator.attrgetter("projection_shift"), map(listed.__getitem__, at[ok].tolist())),
+            map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
             dtype=np.float64,
             count=len(kept),
         )

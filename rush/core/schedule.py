@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+from itertools import repeat
 
 import numpy as np
 
@@ -456,10 +457,25 @@ def _publish_estimates(
     decided.estimate_basis = dict(zip(ids, estimates.basis, strict=True))
     for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
         decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
-    running = running_ids.tolist()
-    decided.waits_behind = {
-        ids[j]: (running[k] if kind == "running" else ids[k]) for j, (kind, k) in estimates.behind.items()
-    }
+    decided.waits_behind = _waits_behind(estimates.behind, pending_ids, running_ids)
+
+
+def _waits_behind(
+    behind: dict[int, tuple[str, int]], pending_ids: np.ndarray, running_ids: np.ndarray
+) -> dict[int, int]:
+    """By job id, the id of the job each estimated job waits behind (``behind``: by pending
+    index, a running or pending job's index), in ``behind``'s order: whole arrays, no per-job
+    lookup (a cycle estimates most of a queue of 10 000)."""
+    if not behind:
+        return {}
+    kinds, index = zip(*behind.values(), strict=True)
+    index = np.array(index, dtype=np.int64)
+    running = np.fromiter(map(operator.eq, kinds, repeat("running")), dtype=np.bool_, count=len(index))
+    ahead = np.empty(len(index), dtype=np.int64)
+    ahead[running] = np.asarray(running_ids, dtype=np.int64)[index[running]]
+    ahead[~running] = np.asarray(pending_ids, dtype=np.int64)[index[~running]]
+    waiting = np.asarray(pending_ids, dtype=np.int64)[np.fromiter(behind, dtype=np.int64, count=len(index))]
+    return dict(zip(waiting.tolist(), ahead.tolist(), strict=True))
 
 
 def _fairshare(waiting: PendingColumns) -> np.ndarray:

@@ -38,8 +38,10 @@ the journal keeps its skip count as for any hold.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from operator import ne
+from itertools import repeat
+from operator import and_, attrgetter, ne
 from typing import Any, Protocol
 
 from rush.core.snapshot import Decisions, RuntimeClass
@@ -47,6 +49,9 @@ from rush.errors import RJMSError
 from rush.planner.journal import DecisionRow, Intent, JobRecord, Journal
 from rush.planner.metrics import DaemonMetrics
 from rush.rjms.base import ActionResult, ClusterState, RJMSBackend, RJMSJob
+
+# A job with no record: no priority value sent yet.
+_NOT_SENT = JobRecord(0)
 
 log = logging.getLogger("rush.daemon")
 ORDER = ("kill", "release", "hold", "skip", "priority")
@@ -144,13 +149,10 @@ def plan_actions(
 
     # Only the values that changed are sent, and only as many as the budget leaves after the
     # actions above (priorities come last): only their explanations are put in words.
-    def changed(ids: list[int], values: list[int]) -> list[bool]:
-        # In bulk: a call per job cost 3-5 ms a cycle over 10 000 jobs.
-        last = [None if r is None else r.last_site_factor for r in map(records.get, ids)]
-        return [
-            listed and differs
-            for listed, differs in zip(map(jobs.__contains__, ids), map(ne, last, values), strict=True)
-        ]
+    def changed(ids: list[int], values: list[int]) -> Iterator[bool]:
+        # In bulk, C-level maps: a call per job cost 3-5 ms a cycle over 10 000 jobs.
+        last = map(attrgetter("last_site_factor"), map(records.get, ids, repeat(_NOT_SENT)))
+        return map(and_, map(jobs.__contains__, ids), map(ne, last, values))
 
     # Jobs rush reads as infeasible: released to the RJMS at the core's lowest value, before
     # the ranked jobs' priorities (few, and without it a gated job is never seen).

@@ -30,14 +30,13 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from rush.core.false_small_kill import kills_if_small
-from rush.core.job_columns import PendingColumns, PendingRows, pending_columns_from
+from rush.core.job_columns import PendingColumns, PendingRows, Same, pending_columns_from
 from rush.core.resources import Slot
 from rush.core.runtime_classes import class_by_precedence
 from rush.core.schedule import unusable_jobs
@@ -579,13 +578,13 @@ def _entry_columns(entries: Sequence[tuple]) -> PendingColumns:
     jobs = list(map(operator.itemgetter(0), entries))
     rows = list(map(operator.itemgetter(2), entries))
     at = {name: k for k, name in enumerate(_ROW_FIELDS)}
-    # One row for all (a first cycle of jobs with nothing of their own): its values repeated.
+    # One row for all (a first cycle of jobs with nothing of their own): its columns made whole.
     shared = rows[0] if rows and rows.count(rows[0]) == len(rows) else None
 
     def values(name: str):
         if name in at:
             if shared is not None:
-                return repeat(shared[at[name]], len(rows))
+                return Same(shared[at[name]])
             return map(operator.itemgetter(at[name]), rows)
         return map(operator.attrgetter(_RJMS_NAMES.get(name, name)), jobs)
 

@@ -14,6 +14,7 @@ import pytest
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_from
 from rush.core.fit_bounds import MAX_DURATION_CLASSES, MAX_SIZE_CLASSES
 from rush.core.free_profile import BLOCK
+from rush.core.schedule import _waits_behind
 from rush.core.start_estimates import EstimateInputs, estimate_starts, predicted_durations, project_starts
 
 INF = np.inf
@@ -163,6 +164,25 @@ def test_the_same_estimates_and_waits_behind(mode: str) -> None:
             waiting = np.setdiff1d(order, started)
             alone = flat_projection(*_projection_args(inputs, ends, dur, waiting))
             assert np.array_equal(got.start[waiting], alone[waiting]), seed
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_waits_behind_by_id_from_arrays_equals_the_lookup_job_by_job(seed: int) -> None:
+    # The pass publishes whom each job waits behind by job id (rush.core.schedule): from whole
+    # arrays, against the per-job lookup it replaced, in the same order.
+    rng = np.random.default_rng(seed)
+    n, nr = int(rng.integers(1, 300)), int(rng.integers(0, 40))
+    pending_ids = rng.permutation(np.arange(1, 5 * n + 1))[:n].astype(np.int64)
+    running_ids = rng.permutation(np.arange(10_000, 10_000 + 5 * nr + 1))[:nr].astype(np.int64)
+    behind = {}
+    for j in rng.permutation(n)[: int(rng.integers(0, n + 1))].tolist():
+        running = nr > 0 and bool(rng.integers(0, 2))
+        behind[j] = ("running", int(rng.integers(0, nr))) if running else ("pending", int(rng.integers(0, n)))
+    ids, running = pending_ids.tolist(), running_ids.tolist()
+    want = {ids[j]: (running[k] if kind == "running" else ids[k]) for j, (kind, k) in behind.items()}
+    got = _waits_behind(behind, pending_ids, running_ids)
+    assert list(got.items()) == list(want.items())
+    assert all(type(k) is int and type(v) is int for k, v in got.items())
 
 
 def _durations(e: EstimateInputs) -> np.ndarray:

@@ -5,6 +5,9 @@
   core job (``_l2_from_jobs`` below: the per-job rule before the columns), over random queues
   with every kind of quantiles (none, usable, levels of several models, bad levels, too few,
   NaN, negative, no limit);
+* the running jobs' medians given their elapsed time (:func:`running_median_runtimes`, checked
+  and computed per set of levels) equal, value for value and in the running jobs' order of
+  refusals, :func:`median_runtime_given_elapsed` asked job by job;
 * ``schedule()`` over the builder's :class:`PendingRows` decides and estimates as over a tuple of
   the same core jobs, with quantiles on every pending job, and makes a core job only for the few
   decisions it words;
@@ -33,14 +36,16 @@ from rush.core.remaining_runtime import (
     REFUSED_NEGATIVE,
     REFUSED_NO_LIMIT,
     REFUSED_NOT_FINITE,
+    median_runtime_given_elapsed,
     quantile_knots,
     quantiles_refused,
     queued_projection_runtimes,
     queued_projection_runtimes_of,
+    running_median_runtimes,
 )
 from rush.core.resources import Node, Request
 from rush.core.schedule import schedule
-from rush.core.snapshot import PendingJob, RuntimeQuantiles
+from rush.core.snapshot import PendingJob, RunningJob, RuntimeQuantiles
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSJob
@@ -149,6 +154,34 @@ def test_l2_from_the_columns_equals_l2_from_the_jobs(seed: int) -> None:
             assert np.array_equal(got, want, equal_nan=True)
         assert list(refused.items()) == list(want_refused.items())  # the same, in the same order
         assert all(type(job_id) is int for job_id in refused)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_running_medians_per_set_of_levels_equal_the_rule_job_by_job(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    running = tuple(
+        RunningJob(
+            p.job_id,
+            NOW - float(rng.choice([0.0, 5.0, 600.0, 5_000.0, 50_000.0])),
+            p.procs,
+            p.requested_time,
+            runtime_quantiles=p.runtime_quantiles,
+        )
+        for p in _pending(rng, int(rng.integers(1, 300)))
+    )
+    got, refused = running_median_runtimes(running, NOW)
+    if all(r.runtime_quantiles is None for r in running):
+        assert got is None and refused == {}
+        return
+    want, want_refused = np.full(len(running), np.nan), {}
+    for k, r in enumerate(running):
+        if r.runtime_quantiles is not None:
+            q = r.runtime_quantiles
+            want[k], why = median_runtime_given_elapsed(q.levels, q.seconds, r.requested_time, NOW - r.start)
+            if why:
+                want_refused[r.job_id] = why
+    assert np.array_equal(got, want, equal_nan=True)
+    assert list(refused.items()) == list(want_refused.items())  # the same, in the running order
 
 
 class Runtimes:

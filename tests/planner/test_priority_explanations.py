@@ -16,6 +16,7 @@ import pytest
 from rush.core import CoreConfig
 from rush.core.ordering import PRIMARY_STRIDE
 from rush.core.policies import Policy
+from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import LOWEST_VALUE
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decision, Decisions
@@ -158,3 +159,32 @@ def test_planner_journals_the_changed_priorities_in_full_words(
         assert releases > 0 or seed % 3 == 0  # on nodes, jobs larger than the machine came
     elif shell == "daemon":  # the small budget deferred some
         assert cut > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_where_equals_the_rule_job_by_job(seed: int) -> None:
+    # The daemon's budgeted words (Decisions.split_priorities_where): the kept priorities by
+    # value (largest first, equal values in rank order), the first ``words`` in words, the rest
+    # as (job id, value) in the same order; against every decision in words, sorted and cut.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    explained = PriorityExplanations(
+        rng.permutation(np.arange(1, 3 * n + 1))[:n].astype(np.int64),
+        rng.integers(0, 3, n).astype(np.int64),
+        rng.uniform(0.0, 100.0, n),
+        rng.integers(0, 20, n).astype(np.int64),  # many ties
+        ("starved", "first", "second"),
+        "FCFS",
+        "submit",
+    )
+    keep = rng.integers(0, 2, n).astype(bool)
+    kept_ids = set(explained.job_id[keep].tolist())
+    words = int(rng.integers(0, n + 2))
+    ranked = sorted(explained.decisions(), key=lambda d: -d.value)  # stable: rank order on ties
+    want = [d for d in ranked if d.job_id in kept_ids]
+    decided = Decisions([])
+    decided.explain_later([], explained, 0)
+    sent, later = decided.split_priorities_where(lambda ids, values: map(kept_ids.__contains__, ids), words)
+    assert sent == want[:words]
+    assert later == [(d.job_id, d.value) for d in want[words:]]
+    assert all(type(i) is int and type(v) is int for i, v in later)

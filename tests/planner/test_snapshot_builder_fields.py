@@ -172,3 +172,20 @@ def test_the_core_makes_jobs_only_for_its_decisions_and_decides_as_with_every_jo
         jobs = [j for j in jobs if rng.random() < 0.9] + [
             random_job(rng, 1_000 + 10 * cycle + k) for k in range(5)
         ]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_columns_of_a_shared_row_and_of_none_equal_the_columns_read_job_by_job(seed: int) -> None:
+    # A first cycle of untagged jobs with no record shares one row: its columns are made whole
+    # (rush.core.job_columns.Same), as is a column of None (no job with a fair-share factor);
+    # against the core's reader over the same jobs, with every factor, none, or some given.
+    rng = np.random.default_rng(seed)
+    fairshare = ("none", "all", "some")[seed % 3]
+    jobs = []
+    for job_id in range(1, int(rng.integers(1, 200)) + 1):
+        job = dataclasses.replace(random_job(rng, job_id), tags={})
+        given = fairshare == "all" or (fairshare == "some" and rng.random() < 0.5)
+        jobs.append(dataclasses.replace(job, fairshare=float(rng.random()) if given else None))
+    built = SnapshotBuilder().build(ClusterState(NOW, 512, 512, tuple(jobs)), {})
+    assert isinstance(built.snapshot.pending, PendingRows)
+    assert_columns_are(built.snapshot.pending, [expected(j, None)[0] for j in jobs])
