@@ -215,7 +215,7 @@ _DUE = '{"terms_at": '
 def terms_due(at: float) -> str:
     """What a row holds of its priority terms until they are computed: the time they are of
     (the time its key was computed). ``rush explain`` computes them at that time."""
-    return f"{_DUE}{at!r}}}"
+    return f"{_DUE}{float(at)!r}}}"  # a numpy float's repr is not JSON (np.float64(...))
 
 
 def due_at(stored: str) -> float | None:

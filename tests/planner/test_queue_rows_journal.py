@@ -17,13 +17,14 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rush.planner.queue_view as queue_view
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.core.schedule import schedule
-from rush.planner.journal import Journal, QueueRow, due_at
+from rush.planner.journal import Journal, QueueRow, due_at, terms_due
 from rush.planner.journal_query import JournalQuery
 from rush.planner.queue_view import QueueView, describe_core, queue_delta
 from rush.planner.snapshot_builder import SnapshotBuilder
@@ -229,3 +230,13 @@ def test_a_pass_whose_write_fails_leaves_the_last_passs_rows(tmp_path: Path) -> 
     with pytest.raises(Exception, match="type"):
         journal.record_queue([arrived], [broken])
     assert journal.queue() == {7: first}
+
+
+@pytest.mark.parametrize("at", [1700007620.0, np.float64(1700007620.0), np.float32(12.5), 7])
+def test_a_due_marker_is_json_and_reads_back_its_time_whatever_the_number_type(at) -> None:
+    # The key's time can come from numpy (a trained model's columns): its repr is not JSON.
+    import json
+
+    stored = terms_due(at)
+    assert json.loads(stored) == {"terms_at": float(at)}
+    assert due_at(stored) == float(at)
