@@ -49,6 +49,7 @@ from rush.core.snapshot import PendingJob, RunningJob, RuntimeQuantiles
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.set_answers import SetRuntimes
 
 NOW = 1_700_000_000.0
 LEVELS = ((0.1, 0.25, 0.5, 0.75, 0.9), (0.25, 0.5, 0.75))
@@ -184,27 +185,6 @@ def test_running_medians_per_set_of_levels_equal_the_rule_job_by_job(seed: int) 
     assert list(refused.items()) == list(want_refused.items())  # the same, in the running order
 
 
-class Runtimes:
-    """A runtime predictor with set answers: estimates and quantiles per job id."""
-
-    name = "set"
-
-    def __init__(self, estimate: dict[int, float], quantiles: dict[int, RuntimeQuantiles]) -> None:
-        self.estimate, self.quantiles = estimate, quantiles
-
-    def forget_except(self, live: set[int]) -> None:
-        pass
-
-    def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
-        return 0
-
-    def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
-        return {j.job_id: (self.estimate[j.job_id], "set") for j in jobs if j.job_id in self.estimate}
-
-    def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
-        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
-
-
 class PlacementFlags:
     """A variation predictor reading job-node windows, with set answers: a job placed on a node
     of leaf 0 varies (and, over all nodes, every third job)."""
@@ -269,7 +249,7 @@ def _cluster(rng: np.random.Generator, pending: int) -> ClusterState:
     return ClusterState(NOW, 64, free, tuple(jobs), nodes=nodes)
 
 
-def _answers(rng: np.random.Generator, state: ClusterState) -> Runtimes:
+def _answers(rng: np.random.Generator, state: ClusterState) -> SetRuntimes:
     estimate = {j.job_id: float(rng.integers(60, 600)) for j in state.jobs if rng.random() < 0.5}
     quantiles = {
         j.job_id: RuntimeQuantiles(LEVELS[0], (30.0, 60.0, 120.0, 240.0 * (1 + j.job_id % 3), 500.0))
@@ -277,7 +257,7 @@ def _answers(rng: np.random.Generator, state: ClusterState) -> Runtimes:
         else RuntimeQuantiles(LEVELS[0], (30.0, math.nan, 120.0, 240.0, 500.0))  # refused, noted
         for j in state.jobs
     }
-    return Runtimes(estimate, quantiles)
+    return SetRuntimes(estimate, quantiles)
 
 
 def _decided(d) -> tuple:

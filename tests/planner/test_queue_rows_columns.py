@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -27,33 +26,12 @@ from rush.planner.journal import JobRecord, QueueRow
 from rush.planner.queue_view import QueueView, queue_rows
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.set_answers import SetRuntimes, keep_latest
 
 NOW = 1_700_000_000.0
 POLICY = "LINEAR:p=1,q=100"
 CONFIG = CoreConfig(policy=parse_policy(POLICY), threshold=None, backfill="easy")
 FREE = 24  # processors free beside the running jobs (a bag, no nodes): most jobs wait
-
-
-class Runtimes:
-    """A runtime predictor with set answers: an estimate (or none) and quantiles (or none) per job."""
-
-    name = "set"
-
-    def __init__(self) -> None:
-        self.estimate: dict[int, float] = {}
-        self.quantiles: dict[int, RuntimeQuantiles] = {}
-
-    def forget_except(self, live: set[int]) -> None:
-        pass
-
-    def predict_new(self, jobs: Sequence[RJMSJob]) -> int:
-        return 0
-
-    def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
-        return {j.job_id: (self.estimate[j.job_id], "set") for j in jobs if j.job_id in self.estimate}
-
-    def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
-        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
 
 
 def _job(rng: np.random.Generator, job_id: int, now: float) -> RJMSJob:
@@ -71,7 +49,9 @@ def _job(rng: np.random.Generator, job_id: int, now: float) -> RJMSJob:
     )
 
 
-def _set_runtime(rng: np.random.Generator, runtimes: Runtimes, job: RJMSJob, pending_quantiles: bool) -> None:
+def _set_runtime(
+    rng: np.random.Generator, runtimes: SetRuntimes, job: RJMSJob, pending_quantiles: bool
+) -> None:
     """No estimate, one of its own, or one equal to its request; quantiles for some jobs (pending
     ones too if ``pending_quantiles``)."""
     draw = rng.random()
@@ -86,14 +66,6 @@ def _set_runtime(rng: np.random.Generator, runtimes: Runtimes, job: RJMSJob, pen
         runtimes.quantiles[job.job_id] = RuntimeQuantiles((0.25, 0.5, 0.75), (low, 2 * low, 4 * low))
 
 
-def _keep(rows: list[QueueRow], previous: dict[int, QueueRow]) -> None:
-    for row in rows:
-        if row.state == "gone":
-            previous.pop(row.job_id, None)
-        else:
-            previous[row.job_id] = row
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_queue_rows_from_the_columns_are_the_rows_from_the_core_jobs(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -101,7 +73,7 @@ def test_queue_rows_from_the_columns_are_the_rows_from_the_core_jobs(seed: int) 
     # as do priorities explained in words: in half the seeds only running jobs have quantiles and
     # no priority is explained (the Flux module's pass), so that the rows' reading none shows.
     pending_quantiles = seed % 2 == 0
-    runtimes = Runtimes()
+    runtimes = SetRuntimes()
     builder = SnapshotBuilder(runtime=runtimes)
     jobs = [_job(rng, job_id, NOW) for job_id in range(1, 121)]
     for job in jobs:
@@ -125,13 +97,13 @@ def test_queue_rows_from_the_columns_are_the_rows_from_the_core_jobs(seed: int) 
         assert pending_quantiles or made < len(pending) // 2
         rows = queue_rows(QueueView(cycle, now, state, built, decided, CONFIG, POLICY), from_columns, memo)
         assert pending.made() == made  # the rows read the columns: no core job made for them
-        _keep(rows, from_columns)
+        keep_latest(rows, from_columns)
         # The same pass with the pending jobs as their core jobs (made now, from the builder's entries).
         core_jobs = tuple(pending)
         as_jobs = dataclasses.replace(built, snapshot=dataclasses.replace(built.snapshot, pending=core_jobs))
         want = queue_rows(QueueView(cycle, now, state, as_jobs, decided, CONFIG, POLICY), from_jobs)
         assert rows == want, cycle
-        _keep(want, from_jobs)
+        keep_latest(want, from_jobs)
         # Each pending job's row, field by field, against its core job.
         for p in core_jobs:
             row = from_columns[p.job_id]

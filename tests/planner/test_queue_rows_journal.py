@@ -29,6 +29,7 @@ from rush.planner.journal_query import JournalQuery
 from rush.planner.queue_view import QueueView, describe_core, queue_delta
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.set_answers import keep_latest
 
 # A key that moves as jobs wait, and one that does not (the terms still show the wait: a row's
 # terms are those of the time its key was computed).
@@ -93,14 +94,6 @@ def reference_rows(view: QueueView, previous: dict[int, QueueRow]) -> list[Queue
         if job_id not in seen and old.state != "gone":
             out.append(old._replace(time=view.now, cycle=view.cycle, state="gone"))
     return out
-
-
-def _keep(rows: list[QueueRow], previous: dict[int, QueueRow]) -> None:
-    for row in rows:
-        if row.state == "gone":
-            previous.pop(row.job_id, None)
-        else:
-            previous[row.job_id] = row
 
 
 def _config(policy: str) -> CoreConfig:
@@ -182,10 +175,10 @@ def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
         view = QueueView(cycle, now, state, built, decided, config, policy)
         want = reference_rows(view, old_rows)
         old_journal.record_queue(want)
-        _keep(want, old_rows)
+        keep_latest(want, old_rows)
         whole, moved = queue_delta(view, new_rows, memo)
         new_journal.record_queue(whole, moved)
-        _keep(whole + moved, new_rows)
+        keep_latest(whole + moved, new_rows)
         moved_written += len(moved)
         deferred += sum(
             1 for r in new_rows.values() if r.priority_terms and due_at(r.priority_terms) is not None
