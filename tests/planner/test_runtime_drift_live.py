@@ -10,23 +10,16 @@ import numpy as np
 import pytest
 
 from rush.core.runtime_drift import DRIFT_PRIOR_JOBS, drift_residual, quantile_median
-from rush.models.runtime_quantiles import RuntimeQuantileRegressor
-from rush.models.runtime_quantiles_pipeline import fit_quantiles_on_history, save_quantile_model
 from rush.planner.runtime_prediction import load_runtime_predictor
 from rush.rjms.base import RJMSJob
-from tests.models.fixtures import HEADER, synthetic_workload
+from tests.models.fixtures import saved_quantile_model, synthetic_workload
 
 HOUR = 3600.0
 
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "quantiles.joblib"
-    model, metadata = fit_quantiles_on_history(
-        synthetic_workload(500), HEADER, RuntimeQuantileRegressor(max_iter=10)
-    )
-    save_quantile_model(model, metadata, path)
-    return path
+    return saved_quantile_model(tmp_path_factory.mktemp("model"), synthetic_workload(500))[1]
 
 
 def job(job_id: int, state: str, submit: float, start: float | None = None, user: str = "alice") -> RJMSJob:
