@@ -22,13 +22,15 @@ from typing import Any
 
 import pytest
 
+from rush.cli.explain import explain_text
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.core.priority_values import LOWEST_VALUE
 from rush.core.resources import Request
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
-from rush.planner.start_order import pending_line
+from rush.planner.journal_query import JournalQuery
+from rush.planner.start_order import pending_line, released_pending_line
 from rush.rjms.flux import FluxBackend, request_from_jobspec
 from tests.flux import fluxion, plugin_build
 from tests.flux.instance import FluxInstance
@@ -401,3 +403,37 @@ def test_an_oversized_job_passes_the_gate_and_fluxion_refuses_it(instances, tmp_
     [line] = [e for e in order_lines(daemon) if f"job {job}" in e]
     assert line.startswith(f"job {job}, which rush read as infeasible and released to the RJMS, ended"), line
     assert "unsatisfiable" in line, line
+
+
+def test_a_released_job_fluxion_keeps_pending_is_journaled_once_and_explained(instances, tmp_path, plugin):
+    """``-N3`` on two nodes: rush reads it as infeasible and releases it at the lowest priority;
+    Fluxion's ``easy`` neither starts nor refuses it (more nodes than are up is EBUSY in its
+    ``request_feasible``, and the backfilling policies keep such a job blocked until the
+    resources change; without rush's plugin too). Journaled once over the cycles, naming the
+    job and rush's reason, and on the job's history for ``rush explain``; the daemon goes on
+    and the next job starts once. Before: the release line only, then nothing."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    job = inst.submit("-N3", "-n3", "-t", "10m", "true")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    [infeasible] = daemon.last[2].of("infeasible")
+    assert infeasible.job_id == job and infeasible.value == LOWEST_VALUE
+    line = released_pending_line(job, infeasible.reason)
+    wait_for(lambda: inst.run("jobs", "-no", "{priority}", str(job)).stdout.strip() == str(LOWEST_VALUE), 60)
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and line in order_lines(daemon), 60, 0.5)
+    for _ in range(3):  # once for the episode
+        assert daemon.run_cycle().ok
+    assert order_lines(daemon) == [line]
+    assert state(inst, job) == "SCHED"
+    eventlog = inst.run("job", "eventlog", str(job)).stdout
+    assert "exception" not in eventlog and " alloc" not in eventlog, eventlog
+    [row] = daemon.journal.decisions(job, "rjms_order")
+    assert row["reason"] == line
+    with JournalQuery(tmp_path / "journal.sqlite") as query:
+        text = "\n".join(explain_text(query.job_view(job).to_json(), time.time()))
+    assert line in text, text
+    after = inst.submit("-N1", "true")
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
+    inst.wait_job(after)
+    assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
+    assert state(inst, job) == "SCHED"
