@@ -359,7 +359,7 @@ def test_a_job_rush_misreads_as_infeasible_passes_the_gate_and_fluxion_starts_it
     releases it at the lowest priority, journaled once with the job named and the reason, and
     Fluxion, which packs the slots on the two nodes, starts it, once."""
 
-    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = ()) -> Request:
+    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = (), queue_sizes: Any = None) -> Request:
         return request_from_jobspec(spec, fluxion=fluxion)
 
     monkeypatch.setattr("rush.rjms.flux.backend.request_from_jobspec", mains_reading)
@@ -437,3 +437,50 @@ def test_a_released_job_fluxion_keeps_pending_is_journaled_once_and_explained(in
     inst.wait_job(after)
     assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
     assert state(inst, job) == "SCHED"
+
+
+TWO_QUEUES = """
+[[resource.config]]
+hosts = "node0"
+cores = "0-3"
+gpus = "0-1"
+properties = ["batch"]
+
+[[resource.config]]
+hosts = "node1"
+cores = "0-3"
+gpus = "0-1"
+properties = ["gpu"]
+"""
+QUEUES = """
+[queues.batch]
+requires = ["batch"]
+
+[queues.gpu]
+requires = ["gpu"]
+"""
+
+
+def test_gpu_slots_read_with_the_nodes_of_the_jobs_queue(instances, tmp_path, plugin):
+    """Two queues of one node each (2 GPUs): ``-q gpu -n2 -g1`` (``slot[2] > (core[1],
+    gpu[1])``). Fluxion matches it on the queue's one node, packing both slots there, and
+    starts it at once. rush read it with all the instance's nodes: two can hold a slot, so one
+    node per slot, two nodes, and the queue has one: infeasible (and its nodes carried no
+    queue, so the queue did not exist for the core). Now: the queue's nodes, one node with
+    room for both slots; rush expects it to start (the queues stopped, so that Fluxion does
+    not start it first), and Fluxion starts it on that node."""
+    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
+    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", "lonode")
+    inst.run("queue", "stop", "--all")
+    job = inst.submit("-q", "gpu", "-n2", "-g1", "-t", "10m", "sleep", "300")
+    assert read(inst, job) == Request(1, 2, 2, False, "gpu")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert daemon.last[2].of("infeasible") == []
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start", "--all")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert sorted(allocated_gpus(inst, job)) == [("1", "0-1", "0-1")], allocated_gpus(inst, job)
