@@ -484,3 +484,27 @@ def test_gpu_slots_read_with_the_nodes_of_the_jobs_queue(instances, tmp_path, pl
     inst.run("queue", "start", "--all")
     wait_for(lambda: started(inst, job), timeout=60)
     assert sorted(allocated_gpus(inst, job)) == [("1", "0-1", "0-1")], allocated_gpus(inst, job)
+
+
+def test_a_queued_job_of_a_multi_queue_instance_is_ranked_not_read_as_infeasible(instances, tmp_path, plugin):
+    """Priority mode on an instance with two queues: the backend's nodes carry the queues whose
+    ``requires`` they meet, so a ``-q batch -N1`` job is the core's partition ``batch`` of one
+    node, expected to start. Before, the nodes carried no queue: every queued job read
+    "partition 'batch' does not exist here (partitions: none)", infeasible, released at the
+    lowest priority."""
+    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
+    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", "lonodex")
+    inst.run("queue", "stop", "--all")
+    job = inst.submit("-q", "batch", "-N1", "-t", "10m", "sleep", "300")
+    nodes = FluxBackend(uri=inst.uri).read_state().nodes
+    assert [(n.name, n.partitions) for n in nodes] == [("node0", ("batch",)), ("node1", ("gpu",))]
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert daemon.last[2].of("infeasible") == []
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start", "--all")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated(inst, job) == [("0", "0-3")]
