@@ -78,6 +78,7 @@ from rush.rjms.flux import (
     count_cores,
     jobspec_tags,
     nodes_from_r,
+    queue_requirements,
     r_hosts,
     r_ranks,
     request_from_jobspec,
@@ -319,15 +320,9 @@ class RushScheduler(Scheduler):
         """Flux queues (rush's partitions) and the node properties each requires, from the
         instance's configuration ([queues.NAME] requires = [...]); {} without queues."""
         try:
-            config = self.handle.rpc("config.get").get() or {}
+            return queue_requirements(self.handle.rpc("config.get").get() or {})
         except OSError:
             return {}
-        queues = config.get("queues", {}) if isinstance(config, dict) else {}
-        out = {}
-        for name, queue in (queues if isinstance(queues, dict) else {}).items():
-            requires = queue.get("requires", []) if isinstance(queue, dict) else []
-            out[str(name)] = [str(p) for p in requires] if isinstance(requires, list) else []
-        return out
 
     def read_fairshares(self) -> None:
         """Each queued job's fair-share factor from mf_priority.so's associations (one RPC);

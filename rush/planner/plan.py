@@ -53,7 +53,9 @@ from rush.planner.start_order import (
     left_pending,
     pending_line,
     released_and_gone,
+    released_left_pending,
     released_line,
+    released_pending_line,
     rjms_started_any,
     started_out_of_order,
 )
@@ -140,6 +142,7 @@ class Planner:
         self._estimate_noted: set[int] = set()  # running jobs whose refused quantiles are journaled
         self._request_noted: set[int] = set()  # jobs whose unreadable request is journaled
         self._left_pending = PendingEpisodes()  # expected jobs found still pending (journaled once)
+        self._released_pending = PendingEpisodes()  # released infeasible jobs the RJMS keeps (once)
         self.classifier = self._load_classifier()
         self.runtime = self._load_runtime_predictor()
         self.core_config = self._core_config()
@@ -376,8 +379,16 @@ class Planner:
                 lines.append(released_line(job_id, why))
         settled = not rjms_started_any(previous, state)
         lines += [pending_line(j) for j in self._left_pending.update(left_pending(previous, state), settled)]
+        released = released_left_pending(previous, state)
+        kept = self._released_pending.update(list(released), settled)
+        lines += [released_pending_line(j, released[j]) for j in kept]
         for line in lines[:MAX_REPORTED]:
             self.journal.event(cycle, "rjms_order", line)
+        for j in kept:  # on the job's own history too, so that `rush explain` says so
+            row = DecisionRow(
+                cycle, j, "rjms_order", released_pending_line(j, released[j]), None, None, self.mode
+            )
+            self.journal.record(row, "observed")
         if len(lines) > MAX_REPORTED:
             self.journal.event(cycle, "rjms_order", f"... and {len(lines) - MAX_REPORTED} more such job(s)")
 

@@ -22,7 +22,14 @@ Two more disagreements are journaled, each naming the job:
   reads (it stayed pending across a whole cycle), and at the later one the RJMS started
   nothing of rush's queue since the read before (it has settled: a scheduler still working
   through the jobs ranked ahead of it may not have reached it). Once per job per episode, an
-  episode being the consecutive cycles in which the job is so found, not every cycle.
+  episode being the consecutive cycles in which the job is so found, not every cycle;
+* a job rush read as infeasible and released to the RJMS that the RJMS keeps pending, neither
+  starting nor refusing it (:func:`released_left_pending`, worded by
+  :func:`released_pending_line`): Fluxion's backfilling queue policies (``easy``, ``hybrid``,
+  ``conservative``) answer a request for more nodes than are up with EBUSY, not
+  ``unsatisfiable``, and keep the job blocked until the resources change, as if down nodes
+  might come back, even when the instance has no more nodes. Reported by the same rule as a
+  job left pending (its own :class:`PendingEpisodes`): once per episode, once settled.
 """
 
 from __future__ import annotations
@@ -81,6 +88,23 @@ def released_line(job_id: int, why: str) -> str:
     return (
         f"job {job_id}, which rush read as infeasible and released to the RJMS, ended without "
         f"starting (the RJMS refused it too): {why}"
+    )
+
+
+def released_left_pending(previous: Decisions, state: ClusterState) -> dict[int, str]:
+    """The jobs rush read as infeasible and released to the RJMS that this read finds still
+    pending, with rush's reason."""
+    pending = {job.job_id for job in state.jobs if job.state == "PENDING"}
+    return {
+        d.job_id: d.reason for d in previous.of("infeasible") if d.value is not None and d.job_id in pending
+    }
+
+
+def released_pending_line(job_id: int, reason: str) -> str:
+    return (
+        f"job {job_id}, which rush reads as infeasible ({reason}) and released to the RJMS at the "
+        "lowest priority, is still pending: the RJMS has neither started nor refused it (it keeps "
+        "the job, e.g. for nodes it expects to come back)"
     )
 
 

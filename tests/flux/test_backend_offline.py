@@ -233,3 +233,26 @@ def test_gpu_slots_outnumbering_the_nodes_read_as_fluxion_packs_them():
     assert request_from_jobspec(spec(2), fluxion=True, sizes=two) == Request(2, 1, 1)
     assert request_from_jobspec(spec(3), fluxion=True) == Request(3, 1, 1)
     assert request_from_jobspec(spec(3), sizes=two) == Request(3, 1, 1)
+
+
+def test_gpu_slots_read_with_the_sizes_of_the_jobs_queue():
+    """A multi-queue instance (``queue_sizes``: each queue's nodes): a job of a listed queue
+    packs its GPU slots by its queue's nodes, not the instance's; a job of another queue, or
+    none, by all of them."""
+    from rush.core.resources import Request
+    from rush.rjms.flux import queue_requirements, request_from_jobspec
+
+    def spec(queue: str) -> dict:
+        slot = {"type": "slot", "count": 2, "label": "task", "with": [{"type": "core", "count": 1}, {"type": "gpu", "count": 1}]}  # fmt: skip
+        return {"version": 1, "resources": [slot], "tasks": [], "attributes": {"system": {"queue": queue}}}
+
+    every, by_queue = ((4, 2), (4, 2)), {"batch": ((4, 2),), "gpu": ((4, 2),)}
+    assert request_from_jobspec(spec("gpu"), fluxion=True, sizes=every) == Request(2, 1, 1, False, "gpu")
+    got = request_from_jobspec(spec("gpu"), fluxion=True, sizes=every, queue_sizes=by_queue)
+    assert got == Request(1, 2, 2, False, "gpu")
+    got = request_from_jobspec(spec("debug"), fluxion=True, sizes=every, queue_sizes=by_queue)
+    assert got == Request(2, 1, 1, False, "debug")
+    # The instance's configuration as config.get answers it.
+    config = {"queues": {"batch": {"requires": ["batch"]}, "gpu": {"requires": ["gpu"]}, "all": {}}}
+    assert queue_requirements(config) == {"batch": ["batch"], "gpu": ["gpu"], "all": []}
+    assert queue_requirements({"queues": "x"}) == queue_requirements(None) == {}

@@ -22,13 +22,15 @@ from typing import Any
 
 import pytest
 
+from rush.cli.explain import explain_text
 from rush.collect.base import Sample
 from rush.collect.store import FeatureStore
 from rush.core.priority_values import LOWEST_VALUE
 from rush.core.resources import Request
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
-from rush.planner.start_order import pending_line
+from rush.planner.journal_query import JournalQuery
+from rush.planner.start_order import pending_line, released_pending_line
 from rush.rjms.flux import FluxBackend, request_from_jobspec
 from tests.flux import fluxion, plugin_build
 from tests.flux.instance import FluxInstance
@@ -357,7 +359,7 @@ def test_a_job_rush_misreads_as_infeasible_passes_the_gate_and_fluxion_starts_it
     releases it at the lowest priority, journaled once with the job named and the reason, and
     Fluxion, which packs the slots on the two nodes, starts it, once."""
 
-    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = ()) -> Request:
+    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = (), queue_sizes: Any = None) -> Request:
         return request_from_jobspec(spec, fluxion=fluxion)
 
     monkeypatch.setattr("rush.rjms.flux.backend.request_from_jobspec", mains_reading)
@@ -401,3 +403,108 @@ def test_an_oversized_job_passes_the_gate_and_fluxion_refuses_it(instances, tmp_
     [line] = [e for e in order_lines(daemon) if f"job {job}" in e]
     assert line.startswith(f"job {job}, which rush read as infeasible and released to the RJMS, ended"), line
     assert "unsatisfiable" in line, line
+
+
+def test_a_released_job_fluxion_keeps_pending_is_journaled_once_and_explained(instances, tmp_path, plugin):
+    """``-N3`` on two nodes: rush reads it as infeasible and releases it at the lowest priority;
+    Fluxion's ``easy`` neither starts nor refuses it (more nodes than are up is EBUSY in its
+    ``request_feasible``, and the backfilling policies keep such a job blocked until the
+    resources change; without rush's plugin too). Journaled once over the cycles, naming the
+    job and rush's reason, and on the job's history for ``rush explain``; the daemon goes on
+    and the next job starts once. Before: the release line only, then nothing."""
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonodex")
+    job = inst.submit("-N3", "-n3", "-t", "10m", "true")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    [infeasible] = daemon.last[2].of("infeasible")
+    assert infeasible.job_id == job and infeasible.value == LOWEST_VALUE
+    line = released_pending_line(job, infeasible.reason)
+    wait_for(lambda: inst.run("jobs", "-no", "{priority}", str(job)).stdout.strip() == str(LOWEST_VALUE), 60)
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and line in order_lines(daemon), 60, 0.5)
+    for _ in range(3):  # once for the episode
+        assert daemon.run_cycle().ok
+    assert order_lines(daemon) == [line]
+    assert state(inst, job) == "SCHED"
+    eventlog = inst.run("job", "eventlog", str(job)).stdout
+    assert "exception" not in eventlog and " alloc" not in eventlog, eventlog
+    [row] = daemon.journal.decisions(job, "rjms_order")
+    assert row["reason"] == line
+    with JournalQuery(tmp_path / "journal.sqlite") as query:
+        text = "\n".join(explain_text(query.job_view(job).to_json(), time.time()))
+    assert line in text, text
+    after = inst.submit("-N1", "true")
+    plugin_build.polling.wait_for(lambda: daemon.run_cycle().ok and started(inst, after), 60, 0.5)
+    inst.wait_job(after)
+    assert inst.run("jobs", "-no", "{result}", str(after)).stdout.strip() == "COMPLETED"
+    assert state(inst, job) == "SCHED"
+
+
+TWO_QUEUES = """
+[[resource.config]]
+hosts = "node0"
+cores = "0-3"
+gpus = "0-1"
+properties = ["batch"]
+
+[[resource.config]]
+hosts = "node1"
+cores = "0-3"
+gpus = "0-1"
+properties = ["gpu"]
+"""
+QUEUES = """
+[queues.batch]
+requires = ["batch"]
+
+[queues.gpu]
+requires = ["gpu"]
+"""
+
+
+def test_gpu_slots_read_with_the_nodes_of_the_jobs_queue(instances, tmp_path, plugin):
+    """Two queues of one node each (2 GPUs): ``-q gpu -n2 -g1`` (``slot[2] > (core[1],
+    gpu[1])``). Fluxion matches it on the queue's one node, packing both slots there, and
+    starts it at once. rush read it with all the instance's nodes: two can hold a slot, so one
+    node per slot, two nodes, and the queue has one: infeasible (and its nodes carried no
+    queue, so the queue did not exist for the core). Now: the queue's nodes, one node with
+    room for both slots; rush expects it to start (the queues stopped, so that Fluxion does
+    not start it first), and Fluxion starts it on that node."""
+    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
+    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", "lonode")
+    inst.run("queue", "stop", "--all")
+    job = inst.submit("-q", "gpu", "-n2", "-g1", "-t", "10m", "sleep", "300")
+    assert read(inst, job) == Request(1, 2, 2, False, "gpu")
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert daemon.last[2].of("infeasible") == []
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start", "--all")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert sorted(allocated_gpus(inst, job)) == [("1", "0-1", "0-1")], allocated_gpus(inst, job)
+
+
+def test_a_queued_job_of_a_multi_queue_instance_is_ranked_not_read_as_infeasible(instances, tmp_path, plugin):
+    """Priority mode on an instance with two queues: the backend's nodes carry the queues whose
+    ``requires`` they meet, so a ``-q batch -N1`` job is the core's partition ``batch`` of one
+    node, expected to start. Before, the nodes carried no queue: every queued job read
+    "partition 'batch' does not exist here (partitions: none)", infeasible, released at the
+    lowest priority."""
+    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
+    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", "lonodex")
+    inst.run("queue", "stop", "--all")
+    job = inst.submit("-q", "batch", "-N1", "-t", "10m", "sleep", "300")
+    nodes = FluxBackend(uri=inst.uri).read_state().nodes
+    assert [(n.name, n.partitions) for n in nodes] == [("node0", ("batch",)), ("node1", ("gpu",))]
+    daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
+    assert daemon.run_cycle().ok
+    assert daemon.last[2].of("infeasible") == []
+    assert [d.job_id for d in daemon.last[2].among(("start",))] == [job]
+    inst.run("queue", "start", "--all")
+    wait_for(lambda: started(inst, job), timeout=60)
+    assert allocated(inst, job) == [("0", "0-3")]

@@ -7,11 +7,13 @@ not held for ever either. A shell that starts jobs itself sends no priority."""
 
 from __future__ import annotations
 
+from rush.cli.explain import explain_text
 from rush.core.priority_values import LOWEST_VALUE
 from rush.core.resources import Node, Request
 from rush.planner.config import parse_config
+from rush.planner.journal_query import JournalQuery
 from rush.planner.plan import Planner
-from rush.planner.start_order import released_line
+from rush.planner.start_order import released_line, released_pending_line
 from rush.rjms.base import ActionResult, Capabilities, ClusterState, RJMSJob
 from tests.queue_backend import Queue
 
@@ -105,3 +107,23 @@ def test_a_released_job_the_rjms_refuses_is_journaled_with_its_reason(tmp_path):
     lines = [e["message"] for e in planner.journal.events("rjms_order")]
     assert lines == [released_line(1, 'alloc denied due to type="unsatisfiable"')]
     assert "job 1, which rush read as infeasible and released to the RJMS, ended without starting" in lines[0]
+
+
+def test_a_released_job_the_rjms_keeps_pending_is_journaled_once_and_explained(tmp_path):
+    """Fluxion's ``easy`` answers ``-N3`` on two nodes with EBUSY (more nodes than are up) and
+    keeps the job blocked, neither started nor refused: once the RJMS has settled (two reads,
+    nothing started between), journaled once over the episode, naming the job and rush's
+    reason, and on the job's own history, which ``rush explain`` prints."""
+    backend = Recorded(_machine(RJMSJob(1, "PENDING", 1001.0, 3, 600.0, request=MISREAD)))
+    planner = _planner(tmp_path, backend)
+    for _ in range(6):
+        assert planner.run_cycle().ok
+    [infeasible] = planner.last[2].of("infeasible")
+    line = released_pending_line(1, infeasible.reason)
+    assert [e["message"] for e in planner.journal.events("rjms_order")] == [line]
+    assert "neither started nor refused it" in line and "2 such nodes" in line
+    [row] = planner.journal.decisions(1, "rjms_order")
+    assert (row["reason"], row["status"]) == (line, "observed")
+    with JournalQuery(tmp_path / "journal.sqlite") as query:
+        text = "\n".join(explain_text(query.job_view(1).to_json(), 2000.0))
+    assert line in text, text

@@ -59,7 +59,14 @@ from rush.rjms.flux.jobspec import (
     submit_time,
     trusted_submit_time,
 )
-from rush.rjms.flux.resource_set import allocation_from_r, count_cores, nodes_from_r, r_hosts, r_ranks
+from rush.rjms.flux.resource_set import (
+    allocation_from_r,
+    count_cores,
+    nodes_from_r,
+    queue_requirements,
+    r_hosts,
+    r_ranks,
+)
 
 __all__ = [
     "BATCH_GUARD",
@@ -101,6 +108,7 @@ __all__ = [
     "jobspec_tags",
     "memo_fairshare",
     "nodes_from_r",
+    "queue_requirements",
     "r_hosts",
     "r_ranks",
     "request_from_jobspec",

@@ -98,7 +98,14 @@ from rush.rjms.flux.jobspec import (
     request_from_jobspec,
     trusted_submit_time,
 )
-from rush.rjms.flux.resource_set import allocation_from_r, count_cores, nodes_from_r, r_hosts, r_ranks
+from rush.rjms.flux.resource_set import (
+    allocation_from_r,
+    count_cores,
+    nodes_from_r,
+    queue_requirements,
+    r_hosts,
+    r_ranks,
+)
 
 log = logging.getLogger("rush.rjms.flux")
 # The note of rush's cancel exception: tells its false-small kills from other cancels.
@@ -195,7 +202,9 @@ class FluxBackend(RJMSBackend):
         self._handle = handle
         self._tags: dict[int, tuple[dict[str, str], float | None]] = {}
         self._requests: dict[int, Request | None] = {}
-        self._sizes: tuple[tuple[int, int], ...] = ()  # the nodes' (cores, GPUs) the requests were read on
+        # The nodes' (cores, GPUs) the requests were read on: all, and each queue's.
+        self._sizes: tuple[tuple[int, int], ...] = ()
+        self._queue_sizes: dict[str, tuple[tuple[int, int], ...]] = {}
         self._unread: dict[int, str] = {}  # why rush cannot read a job's request, per job
         # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
         self._scheduler: str | None = None
@@ -260,11 +269,20 @@ class FluxBackend(RJMSBackend):
             total = count_cores(status.get("all"))
             free = total - count_cores(status.get("allocated")) - count_cores(status.get("down"))
             nodes = nodes_from_r(
-                status.get("all"), status.get("allocated"), status.get("down"), self._drained()
+                status.get("all"),
+                status.get("allocated"),
+                status.get("down"),
+                self._drained(),
+                queues=self._queues(),
             )
             sizes = tuple(sorted((n.cores, n.gpus) for n in nodes))
-            if sizes != self._sizes:  # Fluxion's packing of slots reads the nodes' sizes
-                self._sizes = sizes
+            queue_sizes = {
+                q: tuple(sorted((n.cores, n.gpus) for n in nodes if q in n.partitions))
+                for q in sorted({q for n in nodes for q in n.partitions})
+            }
+            # Fluxion's packing of slots reads the sizes of the nodes of the job's queue.
+            if sizes != self._sizes or queue_sizes != self._queue_sizes:
+                self._sizes, self._queue_sizes = sizes, queue_sizes
                 self._tags.clear()
                 self._requests.clear()
                 self._unread.clear()
@@ -302,6 +320,15 @@ class FluxBackend(RJMSBackend):
         except (RJMSError, KeyError, TypeError, AttributeError):
             return None
 
+    def _queues(self) -> dict[str, list[str]]:
+        """Flux queues (rush's partitions) and the node properties each requires
+        (``config.get``); {} without queues or when the broker does not say: every node then
+        serves every job."""
+        try:
+            return queue_requirements(self._rpc("config.get", {}))
+        except RJMSError:
+            return {}
+
     def _drained(self) -> list[int]:
         """Drained ranks (``resource.status``'s ``drain``: idset -> reason); [] if unreadable:
         they then read ``down``, which offers nothing to new jobs either."""
@@ -336,7 +363,9 @@ class FluxBackend(RJMSBackend):
                 # As the instance's scheduler will match it: Fluxion reads some shapes (nodes
                 # inside a slot, exclusive slots) otherwise than flux-core's pool.
                 fluxion = (self._scheduler or "").startswith("sched-fluxion")
-                self._requests[job_id] = request_from_jobspec(spec, fluxion=fluxion, sizes=self._sizes)
+                self._requests[job_id] = request_from_jobspec(
+                    spec, fluxion=fluxion, sizes=self._sizes, queue_sizes=self._queue_sizes
+                )
             except (ValueError, TypeError, AttributeError) as exc:
                 # Flux accepted it (its scheduler takes more than rush's request model reads):
                 # the core reads its cores anywhere; the daemon journals it once per job.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,10 @@ def _count(vertex: dict[str, Any]) -> int:
 
 
 def request_from_jobspec(
-    jobspec: Any, fluxion: bool = False, sizes: Sequence[tuple[int, int]] = ()
+    jobspec: Any,
+    fluxion: bool = False,
+    sizes: Sequence[tuple[int, int]] = (),
+    queue_sizes: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Request:
     """A Flux jobspec's resources as the core's :class:`Request` (docs/reference/resources.md,
     section Flux). Walks the resource graph as flux-core's ``ResourceRequest.from_jobspec``:
@@ -89,7 +92,10 @@ def request_from_jobspec(
       instance's nodes' (cores, GPUs)): Fluxion packs several on a node (``slot[3] > (core[1],
       gpu[1])`` on two nodes of 2 GPUs: two slots on one, one on the other), so those nodes,
       each with room for the slots shared out evenly (rounded up); one node per slot reads more
-      nodes than there are, which the core leaves out as never fitting.
+      nodes than there are, which the core leaves out as never fitting. ``queue_sizes``: the
+      sizes of each queue's nodes (a Flux queue's ``requires``): a job of a listed queue is
+      read with its queue's nodes only, as Fluxion matches it (on a multi-queue instance the
+      instance's nodes may hold a slot where the queue's cannot, or the reverse).
 
     The queue (``attributes.system.queue``) is the partition. ValueError on a malformed one.
     """
@@ -141,6 +147,8 @@ def request_from_jobspec(
     if exclusive:
         return Request(slots, cores, gpus, True, partition)
     if slots == 1 or gpus:
+        if queue_sizes is not None and partition in queue_sizes:
+            sizes = queue_sizes[partition]
         hosts = sum(1 for c, g in sizes if c >= cores and g >= gpus)
         if fluxion and gpus and 0 < hosts < slots:  # Fluxion packs the slots on fewer nodes
             per_node = math.ceil(slots / hosts)

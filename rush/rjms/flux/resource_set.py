@@ -49,6 +49,18 @@ def r_hosts(r: dict[str, Any] | None, ranks: Sequence[int]) -> dict[int, str]:
     return {rank: f"rank{rank}" for rank in ordered}
 
 
+def queue_requirements(config: Any) -> dict[str, list[str]]:
+    """Flux queues (rush's partitions) and the node properties each requires, from the
+    instance's configuration (``config.get``: ``[queues.NAME] requires = [...]``); {} without
+    queues or on an answer of another shape."""
+    queues = config.get("queues", {}) if isinstance(config, dict) else {}
+    out = {}
+    for name, queue in (queues if isinstance(queues, dict) else {}).items():
+        requires = queue.get("requires", []) if isinstance(queue, dict) else []
+        out[str(name)] = [str(p) for p in requires] if isinstance(requires, list) else []
+    return out
+
+
 def nodes_from_r(
     everything: dict[str, Any] | None,
     allocated: dict[str, Any] | None,
