@@ -65,7 +65,6 @@ from numba import njit
 from rush.core.carried_room import move_cost, move_cuts
 from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
-from rush.core.net_freed import add_booking, free_soft, net_hull, new_net_freed, widen_hard
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
@@ -509,16 +508,12 @@ def conservative_nodes_pass(
     kept = nodes.reserved
     kept_rows = kept.offset.shape[0] - 1
     entries = held.offset[-1] if held.offset.shape[0] > 0 else 0
-    net_cap = entries + 1  # soft and added entries (rush.core.net_freed)
     for k in range(on):
         j = order[k]
         entries += min(need_units(nodes.request, j, jobs.procs[j]), m) + m
         row = state.reserved_row[j]
-        if state.reserved_at[j] < INF:
-            net_cap += min(need_units(nodes.request, j, jobs.procs[j]), m)
         if state.reserved_at[j] < INF and 0 <= row < kept_rows:
             entries += kept.offset[row + 1] - kept.offset[row]
-            net_cap += kept.offset[row + 1] - kept.offset[row]
     scratch_node = np.empty(entries + m + 1, dtype=np.int64)
     scratch_c = np.empty(entries + m + 1, dtype=np.int64)
     scratch_g = np.empty(entries + m + 1, dtype=np.int64)
@@ -659,18 +654,6 @@ def conservative_nodes_pass(
     nf = _freed_since(
         state.node_memory, nodes.pool, now, (head, following, of_booking), (freed_lo, freed_hi), freed_list
     )
-    # The same per node, less what this pass's own bookings take back (rush.core.net_freed):
-    # freed between passes counts as is; freed by the pass itself only where no booking added
-    # since (a placement of a held job, a running job on a node whose last bookings all ended
-    # by now) covers it.
-    net = new_net_freed((freed_lo, freed_hi), net_cap)
-    memory = state.node_memory
-    if memory.shape[0] == m:
-        for b in range(running.count):
-            for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
-                node = scratch_node[k]
-                if 0 <= node < m and memory[node, 1] <= now:
-                    add_booking(net, node, (b_t0[b], b_t1[b]), (scratch_c[k], scratch_g[k]))
     seen = np.full(m, -1, dtype=np.int64)
     own = np.full(nh + 1, -1, dtype=np.int64)  # sequence[s]'s kept booking (-1: none)
     own_c = np.zeros(nh + 1, dtype=np.int64)
@@ -698,7 +681,6 @@ def conservative_nodes_pass(
             for node in range(m):
                 end = t0 + max(jobs.est[j], MIN_DURATION)
                 nf = _free(node, (t0, end), (freed_lo, freed_hi), freed_list, nf)
-                widen_hard(net, node, (t0, end))
                 _widen(node, (t0, end), (moved_lo, moved_hi))
             continue
         duration = max(jobs.est[j], MIN_DURATION)
@@ -713,7 +695,6 @@ def conservative_nodes_pass(
             for k in range(kept.offset[row], kept.offset[row + 1]):
                 if 0 <= kept.node[k] < m:
                     nf = _free(kept.node[k], window, (freed_lo, freed_hi), freed_list, nf)
-                    free_soft(net, kept.node[k], window, (kept.cores[k], kept.gpus[k]))
                     _widen(kept.node[k], window, (moved_lo, moved_hi))
             continue
         b_t0[nb] = t0
@@ -783,21 +764,16 @@ def conservative_nodes_pass(
         if hold:
             kept_at = b_t0[own[s]]
             if kept_at > now:
-                # Only windows meeting room freed on its nodes, and not taken back since
-                # (rush.core.net_freed), before its time, can be new.
+                # Only windows meeting room freed on its nodes, before its time, can be new.
                 freed_from = INF
                 freed_until = -INF
                 for x in range(nf):
                     node = freed_list[x]
                     if usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1):
-                        lo, hi = net_hull(net, node, now)
-                        if lo < hi:
-                            freed_from = min(freed_from, lo)
-                            freed_until = max(freed_until, hi)
+                        freed_from = min(freed_from, freed_lo[node])
+                        freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
-                if since >= bound:
-                    since = INF  # no window before its time meets any: it stands, unsearched
             # Taken out only to be searched: with nothing freed it stands as it is.
             if since < INF:
                 taken = True
@@ -912,7 +888,6 @@ def conservative_nodes_pass(
                 b = own[s]
                 for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
                     nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
-                    free_soft(net, scratch_node[k], (b_t0[b], b_t1[b]), (scratch_c[k], scratch_g[k]))
                     _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
             continue
@@ -940,18 +915,12 @@ def conservative_nodes_pass(
             nb += 1
             first, last = used, used + count
             used += count
-            if s < nh:  # a new booking ahead of the kept reservations still to come
-                for k in range(first, last):
-                    add_booking(
-                        net, scratch_node[k], (placed_at, placed_at + duration), (scratch_c[k], scratch_g[k])
-                    )
             if hold:
                 # Its old window is freed: later kept ones may move into it; records made on
                 # the bookings before no longer bound anything.
                 b = own[s]
                 for k in range(b_slot[2 * b], b_slot[2 * b + 1]):
                     nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
-                    free_soft(net, scratch_node[k], (b_t0[b], b_t1[b]), (scratch_c[k], scratch_g[k]))
                     _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
         elif hold:

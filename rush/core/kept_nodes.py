@@ -111,11 +111,6 @@ def kept_state(kept: KeptNodes | None, p: PassNodes, state: PassState) -> tuple[
     hi[took] = np.maximum(hi[took], kept.moved[took, 1])
     memory[:, 3] = lo
     memory[:, 4] = hi
-    # The latest end the last pass booked per node (running jobs and its starts): a running
-    # booking on a node where all of those ended by now is new to every kept reservation
-    # (rush.core.net_freed); the pass reads it for nothing else when no entries are counted.
-    on = (kept.booked_node >= 0) & (kept.booked_node < m)
-    np.maximum.at(memory[:, 1], kept.booked_node[on], kept.booked_end[on])
     count = len(kept.reserved_job)
     reserved = new_slots(max(n, count) + 1, max(entries, int(kept.reserved.offset[-1]) + 1))
     reserved.offset[: count + 1] = kept.reserved.offset
