@@ -185,31 +185,6 @@ def _remember(
     return kept + 1
 
 
-@njit(cache=True)
-def _past_no_fits(
-    shapes: np.ndarray,
-    lengths: np.ndarray,
-    spans: np.ndarray,
-    count: int,
-    shape: np.ndarray,
-    duration: float,
-    since: float,
-) -> float:
-    """Where a kept reservation's search may start: past every span ``[a, b)`` of candidates a
-    kept reservation asking no more (``shapes``, ``lengths``) searched without a fit, when its
-    own search would start inside it. Nothing was freed since (the records are dropped then):
-    the bookings ahead of this one are those plus the other put back, so none of those
-    candidates fits it either."""
-    moved = True
-    while moved:
-        moved = False
-        for r in range(count):
-            if spans[r, 0] <= since < spans[r, 1] and lengths[r] <= duration and _no_more(shapes, r, shape):
-                since = spans[r, 1]
-                moved = True
-    return since
-
-
 @njit(cache=True, inline="always")
 def _no_more_than(shape: np.ndarray, shapes: np.ndarray, r: int) -> bool:
     """``shape`` asks for no more than record r's (same kind and partition)."""
@@ -762,11 +737,6 @@ def conservative_nodes_pass(
     lengths = np.empty(on, dtype=np.float64)
     found = np.empty(on, dtype=np.float64)
     nrec = 0
-    # Kept reservations' searches that found nothing: shape, duration, candidates searched.
-    no_fit_shapes = np.empty((nh + 1, 5), dtype=np.int64)
-    no_fit_lengths = np.empty(nh + 1, dtype=np.float64)
-    no_fit_spans = np.empty((nh + 1, 2), dtype=np.float64)
-    nnf = 0
     nk = 0
     nr = 0
     # The room the last search left, its window [t, window_end) and the window's cuts: bookings
@@ -804,13 +774,6 @@ def conservative_nodes_pass(
                         freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
-                if since < INF:
-                    shape = _shape(view, j, need)
-                    since = _past_no_fits(
-                        no_fit_shapes, no_fit_lengths, no_fit_spans, nnf, shape, duration, since
-                    )
-                    if since >= bound:
-                        since = INF  # every earlier candidate failed one asking no more
             # Taken out only to be searched: with nothing freed it stands as it is.
             if since < INF:
                 taken = True
@@ -927,7 +890,6 @@ def conservative_nodes_pass(
                     nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
                     _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
-                nnf = 0
             continue
         if recorded:
             nrec = _remember(shapes, lengths, found, nrec, shape, duration, placed_at if count >= 0 else INF)
@@ -961,17 +923,11 @@ def conservative_nodes_pass(
                     nf = _free(scratch_node[k], (b_t0[b], b_t1[b]), (freed_lo, freed_hi), freed_list, nf)
                     _widen(scratch_node[k], (b_t0[b], b_t1[b]), (moved_lo, moved_hi))
                 nrec = 0
-                nnf = 0
         elif hold:
             # Nothing earlier: the kept reservation stands, on its nodes.
             b = own[s]
             placed_at = b_t0[b]
             if taken:
-                no_fit_shapes[nnf] = shape
-                no_fit_lengths[nnf] = duration
-                no_fit_spans[nnf, 0] = since
-                no_fit_spans[nnf, 1] = bound
-                nnf += 1
                 b_on[b] = True
                 carried = False
                 if gpu_counts:
