@@ -51,6 +51,12 @@ from typing import Any
 
 import numpy as np
 
+from rush.core.runtime_conformal import (
+    CONFORMAL_JOBS,
+    conformal_levels,
+    pit_value,
+    recalibrated_quantiles,
+)
 from rush.core.runtime_drift import (
     DRIFT_JOBS,
     drift_residual,
@@ -202,6 +208,13 @@ class LiveRuntimePredictor:
         self.drift_length = False
         self.residuals: dict[int, list[float]] = {}
         self.shift: dict[int, float] = {}
+        # Rule C (rush.core.runtime_conformal; round 16, off unless asked for): the PITs of the
+        # last completed jobs that had quantiles (all users, end order) and each job's level map
+        # as of its latest prediction (a running job's as of its start), applied to the quantiles
+        # it publishes only when ``conformal`` (with ``drift`` too, D's shift on top).
+        self.conformal = False
+        self.pits: list[float] = []
+        self.level_map: dict[int, tuple[float, ...]] = {}
         # Users with a completion since their jobs were last predicted.
         self.changed: set[int] = set()
         self.notes: list[str] = []
@@ -260,7 +273,13 @@ class LiveRuntimePredictor:
         for r in rows:
             self.raw.pop(r.job_id, None)
             self.shift.pop(r.job_id, None)
+            self.level_map.pop(r.job_id, None)
             q = self.quantiles.pop(r.job_id, None)
+            if q is not None and self.conformal:  # rule C's record: where the runtime fell
+                pit = pit_value(q.levels, q.seconds, r.runtime, r.requested_time)
+                if math.isfinite(pit):
+                    self.pits.append(pit)
+                    del self.pits[:-CONFORMAL_JOBS]
             if q is not None and self.drift:  # rule D's record: how wrong the model was for this user
                 residual = drift_residual(r.runtime, quantile_median(q.levels, q.seconds), r.requested_time)
                 if math.isfinite(residual):
@@ -339,6 +358,8 @@ class LiveRuntimePredictor:
             self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
             if self.drift:
                 self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
+            if self.conformal:
+                self.level_map[j.job_id] = tuple(conformal_levels(self.pits, levels).tolist())
 
     def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The model's own predicted quantiles of the jobs that have them, by job id."""
@@ -346,14 +367,22 @@ class LiveRuntimePredictor:
 
     def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The predicted quantiles the start estimates read, by job id: the model's own, shifted
-        by their user's drift (rule D) when ``drift`` is on."""
-        if not self.drift:
+        by their user's drift (rule D) when ``drift`` is on, at their recalibrated levels (rule C)
+        when ``conformal`` is on."""
+        if not self.drift and not self.conformal:
             return self.model_quantiles(jobs)
         out = {}
         for j in jobs:
             if j.job_id not in self.quantiles:
                 continue
             q, s = self.quantiles[j.job_id], self.shift.get(j.job_id, 0.0)
+            if self.conformal and j.job_id in self.level_map:
+                q = recalibrated_quantiles(
+                    q, self.level_map[j.job_id], min(j.requested_time, UNLIMITED_SECONDS)
+                )
+            if not self.drift:
+                out[j.job_id] = q
+                continue
             if self.drift_length and j.state == "PENDING":  # rule D2: the length, not the quantiles
                 out[j.job_id] = replace(q, projection_shift=s if math.isfinite(s) else 0.0)
             else:
@@ -382,6 +411,8 @@ class LiveRuntimePredictor:
             self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
         if len(self.shift) > len(live):
             self.shift = {k: v for k, v in self.shift.items() if k in live}
+        if len(self.level_map) > len(live):
+            self.level_map = {k: v for k, v in self.level_map.items() if k in live}
 
 
 def load_runtime_predictor(

@@ -68,6 +68,10 @@ DRIFT_VARIANT = "queue: L2 + drift"
 # (training_seed), the queue's L2 length scaled by exp(shift); a pass of its own (D's record is
 # not seeded).
 D2_VARIANT = "queue: L2 x seeded drift"
+# Round 16's rule C (rush.core.runtime_conformal), recomputed by live_conformal.py: "queue: L2" with
+# every job's quantiles (queued and running) at the levels the run's recent completions' PITs map
+# them to (one record for all users, fed the run's completions). A pass of its own.
+CONFORMAL_VARIANT = "queue: L2 + C"
 
 
 def training_seed(w, model: Path) -> dict[int, list[float]]:
@@ -180,6 +184,9 @@ def reconstruct(
         }
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
     predictor.drift = DRIFT_VARIANT in variants or D2_VARIANT in variants  # the record only when asked for
+    predictor.conformal = CONFORMAL_VARIANT in variants  # rule C's record only when asked for
+    if predictor.conformal and predictor.drift:
+        raise ValueError("rule C is measured on the model's own quantiles: a pass without D or D2")
     if D2_VARIANT in variants:  # rule D2: the seeded record, the shift on the queue's length
         if DRIFT_VARIANT in variants:
             raise ValueError("rules D and D2 keep different records: one pass each")
@@ -210,7 +217,7 @@ def reconstruct(
         predictor.predict_new(rjms_jobs)
         predicted = predictor.estimates(rjms_jobs)
         quantiles = predictor.model_quantiles(rjms_jobs)
-        drifted = predictor.runtime_quantiles(rjms_jobs) if predictor.drift else {}
+        drifted = predictor.runtime_quantiles(rjms_jobs) if predictor.drift or predictor.conformal else {}
         pending = [
             PendingJob(i, visible[i]["submit"], visible[i]["procs"], visible[i]["limit"], predicted[i][0])
             for i in sorted(visible, key=lambda i: (visible[i]["submit"], i))
@@ -236,6 +243,9 @@ def reconstruct(
             row.update(
                 shift=predictor.shift.get(job_id, 0.0), residuals=len(predictor.residuals.get(user, ()))
             )
+        if predictor.conformal:  # rule C: the job's map of the median and q0.75, and the record's size
+            m = predictor.level_map.get(job_id, ())
+            row.update(c_levels=list(m), pits=len(predictor.pits))
         real_start = jobs[job_id]["start"]
         for variant in variants:
             p, r = pending, running
@@ -252,7 +262,11 @@ def reconstruct(
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
             elif variant == "queue: L2":  # the queue projected on its quantiles (rule L2)
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
-            elif variant in (DRIFT_VARIANT, D2_VARIANT):  # L2 on rule D's (D2's) shifted quantiles (lengths)
+            elif variant in (
+                DRIFT_VARIANT,
+                D2_VARIANT,
+                CONFORMAL_VARIANT,
+            ):  # L2 on D's, D2's or C's quantiles
                 p = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in pending]
                 r = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in running]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))

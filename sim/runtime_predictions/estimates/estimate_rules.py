@@ -54,6 +54,9 @@ CANDIDATES = (
     # Round 15 (rule D2, post hoc): the same record (offline it already runs over the whole
     # trace's walk-forward), the queue's L2 length itself times exp(shift); running jobs as D.
     ("D2: L2 length times per-user drift", "easy", "conditional-median", "l2-d2"),
+    # Round 16 (rule C, rush.core.runtime_conformal): L2 with every job's quantiles at the levels
+    # the PITs of the last 64 jobs that ended before its submission map them to (all users).
+    ("C: L2 with global conformal levels", "easy", "conditional-median", "l2-c"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -134,6 +137,10 @@ def main() -> None:
             knots["l2-d2"] = knots["l2-drift"]
             first["l2-d2"] = drift_projection_length(first["l2"], shift, req)
             print(trace_name, drift_summary(shift), flush=True)
+        if not args.only or "C: L2 with global conformal levels" in args.only.split(";"):
+            q75, knots["l2-c"], maps = conformal_inputs(st, runtime)
+            first["l2-c"] = np.minimum(np.maximum(first["mean-window"], q75), req)
+            print(trace_name, conformal_summary(maps, st.walkforward.levels), flush=True)
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
         jobs, real, classes = st.sample(step)
@@ -224,6 +231,42 @@ def drift_inputs(st, runtime: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray,
     q = np.minimum(np.sort(wf.quantiles, axis=1) * np.exp(shift)[:, None], req[:, None])
     level = int(np.flatnonzero(np.isclose(wf.levels, 0.75))[0])
     return q[:, level], quantile_knots(np.log1p(q), wf.levels, np.log1p(req)), shift
+
+
+def conformal_inputs(st, runtime: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Rule C offline (round 16, ``dev_log.md``): each job's level map at its submission
+    (:func:`rush.core.runtime_conformal.conformal_levels_walkforward`; a PIT from each job that
+    ended in the study's schedule, against its walk-forward quantiles, so out-of-sample), and from
+    the recalibrated quantiles (never above the request): the queue's q0.75, the quantile
+    function's knots, and the maps."""
+    from rush.core.remaining_runtime import quantile_knots
+    from rush.core.runtime_conformal import conformal_levels_walkforward, pit_value, recalibrated_seconds
+
+    wf, req = st.walkforward, st.request
+    levels = np.asarray(wf.levels, dtype=np.float64)
+    pit = np.array(
+        [
+            pit_value(levels, row, r, lim)
+            for row, r, lim in zip(wf.quantiles.tolist(), runtime.tolist(), req.tolist(), strict=True)
+        ]
+    )
+    pit[~np.isfinite(wf.proba_small)] = np.nan  # no prediction at its submission
+    end = np.where(st.start >= 0, st.end, np.inf)
+    maps = conformal_levels_walkforward(st.submit, end, pit, levels)
+    q = np.minimum(np.sort(recalibrated_seconds(wf.quantiles, levels, maps, req), axis=1), req[:, None])
+    level = int(np.flatnonzero(np.isclose(levels, 0.75))[0])
+    return q[:, level], quantile_knots(np.log1p(q), levels, np.log1p(req)), maps
+
+
+def conformal_summary(maps: np.ndarray, levels) -> str:
+    """How rule C moved the levels over the trace's jobs: the q10/median/q90 of the mapped median
+    and q0.75."""
+    lv = np.asarray(levels, dtype=np.float64)
+    parts = []
+    for tau in (0.5, 0.75):
+        k = int(np.flatnonzero(np.isclose(lv, tau))[0])
+        parts.append(f"{tau}: " + "/".join(f"{v:.2f}" for v in np.quantile(maps[:, k], [0.1, 0.5, 0.9])))
+    return "conformal levels (q10/median/q90 over jobs) " + "; ".join(parts)
 
 
 def drift_summary(shift: np.ndarray) -> str:
