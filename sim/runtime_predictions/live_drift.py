@@ -104,9 +104,9 @@ def kept_rows(windows: set[str]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
-    table = kept_rows({w.name for w, _, _ in runs})
+    table = kept_rows({w.name for w, *_ in runs})
     seeds: dict[str, dict[int, list[float]]] = {}
-    for w, rjms, path in runs:
+    for w, rjms, path, source in runs:
         model = live_bias.model_path(w, models)
         rows = live_bias.reconstruct(w, rjms, model, variants=VARIANTS)
         if w.name not in seeds:
@@ -115,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         for r, d in zip(rows, seeded, strict=True):  # the same moments, in the same order
             assert r["job"] == d["job"] and r["queue: L2"] == d["queue: L2"], (w.name, rjms, r["job"])
             r.update({D2: d[D2], "d2_shift": d["shift"], "d2_residuals": d["residuals"]})
-        row = compare(w.name, rjms, rows, live_windows.read_rows(path))
+        row = compare(
+            w.name, rjms if source == "current" else f"{rjms} ({source})", rows, live_windows.read_rows(path)
+        )
         if row is not None:
             table.append(row)
             print(row, flush=True)
