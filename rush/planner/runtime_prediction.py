@@ -96,25 +96,6 @@ def history_user(job: RJMSJob, own: frozenset[str]) -> int:
     return user_id(job.user)
 
 
-_USER_TAG = operator.methodcaller("get", "user", "")
-
-
-def history_users(jobs: Sequence[RJMSJob], own: frozenset[str]) -> list[int]:
-    """:func:`history_user` of each job, its key made once per (user, tag) pair."""
-    pairs = list(
-        zip(
-            map(operator.attrgetter("user"), jobs),
-            map(_USER_TAG, map(operator.attrgetter("tags"), jobs)),
-            strict=True,
-        )
-    )
-    key = {
-        (user, tag): user_id(tag) if tag and user in own else user_id(user)
-        for user, tag in dict.fromkeys(pairs)
-    }
-    return list(map(key.__getitem__, pairs))
-
-
 @dataclass
 class Finished:
     """One finished run, as the history keeps it."""
@@ -310,7 +291,7 @@ class LiveRuntimePredictor:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
         columns = RuntimeJobs.of(
-            user=np.array(history_users(new, self.own), dtype=np.int64),
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
             submit=np.array([j.submit for j in new], dtype=np.float64),
             procs=np.array([j.procs for j in new], dtype=np.int64),
             requested_time=np.array(
