@@ -307,6 +307,12 @@ class LiveRuntimePredictor:
         values = np.asarray(values, dtype=np.float64).reshape(-1)
         if len(values) != len(new):
             raise ValueError(f"the {self.name} predictor gave {len(values)} predictions for {len(new)} jobs")
+        if quantiles is not None:  # checked before anything is kept: the jobs are predicted again
+            quantiles = np.asarray(quantiles, dtype=np.float64)
+            if quantiles.ndim != 2 or len(quantiles) != len(new):
+                raise ValueError(
+                    f"the {self.name} predictor gave quantiles of shape {quantiles.shape} for {len(new)} jobs"
+                )
         self.raw.update(zip(ids, values.tolist(), strict=True))
         self.user_of.update(zip(ids, columns.user.tolist(), strict=True))
         if quantiles is not None:
@@ -334,9 +340,7 @@ class LiveRuntimePredictor:
         prediction, a running job keeps those it started with (the offline study predicts once,
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
-        rows = np.asarray(quantiles, dtype=np.float64)
-        if len(rows) != len(jobs):
-            raise ValueError(f"the {self.name} predictor gave {len(rows)} quantile rows for {len(jobs)} jobs")
+        rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
         kept = self.quantiles
         # Made in bulk (one list of rows, C-level maps); a running job keeps its start's.
         made = zip(
