@@ -341,19 +341,12 @@ class LiveRuntimePredictor:
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
-        kept = self.quantiles
-        # Made in bulk (one list of rows, C-level maps); a running job keeps its start's.
-        made = zip(
-            map(operator.attrgetter("job_id"), jobs),
-            map(RuntimeQuantiles, repeat(levels), map(tuple, rows.tolist())),
-            map(operator.attrgetter("state"), jobs),
-            strict=True,
-        )
-        fresh = [(k, q) for k, q, state in made if state == "PENDING" or k not in kept]
-        kept.update(fresh)
-        if self.drift:
-            for k, _ in fresh:
-                self.shift[k] = drift_shift(self.residuals.get(self.user_of.get(k, -1), ()))
+        for j, row in zip(jobs, rows, strict=True):
+            if j.state != "PENDING" and j.job_id in self.quantiles:
+                continue
+            self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
+            if self.drift:
+                self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
 
     def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The model's own predicted quantiles of the jobs that have them, by job id."""
