@@ -118,6 +118,8 @@ REFUSED_LEVELS = "quantile levels not increasing within (0, 1) or not as many as
 REFUSED_NOT_FINITE = "a quantile is NaN or infinite"
 REFUSED_NEGATIVE = "a quantile is negative"
 REFUSED_NO_LIMIT = "no finite time limit to close the distribution"
+# _usable_groups' reason codes (0: usable).
+_REASONS = ("", REFUSED_NOT_FINITE, REFUSED_NEGATIVE, REFUSED_NO_LIMIT)
 
 
 def quantiles_refused(levels, seconds, requested_time: float) -> str:
@@ -251,18 +253,16 @@ def _usable_groups(
             count=len(rows) * width,
         ).reshape(len(rows), width)
         request = np.asarray(requested_time, dtype=np.float64)[rows]
-        finite = np.all(np.isfinite(seconds), axis=1)
+        # The reason as a code (0: usable), in quantiles_refused's order; words for refused rows only.
         why = np.where(
-            ~finite,
-            REFUSED_NOT_FINITE,
+            ~np.all(np.isfinite(seconds), axis=1),
+            1,
             np.where(
-                np.any(seconds < 0.0, axis=1),
-                REFUSED_NEGATIVE,
-                np.where(np.isfinite(request) & (request > 0.0), "", REFUSED_NO_LIMIT),
+                np.any(seconds < 0.0, axis=1), 2, np.where(np.isfinite(request) & (request > 0.0), 0, 3)
             ),
         )
-        ok = why == ""
-        refused.update((ids[i], str(why[i])) for i in np.flatnonzero(~ok).tolist())
+        ok = why == 0
+        refused.update((ids[i], _REASONS[why[i]]) for i in np.flatnonzero(~ok).tolist())
         if ok.any():
             request = request[ok]
             q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])

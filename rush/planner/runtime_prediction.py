@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import os
 import pwd
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -306,6 +308,7 @@ class LiveRuntimePredictor:
         ]
         if not new:
             return 0
+        ids = list(map(operator.attrgetter("job_id"), new))
         columns = RuntimeJobs.of(
             user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
             submit=np.array([j.submit for j in new], dtype=np.float64),
@@ -313,7 +316,7 @@ class LiveRuntimePredictor:
             requested_time=np.array(
                 [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
             ),
-            job_id=np.array([j.job_id for j in new], dtype=np.int64),
+            job_id=np.array(ids, dtype=np.int64),
         )
         quantiles = None
         if hasattr(self.predictor, "predict_with_quantiles"):  # rush's quantile model
@@ -323,9 +326,14 @@ class LiveRuntimePredictor:
         values = np.asarray(values, dtype=np.float64).reshape(-1)
         if len(values) != len(new):
             raise ValueError(f"the {self.name} predictor gave {len(values)} predictions for {len(new)} jobs")
-        for j, v, u in zip(new, values.tolist(), columns.user.tolist(), strict=True):
-            self.raw[j.job_id] = v
-            self.user_of[j.job_id] = u
+        if quantiles is not None:  # checked before anything is kept: the jobs are predicted again
+            quantiles = np.asarray(quantiles, dtype=np.float64)
+            if quantiles.ndim != 2 or len(quantiles) != len(new):
+                raise ValueError(
+                    f"the {self.name} predictor gave quantiles of shape {quantiles.shape} for {len(new)} jobs"
+                )
+        self.raw.update(zip(ids, values.tolist(), strict=True))
+        self.user_of.update(zip(ids, columns.user.tolist(), strict=True))
         if quantiles is not None:
             self._keep_quantiles(new, tuple(np.asarray(levels, dtype=np.float64).tolist()), quantiles)
         return len(new)
@@ -351,7 +359,7 @@ class LiveRuntimePredictor:
         prediction, a running job keeps those it started with (the offline study predicts once,
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
-        rows = np.asarray(quantiles, dtype=np.float64)
+        rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
         for j, row in zip(jobs, rows, strict=True):
             if j.state != "PENDING" and j.job_id in self.quantiles:
                 continue
@@ -363,7 +371,8 @@ class LiveRuntimePredictor:
 
     def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The model's own predicted quantiles of the jobs that have them, by job id."""
-        return {j.job_id: self.quantiles[j.job_id] for j in jobs if j.job_id in self.quantiles}
+        kept = self.quantiles
+        return {k: kept[k] for k in map(operator.attrgetter("job_id"), jobs) if k in kept}
 
     def runtime_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The predicted quantiles the start estimates read, by job id: the model's own, shifted
@@ -393,14 +402,15 @@ class LiveRuntimePredictor:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the
         request), by job id; a job never predicted gets its request."""
         n = len(jobs)
-        raw = np.fromiter((self.raw.get(j.job_id, math.nan) for j in jobs), dtype=np.float64, count=n)
-        limit = np.fromiter((j.requested_time for j in jobs), dtype=np.float64, count=n)
+        ids = list(map(operator.attrgetter("job_id"), jobs))
+        raw = np.fromiter(map(self.raw.get, ids, repeat(math.nan)), dtype=np.float64, count=n)
+        limit = np.fromiter(map(operator.attrgetter("requested_time"), jobs), dtype=np.float64, count=n)
         values = predicted_runtimes(raw, limit)
-        shorter = values < limit
-        return {
-            j.job_id: (v, self.name if s else SOURCE_REQUEST)
-            for j, v, s in zip(jobs, values.tolist(), shorter.tolist(), strict=True)
-        }
+        sources = (SOURCE_REQUEST, self.name)  # by whether the prediction is below the request
+        shorter = (values < limit).tolist()
+        return dict(
+            zip(ids, zip(values.tolist(), map(sources.__getitem__, shorter), strict=True), strict=True)
+        )
 
     def forget_except(self, live: set[int]) -> None:
         """Drop the predictions of jobs no longer in the queue."""

@@ -311,7 +311,7 @@ class SnapshotBuilder:
         started = time.perf_counter()
         jobs = [*pending, *running]
         try:
-            self.runtime.forget_except({j.job_id for j in state.jobs})
+            self.runtime.forget_except(set(map(operator.attrgetter("job_id"), state.jobs)))
             if self.runtime.predict_new(jobs):
                 built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
             return self.runtime.estimates(jobs)
@@ -389,6 +389,7 @@ class SnapshotBuilder:
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
         blank_varies = (None, None, False, variation_outputs, source_name, _NO_OUTPUTS, None, None)
+        plain_varies = blank_varies[:6]  # and the job's (estimate, quantiles)
         blank_outputs = {"runtime_class": CLASS_NAMES[untagged[0]], "class_source": untagged[1]}
         blank_outputs.update(variable=False, **variation_outputs)
         if self._blank_outputs == blank_outputs:
@@ -402,17 +403,15 @@ class SnapshotBuilder:
             estimated = runtimes.get(job_id) if runtimes else None
             flagged = variable.get(job_id, False) if variable else False
             quantile = quantiles.get(job_id) if quantiles else None
-            blank = (
-                stored is None
-                and estimated is None
-                and not flagged
-                and quantile is None
-                and job_outputs is _NO_OUTPUTS
-                and job_id not in predicted
-            )
+            # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
+            # queue with a predictor); blank: not even those.
+            plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
+            blank = plain and estimated is None and quantile is None
             varies = (
                 blank_varies
                 if blank
+                else (*plain_varies, estimated, quantile)
+                if plain
                 else (
                     (stored.skips, stored.requeues, stored.predicted_class, stored.reserved_at)
                     if stored is not None
@@ -439,6 +438,17 @@ class SnapshotBuilder:
                 entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
                 entries.append(entry)
                 built.outputs[job_id] = blank_outputs
+                continue
+            if plain and not j.tags:  # an arrival with the predictor's answers only: the shared parts
+                row = (*blank_row[:5], None if estimated is None else estimated[0], False, quantile)
+                outputs = (
+                    dict(blank_outputs)
+                    if estimated is None
+                    else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
+                )
+                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
+                entries.append(entry)
+                built.outputs[job_id] = outputs
                 continue
             if stored is None and not j.tags and job_id not in predicted:
                 # No tags, nothing journaled, no class of this pass's model.
