@@ -272,7 +272,12 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             raise RuntimeError(f"{len(runs)} of {jobs} jobs ran")
         nodes_used = {j.get("nodelist") for j in done}
         # The timeline, to line up with rush's journal (its cycles' and decisions' times).
-        timeline = {"go": go, "t_submit": sorted(j["t_submit"] for j in done), "t_run": runs}
+        timeline = {
+            "go": go,
+            "t_submit": sorted(j["t_submit"] for j in done),
+            "t_run": runs,
+            "t_cleanup": sorted(cleans),
+        }
         (workdir / "timeline.json").write_text(json.dumps(timeline))
         if args.keep:  # the first job's eventlog: where its time to RUN went
             first = min((j for j in done if j.get("t_run")), key=lambda j: j["t_run"])
