@@ -566,6 +566,22 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-29, 22:50 UTC (issue 30 item 4; r30tput4, hypothesis Y; docs/research.md
+# "Where a 1 000-job burst's wall time goes"). The timeline now keeps every job's t_cleanup (its
+# finish event: the throughput's end). Timeline first (--jobs 1000 --only sched-backfill,rush
+# --threads --keep, 22:51-22:59, load 7-13): both runs end on the broker's drain (~2.7 s after the
+# last RUN); rush's burst was allocated in four passes of <= 256 (start-batch) decided at 0.92-3.28 s,
+# its last pass's jobs reaching RUN ~1 s after their decision. Hypothesis Y (written before
+# timing): start-batch=1024 allocates the burst in ~2 passes, 5-20 % more jobs/s than the default.
+# Measured: --jobs 1000 --repeat 3 --threads --base /work/main (ce98556, the same module code)
+# --variant start-batch=1024 --keep (23:01-23:14, load 8 -> 24 -> 8), jobs/s per repeat:
+#   sched-backfill 152.1, 205.6, 156.9; Fluxion 48.0, 49.0, 42.2;
+#   rush default 131.8, 113.2, 150.7; start-batch=1024 140.2, 103.4, 130.1; main 115.6, 160.0, 186.7
+#   medians of the per-repeat ratios to sched-backfill: default 0.87x, variant 0.83x, main 0.78x
+#   (0/3, 0/3, 1/3 ahead); variant ahead of the default in 1 of 3 pairs. Y refuted; default
+#   stays 256. The default and main's module are the same code: 0.55-1.19x between its runs.
+#   In all nine rush runs the last pass's jobs reached RUN 1.3-2.3 s after their decision.
+
 # Round of 2026-11-29, 20:56 UTC (issue 30 item 4; r30tput3, hypothesis W). Written before timing.
 # Seen last round (--timers, load 16): the module's last pass over 0 pending (28 ms CPU, 0.57 s by
 # the clock) ran right after the pass that sent the last 219 jobs' commits, while those commits
