@@ -583,8 +583,8 @@ if __name__ == "__main__":
 #   In all nine rush runs the last pass's jobs reached RUN 1.3-2.3 s after their decision.
 #   Post hoc, --jobs 1000 --only rush --timers --keep (23:30, load 5, 234.2 jobs/s): no answer
 #   between 0.33 and 1.29 s; passes 2-4's 589 jobs (decided 0.60-1.23 s) answered at 1.29-1.38 s:
-#   the commits' responses read after the alloc requests queued before them (the 10:00 round's
-#   mechanism, at low load still). --jobs 10000 --threads (23:14-23:30, load 9-15), one run each:
+#   late commits (KVS busy after the submit) or responses read behind the burst's alloc requests;
+#   the timeline cannot tell which (a KVS latency probe would). --jobs 10000 --threads (23:14-23:30, load 9-15), one run each:
 #   sched-backfill 43.7 jobs/s (first start 18.51 s), Fluxion 46.9 (6.96 s), rush 54.9 (4.62 s;
 #   1.26x and 1.17x).
 
