@@ -22,7 +22,8 @@ the host's load, which other sessions set here. rush runs with FCFS, EASY,
 no extras (cycle_interval 60 s: passes come from Flux events) and journals every decision;
 its journal gives the passes' own seconds. ``--probe`` asks each scheduler for
 ``sched.resource-status`` every half second during the run and prints the longest wait for an
-answer (a scheduler answers nothing while a pass runs). ``--profile`` runs rush's module under cProfile
+answer (a scheduler answers nothing while a pass runs). ``--kvs-probe`` commits a key to the KVS every 0.05 s
+from another client (a thread of this process) and keeps each commit's latency in the timeline. ``--profile`` runs rush's module under cProfile
 (benchmarks/flux_profiled_sched.py) and prints the top functions.
 
 ``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
@@ -72,6 +73,7 @@ PROFILED = ROOT / "benchmarks" / "flux_profiled_sched.py"
 FAST = ROOT / "benchmarks" / "flux_fast_sched.py"  # the suggested fix, prototyped
 RUN_DURATION = "0.01s"  # simulated run time of every job
 PROBE_PERIOD = 0.5  # seconds between two sched.resource-status requests (--probe)
+KVS_PROBE_PERIOD = 0.05  # seconds between two probe commits to the KVS (--kvs-probe)
 FLUXION = "Fluxion easy lonodex"
 BASE_ROOT = "RUSH_BENCH_BASE_ROOT"  # --base: the checkout the broker's Python imports rush from first
 
@@ -223,6 +225,43 @@ class RpcProbe:
         self._thread.join(timeout=600)
 
 
+class KvsProbe:
+    """With ``--kvs-probe``: commits one key to the KVS every KVS_PROBE_PERIOD seconds from
+    another client, from queue start to the last clean, and keeps (wall time sent, seconds to
+    the commit's answer) in the timeline: how long a commit waited in the KVS at each moment,
+    to tell a scheduler's late commits from its late reading of their answers."""
+
+    def __init__(self, flux: FluxInstance) -> None:
+        self.flux, self.samples = flux, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        from flux.kvs import KVSTxn, commit_async  # type: ignore[import-not-found]
+
+        handle = self.flux.handle()
+        n = 0
+        while not self._stop.is_set():
+            txn = KVSTxn(handle)
+            txn.put(f"bench.kvsprobe.k{n % 16}", n)
+            sent, began = time.time(), time.monotonic()
+            try:
+                commit_async(handle, _kvstxn=txn).get()
+                self.samples.append((sent, time.monotonic() - began))
+            except OSError:
+                self.samples.append((sent, -1.0))
+            n += 1
+            self._stop.wait(KVS_PROBE_PERIOD)
+
+    def __enter__(self) -> KvsProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=600)
+
+
 def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse.Namespace) -> dict:
     env = {
         **env,
@@ -259,7 +298,8 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         cpu_before = cpu_seconds(flux)
         go = time.time()
         probe = RpcProbe(flux) if args.probe else contextlib.nullcontext()
-        with probe:
+        kvs_probe = KvsProbe(flux) if args.kvs_probe else contextlib.nullcontext()
+        with probe, kvs_probe:
             flux.run("queue", "start", "--quiet", check=False)
             wait_all_clean(flux, jobs, timeout=args.timeout)
         cpu_after = cpu_seconds(flux)
@@ -272,7 +312,14 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             raise RuntimeError(f"{len(runs)} of {jobs} jobs ran")
         nodes_used = {j.get("nodelist") for j in done}
         # The timeline, to line up with rush's journal (its cycles' and decisions' times).
-        timeline = {"go": go, "t_submit": sorted(j["t_submit"] for j in done), "t_run": runs}
+        timeline = {
+            "go": go,
+            "t_submit": sorted(j["t_submit"] for j in done),
+            "t_run": runs,
+            "t_cleanup": sorted(cleans),
+        }
+        if isinstance(kvs_probe, KvsProbe):  # (sent, seconds to the commit's answer; -1: failed)
+            timeline["kvs_probe"] = kvs_probe.samples
         (workdir / "timeline.json").write_text(json.dumps(timeline))
         if args.keep:  # the first job's eventlog: where its time to RUN went
             first = min((j for j in done if j.get("t_run")), key=lambda j: j["t_run"])
@@ -396,6 +443,11 @@ def main() -> None:
         "--probe",
         action="store_true",
         help="time the scheduler's answers to sched.resource-status during the run",
+    )
+    parser.add_argument(
+        "--kvs-probe",
+        action="store_true",
+        help="commit a key to the KVS every 0.05 s from another client and keep each commit's latency in the timeline",
     )
     parser.add_argument(
         "--fast",
@@ -560,6 +612,34 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+# Round of 2026-11-29, 22:50 UTC (issue 30 item 4; r30tput4, hypothesis Y; docs/research.md
+# "Where a 1 000-job burst's wall time goes"). The timeline now keeps every job's t_cleanup (its
+# finish event: the throughput's end). Timeline first (--jobs 1000 --only sched-backfill,rush
+# --threads --keep, 22:51-22:59, load 7-13): both runs end on the broker's drain (~2.7 s after the
+# last RUN); rush's burst was allocated in four passes of <= 256 (start-batch) decided at 0.92-3.28 s,
+# its last pass's jobs reaching RUN ~1 s after their decision. Hypothesis Y (written before
+# timing): start-batch=1024 allocates the burst in ~2 passes, 5-20 % more jobs/s than the default.
+# Measured: --jobs 1000 --repeat 3 --threads --base /work/main (ce98556, the same module code)
+# --variant start-batch=1024 --keep (23:01-23:14, load 8 -> 24 -> 8), jobs/s per repeat:
+#   sched-backfill 152.1, 205.6, 156.9; Fluxion 48.0, 49.0, 42.2;
+#   rush default 131.8, 113.2, 150.7; start-batch=1024 140.2, 103.4, 130.1; main 115.6, 160.0, 186.7
+#   medians of the per-repeat ratios to sched-backfill: default 0.87x, variant 0.83x, main 0.78x
+#   (0/3, 0/3, 1/3 ahead); variant ahead of the default in 1 of 3 pairs. Y refuted; default
+#   stays 256. The default and main's module are the same code: 0.55-1.19x between its runs.
+#   In all nine rush runs the last pass's jobs reached RUN 1.3-2.3 s after their decision.
+#   Post hoc, --jobs 1000 --only rush --timers --keep (23:30, load 5, 234.2 jobs/s): no answer
+#   between 0.33 and 1.29 s; passes 2-4's 589 jobs (decided 0.60-1.23 s) answered at 1.29-1.38 s:
+#   late commits (KVS busy after the submit) or responses read behind the burst's alloc requests;
+#   the timeline cannot tell which (a KVS latency probe would). --jobs 10000 --threads (23:14-23:30, load 9-15), one run each:
+#   sched-backfill 43.7 jobs/s (first start 18.51 s), Fluxion 46.9 (6.96 s), rush 54.9 (4.62 s;
+#   1.26x and 1.17x).
+#   --kvs-probe (new), one run each, post hoc: rush (--timers, 23:31, load 5, 331.2 jobs/s) probe
+#   latency 1 ms before the first starts, 0.1 s at 0.55 s, 0.4-0.7 s from 0.8 s on; its passes'
+#   answers 0.01-0.25 s after each pass's last commit. sched-backfill (23:32, load 5 -> 15, 223.8
+#   jobs/s) 1-7 ms until its first alloc (1.72 s), then 1.2-1.4 s, while it allocated all 1 000
+#   jobs in 0.6 s (eight requests out, a commit each): the probe's commits (another client, in
+#   this niced process) are not the scheduler's; the probe does not separate the causes.
 
 # Round of 2026-11-29, 20:56 UTC (issue 30 item 4; r30tput3, hypothesis W). Written before timing.
 # Seen last round (--timers, load 16): the module's last pass over 0 pending (28 ms CPU, 0.57 s by
