@@ -15,7 +15,7 @@ import math
 import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
-from operator import attrgetter, is_not, ne
+from operator import attrgetter, is_not, itemgetter, ne
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -112,6 +112,7 @@ RowInputs = Any
 # The RJMS job's fields a row reads.
 _FIELDS = attrgetter("state", "start", "user", "account", "partition", "submit", "procs", "requested_time")
 _JOB_ID = attrgetter("job_id")
+_FIRST = itemgetter(0)
 
 # New priority-terms JSON per pass at most (about 15 us each): a first pass over 10 000 pending
 # jobs would spend more on them than on the pass. A row whose terms are not computed yet holds
@@ -158,25 +159,30 @@ def queue_delta(
     memo = inputs if inputs is not None else {}
     outs = list(map(view.built.outputs.get, ids))
     if "cols" in memo:  # a job is looked at when new, or when anything its row reads changed
-        changed = _changed(at, memo["cols"])
+        changed, moving = _changed(at, memo["cols"])
         # The RJMS's job objects are frozen: one kept since the last call has its fields.
         lasts = list(map(memo["job"].get, ids))
         other = np.fromiter(map(is_not, jobs, lasts), dtype=np.bool_, count=len(ids)) & ~changed
         if other.any():  # a fresh object (the daemon's read): compared by the fields a row reads
             fresh = other.nonzero()[0].tolist()
             got = operator.itemgetter(*fresh) if len(fresh) > 1 else lambda s: (s[fresh[0]],)
-            olds = [None if j is None else _FIELDS(j) for j in got(lasts)]
-            changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), olds))
+            changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), map(_FIELDS, got(lasts))))
         last_out = memo["out"]
         changed |= np.fromiter(map(is_not, outs, map(last_out.get, ids)), dtype=np.bool_, count=len(ids))
         changed |= ~np.fromiter(map(previous.__contains__, ids), dtype=np.bool_, count=len(ids))
+        # A row whose only change is its estimated start (and what comes with it): the last
+        # row with the new values, where it qualifies (_moved_rows); the others built whole.
+        slow: list[int] = []
+        fast = _moved_rows(view, previous, at, np.flatnonzero(moving & ~changed).tolist(), slow)
+        changed[slow] = True
         look: Sequence[int] = np.flatnonzero(changed).tolist()
     else:
-        look = range(len(jobs))
+        look, fast = range(len(jobs)), []
     json_of: dict[int, tuple] = {}
     last_json = memo.get("json", {})
     whole: list[QueueRow] = []
     moved: list[QueueRow] = []
+    moved_at: list[int] = []  # (their positions: the fast rows merged in the jobs' order)
     wanted: dict[int, QueueRow] = {}  # rows that want their terms, by job id
     new_row = tuple.__new__
     for k, (p, running_est, priority, group, key, estimated, basis, behind) in zip(
@@ -251,6 +257,9 @@ def queue_delta(
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
+            moved_at.append(k)
+    if fast:
+        moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
     where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
     _add_terms(view, memo, (wanted, where, previous, at, looked), whole, moved)
@@ -324,15 +333,15 @@ def _row_columns(view: QueueView, ids: np.ndarray) -> RowColumns:
     return at
 
 
-def _changed(at: RowColumns, last: RowColumns) -> np.ndarray:
+def _changed(at: RowColumns, last: RowColumns) -> tuple[np.ndarray, np.ndarray]:
     """By job: new since ``last`` (the last call's columns), or any value its row reads moved
-    (NaN as NaN)."""
+    but those of :data:`_MOVING` (NaN as NaN); and where one of :data:`_MOVING` moved."""
     rows = rows_of(last["ids"], at["ids"])
     new = rows < 0
     if len(last["ids"]) == 0:
-        return np.ones(len(rows), dtype=np.bool_)
+        return np.ones(len(rows), dtype=np.bool_), np.zeros(len(rows), dtype=np.bool_)
     rows[new] = 0
-    changed = new
+    changed, moving = new, np.zeros(len(rows), dtype=np.bool_)
     for name, values in at.items():
         if name == "ids":
             continue
@@ -340,8 +349,49 @@ def _changed(at: RowColumns, last: RowColumns) -> np.ndarray:
         differs = values != before
         if values.dtype.kind == "f":
             differs &= ~(np.isnan(values) & np.isnan(before))
-        changed |= differs
-    return changed
+        if name in _MOVING:
+            moving |= differs
+        else:
+            changed |= differs
+    return changed, moving
+
+
+# The decisions' columns a row shows in its moving columns only (QueueRow[16:19]).
+_MOVING = ("start", "basis", "behind")
+
+
+def _moved_rows(
+    view: QueueView, previous: dict[int, QueueRow], at: RowColumns, fast: list[int], slow: list[int]
+) -> list[tuple[int, QueueRow]]:
+    """The rows (with their positions) of the jobs at ``fast`` (by position in the RJMS's list), whose only change since
+    their last row is in :data:`_MOVING` and whose row is pending, has its first estimate and its
+    priority terms: the last row with this pass's time, cycle and moving values, those that moved
+    (the others in ``slow`` to build whole; the rows a whole build would give)."""
+    out: list[tuple[int, QueueRow]] = []
+    k = np.asarray(fast, dtype=np.int64)
+    starts = at["start"][k]
+    starts[~np.isfinite(starts) | ~at["has_start"][k]] = np.nan
+    shown = starts.astype(object)
+    shown[np.isnan(starts)] = None
+    behind = at["behind"][k].astype(object)
+    behind[at["behind"][k] == NONE] = None
+    now, cycle, new_row = view.now, view.cycle, tuple.__new__
+    ids = at["ids"][k].tolist()
+    for i, job_id, values in zip(
+        fast, ids, zip(shown.tolist(), at["basis"][k].tolist(), behind.tolist(), strict=True), strict=True
+    ):
+        old = previous[job_id]
+        terms = old.priority_terms
+        if (
+            old.state != "pending"
+            or old.first_estimated_at is None
+            or terms is None
+            or due_at(terms) is not None
+        ):
+            slow.append(i)
+        elif values != old[16:19]:
+            out.append((i, new_row(QueueRow, (job_id, now, cycle, *old[3:16], *values, *old[19:]))))
+    return out
 
 
 def _values(at: RowColumns, look: Sequence[int]) -> Iterator[tuple]:
