@@ -14,6 +14,7 @@ import pytest
 from rush.core.config import CoreConfig
 from rush.core.decision_columns import NONE, DecisionColumns, rows_of
 from rush.core.policies import parse_policy
+from rush.core.resources import Node, Request, Slot
 from rush.core.schedule import schedule
 from rush.core.snapshot import Decisions, PendingJob, RunningJob, Snapshot
 
@@ -21,22 +22,39 @@ NOW = 80_000.0
 TOTAL = 64
 
 
-def random_snapshot(seed: int) -> Snapshot:
+def random_snapshot(seed: int, on_nodes: bool = False) -> Snapshot:
+    """Processor counts (some jobs ask for more than the machine), or 8 nodes of 8 cores (some
+    jobs ask for more nodes than there are: infeasible, out of the pass)."""
     rng = np.random.default_rng(seed)
+    nodes = tuple(Node(f"n{i}", 8, 0, leaf=i // 4) for i in range(TOTAL // 8)) if on_nodes else ()
+    free = [8] * len(nodes)
     running = []
     used = 0
     for job_id in range(1, int(rng.integers(1, 12))):
-        procs = int(rng.integers(1, 12))
+        procs = int(rng.integers(1, 9 if on_nodes else 12))
+        allocation: tuple = ()
+        if on_nodes:
+            i = int(rng.integers(0, len(nodes)))
+            procs = min(procs, free[i])
+            if procs == 0:
+                continue
+            free[i] -= procs
+            allocation = (Slot(i, procs),)
         if used + procs > TOTAL:
             break
         used += procs
         estimate = None if rng.random() < 0.5 else float(rng.integers(60, 4000))
-        running.append(
-            RunningJob(job_id, NOW - float(rng.integers(0, 3000)), procs, 3600.0, estimate=estimate)
-        )
+        start = NOW - float(rng.integers(0, 3000))
+        running.append(RunningJob(job_id, start, procs, 3600.0, estimate=estimate, allocation=allocation))
     pending = []
     for k in range(int(rng.integers(1, 60))):
-        procs = TOTAL + 1 if rng.random() < 0.1 else int(rng.integers(1, TOTAL))  # some infeasible
+        request = None
+        if on_nodes:
+            count = len(nodes) + 1 if rng.random() < 0.1 else int(rng.integers(1, 4))  # some infeasible
+            request = Request(count, int(rng.integers(1, 9)))
+            procs = request.nodes * request.cores_per_node
+        else:
+            procs = TOTAL + 1 if rng.random() < 0.1 else int(rng.integers(1, TOTAL))
         estimate = None if rng.random() < 0.5 else float(rng.integers(60, 4000))
         pending.append(
             PendingJob(
@@ -45,9 +63,10 @@ def random_snapshot(seed: int) -> Snapshot:
                 procs,
                 float(rng.choice([600, 3600, 14_400])),
                 estimate,
+                request=request,
             )
         )
-    return Snapshot(NOW, TOTAL, TOTAL - used, tuple(pending), tuple(running))
+    return Snapshot(NOW, TOTAL, TOTAL - used, tuple(pending), tuple(running), nodes=nodes)
 
 
 def as_dictionaries(columns: DecisionColumns) -> dict[str, dict]:
@@ -80,6 +99,7 @@ def dictionaries(d: Decisions, estimates: bool) -> dict[str, dict]:
     return {name: getattr(d, name) for name in names}
 
 
+@pytest.mark.parametrize("on_nodes", [False, True], ids=["procs", "nodes"])
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize(
     ("config", "explain", "estimates"),
@@ -92,9 +112,9 @@ def dictionaries(d: Decisions, estimates: bool) -> dict[str, dict]:
     ids=["easy", "bounded", "conservative", "no-estimates"],
 )
 def test_the_columns_hold_the_dictionaries_values(
-    seed: int, config: CoreConfig, explain: bool, estimates: bool
+    seed: int, config: CoreConfig, explain: bool, estimates: bool, on_nodes: bool
 ) -> None:
-    snapshot = random_snapshot(seed)
+    snapshot = random_snapshot(seed, on_nodes)
     d = schedule(snapshot, config, explain_priorities=explain, estimate_starts_too=estimates)
     assert d.columns is not None
     assert sorted(d.columns.job_id.tolist()) == sorted(p.job_id for p in snapshot.pending)

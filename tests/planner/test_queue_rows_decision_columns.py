@@ -90,3 +90,27 @@ def test_decisions_without_columns_give_the_same_rows(seed: int) -> None:
         for _ in range(rng.randrange(4)):
             jobs[next_id] = RJMSJob(next_id, "PENDING", now, rng.choice([1, 2, 4]), 900.0, user="v")
             next_id += 1
+
+
+@pytest.mark.parametrize("field", ["estimate_basis", "waits_behind", "estimated_start"])
+def test_a_moving_value_changed_alone_is_written(field: str) -> None:
+    jobs = {i: RJMSJob(i, "PENDING", 100.0 * i, 4, 900.0, user="v") for i in range(1, 30)}
+    jobs[1] = dataclasses.replace(jobs[1], state="RUNNING", start=500.0)
+    builder = SnapshotBuilder()
+    rows: dict[int, QueueRow] = {}
+    memo: dict = {}
+    for cycle in (1, 2, 3):  # (terms given, nothing left due)
+        view = _view(builder, jobs, 1000.0, cycle, fresh=False)
+        whole, moved = queue_delta(view, rows, memo)
+        keep_latest(whole + moved, rows)
+    d = view.decisions
+    job_id = d.order[-1]
+    value = {"estimate_basis": "reservation", "waits_behind": 2, "estimated_start": 99_999.0}[field]
+    assert getattr(d, field).get(job_id) != value
+    changed = dataclasses.replace(d, columns=None, **{field: {**getattr(d, field), job_id: value}})
+    whole, moved = queue_delta(dataclasses.replace(view, cycle=4, decisions=changed), rows, memo)
+    assert [row.job_id for row in whole + moved] == [job_id]
+    column = {"estimate_basis": "estimate_basis", "waits_behind": "waits_behind"}.get(
+        field, "estimated_start"
+    )
+    assert getattr((whole + moved)[0], column) == value
