@@ -34,7 +34,7 @@ from itertools import repeat
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.core.decision_columns import NONE, DecisionColumns, rows_of
+from rush.core.decision_columns import NONE, DecisionColumns
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_columns import (
     PendingColumns,
@@ -466,11 +466,9 @@ def _publish_estimates(
     if decided.unconsidered:
         basis[np.isin(pending_ids, decided.unconsidered)] = BASIS_UNCONSIDERED
     behind = np.full(len(ids), NONE, dtype=np.int64)
-    if decided.waits_behind:
-        waiting = np.fromiter(decided.waits_behind, dtype=np.int64, count=len(decided.waits_behind))
-        behind[rows_of(np.asarray(pending_ids, dtype=np.int64), waiting)] = list(
-            decided.waits_behind.values()
-        )
+    if decided.waits_behind:  # (by id in ``estimates.behind``'s order: its keys are the rows)
+        rows = np.fromiter(estimates.behind, dtype=np.int64, count=len(estimates.behind))
+        behind[rows] = list(decided.waits_behind.values())
     if decided.columns is not None:
         decided.columns = dataclasses.replace(
             decided.columns, estimated_start=estimates.start.astype(np.float64), basis=basis, behind=behind
