@@ -22,6 +22,9 @@ with this tree's (each run a fresh live path: a first cycle makes its core jobs 
 ``--other DIR``: another tree (e.g. ``git worktree add /tmp/base main``): its queue_view.py and
 journal.py, both, so that the old rows are written as the old journal wrote them.
 
+``--cycles N``: time the N-th cycle as ``next`` (the cycles between run and write their rows,
+untimed); ``--ended 0`` with it: a next cycle where few rows change.
+
 Run: ``python benchmarks/bench_queue_rows.py [--pending 10000] [--repeat 5] [--other FILE|DIR]``.
 """
 
@@ -88,7 +91,8 @@ def run(tree: tuple[ModuleType, ModuleType], pending: int, shell: str, args) -> 
         f"{folder.name}/journal.sqlite", synchronous="NORMAL" if shell == "flux-module" else "FULL"
     )
     state = live_cycle.rjms_state(snapshot, objects)
-    for cycle in ("first", "next"):
+    cycles = ["first"] + ["between"] * (args.cycles - 2) + ["next"]
+    for cycle in cycles:
         parts: dict[str, float] = defaultdict(float)
         decided = live.cycle(state, parts)  # (after a gc.collect(), not timed)
         t1 = time.process_time()
@@ -112,7 +116,8 @@ def run(tree: tuple[ModuleType, ModuleType], pending: int, shell: str, args) -> 
             else:
                 previous[row.job_id] = row
         later = next_snapshot(snapshot, decided, args.ended, kept=False)
-        state = live_cycle.rjms_state(live_cycle.with_arrivals(later, args.arrivals, pending), objects)
+        snapshot = live_cycle.with_arrivals(later, args.arrivals, pending)
+        state = live_cycle.rjms_state(snapshot, objects)
     journal.close()
     folder.cleanup()
     return out
@@ -125,6 +130,13 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument(
+        "--cycles",
+        type=int,
+        default=2,
+        help="the cycle timed as 'next' (2: the one after the first; e.g. 45 at 10 000 pending: the "
+        "priority terms' budget spent, all rows given theirs)",
+    )
     parser.add_argument(
         "--other", help="another version of rush/planner/queue_view.py, or another tree, alternated"
     )

@@ -34,6 +34,7 @@ from itertools import repeat
 import numpy as np
 
 from rush.core.config import CoreConfig
+from rush.core.decision_columns import NONE, DecisionColumns
 from rush.core.false_small_kill import kill_due, requeue_as_large
 from rush.core.job_columns import (
     PendingColumns,
@@ -340,6 +341,7 @@ def schedule(
     decided.priority = dict(zip(decided.order, np.asarray(values, dtype=np.int64).tolist(), strict=True))
     decided.priority_group = dict(zip(decided.order, queues.group.tolist(), strict=True))
     decided.priority_key = dict(zip(decided.order, queues.key.tolist(), strict=True))
+    ranked = _ranked_columns(waiting.job_id, order, values, queues)
     decisions: list[Decision] = list(kills)
     # A job read as infeasible is out of the pass, not out of the RJMS's queue: where the shell
     # sets priorities, it is released at the lowest value (the decision's value), so that the
@@ -350,6 +352,8 @@ def schedule(
         decisions.append(Decision(pending[k].job_id, "infeasible", why, lowest))
         if lowest is not None:
             decided.priority[pending[k].job_id] = lowest
+            ranked.priority[k], ranked.has_priority[k] = lowest, True
+    decided.columns = ranked
     explained_at = len(decisions)
     for k in range(result.reserved):
         j = out.reserved[k]
@@ -458,6 +462,32 @@ def _publish_estimates(
     for job_id in decided.unconsidered:  # left out by a bounded pass: no projection of its own
         decided.estimate_basis[job_id] = BASIS_UNCONSIDERED
     decided.waits_behind = _waits_behind(estimates.behind, pending_ids, running_ids)
+    basis = np.array(estimates.basis, dtype=object)
+    if decided.unconsidered:
+        basis[np.isin(pending_ids, decided.unconsidered)] = BASIS_UNCONSIDERED
+    behind = np.full(len(ids), NONE, dtype=np.int64)
+    if decided.waits_behind:  # (by id in ``estimates.behind``'s order: its keys are the rows)
+        rows = np.fromiter(estimates.behind, dtype=np.int64, count=len(estimates.behind))
+        behind[rows] = list(decided.waits_behind.values())
+    if decided.columns is not None:
+        decided.columns = dataclasses.replace(
+            decided.columns, estimated_start=estimates.start.astype(np.float64), basis=basis, behind=behind
+        )
+
+
+def _ranked_columns(job_id: np.ndarray, order: np.ndarray, values: np.ndarray, queues) -> DecisionColumns:
+    """The ranked jobs' priority, group and key as columns aligned with the pending columns
+    (``order``: their rows, in rank order; the others: no priority, group NONE, key NaN)."""
+    n = len(job_id)
+    priority = np.zeros(n, dtype=np.int64)
+    priority[order] = np.asarray(values, dtype=np.int64)
+    has_priority = np.zeros(n, dtype=np.bool_)
+    has_priority[order] = True
+    group = np.full(n, NONE, dtype=np.int64)
+    group[order] = queues.group
+    key = np.full(n, np.nan)
+    key[order] = queues.key
+    return DecisionColumns(np.asarray(job_id, dtype=np.int64), priority, has_priority, group, key)
 
 
 def _waits_behind(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from rush.core.resources import Fabric, Node, Request, Slot
 
 if TYPE_CHECKING:  # pure data here: the record's module loads numpy and numba
+    from rush.core.decision_columns import DecisionColumns
     from rush.core.job_columns import SnapshotColumns
     from rush.core.kept_nodes import KeptNodes
     from rush.core.priority_explanations import PriorityExplanations
@@ -188,6 +189,9 @@ class Decisions:
     # Conservative on nodes: the reservations' nodes and what the pass left booked, for the
     # shell to give back as the next ``Snapshot.kept`` (rush.core.kept_nodes); else None.
     kept: KeptNodes | None = None
+    # The values above by pending job as columns aligned with the pass's pending columns
+    # (rush.core.decision_columns), as schedule() made them; None: read the dictionaries.
+    columns: DecisionColumns | None = field(default=None, compare=False, repr=False)
 
     def explain_later(self, listed: list[Decision], explained: PriorityExplanations, at: int) -> None:
         """``listed``: every decision but the priority ones, which stand, in ``explained``'s

@@ -12,14 +12,17 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
-from itertools import compress, count, repeat
-from operator import attrgetter, eq, is_, is_not, not_
+from operator import attrgetter, is_not, itemgetter, ne
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from rush.core.config import CoreConfig
-from rush.core.job_columns import PendingRows, pending_columns
+from rush.core.decision_columns import NONE, DecisionColumns, rows_of
+from rush.core.job_columns import PendingColumns, PendingRows, pending_columns
 from rush.core.priority_terms import JobInputs, priority_terms
 from rush.core.runtime_predictions import correction_code, running_estimate
 from rush.core.snapshot import Decisions
@@ -61,11 +64,15 @@ Pending = tuple[float | None, int, float | None]
 def _pending_of(view: QueueView) -> dict[int, Pending]:
     """Each pending job's row values by job id, read from the pass's pending columns (the
     builder's, so that no core job is made for a job no decision names)."""
-    pending = view.built.snapshot.pending
-    columns = pending.columns if isinstance(pending, PendingRows) else pending_columns(pending)
+    columns = _pending_columns(view)
     estimates, fairshares = columns.as_given("estimate"), columns.as_given("fairshare")
     values = zip(estimates, columns.runtime_class.tolist(), fairshares, strict=True)
     return dict(zip(columns.job_id.tolist(), values, strict=True))
+
+
+def _pending_columns(view: QueueView) -> PendingColumns:
+    pending = view.built.snapshot.pending
+    return pending.columns if isinstance(pending, PendingRows) else pending_columns(pending)
 
 
 def _inputs(job: RJMSJob, p: Pending) -> JobInputs:
@@ -105,6 +112,7 @@ RowInputs = Any
 # The RJMS job's fields a row reads.
 _FIELDS = attrgetter("state", "start", "user", "account", "partition", "submit", "procs", "requested_time")
 _JOB_ID = attrgetter("job_id")
+_FIRST = itemgetter(0)
 
 # New priority-terms JSON per pass at most (about 15 us each): a first pass over 10 000 pending
 # jobs would spend more on them than on the pass. A row whose terms are not computed yet holds
@@ -139,50 +147,50 @@ def queue_delta(
     the caller between calls (this call replaces its contents): a job whose row inputs are those
     of the last call is not looked at again (its row is as written), outputs kept while a job is
     unchanged are encoded once, and the rows waiting for their terms are found without a walk.
-    Built in bulk: the jobs' inputs read and compared with C-level maps, one row built only for
-    a job that is new or whose inputs changed."""
-    d = view.decisions
-    pending = _pending_of(view)
-    running_now = _running_estimates(view)
+    Built in bulk: the values a row reads of the pass (its pending columns, the running jobs'
+    estimates, the decisions' columns: :class:`rush.core.decision_columns.DecisionColumns`)
+    gathered as arrays aligned with the RJMS's jobs and compared with the last call's as arrays;
+    the RJMS jobs' own fields and outputs compared with C-level maps; one row built only for a
+    job that is new or whose inputs changed."""
     now, cycle = view.now, view.cycle
     jobs = view.state.jobs
     ids = list(map(_JOB_ID, jobs))
+    at = _row_columns(view, np.array(ids, dtype=np.int64))
     memo = inputs if inputs is not None else {}
-    sigs = list(
-        zip(
-            map(_FIELDS, jobs),
-            map(pending.get, ids),
-            map(running_now.get, ids),
-            map(d.priority.get, ids),
-            map(d.priority_group.get, ids),
-            map(d.priority_key.get, ids),
-            map(d.estimated_start.get, ids),
-            map(d.estimate_basis.get, ids),
-            map(d.waits_behind.get, ids),
-            strict=True,
-        )
-    )
     outs = list(map(view.built.outputs.get, ids))
-    olds = list(map(previous.get, ids))
-    if "sig" in memo:  # a job is looked at when new, or when anything its row reads changed
-        same = map(eq, sigs, map(memo["sig"].get, ids))
-        kept = map(is_, outs, map(memo["out"].get, ids))
-        written = map(is_not, olds, repeat(None))
-        look: Sequence[int] = list(
-            compress(count(), map(not_, map(all, zip(same, kept, written, strict=True))))
-        )
+    if "cols" in memo:  # a job is looked at when new, or when anything its row reads changed
+        changed, moving = _changed(at, memo["cols"])
+        # The RJMS's job objects are frozen: one kept since the last call has its fields.
+        lasts = list(map(memo["job"].get, ids))
+        other = np.fromiter(map(is_not, jobs, lasts), dtype=np.bool_, count=len(ids)) & ~changed
+        if other.any():  # a fresh object (the daemon's read): compared by the fields a row reads
+            fresh = other.nonzero()[0].tolist()
+            got = operator.itemgetter(*fresh) if len(fresh) > 1 else lambda s: (s[fresh[0]],)
+            changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), map(_FIELDS, got(lasts))))
+        last_out = memo["out"]
+        changed |= np.fromiter(map(is_not, outs, map(last_out.get, ids)), dtype=np.bool_, count=len(ids))
+        changed |= ~np.fromiter(map(previous.__contains__, ids), dtype=np.bool_, count=len(ids))
+        # A row whose only change is its estimated start (and what comes with it): the last
+        # row with the new values, where it qualifies (_moved_rows); the others built whole.
+        slow: list[int] = []
+        fast = _moved_rows(view, previous, at, np.flatnonzero(moving & ~changed).tolist(), slow)
+        changed[slow] = True
+        look: Sequence[int] = np.flatnonzero(changed).tolist()
     else:
-        look = range(len(jobs))
+        look, fast = range(len(jobs)), []
     json_of: dict[int, tuple] = {}
     last_json = memo.get("json", {})
     whole: list[QueueRow] = []
     moved: list[QueueRow] = []
+    moved_at: list[int] = []  # (their positions: the fast rows merged in the jobs' order)
     wanted: dict[int, QueueRow] = {}  # rows that want their terms, by job id
     new_row = tuple.__new__
-    for k in look:
-        job, old, outputs = jobs[k], olds[k], outs[k]
-        _, p, running_estimate, priority, group, key, estimated, basis, behind = sigs[k]
+    for k, (p, running_est, priority, group, key, estimated, basis, behind) in zip(
+        look, _values(at, look), strict=True
+    ):
+        job, outputs = jobs[k], outs[k]
         job_id = job.job_id
+        old = previous.get(job_id)
         if outputs is None:
             encoded = None
         else:
@@ -192,7 +200,7 @@ def queue_delta(
             json_of[id(outputs)] = hit
             encoded = hit[1]
         if job.state != "PENDING" and job.start is not None:
-            state, start, estimate = "running", job.start, running_estimate
+            state, start, estimate = "running", job.start, running_est
             estimated = basis = behind = None
         else:
             state, start, estimate = "pending", None, None if p is None else p[0]
@@ -249,21 +257,190 @@ def queue_delta(
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
+            moved_at.append(k)
+    if fast:
+        moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
     where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
-    _add_terms(view, memo, (wanted, where, olds, sigs, looked), whole, moved)
+    _add_terms(view, memo, (wanted, where, previous, at, looked), whole, moved)
     for job_id in previous.keys() - set(ids):
         old = previous[job_id]
         if old.state != "gone":
             whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
-        memo["sig"] = dict(zip(ids, sigs, strict=True))
+        memo["cols"] = at
+        memo["job"] = dict(zip(ids, jobs, strict=True))
         memo["out"] = dict(zip(ids, outs, strict=True))
         # The JSON of outputs met earlier too (an unchanged job's is not looked up), bounded.
         if len(last_json) + len(json_of) < 2 * len(ids) + 64:
             json_of = {**last_json, **json_of}
         memo["json"] = json_of
     return QueueDelta(whole, moved)
+
+
+# The values a row reads of the pass, by job (one entry per RJMS job, aligned with its list):
+# pending columns (``p_*``, where ``has_p``), the running job's estimate (where ``has_r``), the
+# decisions (``priority`` where ``has_priority``; ``group`` NONE and ``key`` NaN where unranked;
+# ``start`` and ``basis`` where ``has_start``; ``behind`` NONE where none). ``ids``: the jobs.
+RowColumns = dict[str, np.ndarray]
+
+
+def _gather(values: np.ndarray, rows: np.ndarray, found: np.ndarray, fill: object) -> np.ndarray:
+    out = np.full(len(rows), fill, dtype=values.dtype)
+    out[found] = values[rows[found]]
+    return out
+
+
+def _row_columns(view: QueueView, ids: np.ndarray) -> RowColumns:
+    """What each of the RJMS's jobs' rows read of the pass, as arrays aligned with ``ids``."""
+    pending = _pending_columns(view)
+    rows = rows_of(pending.job_id, ids)
+    has_p = rows >= 0
+    running = _running_estimates(view)
+    r_ids = np.fromiter(running, dtype=np.int64, count=len(running))
+    r_rows = rows_of(r_ids, ids)
+    has_r = r_rows >= 0
+    d = view.decisions
+    cols = d.columns if d.columns is not None else DecisionColumns.of(d)
+    d_rows = cols.rows_of(ids)
+    has_d = d_rows >= 0
+    at = {
+        "ids": ids,
+        "has_p": has_p,
+        "p_est": _gather(pending.estimate, rows, has_p, np.nan),
+        "own_est": _gather(pending.own_estimate, rows, has_p, False),
+        "p_class": _gather(pending.runtime_class, rows, has_p, -1),
+        "p_fair": _gather(pending.fairshare, rows, has_p, np.nan),
+        "own_fair": _gather(pending.own_fairshare, rows, has_p, False),
+        "has_r": has_r,
+        "r_est": _gather(
+            np.fromiter(running.values(), dtype=np.float64, count=len(running)), r_rows, has_r, np.nan
+        ),
+        "priority": _gather(cols.priority, d_rows, has_d, 0),
+        "has_priority": _gather(cols.has_priority, d_rows, has_d, False),
+        "group": _gather(cols.group, d_rows, has_d, NONE),
+        "key": _gather(cols.key, d_rows, has_d, np.nan),
+    }
+    if cols.estimated_start is None or cols.basis is None or cols.behind is None:
+        none = np.zeros(len(ids), dtype=np.bool_)
+        at |= {"has_start": none, "start": np.full(len(ids), np.nan), "basis": np.full(len(ids), None)}
+        at["behind"] = np.full(len(ids), NONE, dtype=np.int64)
+    else:
+        at["has_start"] = has_d
+        at["start"] = _gather(cols.estimated_start, d_rows, has_d, np.nan)
+        at["basis"] = _gather(cols.basis, d_rows, has_d, None)
+        at["behind"] = _gather(cols.behind, d_rows, has_d, NONE)
+    return at
+
+
+def _changed(at: RowColumns, last: RowColumns) -> tuple[np.ndarray, np.ndarray]:
+    """By job: new since ``last`` (the last call's columns), or any value its row reads moved
+    but those of :data:`_MOVING` (NaN as NaN); and where one of :data:`_MOVING` moved."""
+    rows = rows_of(last["ids"], at["ids"])
+    new = rows < 0
+    if len(last["ids"]) == 0:
+        return np.ones(len(rows), dtype=np.bool_), np.zeros(len(rows), dtype=np.bool_)
+    rows[new] = 0
+    changed, moving = new, np.zeros(len(rows), dtype=np.bool_)
+    for name, values in at.items():
+        if name == "ids":
+            continue
+        before = last[name][rows]
+        differs = values != before
+        if values.dtype.kind == "f":
+            differs &= ~(np.isnan(values) & np.isnan(before))
+        if name in _MOVING:
+            moving |= differs
+        else:
+            changed |= differs
+    return changed, moving
+
+
+# The decisions' columns a row shows in its moving columns only (QueueRow[16:19]).
+_MOVING = ("start", "basis", "behind")
+
+
+def _moved_rows(
+    view: QueueView, previous: dict[int, QueueRow], at: RowColumns, fast: list[int], slow: list[int]
+) -> list[tuple[int, QueueRow]]:
+    """The rows (with their positions) of the jobs at ``fast`` (by position in the RJMS's list), whose only change since
+    their last row is in :data:`_MOVING` and whose row is pending, has its first estimate and its
+    priority terms: the last row with this pass's time, cycle and moving values, those that moved
+    (the others in ``slow`` to build whole; the rows a whole build would give)."""
+    out: list[tuple[int, QueueRow]] = []
+    k = np.asarray(fast, dtype=np.int64)
+    starts = at["start"][k]
+    starts[~np.isfinite(starts) | ~at["has_start"][k]] = np.nan
+    shown = starts.astype(object)
+    shown[np.isnan(starts)] = None
+    behind = at["behind"][k].astype(object)
+    behind[at["behind"][k] == NONE] = None
+    now, cycle, new_row = view.now, view.cycle, tuple.__new__
+    ids = at["ids"][k].tolist()
+    for i, job_id, values in zip(
+        fast, ids, zip(shown.tolist(), at["basis"][k].tolist(), behind.tolist(), strict=True), strict=True
+    ):
+        old = previous[job_id]
+        terms = old.priority_terms
+        if (
+            old.state != "pending"
+            or old.first_estimated_at is None
+            or terms is None
+            or due_at(terms) is not None
+        ):
+            slow.append(i)
+        elif values != old[16:19]:
+            out.append((i, new_row(QueueRow, (job_id, now, cycle, *old[3:16], *values, *old[19:]))))
+    return out
+
+
+def _values(at: RowColumns, look: Sequence[int]) -> Iterator[tuple]:
+    """For the jobs at ``look``, the values their rows read as Python values (None: none):
+    ``(p, running estimate, priority, group, key, estimated start, basis, behind)``, ``p`` as
+    :data:`Pending` or None."""
+    k = np.asarray(look, dtype=np.int64)
+
+    def listed(name: str, mask: str | None = None, none: object = None) -> list:
+        values = at[name][k]
+        if mask is None:
+            hide = values == none
+        else:
+            hide = ~at[mask][k]
+        if not hide.any():
+            return values.tolist()
+        out = values.astype(object)
+        out[hide] = None
+        return out.tolist()
+
+    p = zip(listed("p_est", "own_est"), at["p_class"][k].tolist(), listed("p_fair", "own_fair"), strict=True)
+    p_or_none = map(lambda has, v: v if has else None, at["has_p"][k].tolist(), p)
+    return zip(
+        p_or_none,
+        listed("r_est", "has_r"),
+        listed("priority", "has_priority"),
+        listed("group", none=NONE),
+        _keys(at, k),
+        listed("start", "has_start"),
+        at["basis"][k].tolist(),
+        listed("behind", none=NONE),
+        strict=True,
+    )
+
+
+def _keys(at: RowColumns, k: np.ndarray) -> list:
+    keys = at["key"][k].astype(object)
+    keys[at["group"][k] == NONE] = None
+    return keys.tolist()
+
+
+def _pending_at(at: RowColumns, k: int) -> Pending | None:
+    if not at["has_p"][k]:
+        return None
+    return (
+        float(at["p_est"][k]) if at["own_est"][k] else None,
+        int(at["p_class"][k]),
+        float(at["p_fair"][k]) if at["own_fair"][k] else None,
+    )
 
 
 def _add_terms(
@@ -274,7 +451,7 @@ def _add_terms(
     terms, the longest-waiting first, computed at the time they are of; a row given them and
     otherwise as last written keeps its time and cycle. The wanted rows not given them are
     written as they are where they changed, and wait in the heap."""
-    wanted, where, olds, sigs, looked = this_pass
+    wanted, where, previous, columns, looked = this_pass
     due: list[tuple[float, int]] = memo.get("due", [])
     queued: set[int] = memo.get("queued", set())
     for job_id, row in wanted.items():
@@ -289,12 +466,12 @@ def _add_terms(
         k = where.get(job_id)
         if k is None:
             continue  # left the queue
-        old = olds[k]
+        old = previous.get(job_id)
         row = wanted.pop(job_id, None) or (None if job_id in looked else old)
         at = None if row is None or row.priority_terms is None else due_at(row.priority_terms)
         if at is None:
             continue  # given its terms since it was queued, or no longer wanting them
-        p = sigs[k][1]
+        p = _pending_at(columns, k)
         job = view.state.jobs[k]
         terms = terms_json(view.config, view.policy_text, _inputs(job, p), at, origin)
         if old is not None and row[3:23] == old[3:23]:
@@ -303,7 +480,7 @@ def _add_terms(
             whole.append(row._replace(priority_terms=terms))
         given += 1
     for job_id, row in wanted.items():
-        old = olds[where[job_id]]
+        old = previous.get(job_id)
         if old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
             whole.append(row)
         elif row[16:21] != old[16:21]:

@@ -110,5 +110,5 @@ def test_rows_with_the_last_passs_inputs_equal_rows_rebuilt_every_pass() -> None
                 else:
                     previous[row.job_id] = row
     # The memo keeps the row inputs of the jobs listed, and each outputs JSON with its object.
-    assert written > 0 and set(inputs["sig"]) == set(jobs)
+    assert written > 0 and set(inputs["job"]) == set(jobs) == set(inputs["cols"]["ids"].tolist())
     assert all(id(o) == k for k, (o, _) in inputs["json"].items())
