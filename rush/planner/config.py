@@ -322,7 +322,7 @@ class SiteSection(Section):
         ge=1,
         le=MAX_VALUE,
         description="an integer from 1 to 1610612736: rush's priority values are scaled into "
-        "[0, priority_weight] (Slurm: the SiteFactor, next to PriorityWeightFairshare and the "
+        "[1, priority_weight], never 0, which Flux reads as held (Slurm: the SiteFactor, next to PriorityWeightFairshare and the "
         "others; Flux: the term added to the site's priority plugin); absent: the full range, "
         "rush's order overrides the site's factors",
     )
