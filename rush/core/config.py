@@ -28,7 +28,7 @@ class CoreConfig:
     * ``divider``: runtime class divider in seconds; with ``kill_false_small`` an opted-in
       (idempotent) predicted-small job that runs past it is killed and requeued as large.
     * ``skip_limit``: a job predicted to suffer variability is skipped at most this many times.
-    * ``priority_weight``: scale the RJMS priority values into [0, priority_weight].
+    * ``priority_weight``: scale the RJMS priority values into [1, priority_weight].
     * ``max_jobs_considered``: a live pass considers at most this many pending jobs besides
       those holding a standing reservation (:mod:`rush.core.pass_budget`); None: all.
     * ``prediction_correction``: how a running job's estimate is corrected once it outlives
@@ -55,7 +55,7 @@ class CoreConfig:
     wait_quantum: float = 0.0
     placement: str = "first-fit"
     prediction_correction: str = "none"
-    # Beside a site's own priorities: the values are scaled into [0, priority_weight]
+    # Beside a site's own priorities: the values are scaled into [1, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
     # A live pass considers at most this many pending jobs (beyond those holding a standing

@@ -74,9 +74,19 @@ def priority_values(group: np.ndarray, key: np.ndarray, policy_code: int, time_o
 
 
 def scaled(values: np.ndarray, priority_weight: int | None) -> np.ndarray:
-    """Values mapped into [0, priority_weight] (monotone: the order is kept, near ties merge),
-    for a site that weighs rush's order beside its own factors; None: unchanged."""
+    """Values mapped into [1, priority_weight] (monotone: the order is kept, near ties merge),
+    for a site that weighs rush's order beside its own factors; None: unchanged.
+
+    Affine, ``1 + (v - 1) * (w - 1) // (MAX_VALUE - 1)``: the lowest value stays 1 (so a job
+    released at ``LOWEST_VALUE`` is still the lowest) and ``MAX_VALUE`` becomes ``w``. Never 0,
+    which several shells read as something other than "lowest": Flux's job-manager holds a
+    job of priority 0 (it never reaches the scheduler), and rush's jobtap plugin in
+    ``combine = "replace"`` mode takes the value as the job's priority; Slurm reserves a total
+    priority of 0 for held jobs. A weight of 1 gives every job 1: rush then adds nothing that
+    tells jobs apart.
+    """
     if priority_weight is None:
         return values
-    # Exact in integers: values * weight < 2**31 * 2**31 fits int64.
-    return (np.asarray(values, dtype=np.int64) * np.int64(priority_weight)) // np.int64(MAX_VALUE)
+    v = np.asarray(values, dtype=np.int64)
+    # Exact in integers: (v - 1) * (w - 1) < 2**31 * 2**31 fits int64.
+    return 1 + ((v - 1) * np.int64(priority_weight - 1)) // np.int64(MAX_VALUE - 1)

@@ -322,9 +322,10 @@ class SiteSection(Section):
         ge=1,
         le=MAX_VALUE,
         description="an integer from 1 to 1610612736: rush's priority values are scaled into "
-        "[0, priority_weight] (Slurm: the SiteFactor, next to PriorityWeightFairshare and the "
-        "others; Flux: the term added to the site's priority plugin); absent: the full range, "
-        "rush's order overrides the site's factors",
+        "[1, priority_weight], order kept, never 0 (Flux's hold: a job rush ranks last or releases as "
+        "infeasible gets 1). Slurm: the SiteFactor, next to PriorityWeightFairshare and the others; "
+        "Flux: the term added to the site's priority plugin. Absent: the full range, rush's order "
+        "overrides the site's factors",
     )
     fairshare: Literal["none", "rjms"] = Field(
         "none",

@@ -71,7 +71,7 @@ def test_priority_weight_scales_the_values_and_keeps_the_order() -> None:
     assert weighed.order == full.order
     values = [weighed.priority[j] for j in weighed.order]
     assert values == sorted(values, reverse=True)
-    assert all(0 <= v <= 1000 for v in values)
+    assert all(1 <= v <= 1000 for v in values)
     # Not starved, so band 1: a third of the range up to two thirds.
     assert all(333 <= v <= 667 for v in values)
 

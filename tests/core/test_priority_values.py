@@ -8,7 +8,8 @@ import pytest
 from rush.core import CoreConfig, PendingJob, RuntimeClass, Snapshot
 from rush.core.names import DYNAMIC_CODES, POLICY_CODES
 from rush.core.policies import parse_policy, priority_key, quantised_wait
-from rush.core.priority_values import BAND, MAX_VALUE, key_levels, priority_values
+from rush.core.priority_values import BAND, LOWEST_VALUE, MAX_VALUE, key_levels, priority_values, scaled
+from rush.core.resources import Node, Request
 from rush.core.schedule import schedule
 
 # LEARNED needs a heuristic file: tests/core/test_learned_policy.py checks its values.
@@ -139,3 +140,53 @@ def test_key_levels_are_monotone_over_the_float_range():
     assert levels[10] < levels[11]  # a relative difference of 1e-6 is resolved
     values = priority_values(np.array([0, 1, 2] * 5 + [1]), keys, 6, 0.0)
     assert values.min() >= 1 and values.max() <= MAX_VALUE < 2**31
+
+
+# -- site.priority_weight: scaled into [1, W] ------------------------------------------------
+WEIGHTS = [1, 2, 3, 5, 7, 10, 1000, MAX_VALUE - 1, MAX_VALUE]
+
+
+@pytest.mark.parametrize("weight", WEIGHTS)
+def test_no_scaled_value_is_zero_and_the_order_is_kept(weight):
+    """0 is Flux's hold (the plugin's ``combine = "replace"`` makes the value the priority) and
+    Slurm's held total: every value rush gives a job it does not hold scales to at least 1, the
+    lowest (a job released as infeasible) to 1 itself, the highest to the weight; monotone. Main
+    scaled into [0, W]: ``LOWEST_VALUE`` and the low-ranked jobs to 0."""
+    rng = np.random.default_rng(weight)
+    values = np.unique(
+        np.concatenate(
+            [
+                [LOWEST_VALUE, 2, 3, BAND - 1, BAND, BAND + 1, 2 * BAND, MAX_VALUE - 1, MAX_VALUE],
+                rng.integers(1, MAX_VALUE + 1, 2000),
+            ]
+        )
+    )
+    out = scaled(values, weight)
+    assert out.min() >= 1 and out.max() <= weight
+    assert out[values == LOWEST_VALUE][0] == 1 and out[values == MAX_VALUE][0] == weight
+    assert (np.diff(out) >= 0).all()  # order kept (near ties may merge)
+    if weight == MAX_VALUE:
+        assert (out == values).all()  # the full range: unchanged
+
+
+@pytest.mark.parametrize("weight", [1, 2, 1000])
+def test_a_released_infeasible_job_and_the_lowest_ranked_job_are_never_priority_zero(weight):
+    """Through the core's decisions: with a small weight the last-ranked job (band 0: a
+    predicted-large job) and a job read as infeasible (released at the lowest value) get 1."""
+    now = ORIGIN + 1e5
+    one = Request(nodes=1, cores_per_node=1)
+    jobs = [
+        PendingJob(1, now - 50, 1, 60.0, runtime_class=RuntimeClass.SMALL, request=one),
+        PendingJob(2, now - 40, 1, 86_400.0, runtime_class=RuntimeClass.LARGE, request=one),
+        PendingJob(3, now - 30, 3, 60.0, request=Request(nodes=3, cores_per_node=1)),  # 2 nodes here
+    ]
+    config = CoreConfig.from_names("SPF", "easy", use_classes=True, priority_weight=weight)
+    nodes = (Node("n0", 4), Node("n1", 4))
+    snap = Snapshot(
+        now=now, total_procs=8, free_procs=8, pending=tuple(jobs), time_origin=ORIGIN, nodes=nodes
+    )
+    decisions = schedule(snap, config, explain_priorities=True)
+    assert [d.job_id for d in decisions.of("infeasible")] == [3]
+    assert decisions.priority[3] == 1 and decisions.of("infeasible")[0].value == 1
+    assert decisions.order[-1] == 2 and decisions.priority[2] >= 1
+    assert decisions.priority[1] >= decisions.priority[2]

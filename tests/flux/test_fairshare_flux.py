@@ -87,7 +87,7 @@ def test_priority_mode_adds_rushs_term_to_flux_accounting(accounted, tmp_path, t
     assert report.ok and report.applied == {"priority": 3}
     rush = backend.plugin_priorities(jobs)
     # SPF alone would put other (10 minutes, submitted last) behind both of root's jobs.
-    assert rush[root_short] > rush[root_long] >= rush[other] >= 0 and rush[root_short] <= 1000
+    assert rush[root_short] > rush[root_long] >= rush[other] >= 1 and rush[root_short] <= 1000
     expect = {j: site[j] + rush[j] for j in jobs}
     wait_for(lambda: {j: priorities(flux)[j] for j in jobs} == expect)
     final = priorities(flux)

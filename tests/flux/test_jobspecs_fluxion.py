@@ -35,7 +35,7 @@ from rush.rjms.flux import FluxBackend, request_from_jobspec
 from tests.flux import fluxion, plugin_build
 from tests.flux.instance import FluxInstance
 from tests.flux.live_rush import started, state
-from tests.flux.plugin_build import jobtap_config, urgencies, wait_for
+from tests.flux.plugin_build import jobtap_config, priorities, urgencies, wait_for
 
 pytestmark = pytest.mark.flux
 
@@ -379,6 +379,43 @@ def test_a_job_rush_misreads_as_infeasible_passes_the_gate_and_fluxion_starts_it
     assert line["status"] == "done" and line["value"] == LOWEST_VALUE
     eventlog = inst.run("job", "eventlog", str(job)).stdout.splitlines()
     assert sum(1 for e in eventlog if e.split()[1:2] == ["start"]) == 1
+
+
+def test_with_a_small_priority_weight_the_last_ranked_and_a_released_job_still_start(
+    instances, tmp_path, plugin, monkeypatch
+):
+    """``site.priority_weight = 2`` with rush's plugin in ``combine = "replace"`` (the value is
+    the job's Flux priority; 0 is Flux's hold) and the gate: the core scales every value into
+    [1, 2], so the last-ranked job and a job rush misreads as infeasible (released at the lowest
+    value) get priority 1, Flux holds the very value rush journaled, and Fluxion starts them
+    (SPF: both ranked jobs' keys are positive, so their values lie in the lower half of band 1).
+    Main scaled into [0, 2]: every job here was decided and journaled at 0."""
+
+    def mains_reading(spec: Any, fluxion: bool = False, sizes: Any = (), queue_sizes: Any = None) -> Request:
+        return request_from_jobspec(spec, fluxion=fluxion)
+
+    monkeypatch.setattr("rush.rjms.flux.backend.request_from_jobspec", mains_reading)
+    inst = two_nodes(instances, tmp_path / "flux", plugin, "lonode", layout=GPUS)
+    last = inst.submit("-n1", "-t", "10m", "sleep", "300")
+    first = inst.submit("-n1", "-t", "1m", "sleep", "300")
+    misread = submit_jobspec(inst, [slot(3, core(1), gpu(1))], "sleep", "300")
+    wait_for(lambda: all(priorities(inst).get(j) == 0 for j in (first, last, misread)))  # the gate
+    raw = {
+        "daemon": {"journal": str(tmp_path / "journal.sqlite"), "cycle_interval": 1, "dry_run": False},
+        "policy": {"policy": "SPF", "threshold": "none", "wait_quantum": 0},
+        "site": {"priority_weight": 2},
+        "rjms": {"backend": "flux", "options": {"uri": inst.uri, "priority_lever": "plugin"}},
+    }
+    daemon = Daemon(parse_config(raw))
+    assert daemon.run_cycle().ok
+    decided = daemon.last[2]
+    assert decided.order == [first, last] and [d.job_id for d in decided.of("infeasible")] == [misread]
+    wait_for(lambda: all(started(inst, j) for j in (first, last, misread)), timeout=60)
+    assert decided.priority[last] >= 1 and decided.priority[misread] == LOWEST_VALUE, decided.priority
+    shown = priorities(inst)  # the last priority Flux gave each job (job-list keeps it)
+    for job in (first, last, misread):
+        [line] = daemon.journal.decisions(job, "priority")
+        assert line["status"] == "done" and line["value"] >= 1 and shown[job] == line["value"], (job, line)
 
 
 def test_an_oversized_job_passes_the_gate_and_fluxion_refuses_it(instances, tmp_path, plugin):

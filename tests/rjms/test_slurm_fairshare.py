@@ -164,13 +164,13 @@ def test_the_planner_orders_by_the_read_factor(tmp_path: Path) -> None:
     report = planner.run_cycle()
     assert report.ok, report.error
     # acct_b's 0.75 above acct_a's 0.25 (same submit time: FCFS's term alone ties them), in
-    # the SiteFactor written, scaled into [0, priority_weight].
+    # the SiteFactor written, scaled into [1, priority_weight].
     updates = [
         line.split() for line in (tmp_path / "calls").read_text().splitlines() if "SiteFactor=" in line
     ]
     written = {int(u[2].removeprefix("JobId=")): int(u[3].removeprefix("SiteFactor=")) for u in updates}
     assert set(written) == {2, 3}
-    assert 1000 >= written[3] > written[2] >= 0
+    assert 1000 >= written[3] > written[2] >= 1
 
 
 @pytest.mark.parametrize(
@@ -197,14 +197,14 @@ def test_a_bad_factor_answer_fails_the_cycle_and_nothing_is_applied(
 # -- priority_weight: small values through Slurm's levers --------------------------------------
 @pytest.mark.parametrize("weight", [1, 1000, 10_000])
 def test_scaled_values_pass_both_levers_unchanged(weight: int) -> None:
-    """The core's values scaled into [0, priority_weight] (0 included) are what each lever
+    """The core's values scaled into [1, priority_weight] (never 0) are what each lever
     writes: SiteFactor as is, nice negated, slurmrestd's raw SiteFactor offset by 2**31."""
     import numpy as np
 
     from rush.core.priority_values import MAX_VALUE, scaled
 
     values = scaled(np.array([1, 2, MAX_VALUE // 2, MAX_VALUE - 1, MAX_VALUE]), weight).tolist()
-    assert values[0] == 0 and values[-1] == weight and values == sorted(values)
+    assert values[0] == 1 and values[-1] == weight and values == sorted(values)
     for value in values:
         assert site_factor.checked(value, "site_factor") == value
         assert site_factor.checked(value, "nice") == value

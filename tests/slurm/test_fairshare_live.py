@@ -142,7 +142,7 @@ def test_rush_priority_weight_and_full_range_and_the_fairshare_term(cluster, que
     rush_once(cluster, tmp_path, "weighted", "SPF", f"priority_weight = {WEIGHT}")
     factors = site_factors(cluster, queue)
     # SPF, scaled: A5 and B5 (same limit) equal to rush, B9 behind.
-    assert WEIGHT >= factors["A5"] == factors["B5"] > factors["B9"] >= 0
+    assert WEIGHT >= factors["A5"] == factors["B5"] > factors["B9"] >= 1
     prio = priorities(cluster, queue)
     # Fair-share decides between A5 and B5 (and still puts B9 above A5); rush's term
     # decides between B5 and B9, which fair-share tied.
