@@ -15,6 +15,10 @@ one core, fake nodes through resource.config):
   the trace's jobs, the first window of 60 jobs, every 10 jobs, whose simulated FCFS + EASY
   replay at K = 60 on 32 CPUs has at least 10 jobs waiting over an hour, a longest run of at
   most 360 wall s and a makespan of at most 420 wall s.
+* ``CTC-F`` (round 16, a labelled protocol change for the head-only estimators): CTC-SP2 again,
+  by the same rule with Flux's whole-second limits and, further, at least 5 of the waits over an
+  hour spent at least 2 wall s at the blocked head of the simulated FCFS queue (the only job
+  sched-backfill and Fluxion estimate; ``CHOICE_RULES``).
 
 Each run is one ``sim/start_estimates/run_live.py KIND TRACE WINDOW K runtime-quantiles MODEL``
 (that script starts the cluster and runs ``rush replay --estimates``; the model is trained once
@@ -60,6 +64,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rush.studies.estimate_accuracy import WAIT_CLASSES, accuracy  # noqa: E402
+from rush.studies.live_window_choice import WindowRule  # noqa: E402
 
 VARIANT = "runtime-quantiles"
 # --rjms name -> (run_live.py kind, what ran)
@@ -104,6 +109,8 @@ WINDOWS = (
         "KTH", "KTH-SP2-1996-2.1-cln.swf.gz", "18997:60", "60", ("slurm", "flux", "fluxion"), "the rule"
     ),
 )
+# The rule each rule-chosen window was chosen by (--choose); round 11's by default.
+CHOICE_RULES = {"CTC-F": WindowRule(min_head=5, head_seconds=2.0, limit_granularity=1.0)}
 RESULTS = ROOT / "sim" / "start_estimates" / "results"
 # Every live run of a window kept (``--run`` copies each run's CSV and JSON there as
 # ``<stem>-rep<N>``), and round 11's runs, made before rule L2 was deployed: the repeats table.
@@ -341,10 +348,13 @@ def choose() -> int:
     from tests.core.real_traces import MIRROR
 
     for w in WINDOWS:
-        if w.why != "the rule":
+        if not w.why.startswith("the rule"):
             continue
-        chosen = first_window(workload_from_trace(read_swf(MIRROR / w.trace)))
-        print(f"{w.name}: {w.trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h, "
+        rule = CHOICE_RULES.get(w.name, WindowRule())
+        chosen = first_window(workload_from_trace(read_swf(MIRROR / w.trace)), rule)
+        print(f"{w.name}: {w.trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h "
+              f"({chosen.long_heads(rule.head_seconds)} at the blocked head >= {rule.head_seconds:g} wall s), "
+              f"limits rounded to {rule.limit_granularity:g} s, "
               f"makespan {chosen.makespan:.0f} wall s (committed: {w.window})")  # fmt: skip
     return 0
 
