@@ -90,7 +90,10 @@ def test_min_head_counts_only_the_long_waits_spent_at_the_blocked_head():
     chosen = first_window(_trace(), rule)
     assert chosen.start == 18 and chosen.long_waits() == 5
     assert chosen.long_heads(120.0) == 3 and chosen.long_heads(0.0) == 5
-    assert first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 3, "head_seconds": 120.0})).start == 18
+    assert (
+        first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 3, "head_seconds": 120.0})).start
+        == 18
+    )
     with pytest.raises(RushError, match="4 of them at the blocked head"):
         first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 4, "head_seconds": 120.0}))
     # Off (min_head 0, the round-11 rule), window 16 is still the first with 3 waits over an hour.
