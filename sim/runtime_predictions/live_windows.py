@@ -15,10 +15,11 @@ one core, fake nodes through resource.config):
   the trace's jobs, the first window of 60 jobs, every 10 jobs, whose simulated FCFS + EASY
   replay at K = 60 on 32 CPUs has at least 10 jobs waiting over an hour, a longest run of at
   most 360 wall s and a makespan of at most 420 wall s.
-* ``CTC-F`` (round 16, a labelled protocol change for the head-only estimators): CTC-SP2 again,
-  by the same rule with Flux's whole-second limits and, further, at least 5 of the waits over an
-  hour spent at least 2 wall s at the blocked head of the simulated FCFS queue (the only job
-  sched-backfill and Fluxion estimate; ``CHOICE_RULES``).
+* round 16 (a labelled protocol change for the head-only estimators, ``CANDIDATES``): CTC-SP2
+  again, by the same rule with Flux's whole-second limits and, further, at least 5 of the waits
+  over an hour spent at least 2 wall s at the blocked head of the simulated FCFS queue (the only
+  job sched-backfill and Fluxion estimate). No CTC-SP2 window qualifies (``--choose`` says so), so
+  there is no such window to run; 44051:60 has 1 such job.
 
 Each run is one ``sim/start_estimates/run_live.py KIND TRACE WINDOW K runtime-quantiles MODEL``
 (that script starts the cluster and runs ``rush replay --estimates``; the model is trained once
@@ -109,8 +110,11 @@ WINDOWS = (
         "KTH", "KTH-SP2-1996-2.1-cln.swf.gz", "18997:60", "60", ("slurm", "flux", "fluxion"), "the rule"
     ),
 )
-# The rule each rule-chosen window was chosen by (--choose); round 11's by default.
-CHOICE_RULES = {"CTC-F": WindowRule(min_head=5, head_seconds=2.0, limit_granularity=1.0)}
+# Round 16: windows sought by a stricter rule (--choose prints the window, or that there is none):
+# name -> (trace, rule). Round 11's windows (``why == "the rule"``) use WindowRule() itself.
+CANDIDATES = {
+    "CTC-F": ("CTC-SP2-1996-3.1-cln.swf.gz", WindowRule(min_head=5, head_seconds=2.0, limit_granularity=1.0)),
+}
 RESULTS = ROOT / "sim" / "start_estimates" / "results"
 # Every live run of a window kept (``--run`` copies each run's CSV and JSON there as
 # ``<stem>-rep<N>``), and round 11's runs, made before rule L2 was deployed: the repeats table.
@@ -341,21 +345,27 @@ def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = N
 
 
 def choose() -> int:
-    """Print the window the rule picks on each rule-chosen window's trace (the simulator only)."""
+    """Print the window the rule picks on each rule-chosen window's trace, then each round-16
+    candidate's (or that none qualifies): the simulator only."""
+    from rush.errors import RushError
     from rush.studies.live_window_choice import first_window
     from rush.workload.model import workload_from_trace
     from rush.workload.swf import read_swf
     from tests.core.real_traces import MIRROR
 
-    for w in WINDOWS:
-        if not w.why.startswith("the rule"):
+    wanted = [(w.name, w.trace, WindowRule(), w.window) for w in WINDOWS if w.why == "the rule"]
+    wanted += [(name, trace, rule, "none") for name, (trace, rule) in CANDIDATES.items()]
+    for name, trace, rule, committed in wanted:
+        try:
+            chosen = first_window(workload_from_trace(read_swf(MIRROR / trace)), rule)
+        except RushError as e:
+            print(f"{name}: {trace}: {e}")
             continue
-        rule = CHOICE_RULES.get(w.name, WindowRule())
-        chosen = first_window(workload_from_trace(read_swf(MIRROR / w.trace)), rule)
-        print(f"{w.name}: {w.trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h "
-              f"({chosen.long_heads(rule.head_seconds)} at the blocked head >= {rule.head_seconds:g} wall s), "
-              f"limits rounded to {rule.limit_granularity:g} s, "
-              f"makespan {chosen.makespan:.0f} wall s (committed: {w.window})")  # fmt: skip
+        heads = (
+            f" ({chosen.long_heads(rule.head_seconds)} at the blocked head >= {rule.head_seconds:g} wall s)"
+        )
+        print(f"{name}: {trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h"
+              f"{heads if rule.min_head else ''}, makespan {chosen.makespan:.0f} wall s (committed: {committed})")  # fmt: skip
     return 0
 
 

@@ -133,3 +133,28 @@ def test_runs_share_the_models_directory_the_recomputations_read(tmp_path, monke
     script.run(ctc, ["fluxion"], True)  # without a directory: a fresh one
     assert argvs[1][-1] != str(model) and argvs[1][-1].endswith("quantiles.joblib")
     assert argvs[1][-1].startswith(str(tmp_path))
+
+
+def test_choose_prints_each_candidates_window_or_that_none_qualifies(monkeypatch, capsys):
+    # Round 16's candidates are chosen by their own rule (here on a tiny trace: see
+    # test_live_window_choice): one that qualifies is printed with its jobs at the blocked head,
+    # one that cannot is printed as the rule's own "no window" error, and --choose still exits 0.
+    import rush.workload.model
+    import rush.workload.swf
+    from tests.studies.test_live_window_choice import RULE, WindowRule, _trace
+
+    monkeypatch.setattr(rush.workload.swf, "read_swf", lambda path: path)
+    monkeypatch.setattr(rush.workload.model, "workload_from_trace", lambda trace: _trace())
+    monkeypatch.setattr(script, "WINDOWS", ())
+    found = WindowRule(**{**RULE.__dict__, "min_long": 4, "min_head": 3, "head_seconds": 120.0})
+    monkeypatch.setattr(
+        script,
+        "CANDIDATES",
+        {"T": ("t.swf", found), "U": ("u.swf", WindowRule(**{**found.__dict__, "min_head": 4}))},
+    )
+    assert script.main(["--choose"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(
+        "T: t.swf 18:6: 5 simulated waits over 1 h (3 at the blocked head >= 120 wall s)"
+    )
+    assert out[1].startswith("U: u.swf: ") and "no window of 6 jobs" in out[1]
