@@ -57,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -311,10 +312,17 @@ def model_file(w: LiveWindow, models: Path) -> Path:
     return models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
 
 
+def written_since(path: Path, started: float) -> bool:
+    """Whether a run's CSV and JSON were both (re)written at or after ``started`` (epoch s; a
+    second's slack for a file system's coarse clock, a run takes minutes)."""
+    return all(p.exists() and p.stat().st_mtime >= started - 1.0 for p in (path, path.with_suffix(".json")))
+
+
 def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = None) -> int:
     """run_live.py for each selected run of window ``w`` (missing ones only unless ``again``),
     one at a time, sharing one trained model (kept in ``models`` when given: ``run_live.py``
-    reuses it there, trained by the same command)."""
+    reuses it there, trained by the same command). A run whose script exits non-zero is kept
+    only if it wrote its CSV and JSON (the Flux instance's shutdown can time out afterwards)."""
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
         model = model_file(w, models)
@@ -336,10 +344,14 @@ def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = N
         ]
         argv += [w.speedup, VARIANT, str(model)]
         print(f"live window: {' '.join(argv[1:])}", flush=True)
+        started = time.time()
         code = subprocess.run(argv, cwd=ROOT).returncode
-        if code:
+        if code and not written_since(csv_path(kind, rjms, w), started):
             print(f"live window {w.name} {rjms}: run_live.py exited {code}", file=sys.stderr)
             return code
+        if code:  # e.g. the Flux instance took over 30 s to shut down after the results were written
+            print(f"live window {w.name} {rjms}: run_live.py exited {code} after writing its results: kept",
+                  file=sys.stderr)  # fmt: skip
         print(f"live window {w.name} {rjms}: kept as {keep(kind, rjms, w).relative_to(ROOT)}", flush=True)
     return 0
 

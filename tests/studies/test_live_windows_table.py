@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,34 @@ def test_choose_prints_each_candidates_window_or_that_none_qualifies(monkeypatch
         "T: t.swf 18:6: 5 simulated waits over 1 h (3 at the blocked head >= 120 wall s)"
     )
     assert out[1].startswith("U: u.swf: ") and "no window of 6 jobs" in out[1]
+
+
+def test_a_run_that_wrote_its_results_is_kept_even_if_its_script_then_fails(tmp_path, monkeypatch):
+    # run_live.py can exit 1 after writing the run's CSV and JSON (Flux's shutdown timing out):
+    # that run is kept as the next repeat; one that wrote nothing stops --run with its code.
+    ctc = next(w for w in script.WINDOWS if w.name == "CTC")
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    monkeypatch.setattr(script, "RESULTS", tmp_path)
+    monkeypatch.setattr(script, "REPEATS", tmp_path / "repeats")
+    monkeypatch.setattr(script, "BEFORE_L2", tmp_path / "before_l2")
+    out = script.csv_path("fluxion-nodes", "fluxion", ctc)
+    writes = []
+
+    class Failed:
+        returncode = 1
+
+    def fake_run(argv, cwd=None):
+        if writes.pop(0):
+            out.write_text("trace_job_id\n")
+            out.with_suffix(".json").write_text("{}")
+        return Failed()
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    writes[:] = [True]
+    assert script.run(ctc, ["fluxion"], True, tmp_path / "models") == 0
+    assert (tmp_path / "repeats" / f"{out.stem}-rep1.csv").read_text() == "trace_job_id\n"
+    for old in (out, out.with_suffix(".json")):  # the old CSV is still there, from an hour ago
+        os.utime(old, (old.stat().st_mtime - 3600,) * 2)
+    writes[:] = [False]
+    assert script.run(ctc, ["fluxion"], True, tmp_path / "models") == 1
+    assert not (tmp_path / "repeats" / f"{out.stem}-rep2.csv").exists()
