@@ -15,6 +15,11 @@ one core, fake nodes through resource.config):
   the trace's jobs, the first window of 60 jobs, every 10 jobs, whose simulated FCFS + EASY
   replay at K = 60 on 32 CPUs has at least 10 jobs waiting over an hour, a longest run of at
   most 360 wall s and a makespan of at most 420 wall s.
+* round 16 (a labelled protocol change for the head-only estimators, ``CANDIDATES``): CTC-SP2
+  again, by the same rule with Flux's whole-second limits and, further, at least 5 of the waits
+  over an hour spent at least 2 wall s at the blocked head of the simulated FCFS queue (the only
+  job sched-backfill and Fluxion estimate). No CTC-SP2 window qualifies (``--choose`` says so), so
+  there is no such window to run; 44051:60 has 1 such job.
 
 Each run is one ``sim/start_estimates/run_live.py KIND TRACE WINDOW K runtime-quantiles MODEL``
 (that script starts the cluster and runs ``rush replay --estimates``; the model is trained once
@@ -52,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +66,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rush.studies.estimate_accuracy import WAIT_CLASSES, accuracy  # noqa: E402
+from rush.studies.live_window_choice import WindowRule  # noqa: E402
 
 VARIANT = "runtime-quantiles"
 # --rjms name -> (run_live.py kind, what ran)
@@ -104,6 +111,11 @@ WINDOWS = (
         "KTH", "KTH-SP2-1996-2.1-cln.swf.gz", "18997:60", "60", ("slurm", "flux", "fluxion"), "the rule"
     ),
 )
+# Round 16: windows sought by a stricter rule (--choose prints the window, or that there is none):
+# name -> (trace, rule). Round 11's windows (``why == "the rule"``) use WindowRule() itself.
+CANDIDATES = {
+    "CTC-F": ("CTC-SP2-1996-3.1-cln.swf.gz", WindowRule(min_head=5, head_seconds=2.0, limit_granularity=1.0)),
+}
 RESULTS = ROOT / "sim" / "start_estimates" / "results"
 # Every live run of a window kept (``--run`` copies each run's CSV and JSON there as
 # ``<stem>-rep<N>``), and round 11's runs, made before rule L2 was deployed: the repeats table.
@@ -300,10 +312,17 @@ def model_file(w: LiveWindow, models: Path) -> Path:
     return models / f"model-{w.trace.split('-')[0]}-{w.window.replace(':', '_')}-K{w.speedup}.joblib"
 
 
+def written_since(path: Path, started: float) -> bool:
+    """Whether a run's CSV and JSON were both (re)written at or after ``started`` (epoch s; a
+    second's slack for a file system's coarse clock, a run takes minutes)."""
+    return all(p.exists() and p.stat().st_mtime >= started - 1.0 for p in (path, path.with_suffix(".json")))
+
+
 def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = None) -> int:
     """run_live.py for each selected run of window ``w`` (missing ones only unless ``again``),
     one at a time, sharing one trained model (kept in ``models`` when given: ``run_live.py``
-    reuses it there, trained by the same command)."""
+    reuses it there, trained by the same command). A run whose script exits non-zero is kept
+    only if it wrote its CSV and JSON (the Flux instance's shutdown can time out afterwards)."""
     if models is not None:
         models.mkdir(parents=True, exist_ok=True)
         model = model_file(w, models)
@@ -325,27 +344,40 @@ def run(w: LiveWindow, selected: list[str], again: bool, models: Path | None = N
         ]
         argv += [w.speedup, VARIANT, str(model)]
         print(f"live window: {' '.join(argv[1:])}", flush=True)
+        started = time.time()
         code = subprocess.run(argv, cwd=ROOT).returncode
-        if code:
+        if code and not written_since(csv_path(kind, rjms, w), started):
             print(f"live window {w.name} {rjms}: run_live.py exited {code}", file=sys.stderr)
             return code
+        if code:  # e.g. the Flux instance took over 30 s to shut down after the results were written
+            print(f"live window {w.name} {rjms}: run_live.py exited {code} after writing its results: kept",
+                  file=sys.stderr)  # fmt: skip
         print(f"live window {w.name} {rjms}: kept as {keep(kind, rjms, w).relative_to(ROOT)}", flush=True)
     return 0
 
 
 def choose() -> int:
-    """Print the window the rule picks on each rule-chosen window's trace (the simulator only)."""
+    """Print the window the rule picks on each rule-chosen window's trace, then each round-16
+    candidate's (or that none qualifies): the simulator only."""
+    from rush.errors import RushError
     from rush.studies.live_window_choice import first_window
     from rush.workload.model import workload_from_trace
     from rush.workload.swf import read_swf
     from tests.core.real_traces import MIRROR
 
-    for w in WINDOWS:
-        if w.why != "the rule":
+    wanted = [(w.name, w.trace, WindowRule(), w.window) for w in WINDOWS if w.why == "the rule"]
+    wanted += [(name, trace, rule, "none") for name, (trace, rule) in CANDIDATES.items()]
+    for name, trace, rule, committed in wanted:
+        try:
+            chosen = first_window(workload_from_trace(read_swf(MIRROR / trace)), rule)
+        except RushError as e:
+            print(f"{name}: {trace}: {e}")
             continue
-        chosen = first_window(workload_from_trace(read_swf(MIRROR / w.trace)))
-        print(f"{w.name}: {w.trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h, "
-              f"makespan {chosen.makespan:.0f} wall s (committed: {w.window})")  # fmt: skip
+        heads = (
+            f" ({chosen.long_heads(rule.head_seconds)} at the blocked head >= {rule.head_seconds:g} wall s)"
+        )
+        print(f"{name}: {trace} {chosen.text}: {chosen.long_waits()} simulated waits over 1 h"
+              f"{heads if rule.min_head else ''}, makespan {chosen.makespan:.0f} wall s (committed: {committed})")  # fmt: skip
     return 0
 
 

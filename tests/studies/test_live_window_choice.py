@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rush.errors import RushError
-from rush.studies.live_window_choice import HOUR, WindowRule, first_window
+from rush.studies.live_window_choice import HOUR, WindowRule, first_window, head_times
 from rush.workload.model import Workload
 
 
@@ -67,3 +67,34 @@ def test_time_is_compressed_as_the_replay_compresses_it():
     chosen = first_window(_trace(), rule)
     assert chosen.start == 16 and chosen.long_waits() == 3
     assert chosen.makespan <= 600.0
+
+
+def test_head_times_are_the_time_each_job_is_the_blocked_first_in_fcfs_order():
+    # Job 1 waits at the head from its submit (1) to its start (10); job 2 starts with it, so it
+    # never heads a blocked queue; job 3 heads it from 10 to 12.
+    assert np.allclose(head_times(np.array([0.0, 1, 2, 3]), np.array([0.0, 10, 10, 12])), [0, 9, 0, 2])
+    # A job backfilled past a waiting one is never the head; the order is the submit order, not
+    # the arrays' (ties by position).
+    assert np.allclose(head_times(np.array([2.0, 0, 1]), np.array([3.0, 0, 10])), [0, 0, 9])
+    assert np.allclose(head_times(np.array([0.0, 0.0]), np.array([5.0, 5.0])), [5, 0])
+    with pytest.raises(RushError, match="head_times"):
+        head_times(np.array([0.0, np.nan]), np.array([0.0, 1.0]))
+    with pytest.raises(RushError, match="same length"):
+        head_times(np.array([0.0]), np.array([0.0, 1.0]))
+
+
+def test_min_head_counts_only_the_long_waits_spent_at_the_blocked_head():
+    # Window 18 (jobs 18-23): 19, 20 and 21 each head the queue for about 2 h; 22 starts with 21
+    # and 23 a minute after it, so of its 5 waits over an hour only 3 head it for 2 minutes.
+    rule = WindowRule(**{**RULE.__dict__, "min_long": 4})
+    chosen = first_window(_trace(), rule)
+    assert chosen.start == 18 and chosen.long_waits() == 5
+    assert chosen.long_heads(120.0) == 3 and chosen.long_heads(0.0) == 5
+    assert (
+        first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 3, "head_seconds": 120.0})).start
+        == 18
+    )
+    with pytest.raises(RushError, match="4 of them at the blocked head"):
+        first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 4, "head_seconds": 120.0}))
+    # Off (min_head 0, the round-11 rule), window 16 is still the first with 3 waits over an hour.
+    assert first_window(_trace(), RULE).start == 16

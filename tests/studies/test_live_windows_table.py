@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,59 @@ def test_runs_share_the_models_directory_the_recomputations_read(tmp_path, monke
     script.run(ctc, ["fluxion"], True)  # without a directory: a fresh one
     assert argvs[1][-1] != str(model) and argvs[1][-1].endswith("quantiles.joblib")
     assert argvs[1][-1].startswith(str(tmp_path))
+
+
+def test_choose_prints_each_candidates_window_or_that_none_qualifies(monkeypatch, capsys):
+    # Round 16's candidates are chosen by their own rule (here on a tiny trace: see
+    # test_live_window_choice): one that qualifies is printed with its jobs at the blocked head,
+    # one that cannot is printed as the rule's own "no window" error, and --choose still exits 0.
+    import rush.workload.model
+    import rush.workload.swf
+    from tests.studies.test_live_window_choice import RULE, WindowRule, _trace
+
+    monkeypatch.setattr(rush.workload.swf, "read_swf", lambda path: path)
+    monkeypatch.setattr(rush.workload.model, "workload_from_trace", lambda trace: _trace())
+    monkeypatch.setattr(script, "WINDOWS", ())
+    found = WindowRule(**{**RULE.__dict__, "min_long": 4, "min_head": 3, "head_seconds": 120.0})
+    monkeypatch.setattr(
+        script,
+        "CANDIDATES",
+        {"T": ("t.swf", found), "U": ("u.swf", WindowRule(**{**found.__dict__, "min_head": 4}))},
+    )
+    assert script.main(["--choose"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(
+        "T: t.swf 18:6: 5 simulated waits over 1 h (3 at the blocked head >= 120 wall s)"
+    )
+    assert out[1].startswith("U: u.swf: ") and "no window of 6 jobs" in out[1]
+
+
+def test_a_run_that_wrote_its_results_is_kept_even_if_its_script_then_fails(tmp_path, monkeypatch):
+    # run_live.py can exit 1 after writing the run's CSV and JSON (Flux's shutdown timing out):
+    # that run is kept as the next repeat; one that wrote nothing stops --run with its code.
+    ctc = next(w for w in script.WINDOWS if w.name == "CTC")
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    monkeypatch.setattr(script, "RESULTS", tmp_path)
+    monkeypatch.setattr(script, "REPEATS", tmp_path / "repeats")
+    monkeypatch.setattr(script, "BEFORE_L2", tmp_path / "before_l2")
+    out = script.csv_path("fluxion-nodes", "fluxion", ctc)
+    writes = []
+
+    class Failed:
+        returncode = 1
+
+    def fake_run(argv, cwd=None):
+        if writes.pop(0):
+            out.write_text("trace_job_id\n")
+            out.with_suffix(".json").write_text("{}")
+        return Failed()
+
+    monkeypatch.setattr(script.subprocess, "run", fake_run)
+    writes[:] = [True]
+    assert script.run(ctc, ["fluxion"], True, tmp_path / "models") == 0
+    assert (tmp_path / "repeats" / f"{out.stem}-rep1.csv").read_text() == "trace_job_id\n"
+    for old in (out, out.with_suffix(".json")):  # the old CSV is still there, from an hour ago
+        os.utime(old, (old.stat().st_mtime - 3600,) * 2)
+    writes[:] = [False]
+    assert script.run(ctc, ["fluxion"], True, tmp_path / "models") == 1
+    assert not (tmp_path / "repeats" / f"{out.stem}-rep2.csv").exists()
