@@ -774,6 +774,11 @@ def conservative_nodes_pass(
                         freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
+            else:
+                # Due now: it starts now, on whichever nodes it is placed on now, else on its
+                # own; never later (a search past now would count bookings placed around it
+                # over its whole window against its own room).
+                bound = np.nextafter(now, INF)
             # Taken out only to be searched: with nothing freed it stands as it is.
             if since < INF:
                 taken = True

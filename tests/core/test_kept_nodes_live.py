@@ -418,8 +418,8 @@ def _holding(snapshot: Snapshot, order: list[int]) -> tuple[dict[int, tuple[floa
 
 def _assert_kept_hold(snapshot: Snapshot, decisions: Decisions, due_now: bool = False) -> tuple[int, int]:
     """Every kept reservation that still holds is no later than it was: at its time on its own
-    nodes, or earlier; with ``due_now`` also one due now (it starts now: main does not always,
-    see the test of it below). Returns (holding, failed) counts."""
+    nodes, or earlier; with ``due_now`` also one due now (it starts now; checked on its own
+    below). Returns (holding, failed) counts."""
     holding, failed = _holding(snapshot, decisions.order)
     plan = _booked(snapshot, decisions)
     for job_id, (t0, where) in holding.items():
@@ -525,16 +525,12 @@ def test_one_second_on_behind_overdue_jobs_the_record_decides_as_searching_from_
     _one_second_cycles(monkeypatch)
 
 
-# --- known bugs of main's kernel, found by the oracle (round 13 follow-up) --------------------
+# --- two bugs of main's kernel the oracle found (round 13 follow-up) ------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a kept reservation due now is searched over every later window (bound inf), so one "
-    "that still holds on its nodes can be placed later when a job re-placed before it took room "
-    "its whole-window search counts against it (rush/core/conservative_nodes.py, kept_at == now)",
-)
 def test_a_kept_reservation_due_now_that_still_holds_starts_now(monkeypatch) -> None:
+    # Before the fix (a kept reservation due now searched over every later window), 6 of these
+    # 120 passes placed one that still held on its nodes later, behind a job re-placed before it.
     _random_live_passes(monkeypatch, frees_only=False, gpus=True, due_now=True)
 
 
