@@ -14,9 +14,9 @@ window starts now start. A standing reservation keeps its nodes between passes
 (``state.reserved_row``: a row of ``nodes.reserved``, written by the pass when that buffer is
 large enough, as the simulator's is): those still valid (same request, nodes usable and free
 over the window given the running jobs and the kept ones before them) are booked before any
-job is placed; each is then taken out and searched for an earlier window only, and put back
-on its nodes when none is found. So a reservation never moves later unless its own nodes
-failed it (a running job outlived its estimate, a node went down). Live, ``schedule()`` hands
+job is placed; each is then taken out and searched for an earlier window only (one due now:
+at now only), and put back on its nodes when none is found. So a reservation never moves later
+unless its own nodes failed it (a running job outlived its estimate, a node went down). Live, ``schedule()`` hands
 the pass the nodes and a node memory from the last call's record (:mod:`rush.core.kept_nodes`,
 which finds what was freed since by comparing it with the snapshot); without a record a
 standing reservation is re-placed from its time, as before issue 31.
@@ -774,6 +774,11 @@ def conservative_nodes_pass(
                         freed_until = max(freed_until, freed_hi[node])
                 since = INF if freed_from == INF else freed_from - duration
                 bound = min(kept_at, freed_until)
+            else:
+                # Due now: it starts now, on whichever nodes it is placed on now, else on its
+                # own; never later (a search past now would count bookings placed around it
+                # over its whole window against its own room).
+                bound = np.nextafter(now, INF)
             # Taken out only to be searched: with nothing freed it stands as it is.
             if since < INF:
                 taken = True
