@@ -29,7 +29,9 @@ marks as freed, from now, every node with fewer running entries (a job ended, ma
 usable again. A kept reservation then searches only windows meeting freed room on its eligible
 nodes and before its time, and costs no node work when there is none (issue 31, item 2;
 tests/core/test_conservative_kept_nodes.py checks the decisions equal those of searching every
-kept reservation from now); one with no freed room before it is not even taken out of the count
+kept reservation from now); one whose own estimate got shorter (its window now ends before
+``state.reserved_end``, the end it was booked with) may fit where nothing was freed, and searches
+every window before its time. One with no freed room before it is not even taken out of the count
 profile, and a search's count fit stops at its time. Kept reservations are checked in order of
 their times against what the bookings so far hold per node at each one's start (those ending
 by it leave, from a heap of ends): a check costs the reservation's own nodes, not every booking
@@ -763,7 +765,12 @@ def conservative_nodes_pass(
         taken = False
         if hold:
             kept_at = b_t0[own[s]]
-            if kept_at > now:
+            if kept_at > now and j < state.reserved_end.shape[0] and b_t1[own[s]] < state.reserved_end[j]:
+                # Its own estimate got shorter: it may fit where nothing was freed, so every
+                # window before its time is searched (as from now), and none after it.
+                since = -INF
+                bound = kept_at
+            elif kept_at > now:
                 # Only windows meeting room freed on its nodes, before its time, can be new.
                 freed_from = INF
                 freed_until = -INF
@@ -971,7 +978,7 @@ def conservative_nodes_pass(
             ns += 1
         else:
             waiting_ahead = True
-    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)
+    _keep_reservations(state, (order, on), jobs.est, out, nr, res_slot, entries_of, kept)
     starts = (start_now, start_slot, start_end)
     moved = (moved_lo, moved_hi)
     _remember_nodes(state.node_memory, nodes.pool, (b_t1, b_slot), running.count, starts, scratch_node, moved)
@@ -981,8 +988,8 @@ def conservative_nodes_pass(
 @njit(cache=True)
 def _keep_reservations(
     state: PassState,
-    order: np.ndarray,
-    on: int,
+    queued: tuple[np.ndarray, int],
+    est: np.ndarray,
     out: PassOut,
     nr: int,
     res_slot: np.ndarray,
@@ -990,8 +997,10 @@ def _keep_reservations(
     kept: Slots,
 ) -> None:
     """Write this pass's reservations' nodes as rows of ``kept`` (row r: ``out.reserved[r]``)
-    and point ``state.reserved_row`` at them; when ``kept`` is too small for them all (a view
-    built for one pass, live) none is kept and the next pass re-places them from their times."""
+    and point ``state.reserved_row`` at them, with their windows' ends (``state.reserved_end``:
+    ``est`` the jobs' estimates); when ``kept`` is too small for them all (a view built for one
+    pass, live) none is kept and the next pass re-places them from their times."""
+    order, on = queued
     for k in range(on):
         state.reserved_row[order[k]] = -1
     at, take_c, take_g = entries
@@ -1009,4 +1018,7 @@ def _keep_reservations(
             kept.gpus[e] = take_g[x]
             e += 1
         kept.offset[r + 1] = e
-        state.reserved_row[out.reserved[r]] = r
+        j = out.reserved[r]
+        state.reserved_row[j] = r
+        if state.reserved_end.shape[0] > j:
+            state.reserved_end[j] = out.reserved_at[r] + max(est[j], MIN_DURATION)

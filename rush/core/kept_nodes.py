@@ -14,7 +14,9 @@ from the shell: a job that left a node (ended, was cancelled, was started by the
 nodes than the core chose, or never started), a running job whose estimated end came earlier,
 a reservation whose job is gone, lost its reservation or got a shorter estimate, a node usable
 again or changed. Each frees, on its nodes, the window it no longer holds; the pass searches a
-kept reservation only where such room meets its eligible nodes before its time. Anything the
+kept reservation only where such room meets its eligible nodes before its time, unless its own
+estimate got shorter (``PassState.reserved_end``, the recorded window's end): that one may fit
+where nothing was freed, and is searched from now. Anything the
 record cannot account for (another machine, no record) counts as freed everywhere, which is
 always sound: then every kept reservation is searched from now, as
 tests/core/test_kept_nodes_live.py checks against the decisions of the fully informed pass.
@@ -120,7 +122,9 @@ def kept_state(kept: KeptNodes | None, p: PassNodes, state: PassState) -> tuple[
     reserved.gpus[:used] = kept.reserved.gpus[:used]
     jobs = np.flatnonzero(given >= 0)
     row[jobs] = given[jobs]
-    return state._replace(reserved_row=row, node_memory=memory), reserved
+    end = np.full(n, np.inf)  # its window's end as recorded: one ending earlier now is searched from now
+    end[jobs] = kept.reserved_end[given[jobs]]
+    return state._replace(reserved_row=row, node_memory=memory, reserved_end=end), reserved
 
 
 def _given_rows(kept: KeptNodes, p: PassNodes, reserved_at: np.ndarray) -> np.ndarray:

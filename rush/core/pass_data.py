@@ -91,6 +91,10 @@ class PassState(NamedTuple):
     # freed): the next pass compares it with its running jobs to see what was freed since.
     # Shape (0, 5): unknown (every node counts as freed); live, rush.core.kept_nodes builds it.
     node_memory: np.ndarray
+    # On nodes, the end of each kept reservation's window as the pass that placed it booked it
+    # (``inf``: unknown): one whose window now ends before it (its estimate got shorter) is
+    # searched from now, since it may fit where nothing was freed.
+    reserved_end: np.ndarray
 
 
 class RunningSet(NamedTuple):
@@ -186,6 +190,7 @@ def new_state(n: int, skips: np.ndarray | None = None, reserved_at: np.ndarray |
         np.full(n, np.inf),
         np.full(n, -1, dtype=np.int64),
         np.zeros((0, 5), dtype=np.float64),
+        np.full(n, np.inf),
     )
 
 

@@ -171,6 +171,7 @@ def _replay_pass(procs: np.ndarray, limit: np.ndarray, n_jobs: int, queue_len: i
         np.zeros(0),
         np.zeros(0, dtype=np.int64),
         np.zeros((0, 5)),
+        np.zeros(0),
     )
     none_i = np.zeros(0, dtype=np.int64)
     none_f = np.zeros(0)

@@ -323,7 +323,12 @@ def run_simulation(
         memory[node, 3] = INF
         memory[node, 4] = -INF
     state = PassState(
-        np.zeros(n, dtype=np.int64), np.full(n, INF), np.full(n, INF), np.full(n, -1, dtype=np.int64), memory
+        np.zeros(n, dtype=np.int64),
+        np.full(n, INF),
+        np.full(n, INF),
+        np.full(n, -1, dtype=np.int64),
+        memory,
+        np.full(n, INF),
     )
     fair_on = fair.period < INF
     ledger = new_ledger(fair, n if fair_on else 0)

@@ -115,6 +115,7 @@ def replay(workload, config, inputs, rule: str):
         np.full(n, np.inf),
         np.full(n, -1, dtype=np.int64),
         np.zeros((0, 5)),
+        np.full(n, np.inf),
     )
     queues, out = new_queues(n), new_out(n)
     started_mark = np.zeros(n, dtype=np.bool_)
