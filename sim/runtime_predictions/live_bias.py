@@ -60,6 +60,9 @@ VARIANTS = (
     "queue: L2",
 )
 CLASSES = ("<10min", "10min-1h", ">1h")
+# The wait class each window's recomputations measure (the classes with waits the RJMS's own
+# estimates reach); every other window: ">1h".
+MEASURED_WAIT = {"SDSC": "10min-1h"}
 # Round 14's rule D (rush.core.runtime_drift), recomputed by live_drift.py: "queue: L2" with every
 # job's quantiles (queued and running) shifted by its user's drift, the record fed the run's
 # completions. Not in VARIANTS: live_bias.md stays the deployed rules' table.
@@ -465,3 +468,28 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def both_estimated(
+    window: str, rows: list[dict], csv_rows: list[dict], keys: tuple[str, ...]
+) -> tuple[str, dict, list[dict]]:
+    """The wait class measured on ``window``, the RJMS's own error per trace job of that class
+    (from the run's CSV), and the recomputed ``rows`` of those jobs that have every one of
+    ``keys``: the jobs both rush and the RJMS estimated at submit."""
+    cls = MEASURED_WAIT.get(window, ">1h")
+    own = {
+        r["trace_job_id"]: r["error"]
+        for r in csv_rows
+        if r["estimator"] != "rush" and r["wait_class"] == cls and r["error"] is not None
+    }
+    mine = [
+        r
+        for r in rows
+        if r["wait_class"] == cls and str(r["job"]) in own and all(r[k] is not None for k in keys)
+    ]
+    return cls, own, mine
+
+
+def mae_minutes(errors) -> float:
+    """Mean absolute error, seconds in, minutes out."""
+    return statistics.fmean(abs(v) for v in errors) / 60

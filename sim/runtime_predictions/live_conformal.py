@@ -22,7 +22,6 @@ import sys
 import live_bias
 import live_windows
 
-MEASURED = {"SDSC": "10min-1h"}  # every other window: ">1h"
 C = live_bias.CONFORMAL_VARIANT
 
 
@@ -35,19 +34,10 @@ def quoted() -> dict[tuple[str, str], dict]:
 
 def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict], old: dict | None) -> dict | None:
     """One run's row: jobs of the measured class both rush (live) and the RJMS estimated at submit."""
-    cls = MEASURED.get(window, ">1h")
-    own = {
-        r["trace_job_id"]: r["error"]
-        for r in csv_rows
-        if r["estimator"] != "rush" and r["wait_class"] == cls and r["error"] is not None
-    }
-    mine = [r for r in rows if r["wait_class"] == cls and str(r["job"]) in own]
-    mine = [r for r in mine if r["queue: L2"] is not None and r[C] is not None]
+    cls, own, mine = live_bias.both_estimated(window, rows, csv_rows, ("queue: L2", C))
     if not mine:
         return None
-
-    def mae(values) -> float:
-        return statistics.fmean(abs(v) for v in values) / 60
+    mae = live_bias.mae_minutes
 
     maps = " ".join(
         f"{r['c_levels'][2]:.2f},{r['c_levels'][3]:.2f}/{r['pits']}" if r["c_levels"] else f"-/{r['pits']}"

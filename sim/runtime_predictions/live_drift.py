@@ -21,7 +21,6 @@ import sys
 import live_bias
 import live_windows
 
-MEASURED = {"SDSC": "10min-1h"}  # every other window: ">1h"
 VARIANTS = ("queue: L2", live_bias.DRIFT_VARIANT)
 # Round 15 (rule D2, post hoc): its own pass (a seeded record), merged into the rows by job.
 D2 = live_bias.D2_VARIANT
@@ -30,19 +29,10 @@ D2 = live_bias.D2_VARIANT
 def compare(window: str, rjms: str, rows: list[dict], csv_rows: list[dict]) -> dict | None:
     """One run's row: jobs of the measured class both rush (live) and the RJMS estimated at
     submit; the MAE of rush live, recomputed under L2, under L2 + D, and of the RJMS."""
-    cls = MEASURED.get(window, ">1h")
-    own = {
-        r["trace_job_id"]: r["error"]
-        for r in csv_rows
-        if r["estimator"] != "rush" and r["wait_class"] == cls and r["error"] is not None
-    }
-    mine = [r for r in rows if r["wait_class"] == cls and str(r["job"]) in own]
-    mine = [r for r in mine if all(r[v] is not None for v in (*VARIANTS, D2))]
+    cls, own, mine = live_bias.both_estimated(window, rows, csv_rows, (*VARIANTS, D2))
     if not mine:
         return None
-
-    def mae(values) -> float:
-        return statistics.fmean(abs(v) for v in values) / 60
+    mae = live_bias.mae_minutes
 
     shifts = " ".join(f"{math.exp(r['shift']):.2f}/{r['residuals']}" for r in mine)
     print(f"{window} {rjms} {cls}: per job exp(shift)/residuals of its user at submit: {shifts}", flush=True)
