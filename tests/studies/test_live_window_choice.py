@@ -8,37 +8,11 @@ import pytest
 
 from rush.errors import RushError
 from rush.studies.live_window_choice import HOUR, WindowRule, first_window, head_times
-from rush.workload.model import Workload
-
-
-def _trace() -> Workload:
-    """24 jobs on 2 processors, a minute apart. Jobs 0-5 (first half, before the offset) and
-    18-20 each take the whole machine for 2 h; the others take one processor for a minute."""
-    n = 24
-    wide = np.zeros(n, dtype=bool)
-    wide[[0, 1, 2, 3, 4, 5, 18, 19, 20]] = True
-    submit = np.arange(n, dtype=float) * 60.0
-    submit[6:] += 12 * 3600.0  # the first half's queue has drained by job 6
-    runtime = np.where(wide, 2 * HOUR, 60.0)
-    return Workload(
-        job_id=np.arange(n, dtype=np.int64),
-        submit=submit,
-        runtime=runtime,
-        procs=np.where(wide, 2, 1).astype(np.int64),
-        requested_time=runtime + 60.0,
-        user=np.zeros(n, dtype=np.int64),
-        machine_procs=2,
-        name="tiny",
-    )
-
-
-RULE = WindowRule(
-    count=6, speedup=1.0, cpus=2, min_long=2, max_makespan=10 * HOUR, max_runtime=3 * HOUR, step=2
-)
+from tests.studies.window_choice_trace import RULE, tiny_trace
 
 
 def test_the_first_window_after_the_offset_with_enough_long_waits_is_chosen():
-    chosen = first_window(_trace(), RULE)
+    chosen = first_window(tiny_trace(), RULE)
     # Windows from job 12 every 2 jobs: 12 and 14 hold at most one queued wide job (0 or 1
     # wait over an hour); 16 (jobs 16-21) holds 18, 19, 20: waits 0, about 2 h and 4 h, and
     # 21 waits behind them (about 6 h: no room to backfill).
@@ -46,25 +20,25 @@ def test_the_first_window_after_the_offset_with_enough_long_waits_is_chosen():
     assert chosen.long_waits() == 3
     assert np.allclose(chosen.waits[3:] / HOUR, [1.98, 3.97, 5.95], atol=0.01)
     # The first half's windows (jobs 0-5 wait up to 10 h) are before the offset: never chosen.
-    assert first_window(_trace(), RULE).start >= 12
+    assert first_window(tiny_trace(), RULE).start >= 12
 
 
 def test_the_wall_time_budget_excludes_windows_and_no_window_is_a_clear_error():
     with pytest.raises(RushError, match="no window of 6 jobs after job 12"):
-        first_window(_trace(), WindowRule(**{**RULE.__dict__, "max_makespan": 4 * HOUR}))
+        first_window(tiny_trace(), WindowRule(**{**RULE.__dict__, "max_makespan": 4 * HOUR}))
     with pytest.raises(RushError, match="lower min_long"):
-        first_window(_trace(), WindowRule(**{**RULE.__dict__, "max_runtime": HOUR}))
+        first_window(tiny_trace(), WindowRule(**{**RULE.__dict__, "max_runtime": HOUR}))
     # From the start of the trace (and a budget that holds its 12 h queue) the first half's
     # window is the first to qualify.
     whole = WindowRule(**{**RULE.__dict__, "offset_share": 0.0, "max_makespan": 20 * HOUR})
-    assert first_window(_trace(), whole).start == 0
+    assert first_window(tiny_trace(), whole).start == 0
 
 
 def test_time_is_compressed_as_the_replay_compresses_it():
     # At K = 60 the same jobs' 2 h runs take 120 wall s: a 10-minute makespan budget holds
     # window 16, whose waits are still counted in trace seconds.
     rule = WindowRule(**{**RULE.__dict__, "speedup": 60.0, "max_makespan": 600.0, "max_runtime": 180.0})
-    chosen = first_window(_trace(), rule)
+    chosen = first_window(tiny_trace(), rule)
     assert chosen.start == 16 and chosen.long_waits() == 3
     assert chosen.makespan <= 600.0
 
@@ -87,14 +61,16 @@ def test_min_head_counts_only_the_long_waits_spent_at_the_blocked_head():
     # Window 18 (jobs 18-23): 19, 20 and 21 each head the queue for about 2 h; 22 starts with 21
     # and 23 a minute after it, so of its 5 waits over an hour only 3 head it for 2 minutes.
     rule = WindowRule(**{**RULE.__dict__, "min_long": 4})
-    chosen = first_window(_trace(), rule)
+    chosen = first_window(tiny_trace(), rule)
     assert chosen.start == 18 and chosen.long_waits() == 5
     assert chosen.long_heads(120.0) == 3 and chosen.long_heads(0.0) == 5
     assert (
-        first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 3, "head_seconds": 120.0})).start
+        first_window(
+            tiny_trace(), WindowRule(**{**rule.__dict__, "min_head": 3, "head_seconds": 120.0})
+        ).start
         == 18
     )
     with pytest.raises(RushError, match="4 of them at the blocked head"):
-        first_window(_trace(), WindowRule(**{**rule.__dict__, "min_head": 4, "head_seconds": 120.0}))
+        first_window(tiny_trace(), WindowRule(**{**rule.__dict__, "min_head": 4, "head_seconds": 120.0}))
     # Off (min_head 0, the round-11 rule), window 16 is still the first with 3 waits over an hour.
-    assert first_window(_trace(), RULE).start == 16
+    assert first_window(tiny_trace(), RULE).start == 16

@@ -138,14 +138,15 @@ def test_runs_share_the_models_directory_the_recomputations_read(tmp_path, monke
 
 def test_choose_prints_each_candidates_window_or_that_none_qualifies(monkeypatch, capsys):
     # Round 16's candidates are chosen by their own rule (here on a tiny trace: see
-    # test_live_window_choice): one that qualifies is printed with its jobs at the blocked head,
+    # window_choice_trace): one that qualifies is printed with its jobs at the blocked head,
     # one that cannot is printed as the rule's own "no window" error, and --choose still exits 0.
     import rush.workload.model
     import rush.workload.swf
-    from tests.studies.test_live_window_choice import RULE, WindowRule, _trace
+    from rush.studies.live_window_choice import WindowRule
+    from tests.studies.window_choice_trace import RULE, tiny_trace
 
     monkeypatch.setattr(rush.workload.swf, "read_swf", lambda path: path)
-    monkeypatch.setattr(rush.workload.model, "workload_from_trace", lambda trace: _trace())
+    monkeypatch.setattr(rush.workload.model, "workload_from_trace", lambda trace: tiny_trace())
     monkeypatch.setattr(script, "WINDOWS", ())
     found = WindowRule(**{**RULE.__dict__, "min_long": 4, "min_head": 3, "head_seconds": 120.0})
     monkeypatch.setattr(
