@@ -498,6 +498,18 @@ requires = ["gpu"]
 """
 
 
+def two_queue_fluxion(instances, tmp_path, plugin, match: str) -> FluxInstance:
+    """TWO_QUEUES under Fluxion (``easy``, the match policy ``match``) with rush's plugin gating
+    the jobs, its queues stopped so that Fluxion starts nothing before rush's cycle."""
+    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
+    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
+    instances.append(inst)
+    inst.start()
+    fluxion.use_fluxion(inst, "easy", match)
+    inst.run("queue", "stop", "--all")
+    return inst
+
+
 def test_gpu_slots_read_with_the_nodes_of_the_jobs_queue(instances, tmp_path, plugin):
     """Two queues of one node each (2 GPUs): ``-q gpu -n2 -g1`` (``slot[2] > (core[1],
     gpu[1])``). Fluxion matches it on the queue's one node, packing both slots there, and
@@ -506,12 +518,7 @@ def test_gpu_slots_read_with_the_nodes_of_the_jobs_queue(instances, tmp_path, pl
     queue, so the queue did not exist for the core). Now: the queue's nodes, one node with
     room for both slots; rush expects it to start (the queues stopped, so that Fluxion does
     not start it first), and Fluxion starts it on that node."""
-    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
-    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
-    instances.append(inst)
-    inst.start()
-    fluxion.use_fluxion(inst, "easy", "lonode")
-    inst.run("queue", "stop", "--all")
+    inst = two_queue_fluxion(instances, tmp_path, plugin, "lonode")
     job = inst.submit("-q", "gpu", "-n2", "-g1", "-t", "10m", "sleep", "300")
     assert read(inst, job) == Request(1, 2, 2, False, "gpu")
     daemon = flagging_daemon(inst, tmp_path, skip_limit=2)
@@ -529,12 +536,7 @@ def test_a_queued_job_of_a_multi_queue_instance_is_ranked_not_read_as_infeasible
     node, expected to start. Before, the nodes carried no queue: every queued job read
     "partition 'batch' does not exist here (partitions: none)", infeasible, released at the
     lowest priority."""
-    config = QUEUES + "\n" + jobtap_config(plugin, "gate = true")
-    inst = FluxInstance(tmp_path / "flux", size=2, layout=TWO_QUEUES, config=config)
-    instances.append(inst)
-    inst.start()
-    fluxion.use_fluxion(inst, "easy", "lonodex")
-    inst.run("queue", "stop", "--all")
+    inst = two_queue_fluxion(instances, tmp_path, plugin, "lonodex")
     job = inst.submit("-q", "batch", "-N1", "-t", "10m", "sleep", "300")
     nodes = FluxBackend(uri=inst.uri).read_state().nodes
     assert [(n.name, n.partitions) for n in nodes] == [("node0", ("batch",)), ("node1", ("gpu",))]
