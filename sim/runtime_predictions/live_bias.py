@@ -75,6 +75,9 @@ D2_VARIANT = "queue: L2 x seeded drift"
 # every job's quantiles (queued and running) at the levels the run's recent completions' PITs map
 # them to (one record for all users, fed the run's completions). A pass of its own.
 CONFORMAL_VARIANT = "queue: L2 + C"
+# Round 17's decomposition (live_decompose.py): "queue: L2" with the running jobs at their real
+# ends, so that L2 -> this -> "all real" takes the running jobs, then the queued ones, apart.
+L2_RUNNING_REAL = "queue: L2, running: real"
 
 
 def training_seed(w, model: Path) -> dict[int, list[float]]:
@@ -145,6 +148,29 @@ def scaled_jobs(w, rjms: str):
     return scale_window(workload, Window.parse(w.window), float(w.speedup), 32, limit_granularity=step)
 
 
+def real_jobs(w, rjms: str, path: Path) -> dict[int, dict]:
+    """The run at ``path`` (its JSON beside the CSV) as it really went, per trace job: real
+    submit, start and end (unix s, wall), processors, limit (wall s, the RJMS's rounding) and the
+    tags the replay gave it (Flux: the trace user)."""
+    report = json.loads(path.with_suffix(".json").read_text())
+    origin = float(report["clock_offset"])
+    per_job = {int(p["job_id"]): p for p in report["per_job"]}
+    scaled = scaled_jobs(w, rjms)
+    jobs = {}
+    for i, job_id in enumerate(scaled.job_id.tolist()):
+        p = per_job[job_id]
+        tags = {} if rjms.startswith("slurm") else {"user": f"trace-{int(scaled.user[i])}"}
+        jobs[job_id] = {
+            "submit": origin + p["real_submit"],
+            "start": origin + p["real_start"],
+            "end": origin + p["real_end"],
+            "procs": int(scaled.procs[i]),
+            "limit": float(scaled.requested_time[i]),
+            "tags": tags,
+        }
+    return jobs
+
+
 def reconstruct(
     w,
     rjms: str,
@@ -166,25 +192,10 @@ def reconstruct(
     from rush.rjms.base import RJMSJob
 
     path = path or live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w)
-    report = json.loads(path.with_suffix(".json").read_text())
     k = float(w.speedup)
-    origin = float(report["clock_offset"])
-    per_job = {int(p["job_id"]): p for p in report["per_job"]}
     live = {int(r["trace_job_id"]): r for r in live_windows.read_rows(path) if r["estimator"] == "rush"}
-    scaled = scaled_jobs(w, rjms)
+    jobs = real_jobs(w, rjms, path)
     account = min(own_accounts(), key=lambda name: name.isdigit())
-    jobs = {}
-    for i, job_id in enumerate(scaled.job_id.tolist()):
-        p = per_job[job_id]
-        tags = {} if rjms.startswith("slurm") else {"user": f"trace-{int(scaled.user[i])}"}
-        jobs[job_id] = {
-            "submit": origin + p["real_submit"],
-            "start": origin + p["real_start"],
-            "end": origin + p["real_end"],
-            "procs": int(scaled.procs[i]),
-            "limit": float(scaled.requested_time[i]),
-            "tags": tags,
-        }
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
     predictor.drift = DRIFT_VARIANT in variants or D2_VARIANT in variants  # the record only when asked for
     predictor.conformal = CONFORMAL_VARIANT in variants  # rule C's record only when asked for
@@ -256,14 +267,14 @@ def reconstruct(
                 r = [replace(x, runtime_quantiles=None) for x in running]
             elif variant == "running: conditional mean":
                 r = [_conditional_mean(x, now, quantile_knots, conditional_mean_runtime) for x in running]
-            elif variant in ("running: real", "all real"):
+            elif variant in ("running: real", "all real", L2_RUNNING_REAL):
                 r = [
                     replace(x, runtime_quantiles=None, estimate=jobs[x.job_id]["end"] - x.start)
                     for x in running
                 ]
             if variant == "all real":
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
-            elif variant == "queue: L2":  # the queue projected on its quantiles (rule L2)
+            elif variant in ("queue: L2", L2_RUNNING_REAL):  # the queue projected on its quantiles (rule L2)
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
             elif variant in (
                 DRIFT_VARIANT,
