@@ -78,6 +78,8 @@ CONFORMAL_VARIANT = "queue: L2 + C"
 # Round 17's decomposition (live_decompose.py): "queue: L2" with the running jobs at their real
 # ends, so that L2 -> this -> "all real" takes the running jobs, then the queued ones, apart.
 L2_RUNNING_REAL = "queue: L2, running: real"
+# And every job, running or queued, at its limit (no prediction: what Slurm's squeue --start reads).
+ALL_LIMITS = "all limits"
 
 
 def training_seed(w, model: Path) -> dict[int, list[float]]:
@@ -272,8 +274,12 @@ def reconstruct(
                     replace(x, runtime_quantiles=None, estimate=jobs[x.job_id]["end"] - x.start)
                     for x in running
                 ]
+            elif variant == ALL_LIMITS:
+                r = [replace(x, runtime_quantiles=None, estimate=None) for x in running]
             if variant == "all real":
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
+            elif variant == ALL_LIMITS:
+                p = [replace(x, estimate=None) for x in pending]
             elif variant in ("queue: L2", L2_RUNNING_REAL):  # the queue projected on its quantiles (rule L2)
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
             elif variant in (

@@ -43,6 +43,7 @@ import live_bias  # noqa: E402
 import live_windows  # noqa: E402
 
 STAGES = ("queue: L2", live_bias.L2_RUNNING_REAL, "all real")
+VARIANTS = (*STAGES, live_bias.ALL_LIMITS)  # the limits: a reference, not a part
 PARTS = ("running", "queued", "arrivals", "RJMS order")
 HEAD_ONLY = ("flux", "fluxion")
 
@@ -118,7 +119,7 @@ def decompose(w, rjms: str, path: Path, models: Path, source: str) -> list[dict]
     both = sorted(j for j in own if rush.get(j, {}).get("error") is not None and rush[j]["estimated_at"])
     moments = [(float(rush[j]["estimated_at"]), j, "submit") for j in both]
     moments += [(float(own[j]["estimated_at"]), j, "rjms") for j in both]
-    recomputed = live_bias.reconstructed(models, w, rjms, path, moments, STAGES)
+    recomputed = live_bias.reconstructed(models, w, rjms, path, moments, VARIANTS)
     at = {(r["job"], r["tag"]): r for r in recomputed}
     jobs = live_bias.real_jobs(w, rjms, path)
     real = {i: j["start"] for i, j in jobs.items()}
@@ -147,6 +148,7 @@ def decompose(w, rjms: str, path: Path, models: Path, source: str) -> list[dict]
                 "queued_min": (r[live_bias.L2_RUNNING_REAL] - r["all real"]) / 60,
                 "arrivals_min": (r["all real"] - e_sim) / 60,
                 "RJMS order_min": e_sim / 60,
+                "limits_min": None if r[live_bias.ALL_LIMITS] is None else r[live_bias.ALL_LIMITS] / 60,
                 "later_first_real": later_real,
                 "later_first_area": area_real,
                 "later_first_easy": later_sim,
@@ -179,6 +181,13 @@ def means(rows: list[dict]) -> list[dict]:
         for part in PARTS:
             stage = [s - r[f"{part}_min"] for s, r in zip(stage, mine, strict=True)]
             m[f"MAE without {part}"] = statistics.fmean(abs(v) for v in stage)
+        # what a perfect order model alone (c2 removed) and perfect runtimes alone ((a), (b)
+        # removed) would leave, and every job at its limit
+        m["MAE without RJMS order only"] = statistics.fmean(
+            abs(r["L2_min"] - r["RJMS order_min"]) for r in mine
+        )
+        vals = [abs(r["limits_min"]) for r in mine if r["limits_min"] is not None]
+        m["MAE limits"] = statistics.fmean(vals) if vals else None
         m["MAE RJMS"] = statistics.fmean(abs(r["rjms_error_min"]) for r in mine)
         vals = [abs(r["rush_at_rjms_min"]) for r in mine if r["rush_at_rjms_min"] is not None]
         m["MAE rush at RJMS moment"] = statistics.fmean(vals) if vals else None
@@ -202,11 +211,12 @@ def markdown(rows: list[dict], summary: list[dict]) -> str:
         "core's EASY. `later first`: jobs submitted after it that started before it, really (and",
         "their processor-minutes, wall) / in the core's EASY with the real future. (d) `lag`: the",
         "RJMS's first estimate, trace minutes after submit (share of the wait); `RJMS` its error",
-        "then, `rush then` rush's (L2, recomputed) at that moment.",
+        "then, `rush then` rush's (L2, recomputed) at that moment. `limits`: rush's pass at submit",
+        "with every job at its limit (no prediction), a reference.",
         "",
         "| run | job | wait | live | L2 | (a) running | (b) queued | (c1) arrivals | (c2) RJMS order "
-        "| later first: real (proc-min) / EASY | (d) lag (share) | RJMS | rush then |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
+        "| later first: real (proc-min) / EASY | (d) lag (share) | RJMS | rush then | limits |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
@@ -214,17 +224,19 @@ def markdown(rows: list[dict], summary: list[dict]) -> str:
             f"{f(r['live_min'])} | {f(r['L2_min'])} | {f(r['running_min'])} | {f(r['queued_min'])} | "
             f"{f(r['arrivals_min'])} | {f(r['RJMS order_min'])} | {r['later_first_real']} "
             f"({r['later_first_area']:.0f}) / {r['later_first_easy']} | {r['lag_min']:.0f} "
-            f"({100 * r['lag_share']:.0f} %) | {f(r['rjms_error_min'])} | {f(r['rush_at_rjms_min'])} |"
+            f"({100 * r['lag_share']:.0f} %) | {f(r['rjms_error_min'])} | {f(r['rush_at_rjms_min'])} | "
+            f"{f(r['limits_min'])} |"
         )
     lines += [
         "",
         "Per run, means (signed parts) and the MAE of rush's estimate as each part is removed in",
-        "turn (the last, `without RJMS order`, is 0 by construction), beside the RJMS's own MAE",
-        "and rush's at the RJMS's moment:",
+        "turn (the last, `without RJMS order`, is 0 by construction); `− (c2) only`: L2 with only",
+        "the RJMS's order removed (a perfect order model, the model's runtimes); `limits`: every job",
+        "at its limit; beside the RJMS's own MAE and rush's at the RJMS's moment:",
         "",
         "| run | jobs | L2 | (a) | (b) | (c1) | (c2) | later first real / EASY | lag (share) "
-        "| MAE L2 | − (a) | − (b) | − (c1) | RJMS | rush at RJMS's moment |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|",
+        "| MAE L2 | − (a) | − (b) | − (c1) | − (c2) only | limits | RJMS | rush at RJMS's moment |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in summary:
         lines.append(
@@ -233,7 +245,8 @@ def markdown(rows: list[dict], summary: list[dict]) -> str:
             f"{f(m['RJMS order_min'])} | {m['later_first_real']:.1f} / {m['later_first_easy']:.1f} | "
             f"{m['lag_min']:.0f} ({100 * m['lag_share']:.0f} %) | {f(m['MAE L2'], '.1f')} | "
             f"{f(m['MAE without running'], '.1f')} | {f(m['MAE without queued'], '.1f')} | "
-            f"{f(m['MAE without arrivals'], '.1f')} | {f(m['MAE RJMS'], '.1f')} | "
+            f"{f(m['MAE without arrivals'], '.1f')} | {f(m['MAE without RJMS order only'], '.1f')} | "
+            f"{f(m['MAE limits'], '.1f')} | {f(m['MAE RJMS'], '.1f')} | "
             f"{f(m['MAE rush at RJMS moment'], '.1f')} |"
         )
     return "\n".join(lines) + "\n"
