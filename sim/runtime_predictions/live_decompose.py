@@ -46,6 +46,8 @@ STAGES = ("queue: L2", live_bias.L2_RUNNING_REAL, "all real")
 VARIANTS = (*STAGES, live_bias.ALL_LIMITS)  # the limits: a reference, not a part
 PARTS = ("running", "queued", "arrivals", "RJMS order")
 HEAD_ONLY = ("flux", "fluxion")
+# sched-backfill's queue-depth as run_live.py loads it (the module's default).
+FLUX_QUEUE_DEPTH = 8
 
 
 def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[int, float]:
@@ -79,6 +81,53 @@ def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[in
         for p in pending:
             if decided.estimate_basis.get(p.job_id) == "now":
                 start[p.job_id], end[p.job_id] = now, now + runtime[p.job_id]
+        if job_id in start:
+            break
+        later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
+        later += [e for i, e in end.items() if e > now]
+        if not later:
+            start[job_id] = np.inf
+            break
+        now = min(later)
+    return start
+
+
+def flux_backfill_with_arrivals(
+    jobs: dict[int, dict], job_id: int, t0: float, depth: int = FLUX_QUEUE_DEPTH
+) -> dict[int, float]:
+    """As :func:`easy_with_arrivals`, under a replica of flux-core's sched-backfill as the live
+    runs loaded it (a model of that RJMS for this diagnostic, not a rule of rush's): it sees the
+    first ``depth`` pending jobs (FCFS), starts the head while it fits, and backfills another of
+    them only if its limit ends by the head's shadow time (the running jobs freed at their
+    limits' ends), with no second clause (a job on processors the reservation leaves free)."""
+    runtime = {i: j["end"] - j["start"] for i, j in jobs.items()}
+    start = {i: j["start"] for i, j in jobs.items() if j["start"] <= t0}
+    end = {i: jobs[i]["end"] for i in start}
+    now = t0
+    while job_id not in start:
+        free = 32 - sum(jobs[i]["procs"] for i in start if end[i] > now)
+        pending = sorted(
+            (i for i in jobs if jobs[i]["submit"] <= now and i not in start),
+            key=lambda i: (jobs[i]["submit"], i),
+        )
+        while pending and jobs[pending[0]]["procs"] <= free:  # the head starts; the next is asked for
+            head = pending.pop(0)
+            start[head], end[head] = now, now + runtime[head]
+            free -= jobs[head]["procs"]
+        queue = pending[:depth]
+        if queue and job_id not in start:
+            need, shadow, avail = jobs[queue[0]]["procs"], np.inf, free
+            for e, p in sorted(
+                (start[i] + jobs[i]["limit"], jobs[i]["procs"]) for i in start if end[i] > now
+            ):
+                avail += p
+                if avail >= need:
+                    shadow = max(e, now)
+                    break
+            for i in queue[1:]:
+                if jobs[i]["procs"] <= free and now + jobs[i]["limit"] <= shadow:
+                    start[i], end[i] = now, now + runtime[i]
+                    free -= jobs[i]["procs"]
         if job_id in start:
             break
         later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
@@ -133,6 +182,7 @@ def decompose(w, rjms: str, path: Path, models: Path, source: str) -> list[dict]
         e_sim = (sim[j] - jobs[j]["start"]) * k
         later_real, area_real = overtaking(jobs, j, real)
         later_sim, _ = overtaking(jobs, j, sim)
+        replica = flux_backfill_with_arrivals(jobs, j, t0)[j] if rjms == "flux" else None
         wait = jobs[j]["start"] - jobs[j]["submit"]
         t_rjms = float(own[j]["estimated_at"])
         out.append(
@@ -148,6 +198,8 @@ def decompose(w, rjms: str, path: Path, models: Path, source: str) -> list[dict]
                 "queued_min": (r[live_bias.L2_RUNNING_REAL] - r["all real"]) / 60,
                 "arrivals_min": (r["all real"] - e_sim) / 60,
                 "RJMS order_min": e_sim / 60,
+                # of (c2), what sched-backfill's own rule (its replica) accounts for
+                "sb rule_min": None if replica is None else (sim[j] - replica) * k / 60,
                 "limits_min": None if r[live_bias.ALL_LIMITS] is None else r[live_bias.ALL_LIMITS] / 60,
                 "later_first_real": later_real,
                 "later_first_area": area_real,
@@ -212,17 +264,19 @@ def markdown(rows: list[dict], summary: list[dict]) -> str:
         "their processor-minutes, wall) / in the core's EASY with the real future. (d) `lag`: the",
         "RJMS's first estimate, trace minutes after submit (share of the wait); `RJMS` its error",
         "then, `rush then` rush's (L2, recomputed) at that moment. `limits`: rush's pass at submit",
-        "with every job at its limit (no prediction), a reference.",
+        "with every job at its limit (no prediction), a reference. `of which sb's rule` (sched-backfill",
+        "only): the core's EASY start minus the start under a replica of sched-backfill's own rule",
+        "(`flux_backfill_with_arrivals`), both with the real future: the part of (c2) its rule explains.",
         "",
         "| run | job | wait | live | L2 | (a) running | (b) queued | (c1) arrivals | (c2) RJMS order "
-        "| later first: real (proc-min) / EASY | (d) lag (share) | RJMS | rush then | limits |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
+        "| of which sb's rule | later first: real (proc-min) / EASY | (d) lag (share) | RJMS | rush then | limits |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['window']} {live_windows.OWN[r['run']]} {r['source']} | {r['job']} | {r['wait_min']:.0f} | "
             f"{f(r['live_min'])} | {f(r['L2_min'])} | {f(r['running_min'])} | {f(r['queued_min'])} | "
-            f"{f(r['arrivals_min'])} | {f(r['RJMS order_min'])} | {r['later_first_real']} "
+            f"{f(r['arrivals_min'])} | {f(r['RJMS order_min'])} | {f(r['sb rule_min'])} | {r['later_first_real']} "
             f"({r['later_first_area']:.0f}) / {r['later_first_easy']} | {r['lag_min']:.0f} "
             f"({100 * r['lag_share']:.0f} %) | {f(r['rjms_error_min'])} | {f(r['rush_at_rjms_min'])} | "
             f"{f(r['limits_min'])} |"
@@ -234,15 +288,15 @@ def markdown(rows: list[dict], summary: list[dict]) -> str:
         "the RJMS's order removed (a perfect order model, the model's runtimes); `limits`: every job",
         "at its limit; beside the RJMS's own MAE and rush's at the RJMS's moment:",
         "",
-        "| run | jobs | L2 | (a) | (b) | (c1) | (c2) | later first real / EASY | lag (share) "
+        "| run | jobs | L2 | (a) | (b) | (c1) | (c2) | of which sb's rule | later first real / EASY | lag (share) "
         "| MAE L2 | − (a) | − (b) | − (c1) | − (c2) only | limits | RJMS | rush at RJMS's moment |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for m in summary:
         lines.append(
             f"| {m['window']} {live_windows.OWN[m['run']]} {m['source']} | {m['job'].split()[-1]} | "
             f"{f(m['L2_min'])} | {f(m['running_min'])} | {f(m['queued_min'])} | {f(m['arrivals_min'])} | "
-            f"{f(m['RJMS order_min'])} | {m['later_first_real']:.1f} / {m['later_first_easy']:.1f} | "
+            f"{f(m['RJMS order_min'])} | {f(m['sb rule_min'])} | {m['later_first_real']:.1f} / {m['later_first_easy']:.1f} | "
             f"{m['lag_min']:.0f} ({100 * m['lag_share']:.0f} %) | {f(m['MAE L2'], '.1f')} | "
             f"{f(m['MAE without running'], '.1f')} | {f(m['MAE without queued'], '.1f')} | "
             f"{f(m['MAE without arrivals'], '.1f')} | {f(m['MAE without RJMS order only'], '.1f')} | "

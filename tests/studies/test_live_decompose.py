@@ -103,3 +103,25 @@ def test_the_parts_add_up_to_the_recomputed_error_and_the_lag_is_the_rjms_first_
     (m,) = script.means([r])
     assert math.isclose(m["MAE L2"], 4000.0 / 60) and math.isclose(m["MAE without arrivals"], 300.0)
     assert math.isclose(m["MAE without RJMS order only"], abs(-4000.0 / 60 - r["RJMS order_min"]))
+
+
+def test_sched_backfills_replica_lacks_easys_second_clause_and_sees_only_its_queue_depth():
+    # 16 of 32 processors busy until 100 (limit 1000); the head (20 processors) reserves at 950,
+    # when 12 processors will be left over; a 1-processor job with a long limit arrives at 10
+    jobs = {
+        1: _job(-50.0, -50.0, 150.0, 16, 1000.0),
+        2: _job(0.0, 100.0, 10.0, 20, 1000.0),
+        3: _job(10.0, 100.0, 5.0, 1, 2000.0),
+    }
+    # the core's EASY backfills it at once on those processors; sched-backfill only if its limit
+    # ended by the shadow time, so it starts behind the head, when the running job really ends
+    assert script.easy_with_arrivals(jobs, 3, 0.0)[3] == 10.0
+    replica = script.flux_backfill_with_arrivals(jobs, 3, 0.0)
+    assert replica[2] == 100.0 and replica[3] == 100.0
+    short = {**jobs, 3: _job(10.0, 10.0, 5.0, 1, 20.0)}  # a limit that ends by the shadow time
+    assert script.flux_backfill_with_arrivals(short, 3, 0.0)[3] == 10.0
+    # beyond the queue depth a job is not seen, even if it would fit
+    assert script.flux_backfill_with_arrivals(short, 3, 0.0, depth=1)[3] == 100.0
+    assert math.isinf(
+        script.flux_backfill_with_arrivals({**jobs, 5: _job(1.0, 1.0, 1.0, 33, 9.0)}, 5, 0.0)[5]
+    )
