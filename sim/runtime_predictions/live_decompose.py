@@ -40,10 +40,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import live_bias  # noqa: E402
+import live_same_moment  # noqa: E402
 import live_windows  # noqa: E402
 
 STAGES = ("queue: L2", live_bias.L2_RUNNING_REAL, "all real")
 VARIANTS = (*STAGES, live_bias.ALL_LIMITS)  # the limits: a reference, not a part
+SAME_MOMENT = tuple(key for _, key in live_same_moment.ESTIMATORS if key != "rjms")
 PARTS = ("running", "queued", "arrivals", "RJMS order")
 HEAD_ONLY = ("flux", "fluxion")
 # sched-backfill's queue-depth as run_live.py loads it (the module's default).
@@ -166,16 +168,18 @@ def decompose(w, rjms: str, path: Path, models: Path, source: str) -> list[dict]
         and r["estimated_at"] not in ("", None)
     }
     both = sorted(j for j in own if rush.get(j, {}).get("error") is not None and rush[j]["estimated_at"])
-    moments = [(float(rush[j]["estimated_at"]), j, "submit") for j in both]
-    moments += [(float(own[j]["estimated_at"]), j, "rjms") for j in both]
-    recomputed = live_bias.reconstructed(models, w, rjms, path, moments, VARIANTS)
-    at = {(r["job"], r["tag"]): r for r in recomputed}
+    # The recomputed predictor re-predicts a pending job only when asked, so its answers depend on
+    # the moments it is asked at: at submit, live_bias.py's (every live estimate's moment), at the
+    # RJMS's first estimate live_same_moment.py's (its moments): each part is theirs, row for row.
+    at = {(r["job"], "submit"): r for r in live_bias.reconstructed(models, w, rjms, path, None, VARIANTS)}
+    then = live_bias.reconstructed(models, w, rjms, path, live_same_moment.moments(rows)[0], SAME_MOMENT)
+    at.update({(r["job"], "rjms"): r for r in then if r["tag"] == "rjms"})
     jobs = live_bias.real_jobs(w, rjms, path)
     real = {i: j["start"] for i, j in jobs.items()}
     out = []
     for j in both:
-        r = at[(j, "submit")]
-        if any(r[s] is None for s in STAGES):
+        r = at.get((j, "submit"))
+        if r is None or any(r[s] is None for s in STAGES) or (j, "rjms") not in at:
             continue
         t0 = float(rush[j]["estimated_at"])
         sim = easy_with_arrivals(jobs, j, t0)

@@ -65,6 +65,7 @@ def test_the_parts_add_up_to_the_recomputed_error_and_the_lag_is_the_rjms_first_
             "wait_class": ">1h",
             "error": -3000.0,
             "estimated_at": "0.0",
+            "halfway_error": None,
         },
         {
             "trace_job_id": "2",
@@ -79,18 +80,28 @@ def test_the_parts_add_up_to_the_recomputed_error_and_the_lag_is_the_rjms_first_
             "wait_class": ">1h",
             "error": 60.0,
             "estimated_at": "20.0",
+            "halfway_error": None,
         },
         {"trace_job_id": "4", "estimator": "flux", "wait_class": ">1h", "error": None, "estimated_at": ""},
     ]
     stages = {"queue: L2": -4000.0, script.live_bias.L2_RUNNING_REAL: -3000.0, "all real": -18000.0}
-    recomputed = [
-        {"job": 2, "tag": "submit", **stages, script.live_bias.ALL_LIMITS: 36000.0},
-        {"job": 2, "tag": "rjms", **{v: 120.0 for v in script.VARIANTS}},
-    ]
+    asked = []
+
+    def reconstructed(models, w, rjms, path, moments, variants):
+        # at submit: every live estimate's moment (live_bias.py's); then: live_same_moment.py's
+        asked.append((moments, variants))
+        if moments is None:
+            return [{"job": 2, "tag": "", **stages, script.live_bias.ALL_LIMITS: 36000.0}]
+        return [{"job": 2, "tag": "first", "queue: L2": 0.0}, {"job": 2, "tag": "rjms", "queue: L2": 120.0}]
+
     monkeypatch.setattr(script.live_windows, "read_rows", lambda path: rows)
-    monkeypatch.setattr(script.live_bias, "reconstructed", lambda *a, **kw: recomputed)
+    monkeypatch.setattr(script.live_bias, "reconstructed", reconstructed)
     monkeypatch.setattr(script.live_bias, "real_jobs", lambda *a: JOBS)
     (r,) = script.decompose(W, "flux", Path("run.csv"), Path("models"), "rep1")  # job 4: no RJMS estimate
+    assert asked == [
+        (None, script.VARIANTS),
+        (script.live_same_moment.moments(rows)[0], ("deployed", "queue: L2")),
+    ]
     parts = [r[f"{p}_min"] for p in script.PARTS]
     assert math.isclose(sum(parts), r["L2_min"]) and math.isclose(r["L2_min"], -4000.0 / 60)
     assert math.isclose(r["running_min"], -1000.0 / 60) and math.isclose(r["queued_min"], 15000.0 / 60)
