@@ -152,8 +152,7 @@ def request_first_runtimes(predictions: np.ndarray, requested_time: np.ndarray) 
     A job's key is its request lowered by less than half the smallest gap between distinct finite
     requests, in proportion to ``1 - prediction / request``; so any two different requests keep
     their order and equal requests are ordered by prediction (equal predictions tie, as before). A
-    job whose request is not finite and positive, or so short that its key would fall under
-    :data:`MIN_PREDICTION`, keeps its request as its key (ties by arrival)."""
+    job whose request is not finite and positive keeps its request as its key."""
     requested = np.ascontiguousarray(requested_time, dtype=np.float64)
     predictions = np.ascontiguousarray(predictions, dtype=np.float64)
     if predictions.shape != requested.shape or requested.ndim != 1:
@@ -169,7 +168,7 @@ def request_first_runtimes(predictions: np.ndarray, requested_time: np.ndarray) 
     gaps = np.diff(np.unique(requested[finite]))
     shift = 0.5 * min(gaps.min() if len(gaps) else 1.0, 1.0)  # below half of every gap
     share = predicted_runtimes(predictions[finite], requested[finite]) / requested[finite]
-    keys = requested[finite] - shift * (1.0 - np.minimum(share, 1.0))
-    # A key under the guard's floor would be raised to it: such tiny requests rank on the request.
-    out[finite] = np.where(keys >= MIN_PREDICTION, keys, requested[finite])
+    # The guarded prediction is at least min(MIN_PREDICTION, request), so a key never falls under
+    # the guard's floor: ranking_runtimes leaves it unchanged.
+    out[finite] = requested[finite] - shift * (1.0 - np.minimum(share, 1.0))
     return out
