@@ -142,3 +142,33 @@ def ranking_runtimes(rank: np.ndarray | None, estimate: np.ndarray, requested_ti
         return estimate
     rank = np.ascontiguousarray(rank, dtype=np.float64)
     return predicted_runtimes(rank, np.ascontiguousarray(requested_time, dtype=np.float64))
+
+
+def request_first_runtimes(predictions: np.ndarray, requested_time: np.ndarray) -> np.ndarray:
+    """Ranking keys (seconds, at most the request) that order jobs by their request first and, among
+    equal requests, by their guarded prediction (:func:`predicted_runtime`): "the request first, the
+    predictor only where the request says nothing" (``sim/runtime_predictions``, round 17, H15).
+
+    A job's key is its request lowered by less than half the smallest gap between distinct finite
+    requests, in proportion to ``1 - prediction / request``; so any two different requests keep
+    their order and equal requests are ordered by prediction (equal predictions tie, as before). A
+    job whose request is not finite and positive keeps its request as its key."""
+    requested = np.ascontiguousarray(requested_time, dtype=np.float64)
+    predictions = np.ascontiguousarray(predictions, dtype=np.float64)
+    if predictions.shape != requested.shape or requested.ndim != 1:
+        raise PolicyError(
+            f"{predictions.shape} predictions for {requested.shape} requests",
+            where="request_first_runtimes",
+            fix="give one prediction (NaN for none) per request",
+        )
+    finite = np.isfinite(requested) & (requested > 0)
+    out = requested.copy()
+    if not finite.any():
+        return out
+    gaps = np.diff(np.unique(requested[finite]))
+    shift = 0.5 * min(gaps.min() if len(gaps) else 1.0, 1.0)  # below half of every gap
+    share = predicted_runtimes(predictions[finite], requested[finite]) / requested[finite]
+    # The guarded prediction is at least min(MIN_PREDICTION, request), so a key never falls under
+    # the guard's floor: ranking_runtimes leaves it unchanged.
+    out[finite] = requested[finite] - shift * (1.0 - np.minimum(share, 1.0))
+    return out

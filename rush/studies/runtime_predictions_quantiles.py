@@ -33,7 +33,12 @@ up). The schedulers, fixed before any run (the study's README says why):
   ``SPF-CI ranked on predictions`` (H13a) ranks the queue within each class and the backfill
   scan by the predicted runtime and plans on the limits (``SimInputs.rank_estimate``);
   ``SPF-CI with predictions`` (H13b) schedules on the predictions as rush-Q does (SJBF,
-  reservations on predictions, corrected to the request).
+  reservations on predictions, corrected to the request); ``SPF-CI ranked on slowdown risk``
+  (H14, round 17) ranks as H13a on the slowdown index of the predicted distribution
+  (:func:`rush.core.slowdown_rank.slowdown_ranking_runtimes`, tau the metric's) instead of its mean;
+  ``SPF-CI with predicted tie-breaks`` (H15, round 17, post hoc) keeps SPF-CI's order by request
+  and orders only equal requests by the predicted mean
+  (:func:`rush.core.runtime_predictions.request_first_runtimes`).
 
 The same protocol as Table 6.6 (EASY, starvation threshold 200,000 s, tau 10 s; improvement of
 the mean bounded slowdown over EASY-FCFS on the requests). Kills are counted as the simulator
@@ -62,7 +67,19 @@ SCHEDULERS = (
 # Run only when FCFS-CI's walk-forward decisions are given (quantile_rows' reference_false_small).
 MATCHED_SCHEDULERS = ("quantile SPF-CI (FCFS-CI's kill rate)", "rush-Q (FCFS-CI's kill rate)")
 # Run only when the classifier's walk-forward of the job set is given (quantile_rows' classifier).
-CLASSIFIER_SCHEDULERS = ("SPF-CI (classifier)", "SPF-CI ranked on predictions", "SPF-CI with predictions")
+CLASSIFIER_SCHEDULERS = (
+    "SPF-CI (classifier)",
+    "SPF-CI ranked on predictions",
+    "SPF-CI with predictions",
+    "SPF-CI ranked on slowdown risk",
+    "SPF-CI with predicted tie-breaks",
+)
+# The schedulers whose predictions only rank the classes (planned on the limits).
+RANKING_SCHEDULERS = (
+    "SPF-CI ranked on predictions",
+    "SPF-CI ranked on slowdown risk",
+    "SPF-CI with predicted tie-breaks",
+)
 # The share of jobs the kill-budget decision may kill at the divider (false smalls among the
 # jobs whose outcome is known): FCFS-CI kills 26-30 % of the jobs on the four traces
 # (sim/runtime_classes, published job set), so 25 % keeps rush-Q's kills under FCFS-CI's.
@@ -85,6 +102,16 @@ def scheduler_inputs(
     ``reference_false_small`` (per job of the walk-forward) for :data:`MATCHED_SCHEDULERS`,
     ``classifier`` (the runtime classifier's walk-forward of the jobs ``rows``) for
     :data:`CLASSIFIER_SCHEDULERS`."""
+    if name == "SPF-CI ranked on slowdown risk":
+        from rush.core.slowdown_rank import slowdown_ranking_runtimes
+
+        risk = slowdown_ranking_runtimes(wf.quantiles[rows], wf.levels, wf.requested_time[rows], TAU)
+        return classifier_inputs(name, risk, classifier)
+    if name == "SPF-CI with predicted tie-breaks":
+        from rush.core.runtime_predictions import request_first_runtimes
+
+        keys = request_first_runtimes(wf.calibrated_mean()[rows], wf.requested_time[rows])
+        return classifier_inputs(name, keys, classifier)
     if name in CLASSIFIER_SCHEDULERS:
         return classifier_inputs(name, wf.calibrated_mean()[rows], classifier)
     proba = wf.proba_small[rows]
@@ -119,7 +146,7 @@ def scheduler_inputs(
 def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[SimInputs, dict]:
     """One of :data:`CLASSIFIER_SCHEDULERS`: SPF-CI's inputs (the runtime-class study's
     classification-idempotent from the classifier's walk-forward ``classifier``), and for the
-    two round-13 schedulers the predicted runtimes ``predicted`` (one per job of it)."""
+    others the predicted (or slowdown-equivalent) runtimes ``predicted`` (one per job of it)."""
     from rush.studies.runtime_variants import variant_inputs
 
     if classifier is None:
@@ -128,7 +155,7 @@ def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[Sim
         raise ValueError(f"{len(predicted)} predictions for {len(classifier.runtime)} classified jobs")
     inputs, config, _ = variant_inputs("classification-idempotent", None, None, walkforward=classifier)
     config["policy"] = "SPF"
-    if name == "SPF-CI ranked on predictions":
+    if name in RANKING_SCHEDULERS:
         inputs.rank_estimate = predicted
     elif name == "SPF-CI with predictions":
         inputs.estimate = predicted

@@ -113,3 +113,35 @@ def test_live_pass_corrects_expired_predictions() -> None:
     assert _head_reservation("none") == 150.0  # an expired estimate counts as ending now
     assert _head_reservation("stepwise") == 160.0  # 100 s + 1 min
     assert _head_reservation("request") == 10_000.0
+
+
+def test_request_first_keys_order_by_request_then_prediction() -> None:
+    """H15: SPF-CI's order between different requests is kept; equal requests go by prediction."""
+    from rush.core.runtime_predictions import ranking_runtimes, request_first_runtimes
+
+    rng = np.random.default_rng(3)
+    requested = rng.choice([1.0, 2.0, 60.0, 61.0, 3600.0, 3600.5, 86_400.0], size=500)
+    predictions = requested * rng.uniform(0.0, 1.5, size=500)
+    predictions[::7] = np.nan
+    keys = request_first_runtimes(predictions, requested)
+    guarded = predicted_runtimes(predictions, requested)
+    lexicographic = np.lexsort((guarded, requested))
+    assert np.all(np.diff(keys[lexicographic]) >= 0)
+    # Different requests never swap; equal requests (above the guard's floor) with different guarded
+    # predictions never tie; a 1 s request keeps its request.
+    assert np.all(keys <= requested) and np.all(keys >= 1.0)
+    assert np.all(keys[requested == 1.0] == 1.0)
+    same = (requested[:, None] == requested[None, :]) & (requested[:, None] >= 2.0)
+    differ = guarded[:, None] < guarded[None, :]
+    assert np.all((keys[:, None] < keys[None, :])[same & differ])
+    # Through the ranking guard the keys are unchanged (every key is a valid runtime).
+    np.testing.assert_array_equal(ranking_runtimes(keys, requested, requested), keys)
+
+
+def test_request_first_keys_keep_a_request_that_is_not_finite_and_refuse_bad_shapes() -> None:
+    from rush.core.runtime_predictions import request_first_runtimes
+
+    keys = request_first_runtimes(np.array([5.0, 5.0, 1.0]), np.array([np.inf, np.nan, 10.0]))
+    assert keys[0] == np.inf and np.isnan(keys[1]) and 9.5 <= keys[2] < 10.0
+    with pytest.raises(PolicyError, match="predictions for"):
+        request_first_runtimes(np.ones(2), np.ones(3))

@@ -234,3 +234,15 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     planned, config = scheduler_inputs("SPF-CI with predictions", wf, everyone, 0.1, classifier=cw)
     assert np.array_equal(planned.estimate, calibrated, equal_nan=True) and planned.rank_estimate is None
     assert config["prediction_correction"] == "request"
+    # H14 (round 17): ranked as H13a, on the slowdown index of the predicted distribution.
+    from rush.core.slowdown_rank import slowdown_ranking_runtimes
+
+    risk, config = scheduler_inputs("SPF-CI ranked on slowdown risk", wf, everyone, 0.1, classifier=cw)
+    expected = slowdown_ranking_runtimes(wf.quantiles, wf.levels, wf.requested_time, 10.0)
+    assert risk.estimate is None and np.array_equal(risk.rank_estimate, expected, equal_nan=True)
+    assert not np.array_equal(expected, calibrated, equal_nan=True)
+    # H15 (round 17, post hoc): SPF-CI's order by request, equal requests ordered by the mean.
+    ties, _ = scheduler_inputs("SPF-CI with predicted tie-breaks", wf, everyone, 0.1, classifier=cw)
+    order = np.lexsort((np.arange(len(workload)), calibrated, wf.requested_time))
+    assert ties.estimate is None and np.all(np.diff(ties.rank_estimate[order]) >= 0)
+    assert np.all(ties.rank_estimate <= wf.requested_time)
