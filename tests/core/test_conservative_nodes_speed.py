@@ -318,3 +318,59 @@ def test_conservative_on_nodes_decides_as_the_oracle(block: int) -> None:
         reserved += new["counts"][2]
     # The instances exercise every outcome (not only empty queues).
     assert started > 75 and skipped > 8 and reserved > 300
+
+
+def _fragmented(rng) -> Snapshot:
+    """A long, fragmented plan (issue 31, round 17): many short one-node shared jobs ahead of
+    whole-node requests (exclusive, or shared asking every core of a node), so those slide far
+    and the idle-node bound (rush.core.idle_bound) skips many candidates, some runs past
+    ``IDLE_JUMP``."""
+    count = int(rng.integers(3, 6))
+    cores = [int(rng.choice([4, 8, 8])) for _ in range(count)]
+    running = []
+    for job_id in range(1, int(rng.integers(1, 5))):
+        i = int(rng.integers(0, count))
+        c = int(rng.integers(1, cores[i] + 1))
+        estimate = float(rng.choice([300, 900, 3000]))
+        running.append(RunningJob(job_id, NOW - 100.0, c, estimate, allocation=(Slot(i, c),)))
+    held = [0] * count
+    for r in running:
+        held[r.allocation[0].node] += r.procs
+    nodes = tuple(
+        Node(f"n{i}", c, 0, partitions=("batch",), leaf=0, free_cores=max(c - held[i], 0))
+        for i, c in enumerate(cores)
+    )
+    pending = []
+    for k in range(int(rng.integers(30, 60))):
+        if rng.random() < 0.7:
+            request = Request(1, int(rng.integers(1, 4)), partition="batch")
+            estimate = float(rng.choice([60, 120, 300, 500, 700]))
+        elif rng.random() < 0.5:
+            request = Request(int(rng.integers(1, count + 1)), 8, exclusive=True)
+            estimate = float(rng.choice([600, 3000, 9000]))
+        else:
+            request = Request(int(rng.integers(1, count + 1)), 8, partition="batch")
+            estimate = float(rng.choice([600, 3000, 9000]))
+        procs = request.nodes * request.cores_per_node
+        pending.append(PendingJob(100 + k, NOW - float(k), procs, estimate, request=request))
+    total = sum(cores)
+    return Snapshot(NOW, total, total - sum(held), tuple(pending), tuple(running), nodes=nodes)
+
+
+@pytest.mark.parametrize("block", range(2))
+def test_whole_node_requests_behind_a_fragmented_plan_decide_as_the_oracle(block: int) -> None:
+    """Whole-node requests skipping windows by the idle-node bound decide as trying every
+    candidate on nodes (the oracle), with and without standing reservations and skips."""
+    reserved = 0
+    for seed in range(block * 20, (block + 1) * 20):
+        rng = np.random.default_rng(1_000 + seed)
+        with _captured_pass() as calls:
+            schedule(_fragmented(rng), CoreConfig.from_names("FCFS", "conservative", None))
+        for base in (tuple(_fresh(a) for a in calls[0]), _varied(calls[0], rng)):
+            new_args = tuple(_fresh(a) for a in base)
+            old_args = tuple(_fresh(a) for a in base)
+            new = _decisions(conservative_nodes_pass(*new_args), new_args)
+            old = _decisions(_oracle_pass(*old_args), old_args)
+            assert new == old, seed
+            reserved += new["counts"][2]
+    assert reserved > 800
