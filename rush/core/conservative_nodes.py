@@ -65,10 +65,8 @@ import numpy as np
 from numba import njit
 
 from rush.core.carried_room import move_cost, move_cuts
-from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy
+from rush.core.conservative import MIN_DURATION, _breakpoint, _occupy, fit_before
 from rush.core.easy_nodes import NO_FIT, SKIPPED, decide_in
-from rush.core.idle_bound import count_fit as _count_fit
-from rush.core.idle_bound import fit_with_idle, initial_idle, max_cores, take_counting_idle, whole_like
 from rush.core.node_pool import NodePool, NodeView, Room, Slots, job_ask, need_units, node_table
 from rush.core.pass_data import PassConfig, PassJobs, PassMoment, PassOut, PassQueues, PassState, RunningSet
 from rush.core.skip_with_limit import should_skip
@@ -76,9 +74,6 @@ from rush.core.skip_with_limit import should_skip
 INF = np.inf
 # Counts no availability falls below: every candidate passes the count check.
 NO_BOUND = -(1 << 62)
-# A whole-node request's search moves its room past the candidates the idle-node bound rules out
-# only when it skips at least this many (moving or building the room costs a pass over the nodes).
-IDLE_JUMP = 32
 
 
 @njit(cache=True, inline="always")
@@ -242,6 +237,29 @@ def _count_need(
             return small_c[-1] + 1, 0
         return small_c[need], small_g[need]
     return need * request.cores[j], need * request.gpus[j]
+
+
+@njit(cache=True)
+def _count_fit(
+    cores: tuple[np.ndarray, np.ndarray],
+    gpus: tuple[np.ndarray, np.ndarray],
+    n: int,
+    need: tuple[int, int],
+    duration: float,
+    span: tuple[int, float],
+) -> int:
+    """First breakpoint from ``span[0]`` on, before time ``span[1]``, from which both counts of
+    ``need`` stay free for ``duration`` (-1: none)."""
+    i, bound = span
+    while i >= 0:
+        i = fit_before(cores[0], cores[1], n, need[0], duration, i, bound)
+        if i < 0 or need[1] <= 0:
+            return i
+        g = fit_before(gpus[0], gpus[1], n, need[1], duration, i, bound)
+        if g == i:
+            return i
+        i = g
+    return -1
 
 
 @njit(cache=True)
@@ -468,61 +486,6 @@ def _remember_nodes(
 
 
 @njit(cache=True)
-def _room_at(
-    window: tuple[float, float],
-    cuts: tuple[int, int, bool],
-    orders: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int],
-    bookings: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
-    room: tuple[np.ndarray, np.ndarray],
-    base: tuple[np.ndarray, np.ndarray],
-    eligible: np.ndarray,
-    capacity: tuple[np.ndarray, np.ndarray],
-    rule: tuple[int, int, int, int],
-) -> tuple[int, int, int]:
-    """The room of the window ``[t, window_end)`` (what no booking overlapping it holds) and the
-    units it offers a job (``rule``, on ``eligible`` nodes): the carried room with its cuts
-    moved here (rush.core.carried_room) when ``cuts`` (bookings by end, by start, carried) are
-    carried and that walks fewer bookings, else built from whichever of (bookings ending after
-    t, bookings starting before the window's end) is shorter. ``orders``: ends, bookings by end,
-    starts, bookings by start, count; ``bookings``: on, starts, ends, entry slots. Returns
-    (units offered, the new cuts)."""
-    t, window_end = window
-    next_out, next_in, carried = cuts
-    end_at, by_end, start_at, by_start, nb = orders
-    b_on, b_t0, b_t1, b_slot = bookings
-    room_c, room_g = room
-    cap_c, cap_g = capacity
-    to_out = np.searchsorted(end_at[:nb], t, side="right")
-    to_in = np.searchsorted(start_at[:nb], window_end, side="left")
-    moved = carried and move_cost((next_out, next_in), (to_out, to_in)) < min(nb - to_out, to_in)
-    if moved:
-        move_cuts((by_end, by_start), (next_out, next_in), (to_out, to_in), (b_on, b_slot, entries), room)
-    else:
-        room_c[:] = base[0]
-        room_g[:] = base[1]
-    total = 0
-    for node in range(room_c.shape[0]):
-        total += _offer(rule, eligible[node], (room_c[node], room_g[node]), (cap_c[node], cap_g[node]))
-    if not moved:  # build it afresh from the shorter side
-        if nb - to_out <= to_in:
-            for x in range(to_out, nb):
-                b = by_end[x]
-                if b_on[b] and b_t0[b] < window_end:
-                    total += _apply(
-                        entries, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity, rule
-                    )
-        else:
-            for x in range(to_in):
-                b = by_start[x]
-                if b_on[b] and b_t1[b] > t:
-                    total += _apply(
-                        entries, b_slot[2 * b], b_slot[2 * b + 1], -1, room, eligible, capacity, rule
-                    )
-    return total, to_out, to_in
-
-
-@njit(cache=True)
 def conservative_nodes_pass(
     moment: PassMoment,
     config: PassConfig,
@@ -621,14 +584,6 @@ def conservative_nodes_pass(
     # running jobs could (a node shrunk under them): then every candidate is tried on nodes.
     for node in range(m):
         sound = sound and load_c[node] <= base[0][node] and load_g[node] <= base[1][node]
-    # U: an upper bound on the core-idle usable nodes over time, on the count profiles'
-    # breakpoints (rush.core.idle_bound); whole-node requests skip windows where it is short.
-    ptime_u = np.empty(capacity, dtype=np.float64)
-    avail_u = np.empty(capacity, dtype=np.int64)
-    ptime_u[:n] = ptime_c[:n]
-    initial_idle((ptime_c, n), (b_t1, b_slot, nb), (scratch_node, scratch_c), usable, avail_u)
-    n_u = n
-    most = max_cores(pool)
     # The bookings by start and by end: a job's candidate windows move later, so bookings
     # enter its window in start order and leave it in end order (its room is kept, not rebuilt).
     start_at = np.empty(nb_cap, dtype=np.float64)
@@ -778,7 +733,6 @@ def conservative_nodes_pass(
     if gpu_counts:
         _occupy_all((ptime_g, avail_g), n, windows, kept_g[:nkept])
     n = _occupy_all((ptime_c, avail_c), n, windows, kept_c[:nkept])
-    n_u = _occupy_all((ptime_u, avail_u), n_u, windows, np.zeros(nkept, dtype=np.int64))
     res_slot = np.empty(2 * on + 2, dtype=np.int64)
     # Each placed (or never placeable) job's shape, duration and earliest fit (inf: none).
     shapes = np.empty((on, 5), dtype=np.int64)
@@ -840,7 +794,6 @@ def conservative_nodes_pass(
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
                 n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
-                n_u = _occupy(ptime_u, avail_u, n_u, kept_at, duration, 0)
         placed_at = -1.0
         count = NO_FIT
         rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
@@ -853,33 +806,60 @@ def conservative_nodes_pass(
         if since < INF:
             lo = np.searchsorted(ptime_c[:n], since, side="left")
             i = _count_fit((ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (lo, bound))
-        # A whole-node request: windows after now where too few nodes can be idle are skipped.
-        whole = sound and n_u == n and whole_like(request, j, most)
-        if whole and i > 0:
-            i = fit_with_idle(
-                (ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (i, bound), avail_u, need
-            )
-        u_ok = i
         total = 0  # units the room offers job j (place() fails below ``need``)
         if i >= 0:
-            # Its room: what no booking overlapping [t, t + duration) holds (_room_at).
+            # Its room: what no booking overlapping [t, t + duration) holds: the last job's
+            # room with its cuts moved here (rush.core.carried_room) when that walks fewer
+            # bookings, else built from whichever of (bookings ending after t, bookings
+            # starting before the window's end) is shorter.
             t = ptime_c[i]
             window_end = t + duration
+            to_out = np.searchsorted(end_at[:nb], t, side="right")
+            to_in = np.searchsorted(start_at[:nb], window_end, side="left")
+            moved = carried and move_cost((next_out, next_in), (to_out, to_in)) < min(nb - to_out, to_in)
+            if moved:
+                cuts = ((next_out, next_in), (to_out, to_in))
+                move_cuts((by_end, by_start), cuts[0], cuts[1], (b_on, b_slot, entries_of), room_of)
+            else:
+                room.cores[:] = base[0]
+                room.gpus[:] = base[1]
             for node in range(m):
                 eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-            total, next_out, next_in = _room_at(
-                (t, window_end),
-                (next_out, next_in, carried),
-                (end_at, by_end, start_at, by_start, nb),
-                (b_on, b_t0, b_t1, b_slot),
-                entries_of,
-                room_of,
-                base,
-                eligible,
-                capacity_of,
-                rule,
-            )
+                total += _offer(
+                    rule, eligible[node], (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node])
+                )
+            next_out = to_out
+            next_in = to_in
             carried = True
+            if not moved:  # build it afresh from the shorter side
+                if nb - next_out <= next_in:
+                    for x in range(next_out, nb):
+                        b = by_end[x]
+                        if b_on[b] and b_t0[b] < window_end:
+                            total += _apply(
+                                entries_of,
+                                b_slot[2 * b],
+                                b_slot[2 * b + 1],
+                                -1,
+                                room_of,
+                                eligible,
+                                capacity_of,
+                                rule,
+                            )
+                else:
+                    for x in range(next_in):
+                        b = by_start[x]
+                        if b_on[b] and b_t1[b] > t:
+                            total += _apply(
+                                entries_of,
+                                b_slot[2 * b],
+                                b_slot[2 * b + 1],
+                                -1,
+                                room_of,
+                                eligible,
+                                capacity_of,
+                                rule,
+                            )
         while 0 <= i < n and ptime_c[i] < bound:
             t = ptime_c[i]
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
@@ -913,29 +893,6 @@ def conservative_nodes_pass(
                     placed_at = t
                     break
             i += 1
-            if whole and u_ok < i < n and ptime_c[i] < bound and avail_u[i] < need:
-                # Too few nodes can be idle from the next candidate on: none of them fits.
-                to = fit_with_idle(
-                    (ptime_c, avail_c), (ptime_g, avail_g), n, counts, duration, (i, bound), avail_u, need
-                )
-                if to < 0 or ptime_c[to] >= bound:
-                    break
-                u_ok = to
-                if to - i >= IDLE_JUMP:
-                    i = to
-                    window_end = ptime_c[i] + duration
-                    total, next_out, next_in = _room_at(
-                        (ptime_c[i], window_end),
-                        (next_out, next_in, True),
-                        (end_at, by_end, start_at, by_start, nb),
-                        (b_on, b_t0, b_t1, b_slot),
-                        entries_of,
-                        room_of,
-                        base,
-                        eligible,
-                        capacity_of,
-                        rule,
-                    )
         if count == SKIPPED:
             out.skip[nk] = j
             nk += 1
@@ -965,8 +922,7 @@ def conservative_nodes_pass(
             _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
             # It starts inside the carried room's window [placed_at, window_end): the room
             # loses it and the start cut passes it (its end is after the window's start).
-            idle = take_counting_idle(entries_of, (used, used + count), room_of, usable, cap_c)
-            n_u = _occupy(ptime_u, avail_u, n_u, placed_at, duration, -idle)
+            _hold(entries_of, (used, used + count), room_of, -1)
             next_in += 1
             nb += 1
             first, last = used, used + count
@@ -989,7 +945,6 @@ def conservative_nodes_pass(
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
                 n = _occupy(ptime_c, avail_c, n, placed_at, duration, -own_c[s])
-                n_u = _occupy(ptime_u, avail_u, n_u, placed_at, duration, 0)
             first, last = b_slot[2 * b], b_slot[2 * b + 1]
         else:
             continue  # wider than the machine can ever offer: leave it pending
