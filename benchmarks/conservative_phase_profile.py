@@ -247,6 +247,7 @@ def instrumented_kernel():
                 f"the kernel changed: a patch of {Path(__file__).name} no longer applies:\n{options[0][0]}"
             )
         source = source.replace(*fits[0])
+    source += "# registered in sys.modules (cached copies from before it are not loadable)\n"
     folder = Path(tempfile.gettempdir()) / f"rush-phase-profile-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     path = folder / "conservative_nodes_phases.py"
@@ -254,6 +255,9 @@ def instrumented_kernel():
         path.write_text(source)
     spec = importlib.util.spec_from_file_location("conservative_nodes_phases", path)
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: numba names a function's module in what it caches, and one
+    # not in sys.modules is cached as "<dynamic>", which the next process cannot load.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.conservative_nodes_pass
 
