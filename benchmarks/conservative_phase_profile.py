@@ -54,6 +54,9 @@ print = functools.partial(print, flush=True)  # noqa: A001 - progress shows whil
 PHASES = ("none", "profile", "order", "count fit", "eligible", "node choice", "setup")
 # tally slots: entries applied building fresh, sliding; rooms moved, built; sinks.
 BUILT, SLID, MOVED, FRESH, SINK = 0, 1, 2, 3, 4
+# candidates slid, placement calls, searches started; by kind (0 cores anywhere, 1 whole nodes,
+# 2 shared nodes): candidates, searches, entries slid; then candidates per job (sequence order).
+CAND, PLACE, SEARCHED, CAND_KIND, SEARCHED_KIND, SLID_KIND, PER_JOB = 5, 6, 7, 8, 11, 14, 17
 
 # (old, new), or alternatives ((old, new), ...) of which exactly one applies (the kernel with
 # flat count profiles, main's before issue 31's blocks, or with blocks): each old text must
@@ -139,12 +142,14 @@ PATCHES = (
         "                if b_on[b] and b_t0[b] < window_end:\n                    total += _apply(\n",
         "                if b_on[b] and b_t0[b] < window_end:\n"
         "                    tally[SLID] += b_slot[2 * b + 1] - b_slot[2 * b]\n"
+        "                    tally[SLID_KIND + shape[0]] += b_slot[2 * b + 1] - b_slot[2 * b]\n"
         "                    total += _apply(\n",
     ),
     (
         "                if b_on[b] and b_t1[b] > t:\n                    total += _apply(\n",
         "                if b_on[b] and b_t1[b] > t:\n"
         "                    tally[SLID] += b_slot[2 * b + 1] - b_slot[2 * b]\n"
+        "                    tally[SLID_KIND + shape[0]] += b_slot[2 * b + 1] - b_slot[2 * b]\n"
         "                    total += _apply(\n",
     ),
     (
@@ -191,11 +196,39 @@ PATCHES = (
         "optional",
     ),
     (
-        "    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)\n",
-        "    tally[SINK] += sh_n + int(sh_ac[0] + sh_ag[0] + sh_bys[0] + sh_bye[0])\n"
-        "    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)\n",
+        (
+            "    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)\n",
+            "    tally[SINK] += sh_n + int(sh_ac[0] + sh_ag[0] + sh_bys[0] + sh_bye[0])\n"
+            "    _keep_reservations(state, order, on, out, nr, res_slot, entries_of, kept)\n",
+        ),
+        (
+            "    _keep_reservations(state, (order, on), jobs.est, out, nr, res_slot, entries_of, kept)\n",
+            "    tally[SINK] += sh_n + int(sh_ac[0] + sh_ag[0] + sh_bys[0] + sh_bye[0])\n"
+            "    _keep_reservations(state, (order, on), jobs.est, out, nr, res_slot, entries_of, kept)\n",
+        ),
     ),
-    ("INF = np.inf\n", "INF = np.inf\nBUILT, SLID, MOVED, FRESH, SINK = 0, 1, 2, 3, 4\n"),
+    # Counts (issue 31, round 17): candidates slid per job and per kind, placement calls
+    # (each a scan of the job's nodes), searches started, profile inserts.
+    (
+        "        while 0 <= i < n and ptime_c[i] < bound:\n            t = ptime_c[i]\n",
+        "        while 0 <= i < n and ptime_c[i] < bound:\n            t = ptime_c[i]\n"
+        "            tally[CAND] += 1\n            tally[CAND_KIND + shape[0]] += 1\n"
+        "            tally[PER_JOB + s] += 1\n",
+    ),
+    (
+        "            if t == now or total >= need:\n",
+        "            if t == now or total >= need:\n                tally[PLACE] += 1\n",
+    ),
+    (
+        "        total = 0  # units the room offers job j (place() fails below ``need``)\n        if i >= 0:\n",
+        "        total = 0  # units the room offers job j (place() fails below ``need``)\n        if i >= 0:\n"
+        "            tally[SEARCHED] += 1\n            tally[SEARCHED_KIND + shape[0]] += 1\n",
+    ),
+    (
+        "INF = np.inf\n",
+        "INF = np.inf\nBUILT, SLID, MOVED, FRESH, SINK = 0, 1, 2, 3, 4\n"
+        "CAND, PLACE, SEARCHED, CAND_KIND, SEARCHED_KIND, SLID_KIND, PER_JOB = 5, 6, 7, 8, 11, 14, 17\n",
+    ),
 )
 
 
@@ -214,6 +247,7 @@ def instrumented_kernel():
                 f"the kernel changed: a patch of {Path(__file__).name} no longer applies:\n{options[0][0]}"
             )
         source = source.replace(*fits[0])
+    source += "# registered in sys.modules (cached copies from before it are not loadable)\n"
     folder = Path(tempfile.gettempdir()) / f"rush-phase-profile-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     path = folder / "conservative_nodes_phases.py"
@@ -221,8 +255,29 @@ def instrumented_kernel():
         path.write_text(source)
     spec = importlib.util.spec_from_file_location("conservative_nodes_phases", path)
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: numba names a function's module in what it caches, and one
+    # not in sys.modules is cached as "<dynamic>", which the next process cannot load.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.conservative_nodes_pass
+
+
+def print_counts(tally: np.ndarray, pending: int) -> None:
+    """Candidates slid (per job and per kind of request), placement calls and searches."""
+    per_job = np.sort(tally[PER_JOB : PER_JOB + pending])[::-1]
+    total = max(int(per_job.sum()), 1)
+    tenth = int(per_job[: max(pending // 10, 1)].sum())
+    print(
+        f"candidates slid {tally[CAND]} ({tally[CAND] / pending:.0f} a job; median {np.median(per_job):.0f}, "
+        f"p90 {np.percentile(per_job, 90):.0f}, p99 {np.percentile(per_job, 99):.0f}, max {per_job[0]}; "
+        f"the top tenth of jobs {100 * tenth / total:.0f} %); placement calls {tally[PLACE]}, "
+        f"searches started {tally[SEARCHED]}"
+    )
+    for kind, name in enumerate(("cores anywhere", "whole nodes", "shared nodes")):
+        print(
+            f"  {name:15s} searches {tally[SEARCHED_KIND + kind]:6d}  candidates {tally[CAND_KIND + kind]:8d}  "
+            f"entries slid {tally[SLID_KIND + kind] / 1e6:5.1f} M"
+        )
 
 
 def main() -> None:
@@ -238,7 +293,7 @@ def main() -> None:
     )
     fresh = tuple(_fresh(a) for a in inputs)
     reference = plan_of(fresh, scheduling_pass(*fresh))
-    tally = np.zeros(8, dtype=np.int64)
+    tally = np.zeros(PER_JOB + args.pending, dtype=np.int64)
     fresh = tuple(_fresh(a) for a in inputs)
     if plan_of(fresh, patched(*fresh, 0, tally)) != reference:
         sys.exit("the instrumented kernel decides differently from the kernel: not measured")
@@ -246,6 +301,7 @@ def main() -> None:
         f"booking entries applied: {tally[BUILT] / 1e6:.1f} M building rooms ({tally[FRESH]} built, "
         f"{tally[MOVED]} carried), {tally[SLID] / 1e6:.1f} M sliding them"
     )
+    print_counts(tally, args.pending)
     seconds: dict[str, list[float]] = {name: [] for name in ("kernel", *PHASES)}
     for _ in range(args.repeat):
         fresh = tuple(_fresh(a) for a in inputs)
@@ -255,7 +311,7 @@ def main() -> None:
         for phase, name in enumerate(PHASES):
             fresh = tuple(_fresh(a) for a in inputs)
             t0 = time.process_time()
-            result = patched(*fresh, phase, np.zeros(8, dtype=np.int64))
+            result = patched(*fresh, phase, np.zeros(PER_JOB + args.pending, dtype=np.int64))
             seconds[name].append(time.process_time() - t0)
             if name != "setup" and plan_of(fresh, result) != reference:
                 sys.exit(f"phase {name} repeated decided differently: not measured")

@@ -78,6 +78,7 @@ def instrumented_kernel():
         if source.count(old) != 1:
             sys.exit(f"the kernel changed: a patch of {Path(__file__).name} no longer applies (fix PATCHES)")
         source = source.replace(old, new)
+    source += "# registered in sys.modules (cached copies from before it are not loadable)\n"
     folder = Path(tempfile.gettempdir()) / f"rush-search-ceiling-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     path = folder / "conservative_nodes_ceiling.py"
@@ -85,6 +86,9 @@ def instrumented_kernel():
         path.write_text(source)
     spec = importlib.util.spec_from_file_location("conservative_nodes_ceiling", path)
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: numba names a function's module in what it caches, and one
+    # not in sys.modules is cached as "<dynamic>", which the next process cannot load.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.conservative_nodes_pass
 
