@@ -244,3 +244,12 @@ def test_schedule_estimates_from_kept_rows_equal_those_from_jobs_read_afresh(see
             )
             running = [j for j in state.jobs if j.state != "PENDING"]
             state = ClusterState(NOW + 1.0, 16, state.free_procs, (*running, *pending, *arrivals))
+
+
+@pytest.mark.parametrize("name", ["quantile_code", "queued_upper", "runtime_quantiles", "requested_time"])
+def test_a_derived_column_or_its_source_cannot_be_set_alone(name: str) -> None:
+    """Setting one would leave rule L2's columns out of step with the quantiles: refused."""
+    jobs = _queue(np.random.default_rng(7), 5)
+    rows = PendingRows(pending_columns(jobs), jobs.__getitem__)
+    with pytest.raises(ValueError, match=f"column '{name}' is derived or derived from"):
+        rows.with_column(name, np.zeros(len(jobs)))
