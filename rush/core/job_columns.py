@@ -63,6 +63,13 @@ def _read(dtype: type, none: str | float | None = None) -> Any:
     return dataclasses.field(metadata={"dtype": dtype, "none": none, "given": None})
 
 
+def _derived(dtype: type) -> Any:
+    """A field computed from other columns when rows are read (rule L2's per-job inputs, from
+    ``runtime_quantiles`` and ``requested_time``: :func:`_quantile_columns`), never from a job's
+    attribute of its own."""
+    return dataclasses.field(metadata={"dtype": dtype, "none": None, "given": None, "derived": True})
+
+
 def _given(source: str) -> Any:
     """A mask field: True where the job gave its own ``source`` value, False where ``source``'s
     column holds what stands for a None (read with ``source``, in the same walk)."""
@@ -99,6 +106,14 @@ class PendingColumns(_JobColumns):
     request: tuple = _read(object)
     # Its predicted runtime quantiles (None: none), for the start projection's rule L2.
     runtime_quantiles: tuple = _read(object)
+    # Rule L2's inputs that do not depend on the pass, computed once when the row is read
+    # (rush.core.remaining_runtime.queued_projection_columns): whether the quantiles are usable
+    # (NO_QUANTILES, 0, or the code of why they are refused), their upper runtime (NaN: none),
+    # rule D2's projection shift and their set of levels as a number (the refusals' order).
+    quantile_code: np.ndarray = _derived(np.int64)
+    queued_upper: np.ndarray = _derived(np.float64)
+    projection_shift: np.ndarray = _derived(np.float64)
+    quantile_key: np.ndarray = _derived(np.int64)
 
     def take(self, rows: np.ndarray) -> PendingColumns:
         """These columns' ``rows``, in that order."""
@@ -146,6 +161,11 @@ _MASK_OF = {
 }
 
 
+# Columns computed from others (and what they are computed from), never set alone.
+_DERIVED = frozenset(f.name for f in dataclasses.fields(PendingColumns) if f.metadata.get("derived"))
+_DERIVED_FROM = frozenset({"runtime_quantiles", "requested_time"})
+
+
 @dataclasses.dataclass(frozen=True)
 class RunningColumns(_JobColumns):
     start: np.ndarray = _read(np.float64)
@@ -176,8 +196,12 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
     read: dict = {}
     fields = dataclasses.fields(kind)
     masks = {f.metadata["given"]: f.name for f in fields if f.metadata["given"] is not None}
+    derived = False
     for f in fields:
         dtype, none = f.metadata["dtype"], f.metadata["none"]
+        if f.metadata.get("derived"):
+            derived = True
+            continue  # computed from the columns read, below
         if f.metadata["given"] is not None:
             continue  # read with its source
         got = values(f.name)
@@ -204,7 +228,26 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
             read[f.name], given = _or_default(tuple(got), read[none] if isinstance(none, str) else none)
             if f.name in masks:
                 read[masks[f.name]] = given
+    if derived:
+        read.update(_quantile_columns(read["runtime_quantiles"], read["requested_time"]))
     return kind(**read)
+
+
+def _quantile_columns(quantiles: tuple, requested_time: np.ndarray) -> dict[str, np.ndarray]:
+    """The derived columns of rows with these quantiles and requests (the core's rule, loaded
+    only when some job has quantiles: a queue without them needs no compiled code)."""
+    n = len(quantiles)
+    if not n or not np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n).any():
+        return {
+            "quantile_code": np.full(n, -1, dtype=np.int64),
+            "queued_upper": np.full(n, np.nan),
+            "projection_shift": np.zeros(n),
+            "quantile_key": np.zeros(n, dtype=np.int64),
+        }
+    from rush.core.remaining_runtime import queued_projection_columns
+
+    code, upper, shift, key = queued_projection_columns(quantiles, requested_time)
+    return {"quantile_code": code, "queued_upper": upper, "projection_shift": shift, "quantile_key": key}
 
 
 def pending_columns_from(values: Callable[[str], Iterable], count: int) -> PendingColumns:
@@ -299,6 +342,8 @@ class PendingRows(Sequence):
         given = [f.name for f in dataclasses.fields(self.columns) if f.metadata["given"] is not None]
         if name in given or name in _MASK_OF:
             raise ValueError(f"column {name!r} has a mask; set it with its mask")
+        if name in _DERIVED or name in _DERIVED_FROM:
+            raise ValueError(f"column {name!r} is derived or derived from; read the jobs again instead")
         listed = values.tolist()
         return PendingRows(
             dataclasses.replace(self.columns, **{name: values}),

@@ -118,8 +118,11 @@ REFUSED_LEVELS = "quantile levels not increasing within (0, 1) or not as many as
 REFUSED_NOT_FINITE = "a quantile is NaN or infinite"
 REFUSED_NEGATIVE = "a quantile is negative"
 REFUSED_NO_LIMIT = "no finite time limit to close the distribution"
-# _usable_groups' reason codes (0: usable).
-_REASONS = ("", REFUSED_NOT_FINITE, REFUSED_NEGATIVE, REFUSED_NO_LIMIT)
+# Each job's quantiles as a code (the pending columns' ``quantile_code``): none, usable (0), or
+# why they are refused (an index of _REASONS).
+NO_QUANTILES = -1
+_REASONS = ("", REFUSED_NOT_FINITE, REFUSED_NEGATIVE, REFUSED_NO_LIMIT, REFUSED_LEVELS)
+_CODE_LEVELS = 4
 
 
 def quantiles_refused(levels, seconds, requested_time: float) -> str:
@@ -164,18 +167,18 @@ def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dic
     no job has any) and, by job id, why a job's quantiles were refused. The checks and knots
     per set of levels at once (:func:`_usable_groups`), the compiled rule per job."""
     n = len(running)
-    refused: dict[int, str] = {}
+    code = np.full(n, NO_QUANTILES, dtype=np.int64)
     groups = _usable_groups(
         tuple(map(operator.attrgetter("runtime_quantiles"), running)),
         np.fromiter(map(operator.attrgetter("requested_time"), running), dtype=np.float64, count=n),
-        np.fromiter(map(operator.attrgetter("job_id"), running), dtype=np.int64, count=n),
-        refused,
+        code,
     )
     if groups is None:
         return None, {}
-    if len(refused) > 1:  # in the running jobs' order, as each job was checked in turn
-        position = {job_id: k for k, job_id in enumerate(map(operator.attrgetter("job_id"), running))}
-        refused = dict(sorted(refused.items(), key=lambda item: position[item[0]]))
+    # In the running jobs' order, as each job was checked in turn.
+    refused = _refusals(
+        code, np.fromiter(map(operator.attrgetter("job_id"), running), dtype=np.int64, count=n)
+    )
     out = np.full(n, np.nan)
     start = np.fromiter(map(operator.attrgetter("start"), running), dtype=np.float64, count=n)
     for kept, lv, q, request in groups:
@@ -213,14 +216,16 @@ def queued_projection_runtimes(
 
 
 def _usable_groups(
-    quantiles: Sequence, requested_time: np.ndarray, job_id: np.ndarray, refused: dict[int, str]
+    quantiles: Sequence, requested_time: np.ndarray, code: np.ndarray, key: np.ndarray | None = None
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
-    """The jobs of these columns (each job's ``runtime_quantiles`` or None, its request and id)
-    whose quantiles are usable, per set of levels (groups in the order they first come, rows in
-    queue order): (rows, levels, quantiles sorted and capped by the request (rows, k), request).
-    Each other job with quantiles gets its reason (:func:`quantiles_refused`'s) in ``refused``
-    by job id. None when no job has quantiles. Checked per set of levels at once, each group's
-    rows found with C-level walks."""
+    """The jobs of these columns (each job's ``runtime_quantiles`` or None, its request) whose
+    quantiles are usable, per set of levels (groups in the order they first come, rows in queue
+    order): (rows, levels, quantiles sorted and capped by the request (rows, k), request). Each
+    job with quantiles gets its code in ``code`` (0: usable, else the index of its reason in
+    _REASONS, :func:`quantiles_refused`'s); the others' stay; ``key``: each such job's set of
+    levels as a number (the hash of (levels, how many quantiles)), for the refusals' order
+    (:func:`_refusals`). None when no job has quantiles. Checked per set of levels at once,
+    each group's rows found with C-level walks."""
     n = len(quantiles)
     given = np.flatnonzero(
         np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n)
@@ -237,15 +242,16 @@ def _usable_groups(
         )
     )
     group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
-    code = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    if key is not None:
+        key[given] = np.array([hash(k) for k in group_of], dtype=np.int64)[group]
     groups = []
     for (levels, width), g in group_of.items():
-        at = np.flatnonzero(code == g)  # positions among ``listed``, in queue order
+        at = np.flatnonzero(group == g)  # positions among ``listed``, in queue order
         rows = given[at]
-        ids = job_id[rows].tolist()
         lv = np.asarray(levels, dtype=np.float64)
         if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
-            refused.update(zip(ids, repeat(REFUSED_LEVELS)))
+            code[rows] = _CODE_LEVELS
             continue
         seconds = np.fromiter(
             chain.from_iterable(map(operator.attrgetter("seconds"), map(listed.__getitem__, at.tolist()))),
@@ -253,7 +259,7 @@ def _usable_groups(
             count=len(rows) * width,
         ).reshape(len(rows), width)
         request = np.asarray(requested_time, dtype=np.float64)[rows]
-        # The reason as a code (0: usable), in quantiles_refused's order; words for refused rows only.
+        # The reason as a code (0: usable), in quantiles_refused's order.
         why = np.where(
             ~np.all(np.isfinite(seconds), axis=1),
             1,
@@ -261,13 +267,84 @@ def _usable_groups(
                 np.any(seconds < 0.0, axis=1), 2, np.where(np.isfinite(request) & (request > 0.0), 0, 3)
             ),
         )
+        code[rows] = why
         ok = why == 0
-        refused.update((ids[i], _REASONS[why[i]]) for i in np.flatnonzero(~ok).tolist())
         if ok.any():
             request = request[ok]
             q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
             groups.append((rows[ok], lv, q, request))
     return groups
+
+
+def _refusals(code: np.ndarray, job_id: np.ndarray, key: np.ndarray | None = None) -> dict[int, str]:
+    """Why each refused job's quantiles were refused, by job id, in row order; with ``key``
+    (each row's set of levels as a number), by set of levels in the order they first come among
+    the rows with quantiles, then in row order (the order the rule checked them in)."""
+    rows = np.flatnonzero(code > 0)
+    if key is not None and len(rows) > 1:
+        keys, first = np.unique(key[code != NO_QUANTILES], return_index=True)
+        if len(keys) > 1:
+            group_first = first[np.searchsorted(keys, key[rows])]
+            rows = rows[np.lexsort((rows, group_first))]
+    return dict(zip(job_id[rows].tolist(), map(_REASONS.__getitem__, code[rows].tolist()), strict=True))
+
+
+def queued_projection_columns(
+    quantiles: Sequence, requested_time: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What rule L2 needs of each queued job that does not depend on the pass, from its
+    ``runtime_quantiles`` (or None) and request: (code: NO_QUANTILES, 0 usable, or why refused;
+    its runtime at ``level`` of its distribution closed at the request (NaN where not usable);
+    rule D2's projection shift (0.0: none); its set of levels as a number (0: no quantiles),
+    for the refusals' order). The core's pending columns keep them by row
+    (:class:`rush.core.job_columns.PendingColumns`), so a pass reads no quantile object.
+    Computed per model (one set of levels) at once (:func:`_usable_groups`)."""
+    n = len(quantiles)
+    code = np.full(n, NO_QUANTILES, dtype=np.int64)
+    upper = np.full(n, np.nan)
+    shift = np.zeros(n)
+    key = np.zeros(n, dtype=np.int64)
+    for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key) or ():
+        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
+        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
+        w = (level - ps[i]) / (ps[i + 1] - ps[i])
+        upper[kept] = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
+        shift[kept] = np.fromiter(
+            map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
+            dtype=np.float64,
+            count=len(kept),
+        )
+    return code, upper, shift, key
+
+
+def queued_projection_from_columns(
+    derived: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    requested_time: np.ndarray,
+    job_id: np.ndarray,
+    est: np.ndarray,
+) -> tuple[np.ndarray | None, dict[int, str]]:
+    """Rule L2 from :func:`queued_projection_columns`' columns ``derived`` (code, upper runtime,
+    shift, levels key), the jobs' requests and ids, and their reservation estimates ``est``:
+    each usable job's projected runtime, max(``est``, its upper runtime), never above
+    max(request, ``est``), rule D2's shift on top over each set of levels where a usable job has
+    one; NaN for the others (None when no job has quantiles); and, by job id, why a job's
+    quantiles were refused (by set of levels, as the rule checks them: :func:`_refusals`)."""
+    code, upper, shift, key = derived
+    if not np.any(code != NO_QUANTILES):
+        return None, {}
+    out = np.full(len(code), np.nan)
+    kept = np.flatnonzero(code == 0)
+    if len(kept):
+        at_est = np.asarray(est, dtype=np.float64)[kept]
+        request = np.asarray(requested_time, dtype=np.float64)[kept]
+        out[kept] = np.minimum(np.maximum(at_est, upper[kept]), np.maximum(request, at_est))
+        kept_shift = shift[kept]
+        if np.any(kept_shift != 0.0):  # rule D2 (off by default): the length scaled by the user's drift,
+            kept_key = key[kept]  # over each set of levels with a shift (as the rule checks them)
+            for shifted in np.unique(kept_key[kept_shift != 0.0]).tolist():
+                at = np.flatnonzero(kept_key == shifted)
+                out[kept[at]] = drift_projection_length(out[kept[at]], kept_shift[at], request[at])
+    return out, _refusals(code, np.asarray(job_id), key)
 
 
 def queued_projection_runtimes_of(
@@ -281,24 +358,5 @@ def queued_projection_runtimes_of(
     :class:`rush.core.job_columns.PendingColumns`: each job's ``runtime_quantiles`` or None, its
     request and id), no job object read. Checked and computed per model (one set of levels)
     at once (:func:`_usable_groups`): a pass over 10,000 queued jobs."""
-    refused: dict[int, str] = {}
-    groups = _usable_groups(quantiles, requested_time, job_id, refused)
-    if groups is None:
-        return None, {}
-    out = np.full(len(quantiles), np.nan)
-    est = np.asarray(est, dtype=np.float64)
-    for kept, lv, q, request in groups:
-        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
-        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
-        w = (level - ps[i]) / (ps[i + 1] - ps[i])
-        upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        at_est = est[kept]
-        out[kept] = np.minimum(np.maximum(at_est, upper), np.maximum(request, at_est))
-        shift = np.fromiter(
-            map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
-            dtype=np.float64,
-            count=len(kept),
-        )
-        if np.any(shift != 0.0):  # rule D2 (off by default): the length scaled by the user's drift
-            out[kept] = drift_projection_length(out[kept], shift, request)
-    return out, refused
+    derived = queued_projection_columns(quantiles, requested_time, level)
+    return queued_projection_from_columns(derived, requested_time, job_id, est)

@@ -64,7 +64,7 @@ from rush.core.pass_data import (
 )
 from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import LOWEST_VALUE, priority_values, scaled
-from rush.core.remaining_runtime import queued_projection_runtimes_of, running_median_runtimes
+from rush.core.remaining_runtime import queued_projection_from_columns, running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
@@ -403,9 +403,13 @@ def schedule(
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
         r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
         # A queued job with predicted quantiles is projected for their upper part (rule L2),
-        # read from the pending columns (no core job made).
-        q_runtime, q_notes = queued_projection_runtimes_of(
-            waiting.runtime_quantiles, waiting.requested_time, waiting.job_id, est
+        # from the pending columns' per-job inputs, computed when their rows were read (no
+        # core job made, no quantile object read).
+        q_runtime, q_notes = queued_projection_from_columns(
+            (waiting.quantile_code, waiting.queued_upper, waiting.projection_shift, waiting.quantile_key),
+            waiting.requested_time,
+            waiting.job_id,
+            est,
         )
         decided.estimate_notes.update(q_notes)
         inputs = estimate_inputs(
