@@ -52,6 +52,13 @@ HEAD_ONLY = ("flux", "fluxion")
 FLUX_QUEUE_DEPTH = 8
 
 
+def _next_event(jobs: dict[int, dict], start: dict, end: dict, now: float) -> float:
+    """The next arrival of an unstarted job or end of a started one after ``now`` (inf: none)."""
+    later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
+    later += [e for i, e in end.items() if e > now]
+    return min(later, default=np.inf)
+
+
 def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[int, float]:
     """The starts the core's FCFS + EASY pass gives from the run's real state at ``t0`` (the jobs
     started by then at their real starts and ends) with every later arrival at its real submit
@@ -85,12 +92,10 @@ def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[in
                 start[p.job_id], end[p.job_id] = now, now + runtime[p.job_id]
         if job_id in start:
             break
-        later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
-        later += [e for i, e in end.items() if e > now]
-        if not later:
+        now = _next_event(jobs, start, end, now)
+        if now == np.inf:
             start[job_id] = np.inf
             break
-        now = min(later)
     return start
 
 
@@ -132,12 +137,10 @@ def flux_backfill_with_arrivals(
                     free -= jobs[i]["procs"]
         if job_id in start:
             break
-        later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
-        later += [e for i, e in end.items() if e > now]
-        if not later:
+        now = _next_event(jobs, start, end, now)
+        if now == np.inf:
             start[job_id] = np.inf
             break
-        now = min(later)
     return start
 
 

@@ -4,7 +4,7 @@ The pending columns carry what rule L2 needs of each queued job that does not de
 (:func:`rush.core.remaining_runtime.queued_projection_columns`: the quantiles' code, their upper
 runtime, rule D2's shift, their set of levels), computed when the rows are read; a pass reads
 those (:func:`queued_projection_from_columns`) and no quantile object. Checked against
-``_l2_reference`` below, the rule as each pass computed it from the quantile objects before
+``l2_reference`` (``tests/planner/l2_reference.py``), the rule as each pass computed it from the quantile objects before
 (main at 1535d3b: per set of levels, D2 per set of levels, refusals in the order it checked
 them), over random queues with every kind of quantiles (none, usable of two models, bad
 levels, one too few, NaN, infinite, negative, no limit, D2 shifts), with the columns:
@@ -21,7 +21,6 @@ two cycles equal those over a tuple of the same core jobs read afresh.
 from __future__ import annotations
 
 import math
-from itertools import chain
 
 import numpy as np
 import pytest
@@ -29,77 +28,19 @@ import pytest
 from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingColumns, PendingRows, pending_columns
 from rush.core.remaining_runtime import (
-    QUEUE_PROJECTION_LEVEL,
-    REFUSED_LEVELS,
-    REFUSED_NEGATIVE,
-    REFUSED_NO_LIMIT,
-    REFUSED_NOT_FINITE,
-    quantile_knots,
-    quantiles_refused,
     queued_projection_from_columns,
     queued_projection_runtimes_of,
 )
-from rush.core.runtime_drift import drift_projection_length
 from rush.core.schedule import schedule
 from rush.core.snapshot import PendingJob, RuntimeQuantiles, Snapshot
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.snapshot_columns import KeptRows
 from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.l2_reference import l2_reference
 from tests.planner.set_answers import SetRuntimes
 
 NOW = 1_700_000_000.0
 LEVELS = ((0.1, 0.25, 0.5, 0.75, 0.9), (0.25, 0.5, 0.75))
-
-
-def _l2_reference(pending, est: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL):
-    """Rule L2 as a pass computed it from the jobs' quantile objects (main at 1535d3b)."""
-    groups: dict[tuple[tuple[float, ...], int], list[int]] = {}
-    for k, p in enumerate(pending):
-        q = p.runtime_quantiles
-        if q is not None:
-            groups.setdefault((tuple(q.levels), len(q.seconds)), []).append(k)
-    if not groups:
-        return None, {}
-    out = np.full(len(pending), np.nan)
-    refused: dict[int, str] = {}
-    est = np.asarray(est, dtype=np.float64)
-    for (levels, width), rows in groups.items():
-        lv = np.asarray(levels, dtype=np.float64)
-        if quantiles_refused(lv, lv, 1.0) or width != len(lv):
-            refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
-            continue
-        seconds = np.fromiter(
-            chain.from_iterable(pending[k].runtime_quantiles.seconds for k in rows),
-            dtype=np.float64,
-            count=len(rows) * width,
-        ).reshape(len(rows), width)
-        request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
-        why = np.where(
-            ~np.all(np.isfinite(seconds), axis=1),
-            REFUSED_NOT_FINITE,
-            np.where(
-                np.any(seconds < 0.0, axis=1),
-                REFUSED_NEGATIVE,
-                np.where(np.isfinite(request) & (request > 0.0), "", REFUSED_NO_LIMIT),
-            ),
-        )
-        ok = why == ""
-        refused.update((pending[rows[i]].job_id, str(why[i])) for i in np.flatnonzero(~ok).tolist())
-        if not ok.any():
-            continue
-        kept = np.asarray(rows, dtype=np.int64)[ok]
-        request = request[ok]
-        q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
-        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
-        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
-        w = (level - ps[i]) / (ps[i + 1] - ps[i])
-        upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        at = est[kept]
-        out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
-        shift = np.array([pending[k].runtime_quantiles.projection_shift for k in kept.tolist()])
-        if np.any(shift != 0.0):
-            out[kept] = drift_projection_length(out[kept], shift, request)
-    return out, refused
 
 
 def _quantiles(rng: np.random.Generator, request: float) -> RuntimeQuantiles | None:
@@ -164,7 +105,7 @@ def test_l2_from_fresh_columns_equals_the_rule_on_the_objects(seed: int) -> None
     jobs = _queue(rng, int(rng.integers(1, 400)))
     est = rng.uniform(0.0, 5_000.0, len(jobs))
     columns = pending_columns(jobs)
-    want = _l2_reference(jobs, est)
+    want = l2_reference(jobs, est)
     _assert_same(_l2_of(columns, est), want)
     _assert_same(
         queued_projection_runtimes_of(columns.runtime_quantiles, columns.requested_time, columns.job_id, est),
@@ -180,14 +121,14 @@ def test_l2_from_rows_kept_between_cycles_equals_the_rule_on_the_objects(seed: i
     for cycle in range(4):
         columns = kept.update(jobs)
         est = rng.uniform(0.0, 5_000.0, len(jobs))
-        _assert_same(_l2_of(columns, est), _l2_reference(jobs, est))
+        _assert_same(_l2_of(columns, est), l2_reference(jobs, est))
         # The pass's reorder and a requeued job's rows added at the end.
         order = rng.permutation(len(jobs))
         extra = _queue(rng, 3, first=100_000 + 10 * cycle)
         taken = PendingColumns.concatenate(columns.take(order), pending_columns(extra))
         listed = [jobs[k] for k in order.tolist()] + extra
         est = rng.uniform(0.0, 5_000.0, len(listed))
-        _assert_same(_l2_of(taken, est), _l2_reference(listed, est))
+        _assert_same(_l2_of(taken, est), l2_reference(listed, est))
         # Next cycle: some jobs leave, some get new quantiles (a new prediction), some arrive.
         stay = [j for j in jobs if rng.random() < 0.8]
         changed = [_job(rng, j.job_id) if rng.random() < 0.2 else j for j in stay]

@@ -2,7 +2,7 @@
 
 * L2's projected runtimes and refusals from the columns (:func:`queued_projection_runtimes_of`)
   equal, value for value and in the same order of refusals, those of the rule as it read each
-  core job (``_l2_from_jobs`` below: the per-job rule before the columns), over random queues
+  core job (``l2_reference`` (``tests/planner/l2_reference.py``): the per-job rule before the columns), over random queues
   with every kind of quantiles (none, usable, levels of several models, bad levels, too few,
   NaN, negative, no limit);
 * the running jobs' medians given their elapsed time (:func:`running_median_runtimes`, checked
@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 import pytest
@@ -31,14 +30,8 @@ from rush.core.config import CoreConfig
 from rush.core.job_columns import PendingRows, pending_columns
 from rush.core.policies import parse_policy
 from rush.core.remaining_runtime import (
-    QUEUE_PROJECTION_LEVEL,
-    REFUSED_LEVELS,
-    REFUSED_NEGATIVE,
-    REFUSED_NO_LIMIT,
     REFUSED_NOT_FINITE,
     median_runtime_given_elapsed,
-    quantile_knots,
-    quantiles_refused,
     queued_projection_runtimes,
     queued_projection_runtimes_of,
     running_median_runtimes,
@@ -49,59 +42,11 @@ from rush.core.snapshot import PendingJob, RunningJob, RuntimeQuantiles
 from rush.planner.snapshot_builder import SnapshotBuilder
 from rush.planner.variation_placement import predict_at_placement
 from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.l2_reference import l2_reference
 from tests.planner.set_answers import SetRuntimes
 
 NOW = 1_700_000_000.0
 LEVELS = ((0.1, 0.25, 0.5, 0.75, 0.9), (0.25, 0.5, 0.75))
-
-
-def _l2_from_jobs(pending, est: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL):
-    """Rule L2 as it read each core job (the rule before it read the columns), the reference."""
-    groups: dict[tuple[tuple[float, ...], int], list[int]] = {}
-    for k, p in enumerate(pending):
-        q = p.runtime_quantiles
-        if q is not None:
-            groups.setdefault((tuple(q.levels), len(q.seconds)), []).append(k)
-    if not groups:
-        return None, {}
-    out = np.full(len(pending), np.nan)
-    refused: dict[int, str] = {}
-    est = np.asarray(est, dtype=np.float64)
-    for (levels, width), rows in groups.items():
-        lv = np.asarray(levels, dtype=np.float64)
-        if quantiles_refused(lv, lv, 1.0) or width != len(lv):
-            refused.update((pending[k].job_id, REFUSED_LEVELS) for k in rows)
-            continue
-        seconds = np.fromiter(
-            chain.from_iterable(pending[k].runtime_quantiles.seconds for k in rows),
-            dtype=np.float64,
-            count=len(rows) * width,
-        ).reshape(len(rows), width)
-        request = np.array([pending[k].requested_time for k in rows], dtype=np.float64)
-        finite = np.all(np.isfinite(seconds), axis=1)
-        why = np.where(
-            ~finite,
-            REFUSED_NOT_FINITE,
-            np.where(
-                np.any(seconds < 0.0, axis=1),
-                REFUSED_NEGATIVE,
-                np.where(np.isfinite(request) & (request > 0.0), "", REFUSED_NO_LIMIT),
-            ),
-        )
-        ok = why == ""
-        refused.update((pending[rows[i]].job_id, str(why[i])) for i in np.flatnonzero(~ok).tolist())
-        if not ok.any():
-            continue
-        kept = np.asarray(rows, dtype=np.int64)[ok]
-        request = request[ok]
-        q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
-        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
-        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
-        w = (level - ps[i]) / (ps[i + 1] - ps[i])
-        upper = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        at = est[kept]
-        out[kept] = np.minimum(np.maximum(at, upper), np.maximum(request, at))
-    return out, refused
 
 
 def _quantiles(rng: np.random.Generator, request: float) -> RuntimeQuantiles | None:
@@ -144,7 +89,7 @@ def test_l2_from_the_columns_equals_l2_from_the_jobs(seed: int) -> None:
     jobs = _pending(rng, int(rng.integers(1, 400)))
     est = rng.uniform(0.0, 5_000.0, len(jobs))
     columns = pending_columns(jobs)
-    want, want_refused = _l2_from_jobs(jobs, est)
+    want, want_refused = l2_reference(jobs, est)
     for got, refused in (
         queued_projection_runtimes_of(columns.runtime_quantiles, columns.requested_time, columns.job_id, est),
         queued_projection_runtimes(jobs, est),
