@@ -180,9 +180,13 @@ def queue_delta(
         if hold_estimates:
             _show_starts(at, last, rows, now)
         changed, moving = _changed(at, last, rows)
-        back = rows.tolist()  # (-1, a new job: the lists' last entry, None)
+        # Each job's entries in the memo's lists (-1, a new job: their last entry, None); a
+        # prefix of jobs listed in the same order as last time is a slice.
+        same = rows == np.arange(len(rows))
+        head = len(rows) if same.all() else int(np.argmin(same))
+        back = rows[head:].tolist()
         # The RJMS's job objects are frozen: one kept since the last call has its fields.
-        lasts = list(map(memo["job"].__getitem__, back))
+        lasts = _aligned(memo["job"], head, back)
         other = np.fromiter(map(is_not, objects, lasts), dtype=np.bool_, count=len(ids)) & ~changed
         if other.any():  # a fresh object (the daemon's read): compared by the fields a row reads
             fresh = other.nonzero()[0].tolist()
@@ -190,7 +194,7 @@ def queue_delta(
             changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), map(_FIELDS, got(lasts))))
         last_out = memo["out"]
         changed |= np.fromiter(
-            map(is_not, outs, map(last_out.__getitem__, back)), dtype=np.bool_, count=len(ids)
+            map(is_not, outs, _aligned(last_out, head, back)), dtype=np.bool_, count=len(ids)
         )
         changed |= ~np.fromiter(map(previous.__contains__, ids), dtype=np.bool_, count=len(ids))
         # A row whose only change is its estimated start (and what comes with it): the last
@@ -285,7 +289,10 @@ def queue_delta(
             moved_at.append(k)
     if fast:
         moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
-    where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
+    # The position of each job waiting for its terms (this pass's and earlier passes'), if listed.
+    waiting = [*(e[1] for e in memo.get("due", ())), *wanted]
+    where = dict(zip(waiting, rows_of(at["ids"], np.array(waiting, dtype=np.int64)).tolist(), strict=True))
+    where = {job_id: k for job_id, k in where.items() if k >= 0}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
     _add_terms(view, memo, (wanted, where, previous, at, looked), whole, moved)
     for job_id in previous.keys() - set(ids):
@@ -328,7 +335,16 @@ def _row_columns(view: QueueView, ids: np.ndarray) -> RowColumns:
     has_r = r_rows >= 0
     d = view.decisions
     cols = d.columns if d.columns is not None else DecisionColumns.of(d)
-    d_rows = cols.rows_of(ids)
+    n = len(pending.job_id)
+    if len(cols.job_id) >= n and np.array_equal(cols.job_id[:n], pending.job_id):
+        # (the core's columns: the pending columns' rows first, in their order)
+        d_rows = rows.copy()
+        extra = cols.job_id[n:]
+        if len(extra):
+            found = rows_of(extra, ids[~has_p])
+            d_rows[~has_p] = np.where(found >= 0, found + n, NONE)
+    else:
+        d_rows = cols.rows_of(ids)
     has_d = d_rows >= 0
     at = {
         "ids": ids,
@@ -370,6 +386,11 @@ def _show_starts(at: RowColumns, last: RowColumns, rows: np.ndarray, now: float)
     shown = np.where(back & last["has_start"][r], last["start"][r], np.nan)
     same = back & at["has_start"] & (at["basis"] == last["basis"][r]) & (at["behind"] == last["behind"][r])
     at["start"] = shown_starts(shown, at["start"], same, now)
+
+
+def _aligned(kept: list, head: int, back: list[int]) -> list:
+    """``kept``'s entries at ``range(head)`` and then at ``back``."""
+    return [*kept[:head], *map(kept.__getitem__, back)]
 
 
 def _shown_columns(previous: dict[int, QueueRow], ids: list[int]) -> RowColumns:
@@ -547,7 +568,7 @@ def _add_terms(
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
-    if len(due) > 2 * len(where) + 1024:  # entries of jobs gone since: bounded
+    if len(due) > 2 * len(columns["ids"]) + 1024:  # entries of jobs gone since: bounded
         due[:] = [e for e in due if e[1] in where]
         heapq.heapify(due)
         queued.intersection_update(e[1] for e in due)
