@@ -289,10 +289,14 @@ def queue_delta(
             moved_at.append(k)
     if fast:
         moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
-    # The position of each job waiting for its terms (this pass's and earlier passes'), if listed.
+    # The position of each job waiting for its terms (this pass's and earlier passes'), if
+    # listed: of every job when most wait (the first passes), else of those only.
     waiting = [*(e[1] for e in memo.get("due", ())), *wanted]
-    where = dict(zip(waiting, rows_of(at["ids"], np.array(waiting, dtype=np.int64)).tolist(), strict=True))
-    where = {job_id: k for job_id, k in where.items() if k >= 0}
+    if 4 * len(waiting) > len(ids):
+        where = dict(zip(ids, range(len(ids)), strict=True))
+    else:
+        found = rows_of(at["ids"], np.array(waiting, dtype=np.int64)).tolist()
+        where = {job_id: k for job_id, k in zip(waiting, found, strict=True) if k >= 0}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
     _add_terms(view, memo, (wanted, where, previous, at, looked), whole, moved)
     for job_id in previous.keys() - set(ids):
