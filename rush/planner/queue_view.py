@@ -291,10 +291,11 @@ def queue_delta(
         moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
     # The position of each job waiting for its terms (this pass's and earlier passes'), if
     # listed: of every job when most wait (the first passes), else of those only.
-    waiting = [*(e[1] for e in memo.get("due", ())), *wanted]
-    if 4 * len(waiting) > len(ids):
+    due = memo.get("due", ())
+    if 4 * (len(due) + len(wanted)) > len(ids):
         where = dict(zip(ids, range(len(ids)), strict=True))
     else:
+        waiting = [*(e[1] for e in due), *wanted]
         found = rows_of(at["ids"], np.array(waiting, dtype=np.int64)).tolist()
         where = {job_id: k for job_id, k in zip(waiting, found, strict=True) if k >= 0}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
