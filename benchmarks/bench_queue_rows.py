@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import inspect
 import os
 import statistics
 import sys
@@ -72,6 +73,12 @@ def read(module: ModuleType, view: QueueView) -> dict:
     return {p.job_id: p for p in view.built.snapshot.pending}
 
 
+def held(module: ModuleType) -> tuple:
+    """The shells' ``hold_estimates`` (journal rows keep an estimated start within the core's
+    granularity), for a queue_view that has it; none for an older one."""
+    return (True,) if "hold_estimates" in inspect.signature(module.queue_rows).parameters else ()
+
+
 def run(tree: tuple[ModuleType, ModuleType], pending: int, shell: str, args) -> dict[str, float]:
     """One fresh live path's first and next cycle: CPU seconds of each, of its queue rows and of
     their write to a fresh journal."""
@@ -100,7 +107,7 @@ def run(tree: tuple[ModuleType, ModuleType], pending: int, shell: str, args) -> 
         if args.read:
             read(module, view)
         t2 = time.process_time()
-        rows = module.queue_rows(view, previous, inputs)
+        rows = module.queue_rows(view, previous, inputs, *held(module))
         t3 = time.process_time()
         journal.record_queue(rows)
         out[f"{cycle} write"] = time.process_time() - t3

@@ -445,3 +445,20 @@ REPUBLISH_SHARE = 0.05
 def estimate_moved(published: float, now: float) -> float:
     """How far an estimate may move before it is worth sending again."""
     return max(REPUBLISH_SECONDS, REPUBLISH_SHARE * max(published - now, 0.0))
+
+
+def shown_starts(shown: np.ndarray, new: np.ndarray, same: np.ndarray, now: float) -> np.ndarray:
+    """The estimated starts to show after a pass, by job: the one last shown (``shown``; NaN:
+    none) while the pass's (``new``; NaN or infinite: none in sight) stays within
+    :func:`estimate_moved` of it and ``same`` holds (what comes with the estimate, its basis and
+    the job it waits behind, unchanged); else the pass's. So an estimate drifting by a second a
+    pass (a job waiting behind one that outlived its estimate, projected to end a second from
+    now) is shown again once it has moved by the granularity, not at every pass; a job coming
+    into or out of sight shows the pass's value at once."""
+    shown = np.asarray(shown, dtype=np.float64)
+    new = np.asarray(new, dtype=np.float64)
+    keep = np.asarray(same, dtype=np.bool_) & np.isfinite(shown) & np.isfinite(new)
+    k = np.flatnonzero(keep)
+    ahead = np.maximum(shown[k] - now, 0.0)
+    keep[k] = np.abs(new[k] - shown[k]) <= np.maximum(REPUBLISH_SECONDS, REPUBLISH_SHARE * ahead)
+    return np.where(keep, shown, new)

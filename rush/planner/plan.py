@@ -411,7 +411,7 @@ class Planner:
         view = QueueView(cycle, now, state, built, decisions, self.core_config, self.config.policy.policy)
         # The memo stands for rows journaled: a pass that fails to write them forgets it.
         inputs, self._queue_inputs = self._queue_inputs, {}
-        rows, moved = queue_delta(view, self._queue, inputs)
+        rows, moved = queue_delta(view, self._queue, inputs, hold_estimates=True)
         self.journal.record_queue(rows, moved)
         for row in moved:
             self._queue[row.job_id] = row

@@ -26,6 +26,7 @@ from rush.core.job_columns import PendingColumns, PendingRows, pending_columns
 from rush.core.priority_terms import JobInputs, priority_terms
 from rush.core.runtime_predictions import correction_code, running_estimate
 from rush.core.snapshot import Decisions
+from rush.core.start_estimates import shown_starts
 from rush.planner.journal import QueueRow, due_at, terms_due
 from rush.planner.snapshot_builder import Built
 from rush.rjms.base import ClusterState, RJMSJob
@@ -131,16 +132,22 @@ class QueueDelta(NamedTuple):
 
 
 def queue_rows(
-    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
+    view: QueueView,
+    previous: dict[int, QueueRow],
+    inputs: dict[str, RowInputs] | None = None,
+    hold_estimates: bool = False,
 ) -> list[QueueRow]:
     """The rows that changed since ``previous`` (the rows last written, by job id), with
     jobs that left the queue marked ``gone`` (:func:`queue_delta`'s rows, whole first)."""
-    delta = queue_delta(view, previous, inputs)
+    delta = queue_delta(view, previous, inputs, hold_estimates)
     return delta.whole + delta.moved
 
 
 def queue_delta(
-    view: QueueView, previous: dict[int, QueueRow], inputs: dict[str, RowInputs] | None = None
+    view: QueueView,
+    previous: dict[int, QueueRow],
+    inputs: dict[str, RowInputs] | None = None,
+    hold_estimates: bool = False,
 ) -> QueueDelta:
     """The rows that changed since ``previous`` (the rows last written, by job id), with jobs
     that left the queue marked ``gone``, split by what changed. ``inputs``, when given, is kept by
@@ -151,24 +158,44 @@ def queue_delta(
     estimates, the decisions' columns: :class:`rush.core.decision_columns.DecisionColumns`)
     gathered as arrays aligned with the RJMS's jobs and compared with the last call's as arrays;
     the RJMS jobs' own fields and outputs compared with C-level maps; one row built only for a
-    job that is new or whose inputs changed."""
+    job that is new or whose inputs changed.
+
+    ``hold_estimates`` (the shells'): a row keeps the estimated start it shows (``previous``'s)
+    while the core's granularity holds it (:func:`rush.core.start_estimates.shown_starts`:
+    within max(60 s, 5 % of the wait ahead), same basis and job waited behind), so a pass
+    where estimates only drift by a second writes nothing; else every move is written."""
     now, cycle = view.now, view.cycle
     jobs = view.state.jobs
     ids = list(map(_JOB_ID, jobs))
     at = _row_columns(view, np.array(ids, dtype=np.int64))
     memo = inputs if inputs is not None else {}
     outs = list(map(view.built.outputs.get, ids))
+    # Each job's object as the builder kept it where it found the read's equal (the daemon's
+    # fresh reads of unchanged pending jobs), else the read's: the same object while unchanged.
+    kept = view.built.kept_jobs
+    objects = list(map(kept.get, ids, jobs)) if kept else list(jobs)
     if "cols" in memo:  # a job is looked at when new, or when anything its row reads changed
-        changed, moving = _changed(at, memo["cols"])
+        last = memo["cols"]
+        rows = rows_of(last["ids"], at["ids"])  # each job's position in the last call's lists
+        if hold_estimates:
+            _show_starts(at, last, rows, now)
+        changed, moving = _changed(at, last, rows)
+        # Each job's entries in the memo's lists (-1, a new job: their last entry, None); a
+        # prefix of jobs listed in the same order as last time is a slice.
+        same = rows == np.arange(len(rows))
+        head = len(rows) if same.all() else int(np.argmin(same))
+        back = rows[head:].tolist()
         # The RJMS's job objects are frozen: one kept since the last call has its fields.
-        lasts = list(map(memo["job"].get, ids))
-        other = np.fromiter(map(is_not, jobs, lasts), dtype=np.bool_, count=len(ids)) & ~changed
+        lasts = _aligned(memo["job"], head, back)
+        other = np.fromiter(map(is_not, objects, lasts), dtype=np.bool_, count=len(ids)) & ~changed
         if other.any():  # a fresh object (the daemon's read): compared by the fields a row reads
             fresh = other.nonzero()[0].tolist()
             got = operator.itemgetter(*fresh) if len(fresh) > 1 else lambda s: (s[fresh[0]],)
             changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), map(_FIELDS, got(lasts))))
         last_out = memo["out"]
-        changed |= np.fromiter(map(is_not, outs, map(last_out.get, ids)), dtype=np.bool_, count=len(ids))
+        changed |= np.fromiter(
+            map(is_not, outs, _aligned(last_out, head, back)), dtype=np.bool_, count=len(ids)
+        )
         changed |= ~np.fromiter(map(previous.__contains__, ids), dtype=np.bool_, count=len(ids))
         # A row whose only change is its estimated start (and what comes with it): the last
         # row with the new values, where it qualifies (_moved_rows); the others built whole.
@@ -177,6 +204,8 @@ def queue_delta(
         changed[slow] = True
         look: Sequence[int] = np.flatnonzero(changed).tolist()
     else:
+        if hold_estimates and previous:
+            _show_starts(at, _shown_columns(previous, ids), np.arange(len(ids)), now)
         look, fast = range(len(jobs)), []
     json_of: dict[int, tuple] = {}
     last_json = memo.get("json", {})
@@ -260,7 +289,15 @@ def queue_delta(
             moved_at.append(k)
     if fast:
         moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
-    where = dict(zip(ids, range(len(ids)), strict=True)) if wanted or memo.get("due") else {}
+    # The position of each job waiting for its terms (this pass's and earlier passes'), if
+    # listed: of every job when most wait (the first passes), else of those only.
+    due = memo.get("due", ())
+    if 4 * (len(due) + len(wanted)) > len(ids):
+        where = dict(zip(ids, range(len(ids)), strict=True))
+    else:
+        waiting = [*(e[1] for e in due), *wanted]
+        found = rows_of(at["ids"], np.array(waiting, dtype=np.int64)).tolist()
+        where = {job_id: k for job_id, k in zip(waiting, found, strict=True) if k >= 0}
     looked = set(map(ids.__getitem__, look))  # (a row looked at and not wanted: no terms due)
     _add_terms(view, memo, (wanted, where, previous, at, looked), whole, moved)
     for job_id in previous.keys() - set(ids):
@@ -269,8 +306,9 @@ def queue_delta(
             whole.append(old._replace(time=now, cycle=cycle, state="gone"))
     if inputs is not None:
         memo["cols"] = at
-        memo["job"] = dict(zip(ids, jobs, strict=True))
-        memo["out"] = dict(zip(ids, outs, strict=True))
+        # Aligned with ``at["ids"]``, and None last (a new job's row is -1).
+        memo["job"] = [*objects, None]
+        memo["out"] = [*outs, None]
         # The JSON of outputs met earlier too (an unchanged job's is not looked up), bounded.
         if len(last_json) + len(json_of) < 2 * len(ids) + 64:
             json_of = {**last_json, **json_of}
@@ -302,7 +340,16 @@ def _row_columns(view: QueueView, ids: np.ndarray) -> RowColumns:
     has_r = r_rows >= 0
     d = view.decisions
     cols = d.columns if d.columns is not None else DecisionColumns.of(d)
-    d_rows = cols.rows_of(ids)
+    n = len(pending.job_id)
+    if len(cols.job_id) >= n and np.array_equal(cols.job_id[:n], pending.job_id):
+        # (the core's columns: the pending columns' rows first, in their order)
+        d_rows = rows.copy()
+        extra = cols.job_id[n:]
+        if len(extra):
+            found = rows_of(extra, ids[~has_p])
+            d_rows[~has_p] = np.where(found >= 0, found + n, NONE)
+    else:
+        d_rows = cols.rows_of(ids)
     has_d = d_rows >= 0
     at = {
         "ids": ids,
@@ -333,11 +380,52 @@ def _row_columns(view: QueueView, ids: np.ndarray) -> RowColumns:
     return at
 
 
-def _changed(at: RowColumns, last: RowColumns) -> tuple[np.ndarray, np.ndarray]:
-    """By job: new since ``last`` (the last call's columns), or any value its row reads moved
-    but those of :data:`_MOVING` (NaN as NaN); and where one of :data:`_MOVING` moved."""
-    rows = rows_of(last["ids"], at["ids"])
+def _show_starts(at: RowColumns, last: RowColumns, rows: np.ndarray, now: float) -> None:
+    """The estimated start each row shows, into ``at["start"]``: the one it showed after the
+    last call (``last``; ``rows``: each job's row there) where the core's granularity keeps it
+    (:func:`rush.core.start_estimates.shown_starts`), else the pass's."""
+    if len(last["ids"]) == 0:
+        return
+    back = rows >= 0
+    r = np.where(back, rows, 0)
+    shown = np.where(back & last["has_start"][r], last["start"][r], np.nan)
+    same = back & at["has_start"] & (at["basis"] == last["basis"][r]) & (at["behind"] == last["behind"][r])
+    at["start"] = shown_starts(shown, at["start"], same, now)
+
+
+def _aligned(kept: list, head: int, back: list[int]) -> list:
+    """``kept``'s entries at ``range(head)`` and then at ``back``."""
+    return [*kept[:head], *map(kept.__getitem__, back)]
+
+
+def _shown_columns(previous: dict[int, QueueRow], ids: list[int]) -> RowColumns:
+    """What :func:`_show_starts` reads of the last call, from the rows last written (by job, in
+    ``ids``' order): the estimated start each pending row shows, its basis and waited-behind."""
+    olds = [previous.get(job_id) for job_id in ids]
+    shows = [o is not None and o.state == "pending" and o.estimated_start is not None for o in olds]
+    return {
+        "ids": np.asarray(ids, dtype=np.int64),
+        "has_start": np.array(shows, dtype=np.bool_),
+        "start": np.array([o.estimated_start if s else np.nan for o, s in zip(olds, shows, strict=True)]),
+        "basis": np.array(
+            [o.estimate_basis if s else None for o, s in zip(olds, shows, strict=True)], dtype=object
+        ),
+        "behind": np.array(
+            [
+                NONE if not s or o.waits_behind is None else o.waits_behind
+                for o, s in zip(olds, shows, strict=True)
+            ],
+            dtype=np.int64,
+        ),
+    }
+
+
+def _changed(at: RowColumns, last: RowColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """By job: new since ``last`` (the last call's columns; ``rows``: each job's row there, -1
+    new), or any value its row reads moved but those of :data:`_MOVING` (NaN as NaN); and where
+    one of :data:`_MOVING` moved."""
     new = rows < 0
+    rows = rows.copy()
     if len(last["ids"]) == 0:
         return np.ones(len(rows), dtype=np.bool_), np.zeros(len(rows), dtype=np.bool_)
     rows[new] = 0
@@ -485,7 +573,7 @@ def _add_terms(
             whole.append(row)
         elif row[16:21] != old[16:21]:
             moved.append(row)
-    if len(due) > 2 * len(where) + 1024:  # entries of jobs gone since: bounded
+    if len(due) > 2 * len(columns["ids"]) + 1024:  # entries of jobs gone since: bounded
         due[:] = [e for e in due if e[1] in where]
         heapq.heapify(due)
         queued.intersection_update(e[1] for e in due)

@@ -213,6 +213,10 @@ class Built:
     model_seconds: dict[str, float] = field(default_factory=dict)
     # Jobs left out because the RJMS reported values the core cannot use: (job id, why).
     dropped: list[tuple[int, str]] = field(default_factory=list)
+    # Pending jobs read as a new object equal (==, every field) to the one the builder kept from
+    # an earlier read (a daemon's fresh read): that object, by job id. The same object while
+    # the job is unchanged, for a reader that compares jobs by identity (the queue rows).
+    kept_jobs: dict[int, RJMSJob] = field(default_factory=dict)
 
 
 ErrorSink = Callable[[str, Exception], None]
@@ -252,6 +256,7 @@ class SnapshotBuilder:
         # objects and runs a pass per event) or an equal object with the same record, class and
         # flag keeps its entry, so its columns' row below is kept.
         self._pending_cache: dict[int, list] = {}
+        self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
         self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
@@ -429,6 +434,8 @@ class SnapshotBuilder:
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
                 self._pending_cache[job_id] = hit
+                if hit[0] is not j:
+                    built.kept_jobs[job_id] = hit[0]
                 entries.append(hit)
                 built.outputs[job_id] = hit[3]
                 if job_id in predicted:
@@ -494,6 +501,9 @@ class SnapshotBuilder:
         )
         running = []
         node_index = {node.name: i for i, node in enumerate(state.nodes)}
+        # Running jobs' outputs kept while equal (one object while the same, for the queue rows).
+        last_running_outputs, running_outputs = self._running_outputs, {}
+        self._running_outputs = running_outputs
         for j in running_jobs:
             rec = records.get(j.job_id) or _NO_RECORD
             requeues = _requeues(j, rec)
@@ -503,11 +513,10 @@ class SnapshotBuilder:
             if j.job_id in predicted:
                 built.predicted[j.job_id] = predicted[j.job_id]
             estimate, runtime_outputs = _runtime_of(runtimes, j.job_id)
-            built.outputs[j.job_id] = {
-                "runtime_class": CLASS_NAMES[cls],
-                "class_source": source,
-                **runtime_outputs,
-            }
+            outputs = {"runtime_class": CLASS_NAMES[cls], "class_source": source, **runtime_outputs}
+            built.outputs[j.job_id] = running_outputs[j.job_id] = _same_or(
+                last_running_outputs.get(j.job_id), outputs
+            )
             running.append(
                 RunningJob(
                     job_id=j.job_id,
@@ -608,6 +617,14 @@ def _entry_ids(entries: Sequence[tuple]) -> list[int]:
 def _estimate(estimated: tuple[float, str] | None) -> float | None:
     """A job's estimate for the core (None: its limit) from the runtime predictor's answer."""
     return None if estimated is None else estimated[0]
+
+
+def _same_or(kept: dict[str, Any] | None, outputs: dict[str, Any]) -> dict[str, Any]:
+    """``kept`` where equal to ``outputs`` with values of the same types (the same JSON), else
+    ``outputs``."""
+    if kept is not None and kept == outputs and all(type(kept[k]) is type(v) for k, v in outputs.items()):
+        return kept
+    return outputs
 
 
 def _runtime_of(runtimes: dict[int, tuple[float, str]], job_id: int) -> tuple[float | None, dict[str, Any]]:

@@ -110,5 +110,9 @@ def test_rows_with_the_last_passs_inputs_equal_rows_rebuilt_every_pass() -> None
                 else:
                     previous[row.job_id] = row
     # The memo keeps the row inputs of the jobs listed, and each outputs JSON with its object.
-    assert written > 0 and set(inputs["job"]) == set(jobs) == set(inputs["cols"]["ids"].tolist())
+    # (The job objects aligned with the ids, and None last: the row of a new job is -1.)
+    assert written > 0 and set(jobs) == set(inputs["cols"]["ids"].tolist())
+    assert [j.job_id for j in inputs["job"][:-1]] == inputs["cols"]["ids"].tolist() and inputs["job"][
+        -1
+    ] is None
     assert all(id(o) == k for k, (o, _) in inputs["json"].items())
