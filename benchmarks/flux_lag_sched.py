@@ -79,6 +79,14 @@ class LagScheduler(Base):  # type: ignore[misc,valid-type]
             with open(self._lag_to, "a") as out:
                 out.writelines(json.dumps(r) + "\n" for r in records)
 
+    def _commits_answered(self) -> None:  # rush: the last open commit answered
+        self._lag.append(["all_answered", self.settle.settling(), time.time()])
+        return super()._commits_answered()
+
+    def _on_sched_timer(self, *args):
+        self._lag.append(["due", self._sched_pending, time.time()])
+        return super()._on_sched_timer(*args)
+
     def alloc(self, request, jobid, *args):
         self._lag.append(["arrival", jobid, time.time()])
         return super().alloc(request, jobid, *args)
