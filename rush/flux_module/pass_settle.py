@@ -21,14 +21,6 @@ two pairs against the module without settling; the fixed 0.05 s bound was level 
 and ahead at 1 000 jobs (benchmarks/bench_flux_nodes.py, round of 2026-11-29). The module never
 blocks: a waiting message is read on the next turn, the last open commit's answer wakes the
 pass, and the bound ends any wait.
-
-A pass cut by the start batch (its remaining starts left for the next pass) is followed by the
-next batch only once its commits are answered, for at most :data:`BATCH_COMMIT_WAIT` seconds
-(whatever the pass's CPU): a synchronous pass reads no message, so without the wait a batch's
-commit responses were read only after the following batches, behind the frees queued meanwhile,
-and its jobs reached RUN 0.5-0.7 s after they were decided, in one lump with the next batches'
-(benchmarks/bench_flux_nodes.py ``--lag``, docs/research.md, hypothesis A). ``settle=0`` turns
-this wait off too.
 """
 
 from __future__ import annotations
@@ -40,9 +32,6 @@ from dataclasses import dataclass
 SETTLE_MIN = 0.05
 # A pass of at least this many CPU seconds (a queue of thousands) waits for the commits before it.
 LONG_PASS_CPU = 0.1
-# The longest the pass after a start-batch cut waits for the cut pass's commits (s): a commit
-# took 0.2-1 s on a loaded host; the bound keeps a late response from stalling the module.
-BATCH_COMMIT_WAIT = 0.5
 
 
 # What the rule needs of flux-core's Python ``flux.scheduler.Scheduler`` (0.88), all private to
@@ -78,13 +67,7 @@ class PassSettle:
     # (a pass far longer by the clock than in CPU was waiting: a slow host or journal).
     last_pass_seconds: float = 0.0
     last_pass_cpu: float = 0.0
-    # The last pass left starts for the next batch (the start batch cut it).
-    last_pass_cut: bool = False
-    batch_wait: float = BATCH_COMMIT_WAIT
     passes: int = 0
-    # Passes after a start-batch cut put off for the cut pass's open commits.
-    waited_for_batch: int = 0
-    _batch_waited: bool = False
     # Passes put off at least once for a message waiting (a burst read before the pass).
     drained: int = 0
     _read_first: bool = False
@@ -111,25 +94,18 @@ class PassSettle:
             return 0.0
         if left > 0 and commits_open and self.last_pass_cpu >= LONG_PASS_CPU:
             return left  # the last open commit's answer wakes the pass sooner
-        waited = now - self.since
-        if commits_open and self.last_pass_cut and self.bound() > 0 and waited < self.batch_wait:
-            self._batch_waited = True  # the cut batch's jobs answered before the next batch
-            return self.batch_wait - waited  # the last open commit's answer wakes the pass sooner
         self.since = None
         self.passes += 1
         self.drained += self._read_first
         self._read_first = False
-        self.waited_for_batch += self._batch_waited
-        self._batch_waited = False
         if message_waiting or (commits_open and self.last_pass_cpu >= LONG_PASS_CPU):
             self.cut_short += 1
         if commits_open:
             self.begun_with_commits_open += 1
         return None
 
-    def ran(self, seconds: float, cpu_seconds: float, cut: bool = False) -> None:
-        """A pass ran; ``cut``: it left starts for the next batch."""
-        self.last_pass_seconds, self.last_pass_cpu, self.last_pass_cut = seconds, cpu_seconds, cut
+    def ran(self, seconds: float, cpu_seconds: float) -> None:
+        self.last_pass_seconds, self.last_pass_cpu = seconds, cpu_seconds
 
     def settling(self) -> bool:
         return self.since is not None
@@ -141,7 +117,6 @@ class PassSettle:
             "passes_after_reading_a_burst": self.drained,
             "settle_cut_short": self.cut_short,
             "passes_begun_with_commits_open": self.begun_with_commits_open,
-            "passes_waited_for_a_cut_batch": self.waited_for_batch,
             "last_pass_seconds": self.last_pass_seconds,
             "last_pass_cpu_seconds": self.last_pass_cpu,
             "settle_off": self.off,

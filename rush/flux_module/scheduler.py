@@ -11,7 +11,7 @@ or by modprobe configuration (``deploy/flux/modprobe-rush.toml``). Module argume
 ``daemon.journal``), ``default-limit=SECONDS`` (the time limit of jobs submitted without one;
 default: the instance's expiration, else unlimited), ``start-batch=N`` (at most N of a pass's
 starts are allocated before the module answers the messages that came meanwhile; the next pass
-follows once this batch's KVS commits are answered, at most 0.5 s later; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
+follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
 the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
 before), plus the base class's ``queue-depth=`` and
@@ -89,8 +89,7 @@ DEFAULT_CONFIG = "/etc/rush/rush.toml"
 # At most this many sched.t_estimate annotations per pass (highest priority first).
 MAX_ANNOTATIONS_PER_PASS = 1000
 # At most this many of a pass's starts are allocated before the module answers the messages
-# queued meanwhile (RPCs, arrivals, ends); the rest are decided again by the next pass, once this
-# batch's commits are answered (pass_settle.BATCH_COMMIT_WAIT at most).
+# queued meanwhile (RPCs, arrivals, ends); the rest are decided again by the next pass, at once.
 # About 0.2 s of allocations (0.6-0.9 ms each at 1 000 nodes, benchmarks/bench_flux_nodes.py).
 START_BATCH = 256
 # Distinct (resources, queue) of arriving jobs whose core request is remembered.
@@ -223,7 +222,6 @@ class RushScheduler(Scheduler):
             self.settle.off = f"flux-core {self._flux_version()} has no {', '.join(missing)}"
             self.log.warning(f"rush: {self.settle.off}: {SETTLE_FIX}")
         self._shapes: dict[str, CoreRequest] = {}
-        self._left_for_next = 0  # starts the last pass left for the next batch
         # A pass per Flux event: commits reach the OS, not the disk, each time (a broker crash
         # loses nothing; a machine crash takes the running jobs with it anyway).
         # Kept typed: the module asks its own backend for Flux-only facts (the owner).
@@ -284,12 +282,11 @@ class RushScheduler(Scheduler):
                 self._arm_pass(wait)
                 return
         began, cpu = time.monotonic(), time.thread_time()
-        self._left_for_next = 0
         if callable(base):
             base()
         else:
             self.schedule()
-        self.settle.ran(time.monotonic() - began, time.thread_time() - cpu, cut=self._left_for_next > 0)
+        self.settle.ran(time.monotonic() - began, time.thread_time() - cpu)
 
     def _commits_answered(self) -> None:
         """The module's last open commit is answered: a settling pass need not wait longer."""
@@ -298,8 +295,9 @@ class RushScheduler(Scheduler):
 
     def _arm_pass(self, after: float) -> None:
         """The pass timer to fire ``after`` seconds from now, whether or not it is armed: libflux's
-        timer reset sets an armed timer's time without re-arming it (libev), so a pass put off
-        for 0.5 s was not woken by its commits' answers until then; stopped first, it is."""
+        timer reset sets an armed timer's time without re-arming it (libev), so a settling pass
+        was not woken by its commits' answers before its bound; stopped first, it is (seen with
+        benchmarks/bench_flux_nodes.py --lag, docs/research.md, r30tput5)."""
         stop = getattr(self._sched_timer, "stop", None)
         if callable(stop):
             stop()
@@ -571,8 +569,7 @@ class RushScheduler(Scheduler):
             done, records, left = self._allocate_starts(decisions)
         finally:
             self.answers.commit()
-        self._left_for_next = left
-        if left:  # decided again once this batch's commits are answered (pass_settle.py)
+        if left:  # decided again at once, after the messages that came meanwhile
             self.planner.journal.event(
                 cycle,
                 "start_batch",

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rush.flux_module.pass_settle import (
-    BATCH_COMMIT_WAIT,
-    LONG_PASS_CPU,
-    SETTLE_MIN,
-    PassSettle,
-    settle_hooks_missing,
-)
+from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle, settle_hooks_missing
 from tests.flux.instance import available
 
 
@@ -46,39 +40,6 @@ def test_after_a_short_pass_open_commits_do_not_hold_the_next_back():
     assert settle.wait(1.0, message_waiting=False, commits_open=True) is None
     stats = settle.stats()
     assert stats["passes_begun_with_commits_open"] == 1 and stats["settle_cut_short"] == 0
-
-
-def test_after_a_start_batch_cut_the_next_batch_waits_for_the_cut_batchs_commits():
-    settle = PassSettle()
-    settle.ran(0.4, LONG_PASS_CPU / 10, cut=True)  # a short pass (little CPU) that left starts
-    assert settle.wait(1.0, message_waiting=False, commits_open=True) == pytest.approx(BATCH_COMMIT_WAIT)
-    # Longer than the settle bound, while the commits are open.
-    later = 1.0 + 4 * SETTLE_MIN
-    assert settle.wait(later, message_waiting=False, commits_open=True) == pytest.approx(
-        BATCH_COMMIT_WAIT - 4 * SETTLE_MIN
-    )
-    # The last commit answered: the next batch runs at once.
-    assert settle.wait(later + 0.01, message_waiting=False, commits_open=False) is None
-    assert settle.stats()["passes_waited_for_a_cut_batch"] == 1
-    assert settle.stats()["passes_begun_with_commits_open"] == 0
-
-
-def test_a_cut_batchs_commits_hold_the_next_batch_back_at_most_batch_commit_wait():
-    settle = PassSettle()
-    settle.ran(0.4, LONG_PASS_CPU / 10, cut=True)
-    assert settle.wait(2.0, message_waiting=False, commits_open=True) is not None
-    assert settle.wait(2.0 + BATCH_COMMIT_WAIT, message_waiting=False, commits_open=True) is None
-    assert settle.stats()["passes_begun_with_commits_open"] == 1
-
-
-def test_an_uncut_pass_and_settle_0_do_not_wait_for_a_batch():
-    settle = PassSettle()
-    settle.ran(0.4, LONG_PASS_CPU / 10, cut=False)
-    assert settle.wait(1.0, message_waiting=False, commits_open=True) is None
-    never = PassSettle(limit=0.0)
-    never.ran(0.4, LONG_PASS_CPU / 10, cut=True)
-    assert never.wait(1.0, message_waiting=False, commits_open=True) is None
-    assert settle.stats()["passes_waited_for_a_cut_batch"] == 0
 
 
 def test_a_stream_of_messages_does_not_hold_a_pass_back_beyond_the_bound():
