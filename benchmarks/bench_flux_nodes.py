@@ -706,6 +706,22 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 if __name__ == "__main__":
     main()
 
+# Round of 2026-11-30, 02:05 UTC (issue 30 item 4; r30tput5; docs/research.md "The
+# decision-to-RUN lag of a 1 000-job burst, separated"). --lag (new: flux_lag_sched.py records
+# each job's arrival, decision and response in rush's module or flux-core's sched-backfill; the
+# benchmark adds each job's eventlog). --jobs 1000 --lag --only sched-backfill,rush (load 5-9):
+# sched-backfill decides each job as it arrives (8 outstanding), answers 0.43-1.45 s later (its
+# own commit per job); rush has all requests by 1.08 s, decides in five passes (start batch
+# 256), and a cut pass's commit responses were read only after the next passes (0.5-0.7 s late).
+# Hypothesis A (next batch waits for the cut batch's commits, <= 0.5 s): refuted, --jobs 1000
+# --repeat 5 --threads --base /work/main (02:15-02:23, load 4.4-7.9): A 0.70x sched-backfill
+# (0 of 5 ahead), main's module 0.87x (1 of 5), A behind main's in 5 of 5; jobs/s medians
+# sched-backfill 217.3, Fluxion 82.1, A 181.1, main's 189.4. Rule taken out (652049a holds it).
+# Kept: a settling pass is now woken by its commits' answers (libflux's timer reset does not
+# re-arm an armed timer; the pass ran at its bound). --jobs 10000 --threads (02:24-02:34, load
+# 6.6-8.1): sched-backfill 49.5 jobs/s (11.77 s), Fluxion 62.7 (6.65 s), rush 97.3 (2.45 s):
+# 1.96x, 1.55x.
+
 # Round of 2026-11-29, 22:50 UTC (issue 30 item 4; r30tput4, hypothesis Y; docs/research.md
 # "Where a 1 000-job burst's wall time goes"). The timeline now keeps every job's t_cleanup (its
 # finish event: the throughput's end). Timeline first (--jobs 1000 --only sched-backfill,rush
