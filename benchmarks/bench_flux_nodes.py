@@ -720,7 +720,9 @@ if __name__ == "__main__":
 # Kept: a settling pass is now woken by its commits' answers (libflux's timer reset does not
 # re-arm an armed timer; the pass ran at its bound). --jobs 10000 --threads (02:24-02:34, load
 # 6.6-8.1): sched-backfill 49.5 jobs/s (11.77 s), Fluxion 62.7 (6.65 s), rush 97.3 (2.45 s):
-# 1.96x, 1.55x.
+# 1.96x, 1.55x. Wake fix checked (--jobs 1000 --repeat 5 --threads --base /work/main, 02:52-02:57,
+# load 1.7-5.7): branch 1.04x sched-backfill (3 of 5 ahead), main's 1.05x (3 of 5), branch behind
+# main's in 4 of 5 pairs; medians sched-backfill 437.1, Fluxion 108.2, branch 429.6, main 449.2.
 
 # Round of 2026-11-29, 22:50 UTC (issue 30 item 4; r30tput4, hypothesis Y; docs/research.md
 # "Where a 1 000-job burst's wall time goes"). The timeline now keeps every job's t_cleanup (its
