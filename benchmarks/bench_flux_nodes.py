@@ -71,6 +71,7 @@ from tests.flux.module_config import MODULE, write_config  # noqa: E402
 
 PROFILED = ROOT / "benchmarks" / "flux_profiled_sched.py"
 FAST = ROOT / "benchmarks" / "flux_fast_sched.py"  # the suggested fix, prototyped
+LAG = ROOT / "benchmarks" / "flux_lag_sched.py"  # --lag: a per-job timeline of rush or sched-backfill
 RUN_DURATION = "0.01s"  # simulated run time of every job
 PROBE_PERIOD = 0.5  # seconds between two sched.resource-status requests (--probe)
 KVS_PROBE_PERIOD = 0.05  # seconds between two probe commits to the KVS (--kvs-probe)
@@ -100,13 +101,17 @@ def scheduler_runs(workdir: Path, args: argparse.Namespace) -> list[tuple[str, l
     with write_config's settings (FCFS, EASY, wait_quantum 0: the differential test's) and
     no periodic pass within the run (60 s), so that its journal is the run's own."""
     runs = [("sched-backfill", ["sched-backfill"], {})]
+    if args.lag:  # flux-core's own sched-backfill, subclassed only to keep the timeline
+        runs = [("sched-backfill", [str(LAG)], {"RUSH_BENCH_LAG_BASE": "backfill"})]
     if fluxion.unavailable() is None:  # Fluxion's own modules, its other settings default
         runs.append((FLUXION, [], {}))
     if args.unlimited:
         runs.append(("sched-backfill unlimited", ["sched-backfill", "queue-depth=unlimited"], {}))
     workdir.mkdir(parents=True, exist_ok=True)
     module = [str(PROFILED if args.profile or args.timers else MODULE), *args.rush_args.split()]
-    runs.append(("rush FCFS+EASY", module, {}))
+    if args.lag:
+        module[0] = str(LAG)
+    runs.append(("rush FCFS+EASY", module, {"RUSH_BENCH_LAG_BASE": "rush"} if args.lag else {}))
     for variant in args.variant:  # the same module with other module arguments, same sitting
         runs.append((f"rush [{variant}]", [module[0], *variant.split()], {}))
     if args.base:  # the same protocol with another checkout's module (e.g. main's), paired
@@ -267,6 +272,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         **env,
         "RUSH_BENCH_PROFILE": str(workdir / "rush.prof"),
         "RUSH_BENCH_TRACE": str(workdir / "trace.txt"),
+        "RUSH_BENCH_LAG": str(workdir / "lag.jsonl"),
         **({"RUSH_BENCH_TIMERS": str(workdir / "timers.json")} if args.timers else {}),
     }
     config = fake_nodes(args.nodes, args.cores)
@@ -321,6 +327,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         if isinstance(kvs_probe, KvsProbe):  # (sent, seconds to the commit's answer; -1: failed)
             timeline["kvs_probe"] = kvs_probe.samples
         (workdir / "timeline.json").write_text(json.dumps(timeline))
+        lag = lag_timeline(flux, workdir, [int(j["id"]) for j in done], go) if args.lag else None
         if args.keep:  # the first job's eventlog: where its time to RUN went
             first = min((j for j in done if j.get("t_run")), key=lambda j: j["t_run"])
             for log in ("eventlog", "exec.eventlog"):
@@ -349,6 +356,8 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         }
         if stats:
             result["module_stats"] = stats
+        if lag:
+            result["lag"] = lag
         if isinstance(probe, RpcProbe) and probe.waits:
             result["rpc_wait_max_s"] = max(probe.waits)
             result["rpc_wait_median_s"] = sorted(probe.waits)[len(probe.waits) // 2]
@@ -358,6 +367,82 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
     if journal.exists():
         result.update(journal_figures(journal))
     return result
+
+
+EVENTS = ("alloc", "start", "finish", "free", "clean")  # a job's eventlog entries in the --lag timeline
+STEPS = ("arrival", "decided", "responded", *EVENTS)
+
+
+def lag_timeline(flux: FluxInstance, workdir: Path, ids: list[int], go: float) -> dict:
+    """--lag: every job's steps (the module's records, flux_lag_sched.py, and its eventlog's
+    entries), in seconds from queue start, written to lag.json; returned summarized: each
+    step's quantiles over the jobs and each gap's (the next step's time minus this one's)."""
+    handle = flux.handle()
+    futures = [(i, handle.rpc("job-info.lookup", {"id": i, "keys": ["eventlog"], "flags": 0})) for i in ids]
+    steps: dict[int, dict[str, float]] = {i: {} for i in ids}
+    for i, future in futures:
+        for line in future.get()["eventlog"].splitlines():
+            entry = json.loads(line)
+            if entry["name"] in EVENTS:
+                steps[i].setdefault(entry["name"], entry["timestamp"] - go)
+    passes, commits = [], []
+    path = workdir / "lag.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        record = json.loads(line)
+        if record[0] == "pass":
+            passes.append((record[1], record[2] - go, record[3] - go))
+        elif record[0] == "commit":
+            commits.append((record[1], record[2] - go))
+        elif record[1] in steps:
+            steps[record[1]].setdefault(record[0], record[2] - go)
+    # Each commit of R (rush): its jobs, when it was sent, when its jobs were answered and
+    # when their alloc events were posted (first and last of its jobs).
+    commits = [
+        (
+            len(jobs),
+            sent,
+            *(
+                f([steps[j][k] for j in jobs if k in steps.get(j, {})] or [float("nan")])
+                for k in ("responded", "alloc")
+                for f in (min, max)
+            ),
+        )
+        for jobs, sent in commits
+    ]
+    (workdir / "lag.json").write_text(json.dumps({"jobs": steps, "passes": passes, "commits": commits}))
+
+    def quantiles(values: list[float]) -> list[float]:
+        values = sorted(values)
+        return [values[int(q * (len(values) - 1))] for q in (0.0, 0.5, 0.9, 1.0)] if values else []
+
+    summary = {"at": {}, "gap": {}, "passes": passes, "commits": commits}
+    for k, step in enumerate(STEPS):
+        summary["at"][step] = quantiles([s[step] for s in steps.values() if step in s])
+        if k + 1 < len(STEPS):
+            after = STEPS[k + 1]
+            summary["gap"][f"{step} -> {after}"] = quantiles(
+                [s[after] - s[step] for s in steps.values() if step in s and after in s]
+            )
+    return summary
+
+
+def print_lag(lag: dict) -> None:
+    """--lag: when the jobs reached each step (s from queue start: min / median / p90 / max)
+    and each step's wait for the next, over the jobs; the passes (pending, start, end)."""
+    for title, table in (("at", lag["at"]), ("gap", lag["gap"])):
+        for step, q in table.items():
+            if q:
+                print(f"    {title} {step:24} " + " / ".join(f"{x:6.3f}" for x in q), flush=True)
+    passes = ", ".join(f"{n}@{a:.2f}-{b:.2f}" for n, a, b in lag["passes"][:12])
+    print(
+        f"    passes (pending@start-end s): {passes}{' ...' if len(lag['passes']) > 12 else ''}", flush=True
+    )
+    if lag["commits"]:
+        commits = ", ".join(
+            f"{c[0]}@{c[1]:.2f}:{c[2]:.2f}-{c[3]:.2f}/{c[5]:.2f}" for c in lag["commits"][:24]
+        )
+        more = " ..." if len(lag["commits"]) > 24 else ""
+        print(f"    commits (jobs@sent:answered first-last/last alloc event, s): {commits}{more}", flush=True)
 
 
 def journal_events(flux: FluxInstance) -> int:
@@ -474,6 +559,12 @@ def main() -> None:
         action="store_true",
         help="print the job-manager's journal events and the CPU of each broker thread and module per job",
     )
+    parser.add_argument(
+        "--lag",
+        action="store_true",
+        help="rush's module and sched-backfill each with a per-job timeline (flux_lag_sched.py): "
+        "arrival, decision, response, and the job's eventlog",
+    )
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--keep", default="", help="keep every run's directory under this one")
     args = parser.parse_args()
@@ -559,6 +650,8 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
             ),
             flush=True,
         )
+    if "lag" in r:
+        print_lag(r["lag"])
     if args.profile and name == "rush FCFS+EASY":
         print_profile(workdir / "rush.prof", 25)
     if args.timers and name == "rush FCFS+EASY":
@@ -612,6 +705,24 @@ def print_medians(every: dict[str, list[dict]], jobs: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+# Round of 2026-11-30, 02:05 UTC (issue 30 item 4; r30tput5; docs/research.md "The
+# decision-to-RUN lag of a 1 000-job burst, separated"). --lag (new: flux_lag_sched.py records
+# each job's arrival, decision and response in rush's module or flux-core's sched-backfill; the
+# benchmark adds each job's eventlog). --jobs 1000 --lag --only sched-backfill,rush (load 5-9):
+# sched-backfill decides each job as it arrives (8 outstanding), answers 0.43-1.45 s later (its
+# own commit per job); rush has all requests by 1.08 s, decides in five passes (start batch
+# 256), and a cut pass's commit responses were read only after the next passes (0.5-0.7 s late).
+# Hypothesis A (next batch waits for the cut batch's commits, <= 0.5 s): refuted, --jobs 1000
+# --repeat 5 --threads --base /work/main (02:15-02:23, load 4.4-7.9): A 0.70x sched-backfill
+# (0 of 5 ahead), main's module 0.87x (1 of 5), A behind main's in 5 of 5; jobs/s medians
+# sched-backfill 217.3, Fluxion 82.1, A 181.1, main's 189.4. Rule taken out (652049a holds it).
+# Kept: a settling pass is now woken by its commits' answers (libflux's timer reset does not
+# re-arm an armed timer; the pass ran at its bound). --jobs 10000 --threads (02:24-02:34, load
+# 6.6-8.1): sched-backfill 49.5 jobs/s (11.77 s), Fluxion 62.7 (6.65 s), rush 97.3 (2.45 s):
+# 1.96x, 1.55x. Wake fix checked (--jobs 1000 --repeat 5 --threads --base /work/main, 02:52-02:57,
+# load 1.7-5.7): branch 1.04x sched-backfill (3 of 5 ahead), main's 1.05x (3 of 5), branch behind
+# main's in 4 of 5 pairs; medians sched-backfill 437.1, Fluxion 108.2, branch 429.6, main 449.2.
 
 # Round of 2026-11-29, 22:50 UTC (issue 30 item 4; r30tput4, hypothesis Y; docs/research.md
 # "Where a 1 000-job burst's wall time goes"). The timeline now keeps every job's t_cleanup (its

@@ -279,7 +279,7 @@ class RushScheduler(Scheduler):
             )
             if wait is not None:
                 self._sched_pending = True  # the base class's events do not re-arm it meanwhile
-                self._sched_timer.reset(after=wait)
+                self._arm_pass(wait)
                 return
         began, cpu = time.monotonic(), time.thread_time()
         if callable(base):
@@ -291,7 +291,17 @@ class RushScheduler(Scheduler):
     def _commits_answered(self) -> None:
         """The module's last open commit is answered: a settling pass need not wait longer."""
         if self.settle.settling():
-            self._sched_timer.reset(after=0.0)
+            self._arm_pass(0.0)
+
+    def _arm_pass(self, after: float) -> None:
+        """The pass timer to fire ``after`` seconds from now, whether or not it is armed: libflux's
+        timer reset sets an armed timer's time without re-arming it (libev), so a settling pass
+        was not woken by its commits' answers before its bound; stopped first, it is (seen with
+        benchmarks/bench_flux_nodes.py --lag, docs/research.md, r30tput5)."""
+        stop = getattr(self._sched_timer, "stop", None)
+        if callable(stop):
+            stop()
+        self._sched_timer.reset(after=after)
 
     def stats_get(self):
         stats = super().stats_get()
