@@ -35,10 +35,14 @@ COMMITTED = {  # results/published/rush_q.csv, ties by arrival
 
 
 def _seeds(text: str) -> tuple[int, ...]:
+    """``1-8`` (or one seed, ``3``) as seeds; an ArgumentTypeError (exit 2) otherwise."""
     first, _, last = text.partition("-")
-    seeds = tuple(range(int(first), int(last or first) + 1))
+    try:
+        seeds = tuple(range(int(first), int(last or first) + 1))
+    except ValueError:
+        seeds = ()
     if not seeds:
-        raise SystemExit(f"--seeds {text!r}: give a range such as 1-8")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range of seeds: give one such as 1-8")
     return seeds
 
 
@@ -128,13 +132,13 @@ def main() -> None:
     traces = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default=",".join(traces))
-    parser.add_argument("--seeds", default="1-8", help="a range of tie-break seeds, e.g. 1-8")
+    parser.add_argument("--seeds", default="1-8", type=_seeds, help="a range of tie-break seeds, e.g. 1-8")
     args = parser.parse_args()
-    seeds = _seeds(args.seeds)
+    seeds = args.seeds
     run = tuple(t.strip() for t in args.traces.split(","))
     unknown = [t for t in run if t not in traces]
     if unknown:
-        raise SystemExit(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
+        parser.error(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
     rows = [r for t in run for r in run_trace(t, seeds)]
     out = HERE / "results" / "published"
     path = out / "paired_seeds.csv"

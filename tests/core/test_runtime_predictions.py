@@ -176,3 +176,5 @@ def test_random_tie_breaks_keep_distinct_keys_and_order_ties_by_one_permutation(
     assert not np.array_equal(np.argsort(other[fine]), np.argsort(broken[fine]))
     with pytest.raises(PolicyError, match="keys of shape"):
         random_tie_breaks(np.ones((2, 2)), 1)
+    with pytest.raises(PolicyError, match="too close"):  # 1e15's spacing is 0.125 s
+        random_tie_breaks(np.array([1e15 - 0.125, 1e15, 1e15, 1e15]), 1)

@@ -263,9 +263,25 @@ def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None
     assert [r.get("tie_seed") for r in seeded] == [None, 1, 2]
     assert seeded[0] == plain[0]
     assert len({r["false_small_kills"] for r in seeded}) == 1
+    # The order of ties matters on this trace: the seeds' runs differ from the arrival run and each other.
+    assert len({r["mean_bounded_slowdown"] for r in seeded}) == 3
     inputs, _ = scheduler_inputs(name[0], wf, np.arange(len(workload)), 0.1)
     keys = _random_ties(inputs, workload, 1)
     requested = workload.requested_time
     assert len(np.unique(requested)) < len(requested)  # the trace has ties to break
     assert len(np.unique(keys)) == len(keys)
     assert np.all(np.diff(requested[np.argsort(keys)]) >= 0)
+
+
+@pytest.mark.parametrize("argv", [["--seeds", "x"], ["--seeds", "8-1"], ["--traces", "FOO"]])
+def test_paired_seeds_refuses_bad_seeds_and_traces_with_exit_2(argv, monkeypatch, capsys) -> None:
+    script = load_script(
+        Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "paired_seeds.py",
+        "paired_seeds",
+    )
+    monkeypatch.setattr("sys.argv", ["paired_seeds.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        script.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert ("1-8" in err) if argv[0] == "--seeds" else ("KTH-SP2" in err)
