@@ -34,7 +34,10 @@ Ranking only (:func:`ranking_runtimes`): predictions may instead decide the orde
 queue order and the backfill scan of a time-independent policy (SPF, SAF, ...), while the
 head's reservation and the backfill test keep the limits (the request; the divider for a
 killable small job). Nothing planned can then expire, so no correction is needed: "rank on
-predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a).
+predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Two helpers shape
+such keys: :func:`request_first_runtimes` (the request first, the prediction among equal requests;
+H15) and :func:`random_tie_breaks` (equal keys ordered by a seeded permutation of the jobs instead
+of arrival, the same for every rule: the study's paired comparison over seeds, D15).
 """
 
 from __future__ import annotations
