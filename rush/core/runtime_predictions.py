@@ -34,7 +34,10 @@ Ranking only (:func:`ranking_runtimes`): predictions may instead decide the orde
 queue order and the backfill scan of a time-independent policy (SPF, SAF, ...), while the
 head's reservation and the backfill test keep the limits (the request; the divider for a
 killable small job). Nothing planned can then expire, so no correction is needed: "rank on
-predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a).
+predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Two helpers shape
+such keys: :func:`request_first_runtimes` (the request first, the prediction among equal requests;
+H15) and :func:`random_tie_breaks` (equal keys ordered by a seeded permutation of the jobs instead
+of arrival, the same for every rule: the study's paired comparison over seeds, D15).
 """
 
 from __future__ import annotations
@@ -171,4 +174,43 @@ def request_first_runtimes(predictions: np.ndarray, requested_time: np.ndarray) 
     # The guarded prediction is at least min(MIN_PREDICTION, request), so a key never falls under
     # the guard's floor: ranking_runtimes leaves it unchanged.
     out[finite] = requested[finite] - shift * (1.0 - np.minimum(share, 1.0))
+    return out
+
+
+def random_tie_breaks(keys: np.ndarray, seed: int) -> np.ndarray:
+    """Ranking keys (seconds) ordering jobs as ``keys`` do, except that jobs with equal keys, which
+    the queue orders by arrival, are ordered by one random permutation of all the jobs drawn from
+    ``seed`` (``numpy.random.default_rng(seed).permutation``): the same seed gives every rule the
+    same permutation, so two rules' runs with one seed differ in their keys only
+    (``sim/runtime_predictions``, round 18, D15: the paired comparison of rules over seeds).
+
+    ``keys`` are runtimes already through :func:`ranking_runtimes`' guard. A tied job's key is
+    lowered by less than half the gap to the next lower distinct key (or to :data:`MIN_PREDICTION`),
+    so different keys keep their order and every key stays a valid runtime above the guard's floor
+    (the guard leaves it unchanged). Keys at or below the floor, or not finite, are left as they are
+    (their ties stay by arrival). A PolicyError if a group of ties is too close to the key below it
+    to be spread in floating point."""
+    keys = np.ascontiguousarray(keys, dtype=np.float64)
+    if keys.ndim != 1:
+        raise PolicyError(
+            f"keys of shape {keys.shape}", where="random_tie_breaks", fix="give one key per job (a 1-d array)"
+        )
+    out = keys.copy()
+    tied = np.flatnonzero(np.isfinite(keys) & (keys > MIN_PREDICTION))
+    if not len(tied):
+        return out
+    priority = np.random.default_rng(seed).permutation(len(keys))[tied]
+    values, group, counts = np.unique(keys[tied], return_inverse=True, return_counts=True)
+    below = np.maximum(np.concatenate(([MIN_PREDICTION], values[:-1])), MIN_PREDICTION)
+    order = np.lexsort((priority, group))  # by key, then by the permutation
+    place = np.empty(len(tied), dtype=np.int64)
+    place[order] = np.arange(len(tied)) - (np.cumsum(counts) - counts)[group[order]]
+    share = (counts[group] - 1 - place) / counts[group]  # 0 for the last of its ties
+    out[tied] = values[group] - 0.5 * (values - below)[group] * share
+    if np.any(np.diff(out[tied][order]) <= 0):
+        raise PolicyError(
+            "tied keys too close to the next lower key to be spread in floating point",
+            where="random_tie_breaks",
+            fix="round the keys (e.g. to milliseconds) before breaking their ties",
+        )
     return out

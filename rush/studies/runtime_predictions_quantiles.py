@@ -196,6 +196,7 @@ def quantile_rows(
     reference_false_small: np.ndarray | None = None,
     names: tuple[str, ...] | None = None,
     classifier=None,
+    tie_seeds: tuple[int | None, ...] = (None,),
 ) -> list[dict]:
     """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set,
     and of :data:`MATCHED_SCHEDULERS` when ``reference_false_small`` (FCFS-CI's false smalls, per
@@ -203,7 +204,10 @@ def quantile_rows(
     ``published``: the walk-forward of the full trace restricted to the published jobs (the
     predictor saw every logged job, as a site's would). ``names``: only these schedulers.
     ``classifier`` (the runtime classifier's walk-forward of the job set) adds
-    :data:`CLASSIFIER_SCHEDULERS`."""
+    :data:`CLASSIFIER_SCHEDULERS`. ``tie_seeds``: each scheduler once per seed, its equal ranking
+    keys ordered by the seed's permutation of the jobs
+    (:func:`rush.core.runtime_predictions.random_tie_breaks`; ``None``: by arrival, as
+    always); a seed's rows say it (``tie_seed``)."""
     every = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
     every += CLASSIFIER_SCHEDULERS if classifier is not None else ()
     unknown = [n for n in names or () if n not in every]
@@ -214,29 +218,57 @@ def quantile_rows(
     base = compute_metrics(simulate(workload, CoreConfig.from_names("FCFS", "easy", THRESHOLD)), tau=TAU)
     out = []
     for name in every if names is None else names:
-        inputs, kw = scheduler_inputs(name, wf, rows, idempotent_threshold, reference_false_small, classifier)
-        config = CoreConfig.from_names(
-            kw.pop("policy"),
-            "easy",
-            THRESHOLD,
-            kw.pop("scan", None),
-            **kw,
-        )
-        result = simulate(workload, config, inputs)
-        metrics = compute_metrics(result, tau=TAU)
-        out.append(
-            {
-                "trace": trace,
-                "job_set": job_set,
-                "jobs": len(workload),
-                "scheduler": name,
-                "idempotent_threshold": idempotent_threshold,
-                "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],
-                "improvement_over_easy_fcfs_pct": 100.0
-                * (base["mean_bounded_slowdown"] - metrics["mean_bounded_slowdown"])
-                / base["mean_bounded_slowdown"],
-                "false_small_kills": int(result.requeues.sum()),
-                "base_bsld": base["mean_bounded_slowdown"],
-            }
-        )
+        for seed in tie_seeds:
+            inputs, kw = scheduler_inputs(
+                name, wf, rows, idempotent_threshold, reference_false_small, classifier
+            )
+            config = CoreConfig.from_names(
+                kw.pop("policy"),
+                "easy",
+                THRESHOLD,
+                kw.pop("scan", None),
+                **kw,
+            )
+            if seed is not None:
+                inputs.rank_estimate = _random_ties(inputs, workload, seed)
+            out.append(_row(trace, job_set, workload, name, idempotent_threshold, config, inputs, base))
+            if seed is not None:
+                out[-1]["tie_seed"] = seed
     return out
+
+
+def _random_ties(inputs: SimInputs, workload: Workload, seed: int) -> np.ndarray:
+    """The ranking keys the simulator would use for ``inputs``, their ties ordered by ``seed``."""
+    from rush.core.runtime_predictions import random_tie_breaks, ranking_runtimes
+
+    requested = np.asarray(workload.requested_time, dtype=np.float64)
+    estimate = requested if inputs.estimate is None else np.asarray(inputs.estimate, dtype=np.float64)
+    return random_tie_breaks(ranking_runtimes(inputs.rank_estimate, estimate, requested), seed)
+
+
+def _row(
+    trace: str,
+    job_set: str,
+    workload: Workload,
+    name: str,
+    idempotent_threshold: float,
+    config: CoreConfig,
+    inputs: SimInputs,
+    base: dict,
+) -> dict:
+    """One scheduler's row: its run beside the EASY-FCFS ``base`` metrics."""
+    result = simulate(workload, config, inputs)
+    metrics = compute_metrics(result, tau=TAU)
+    return {
+        "trace": trace,
+        "job_set": job_set,
+        "jobs": len(workload),
+        "scheduler": name,
+        "idempotent_threshold": idempotent_threshold,
+        "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],
+        "improvement_over_easy_fcfs_pct": 100.0
+        * (base["mean_bounded_slowdown"] - metrics["mean_bounded_slowdown"])
+        / base["mean_bounded_slowdown"],
+        "false_small_kills": int(result.requeues.sum()),
+        "base_bsld": base["mean_bounded_slowdown"],
+    }

@@ -145,3 +145,36 @@ def test_request_first_keys_keep_a_request_that_is_not_finite_and_refuse_bad_sha
     assert keys[0] == np.inf and np.isnan(keys[1]) and 9.5 <= keys[2] < 10.0
     with pytest.raises(PolicyError, match="predictions for"):
         request_first_runtimes(np.ones(2), np.ones(3))
+
+
+def test_random_tie_breaks_keep_distinct_keys_and_order_ties_by_one_permutation() -> None:
+    """D15: equal keys go by the seed's permutation of the jobs (the same for every rule), distinct
+    keys keep their order, and the keys stay valid runtimes (the ranking guard leaves them)."""
+    from rush.core.runtime_predictions import random_tie_breaks, ranking_runtimes
+
+    rng = np.random.default_rng(5)
+    requested = rng.choice([60.0, 61.0, 3600.0, 86_400.0], size=400)
+    keys = np.where(rng.random(400) < 0.5, requested, requested * rng.uniform(0.01, 1.0, size=400))
+    keys[:3] = 1.0  # at the guard's floor: left alone
+    keys[3] = np.nan
+    broken = random_tie_breaks(keys, 7)
+    permutation = np.random.default_rng(7).permutation(400)
+    fine = np.isfinite(keys) & (keys > 1.0)
+    intended = np.lexsort((permutation[fine], keys[fine]))
+    assert np.all(np.diff(broken[fine][intended]) > 0)  # ties spread, in the permutation's order
+    assert np.all(broken[:3] == 1.0) and np.isnan(broken[3])
+    assert np.all(broken[fine] <= keys[fine]) and np.all(broken[fine] > 1.0)
+    guarded = ranking_runtimes(broken, requested, requested)
+    np.testing.assert_array_equal(guarded[fine], broken[fine])
+    # Another seed reorders the ties only: distinct keys never swap, a key without ties stays.
+    other = random_tie_breaks(keys, 8)
+    below = keys[fine][:, None] < keys[fine][None, :]
+    assert np.all((other[fine][:, None] < other[fine][None, :])[below])
+    values, counts = np.unique(keys[fine], return_counts=True)
+    alone = np.isin(keys, values[counts == 1])
+    np.testing.assert_array_equal(other[alone], keys[alone])
+    assert not np.array_equal(np.argsort(other[fine]), np.argsort(broken[fine]))
+    with pytest.raises(PolicyError, match="keys of shape"):
+        random_tie_breaks(np.ones((2, 2)), 1)
+    with pytest.raises(PolicyError, match="too close"):  # 1e15's spacing is 0.125 s
+        random_tie_breaks(np.array([1e15 - 0.125, 1e15, 1e15, 1e15]), 1)

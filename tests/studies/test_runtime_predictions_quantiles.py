@@ -246,3 +246,42 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     order = np.lexsort((np.arange(len(workload)), calibrated, wf.requested_time))
     assert ties.estimate is None and np.all(np.diff(ties.rank_estimate[order]) >= 0)
     assert np.all(ties.rank_estimate <= wf.requested_time)
+
+
+def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None:
+    """D15: one row per tie seed, labelled; the arrival row is the plain run; a seed's keys keep the
+    order of different requests, leave no tie, and change neither classes nor kills."""
+    from rush.studies.runtime_predictions_quantiles import _random_ties
+
+    workload = synthetic_workload(700)
+    wf = predict_quantiles_walkforward(
+        workload, HEADER, RuntimeQuantileRegressor(max_iter=10, min_samples_leaf=5)
+    )
+    name = ("quantile SPF-CI",)
+    plain = quantile_rows("synthetic", "full", workload, wf, names=name)
+    seeded = quantile_rows("synthetic", "full", workload, wf, names=name, tie_seeds=(None, 1, 2))
+    assert [r.get("tie_seed") for r in seeded] == [None, 1, 2]
+    assert seeded[0] == plain[0]
+    assert len({r["false_small_kills"] for r in seeded}) == 1
+    # The order of ties matters on this trace: the seeds' runs differ from the arrival run and each other.
+    assert len({r["mean_bounded_slowdown"] for r in seeded}) == 3
+    inputs, _ = scheduler_inputs(name[0], wf, np.arange(len(workload)), 0.1)
+    keys = _random_ties(inputs, workload, 1)
+    requested = workload.requested_time
+    assert len(np.unique(requested)) < len(requested)  # the trace has ties to break
+    assert len(np.unique(keys)) == len(keys)
+    assert np.all(np.diff(requested[np.argsort(keys)]) >= 0)
+
+
+@pytest.mark.parametrize("argv", [["--seeds", "x"], ["--seeds", "8-1"], ["--traces", "FOO"]])
+def test_paired_seeds_refuses_bad_seeds_and_traces_with_exit_2(argv, monkeypatch, capsys) -> None:
+    script = load_script(
+        Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "paired_seeds.py",
+        "paired_seeds",
+    )
+    monkeypatch.setattr("sys.argv", ["paired_seeds.py", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        script.main()
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert ("1-8" in err) if argv[0] == "--seeds" else ("KTH-SP2" in err)

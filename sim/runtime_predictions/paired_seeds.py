@@ -1,0 +1,160 @@
+"""D15 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired over seeds
+of random tie-breaks, the published job set.
+
+For each trace, both schedulers once with ties by arrival (the committed rows, a check) and once
+per seed, each seed's one random permutation of the jobs ordering every pair of equal ranking keys
+in both (:func:`rush.core.runtime_predictions.random_tie_breaks`); the walk-forwards, classes,
+kills and checks of ``rush_q.py``. Writes ``results/published/paired_seeds.csv`` (the rows of the
+traces run; the other traces' rows stay) and ``paired_seeds.md`` (per trace: the paired differences
+H13a - SPF-CI, their mean, min, max, the wins out of the seeds, Wilcoxon's signed-rank p and the
+exact sign test's, and D15's verdict).
+
+    RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
+        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SPF_CI, H13A = "SPF-CI (classifier)", "SPF-CI ranked on predictions"
+COMMITTED = {  # results/published/rush_q.csv, ties by arrival
+    ("KTH-SP2", SPF_CI): 64.69,
+    ("CTC-SP2", SPF_CI): 70.35,
+    ("SDSC-SP2", SPF_CI): 55.32,
+    ("SDSC-BLUE", SPF_CI): 64.00,
+    ("KTH-SP2", H13A): 57.69,
+    ("CTC-SP2", H13A): 70.07,
+    ("SDSC-SP2", H13A): 58.46,
+    ("SDSC-BLUE", H13A): 64.62,
+}
+
+
+def _seeds(text: str) -> tuple[int, ...]:
+    """``1-8`` (or one seed, ``3``) as seeds; an ArgumentTypeError (exit 2) otherwise."""
+    first, _, last = text.partition("-")
+    try:
+        seeds = tuple(range(int(first), int(last or first) + 1))
+    except ValueError:
+        seeds = ()
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a range of seeds: give one such as 1-8")
+    return seeds
+
+
+def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
+    """Both schedulers on ``trace`` (published), ties by arrival and by each seed."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE))
+    import rush_q
+
+    from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET
+    from rush.studies.runtime_predictions_quantiles import quantile_rows
+    from rush.workload.catalogue import load_trace
+    from rush.workload.model import workload_from_trace
+
+    workload = workload_from_trace(load_trace(trace))
+    wf = rush_q.default_walkforward(trace, DEFAULT_FEATURE_SET)
+    rows = np.flatnonzero((workload.runtime > 0) & (workload.runtime < workload.requested_time))
+    cw = rush_q.classifier_walkforward(trace, "published")
+    reference = rush_q.fcfs_ci_false_small(trace, "published", len(workload), rows, cw)
+    fcfs_kills = int(np.nansum(reference))
+    found = quantile_rows(
+        trace,
+        "published",
+        workload,
+        wf,
+        reference_false_small=reference,
+        names=(SPF_CI, H13A),
+        classifier=cw,
+        tie_seeds=(None, *seeds),
+    )
+    for r in found:
+        r.setdefault("tie_seed", "arrival")
+        r["fcfs_ci_kills"] = fcfs_kills
+        if r["false_small_kills"] != fcfs_kills:
+            raise SystemExit(f"{trace} {r['scheduler']} seed {r['tie_seed']}: {r['false_small_kills']} kills")
+        if (
+            r["tie_seed"] == "arrival"
+            and abs(r["improvement_over_easy_fcfs_pct"] - COMMITTED[trace, r["scheduler"]]) > 0.006
+        ):
+            raise SystemExit(
+                f"{trace} {r['scheduler']}: {r['improvement_over_easy_fcfs_pct']} is not the committed row"
+            )
+        print(
+            {k: r[k] for k in ("trace", "scheduler", "tie_seed", "improvement_over_easy_fcfs_pct")},
+            flush=True,
+        )
+    return found
+
+
+def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
+    """D15's table: per trace, the paired differences H13a - SPF-CI over the seeds and the verdict."""
+    import numpy as np
+    from scipy.stats import binomtest, wilcoxon
+
+    lines = [
+        "| trace | seeds | SPF-CI by arrival | H13a by arrival | SPF-CI over seeds: mean (min-max) "
+        "| H13a over seeds: mean (min-max) | H13a - SPF-CI: mean | min | max | H13a >= SPF-CI | "
+        "Wilcoxon p | sign test p | kills (both; FCFS-CI's) | D15 verdict |",
+        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for trace in traces:
+        of = [r for r in rows if r["trace"] == trace]
+        if not of:
+            continue
+        pct = {(r["scheduler"], str(r["tie_seed"])): float(r["improvement_over_easy_fcfs_pct"]) for r in of}
+        seeds = sorted({str(r["tie_seed"]) for r in of} - {"arrival"}, key=int)
+        spf = np.array([pct[SPF_CI, s] for s in seeds])
+        h13 = np.array([pct[H13A, s] for s in seeds])
+        diff = h13 - spf
+        wins = int((diff >= 0).sum())
+        p_w = wilcoxon(h13, spf).pvalue if np.any(diff != 0) else 1.0
+        nonzero = diff[diff != 0]
+        p_s = binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue if len(nonzero) else 1.0
+        held = diff.mean() >= 0 and wins > len(seeds) / 2
+        lines.append(
+            f"| {trace} | {len(seeds)} | {pct[SPF_CI, 'arrival']:.2f} | {pct[H13A, 'arrival']:.2f} "
+            f"| {spf.mean():.2f} ({spf.min():.2f}-{spf.max():.2f}) | {h13.mean():.2f} ({h13.min():.2f}-{h13.max():.2f}) "
+            f"| {diff.mean():+.2f} | {diff.min():+.2f} | {diff.max():+.2f} | {wins} of {len(seeds)} "
+            f"| {p_w:.3f} | {p_s:.3f} | {int(of[0]['fcfs_ci_kills']):,} "
+            f"| {'at or above' if held else 'below'} |"
+        )
+    return lines
+
+
+def main() -> None:
+    traces = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--traces", default=",".join(traces))
+    parser.add_argument("--seeds", default="1-8", type=_seeds, help="a range of tie-break seeds, e.g. 1-8")
+    args = parser.parse_args()
+    seeds = args.seeds
+    run = tuple(t.strip() for t in args.traces.split(","))
+    unknown = [t for t in run if t not in traces]
+    if unknown:
+        parser.error(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
+    rows = [r for t in run for r in run_trace(t, seeds)]
+    out = HERE / "results" / "published"
+    path = out / "paired_seeds.csv"
+    kept = []
+    if path.exists():
+        with open(path) as fh:
+            kept = [r for r in csv.DictReader(fh) if r["trace"] not in run]
+    columns = list(rows[0])
+    rows = sorted(kept + rows, key=lambda r: traces.index(r["trace"]))
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    (out / "paired_seeds.md").write_text("\n".join(summary(rows, traces)) + "\n")
+    print("\n".join(summary(rows, traces)))
+
+
+if __name__ == "__main__":
+    main()
