@@ -52,11 +52,17 @@ HEAD_ONLY = ("flux", "fluxion")
 FLUX_QUEUE_DEPTH = 8
 
 
-def _next_event(jobs: dict[int, dict], start: dict, end: dict, now: float) -> float:
-    """The next arrival of an unstarted job or end of a started one after ``now`` (inf: none)."""
+def _advance(jobs: dict[int, dict], job_id: int, start: dict, end: dict, now: float) -> float | None:
+    """The next arrival of an unstarted job or end of a started one after ``now``; None once
+    ``job_id`` has started, or never will (no event left: its start is then inf)."""
+    if job_id in start:
+        return None
     later = [j["submit"] for i, j in jobs.items() if j["submit"] > now and i not in start]
     later += [e for i, e in end.items() if e > now]
-    return min(later, default=np.inf)
+    if not later:
+        start[job_id] = np.inf
+        return None
+    return min(later)
 
 
 def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[int, float]:
@@ -90,11 +96,8 @@ def easy_with_arrivals(jobs: dict[int, dict], job_id: int, t0: float) -> dict[in
         for p in pending:
             if decided.estimate_basis.get(p.job_id) == "now":
                 start[p.job_id], end[p.job_id] = now, now + runtime[p.job_id]
-        if job_id in start:
-            break
-        now = _next_event(jobs, start, end, now)
-        if now == np.inf:
-            start[job_id] = np.inf
+        now = _advance(jobs, job_id, start, end, now)
+        if now is None:
             break
     return start
 
@@ -135,11 +138,8 @@ def flux_backfill_with_arrivals(
                 if jobs[i]["procs"] <= free and now + jobs[i]["limit"] <= shadow:
                     start[i], end[i] = now, now + runtime[i]
                     free -= jobs[i]["procs"]
-        if job_id in start:
-            break
-        now = _next_event(jobs, start, end, now)
-        if now == np.inf:
-            start[job_id] = np.inf
+        now = _advance(jobs, job_id, start, end, now)
+        if now is None:
             break
     return start
 
