@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle, settle_hooks_missing
@@ -135,3 +137,41 @@ def test_flux_cores_own_scheduler_has_what_the_settle_rule_needs():
     source = inspect.getsource(Scheduler.__init__)
     assert "self._sched_pending = False" in source
     assert "self._sched_timer = h.timer_watcher_create(0.0, self._on_sched_timer)" in source
+
+
+def test_a_pass_put_off_by_open_commits_runs_when_they_are_answered_on_libflux(flux_instance):
+    """The module's own path on a real libflux timer: the settle rule puts the pass off for 30 s
+    (commits open after a long pass), then the last commit is answered. libflux's timer reset
+    only sets an armed timer's time without re-arming it (libev), so with a bare reset the pass
+    ran at its bound; ``_arm_pass`` stops the timer first, and the pass runs at once."""
+    from rush.flux_module.scheduler import RushScheduler
+
+    handle = flux_instance.handle()
+    passes: list[float] = []
+
+    class _Settling:
+        _arm_pass = RushScheduler._arm_pass
+        _commits_answered = RushScheduler._commits_answered
+
+        def __init__(self) -> None:
+            self.settle = PassSettle(limit=30.0)
+            self._sched_timer = handle.timer_watcher_create(0.0, self._on_sched_timer)
+
+        def _on_sched_timer(self, *_) -> None:
+            passes.append(time.monotonic())
+            handle.reactor_stop()
+
+    module = _Settling()
+    module.settle.ran(1.0, LONG_PASS_CPU)
+    wait = module.settle.wait(time.monotonic(), message_waiting=False, commits_open=True)
+    assert wait == pytest.approx(30.0, abs=1.0)
+    module._arm_pass(wait)  # as _on_sched_timer does when the rule puts the pass off
+    began = time.monotonic()
+    module._commits_answered()
+    bound = handle.timer_watcher_create(10.0, lambda h, *_: h.reactor_stop())  # the test's own
+    bound.start()
+    handle.reactor_run()
+    bound.stop()
+    module._sched_timer.stop()
+    assert passes, "the pass was not woken by its commits' answers (it would run at its 30 s bound)"
+    assert passes[0] - began < 10.0
