@@ -1,22 +1,24 @@
-"""D15 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired over seeds
-of random tie-breaks, the published job set.
+"""D15 and D16 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired
+over seeds of random tie-breaks, the published job set.
 
 For each trace, both schedulers once with ties by arrival (the committed rows, a check) and once
 per seed, each seed's one random permutation of the jobs ordering every pair of equal ranking keys
 in both (:func:`rush.core.runtime_predictions.random_tie_breaks`); the walk-forwards, classes,
-kills and checks of ``rush_q.py``. Writes ``results/published/paired_seeds.csv`` (the rows of the
-traces run; the other traces' rows stay) and ``paired_seeds.md`` (per trace: the paired differences
-H13a - SPF-CI, their mean, min, max, the wins out of the seeds, Wilcoxon's signed-rank p and the
-exact sign test's, and D15's verdict).
+kills and checks of ``rush_q.py``. Writes ``results/published/<out>.csv`` (the rows of the traces
+run; the other traces' rows in that file stay) and ``<out>.md`` (per trace: the paired differences
+H13a - SPF-CI, their mean, its 95 % t-interval, min, max, the wins out of the seeds, Wilcoxon's
+signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is ``paired_seeds``
+(D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8]
+        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8] [--out NAME]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 from pathlib import Path
 
@@ -44,6 +46,15 @@ def _seeds(text: str) -> tuple[int, ...]:
     if not seeds:
         raise argparse.ArgumentTypeError(f"{text!r} is not a range of seeds: give one such as 1-8")
     return seeds
+
+
+def _out_name(text: str) -> str:
+    """A file stem in ``results/published`` (letters, digits, ``_``, ``-``); ArgumentTypeError otherwise."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a file stem: give a name such as paired_seeds_d16 (no path, no suffix)"
+        )
+    return text
 
 
 def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
@@ -94,15 +105,18 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
 
 
 def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
-    """D15's table: per trace, the paired differences H13a - SPF-CI over the seeds and the verdict."""
+    """D15's table: per trace, the paired differences H13a - SPF-CI over the seeds and the verdict.
+
+    The mean difference's 95 % interval is Student's t over the seeds (n - 1 degrees of freedom),
+    D16's choice, fixed before its runs."""
     import numpy as np
-    from scipy.stats import binomtest, wilcoxon
+    from scipy.stats import binomtest, t, wilcoxon
 
     lines = [
         "| trace | seeds | SPF-CI by arrival | H13a by arrival | SPF-CI over seeds: mean (min-max) "
-        "| H13a over seeds: mean (min-max) | H13a - SPF-CI: mean | min | max | H13a >= SPF-CI | "
+        "| H13a over seeds: mean (min-max) | H13a - SPF-CI: mean | 95 % t-interval | min | max | H13a >= SPF-CI | "
         "Wilcoxon p | sign test p | kills (both; FCFS-CI's) | D15 verdict |",
-        "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for trace in traces:
         of = [r for r in rows if r["trace"] == trace]
@@ -118,10 +132,15 @@ def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
         nonzero = diff[diff != 0]
         p_s = binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue if len(nonzero) else 1.0
         held = diff.mean() >= 0 and wins > len(seeds) / 2
+        if len(diff) > 1:
+            half = t.ppf(0.975, len(diff) - 1) * diff.std(ddof=1) / np.sqrt(len(diff))
+            interval = f"{diff.mean() - half:+.2f} to {diff.mean() + half:+.2f}"
+        else:
+            interval = "-"
         lines.append(
             f"| {trace} | {len(seeds)} | {pct[SPF_CI, 'arrival']:.2f} | {pct[H13A, 'arrival']:.2f} "
             f"| {spf.mean():.2f} ({spf.min():.2f}-{spf.max():.2f}) | {h13.mean():.2f} ({h13.min():.2f}-{h13.max():.2f}) "
-            f"| {diff.mean():+.2f} | {diff.min():+.2f} | {diff.max():+.2f} | {wins} of {len(seeds)} "
+            f"| {diff.mean():+.2f} | {interval} | {diff.min():+.2f} | {diff.max():+.2f} | {wins} of {len(seeds)} "
             f"| {p_w:.3f} | {p_s:.3f} | {int(of[0]['fcfs_ci_kills']):,} "
             f"| {'at or above' if held else 'below'} |"
         )
@@ -133,6 +152,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default=",".join(traces))
     parser.add_argument("--seeds", default="1-8", type=_seeds, help="a range of tie-break seeds, e.g. 1-8")
+    parser.add_argument(
+        "--out",
+        default="paired_seeds",
+        type=_out_name,
+        help="file stem in results/published (D16: paired_seeds_d16)",
+    )
     args = parser.parse_args()
     seeds = args.seeds
     run = tuple(t.strip() for t in args.traces.split(","))
@@ -141,7 +166,7 @@ def main() -> None:
         parser.error(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
     rows = [r for t in run for r in run_trace(t, seeds)]
     out = HERE / "results" / "published"
-    path = out / "paired_seeds.csv"
+    path = out / f"{args.out}.csv"
     kept = []
     if path.exists():
         with open(path) as fh:
@@ -152,7 +177,7 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    (out / "paired_seeds.md").write_text("\n".join(summary(rows, traces)) + "\n")
+    (out / f"{args.out}.md").write_text("\n".join(summary(rows, traces)) + "\n")
     print("\n".join(summary(rows, traces)))
 
 

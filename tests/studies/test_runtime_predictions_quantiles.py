@@ -285,3 +285,51 @@ def test_paired_seeds_refuses_bad_seeds_and_traces_with_exit_2(argv, monkeypatch
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert ("1-8" in err) if argv[0] == "--seeds" else ("KTH-SP2" in err)
+
+
+def test_paired_seeds_out_writes_its_own_files_and_leaves_d15s(tmp_path, monkeypatch, capsys) -> None:
+    import csv
+    import shutil
+
+    from scipy.stats import ttest_1samp
+
+    sim = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions"
+    script = load_script(sim / "paired_seeds.py", "paired_seeds")
+    committed = sim / "results" / "published" / "paired_seeds.csv"
+    with open(committed) as fh:
+        recorded = list(csv.DictReader(fh))
+    published = tmp_path / "results" / "published"
+    published.mkdir(parents=True)
+    shutil.copy(committed, published / "paired_seeds.csv")
+    # The simulation is replaced by its recorded output (D15's committed rows of the trace).
+    monkeypatch.setattr(script, "HERE", tmp_path)
+    monkeypatch.setattr(
+        script, "run_trace", lambda trace, seeds: [r for r in recorded if r["trace"] == trace]
+    )
+    monkeypatch.setattr("sys.argv", ["paired_seeds.py", "--traces", "KTH-SP2", "--out", "paired_seeds_d16"])
+    script.main()
+    assert (published / "paired_seeds.csv").read_bytes() == committed.read_bytes()
+    with open(published / "paired_seeds_d16.csv") as fh:
+        assert list(csv.DictReader(fh)) == [r for r in recorded if r["trace"] == "KTH-SP2"]
+    table = (published / "paired_seeds_d16.md").read_text().splitlines()
+    assert len(table) == 3 and table[2].startswith("| KTH-SP2 | 8 |")
+    pct = {
+        (r["scheduler"], r["tie_seed"]): float(r["improvement_over_easy_fcfs_pct"])
+        for r in recorded
+        if r["trace"] == "KTH-SP2"
+    }
+    diff = [pct[script.H13A, str(s)] - pct[script.SPF_CI, str(s)] for s in range(1, 9)]
+    low, high = ttest_1samp(diff, 0.0).confidence_interval(0.95)
+    assert f"| {low:+.2f} to {high:+.2f} |" in table[2]
+
+
+def test_paired_seeds_refuses_an_out_that_is_not_a_file_stem(monkeypatch, capsys) -> None:
+    script = load_script(
+        Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "paired_seeds.py",
+        "paired_seeds",
+    )
+    monkeypatch.setattr("sys.argv", ["paired_seeds.py", "--out", "../paired_seeds.csv"])
+    with pytest.raises(SystemExit) as exit_:
+        script.main()
+    assert exit_.value.code == 2
+    assert "paired_seeds_d16" in capsys.readouterr().err
