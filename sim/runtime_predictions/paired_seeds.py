@@ -115,7 +115,7 @@ def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
     lines = [
         "| trace | seeds | SPF-CI by arrival | H13a by arrival | SPF-CI over seeds: mean (min-max) "
         "| H13a over seeds: mean (min-max) | H13a - SPF-CI: mean | 95 % t-interval | min | max | H13a >= SPF-CI | "
-        "Wilcoxon p | sign test p | kills (both; FCFS-CI's) | D15 verdict |",
+        "Wilcoxon p | sign test p | kills (both; FCFS-CI's) | verdict (D15's rule) |",
         "|---|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for trace in traces:
