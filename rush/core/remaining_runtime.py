@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from rush.core.runtime_drift import drift_projection_length
+from rush.core.snapshot import QuantileRow
 
 
 def quantile_knots(
@@ -233,14 +234,16 @@ def _usable_groups(
     if not len(given):
         return None
     listed = list(map(quantiles.__getitem__, given.tolist()))
+    # Rows of a predictor's tables (QuantileRow) are read from the tables in bulk; other objects
+    # (plain RuntimeQuantiles) each from its own fields.
+    table, at_row, tables = _table_rows(listed)
     # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
-    keys = list(
-        zip(
-            map(tuple, map(operator.attrgetter("levels"), listed)),
-            map(len, map(operator.attrgetter("seconds"), listed)),
-            strict=True,
-        )
-    )
+    if table is None:
+        keys = _object_keys(listed)
+    elif len(tables) == 1 and bool(np.all(table == 0)):
+        keys = [tables[0].key] * len(listed)
+    else:
+        keys = _object_keys(listed, table, tables)
     group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
     group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
     if key is not None:
@@ -253,11 +256,7 @@ def _usable_groups(
         if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
             code[rows] = _CODE_LEVELS
             continue
-        seconds = np.fromiter(
-            chain.from_iterable(map(operator.attrgetter("seconds"), map(listed.__getitem__, at.tolist()))),
-            dtype=np.float64,
-            count=len(rows) * width,
-        ).reshape(len(rows), width)
+        seconds = _group_seconds(listed, at, width, table, at_row, tables)
         request = np.asarray(requested_time, dtype=np.float64)[rows]
         # The reason as a code (0: usable), in quantiles_refused's order.
         why = np.where(
@@ -274,6 +273,75 @@ def _usable_groups(
             q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
             groups.append((rows[ok], lv, q, request))
     return groups
+
+
+def _table_rows(listed: list) -> tuple[np.ndarray | None, np.ndarray | None, list]:
+    """Which of these quantiles are rows of a table (:class:`rush.core.snapshot.QuantileRow`):
+    (each one's table as an index into the tables, -1 for another object; each one's row in its
+    table; the tables in the order they first come); (None, None, []) when none is."""
+    n = len(listed)
+    is_row = np.fromiter(map(operator.is_, map(type, listed), repeat(QuantileRow)), dtype=np.bool_, count=n)
+    if not is_row.any():
+        return None, None, []
+    at = np.flatnonzero(is_row)
+    handles = listed if len(at) == n else list(map(listed.__getitem__, at.tolist()))
+    of = list(map(tuple.__getitem__, handles, repeat(0)))
+    tables = list(dict.fromkeys(of))
+    index = {id(t): k for k, t in enumerate(tables)}
+    table = np.full(n, -1, dtype=np.int64)
+    table[at] = np.fromiter(map(index.__getitem__, map(id, of)), dtype=np.int64, count=len(at))
+    at_row = np.full(n, -1, dtype=np.int64)
+    at_row[at] = np.fromiter(map(tuple.__getitem__, handles, repeat(1)), dtype=np.int64, count=len(at))
+    return table, at_row, tables
+
+
+def _object_keys(listed: list, table: np.ndarray | None = None, tables: Sequence = ()) -> list:
+    """Each job's (levels, how many quantiles): its table's, or read from its own fields."""
+    keys = (
+        list(
+            zip(
+                map(tuple, map(operator.attrgetter("levels"), listed)),
+                map(len, map(operator.attrgetter("seconds"), listed)),
+                strict=True,
+            )
+        )
+        if table is None
+        else [None] * len(listed)
+    )
+    if table is not None:
+        for k, t in enumerate(table.tolist()):
+            q = listed[k]
+            keys[k] = tables[t].key if t >= 0 else (tuple(q.levels), len(q.seconds))
+    return keys
+
+
+def _group_seconds(
+    listed: list,
+    at: np.ndarray,
+    width: int,
+    table: np.ndarray | None,
+    at_row: np.ndarray | None,
+    tables: list,
+) -> np.ndarray:
+    """The quantiles (len(at), width) of the jobs at positions ``at`` of ``listed`` (one set of
+    levels): a table's rows taken from it at once, other objects' seconds read in one walk."""
+    seconds = np.empty((len(at), width), dtype=np.float64)
+    from_table = np.zeros(len(at), dtype=np.bool_) if table is None else table[at] >= 0
+    if from_table.any():
+        t_at = table[at]
+        for t in np.unique(t_at[from_table]).tolist():
+            sel = np.flatnonzero(t_at == t)
+            seconds[sel] = tables[t].seconds[at_row[at[sel]]]
+    objects = np.flatnonzero(~from_table)
+    if len(objects):
+        seconds[objects] = np.fromiter(
+            chain.from_iterable(
+                map(operator.attrgetter("seconds"), map(listed.__getitem__, at[objects].tolist()))
+            ),
+            dtype=np.float64,
+            count=len(objects) * width,
+        ).reshape(len(objects), width)
+    return seconds
 
 
 def _refusals(code: np.ndarray, job_id: np.ndarray, key: np.ndarray | None = None) -> dict[int, str]:

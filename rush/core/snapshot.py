@@ -43,6 +43,72 @@ class RuntimeQuantiles:
     projection_shift: float = 0.0
 
 
+class QuantileTable:
+    """The predicted quantiles of the jobs of one prediction, as the predictor gave them: one
+    set of ``levels`` and a 2-D ``seconds`` array (a float64 numpy array, row ``i`` the ``i``-th
+    job's, at the levels). A job's :class:`QuantileRow` points into it, so rule L2's columns
+    (:func:`rush.core.remaining_runtime.queued_projection_columns`) read the rows in bulk and no
+    per-job tuple is made for a job nobody puts in words."""
+
+    __slots__ = ("key", "levels", "seconds")
+
+    def __init__(self, levels: tuple[float, ...], seconds) -> None:
+        self.levels = levels
+        self.seconds = seconds
+        # (levels, how many quantiles): the set of levels its rows are checked under.
+        self.key = (levels, int(seconds.shape[1]) if len(seconds.shape) == 2 else -1)
+
+
+class QuantileRow(tuple):
+    """Row ``row`` of a :class:`QuantileTable`, read as a :class:`RuntimeQuantiles` (its
+    ``levels``, ``seconds`` made when asked, ``projection_shift`` 0.0); equal to, and hashed as,
+    the :class:`RuntimeQuantiles` of the same values. Made as ``QuantileRow((table, row))``: a
+    C-level call, so a prediction of 10,000 jobs makes its handles in one walk."""
+
+    __slots__ = ()
+    projection_shift = 0.0
+
+    @property
+    def table(self) -> QuantileTable:
+        return tuple.__getitem__(self, 0)
+
+    @property
+    def row(self) -> int:
+        return tuple.__getitem__(self, 1)
+
+    @property
+    def levels(self) -> tuple[float, ...]:
+        return tuple.__getitem__(self, 0).levels
+
+    @property
+    def seconds(self) -> tuple[float, ...]:
+        return tuple(tuple.__getitem__(self, 0).seconds[tuple.__getitem__(self, 1)].tolist())
+
+    def plain(self) -> RuntimeQuantiles:
+        """The same quantiles as a :class:`RuntimeQuantiles`."""
+        return RuntimeQuantiles(self.levels, self.seconds)
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if isinstance(other, QuantileRow | RuntimeQuantiles):
+            return (self.levels, self.seconds, 0.0) == (other.levels, other.seconds, other.projection_shift)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    def __hash__(self) -> int:
+        return hash((self.levels, self.seconds, 0.0))
+
+    def __repr__(self) -> str:
+        return repr(self.plain())  # shown as the RuntimeQuantiles it reads as
+
+    def __reduce__(self):
+        return (RuntimeQuantiles, (self.levels, self.seconds))
+
+
 @dataclass(frozen=True)
 class PendingJob:
     job_id: int

@@ -46,7 +46,7 @@ import os
 import pwd
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ from rush.core.runtime_drift import (
     quantile_median,
 )
 from rush.core.runtime_predictions import predicted_runtimes
-from rush.core.snapshot import RuntimeQuantiles
+from rush.core.snapshot import QuantileRow, QuantileTable, RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
 from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
 from rush.rjms.base import RJMSJob
@@ -360,10 +360,24 @@ class LiveRuntimePredictor:
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
-        for j, row in zip(jobs, rows, strict=True):
-            if j.state != "PENDING" and j.job_id in self.quantiles:
-                continue
-            self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
+        # One table per prediction and a light handle per job into it (QuantileRow: the core
+        # reads rule L2's columns from the table in bulk; a job's tuples are made only when read).
+        table = QuantileTable(levels, rows)
+        ids = list(map(operator.attrgetter("job_id"), jobs))
+        kept = self.quantiles
+        fresh = [
+            k
+            for k, (j, job_id) in enumerate(zip(jobs, ids, strict=True))
+            if j.state == "PENDING" or job_id not in kept
+        ]
+        if len(fresh) == len(ids):
+            kept.update(zip(ids, map(QuantileRow, zip(repeat(table), range(len(ids)))), strict=True))
+        else:
+            kept.update((ids[k], QuantileRow((table, k))) for k in fresh)
+        if not self.drift and not self.conformal:
+            return
+        for k in fresh:
+            j = jobs[k]
             if self.drift:
                 self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
             if self.conformal:
@@ -393,7 +407,7 @@ class LiveRuntimePredictor:
                 out[j.job_id] = q
                 continue
             if self.drift_length and j.state == "PENDING":  # rule D2: the length, not the quantiles
-                out[j.job_id] = replace(q, projection_shift=s if math.isfinite(s) else 0.0)
+                out[j.job_id] = RuntimeQuantiles(q.levels, q.seconds, s if math.isfinite(s) else 0.0)
             else:
                 out[j.job_id] = drifted_quantiles(q, s)
         return out
