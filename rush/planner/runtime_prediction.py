@@ -303,18 +303,24 @@ class LiveRuntimePredictor:
         """Predict the jobs not predicted yet, and again those whose user has finished a job
         since (the history as of now, no later data); returns how many were."""
         changed, self.changed = self.changed, set()
-        new = [
-            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
-        ]
+        if not self.raw:  # nothing predicted yet (a first cycle): every job
+            new = list(jobs)
+        else:
+            new = [
+                j
+                for j in jobs
+                if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
+            ]
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
         columns = RuntimeJobs.of(
-            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
-            submit=np.array([j.submit for j in new], dtype=np.float64),
-            procs=np.array([j.procs for j in new], dtype=np.int64),
+            user=np.array(self._history_users(new), dtype=np.int64),
+            submit=np.array(list(map(operator.attrgetter("submit"), new)), dtype=np.float64),
+            procs=np.array(list(map(operator.attrgetter("procs"), new)), dtype=np.int64),
             requested_time=np.array(
-                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
+                list(map(min, map(operator.attrgetter("requested_time"), new), repeat(UNLIMITED_SECONDS))),
+                dtype=np.float64,
             ),
             job_id=np.array(ids, dtype=np.int64),
         )
@@ -337,6 +343,15 @@ class LiveRuntimePredictor:
         if quantiles is not None:
             self._keep_quantiles(new, tuple(np.asarray(levels, dtype=np.float64).tolist()), quantiles)
         return len(new)
+
+    def _history_users(self, jobs: Sequence[RJMSJob]) -> list[int]:
+        """Each job's :func:`history_user`, in one walk: the user's key, the tag's read only for
+        the jobs that have tags."""
+        keys = list(map(user_id, map(operator.attrgetter("user"), jobs)))
+        tags = np.fromiter(map(bool, map(operator.attrgetter("tags"), jobs)), dtype=np.bool_, count=len(jobs))
+        for k in np.flatnonzero(tags).tolist():
+            keys[k] = history_user(jobs[k], self.own)
+        return keys
 
     def warm_up(self, now: float) -> None:
         """Predict one made-up job on a copy of the predictor, so the first pass that sees real
@@ -365,11 +380,14 @@ class LiveRuntimePredictor:
         table = QuantileTable(levels, rows)
         ids = list(map(operator.attrgetter("job_id"), jobs))
         kept = self.quantiles
-        fresh = [
-            k
-            for k, (j, job_id) in enumerate(zip(jobs, ids, strict=True))
-            if j.state == "PENDING" or job_id not in kept
-        ]
+        n = len(ids)
+        pending = np.fromiter(
+            map(operator.eq, map(operator.attrgetter("state"), jobs), repeat("PENDING")),
+            dtype=np.bool_,
+            count=n,
+        )
+        known = np.fromiter(map(kept.__contains__, ids), dtype=np.bool_, count=n)
+        fresh = np.flatnonzero(pending | ~known).tolist()
         if len(fresh) == len(ids):
             kept.update(zip(ids, map(QuantileRow, zip(repeat(table), range(len(ids)))), strict=True))
         else:
