@@ -83,6 +83,21 @@ def test_columns_from_table_rows_equal_those_from_objects(seed: int) -> None:
     assert list(notes.items()) == list(notes_plain.items())  # the same reasons, in the same order
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_columns_from_one_tables_rows_equal_those_from_objects(seed: int) -> None:
+    """A first cycle: every job's quantiles rows of one prediction (some jobs without any)."""
+    rng = np.random.default_rng(50 + seed)
+    table = _table(rng, 500, seed % 4)
+    order = rng.permutation(500)
+    handles = [None if k % 7 == 3 else QuantileRow((table, int(r))) for k, r in enumerate(order)]
+    plain = [None if h is None else h.plain() for h in handles]
+    request = rng.choice([np.inf, 0.0, 600.0, 86_400.0], size=500, p=[0.05, 0.05, 0.45, 0.45])
+    got = queued_projection_columns(handles, request)
+    want = queued_projection_columns(plain, request)
+    for a, b in zip(got, want, strict=True):
+        _same(a, b)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_pending_columns_read_table_rows_as_objects(seed: int) -> None:
     rng = np.random.default_rng(100 + seed)
