@@ -217,7 +217,11 @@ def queued_projection_runtimes(
 
 
 def _usable_groups(
-    quantiles: Sequence, requested_time: np.ndarray, code: np.ndarray, key: np.ndarray | None = None
+    quantiles: Sequence,
+    requested_time: np.ndarray,
+    code: np.ndarray,
+    key: np.ndarray | None = None,
+    shift: np.ndarray | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
     """The jobs of these columns (each job's ``runtime_quantiles`` or None, its request) whose
     quantiles are usable, per set of levels (groups in the order they first come, rows in queue
@@ -225,8 +229,9 @@ def _usable_groups(
     job with quantiles gets its code in ``code`` (0: usable, else the index of its reason in
     _REASONS, :func:`quantiles_refused`'s); the others' stay; ``key``: each such job's set of
     levels as a number (the hash of (levels, how many quantiles)), for the refusals' order
-    (:func:`_refusals`). None when no job has quantiles. Checked per set of levels at once,
-    each group's rows found with C-level walks."""
+    (:func:`_refusals`); ``shift``: each usable job's rule D2 shift (a table's rows have none).
+    None when no job has quantiles. Checked per set of levels at once, each group's rows found
+    with C-level walks."""
     n = len(quantiles)
     given = np.flatnonzero(
         np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n)
@@ -240,12 +245,16 @@ def _usable_groups(
     # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
     if table is None:
         keys = _object_keys(listed)
-    elif len(tables) == 1 and bool(np.all(table == 0)):
-        keys = [tables[0].key] * len(listed)
+    elif len(tables) == 1 and bool(np.all(table == 0)):  # one table's rows (a first cycle)
+        keys = None
     else:
         keys = _object_keys(listed, table, tables)
-    group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
-    group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    if keys is None:
+        group_of = {tables[0].key: 0}
+        group = np.zeros(len(listed), dtype=np.int64)
+    else:
+        group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
+        group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
     if key is not None:
         key[given] = np.array([hash(k) for k in group_of], dtype=np.int64)[group]
     groups = []
@@ -272,6 +281,13 @@ def _usable_groups(
             request = request[ok]
             q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
             groups.append((rows[ok], lv, q, request))
+            if shift is not None:  # objects' own shifts (a table's rows: 0.0)
+                own = at[ok] if table is None else at[ok][table[at[ok]] < 0]
+                shift[given[own]] = np.fromiter(
+                    map(operator.attrgetter("projection_shift"), map(listed.__getitem__, own.tolist())),
+                    dtype=np.float64,
+                    count=len(own),
+                )
     return groups
 
 
@@ -280,9 +296,16 @@ def _table_rows(listed: list) -> tuple[np.ndarray | None, np.ndarray | None, lis
     (each one's table as an index into the tables, -1 for another object; each one's row in its
     table; the tables in the order they first come); (None, None, []) when none is."""
     n = len(listed)
-    is_row = np.fromiter(map(operator.is_, map(type, listed), repeat(QuantileRow)), dtype=np.bool_, count=n)
-    if not is_row.any():
+    types = list(map(type, listed))
+    rows = types.count(QuantileRow)
+    if not rows:
         return None, None, []
+    if rows == n:  # every job's a table row: one table (a first cycle) read without a lookup
+        of = list(map(tuple.__getitem__, listed, repeat(0)))
+        if of.count(of[0]) == n:
+            at_row = np.fromiter(map(tuple.__getitem__, listed, repeat(1)), dtype=np.int64, count=n)
+            return np.zeros(n, dtype=np.int64), at_row, [of[0]]
+    is_row = np.fromiter(map(operator.is_, types, repeat(QuantileRow)), dtype=np.bool_, count=n)
     at = np.flatnonzero(is_row)
     handles = listed if len(at) == n else list(map(listed.__getitem__, at.tolist()))
     of = list(map(tuple.__getitem__, handles, repeat(0)))
@@ -372,16 +395,11 @@ def queued_projection_columns(
     upper = np.full(n, np.nan)
     shift = np.zeros(n)
     key = np.zeros(n, dtype=np.int64)
-    for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key) or ():
+    for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key, shift) or ():
         xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
         upper[kept] = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
-        shift[kept] = np.fromiter(
-            map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
-            dtype=np.float64,
-            count=len(kept),
-        )
     return code, upper, shift, key
 
 
