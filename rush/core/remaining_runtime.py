@@ -24,7 +24,6 @@ import numpy as np
 from numba import njit
 
 from rush.core.runtime_drift import drift_projection_length
-from rush.core.snapshot import QuantileRow
 
 
 def quantile_knots(
@@ -217,11 +216,7 @@ def queued_projection_runtimes(
 
 
 def _usable_groups(
-    quantiles: Sequence,
-    requested_time: np.ndarray,
-    code: np.ndarray,
-    key: np.ndarray | None = None,
-    shift: np.ndarray | None = None,
+    quantiles: Sequence, requested_time: np.ndarray, code: np.ndarray, key: np.ndarray | None = None
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None:
     """The jobs of these columns (each job's ``runtime_quantiles`` or None, its request) whose
     quantiles are usable, per set of levels (groups in the order they first come, rows in queue
@@ -229,9 +224,8 @@ def _usable_groups(
     job with quantiles gets its code in ``code`` (0: usable, else the index of its reason in
     _REASONS, :func:`quantiles_refused`'s); the others' stay; ``key``: each such job's set of
     levels as a number (the hash of (levels, how many quantiles)), for the refusals' order
-    (:func:`_refusals`); ``shift``: each usable job's rule D2 shift (a table's rows have none).
-    None when no job has quantiles. Checked per set of levels at once, each group's rows found
-    with C-level walks."""
+    (:func:`_refusals`). None when no job has quantiles. Checked per set of levels at once,
+    each group's rows found with C-level walks."""
     n = len(quantiles)
     given = np.flatnonzero(
         np.fromiter(map(operator.is_not, quantiles, repeat(None)), dtype=np.bool_, count=n)
@@ -239,22 +233,16 @@ def _usable_groups(
     if not len(given):
         return None
     listed = list(map(quantiles.__getitem__, given.tolist()))
-    # Rows of a predictor's tables (QuantileRow) are read from the tables in bulk; other objects
-    # (plain RuntimeQuantiles) each from its own fields.
-    table, at_row, tables = _table_rows(listed)
     # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
-    if table is None:
-        keys = _object_keys(listed)
-    elif len(tables) == 1 and bool(np.all(table == 0)):  # one table's rows (a first cycle)
-        keys = None
-    else:
-        keys = _object_keys(listed, table, tables)
-    if keys is None:
-        group_of = {tables[0].key: 0}
-        group = np.zeros(len(listed), dtype=np.int64)
-    else:
-        group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
-        group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    keys = list(
+        zip(
+            map(tuple, map(operator.attrgetter("levels"), listed)),
+            map(len, map(operator.attrgetter("seconds"), listed)),
+            strict=True,
+        )
+    )
+    group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
+    group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
     if key is not None:
         key[given] = np.array([hash(k) for k in group_of], dtype=np.int64)[group]
     groups = []
@@ -265,7 +253,11 @@ def _usable_groups(
         if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
             code[rows] = _CODE_LEVELS
             continue
-        seconds = _group_seconds(listed, at, width, table, at_row, tables)
+        seconds = np.fromiter(
+            chain.from_iterable(map(operator.attrgetter("seconds"), map(listed.__getitem__, at.tolist()))),
+            dtype=np.float64,
+            count=len(rows) * width,
+        ).reshape(len(rows), width)
         request = np.asarray(requested_time, dtype=np.float64)[rows]
         # The reason as a code (0: usable), in quantiles_refused's order.
         why = np.where(
@@ -281,90 +273,7 @@ def _usable_groups(
             request = request[ok]
             q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
             groups.append((rows[ok], lv, q, request))
-            if shift is not None:  # objects' own shifts (a table's rows: 0.0)
-                own = at[ok] if table is None else at[ok][table[at[ok]] < 0]
-                shift[given[own]] = np.fromiter(
-                    map(operator.attrgetter("projection_shift"), map(listed.__getitem__, own.tolist())),
-                    dtype=np.float64,
-                    count=len(own),
-                )
     return groups
-
-
-def _table_rows(listed: list) -> tuple[np.ndarray | None, np.ndarray | None, list]:
-    """Which of these quantiles are rows of a table (:class:`rush.core.snapshot.QuantileRow`):
-    (each one's table as an index into the tables, -1 for another object; each one's row in its
-    table; the tables in the order they first come); (None, None, []) when none is."""
-    n = len(listed)
-    types = list(map(type, listed))
-    rows = types.count(QuantileRow)
-    if not rows:
-        return None, None, []
-    if rows == n:  # every job's a table row: one table (a first cycle) read without a lookup
-        of = list(map(tuple.__getitem__, listed, repeat(0)))
-        if of.count(of[0]) == n:
-            at_row = np.fromiter(map(tuple.__getitem__, listed, repeat(1)), dtype=np.int64, count=n)
-            return np.zeros(n, dtype=np.int64), at_row, [of[0]]
-    is_row = np.fromiter(map(operator.is_, types, repeat(QuantileRow)), dtype=np.bool_, count=n)
-    at = np.flatnonzero(is_row)
-    handles = listed if len(at) == n else list(map(listed.__getitem__, at.tolist()))
-    of = list(map(tuple.__getitem__, handles, repeat(0)))
-    tables = list(dict.fromkeys(of))
-    index = {id(t): k for k, t in enumerate(tables)}
-    table = np.full(n, -1, dtype=np.int64)
-    table[at] = np.fromiter(map(index.__getitem__, map(id, of)), dtype=np.int64, count=len(at))
-    at_row = np.full(n, -1, dtype=np.int64)
-    at_row[at] = np.fromiter(map(tuple.__getitem__, handles, repeat(1)), dtype=np.int64, count=len(at))
-    return table, at_row, tables
-
-
-def _object_keys(listed: list, table: np.ndarray | None = None, tables: Sequence = ()) -> list:
-    """Each job's (levels, how many quantiles): its table's, or read from its own fields."""
-    keys = (
-        list(
-            zip(
-                map(tuple, map(operator.attrgetter("levels"), listed)),
-                map(len, map(operator.attrgetter("seconds"), listed)),
-                strict=True,
-            )
-        )
-        if table is None
-        else [None] * len(listed)
-    )
-    if table is not None:
-        for k, t in enumerate(table.tolist()):
-            q = listed[k]
-            keys[k] = tables[t].key if t >= 0 else (tuple(q.levels), len(q.seconds))
-    return keys
-
-
-def _group_seconds(
-    listed: list,
-    at: np.ndarray,
-    width: int,
-    table: np.ndarray | None,
-    at_row: np.ndarray | None,
-    tables: list,
-) -> np.ndarray:
-    """The quantiles (len(at), width) of the jobs at positions ``at`` of ``listed`` (one set of
-    levels): a table's rows taken from it at once, other objects' seconds read in one walk."""
-    seconds = np.empty((len(at), width), dtype=np.float64)
-    from_table = np.zeros(len(at), dtype=np.bool_) if table is None else table[at] >= 0
-    if from_table.any():
-        t_at = table[at]
-        for t in np.unique(t_at[from_table]).tolist():
-            sel = np.flatnonzero(t_at == t)
-            seconds[sel] = tables[t].seconds[at_row[at[sel]]]
-    objects = np.flatnonzero(~from_table)
-    if len(objects):
-        seconds[objects] = np.fromiter(
-            chain.from_iterable(
-                map(operator.attrgetter("seconds"), map(listed.__getitem__, at[objects].tolist()))
-            ),
-            dtype=np.float64,
-            count=len(objects) * width,
-        ).reshape(len(objects), width)
-    return seconds
 
 
 def _refusals(code: np.ndarray, job_id: np.ndarray, key: np.ndarray | None = None) -> dict[int, str]:
@@ -395,11 +304,16 @@ def queued_projection_columns(
     upper = np.full(n, np.nan)
     shift = np.zeros(n)
     key = np.zeros(n, dtype=np.int64)
-    for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key, shift) or ():
+    for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key) or ():
         xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
         upper[kept] = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
+        shift[kept] = np.fromiter(
+            map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
+            dtype=np.float64,
+            count=len(kept),
+        )
     return code, upper, shift, key
 
 

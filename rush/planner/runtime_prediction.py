@@ -46,7 +46,7 @@ import os
 import pwd
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ from rush.core.runtime_drift import (
     quantile_median,
 )
 from rush.core.runtime_predictions import predicted_runtimes
-from rush.core.snapshot import QuantileRow, QuantileTable, RuntimeQuantiles
+from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
 from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
 from rush.rjms.base import RJMSJob
@@ -303,24 +303,18 @@ class LiveRuntimePredictor:
         """Predict the jobs not predicted yet, and again those whose user has finished a job
         since (the history as of now, no later data); returns how many were."""
         changed, self.changed = self.changed, set()
-        if not self.raw:  # nothing predicted yet (a first cycle): every job
-            new = list(jobs)
-        else:
-            new = [
-                j
-                for j in jobs
-                if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
-            ]
+        new = [
+            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
+        ]
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
         columns = RuntimeJobs.of(
-            user=np.array(self._history_users(new), dtype=np.int64),
-            submit=np.array(list(map(operator.attrgetter("submit"), new)), dtype=np.float64),
-            procs=np.array(list(map(operator.attrgetter("procs"), new)), dtype=np.int64),
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
+            submit=np.array([j.submit for j in new], dtype=np.float64),
+            procs=np.array([j.procs for j in new], dtype=np.int64),
             requested_time=np.array(
-                list(map(min, map(operator.attrgetter("requested_time"), new), repeat(UNLIMITED_SECONDS))),
-                dtype=np.float64,
+                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
             ),
             job_id=np.array(ids, dtype=np.int64),
         )
@@ -344,15 +338,6 @@ class LiveRuntimePredictor:
             self._keep_quantiles(new, tuple(np.asarray(levels, dtype=np.float64).tolist()), quantiles)
         return len(new)
 
-    def _history_users(self, jobs: Sequence[RJMSJob]) -> list[int]:
-        """Each job's :func:`history_user`, in one walk: the user's key, the tag's read only for
-        the jobs that have tags."""
-        keys = list(map(user_id, map(operator.attrgetter("user"), jobs)))
-        tags = np.fromiter(map(bool, map(operator.attrgetter("tags"), jobs)), dtype=np.bool_, count=len(jobs))
-        for k in np.flatnonzero(tags).tolist():
-            keys[k] = history_user(jobs[k], self.own)
-        return keys
-
     def warm_up(self, now: float) -> None:
         """Predict one made-up job on a copy of the predictor, so the first pass that sees real
         jobs does not pay for loading and compiling the feature code (a live replay's first
@@ -375,27 +360,10 @@ class LiveRuntimePredictor:
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
-        # One table per prediction and a light handle per job into it (QuantileRow: the core
-        # reads rule L2's columns from the table in bulk; a job's tuples are made only when read).
-        table = QuantileTable(levels, rows)
-        ids = list(map(operator.attrgetter("job_id"), jobs))
-        kept = self.quantiles
-        n = len(ids)
-        pending = np.fromiter(
-            map(operator.eq, map(operator.attrgetter("state"), jobs), repeat("PENDING")),
-            dtype=np.bool_,
-            count=n,
-        )
-        known = np.fromiter(map(kept.__contains__, ids), dtype=np.bool_, count=n)
-        fresh = np.flatnonzero(pending | ~known).tolist()
-        if len(fresh) == len(ids):
-            kept.update(zip(ids, map(QuantileRow, zip(repeat(table), range(len(ids)))), strict=True))
-        else:
-            kept.update((ids[k], QuantileRow((table, k))) for k in fresh)
-        if not self.drift and not self.conformal:
-            return
-        for k in fresh:
-            j = jobs[k]
+        for j, row in zip(jobs, rows, strict=True):
+            if j.state != "PENDING" and j.job_id in self.quantiles:
+                continue
+            self.quantiles[j.job_id] = RuntimeQuantiles(levels, tuple(row.tolist()))
             if self.drift:
                 self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
             if self.conformal:
@@ -425,7 +393,7 @@ class LiveRuntimePredictor:
                 out[j.job_id] = q
                 continue
             if self.drift_length and j.state == "PENDING":  # rule D2: the length, not the quantiles
-                out[j.job_id] = RuntimeQuantiles(q.levels, q.seconds, s if math.isfinite(s) else 0.0)
+                out[j.job_id] = replace(q, projection_shift=s if math.isfinite(s) else 0.0)
             else:
                 out[j.job_id] = drifted_quantiles(q, s)
         return out
