@@ -47,6 +47,8 @@ counts them (false-small kills at the divider; kills at the request are the trac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from rush.core.config import CoreConfig
@@ -187,16 +189,19 @@ def matched_threshold(wf, reference_false_small: np.ndarray) -> np.ndarray:
     )
 
 
+@dataclass(frozen=True)
+class RowOptions:
+    """What :func:`quantile_rows` runs beyond the default schedulers (each field below)."""
+
+    idempotent_threshold: float = 0.1
+    reference_false_small: np.ndarray | None = None
+    names: tuple[str, ...] | None = None
+    classifier: object = None
+    tie_seeds: tuple[int | None, ...] = (None,)
+
+
 def quantile_rows(
-    trace: str,
-    job_set: str,
-    workload_full: Workload,
-    wf,
-    idempotent_threshold: float = 0.1,
-    reference_false_small: np.ndarray | None = None,
-    names: tuple[str, ...] | None = None,
-    classifier=None,
-    tie_seeds: tuple[int | None, ...] = (None,),
+    trace: str, job_set: str, workload_full: Workload, wf, options: RowOptions = RowOptions()
 ) -> list[dict]:
     """Every scheduler of :data:`SCHEDULERS` (and the EASY-FCFS base) on one trace and job set,
     and of :data:`MATCHED_SCHEDULERS` when ``reference_false_small`` (FCFS-CI's false smalls, per
@@ -207,7 +212,9 @@ def quantile_rows(
     :data:`CLASSIFIER_SCHEDULERS`. ``tie_seeds``: each scheduler once per seed, its equal ranking
     keys ordered by the seed's permutation of the jobs
     (:func:`rush.core.runtime_predictions.random_tie_breaks`; ``None``: by arrival, as
-    always); a seed's rows say it (``tie_seed``)."""
+    always); a seed's rows say it (``tie_seed``). Each is a field of ``options``."""
+    idempotent_threshold, reference_false_small = options.idempotent_threshold, options.reference_false_small
+    names, classifier, tie_seeds = options.names, options.classifier, options.tie_seeds
     every = SCHEDULERS + (MATCHED_SCHEDULERS if reference_false_small is not None else ())
     every += CLASSIFIER_SCHEDULERS if classifier is not None else ()
     unknown = [n for n in names or () if n not in every]

@@ -65,7 +65,7 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
     import rush_q
 
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET
-    from rush.studies.runtime_predictions_quantiles import quantile_rows
+    from rush.studies.runtime_predictions_quantiles import RowOptions, quantile_rows
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
@@ -80,10 +80,9 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
         "published",
         workload,
         wf,
-        reference_false_small=reference,
-        names=(SPF_CI, H13A),
-        classifier=cw,
-        tie_seeds=(None, *seeds),
+        RowOptions(
+            reference_false_small=reference, names=(SPF_CI, H13A), classifier=cw, tie_seeds=(None, *seeds)
+        ),
     )
     for r in found:
         r.setdefault("tie_seed", "arrival")

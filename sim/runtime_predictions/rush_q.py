@@ -130,7 +130,7 @@ def main() -> None:
     from rush.models.runtime_features import TimeBase
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, usable_history
     from rush.models.runtime_quantiles_walkforward import trace_jobs
-    from rush.studies.runtime_predictions_quantiles import quantile_rows
+    from rush.studies.runtime_predictions_quantiles import RowOptions, quantile_rows
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
@@ -173,7 +173,11 @@ def main() -> None:
                     "sim/runtime_classes/run.py"
                 )
             found = quantile_rows(
-                trace, job_set, workload, wf, reference_false_small=reference, names=schedulers, classifier=cw
+                trace,
+                job_set,
+                workload,
+                wf,
+                RowOptions(reference_false_small=reference, names=schedulers, classifier=cw),
             )
             base = float(ci[(trace, "base")]["mean_bounded_slowdown"])
             for r in found:

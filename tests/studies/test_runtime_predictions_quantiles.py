@@ -18,6 +18,7 @@ from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
 from rush.studies.runtime_predictions_quantiles import (
     SCHEDULERS,
+    RowOptions,
     kill_budget_threshold,
     quantile_rows,
     scheduler_inputs,
@@ -139,7 +140,7 @@ def test_schedulers_held_to_fcfs_cis_kill_rate_take_its_decisions() -> None:
             wf.proba_small, wf.runtime, wf.divider, wf.end, wf.submit, reference_false_small=never
         ),
     )
-    rows = quantile_rows("synthetic", "full", workload, wf, reference_false_small=never)
+    rows = quantile_rows("synthetic", "full", workload, wf, RowOptions(reference_false_small=never))
     assert [r["scheduler"] for r in rows] == list(SCHEDULERS) + list(MATCHED_SCHEDULERS)
     assert len({r["base_bsld"] for r in rows}) == 1
     for name in MATCHED_SCHEDULERS:
@@ -191,9 +192,9 @@ def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
     workload = synthetic_workload(200)
     wf = SimpleNamespace()  # never read: the names are checked first
     with pytest.raises(ValueError, match="unknown scheduler"):
-        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q", "rush-Z"))
+        quantile_rows("synthetic", "full", workload, wf, RowOptions(names=("rush-Q", "rush-Z")))
     with pytest.raises(ValueError, match="unknown scheduler"):  # held to FCFS-CI's rate: needs its decisions
-        quantile_rows("synthetic", "full", workload, wf, names=("rush-Q (FCFS-CI's kill rate)",))
+        quantile_rows("synthetic", "full", workload, wf, RowOptions(names=("rush-Q (FCFS-CI's kill rate)",)))
 
 
 def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
@@ -216,7 +217,7 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
         scheduler_inputs(CLASSIFIER_SCHEDULERS[1], wf, everyone, 0.1)
     with pytest.raises(ValueError, match="predictions for"):
         scheduler_inputs(CLASSIFIER_SCHEDULERS[1], wf, everyone[1:], 0.1, classifier=cw)
-    rows = quantile_rows("synthetic", "full", workload, wf, classifier=cw)
+    rows = quantile_rows("synthetic", "full", workload, wf, RowOptions(classifier=cw))
     assert [r["scheduler"] for r in rows] == list(SCHEDULERS) + list(CLASSIFIER_SCHEDULERS)
     found = {r["scheduler"]: r for r in rows}
     inputs, kw, _ = variant_inputs("classification-idempotent", None, None, walkforward=cw)
@@ -258,8 +259,8 @@ def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None
         workload, HEADER, RuntimeQuantileRegressor(max_iter=10, min_samples_leaf=5)
     )
     name = ("quantile SPF-CI",)
-    plain = quantile_rows("synthetic", "full", workload, wf, names=name)
-    seeded = quantile_rows("synthetic", "full", workload, wf, names=name, tie_seeds=(None, 1, 2))
+    plain = quantile_rows("synthetic", "full", workload, wf, RowOptions(names=name))
+    seeded = quantile_rows("synthetic", "full", workload, wf, RowOptions(names=name, tie_seeds=(None, 1, 2)))
     assert [r.get("tie_seed") for r in seeded] == [None, 1, 2]
     assert seeded[0] == plain[0]
     assert len({r["false_small_kills"] for r in seeded}) == 1
