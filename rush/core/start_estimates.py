@@ -442,9 +442,9 @@ REPUBLISH_SECONDS = 60.0
 REPUBLISH_SHARE = 0.05
 
 
-def estimate_moved(published: float, now: float) -> float:
-    """How far an estimate may move before it is worth sending again."""
-    return max(REPUBLISH_SECONDS, REPUBLISH_SHARE * max(published - now, 0.0))
+def estimate_moved(published, now: float):
+    """How far an estimate (or an array of them) may move before it is worth sending again."""
+    return np.maximum(REPUBLISH_SECONDS, REPUBLISH_SHARE * np.maximum(np.subtract(published, now), 0.0))
 
 
 def shown_starts(shown: np.ndarray, new: np.ndarray, same: np.ndarray, now: float) -> np.ndarray:
@@ -459,6 +459,5 @@ def shown_starts(shown: np.ndarray, new: np.ndarray, same: np.ndarray, now: floa
     new = np.asarray(new, dtype=np.float64)
     keep = np.asarray(same, dtype=np.bool_) & np.isfinite(shown) & np.isfinite(new)
     k = np.flatnonzero(keep)
-    ahead = np.maximum(shown[k] - now, 0.0)
-    keep[k] = np.abs(new[k] - shown[k]) <= np.maximum(REPUBLISH_SECONDS, REPUBLISH_SHARE * ahead)
+    keep[k] = np.abs(new[k] - shown[k]) <= estimate_moved(shown[k], now)
     return np.where(keep, shown, new)
