@@ -46,9 +46,6 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
   starts. A window where even the counts do not fit cannot fit on nodes (no instant
   overcommits a node, checked on the running jobs), so a job's search starts at the
   profile's earliest fit (:func:`rush.core.conservative.fit_from`).
-* A candidate's entering bookings are applied only when the room without them offers the job
-  its units (they can only take room away): until then the window's end cut stays, and a
-  booking coming and going between two cuts is never applied (issue 31, round 18).
 * Bookings are only ever added during a pass, so a job cannot fit before the earliest fit
   found for an earlier job that asked for no more (same kind and partition, no more cores,
   GPUs or nodes, no longer): the search starts there too (:func:`_fits_from`).
@@ -874,12 +871,6 @@ def conservative_nodes_pass(
                         entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
                 next_out += 1
-            if t != now and total < need:
-                # Without the bookings entering since the end cut the room offers too few
-                # units, so with them too: their entries wait for a candidate that might fit
-                # (and those that come and go before it are never applied).
-                i += 1
-                continue
             window_end = t + duration
             while next_in < nb and start_at[next_in] < window_end:
                 b = by_start[next_in]
