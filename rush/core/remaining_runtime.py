@@ -233,18 +233,16 @@ def _usable_groups(
     if not len(given):
         return None
     listed = list(map(quantiles.__getitem__, given.tolist()))
-    levels_of = list(map(operator.attrgetter("levels"), listed))
-    widths = list(map(len, map(operator.attrgetter("seconds"), listed)))
-    if all(map(operator.is_, levels_of, repeat(levels_of[0]))) and widths.count(widths[0]) == len(widths):
-        # One model's answers (one levels object, one width: the live predictor's): one group,
-        # the key every job's (levels, width) would give, without a key made per job.
-        group_of = {(tuple(levels_of[0]), widths[0]): 0}
-        group = np.zeros(len(listed), dtype=np.int64)
-    else:
-        # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
-        keys = list(zip(map(tuple, levels_of), widths, strict=True))
-        group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
-        group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    # (levels, how many quantiles) per job with quantiles; groups in the order they first come.
+    keys = list(
+        zip(
+            map(tuple, map(operator.attrgetter("levels"), listed)),
+            map(len, map(operator.attrgetter("seconds"), listed)),
+            strict=True,
+        )
+    )
+    group_of = {key: g for g, key in enumerate(dict.fromkeys(keys))}
+    group = np.fromiter(map(group_of.__getitem__, keys), dtype=np.int64, count=len(keys))
     if key is not None:
         key[given] = np.array([hash(k) for k in group_of], dtype=np.int64)[group]
     groups = []

@@ -47,7 +47,7 @@ import pwd
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import compress, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -309,17 +309,13 @@ class LiveRuntimePredictor:
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
-        n = len(new)
-        # Each job's user key: its user's, except where a tag may name another (history_user).
-        users = list(map(user_id, map(operator.attrgetter("user"), new)))
-        for k in compress(range(n), map(operator.attrgetter("tags"), new)):
-            users[k] = history_user(new[k], self.own)
-        limits = np.fromiter(map(operator.attrgetter("requested_time"), new), dtype=np.float64, count=n)
         columns = RuntimeJobs.of(
-            user=np.array(users, dtype=np.int64),
-            submit=np.fromiter(map(operator.attrgetter("submit"), new), dtype=np.float64, count=n),
-            procs=np.array(list(map(operator.attrgetter("procs"), new)), dtype=np.int64),
-            requested_time=np.minimum(limits, UNLIMITED_SECONDS),  # (a NaN stays NaN, as with min)
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
+            submit=np.array([j.submit for j in new], dtype=np.float64),
+            procs=np.array([j.procs for j in new], dtype=np.int64),
+            requested_time=np.array(
+                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
+            ),
             job_id=np.array(ids, dtype=np.int64),
         )
         quantiles = None

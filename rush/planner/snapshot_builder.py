@@ -30,7 +30,6 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -401,25 +400,9 @@ class SnapshotBuilder:
         if self._blank_outputs == blank_outputs:
             blank_outputs = self._blank_outputs
         self._blank_outputs = blank_outputs
-        ids = list(map(_JOB_ID, pending_jobs))
-        hits = list(map(cache.get, ids))
-        entries: list = [None] * len(ids)
-        # Jobs first seen with nothing of their own but, perhaps, the predictor's answers (most of
-        # a first cycle): their entries made in bulk, exactly as the loop's blank and plain paths
-        # below make them; the loop takes the others.
-        rest = range(len(ids))
-        if outputs_of is None:
-            rest = _bulk_entries(
-                pending_jobs,
-                ids,
-                _plain_new(pending_jobs, ids, hits, records, predicted, variable),
-                entries,
-                (runtimes, quantiles),
-                (blank_varies, blank_row, blank_outputs),
-            )
-        for k in rest:
-            j = pending_jobs[k]
-            job_id = ids[k]
+        entries = []
+        for j in pending_jobs:
+            job_id = j.job_id
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
@@ -447,17 +430,21 @@ class SnapshotBuilder:
                     quantile,
                 )
             )
-            hit = hits[k]
+            hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
+                self._pending_cache[job_id] = hit
                 if hit[0] is not j:
                     built.kept_jobs[job_id] = hit[0]
-                entries[k] = hit
+                entries.append(hit)
+                built.outputs[job_id] = hit[3]
                 if job_id in predicted:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entries[k] = [j, varies, blank_row, blank_outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
+                entries.append(entry)
+                built.outputs[job_id] = blank_outputs
                 continue
             if plain and not j.tags:  # an arrival with the predictor's answers only: the shared parts
                 row = (*blank_row[:5], None if estimated is None else estimated[0], False, quantile)
@@ -466,7 +453,9 @@ class SnapshotBuilder:
                     if estimated is None
                     else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
                 )
-                entries[k] = [j, varies, row, outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
+                entries.append(entry)
+                built.outputs[job_id] = outputs
                 continue
             if stored is None and not j.tags and job_id not in predicted:
                 # No tags, nothing journaled, no class of this pass's model.
@@ -492,7 +481,7 @@ class SnapshotBuilder:
             if job_id in predicted:
                 built.predicted[job_id] = predicted[job_id]
             runtime_outputs = _NO_OUTPUTS if estimated is None else _runtime_of(runtimes, job_id)[1]
-            outputs = {
+            built.outputs[job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
                 "variable": flagged,
@@ -500,10 +489,9 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entries[k] = [j, varies, row, outputs, None]
-        # Every path's journal outputs are its entry's: written in queue order, as are the entries kept.
-        self._pending_cache = dict(zip(ids, entries, strict=True))
-        built.outputs.update(zip(ids, map(_OUTPUTS, entries), strict=True))
+            entry = [j, varies, row, built.outputs[job_id], None]
+            self._pending_cache[job_id] = entry
+            entries.append(entry)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
         # written, straight from the read; a core job is made only where one is read.
         pending = PendingRows(
@@ -557,88 +545,6 @@ class SnapshotBuilder:
             nodes=state.nodes,
         )
         return built
-
-
-def _plain_new(
-    jobs: list[RJMSJob],
-    ids: list[int],
-    hits: list,
-    records: dict[int, JobRecord],
-    predicted: dict[int, int],
-    variable: dict[int, bool],
-) -> np.ndarray:
-    """Whether each job has no kept entry (``hits``: None) and nothing of its own this pass
-    but, perhaps, the runtime predictor's answers: no journal record, no tags, no class of this
-    pass's model, no variation flag (the loop's blank and plain conditions, for a job without
-    the variation predictor's own outputs), by C-level walks."""
-    n = len(ids)
-    plain = np.fromiter(map(operator.is_, hits, repeat(None)), dtype=np.bool_, count=n)
-    plain &= np.fromiter(map(operator.not_, map(_TAGS, jobs)), dtype=np.bool_, count=n)
-    if records:
-        plain &= np.fromiter(map(operator.is_, map(records.get, ids), repeat(None)), dtype=np.bool_, count=n)
-    if predicted:
-        plain &= ~np.fromiter(map(predicted.__contains__, ids), dtype=np.bool_, count=n)
-    if variable:
-        plain &= ~np.fromiter(map(bool, map(variable.get, ids, repeat(False))), dtype=np.bool_, count=n)
-    return plain
-
-
-def _bulk_entries(
-    jobs: list[RJMSJob],
-    ids: list[int],
-    plain: np.ndarray,
-    entries: list,
-    answers: tuple[dict, dict],
-    shared: tuple[tuple, tuple, dict],
-) -> list[int]:
-    """The entries of the ``plain`` jobs (:func:`_plain_new`) whose inputs are the builder
-    loop's blank ones (no estimate, no quantiles) or plain ones with an estimate, written into
-    ``entries`` at their positions: the same parts as the loop's blank and plain paths make,
-    made by C-level maps (their outputs, the shared blank ones with the runtime's two fields
-    added, by one comprehension, keys in the loop's order). ``answers``: this pass's runtime
-    estimates and quantiles by job id; ``shared``: the blank inputs, row and outputs. Returns
-    the positions left to the loop."""
-    runtimes, quantiles = answers
-    blank_varies, blank_row, blank_outputs = shared
-    n = len(ids)
-    estimated = list(map(runtimes.get, ids)) if runtimes else [None] * n
-    has_estimate = np.fromiter(map(operator.is_not, estimated, repeat(None)), dtype=np.bool_, count=n)
-    if quantiles:
-        quantile = list(map(quantiles.get, ids))
-        no_quantiles = np.fromiter(map(operator.is_, quantile, repeat(None)), dtype=np.bool_, count=n)
-    else:
-        quantile, no_quantiles = [None] * n, np.ones(n, dtype=np.bool_)
-    blank = np.flatnonzero(plain & ~has_estimate & no_quantiles).tolist()
-    if blank:
-        made = map(
-            list,
-            zip(
-                map(jobs.__getitem__, blank),
-                repeat(blank_varies),
-                repeat(blank_row),
-                repeat(blank_outputs),
-                repeat(None),
-            ),
-        )
-        for k, entry in zip(blank, made, strict=True):
-            entries[k] = entry
-    with_estimate = np.flatnonzero(plain & has_estimate).tolist()
-    if with_estimate:
-        answer = list(map(estimated.__getitem__, with_estimate))
-        q = list(map(quantile.__getitem__, with_estimate))
-        values = list(map(operator.itemgetter(0), answer))
-        varies = map(operator.add, repeat(blank_varies[:6]), zip(answer, q, strict=True))
-        rows = map(operator.add, repeat(blank_row[:5]), zip(values, repeat(False), q))
-        outputs = [
-            {**blank_outputs, "predicted_runtime": v, "runtime_source": s}
-            for v, s in zip(values, map(operator.itemgetter(1), answer), strict=True)
-        ]
-        made = map(list, zip(map(jobs.__getitem__, with_estimate), varies, rows, outputs, repeat(None)))
-        for k, entry in zip(with_estimate, made, strict=True):
-            entries[k] = entry
-    if not blank and not with_estimate:
-        return range(n)
-    return np.flatnonzero(~plain | (~has_estimate & ~no_quantiles)).tolist()
 
 
 def _made_job(entry: list) -> PendingJob:
@@ -780,9 +686,6 @@ def _class_of(
 
 # A dict lookup per job, not an enum call.
 _RUNTIME_CLASS = {int(c): c for c in RuntimeClass}
-_JOB_ID = operator.attrgetter("job_id")
-_TAGS = operator.attrgetter("tags")
-_OUTPUTS = operator.itemgetter(3)  # an entry's journal outputs
 # Shared and never written: merged into each job's outputs.
 _NO_OUTPUTS: dict[str, Any] = {}
 # A job with no tags, for the class such a job gets (_class_of reads only its tags).
