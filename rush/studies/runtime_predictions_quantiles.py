@@ -39,6 +39,10 @@ up). The schedulers, fixed before any run (the study's README says why):
   ``SPF-CI with predicted tie-breaks`` (H15, round 17, post hoc) keeps SPF-CI's order by request
   and orders only equal requests by the predicted mean
   (:func:`rush.core.runtime_predictions.request_first_runtimes`).
+  ``SAF-CI ranked on predictions`` (H16, round 19) is H13a with the core's SAF policy in place of
+  SPF: each class and the backfill scan ordered by the predicted area (predicted runtime x
+  processors), planned on the limits; ``SAF-CI (classifier)`` its control, the same classes
+  ordered by the requested area (no predictor).
 
 The same protocol as Table 6.6 (EASY, starvation threshold 200,000 s, tau 10 s; improvement of
 the mean bounded slowdown over EASY-FCFS on the requests). Kills are counted as the simulator
@@ -75,13 +79,18 @@ CLASSIFIER_SCHEDULERS = (
     "SPF-CI with predictions",
     "SPF-CI ranked on slowdown risk",
     "SPF-CI with predicted tie-breaks",
+    "SAF-CI ranked on predictions",
+    "SAF-CI (classifier)",
 )
 # The schedulers whose predictions only rank the classes (planned on the limits).
 RANKING_SCHEDULERS = (
     "SPF-CI ranked on predictions",
     "SPF-CI ranked on slowdown risk",
     "SPF-CI with predicted tie-breaks",
+    "SAF-CI ranked on predictions",
 )
+# The schedulers that order each class by area (the core's SAF: runtime x processors) instead of runtime.
+AREA_SCHEDULERS = ("SAF-CI ranked on predictions", "SAF-CI (classifier)")
 # The share of jobs the kill-budget decision may kill at the divider (false smalls among the
 # jobs whose outcome is known): FCFS-CI kills 26-30 % of the jobs on the four traces
 # (sim/runtime_classes, published job set), so 25 % keeps rush-Q's kills under FCFS-CI's.
@@ -147,8 +156,9 @@ def scheduler_inputs(
 
 def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[SimInputs, dict]:
     """One of :data:`CLASSIFIER_SCHEDULERS`: SPF-CI's inputs (the runtime-class study's
-    classification-idempotent from the classifier's walk-forward ``classifier``), and for the
-    others the predicted (or slowdown-equivalent) runtimes ``predicted`` (one per job of it)."""
+    classification-idempotent from the classifier's walk-forward ``classifier``; SAF in place of
+    SPF for :data:`AREA_SCHEDULERS`), and for the others the predicted (or slowdown-equivalent)
+    runtimes ``predicted`` (one per job of it)."""
     from rush.studies.runtime_variants import variant_inputs
 
     if classifier is None:
@@ -156,7 +166,7 @@ def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[Sim
     if len(predicted) != len(classifier.runtime):
         raise ValueError(f"{len(predicted)} predictions for {len(classifier.runtime)} classified jobs")
     inputs, config, _ = variant_inputs("classification-idempotent", None, None, walkforward=classifier)
-    config["policy"] = "SPF"
+    config["policy"] = "SAF" if name in AREA_SCHEDULERS else "SPF"
     if name in RANKING_SCHEDULERS:
         inputs.rank_estimate = predicted
     elif name == "SPF-CI with predictions":

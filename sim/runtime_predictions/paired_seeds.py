@@ -1,5 +1,6 @@
 """D15 and D16 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired
-over seeds of random tie-breaks, the published job set.
+over seeds of random tie-breaks, the published job set; with ``--rule``, SPF-CI against another
+ranking rule (round 19: H16, "SAF-CI ranked on predictions").
 
 For each trace, both schedulers once with ties by arrival (the committed rows, a check) and once
 per seed, each seed's one random permutation of the jobs ordering every pair of equal ranking keys
@@ -8,10 +9,13 @@ kills and checks of ``rush_q.py``. Writes ``results/published/<out>.csv`` (the r
 run; the other traces' rows in that file stay) and ``<out>.md`` (per trace: the paired differences
 H13a - SPF-CI, their mean, its 95 % t-interval, min, max, the wins out of the seeds, Wilcoxon's
 signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is ``paired_seeds``
-(D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``.
+(D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``, H16 (seeds 9-40,
+``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``. A rule's runs with ties by
+arrival must equal its committed single run (H13a's below; another rule's row of
+``results/published/rush_q.csv``).
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8] [--out NAME]
+        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8] [--out NAME] [--rule NAME]
 """
 
 from __future__ import annotations
@@ -34,6 +38,30 @@ COMMITTED = {  # results/published/rush_q.csv, ties by arrival
     ("SDSC-SP2", H13A): 58.46,
     ("SDSC-BLUE", H13A): 64.62,
 }
+# The rules that can be paired with SPF-CI, and their labels in the table.
+RULES = {H13A: "H13a", "SAF-CI ranked on predictions": "H16"}
+
+
+def _rule(text: str) -> str:
+    """A ranking rule of :data:`RULES`; an ArgumentTypeError (exit 2) otherwise."""
+    if text not in RULES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a paired rule: give one of {', '.join(map(repr, RULES))}"
+        )
+    return text
+
+
+def _committed(trace: str, scheduler: str) -> float:
+    """The single run of record of ``scheduler`` on ``trace`` (published, ties by arrival)."""
+    if (trace, scheduler) in COMMITTED:
+        return COMMITTED[trace, scheduler]
+    with open(HERE / "results" / "published" / "rush_q.csv") as fh:
+        for r in csv.DictReader(fh):
+            if r["trace"] == trace and r["scheduler"] == scheduler:
+                return float(r["improvement_over_easy_fcfs_pct"])
+    raise SystemExit(
+        f"{trace} {scheduler}: no single run of record in results/published/rush_q.csv: run rush_q.py first"
+    )
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -57,8 +85,8 @@ def _out_name(text: str) -> str:
     return text
 
 
-def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
-    """Both schedulers on ``trace`` (published), ties by arrival and by each seed."""
+def run_trace(trace: str, seeds: tuple[int, ...], rule: str = H13A) -> list[dict]:
+    """SPF-CI and ``rule`` on ``trace`` (published), ties by arrival and by each seed."""
     import numpy as np
 
     sys.path.insert(0, str(HERE))
@@ -81,7 +109,7 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
         workload,
         wf,
         RowOptions(
-            reference_false_small=reference, names=(SPF_CI, H13A), classifier=cw, tie_seeds=(None, *seeds)
+            reference_false_small=reference, names=(SPF_CI, rule), classifier=cw, tie_seeds=(None, *seeds)
         ),
     )
     for r in found:
@@ -91,7 +119,7 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
             raise SystemExit(f"{trace} {r['scheduler']} seed {r['tie_seed']}: {r['false_small_kills']} kills")
         if (
             r["tie_seed"] == "arrival"
-            and abs(r["improvement_over_easy_fcfs_pct"] - COMMITTED[trace, r["scheduler"]]) > 0.006
+            and abs(r["improvement_over_easy_fcfs_pct"] - _committed(trace, r["scheduler"])) > 0.006
         ):
             raise SystemExit(
                 f"{trace} {r['scheduler']}: {r['improvement_over_easy_fcfs_pct']} is not the committed row"
@@ -103,17 +131,20 @@ def run_trace(trace: str, seeds: tuple[int, ...]) -> list[dict]:
     return found
 
 
-def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
-    """D15's table: per trace, the paired differences H13a - SPF-CI over the seeds and the verdict.
+def summary(rows: list[dict], traces: tuple[str, ...], rule: str = H13A) -> list[str]:
+    """D15's table: per trace, the paired differences ``rule`` - SPF-CI over the seeds (H13a's
+    unless given) and the verdict.
 
     The mean difference's 95 % interval is Student's t over the seeds (n - 1 degrees of freedom),
     D16's choice, fixed before its runs."""
     import numpy as np
     from scipy.stats import binomtest, t, wilcoxon
 
+    label = RULES[rule]
     lines = [
-        "| trace | seeds | SPF-CI by arrival | H13a by arrival | SPF-CI over seeds: mean (min-max) "
-        "| H13a over seeds: mean (min-max) | H13a - SPF-CI: mean | 95 % t-interval | min | max | H13a >= SPF-CI | "
+        f"| trace | seeds | SPF-CI by arrival | {label} by arrival | SPF-CI over seeds: mean (min-max) "
+        f"| {label} over seeds: mean (min-max) | {label} - SPF-CI: mean | 95 % t-interval | min | max "
+        f"| {label} >= SPF-CI | "
         "Wilcoxon p | sign test p | kills (both; FCFS-CI's) | verdict (D15's rule) |",
         "|---|---:|---:|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -124,10 +155,10 @@ def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
         pct = {(r["scheduler"], str(r["tie_seed"])): float(r["improvement_over_easy_fcfs_pct"]) for r in of}
         seeds = sorted({str(r["tie_seed"]) for r in of} - {"arrival"}, key=int)
         spf = np.array([pct[SPF_CI, s] for s in seeds])
-        h13 = np.array([pct[H13A, s] for s in seeds])
-        diff = h13 - spf
+        ranked = np.array([pct[rule, s] for s in seeds])
+        diff = ranked - spf
         wins = int((diff >= 0).sum())
-        p_w = wilcoxon(h13, spf).pvalue if np.any(diff != 0) else 1.0
+        p_w = wilcoxon(ranked, spf).pvalue if np.any(diff != 0) else 1.0
         nonzero = diff[diff != 0]
         p_s = binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue if len(nonzero) else 1.0
         held = diff.mean() >= 0 and wins > len(seeds) / 2
@@ -137,8 +168,8 @@ def summary(rows: list[dict], traces: tuple[str, ...]) -> list[str]:
         else:
             interval = "-"
         lines.append(
-            f"| {trace} | {len(seeds)} | {pct[SPF_CI, 'arrival']:.2f} | {pct[H13A, 'arrival']:.2f} "
-            f"| {spf.mean():.2f} ({spf.min():.2f}-{spf.max():.2f}) | {h13.mean():.2f} ({h13.min():.2f}-{h13.max():.2f}) "
+            f"| {trace} | {len(seeds)} | {pct[SPF_CI, 'arrival']:.2f} | {pct[rule, 'arrival']:.2f} "
+            f"| {spf.mean():.2f} ({spf.min():.2f}-{spf.max():.2f}) | {ranked.mean():.2f} ({ranked.min():.2f}-{ranked.max():.2f}) "
             f"| {diff.mean():+.2f} | {interval} | {diff.min():+.2f} | {diff.max():+.2f} | {wins} of {len(seeds)} "
             f"| {p_w:.3f} | {p_s:.3f} | {int(of[0]['fcfs_ci_kills']):,} "
             f"| {'at or above' if held else 'below'} |"
@@ -157,13 +188,16 @@ def main() -> None:
         type=_out_name,
         help="file stem in results/published (D16: paired_seeds_d16)",
     )
+    parser.add_argument(
+        "--rule", default=H13A, type=_rule, help=f"the rule paired with SPF-CI: one of {', '.join(RULES)}"
+    )
     args = parser.parse_args()
     seeds = args.seeds
     run = tuple(t.strip() for t in args.traces.split(","))
     unknown = [t for t in run if t not in traces]
     if unknown:
         parser.error(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
-    rows = [r for t in run for r in run_trace(t, seeds)]
+    rows = [r for t in run for r in run_trace(t, seeds, args.rule)]
     out = HERE / "results" / "published"
     path = out / f"{args.out}.csv"
     kept = []
@@ -176,8 +210,8 @@ def main() -> None:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    (out / f"{args.out}.md").write_text("\n".join(summary(rows, traces)) + "\n")
-    print("\n".join(summary(rows, traces)))
+    (out / f"{args.out}.md").write_text("\n".join(summary(rows, traces, args.rule)) + "\n")
+    print("\n".join(summary(rows, traces, args.rule)))
 
 
 if __name__ == "__main__":

@@ -147,7 +147,7 @@ def test_schedulers_held_to_fcfs_cis_kill_rate_take_its_decisions() -> None:
         inputs, config = scheduler_inputs(name, wf, everyone, 0.1, never)
         proba = wf.proba_small
         assert np.array_equal(inputs.runtime_class, np.where(np.isfinite(proba) & (proba >= threshold), 0, 1))
-        assert config["policy"] == "SPF" and config["kill_false_small"]
+        assert config["policy"] == ("SAF" if name.startswith("SAF") else "SPF") and config["kill_false_small"]
 
 
 def test_rush_q_updates_only_the_rows_it_ran(tmp_path) -> None:
@@ -198,12 +198,14 @@ def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
 
 
 def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
-    """Round 13: given the runtime classifier's walk-forward, three more schedulers run with
-    SPF-CI's own classes (so its kills), the predictor only ranking (H13a) or scheduling (H13b)."""
+    """Round 13: given the runtime classifier's walk-forward, more schedulers run with SPF-CI's own
+    classes (so its kills), the predictor only ranking (H13a, H14, H15, H16 by area) or scheduling
+    (H13b)."""
     from rush.core.config import CoreConfig
     from rush.models.runtime_class import RuntimeClassifier
     from rush.models.walkforward import predict_classes_walkforward
     from rush.simulator.engine import simulate
+    from rush.simulator.metrics import compute_metrics
     from rush.studies.runtime_predictions_quantiles import CLASSIFIER_SCHEDULERS
     from rush.studies.runtime_variants import variant_inputs
 
@@ -227,7 +229,7 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     for name in CLASSIFIER_SCHEDULERS:
         sim_inputs, config = scheduler_inputs(name, wf, everyone, 0.1, classifier=cw)
         assert np.array_equal(sim_inputs.runtime_class, inputs.runtime_class), name
-        assert config["policy"] == "SPF" and config["kill_false_small"]
+        assert config["policy"] == ("SAF" if name.startswith("SAF") else "SPF") and config["kill_false_small"]
         # The kills are FCFS-CI's false smalls, job for job, whatever the predictor does.
         assert found[name]["false_small_kills"] == int(np.nansum(cw.for_idempotent().false_small())), name
     ranked, _ = scheduler_inputs("SPF-CI ranked on predictions", wf, everyone, 0.1, classifier=cw)
@@ -247,6 +249,18 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     order = np.lexsort((np.arange(len(workload)), calibrated, wf.requested_time))
     assert ties.estimate is None and np.all(np.diff(ties.rank_estimate[order]) >= 0)
     assert np.all(ties.rank_estimate <= wf.requested_time)
+    # H16 (round 19): H13a's ranking runtimes under the core's SAF (predicted runtime x processors);
+    # its control orders the same classes by the requested area (no predictor).
+    area, config = scheduler_inputs("SAF-CI ranked on predictions", wf, everyone, 0.1, classifier=cw)
+    assert area.estimate is None and np.array_equal(area.rank_estimate, calibrated, equal_nan=True)
+    assert config["policy"] == "SAF" and "scan" not in config  # the backfill scan follows the area too
+    control, config = scheduler_inputs("SAF-CI (classifier)", wf, everyone, 0.1, classifier=cw)
+    assert control.estimate is None and control.rank_estimate is None and config["policy"] == "SAF"
+    # Its row is the core's SAF run on the predicted runtimes, with SPF-CI's classes, planned on the limits.
+    by_area = simulate(workload, CoreConfig.from_names("SAF", "easy", 200_000, **kw), area)
+    assert found["SAF-CI ranked on predictions"]["mean_bounded_slowdown"] == pytest.approx(
+        compute_metrics(by_area, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
+    )
 
 
 def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None:
@@ -274,7 +288,9 @@ def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None
     assert np.all(np.diff(requested[np.argsort(keys)]) >= 0)
 
 
-@pytest.mark.parametrize("argv", [["--seeds", "x"], ["--seeds", "8-1"], ["--traces", "FOO"]])
+@pytest.mark.parametrize(
+    "argv", [["--seeds", "x"], ["--seeds", "8-1"], ["--traces", "FOO"], ["--rule", "SPF-CI (classifier)"]]
+)
 def test_paired_seeds_refuses_bad_seeds_and_traces_with_exit_2(argv, monkeypatch, capsys) -> None:
     script = load_script(
         Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "paired_seeds.py",
@@ -285,7 +301,8 @@ def test_paired_seeds_refuses_bad_seeds_and_traces_with_exit_2(argv, monkeypatch
         script.main()
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert ("1-8" in err) if argv[0] == "--seeds" else ("KTH-SP2" in err)
+    expected = {"--seeds": "1-8", "--traces": "KTH-SP2", "--rule": "SAF-CI ranked on predictions"}
+    assert expected[argv[0]] in err
 
 
 def test_paired_seeds_out_writes_its_own_files_and_leaves_d15s(tmp_path, monkeypatch, capsys) -> None:
@@ -305,7 +322,7 @@ def test_paired_seeds_out_writes_its_own_files_and_leaves_d15s(tmp_path, monkeyp
     # The simulation is replaced by its recorded output (D15's committed rows of the trace).
     monkeypatch.setattr(script, "HERE", tmp_path)
     monkeypatch.setattr(
-        script, "run_trace", lambda trace, seeds: [r for r in recorded if r["trace"] == trace]
+        script, "run_trace", lambda trace, seeds, rule: [r for r in recorded if r["trace"] == trace]
     )
     monkeypatch.setattr("sys.argv", ["paired_seeds.py", "--traces", "KTH-SP2", "--out", "paired_seeds_d16"])
     script.main()
