@@ -637,7 +637,8 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
         print(
             f"    settle: {settled['settled_passes']} passes, {settled['settle_cut_short']} run at the bound, "
             f"{settled['passes_begun_with_commits_open']} begun with a commit open, "
-            f"{settled.get('passes_deferred_empty', '-')} over an empty queue deferred for the commits"
+            f"{settled.get('passes_deferred_empty', '-')} over an empty queue deferred for the commits, "
+            f"{settled.get('passes_run_at_once_idle', '-')} run at once on an idle module"
             + (
                 f", {settled['t_estimate_annotations']} t_estimate annotations"
                 if "t_estimate_annotations" in settled

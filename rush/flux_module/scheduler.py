@@ -61,7 +61,7 @@ from rush.core.start_estimates import BASIS_NOW, estimate_moved
 from rush.core.warm_up import warm_live_pass
 from rush.errors import RJMSError, RushError
 from rush.flux_module.alloc_answers import AllocAnswers
-from rush.flux_module.pass_settle import SETTLE_FIX, SETTLE_MIN, PassSettle, settle_hooks_missing
+from rush.flux_module.pass_settle import IDLE_QUEUE, SETTLE_FIX, SETTLE_MIN, PassSettle, settle_hooks_missing
 from rush.flux_module.rank_pool import RankCachedResourcePool, allocation_of, confined_request, pool_nodes
 from rush.planner.collector import settle_collector
 from rush.planner.config import load_config
@@ -268,14 +268,19 @@ class RushScheduler(Scheduler):
     def _on_sched_timer(self, *_):
         """A due pass (the base class's timer, or the next batch's) settles first
         (pass_settle.py): put off while a message is waiting for the module or one of its
-        commits is open, within the settle bound; the reactor reads meanwhile. Without the
+        commits is open, within the settle bound; the reactor reads meanwhile; an idle module's
+        pass (no job running, a short queue, no commit open) runs at once. Without the
         base class's timer (``settle.off``) the pass runs at once, through the base class's
         callback when it has one."""
         base = getattr(super(), "_on_sched_timer", None)
         if not self.settle.off:
             waiting = lib.flux_pollevents(self.handle.handle)
+            idle = not self.running and len(self._queue) <= IDLE_QUEUE
             wait = self.settle.wait(
-                time.monotonic(), waiting > 0 and bool(waiting & lib.FLUX_POLLIN), bool(self.answers.open)
+                time.monotonic(),
+                waiting > 0 and bool(waiting & lib.FLUX_POLLIN),
+                bool(self.answers.open),
+                idle,
             )
             if wait is not None:
                 self._sched_pending = True  # the base class's events do not re-arm it meanwhile

@@ -65,6 +65,30 @@ def test_the_bound_is_the_modules_settle_and_settle_0_never_waits():
     assert never.wait(1.0, message_waiting=True, commits_open=True) is None
 
 
+def test_an_idle_modules_pass_runs_at_once_though_messages_are_waiting():
+    """No job running, a short queue, no commit open (the first pass of a burst): the pass runs
+    on what has arrived, as sched-backfill answers a request as it arrives on an idle instance."""
+    settle = PassSettle()
+    assert settle.wait(1.0, message_waiting=True, commits_open=False, idle=True) is None
+    assert not settle.settling()
+    stats = settle.stats()
+    assert stats["passes_run_at_once_idle"] == 1 and stats["settled_passes"] == 1
+    assert stats["settle_cut_short"] == 0 and stats["passes_after_reading_a_burst"] == 0
+
+
+def test_a_busy_module_or_an_open_commit_still_settles():
+    settle = PassSettle()
+    # A job running (not idle): the waiting message is read first, as before.
+    assert settle.wait(1.0, message_waiting=True, commits_open=False, idle=False) == 0.0
+    assert settle.wait(1.001, message_waiting=False, commits_open=False, idle=False) is None
+    # Idle by its jobs but a commit of the module's is open: the message is read first too.
+    assert settle.wait(2.0, message_waiting=True, commits_open=True, idle=True) == 0.0
+    assert settle.wait(2.001, message_waiting=False, commits_open=True, idle=True) is None
+    assert settle.stats()["passes_run_at_once_idle"] == 0
+    # settle=0 never waits, idle or not.
+    assert PassSettle(limit=0.0).wait(1.0, message_waiting=True, commits_open=False, idle=True) is None
+
+
 def test_the_stats_report_the_last_passs_wall_clock_and_cpu_seconds():
     settle = PassSettle()
     assert settle.stats()["last_pass_seconds"] == 0.0 and settle.stats()["last_pass_cpu_seconds"] == 0.0

@@ -394,9 +394,11 @@ def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answ
     (``settle=60`` here, so the bound never cuts it short on a loaded host). 200 one-node jobs
     are released at once on 200 fake nodes (``start-batch=100``: at least two passes start
     them, and the second is due while the first's commits are open): the job-manager's alloc
-    requests queue up, so a due pass was put off for them at least once, and none ran with a
-    message still waiting (with ``settle=0`` passes run with messages waiting:
-    settle_cut_short >= 1). Every job runs exactly once and the pool is empty at the end."""
+    requests queue up, so a due pass was put off for them at least once, and none ran at its
+    bound with a message still waiting (with ``settle=0`` passes run with messages waiting:
+    settle_cut_short >= 1), except the first: the module was idle (no job running, a short
+    queue), so that pass ran at once on what had arrived. Every job runs exactly once and the
+    pool is empty at the end."""
     nodes = 200
     flux = start_flux(size=1, config=f"[fake-resources]\nnnodes = {nodes}\ncores-per-node = 1\n")
     load_rush(flux, write_config(tmp_path), "start-batch=100", "settle=60")
@@ -416,6 +418,7 @@ def test_a_due_pass_reads_the_messages_queued_for_it_first_and_every_job_is_answ
     stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
     assert stats["settled_passes"] >= len(per_pass)
     assert stats["passes_after_reading_a_burst"] >= 1  # the premise: messages were queued
+    assert stats["passes_run_at_once_idle"] >= 1  # the burst's first pass, on an idle module
     assert stats["settle_cut_short"] == 0
     assert stats["settle_off"] == ""  # flux-core 0.88: the module's check found its pass timer
     # Both read around the same pass; the thread's CPU clock and the monotonic one are read a
