@@ -14,7 +14,9 @@ starts are allocated before the module answers the messages that came meanwhile;
 follows at once; default :data:`START_BATCH`), ``settle=SECONDS`` (the longest a due pass waits for
 the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
-before), plus the base class's ``queue-depth=`` and
+before), ``idle-queue=N`` (an idle module, no job running and no commit open, runs a due pass at
+once while at most N jobs are queued; default :data:`rush.flux_module.pass_settle.IDLE_QUEUE`;
+0: an idle module settles as a busy one), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -103,6 +105,7 @@ class ModuleArgs:
     default_limit: float | None = None
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
+    idle_queue: int = IDLE_QUEUE
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -134,6 +137,13 @@ class ModuleArgs:
                     out.settle = math.nan
                 if not (math.isfinite(out.settle) and 0 <= out.settle <= 60):
                     raise ValueError(f"settle={value!r}: give seconds from 0 to 60, e.g. settle=0.05")
+            elif key == "idle-queue" and sep:
+                if not (value.isdigit() and int(value) <= 1_000_000):
+                    raise ValueError(
+                        f"idle-queue={value!r}: give a number of jobs >= 0, e.g. idle-queue={IDLE_QUEUE} "
+                        "(0: an idle module settles as a busy one)"
+                    )
+                out.idle_queue = int(value)
             else:
                 rest.append(arg)
         return out, rest
@@ -217,6 +227,7 @@ class RushScheduler(Scheduler):
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
         self.settle = PassSettle(limit=options.settle)
+        self.idle_queue = options.idle_queue
         missing = settle_hooks_missing(Scheduler, self)
         if missing:
             self.settle.off = f"flux-core {self._flux_version()} has no {', '.join(missing)}"
@@ -275,7 +286,7 @@ class RushScheduler(Scheduler):
         base = getattr(super(), "_on_sched_timer", None)
         if not self.settle.off:
             waiting = lib.flux_pollevents(self.handle.handle)
-            idle = not self.running and len(self._queue) <= IDLE_QUEUE
+            idle = self.idle_queue > 0 and not self.running and len(self._queue) <= self.idle_queue
             wait = self.settle.wait(
                 time.monotonic(),
                 waiting > 0 and bool(waiting & lib.FLUX_POLLIN),

@@ -342,6 +342,27 @@ def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "settle=" in out.stderr + flux.log_tail(40)
+    for value in ("-1", "many", "", "1e3"):
+        out = flux.module(
+            "load", str(MODULE), f"config={write_config(tmp_path)}", f"idle-queue={value}", check=False
+        )
+        assert out.returncode != 0
+        assert "idle-queue=" in out.stderr + flux.log_tail(40)
+
+
+def test_idle_queue_zero_turns_the_idle_first_pass_off(start_flux, tmp_path):
+    """``idle-queue=0``: an idle module settles as a busy one (the site's switch for rule I,
+    pass_settle.py), so no pass runs at once for idleness; the jobs still run."""
+    flux = start_flux(size=1, config="[fake-resources]\nnnodes = 4\ncores-per-node = 1\n")
+    load_rush(flux, write_config(tmp_path), "idle-queue=0")
+    simulated = "--setattr=system.exec.test.run_duration=0.01s"
+    flux.run("submit", "--cc=1-3", "--quiet", "-N1", "-t", "1m", simulated, "true", timeout=120)
+    flux.run("queue", "drain", "--timeout=120", timeout=130)
+    jobs = flux.jobs("id", "result", states="all")
+    assert len(jobs) == 3 and {job["result"] for job in jobs} == {"COMPLETED"}
+    stats = json.loads(flux.run("module", "stats", "sched-rush").stdout)
+    assert stats["settled_passes"] >= 1
+    assert stats["passes_run_at_once_idle"] == 0
 
 
 def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
