@@ -23,7 +23,7 @@ blocks: a waiting message is read on the next turn, the last open commit's answe
 pass, and the bound ends any wait.
 
 An idle module does not settle: when it runs no job, none of its commits is open and at most
-:data:`IDLE_QUEUE` jobs are queued, the due pass runs at once on what has arrived, as flux-core's
+the module's ``idle-queue=`` jobs (default :data:`IDLE_QUEUE`; 0 turns this off) are queued, the due pass runs at once on what has arrived, as flux-core's
 sched-backfill decides each request as it arrives while the instance is idle. That is the first
 pass of a burst: its few starts are committed and answered at once (alloc_answers.py), so the
 first job runs without waiting for the rest of the burst to be read (up to the bound, and the
@@ -88,7 +88,7 @@ class PassSettle:
     # Passes that began while one of the module's commits was open (after a short pass, at the
     # bound, or with settle=0).
     begun_with_commits_open: int = 0
-    # Passes run at once, unsettled, because the module was idle (IDLE_QUEUE).
+    # Passes run at once, unsettled, because the module was idle (idle-queue=, IDLE_QUEUE).
     idle_passes: int = 0
     # Why the rule is off whatever settle= says ("": on): flux-core's Scheduler lacks what it
     # needs (settle_hooks_missing); the module then runs every due pass at once.
@@ -100,8 +100,9 @@ class PassSettle:
 
     def wait(self, now: float, message_waiting: bool, commits_open: bool, idle: bool = False) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now.
-        ``idle``: the module runs no job and has at most :data:`IDLE_QUEUE` queued; with no
-        commit open the pass then runs at once."""
+        ``idle``: the module runs no job and has at most its ``idle-queue=`` jobs queued (the
+        caller decides; :data:`IDLE_QUEUE` by default); with no commit open the pass then runs at
+        once."""
         if idle and not commits_open and self.bound() > 0:
             self.since = None
             self.passes += 1
