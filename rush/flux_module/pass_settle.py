@@ -74,6 +74,9 @@ class PassSettle:
     """The settle rule and its counters (reported by the module's ``stats-get``)."""
 
     limit: float = SETTLE_MIN  # the module's settle=, the bound (0: a due pass runs at once)
+    # The module's idle-queue=: an idle module with at most this many jobs queued runs its due
+    # pass at once (0: an idle module settles as a busy one).
+    idle_queue: int = IDLE_QUEUE
     since: float | None = None  # when the due pass began to settle
     # The last pass's wall-clock and CPU seconds: the rule reads the CPU; both are in the stats
     # (a pass far longer by the clock than in CPU was waiting: a slow host or journal).
@@ -98,12 +101,17 @@ class PassSettle:
         """The longest a due pass settles."""
         return 0.0 if self.off else max(self.limit, 0.0)
 
-    def wait(self, now: float, message_waiting: bool, commits_open: bool, idle: bool = False) -> float | None:
+    def is_idle(self, running: int, queued: int) -> bool:
+        """No job running and at most ``idle_queue`` jobs queued (idle-queue=; 0: never idle)."""
+        return self.idle_queue > 0 and running == 0 and queued <= self.idle_queue
+
+    def wait(
+        self, now: float, message_waiting: bool, commits_open: bool, jobs: tuple[int, int] | None = None
+    ) -> float | None:
         """Seconds to put the due pass off for (0: the next reactor turn), or None: run it now.
-        ``idle``: the module runs no job and has at most its ``idle-queue=`` jobs queued (the
-        caller decides; :data:`IDLE_QUEUE` by default); with no commit open the pass then runs at
-        once."""
-        if idle and not commits_open and self.bound() > 0:
+        ``jobs``: the module's (running, queued) job counts, None when unknown (never idle); an
+        idle module (:meth:`is_idle`) with no commit open runs the pass at once."""
+        if jobs is not None and self.is_idle(*jobs) and not commits_open and self.bound() > 0:
             self.since = None
             self.passes += 1
             self.idle_passes += 1

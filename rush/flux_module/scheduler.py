@@ -226,8 +226,7 @@ class RushScheduler(Scheduler):
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
-        self.settle = PassSettle(limit=options.settle)
-        self.idle_queue = options.idle_queue
+        self.settle = PassSettle(limit=options.settle, idle_queue=options.idle_queue)
         missing = settle_hooks_missing(Scheduler, self)
         if missing:
             self.settle.off = f"flux-core {self._flux_version()} has no {', '.join(missing)}"
@@ -286,12 +285,11 @@ class RushScheduler(Scheduler):
         base = getattr(super(), "_on_sched_timer", None)
         if not self.settle.off:
             waiting = lib.flux_pollevents(self.handle.handle)
-            idle = self.idle_queue > 0 and not self.running and len(self._queue) <= self.idle_queue
             wait = self.settle.wait(
                 time.monotonic(),
                 waiting > 0 and bool(waiting & lib.FLUX_POLLIN),
                 bool(self.answers.open),
-                idle,
+                (len(self.running), len(self._queue)),
             )
             if wait is not None:
                 self._sched_pending = True  # the base class's events do not re-arm it meanwhile

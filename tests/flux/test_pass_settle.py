@@ -6,7 +6,13 @@ import time
 
 import pytest
 
-from rush.flux_module.pass_settle import LONG_PASS_CPU, SETTLE_MIN, PassSettle, settle_hooks_missing
+from rush.flux_module.pass_settle import (
+    IDLE_QUEUE,
+    LONG_PASS_CPU,
+    SETTLE_MIN,
+    PassSettle,
+    settle_hooks_missing,
+)
 from tests.flux.instance import available
 
 
@@ -69,7 +75,7 @@ def test_an_idle_modules_pass_runs_at_once_though_messages_are_waiting():
     """No job running, a short queue, no commit open (the first pass of a burst): the pass runs
     on what has arrived, as sched-backfill answers a request as it arrives on an idle instance."""
     settle = PassSettle()
-    assert settle.wait(1.0, message_waiting=True, commits_open=False, idle=True) is None
+    assert settle.wait(1.0, message_waiting=True, commits_open=False, jobs=(0, 1)) is None
     assert not settle.settling()
     stats = settle.stats()
     assert stats["passes_run_at_once_idle"] == 1 and stats["settled_passes"] == 1
@@ -79,14 +85,30 @@ def test_an_idle_modules_pass_runs_at_once_though_messages_are_waiting():
 def test_a_busy_module_or_an_open_commit_still_settles():
     settle = PassSettle()
     # A job running (not idle): the waiting message is read first, as before.
-    assert settle.wait(1.0, message_waiting=True, commits_open=False, idle=False) == 0.0
-    assert settle.wait(1.001, message_waiting=False, commits_open=False, idle=False) is None
+    assert settle.wait(1.0, message_waiting=True, commits_open=False, jobs=(1, 1)) == 0.0
+    assert settle.wait(1.001, message_waiting=False, commits_open=False, jobs=(1, 1)) is None
     # Idle by its jobs but a commit of the module's is open: the message is read first too.
-    assert settle.wait(2.0, message_waiting=True, commits_open=True, idle=True) == 0.0
-    assert settle.wait(2.001, message_waiting=False, commits_open=True, idle=True) is None
+    assert settle.wait(2.0, message_waiting=True, commits_open=True, jobs=(0, 1)) == 0.0
+    assert settle.wait(2.001, message_waiting=False, commits_open=True, jobs=(0, 1)) is None
     assert settle.stats()["passes_run_at_once_idle"] == 0
     # settle=0 never waits, idle or not.
-    assert PassSettle(limit=0.0).wait(1.0, message_waiting=True, commits_open=False, idle=True) is None
+    assert PassSettle(limit=0.0).wait(1.0, message_waiting=True, commits_open=False, jobs=(0, 1)) is None
+
+
+def test_the_idle_bound_is_the_modules_idle_queue_and_0_turns_it_off():
+    """Rule I's bound lives in PassSettle (idle-queue=): a queue at the bound is idle, one job
+    more or one running is not; the largest value the module accepts (1 000 000) is a bound as
+    any other; 0 never calls the module idle; unknown counts are never idle."""
+    assert PassSettle().is_idle(0, IDLE_QUEUE) and not PassSettle().is_idle(0, IDLE_QUEUE + 1)
+    assert not PassSettle().is_idle(1, 0)
+    huge = PassSettle(idle_queue=1_000_000)
+    assert huge.is_idle(0, 1_000_000) and not huge.is_idle(0, 1_000_001)
+    assert huge.wait(1.0, message_waiting=True, commits_open=False, jobs=(0, 999_999)) is None
+    assert huge.stats()["passes_run_at_once_idle"] == 1
+    off = PassSettle(idle_queue=0)
+    assert not off.is_idle(0, 0)
+    assert off.wait(1.0, message_waiting=True, commits_open=False, jobs=(0, 0)) == 0.0
+    assert PassSettle().wait(1.0, message_waiting=True, commits_open=False) == 0.0
 
 
 def test_the_stats_report_the_last_passs_wall_clock_and_cpu_seconds():

@@ -342,7 +342,7 @@ def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "settle=" in out.stderr + flux.log_tail(40)
-    for value in ("-1", "many", "", "1e3"):
+    for value in ("-1", "many", "", "1e3", "1000001"):
         out = flux.module(
             "load", str(MODULE), f"config={write_config(tmp_path)}", f"idle-queue={value}", check=False
         )
