@@ -655,8 +655,7 @@ class SlurmBackend(RJMSBackend):
         partition: str = "",
     ) -> int:
         check_submit(procs, time_limit, command, begin)
-        # Slurm's limits are whole minutes: round up so the job is never cut short.
-        minutes = max(1, int(-(-float(time_limit) // 60)))
+        minutes = _minutes(float(time_limit))  # rounded up: the job is never cut short
         args = [
             "--parsable",
             f"--job-name={_text(name, 'job name')}",

@@ -66,6 +66,7 @@ from rush.rjms.slurm import (
     SlurmBackend,
     SlurmOptions,
     _job_id,
+    _minutes,
     _text,
     finished_records,
     format_tags,
@@ -535,8 +536,7 @@ class PySlurmBackend(RJMSBackend):
         options: dict[str, Any] = {
             "name": _text(name, "job name"),
             "ntasks": procs,
-            # Slurm's limits are whole minutes: round up so the job is never cut short.
-            "time_limit": max(1, int(-(-float(time_limit) // 60))),
+            "time_limit": _minutes(float(time_limit)),  # rounded up: never cut short
             "standard_output": "/dev/null",
             "script": "#!/bin/sh\n" + shlex.join(command) + "\n",
         }
