@@ -30,7 +30,6 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -260,7 +259,7 @@ class SnapshotBuilder:
         self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
-        self._rows: KeptRows[PendingColumns] = KeptRows(self._entry_columns, _entry_ids)
+        self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
         self._blank_outputs: dict[str, Any] = {}
 
     @property
@@ -274,48 +273,13 @@ class SnapshotBuilder:
         entry = entries[k]
         made = entry[4]
         if made is None:
-            made = entry[4] = _made_job(entry, self._quantile_made)
+            made = entry[4] = _made_job(entry)
         return made
 
-    def _pending_jobs(self, entries: list[list]) -> list[PendingJob]:
+    @staticmethod
+    def _pending_jobs(entries: list[list]) -> list[PendingJob]:
         """Every row's core job (one walk, for a reader of all of them)."""
-        return [entry[4] or _made_job(entry, self._quantile_made) for entry in entries]
-
-    def _quantile_made(self, token: int) -> RuntimeQuantiles:
-        """The quantiles object of a predictor's token (rush.planner.kept_quantiles), made when read."""
-        return self.runtime.quantile_made(token)  # type: ignore[union-attr]
-
-    def _entry_columns(self, entries: Sequence[list]) -> PendingColumns:
-        """The pending columns of these entries (:func:`_entry_columns`); rows whose quantiles
-        are the predictor's token (an int) get rule L2's columns from the predictor's rows at
-        once (rush.core.remaining_runtime.queued_projection_rows), no object made."""
-        slots = [entry[2][_QUANTILE_SLOT] for entry in entries]
-        tokens = [k for k, slot in enumerate(slots) if type(slot) is int]
-        inputs = list(map(operator.itemgetter(1), entries))
-        bulk = [k for k, given in enumerate(inputs) if type(given) is int]  # predicted-only arrivals
-        if not tokens and not bulk:
-            return _entry_columns(entries)
-        from rush.core.remaining_runtime import queued_projection_rows  # (compiled code: only with quantiles)
-
-        columns = _entry_columns(entries, tokens)
-        at = np.array(bulk + tokens, dtype=np.int64)
-        held = np.array([inputs[k] for k in bulk] + [slots[k] for k in tokens], dtype=np.int64)
-        levels, seconds = self.runtime.quantile_rows(held)  # type: ignore[union-attr]
-        derived = queued_projection_rows(levels, seconds, columns.requested_time[at])
-        fields = {}
-        for name, values in zip(_L2_COLUMNS, derived, strict=True):
-            column = getattr(columns, name).copy()
-            column[at] = values
-            fields[name] = column
-        if bulk:  # their estimates: the float each one's outputs hold (its row is the blank one)
-            where = np.array(bulk, dtype=np.int64)
-            fields["estimate"] = columns.estimate.copy()
-            fields["estimate"][where] = np.fromiter(
-                (entries[k][3]["predicted_runtime"] for k in bulk), dtype=np.float64, count=len(bulk)
-            )
-            fields["own_estimate"] = columns.own_estimate.copy()
-            fields["own_estimate"][where] = True
-        return replace(columns, **fields)
+        return [entry[4] or _made_job(entry) for entry in entries]
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -344,11 +308,9 @@ class SnapshotBuilder:
 
     def _runtimes(
         self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built
-    ) -> dict[int, tuple[float, str]] | tuple[list[float], list[str]]:
-        """Each job's guarded predicted runtime and its source: by job id, or, from a predictor
-        that gives them as columns (``estimate_columns``), two lists aligned with
-        ``[*pending, *running]``; {} without a predictor or when it fails (the limits then, as
-        without one)."""
+    ) -> dict[int, tuple[float, str]]:
+        """Each job's guarded predicted runtime and its source; {} without a predictor or when
+        it fails (the limits then, as without one)."""
         if self.runtime is None:
             return {}
         started = time.perf_counter()
@@ -357,24 +319,10 @@ class SnapshotBuilder:
             self.runtime.forget_except(set(map(operator.attrgetter("job_id"), state.jobs)))
             if self.runtime.predict_new(jobs):
                 built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
-            columns = getattr(self.runtime, "estimate_columns", None)
-            return self.runtime.estimates(jobs) if columns is None else columns(jobs)
+            return self.runtime.estimates(jobs)
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
-
-    def _quantile_tokens(self, jobs: list[RJMSJob]) -> list[RuntimeQuantiles | int | None] | None:
-        """The pending jobs' predicted quantiles without an object per job where the predictor
-        keeps them as rows (rush.planner.kept_quantiles): per job a token, its object or None;
-        None where it does not (then :meth:`_quantiles`)."""
-        get = getattr(self.runtime, "quantile_tokens", None)
-        if get is None or not jobs:
-            return None
-        try:
-            return get(jobs)
-        except Exception as exc:  # as _quantiles
-            self.on_model_error(f"runtime:{self.runtime.name}", exc)
-            return None
 
     def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The jobs' predicted runtime quantiles (a quantile model's: a running job's as of its
@@ -429,25 +377,19 @@ class SnapshotBuilder:
                 and records.get(j.job_id, _NO_RECORD).predicted_class < 0
             ]
         predicted = self._classes(need_class, built)
-        answers = self._runtimes(pending_jobs, running_jobs, state, built)
-        tokens = self._quantile_tokens(pending_jobs)
-        quantiles = self._quantiles(running_jobs if tokens is not None else [*running_jobs, *pending_jobs])
-        token_of = (
-            dict(zip(map(operator.attrgetter("job_id"), pending_jobs), tokens, strict=True))
-            if tokens
-            else None
-        )
+        runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
+        quantiles = self._quantiles([*running_jobs, *pending_jobs])
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
-        cache, self._pending_cache = self._pending_cache, {}
-        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
-        outputs_of = getattr(self.variation, "job_outputs", None)
 
         # The class and its source of a job with no tag, no journaled class and no prediction.
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
         # Its row's rule-made fields (_ROW_FIELDS), shared while nothing of this pass is its own.
         blank_row = (untagged[0], False, 0, 0, math.inf, None, False, None)
+        cache, self._pending_cache = self._pending_cache, {}
+        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
+        outputs_of = getattr(self.variation, "job_outputs", None)
         # A job with nothing of its own this pass (no record, prediction, flag, estimate or
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
@@ -457,42 +399,15 @@ class SnapshotBuilder:
         blank_outputs.update(variable=False, **variation_outputs)
         if self._blank_outputs == blank_outputs:
             blank_outputs = self._blank_outputs
-        # (a kept blank entry is this pass's only while the shared parts are the same)
-        same_blank, self._blank_outputs = blank_outputs is self._blank_outputs, blank_outputs
-        # Jobs with nothing of their own but the predictor's answers (most of a queue with a
-        # predictor): an arrival gets the blank entry, its estimate and quantiles kept as the
-        # predictor's columns and rows (no per-job inputs, row, estimate or quantiles object);
-        # such an entry is kept while its job and answers are the same.
-        bulk = (
-            _predicted_only(
-                pending_jobs, tokens, cache, records, (predicted, variable, outputs_of, same_blank), answers
-            )
-            if isinstance(answers, tuple) and tokens is not None
-            else None
-        )
-        runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
-        values, sources = answers if bulk is not None else ((), ())
+        self._blank_outputs = blank_outputs
         entries = []
-        for k, j in enumerate(pending_jobs):
+        for j in pending_jobs:
             job_id = j.job_id
-            kept = bulk[k] if bulk is not None else None
-            if kept is not None:
-                if kept is _ARRIVAL:  # a predicted-only arrival: the blank entry, its token
-                    outputs = {**blank_outputs, "predicted_runtime": values[k], "runtime_source": sources[k]}
-                    kept = [j, tokens[k], blank_row, outputs, None]  # type: ignore[index]
-                elif kept[0] is not j:
-                    built.kept_jobs[job_id] = kept[0]
-                self._pending_cache[job_id] = kept
-                entries.append(kept)
-                built.outputs[job_id] = kept[3]
-                continue
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
             flagged = variable.get(job_id, False) if variable else False
-            quantile = (
-                token_of[job_id] if token_of is not None else quantiles.get(job_id) if quantiles else None
-            )
+            quantile = quantiles.get(job_id) if quantiles else None
             # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
             # queue with a predictor); blank: not even those.
             plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
@@ -632,15 +547,10 @@ class SnapshotBuilder:
         return built
 
 
-def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> PendingJob:
-    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it;
-    ``made_of``: the quantiles object of a predictor's token (an int in the row)."""
+def _made_job(entry: list) -> PendingJob:
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
-    if type(entry[1]) is int:  # a predicted-only arrival: its estimate in its outputs, its token
-        estimate, quantile = entry[3]["predicted_runtime"], entry[1]
-    if type(quantile) is int:
-        quantile = made_of(quantile)
     made = entry[4] = PendingJob(
         # Positional, in the field order (a keyword call costs a third more).
         j.job_id,
@@ -666,78 +576,6 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     return made
 
 
-# A pending job that arrives with nothing of its own but the runtime predictor's answers.
-_ARRIVAL: list = []
-
-
-def _predicted_only(
-    pending: list[RJMSJob],
-    tokens: list,
-    cache: dict[int, list],
-    records: dict[int, JobRecord],
-    own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None, bool],
-    answers: tuple[list[float], list[str]],
-) -> list[list | None] | None:
-    """Per pending job with nothing of its own but the runtime predictor's answers (the
-    builder's loop's "plain" path with a quantile token: no journal record, tags, class
-    predicted this pass (``own[0]``), variation flag (``own[1]``) or variation outputs
-    (``own[2]``)): :data:`_ARRIVAL` for one with no kept entry, its kept entry when that holds
-    the same job (the same or an equal read), the same token and the same estimate and source
-    (``answers``, aligned with ``pending`` first) and the blank entry's shared parts are the
-    last pass's (``own[3]``); None for the others (the loop's), or None when no job is either."""
-    ids = list(map(operator.attrgetter("job_id"), pending))
-    values, sources = answers
-    predicted, variable, outputs_of, same_blank = own
-    marks = [
-        (
-            _ARRIVAL
-            if hit is None
-            else hit
-            if same_blank
-            and type(hit[1]) is int
-            and hit[1] == token
-            and (hit[0] is j or hit[0] == j)
-            and hit[3]["predicted_runtime"] == value
-            and hit[3]["runtime_source"] == source
-            else None
-        )
-        if type(token) is int and stored is None and not j.tags
-        else None
-        for j, token, hit, stored, value, source in zip(
-            pending, tokens, map(cache.get, ids), map(records.get, ids), values, sources, strict=False
-        )
-    ]
-    if predicted or variable or outputs_of is not None:
-        marks = [
-            m
-            if job_id not in predicted
-            and not variable.get(job_id, False)
-            and (outputs_of is None or outputs_of(job_id) is _NO_OUTPUTS)
-            else None
-            for m, job_id in zip(marks, ids, strict=True)
-        ]
-    return marks if marks.count(None) < len(marks) else None
-
-
-def _runtimes_by_job(
-    jobs: list[RJMSJob],
-    answers: dict[int, tuple[float, str]] | tuple[list[float], list[str]],
-    bulk: list[list | None] | None,
-) -> dict[int, tuple[float, str]]:
-    """The predictor's (estimate, source) by job id, from its columns aligned with ``jobs``,
-    for the jobs the builder's loop reads them for (not those ``bulk`` marks: the first
-    ``len(bulk)`` of ``jobs`` are the pending ones)."""
-    if not isinstance(answers, tuple):
-        return answers
-    ids = map(operator.attrgetter("job_id"), jobs)
-    values, sources = answers
-    if bulk is None:
-        return dict(zip(ids, zip(values, sources, strict=True), strict=True))
-    keep = [*map(operator.is_, bulk, repeat(None)), *repeat(True, len(jobs) - len(bulk))]
-    kept = zip(compress(values, keep), compress(sources, keep), strict=True)
-    return dict(zip(compress(ids, keep), kept, strict=True))
-
-
 # A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.
 _ROW_FIELDS = (
     "runtime_class",
@@ -749,27 +587,15 @@ _ROW_FIELDS = (
     "variable",
     "runtime_quantiles",
 )
-# Where the row holds its quantiles (an object, a predictor's token or None).
-_QUANTILE_SLOT = _ROW_FIELDS.index("runtime_quantiles")
-assert _QUANTILE_SLOT == len(_ROW_FIELDS) - 1
-# Rule L2's columns of a pending job, derived from its quantiles, in
-# rush.core.remaining_runtime.queued_projection_rows's order.
-_L2_COLUMNS = ("quantile_code", "queued_upper", "projection_shift", "quantile_key")
 # The core's pending fields read from the RJMS job's attribute of another name.
 _RJMS_NAMES = {"rjms_priority": "priority"}
 
 
-def _entry_columns(entries: Sequence[tuple], tokens: list[int] | None = None) -> PendingColumns:
+def _entry_columns(entries: Sequence[tuple]) -> PendingColumns:
     """The pending columns of these entries ((RJMS job, inputs, row, outputs)): each field one
-    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs). ``tokens``:
-    the rows whose quantiles are a predictor's token, read as None here (their rule L2 columns
-    are written by the caller)."""
+    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs)."""
     jobs = list(map(operator.itemgetter(0), entries))
     rows = list(map(operator.itemgetter(2), entries))
-    if tokens:
-        rows = [*rows]
-        for k in tokens:
-            rows[k] = (*rows[k][:_QUANTILE_SLOT], None)
     at = {name: k for k, name in enumerate(_ROW_FIELDS)}
     # One row for all (a first cycle of jobs with nothing of their own): its columns made whole.
     shared = rows[0] if rows and rows.count(rows[0]) == len(rows) else None
