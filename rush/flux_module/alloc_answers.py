@@ -67,10 +67,6 @@ class AllocAnswers:
     answer_at_once: int = ANSWER_AT_ONCE
     # Called when the last open commit has been answered (a settling pass runs then).
     on_all_answered: Callable[[], None] | None = None
-    # The connection the commits are sent on (None: ``handle``, the module's own). A connection of
-    # their own, on the module's reactor, has its responses read as they come, not behind the
-    # requests queued on the module's connection (the module's ``commit-connection=own``).
-    commit_handle: Any = None
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
@@ -94,14 +90,13 @@ class AllocAnswers:
         answers, self.collecting = self.collecting, []
         if not answers:
             return None
-        sender = self.handle if self.commit_handle is None else self.commit_handle
-        txn = KVSTxn(sender)
+        txn = KVSTxn(self.handle)
         key = ffi.new("char[128]")
         for jobid, _, r, _ in answers:
             if lib.flux_job_kvs_key(key, 128, jobid, b"R") < 0:
                 raise OSError("flux_job_kvs_key failed")
             txn.put(ffi.string(key).decode(), r)
-        batch = Committing(answers, kvs_commit_async(sender, _kvstxn=txn))
+        batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
         batch.commit.then(lambda _future, done: self.answer(done), batch)
         self.open.append(batch)
         self.this_pass.append(batch)

@@ -46,14 +46,12 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import os
 import pwd
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from _flux._core import lib  # type: ignore[import-not-found]
-from flux.core.handle import Flux  # type: ignore[import-not-found]
 from flux.job import JobID  # type: ignore[import-not-found]
 from flux.resource import InfeasibleRequest, InsufficientResources  # type: ignore[import-not-found]
 from flux.scheduler import PendingJob, Scheduler  # type: ignore[import-not-found]
@@ -98,9 +96,6 @@ MAX_ANNOTATIONS_PER_PASS = 1000
 START_BATCH = 256
 # Distinct (resources, queue) of arriving jobs whose core request is remembered.
 SHAPES_REMEMBERED = 1024
-# Where the pass's KVS commits of R are sent (commit-connection=): on the module's connection,
-# or on one of their own on the module's reactor (its responses not queued behind alloc requests).
-COMMIT_CONNECTIONS = ("module", "own")
 
 
 @dataclass
@@ -111,7 +106,6 @@ class ModuleArgs:
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
     idle_queue: int = IDLE_QUEUE
-    commit_connection: str = "module"
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -150,13 +144,6 @@ class ModuleArgs:
                         "(0: an idle module settles as a busy one)"
                     )
                 out.idle_queue = int(value)
-            elif key == "commit-connection" and sep:
-                if value not in COMMIT_CONNECTIONS:
-                    raise ValueError(
-                        f"commit-connection={value!r}: give one of {', '.join(COMMIT_CONNECTIONS)}, "
-                        "e.g. commit-connection=own"
-                    )
-                out.commit_connection = value
             else:
                 rest.append(arg)
         return out, rest
@@ -237,8 +224,6 @@ class RushScheduler(Scheduler):
         self._answering: int | None = None
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
-        if options.commit_connection == "own":
-            self.answers.commit_handle = self._own_connection(h)
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
         self.settle = PassSettle(limit=options.settle)
@@ -284,23 +269,6 @@ class RushScheduler(Scheduler):
         start-estimate projection was first called, and compiled, in the first pass over more
         than 2 000 waiting jobs: rush.core.warm_up)."""
         warm_live_pass(self.planner.core_config)
-
-    def _own_connection(self, h):  # noqa: ANN001, ANN202
-        """A second connection to the broker (``$FLUX_URI``) on the module's reactor, for the
-        pass's KVS commits: their responses are read on the reactor's next turn, not after every
-        message queued on the module's connection before them (a burst's alloc requests). None,
-        with a warning, when it cannot be opened: the commits then go on the module's connection."""
-        uri = os.environ.get("FLUX_URI", "")
-        try:
-            if not uri:
-                raise OSError("FLUX_URI is not set")
-            own = Flux(uri)
-            if lib.flux_set_reactor(own.handle, lib.flux_get_reactor(h.handle)) < 0:
-                raise OSError("flux_set_reactor failed")
-        except OSError as exc:
-            self.log.warning(f"rush: commit-connection=own: {exc}; the commits use the module's connection")
-            return None
-        return own
 
     def _flux_version(self) -> str:
         try:
@@ -355,7 +323,6 @@ class RushScheduler(Scheduler):
         stats = super().stats_get()
         stats.update(self.settle.stats())
         stats["t_estimate_annotations"] = self.estimates_sent
-        stats["commit_connection"] = "module" if self.answers.commit_handle is None else "own"
         return stats
 
     def _periodic_pass(self) -> None:
