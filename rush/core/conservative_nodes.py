@@ -95,7 +95,7 @@ def _offer(
 
 @njit(cache=True, inline="always")
 def _apply(
-    entries: np.ndarray,
+    entries: tuple[np.ndarray, np.ndarray, np.ndarray],
     k0: int,
     k1: int,
     sign: int,
@@ -104,19 +104,19 @@ def _apply(
     capacity: tuple[np.ndarray, np.ndarray],
     rule: tuple[int, int, int, int],
 ) -> int:
-    """Give back (sign 1) or take (sign -1) a booking's ``entries`` (rows node, cores, GPUs,
-    interleaved so that a booking's entries share cache lines) ``k0 .. k1`` on ``room``;
-    returns the change of the job's total units (:func:`_offer`). Plain arrays, not named
-    tuples: this is the pass's innermost loop."""
+    """Give back (sign 1) or take (sign -1) a booking's ``entries`` (node, cores, GPUs)
+    ``k0 .. k1`` on ``room``; returns the change of the job's total units (:func:`_offer`).
+    Plain arrays, not named tuples: this is the pass's innermost loop."""
+    at, take_c, take_g = entries
     room_c, room_g = room
     cap_c, cap_g = capacity
     delta = 0
     for k in range(k0, k1):
-        node = entries[k, 0]
+        node = at[k]
         cap = (cap_c[node], cap_g[node])
         delta -= _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
-        room_c[node] += sign * entries[k, 1]
-        room_g[node] += sign * entries[k, 2]
+        room_c[node] += sign * take_c[k]
+        room_g[node] += sign * take_g[k]
         delta += _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
     return delta
 
@@ -209,46 +209,6 @@ def _insert_sorted(values: np.ndarray, ids: np.ndarray, n: int, value: float, it
         k -= 1
     values[k] = value
     ids[k] = item
-
-
-@njit(cache=True)
-def _insert_booking(
-    order: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    n: int,
-    times: tuple[float, float],
-    item: int,
-    span: tuple[int, int],
-) -> None:
-    """Insert booking ``item`` into one of the pass's booking orders (``order``: its sorted
-    keys, booking ids, and beside them each booking's other time and entry range, so that the
-    slide reads them in order rather than by id): keyed ``times[0]``, its other time
-    ``times[1]``, its entries ``span``."""
-    keys, ids, others, spans = order
-    k = n
-    while k > 0 and keys[k - 1] > times[0]:
-        keys[k] = keys[k - 1]
-        ids[k] = ids[k - 1]
-        others[k] = others[k - 1]
-        spans[k, 0] = spans[k - 1, 0]
-        spans[k, 1] = spans[k - 1, 1]
-        k -= 1
-    keys[k] = times[0]
-    ids[k] = item
-    others[k] = times[1]
-    spans[k, 0] = span[0]
-    spans[k, 1] = span[1]
-
-
-@njit(cache=True)
-def _mirror(
-    mix: np.ndarray, entries: tuple[np.ndarray, np.ndarray, np.ndarray], span: tuple[int, int]
-) -> None:
-    """Copy entries ``span`` (node, cores, GPUs) into their interleaved rows of ``mix``."""
-    at, take_c, take_g = entries
-    for k in range(span[0], span[1]):
-        mix[k, 0] = at[k]
-        mix[k, 1] = take_c[k]
-        mix[k, 2] = take_g[k]
 
 
 @njit(cache=True)
@@ -579,9 +539,6 @@ def conservative_nodes_pass(
             used += 1
         b_slot[2 * nb + 1] = used
         nb += 1
-    # The entries again, interleaved (node, cores, GPUs per row): what the rooms' slide reads.
-    mix = np.empty((entries + m + 1, 3), dtype=np.int64)
-    _mirror(mix, (scratch_node, scratch_c, scratch_g), (0, used))
     booked = Slots(nodes.placed.offset, scratch_node, scratch_c, scratch_g)
     table = nodes.table  # placement reads the pool from it (rush.core.node_pool)
     if table.shape[1] == 0:
@@ -629,22 +586,13 @@ def conservative_nodes_pass(
         sound = sound and load_c[node] <= base[0][node] and load_g[node] <= base[1][node]
     # The bookings by start and by end: a job's candidate windows move later, so bookings
     # enter its window in start order and leave it in end order (its room is kept, not rebuilt).
-    # Beside each order, each booking's other time and entry range, read in order by the slide.
     start_at = np.empty(nb_cap, dtype=np.float64)
     by_start = np.empty(nb_cap, dtype=np.int64)
-    in_end = np.empty(nb_cap, dtype=np.float64)
-    in_span = np.empty((nb_cap, 2), dtype=np.int64)
     end_at = np.empty(nb_cap, dtype=np.float64)
     by_end = np.empty(nb_cap, dtype=np.int64)
-    out_start = np.empty(nb_cap, dtype=np.float64)
-    out_span = np.empty((nb_cap, 2), dtype=np.int64)
-    starts_order = (start_at, by_start, in_end, in_span)
-    ends_order = (end_at, by_end, out_start, out_span)
     for b in range(nb):
-        span = (b_slot[2 * b], b_slot[2 * b + 1])
-        _insert_booking(starts_order, b, (b_t0[b], b_t1[b]), b, span)
-        _insert_booking(ends_order, b, (b_t1[b], b_t0[b]), b, span)
-    n_off = 0  # bookings switched off (kept reservations taken out): while none, b_on is not read
+        _insert_sorted(start_at, by_start, b, b_t0[b], b)
+        _insert_sorted(end_at, by_end, b, b_t1[b], b)
     eligible = np.zeros(m, dtype=np.bool_)
     cap_c, cap_g = pool.cores, pool.gpus
     base_c, base_g = base
@@ -768,7 +716,6 @@ def conservative_nodes_pass(
             g += kept.gpus[k]
             used += 1
         b_slot[2 * nb + 1] = used
-        _mirror(mix, entries_of, (b_slot[2 * nb], used))
         _hold(entries_of, (b_slot[2 * nb], used), (load_c, load_g), 1)
         heapq.heappush(ending, (b_t1[nb], nb))
         kept_t0[nkept] = t0
@@ -776,9 +723,8 @@ def conservative_nodes_pass(
         kept_c[nkept] = -c
         kept_g[nkept] = -g
         nkept += 1
-        span = (b_slot[2 * nb], used)
-        _insert_booking(starts_order, nb, (b_t0[nb], b_t1[nb]), nb, span)
-        _insert_booking(ends_order, nb, (b_t1[nb], b_t0[nb]), nb, span)
+        _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+        _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
         own[s] = nb
         own_c[s] = c
         own_g[s] = g
@@ -844,7 +790,6 @@ def conservative_nodes_pass(
             if since < INF:
                 taken = True
                 b_on[own[s]] = False
-                n_off += 1
                 carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, kept_at, duration, own_g[s])
@@ -889,11 +834,12 @@ def conservative_nodes_pass(
             if not moved:  # build it afresh from the shorter side
                 if nb - next_out <= next_in:
                     for x in range(next_out, nb):
-                        if (n_off == 0 or b_on[by_end[x]]) and out_start[x] < window_end:
+                        b = by_end[x]
+                        if b_on[b] and b_t0[b] < window_end:
                             total += _apply(
-                                mix,
-                                out_span[x, 0],
-                                out_span[x, 1],
+                                entries_of,
+                                b_slot[2 * b],
+                                b_slot[2 * b + 1],
                                 -1,
                                 room_of,
                                 eligible,
@@ -902,11 +848,12 @@ def conservative_nodes_pass(
                             )
                 else:
                     for x in range(next_in):
-                        if (n_off == 0 or b_on[by_start[x]]) and in_end[x] > t:
+                        b = by_start[x]
+                        if b_on[b] and b_t1[b] > t:
                             total += _apply(
-                                mix,
-                                in_span[x, 0],
-                                in_span[x, 1],
+                                entries_of,
+                                b_slot[2 * b],
+                                b_slot[2 * b + 1],
                                 -1,
                                 room_of,
                                 eligible,
@@ -918,18 +865,18 @@ def conservative_nodes_pass(
             # Slide the window to [t, t + duration): bookings ending by t leave it (those that
             # were in it give their room back), those starting before its end enter it.
             while next_out < nb and end_at[next_out] <= t:
-                x = next_out
-                if (n_off == 0 or b_on[by_end[x]]) and out_start[x] < window_end:
+                b = by_end[next_out]
+                if b_on[b] and b_t0[b] < window_end:
                     total += _apply(
-                        mix, out_span[x, 0], out_span[x, 1], 1, room_of, eligible, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
                 next_out += 1
             window_end = t + duration
             while next_in < nb and start_at[next_in] < window_end:
-                x = next_in
-                if (n_off == 0 or b_on[by_start[x]]) and in_end[x] > t:
+                b = by_start[next_in]
+                if b_on[b] and b_t1[b] > t:
                     total += _apply(
-                        mix, in_span[x, 0], in_span[x, 1], -1, room_of, eligible, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
                 next_in += 1
             # place() fails below ``need`` units; now, a flagged job may first try quiet nodes.
@@ -971,10 +918,8 @@ def conservative_nodes_pass(
             n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
             b_slot[2 * nb] = used
             b_slot[2 * nb + 1] = used + count
-            span = (used, used + count)
-            _mirror(mix, entries_of, span)
-            _insert_booking(starts_order, nb, (b_t0[nb], b_t1[nb]), nb, span)
-            _insert_booking(ends_order, nb, (b_t1[nb], b_t0[nb]), nb, span)
+            _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
+            _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
             # It starts inside the carried room's window [placed_at, window_end): the room
             # loses it and the start cut passes it (its end is after the window's start).
             _hold(entries_of, (used, used + count), room_of, -1)
@@ -996,7 +941,6 @@ def conservative_nodes_pass(
             placed_at = b_t0[b]
             if taken:
                 b_on[b] = True
-                n_off -= 1
                 carried = False
                 if gpu_counts:
                     _occupy(ptime_g, avail_g, n, placed_at, duration, -own_g[s])
