@@ -94,62 +94,30 @@ def _offer(
 
 
 @njit(cache=True, inline="always")
-def _gpu_part(rule: tuple[int, int, int, int], eligible: bool, room_g: int, cap_g: int) -> bool:
-    """Eligibility and the GPU part of :func:`_offer`'s rule: ``_offer`` is
-    :func:`_cores_part` on this flag (cores anywhere read no GPUs)."""
-    nodes, exclusive, _, g_need = rule
-    if not eligible:
-        return False
-    if nodes == 0:
-        return True
-    if exclusive:
-        return room_g == cap_g
-    return room_g >= g_need
-
-
-@njit(cache=True, inline="always")
-def _cores_part(rule: tuple[int, int, int, int], ok: bool, room_c: int, cap_c: int) -> int:
-    """:func:`_offer` given ``ok`` (:func:`_gpu_part`) and the node's cores room."""
-    nodes, exclusive, c_need, _ = rule
-    if not ok:
-        return 0
-    if nodes == 0:
-        return max(room_c, 0)
-    if exclusive:
-        return 1 if room_c == cap_c else 0
-    return 1 if room_c >= c_need else 0
-
-
-@njit(cache=True, inline="always")
 def _apply(
     entries: tuple[np.ndarray, np.ndarray, np.ndarray],
     k0: int,
     k1: int,
     sign: int,
     room: tuple[np.ndarray, np.ndarray],
-    flags: tuple[np.ndarray, np.ndarray],
+    eligible: np.ndarray,
     capacity: tuple[np.ndarray, np.ndarray],
     rule: tuple[int, int, int, int],
 ) -> int:
     """Give back (sign 1) or take (sign -1) a booking's ``entries`` (node, cores, GPUs)
     ``k0 .. k1`` on ``room``; returns the change of the job's total units (:func:`_offer`).
-    ``flags``: eligibility, and per node :func:`_gpu_part` of its room (set for the search's
-    first room, rewritten here by entries taking GPUs: one taking none leaves the GPU room and
-    the flag as they are, so it neither reads nor writes them). Plain arrays, not named
-    tuples: this is the pass's innermost loop."""
+    Plain arrays, not named tuples: this is the pass's innermost loop."""
     at, take_c, take_g = entries
     room_c, room_g = room
     cap_c, cap_g = capacity
-    eligible, ok = flags
     delta = 0
     for k in range(k0, k1):
         node = at[k]
-        delta -= _cores_part(rule, ok[node], room_c[node], cap_c[node])
-        if take_g[k] != 0:
-            room_g[node] += sign * take_g[k]
-            ok[node] = _gpu_part(rule, eligible[node], room_g[node], cap_g[node])
+        cap = (cap_c[node], cap_g[node])
+        delta -= _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
         room_c[node] += sign * take_c[k]
-        delta += _cores_part(rule, ok[node], room_c[node], cap_c[node])
+        room_g[node] += sign * take_g[k]
+        delta += _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
     return delta
 
 
@@ -626,8 +594,6 @@ def conservative_nodes_pass(
         _insert_sorted(start_at, by_start, b, b_t0[b], b)
         _insert_sorted(end_at, by_end, b, b_t1[b], b)
     eligible = np.zeros(m, dtype=np.bool_)
-    gpu_ok = np.zeros(m, dtype=np.bool_)  # per node, _gpu_part of the search's room
-    flags = (eligible, gpu_ok)
     cap_c, cap_g = pool.cores, pool.gpus
     base_c, base_g = base
     capacity_of = (cap_c, cap_g)
@@ -859,8 +825,9 @@ def conservative_nodes_pass(
                 room.gpus[:] = base[1]
             for node in range(m):
                 eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-                gpu_ok[node] = _gpu_part(rule, eligible[node], room.gpus[node], cap_g[node])
-                total += _cores_part(rule, gpu_ok[node], room.cores[node], cap_c[node])
+                total += _offer(
+                    rule, eligible[node], (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node])
+                )
             next_out = to_out
             next_in = to_in
             carried = True
@@ -875,7 +842,7 @@ def conservative_nodes_pass(
                                 b_slot[2 * b + 1],
                                 -1,
                                 room_of,
-                                flags,
+                                eligible,
                                 capacity_of,
                                 rule,
                             )
@@ -889,7 +856,7 @@ def conservative_nodes_pass(
                                 b_slot[2 * b + 1],
                                 -1,
                                 room_of,
-                                flags,
+                                eligible,
                                 capacity_of,
                                 rule,
                             )
@@ -901,7 +868,7 @@ def conservative_nodes_pass(
                 b = by_end[next_out]
                 if b_on[b] and b_t0[b] < window_end:
                     total += _apply(
-                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, flags, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], 1, room_of, eligible, capacity_of, rule
                     )
                 next_out += 1
             window_end = t + duration
@@ -909,7 +876,7 @@ def conservative_nodes_pass(
                 b = by_start[next_in]
                 if b_on[b] and b_t1[b] > t:
                     total += _apply(
-                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, flags, capacity_of, rule
+                        entries_of, b_slot[2 * b], b_slot[2 * b + 1], -1, room_of, eligible, capacity_of, rule
                     )
                 next_in += 1
             # place() fails below ``need`` units; now, a flagged job may first try quiet nodes.
