@@ -45,7 +45,11 @@ the count profiles' inserts 7 %) and tried the count profiles in blocks: the sam
 decisions, no gain beyond a sitting's noise, so not merged. Round 18 deferred a candidate's
 entering bookings while the room without them offered too few units: the same decisions, but
 1.01-1.03x main (45.5 M entries slid against 45.6 M: the booking ending at a candidate nearly
-always frees enough), so not merged either.
+always frees enough), so not merged either. Round 19 read the slide's bookings in order with
+their entries interleaved (1.01-1.03x main: the loads are not the cost) and, after timing an
+entry apart (``slide_entry_cost.py``: its offer tests and GPU column are two thirds of it), kept
+the GPU test as a per-node flag written only by GPU-taking entries: exact, 0.88-0.90x main,
+short of the 0.80x fixed beforehand, so not merged either.
 """
 
 from __future__ import annotations
