@@ -1,6 +1,7 @@
 """D15 and D16 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired
 over seeds of random tie-breaks, the published job set; with ``--rule``, SPF-CI against another
-ranking rule (round 19: H16, "SAF-CI ranked on predictions").
+ranking rule (round 19: H16, "SAF-CI ranked on predictions"; round 20: H17, "SPF-CI ranked where
+confident").
 
 For each trace, both schedulers once with ties by arrival (the committed rows, a check) and once
 per seed, each seed's one random permutation of the jobs ordering every pair of equal ranking keys
@@ -39,7 +40,7 @@ COMMITTED = {  # results/published/rush_q.csv, ties by arrival
     ("SDSC-BLUE", H13A): 64.62,
 }
 # The rules that can be paired with SPF-CI, and their labels in the table.
-RULES = {H13A: "H13a", "SAF-CI ranked on predictions": "H16"}
+RULES = {H13A: "H13a", "SAF-CI ranked on predictions": "H16", "SPF-CI ranked where confident": "H17"}
 
 
 def _rule(text: str) -> str:
