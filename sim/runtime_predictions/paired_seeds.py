@@ -11,7 +11,8 @@ run; the other traces' rows in that file stay) and ``<out>.md`` (per trace: the 
 H13a - SPF-CI, their mean, its 95 % t-interval, min, max, the wins out of the seeds, Wilcoxon's
 signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is ``paired_seeds``
 (D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``, H16 (seeds 9-40,
-``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``. A rule's runs with ties by
+``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``, H17 (seeds 9-40, ``--rule "SPF-CI
+ranked where confident"``) ``paired_seeds_h17``. A rule's runs with ties by
 arrival must equal its committed single run (H13a's below; another rule's row of
 ``results/published/rush_q.csv``).
 

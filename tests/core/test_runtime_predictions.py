@@ -147,6 +147,56 @@ def test_request_first_keys_keep_a_request_that_is_not_finite_and_refuse_bad_sha
         request_first_runtimes(np.ones(2), np.ones(3))
 
 
+def test_confident_keys_use_the_upper_quantile_only_at_most_half_the_request() -> None:
+    """H17: a job ranks on its q0.9 only where q0.9 <= request / 2; every other job, and every bad
+    row, on its request (so equal requests keep tying, i.e. keep their arrival order)."""
+    from rush.core.runtime_predictions import confident_ranking_runtimes, ranking_runtimes
+
+    levels = np.array([0.1, 0.5, 0.9])
+    quantiles = np.array(
+        [
+            [10.0, 100.0, 400.0],  # q0.9 400 <= 1000 / 2: confident, ranks on 400
+            [10.0, 100.0, 600.0],  # 600 > 500: the request
+            [10.0, 100.0, 500.0],  # exactly half: confident
+            [0.0, 0.0, 0.2],  # confident, floored at one second
+            [np.nan, 1.0, 2.0],  # a NaN elsewhere in the row does not matter
+            [1.0, 2.0, np.nan],  # no upper quantile: the request
+            [1.0, 2.0, -3.0],  # a negative one: the request
+            [1.0, 2.0, 3.0],  # no finite request: kept as it is
+        ]
+    )
+    requested = np.array([1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1000.0, np.inf])
+    keys = confident_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys, [400.0, 1000.0, 500.0, 1.0, 2.0, 1000.0, 1000.0, np.inf])
+    # Through the ranking guard the keys are unchanged.
+    np.testing.assert_array_equal(ranking_runtimes(keys, requested, requested), keys)
+    # The level and the margin are the rule's: q0.5 at margin 10 makes rows 0-4 confident.
+    np.testing.assert_array_equal(
+        confident_ranking_runtimes(quantiles, levels, requested, level=0.5, margin=10.0)[:5],
+        [100.0, 100.0, 100.0, 1.0, 1.0],
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "where"),
+    [
+        ({"level": 0.75}, "level"),
+        ({"margin": 0.5}, "margin"),
+        ({"margin": float("nan")}, "margin"),
+        ({"requested_time": np.ones(3)}, "confident_ranking_runtimes"),
+    ],
+)
+def test_confident_keys_refuse_a_level_the_model_lacks_a_margin_below_one_and_bad_shapes(
+    kwargs: dict, where: str
+) -> None:
+    from rush.core.runtime_predictions import confident_ranking_runtimes
+
+    args = {"quantiles": np.ones((2, 3)), "levels": np.array([0.1, 0.5, 0.9]), "requested_time": np.ones(2)}
+    with pytest.raises(PolicyError, match=where) as error:
+        confident_ranking_runtimes(**(args | kwargs))
+    assert error.value.fix
+
+
 def test_random_tie_breaks_keep_distinct_keys_and_order_ties_by_one_permutation() -> None:
     """D15: equal keys go by the seed's permutation of the jobs (the same for every rule), distinct
     keys keep their order, and the keys stay valid runtimes (the ranking guard leaves them)."""
