@@ -42,6 +42,9 @@ up). The schedulers, fixed before any run (the study's README says why):
   ``SPF-CI ranked where confident`` (H17, round 20) ranks as H13a, but on the predictor's upper
   quantile (q0.9) only for jobs whose q0.9 is at most half the request, every other job on its
   request as SPF-CI (:func:`rush.core.runtime_predictions.confident_ranking_runtimes`).
+  ``SPF-CI one step where confident`` (H18, round 21, post hoc) uses H17's gate but moves a
+  confident job one request step only (it ranks on half its request, not on its q0.9)
+  (:func:`rush.core.runtime_predictions.confident_step_ranking_runtimes`).
   ``SAF-CI ranked on predictions`` (H16, round 19) is H13a with the core's SAF policy in place of
   SPF: each class and the backfill scan ordered by the predicted area (predicted runtime x
   processors), planned on the limits; ``SAF-CI (classifier)`` its control, the same classes
@@ -85,6 +88,7 @@ CLASSIFIER_SCHEDULERS = (
     "SAF-CI ranked on predictions",
     "SAF-CI (classifier)",
     "SPF-CI ranked where confident",
+    "SPF-CI one step where confident",
 )
 # The schedulers whose predictions only rank the classes (planned on the limits).
 RANKING_SCHEDULERS = (
@@ -93,6 +97,7 @@ RANKING_SCHEDULERS = (
     "SPF-CI with predicted tie-breaks",
     "SAF-CI ranked on predictions",
     "SPF-CI ranked where confident",
+    "SPF-CI one step where confident",
 )
 # The schedulers that order each class by area (the core's SAF: runtime x processors) instead of runtime.
 AREA_SCHEDULERS = ("SAF-CI ranked on predictions", "SAF-CI (classifier)")
@@ -132,6 +137,11 @@ def scheduler_inputs(
         from rush.core.runtime_predictions import confident_ranking_runtimes
 
         keys = confident_ranking_runtimes(wf.quantiles[rows], wf.levels, wf.requested_time[rows])
+        return classifier_inputs(name, keys, classifier)
+    if name == "SPF-CI one step where confident":
+        from rush.core.runtime_predictions import confident_step_ranking_runtimes
+
+        keys = confident_step_ranking_runtimes(wf.quantiles[rows], wf.levels, wf.requested_time[rows])
         return classifier_inputs(name, keys, classifier)
     if name in CLASSIFIER_SCHEDULERS:
         return classifier_inputs(name, wf.calibrated_mean()[rows], classifier)

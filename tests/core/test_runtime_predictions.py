@@ -177,6 +177,45 @@ def test_confident_keys_use_the_upper_quantile_only_at_most_half_the_request() -
     )
 
 
+def test_confident_step_keys_move_a_confident_job_one_request_step_and_no_further() -> None:
+    """H18: H17's gate, but a confident job ranks on half its request whatever its q0.9, so it
+    passes only jobs whose request lies in (request / 2, request], and confident jobs keep their
+    requests' order (equal requests tie, i.e. keep arrival order) among themselves."""
+    from rush.core.runtime_predictions import (
+        confident_ranking_runtimes,
+        confident_step_ranking_runtimes,
+        ranking_runtimes,
+    )
+
+    levels = np.array([0.1, 0.5, 0.9])
+    quantiles = np.array(
+        [
+            [10.0, 100.0, 400.0],  # confident: 1000 / 2, not 400
+            [1.0, 5.0, 20.0],  # confident with a far smaller q0.9: still 1000 / 2 (ties row 0)
+            [10.0, 100.0, 600.0],  # 600 > 500: the request
+            [10.0, 100.0, 500.0],  # exactly half: confident
+            [1.0, 2.0, np.nan],  # no upper quantile: the request
+            [0.0, 0.0, 0.1],  # confident with a 1.5 s request: floored at one second
+            [1.0, 2.0, 3.0],  # no finite request: kept as it is
+        ]
+    )
+    requested = np.array([1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1.5, np.inf])
+    keys = confident_step_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys, [500.0, 500.0, 1000.0, 500.0, 1000.0, 1.0, np.inf])
+    np.testing.assert_array_equal(ranking_runtimes(keys, requested, requested), keys)
+    # The same jobs move as under H17, never further than H17 moves them.
+    h17 = confident_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys < requested, h17 < requested)
+    assert np.all(keys[np.isfinite(requested)] >= h17[np.isfinite(requested)])
+    # A confident job does not pass a job requesting half its request or less.
+    assert not np.any(keys[[0, 1, 3]] > 500.0)
+    # Its errors are H17's.
+    with pytest.raises(PolicyError, match="margin"):
+        confident_step_ranking_runtimes(quantiles, levels, requested, margin=0.5)
+    with pytest.raises(PolicyError, match="level"):
+        confident_step_ranking_runtimes(quantiles, levels, requested, level=0.75)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "where"),
     [

@@ -279,6 +279,15 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     assert found["SPF-CI ranked where confident"]["mean_bounded_slowdown"] == pytest.approx(
         compute_metrics(by_confidence, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
     )
+    # H18 (round 21, post hoc): the same jobs move, one request step only (half the request).
+    step, config = scheduler_inputs("SPF-CI one step where confident", wf, everyone, 0.1, classifier=cw)
+    assert step.estimate is None and config["policy"] == "SPF" and "scan" not in config
+    assert np.array_equal(step.rank_estimate[moved], wf.requested_time[moved] / 2)
+    assert np.array_equal(step.rank_estimate[~moved], wf.requested_time[~moved])
+    by_step = simulate(workload, CoreConfig.from_names("SPF", "easy", 200_000, **kw), step)
+    assert found["SPF-CI one step where confident"]["mean_bounded_slowdown"] == pytest.approx(
+        compute_metrics(by_step, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
+    )
 
 
 def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None:
