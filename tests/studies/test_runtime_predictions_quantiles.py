@@ -200,7 +200,7 @@ def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
 def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     """Round 13: given the runtime classifier's walk-forward, more schedulers run with SPF-CI's own
     classes (so its kills), the predictor only ranking (H13a, H14, H15, H16 by area, H17 where
-    confident) or scheduling
+    confident, H18 one step where confident) or scheduling
     (H13b)."""
     from rush.core.config import CoreConfig
     from rush.models.runtime_class import RuntimeClassifier
