@@ -34,7 +34,7 @@ Ranking only (:func:`ranking_runtimes`): predictions may instead decide the orde
 queue order and the backfill scan of a time-independent policy (SPF, SAF, ...), while the
 head's reservation and the backfill test keep the limits (the request; the divider for a
 killable small job). Nothing planned can then expire, so no correction is needed: "rank on
-predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Two helpers shape
+predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Helpers shape
 such keys: :func:`request_first_runtimes` (the request first, the prediction among equal requests;
 H15), :func:`confident_ranking_runtimes` (the predictor's upper quantile only where it is at most a
 fraction of the request, the request elsewhere; H17), :func:`confident_step_ranking_runtimes`
