@@ -34,9 +34,11 @@ Ranking only (:func:`ranking_runtimes`): predictions may instead decide the orde
 queue order and the backfill scan of a time-independent policy (SPF, SAF, ...), while the
 head's reservation and the backfill test keep the limits (the request; the divider for a
 killable small job). Nothing planned can then expire, so no correction is needed: "rank on
-predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Two helpers shape
+predictions, plan on limits" (``sim/runtime_predictions``, round 13, H13a). Helpers shape
 such keys: :func:`request_first_runtimes` (the request first, the prediction among equal requests;
-H15) and :func:`random_tie_breaks` (equal keys ordered by a seeded permutation of the jobs instead
+H15), :func:`confident_ranking_runtimes` (the predictor's upper quantile only where it is at most a
+fraction of the request, the request elsewhere; H17), :func:`confident_step_ranking_runtimes`
+(H17's confident jobs moved one request step, no further; H18) and :func:`random_tie_breaks` (equal keys ordered by a seeded permutation of the jobs instead
 of arrival, the same for every rule: the study's paired comparison over seeds, D15).
 """
 
@@ -174,6 +176,92 @@ def request_first_runtimes(predictions: np.ndarray, requested_time: np.ndarray) 
     # The guarded prediction is at least min(MIN_PREDICTION, request), so a key never falls under
     # the guard's floor: ranking_runtimes leaves it unchanged.
     out[finite] = requested[finite] - shift * (1.0 - np.minimum(share, 1.0))
+    return out
+
+
+# H17's defaults (sim/runtime_predictions, round 20): the deployed predictor's highest quantile
+# level, and the factor between a request and the next lower of the round values users pick.
+CONFIDENT_LEVEL = 0.9
+CONFIDENT_MARGIN = 2.0
+
+
+def _confident_jobs(
+    quantiles: np.ndarray,
+    levels: np.ndarray,
+    requested_time: np.ndarray,
+    level: float,
+    margin: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(requests, upper quantile, confident mask) of H17's gate, shared by H17 and H18: a job is
+    confident when its predicted quantile at ``level`` is finite, non-negative and at most its
+    (finite, positive) request divided by ``margin``. A PolicyError for a ``level`` the model does
+    not predict, a ``margin`` below 1 or mismatched shapes."""
+    q = np.asarray(quantiles, dtype=np.float64)
+    lv = np.asarray(levels, dtype=np.float64)
+    requested = np.ascontiguousarray(requested_time, dtype=np.float64)
+    if q.ndim != 2 or q.shape[1] != len(lv) or requested.shape != (q.shape[0],):
+        raise PolicyError(
+            f"quantiles of shape {q.shape} for {len(lv)} levels and {requested.shape} requests",
+            where="confident_ranking_runtimes",
+            fix="give one row of quantiles (one per level) and one request per job",
+        )
+    at = np.flatnonzero(np.isclose(lv, level))
+    if len(at) != 1:
+        raise PolicyError(
+            f"the model predicts no quantile at level {level} (its levels: {lv.tolist()})",
+            where="confident_ranking_runtimes level",
+            fix="give one of the model's levels, e.g. its highest",
+        )
+    if not (np.isfinite(margin) and margin >= 1.0):
+        raise PolicyError(
+            f"the confidence margin must be a number >= 1, got {margin}",
+            where="confident_ranking_runtimes margin",
+            fix="use 2 (the upper quantile at most half the request) or another factor >= 1",
+        )
+    upper = q[:, at[0]]
+    usable = np.isfinite(upper) & (upper >= 0) & np.isfinite(requested) & (requested > 0)
+    return requested, upper, usable & (upper * margin <= requested)
+
+
+def confident_ranking_runtimes(
+    quantiles: np.ndarray,
+    levels: np.ndarray,
+    requested_time: np.ndarray,
+    level: float = CONFIDENT_LEVEL,
+    margin: float = CONFIDENT_MARGIN,
+) -> np.ndarray:
+    """Ranking keys (seconds) that use the predictor only where it is confident
+    (``sim/runtime_predictions``, round 20, H17): a job whose predicted quantile at ``level`` (its
+    upper bound; ``quantiles`` (n, k) at ``levels`` (k,)) is at most its request divided by
+    ``margin`` ranks on that quantile (floored at :data:`MIN_PREDICTION`); every other job, and one
+    whose quantile or request is not finite and non-negative, ranks on its request, so equal
+    requests keep their order (arrival, or a tie-break rule's). A PolicyError for a ``level`` the
+    model does not predict, a ``margin`` below 1 or mismatched shapes."""
+    requested, upper, confident = _confident_jobs(quantiles, levels, requested_time, level, margin)
+    out = requested.copy()
+    out[confident] = np.minimum(np.maximum(upper[confident], MIN_PREDICTION), requested[confident])
+    return out
+
+
+def confident_step_ranking_runtimes(
+    quantiles: np.ndarray,
+    levels: np.ndarray,
+    requested_time: np.ndarray,
+    level: float = CONFIDENT_LEVEL,
+    margin: float = CONFIDENT_MARGIN,
+) -> np.ndarray:
+    """Ranking keys (seconds) that move a confident job one request step and no further
+    (``sim/runtime_predictions``, round 21, H18, post hoc): H17's gate decides which jobs are
+    confident (:func:`confident_ranking_runtimes`), but a confident job ranks on its request
+    divided by ``margin`` (one of the round request values' steps below what it asked for), not on
+    its quantile; every other job ranks on its request. The predictor decides whether a job moves,
+    never how far: a confident job passes only jobs whose request lies in (request / margin,
+    request], and confident jobs keep their requests' order among themselves. The same
+    PolicyErrors as H17's."""
+    requested, _, confident = _confident_jobs(quantiles, levels, requested_time, level, margin)
+    out = requested.copy()
+    step = requested[confident]
+    out[confident] = np.minimum(np.maximum(step / margin, MIN_PREDICTION), step)
     return out
 
 

@@ -39,6 +39,12 @@ up). The schedulers, fixed before any run (the study's README says why):
   ``SPF-CI with predicted tie-breaks`` (H15, round 17, post hoc) keeps SPF-CI's order by request
   and orders only equal requests by the predicted mean
   (:func:`rush.core.runtime_predictions.request_first_runtimes`).
+  ``SPF-CI ranked where confident`` (H17, round 20) ranks as H13a, but on the predictor's upper
+  quantile (q0.9) only for jobs whose q0.9 is at most half the request, every other job on its
+  request as SPF-CI (:func:`rush.core.runtime_predictions.confident_ranking_runtimes`).
+  ``SPF-CI one step where confident`` (H18, round 21, post hoc) uses H17's gate but moves a
+  confident job one request step only (it ranks on half its request, not on its q0.9)
+  (:func:`rush.core.runtime_predictions.confident_step_ranking_runtimes`).
   ``SAF-CI ranked on predictions`` (H16, round 19) is H13a with the core's SAF policy in place of
   SPF: each class and the backfill scan ordered by the predicted area (predicted runtime x
   processors), planned on the limits; ``SAF-CI (classifier)`` its control, the same classes
@@ -81,6 +87,8 @@ CLASSIFIER_SCHEDULERS = (
     "SPF-CI with predicted tie-breaks",
     "SAF-CI ranked on predictions",
     "SAF-CI (classifier)",
+    "SPF-CI ranked where confident",
+    "SPF-CI one step where confident",
 )
 # The schedulers whose predictions only rank the classes (planned on the limits).
 RANKING_SCHEDULERS = (
@@ -88,6 +96,8 @@ RANKING_SCHEDULERS = (
     "SPF-CI ranked on slowdown risk",
     "SPF-CI with predicted tie-breaks",
     "SAF-CI ranked on predictions",
+    "SPF-CI ranked where confident",
+    "SPF-CI one step where confident",
 )
 # The schedulers that order each class by area (the core's SAF: runtime x processors) instead of runtime.
 AREA_SCHEDULERS = ("SAF-CI ranked on predictions", "SAF-CI (classifier)")
@@ -122,6 +132,16 @@ def scheduler_inputs(
         from rush.core.runtime_predictions import request_first_runtimes
 
         keys = request_first_runtimes(wf.calibrated_mean()[rows], wf.requested_time[rows])
+        return classifier_inputs(name, keys, classifier)
+    if name == "SPF-CI ranked where confident":
+        from rush.core.runtime_predictions import confident_ranking_runtimes
+
+        keys = confident_ranking_runtimes(wf.quantiles[rows], wf.levels, wf.requested_time[rows])
+        return classifier_inputs(name, keys, classifier)
+    if name == "SPF-CI one step where confident":
+        from rush.core.runtime_predictions import confident_step_ranking_runtimes
+
+        keys = confident_step_ranking_runtimes(wf.quantiles[rows], wf.levels, wf.requested_time[rows])
         return classifier_inputs(name, keys, classifier)
     if name in CLASSIFIER_SCHEDULERS:
         return classifier_inputs(name, wf.calibrated_mean()[rows], classifier)

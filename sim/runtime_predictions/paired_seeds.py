@@ -1,6 +1,7 @@
 """D15 and D16 (round 18, post hoc): SPF-CI against H13a ("SPF-CI ranked on predictions") paired
 over seeds of random tie-breaks, the published job set; with ``--rule``, SPF-CI against another
-ranking rule (round 19: H16, "SAF-CI ranked on predictions").
+ranking rule (round 19: H16, "SAF-CI ranked on predictions"; round 20: H17, "SPF-CI ranked where
+confident"; round 21: H18, post hoc, "SPF-CI one step where confident").
 
 For each trace, both schedulers once with ties by arrival (the committed rows, a check) and once
 per seed, each seed's one random permutation of the jobs ordering every pair of equal ranking keys
@@ -10,7 +11,9 @@ run; the other traces' rows in that file stay) and ``<out>.md`` (per trace: the 
 H13a - SPF-CI, their mean, its 95 % t-interval, min, max, the wins out of the seeds, Wilcoxon's
 signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is ``paired_seeds``
 (D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``, H16 (seeds 9-40,
-``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``. A rule's runs with ties by
+``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``, H17 (seeds 9-40, ``--rule "SPF-CI
+ranked where confident"``) ``paired_seeds_h17``, H18 (seeds 9-40, ``--rule "SPF-CI one step where
+confident"``) ``paired_seeds_h18``. A rule's runs with ties by
 arrival must equal its committed single run (H13a's below; another rule's row of
 ``results/published/rush_q.csv``).
 
@@ -39,7 +42,12 @@ COMMITTED = {  # results/published/rush_q.csv, ties by arrival
     ("SDSC-BLUE", H13A): 64.62,
 }
 # The rules that can be paired with SPF-CI, and their labels in the table.
-RULES = {H13A: "H13a", "SAF-CI ranked on predictions": "H16"}
+RULES = {
+    H13A: "H13a",
+    "SAF-CI ranked on predictions": "H16",
+    "SPF-CI ranked where confident": "H17",
+    "SPF-CI one step where confident": "H18",
+}
 
 
 def _rule(text: str) -> str:

@@ -147,6 +147,95 @@ def test_request_first_keys_keep_a_request_that_is_not_finite_and_refuse_bad_sha
         request_first_runtimes(np.ones(2), np.ones(3))
 
 
+def test_confident_keys_use_the_upper_quantile_only_at_most_half_the_request() -> None:
+    """H17: a job ranks on its q0.9 only where q0.9 <= request / 2; every other job, and every bad
+    row, on its request (so equal requests keep tying, i.e. keep their arrival order)."""
+    from rush.core.runtime_predictions import confident_ranking_runtimes, ranking_runtimes
+
+    levels = np.array([0.1, 0.5, 0.9])
+    quantiles = np.array(
+        [
+            [10.0, 100.0, 400.0],  # q0.9 400 <= 1000 / 2: confident, ranks on 400
+            [10.0, 100.0, 600.0],  # 600 > 500: the request
+            [10.0, 100.0, 500.0],  # exactly half: confident
+            [0.0, 0.0, 0.2],  # confident, floored at one second
+            [np.nan, 1.0, 2.0],  # a NaN elsewhere in the row does not matter
+            [1.0, 2.0, np.nan],  # no upper quantile: the request
+            [1.0, 2.0, -3.0],  # a negative one: the request
+            [1.0, 2.0, 3.0],  # no finite request: kept as it is
+        ]
+    )
+    requested = np.array([1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1000.0, np.inf])
+    keys = confident_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys, [400.0, 1000.0, 500.0, 1.0, 2.0, 1000.0, 1000.0, np.inf])
+    # Through the ranking guard the keys are unchanged.
+    np.testing.assert_array_equal(ranking_runtimes(keys, requested, requested), keys)
+    # The level and the margin are the rule's: q0.5 at margin 10 makes rows 0-4 confident.
+    np.testing.assert_array_equal(
+        confident_ranking_runtimes(quantiles, levels, requested, level=0.5, margin=10.0)[:5],
+        [100.0, 100.0, 100.0, 1.0, 1.0],
+    )
+
+
+def test_confident_step_keys_move_a_confident_job_one_request_step_and_no_further() -> None:
+    """H18: H17's gate, but a confident job ranks on half its request whatever its q0.9, so it
+    passes only jobs whose request lies in (request / 2, request], and confident jobs keep their
+    requests' order (equal requests tie, i.e. keep arrival order) among themselves."""
+    from rush.core.runtime_predictions import (
+        confident_ranking_runtimes,
+        confident_step_ranking_runtimes,
+        ranking_runtimes,
+    )
+
+    levels = np.array([0.1, 0.5, 0.9])
+    quantiles = np.array(
+        [
+            [10.0, 100.0, 400.0],  # confident: 1000 / 2, not 400
+            [1.0, 5.0, 20.0],  # confident with a far smaller q0.9: still 1000 / 2 (ties row 0)
+            [10.0, 100.0, 600.0],  # 600 > 500: the request
+            [10.0, 100.0, 500.0],  # exactly half: confident
+            [1.0, 2.0, np.nan],  # no upper quantile: the request
+            [0.0, 0.0, 0.1],  # confident with a 1.5 s request: floored at one second
+            [1.0, 2.0, 3.0],  # no finite request: kept as it is
+        ]
+    )
+    requested = np.array([1000.0, 1000.0, 1000.0, 1000.0, 1000.0, 1.5, np.inf])
+    keys = confident_step_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys, [500.0, 500.0, 1000.0, 500.0, 1000.0, 1.0, np.inf])
+    np.testing.assert_array_equal(ranking_runtimes(keys, requested, requested), keys)
+    # The same jobs move as under H17, never further than H17 moves them.
+    h17 = confident_ranking_runtimes(quantiles, levels, requested)
+    np.testing.assert_array_equal(keys < requested, h17 < requested)
+    assert np.all(keys[np.isfinite(requested)] >= h17[np.isfinite(requested)])
+    # A confident job does not pass a job requesting half its request or less.
+    assert not np.any(keys[[0, 1, 3]] > 500.0)
+    # Its errors are H17's.
+    with pytest.raises(PolicyError, match="margin"):
+        confident_step_ranking_runtimes(quantiles, levels, requested, margin=0.5)
+    with pytest.raises(PolicyError, match="level"):
+        confident_step_ranking_runtimes(quantiles, levels, requested, level=0.75)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "where"),
+    [
+        ({"level": 0.75}, "level"),
+        ({"margin": 0.5}, "margin"),
+        ({"margin": float("nan")}, "margin"),
+        ({"requested_time": np.ones(3)}, "confident_ranking_runtimes"),
+    ],
+)
+def test_confident_keys_refuse_a_level_the_model_lacks_a_margin_below_one_and_bad_shapes(
+    kwargs: dict, where: str
+) -> None:
+    from rush.core.runtime_predictions import confident_ranking_runtimes
+
+    args = {"quantiles": np.ones((2, 3)), "levels": np.array([0.1, 0.5, 0.9]), "requested_time": np.ones(2)}
+    with pytest.raises(PolicyError, match=where) as error:
+        confident_ranking_runtimes(**(args | kwargs))
+    assert error.value.fix
+
+
 def test_random_tie_breaks_keep_distinct_keys_and_order_ties_by_one_permutation() -> None:
     """D15: equal keys go by the seed's permutation of the jobs (the same for every rule), distinct
     keys keep their order, and the keys stay valid runtimes (the ranking guard leaves them)."""

@@ -199,7 +199,8 @@ def test_an_unknown_scheduler_is_refused_before_any_simulation() -> None:
 
 def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     """Round 13: given the runtime classifier's walk-forward, more schedulers run with SPF-CI's own
-    classes (so its kills), the predictor only ranking (H13a, H14, H15, H16 by area) or scheduling
+    classes (so its kills), the predictor only ranking (H13a, H14, H15, H16 by area, H17 where
+    confident, H18 one step where confident) or scheduling
     (H13b)."""
     from rush.core.config import CoreConfig
     from rush.models.runtime_class import RuntimeClassifier
@@ -260,6 +261,32 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     by_area = simulate(workload, CoreConfig.from_names("SAF", "easy", 200_000, **kw), area)
     assert found["SAF-CI ranked on predictions"]["mean_bounded_slowdown"] == pytest.approx(
         compute_metrics(by_area, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
+    )
+    # H17 (round 20): SPF-CI's classes ranked on q0.9 where it is at most half the request, on the
+    # request elsewhere; planned on the limits; its row is the core's SPF run on those keys.
+    from rush.core.runtime_predictions import confident_ranking_runtimes
+
+    sure, config = scheduler_inputs("SPF-CI ranked where confident", wf, everyone, 0.1, classifier=cw)
+    expected = confident_ranking_runtimes(wf.quantiles, wf.levels, wf.requested_time)
+    assert sure.estimate is None and np.array_equal(sure.rank_estimate, expected)
+    assert config["policy"] == "SPF" and "scan" not in config
+    upper = wf.quantiles[:, list(wf.levels).index(0.9)]
+    moved = sure.rank_estimate < wf.requested_time
+    assert 0 < moved.sum() < len(workload)  # the synthetic trace has jobs of both kinds
+    assert np.all(upper[moved] * 2 <= wf.requested_time[moved])
+    assert np.array_equal(sure.rank_estimate[~moved], wf.requested_time[~moved])  # SPF-CI's key
+    by_confidence = simulate(workload, CoreConfig.from_names("SPF", "easy", 200_000, **kw), sure)
+    assert found["SPF-CI ranked where confident"]["mean_bounded_slowdown"] == pytest.approx(
+        compute_metrics(by_confidence, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
+    )
+    # H18 (round 21, post hoc): the same jobs move, one request step only (half the request).
+    step, config = scheduler_inputs("SPF-CI one step where confident", wf, everyone, 0.1, classifier=cw)
+    assert step.estimate is None and config["policy"] == "SPF" and "scan" not in config
+    assert np.array_equal(step.rank_estimate[moved], wf.requested_time[moved] / 2)
+    assert np.array_equal(step.rank_estimate[~moved], wf.requested_time[~moved])
+    by_step = simulate(workload, CoreConfig.from_names("SPF", "easy", 200_000, **kw), step)
+    assert found["SPF-CI one step where confident"]["mean_bounded_slowdown"] == pytest.approx(
+        compute_metrics(by_step, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
     )
 
 
