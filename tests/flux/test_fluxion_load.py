@@ -25,7 +25,10 @@ def instance(start_flux):
 
 
 def test_use_fluxion_returns_with_the_queue_ready_and_no_other_scheduler(instance):
+    processes = instance.module_processes()
+    assert "sched-simple" in processes.values()  # flux-core's Python scheduler, run as a process
     fluxion.use_fluxion(instance, queue_policy="easy", match_policy="lonodex")
+    assert not processes.keys() & instance.module_processes().keys()  # torn down by the broker
     loaded = instance.modules()
     assert [name for name, services in loaded.items() if "sched" in services] == ["sched-fluxion-qmanager"]
     assert "sched-simple" not in loaded and "sched-fluxion-resource" in loaded
