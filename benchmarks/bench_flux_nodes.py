@@ -288,7 +288,7 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         loading = time.monotonic()  # the module's start-up (imports, kernel cache, config), not in the run
         if load:
             flux.use_scheduler(*load)
-        else:
+        else:  # returns once both modules answer, so load_seconds holds its graph load and handshakes
             fluxion.use_fluxion(flux, "easy", "lonodex")
         load_seconds = time.monotonic() - loading
         flux.run("queue", "stop", "--quiet", check=False)

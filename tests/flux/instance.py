@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PREFIX = Path("/opt/flux-core")
+# Scheduler modules by name (flux-core's, rush's), removed before another scheduler is loaded.
+SCHEDULER_MODULES = ("sched-simple", "sched-fifo", "sched-backfill", "sched-rush")
 
 
 def flux_prefix() -> Path | None:
@@ -231,14 +233,129 @@ class FluxInstance:
         self.run("cancel", "--all", "-q", check=False)
 
     def module(self, *args: str, check: bool = True, timeout: float = 300.0):
-        # A module load returns when the module has finished its start-up (Fluxion reads the
-        # whole resource graph): on a loaded CI host that took over 60 s once, so a wider bound.
+        # ``flux module load`` returns once the module reports itself running; Fluxion's modules
+        # do so before their synchronous start-up (graph, handshakes), see tests/flux/fluxion.py.
         return self.run("module", *args, check=check, timeout=timeout)
+
+    def modules(self, timeout: float = 60.0) -> dict[str, list[str]]:
+        """``flux module list``: each loaded module's name -> the services it provides."""
+        loaded: dict[str, list[str]] = {}
+        for line in self.module("list", timeout=timeout).stdout.splitlines()[1:]:
+            fields = line.split()  # Module Idle S Sendq Recvq [Service,...]
+            if fields:
+                loaded[fields[0]] = fields[5].split(",") if len(fields) > 5 else []
+        return loaded
+
+    def remove_schedulers(self, timeout: float = 300.0) -> None:
+        """Remove every loaded scheduler module (whatever provides the ``sched`` service, and
+        any of flux-core's or rush's by name), check that none is left, and return only once
+        the broker has torn down the process of each one it ran as a process.
+
+        ``flux module remove`` returns when the module has exited, but a module run as a
+        process (flux-core's Python ``sched-simple``, ``sched-backfill``, rush's module) is torn
+        down after that, in the broker's rexec thread: flux-core 0.88's ``msgchan_destroy``
+        (src/common/libsubprocess/msgchan.c) closes one end of the process's message socketpair
+        twice, once through the ``fd://`` handle's ``flux_close`` and once in
+        ``socketpair_close``. A module loaded meanwhile (Fluxion's, say) can be given that
+        descriptor number between the two closes and lose it: seen here as a Fluxion module
+        failing with EBADF in its start-up, the likely cause of a ``flux module load`` that
+        never returns. So nothing is loaded until ``flux sproc ps`` no longer lists them."""
+        processes = self.module_processes(timeout)
+        removed = []
+        for name, services in self.modules(timeout).items():
+            if name in SCHEDULER_MODULES or "sched" in services:
+                self.module("remove", name, timeout=timeout)
+                removed.append(name)
+        left = [name for name, services in self.modules(timeout).items() if "sched" in services]
+        if left:
+            raise RuntimeError(
+                f"{', '.join(left)} still provide the sched service after removal\n{self.diagnostics()}"
+            )
+        torn_down = {pid for pid, name in processes.items() if name in removed}
+        deadline = time.monotonic() + timeout
+        while torn_down & self.module_processes(timeout).keys():
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the broker still lists the processes {sorted(torn_down)} of {', '.join(removed)} "
+                    f"{timeout:g} s after their removal\n{self.diagnostics()}"
+                )
+            time.sleep(0.05)
+
+    def module_processes(self, timeout: float = 60.0) -> dict[int, str]:
+        """The modules the broker runs as processes: PID -> module name (the stem of the module
+        file in the process's command line), from ``flux sproc ps`` (its rexec service's list,
+        which keeps a process until its teardown is over) and /proc."""
+        found: dict[int, str] = {}
+        for line in self.run("sproc", "ps", "-no", "{pid} {cmd}", timeout=timeout).stdout.splitlines():
+            pid, _, cmd = line.partition(" ")
+            if not cmd.startswith("flux module-"):
+                continue
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:  # exited: still listed until the broker has torn it down
+                argv = []
+            files = [Path(arg).stem for arg in argv if arg.endswith((".py", ".so"))]
+            found[int(pid)] = files[-1] if files else ""
+        return found
 
     def use_scheduler(self, path_or_name: str, *args: str) -> None:
         """Replace the loaded scheduler module (``sched-simple`` by default) by another one."""
-        listing = self.module("list").stdout
-        for name in ("sched-simple", "sched-fifo", "sched-backfill", "sched-rush"):
-            if any(line.split()[:1] == [name] for line in listing.splitlines()):
-                self.module("remove", name)
+        self.remove_schedulers()
         self.module("load", path_or_name, *args)
+
+    # -- when something does not answer ---------------------------------------------------
+    def diagnostics(self, timeout: float = 20.0) -> str:
+        """What the broker shows, for a failure message: ``flux module list``, the tail of
+        ``flux dmesg`` and of the instance's log, and the broker's threads when gdb is here
+        (each command bounded by ``timeout``: a broker that does not answer is said so)."""
+        parts = []
+        for argv, tail in ((("module", "list"), 0), (("dmesg",), 60)):
+            try:
+                out = self.run(*argv, check=False, timeout=timeout)
+                text = out.stdout + out.stderr
+                text = "\n".join(text.splitlines()[-tail:]) if tail else text
+            except subprocess.TimeoutExpired:
+                text = f"(no answer in {timeout:g} s: the broker does not answer requests)"
+            parts.append(f"--- flux {' '.join(argv)}\n{text.rstrip()}")
+        parts.append(f"--- {self.workdir / 'flux.log'} (tail)\n{self.log_tail()}")
+        parts.append(f"--- broker threads\n{self.broker_stacks(timeout * 3)}")
+        return "\n".join(parts)
+
+    def broker_pids(self) -> list[int]:
+        """The PIDs of this instance's brokers (children of ``flux start``, by /proc)."""
+        if self.proc is None:
+            return []
+        pids = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                pid, rest = stat.read_text().split(" ", 1)
+                comm, fields = rest.rsplit(")", 1)
+            except (OSError, ValueError):
+                continue
+            if comm.startswith("(flux-broker") and int(fields.split()[1]) == self.proc.pid:
+                pids.append(int(pid))
+        return sorted(pids)
+
+    def broker_stacks(self, timeout: float = 60.0) -> str:
+        """Every thread's stack of rank 0's broker (``gdb -batch``), or why there are none."""
+        gdb = shutil.which("gdb")
+        pids = self.broker_pids()
+        if not gdb or not pids:
+            return "(no gdb on PATH)" if not gdb else "(no broker process found)"
+        argv = [gdb, "-p", str(pids[0]), "-batch", "-ex", "thread apply all bt"]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return f"(gdb did not finish in {timeout:g} s)"
+        threads: list[list[str]] = []
+        for line in out.stdout.splitlines():
+            if line.startswith("Thread "):
+                threads.append([line])
+            elif line.startswith("#") and threads:
+                threads[-1].append(line)
+        # A thread waiting in its reactor is idle; the others are where a hang is.
+        idle = [t[0].split('"')[1] for t in threads if len(t) > 1 and "epoll_wait" in t[1] and '"' in t[0]]
+        busy = ["\n".join(t) for t in threads if not (len(t) > 1 and "epoll_wait" in t[1] and '"' in t[0])]
+        if not threads:
+            return out.stderr.strip() or "(gdb printed no threads)"
+        return "\n".join([f"idle in their reactors: {', '.join(idle) or 'none'}", *busy])
