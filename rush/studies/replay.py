@@ -38,6 +38,7 @@ from rush.core.config import CoreConfig
 from rush.core.resources import Node
 from rush.errors import RJMSError, RushError
 from rush.rjms.base import RJMSBackend
+from rush.rjms.flux import scheduler_swap
 from rush.simulator.engine import simulate
 from rush.studies.replay_slurm import (
     INHERENT,
@@ -223,13 +224,31 @@ def _flux(uri: str, *argv: str, check: bool = True, timeout: float = 120.0) -> s
     return out
 
 
+def _runner(uri: str, timeout: float = 120.0) -> Callable[..., str]:
+    return lambda *argv: _flux(uri, *argv, timeout=timeout).stdout
+
+
 def loaded_scheduler(uri: str) -> str | None:
     """The name of the module that provides the ``sched`` service (None: no scheduler)."""
-    for line in _flux(uri, "module", "list").stdout.splitlines()[1:]:
-        fields = line.split()
-        if fields and "sched" in fields[-1].split(","):
-            return fields[0]
-    return None
+    return scheduler_swap.loaded_scheduler(_runner(uri))
+
+
+def _swap_scheduler(uri: str, load: tuple[str, ...] | None, check: bool = True) -> None:
+    """Remove the loaded scheduler, wait for the broker's teardown of its process (flux-core
+    0.88's double close, rush/rjms/flux/scheduler_swap.py), then ``flux module load *load``
+    (None: none). ``check=False`` (restoring after a failure): errors are logged, not raised."""
+    try:
+        scheduler_swap.remove_schedulers(_runner(uri), timeout=MODULE_LOAD)
+        if load is not None:
+            _flux(uri, "module", "load", *load, timeout=MODULE_LOAD)
+    except (RJMSError, RuntimeError, TimeoutError, subprocess.TimeoutExpired) as error:
+        if check:
+            raise RJMSError(
+                f"replacing the instance's scheduler: {error}",
+                where="replay --mode scheduler",
+                fix="check `flux module list` and `flux dmesg` on the instance",
+            ) from error
+        log.warning("restoring the instance's scheduler: %s", error)
 
 
 @contextmanager
@@ -251,32 +270,23 @@ def flux_rush_scheduler(uri: str, config_path: Path, module: Path | None = None)
             fix="reinstall rush (the module ships in rush/rjms/), or replay with --mode priority",
         )
     previous = loaded_scheduler(uri)
-    if previous is not None:
-        _flux(uri, "module", "remove", previous)
+    restore = (previous,) if previous is not None else None
     try:
         # Loading runs the module's set-up: the models loaded and warmed, every kernel loaded
         # (minutes on a cold cache and a loaded host), all before the window's first submit.
-        _flux(
-            uri, "module", "load", str(module), f"config={Path(config_path).resolve()}", timeout=MODULE_LOAD
-        )
+        _swap_scheduler(uri, (str(module), f"config={Path(config_path).resolve()}"))
         # One job through the module first: its first pass loads rush's core (imports, compiled
         # kernels: 1.7 s measured), which would otherwise delay the window's first jobs.
         _flux(uri, "run", "-n1", "--job-name=rush-replay-warmup", "true", timeout=MODULE_LOAD)
     except RJMSError:
-        current = loaded_scheduler(uri)
-        if current is not None and current != previous:
-            _flux(uri, "module", "remove", current, check=False)
-        if previous is not None:
-            _flux(uri, "module", "load", previous, check=False)
+        if loaded_scheduler(uri) != previous:
+            _swap_scheduler(uri, restore, check=False)
         raise
     try:
         yield previous or ""
     finally:
-        current = loaded_scheduler(uri)
-        if current is not None and current != previous:
-            _flux(uri, "module", "remove", current, check=False)
-        if previous is not None and current != previous:
-            _flux(uri, "module", "load", previous, check=False)
+        if loaded_scheduler(uri) != previous:
+            _swap_scheduler(uri, restore, check=False)
 
 
 def scheduler_differences(backend: RJMSBackend, nodes: tuple[Node, ...], scaled: Workload) -> dict:

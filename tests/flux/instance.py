@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rush.rjms.flux import scheduler_swap
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_PREFIX = Path("/opt/flux-core")
-# Scheduler modules by name (flux-core's, rush's), removed before another scheduler is loaded.
-SCHEDULER_MODULES = ("sched-simple", "sched-fifo", "sched-backfill", "sched-rush")
 
 
 def flux_prefix() -> Path | None:
@@ -237,66 +237,26 @@ class FluxInstance:
         # do so before their synchronous start-up (graph, handshakes), see tests/flux/fluxion.py.
         return self.run("module", *args, check=check, timeout=timeout)
 
+    def _flux_runner(self, timeout: float):
+        return lambda *argv: self.run(*argv, timeout=timeout).stdout
+
     def modules(self, timeout: float = 60.0) -> dict[str, list[str]]:
         """``flux module list``: each loaded module's name -> the services it provides."""
-        loaded: dict[str, list[str]] = {}
-        for line in self.module("list", timeout=timeout).stdout.splitlines()[1:]:
-            fields = line.split()  # Module Idle S Sendq Recvq [Service,...]
-            if fields:
-                loaded[fields[0]] = fields[5].split(",") if len(fields) > 5 else []
-        return loaded
+        return scheduler_swap.loaded_modules(self._flux_runner(timeout))
 
     def remove_schedulers(self, timeout: float = 300.0) -> None:
-        """Remove every loaded scheduler module (whatever provides the ``sched`` service, and
-        any of flux-core's or rush's by name), check that none is left, and return only once
-        the broker has torn down the process of each one it ran as a process.
-
-        ``flux module remove`` returns when the module has exited, but a module run as a
-        process (flux-core's Python ``sched-simple``, ``sched-backfill``, rush's module) is torn
-        down after that, in the broker's rexec thread: flux-core 0.88's ``msgchan_destroy``
-        (src/common/libsubprocess/msgchan.c) closes one end of the process's message socketpair
-        twice, once through the ``fd://`` handle's ``flux_close`` and once in
-        ``socketpair_close``. A module loaded meanwhile (Fluxion's, say) can be given that
-        descriptor number between the two closes and lose it: seen here as a Fluxion module
-        failing with EBADF in its start-up, the likely cause of a ``flux module load`` that
-        never returns. So nothing is loaded until ``flux sproc ps`` no longer lists them."""
-        processes = self.module_processes(timeout)
-        removed = []
-        for name, services in self.modules(timeout).items():
-            if name in SCHEDULER_MODULES or "sched" in services:
-                self.module("remove", name, timeout=timeout)
-                removed.append(name)
-        left = [name for name, services in self.modules(timeout).items() if "sched" in services]
-        if left:
-            raise RuntimeError(
-                f"{', '.join(left)} still provide the sched service after removal\n{self.diagnostics()}"
-            )
-        torn_down = {pid for pid, name in processes.items() if name in removed}
-        deadline = time.monotonic() + timeout
-        while torn_down & self.module_processes(timeout).keys():
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the broker still lists the processes {sorted(torn_down)} of {', '.join(removed)} "
-                    f"{timeout:g} s after their removal\n{self.diagnostics()}"
-                )
-            time.sleep(0.05)
+        """Remove every scheduler module and wait for the broker's teardown of their processes
+        (rush/rjms/flux/scheduler_swap.py: flux-core 0.88 closes one socket of a removed
+        module's process twice, and a module loaded meanwhile can lose that descriptor); a
+        scheduler left or a teardown outlasting ``timeout`` fails with the broker's state."""
+        try:
+            scheduler_swap.remove_schedulers(self._flux_runner(timeout), timeout)
+        except (RuntimeError, TimeoutError) as error:
+            raise type(error)(f"{error}\n{self.diagnostics()}") from error
 
     def module_processes(self, timeout: float = 60.0) -> dict[int, str]:
-        """The modules the broker runs as processes: PID -> module name (the stem of the module
-        file in the process's command line), from ``flux sproc ps`` (its rexec service's list,
-        which keeps a process until its teardown is over) and /proc."""
-        found: dict[int, str] = {}
-        for line in self.run("sproc", "ps", "-no", "{pid} {cmd}", timeout=timeout).stdout.splitlines():
-            pid, _, cmd = line.partition(" ")
-            if not cmd.startswith("flux module-"):
-                continue
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-            except OSError:  # exited: still listed until the broker has torn it down
-                argv = []
-            files = [Path(arg).stem for arg in argv if arg.endswith((".py", ".so"))]
-            found[int(pid)] = files[-1] if files else ""
-        return found
+        """The modules the broker runs as processes: PID -> module name (``flux sproc ps``)."""
+        return scheduler_swap.module_processes(self._flux_runner(timeout))
 
     def use_scheduler(self, path_or_name: str, *args: str) -> None:
         """Replace the loaded scheduler module (``sched-simple`` by default) by another one."""
