@@ -13,7 +13,8 @@ signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is `
 (D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``, H16 (seeds 9-40,
 ``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``, H17 (seeds 9-40, ``--rule "SPF-CI
 ranked where confident"``) ``paired_seeds_h17``, H18 (seeds 9-40, ``--rule "SPF-CI one step where
-confident"``) ``paired_seeds_h18``. A rule's runs with ties by
+confident"``) ``paired_seeds_h18``; ``--traces HPC2N`` (round 22, D22: a trace H18 was not shaped
+on) needs HPC2N's rows in ``results/published/rush_q.csv`` first. A rule's runs with ties by
 arrival must equal its committed single run (H13a's below; another rule's row of
 ``results/published/rush_q.csv``).
 
@@ -186,7 +187,8 @@ def summary(rows: list[dict], traces: tuple[str, ...], rule: str = H13A) -> list
 
 
 def main() -> None:
-    traces = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE")
+    # Table 6.6's four; HPC2N: round 22's confirmation of H18 on a trace it was not shaped on (D22).
+    traces = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE", "HPC2N")
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--traces", default=",".join(traces))
     parser.add_argument("--seeds", default="1-8", type=_seeds, help="a range of tie-break seeds, e.g. 1-8")

@@ -378,3 +378,35 @@ def test_paired_seeds_refuses_an_out_that_is_not_a_file_stem(monkeypatch, capsys
         script.main()
     assert exit_.value.code == 2
     assert "paired_seeds_d16" in capsys.readouterr().err
+
+
+def test_paired_seeds_runs_hpc2n_the_confirmation_trace(tmp_path, monkeypatch, capsys) -> None:
+    """D22: HPC2N (a trace H18 was not shaped on) is a trace of the paired reading; its row lands
+    after Table 6.6's four."""
+    sim = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions"
+    script = load_script(sim / "paired_seeds.py", "paired_seeds")
+    rule = "SPF-CI one step where confident"
+
+    def rows(trace, seeds, rule_):
+        return [
+            {
+                "trace": trace,
+                "scheduler": name,
+                "tie_seed": seed,
+                "improvement_over_easy_fcfs_pct": pct + k,
+                "fcfs_ci_kills": 5,
+            }
+            for k, seed in enumerate(("arrival", 9, 10, 11))
+            for name, pct in ((script.SPF_CI, 60.0), (rule_, 61.0 if seed != 10 else 59.0))
+        ]
+
+    (tmp_path / "results" / "published").mkdir(parents=True)
+    monkeypatch.setattr(script, "HERE", tmp_path)
+    monkeypatch.setattr(script, "run_trace", rows)
+    monkeypatch.setattr(
+        "sys.argv", ["paired_seeds.py", "--traces", "HPC2N", "--seeds", "9-11", "--rule", rule, "--out", "p"]
+    )
+    script.main()
+    table = (tmp_path / "results" / "published" / "p.md").read_text().splitlines()
+    assert len(table) == 3 and table[2].startswith("| HPC2N | 3 |")
+    assert "| 2 of 3 |" in table[2]
