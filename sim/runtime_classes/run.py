@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import json
 import time
 from pathlib import Path
@@ -51,6 +52,33 @@ JOB_SETS = ("full", "published")
 OUT = Path(__file__).parent / "results"
 # The classifier, fixed before looking at any scheduling result (module docstring).
 SHORT = 10.0  # "premature" jobs: recall of jobs that ran <= 10 s
+
+
+def _cell_value(text: str) -> object:
+    """A CSV cell back as the value written: None, int, float (repr round-trips) or text."""
+    if text == "":
+        return None
+    for kind in (int, float):
+        with contextlib.suppress(ValueError):
+            return kind(text)
+    return text
+
+
+def with_other_traces(out: Path, name: str, rows: list[dict], traces) -> list[dict]:
+    """``rows`` and the rows on disk (``out/<name>.csv``) of the traces not run now, in
+    :data:`TRACES`' order then the others' (a run of some traces adds or replaces their rows and
+    keeps the table's other rows: round 22 added LLNL-Atlas without rerunning the five)."""
+    path = out / f"{name}.csv"
+    kept = []
+    if path.exists():
+        with open(path, newline="") as fh:
+            kept = [
+                {k: _cell_value(v) for k, v in r.items()}
+                for r in csv.DictReader(fh)
+                if r["trace"] not in traces
+            ]
+    order = {t: i for i, t in enumerate(TRACES)}
+    return sorted(kept + rows, key=lambda r: order.get(r["trace"], len(order)))
 
 
 def load(trace_name: str, job_set: str):
@@ -255,7 +283,9 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
         for t, js, m, wf in walks
         for decision, w in (("plain", wf), ("idempotent", wf.for_idempotent()))
     ]
-    write_table(out, "classification", quality, list(quality[0]))
+    write_table(
+        out, "classification", with_other_traces(out, "classification", quality, traces), list(quality[0])
+    )
 
     base = {
         r["trace"]: r["mean_bounded_slowdown"]
@@ -266,10 +296,11 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
         r["improvement_over_easy_fcfs_pct"] = (
             100.0 * (base[r["trace"]] - r["mean_bounded_slowdown"]) / base[r["trace"]]
         )
+    table = with_other_traces(out, "improvement", rows, traces)
     write_table(
         out,
         "improvement",
-        rows,
+        table,
         [
             "trace",
             "job_set",
@@ -284,12 +315,12 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
             "wasted_area",
         ],
     )
-    summary = summary_rows(rows)
+    summary = summary_rows(table)
     write_table(out, "summary", summary, list(summary[0]))
     write_table(
         out,
         "fairness",
-        rows,
+        with_other_traces(out, "fairness", rows, traces),
         ["trace", "job_set", "policy", "variant", "bsld_small", "bsld_large", "kills", "wasted_area"],
     )
     importances = importance_rows(first)
@@ -299,7 +330,7 @@ def run(traces, job_set, modes, policies, n_jobs, dask) -> None:
     (out / "run.json").write_text(
         json.dumps(
             {
-                "traces": traces,
+                "traces": list(dict.fromkeys(r["trace"] for r in table)),  # the tables'
                 "job_set": job_set,
                 "modes": modes,
                 "policies": list(policies),
