@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _flux._core import ffi, lib  # type: ignore[import-not-found]
-from flux.constants import FLUX_KVS_NO_MERGE  # type: ignore[import-not-found]
 from flux.kvs import KVSTxn  # type: ignore[import-not-found]
 from flux.kvs import commit_async as kvs_commit_async  # type: ignore[import-not-found]
 from flux.scheduler import _ALLOC_SUCCESS  # type: ignore[import-not-found]
@@ -68,9 +67,6 @@ class AllocAnswers:
     answer_at_once: int = ANSWER_AT_ONCE
     # Called when the last open commit has been answered (a settling pass runs then).
     on_all_answered: Callable[[], None] | None = None
-    # False: each commit carries FLUX_KVS_NO_MERGE, applied by the KVS alone (module argument
-    # commit-merge=no); the same R, committed before the same answers.
-    merge: bool = True
 
     def begin(self) -> None:
         """A pass starts allocating: successes are collected from now on."""
@@ -100,8 +96,7 @@ class AllocAnswers:
             if lib.flux_job_kvs_key(key, 128, jobid, b"R") < 0:
                 raise OSError("flux_job_kvs_key failed")
             txn.put(ffi.string(key).decode(), r)
-        flags = 0 if self.merge else FLUX_KVS_NO_MERGE
-        batch = Committing(answers, kvs_commit_async(self.handle, flags=flags, _kvstxn=txn))
+        batch = Committing(answers, kvs_commit_async(self.handle, _kvstxn=txn))
         batch.commit.then(lambda _future, done: self.answer(done), batch)
         self.open.append(batch)
         self.this_pass.append(batch)

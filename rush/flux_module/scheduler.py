@@ -16,9 +16,7 @@ the messages queued for the module and, after a long pass, its open KVS commits,
 pass_settle.py; default :data:`rush.flux_module.pass_settle.SETTLE_MIN`; 0: it never waits, as
 before), ``idle-queue=N`` (an idle module, no job running and no commit open, runs a due pass at
 once while at most N jobs are queued; default :data:`rush.flux_module.pass_settle.IDLE_QUEUE`;
-0: an idle module settles as a busy one), ``commit-merge=no`` (the pass's KVS commits of R carry
-``FLUX_KVS_NO_MERGE``: the KVS applies each alone, not merged with the commits queued after it;
-default ``yes``, the KVS's merging), plus the base class's ``queue-depth=`` and
+0: an idle module settles as a busy one), plus the base class's ``queue-depth=`` and
 ``log-level=``. The full pending queue is kept (``queue_depth = "unlimited"``).
 
 This is a shell: no scheduling rule lives here. Every pass turns the module's own view (the
@@ -108,7 +106,6 @@ class ModuleArgs:
     start_batch: int = START_BATCH
     settle: float = SETTLE_MIN
     idle_queue: int = IDLE_QUEUE
-    commit_merge: bool = True
 
     @classmethod
     def parse(cls, args: list[str]) -> tuple[ModuleArgs, list[str]]:
@@ -147,10 +144,6 @@ class ModuleArgs:
                         "(0: an idle module settles as a busy one)"
                     )
                 out.idle_queue = int(value)
-            elif key == "commit-merge" and sep:
-                if value not in ("yes", "no"):
-                    raise ValueError(f"commit-merge={value!r}: give yes or no, e.g. commit-merge=no")
-                out.commit_merge = value == "yes"
             else:
                 rest.append(arg)
         return out, rest
@@ -231,7 +224,6 @@ class RushScheduler(Scheduler):
         self._answering: int | None = None
         # Each pass's allocations: KVS commits of CHUNK jobs, answered when done (alloc_answers.py).
         self.answers = AllocAnswers(h, self.log, self.stop_error, on_all_answered=self._commits_answered)
-        self.answers.merge = options.commit_merge
         # A due pass first reads what is queued for the module and lets its commits complete,
         # through flux-core 0.88's private pass timer: without it, every due pass runs at once.
         self.settle = PassSettle(limit=options.settle, idle_queue=options.idle_queue)
@@ -329,7 +321,6 @@ class RushScheduler(Scheduler):
         stats = super().stats_get()
         stats.update(self.settle.stats())
         stats["t_estimate_annotations"] = self.estimates_sent
-        stats["commit_merge"] = "yes" if self.answers.merge else "no"
         return stats
 
     def _periodic_pass(self) -> None:

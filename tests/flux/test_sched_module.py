@@ -348,12 +348,6 @@ def test_a_bad_start_batch_or_settle_refuses_to_load(rush_flux, tmp_path):
         )
         assert out.returncode != 0
         assert "idle-queue=" in out.stderr + flux.log_tail(40)
-    for value in ("", "0", "No", "off"):
-        out = flux.module(
-            "load", str(MODULE), f"config={write_config(tmp_path)}", f"commit-merge={value}", check=False
-        )
-        assert out.returncode != 0
-        assert "commit-merge=" in out.stderr + flux.log_tail(40)
 
 
 def test_idle_queue_zero_turns_the_idle_first_pass_off(start_flux, tmp_path):
@@ -371,21 +365,18 @@ def test_idle_queue_zero_turns_the_idle_first_pass_off(start_flux, tmp_path):
     assert stats["passes_run_at_once_idle"] == 0
 
 
-@pytest.mark.parametrize("merge", ["yes", "no"])
-def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path, merge):
+def test_a_pass_of_several_commit_chunks_answers_every_job_once_without_waiting(start_flux, tmp_path):
     """A pass that starts more jobs than one KVS commit holds (alloc_answers.CHUNK) sends a
     commit per chunk and answers each when it is done, without waiting for it (at the pass's
     steps, the next pass's start or the commit's continuation). 200 one-node jobs wait behind a
     job that holds all 200 fake nodes until every one has reached the module, so that one pass
     starts them all: each runs once (a job answered before its R is in the KVS fails in
-    job-exec), and the pool holds nothing at the end. The same with ``commit-merge=no`` (each
-    commit applied by the KVS alone), which the module's stats confirm."""
+    job-exec), and the pool holds nothing at the end."""
     from rush.flux_module.alloc_answers import CHUNK
 
     nodes = 200
     flux = start_flux(size=1, config=f"[fake-resources]\nnnodes = {nodes}\ncores-per-node = 1\n")
-    load_rush(flux, write_config(tmp_path), f"commit-merge={merge}")
-    assert json.loads(flux.run("module", "stats", "sched-rush").stdout)["commit_merge"] == merge
+    load_rush(flux, write_config(tmp_path))
     simulated = "--setattr=system.exec.test.run_duration=0.01s"  # flux-core's test exec: no shell
     blocker = flux.submit(f"-N{nodes}", "-t", "1m", "--setattr=system.exec.test.run_duration=600s", "true")
     flux.run("job", "wait-event", "-t", "60", str(blocker), "start")
