@@ -28,7 +28,10 @@ from another client (a thread of this process) and keeps each commit's latency i
 
 ``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
 unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
-eventlog and a trace of its first alloc response.
+eventlog, a trace of its first alloc response and the broker's log (``dmesg.txt``: the KVS's
+merged root versions, "aggregated N transactions (M ops)"). Every run prints the KVS's work from
+queue start to the last clean: commit requests, operations, root versions, content objects and
+bytes (``flux module stats kvs`` and ``content``; docs/research.md, r30tput9).
 
 ``--base DIR`` also runs rush's module from another checkout (e.g. main's, ``git archive``d to
 DIR), its broker importing rush from DIR first, in the same sitting; ``--repeat N`` runs every
