@@ -28,7 +28,10 @@ from another client (a thread of this process) and keeps each commit's latency i
 
 ``--fast`` also runs the prototype in benchmarks/flux_fast_sched.py (rush/flux_module/
 unchanged); ``--keep DIR`` keeps each run's journal, timeline, first job's
-eventlog and a trace of its first alloc response.
+eventlog, a trace of its first alloc response and the broker's log (``dmesg.txt``: the KVS's
+merged root versions, "aggregated N transactions (M ops)"). Every run prints the KVS's work from
+queue start to the last clean: commit requests, operations, root versions, content objects and
+bytes (``flux module stats kvs`` and ``content``; docs/research.md, r30tput9).
 
 ``--base DIR`` also runs rush's module from another checkout (e.g. main's, ``git archive``d to
 DIR), its broker importing rush from DIR first, in the same sitting; ``--repeat N`` runs every
@@ -302,13 +305,30 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
         rss_before = broker_peak_rss_mb(flux)
         events_before = journal_events(flux)
         cpu_before = cpu_seconds(flux)
+        kvs_before = kvs_counters(flux)
         go = time.time()
         probe = RpcProbe(flux) if args.probe else contextlib.nullcontext()
         kvs_probe = KvsProbe(flux) if args.kvs_probe else contextlib.nullcontext()
+        # With --keep, the broker's log as it comes: the KVS logs each merged root version at
+        # debug level ("aggregated N transactions (M ops)"), the timeline of its versions.
+        dmesg = (
+            subprocess.Popen(
+                [flux.flux, "dmesg", "--follow"],
+                env=flux.env(),
+                stdout=(workdir / "dmesg.txt").open("w"),
+                stderr=subprocess.DEVNULL,
+            )
+            if args.keep
+            else None
+        )
         with probe, kvs_probe:
             flux.run("queue", "start", "--quiet", check=False)
             wait_all_clean(flux, jobs, timeout=args.timeout)
+        if dmesg is not None:
+            dmesg.terminate()
+            dmesg.wait(timeout=60)
         cpu_after = cpu_seconds(flux)
+        kvs_after = kvs_counters(flux)
         events_after = journal_events(flux)
         stats = module_stats(flux, load)
         done = json.loads(flux.run("jobs", "-a", "--count=0", "--json", timeout=120).stdout or "{}")["jobs"]
@@ -353,6 +373,8 @@ def one_run(workdir: Path, load: list[str], env: dict, jobs: int, args: argparse
             "cpu_by_part": {k: cpu_after[k] - cpu_before.get(k, 0.0) for k in cpu_after},
             # The job-manager's journal events (every job event, annotations included) in the run.
             "journal_events": events_after - events_before,
+            # The KVS's work from queue start to the last clean (kvs_counters).
+            "kvs": {k: kvs_after[k] - kvs_before[k] for k in kvs_after if k in kvs_before},
         }
         if stats:
             result["module_stats"] = stats
@@ -453,6 +475,25 @@ def journal_events(flux: FluxInstance) -> int:
         return int(json.loads(out.stdout)["journal"]["events"])
     except (ValueError, KeyError, TypeError):
         return -1
+
+
+def kvs_counters(flux: FluxInstance) -> dict[str, float]:
+    """The broker's KVS so far (``flux module stats kvs`` and ``content``): commit requests, their
+    operations, root versions of the primary namespace (commits merged into one count once), and
+    the content store's objects and bytes; {} if unknown."""
+    try:
+        kvs = json.loads(flux.run("module", "stats", "kvs", check=False).stdout)
+        content = json.loads(flux.run("module", "stats", "content", check=False).stdout)
+        commit = kvs["transaction-opcount"].get("commit", {"count": 0, "mean": 0.0})
+        return {
+            "commits": float(commit["count"]),
+            "ops": commit["count"] * commit["mean"],
+            "root_versions": float(kvs["namespace"]["primary"]["store revision"]),
+            "content_objects": float(content["count"]),
+            "content_bytes": float(content["size"]),
+        }
+    except (ValueError, KeyError, TypeError):
+        return {}
 
 
 def module_stats(flux: FluxInstance, load: list[str]) -> dict:
@@ -630,6 +671,14 @@ def run_one(base: Path, name: str, load: list[str], env: dict, jobs: int, args: 
         print(
             f"    job-manager journal: {r['journal_events'] / jobs:.2f} events per job; CPU ms per job: "
             + ", ".join(f"{k} {1000 * v / jobs:.2f}" for v, k in parts[:8] if v > 0),
+            flush=True,
+        )
+    if r.get("kvs"):
+        k = r["kvs"]
+        print(
+            f"    KVS in the run: {k['commits']:.0f} commit requests, {k['ops']:.0f} operations, "
+            f"{k['root_versions']:.0f} root versions, {k['content_objects']:.0f} content objects "
+            f"({k['content_bytes'] / 1e6:.1f} MB)",
             flush=True,
         )
     settled = r.get("module_stats", {})
