@@ -48,6 +48,7 @@ import numpy as np
 from numba import njit
 
 from rush.core.names import PREDICTION_CORRECTIONS
+from rush.core.slowdown_rank import quantile_table
 from rush.errors import PolicyError
 
 CORRECTION_NONE = 0
@@ -196,15 +197,7 @@ def _confident_jobs(
     confident when its predicted quantile at ``level`` is finite, non-negative and at most its
     (finite, positive) request divided by ``margin``. A PolicyError for a ``level`` the model does
     not predict, a ``margin`` below 1 or mismatched shapes."""
-    q = np.asarray(quantiles, dtype=np.float64)
-    lv = np.asarray(levels, dtype=np.float64)
-    requested = np.ascontiguousarray(requested_time, dtype=np.float64)
-    if q.ndim != 2 or q.shape[1] != len(lv) or requested.shape != (q.shape[0],):
-        raise PolicyError(
-            f"quantiles of shape {q.shape} for {len(lv)} levels and {requested.shape} requests",
-            where="confident_ranking_runtimes",
-            fix="give one row of quantiles (one per level) and one request per job",
-        )
+    q, lv, requested = quantile_table(quantiles, levels, requested_time, "confident_ranking_runtimes")
     at = np.flatnonzero(np.isclose(lv, level))
     if len(at) != 1:
         raise PolicyError(
@@ -238,9 +231,7 @@ def confident_ranking_runtimes(
     requests keep their order (arrival, or a tie-break rule's). A PolicyError for a ``level`` the
     model does not predict, a ``margin`` below 1 or mismatched shapes."""
     requested, upper, confident = _confident_jobs(quantiles, levels, requested_time, level, margin)
-    out = requested.copy()
-    out[confident] = np.minimum(np.maximum(upper[confident], MIN_PREDICTION), requested[confident])
-    return out
+    return _moved_keys(requested, confident, upper[confident])
 
 
 def confident_step_ranking_runtimes(
@@ -259,9 +250,14 @@ def confident_step_ranking_runtimes(
     request], and confident jobs keep their requests' order among themselves. The same
     PolicyErrors as H17's."""
     requested, _, confident = _confident_jobs(quantiles, levels, requested_time, level, margin)
+    return _moved_keys(requested, confident, requested[confident] / margin)
+
+
+def _moved_keys(requested: np.ndarray, confident: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The requests as ranking keys, the ``confident`` jobs' replaced by ``keys`` floored at
+    :data:`MIN_PREDICTION` and capped by the request (a job never ranks behind what it asked)."""
     out = requested.copy()
-    step = requested[confident]
-    out[confident] = np.minimum(np.maximum(step / margin, MIN_PREDICTION), step)
+    out[confident] = np.minimum(np.maximum(keys, MIN_PREDICTION), requested[confident])
     return out
 
 

@@ -36,6 +36,24 @@ def equivalent_runtime(index: np.ndarray, tau: float) -> np.ndarray:
     return np.where(index >= tau * tau, np.sqrt(np.maximum(index, 0.0)), index / tau)
 
 
+def quantile_table(
+    quantiles: np.ndarray, levels: np.ndarray, requested_time: np.ndarray, where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(quantiles (n, k), levels (k,), requests (n,)) as float arrays, or a PolicyError at
+    ``where`` when the shapes do not match: the check every rule on a predicted distribution
+    makes before it reads one (the slowdown rank; H17's and H18's confidence gate)."""
+    q = np.asarray(quantiles, dtype=np.float64)
+    lv = np.asarray(levels, dtype=np.float64)
+    req = np.ascontiguousarray(requested_time, dtype=np.float64)
+    if q.ndim != 2 or q.shape[1] != len(lv) or req.shape != (q.shape[0],):
+        raise PolicyError(
+            f"quantiles of shape {q.shape} for {len(lv)} levels and {req.shape} requests",
+            where=where,
+            fix="give one row of quantiles (one per level) and one request per job",
+        )
+    return q, lv, req
+
+
 def slowdown_ranking_runtimes(
     quantiles: np.ndarray, levels: np.ndarray, requested_time: np.ndarray, tau: float
 ) -> np.ndarray:
@@ -49,15 +67,7 @@ def slowdown_ranking_runtimes(
             where="slowdown ranking tau",
             fix="use the metric's tau, e.g. 10",
         )
-    q = np.asarray(quantiles, dtype=np.float64)
-    lv = np.asarray(levels, dtype=np.float64)
-    req = np.asarray(requested_time, dtype=np.float64)
-    if q.ndim != 2 or q.shape[1] != len(lv) or req.shape != (q.shape[0],):
-        raise PolicyError(
-            f"quantiles of shape {q.shape} for {len(lv)} levels and {req.shape} requests",
-            where="slowdown ranking quantiles",
-            fix="give one row of quantiles (one per level) and one request per job",
-        )
+    q, lv, req = quantile_table(quantiles, levels, requested_time, "slowdown ranking quantiles")
     if len(lv) == 0 or np.any(np.diff(lv) <= 0) or lv[0] <= 0 or lv[-1] >= 1:
         raise PolicyError(
             f"quantile levels must increase strictly inside (0, 1), got {lv.tolist()}",
