@@ -139,7 +139,9 @@ def run_online(trace: str, job_set: str) -> list[dict]:
         _row(trace, job_set, workload, "easy++", config, logged.predicted),
         _row(trace, job_set, workload, "easy++-online", config, online="easy++-online"),
     ]
+    wait = workload.extra.get("wait")
     for r in rows:
+        r["log_mean_wait"] = float(np.mean(np.maximum(wait, 0.0))) if wait is not None else None
         r["improvement_over_easy_fcfs_pct"] = (
             100.0
             * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])

@@ -42,6 +42,7 @@ RUNS = [
     "mean_bounded_slowdown",
     "improvement_over_easy_fcfs_pct",
     "mean_wait",
+    "log_mean_wait",
     "killed",
     "backfilled",
     "median_absolute_error",
@@ -97,7 +98,9 @@ def run(traces: list[str], job_set: str) -> None:
         committed = committed_easy_pp(out, trace)
         mine = next(r["mean_bounded_slowdown"] for r in rows if r["scheduler"] == "easy++")
         if committed is not None and abs(mine - committed) > 1e-9 * committed:
-            sys.exit(f"{trace} ({job_set}): EASY++ on the log's history gives {mine}, run.py committed {committed}")
+            sys.exit(
+                f"{trace} ({job_set}): EASY++ on the log's history gives {mine}, run.py committed {committed}"
+            )
         runs += rows
         table.append(summary(rows))
         print(f"{trace} {job_set}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
