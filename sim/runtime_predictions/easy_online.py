@@ -111,17 +111,62 @@ def run(traces: list[str], job_set: str) -> None:
     write_table(out, "easy_online", table, SUMMARY)
 
 
+def jitter(traces: list[str], job_set: str, seeds: int) -> None:
+    """D-on1 (post hoc): EASY++ on the log's history under information-free jitters, seeds 1..N;
+    ``results/<job set>/easy_online_jitter.md``: per trace, min, max and sd of the figure beside
+    the online history's difference (rows of traces not run kept)."""
+    import statistics
+
+    from rush.studies.runtime_predictions import jittered_easy_pp
+
+    out = OUT / job_set
+    table = kept(out / "easy_online_jitter.csv", traces)
+    online = {r["trace"]: r for r in csv.DictReader((out / "easy_online.csv").open())}
+    for trace in traces:
+        figures = [
+            r["improvement_over_easy_fcfs_pct"]
+            for r in jittered_easy_pp(trace, job_set, list(range(1, seeds + 1)))
+        ]
+        log = float(online[trace]["EASY++ log history"])
+        table.append(
+            {
+                "trace": trace,
+                "seeds": seeds,
+                "log history": f"{log:.2f}",
+                "jitter min - log": f"{min(figures) - log:+.2f}",
+                "jitter max - log": f"{max(figures) - log:+.2f}",
+                "jitter sd": f"{statistics.stdev(figures):.2f}",
+                "online - log": online[trace]["online - log"],
+            }
+        )
+        print(table[-1], flush=True)
+    order = {t: k for k, t in enumerate(TRACES)}
+    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    write_table(out, "easy_online_jitter", table, list(table[-1]))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=[*JOB_SETS, "both"])
+    parser.add_argument(
+        "--jitter-seeds",
+        type=int,
+        default=0,
+        help="D-on1 (post hoc): the jitter runs instead, seeds 1..N (>= 2)",
+    )
     args = parser.parse_args(argv)
+    if args.jitter_seeds == 1 or args.jitter_seeds < 0:
+        parser.error("--jitter-seeds: give 0 (the main runs) or at least 2 seeds")
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
     for job_set in JOB_SETS if args.job_set == "both" else [args.job_set]:
-        run(traces, job_set)
+        if args.jitter_seeds:
+            jitter(traces, job_set, args.jitter_seeds)
+        else:
+            run(traces, job_set)
 
 
 if __name__ == "__main__":

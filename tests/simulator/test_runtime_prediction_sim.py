@@ -209,7 +209,7 @@ def test_online_history_is_the_replays_completion_order_not_the_logs() -> None:
 
     # On 3 processors A (user 2) fills the machine until 100; B and C (user 1) ended at 51 and 52
     # in the log but run 100-150 in the replay; the head H (3 processors) waits behind them;
-    # D (user 1) arrives at 120 with one processor free.
+    # D (user 1) arrives at 120 with one processor free; E (user 1) at 170.
     w = _users_workload(
         3,
         [
@@ -218,18 +218,21 @@ def test_online_history_is_the_replays_completion_order_not_the_logs() -> None:
             (2, 1, 50, 1000, 1),  # C
             (110, 3, 10, 100, 2),  # H
             (120, 1, 20, 1000, 1),  # D
+            (170, 1, 5, 1000, 1),  # E
         ],
     )
     # From the log, D's user has finished B and C by 120: D is predicted 50 s, backfills at 120.
     logged = predict_walkforward(w, make_predictor("easy++")).predicted
-    assert logged.tolist() == [100.0, 1000.0, 1000.0, 100.0, 50.0]
+    # E: the log's last two of user 1 by 170 are D (ended at 140) and C: (20 + 50) / 2.
+    assert logged.tolist() == [100.0, 1000.0, 1000.0, 100.0, 50.0, 35.0]
     from_log = _easy_pp(w, SimInputs(estimate=logged))
-    assert from_log.start.tolist() == [0.0, 100.0, 100.0, 150.0, 120.0]
+    assert from_log.start.tolist() == [0.0, 100.0, 100.0, 150.0, 120.0, 170.0]
     # In the replay nothing of user 1 has finished by 120: D gets its request, 120 + 1000 passes
-    # the head's reservation (B and C's predicted ends, 1100): it waits for H (150-160).
+    # the head's reservation (B and C's predicted ends, 1100): it waits for H (150-160). At 170
+    # the replay has ended B and C (at 150), not D (160-180): E is predicted (50 + 50) / 2.
     online = _easy_pp(w, SimInputs(online_prediction="easy++-online"))
-    assert online.attributes["estimate"].tolist() == [100.0, 1000.0, 1000.0, 100.0, 1000.0]
-    assert online.start.tolist() == [0.0, 100.0, 100.0, 150.0, 160.0]
+    assert online.attributes["estimate"].tolist() == [100.0, 1000.0, 1000.0, 100.0, 1000.0, 50.0]
+    assert online.start.tolist() == [0.0, 100.0, 100.0, 150.0, 160.0, 170.0]
 
 
 def test_online_equals_log_history_when_the_log_is_the_replays_schedule() -> None:
