@@ -135,6 +135,7 @@ def jitter(traces: list[str], job_set: str, seeds: int) -> None:
                 "log history": f"{log:.2f}",
                 "jitter min - log": f"{min(figures) - log:+.2f}",
                 "jitter max - log": f"{max(figures) - log:+.2f}",
+                "jitter mean - log": f"{statistics.mean(figures) - log:+.2f}",
                 "jitter sd": f"{statistics.stdev(figures):.2f}",
                 "online - log": online[trace]["online - log"],
             }
