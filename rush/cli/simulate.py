@@ -185,21 +185,43 @@ def run_one(
         on_nodes=choice.on_nodes,
         nodes_per_leaf=choice.nodes_per_leaf,
     )
+    if inputs.online_prediction is not None:
+        classification = _online_summary(result, inputs.online_prediction)
     return result, classification
+
+
+def _online_summary(result: SimResult, name: str) -> dict:
+    """The accuracy of the predictions made in the replay (as a walk-forward's summary)."""
+    from rush.models.runtime_predictors import RuntimePredictions
+
+    estimate = result.attributes["estimate"]
+    predictions = RuntimePredictions(
+        predicted=estimate,
+        raw=estimate,
+        runtime=result.runtime,
+        requested_time=result.requested_time,
+        dropped_history=0,
+        clipped_history=0,
+        fallbacks=0,
+        seconds=0.0,
+    )
+    return predictions.summary() | {"predictor": name, "history": "the replay's own completions"}
 
 
 def _prediction_inputs(workload: Workload, choice: RunChoice):
     """Walk-forward predictions as the jobs' estimates, with the predictor's backfill order
     (unless --backfill-policy is given) and correction rule (unless --prediction-correction is)."""
-    from rush.core.runtime_predictions import prediction_policy
+    from rush.core.runtime_predictions import ONLINE_PREDICTIONS, prediction_policy
     from rush.models.runtime_predictors import make_predictor, predict_walkforward
     from rush.simulator.engine import SimInputs
 
     name = str(choice.runtime_prediction)
     order, correction = prediction_policy(name)
+    kwargs = {"prediction_correction": choice.prediction_correction or correction}
+    if name in ONLINE_PREDICTIONS:  # predicted in the replay: the summary comes after it
+        return SimInputs(online_prediction=name), kwargs, choice.backfill_policy or order, None
     predictions = predict_walkforward(workload, make_predictor(name))
     summary = predictions.summary() | {"predictor": name, "seconds": predictions.seconds}
-    kwargs = {"prediction_correction": choice.prediction_correction or correction}
     return SimInputs(estimate=predictions.predicted), kwargs, choice.backfill_policy or order, summary
 
 
@@ -223,13 +245,15 @@ def _check_prediction(runtime_prediction: str | None, correction: str | None, cl
                 fix="add --runtime-prediction easy++ (or gaussier)",
             )
         return
+    from rush.core.runtime_predictions import ONLINE_PREDICTIONS
     from rush.models.runtime_predictors import PREDICTORS
 
-    if runtime_prediction not in PREDICTORS:
+    choices = [*PREDICTORS, *ONLINE_PREDICTIONS]
+    if runtime_prediction not in choices:
         raise ConfigError(
             f"unknown runtime predictor {runtime_prediction!r}",
             where="--runtime-prediction",
-            fix=f"use one of: {', '.join(PREDICTORS)}",
+            fix=f"use one of: {', '.join(choices)}",
         )
     if correction is not None and correction not in PREDICTION_CORRECTIONS:
         raise ConfigError(
@@ -449,8 +473,10 @@ def simulate_command(
     runtime_prediction: str | None = typer.Option(
         None,
         "--runtime-prediction",
-        help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al.), gaussier "
-        "(Gaussier et al.) or runtime-quantiles (rush's own model, slow on whole traces); backfills the shortest predicted job first unless --backfill-policy is given.",
+        help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al., from the jobs "
+        "that ended in the log), easy++-online (the same rule fed by the replay's own completions, "
+        "as Tsafrir et al. ran it), gaussier (Gaussier et al.) or runtime-quantiles (rush's own model, "
+        "slow on whole traces); backfills the shortest predicted job first unless --backfill-policy is given.",
     ),
     prediction_correction: str | None = typer.Option(
         None,

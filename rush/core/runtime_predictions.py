@@ -26,6 +26,13 @@ event loop and the live pass:
 The simulator applies the correction at the moment a running job outlives its estimate (an
 event of its loop); the live pass at every pass, from ``now - start``.
 
+EASY++ from the replay's own completions (:data:`ONLINE_PREDICTIONS`): the prediction rule
+:func:`last_two_prediction` (the mean of the user's last two finished runs, through
+:func:`predicted_runtime`'s guard; the request with fewer than two) and its state update
+:func:`record_finished_run` are called by the simulator's loop, which only carries the per-user
+state, at each arrival and each finished run; the offline predictor
+(:mod:`rush.models.runtime_predictors.easy_plus_plus`) applies the same rule to the log's history.
+
 Backfill order: shortest predicted job backfilled first (SJBF, EASY++) is the EASY pass's
 scan order with ``CoreConfig.backfill_policy`` SPF over the predicted estimates (SAF: by
 predicted area); no separate rule is needed.
@@ -124,11 +131,46 @@ def running_estimates(
     return out
 
 
+# Prediction sources computed inside the simulator's loop from the replay's own completions
+# (``SimInputs.online_prediction``; ``rush simulate --runtime-prediction easy++-online``):
+# the name a surface accepts -> the offline predictor whose rule it runs online.
+ONLINE_PREDICTIONS: dict[str, str] = {"easy++-online": "easy++"}
+
+
+@njit(cache=True)
+def record_finished_run(history: np.ndarray, user: int, runtime: float) -> None:
+    """A job of ``user`` (-1: unknown, not recorded) finished after running ``runtime``
+    seconds: it becomes the user's last run, the previous last the one before. A NaN,
+    infinite or negative runtime says nothing and is not recorded (as the offline history's
+    :func:`rush.models.runtime_predictors.protocol.usable_history`)."""
+    if user < 0 or not (runtime >= 0.0) or runtime == np.inf:
+        return
+    history[user, 1] = history[user, 0]
+    history[user, 0] = runtime
+
+
+@njit(cache=True)
+def last_two_prediction(history: np.ndarray, user: int, requested_time: float) -> float:
+    """EASY++'s prediction (Tsafrir, Etsion & Feitelson, TPDS 2007) for a job of ``user``
+    submitted now: the mean of the user's last two finished runtimes, through
+    :func:`predicted_runtime`'s guard (capped by the request, floored at one second, the
+    request for a zero mean); the request when the user has fewer than two finished runs or
+    is unknown (-1)."""
+    if user < 0:
+        return requested_time
+    a = history[user, 0]
+    b = history[user, 1]
+    if a != a or b != b:  # fewer than two seen (NaN != NaN)
+        return requested_time
+    return predicted_runtime(0.5 * (a + b), requested_time)
+
+
 # The scheduling side of a runtime predictor: (backfill order, correction rule). EASY++ and
 # Gaussier et al. both backfill the shortest predicted job first (SJBF: the SPF scan over the
 # predictions) and correct expired predictions stepwise; any other predictor gets the same.
 PREDICTION_POLICIES: dict[str, tuple[str, str]] = {
     "easy++": ("SPF", "stepwise"),
+    "easy++-online": ("SPF", "stepwise"),
     "gaussier": ("SPF", "stepwise"),
 }
 DEFAULT_PREDICTION_POLICY = ("SPF", "stepwise")

@@ -23,7 +23,7 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
-from rush.core.runtime_predictions import correction_code, ranking_runtimes
+from rush.core.runtime_predictions import ONLINE_PREDICTIONS, correction_code, ranking_runtimes
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -58,6 +58,11 @@ class SimInputs:
       :func:`rush.core.runtime_predictions.ranking_runtimes`, its guard included).
     * ``fairshare``: the site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare``
       term); default: neutral (0.5) for every job.
+    * ``online_prediction``: a prediction source run inside the replay
+      (:data:`rush.core.runtime_predictions.ONLINE_PREDICTIONS`; ``"easy++-online"``): each job's
+      estimate is computed at its arrival from its user's runs finished so far *in this
+      replay* (:func:`rush.core.runtime_predictions.last_two_prediction`), as Tsafrir et al.
+      ran EASY++, instead of given up front; exclusive with ``estimate`` and ``rank_estimate``.
     * ``fair_share_model``: compute the factors during the replay instead, from the trace's
       users (and groups) and their decayed usage (:mod:`rush.core.fairshare`); exclusive with
       ``fairshare``. The run's ``attributes`` then hold each job's ``association`` and
@@ -76,6 +81,33 @@ class SimInputs:
     rank_estimate: np.ndarray | None = None
     fairshare: np.ndarray | None = None
     fair_share_model: DecayedFairShare | None = None
+    online_prediction: str | None = None
+
+
+def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:
+    """Each job's user as an index of the replay's per-user history (-1: unknown user) when
+    ``inputs.online_prediction`` asks for predictions from the replay's completions; else empty."""
+    source = inputs.online_prediction
+    if source is None:
+        return np.zeros(0, dtype=np.int64)
+    where = "SimInputs.online_prediction"
+    if source not in ONLINE_PREDICTIONS:
+        raise RushError(
+            f"unknown online prediction source {source!r}",
+            where=where,
+            fix=f"use one of: {', '.join(ONLINE_PREDICTIONS)}",
+        )
+    if inputs.estimate is not None or inputs.rank_estimate is not None:
+        raise RushError(
+            "online predictions set the jobs' estimates; estimate or rank_estimate was given too",
+            where=where,
+            fix="give the predictions up front (estimate) or compute them in the replay, not both",
+        )
+    user = np.asarray(workload.user, dtype=np.int64)
+    known = user >= 0
+    index = np.full(len(user), -1, dtype=np.int64)
+    index[known] = np.unique(user[known], return_inverse=True)[1]
+    return index
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -239,6 +271,7 @@ def simulate(
     runtime = np.ascontiguousarray(workload.runtime, dtype=np.float64)
     requested = np.ascontiguousarray(workload.requested_time, dtype=np.float64)
     procs = np.ascontiguousarray(workload.procs, dtype=np.int64)
+    history_user = _history_users(workload, inputs)
     estimate = _aligned("estimate", inputs.estimate, n, requested, np.float64)
     runtime_class = _aligned(
         "runtime_class", inputs.runtime_class, n, np.full(n, -1, dtype=np.int64), np.int64
@@ -312,6 +345,7 @@ def simulate(
             res_seq,
             res_count,
             fairshare,
+            history_user,
         ),
         pass_config(config, order, scan_order, time_origin),
         KillRules(
@@ -352,6 +386,8 @@ def simulate(
         "reservation_kills": reservation_kills,
         "fairshare": out.fairshare_at_start,
     }
+    if inputs.online_prediction is not None:
+        attributes["estimate"] = out.estimate  # the predictions made in the replay
     if found is not None and inputs.fair_share_model is not None:
         info["fair_share"] = _fair_share_info(found, inputs.fair_share_model)
         attributes["association"] = found.job_assoc

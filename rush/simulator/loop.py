@@ -52,7 +52,13 @@ from rush.core.pass_data import (
     new_out,
     new_queues,
 )
-from rush.core.runtime_predictions import CORRECTION_NONE, running_estimate
+from rush.core.policies import priority_key
+from rush.core.runtime_predictions import (
+    CORRECTION_NONE,
+    last_two_prediction,
+    record_finished_run,
+    running_estimate,
+)
 from rush.core.scheduling_pass import counts_pass, drop_started, scheduling_pass
 from rush.core.speculative_reservations import next_attempt, run_limit
 
@@ -155,6 +161,9 @@ class SimJobs(NamedTuple):
     reservation_counts: np.ndarray
     # The site's fair-share factor per job in [0, 1] (LINEAR's fairshare term).
     fairshare: np.ndarray
+    # Predictions from the replay's own completions (SimInputs.online_prediction): each job's
+    # user as an index into the per-user history (-1: unknown); empty: ``estimate`` is given.
+    history_user: np.ndarray
 
 
 class KillRules(NamedTuple):
@@ -183,6 +192,7 @@ class SimOutcome(NamedTuple):
     first_reservation: np.ndarray
     reservation_kills: np.ndarray
     fairshare_at_start: np.ndarray  # the factor the job's last start was ordered with
+    estimate: np.ndarray  # the estimate each job was scheduled with (given, or predicted at arrival)
 
 
 @njit(cache=True, nogil=True, _nrt=False)  # no reference counts (rush.core.node_pool)
@@ -283,6 +293,27 @@ def _estimates_below_limits(jobs: SimJobs) -> bool:
 
 
 @njit(cache=True, nogil=True)
+def _predict_at_arrival(
+    jobs: SimJobs, config: PassConfig, history: np.ndarray, estimate: np.ndarray, j: int
+) -> None:
+    """Job ``j`` arrives: its estimate is the core's prediction from its user's runs finished so
+    far in this replay (:func:`rush.core.runtime_predictions.last_two_prediction`), and a
+    time-independent order's key, computed once per job, is computed from it now."""
+    estimate[j] = last_two_prediction(history, jobs.history_user[j], jobs.requested_time[j])
+    for policy in (config.order, config.scan):
+        if policy.use_static:
+            policy.static_key[j] = priority_key(
+                policy.code,
+                policy.weights,
+                0.0,
+                config.time_origin,
+                jobs.submit[j],
+                jobs.procs[j],
+                estimate[j],
+            )
+
+
+@njit(cache=True, nogil=True)
 def run_simulation(
     jobs: SimJobs,
     config: PassConfig,
@@ -335,13 +366,21 @@ def run_simulation(
     factor_of_job = ledger.job_factor if fair_on else jobs.fairshare
     fairshare_at_start = np.full(n, np.nan)
     factors_epoch = 0.0  # the period whose factors the queued jobs hold
+    # Predictions from the replay's own completions: each job's estimate is set at its arrival
+    # from its user's finished runs (per user: the last two, NaN while unseen).
+    online = len(jobs.history_user) > 0
+    estimate = jobs.estimate.copy() if online else jobs.estimate
+    users = 0
+    for j in range(len(jobs.history_user)):
+        users = max(users, jobs.history_user[j] + 1)
+    history = np.full((users, 2), np.nan)
     # Estimates below a limit (predictions): the running jobs are also kept by the end of their
     # limits, for a starved head (rush.core.starved_head); else both lists are one.
-    by_limits = _estimates_below_limits(jobs)
+    by_limits = online or _estimates_below_limits(jobs)
     pass_jobs = PassJobs(
         submit,
         procs,
-        jobs.estimate,
+        estimate,
         est,
         runtime_class,
         jobs.sensitive,
@@ -353,7 +392,7 @@ def run_simulation(
         killable = is_killable(
             rules.kill_false_small, runtime_class[j], jobs.idempotent[j], 0, rules.max_requeues
         )
-        est[j] = effective_estimate(jobs.estimate[j], limit[j], killable, jobs.divider[j])
+        est[j] = effective_estimate(estimate[j], limit[j], killable, jobs.divider[j])
         sure[j] = limit_estimate(limit[j], killable, jobs.divider[j])
 
     queues = new_queues(n)
@@ -465,7 +504,7 @@ def run_simulation(
                     requeues[j],
                     rules.max_requeues,
                 )
-                est[j] = effective_estimate(jobs.estimate[j], limit[j], killable, jobs.divider[j])
+                est[j] = effective_estimate(estimate[j], limit[j], killable, jobs.divider[j])
                 sure[j] = limit_estimate(limit[j], killable, jobs.divider[j])
                 start[j] = -1.0
                 end[j] = -1.0
@@ -477,6 +516,9 @@ def run_simulation(
                 qn += 1
             else:
                 done += 1
+                if online:  # a finished run (not a requeued one) joins its user's history,
+                    # with the length it ran (a run killed at its limit ran the limit)
+                    record_finished_run(history, jobs.history_user[j], min(jobs.runtime[j], limit[j]))
         # 1b. running jobs that outlived their estimate get the correction rule's next one
         while xn > 0 and xt[0] <= t:
             j = xj[0]
@@ -498,6 +540,12 @@ def run_simulation(
         while nxt < n and submit[nxt] <= t:
             if fair.ordered:
                 factor_of_job[nxt] = association_factor(ledger, fair, fair.job_assoc[nxt])
+            if online:
+                _predict_at_arrival(jobs, config, history, estimate, nxt)
+                killable = is_killable(
+                    rules.kill_false_small, runtime_class[nxt], jobs.idempotent[nxt], 0, rules.max_requeues
+                )
+                est[nxt] = effective_estimate(estimate[nxt], limit[nxt], killable, jobs.divider[nxt])
             queues.queue[qn] = nxt
             queues.scan[qn] = nxt
             qn += 1
@@ -584,4 +632,5 @@ def run_simulation(
         state.first_reservation,
         reservation_kills,
         fairshare_at_start,
+        estimate,
     )

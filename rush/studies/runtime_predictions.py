@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.core.runtime_predictions import prediction_policy
+from rush.core.runtime_predictions import predicted_runtimes, prediction_policy
 from rush.models.runtime_predictors import RuntimePredictions, make_predictor, predict_walkforward
 from rush.models.walkforward import published_job_set
 from rush.simulator.engine import SimInputs, simulate
@@ -50,8 +50,16 @@ def load(trace_name: str, job_set: str) -> Workload:
     return published_job_set(workload) if job_set == "published" else workload
 
 
-def _row(trace: str, job_set: str, workload: Workload, label: str, config: CoreConfig, estimate=None) -> dict:
-    result = simulate(workload, config, SimInputs(estimate=estimate))
+def _row(
+    trace: str,
+    job_set: str,
+    workload: Workload,
+    label: str,
+    config: CoreConfig,
+    estimate=None,
+    online: str | None = None,
+) -> dict:
+    result = simulate(workload, config, SimInputs(estimate=estimate, online_prediction=online))
     metrics = compute_metrics(result, tau=TAU)
     times, cumulative = cumulative_bounded_slowdown(result, TAU)
     return {
@@ -67,7 +75,7 @@ def _row(trace: str, job_set: str, workload: Workload, label: str, config: CoreC
         "killed": int(result.killed.sum()),
         "backfilled": int(result.backfilled.sum()),
         "cumulative": (np.asarray(times), np.asarray(cumulative)),
-    }
+    } | ({"estimate": result.attributes["estimate"]} if online is not None else {})
 
 
 def run_trace(trace: str, job_set: str) -> TraceRun:
@@ -114,3 +122,71 @@ def run_trace(trace: str, job_set: str) -> TraceRun:
     for r in rows:
         r["improvement_over_easy_fcfs_pct"] = 100.0 * (base_bsld - r["mean_bounded_slowdown"]) / base_bsld
     return TraceRun(trace, job_set, rows, predictions)
+
+
+def run_online(trace: str, job_set: str) -> list[dict]:
+    """EASY++ with its history from the log (:func:`predict_walkforward`) and from the replay's
+    own completions (``SimInputs.online_prediction``), the same scheduling rules (SJBF, stepwise
+    correction), each beside EASY-FCFS; with the accuracy of each run's predictions and the
+    share of jobs the two histories predict differently (``sim/runtime_predictions``, round 23)."""
+    workload = load(trace, job_set)
+    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
+    order, correction = prediction_policy("easy++")
+    config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction)
+    logged = predict_walkforward(workload, make_predictor("easy++"))
+    rows = [
+        base,
+        _row(trace, job_set, workload, "easy++", config, logged.predicted),
+        _row(trace, job_set, workload, "easy++-online", config, online="easy++-online"),
+    ]
+    wait = workload.extra.get("wait")
+    for r in rows:
+        r["log_mean_wait"] = float(np.mean(np.maximum(wait, 0.0))) if wait is not None else None
+        r["improvement_over_easy_fcfs_pct"] = (
+            100.0
+            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
+            / base["mean_bounded_slowdown"]
+        )
+        r.pop("cumulative")
+        if r is base:
+            continue
+        predicted = r.pop("estimate", logged.predicted)
+        accuracy = RuntimePredictions(
+            predicted, predicted, logged.runtime, logged.requested_time, 0, 0, 0, 0.0
+        ).summary()
+        r["median_absolute_error"] = accuracy["median_absolute_error"]
+        r["underpredicted"] = accuracy["underpredicted"]
+        r["mean_accuracy"] = accuracy["mean_accuracy"]
+        r["predicted_as_log_history"] = float(np.mean(predicted == logged.predicted))
+    return rows
+
+
+JITTER = 1e-3  # D-on1: predictions moved by at most 0.1 %, which says nothing about a job
+
+
+def jittered_easy_pp(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
+    """D-on1 (round 23, post hoc): EASY++ on the log's history with every prediction multiplied
+    by 1 + e, e uniform in [-JITTER, JITTER] (seeded; the core's guard caps it by the request):
+    the spread of the figure under moves that carry no information, against which the online
+    history's difference is read."""
+    workload = load(trace, job_set)
+    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
+    order, correction = prediction_policy("easy++")
+    config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction)
+    logged = predict_walkforward(workload, make_predictor("easy++")).predicted
+    rows = []
+    for seed in seeds:
+        factor = 1.0 + np.random.default_rng(seed).uniform(-JITTER, JITTER, len(logged))
+        moved = predicted_runtimes(
+            logged * factor, np.ascontiguousarray(workload.requested_time, dtype=np.float64)
+        )
+        r = _row(trace, job_set, workload, f"easy++ jitter seed {seed}", config, moved)
+        r.pop("cumulative")
+        r["seed"] = seed
+        r["improvement_over_easy_fcfs_pct"] = (
+            100.0
+            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
+            / base["mean_bounded_slowdown"]
+        )
+        rows.append(r)
+    return rows

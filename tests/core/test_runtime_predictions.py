@@ -267,3 +267,30 @@ def test_random_tie_breaks_keep_distinct_keys_and_order_ties_by_one_permutation(
         random_tie_breaks(np.ones((2, 2)), 1)
     with pytest.raises(PolicyError, match="too close"):  # 1e15's spacing is 0.125 s
         random_tie_breaks(np.array([1e15 - 0.125, 1e15, 1e15, 1e15]), 1)
+
+
+def test_last_two_prediction_is_the_mean_of_the_users_last_two_finished_runs() -> None:
+    from rush.core.runtime_predictions import last_two_prediction, record_finished_run
+
+    history = np.full((3, 2), np.nan)
+    assert last_two_prediction(history, 0, 1000.0) == 1000.0  # nothing finished: the request
+    record_finished_run(history, 0, 100.0)
+    assert last_two_prediction(history, 0, 1000.0) == 1000.0  # one run: still the request
+    record_finished_run(history, 0, 300.0)
+    assert last_two_prediction(history, 0, 1000.0) == 200.0
+    record_finished_run(history, 0, 900.0)  # the oldest (100) drops out
+    assert last_two_prediction(history, 0, 1000.0) == 600.0
+    assert last_two_prediction(history, 0, 500.0) == 500.0  # capped by the request
+    assert last_two_prediction(history, 1, 1000.0) == 1000.0  # another user's runs do not count
+    assert last_two_prediction(history, -1, 1000.0) == 1000.0  # unknown user: the request
+    # A runtime that says nothing is not recorded; an unknown user records nothing.
+    for bad in (np.nan, -1.0, np.inf):
+        record_finished_run(history, 0, bad)
+    record_finished_run(history, -1, 5.0)
+    assert history[0].tolist() == [900.0, 300.0]
+    # The core's guard: a mean of 0 s falls back to the request, one under 1 s is 1 s.
+    record_finished_run(history, 2, 0.0)
+    record_finished_run(history, 2, 0.0)
+    assert last_two_prediction(history, 2, 1000.0) == 1000.0
+    record_finished_run(history, 2, 1.0)
+    assert last_two_prediction(history, 2, 1000.0) == 1.0

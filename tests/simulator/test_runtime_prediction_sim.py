@@ -116,7 +116,7 @@ def test_bad_prediction_flags_are_configuration_errors(flags: list[str], named: 
     assert result.exception.where == named
 
 
-@pytest.mark.parametrize("predictor", ["easy++", "gaussier"])
+@pytest.mark.parametrize("predictor", ["easy++", "gaussier", "easy++-online"])
 def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
     import json
 
@@ -176,3 +176,111 @@ def test_ranking_predictions_need_a_time_independent_order() -> None:
     assert info.value.where == "SimInputs.rank_estimate"
     with pytest.raises(RushError, match="rank_estimate has shape"):
         _ranked(w, np.array([10.0]), policy="SPF")
+
+
+# EASY++ predicting from the replay's own completions (issue 29 item 1 of round 23;
+# SimInputs.online_prediction, rush.core.runtime_predictions.last_two_prediction).
+def _users_workload(machine: int, jobs: list[tuple], wait: list[float] | None = None):
+    """Jobs as (submit, procs, runtime, request, user); ``wait``: the log's waits (else 0)."""
+    from rush.workload.model import Trace
+
+    n = len(jobs)
+    columns = {
+        "job_id": np.arange(1, n + 1),
+        "submit": [j[0] for j in jobs],
+        "alloc_procs": [j[1] for j in jobs],
+        "runtime": [j[2] for j in jobs],
+        "req_time": [j[3] for j in jobs],
+        "user": [j[4] for j in jobs],
+        "wait": np.zeros(n) if wait is None else wait,
+    }
+    trace = Trace.from_columns(n, **columns)
+    trace.header["MaxProcs"] = str(machine)
+    return workload_from_trace(trace)
+
+
+def _easy_pp(w, inputs):
+    config = CoreConfig.from_names(threshold=None, backfill_policy="SPF", prediction_correction="stepwise")
+    return simulate(w, config, inputs)
+
+
+def test_online_history_is_the_replays_completion_order_not_the_logs() -> None:
+    from rush.models.runtime_predictors import make_predictor, predict_walkforward
+
+    # On 3 processors A (user 2) fills the machine until 100; B and C (user 1) ended at 51 and 52
+    # in the log but run 100-150 in the replay; the head H (3 processors) waits behind them;
+    # D (user 1) arrives at 120 with one processor free; E (user 1) at 170.
+    w = _users_workload(
+        3,
+        [
+            (0, 3, 100, 100, 2),  # A
+            (1, 1, 50, 1000, 1),  # B
+            (2, 1, 50, 1000, 1),  # C
+            (110, 3, 10, 100, 2),  # H
+            (120, 1, 20, 1000, 1),  # D
+            (170, 1, 5, 1000, 1),  # E
+        ],
+    )
+    # From the log, D's user has finished B and C by 120: D is predicted 50 s, backfills at 120.
+    logged = predict_walkforward(w, make_predictor("easy++")).predicted
+    # E: the log's last two of user 1 by 170 are D (ended at 140) and C: (20 + 50) / 2.
+    assert logged.tolist() == [100.0, 1000.0, 1000.0, 100.0, 50.0, 35.0]
+    from_log = _easy_pp(w, SimInputs(estimate=logged))
+    assert from_log.start.tolist() == [0.0, 100.0, 100.0, 150.0, 120.0, 170.0]
+    # In the replay nothing of user 1 has finished by 120: D gets its request, 120 + 1000 passes
+    # the head's reservation (B and C's predicted ends, 1100): it waits for H (150-160). At 170
+    # the replay has ended B and C (at 150), not D (160-180): E is predicted (50 + 50) / 2.
+    online = _easy_pp(w, SimInputs(online_prediction="easy++-online"))
+    assert online.attributes["estimate"].tolist() == [100.0, 1000.0, 1000.0, 100.0, 1000.0, 50.0]
+    assert online.start.tolist() == [0.0, 100.0, 100.0, 150.0, 160.0, 170.0]
+
+
+def test_online_equals_log_history_when_the_log_is_the_replays_schedule() -> None:
+    from rush.models.runtime_predictors import make_predictor, predict_walkforward
+
+    # Random jobs of 5 users, runtime <= request. The online replay's own waits written as
+    # the log's: the log's completions are then the replay's, in its order, so the log-history
+    # predictions must be the online ones and replaying them must give the same schedule.
+    rng = np.random.default_rng(29)
+    n = 400
+    submit = np.sort(rng.uniform(0, 200_000, n))
+    procs = rng.integers(1, 9, n)
+    request = rng.choice([600.0, 3600.0, 14_400.0], n)
+    runtime = request * rng.uniform(0.01, 1.0, n)
+    user = rng.integers(0, 5, n)
+    jobs = list(zip(submit, procs, runtime, request, user, strict=True))
+    online = _easy_pp(_users_workload(16, jobs), SimInputs(online_prediction="easy++-online"))
+    assert not online.killed.any() and online.backfilled.any()
+    replayed_log = _users_workload(16, jobs, wait=online.start - online.submit)
+    logged = predict_walkforward(replayed_log, make_predictor("easy++")).predicted
+    predicted = online.attributes["estimate"]
+    assert (predicted < request).sum() > n // 2  # most jobs predicted, not on their request
+    assert np.array_equal(predicted, logged)
+    again = _easy_pp(replayed_log, SimInputs(estimate=logged))
+    assert np.array_equal(again.start, online.start)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        ({"online_prediction": "gaussier-online"}, "unknown online prediction source"),
+        ({"online_prediction": "easy++-online", "estimate": np.ones(2)}, "not both"),
+    ],
+)
+def test_bad_online_prediction_inputs_are_refused(inputs: dict, message: str) -> None:
+    from rush.errors import RushError
+
+    w = _users_workload(2, [(0, 1, 10, 100, 1), (1, 1, 10, 100, 1)])
+    with pytest.raises(RushError) as err:
+        _easy_pp(w, SimInputs(**inputs))
+    assert err.value.where == "SimInputs.online_prediction"
+    assert message in str(err.value) or message in (err.value.fix or "")
+
+
+def test_unknown_runtime_prediction_names_every_choice_and_exits_2() -> None:
+    from tests.rush_cli import rush
+
+    done = rush("simulate", "lublin:50:16", "--runtime-prediction", "easy++-offline")
+    assert done.returncode == 2, done.stderr
+    assert "--runtime-prediction" in done.stderr
+    assert "easy++, gaussier" in done.stderr and "easy++-online" in done.stderr
