@@ -45,9 +45,9 @@ import operator
 import os
 import pwd
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,7 @@ from rush.core.runtime_drift import (
 from rush.core.runtime_predictions import predicted_runtimes
 from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
+from rush.planner.kept_quantiles import KeptQuantiles
 from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
 from rush.rjms.base import RJMSJob
 
@@ -198,7 +199,8 @@ class LiveRuntimePredictor:
         # job id -> its raw prediction (guarded at every use) and the user key it was made for
         self.raw: dict[int, float] = {}
         # job id -> its predicted runtime quantiles (quantile models only), kept from its start on
-        self.quantiles: dict[int, RuntimeQuantiles] = {}
+        # (kept as the model's rows, each job's object made when first read: rush.planner.kept_quantiles)
+        self.quantiles: MutableMapping[int, RuntimeQuantiles] = KeptQuantiles()
         self.user_of: dict[int, int] = {}
         # Rule D (rush.core.runtime_drift; refuted in round 14, so off unless asked for): each
         # user's last residuals (completed jobs that had quantiles, end order) and each job's
@@ -360,6 +362,13 @@ class LiveRuntimePredictor:
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
+        if self._rows_kept():  # no rule C or D: the rows kept as they are, no object per job
+            kept = self.quantiles
+            new = [j.state == "PENDING" or j.job_id not in kept for j in jobs]
+            if not all(new):
+                jobs, rows = list(compress(jobs, new)), rows[np.array(new, dtype=np.bool_)]
+            kept.keep_rows(list(map(operator.attrgetter("job_id"), jobs)), levels, rows)
+            return
         for j, row in zip(jobs, rows, strict=True):
             if j.state != "PENDING" and j.job_id in self.quantiles:
                 continue
@@ -368,6 +377,29 @@ class LiveRuntimePredictor:
                 self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
             if self.conformal:
                 self.level_map[j.job_id] = tuple(conformal_levels(self.pits, levels).tolist())
+
+    def _rows_kept(self) -> bool:
+        """Whether the quantiles are kept as the model's rows (no rule C or D, which keep per-job
+        state with each job's quantiles)."""
+        return not self.drift and not self.conformal and isinstance(self.quantiles, KeptQuantiles)
+
+    def quantile_tokens(self, jobs: Sequence[RJMSJob]) -> list[RuntimeQuantiles | int | None] | None:
+        """The jobs' predicted quantiles as :meth:`runtime_quantiles` gives them, without an
+        object per job: per job a token (an int: its row, read with :meth:`quantile_rows`; a new
+        prediction is a new token), its object, or None; None when rule C or D is on (then
+        :meth:`runtime_quantiles`)."""
+        if not self._rows_kept():
+            return None
+        return self.quantiles.tokens(map(operator.attrgetter("job_id"), jobs))
+
+    def quantile_rows(self, tokens: np.ndarray) -> tuple[tuple[float, ...], np.ndarray]:
+        """The levels and the quantiles (tokens, levels) of tokens from :meth:`quantile_tokens`
+        of this cycle."""
+        return self.quantiles.rows(tokens)
+
+    def quantile_made(self, token: int) -> RuntimeQuantiles:
+        """A token's quantiles as the object :meth:`runtime_quantiles` gives (the same object)."""
+        return self.quantiles.made(token)
 
     def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The model's own predicted quantiles of the jobs that have them, by job id."""
@@ -417,7 +449,9 @@ class LiveRuntimePredictor:
         if len(self.raw) > len(live):
             self.raw = {k: v for k, v in self.raw.items() if k in live}
             self.user_of = {k: v for k, v in self.user_of.items() if k in live}
-        if len(self.quantiles) > len(live):
+        if isinstance(self.quantiles, KeptQuantiles):
+            self.quantiles.keep_only(live)
+        elif len(self.quantiles) > len(live):
             self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
         if len(self.shift) > len(live):
             self.shift = {k: v for k, v in self.shift.items() if k in live}

@@ -259,7 +259,7 @@ class SnapshotBuilder:
         self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
-        self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
+        self._rows: KeptRows[PendingColumns] = KeptRows(self._entry_columns, _entry_ids)
         self._blank_outputs: dict[str, Any] = {}
 
     @property
@@ -273,13 +273,37 @@ class SnapshotBuilder:
         entry = entries[k]
         made = entry[4]
         if made is None:
-            made = entry[4] = _made_job(entry)
+            made = entry[4] = _made_job(entry, self._quantile_made)
         return made
 
-    @staticmethod
-    def _pending_jobs(entries: list[list]) -> list[PendingJob]:
+    def _pending_jobs(self, entries: list[list]) -> list[PendingJob]:
         """Every row's core job (one walk, for a reader of all of them)."""
-        return [entry[4] or _made_job(entry) for entry in entries]
+        return [entry[4] or _made_job(entry, self._quantile_made) for entry in entries]
+
+    def _quantile_made(self, token: int) -> RuntimeQuantiles:
+        """The quantiles object of a predictor's token (rush.planner.kept_quantiles), made when read."""
+        return self.runtime.quantile_made(token)  # type: ignore[union-attr]
+
+    def _entry_columns(self, entries: Sequence[list]) -> PendingColumns:
+        """The pending columns of these entries (:func:`_entry_columns`); rows whose quantiles
+        are the predictor's token (an int) get rule L2's columns from the predictor's rows at
+        once (rush.core.remaining_runtime.queued_projection_rows), no object made."""
+        slots = [entry[2][_QUANTILE_SLOT] for entry in entries]
+        tokens = [k for k, slot in enumerate(slots) if type(slot) is int]
+        if not tokens:
+            return _entry_columns(entries)
+        from rush.core.remaining_runtime import queued_projection_rows  # (compiled code: only with quantiles)
+
+        at = np.array(tokens, dtype=np.int64)
+        columns = _entry_columns(entries, tokens)
+        levels, seconds = self.runtime.quantile_rows(np.array([slots[k] for k in tokens], dtype=np.int64))  # type: ignore[union-attr]
+        derived = queued_projection_rows(levels, seconds, columns.requested_time[at])
+        fields = {}
+        for name, values in zip(_L2_COLUMNS, derived, strict=True):
+            column = getattr(columns, name).copy()
+            column[at] = values
+            fields[name] = column
+        return replace(columns, **fields)
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -323,6 +347,19 @@ class SnapshotBuilder:
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
+
+    def _quantile_tokens(self, jobs: list[RJMSJob]) -> list[RuntimeQuantiles | int | None] | None:
+        """The pending jobs' predicted quantiles without an object per job where the predictor
+        keeps them as rows (rush.planner.kept_quantiles): per job a token, its object or None;
+        None where it does not (then :meth:`_quantiles`)."""
+        get = getattr(self.runtime, "quantile_tokens", None)
+        if get is None or not jobs:
+            return None
+        try:
+            return get(jobs)
+        except Exception as exc:  # as _quantiles
+            self.on_model_error(f"runtime:{self.runtime.name}", exc)
+            return None
 
     def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The jobs' predicted runtime quantiles (a quantile model's: a running job's as of its
@@ -378,7 +415,13 @@ class SnapshotBuilder:
             ]
         predicted = self._classes(need_class, built)
         runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
-        quantiles = self._quantiles([*running_jobs, *pending_jobs])
+        tokens = self._quantile_tokens(pending_jobs)
+        quantiles = self._quantiles(running_jobs if tokens is not None else [*running_jobs, *pending_jobs])
+        token_of = (
+            dict(zip(map(operator.attrgetter("job_id"), pending_jobs), tokens, strict=True))
+            if tokens
+            else None
+        )
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
@@ -407,7 +450,9 @@ class SnapshotBuilder:
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
             flagged = variable.get(job_id, False) if variable else False
-            quantile = quantiles.get(job_id) if quantiles else None
+            quantile = (
+                token_of[job_id] if token_of is not None else quantiles.get(job_id) if quantiles else None
+            )
             # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
             # queue with a predictor); blank: not even those.
             plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
@@ -547,10 +592,13 @@ class SnapshotBuilder:
         return built
 
 
-def _made_job(entry: list) -> PendingJob:
-    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
+def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> PendingJob:
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it;
+    ``made_of``: the quantiles object of a predictor's token (an int in the row)."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
+    if type(quantile) is int:
+        quantile = made_of(quantile)
     made = entry[4] = PendingJob(
         # Positional, in the field order (a keyword call costs a third more).
         j.job_id,
@@ -587,15 +635,27 @@ _ROW_FIELDS = (
     "variable",
     "runtime_quantiles",
 )
+# Where the row holds its quantiles (an object, a predictor's token or None).
+_QUANTILE_SLOT = _ROW_FIELDS.index("runtime_quantiles")
+assert _QUANTILE_SLOT == len(_ROW_FIELDS) - 1
+# Rule L2's columns of a pending job, derived from its quantiles, in
+# rush.core.remaining_runtime.queued_projection_rows's order.
+_L2_COLUMNS = ("quantile_code", "queued_upper", "projection_shift", "quantile_key")
 # The core's pending fields read from the RJMS job's attribute of another name.
 _RJMS_NAMES = {"rjms_priority": "priority"}
 
 
-def _entry_columns(entries: Sequence[tuple]) -> PendingColumns:
+def _entry_columns(entries: Sequence[tuple], tokens: list[int] | None = None) -> PendingColumns:
     """The pending columns of these entries ((RJMS job, inputs, row, outputs)): each field one
-    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs)."""
+    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs). ``tokens``:
+    the rows whose quantiles are a predictor's token, read as None here (their rule L2 columns
+    are written by the caller)."""
     jobs = list(map(operator.itemgetter(0), entries))
     rows = list(map(operator.itemgetter(2), entries))
+    if tokens:
+        rows = [*rows]
+        for k in tokens:
+            rows[k] = (*rows[k][:_QUANTILE_SLOT], None)
     at = {name: k for k, name in enumerate(_ROW_FIELDS)}
     # One row for all (a first cycle of jobs with nothing of their own): its columns made whole.
     shared = rows[0] if rows and rows.count(rows[0]) == len(rows) else None

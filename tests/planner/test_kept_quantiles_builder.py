@@ -1,0 +1,151 @@
+"""The predictor's quantiles kept as arrays (D1 in docs/research.md): the builder fed by a live
+predictor whose quantiles are kept as the model's rows (rule L2's columns written from them, an
+object made only when read) against the same builder and predictor on the per-job path (one
+``RuntimeQuantiles`` per job, as before), over several cycles of a mixed queue: plain arrivals,
+tagged and journaled jobs, completions that make users' jobs be predicted again, leaving and
+starting jobs. The pass's columns, the core jobs, the journal's outputs (runtime fields
+included), the running jobs, the predictor's quantiles and the pass's decisions and start
+estimates are the same."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from rush.core.config import CoreConfig
+from rush.core.policies import parse_policy
+from rush.core.schedule import schedule
+from rush.planner.journal import JobRecord
+from rush.planner.kept_quantiles import KeptQuantiles
+from rush.planner.runtime_prediction import LiveRuntimePredictor
+from rush.planner.snapshot_builder import SnapshotBuilder
+from rush.rjms.base import ClusterState, RJMSJob
+from tests.planner.test_live_predictor_bulk import Answers
+
+CONFIG = CoreConfig(policy=parse_policy("FCFS"), threshold=None, backfill="easy")
+
+
+def _per_job(seed: int) -> LiveRuntimePredictor:
+    """The reference: the same predictor keeping one object per job (a plain dict)."""
+    live = LiveRuntimePredictor("quantiles", Answers(seed), None, own=frozenset())
+    live.quantiles = {}
+    return live
+
+
+def _shown(value) -> str:
+    """A value's repr (NaN equal to NaN, the fields' order and types included)."""
+    return repr(value)
+
+
+def _columns(built) -> dict[str, str]:
+    columns = built.snapshot.pending.columns
+    return {
+        f.name: _shown(
+            getattr(columns, f.name).tolist()
+            if isinstance(getattr(columns, f.name), np.ndarray)
+            else getattr(columns, f.name)
+        )
+        for f in dataclasses.fields(columns)
+        if f.name != "runtime_quantiles"  # None where the rows were written from arrays (no reader)
+    }
+
+
+def _decided(built) -> str:
+    d = schedule(built.snapshot, CONFIG, explain_priorities=False)
+    return _shown(
+        (
+            [(x.job_id, x.action, x.reason, x.value, x.nodes) for x in d.decisions],
+            d.order,
+            d.estimated_start,
+            d.estimate_basis,
+            d.estimate_notes,
+        )
+    )
+
+
+def _job(rng: np.random.Generator, k: int, now: float) -> RJMSJob:
+    tags = {"x": "y"} if rng.random() < 0.15 else {"class": "small"} if rng.random() < 0.05 else {}
+    return RJMSJob(
+        k,
+        "PENDING",
+        now - float(rng.integers(1, 500)),
+        int(rng.integers(1, 64)),
+        float(rng.choice([60.0, 3600.0, 86400.0, math.inf])),
+        user=f"u{int(rng.integers(0, 6))}",
+        tags=tags,
+    )
+
+
+def _cycles(seed: int):
+    """The queues and journal records of six cycles, and the runs that ended before each."""
+    rng = np.random.default_rng(seed)
+    now, next_id = 5000.0, 1
+    jobs: dict[int, RJMSJob] = {}
+    for _ in range(6):
+        ended = []
+        for j in list(jobs.values()):
+            if j.state != "PENDING" and rng.random() < 0.3:
+                ended.append((j, now - 1.0))
+                del jobs[j.job_id]
+            elif j.state == "PENDING" and rng.random() < 0.1:
+                del jobs[j.job_id]  # cancelled
+            elif j.state == "PENDING" and rng.random() < 0.1:
+                jobs[j.job_id] = dataclasses.replace(j, state="RUNNING", start=now - 5.0)
+        for _ in range(int(rng.integers(40, 120))):
+            jobs[next_id] = _job(rng, next_id, now)
+            next_id += 1
+        listed = tuple(jobs.values())
+        records = {
+            j.job_id: JobRecord(j.job_id, skips=int(rng.integers(0, 3)), reserved_at=now + 100.0)
+            for j in listed
+            if rng.random() < 0.1
+        }
+        yield ClusterState(now, 1024, 256, listed), records, ended
+        now += 60.0
+
+
+def _run(live: LiveRuntimePredictor, seed: int) -> list[dict]:
+    builder = SnapshotBuilder(runtime=live)
+    out = []
+    for state, records, ended in _cycles(seed):
+        live.observe_finished(ended)
+        built = builder.build(state, records)
+        out.append(
+            {
+                "columns": _columns(built),
+                "jobs": _shown(list(built.snapshot.pending)),
+                "outputs": _shown([(k, list(v.items())) for k, v in built.outputs.items()]),
+                "running": _shown(built.snapshot.running),
+                "decided": _decided(built),
+                "quantiles": _shown(list(live.quantiles.items())),
+            }
+        )
+    return out
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_kept_as_arrays_equal_the_per_job_path(seed, compact, monkeypatch):
+    if compact:  # the store compacted at every cycle (new tokens for the kept rows)
+        monkeypatch.setattr("rush.planner.kept_quantiles._SLACK", 0)
+    bulk = LiveRuntimePredictor("quantiles", Answers(seed), None, own=frozenset())
+    assert isinstance(bulk.quantiles, KeptQuantiles)
+    got, want = _run(bulk, seed), _run(_per_job(seed), seed)
+    assert len(got) == len(want) == 6
+    for cycle, (g, w) in enumerate(zip(got, want, strict=True)):
+        for part in w:
+            assert g[part] == w[part], (cycle, part)
+
+
+def test_predicted_jobs_hold_tokens_until_read():
+    """The bulk path does run: a newly predicted pending job holds a token, not an object, until
+    something reads it; then the same object on every read."""
+    live = LiveRuntimePredictor("quantiles", Answers(0), None, own=frozenset())
+    jobs = [RJMSJob(k, "PENDING", 1000.0 + k, 2, 3600.0, user="u1") for k in range(1, 50)]
+    SnapshotBuilder(runtime=live).build(ClusterState(5000.0, 64, 64, tuple(jobs)), {})
+    assert all(type(t) is int for t in live.quantile_tokens(jobs))
+    first = live.quantiles[3]
+    assert live.quantiles[3] is first and live.quantile_made(live.quantile_tokens(jobs)[2]) is first
