@@ -433,16 +433,23 @@ class LiveRuntimePredictor:
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the
         request), by job id; a job never predicted gets its request."""
+        values, sources = self.estimate_columns(jobs)
+        ids = map(operator.attrgetter("job_id"), jobs)
+        return dict(zip(ids, zip(values, sources, strict=True), strict=True))
+
+    def estimate_columns(self, jobs: Sequence[RJMSJob]) -> tuple[list[float], list[str]]:
+        """:meth:`estimates` as two lists aligned with ``jobs`` (no tuple per job): each job's
+        guarded prediction (seconds) and its source."""
         n = len(jobs)
-        ids = list(map(operator.attrgetter("job_id"), jobs))
-        raw = np.fromiter(map(self.raw.get, ids, repeat(math.nan)), dtype=np.float64, count=n)
+        raw = np.fromiter(
+            map(self.raw.get, map(operator.attrgetter("job_id"), jobs), repeat(math.nan)),
+            dtype=np.float64,
+            count=n,
+        )
         limit = np.fromiter(map(operator.attrgetter("requested_time"), jobs), dtype=np.float64, count=n)
         values = predicted_runtimes(raw, limit)
         sources = (SOURCE_REQUEST, self.name)  # by whether the prediction is below the request
-        shorter = (values < limit).tolist()
-        return dict(
-            zip(ids, zip(values.tolist(), map(sources.__getitem__, shorter), strict=True), strict=True)
-        )
+        return values.tolist(), list(map(sources.__getitem__, (values < limit).tolist()))
 
     def forget_except(self, live: set[int]) -> None:
         """Drop the predictions of jobs no longer in the queue."""

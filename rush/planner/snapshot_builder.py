@@ -30,6 +30,7 @@ import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -290,19 +291,30 @@ class SnapshotBuilder:
         once (rush.core.remaining_runtime.queued_projection_rows), no object made."""
         slots = [entry[2][_QUANTILE_SLOT] for entry in entries]
         tokens = [k for k, slot in enumerate(slots) if type(slot) is int]
-        if not tokens:
+        inputs = list(map(operator.itemgetter(1), entries))
+        bulk = [k for k, given in enumerate(inputs) if type(given) is int]  # predicted-only arrivals
+        if not tokens and not bulk:
             return _entry_columns(entries)
         from rush.core.remaining_runtime import queued_projection_rows  # (compiled code: only with quantiles)
 
-        at = np.array(tokens, dtype=np.int64)
         columns = _entry_columns(entries, tokens)
-        levels, seconds = self.runtime.quantile_rows(np.array([slots[k] for k in tokens], dtype=np.int64))  # type: ignore[union-attr]
+        at = np.array(bulk + tokens, dtype=np.int64)
+        held = np.array([inputs[k] for k in bulk] + [slots[k] for k in tokens], dtype=np.int64)
+        levels, seconds = self.runtime.quantile_rows(held)  # type: ignore[union-attr]
         derived = queued_projection_rows(levels, seconds, columns.requested_time[at])
         fields = {}
         for name, values in zip(_L2_COLUMNS, derived, strict=True):
             column = getattr(columns, name).copy()
             column[at] = values
             fields[name] = column
+        if bulk:  # their estimates: the float each one's outputs hold (its row is the blank one)
+            where = np.array(bulk, dtype=np.int64)
+            fields["estimate"] = columns.estimate.copy()
+            fields["estimate"][where] = np.fromiter(
+                (entries[k][3]["predicted_runtime"] for k in bulk), dtype=np.float64, count=len(bulk)
+            )
+            fields["own_estimate"] = columns.own_estimate.copy()
+            fields["own_estimate"][where] = True
         return replace(columns, **fields)
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
@@ -332,9 +344,11 @@ class SnapshotBuilder:
 
     def _runtimes(
         self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built
-    ) -> dict[int, tuple[float, str]]:
-        """Each job's guarded predicted runtime and its source; {} without a predictor or when
-        it fails (the limits then, as without one)."""
+    ) -> dict[int, tuple[float, str]] | tuple[list[float], list[str]]:
+        """Each job's guarded predicted runtime and its source: by job id, or, from a predictor
+        that gives them as columns (``estimate_columns``), two lists aligned with
+        ``[*pending, *running]``; {} without a predictor or when it fails (the limits then, as
+        without one)."""
         if self.runtime is None:
             return {}
         started = time.perf_counter()
@@ -343,7 +357,8 @@ class SnapshotBuilder:
             self.runtime.forget_except(set(map(operator.attrgetter("job_id"), state.jobs)))
             if self.runtime.predict_new(jobs):
                 built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
-            return self.runtime.estimates(jobs)
+            columns = getattr(self.runtime, "estimate_columns", None)
+            return self.runtime.estimates(jobs) if columns is None else columns(jobs)
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
@@ -414,7 +429,7 @@ class SnapshotBuilder:
                 and records.get(j.job_id, _NO_RECORD).predicted_class < 0
             ]
         predicted = self._classes(need_class, built)
-        runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
+        answers = self._runtimes(pending_jobs, running_jobs, state, built)
         tokens = self._quantile_tokens(pending_jobs)
         quantiles = self._quantiles(running_jobs if tokens is not None else [*running_jobs, *pending_jobs])
         token_of = (
@@ -425,14 +440,24 @@ class SnapshotBuilder:
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
+        cache, self._pending_cache = self._pending_cache, {}
+        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
+        outputs_of = getattr(self.variation, "job_outputs", None)
+        # Arrivals with nothing of their own but the predictor's answers (most of a first cycle
+        # with a predictor): the blank entry, their estimate and quantiles kept as the
+        # predictor's columns and rows, no per-job inputs, row, estimate or quantiles object.
+        bulk = (
+            _bulk_arrivals(pending_jobs, tokens, cache, records, (predicted, variable, outputs_of))
+            if isinstance(answers, tuple) and tokens is not None
+            else None
+        )
+        runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
+        values, sources = answers if bulk is not None else ((), ())
 
         # The class and its source of a job with no tag, no journaled class and no prediction.
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
         # Its row's rule-made fields (_ROW_FIELDS), shared while nothing of this pass is its own.
         blank_row = (untagged[0], False, 0, 0, math.inf, None, False, None)
-        cache, self._pending_cache = self._pending_cache, {}
-        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
-        outputs_of = getattr(self.variation, "job_outputs", None)
         # A job with nothing of its own this pass (no record, prediction, flag, estimate or
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
@@ -444,8 +469,14 @@ class SnapshotBuilder:
             blank_outputs = self._blank_outputs
         self._blank_outputs = blank_outputs
         entries = []
-        for j in pending_jobs:
+        for k, j in enumerate(pending_jobs):
             job_id = j.job_id
+            if bulk is not None and bulk[k]:  # a predicted-only arrival: the blank entry, its token
+                outputs = {**blank_outputs, "predicted_runtime": values[k], "runtime_source": sources[k]}
+                entry = self._pending_cache[job_id] = [j, tokens[k], blank_row, outputs, None]  # type: ignore[index]
+                entries.append(entry)
+                built.outputs[job_id] = outputs
+                continue
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
@@ -477,7 +508,11 @@ class SnapshotBuilder:
             )
             hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
-            if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
+            if (
+                hit is not None
+                and (hit[0] is j or hit[0] == j)
+                and (hit[1] == varies or (plain and not j.tags and _same_answers(hit, estimated, quantile)))
+            ):
                 self._pending_cache[job_id] = hit
                 if hit[0] is not j:
                     built.kept_jobs[job_id] = hit[0]
@@ -597,6 +632,8 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     ``made_of``: the quantiles object of a predictor's token (an int in the row)."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
+    if type(entry[1]) is int:  # a predicted-only arrival: its estimate in its outputs, its token
+        estimate, quantile = entry[3]["predicted_runtime"], entry[1]
     if type(quantile) is int:
         quantile = made_of(quantile)
     made = entry[4] = PendingJob(
@@ -622,6 +659,74 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
         quantile,
     )
     return made
+
+
+def _bulk_arrivals(
+    pending: list[RJMSJob],
+    tokens: list,
+    cache: dict[int, list],
+    records: dict[int, JobRecord],
+    own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None],
+) -> list[bool] | None:
+    """Per pending job, whether it is an arrival with nothing of its own but the runtime
+    predictor's answers (the builder's loop's "plain" path with a quantile token: no kept entry,
+    journal record, tags, class predicted this pass (``own[0]``), variation flag (``own[1]``)
+    or variation outputs (``own[2]``)); None when there is none."""
+    ids = list(map(operator.attrgetter("job_id"), pending))
+    mask = [
+        type(token) is int and hit is None and stored is None and not tags
+        for token, hit, stored, tags in zip(
+            tokens,
+            map(cache.get, ids),
+            map(records.get, ids),
+            map(operator.attrgetter("tags"), pending),
+            strict=True,
+        )
+    ]
+    predicted, variable, outputs_of = own
+    if predicted or variable or outputs_of is not None:
+        mask = [
+            m
+            and job_id not in predicted
+            and not variable.get(job_id, False)
+            and (outputs_of is None or outputs_of(job_id) is _NO_OUTPUTS)
+            for m, job_id in zip(mask, ids, strict=True)
+        ]
+    return mask if any(mask) else None
+
+
+def _runtimes_by_job(
+    jobs: list[RJMSJob],
+    answers: dict[int, tuple[float, str]] | tuple[list[float], list[str]],
+    bulk: list[bool] | None,
+) -> dict[int, tuple[float, str]]:
+    """The predictor's (estimate, source) by job id, from its columns aligned with ``jobs``,
+    for the jobs the builder's loop reads them for (not the ``bulk`` ones: the first
+    ``len(bulk)`` of ``jobs`` are the pending ones)."""
+    if not isinstance(answers, tuple):
+        return answers
+    ids = map(operator.attrgetter("job_id"), jobs)
+    values, sources = answers
+    if bulk is None:
+        return dict(zip(ids, zip(values, sources, strict=True), strict=True))
+    keep = [*map(operator.not_, bulk), *repeat(True, len(jobs) - len(bulk))]
+    kept = zip(compress(values, keep), compress(sources, keep), strict=True)
+    return dict(zip(compress(ids, keep), kept, strict=True))
+
+
+def _same_answers(hit: list, estimated: tuple[float, str] | None, quantile: object) -> bool:
+    """Whether a kept predicted-only arrival's entry (its token in the inputs slot, its
+    estimate in its outputs) holds the predictor's answers of this pass: the same token, and the
+    same estimate and source."""
+    token = hit[1]
+    return (
+        type(token) is int
+        and type(quantile) is int
+        and quantile == token
+        and estimated is not None
+        and hit[3]["predicted_runtime"] == estimated[0]
+        and hit[3]["runtime_source"] == estimated[1]
+    )
 
 
 # A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.

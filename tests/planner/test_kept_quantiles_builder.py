@@ -149,3 +149,28 @@ def test_predicted_jobs_hold_tokens_until_read():
     assert all(type(t) is int for t in live.quantile_tokens(jobs))
     first = live.quantiles[3]
     assert live.quantiles[3] is first and live.quantile_made(live.quantile_tokens(jobs)[2]) is first
+
+
+def test_predicted_only_arrivals_take_the_blank_entry_and_keep_it():
+    """C1b's bulk path does run (docs/research.md, "C1 built"): a first cycle of arrivals with
+    nothing of their own but the predictor's answers gives them the shared blank row, their
+    token as inputs and no estimate tuple; the same read again keeps every row; their columns
+    equal the per-job path's."""
+    jobs = tuple(
+        RJMSJob(k, "PENDING", 1000.0 + k, 2, 3600.0 * (1 + k % 3), user=f"u{k % 4}") for k in range(1, 60)
+    )
+    state = ClusterState(5000.0, 64, 64, jobs)
+    live = LiveRuntimePredictor("quantiles", Answers(1), None, own=frozenset())
+    builder = SnapshotBuilder(runtime=live)
+    built = builder.build(state, {})
+    entries = list(builder._pending_cache.values())
+    assert all(type(e[1]) is int for e in entries)
+    assert len({id(e[2]) for e in entries}) == 1  # one shared row
+    reference = SnapshotBuilder(runtime=_per_job(1)).build(state, {})
+    assert _columns(built) == _columns(reference)
+    assert _shown(list(built.snapshot.pending)) == _shown(list(reference.snapshot.pending))
+    assert _shown([(k, list(v.items())) for k, v in built.outputs.items()]) == _shown(
+        [(k, list(v.items())) for k, v in reference.outputs.items()]
+    )
+    builder.build(state, {})
+    assert builder.rows_read == 0
