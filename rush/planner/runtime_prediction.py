@@ -311,13 +311,18 @@ class LiveRuntimePredictor:
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
+        n = len(new)
+        # Read by C-level walks; a job without tags is learned under its own user (history_user).
+        users = list(map(user_id, map(operator.attrgetter("user"), new)))
+        for k in [k for k, tags in enumerate(map(operator.attrgetter("tags"), new)) if tags]:
+            users[k] = history_user(new[k], self.own)
+        limits = np.fromiter(map(operator.attrgetter("requested_time"), new), dtype=np.float64, count=n)
         columns = RuntimeJobs.of(
-            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
-            submit=np.array([j.submit for j in new], dtype=np.float64),
-            procs=np.array([j.procs for j in new], dtype=np.int64),
-            requested_time=np.array(
-                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
-            ),
+            user=np.array(users, dtype=np.int64),
+            submit=np.fromiter(map(operator.attrgetter("submit"), new), dtype=np.float64, count=n),
+            procs=np.fromiter(map(operator.attrgetter("procs"), new), dtype=np.int64, count=n),
+            # (min(limit, UNLIMITED_SECONDS) per job: a NaN limit stays NaN, as with min)
+            requested_time=np.where(np.isnan(limits), limits, np.minimum(limits, UNLIMITED_SECONDS)),
             job_id=np.array(ids, dtype=np.int64),
         )
         quantiles = None

@@ -443,16 +443,6 @@ class SnapshotBuilder:
         cache, self._pending_cache = self._pending_cache, {}
         # A predictor's own outputs per job (the learned one: class, probabilities, reason).
         outputs_of = getattr(self.variation, "job_outputs", None)
-        # Arrivals with nothing of their own but the predictor's answers (most of a first cycle
-        # with a predictor): the blank entry, their estimate and quantiles kept as the
-        # predictor's columns and rows, no per-job inputs, row, estimate or quantiles object.
-        bulk = (
-            _bulk_arrivals(pending_jobs, tokens, cache, records, (predicted, variable, outputs_of))
-            if isinstance(answers, tuple) and tokens is not None
-            else None
-        )
-        runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
-        values, sources = answers if bulk is not None else ((), ())
 
         # The class and its source of a job with no tag, no journaled class and no prediction.
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
@@ -467,15 +457,34 @@ class SnapshotBuilder:
         blank_outputs.update(variable=False, **variation_outputs)
         if self._blank_outputs == blank_outputs:
             blank_outputs = self._blank_outputs
-        self._blank_outputs = blank_outputs
+        # (a kept blank entry is this pass's only while the shared parts are the same)
+        same_blank, self._blank_outputs = blank_outputs is self._blank_outputs, blank_outputs
+        # Jobs with nothing of their own but the predictor's answers (most of a queue with a
+        # predictor): an arrival gets the blank entry, its estimate and quantiles kept as the
+        # predictor's columns and rows (no per-job inputs, row, estimate or quantiles object);
+        # such an entry is kept while its job and answers are the same.
+        bulk = (
+            _predicted_only(
+                pending_jobs, tokens, cache, records, (predicted, variable, outputs_of, same_blank), answers
+            )
+            if isinstance(answers, tuple) and tokens is not None
+            else None
+        )
+        runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
+        values, sources = answers if bulk is not None else ((), ())
         entries = []
         for k, j in enumerate(pending_jobs):
             job_id = j.job_id
-            if bulk is not None and bulk[k]:  # a predicted-only arrival: the blank entry, its token
-                outputs = {**blank_outputs, "predicted_runtime": values[k], "runtime_source": sources[k]}
-                entry = self._pending_cache[job_id] = [j, tokens[k], blank_row, outputs, None]  # type: ignore[index]
-                entries.append(entry)
-                built.outputs[job_id] = outputs
+            kept = bulk[k] if bulk is not None else None
+            if kept is not None:
+                if kept is _ARRIVAL:  # a predicted-only arrival: the blank entry, its token
+                    outputs = {**blank_outputs, "predicted_runtime": values[k], "runtime_source": sources[k]}
+                    kept = [j, tokens[k], blank_row, outputs, None]  # type: ignore[index]
+                elif kept[0] is not j:
+                    built.kept_jobs[job_id] = kept[0]
+                self._pending_cache[job_id] = kept
+                entries.append(kept)
+                built.outputs[job_id] = kept[3]
                 continue
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
@@ -508,11 +517,7 @@ class SnapshotBuilder:
             )
             hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
-            if (
-                hit is not None
-                and (hit[0] is j or hit[0] == j)
-                and (hit[1] == varies or (plain and not j.tags and _same_answers(hit, estimated, quantile)))
-            ):
+            if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
                 self._pending_cache[job_id] = hit
                 if hit[0] is not j:
                     built.kept_jobs[job_id] = hit[0]
@@ -661,47 +666,66 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     return made
 
 
-def _bulk_arrivals(
+# A pending job that arrives with nothing of its own but the runtime predictor's answers.
+_ARRIVAL: list = []
+
+
+def _predicted_only(
     pending: list[RJMSJob],
     tokens: list,
     cache: dict[int, list],
     records: dict[int, JobRecord],
-    own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None],
-) -> list[bool] | None:
-    """Per pending job, whether it is an arrival with nothing of its own but the runtime
-    predictor's answers (the builder's loop's "plain" path with a quantile token: no kept entry,
-    journal record, tags, class predicted this pass (``own[0]``), variation flag (``own[1]``)
-    or variation outputs (``own[2]``)); None when there is none."""
+    own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None, bool],
+    answers: tuple[list[float], list[str]],
+) -> list[list | None] | None:
+    """Per pending job with nothing of its own but the runtime predictor's answers (the
+    builder's loop's "plain" path with a quantile token: no journal record, tags, class
+    predicted this pass (``own[0]``), variation flag (``own[1]``) or variation outputs
+    (``own[2]``)): :data:`_ARRIVAL` for one with no kept entry, its kept entry when that holds
+    the same job (the same or an equal read), the same token and the same estimate and source
+    (``answers``, aligned with ``pending`` first) and the blank entry's shared parts are the
+    last pass's (``own[3]``); None for the others (the loop's), or None when no job is either."""
     ids = list(map(operator.attrgetter("job_id"), pending))
-    mask = [
-        type(token) is int and hit is None and stored is None and not tags
-        for token, hit, stored, tags in zip(
-            tokens,
-            map(cache.get, ids),
-            map(records.get, ids),
-            map(operator.attrgetter("tags"), pending),
-            strict=True,
+    values, sources = answers
+    predicted, variable, outputs_of, same_blank = own
+    marks = [
+        (
+            _ARRIVAL
+            if hit is None
+            else hit
+            if same_blank
+            and type(hit[1]) is int
+            and hit[1] == token
+            and (hit[0] is j or hit[0] == j)
+            and hit[3]["predicted_runtime"] == value
+            and hit[3]["runtime_source"] == source
+            else None
+        )
+        if type(token) is int and stored is None and not j.tags
+        else None
+        for j, token, hit, stored, value, source in zip(
+            pending, tokens, map(cache.get, ids), map(records.get, ids), values, sources, strict=False
         )
     ]
-    predicted, variable, outputs_of = own
     if predicted or variable or outputs_of is not None:
-        mask = [
+        marks = [
             m
-            and job_id not in predicted
+            if job_id not in predicted
             and not variable.get(job_id, False)
             and (outputs_of is None or outputs_of(job_id) is _NO_OUTPUTS)
-            for m, job_id in zip(mask, ids, strict=True)
+            else None
+            for m, job_id in zip(marks, ids, strict=True)
         ]
-    return mask if any(mask) else None
+    return marks if marks.count(None) < len(marks) else None
 
 
 def _runtimes_by_job(
     jobs: list[RJMSJob],
     answers: dict[int, tuple[float, str]] | tuple[list[float], list[str]],
-    bulk: list[bool] | None,
+    bulk: list[list | None] | None,
 ) -> dict[int, tuple[float, str]]:
     """The predictor's (estimate, source) by job id, from its columns aligned with ``jobs``,
-    for the jobs the builder's loop reads them for (not the ``bulk`` ones: the first
+    for the jobs the builder's loop reads them for (not those ``bulk`` marks: the first
     ``len(bulk)`` of ``jobs`` are the pending ones)."""
     if not isinstance(answers, tuple):
         return answers
@@ -709,24 +733,9 @@ def _runtimes_by_job(
     values, sources = answers
     if bulk is None:
         return dict(zip(ids, zip(values, sources, strict=True), strict=True))
-    keep = [*map(operator.not_, bulk), *repeat(True, len(jobs) - len(bulk))]
+    keep = [*map(operator.is_, bulk, repeat(None)), *repeat(True, len(jobs) - len(bulk))]
     kept = zip(compress(values, keep), compress(sources, keep), strict=True)
     return dict(zip(compress(ids, keep), kept, strict=True))
-
-
-def _same_answers(hit: list, estimated: tuple[float, str] | None, quantile: object) -> bool:
-    """Whether a kept predicted-only arrival's entry (its token in the inputs slot, its
-    estimate in its outputs) holds the predictor's answers of this pass: the same token, and the
-    same estimate and source."""
-    token = hit[1]
-    return (
-        type(token) is int
-        and type(quantile) is int
-        and quantile == token
-        and estimated is not None
-        and hit[3]["predicted_runtime"] == estimated[0]
-        and hit[3]["runtime_source"] == estimated[1]
-    )
 
 
 # A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.

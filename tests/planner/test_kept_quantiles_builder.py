@@ -107,11 +107,14 @@ def _cycles(seed: int):
         now += 60.0
 
 
-def _run(live: LiveRuntimePredictor, seed: int) -> list[dict]:
+def _run(live: LiveRuntimePredictor, seed: int, fresh: bool = False) -> list[dict]:
+    """Six cycles; ``fresh``: each cycle reads new objects equal to the last (a daemon's read)."""
     builder = SnapshotBuilder(runtime=live)
     out = []
     for state, records, ended in _cycles(seed):
         live.observe_finished(ended)
+        if fresh:
+            state = dataclasses.replace(state, jobs=tuple(dataclasses.replace(j) for j in state.jobs))
         built = builder.build(state, records)
         out.append(
             {
@@ -121,22 +124,26 @@ def _run(live: LiveRuntimePredictor, seed: int) -> list[dict]:
                 "running": _shown(built.snapshot.running),
                 "decided": _decided(built),
                 "quantiles": _shown(list(live.quantiles.items())),
+                "kept": _shown(sorted(built.kept_jobs)),
             }
         )
     return out
 
 
+@pytest.mark.parametrize("fresh", [False, True])
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_rows_kept_as_arrays_equal_the_per_job_path(seed, compact, monkeypatch):
+def test_rows_kept_as_arrays_equal_the_per_job_path(seed, compact, fresh, monkeypatch):
     if compact:  # the store compacted at every cycle (new tokens for the kept rows)
         monkeypatch.setattr("rush.planner.kept_quantiles._SLACK", 0)
     bulk = LiveRuntimePredictor("quantiles", Answers(seed), None, own=frozenset())
     assert isinstance(bulk.quantiles, KeptQuantiles)
-    got, want = _run(bulk, seed), _run(_per_job(seed), seed)
+    got, want = _run(bulk, seed, fresh), _run(_per_job(seed), seed, fresh)
     assert len(got) == len(want) == 6
     for cycle, (g, w) in enumerate(zip(got, want, strict=True)):
         for part in w:
+            if part == "kept" and compact:  # (compaction's new tokens rewrite rows: no job kept)
+                continue
             assert g[part] == w[part], (cycle, part)
 
 
