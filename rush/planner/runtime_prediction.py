@@ -70,7 +70,7 @@ from rush.core.runtime_predictions import predicted_runtimes
 from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
 from rush.planner.kept_quantiles import KeptQuantiles
-from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
+from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id, user_ids
 from rush.rjms.base import RJMSJob
 
 log = logging.getLogger("rush.daemon")
@@ -175,6 +175,9 @@ class RuntimeHistoryStore:
             rows.append(row)
         rows.sort(key=lambda r: (r.end, r.job_id))
         return rows, bad
+
+
+_JOB_ID = operator.attrgetter("job_id")
 
 
 class LiveRuntimePredictor:
@@ -305,16 +308,17 @@ class LiveRuntimePredictor:
         """Predict the jobs not predicted yet, and again those whose user has finished a job
         since (the history as of now, no later data); returns how many were."""
         changed, self.changed = self.changed, set()
-        new = [
-            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
-        ]
+        if changed:
+            new = [j for j in jobs if j.job_id not in self.raw or self.user_of.get(j.job_id) in changed]
+        else:  # the jobs not predicted yet, by a C-level walk
+            new = list(compress(jobs, map(operator.not_, map(self.raw.__contains__, map(_JOB_ID, jobs)))))
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
         n = len(new)
         # Read by C-level walks; a job without tags is learned under its own user (history_user).
-        users = list(map(user_id, map(operator.attrgetter("user"), new)))
-        for k in [k for k, tags in enumerate(map(operator.attrgetter("tags"), new)) if tags]:
+        users = user_ids(list(map(operator.attrgetter("user"), new)))
+        for k in list(compress(range(n), map(operator.attrgetter("tags"), new))):
             users[k] = history_user(new[k], self.own)
         limits = np.fromiter(map(operator.attrgetter("requested_time"), new), dtype=np.float64, count=n)
         columns = RuntimeJobs.of(
@@ -369,8 +373,10 @@ class LiveRuntimePredictor:
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
         if self._rows_kept():  # no rule C or D: the rows kept as they are, no object per job
             kept = self.quantiles
-            new = [j.state == "PENDING" or j.job_id not in kept for j in jobs]
-            if not all(new):
+            new = list(map(operator.eq, map(operator.attrgetter("state"), jobs), repeat("PENDING")))
+            if not all(new):  # a running job keeps the quantiles kept at its start
+                for k in [k for k, pending in enumerate(new) if not pending]:
+                    new[k] = jobs[k].job_id not in kept
                 jobs, rows = list(compress(jobs, new)), rows[np.array(new, dtype=np.bool_)]
             kept.keep_rows(list(map(operator.attrgetter("job_id"), jobs)), levels, rows)
             return

@@ -28,9 +28,9 @@ import functools
 import math
 import operator
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,6 +65,14 @@ def user_id(name: str) -> int:
             _USER_KEYS.clear()
         key = _USER_KEYS[name] = user_key(name)
     return key
+
+
+def user_ids(names: list[str]) -> list[int]:
+    """:func:`user_id` of each name: the kept keys read by one C-level walk, the others made."""
+    keys = list(map(_USER_KEYS.get, names))
+    if None in keys:
+        keys = [user_id(name) if key is None else key for name, key in zip(names, keys, strict=True)]
+    return keys
 
 
 # User name -> key, kept: a queue of 10 000 jobs has a few hundred users.
@@ -207,8 +215,9 @@ def load_class_predictor(
 @dataclass
 class Built:
     snapshot: Snapshot
-    # Model outputs per job id, journaled with each decision about the job.
-    outputs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Model outputs per job id, journaled with each decision about the job (the builder's: a
+    # JobOutputs, whose predicted-only jobs' dicts are made when read).
+    outputs: MutableMapping[int, dict[str, Any]] = field(default_factory=dict)
     # Classes predicted for pending jobs this cycle (remembered for when they run).
     predicted: dict[int, int] = field(default_factory=dict)
     model_seconds: dict[str, float] = field(default_factory=dict)
@@ -289,17 +298,25 @@ class SnapshotBuilder:
         """The pending columns of these entries (:func:`_entry_columns`); rows whose quantiles
         are the predictor's token (an int) get rule L2's columns from the predictor's rows at
         once (rush.core.remaining_runtime.queued_projection_rows), no object made."""
-        slots = [entry[2][_QUANTILE_SLOT] for entry in entries]
-        tokens = [k for k, slot in enumerate(slots) if type(slot) is int]
-        inputs = list(map(operator.itemgetter(1), entries))
-        bulk = [k for k, given in enumerate(inputs) if type(given) is int]  # predicted-only arrivals
-        if not tokens and not bulk:
+        n = len(entries)
+        slots = list(map(_QUANTILE_OF, map(_SLOT2, entries)))
+        inputs = list(map(_SLOT1, entries))
+        # Rows holding a token, and predicted-only entries (a token as their inputs).
+        in_row = np.fromiter(map(operator.is_, map(type, slots), repeat(int)), dtype=np.bool_, count=n)
+        in_inputs = np.fromiter(map(operator.is_, map(type, inputs), repeat(int)), dtype=np.bool_, count=n)
+        if not in_row.any() and not in_inputs.any():
             return _entry_columns(entries)
         from rush.core.remaining_runtime import queued_projection_rows  # (compiled code: only with quantiles)
 
+        tokens = np.flatnonzero(in_row).tolist()
+        bulk = np.flatnonzero(in_inputs).tolist()
         columns = _entry_columns(entries, tokens)
         at = np.array(bulk + tokens, dtype=np.int64)
-        held = np.array([inputs[k] for k in bulk] + [slots[k] for k in tokens], dtype=np.int64)
+        held = np.fromiter(
+            chain(compress(inputs, in_inputs.tolist()), compress(slots, in_row.tolist())),
+            dtype=np.int64,
+            count=len(at),
+        )
         levels, seconds = self.runtime.quantile_rows(held)  # type: ignore[union-attr]
         derived = queued_projection_rows(levels, seconds, columns.requested_time[at])
         fields = {}
@@ -307,11 +324,11 @@ class SnapshotBuilder:
             column = getattr(columns, name).copy()
             column[at] = values
             fields[name] = column
-        if bulk:  # their estimates: the float each one's outputs hold (its row is the blank one)
+        if bulk:  # their estimates: the float each entry holds (its row is the blank one)
             where = np.array(bulk, dtype=np.int64)
             fields["estimate"] = columns.estimate.copy()
             fields["estimate"][where] = np.fromiter(
-                (entries[k][3]["predicted_runtime"] for k in bulk), dtype=np.float64, count=len(bulk)
+                map(_ESTIMATE_OF, compress(entries, in_inputs.tolist())), dtype=np.float64, count=len(bulk)
             )
             fields["own_estimate"] = columns.own_estimate.copy()
             fields["own_estimate"][where] = True
@@ -463,29 +480,55 @@ class SnapshotBuilder:
         # predictor): an arrival gets the blank entry, its estimate and quantiles kept as the
         # predictor's columns and rows (no per-job inputs, row, estimate or quantiles object);
         # such an entry is kept while its job and answers are the same.
-        bulk = (
+        marks = (
             _predicted_only(
-                pending_jobs, tokens, cache, records, (predicted, variable, outputs_of, same_blank), answers
+                pending_jobs, tokens, cache, records, (predicted, variable, outputs_of, same_blank)
             )
             if isinstance(answers, tuple) and tokens is not None
             else None
         )
+        bulk = None if marks is None else marks[0] | marks[1]
         runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
-        values, sources = answers if bulk is not None else ((), ())
-        entries = []
-        for k, j in enumerate(pending_jobs):
+        ids = list(map(_JOB_ID, pending_jobs))
+        if marks is None:
+            entries: list = [None] * len(pending_jobs)
+            loop: Sequence[int] = range(len(pending_jobs))
+        else:
+            # Predicted-only jobs without a step of their own: a kept one is its last entry (the
+            # same token, the same or an equal job); an arrival gets the blank entry with its
+            # token, estimate and source (its outputs made when read: JobOutputs).
+            arriving, keeping, equal_only, entries = marks
+            if equal_only.any():  # kept for an equal new read: the kept object, as the loop does
+                where = equal_only.tolist()
+                built.kept_jobs.update(
+                    zip(compress(ids, where), map(_SLOT0, compress(entries, where)), strict=True)
+                )
+            if arriving.any():
+                values, sources = answers
+                where = arriving.tolist()
+                new = list(
+                    map(
+                        list,
+                        zip(
+                            compress(pending_jobs, where),
+                            compress(tokens, where),  # type: ignore[arg-type]
+                            repeat(blank_row),
+                            repeat(None),  # outputs: made when read
+                            repeat(None),  # the core job: made when read
+                            compress(values, where),
+                            compress(sources, where),
+                        ),
+                    )
+                )
+                if len(new) == len(entries):
+                    entries = new
+                else:
+                    for k, entry in zip(np.flatnonzero(arriving).tolist(), new, strict=True):
+                        entries[k] = entry
+            loop = np.flatnonzero(~bulk).tolist()  # type: ignore[operator]
+        for k in loop:
+            j = pending_jobs[k]
             job_id = j.job_id
-            kept = bulk[k] if bulk is not None else None
-            if kept is not None:
-                if kept is _ARRIVAL:  # a predicted-only arrival: the blank entry, its token
-                    outputs = {**blank_outputs, "predicted_runtime": values[k], "runtime_source": sources[k]}
-                    kept = [j, tokens[k], blank_row, outputs, None]  # type: ignore[index]
-                elif kept[0] is not j:
-                    built.kept_jobs[job_id] = kept[0]
-                self._pending_cache[job_id] = kept
-                entries.append(kept)
-                built.outputs[job_id] = kept[3]
-                continue
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
@@ -518,18 +561,14 @@ class SnapshotBuilder:
             hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
-                self._pending_cache[job_id] = hit
                 if hit[0] is not j:
                     built.kept_jobs[job_id] = hit[0]
-                entries.append(hit)
-                built.outputs[job_id] = hit[3]
+                entries[k] = hit
                 if job_id in predicted:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
-                entries.append(entry)
-                built.outputs[job_id] = blank_outputs
+                entries[k] = [j, varies, blank_row, blank_outputs, None]
                 continue
             if plain and not j.tags:  # an arrival with the predictor's answers only: the shared parts
                 row = (*blank_row[:5], None if estimated is None else estimated[0], False, quantile)
@@ -538,9 +577,7 @@ class SnapshotBuilder:
                     if estimated is None
                     else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
                 )
-                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
-                entries.append(entry)
-                built.outputs[job_id] = outputs
+                entries[k] = [j, varies, row, outputs, None]
                 continue
             if stored is None and not j.tags and job_id not in predicted:
                 # No tags, nothing journaled, no class of this pass's model.
@@ -566,7 +603,7 @@ class SnapshotBuilder:
             if job_id in predicted:
                 built.predicted[job_id] = predicted[job_id]
             runtime_outputs = _NO_OUTPUTS if estimated is None else _runtime_of(runtimes, job_id)[1]
-            built.outputs[job_id] = {
+            outputs = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
                 "variable": flagged,
@@ -574,9 +611,10 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entry = [j, varies, row, built.outputs[job_id], None]
-            self._pending_cache[job_id] = entry
-            entries.append(entry)
+            entries[k] = [j, varies, row, outputs, None]
+        # Each pending job's entry, kept for the next pass; its outputs read from it.
+        self._pending_cache = dict(zip(ids, entries, strict=True))
+        built.outputs = JobOutputs(self._pending_cache.copy(), blank_outputs)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
         # written, straight from the read; a core job is made only where one is read.
         pending = PendingRows(
@@ -637,8 +675,8 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     ``made_of``: the quantiles object of a predictor's token (an int in the row)."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
-    if type(entry[1]) is int:  # a predicted-only arrival: its estimate in its outputs, its token
-        estimate, quantile = entry[3]["predicted_runtime"], entry[1]
+    if type(entry[1]) is int:  # a predicted-only job: its estimate in its entry, its token
+        estimate, quantile = entry[_ESTIMATE_SLOT], entry[1]
     if type(quantile) is int:
         quantile = made_of(quantile)
     made = entry[4] = PendingJob(
@@ -666,8 +704,68 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     return made
 
 
-# A pending job that arrives with nothing of its own but the runtime predictor's answers.
-_ARRIVAL: list = []
+class JobOutputs(MutableMapping[int, dict[str, Any]]):
+    """The builder's model outputs per job id (:attr:`Built.outputs`): a dict's keys, order and
+    values, except that a pending job's value is read from its builder entry ([RJMS job, inputs,
+    row, outputs, core job, ...]): a predicted-only entry (a predictor's token as its inputs)
+    holds its estimate and source instead of a dict, and its dict (the blank outputs with the
+    two runtime fields, as the builder's loop makes them) is made the first time it is read and
+    kept in the entry (the same object on every read, and in later passes while it is kept)."""
+
+    __slots__ = ("_at", "_blank")
+
+    def __init__(self, at: dict[int, Any], blank: dict[str, Any]) -> None:
+        self._at = at  # job id -> its outputs dict, or its builder entry
+        self._blank = blank  # the pass's shared blank outputs
+
+    def _of(self, value: Any) -> dict[str, Any]:
+        if type(value) is not list:
+            return value
+        made = value[3]
+        if made is None:
+            made = value[3] = {
+                **self._blank,
+                "predicted_runtime": value[_ESTIMATE_SLOT],
+                "runtime_source": value[_ESTIMATE_SLOT + 1],
+            }
+        return made
+
+    def __getitem__(self, job_id: int) -> dict[str, Any]:
+        return self._of(self._at[job_id])
+
+    def get(self, job_id: int, default: Any = None) -> Any:
+        value = self._at.get(job_id, _ABSENT)
+        return default if value is _ABSENT else self._of(value)
+
+    def __setitem__(self, job_id: int, value: dict[str, Any]) -> None:
+        self._at[job_id] = value
+
+    def __delitem__(self, job_id: int) -> None:
+        del self._at[job_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __contains__(self, job_id: object) -> bool:
+        return job_id in self._at
+
+    def __repr__(self) -> str:
+        return f"JobOutputs({dict(self.items())!r})"
+
+
+_ABSENT = object()
+# A predicted-only entry's estimate (then its source) after the five slots every entry has.
+_ESTIMATE_SLOT = 5
+_JOB_ID = operator.attrgetter("job_id")
+_SLOT0 = operator.itemgetter(0)
+_SLOT1 = operator.itemgetter(1)
+_SLOT2 = operator.itemgetter(2)
+_ESTIMATE_OF = operator.itemgetter(_ESTIMATE_SLOT)
+# The kept entry of a job with none (for the C-level walks over every job's).
+_MISS = [None, None]
 
 
 def _predicted_only(
@@ -676,64 +774,76 @@ def _predicted_only(
     cache: dict[int, list],
     records: dict[int, JobRecord],
     own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None, bool],
-    answers: tuple[list[float], list[str]],
-) -> list[list | None] | None:
-    """Per pending job with nothing of its own but the runtime predictor's answers (the
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list] | None:
+    """The pending jobs with nothing of their own but the runtime predictor's answers (the
     builder's loop's "plain" path with a quantile token: no journal record, tags, class
     predicted this pass (``own[0]``), variation flag (``own[1]``) or variation outputs
-    (``own[2]``)): :data:`_ARRIVAL` for one with no kept entry, its kept entry when that holds
-    the same job (the same or an equal read), the same token and the same estimate and source
-    (``answers``, aligned with ``pending`` first) and the blank entry's shared parts are the
-    last pass's (``own[3]``); None for the others (the loop's), or None when no job is either."""
-    ids = list(map(operator.attrgetter("job_id"), pending))
-    values, sources = answers
+    (``own[2]``)), found by C-level walks: (arriving, keeping, equal only, entries), three
+    boolean arrays aligned with ``pending`` and each job's kept entry (a new list; the others'
+    slots hold a placeholder). Arriving: no kept entry. Keeping: a kept entry with the same token
+    (a new prediction is a new token; the estimate follows the token and the job's limit) for
+    the same job (the same object, or an equal one: "equal only"), while the blank entry's
+    shared parts are the last pass's (``own[3]``). None when no job is either."""
+    n = len(pending)
+    ids = list(map(_JOB_ID, pending))
     predicted, variable, outputs_of, same_blank = own
-    marks = [
-        (
-            _ARRIVAL
-            if hit is None
-            else hit
-            if same_blank
-            and type(hit[1]) is int
-            and hit[1] == token
-            and (hit[0] is j or hit[0] == j)
-            and hit[3]["predicted_runtime"] == value
-            and hit[3]["runtime_source"] == source
-            else None
-        )
-        if type(token) is int and stored is None and not j.tags
-        else None
-        for j, token, hit, stored, value, source in zip(
-            pending, tokens, map(cache.get, ids), map(records.get, ids), values, sources, strict=False
-        )
-    ]
-    if predicted or variable or outputs_of is not None:
-        marks = [
-            m
-            if job_id not in predicted
-            and not variable.get(job_id, False)
-            and (outputs_of is None or outputs_of(job_id) is _NO_OUTPUTS)
-            else None
-            for m, job_id in zip(marks, ids, strict=True)
-        ]
-    return marks if marks.count(None) < len(marks) else None
+
+    def walk(values) -> np.ndarray:
+        return np.fromiter(values, dtype=np.bool_, count=n)
+
+    plain = walk(map(operator.is_, map(type, tokens), repeat(int)))
+    if records:
+        plain &= walk(map(operator.is_, map(records.get, ids), repeat(None)))
+    plain &= walk(map(operator.not_, map(operator.attrgetter("tags"), pending)))
+    if predicted:
+        plain &= walk(map(operator.not_, map(predicted.__contains__, ids)))
+    if variable:
+        plain &= walk(map(operator.not_, map(variable.get, ids, repeat(False))))
+    if outputs_of is not None:
+        plain &= walk(map(operator.is_, map(outputs_of, ids), repeat(_NO_OUTPUTS)))
+    if not plain.any():
+        return None
+    hits = list(map(cache.get, ids, repeat(_MISS)))
+    arriving = plain & walk(map(operator.is_, hits, repeat(_MISS)))
+    keeping = np.zeros(n, dtype=np.bool_)
+    equal_only = np.zeros(n, dtype=np.bool_)
+    if same_blank and cache:
+        # Only a predicted-only entry holds an int (its token) in its inputs slot.
+        same = plain & ~arriving & walk(map(operator.eq, map(_SLOT1, hits), tokens))
+        if same.any():
+            objects = list(map(_SLOT0, hits))
+            identical = walk(map(operator.is_, objects, pending))
+            keeping = same & identical
+            other = same & ~identical
+            if other.any():  # a new object (a daemon's read): kept if equal, every field
+                where = other.tolist()
+                equal = np.fromiter(
+                    map(operator.eq, compress(objects, where), compress(pending, where)),
+                    dtype=np.bool_,
+                    count=int(other.sum()),
+                )
+                equal_only[np.flatnonzero(other)[equal]] = True
+                keeping |= equal_only
+    if not arriving.any() and not keeping.any():
+        return None
+    return arriving, keeping, equal_only, hits
 
 
 def _runtimes_by_job(
     jobs: list[RJMSJob],
     answers: dict[int, tuple[float, str]] | tuple[list[float], list[str]],
-    bulk: list[list | None] | None,
+    bulk: np.ndarray | None,
 ) -> dict[int, tuple[float, str]]:
     """The predictor's (estimate, source) by job id, from its columns aligned with ``jobs``,
     for the jobs the builder's loop reads them for (not those ``bulk`` marks: the first
     ``len(bulk)`` of ``jobs`` are the pending ones)."""
     if not isinstance(answers, tuple):
         return answers
-    ids = map(operator.attrgetter("job_id"), jobs)
+    ids = map(_JOB_ID, jobs)
     values, sources = answers
     if bulk is None:
         return dict(zip(ids, zip(values, sources, strict=True), strict=True))
-    keep = [*map(operator.is_, bulk, repeat(None)), *repeat(True, len(jobs) - len(bulk))]
+    keep = [*(~bulk).tolist(), *repeat(True, len(jobs) - len(bulk))]
     kept = zip(compress(values, keep), compress(sources, keep), strict=True)
     return dict(zip(compress(ids, keep), kept, strict=True))
 
@@ -751,6 +861,7 @@ _ROW_FIELDS = (
 )
 # Where the row holds its quantiles (an object, a predictor's token or None).
 _QUANTILE_SLOT = _ROW_FIELDS.index("runtime_quantiles")
+_QUANTILE_OF = operator.itemgetter(_QUANTILE_SLOT)
 assert _QUANTILE_SLOT == len(_ROW_FIELDS) - 1
 # Rule L2's columns of a pending job, derived from its quantiles, in
 # rush.core.remaining_runtime.queued_projection_rows's order.

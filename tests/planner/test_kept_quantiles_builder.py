@@ -5,7 +5,9 @@ object made only when read) against the same builder and predictor on the per-jo
 tagged and journaled jobs, completions that make users' jobs be predicted again, leaving and
 starting jobs. The pass's columns, the core jobs, the journal's outputs (runtime fields
 included), the running jobs, the predictor's quantiles and the pass's decisions and start
-estimates are the same."""
+estimates are the same. C2 (round 23): the journal's outputs of predicted-only jobs made when
+read, kept in their entries: the same dicts, in the same order, the same object across reads and
+cycles while a job's entry is kept, whether or not a cycle read them."""
 
 from __future__ import annotations
 
@@ -107,15 +109,23 @@ def _cycles(seed: int):
         now += 60.0
 
 
-def _run(live: LiveRuntimePredictor, seed: int, fresh: bool = False) -> list[dict]:
-    """Six cycles; ``fresh``: each cycle reads new objects equal to the last (a daemon's read)."""
+def _run(live: LiveRuntimePredictor, seed: int, fresh: bool = False, lazy: bool = False) -> list[dict]:
+    """Six cycles; ``fresh``: each cycle reads new objects equal to the last (a daemon's read);
+    ``lazy``: the outputs read at every other cycle only (else at each), and which jobs' outputs
+    are the same object as at the last read."""
     builder = SnapshotBuilder(runtime=live)
     out = []
-    for state, records, ended in _cycles(seed):
+    last: dict = {}
+    for cycle, (state, records, ended) in enumerate(_cycles(seed)):
         live.observe_finished(ended)
         if fresh:
             state = dataclasses.replace(state, jobs=tuple(dataclasses.replace(j) for j in state.jobs))
         built = builder.build(state, records)
+        if lazy and cycle % 2:
+            continue
+        read = {k: built.outputs[k] for k in built.outputs}  # (every job's, as the queue rows do)
+        assert all(built.outputs.get(k) is v for k, v in read.items())  # the same object again
+        same, last = sorted(k for k, v in read.items() if last.get(k) is v), read
         out.append(
             {
                 "columns": _columns(built),
@@ -125,24 +135,27 @@ def _run(live: LiveRuntimePredictor, seed: int, fresh: bool = False) -> list[dic
                 "decided": _decided(built),
                 "quantiles": _shown(list(live.quantiles.items())),
                 "kept": _shown(sorted(built.kept_jobs)),
+                "same outputs": _shown(same),
+                "outputs as dict": _shown(list(dict(built.outputs).items())),
             }
         )
     return out
 
 
+@pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("fresh", [False, True])
 @pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("seed", range(4))
-def test_rows_kept_as_arrays_equal_the_per_job_path(seed, compact, fresh, monkeypatch):
+def test_rows_kept_as_arrays_equal_the_per_job_path(seed, compact, fresh, lazy, monkeypatch):
     if compact:  # the store compacted at every cycle (new tokens for the kept rows)
         monkeypatch.setattr("rush.planner.kept_quantiles._SLACK", 0)
     bulk = LiveRuntimePredictor("quantiles", Answers(seed), None, own=frozenset())
     assert isinstance(bulk.quantiles, KeptQuantiles)
-    got, want = _run(bulk, seed, fresh), _run(_per_job(seed), seed, fresh)
-    assert len(got) == len(want) == 6
+    got, want = _run(bulk, seed, fresh, lazy), _run(_per_job(seed), seed, fresh, lazy)
+    assert len(got) == len(want) == (3 if lazy else 6)
     for cycle, (g, w) in enumerate(zip(got, want, strict=True)):
         for part in w:
-            if part == "kept" and compact:  # (compaction's new tokens rewrite rows: no job kept)
+            if part in ("kept", "same outputs") and compact:  # (new tokens rewrite rows: none kept)
                 continue
             assert g[part] == w[part], (cycle, part)
 
@@ -181,3 +194,31 @@ def test_predicted_only_arrivals_take_the_blank_entry_and_keep_it():
     )
     builder.build(state, {})
     assert builder.rows_read == 0
+
+
+def test_outputs_made_when_read_are_a_dict_of_the_same_values():
+    """C2: a first cycle of predicted-only arrivals holds no outputs dict until one is read;
+    ``Built.outputs`` then reads as the per-job path's dict (same keys, order and values, ``==``),
+    ``get`` gives the default for a job it does not list, a job's value set again keeps its
+    place; a fresh equal read keeps every entry (no row written) and gives the same dicts."""
+    jobs = tuple(
+        RJMSJob(k, "PENDING", 1000.0 + k, 2, 3600.0 * (1 + k % 3), user=f"u{k % 4}") for k in range(1, 40)
+    )
+    running = RJMSJob(99, "RUNNING", 900.0, 2, 3600.0, start=4000.0, user="u1")
+    state = ClusterState(5000.0, 64, 64, (*jobs, running))
+    builder = SnapshotBuilder(runtime=LiveRuntimePredictor("quantiles", Answers(2), None, own=frozenset()))
+    built = builder.build(state, {})
+    assert all(e[3] is None for e in builder._pending_cache.values())  # nothing made yet
+    reference = SnapshotBuilder(runtime=_per_job(2)).build(state, {})
+    assert built.outputs == reference.outputs and len(built.outputs) == len(reference.outputs) == 40
+    assert list(built.outputs) == list(reference.outputs)
+    assert (
+        built.outputs.get(12345, "absent") == "absent" and 12345 not in built.outputs and 7 in built.outputs
+    )
+    made = {k: built.outputs[k] for k in built.outputs}
+    built.outputs[5] = {"changed": True}
+    assert list(built.outputs) == list(reference.outputs) and built.outputs[5] == {"changed": True}
+    fresh = dataclasses.replace(state, jobs=tuple(dataclasses.replace(j) for j in state.jobs))
+    again = builder.build(fresh, {})
+    assert builder.rows_read == 0 and sorted(again.kept_jobs) == [j.job_id for j in jobs]
+    assert all(again.outputs[k] is made[k] for k in made if k != 99)
