@@ -82,7 +82,8 @@ def _job(rng: np.random.Generator, k: int, now: float) -> RJMSJob:
 
 
 def _cycles(seed: int):
-    """The queues and journal records of six cycles, and the runs that ended before each."""
+    """The queues and journal records of six cycles, and the runs that ended before each (jobs
+    arrive, are cancelled, start, end, and have their limit changed while pending)."""
     rng = np.random.default_rng(seed)
     now, next_id = 5000.0, 1
     jobs: dict[int, RJMSJob] = {}
@@ -96,6 +97,8 @@ def _cycles(seed: int):
                 del jobs[j.job_id]  # cancelled
             elif j.state == "PENDING" and rng.random() < 0.1:
                 jobs[j.job_id] = dataclasses.replace(j, state="RUNNING", start=now - 5.0)
+            elif j.state == "PENDING" and rng.random() < 0.05:  # its limit changed (scontrol update)
+                jobs[j.job_id] = dataclasses.replace(j, requested_time=float(rng.choice([120.0, 7200.0])))
         for _ in range(int(rng.integers(40, 120))):
             jobs[next_id] = _job(rng, next_id, now)
             next_id += 1
