@@ -249,7 +249,8 @@ def _usable_groups(
     for (levels, width), g in group_of.items():
         at = np.flatnonzero(group == g)  # positions among ``listed``, in queue order
         rows = given[at]
-        if _levels_refused(levels, width):  # the levels, once per group
+        lv = np.asarray(levels, dtype=np.float64)
+        if quantiles_refused(lv, lv, 1.0) or width != len(lv):  # the levels, once per group
             code[rows] = _CODE_LEVELS
             continue
         seconds = np.fromiter(
@@ -257,41 +258,22 @@ def _usable_groups(
             dtype=np.float64,
             count=len(rows) * width,
         ).reshape(len(rows), width)
-        groups.extend(_usable_rows(rows, levels, seconds, requested_time, code))
+        request = np.asarray(requested_time, dtype=np.float64)[rows]
+        # The reason as a code (0: usable), in quantiles_refused's order.
+        why = np.where(
+            ~np.all(np.isfinite(seconds), axis=1),
+            1,
+            np.where(
+                np.any(seconds < 0.0, axis=1), 2, np.where(np.isfinite(request) & (request > 0.0), 0, 3)
+            ),
+        )
+        code[rows] = why
+        ok = why == 0
+        if ok.any():
+            request = request[ok]
+            q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
+            groups.append((rows[ok], lv, q, request))
     return groups
-
-
-def _levels_refused(levels: Sequence[float], width: int) -> bool:
-    """Whether a set of levels (and its number of quantiles per job) is refused as a whole."""
-    lv = np.asarray(levels, dtype=np.float64)
-    return bool(quantiles_refused(lv, lv, 1.0)) or width != len(lv)
-
-
-def _usable_rows(
-    rows: np.ndarray,
-    levels: Sequence[float],
-    seconds: np.ndarray,
-    requested_time: np.ndarray,
-    code: np.ndarray,
-) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """One set of (accepted) levels' rows ``rows`` with their quantiles ``seconds`` (rows, k):
-    each row's code written in ``code`` (0: usable, else the index of its reason in _REASONS,
-    in quantiles_refused's order), and the usable ones as [(rows, levels, quantiles sorted and
-    capped by the request, request)] ([] when none is)."""
-    lv = np.asarray(levels, dtype=np.float64)
-    request = np.asarray(requested_time, dtype=np.float64)[rows]
-    why = np.where(
-        ~np.all(np.isfinite(seconds), axis=1),
-        1,
-        np.where(np.any(seconds < 0.0, axis=1), 2, np.where(np.isfinite(request) & (request > 0.0), 0, 3)),
-    )
-    code[rows] = why
-    ok = why == 0
-    if not ok.any():
-        return []
-    request = request[ok]
-    q = np.minimum(np.sort(seconds[ok], axis=1), request[:, None])
-    return [(rows[ok], lv, q, request)]
 
 
 def _refusals(code: np.ndarray, job_id: np.ndarray, key: np.ndarray | None = None) -> dict[int, str]:
@@ -323,47 +305,16 @@ def queued_projection_columns(
     shift = np.zeros(n)
     key = np.zeros(n, dtype=np.int64)
     for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key) or ():
-        upper[kept] = _upper_runtimes(q, lv, request, level)
+        xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
+        i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
+        w = (level - ps[i]) / (ps[i + 1] - ps[i])
+        upper[kept] = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
         shift[kept] = np.fromiter(
             map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
             dtype=np.float64,
             count=len(kept),
         )
     return code, upper, shift, key
-
-
-def queued_projection_rows(
-    levels: tuple[float, ...],
-    seconds: np.ndarray,
-    requested_time: np.ndarray,
-    level: float = QUEUE_PROJECTION_LEVEL,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`queued_projection_columns` for jobs that all have quantiles at one set of
-    ``levels``, given as one array ``seconds`` (jobs, k) (a predictor's answers for the jobs it
-    predicted at once, no object per job) with no rule D2 shift: the same columns, by the same
-    arithmetic, as for these jobs' ``RuntimeQuantiles(levels, tuple(row))``."""
-    seconds = np.asarray(seconds, dtype=np.float64)
-    n, width = seconds.shape
-    code = np.full(n, NO_QUANTILES, dtype=np.int64)
-    upper = np.full(n, np.nan)
-    key = np.full(n, hash((tuple(levels), width)), dtype=np.int64)
-    if n == 0:
-        return code, upper, np.zeros(n), key
-    rows = np.arange(n)
-    if _levels_refused(levels, width):
-        code[:] = _CODE_LEVELS
-        return code, upper, np.zeros(n), key
-    for kept, lv, q, request in _usable_rows(rows, levels, seconds, requested_time, code):
-        upper[kept] = _upper_runtimes(q, lv, request, level)
-    return code, upper, np.zeros(n), key
-
-
-def _upper_runtimes(q: np.ndarray, lv: np.ndarray, request: np.ndarray, level: float) -> np.ndarray:
-    """Each usable row's runtime at ``level`` of its distribution closed at its request."""
-    xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
-    i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
-    w = (level - ps[i]) / (ps[i + 1] - ps[i])
-    return np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
 
 
 def queued_projection_from_columns(

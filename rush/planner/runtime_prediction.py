@@ -45,9 +45,9 @@ import operator
 import os
 import pwd
 import sqlite3
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import compress, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +69,7 @@ from rush.core.runtime_drift import (
 from rush.core.runtime_predictions import predicted_runtimes
 from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
-from rush.planner.kept_quantiles import KeptQuantiles
-from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id, user_ids
+from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
 from rush.rjms.base import RJMSJob
 
 log = logging.getLogger("rush.daemon")
@@ -177,9 +176,6 @@ class RuntimeHistoryStore:
         return rows, bad
 
 
-_JOB_ID = operator.attrgetter("job_id")
-
-
 class LiveRuntimePredictor:
     """A runtime predictor fed by the RJMS's completions, predicting each job once."""
 
@@ -202,8 +198,7 @@ class LiveRuntimePredictor:
         # job id -> its raw prediction (guarded at every use) and the user key it was made for
         self.raw: dict[int, float] = {}
         # job id -> its predicted runtime quantiles (quantile models only), kept from its start on
-        # (kept as the model's rows, each job's object made when first read: rush.planner.kept_quantiles)
-        self.quantiles: MutableMapping[int, RuntimeQuantiles] = KeptQuantiles()
+        self.quantiles: dict[int, RuntimeQuantiles] = {}
         self.user_of: dict[int, int] = {}
         # Rule D (rush.core.runtime_drift; refuted in round 14, so off unless asked for): each
         # user's last residuals (completed jobs that had quantiles, end order) and each job's
@@ -308,25 +303,19 @@ class LiveRuntimePredictor:
         """Predict the jobs not predicted yet, and again those whose user has finished a job
         since (the history as of now, no later data); returns how many were."""
         changed, self.changed = self.changed, set()
-        if changed:
-            new = [j for j in jobs if j.job_id not in self.raw or self.user_of.get(j.job_id) in changed]
-        else:  # the jobs not predicted yet, by a C-level walk
-            new = list(compress(jobs, map(operator.not_, map(self.raw.__contains__, map(_JOB_ID, jobs)))))
+        new = [
+            j for j in jobs if j.job_id not in self.raw or (changed and self.user_of.get(j.job_id) in changed)
+        ]
         if not new:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
-        n = len(new)
-        # Read by C-level walks; a job without tags is learned under its own user (history_user).
-        users = user_ids(list(map(operator.attrgetter("user"), new)))
-        for k in list(compress(range(n), map(operator.attrgetter("tags"), new))):
-            users[k] = history_user(new[k], self.own)
-        limits = np.fromiter(map(operator.attrgetter("requested_time"), new), dtype=np.float64, count=n)
         columns = RuntimeJobs.of(
-            user=np.array(users, dtype=np.int64),
-            submit=np.fromiter(map(operator.attrgetter("submit"), new), dtype=np.float64, count=n),
-            procs=np.fromiter(map(operator.attrgetter("procs"), new), dtype=np.int64, count=n),
-            # (min(limit, UNLIMITED_SECONDS) per job: a NaN limit stays NaN, as with min)
-            requested_time=np.where(np.isnan(limits), limits, np.minimum(limits, UNLIMITED_SECONDS)),
+            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
+            submit=np.array([j.submit for j in new], dtype=np.float64),
+            procs=np.array([j.procs for j in new], dtype=np.int64),
+            requested_time=np.array(
+                [min(j.requested_time, UNLIMITED_SECONDS) for j in new], dtype=np.float64
+            ),
             job_id=np.array(ids, dtype=np.int64),
         )
         quantiles = None
@@ -371,15 +360,6 @@ class LiveRuntimePredictor:
         at submission; here the last prediction before the start). Raw values: the core checks
         them (rush.core.remaining_runtime.quantiles_refused) and says why it refuses any."""
         rows = np.asarray(quantiles, dtype=np.float64)  # (jobs, levels), checked by predict_new
-        if self._rows_kept():  # no rule C or D: the rows kept as they are, no object per job
-            kept = self.quantiles
-            new = list(map(operator.eq, map(operator.attrgetter("state"), jobs), repeat("PENDING")))
-            if not all(new):  # a running job keeps the quantiles kept at its start
-                for k in [k for k, pending in enumerate(new) if not pending]:
-                    new[k] = jobs[k].job_id not in kept
-                jobs, rows = list(compress(jobs, new)), rows[np.array(new, dtype=np.bool_)]
-            kept.keep_rows(list(map(operator.attrgetter("job_id"), jobs)), levels, rows)
-            return
         for j, row in zip(jobs, rows, strict=True):
             if j.state != "PENDING" and j.job_id in self.quantiles:
                 continue
@@ -388,29 +368,6 @@ class LiveRuntimePredictor:
                 self.shift[j.job_id] = drift_shift(self.residuals.get(self.user_of.get(j.job_id, -1), ()))
             if self.conformal:
                 self.level_map[j.job_id] = tuple(conformal_levels(self.pits, levels).tolist())
-
-    def _rows_kept(self) -> bool:
-        """Whether the quantiles are kept as the model's rows (no rule C or D, which keep per-job
-        state with each job's quantiles)."""
-        return not self.drift and not self.conformal and isinstance(self.quantiles, KeptQuantiles)
-
-    def quantile_tokens(self, jobs: Sequence[RJMSJob]) -> list[RuntimeQuantiles | int | None] | None:
-        """The jobs' predicted quantiles as :meth:`runtime_quantiles` gives them, without an
-        object per job: per job a token (an int: its row, read with :meth:`quantile_rows`; a new
-        prediction is a new token), its object, or None; None when rule C or D is on (then
-        :meth:`runtime_quantiles`)."""
-        if not self._rows_kept():
-            return None
-        return self.quantiles.tokens(map(operator.attrgetter("job_id"), jobs))
-
-    def quantile_rows(self, tokens: np.ndarray) -> tuple[tuple[float, ...], np.ndarray]:
-        """The levels and the quantiles (tokens, levels) of tokens from :meth:`quantile_tokens`
-        of this cycle."""
-        return self.quantiles.rows(tokens)
-
-    def quantile_made(self, token: int) -> RuntimeQuantiles:
-        """A token's quantiles as the object :meth:`runtime_quantiles` gives (the same object)."""
-        return self.quantiles.made(token)
 
     def model_quantiles(self, jobs: Sequence[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The model's own predicted quantiles of the jobs that have them, by job id."""
@@ -444,32 +401,23 @@ class LiveRuntimePredictor:
     def estimates(self, jobs: Sequence[RJMSJob]) -> dict[int, tuple[float, str]]:
         """Each job's guarded prediction (seconds) and its source (the predictor, or the
         request), by job id; a job never predicted gets its request."""
-        values, sources = self.estimate_columns(jobs)
-        ids = map(operator.attrgetter("job_id"), jobs)
-        return dict(zip(ids, zip(values, sources, strict=True), strict=True))
-
-    def estimate_columns(self, jobs: Sequence[RJMSJob]) -> tuple[list[float], list[str]]:
-        """:meth:`estimates` as two lists aligned with ``jobs`` (no tuple per job): each job's
-        guarded prediction (seconds) and its source."""
         n = len(jobs)
-        raw = np.fromiter(
-            map(self.raw.get, map(operator.attrgetter("job_id"), jobs), repeat(math.nan)),
-            dtype=np.float64,
-            count=n,
-        )
+        ids = list(map(operator.attrgetter("job_id"), jobs))
+        raw = np.fromiter(map(self.raw.get, ids, repeat(math.nan)), dtype=np.float64, count=n)
         limit = np.fromiter(map(operator.attrgetter("requested_time"), jobs), dtype=np.float64, count=n)
         values = predicted_runtimes(raw, limit)
         sources = (SOURCE_REQUEST, self.name)  # by whether the prediction is below the request
-        return values.tolist(), list(map(sources.__getitem__, (values < limit).tolist()))
+        shorter = (values < limit).tolist()
+        return dict(
+            zip(ids, zip(values.tolist(), map(sources.__getitem__, shorter), strict=True), strict=True)
+        )
 
     def forget_except(self, live: set[int]) -> None:
         """Drop the predictions of jobs no longer in the queue."""
         if len(self.raw) > len(live):
             self.raw = {k: v for k, v in self.raw.items() if k in live}
             self.user_of = {k: v for k, v in self.user_of.items() if k in live}
-        if isinstance(self.quantiles, KeptQuantiles):
-            self.quantiles.keep_only(live)
-        elif len(self.quantiles) > len(live):
+        if len(self.quantiles) > len(live):
             self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
         if len(self.shift) > len(live):
             self.shift = {k: v for k, v in self.shift.items() if k in live}

@@ -28,9 +28,8 @@ import functools
 import math
 import operator
 import time
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, compress, repeat
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -65,14 +64,6 @@ def user_id(name: str) -> int:
             _USER_KEYS.clear()
         key = _USER_KEYS[name] = user_key(name)
     return key
-
-
-def user_ids(names: list[str]) -> list[int]:
-    """:func:`user_id` of each name: the kept keys read by one C-level walk, the others made."""
-    keys = list(map(_USER_KEYS.get, names))
-    if None in keys:
-        keys = [user_id(name) if key is None else key for name, key in zip(names, keys, strict=True)]
-    return keys
 
 
 # User name -> key, kept: a queue of 10 000 jobs has a few hundred users.
@@ -215,9 +206,8 @@ def load_class_predictor(
 @dataclass
 class Built:
     snapshot: Snapshot
-    # Model outputs per job id, journaled with each decision about the job (the builder's: a
-    # JobOutputs, whose predicted-only jobs' dicts are made when read).
-    outputs: MutableMapping[int, dict[str, Any]] = field(default_factory=dict)
+    # Model outputs per job id, journaled with each decision about the job.
+    outputs: dict[int, dict[str, Any]] = field(default_factory=dict)
     # Classes predicted for pending jobs this cycle (remembered for when they run).
     predicted: dict[int, int] = field(default_factory=dict)
     model_seconds: dict[str, float] = field(default_factory=dict)
@@ -269,7 +259,7 @@ class SnapshotBuilder:
         self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
-        self._rows: KeptRows[PendingColumns] = KeptRows(self._entry_columns, _entry_ids)
+        self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
         self._blank_outputs: dict[str, Any] = {}
 
     @property
@@ -283,56 +273,13 @@ class SnapshotBuilder:
         entry = entries[k]
         made = entry[4]
         if made is None:
-            made = entry[4] = _made_job(entry, self._quantile_made)
+            made = entry[4] = _made_job(entry)
         return made
 
-    def _pending_jobs(self, entries: list[list]) -> list[PendingJob]:
+    @staticmethod
+    def _pending_jobs(entries: list[list]) -> list[PendingJob]:
         """Every row's core job (one walk, for a reader of all of them)."""
-        return [entry[4] or _made_job(entry, self._quantile_made) for entry in entries]
-
-    def _quantile_made(self, token: int) -> RuntimeQuantiles:
-        """The quantiles object of a predictor's token (rush.planner.kept_quantiles), made when read."""
-        return self.runtime.quantile_made(token)  # type: ignore[union-attr]
-
-    def _entry_columns(self, entries: Sequence[list]) -> PendingColumns:
-        """The pending columns of these entries (:func:`_entry_columns`); rows whose quantiles
-        are the predictor's token (an int) get rule L2's columns from the predictor's rows at
-        once (rush.core.remaining_runtime.queued_projection_rows), no object made."""
-        n = len(entries)
-        slots = list(map(_QUANTILE_OF, map(_SLOT2, entries)))
-        inputs = list(map(_SLOT1, entries))
-        # Rows holding a token, and predicted-only entries (a token as their inputs).
-        in_row = np.fromiter(map(operator.is_, map(type, slots), repeat(int)), dtype=np.bool_, count=n)
-        in_inputs = np.fromiter(map(operator.is_, map(type, inputs), repeat(int)), dtype=np.bool_, count=n)
-        if not in_row.any() and not in_inputs.any():
-            return _entry_columns(entries)
-        from rush.core.remaining_runtime import queued_projection_rows  # (compiled code: only with quantiles)
-
-        tokens = np.flatnonzero(in_row).tolist()
-        bulk = np.flatnonzero(in_inputs).tolist()
-        columns = _entry_columns(entries, tokens)
-        at = np.array(bulk + tokens, dtype=np.int64)
-        held = np.fromiter(
-            chain(compress(inputs, in_inputs.tolist()), compress(slots, in_row.tolist())),
-            dtype=np.int64,
-            count=len(at),
-        )
-        levels, seconds = self.runtime.quantile_rows(held)  # type: ignore[union-attr]
-        derived = queued_projection_rows(levels, seconds, columns.requested_time[at])
-        fields = {}
-        for name, values in zip(_L2_COLUMNS, derived, strict=True):
-            column = getattr(columns, name).copy()
-            column[at] = values
-            fields[name] = column
-        if bulk:  # their estimates: the float each entry holds (its row is the blank one)
-            where = np.array(bulk, dtype=np.int64)
-            fields["estimate"] = columns.estimate.copy()
-            fields["estimate"][where] = np.fromiter(
-                map(_ESTIMATE_OF, compress(entries, in_inputs.tolist())), dtype=np.float64, count=len(bulk)
-            )
-            fields["own_estimate"] = columns.own_estimate.copy()
-            fields["own_estimate"][where] = True
-        return replace(columns, **fields)
+        return [entry[4] or _made_job(entry) for entry in entries]
 
     def _classes(self, jobs: list[RJMSJob], built: Built) -> dict[int, int]:
         if self.classifier is None or not jobs:
@@ -361,11 +308,9 @@ class SnapshotBuilder:
 
     def _runtimes(
         self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built
-    ) -> dict[int, tuple[float, str]] | tuple[list[float], list[str]]:
-        """Each job's guarded predicted runtime and its source: by job id, or, from a predictor
-        that gives them as columns (``estimate_columns``), two lists aligned with
-        ``[*pending, *running]``; {} without a predictor or when it fails (the limits then, as
-        without one)."""
+    ) -> dict[int, tuple[float, str]]:
+        """Each job's guarded predicted runtime and its source; {} without a predictor or when
+        it fails (the limits then, as without one)."""
         if self.runtime is None:
             return {}
         started = time.perf_counter()
@@ -374,24 +319,10 @@ class SnapshotBuilder:
             self.runtime.forget_except(set(map(operator.attrgetter("job_id"), state.jobs)))
             if self.runtime.predict_new(jobs):
                 built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
-            columns = getattr(self.runtime, "estimate_columns", None)
-            return self.runtime.estimates(jobs) if columns is None else columns(jobs)
+            return self.runtime.estimates(jobs)
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
             return {}
-
-    def _quantile_tokens(self, jobs: list[RJMSJob]) -> list[RuntimeQuantiles | int | None] | None:
-        """The pending jobs' predicted quantiles without an object per job where the predictor
-        keeps them as rows (rush.planner.kept_quantiles): per job a token, its object or None;
-        None where it does not (then :meth:`_quantiles`)."""
-        get = getattr(self.runtime, "quantile_tokens", None)
-        if get is None or not jobs:
-            return None
-        try:
-            return get(jobs)
-        except Exception as exc:  # as _quantiles
-            self.on_model_error(f"runtime:{self.runtime.name}", exc)
-            return None
 
     def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
         """The jobs' predicted runtime quantiles (a quantile model's: a running job's as of its
@@ -446,25 +377,19 @@ class SnapshotBuilder:
                 and records.get(j.job_id, _NO_RECORD).predicted_class < 0
             ]
         predicted = self._classes(need_class, built)
-        answers = self._runtimes(pending_jobs, running_jobs, state, built)
-        tokens = self._quantile_tokens(pending_jobs)
-        quantiles = self._quantiles(running_jobs if tokens is not None else [*running_jobs, *pending_jobs])
-        token_of = (
-            dict(zip(map(operator.attrgetter("job_id"), pending_jobs), tokens, strict=True))
-            if tokens
-            else None
-        )
+        runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
+        quantiles = self._quantiles([*running_jobs, *pending_jobs])
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
-        cache, self._pending_cache = self._pending_cache, {}
-        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
-        outputs_of = getattr(self.variation, "job_outputs", None)
 
         # The class and its source of a job with no tag, no journaled class and no prediction.
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
         # Its row's rule-made fields (_ROW_FIELDS), shared while nothing of this pass is its own.
         blank_row = (untagged[0], False, 0, 0, math.inf, None, False, None)
+        cache, self._pending_cache = self._pending_cache, {}
+        # A predictor's own outputs per job (the learned one: class, probabilities, reason).
+        outputs_of = getattr(self.variation, "job_outputs", None)
         # A job with nothing of its own this pass (no record, prediction, flag, estimate or
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
@@ -474,68 +399,15 @@ class SnapshotBuilder:
         blank_outputs.update(variable=False, **variation_outputs)
         if self._blank_outputs == blank_outputs:
             blank_outputs = self._blank_outputs
-        # (a kept blank entry is this pass's only while the shared parts are the same)
-        same_blank, self._blank_outputs = blank_outputs is self._blank_outputs, blank_outputs
-        # Jobs with nothing of their own but the predictor's answers (most of a queue with a
-        # predictor): an arrival gets the blank entry, its estimate and quantiles kept as the
-        # predictor's columns and rows (no per-job inputs, row, estimate or quantiles object);
-        # such an entry is kept while its job and answers are the same.
-        marks = (
-            _predicted_only(
-                pending_jobs, tokens, cache, records, (predicted, variable, outputs_of, same_blank)
-            )
-            if isinstance(answers, tuple) and tokens is not None
-            else None
-        )
-        bulk = None if marks is None else marks[0] | marks[1]
-        runtimes = _runtimes_by_job([*pending_jobs, *running_jobs], answers, bulk)
-        ids = list(map(_JOB_ID, pending_jobs))
-        if marks is None:
-            entries: list = [None] * len(pending_jobs)
-            loop: Sequence[int] = range(len(pending_jobs))
-        else:
-            # Predicted-only jobs without a step of their own: a kept one is its last entry (the
-            # same token, the same or an equal job); an arrival gets the blank entry with its
-            # token, estimate and source (its outputs made when read: JobOutputs).
-            arriving, keeping, equal_only, entries = marks
-            if equal_only.any():  # kept for an equal new read: the kept object, as the loop does
-                where = equal_only.tolist()
-                built.kept_jobs.update(
-                    zip(compress(ids, where), map(_SLOT0, compress(entries, where)), strict=True)
-                )
-            if arriving.any():
-                values, sources = answers
-                where = arriving.tolist()
-                new = list(
-                    map(
-                        list,
-                        zip(
-                            compress(pending_jobs, where),
-                            compress(tokens, where),  # type: ignore[arg-type]
-                            repeat(blank_row),
-                            repeat(None),  # outputs: made when read
-                            repeat(None),  # the core job: made when read
-                            compress(values, where),
-                            compress(sources, where),
-                        ),
-                    )
-                )
-                if len(new) == len(entries):
-                    entries = new
-                else:
-                    for k, entry in zip(np.flatnonzero(arriving).tolist(), new, strict=True):
-                        entries[k] = entry
-            loop = np.flatnonzero(~bulk).tolist()  # type: ignore[operator]
-        for k in loop:
-            j = pending_jobs[k]
+        self._blank_outputs = blank_outputs
+        entries = []
+        for j in pending_jobs:
             job_id = j.job_id
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
             estimated = runtimes.get(job_id) if runtimes else None
             flagged = variable.get(job_id, False) if variable else False
-            quantile = (
-                token_of[job_id] if token_of is not None else quantiles.get(job_id) if quantiles else None
-            )
+            quantile = quantiles.get(job_id) if quantiles else None
             # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
             # queue with a predictor); blank: not even those.
             plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
@@ -561,14 +433,18 @@ class SnapshotBuilder:
             hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
+                self._pending_cache[job_id] = hit
                 if hit[0] is not j:
                     built.kept_jobs[job_id] = hit[0]
-                entries[k] = hit
+                entries.append(hit)
+                built.outputs[job_id] = hit[3]
                 if job_id in predicted:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entries[k] = [j, varies, blank_row, blank_outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
+                entries.append(entry)
+                built.outputs[job_id] = blank_outputs
                 continue
             if plain and not j.tags:  # an arrival with the predictor's answers only: the shared parts
                 row = (*blank_row[:5], None if estimated is None else estimated[0], False, quantile)
@@ -577,7 +453,9 @@ class SnapshotBuilder:
                     if estimated is None
                     else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
                 )
-                entries[k] = [j, varies, row, outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
+                entries.append(entry)
+                built.outputs[job_id] = outputs
                 continue
             if stored is None and not j.tags and job_id not in predicted:
                 # No tags, nothing journaled, no class of this pass's model.
@@ -603,7 +481,7 @@ class SnapshotBuilder:
             if job_id in predicted:
                 built.predicted[job_id] = predicted[job_id]
             runtime_outputs = _NO_OUTPUTS if estimated is None else _runtime_of(runtimes, job_id)[1]
-            outputs = {
+            built.outputs[job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
                 "variable": flagged,
@@ -611,10 +489,9 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entries[k] = [j, varies, row, outputs, None]
-        # Each pending job's entry, kept for the next pass; its outputs read from it.
-        self._pending_cache = dict(zip(ids, entries, strict=True))
-        built.outputs = JobOutputs(self._pending_cache.copy(), blank_outputs)
+            entry = [j, varies, row, built.outputs[job_id], None]
+            self._pending_cache[job_id] = entry
+            entries.append(entry)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
         # written, straight from the read; a core job is made only where one is read.
         pending = PendingRows(
@@ -670,15 +547,10 @@ class SnapshotBuilder:
         return built
 
 
-def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> PendingJob:
-    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it;
-    ``made_of``: the quantiles object of a predictor's token (an int in the row)."""
+def _made_job(entry: list) -> PendingJob:
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
-    if type(entry[1]) is int:  # a predicted-only job: its estimate in its entry, its token
-        estimate, quantile = entry[_ESTIMATE_SLOT], entry[1]
-    if type(quantile) is int:
-        quantile = made_of(quantile)
     made = entry[4] = PendingJob(
         # Positional, in the field order (a keyword call costs a third more).
         j.job_id,
@@ -704,150 +576,6 @@ def _made_job(entry: list, made_of: Callable[[int], RuntimeQuantiles]) -> Pendin
     return made
 
 
-class JobOutputs(MutableMapping[int, dict[str, Any]]):
-    """The builder's model outputs per job id (:attr:`Built.outputs`): a dict's keys, order and
-    values, except that a pending job's value is read from its builder entry ([RJMS job, inputs,
-    row, outputs, core job, ...]): a predicted-only entry (a predictor's token as its inputs)
-    holds its estimate and source instead of a dict, and its dict (the blank outputs with the
-    two runtime fields, as the builder's loop makes them) is made the first time it is read and
-    kept in the entry (the same object on every read, and in later passes while it is kept)."""
-
-    __slots__ = ("_at", "_blank")
-
-    def __init__(self, at: dict[int, Any], blank: dict[str, Any]) -> None:
-        self._at = at  # job id -> its outputs dict, or its builder entry
-        self._blank = blank  # the pass's shared blank outputs
-
-    def _of(self, value: Any) -> dict[str, Any]:
-        if type(value) is not list:
-            return value
-        made = value[3]
-        if made is None:
-            made = value[3] = {
-                **self._blank,
-                "predicted_runtime": value[_ESTIMATE_SLOT],
-                "runtime_source": value[_ESTIMATE_SLOT + 1],
-            }
-        return made
-
-    def __getitem__(self, job_id: int) -> dict[str, Any]:
-        return self._of(self._at[job_id])
-
-    def get(self, job_id: int, default: Any = None) -> Any:
-        value = self._at.get(job_id, _ABSENT)
-        return default if value is _ABSENT else self._of(value)
-
-    def __setitem__(self, job_id: int, value: dict[str, Any]) -> None:
-        self._at[job_id] = value
-
-    def __delitem__(self, job_id: int) -> None:
-        del self._at[job_id]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._at)
-
-    def __len__(self) -> int:
-        return len(self._at)
-
-    def __contains__(self, job_id: object) -> bool:
-        return job_id in self._at
-
-    def __repr__(self) -> str:
-        return f"JobOutputs({dict(self.items())!r})"
-
-
-_ABSENT = object()
-# A predicted-only entry's estimate (then its source) after the five slots every entry has.
-_ESTIMATE_SLOT = 5
-_JOB_ID = operator.attrgetter("job_id")
-_SLOT0 = operator.itemgetter(0)
-_SLOT1 = operator.itemgetter(1)
-_SLOT2 = operator.itemgetter(2)
-_ESTIMATE_OF = operator.itemgetter(_ESTIMATE_SLOT)
-# The kept entry of a job with none (for the C-level walks over every job's).
-_MISS = [None, None]
-
-
-def _predicted_only(
-    pending: list[RJMSJob],
-    tokens: list,
-    cache: dict[int, list],
-    records: dict[int, JobRecord],
-    own: tuple[dict[int, int], dict[int, bool], Callable[[int], dict] | None, bool],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list] | None:
-    """The pending jobs with nothing of their own but the runtime predictor's answers (the
-    builder's loop's "plain" path with a quantile token: no journal record, tags, class
-    predicted this pass (``own[0]``), variation flag (``own[1]``) or variation outputs
-    (``own[2]``)), found by C-level walks: (arriving, keeping, equal only, entries), three
-    boolean arrays aligned with ``pending`` and each job's kept entry (a new list; the others'
-    slots hold a placeholder). Arriving: no kept entry. Keeping: a kept entry with the same token
-    (a new prediction is a new token; the estimate follows the token and the job's limit) for
-    the same job (the same object, or an equal one: "equal only"), while the blank entry's
-    shared parts are the last pass's (``own[3]``). None when no job is either."""
-    n = len(pending)
-    ids = list(map(_JOB_ID, pending))
-    predicted, variable, outputs_of, same_blank = own
-
-    def walk(values) -> np.ndarray:
-        return np.fromiter(values, dtype=np.bool_, count=n)
-
-    plain = walk(map(operator.is_, map(type, tokens), repeat(int)))
-    if records:
-        plain &= walk(map(operator.is_, map(records.get, ids), repeat(None)))
-    plain &= walk(map(operator.not_, map(operator.attrgetter("tags"), pending)))
-    if predicted:
-        plain &= walk(map(operator.not_, map(predicted.__contains__, ids)))
-    if variable:
-        plain &= walk(map(operator.not_, map(variable.get, ids, repeat(False))))
-    if outputs_of is not None:
-        plain &= walk(map(operator.is_, map(outputs_of, ids), repeat(_NO_OUTPUTS)))
-    if not plain.any():
-        return None
-    hits = list(map(cache.get, ids, repeat(_MISS)))
-    arriving = plain & walk(map(operator.is_, hits, repeat(_MISS)))
-    keeping = np.zeros(n, dtype=np.bool_)
-    equal_only = np.zeros(n, dtype=np.bool_)
-    if same_blank and cache:
-        # Only a predicted-only entry holds an int (its token) in its inputs slot.
-        same = plain & ~arriving & walk(map(operator.eq, map(_SLOT1, hits), tokens))
-        if same.any():
-            objects = list(map(_SLOT0, hits))
-            identical = walk(map(operator.is_, objects, pending))
-            keeping = same & identical
-            other = same & ~identical
-            if other.any():  # a new object (a daemon's read): kept if equal, every field
-                where = other.tolist()
-                equal = np.fromiter(
-                    map(operator.eq, compress(objects, where), compress(pending, where)),
-                    dtype=np.bool_,
-                    count=int(other.sum()),
-                )
-                equal_only[np.flatnonzero(other)[equal]] = True
-                keeping |= equal_only
-    if not arriving.any() and not keeping.any():
-        return None
-    return arriving, keeping, equal_only, hits
-
-
-def _runtimes_by_job(
-    jobs: list[RJMSJob],
-    answers: dict[int, tuple[float, str]] | tuple[list[float], list[str]],
-    bulk: np.ndarray | None,
-) -> dict[int, tuple[float, str]]:
-    """The predictor's (estimate, source) by job id, from its columns aligned with ``jobs``,
-    for the jobs the builder's loop reads them for (not those ``bulk`` marks: the first
-    ``len(bulk)`` of ``jobs`` are the pending ones)."""
-    if not isinstance(answers, tuple):
-        return answers
-    ids = map(_JOB_ID, jobs)
-    values, sources = answers
-    if bulk is None:
-        return dict(zip(ids, zip(values, sources, strict=True), strict=True))
-    keep = [*(~bulk).tolist(), *repeat(True, len(jobs) - len(bulk))]
-    kept = zip(compress(values, keep), compress(sources, keep), strict=True)
-    return dict(zip(compress(ids, keep), kept, strict=True))
-
-
 # A pending job's fields the builder's rules make (the rest are the RJMS job's), in its row's order.
 _ROW_FIELDS = (
     "runtime_class",
@@ -859,28 +587,15 @@ _ROW_FIELDS = (
     "variable",
     "runtime_quantiles",
 )
-# Where the row holds its quantiles (an object, a predictor's token or None).
-_QUANTILE_SLOT = _ROW_FIELDS.index("runtime_quantiles")
-_QUANTILE_OF = operator.itemgetter(_QUANTILE_SLOT)
-assert _QUANTILE_SLOT == len(_ROW_FIELDS) - 1
-# Rule L2's columns of a pending job, derived from its quantiles, in
-# rush.core.remaining_runtime.queued_projection_rows's order.
-_L2_COLUMNS = ("quantile_code", "queued_upper", "projection_shift", "quantile_key")
 # The core's pending fields read from the RJMS job's attribute of another name.
 _RJMS_NAMES = {"rjms_priority": "priority"}
 
 
-def _entry_columns(entries: Sequence[tuple], tokens: list[int] | None = None) -> PendingColumns:
+def _entry_columns(entries: Sequence[tuple]) -> PendingColumns:
     """The pending columns of these entries ((RJMS job, inputs, row, outputs)): each field one
-    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs). ``tokens``:
-    the rows whose quantiles are a predictor's token, read as None here (their rule L2 columns
-    are written by the caller)."""
+    C-level read, from the RJMS jobs or from the rows (a shared row for most jobs)."""
     jobs = list(map(operator.itemgetter(0), entries))
     rows = list(map(operator.itemgetter(2), entries))
-    if tokens:
-        rows = [*rows]
-        for k in tokens:
-            rows[k] = (*rows[k][:_QUANTILE_SLOT], None)
     at = {name: k for k, name in enumerate(_ROW_FIELDS)}
     # One row for all (a first cycle of jobs with nothing of their own): its columns made whole.
     shared = rows[0] if rows and rows.count(rows[0]) == len(rows) else None
