@@ -89,15 +89,22 @@ def main() -> None:
 
     gc.collect()
     settle_collector()
-    print(f"A = {args.a}, B = {args.b}; {args.pending} pending, quantiles {args.quantiles}; load {os.getloadavg()}")
+    print(
+        f"A = {args.a}, B = {args.b}; {args.pending} pending, quantiles {args.quantiles}; load {os.getloadavg()}"
+    )
     for shell in args.shells.split(","):
         got: dict[str, list] = {"A": [], "B": []}
         for r in range(args.rounds):
             for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
-                got[name].append(cycles(trees[name], args.pending, shell, quantiles, args.ended, args.arrivals))
+                got[name].append(
+                    cycles(trees[name], args.pending, shell, quantiles, args.ended, args.arrivals)
+                )
         for c, cycle in enumerate(("first", "next")):
             med = {n: [statistics.median(v[c][i] for v in got[n]) for i in (0, 1)] for n in got}
-            diff = [statistics.median(b[c][i] - a[c][i] for a, b in zip(got["A"], got["B"])) for i in (0, 1)]
+            diff = [
+                statistics.median(b[c][i] - a[c][i] for a, b in zip(got["A"], got["B"], strict=True))
+                for i in (0, 1)
+            ]
             print(
                 f"{shell:12s} {cycle:5s} total A {med['A'][0]:6.1f} B {med['B'][0]:6.1f} (B-A {diff[0]:+6.1f})"
                 f"   build A {med['A'][1]:6.1f} B {med['B'][1]:6.1f} (B-A {diff[1]:+6.1f})"
