@@ -1,0 +1,116 @@
+"""Two trees' live cycles alternated in one process (issue 31 item 3): ``bench_live_cycle.py``'s
+live path (builder, kept columns, ``schedule()``, the daemon's plan) imported once from each
+tree, each with its own ``rush`` package (the modules swapped in ``sys.modules`` around each
+cycle, so that imports made inside functions resolve to that tree's), run in turns with the
+order swapped each round: the two trees' first and next cycles at the same moment of the host's
+load, which between processes moves more than a change of a few tens of ms.
+
+Per round and tree: ``bench_live_cycle.run``'s first cycle (nothing kept) and next cycle (one
+second later, ``--ended`` running jobs ended and ``--arrivals`` jobs queued), CPU ms of the
+whole cycle (builder, kept columns, ``schedule()``, plan) and of the builder; medians over
+``--rounds`` rounds, and the median of the per-round differences (B - A).
+
+Run: ``python benchmarks/ab_live_cycle.py /path/to/tree/A /path/to/tree/B [--rounds 7]
+[--pending 10000] [--quantiles yes]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass")
+
+
+def _ours(name: str) -> bool:
+    return any(name == own or name.startswith(own + ".") for own in OWN)
+
+
+def load(tree: str) -> dict:
+    """``tree``'s benchmark modules and its own ``rush`` (every module of both), by name."""
+    for name in [n for n in sys.modules if _ours(n)]:
+        del sys.modules[name]
+    sys.path[:0] = [os.path.join(tree, "benchmarks"), tree]
+    try:
+        bench = importlib.import_module("bench_live_cycle")
+    finally:
+        del sys.path[:2]
+    assert bench.rush.__file__.startswith(os.path.realpath(tree)) or bench.rush.__file__.startswith(tree), (
+        f"{tree}: rush imported from {bench.rush.__file__}"
+    )
+    return {n: m for n, m in sys.modules.items() if _ours(n)}
+
+
+def cycles(modules: dict, pending: int, shell: str, quantiles: bool, ended: int, arrivals: int):
+    """One first and one next cycle of ``modules``'s tree: (total, builder) CPU ms of each."""
+    for name in [n for n in sys.modules if _ours(n)]:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    b = modules["bench_live_cycle"]
+    config = b.CoreConfig(backfill="easy", max_jobs_considered=b.DEFAULT_MAX_JOBS_CONSIDERED)
+    snapshot = modules["bench_nodes"].make_snapshot(pending, 1, b.NODES, b.PODS)
+    live = b.LivePath(config, explain=shell == "daemon", actions=b.DAEMON_ACTIONS, quantiles=quantiles)
+    objects = {} if shell == "flux-module" else None
+    first = defaultdict(float)
+    decided = live.cycle(b.rjms_state(snapshot, objects), first)
+    later = b.with_arrivals(
+        modules["live_next_pass"].next_snapshot(snapshot, decided, ended, kept=False), arrivals, pending
+    )
+    second = defaultdict(float)
+    live.cycle(b.rjms_state(later, objects), second)
+    out = []
+    for s in (first, second):
+        total = sum(s[p] for p in ("build", "columns", "schedule", "words"))
+        out.append((1e3 * total, 1e3 * s["build"]))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", help="tree A (e.g. main's)")
+    parser.add_argument("b", help="tree B")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument("--quantiles", choices=("no", "yes"), default="yes")
+    parser.add_argument("--ended", type=int, default=5)
+    parser.add_argument("--arrivals", type=int, default=5)
+    args = parser.parse_args()
+    trees = {"A": load(args.a), "B": load(args.b)}
+    quantiles = args.quantiles == "yes"
+    for modules in trees.values():  # numba's cache loaded, each tree's first call made, not timed
+        cycles(modules, 100, "daemon", quantiles, args.ended, args.arrivals)
+    from rush.planner.collector import settle_collector  # (B's: the same rule in both trees)
+
+    gc.collect()
+    settle_collector()
+    print(
+        f"A = {args.a}, B = {args.b}; {args.pending} pending, quantiles {args.quantiles}; load {os.getloadavg()}"
+    )
+    for shell in args.shells.split(","):
+        got: dict[str, list] = {"A": [], "B": []}
+        for r in range(args.rounds):
+            for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
+                got[name].append(
+                    cycles(trees[name], args.pending, shell, quantiles, args.ended, args.arrivals)
+                )
+        for c, cycle in enumerate(("first", "next")):
+            med = {n: [statistics.median(v[c][i] for v in got[n]) for i in (0, 1)] for n in got}
+            diff = [
+                statistics.median(b[c][i] - a[c][i] for a, b in zip(got["A"], got["B"], strict=True))
+                for i in (0, 1)
+            ]
+            print(
+                f"{shell:12s} {cycle:5s} total A {med['A'][0]:6.1f} B {med['B'][0]:6.1f} (B-A {diff[0]:+6.1f})"
+                f"   build A {med['A'][1]:6.1f} B {med['B'][1]:6.1f} (B-A {diff[1]:+6.1f})"
+            )
+    print(f"load {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
