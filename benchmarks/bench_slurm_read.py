@@ -8,7 +8,7 @@ The site-factor step two ways, alternated in one process (the order swapped each
 ``replace`` (``dataclasses.replace`` per job: **the reference**, main's step before round 23)
 and ``with_fields`` (:func:`rush.rjms.base.with_fields`, what the backends call). Records:
 ``--pending`` pending jobs shaped as slurmrestd 22.05 writes them
-(``tests/daemon/fake_slurmrestd.job_record``; every tenth tagged by the job_submit plugin).
+(``job_record` of `tests/daemon/fake_slurmrestd.py``; every tenth tagged by the job_submit plugin).
 CPU ms (``time.process_time``), medians of ``--repeat``; the collector set as the daemon sets
 it (:func:`rush.planner.collector.settle_collector`).
 
