@@ -58,19 +58,6 @@ class RJMSJob:
 _JOB_FIELDS = frozenset(f.name for f in fields(RJMSJob))
 
 
-def made_job(**fields: Any) -> RJMSJob:
-    """``RJMSJob(**fields)`` (the same job: equal, each value the same object, frozen) made
-    without the frozen ``__init__``'s ``object.__setattr__`` per field, for a reader that makes
-    one per job and cycle (``slurm_json.parse_job``: 2 us a job, 19 ms a cycle at 10 000 jobs).
-    Every field must be given by name; otherwise ``__init__``'s own way (its defaults, its error
-    for a name that is no field)."""
-    if len(fields) != len(_JOB_FIELDS) or not _JOB_FIELDS.issuperset(fields):
-        return RJMSJob(**fields)
-    made = object.__new__(RJMSJob)
-    made.__dict__.update(fields)
-    return made
-
-
 def with_fields(job: RJMSJob, **changes: Any) -> RJMSJob:
     """``dataclasses.replace(job, **changes)``'s job (equal to it, its fields in the same order,
     each value the same object), made without the frozen ``__init__``'s ``object.__setattr__``

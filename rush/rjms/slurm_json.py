@@ -35,7 +35,7 @@ from typing import Any
 
 from rush.core.resources import Node, NodeState, Request
 from rush.errors import RJMSError
-from rush.rjms.base import RJMSJob, made_job
+from rush.rjms.base import RJMSJob
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
 NO_VAL = 0xFFFFFFFE
@@ -280,8 +280,7 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
     cpus = max(count(record.get("cpus"), "cpus"), 1)
     request = parse_request(record, cpus)
     allocation = parse_allocation(record, request.gpus_per_node) if state in RUNNING_STATES else ()
-    # Every field named, in RJMSJob's order: made without the frozen __init__ (base.made_job).
-    return made_job(
+    return RJMSJob(
         job_id=job_id,
         state=state,
         submit=submit,
@@ -295,12 +294,10 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
         tags=parse_tags(text(record, "admin_comment")),
         held=state == "PENDING" and reason.startswith("JobHeld"),
         reason=reason,
-        site_factor=-niceness if lever == "nice" else 0,
         restarts=count(record.get("restart_cnt"), "restart_cnt"),
+        site_factor=-niceness if lever == "nice" else 0,
         priority=job_priority(record.get("priority")),
-        fairshare=None,
         request=request,
-        request_note="",
         allocation=allocation,
     )
 

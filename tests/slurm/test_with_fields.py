@@ -1,9 +1,7 @@
-"""Jobs a Slurm read makes by the thousand, without the frozen ``__init__``: a job parsed
-(:func:`rush.rjms.base.made_job`, differential against ``RJMSJob(**fields)``) and a job with one
-field changed for every job, the backends' site and fair-share factors
-(:func:`rush.rjms.base.with_fields`, differential against main's ``dataclasses.replace``) over
-random jobs and changes, and through the real backend reading a recorded squeue answer with an
-``sprio`` that gives each pending job its factor."""
+"""A job read with one field changed for every job (the Slurm backends' site and fair-share
+factors) made by :func:`rush.rjms.base.with_fields`: differential against main's
+``dataclasses.replace`` over random jobs and changes, and through the real backend reading a
+recorded squeue answer with an ``sprio`` that gives each pending job its factor."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ import numpy as np
 import pytest
 
 from rush.core.resources import Request
-from rush.rjms.base import RJMSJob, get_backend, made_job, with_fields
+from rush.rjms.base import RJMSJob, get_backend, with_fields
 from tests.slurm.test_recorded_answers import MANIFESTS, recorded_commands
 
 NAMES = [f.name for f in dataclasses.fields(RJMSJob)]
@@ -63,24 +61,6 @@ def test_with_fields_is_replace(seed: int) -> None:
         assert made is not job  # a new job, as replace gives
         with pytest.raises(dataclasses.FrozenInstanceError):
             made.site_factor = 1  # type: ignore[misc]
-
-
-@pytest.mark.parametrize("seed", range(10))
-def test_made_job_is_the_constructors(seed: int) -> None:
-    rng = np.random.default_rng(1000 + seed)
-    for job_id in range(1, 60):
-        fields = {name: getattr(random_job(rng, job_id), name) for name in NAMES}
-        made = made_job(**fields)
-        want = RJMSJob(**fields)
-        assert made == want and type(made) is RJMSJob
-        assert all(getattr(made, n) is fields[n] for n in NAMES)
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            made.procs = 1  # type: ignore[misc]
-    # A field left out takes its default, a name that is no field is refused: __init__'s way.
-    short = {n: fields[n] for n in NAMES if n != "tags"}
-    assert made_job(**short) == RJMSJob(**short) and made_job(**short).tags == {}
-    with pytest.raises(TypeError):
-        made_job(**{**short, "tag": {}})
 
 
 def test_a_name_that_is_no_field_and_a_subclass_go_through_replace() -> None:
