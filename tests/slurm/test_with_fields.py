@@ -6,8 +6,10 @@ recorded squeue answer with an ``sprio`` that gives each pending job its factor.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,9 +17,22 @@ import pytest
 
 from rush.core.resources import Request
 from rush.rjms.base import RJMSJob, get_backend, with_fields
-from tests.slurm.test_recorded_answers import MANIFESTS, recorded_commands
 
 NAMES = [f.name for f in dataclasses.fields(RJMSJob)]
+# What Slurm 25.11's commands answered (tests/slurm/record_answers.py recorded them).
+RECORDED = Path(__file__).resolve().parent / "recorded" / "25.11"
+
+
+def recorded_squeue(tmp_path: Path) -> Path:
+    """A bin directory whose squeue and scontrol print Slurm 25.11's recorded answers."""
+    directory = RECORDED / "commands"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nodes_tool = (directory / "nodes-from").read_text().split()[0]
+    for tool, answer in (("squeue", "jobs.json"), (nodes_tool, "nodes.json")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\ncat '{directory / answer}'\n")
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
 
 
 def random_job(rng: np.random.Generator, job_id: int) -> RJMSJob:
@@ -83,8 +98,7 @@ def test_a_name_that_is_no_field_and_a_subclass_go_through_replace() -> None:
 def test_the_backend_reads_each_pending_jobs_site_factor_as_replace_did(tmp_path) -> None:
     """A recorded squeue answer through the real command backend, with an sprio script giving
     each pending job a factor: the jobs equal main's (every job parsed, then ``replace``)."""
-    slurm = "25.11"
-    bin_dir = recorded_commands(tmp_path, slurm)
+    bin_dir = recorded_squeue(tmp_path)
     plain = get_backend("slurm", priority_lever="site_factor", bin_dir=str(bin_dir)).read_state()
     pending = [j.job_id for j in plain.jobs if j.state == "PENDING"]
     assert pending and all(j.site_factor == 0 for j in plain.jobs)
@@ -94,7 +108,9 @@ def test_the_backend_reads_each_pending_jobs_site_factor_as_replace_did(tmp_path
     (bin_dir / "sprio").chmod(0o755)
     state = get_backend("slurm", priority_lever="site_factor", bin_dir=str(bin_dir)).read_state()
     want = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in plain.jobs]
-    assert len(state.jobs) == len(want) == len(MANIFESTS[slurm]["jobs"]) - 2  # two finished
+    assert (
+        len(state.jobs) == len(want) == len(json.loads((RECORDED / "manifest.json").read_text())["jobs"]) - 2
+    )  # two finished
     for made, wanted in zip(state.jobs, want, strict=True):
         assert made == wanted and list(vars(made)) == NAMES
     assert sorted(j.site_factor for j in state.jobs if j.state == "PENDING") == sorted(factors.values())
