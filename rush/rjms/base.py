@@ -10,8 +10,8 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
 
 from rush.core.resources import Node, Request
 from rush.errors import BackendUnavailableError, ConfigError, RJMSError
@@ -53,6 +53,24 @@ class RJMSJob:
     request_note: str = ""
     # Where a running job runs: (node name, cores, GPUs) per node.
     allocation: tuple[tuple[str, int, int], ...] = ()
+
+
+_JOB_FIELDS = frozenset(f.name for f in fields(RJMSJob))
+
+
+def with_fields(job: RJMSJob, **changes: Any) -> RJMSJob:
+    """``dataclasses.replace(job, **changes)``'s job (equal to it, its fields in the same order,
+    each value the same object), made without the frozen ``__init__``'s ``object.__setattr__``
+    per field: a read that sets one field of every job (the Slurm backends' site and fair-share
+    factors) paid 5 us a job for it, 54 ms a cycle at 10 000 jobs. RJMSJob has no
+    ``__post_init__``: the old job's fields are already the new one's, checked where it was read."""
+    if type(job) is not RJMSJob or not _JOB_FIELDS.issuperset(changes):
+        return replace(job, **changes)  # a subclass, or a name that is no field: replace's own way
+    made = object.__new__(RJMSJob)
+    kept = made.__dict__
+    kept.update(job.__dict__)
+    kept.update(changes)
+    return made
 
 
 @dataclass(frozen=True)

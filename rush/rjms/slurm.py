@@ -49,6 +49,7 @@ from rush.rjms.base import (
     check_submit,
     check_time_limit,
     register_backend,
+    with_fields,
 )
 from rush.rjms.slurm_cli import SlurmCLI
 from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's parsing API)
@@ -87,7 +88,7 @@ def format_tags(tags: dict[str, str]) -> str:
 def with_fairshare(jobs: Sequence[RJMSJob], factors: site_factor_values.Associations) -> list[RJMSJob]:
     """Pending jobs with their association's fair-share factor (others unchanged)."""
     return [
-        replace(
+        with_fields(
             j,
             fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, factors),
         )
@@ -415,7 +416,7 @@ class SlurmBackend(RJMSBackend):
             ) from exc
         if self.priority_lever == "site_factor":
             factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
-            jobs = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+            jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
         if self.fairshare and any(j.state == "PENDING" for j in jobs):
             jobs = with_fairshare(jobs, self.fairshare_factors())
         return ClusterState(

@@ -61,6 +61,7 @@ from rush.rjms.base import (
     RJMSJob,
     check_submit,
     register_backend,
+    with_fields,
 )
 from rush.rjms.slurm import (
     SlurmBackend,
@@ -420,7 +421,7 @@ class PySlurmBackend(RJMSBackend):
             ) from exc
         pending = any(j.state == "PENDING" for j in jobs)
         factors = self._commands.site_factors() if pending else {}
-        jobs = [replace(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+        jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
         if self._commands.fairshare and pending:
             jobs = with_fairshare(jobs, self._commands.fairshare_factors())
         return ClusterState(
