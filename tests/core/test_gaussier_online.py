@@ -210,7 +210,7 @@ def test_many_steps_match_predictsims_formulas() -> None:
             float(submit[k]),
             float(rng.integers(1, 3000)),
             int(rng.integers(1, 9)),
-            3600.0,
+            1e6,
         )
         for k in range(n)
     ]
