@@ -113,7 +113,8 @@ def run(traces: list[str], job_set: str) -> None:
         weekly = committed(out, trace)
         base = rows[0]["mean_bounded_slowdown"]
         if weekly and abs(base - float(weekly["EASY-FCFS"]["mean_bounded_slowdown"])) > 1e-9 * base:
-            sys.exit(f"{trace} ({job_set}): EASY-FCFS gives {base}, run.py committed {weekly['EASY-FCFS']}")
+            logged = weekly["EASY-FCFS"]["mean_bounded_slowdown"]
+            sys.exit(f"{trace} ({job_set}): EASY-FCFS gives {base}, run.py committed {logged}")
         runs += rows
         table.append(summary(rows, weekly))
         print(f"{trace} {job_set}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
