@@ -35,7 +35,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from rush.core.runtime_predictions import predicted_runtime
+from rush.core.runtime_predictions import (
+    ONLINE_GAUSSIER_NO_RUNNING,
+    ONLINE_GAUSSIER_RIDGE_LOSS,
+    predicted_runtime,
+)
 
 N_BASE = 19  # their make_x: x[0..18]
 N_PAIRS = 120  # itertools.combinations(x[1:17], 2)
@@ -43,6 +47,7 @@ N_INPUTS = N_BASE + N_PAIRS + 18  # + the squares of x[1..18]
 ETA = 5000.0  # "eta": 5000
 L2 = 4.0e9  # "regularization": "l2", "lambda": 4000000000
 NAG_START = 1e-9  # s, G and N start at 0.000000001; n at 1
+RIDGE_UNDERPREDICTION_COST = 10.0  # D-g1's variant: the weekly ridge's asymmetry (gaussier.py)
 DAY = 86400.0
 WEEK = 7.0 * 86400.0
 
@@ -63,20 +68,22 @@ M_SIZE = 3 * N_INPUTS + 2
 
 class GaussierState(NamedTuple):
     """What the loop carries for gaussier-online: the per-user history (``H_*`` columns), the
-    model (w, s, G, N, n) and each job's 19 features as at its arrival (the target of its
-    update at its end)."""
+    model (w, s, G, N, n), each job's 19 features as at its arrival (the target of its update at
+    its end) and the rule's code (:data:`rush.core.runtime_predictions.ONLINE_RULES`: theirs, or
+    a study variant without the running-job features or with the ridge's loss)."""
 
     history: np.ndarray
     model: np.ndarray
     features: np.ndarray
+    rule: int
 
 
 @njit(cache=True)
-def new_gaussier_state(users: int, jobs: int) -> GaussierState:
+def new_gaussier_state(users: int, jobs: int, rule: int) -> GaussierState:
     """Nothing seen: no user history, w = 0, NAG's accumulators at their start."""
     history = np.zeros((users, H_COLUMNS))
     history[:, : 2 * 3] = np.nan  # no last three jobs yet
-    return GaussierState(history, new_model(), np.zeros((jobs, N_BASE)))
+    return GaussierState(history, new_model(), np.zeros((jobs, N_BASE)), rule)
 
 
 @njit(cache=True)
@@ -220,7 +227,18 @@ def eloss_slope(predicted: float, target: float, weight: float) -> float:
 
 
 @njit(cache=True)
-def nag_step(model: np.ndarray, x: np.ndarray, target: float, weight: float) -> None:
+def ridge_slope(predicted: float, target: float, weight: float) -> float:
+    """D-g1's variant loss (post hoc, a study's): our weekly ridge's asymmetry, squared on both
+    sides, underprediction :data:`RIDGE_UNDERPREDICTION_COST` times costlier: 2 g e for e > 0,
+    2 g c e for e < 0 (e = p - y)."""
+    e = predicted - target
+    return weight * 2.0 * e * (1.0 if e >= 0.0 else RIDGE_UNDERPREDICTION_COST)
+
+
+@njit(cache=True)
+def nag_step(
+    model: np.ndarray, x: np.ndarray, target: float, weight: float, ridge_loss: bool = False
+) -> None:
     """One update of their NAG (``valopt/algos/nag.py``) on the E-Loss plus ``L2`` w_i: rescale
     the weights of inputs larger than seen so far, N += sum x_i^2 / s_i^2, then
     w_i -= ETA d_i / (sqrt(N G_i / n) s_i) with d_i = slope x_i + L2 w_i and G_i += d_i^2; n += 2."""
@@ -236,7 +254,8 @@ def nag_step(model: np.ndarray, x: np.ndarray, target: float, weight: float) -> 
     for i in range(N_INPUTS):
         total += x[i] * x[i] / (s[i] * s[i])
     model[M_N] += total
-    slope = eloss_slope(np.dot(w, x), target, weight)
+    p = np.dot(w, x)
+    slope = ridge_slope(p, target, weight) if ridge_loss else eloss_slope(p, target, weight)
     big_n = model[M_N]
     n = model[M_N + 1]
     for i in range(N_INPUTS):
@@ -253,6 +272,8 @@ def gaussier_arrival(
     """Job ``job`` arrives: its features are made (and kept for its update) and its prediction
     returned."""
     base = state.features[job]
+    if state.rule == ONLINE_GAUSSIER_NO_RUNNING:
+        running = np.zeros(4)  # D-g1's variant: what a log walk-forward could know
     gaussier_features(state.history, user, now, requested, procs, running, base)
     return gaussier_prediction(state.model, expand_features(base), requested)
 
@@ -266,7 +287,8 @@ def gaussier_completion(
     job. A NaN, infinite or negative run length says nothing and changes nothing."""
     if not (ran >= 0.0) or ran == np.inf:
         return
-    nag_step(state.model, expand_features(state.features[job]), ran, job_weight(procs, ran))
+    x = expand_features(state.features[job])
+    nag_step(state.model, x, ran, job_weight(procs, ran), state.rule == ONLINE_GAUSSIER_RIDGE_LOSS)
     if user < 0:
         return
     h = state.history

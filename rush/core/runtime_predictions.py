@@ -139,9 +139,19 @@ def running_estimates(
 ONLINE_PREDICTIONS: dict[str, str] = {"easy++-online": "easy++", "gaussier-online": "gaussier"}
 # The loop's code of each online source: EASY++'s last two runs (:func:`last_two_prediction`) or
 # Gaussier et al.'s online regression (:mod:`rush.core.gaussier_online`).
+# Codes from ONLINE_GAUSSIER up are Gaussier et al.'s rule; the two after it are study variants
+# (``sim/runtime_predictions``, D-g1: one part changed each), reachable through
+# ``SimInputs.online_prediction`` only, not offered by the CLI.
 ONLINE_LAST_TWO = 1
 ONLINE_GAUSSIER = 2
-ONLINE_RULES: dict[str, int] = {"easy++-online": ONLINE_LAST_TWO, "gaussier-online": ONLINE_GAUSSIER}
+ONLINE_GAUSSIER_NO_RUNNING = 3  # without the features of the user's running jobs
+ONLINE_GAUSSIER_RIDGE_LOSS = 4  # with the weekly ridge's asymmetric squared loss instead of the E-Loss
+ONLINE_RULES: dict[str, int] = {
+    "easy++-online": ONLINE_LAST_TWO,
+    "gaussier-online": ONLINE_GAUSSIER,
+    "gaussier-online (no running features)": ONLINE_GAUSSIER_NO_RUNNING,
+    "gaussier-online (ridge loss)": ONLINE_GAUSSIER_RIDGE_LOSS,
+}
 
 
 @njit(cache=True)

@@ -314,7 +314,7 @@ def _online_prediction(
     """The core's prediction for job ``j`` arriving now, from what finished so far in this replay
     (and, for Gaussier et al., its user's jobs ``running`` now): the loop only passes its state."""
     user = jobs.history_user[j]
-    if jobs.online_rule == ONLINE_GAUSSIER:
+    if jobs.online_rule >= ONLINE_GAUSSIER:
         now = jobs.submit[j]
         mine = user_running(jobs.history_user, jobs.procs, start, running, user, now)
         return gaussier_arrival(gaussier, j, user, now, jobs.requested_time[j], float(jobs.procs[j]), mine)
@@ -327,7 +327,7 @@ def _record_finished(
 ) -> None:
     """Job ``j`` finished now after running ``ran`` seconds: the online rule's state learns it."""
     user = jobs.history_user[j]
-    if jobs.online_rule == ONLINE_GAUSSIER:
+    if jobs.online_rule >= ONLINE_GAUSSIER:
         gaussier_completion(gaussier, j, user, jobs.submit[j], ran, float(jobs.procs[j]), now)
     else:
         record_finished_run(history, user, ran)
@@ -415,8 +415,8 @@ def run_simulation(
     for j in range(len(jobs.history_user)):
         users = max(users, jobs.history_user[j] + 1)
     history = np.full((users, 2), np.nan)
-    learns = jobs.online_rule == ONLINE_GAUSSIER
-    gaussier = new_gaussier_state(users if learns else 0, n if learns else 0)
+    learns = jobs.online_rule >= ONLINE_GAUSSIER  # Gaussier et al.'s rule (or a study variant)
+    gaussier = new_gaussier_state(users if learns else 0, n if learns else 0, jobs.online_rule)
     # Estimates below a limit (predictions): the running jobs are also kept by the end of their
     # limits, for a starved head (rush.core.starved_head); else both lists are one.
     by_limits = online or _estimates_below_limits(jobs)

@@ -125,17 +125,68 @@ def run(traces: list[str], job_set: str) -> None:
     write_table(out, "gaussier_online", table, SUMMARY)
 
 
+PARTS = ["trace", "jobs", "Gaussier weekly", "online", "without running features", "with the ridge loss"]
+PARTS += ["online - without running", "online - ridge loss", "Gaussier et al."]
+
+
+def decompose(traces: list[str], job_set: str) -> None:
+    """D-g1 (post hoc): gaussier-online beside its variants without the running-job features and
+    with the weekly ridge's loss; ``results/<job set>/gaussier_online_parts.md`` (rows of traces
+    not run kept)."""
+    from rush.studies.runtime_predictions import run_gaussier_online
+
+    out = OUT / job_set
+    runs, table = (
+        kept(out / "gaussier_online_parts_runs.csv", traces),
+        kept(out / "gaussier_online_parts.csv", traces),
+    )
+    for trace in traces:
+        rows = run_gaussier_online(trace, job_set, parts=True)
+        weekly = committed(out, trace)
+        by = {r["scheduler"]: r["improvement_over_easy_fcfs_pct"] for r in rows}
+        online = by["gaussier-online"]
+        bare, ridge = by["gaussier-online (no running features)"], by["gaussier-online (ridge loss)"]
+        runs += rows
+        table.append(
+            {
+                "trace": trace,
+                "jobs": rows[0]["jobs"],
+                "Gaussier weekly": f"{float(weekly['gaussier']['improvement_over_easy_fcfs_pct']):.2f}",
+                "online": f"{online:.2f}",
+                "without running features": f"{bare:.2f}",
+                "with the ridge loss": f"{ridge:.2f}",
+                "online - without running": f"{online - bare:+.2f}",
+                "online - ridge loss": f"{online - ridge:+.2f}",
+                "Gaussier et al.": f"[{PUBLISHED[trace]:02d}]",
+            }
+        )
+        print(table[-1], flush=True)
+    order = {t: k for k, t in enumerate(TRACES)}
+    runs.sort(key=lambda r: order.get(r["trace"], len(order)))
+    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    write_table(out, "gaussier_online_parts_runs", runs, RUNS)
+    write_table(out, "gaussier_online_parts", table, PARTS)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=[*JOB_SETS, "both"])
+    parser.add_argument(
+        "--decompose",
+        action="store_true",
+        help="D-g1 (post hoc): the variants without the running-job features and with the ridge loss",
+    )
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
     for job_set in JOB_SETS if args.job_set == "both" else [args.job_set]:
-        run(traces, job_set)
+        if args.decompose:
+            decompose(traces, job_set)
+        else:
+            run(traces, job_set)
 
 
 if __name__ == "__main__":

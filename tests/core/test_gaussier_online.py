@@ -157,7 +157,7 @@ class _Predictsim:
 def _replay(events, both):
     """Drive both implementations through (kind, job) events: 'submit' (with the running jobs)
     and 'end'; returns both prediction lists."""
-    ref, ours = _Predictsim(), g.new_gaussier_state(3, len(both))
+    ref, ours = _Predictsim(), g.new_gaussier_state(3, len(both), 2)
     got, want = [], []
     running = []
     for kind, k, now in events:
@@ -225,7 +225,7 @@ def test_many_steps_match_predictsims_formulas() -> None:
 
 
 def test_features_of_a_user_with_history_and_running_jobs() -> None:
-    state = g.new_gaussier_state(2, 4)
+    state = g.new_gaussier_state(2, 4, 2)
     # User 0: job 0 (4 procs) submitted at 100, ran 300, ended at 500; job 1 (2 procs) submitted
     # at 200, ran 50, ended at 600.
     g.gaussier_completion(state, 0, 0, 100.0, 300.0, 4.0, 500.0)
@@ -250,3 +250,20 @@ def test_features_of_a_user_with_history_and_running_jobs() -> None:
     assert x[1:10].tolist() == [5000.0] * 6 + [0.0, 0.0, 0.0]
     e = g.expand_features(np.arange(19.0))
     assert len(e) == 157 and e[19] == 1.0 * 2.0 and e[19 + 119] == 15.0 * 16.0 and e[-1] == 18.0**2
+
+
+def test_ridge_slope_is_the_weekly_ridges_asymmetry() -> None:
+    # D-g1's study variant: squared both sides, underprediction 10 times costlier.
+    assert g.ridge_slope(130.0, 100.0, 2.0) == 2.0 * 2.0 * 30.0
+    assert g.ridge_slope(70.0, 100.0, 2.0) == 2.0 * 2.0 * -30.0 * 10.0
+    assert g.ridge_slope(100.0, 100.0, 2.0) == 0.0
+    on, off = g.new_model(), g.new_model()
+    x = np.zeros(g.N_INPUTS)
+    x[0] = 1.0
+    g.nag_step(on, x, 3.0, 1.0, True)
+    g.nag_step(off, x, 3.0, 1.0)
+    # The first step from w = 0 is normalised (|d| cancels but for G's 1e-9 start); they part after.
+    assert on[0] == pytest.approx(off[0], rel=1e-8)
+    g.nag_step(on, x, 1e5, 1.0, True)  # p = 5000 < 1e5: underprediction, where they differ
+    g.nag_step(off, x, 1e5, 1.0)
+    assert on[0] != pytest.approx(off[0], rel=1e-3)

@@ -339,3 +339,12 @@ def test_gaussier_online_sees_only_runs_finished_before_the_arrival() -> None:
         assert runs[a] == _predictsim_at_arrivals(jobs)
     assert runs[100.0][:3] == runs[150.0][:3] == runs[500.0][:3]
     assert len({runs[100.0][3], runs[150.0][3], runs[500.0][3]}) == 3
+
+
+def test_gaussier_study_variant_without_running_features_changes_only_those() -> None:
+    # D-g1: C arrives (60) while A runs; without the running-job features its prediction differs.
+    _, w = _gaussier_trace(100.0)
+    full = _easy_pp(w, SimInputs(online_prediction="gaussier-online")).attributes["estimate"]
+    bare = _easy_pp(w, SimInputs(online_prediction="gaussier-online (no running features)"))
+    assert bare.attributes["estimate"][:2].tolist() == full[:2].tolist() == [1.0, 1.0]
+    assert bare.attributes["estimate"][2] != full[2]
