@@ -259,11 +259,11 @@ def test_ridge_slope_is_the_weekly_ridges_asymmetry() -> None:
     assert g.ridge_slope(100.0, 100.0, 2.0) == 0.0
     on, off = g.new_model(), g.new_model()
     x = np.zeros(g.N_INPUTS)
-    x[0] = 1.0
+    x[0] = 1e5  # a large input: a small weight, so that L2 (4e9 w) does not drown the loss
     g.nag_step(on, x, 3.0, 1.0, True)
     g.nag_step(off, x, 3.0, 1.0)
     # The first step from w = 0 is normalised (|d| cancels but for G's 1e-9 start); they part after.
     assert on[0] == pytest.approx(off[0], rel=1e-8)
-    g.nag_step(on, x, 1e5, 1.0, True)  # p = 5000 < 1e5: underprediction, where they differ
-    g.nag_step(off, x, 1e5, 1.0)
+    g.nag_step(on, x, 1e6, 1.0, True)  # p = 5000 < 1e6: underprediction, where they differ
+    g.nag_step(off, x, 1e6, 1.0)
     assert on[0] != pytest.approx(off[0], rel=1e-3)
