@@ -475,7 +475,9 @@ def simulate_command(
         "--runtime-prediction",
         help="Schedule with walk-forward runtime predictions: easy++ (Tsafrir et al., from the jobs "
         "that ended in the log), easy++-online (the same rule fed by the replay's own completions, "
-        "as Tsafrir et al. ran it), gaussier (Gaussier et al.) or runtime-quantiles (rush's own model, "
+        "as Tsafrir et al. ran it), gaussier (Gaussier et al., refit weekly on the log), gaussier-online "
+        "(their regression updated at every completion of the replay, as their simulator ran it) or "
+        "runtime-quantiles (rush's own model, "
         "slow on whole traces); backfills the shortest predicted job first unless --backfill-policy is given.",
     ),
     prediction_correction: str | None = typer.Option(

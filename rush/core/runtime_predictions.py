@@ -32,6 +32,8 @@ EASY++ from the replay's own completions (:data:`ONLINE_PREDICTIONS`): the predi
 :func:`record_finished_run` are called by the simulator's loop, which only carries the per-user
 state, at each arrival and each finished run; the offline predictor
 (:mod:`rush.models.runtime_predictors.easy_plus_plus`) applies the same rule to the log's history.
+Gaussier et al.'s regression learning online in the replay (``gaussier-online``) is
+:mod:`rush.core.gaussier_online`, called the same way.
 
 Backfill order: shortest predicted job backfilled first (SJBF, EASY++) is the EASY pass's
 scan order with ``CoreConfig.backfill_policy`` SPF over the predicted estimates (SAF: by
@@ -134,7 +136,22 @@ def running_estimates(
 # Prediction sources computed inside the simulator's loop from the replay's own completions
 # (``SimInputs.online_prediction``; ``rush simulate --runtime-prediction easy++-online``):
 # the name a surface accepts -> the offline predictor whose rule it runs online.
-ONLINE_PREDICTIONS: dict[str, str] = {"easy++-online": "easy++"}
+ONLINE_PREDICTIONS: dict[str, str] = {"easy++-online": "easy++", "gaussier-online": "gaussier"}
+# The loop's code of each online source: EASY++'s last two runs (:func:`last_two_prediction`) or
+# Gaussier et al.'s online regression (:mod:`rush.core.gaussier_online`).
+# Codes from ONLINE_GAUSSIER up are Gaussier et al.'s rule; the two after it are study variants
+# (``sim/runtime_predictions``, D-g1: one part changed each), reachable through
+# ``SimInputs.online_prediction`` only, not offered by the CLI.
+ONLINE_LAST_TWO = 1
+ONLINE_GAUSSIER = 2
+ONLINE_GAUSSIER_NO_RUNNING = 3  # without the features of the user's running jobs
+ONLINE_GAUSSIER_RIDGE_LOSS = 4  # with the weekly ridge's asymmetric squared loss instead of the E-Loss
+ONLINE_RULES: dict[str, int] = {
+    "easy++-online": ONLINE_LAST_TWO,
+    "gaussier-online": ONLINE_GAUSSIER,
+    "gaussier-online (no running features)": ONLINE_GAUSSIER_NO_RUNNING,
+    "gaussier-online (ridge loss)": ONLINE_GAUSSIER_RIDGE_LOSS,
+}
 
 
 @njit(cache=True)
@@ -172,6 +189,7 @@ PREDICTION_POLICIES: dict[str, tuple[str, str]] = {
     "easy++": ("SPF", "stepwise"),
     "easy++-online": ("SPF", "stepwise"),
     "gaussier": ("SPF", "stepwise"),
+    "gaussier-online": ("SPF", "stepwise"),
 }
 DEFAULT_PREDICTION_POLICY = ("SPF", "stepwise")
 

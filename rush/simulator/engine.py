@@ -23,7 +23,7 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
-from rush.core.runtime_predictions import ONLINE_PREDICTIONS, correction_code, ranking_runtimes
+from rush.core.runtime_predictions import ONLINE_RULES, correction_code, ranking_runtimes
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -59,10 +59,13 @@ class SimInputs:
     * ``fairshare``: the site's fair-share factor per job in [0, 1] (LINEAR's ``fairshare``
       term); default: neutral (0.5) for every job.
     * ``online_prediction``: a prediction source run inside the replay
-      (:data:`rush.core.runtime_predictions.ONLINE_PREDICTIONS`; ``"easy++-online"``): each job's
-      estimate is computed at its arrival from its user's runs finished so far *in this
-      replay* (:func:`rush.core.runtime_predictions.last_two_prediction`), as Tsafrir et al.
-      ran EASY++, instead of given up front; exclusive with ``estimate`` and ``rank_estimate``.
+      (:data:`rush.core.runtime_predictions.ONLINE_PREDICTIONS`): each job's estimate is
+      computed at its arrival from what finished so far *in this replay*, instead of given up
+      front: ``"easy++-online"``, its user's last two runs
+      (:func:`rush.core.runtime_predictions.last_two_prediction`), as Tsafrir et al. ran EASY++;
+      ``"gaussier-online"``, Gaussier et al.'s regression updated at every finished run, with
+      the user's running jobs among its features (:mod:`rush.core.gaussier_online`), as their
+      simulator ran it. Exclusive with ``estimate`` and ``rank_estimate``.
     * ``fair_share_model``: compute the factors during the replay instead, from the trace's
       users (and groups) and their decayed usage (:mod:`rush.core.fairshare`); exclusive with
       ``fairshare``. The run's ``attributes`` then hold each job's ``association`` and
@@ -91,11 +94,11 @@ def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:
     if source is None:
         return np.zeros(0, dtype=np.int64)
     where = "SimInputs.online_prediction"
-    if source not in ONLINE_PREDICTIONS:
+    if source not in ONLINE_RULES:
         raise RushError(
             f"unknown online prediction source {source!r}",
             where=where,
-            fix=f"use one of: {', '.join(ONLINE_PREDICTIONS)}",
+            fix=f"use one of: {', '.join(ONLINE_RULES)}",
         )
     if inputs.estimate is not None or inputs.rank_estimate is not None:
         raise RushError(
@@ -346,6 +349,7 @@ def simulate(
             res_count,
             fairshare,
             history_user,
+            ONLINE_RULES.get(inputs.online_prediction or "", 0),
         ),
         pass_config(config, order, scan_order, time_origin),
         KillRules(

@@ -38,6 +38,13 @@ from rush.core.false_small_kill import (
     requeue_as_large,
     run_outcome,
 )
+from rush.core.gaussier_online import (
+    GaussierState,
+    gaussier_arrival,
+    gaussier_completion,
+    new_gaussier_state,
+    user_running,
+)
 from rush.core.job_rules import effective_estimate, limit_estimate
 from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
 from rush.core.pass_data import (
@@ -55,6 +62,7 @@ from rush.core.pass_data import (
 from rush.core.policies import priority_key
 from rush.core.runtime_predictions import (
     CORRECTION_NONE,
+    ONLINE_GAUSSIER,
     last_two_prediction,
     record_finished_run,
     running_estimate,
@@ -164,6 +172,8 @@ class SimJobs(NamedTuple):
     # Predictions from the replay's own completions (SimInputs.online_prediction): each job's
     # user as an index into the per-user history (-1: unknown); empty: ``estimate`` is given.
     history_user: np.ndarray
+    # Which online rule (rush.core.runtime_predictions.ONLINE_RULES; 0: none).
+    online_rule: int
 
 
 class KillRules(NamedTuple):
@@ -293,13 +303,44 @@ def _estimates_below_limits(jobs: SimJobs) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def _predict_at_arrival(
-    jobs: SimJobs, config: PassConfig, history: np.ndarray, estimate: np.ndarray, j: int
+def _online_prediction(
+    jobs: SimJobs,
+    history: np.ndarray,
+    gaussier: GaussierState,
+    running: np.ndarray,
+    start: np.ndarray,
+    j: int,
+) -> float:
+    """The core's prediction for job ``j`` arriving now, from what finished so far in this replay
+    (and, for Gaussier et al., its user's jobs ``running`` now): the loop only passes its state."""
+    user = jobs.history_user[j]
+    if jobs.online_rule >= ONLINE_GAUSSIER:
+        now = jobs.submit[j]
+        mine = user_running(jobs.history_user, jobs.procs, start, running, user, now)
+        return gaussier_arrival(gaussier, j, user, now, jobs.requested_time[j], float(jobs.procs[j]), mine)
+    return last_two_prediction(history, user, jobs.requested_time[j])
+
+
+@njit(cache=True, nogil=True)
+def _record_finished(
+    jobs: SimJobs, history: np.ndarray, gaussier: GaussierState, j: int, ran: float, now: float
 ) -> None:
-    """Job ``j`` arrives: its estimate is the core's prediction from its user's runs finished so
-    far in this replay (:func:`rush.core.runtime_predictions.last_two_prediction`), and a
-    time-independent order's key, computed once per job, is computed from it now."""
-    estimate[j] = last_two_prediction(history, jobs.history_user[j], jobs.requested_time[j])
+    """Job ``j`` finished now after running ``ran`` seconds: the online rule's state learns it."""
+    user = jobs.history_user[j]
+    if jobs.online_rule >= ONLINE_GAUSSIER:
+        gaussier_completion(gaussier, j, user, jobs.submit[j], ran, float(jobs.procs[j]), now)
+    else:
+        record_finished_run(history, user, ran)
+
+
+@njit(cache=True, nogil=True)
+def _predict_at_arrival(
+    jobs: SimJobs, config: PassConfig, estimate: np.ndarray, j: int, value: float
+) -> None:
+    """Job ``j`` arrives: its estimate is ``value``, the core's online prediction
+    (:func:`_online_prediction`), and a time-independent order's key, computed once per job, is
+    computed from it now."""
+    estimate[j] = value
     for policy in (config.order, config.scan):
         if policy.use_static:
             policy.static_key[j] = priority_key(
@@ -374,6 +415,8 @@ def run_simulation(
     for j in range(len(jobs.history_user)):
         users = max(users, jobs.history_user[j] + 1)
     history = np.full((users, 2), np.nan)
+    learns = jobs.online_rule >= ONLINE_GAUSSIER  # Gaussier et al.'s rule (or a study variant)
+    gaussier = new_gaussier_state(users if learns else 0, n if learns else 0, jobs.online_rule)
     # Estimates below a limit (predictions): the running jobs are also kept by the end of their
     # limits, for a starved head (rush.core.starved_head); else both lists are one.
     by_limits = online or _estimates_below_limits(jobs)
@@ -518,7 +561,7 @@ def run_simulation(
                 done += 1
                 if online:  # a finished run (not a requeued one) joins its user's history,
                     # with the length it ran (a run killed at its limit ran the limit)
-                    record_finished_run(history, jobs.history_user[j], min(jobs.runtime[j], limit[j]))
+                    _record_finished(jobs, history, gaussier, j, min(jobs.runtime[j], limit[j]), t)
         # 1b. running jobs that outlived their estimate get the correction rule's next one
         while xn > 0 and xt[0] <= t:
             j = xj[0]
@@ -541,7 +584,8 @@ def run_simulation(
             if fair.ordered:
                 factor_of_job[nxt] = association_factor(ledger, fair, fair.job_assoc[nxt])
             if online:
-                _predict_at_arrival(jobs, config, history, estimate, nxt)
+                value = _online_prediction(jobs, history, gaussier, r_job[:rn], start, nxt)
+                _predict_at_arrival(jobs, config, estimate, nxt, value)
                 killable = is_killable(
                     rules.kill_false_small, runtime_class[nxt], jobs.idempotent[nxt], 0, rules.max_requeues
                 )

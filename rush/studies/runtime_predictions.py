@@ -190,3 +190,48 @@ def jittered_easy_pp(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
         )
         rows.append(r)
     return rows
+
+
+# D-g1 (post hoc): gaussier-online and its two study variants, one part changed each.
+GAUSSIER_PARTS = ("gaussier-online", "gaussier-online (no running features)", "gaussier-online (ridge loss)")
+
+
+def run_gaussier_online(trace: str, job_set: str, parts: bool = False) -> list[dict]:
+    """Gaussier et al.'s regression learning online in the replay (``SimInputs.online_prediction
+    = "gaussier-online"``) under SJBF with the stepwise correction (Table 6.6's rules) and with
+    correction to the request (their cross-validated triple's), each beside EASY-FCFS, with the
+    accuracy of each run's predictions (``sim/runtime_predictions``, round 24). ``parts``: D-g1's
+    runs instead, :data:`GAUSSIER_PARTS` under the stepwise correction."""
+    workload = load(trace, job_set)
+    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
+    order, correction = prediction_policy("gaussier-online")
+    rows = [base]
+    runs = (
+        [(name, name, correction) for name in GAUSSIER_PARTS]
+        if parts
+        else [
+            ("gaussier-online", "gaussier-online", correction),
+            ("gaussier-online (correct-to-request)", "gaussier-online", "request"),
+        ]
+    )
+    for label, source, rule in runs:
+        config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=rule)
+        rows.append(_row(trace, job_set, workload, label, config, online=source))
+    runtime = np.asarray(workload.runtime, dtype=np.float64)
+    requested = np.asarray(workload.requested_time, dtype=np.float64)
+    for r in rows:
+        r.pop("cumulative")
+        r["improvement_over_easy_fcfs_pct"] = (
+            100.0
+            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
+            / base["mean_bounded_slowdown"]
+        )
+        if r is base:
+            continue
+        predicted = r.pop("estimate")
+        accuracy = RuntimePredictions(predicted, predicted, runtime, requested, 0, 0, 0, 0.0).summary()
+        for key in ("median_absolute_error", "underpredicted", "mean_accuracy"):
+            r[key] = accuracy[key]
+        r["predicted_1s"] = float(np.mean(predicted <= 1.0))
+        r["predicted_request"] = float(np.mean(predicted >= requested))
+    return rows

@@ -116,7 +116,7 @@ def test_bad_prediction_flags_are_configuration_errors(flags: list[str], named: 
     assert result.exception.where == named
 
 
-@pytest.mark.parametrize("predictor", ["easy++", "gaussier", "easy++-online"])
+@pytest.mark.parametrize("predictor", ["easy++", "gaussier", "easy++-online", "gaussier-online"])
 def test_simulate_with_runtime_predictions_reports_them(predictor: str) -> None:
     import json
 
@@ -263,7 +263,8 @@ def test_online_equals_log_history_when_the_log_is_the_replays_schedule() -> Non
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
-        ({"online_prediction": "gaussier-online"}, "unknown online prediction source"),
+        ({"online_prediction": "gaussier-offline"}, "unknown online prediction source"),
+        ({"online_prediction": "gaussier-online", "rank_estimate": np.ones(2)}, "not both"),
         ({"online_prediction": "easy++-online", "estimate": np.ones(2)}, "not both"),
     ],
 )
@@ -284,3 +285,66 @@ def test_unknown_runtime_prediction_names_every_choice_and_exits_2() -> None:
     assert done.returncode == 2, done.stderr
     assert "--runtime-prediction" in done.stderr
     assert "easy++, gaussier" in done.stderr and "easy++-online" in done.stderr
+    assert "gaussier-online" in done.stderr
+
+
+# Gaussier et al.'s regression learning online in the replay (round 24;
+# SimInputs.online_prediction="gaussier-online", rush.core.gaussier_online).
+def _gaussier_trace(a_runtime: float):
+    """On 3 processors, never full (every job starts at its arrival): A and B (user 1) at 0 and
+    10, B ends at 60 when C (user 2) arrives, A ends at ``a_runtime``, D (user 1) at 200, E
+    (user 2) at 230."""
+    jobs = [
+        (0, 1, a_runtime, 1e6, 1),  # A
+        (10, 1, 50, 1e6, 1),  # B
+        (60, 1, 80, 1e6, 2),  # C
+        (200, 1, 20, 1e6, 1),  # D
+        (230, 1, 5, 1e6, 2),  # E
+    ]
+    return jobs, _users_workload(3, jobs)
+
+
+def _predictsim_at_arrivals(jobs: list[tuple]) -> list[float]:
+    """Their predictor (the transcription of tests/core/test_gaussier_online.py) driven through
+    the same schedule: every job runs from its arrival; ends before arrivals at a tie."""
+    from tests.core.test_gaussier_online import _Job, _replay
+
+    both = [_Job(u, float(s), float(r), p, q) for s, p, r, q, u in jobs]
+    events = [("submit", k, j.submit_time) for k, j in enumerate(both)]
+    events += [("end", k, j.submit_time + j.actual_run_time) for k, j in enumerate(both)]
+    events.sort(key=lambda e: (e[2], e[0] == "submit"))
+    got, want, _, _ = _replay(events, both)
+    assert got == want
+    return want
+
+
+def test_gaussier_online_predicts_at_arrival_as_their_simulator() -> None:
+    jobs, w = _gaussier_trace(100.0)
+    result = _easy_pp(w, SimInputs(online_prediction="gaussier-online"))
+    assert result.start.tolist() == [0.0, 10.0, 60.0, 200.0, 230.0]
+    predicted = result.attributes["estimate"].tolist()
+    # Nothing finished before B: w = 0 predicts |0|, floored at 1 s.
+    assert predicted[:2] == [1.0, 1.0]
+    assert predicted == _predictsim_at_arrivals(jobs)
+    assert len(set(predicted[2:])) == 3  # learnt: C, D and E each their own
+
+
+def test_gaussier_online_sees_only_runs_finished_before_the_arrival() -> None:
+    # A's length changes nothing it could not have seen: C arrives (60) before A ends either
+    # way, with A running 60 s; D (200) sees A finished after 100 s, or after 150 s, or running.
+    runs = {}
+    for a in (100.0, 150.0, 500.0):
+        jobs, w = _gaussier_trace(a)
+        runs[a] = _easy_pp(w, SimInputs(online_prediction="gaussier-online")).attributes["estimate"].tolist()
+        assert runs[a] == _predictsim_at_arrivals(jobs)
+    assert runs[100.0][:3] == runs[150.0][:3] == runs[500.0][:3]
+    assert len({runs[100.0][3], runs[150.0][3], runs[500.0][3]}) == 3
+
+
+def test_gaussier_study_variant_without_running_features_changes_only_those() -> None:
+    # D-g1: C arrives (60) while A runs; without the running-job features its prediction differs.
+    _, w = _gaussier_trace(100.0)
+    full = _easy_pp(w, SimInputs(online_prediction="gaussier-online")).attributes["estimate"]
+    bare = _easy_pp(w, SimInputs(online_prediction="gaussier-online (no running features)"))
+    assert bare.attributes["estimate"][:2].tolist() == full[:2].tolist() == [1.0, 1.0]
+    assert bare.attributes["estimate"][2] != full[2]

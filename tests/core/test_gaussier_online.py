@@ -1,0 +1,269 @@
+"""Gaussier et al.'s online regression in the core (rush.core.gaussier_online): the E-Loss
+gradient and one NAG step against hand-computed values, and many steps against an independent
+transcription of their simulator's formulas (predictsim: predictor_sgdlinear.make_x, valopt's
+NAG.fit, CompositeLoss with the abs and square curves, RegularizedLoss with L2)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from rush.core import gaussier_online as g
+
+
+def test_eloss_slope_is_squared_over_and_linear_under() -> None:
+    # e = p - y; overprediction: 2 g e; underprediction: -g (slope 1); exact: 0.
+    assert g.eloss_slope(130.0, 100.0, 2.0) == 2.0 * 2.0 * 30.0
+    assert g.eloss_slope(70.0, 100.0, 2.0) == -2.0
+    assert g.eloss_slope(7000.0, 100.0, 1.0) == 2.0 * 6900.0  # grows with the error
+    assert g.eloss_slope(-5000.0, 100.0, 1.0) == -1.0  # does not
+    assert g.eloss_slope(100.0, 100.0, 3.0) == 0.0
+    assert g.job_weight(4.0, 250.0) == pytest.approx(1.0 + math.log(1000.0))
+    assert g.job_weight(1.0, 0.0) == 1.0  # ln(max(m r, 1)): their ln(0) would fail
+
+
+def test_one_nag_step_by_hand() -> None:
+    # x = (1, 2, 0, ...), target 3, weight 1, from w = 0, s = G = N = 1e-9, n = 1.
+    model = g.new_model()
+    x = np.zeros(g.N_INPUTS)
+    x[0], x[1] = 1.0, 2.0
+    g.nag_step(model, x, 3.0, 1.0)
+    w, s, G = model[: g.N_INPUTS], model[g.N_INPUTS : 2 * g.N_INPUTS], model[2 * g.N_INPUTS : g.M_N]
+    assert s[0] == 1.0 and s[1] == 2.0 and s[2] == g.NAG_START  # the largest |x_i| seen
+    big_n = 1e-9 + 1.0 + 1.0  # N += sum x_i^2 / s_i^2
+    assert model[g.M_N] == pytest.approx(big_n, rel=1e-15)
+    # p = 0 < 3: underprediction, slope -1, d_i = -x_i (w = 0: no L2 part); G_i = 1e-9 + d_i^2.
+    assert G[0] == pytest.approx(1e-9 + 1.0) and G[1] == pytest.approx(1e-9 + 4.0)
+    # w_i = -eta d_i / (sqrt(N G_i / n) s_i), n = 1.
+    assert w[0] == pytest.approx(5000.0 / math.sqrt(big_n * (1e-9 + 1.0)), rel=1e-12)
+    assert w[1] == pytest.approx(5000.0 * 2.0 / (math.sqrt(big_n * (1e-9 + 4.0)) * 2.0), rel=1e-12)
+    assert w[0] == pytest.approx(3535.5339, rel=1e-7) and w[1] == pytest.approx(1767.7670, rel=1e-7)
+    assert not w[2:].any() and model[g.M_N + 1] == 3.0  # zero inputs never move; n += 2
+    # Second step, x_1 doubled: w_1 is first rescaled by s_1 / |x_1| = 1/2, then p = 3535.5 +
+    # 4 * 883.9 = 7071.1 > 3: overprediction, d_i = 2 (p - 3) x_i + 4e9 w_i.
+    x[1] = 4.0
+    w0, w1 = w[0], w[1] / 2.0
+    p = w0 + 4.0 * w1
+    big_n2 = big_n + 1.0 + 1.0
+    d0, d1 = 2.0 * (p - 3.0) * 1.0 + 4e9 * w0, 2.0 * (p - 3.0) * 4.0 + 4e9 * w1
+    g0, g1 = 1e-9 + 1.0 + d0 * d0, 1e-9 + 4.0 + d1 * d1
+    g.nag_step(model, x, 3.0, 1.0)
+    assert model[0] == pytest.approx(w0 - 5000.0 * d0 / (math.sqrt(big_n2 * g0 / 3.0) * 1.0), rel=1e-12)
+    assert model[1] == pytest.approx(w1 - 5000.0 * d1 / (math.sqrt(big_n2 * g1 / 3.0) * 4.0), rel=1e-12)
+    assert model[g.M_N + 1] == 5.0
+
+
+class _Job:
+    def __init__(self, user: int, submit: float, runtime: float, procs: int, request: float) -> None:
+        self.user_id, self.submit_time, self.actual_run_time = user, submit, runtime
+        self.num_required_processors, self.user_estimated_run_time = procs, request
+        self.start_to_run_at_time = 0.0
+
+
+class _Predictsim:
+    """Their PredictorSgdlinear with the C-V triple's options, transcribed from their code
+    (dicts, lists, Python floats), independent of rush.core.gaussier_online."""
+
+    def __init__(self) -> None:
+        self.last = {}  # user -> [last1, last2, last3] jobs (None: missing)
+        self.n_jobs, self.sum_run, self.sum_cores, self.last_end = {}, {}, {}, {}
+        self.job_x = {}
+        dim = 3 * 19 + 2 * 171  # their n_features with quadratic: 399
+        self.w, self.s, self.G = [0.0] * dim, [1e-9] * dim, [1e-9] * dim
+        self.N, self.n = 1e-9, 1.0
+
+    def make_x(self, job, now, running):
+        u = job.user_id
+        self.last.setdefault(u, [None, None, None])
+        for d in (self.n_jobs, self.sum_run, self.sum_cores, self.last_end):
+            d.setdefault(u, 0.0)
+        x = [0.0] * len(self.w)
+        x[0] = 1.0
+        req = job.user_estimated_run_time
+        for k in range(3):
+            j = self.last[u][k]
+            if j is not None:
+                last = j.actual_run_time if j.submit_time + j.actual_run_time > now else now - j.submit_time
+            else:
+                last = req
+            x[1 + k] = float(min(req, last))
+        x[4] = float(req)
+        if self.last[u][2] is not None:
+            x[6] = 0.33 * (x[1] + x[2] + x[3])
+            x[5] = 0.5 * (x[1] + x[2])
+        elif self.last[u][1] is not None:
+            x[5] = 0.5 * (x[1] + x[2])
+            x[6] = x[5]
+        elif self.last[u][0] is not None:
+            x[5] = x[1]
+            x[6] = x[5]
+        else:
+            x[5] = x[6] = float(req)
+        x[7] = self.sum_run[u] / self.n_jobs[u] if self.n_jobs[u] != 0 else 0.0
+        x[8] = now - self.last_end[u] if self.last_end[u] != 0.0 else 0.0
+        x[9] = job.num_required_processors / (self.sum_cores[u] / self.n_jobs[u]) if self.n_jobs[u] else 0.0
+        mine = [j for j in running if j.user_id == u]
+        x[10] = float(sum(j.num_required_processors for j in mine))
+        lengths = [now - j.start_to_run_at_time for j in mine]
+        x[11], x[12], x[13] = float(sum(lengths)), float(len(mine)), float(max(lengths)) if lengths else 0.0
+        day = 2.0 * math.pi * float(job.submit_time % (3600 * 24)) / (3600.0 * 24.0)
+        week = 2.0 * math.pi * float(job.submit_time % (3600 * 24 * 7)) / (3600.0 * 24.0 * 7.0)
+        x[14], x[15], x[16], x[17] = math.cos(day), math.sin(day), math.cos(week), math.sin(week)
+        x[18] = float(job.num_required_processors)
+        i = 19
+        for a, b in itertools.combinations(x[1:17], 2):
+            x[i] = a * b
+            i += 1
+        for k in range(1, 19):
+            x[i] = x[k] * x[k]
+            i += 1
+        return x
+
+    def predict(self, job, now, running) -> float:
+        x = self.job_x.setdefault(job, self.make_x(job, now, running))
+        p = abs(sum(a * b for a, b in zip(self.w, x, strict=True)))
+        return float(min(int(max(1.0, int(p))), job.user_estimated_run_time))
+
+    def fit(self, job, now) -> None:
+        x = self.job_x.pop(job)
+        u = job.user_id
+        self.last[u] = [job, self.last[u][0], self.last[u][1]]
+        self.n_jobs[u] += 1
+        self.sum_run[u] += job.actual_run_time
+        self.sum_cores[u] += job.num_required_processors
+        self.last_end[u] = now
+        weight = 1 + math.log(job.num_required_processors * job.actual_run_time)
+        W = self.w
+        for i in range(len(W)):
+            if abs(x[i]) > self.s[i]:
+                W[i] = W[i] * (self.s[i] / abs(x[i]))
+                self.s[i] = abs(x[i])
+        self.N += sum(a * a / (b * b) for a, b in zip(x, self.s, strict=True) if b != 0)
+        px = sum(a * b for a, b in zip(W, x, strict=True))
+        step = [0.0] * len(W)
+        for i in range(len(W)):
+            e = px - job.actual_run_time
+            loss = weight * 2 * x[i] * e if e > 0 else (0 if e == 0 else -weight * x[i] * 1.0)
+            d = loss + 4000000000 * W[i]
+            self.G[i] += d * d
+            step[i] = -5000.0 * d / (math.sqrt(self.N * self.G[i] / self.n) * self.s[i])
+        self.w = [a + b for a, b in zip(step, W, strict=True)]
+        self.n += 2
+
+
+def _replay(events, both):
+    """Drive both implementations through (kind, job) events: 'submit' (with the running jobs)
+    and 'end'; returns both prediction lists."""
+    ref, ours = _Predictsim(), g.new_gaussier_state(3, len(both), 2)
+    got, want = [], []
+    running = []
+    for kind, k, now in events:
+        job = both[k]
+        if kind == "submit":
+            want.append(ref.predict(job, now, running))
+            mine = np.array(
+                [
+                    sum(j.num_required_processors for j in running if j.user_id == job.user_id),
+                    sum(now - j.start_to_run_at_time for j in running if j.user_id == job.user_id),
+                    sum(1 for j in running if j.user_id == job.user_id),
+                    max([now - j.start_to_run_at_time for j in running if j.user_id == job.user_id] or [0.0]),
+                ]
+            )
+            got.append(
+                g.gaussier_arrival(
+                    ours,
+                    k,
+                    job.user_id,
+                    now,
+                    job.user_estimated_run_time,
+                    float(job.num_required_processors),
+                    mine,
+                )
+            )
+            job.start_to_run_at_time = now
+            running.append(job)
+        else:
+            running.remove(job)
+            ref.fit(job, now)
+            g.gaussier_completion(
+                ours,
+                k,
+                job.user_id,
+                job.submit_time,
+                job.actual_run_time,
+                float(job.num_required_processors),
+                now,
+            )
+    return got, want, ours, ref
+
+
+def test_many_steps_match_predictsims_formulas() -> None:
+    rng = np.random.default_rng(24)
+    n = 60
+    submit = np.sort(rng.uniform(0, 50_000, n)).round()
+    jobs = [
+        _Job(
+            int(rng.integers(0, 3)),
+            float(submit[k]),
+            float(rng.integers(1, 3000)),
+            int(rng.integers(1, 9)),
+            1e6,
+        )
+        for k in range(n)
+    ]
+    events = [("submit", k, jobs[k].submit_time) for k in range(n)]
+    events += [("end", k, jobs[k].submit_time + jobs[k].actual_run_time) for k in range(n)]  # no waits
+    events.sort(key=lambda e: (e[2], e[0] == "submit"))  # ends first at a tie
+    got, want, ours, ref = _replay(events, jobs)
+    assert got == want  # every prediction, to the second
+    assert len(set(want)) > 40  # and they vary (a request of 1e6 s caps none after the first)
+    assert np.allclose(ours.model[: g.N_INPUTS], ref.w[: g.N_INPUTS], rtol=1e-9, atol=0.0)
+    assert not any(ref.w[g.N_INPUTS :])  # their 242 extra slots stay 0
+
+
+def test_features_of_a_user_with_history_and_running_jobs() -> None:
+    state = g.new_gaussier_state(2, 4, 2)
+    # User 0: job 0 (4 procs) submitted at 100, ran 300, ended at 500; job 1 (2 procs) submitted
+    # at 200, ran 50, ended at 600.
+    g.gaussier_completion(state, 0, 0, 100.0, 300.0, 4.0, 500.0)
+    g.gaussier_completion(state, 1, 0, 200.0, 50.0, 2.0, 600.0)
+    running = g.user_running(
+        np.array([0, 0, 1, 0]),
+        np.array([4, 2, 8, 3]),
+        np.array([0.0, 0.0, 650.0, 700.0]),
+        np.array([2, 3]),
+        0,
+        1000.0,
+    )
+    assert running.tolist() == [3.0, 300.0, 1.0, 300.0]  # job 3 only (job 2 is user 1's)
+    x = np.zeros(g.N_BASE)
+    g.gaussier_features(state.history, 0, 1000.0, 700.0, 6.0, running, x)
+    # x1, x2: min(request, now - that job's submission), as their code reads: 800 (job 1), 900 -> 700.
+    assert x[:10].tolist() == [1.0, 700.0, 700.0, 700.0, 700.0, 700.0, 700.0, 175.0, 400.0, 2.0]
+    assert x[10:14].tolist() == [3.0, 300.0, 1.0, 300.0] and x[18] == 6.0
+    g.gaussier_features(state.history, 0, 1000.0, 5000.0, 6.0, running, x)
+    assert x[1:7].tolist() == [800.0, 900.0, 5000.0, 5000.0, 850.0, 850.0]  # two seen: x6 = x5
+    g.gaussier_features(state.history, -1, 1000.0, 5000.0, 6.0, np.zeros(4), x)  # unknown user
+    assert x[1:10].tolist() == [5000.0] * 6 + [0.0, 0.0, 0.0]
+    e = g.expand_features(np.arange(19.0))
+    assert len(e) == 157 and e[19] == 1.0 * 2.0 and e[19 + 119] == 15.0 * 16.0 and e[-1] == 18.0**2
+
+
+def test_ridge_slope_is_the_weekly_ridges_asymmetry() -> None:
+    # D-g1's study variant: squared both sides, underprediction 10 times costlier.
+    assert g.ridge_slope(130.0, 100.0, 2.0) == 2.0 * 2.0 * 30.0
+    assert g.ridge_slope(70.0, 100.0, 2.0) == 2.0 * 2.0 * -30.0 * 10.0
+    assert g.ridge_slope(100.0, 100.0, 2.0) == 0.0
+    on, off = g.new_model(), g.new_model()
+    x = np.zeros(g.N_INPUTS)
+    x[0] = 1e5  # a large input: a small weight, so that L2 (4e9 w) does not drown the loss
+    g.nag_step(on, x, 3.0, 1.0, True)
+    g.nag_step(off, x, 3.0, 1.0)
+    # The first step from w = 0 is normalised (|d| cancels but for G's 1e-9 start); they part after.
+    assert on[0] == pytest.approx(off[0], rel=1e-8)
+    g.nag_step(on, x, 1e6, 1.0, True)  # p = 5000 < 1e6: underprediction, where they differ
+    g.nag_step(off, x, 1e6, 1.0)
+    assert on[0] != pytest.approx(off[0], rel=1e-3)
