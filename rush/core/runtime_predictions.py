@@ -154,6 +154,23 @@ ONLINE_RULES: dict[str, int] = {
 }
 
 
+# Where an online prediction is used (``SimInputs.prediction_scope``): by default everywhere a
+# runtime is assumed (the queue order's key, the backfill scan's key, the reservations and the
+# backfill test); ``"backfill"`` (``sim/runtime_predictions``, H19) keeps the queue order on its
+# own key (the request, or ``SimInputs.rank_estimate``) and gives the prediction to the backfill
+# scan, the backfill test and the head's reservation only. Kills never take a prediction (they
+# stay at the request and, for a killable job, at its class divider).
+PREDICTION_SCOPES: dict[str, int] = {"order-and-backfill": 0, "backfill": 1}
+SCOPE_BACKFILL = 1
+
+
+@njit(cache=True, inline="always")
+def order_takes_prediction(scope: int) -> bool:
+    """Whether a job's queue-order key is computed from its online prediction at its arrival
+    (:data:`PREDICTION_SCOPES`); the backfill scan's key and the reservation estimate always are."""
+    return scope != SCOPE_BACKFILL
+
+
 @njit(cache=True)
 def record_finished_run(history: np.ndarray, user: int, runtime: float) -> None:
     """A job of ``user`` (-1: unknown, not recorded) finished after running ``runtime``

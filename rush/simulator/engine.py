@@ -23,7 +23,13 @@ from rush.core.node_view import node_view, procs_only_view, uniform_pool
 from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
-from rush.core.runtime_predictions import ONLINE_RULES, correction_code, ranking_runtimes
+from rush.core.runtime_predictions import (
+    ONLINE_RULES,
+    PREDICTION_SCOPES,
+    SCOPE_BACKFILL,
+    correction_code,
+    ranking_runtimes,
+)
 from rush.errors import RushError
 from rush.simulator.loop import KillRules, SimJobs, VariabilityWindows, run_simulation
 from rush.simulator.result import SimResult
@@ -65,7 +71,14 @@ class SimInputs:
       (:func:`rush.core.runtime_predictions.last_two_prediction`), as Tsafrir et al. ran EASY++;
       ``"gaussier-online"``, Gaussier et al.'s regression updated at every finished run, with
       the user's running jobs among its features (:mod:`rush.core.gaussier_online`), as their
-      simulator ran it. Exclusive with ``estimate`` and ``rank_estimate``.
+      simulator ran it. Exclusive with ``estimate``, and with ``rank_estimate`` unless
+      ``prediction_scope`` is ``"backfill"``.
+    * ``prediction_scope`` (with ``online_prediction``;
+      :data:`rush.core.runtime_predictions.PREDICTION_SCOPES`): ``"order-and-backfill"``
+      (default) uses the online predictions everywhere a runtime is assumed; ``"backfill"``
+      keeps the queue order on the request (or on ``rank_estimate``, then allowed: a
+      time-independent order's keys given up front) and gives the predictions to the backfill
+      scan, the backfill test and the head's reservation only (``sim/runtime_predictions``, H19).
     * ``fair_share_model``: compute the factors during the replay instead, from the trace's
       users (and groups) and their decayed usage (:mod:`rush.core.fairshare`); exclusive with
       ``fairshare``. The run's ``attributes`` then hold each job's ``association`` and
@@ -85,6 +98,7 @@ class SimInputs:
     fairshare: np.ndarray | None = None
     fair_share_model: DecayedFairShare | None = None
     online_prediction: str | None = None
+    prediction_scope: str = "order-and-backfill"
 
 
 def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:
@@ -100,17 +114,38 @@ def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:
             where=where,
             fix=f"use one of: {', '.join(ONLINE_RULES)}",
         )
-    if inputs.estimate is not None or inputs.rank_estimate is not None:
+    ranked_apart = inputs.rank_estimate is not None and _scope(inputs) != SCOPE_BACKFILL
+    if inputs.estimate is not None or ranked_apart:
         raise RushError(
             "online predictions set the jobs' estimates; estimate or rank_estimate was given too",
             where=where,
-            fix="give the predictions up front (estimate) or compute them in the replay, not both",
+            fix="give the predictions up front (estimate) or compute them in the replay, not both "
+            "(rank_estimate goes with prediction_scope='backfill' only)",
         )
     user = np.asarray(workload.user, dtype=np.int64)
     known = user >= 0
     index = np.full(len(user), -1, dtype=np.int64)
     index[known] = np.unique(user[known], return_inverse=True)[1]
     return index
+
+
+def _scope(inputs: SimInputs) -> int:
+    """``inputs.prediction_scope``'s code (:data:`PREDICTION_SCOPES`), checked."""
+    where = "SimInputs.prediction_scope"
+    if inputs.prediction_scope not in PREDICTION_SCOPES:
+        raise RushError(
+            f"unknown prediction scope {inputs.prediction_scope!r}",
+            where=where,
+            fix=f"use one of: {', '.join(PREDICTION_SCOPES)}",
+        )
+    scope = PREDICTION_SCOPES[inputs.prediction_scope]
+    if scope == SCOPE_BACKFILL and inputs.online_prediction is None:
+        raise RushError(
+            "a prediction scope without online predictions",
+            where=where,
+            fix="give online_prediction too, or leave prediction_scope at its default",
+        )
+    return scope
 
 
 def _aligned(name: str, values: np.ndarray | None, n: int, default: np.ndarray, dtype: type) -> np.ndarray:
@@ -316,9 +351,11 @@ def simulate(
                 where="policy",
                 fix="simulate another policy (FCFS is what an RJMS without a priority plugin does)",
             )
+    scope = _scope(inputs)
     rank = _aligned("rank_estimate", inputs.rank_estimate, n, estimate, np.float64)
     if inputs.rank_estimate is not None:
-        dynamic = [p.name for p in (config.policy, config.scan_policy) if p.dynamic]
+        ranked = (config.policy,) if scope == SCOPE_BACKFILL else (config.policy, config.scan_policy)
+        dynamic = [p.name for p in ranked if p.dynamic]
         if dynamic:
             raise RushError(
                 f"ranking predictions need a time-independent order; {dynamic[0]} depends on the wait",
@@ -326,9 +363,18 @@ def simulate(
                 fix="use a static policy and backfill order (SPF, SAF, FCFS), or give the predictions as estimate",
             )
         rank = ranking_runtimes(rank, estimate, requested)
+    if scope == SCOPE_BACKFILL and config.policy.dynamic:
+        raise RushError(
+            f"the queue order keeps its own key under prediction_scope='backfill'; {config.policy.name} "
+            "reads the (predicted) estimate at every pass",
+            where="SimInputs.prediction_scope",
+            fix="use a time-independent order (SPF, SAF, FCFS), or leave prediction_scope at its default",
+        )
     order = _order_policy(config.policy, time_origin, workload, rank)
     scan = config.scan_policy
-    scan_order = order if scan == config.policy else _order_policy(scan, time_origin, workload, rank)
+    # The scan keeps keys of its own when the predictions key it apart from the order.
+    apart = scan != config.policy or scope == SCOPE_BACKFILL
+    scan_order = _order_policy(scan, time_origin, workload, rank) if apart else order
     counter = np.zeros(1, dtype=np.int64)
     nodes = _node_view(workload, config, nodes_per_leaf) if on_nodes else procs_only_view(n)
     by_counts = on_nodes and not node_kernels and interchangeable_nodes(workload, config, nodes_per_leaf)
@@ -350,8 +396,9 @@ def simulate(
             fairshare,
             history_user,
             ONLINE_RULES.get(inputs.online_prediction or "", 0),
+            scope,
         ),
-        pass_config(config, order, scan_order, time_origin),
+        pass_config(config, order, scan_order, time_origin)._replace(same_scan=not apart),
         KillRules(
             bool(config.kill_false_small),
             int(config.max_requeues),

@@ -48,6 +48,7 @@ from rush.core.gaussier_online import (
 from rush.core.job_rules import effective_estimate, limit_estimate
 from rush.core.node_pool import NodeView, Slots, need_units, new_slots, node_table
 from rush.core.pass_data import (
+    OrderPolicy,
     PassConfig,
     PassJobs,
     PassMoment,
@@ -64,6 +65,7 @@ from rush.core.runtime_predictions import (
     CORRECTION_NONE,
     ONLINE_GAUSSIER,
     last_two_prediction,
+    order_takes_prediction,
     record_finished_run,
     running_estimate,
 )
@@ -174,6 +176,8 @@ class SimJobs(NamedTuple):
     history_user: np.ndarray
     # Which online rule (rush.core.runtime_predictions.ONLINE_RULES; 0: none).
     online_rule: int
+    # Where its predictions are used (rush.core.runtime_predictions.PREDICTION_SCOPES; 0: everywhere).
+    prediction_scope: int = 0
 
 
 class KillRules(NamedTuple):
@@ -339,19 +343,22 @@ def _predict_at_arrival(
 ) -> None:
     """Job ``j`` arrives: its estimate is ``value``, the core's online prediction
     (:func:`_online_prediction`), and a time-independent order's key, computed once per job, is
-    computed from it now."""
+    computed from it now: the backfill scan's always, the queue order's unless the core's scope
+    keeps the order on its own key (:func:`order_takes_prediction`)."""
     estimate[j] = value
-    for policy in (config.order, config.scan):
-        if policy.use_static:
-            policy.static_key[j] = priority_key(
-                policy.code,
-                policy.weights,
-                0.0,
-                config.time_origin,
-                jobs.submit[j],
-                jobs.procs[j],
-                estimate[j],
-            )
+    if order_takes_prediction(jobs.prediction_scope):
+        _static_key_from(config.order, config, jobs, j, value)
+    _static_key_from(config.scan, config, jobs, j, value)
+
+
+@njit(cache=True, nogil=True)
+def _static_key_from(policy: OrderPolicy, config: PassConfig, jobs: SimJobs, j: int, value: float) -> None:
+    """A time-independent ``policy``'s key of job ``j`` from the estimate ``value`` (none for a
+    time-dependent one: it reads the estimate at each pass)."""
+    if policy.use_static:
+        policy.static_key[j] = priority_key(
+            policy.code, policy.weights, 0.0, config.time_origin, jobs.submit[j], jobs.procs[j], value
+        )
 
 
 @njit(cache=True, nogil=True)

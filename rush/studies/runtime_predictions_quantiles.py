@@ -45,6 +45,13 @@ up). The schedulers, fixed before any run (the study's README says why):
   ``SPF-CI one step where confident`` (H18, round 21, post hoc) uses H17's gate but moves a
   confident job one request step only (it ranks on half its request, not on its q0.9)
   (:func:`rush.core.runtime_predictions.confident_step_ranking_runtimes`).
+  ``SPF-CI backfilled on Gaussier online`` (H19, round 25) is SPF-CI exactly (classes,
+  dividers, kills, its queue order on the requests, the starvation threshold) with Gaussier et
+  al.'s online E-Loss predictions (``SimInputs.online_prediction = "gaussier-online"``) given
+  to the EASY backfill scan, the backfill test and the head's reservation only
+  (``prediction_scope = "backfill"``), corrected stepwise; ``SPF-CI backfilled on EASY++
+  online`` the same with EASY++'s online predictions (context). Both ignore the quantile
+  predictor's ``predicted`` values.
   ``SAF-CI ranked on predictions`` (H16, round 19) is H13a with the core's SAF policy in place of
   SPF: each class and the backfill scan ordered by the predicted area (predicted runtime x
   processors), planned on the limits; ``SAF-CI (classifier)`` its control, the same classes
@@ -89,7 +96,15 @@ CLASSIFIER_SCHEDULERS = (
     "SAF-CI (classifier)",
     "SPF-CI ranked where confident",
     "SPF-CI one step where confident",
+    "SPF-CI backfilled on Gaussier online",
+    "SPF-CI backfilled on EASY++ online",
 )
+# The schedulers whose online predictions are given to the backfill only (the order keeps the
+# request): name -> SimInputs.online_prediction.
+BACKFILL_ONLINE_SCHEDULERS = {
+    "SPF-CI backfilled on Gaussier online": "gaussier-online",
+    "SPF-CI backfilled on EASY++ online": "easy++-online",
+}
 # The schedulers whose predictions only rank the classes (planned on the limits).
 RANKING_SCHEDULERS = (
     "SPF-CI ranked on predictions",
@@ -189,6 +204,10 @@ def classifier_inputs(name: str, predicted: np.ndarray, classifier) -> tuple[Sim
     config["policy"] = "SAF" if name in AREA_SCHEDULERS else "SPF"
     if name in RANKING_SCHEDULERS:
         inputs.rank_estimate = predicted
+    elif name in BACKFILL_ONLINE_SCHEDULERS:
+        inputs.online_prediction = BACKFILL_ONLINE_SCHEDULERS[name]
+        inputs.prediction_scope = "backfill"
+        config["prediction_correction"] = "stepwise"
     elif name == "SPF-CI with predictions":
         inputs.estimate = predicted
         config |= {"scan": "SPF", "prediction_correction": "request"}

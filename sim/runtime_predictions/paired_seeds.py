@@ -13,7 +13,8 @@ signed-rank p and the exact sign test's, and D15's verdict rule). ``--out`` is `
 (D15's, seeds 1-8) unless given; D16 (seeds 9-40) writes ``paired_seeds_d16``, H16 (seeds 9-40,
 ``--rule "SAF-CI ranked on predictions"``) ``paired_seeds_h16``, H17 (seeds 9-40, ``--rule "SPF-CI
 ranked where confident"``) ``paired_seeds_h17``, H18 (seeds 9-40, ``--rule "SPF-CI one step where
-confident"``) ``paired_seeds_h18``; ``--traces HPC2N`` (round 22, D22: a trace H18 was not shaped
+confident"``) ``paired_seeds_h18``, H19 (round 25, seeds 9-40, ``--rule "SPF-CI backfilled on
+Gaussier online"``) ``paired_seeds_h19``; ``--traces HPC2N`` (round 22, D22: a trace H18 was not shaped
 on) needs HPC2N's rows in ``results/published/rush_q.csv`` first. A rule's runs with ties by
 arrival must equal its committed single run (H13a's below; another rule's row of
 ``results/published/rush_q.csv``).
@@ -48,6 +49,8 @@ RULES = {
     "SAF-CI ranked on predictions": "H16",
     "SPF-CI ranked where confident": "H17",
     "SPF-CI one step where confident": "H18",
+    "SPF-CI backfilled on Gaussier online": "H19",
+    "SPF-CI backfilled on EASY++ online": "H19 (EASY++ online)",
 }
 
 
