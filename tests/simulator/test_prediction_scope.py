@@ -53,7 +53,7 @@ def test_order_on_the_request_scan_and_reservation_on_the_prediction() -> None:
 def test_ranking_keys_order_the_queue_under_the_backfill_scope() -> None:
     # rank_estimate (e.g. requests with ties broken by a seed) keys the order; the scan still
     # takes the predictions. Ranking Y before X: Y starts at 110, X is the head at 111.
-    rank = np.array([1000.0, 1000.0, 100.0, 60.0, 50.0, 70.0, 80.0])
+    rank = np.array([1000.0, 1000.0, 100.0, 50.0, 40.0, 70.0, 80.0])
     ranked = _spf(
         SimInputs(online_prediction="easy++-online", prediction_scope="backfill", rank_estimate=rank)
     )

@@ -288,6 +288,22 @@ def test_classifier_schedulers_keep_spf_cis_classes_and_kills() -> None:
     assert found["SPF-CI one step where confident"]["mean_bounded_slowdown"] == pytest.approx(
         compute_metrics(by_step, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
     )
+    # H19 (round 25): SPF-CI with online predictions for the backfill only, corrected stepwise;
+    # its row is the core's SPF run with those inputs (the order keeps the requests).
+    for name, source in (
+        ("SPF-CI backfilled on Gaussier online", "gaussier-online"),
+        ("SPF-CI backfilled on EASY++ online", "easy++-online"),
+    ):
+        backfilled, config = scheduler_inputs(name, wf, everyone, 0.1, classifier=cw)
+        assert backfilled.estimate is None and backfilled.rank_estimate is None
+        assert (backfilled.online_prediction, backfilled.prediction_scope) == (source, "backfill")
+        assert config["policy"] == "SPF" and "scan" not in config
+        assert config["prediction_correction"] == "stepwise"
+        rest = {k: v for k, v in config.items() if k != "policy"}
+        run = simulate(workload, CoreConfig.from_names("SPF", "easy", 200_000, **rest), backfilled)
+        assert found[name]["mean_bounded_slowdown"] == pytest.approx(
+            compute_metrics(run, tau=10.0)["mean_bounded_slowdown"], rel=1e-12
+        )
 
 
 def test_tie_seeds_rerun_a_scheduler_with_its_ties_in_each_seeds_order() -> None:
@@ -366,6 +382,59 @@ def test_paired_seeds_out_writes_its_own_files_and_leaves_d15s(tmp_path, monkeyp
     diff = [pct[script.H13A, str(s)] - pct[script.SPF_CI, str(s)] for s in range(1, 9)]
     low, high = ttest_1samp(diff, 0.0).confidence_interval(0.95)
     assert f"| {low:+.2f} to {high:+.2f} |" in table[2]
+
+
+def test_paired_seeds_h19_keeps_the_other_traces_rows(tmp_path, monkeypatch, capsys) -> None:
+    """Round 25: H19 is a paired rule; a run of one trace replaces that trace's rows of its file and
+    keeps the others' (the four traces are run one process each)."""
+    import csv
+
+    sim = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions"
+    script = load_script(sim / "paired_seeds.py", "paired_seeds")
+    rule = "SPF-CI backfilled on Gaussier online"
+
+    def rows(trace, seeds, rule_, pct=61.0):
+        return [
+            {
+                "trace": trace,
+                "scheduler": name,
+                "tie_seed": seed,
+                "improvement_over_easy_fcfs_pct": value + k,
+                "fcfs_ci_kills": 5,
+            }
+            for k, seed in enumerate(("arrival", 9, 10))
+            for name, value in ((script.SPF_CI, 60.0), (rule_, pct))
+        ]
+
+    published = tmp_path / "results" / "published"
+    published.mkdir(parents=True)
+    monkeypatch.setattr(script, "HERE", tmp_path)
+    monkeypatch.setattr(script, "run_trace", rows)
+    for trace in ("CTC-SP2", "KTH-SP2"):
+        monkeypatch.setattr(
+            "sys.argv", ["paired_seeds.py", "--traces", trace, "--seeds", "9-10", "--rule", rule]
+        )
+        script.main()
+    # KTH-SP2 again, with other figures: its rows are replaced, CTC-SP2's stay.
+    monkeypatch.setattr(script, "run_trace", lambda t, s, r: rows(t, s, r, pct=59.0))
+    monkeypatch.setattr(
+        "sys.argv", ["paired_seeds.py", "--traces", "KTH-SP2", "--seeds", "9-10", "--rule", rule]
+    )
+    script.main()
+    with open(published / "paired_seeds.csv") as fh:
+        kept = list(csv.DictReader(fh))
+    assert [r["trace"] for r in kept] == ["KTH-SP2"] * 6 + ["CTC-SP2"] * 6
+    assert {float(r["improvement_over_easy_fcfs_pct"]) for r in kept if r["scheduler"] == rule} == {
+        59.0,
+        60.0,
+        61.0,
+        62.0,
+        63.0,
+    }
+    table = (published / "paired_seeds.md").read_text().splitlines()
+    assert "H19 - SPF-CI" in table[0]
+    assert table[2].startswith("| KTH-SP2 | 2 |") and "| below |" in table[2]
+    assert table[3].startswith("| CTC-SP2 | 2 |") and "| at or above |" in table[3]
 
 
 def test_paired_seeds_refuses_an_out_that_is_not_a_file_stem(monkeypatch, capsys) -> None:
