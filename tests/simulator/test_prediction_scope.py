@@ -11,7 +11,7 @@ import pytest
 from rush.core.config import CoreConfig
 from rush.errors import RushError
 from rush.simulator.engine import SimInputs, simulate
-from tests.simulator.test_runtime_prediction_sim import _users_workload
+from tests.simulator.user_workloads import users_workload
 
 # On 3 processors user 1 finishes two 1 s runs (A0, A1), so EASY++ online predicts its later jobs
 # 1 s; B fills the machine 10-110. Then X (50 s, request 50, new user: predicted 50), Y (1 s,
@@ -31,7 +31,7 @@ X, Y, W1, W2 = 3, 4, 5, 6
 
 def _spf(inputs: SimInputs):
     config = CoreConfig.from_names("SPF", "easy", None, "SPF", prediction_correction="stepwise")
-    return simulate(_users_workload(3, JOBS), config, inputs)
+    return simulate(users_workload(3, JOBS), config, inputs)
 
 
 def test_order_on_the_request_scan_and_reservation_on_the_prediction() -> None:
@@ -78,7 +78,7 @@ def test_ranking_keys_order_the_queue_under_the_backfill_scope() -> None:
     ],
 )
 def test_bad_prediction_scope_is_refused(inputs: dict, config: tuple | None, message: str | None) -> None:
-    w = _users_workload(3, JOBS)
+    w = users_workload(3, JOBS)
     run = CoreConfig.from_names(*(config or ("SPF", "easy")), None)
     if message is None:  # a time-independent order other than SPF is accepted
         assert simulate(w, run, SimInputs(**inputs)).start.min() == 0.0

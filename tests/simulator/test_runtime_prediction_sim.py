@@ -12,6 +12,7 @@ from rush.simulator.engine import SimInputs, simulate
 from rush.workload.model import workload_from_trace
 from tests.core.helpers import workload
 from tests.core.real_traces import MIRROR
+from tests.simulator.user_workloads import users_workload
 
 
 def _run(w, estimate=None, **config):
@@ -180,25 +181,6 @@ def test_ranking_predictions_need_a_time_independent_order() -> None:
 
 # EASY++ predicting from the replay's own completions (issue 29 item 1 of round 23;
 # SimInputs.online_prediction, rush.core.runtime_predictions.last_two_prediction).
-def _users_workload(machine: int, jobs: list[tuple], wait: list[float] | None = None):
-    """Jobs as (submit, procs, runtime, request, user); ``wait``: the log's waits (else 0)."""
-    from rush.workload.model import Trace
-
-    n = len(jobs)
-    columns = {
-        "job_id": np.arange(1, n + 1),
-        "submit": [j[0] for j in jobs],
-        "alloc_procs": [j[1] for j in jobs],
-        "runtime": [j[2] for j in jobs],
-        "req_time": [j[3] for j in jobs],
-        "user": [j[4] for j in jobs],
-        "wait": np.zeros(n) if wait is None else wait,
-    }
-    trace = Trace.from_columns(n, **columns)
-    trace.header["MaxProcs"] = str(machine)
-    return workload_from_trace(trace)
-
-
 def _easy_pp(w, inputs):
     config = CoreConfig.from_names(threshold=None, backfill_policy="SPF", prediction_correction="stepwise")
     return simulate(w, config, inputs)
@@ -210,7 +192,7 @@ def test_online_history_is_the_replays_completion_order_not_the_logs() -> None:
     # On 3 processors A (user 2) fills the machine until 100; B and C (user 1) ended at 51 and 52
     # in the log but run 100-150 in the replay; the head H (3 processors) waits behind them;
     # D (user 1) arrives at 120 with one processor free; E (user 1) at 170.
-    w = _users_workload(
+    w = users_workload(
         3,
         [
             (0, 3, 100, 100, 2),  # A
@@ -249,9 +231,9 @@ def test_online_equals_log_history_when_the_log_is_the_replays_schedule() -> Non
     runtime = request * rng.uniform(0.01, 1.0, n)
     user = rng.integers(0, 5, n)
     jobs = list(zip(submit, procs, runtime, request, user, strict=True))
-    online = _easy_pp(_users_workload(16, jobs), SimInputs(online_prediction="easy++-online"))
+    online = _easy_pp(users_workload(16, jobs), SimInputs(online_prediction="easy++-online"))
     assert not online.killed.any() and online.backfilled.any()
-    replayed_log = _users_workload(16, jobs, wait=online.start - online.submit)
+    replayed_log = users_workload(16, jobs, wait=online.start - online.submit)
     logged = predict_walkforward(replayed_log, make_predictor("easy++")).predicted
     predicted = online.attributes["estimate"]
     assert (predicted < request).sum() > n // 2  # most jobs predicted, not on their request
@@ -271,7 +253,7 @@ def test_online_equals_log_history_when_the_log_is_the_replays_schedule() -> Non
 def test_bad_online_prediction_inputs_are_refused(inputs: dict, message: str) -> None:
     from rush.errors import RushError
 
-    w = _users_workload(2, [(0, 1, 10, 100, 1), (1, 1, 10, 100, 1)])
+    w = users_workload(2, [(0, 1, 10, 100, 1), (1, 1, 10, 100, 1)])
     with pytest.raises(RushError) as err:
         _easy_pp(w, SimInputs(**inputs))
     assert err.value.where == "SimInputs.online_prediction"
@@ -301,19 +283,19 @@ def _gaussier_trace(a_runtime: float):
         (200, 1, 20, 1e6, 1),  # D
         (230, 1, 5, 1e6, 2),  # E
     ]
-    return jobs, _users_workload(3, jobs)
+    return jobs, users_workload(3, jobs)
 
 
 def _predictsim_at_arrivals(jobs: list[tuple]) -> list[float]:
-    """Their predictor (the transcription of tests/core/test_gaussier_online.py) driven through
-    the same schedule: every job runs from its arrival; ends before arrivals at a tie."""
-    from tests.core.test_gaussier_online import _Job, _replay
+    """Their predictor (tests/core/predictsim_transcription.py) driven through the same
+    schedule: every job runs from its arrival; ends before arrivals at a tie."""
+    from tests.core.predictsim_transcription import Job, replay
 
-    both = [_Job(u, float(s), float(r), p, q) for s, p, r, q, u in jobs]
+    both = [Job(u, float(s), float(r), p, q) for s, p, r, q, u in jobs]
     events = [("submit", k, j.submit_time) for k, j in enumerate(both)]
     events += [("end", k, j.submit_time + j.actual_run_time) for k, j in enumerate(both)]
     events.sort(key=lambda e: (e[2], e[0] == "submit"))
-    got, want, _, _ = _replay(events, both)
+    got, want, _, _ = replay(events, both)
     assert got == want
     return want
 
