@@ -351,6 +351,18 @@ class ParsedJobs:
         """Each record's job, as ``parse_job(record, lever)`` gives it; raises as it does."""
         kept = self._kept if lever == self._lever else {}
         fresh: dict[int, tuple[dict[str, Any] | bytes | None, RJMSJob]] = {}
+        if not kept:  # nothing to compare with (a first read): each parsed, its record kept
+            records = list(records)
+            jobs = [parse_job(record, lever) for record in records]
+            self._kept, self._lever = (
+                {
+                    j.job_id: (r, j)
+                    for r, j in zip(records, jobs, strict=True)
+                    if type(r) is dict and type(j.job_id) is int
+                },
+                lever,
+            )
+            return jobs
         jobs = []
         for record in records:
             job_id = record.get("job_id") if type(record) is dict else None
@@ -376,6 +388,11 @@ class ParsedJobs:
         it: the last read's job with factor where the job is the same object and the factor
         the same type and value."""
         kept, fresh, out = self._factored, {}, []
+        if not kept:  # a first read
+            jobs = list(jobs)
+            out = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+            self._factored = {m.job_id: (j, m.site_factor, m) for j, m in zip(jobs, out, strict=True)}
+            return out
         for job in jobs:
             job_id = job.job_id
             factor = factors.get(job_id, 0)
