@@ -343,8 +343,6 @@ class SlurmBackend(RJMSBackend):
         self._scontrol_json: bool | None = None
         # (when read, node -> leaf switch index) of the last `scontrol show topology`.
         self._leaves: tuple[float, dict[str, int], dict[str, int]] | None = None
-        # The last read's jobs, reused while a job's record is unchanged (the read costs its changes).
-        self.parsed = slurm_json.ParsedJobs()
 
     # -- reading --------------------------------------------------------------------------
     def _read(self, endpoint: str, cli_only: bool = False) -> dict[str, Any]:
@@ -390,7 +388,7 @@ class SlurmBackend(RJMSBackend):
 
     def _jobs(self, records: list[dict[str, Any]]) -> list[RJMSJob]:
         try:
-            return self.parsed.parse(records, self.priority_lever)
+            return [parse_job(r, self.priority_lever) for r in records]
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected job record ({exc!r})",
@@ -418,7 +416,7 @@ class SlurmBackend(RJMSBackend):
             ) from exc
         if self.priority_lever == "site_factor":
             factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
-            jobs = self.parsed.with_site_factors(jobs, factors)
+            jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
         if self.fairshare and any(j.state == "PENDING" for j in jobs):
             jobs = with_fairshare(jobs, self.fairshare_factors())
         return ClusterState(
