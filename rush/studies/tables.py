@@ -45,3 +45,18 @@ def write_table(
         writer.writerows(rows)
     body = ([cell(row.get(c), missing) for c in names] for row in rows)
     (out / f"{name}.md").write_text("\n".join(markdown_lines(names, body)) + "\n")
+
+
+def rows_not_rerun(path: Path, traces: Sequence[str]) -> list[dict]:
+    """The committed rows of ``path`` (a table's CSV) whose trace this run does not redo, so a
+    study run on some traces keeps the others' rows; none when the table does not exist yet."""
+    if not path.exists():
+        return []
+    with open(path, newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r["trace"] not in traces]
+
+
+def in_trace_order(rows: list[dict], traces: Sequence[str]) -> list[dict]:
+    """``rows`` sorted by their trace's place in ``traces`` (others last, in their order)."""
+    place = {t: k for k, t in enumerate(traces)}
+    return sorted(rows, key=lambda r: place.get(r["trace"], len(place)))

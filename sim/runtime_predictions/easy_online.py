@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from rush.studies.tables import write_table
+from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 JOB_SETS = ("published", "full")
@@ -63,13 +63,6 @@ def committed_easy_pp(out: Path, trace: str) -> float | None:
     return None
 
 
-def kept(path: Path, traces: list[str]) -> list[dict]:
-    """The committed rows of the traces this run does not redo."""
-    if not path.exists():
-        return []
-    return [r for r in csv.DictReader(path.open()) if r["trace"] not in traces]
-
-
 def summary(rows: list[dict]) -> dict:
     by = {r["scheduler"]: r for r in rows}
     trace = rows[0]["trace"]
@@ -91,7 +84,10 @@ def run(traces: list[str], job_set: str) -> None:
 
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
-    runs, table = kept(out / "easy_online_runs.csv", traces), kept(out / "easy_online.csv", traces)
+    runs, table = (
+        rows_not_rerun(out / "easy_online_runs.csv", traces),
+        rows_not_rerun(out / "easy_online.csv", traces),
+    )
     for trace in traces:
         started = time.time()
         rows = run_online(trace, job_set)
@@ -104,9 +100,8 @@ def run(traces: list[str], job_set: str) -> None:
         runs += rows
         table.append(summary(rows))
         print(f"{trace} {job_set}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
-    order = {t: k for k, t in enumerate(TRACES)}
-    runs.sort(key=lambda r: order.get(r["trace"], len(order)))
-    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    runs = in_trace_order(runs, TRACES)
+    table = in_trace_order(table, TRACES)
     write_table(out, "easy_online_runs", runs, RUNS)
     write_table(out, "easy_online", table, SUMMARY)
 
@@ -120,7 +115,7 @@ def jitter(traces: list[str], job_set: str, seeds: int) -> None:
     from rush.studies.runtime_predictions import jittered_easy_pp
 
     out = OUT / job_set
-    table = kept(out / "easy_online_jitter.csv", traces)
+    table = rows_not_rerun(out / "easy_online_jitter.csv", traces)
     online = {r["trace"]: r for r in csv.DictReader((out / "easy_online.csv").open())}
     for trace in traces:
         figures = [
@@ -141,8 +136,7 @@ def jitter(traces: list[str], job_set: str, seeds: int) -> None:
             }
         )
         print(table[-1], flush=True)
-    order = {t: k for k, t in enumerate(TRACES)}
-    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    table = in_trace_order(table, TRACES)
     write_table(out, "easy_online_jitter", table, list(table[-1]))
 
 

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from rush.studies.tables import write_table
+from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 JOB_SETS = ("published", "full")
@@ -72,13 +72,6 @@ def committed(out: Path, trace: str) -> dict[str, dict]:
     return {r["scheduler"]: r for r in csv.DictReader(path.open()) if r["trace"] == trace}
 
 
-def kept(path: Path, traces: list[str]) -> list[dict]:
-    """The committed rows of the traces this run does not redo."""
-    if not path.exists():
-        return []
-    return [r for r in csv.DictReader(path.open()) if r["trace"] not in traces]
-
-
 def summary(rows: list[dict], weekly: dict[str, dict]) -> dict:
     by = {r["scheduler"]: r["improvement_over_easy_fcfs_pct"] for r in rows}
     trace = rows[0]["trace"]
@@ -106,7 +99,10 @@ def run(traces: list[str], job_set: str) -> None:
 
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
-    runs, table = kept(out / "gaussier_online_runs.csv", traces), kept(out / "gaussier_online.csv", traces)
+    runs, table = (
+        rows_not_rerun(out / "gaussier_online_runs.csv", traces),
+        rows_not_rerun(out / "gaussier_online.csv", traces),
+    )
     for trace in traces:
         started = time.time()
         rows = run_gaussier_online(trace, job_set)
@@ -118,9 +114,8 @@ def run(traces: list[str], job_set: str) -> None:
         runs += rows
         table.append(summary(rows, weekly))
         print(f"{trace} {job_set}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
-    order = {t: k for k, t in enumerate(TRACES)}
-    runs.sort(key=lambda r: order.get(r["trace"], len(order)))
-    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    runs = in_trace_order(runs, TRACES)
+    table = in_trace_order(table, TRACES)
     write_table(out, "gaussier_online_runs", runs, RUNS)
     write_table(out, "gaussier_online", table, SUMMARY)
 
@@ -137,8 +132,8 @@ def decompose(traces: list[str], job_set: str) -> None:
 
     out = OUT / job_set
     runs, table = (
-        kept(out / "gaussier_online_parts_runs.csv", traces),
-        kept(out / "gaussier_online_parts.csv", traces),
+        rows_not_rerun(out / "gaussier_online_parts_runs.csv", traces),
+        rows_not_rerun(out / "gaussier_online_parts.csv", traces),
     )
     for trace in traces:
         rows = run_gaussier_online(trace, job_set, parts=True)
@@ -161,9 +156,8 @@ def decompose(traces: list[str], job_set: str) -> None:
             }
         )
         print(table[-1], flush=True)
-    order = {t: k for k, t in enumerate(TRACES)}
-    runs.sort(key=lambda r: order.get(r["trace"], len(order)))
-    table.sort(key=lambda r: order.get(r["trace"], len(order)))
+    runs = in_trace_order(runs, TRACES)
+    table = in_trace_order(table, TRACES)
     write_table(out, "gaussier_online_parts_runs", runs, RUNS)
     write_table(out, "gaussier_online_parts", table, PARTS)
 
