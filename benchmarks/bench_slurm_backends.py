@@ -56,7 +56,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 class BigQueueCluster(SlurmCluster):
     """The tests' multi-node 25.11 cluster, allowed ``max_jobs`` jobs (Slurm's default is 10 000)."""
 
-    max_jobs = 30000
+    max_jobs = 40000
 
     def _write_config(self) -> None:
         super()._write_config()
@@ -224,6 +224,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pending", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--timeout", type=float, default=20.0, help="rjms.options.timeout (rush's default 20 s)"
+    )
     args = parser.parse_args()
     if reason := VENDORED.available():
         sys.exit(f"cannot run: {reason}")
@@ -242,14 +245,16 @@ def main() -> None:
             cluster._wait(
                 lambda: cluster.scontrol_job(blocker).get("JobState") == "RUNNING", 60, "the blocker"
             )
-            backends: dict[str, Any] = {"commands": get_backend("slurm", **cluster.options())}
+            backends: dict[str, Any] = {
+                "commands": get_backend("slurm", **cluster.options(timeout=args.timeout))
+            }
             try:
-                options = cluster.options(**cluster.rest_options(), fallback=False)
+                options = cluster.options(**cluster.rest_options(), fallback=False, timeout=args.timeout)
                 backends["slurmrestd"] = get_backend("slurm", **options)
                 backends["slurmrestd"].restd_pid = cluster.procs["slurmrestd-jwt"].pid
             except Exception as exc:  # noqa: BLE001 - said and skipped, the others still run
                 print(f"slurmrestd skipped: {exc}")
-            backends["pyslurm"] = get_backend("pyslurm", **cluster.options())
+            backends["pyslurm"] = get_backend("pyslurm", **cluster.options(timeout=args.timeout))
             print(f"blocker job {blocker}; backends {', '.join(backends)}; {backends['pyslurm'].versions}")
             for pending in args.pending:
                 took = fill(cluster, pending, pyslurm)
