@@ -543,8 +543,8 @@ class PySlurmBackend(RJMSBackend):
         }
         if comment:
             options["comment"] = _text(comment, "comment")
-        if partition:
-            options["partition"] = _text(partition, "partition")
+        if partition:  # pyslurm's attribute is "partitions" (a list); "partition" is no attribute
+            options["partitions"] = [_text(partition, "partition")]
         if begin is not None:
             options["begin_time"] = int(begin)
 

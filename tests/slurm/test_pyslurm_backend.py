@@ -238,6 +238,8 @@ def test_submit_cancel_and_accounting(slurm):
     record = wait_for(lambda: next(iter(b.accounting([job_id])), None), timeout=60)
     assert record["state"] == "COMPLETED" and record["procs"] == 3 and record["exit_code"] == "0:0"
     assert record["end"] >= record["start"] >= begin - 1 and record["start"] >= record["submit"]
+    partitioned = b.submit(name="in-debug", procs=1, time_limit=60, command=["true"], partition="debug")
+    assert job(b, partitioned).partition == "debug"  # pyslurm names it "partitions"
     victim = b.submit(name="victim", procs=1, time_limit=60, command=["sleep", "60"])
     wait_for(lambda: state_of(b, victim) in ("PENDING", "RUNNING"))
     assert b.cancel(victim).ok
