@@ -73,7 +73,8 @@ class SlurmCLI:
             raise RJMSError(
                 f"{tool} did not answer within {self.timeout:g} s",
                 where=where,
-                fix="is slurmctld overloaded or down? rush retries next cycle",
+                fix="is slurmctld overloaded or down? rush retries next cycle; for a large queue raise "
+                "rjms.options.timeout (squeue --json of 10 000 jobs took 5-6 s on a test host)",
             ) from exc
         except OSError as exc:  # e.g. an exec format error, no space for the temporary file
             raise RJMSError(

@@ -201,7 +201,8 @@ class SlurmREST:
             raise RJMSError(
                 f"slurmrestd did not answer within {self.timeout:g} s",
                 where=where,
-                fix="is slurmrestd or slurmctld overloaded? rush retries next cycle",
+                fix="is slurmrestd or slurmctld overloaded? rush retries next cycle; for a large queue raise "
+                "rjms.options.timeout (slurmrestd answered 10 000 jobs in 5-6 s on a test host)",
             ) from exc
         except (requests.RequestException, OSError) as exc:
             raise RJMSError(

@@ -161,6 +161,8 @@ def test_rest_transport_failures_are_clear_errors(tmp_path, case, misbehave, mes
         with pytest.raises(RJMSError, match=message) as err:
             rest_backend(fake.url, tmp_path).read_state()
     assert err.value.fix
+    if "did not answer" in message:  # a slow answer names the option that allows a longer one
+        assert "rjms.options.timeout" in err.value.fix
 
 
 def test_rest_connection_refused(tmp_path):
@@ -225,7 +227,7 @@ CLI_CASES: list[tuple[str, bytes | str | None, str]] = [
         "Socket timed out",
     ),
     ("killed by a signal", "#!/bin/sh\nkill -9 $$\n", "squeue failed"),
-    ("hangs", "#!/bin/sh\nexec sleep 30\n", "did not answer within 1 s"),
+    ("hangs", "#!/bin/sh\nexec sleep 30\n", r"did not answer within 1 s(.|\n)*rjms\.options\.timeout"),
     ("output over the size cap", "#!/bin/sh\nhead -c 3000000 /dev/zero\n", "more than the 1 MiB"),
     ("non-utf8 stderr and exit 2", "#!/bin/sh\nprintf '\\377\\376 broken' >&2\nexit 2\n", "squeue failed"),
     ("not executable", None, "not executable"),
