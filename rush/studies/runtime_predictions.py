@@ -78,6 +78,34 @@ def _row(
     } | ({"estimate": result.attributes["estimate"]} if online is not None else {})
 
 
+def _easy_fcfs(trace: str, job_set: str, workload: Workload) -> dict:
+    """EASY-FCFS's row, the reference every improvement is read against."""
+    return _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
+
+
+def _predictor_config(name: str, correction: str | None = None) -> CoreConfig:
+    """FCFS with EASY under ``name``'s backfill order and correction rule (or ``correction``)."""
+    order, rule = prediction_policy(name)
+    return CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction or rule)
+
+
+def _with_improvements(rows: list[dict], base: dict) -> None:
+    """Each row's improvement of the mean bounded slowdown over ``base``'s, %."""
+    for r in rows:
+        r["improvement_over_easy_fcfs_pct"] = (
+            100.0
+            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
+            / base["mean_bounded_slowdown"]
+        )
+
+
+def _accuracy(row: dict, predicted: np.ndarray, runtime: np.ndarray, requested: np.ndarray) -> None:
+    """The run's prediction accuracy into its row (Tsafrir's mean accuracy among them)."""
+    summary = RuntimePredictions(predicted, predicted, runtime, requested, 0, 0, 0, 0.0).summary()
+    for key in ("median_absolute_error", "underpredicted", "mean_accuracy"):
+        row[key] = summary[key]
+
+
 def run_trace(trace: str, job_set: str) -> TraceRun:
     """Every simulation of one trace and job set (module docstring)."""
     workload = load(trace, job_set)
@@ -130,33 +158,23 @@ def run_online(trace: str, job_set: str) -> list[dict]:
     correction), each beside EASY-FCFS; with the accuracy of each run's predictions and the
     share of jobs the two histories predict differently (``sim/runtime_predictions``, round 23)."""
     workload = load(trace, job_set)
-    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
-    order, correction = prediction_policy("easy++")
-    config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction)
+    base = _easy_fcfs(trace, job_set, workload)
+    config = _predictor_config("easy++")
     logged = predict_walkforward(workload, make_predictor("easy++"))
     rows = [
         base,
         _row(trace, job_set, workload, "easy++", config, logged.predicted),
         _row(trace, job_set, workload, "easy++-online", config, online="easy++-online"),
     ]
+    _with_improvements(rows, base)
     wait = workload.extra.get("wait")
     for r in rows:
         r["log_mean_wait"] = float(np.mean(np.maximum(wait, 0.0))) if wait is not None else None
-        r["improvement_over_easy_fcfs_pct"] = (
-            100.0
-            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
-            / base["mean_bounded_slowdown"]
-        )
         r.pop("cumulative")
         if r is base:
             continue
         predicted = r.pop("estimate", logged.predicted)
-        accuracy = RuntimePredictions(
-            predicted, predicted, logged.runtime, logged.requested_time, 0, 0, 0, 0.0
-        ).summary()
-        r["median_absolute_error"] = accuracy["median_absolute_error"]
-        r["underpredicted"] = accuracy["underpredicted"]
-        r["mean_accuracy"] = accuracy["mean_accuracy"]
+        _accuracy(r, predicted, logged.runtime, logged.requested_time)
         r["predicted_as_log_history"] = float(np.mean(predicted == logged.predicted))
     return rows
 
@@ -170,9 +188,8 @@ def jittered_easy_pp(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
     the spread of the figure under moves that carry no information, against which the online
     history's difference is read."""
     workload = load(trace, job_set)
-    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
-    order, correction = prediction_policy("easy++")
-    config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction)
+    base = _easy_fcfs(trace, job_set, workload)
+    config = _predictor_config("easy++")
     logged = predict_walkforward(workload, make_predictor("easy++")).predicted
     rows = []
     for seed in seeds:
@@ -183,12 +200,8 @@ def jittered_easy_pp(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
         r = _row(trace, job_set, workload, f"easy++ jitter seed {seed}", config, moved)
         r.pop("cumulative")
         r["seed"] = seed
-        r["improvement_over_easy_fcfs_pct"] = (
-            100.0
-            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
-            / base["mean_bounded_slowdown"]
-        )
         rows.append(r)
+    _with_improvements(rows, base)
     return rows
 
 
@@ -203,35 +216,28 @@ def run_gaussier_online(trace: str, job_set: str, parts: bool = False) -> list[d
     accuracy of each run's predictions (``sim/runtime_predictions``, round 24). ``parts``: D-g1's
     runs instead, :data:`GAUSSIER_PARTS` under the stepwise correction."""
     workload = load(trace, job_set)
-    base = _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
-    order, correction = prediction_policy("gaussier-online")
+    base = _easy_fcfs(trace, job_set, workload)
     rows = [base]
     runs = (
-        [(name, name, correction) for name in GAUSSIER_PARTS]
+        [(name, name, None) for name in GAUSSIER_PARTS]
         if parts
         else [
-            ("gaussier-online", "gaussier-online", correction),
+            ("gaussier-online", "gaussier-online", None),
             ("gaussier-online (correct-to-request)", "gaussier-online", "request"),
         ]
     )
     for label, source, rule in runs:
-        config = CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=rule)
+        config = _predictor_config("gaussier-online", rule)
         rows.append(_row(trace, job_set, workload, label, config, online=source))
+    _with_improvements(rows, base)
     runtime = np.asarray(workload.runtime, dtype=np.float64)
     requested = np.asarray(workload.requested_time, dtype=np.float64)
     for r in rows:
         r.pop("cumulative")
-        r["improvement_over_easy_fcfs_pct"] = (
-            100.0
-            * (base["mean_bounded_slowdown"] - r["mean_bounded_slowdown"])
-            / base["mean_bounded_slowdown"]
-        )
         if r is base:
             continue
         predicted = r.pop("estimate")
-        accuracy = RuntimePredictions(predicted, predicted, runtime, requested, 0, 0, 0, 0.0).summary()
-        for key in ("median_absolute_error", "underpredicted", "mean_accuracy"):
-            r[key] = accuracy[key]
+        _accuracy(r, predicted, runtime, requested)
         r["predicted_1s"] = float(np.mean(predicted <= 1.0))
         r["predicted_request"] = float(np.mean(predicted >= requested))
     return rows

@@ -47,13 +47,30 @@ def write_table(
     (out / f"{name}.md").write_text("\n".join(markdown_lines(names, body)) + "\n")
 
 
-def rows_not_rerun(path: Path, traces: Sequence[str]) -> list[dict]:
+def _number(text: str) -> object:
+    """A CSV cell as :func:`write_table` wrote it: empty is None, a number its int or float."""
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def rows_not_rerun(path: Path, traces: Sequence[str], numbers: bool = False) -> list[dict]:
     """The committed rows of ``path`` (a table's CSV) whose trace this run does not redo, so a
-    study run on some traces keeps the others' rows; none when the table does not exist yet."""
+    study run on some traces keeps the others' rows; none when the table does not exist yet.
+    ``numbers``: the cells read back as numbers (for a table of raw values, whose Markdown
+    :func:`cell` rounds; a table of ready-made strings keeps them as they are)."""
     if not path.exists():
         return []
     with open(path, newline="") as fh:
-        return [r for r in csv.DictReader(fh) if r["trace"] not in traces]
+        rows = [r for r in csv.DictReader(fh) if r["trace"] not in traces]
+    if numbers:
+        rows = [{k: _number(v) for k, v in r.items()} for r in rows]
+    return rows
 
 
 def in_trace_order(rows: list[dict], traces: Sequence[str]) -> list[dict]:

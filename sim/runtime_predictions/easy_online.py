@@ -85,7 +85,7 @@ def run(traces: list[str], job_set: str) -> None:
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
     runs, table = (
-        rows_not_rerun(out / "easy_online_runs.csv", traces),
+        rows_not_rerun(out / "easy_online_runs.csv", traces, numbers=True),
         rows_not_rerun(out / "easy_online.csv", traces),
     )
     for trace in traces:

@@ -100,7 +100,7 @@ def run(traces: list[str], job_set: str) -> None:
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
     runs, table = (
-        rows_not_rerun(out / "gaussier_online_runs.csv", traces),
+        rows_not_rerun(out / "gaussier_online_runs.csv", traces, numbers=True),
         rows_not_rerun(out / "gaussier_online.csv", traces),
     )
     for trace in traces:
@@ -132,7 +132,7 @@ def decompose(traces: list[str], job_set: str) -> None:
 
     out = OUT / job_set
     runs, table = (
-        rows_not_rerun(out / "gaussier_online_parts_runs.csv", traces),
+        rows_not_rerun(out / "gaussier_online_parts_runs.csv", traces, numbers=True),
         rows_not_rerun(out / "gaussier_online_parts.csv", traces),
     )
     for trace in traces:

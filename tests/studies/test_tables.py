@@ -83,3 +83,25 @@ def test_columns_pick_and_order_and_none_is_the_missing_mark(tmp_path: Path) -> 
 def test_without_columns_a_row_with_another_key_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="extra"):
         write_table(tmp_path, "t", [{"trace": "A"}, {"trace": "B", "extra": 1}])
+
+
+def test_rows_not_rerun_keep_other_traces_and_read_numbers_back(tmp_path) -> None:
+    from rush.studies.tables import in_trace_order, rows_not_rerun
+
+    rows = [
+        {"trace": "CTC-SP2", "value": 15.104861719292916, "count": 3, "note": None, "label": "+5.00"},
+        {"trace": "KTH-SP2", "value": 87.12, "count": 0, "note": "x", "label": "[36]"},
+    ]
+    write_table(tmp_path, "t", rows)
+    assert rows_not_rerun(tmp_path / "missing.csv", ["KTH-SP2"]) == []
+    kept = rows_not_rerun(tmp_path / "t.csv", ["KTH-SP2"], numbers=True)
+    assert kept == [{**rows[0], "label": 5.0}]  # every cell as written, numbers as numbers
+    assert type(kept[0]["count"]) is int and kept[0]["note"] is None
+    as_text = rows_not_rerun(tmp_path / "t.csv", ["KTH-SP2"])
+    assert as_text[0]["label"] == "+5.00" and as_text[0]["value"] == "15.104861719292916"
+    # Written again, the kept raw row is rounded in Markdown as a fresh one is.
+    write_table(tmp_path, "again", kept)
+    assert "| 15.105 |" in (tmp_path / "again.md").read_text()
+    order = ["KTH-SP2", "CTC-SP2"]
+    mixed = [{"trace": "HPC2N"}, {"trace": "CTC-SP2"}, {"trace": "KTH-SP2"}]
+    assert [r["trace"] for r in in_trace_order(mixed, order)] == ["KTH-SP2", "CTC-SP2", "HPC2N"]
