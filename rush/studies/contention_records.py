@@ -18,30 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError
+from rush.studies.tables import csv_value
 
 RUNS = "runs.csv.gz"
 PREDICTIONS = "predictions.csv.gz"
-
-
-def _value(text: str) -> Any:
-    """A CSV cell as the study held it: empty is None, True/False bools, numbers numbers."""
-    if text == "":
-        return None
-    if text in ("True", "False"):
-        return text == "True"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """One gzipped CSV of the study (its columns as written by run_study)."""
     try:
         with gzip.open(path, "rt", newline="") as fh:
-            return [{k: _value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+            return [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
     except (OSError, EOFError, csv.Error) as exc:
         raise ConfigError(
             f"cannot read the study's records {path}: {exc}",

@@ -47,10 +47,13 @@ def write_table(
     (out / f"{name}.md").write_text("\n".join(markdown_lines(names, body)) + "\n")
 
 
-def _number(text: str) -> object:
-    """A CSV cell as :func:`write_table` wrote it: empty is None, a number its int or float."""
+def csv_value(text: str) -> object:
+    """A CSV cell as :func:`write_table` (or a study's CSV writer) wrote it: empty is None,
+    True/False bools, numbers their int or float, any other text itself."""
     if text == "":
         return None
+    if text in ("True", "False"):
+        return text == "True"
     for kind in (int, float):
         try:
             return kind(text)
@@ -69,7 +72,7 @@ def rows_not_rerun(path: Path, traces: Sequence[str], numbers: bool = False) -> 
     with open(path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["trace"] not in traces]
     if numbers:
-        rows = [{k: _number(v) for k, v in r.items()} for r in rows]
+        rows = [{k: csv_value(v) for k, v in r.items()} for r in rows]
     return rows
 
 

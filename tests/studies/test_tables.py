@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.studies.tables import write_table
+from rush.studies.tables import csv_value, write_table
 
 SIM = Path(__file__).resolve().parents[2] / "sim"
 # Tables each study writes with write_table (rush_q.md has a writer of its own); the CSV of
@@ -33,18 +33,6 @@ COMMITTED = {
 }
 
 
-def _value(text: str) -> object:
-    """A CSV cell as the study held it: empty is None, numbers are numbers."""
-    if text == "":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return {"True": True, "False": False}.get(text, text)
-
-
 @pytest.mark.parametrize(
     ("folder", "name"), [(folder, name) for folder, names in COMMITTED.items() for name in names]
 )
@@ -52,7 +40,7 @@ def test_committed_tables_are_written_again_byte_for_byte(folder: str, name: str
     committed = SIM / folder / f"{name}.md"
     columns = [c.strip() for c in committed.read_text().splitlines()[0].strip("|").split("|")]
     with open(SIM / folder / f"{name}.csv", newline="") as fh:
-        rows = [{k: _value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+        rows = [{k: csv_value(v) for k, v in row.items()} for row in csv.DictReader(fh)]
     write_table(tmp_path, name, rows, columns)
     assert (tmp_path / f"{name}.md").read_bytes() == committed.read_bytes()
     if name != "table_6_6":
