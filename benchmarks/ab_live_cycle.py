@@ -10,8 +10,12 @@ second later, ``--ended`` running jobs ended and ``--arrivals`` jobs queued), CP
 whole cycle (builder, kept columns, ``schedule()``, plan) and of the builder; medians over
 ``--rounds`` rounds, and the median of the per-round differences (B - A).
 
+With ``--steady N`` (N >= 2), per round and tree also ``bench_live_cycle.steady``: N cycles in
+a row with the collector left to run as it comes, as a live process runs them; their median
+(cycles 2 to N, CPU ms) per round, each round's difference (B - A), and its median.
+
 Run: ``python benchmarks/ab_live_cycle.py /path/to/tree/A /path/to/tree/B [--rounds 7]
-[--pending 10000] [--quantiles yes]``.
+[--pending 10000] [--quantiles yes] [--steady 12]``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import statistics
 import sys
 from collections import defaultdict
+from types import SimpleNamespace
 
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass")
 
@@ -70,6 +75,16 @@ def cycles(modules: dict, pending: int, shell: str, quantiles: bool, ended: int,
     return out
 
 
+def steady_median(modules: dict, pending: int, shell: str, quantiles: bool, options) -> float:
+    """The median CPU ms of cycles 2 to ``options.steady`` of ``modules``'s tree's
+    ``bench_live_cycle.steady`` (the collector as it comes)."""
+    for name in [n for n in sys.modules if _ours(n)]:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    seconds, _ = modules["bench_live_cycle"].steady(pending, shell, quantiles, options)
+    return 1e3 * statistics.median(seconds[1:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", help="tree A (e.g. main's)")
@@ -80,6 +95,7 @@ def main() -> None:
     parser.add_argument("--quantiles", choices=("no", "yes"), default="yes")
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
+    parser.add_argument("--steady", type=int, default=0, help="cycles in a row per round (0: none)")
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
     quantiles = args.quantiles == "yes"
@@ -99,6 +115,26 @@ def main() -> None:
                 got[name].append(
                     cycles(trees[name], args.pending, shell, quantiles, args.ended, args.arrivals)
                 )
+        if args.steady >= 2:
+            options = SimpleNamespace(
+                steady=args.steady,
+                ended=args.ended,
+                arrivals=args.arrivals,
+                actions=trees["A"]["bench_live_cycle"].DAEMON_ACTIONS,
+            )
+            rows: dict[str, list[float]] = {"A": [], "B": []}
+            for r in range(args.rounds):
+                for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
+                    rows[name].append(steady_median(trees[name], args.pending, shell, quantiles, options))
+                print(
+                    f"{shell:12s} steady round {r + 1}: A {rows['A'][-1]:6.1f} B {rows['B'][-1]:6.1f} "
+                    f"(B-A {rows['B'][-1] - rows['A'][-1]:+6.1f}); load {os.getloadavg()[0]:.2f}"
+                )
+            diffs = [b - a for a, b in zip(rows["A"], rows["B"], strict=True)]
+            print(
+                f"{shell:12s} steady median A {statistics.median(rows['A']):6.1f} "
+                f"B {statistics.median(rows['B']):6.1f} (B-A {statistics.median(diffs):+6.1f})"
+            )
         for c, cycle in enumerate(("first", "next")):
             med = {n: [statistics.median(v[c][i] for v in got[n]) for i in (0, 1)] for n in got}
             diff = [
