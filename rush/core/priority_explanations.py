@@ -11,9 +11,8 @@ when something reads it: :meth:`where` for some, :meth:`decisions` for all (what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -47,20 +46,20 @@ class PriorityExplanations:
 
     def split_where(
         self, keep: KeepMany, words: int | None = None
-    ) -> tuple[list[Decision], Sequence[tuple[int, int]]]:
+    ) -> tuple[list[Decision], list[tuple[int, int]]]:
         """As :meth:`where`, with ``keep`` asked once for every job (job ids and values as two
         lists, in rank order), the first ``words`` of them in words (None: all) and the rest as
         (job id, value): a reader that acts on a few (the daemon's per-cycle action budget)
         leaves the others unwritten."""
         ids, values = self.job_id.tolist(), self.value.tolist()
-        if not np.issubdtype(self.value.dtype, np.integer):  # an integer column's are ints already
-            values = list(map(int, values))
-        kept = np.fromiter(keep(ids, values), dtype=np.bool_, count=len(ids))
+        kept = np.fromiter(keep(ids, list(map(int, values))), dtype=np.bool_, count=len(ids))
         by_value = np.argsort(-self.value, kind="stable")
         ranks = by_value[kept[by_value]]
         cut = len(ranks) if words is None else max(words, 0)
         rest = ranks[cut:]
-        return self._decisions(ranks[:cut].tolist()), DeferredPriorities(self.job_id[rest], self.value[rest])
+        return self._decisions(ranks[:cut].tolist()), list(
+            zip(self.job_id[rest].tolist(), self.value[rest].tolist(), strict=True)
+        )
 
     def _decisions(self, ranks) -> list[Decision]:
         """The decisions at ``ranks``, in that order: one loop writing the words inline (a
@@ -76,30 +75,3 @@ class PriorityExplanations:
             Decision(i, "priority", f"rank {r + 1} of {count}{words[g]}{k:.6g}{tail}", v)
             for r, i, g, k, v in zip(at.tolist(), ids, groups, keys, values, strict=True)
         ]
-
-
-@dataclass(frozen=True, eq=False)
-class DeferredPriorities(Sequence[tuple[int, int]]):
-    """The (job id, value) pairs a reader's budget left unwritten, in the order they were left,
-    kept as the two columns they came from: at a cycle over 10 000 jobs nearly all of them, which
-    the daemon only counts (a tuple per job cost 0.6 ms a cycle and the collector's attention).
-    Read as pairs of Python ints (an integer column's), equal to the list of those pairs."""
-
-    job_id: np.ndarray
-    value: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.job_id)
-
-    def __iter__(self) -> Iterator[tuple[int, int]]:
-        return zip(self.job_id.tolist(), self.value.tolist(), strict=True)
-
-    def __getitem__(self, at: Any) -> Any:
-        if isinstance(at, slice):
-            return list(self)[at]
-        return self.job_id[at].item(), self.value[at].item()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented

@@ -230,7 +230,7 @@ class Decisions:
 
     def split_priorities_where(
         self, keep: KeepMany, words: int | None
-    ) -> tuple[list[Decision], Sequence[tuple[int, int]]]:
+    ) -> tuple[list[Decision], list[tuple[int, int]]]:
         """As :meth:`priorities_where`, with ``keep`` asked once for every job (job ids and
         values as two lists; a reader can then test them in bulk), the first ``words`` of them
         as decisions in words (None: all) and the rest only as (job id, value), left unwritten."""

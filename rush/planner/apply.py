@@ -38,8 +38,7 @@ the journal keeps its skip count as for any hold.
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import and_, attrgetter, ne
@@ -95,23 +94,14 @@ class Plan:
     refused: list[Action] = field(default_factory=list)
     deferred: list[Action] = field(default_factory=list)
     # Priority values the budget left for a later cycle, as (job id, value): counted, not sent
-    # nor put in words (at a cycle over 10 000 jobs, nearly all of them; kept as the core's
-    # columns, rush.core.priority_explanations.DeferredPriorities).
-    deferred_priorities: Sequence[tuple[int, int]] = field(default_factory=list)
+    # nor put in words (at a first cycle over 10 000 jobs, nearly all of them).
+    deferred_priorities: list[tuple[int, int]] = field(default_factory=list)
 
     def deferred_jobs(self) -> list[tuple[str, int]]:
         """(kind, job id) of every action deferred by the budget, priorities last."""
         return [(a.kind, a.job_id) for a in self.deferred] + [
             ("priority", j) for j, _ in self.deferred_priorities
         ]
-
-    def deferred_counts(self) -> dict[str, int]:
-        """How many actions of each kind the budget deferred (kinds with none left out), without
-        a pair per deferred priority."""
-        counts = Counter(a.kind for a in self.deferred)
-        if self.deferred_priorities:
-            counts["priority"] += len(self.deferred_priorities)
-        return dict(counts)
 
 
 def plan_actions(
@@ -248,17 +238,16 @@ class Applier:
                 DecisionRow(cycle, a.job_id, a.kind, a.reason, a.value, a.model_outputs, mode), "refused"
             )
             self._count(a.kind, "refused")
-        deferred = plan.deferred_counts()
+        deferred = plan.deferred_jobs()
         if deferred:
-            kinds = sorted(deferred)
+            kinds = sorted({kind for kind, _ in deferred})
             self.journal.event(
                 cycle,
                 "rate-limit",
-                f"{sum(deferred.values())} action(s) ({', '.join(kinds)}) deferred by "
-                "daemon.max_actions_per_cycle",
+                f"{len(deferred)} action(s) ({', '.join(kinds)}) deferred by daemon.max_actions_per_cycle",
             )
             for kind in kinds:
-                self._count(kind, "deferred", deferred[kind])
+                self._count(kind, "deferred", sum(k == kind for k, _ in deferred))
 
     # -- applying -------------------------------------------------------------------------
     def apply(self, cycle: int, plan: Plan, state: ClusterState) -> tuple[dict[str, int], RJMSError | None]:
