@@ -22,7 +22,6 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from rush.core.names import NEUTRAL_FAIRSHARE
-from rush.core.request_codes import request_codes
 
 
 class Same(NamedTuple):
@@ -66,8 +65,8 @@ def _read(dtype: type, none: str | float | None = None) -> Any:
 
 def _derived(dtype: type) -> Any:
     """A field computed from other columns when rows are read (rule L2's per-job inputs, from
-    ``runtime_quantiles`` and ``requested_time``: :func:`_quantile_columns`; the request's code),
-    never from a job's attribute of its own."""
+    ``runtime_quantiles`` and ``requested_time``: :func:`_quantile_columns`), never from a job's
+    attribute of its own."""
     return dataclasses.field(metadata={"dtype": dtype, "none": None, "given": None, "derived": True})
 
 
@@ -115,10 +114,6 @@ class PendingColumns(_JobColumns):
     queued_upper: np.ndarray = _derived(np.float64)
     projection_shift: np.ndarray = _derived(np.float64)
     quantile_key: np.ndarray = _derived(np.int64)
-    # Its request's code (rush.core.request_codes: equal codes, equal shapes; negative: cores
-    # anywhere), computed once when the row is read, so the node pass groups the requests
-    # without a lookup per job.
-    request_code: np.ndarray = _derived(np.int64)
 
     def take(self, rows: np.ndarray) -> PendingColumns:
         """These columns' ``rows``, in that order."""
@@ -168,7 +163,7 @@ _MASK_OF = {
 
 # Columns computed from others (and what they are computed from), never set alone.
 _DERIVED = frozenset(f.name for f in dataclasses.fields(PendingColumns) if f.metadata.get("derived"))
-_DERIVED_FROM = frozenset({"runtime_quantiles", "requested_time", "request"})
+_DERIVED_FROM = frozenset({"runtime_quantiles", "requested_time"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +230,6 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
                 read[masks[f.name]] = given
     if derived:
         read.update(_quantile_columns(read["runtime_quantiles"], read["requested_time"]))
-        read["request_code"] = request_codes(read["request"])
     return kind(**read)
 
 

@@ -26,7 +26,6 @@ from rush.core.node_view import (
     request_problem,
     requests_of,
 )
-from rush.core.request_codes import shape_of
 from rush.core.resources import Request
 from rush.core.snapshot import RunningJob, Snapshot
 
@@ -85,27 +84,24 @@ def _requests(
 ) -> tuple[dict[int, str], NodeRequests]:
     """Why each infeasible job can never run here, and every job's request arrays: each
     distinct request (with its processor count where it asks for cores anywhere) checked and
-    converted once, then spread to its jobs (a queue repeats a few shapes many times).
-
-    The jobs are grouped by their rows' request codes (read with the rows and kept with them:
-    :mod:`rush.core.request_codes`), then the groups whose shapes are equal merged (codes read
-    before and after the code table was emptied), each class checked through its lowest row's
-    request: the classes and representatives of :func:`_fresh_keys`, which groups the shapes
-    themselves (a read whose requests could not all be coded)."""
-    code = pending.request_code
-    if len(code) and not np.all(code):
-        code, anywhere = _fresh_keys(pending.request)
-    else:
-        anywhere = code < 0
+    converted once, then spread to its jobs (a queue repeats a few shapes many times)."""
+    shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", "exclusive", "partition")
+    code_of: dict[tuple | None, int] = {}
+    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
+    code = np.fromiter(
+        (code_of.setdefault(None if r is None else shape(r), len(code_of)) for r in pending.request),
+        dtype=np.int64,
+        count=len(pending.request),
+    )
     # A request's processor count matters only where it asks for cores anywhere (no node count).
-    procs = np.where(anywhere, pending.procs, 0)
+    anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
+    procs = np.where(anywhere[code], pending.procs, 0)
     by_key = np.lexsort((procs, code))
     new = np.ones(len(by_key), dtype=np.bool_)
     new[1:] = (np.diff(code[by_key]) != 0) | (np.diff(procs[by_key]) != 0)
-    first = by_key[new]  # the lowest row of each group (a stable sort)
-    group = np.empty(len(by_key), dtype=np.int64)
-    group[by_key] = np.cumsum(new) - 1
-    first, inverse = _merged(pending.request, first, procs, group)
+    first = by_key[new].tolist()  # one job of each distinct key
+    inverse = np.empty(len(by_key), dtype=np.int64)
+    inverse[by_key] = np.cumsum(new) - 1
     distinct = [pending.request[j] for j in first]
     distinct_procs = pending.procs[first].tolist()
     machine = MachineCounts(pool, partitions)
@@ -120,35 +116,3 @@ def _requests(
     }
     rows = requests_of(distinct, np.array(distinct_procs, dtype=np.int64), partitions)
     return infeasible, NodeRequests(*(column[inverse] for column in rows))
-
-
-def _fresh_keys(requests: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Each request's shape numbered in this pass alone, and where it asks for cores anywhere."""
-    code_of: dict[tuple | None, int] = {}
-    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
-    code = np.fromiter(
-        (code_of.setdefault(shape_of(r), len(code_of)) for r in requests), dtype=np.int64, count=len(requests)
-    )
-    anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
-    return code, anywhere[code]
-
-
-def _merged(
-    requests: tuple, first: list | np.ndarray, procs: np.ndarray, group: np.ndarray
-) -> tuple[list[int], np.ndarray]:
-    """The groups (``first``: each one's lowest row; ``group``: each row's) with equal shapes and
-    keys merged, each class represented by its lowest row: (representatives, each row's class)."""
-    first = first.tolist()
-    keys = list(zip(map(shape_of, map(requests.__getitem__, first)), procs[first].tolist(), strict=True))
-    class_of: dict[tuple, int] = {}
-    # Groups taken by their lowest rows, ascending: a class's first group holds its lowest row.
-    order = sorted(range(len(first)), key=first.__getitem__)
-    merged = np.empty(len(first), dtype=np.int64)
-    for g in order:
-        merged[g] = class_of.setdefault(keys[g], len(class_of))
-    if len(class_of) == len(first):
-        return first, group
-    representative = [0] * len(class_of)
-    for g in reversed(order):  # (the class's lowest row written last)
-        representative[merged[g]] = first[g]
-    return representative, merged[group]
