@@ -81,7 +81,7 @@ def test_many_steps_match_predictsims_formulas() -> None:
 
 
 def test_features_of_a_user_with_history_and_running_jobs() -> None:
-    state = g.new_gaussier_state(2, 4, 2)
+    state = g.new_gaussier_state(2, 4, 2, g.CV_LOSS)
     # User 0: job 0 (4 procs) submitted at 100, ran 300, ended at 500; job 1 (2 procs) submitted
     # at 200, ran 50, ended at 600.
     g.gaussier_completion(state, 0, 0, 100.0, 300.0, 4.0, 500.0)
