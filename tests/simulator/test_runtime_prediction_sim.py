@@ -399,10 +399,15 @@ def test_the_default_loss_is_their_cv_triple_and_another_loss_learns_otherwise()
     cv = composite_loss("square", 1, "abs", 1, 0, "1+log(m*r)")
     same = _easy_pp(w, SimInputs(online_prediction="gaussier-online", gaussier_loss=cv))
     assert same.attributes["estimate"].tolist() == default.tolist()
-    other = composite_loss("abs", 1, "abs", 1, 0, "1")
-    moved = _easy_pp(w, SimInputs(online_prediction="gaussier-online", gaussier_loss=other))
-    assert moved.attributes["estimate"][:2].tolist() == [1.0, 1.0]  # nothing learnt yet
-    assert moved.attributes["estimate"][2:].tolist() != default[2:].tolist()
+    # Another curve under (squared, the C-V weight) and another weight (the C-V curves) each learn
+    # otherwise: the loop hands the whole loss to the learner, not only its weight.
+    for other in (
+        composite_loss("square", 1, "square", 1, 0, "1+log(m*r)"),
+        composite_loss("square", 1, "abs", 1, 0, "1"),
+    ):
+        moved = _easy_pp(w, SimInputs(online_prediction="gaussier-online", gaussier_loss=other))
+        assert moved.attributes["estimate"][:2].tolist() == [1.0, 1.0]  # nothing learnt yet
+        assert moved.attributes["estimate"][2:].tolist() != default[2:].tolist()
 
 
 @pytest.mark.parametrize(
