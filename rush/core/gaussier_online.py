@@ -22,6 +22,10 @@ gives every source line and every ambiguity resolved):
 * :func:`eloss_slope` and :func:`nag_step`: the E-Loss (overprediction squared, underprediction
   linear, each job weighted 1 + ln(processors x runtime), threshold 0) plus an L2 term
   (:data:`L2`), minimised online by NAG with learning rate :data:`ETA`.
+* :func:`composite_slope` and :func:`loss_weight`: their whole composite loss, of which the E-Loss
+  is one point (:data:`CV_LOSS`): any of their curves on either side, a threshold, any of their
+  weights. The other points are a study's sensitivity grid only (``sim/runtime_predictions``,
+  round 26; ``SimInputs.gaussier_loss``).
 
 The simulator's loop only carries a :class:`GaussierState` and calls :func:`gaussier_arrival`
 at each arrival and :func:`gaussier_completion` at each finished run.
@@ -40,6 +44,7 @@ from rush.core.runtime_predictions import (
     ONLINE_GAUSSIER_RIDGE_LOSS,
     predicted_runtime,
 )
+from rush.errors import PolicyError
 
 N_BASE = 19  # their make_x: x[0..18]
 N_PAIRS = 120  # itertools.combinations(x[1:17], 2)
@@ -48,6 +53,17 @@ ETA = 5000.0  # "eta": 5000
 L2 = 4.0e9  # "regularization": "l2", "lambda": 4000000000
 NAG_START = 1e-9  # s, G and N start at 0.000000001; n at 1
 RIDGE_UNDERPREDICTION_COST = 10.0  # D-g1's variant: the weekly ridge's asymmetry (gaussier.py)
+# Their composite loss as six numbers (``experiments/experiment_dicts.py`` of predictsim): the
+# overprediction ("right") curve and its parameter, the underprediction ("left") curve and its
+# parameter, the threshold (seconds) and the weight's code.
+EL_RIGHT, EL_RIGHT_PARAM, EL_LEFT, EL_LEFT_PARAM, EL_THRESHOLD, EL_WEIGHT = range(6)
+CURVES: dict[str, int] = {"abs": 0, "square": 1, "exp": 2}
+CURVE_ABS, CURVE_SQUARE, CURVE_EXP = 0, 1, 2
+WEIGHTS: dict[str, int] = {"1": 0, "5+log(r/m)": 1, "5+log(m/r)": 2, "11+log(1/(r*m))": 3, "1+log(m*r)": 4}
+WEIGHT_LOG_MR = 4
+# Their cross-validated triple's loss: overprediction squared, underprediction linear, threshold 0,
+# weight 1 + ln(m r) (the E-Loss of the committed online column).
+CV_LOSS = np.array([CURVE_SQUARE, 1.0, CURVE_ABS, 1.0, 0.0, WEIGHT_LOG_MR], dtype=np.float64)
 DAY = 86400.0
 WEEK = 7.0 * 86400.0
 
@@ -66,24 +82,58 @@ M_N = 3 * N_INPUTS
 M_SIZE = 3 * N_INPUTS + 2
 
 
+def composite_loss(
+    right: str, right_param: float, left: str, left_param: float, threshold: float, weight: str
+) -> np.ndarray:
+    """One of their composite losses as the six numbers the loop carries (``EL_*`` columns):
+    ``right`` and ``left`` curves (:data:`CURVES`) with their parameters, the ``threshold`` in
+    seconds and the ``weight`` expression (:data:`WEIGHTS`). A PolicyError for a name their code
+    does not offer or a parameter that is not a finite number >= 0."""
+    for side, name in (("right", right), ("left", left)):
+        if name not in CURVES:
+            raise PolicyError(
+                f"unknown loss curve {name!r}",
+                where=f"gaussier_loss {side}",
+                fix=f"use one of: {', '.join(CURVES)}",
+            )
+    if weight not in WEIGHTS:
+        raise PolicyError(
+            f"unknown loss weight {weight!r}",
+            where="gaussier_loss weight",
+            fix=f"use one of: {', '.join(WEIGHTS)}",
+        )
+    numbers = (right_param, left_param, threshold)
+    if not all(math.isfinite(v) and v >= 0.0 for v in numbers):
+        raise PolicyError(
+            f"loss parameters and threshold must be finite and >= 0, got {numbers}",
+            where="gaussier_loss",
+            fix="give their grid's values (parameters 0.0001-10000, threshold 0, 60 or 600)",
+        )
+    return np.array(
+        [CURVES[right], right_param, CURVES[left], left_param, threshold, WEIGHTS[weight]], dtype=np.float64
+    )
+
+
 class GaussierState(NamedTuple):
     """What the loop carries for gaussier-online: the per-user history (``H_*`` columns), the
     model (w, s, G, N, n), each job's 19 features as at its arrival (the target of its update at
-    its end) and the rule's code (:data:`rush.core.runtime_predictions.ONLINE_RULES`: theirs, or
-    a study variant without the running-job features or with the ridge's loss)."""
+    its end), the rule's code (:data:`rush.core.runtime_predictions.ONLINE_RULES`: theirs, or
+    a study variant without the running-job features or with the ridge's loss) and the composite
+    loss it learns on (``EL_*`` columns; :data:`CV_LOSS`, theirs, unless a study's grid says)."""
 
     history: np.ndarray
     model: np.ndarray
     features: np.ndarray
     rule: int
+    loss: np.ndarray
 
 
 @njit(cache=True)
-def new_gaussier_state(users: int, jobs: int, rule: int) -> GaussierState:
+def new_gaussier_state(users: int, jobs: int, rule: int, loss: np.ndarray) -> GaussierState:
     """Nothing seen: no user history, w = 0, NAG's accumulators at their start."""
     history = np.zeros((users, H_COLUMNS))
     history[:, : 2 * 3] = np.nan  # no last three jobs yet
-    return GaussierState(history, new_model(), np.zeros((jobs, N_BASE)), rule)
+    return GaussierState(history, new_model(), np.zeros((jobs, N_BASE)), rule, loss.copy())
 
 
 @njit(cache=True)
@@ -214,16 +264,55 @@ def job_weight(procs: float, runtime: float) -> float:
 
 
 @njit(cache=True)
-def eloss_slope(predicted: float, target: float, weight: float) -> float:
-    """d loss / d p of the E-Loss at prediction ``predicted`` (p = w . x) for a run of ``target``
-    seconds (their CompositeLoss, threshold 0): overprediction squared (2 g e, e = p - y > 0),
-    underprediction linear of slope 1 (-g), 0 at e = 0. The gradient in w_i is this times x_i."""
+def loss_weight(code: int, procs: float, runtime: float) -> float:
+    """Their weight expression ``code`` (:data:`WEIGHTS`) for m = ``procs`` processors and r =
+    ``runtime`` seconds, evaluated literally (three of them are negative for many jobs, and so used);
+    r at least 1 s where their ``math.log`` would fail on a zero runtime. "1+log(m*r)" is
+    :func:`job_weight`."""
+    if code == WEIGHT_LOG_MR:
+        return job_weight(procs, runtime)
+    if code == 0:
+        return 1.0
+    r = max(runtime, 1.0)
+    if code == 1:
+        return 5.0 + math.log(r / procs)
+    if code == 2:
+        return 5.0 + math.log(procs / r)
+    return 11.0 + math.log(1.0 / (r * procs))
+
+
+@njit(cache=True)
+def _curve_slope(curve: float, gamma: float, d: float) -> float:
+    """Their loss curve's derivative at distance ``d`` >= 0 past the threshold: abs gamma, square
+    2 gamma d, exp gamma exp(gamma d) (infinite on overflow, where their Python would raise)."""
+    if curve == CURVE_ABS:
+        return gamma
+    if curve == CURVE_SQUARE:
+        return gamma * 2.0 * d
+    return gamma * math.exp(gamma * d)
+
+
+@njit(cache=True)
+def composite_slope(loss: np.ndarray, predicted: float, target: float, weight: float) -> float:
+    """d loss / d p of their CompositeLoss (``loss``: ``EL_*`` columns) at prediction ``predicted``
+    (p = w . x) for a run of ``target`` seconds: with e = p - y and t the threshold, g times the
+    right curve's slope at e - t when e > t (overprediction), 0 at e = t, minus g times the left
+    curve's slope at t - e otherwise. The gradient in w_i is this times x_i."""
     e = predicted - target
-    if e > 0.0:
-        return weight * 2.0 * e
-    if e == 0.0:
+    threshold = loss[EL_THRESHOLD]
+    if e > threshold:
+        return weight * _curve_slope(loss[EL_RIGHT], loss[EL_RIGHT_PARAM], e - threshold)
+    if e == threshold:
         return 0.0
-    return -weight
+    return -weight * _curve_slope(loss[EL_LEFT], loss[EL_LEFT_PARAM], threshold - e)
+
+
+@njit(cache=True)
+def eloss_slope(predicted: float, target: float, weight: float) -> float:
+    """d loss / d p of the E-Loss (their C-V triple's, :data:`CV_LOSS`) at prediction ``predicted``
+    for a run of ``target`` seconds: overprediction squared (2 g e, e = p - y > 0), underprediction
+    linear of slope 1 (-g), 0 at e = 0."""
+    return composite_slope(CV_LOSS, predicted, target, weight)
 
 
 @njit(cache=True)
@@ -237,9 +326,15 @@ def ridge_slope(predicted: float, target: float, weight: float) -> float:
 
 @njit(cache=True)
 def nag_step(
-    model: np.ndarray, x: np.ndarray, target: float, weight: float, ridge_loss: bool = False
+    model: np.ndarray,
+    x: np.ndarray,
+    target: float,
+    weight: float,
+    ridge_loss: bool = False,
+    loss: np.ndarray = CV_LOSS,
 ) -> None:
-    """One update of their NAG (``valopt/algos/nag.py``) on the E-Loss plus ``L2`` w_i: rescale
+    """One update of their NAG (``valopt/algos/nag.py``) on ``loss`` (the E-Loss unless a study's
+    grid gives another of their composite losses; D-g1's ridge loss with ``ridge_loss``) plus ``L2`` w_i: rescale
     the weights of inputs larger than seen so far, N += sum x_i^2 / s_i^2, then
     w_i -= ETA d_i / (sqrt(N G_i / n) s_i) with d_i = slope x_i + L2 w_i and G_i += d_i^2; n += 2."""
     w = model[:N_INPUTS]
@@ -255,7 +350,7 @@ def nag_step(
         total += x[i] * x[i] / (s[i] * s[i])
     model[M_N] += total
     p = np.dot(w, x)
-    slope = ridge_slope(p, target, weight) if ridge_loss else eloss_slope(p, target, weight)
+    slope = ridge_slope(p, target, weight) if ridge_loss else composite_slope(loss, p, target, weight)
     big_n = model[M_N]
     n = model[M_N + 1]
     for i in range(N_INPUTS):
@@ -288,7 +383,8 @@ def gaussier_completion(
     if not (ran >= 0.0) or ran == np.inf:
         return
     x = expand_features(state.features[job])
-    nag_step(state.model, x, ran, job_weight(procs, ran), state.rule == ONLINE_GAUSSIER_RIDGE_LOSS)
+    weight = loss_weight(int(state.loss[EL_WEIGHT]), procs, ran)
+    nag_step(state.model, x, ran, weight, state.rule == ONLINE_GAUSSIER_RIDGE_LOSS, state.loss)
     if user < 0:
         return
     h = state.history

@@ -199,6 +199,46 @@ def last_two_prediction(history: np.ndarray, user: int, requested_time: float) -
     return predicted_runtime(0.5 * (a + b), requested_time)
 
 
+# A study's information-free jitter of online predictions (``SimInputs.prediction_jitter_seed``;
+# ``sim/runtime_predictions``, round 26): each prediction moved by at most this share.
+PREDICTION_JITTER = 1e-3
+JITTER_OFF = 0  # the seed that leaves every prediction untouched (the default)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def _splitmix64(x: np.uint64) -> np.uint64:
+    """SplitMix64's finaliser (Steele, Lea & Flood 2014): a bijective scramble of 64 bits."""
+    x = (x ^ (x >> np.uint64(30))) * _MIX1
+    x = (x ^ (x >> np.uint64(27))) * _MIX2
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True)
+def jitter_draw(seed: int, job: int) -> float:
+    """A uniform draw in [0, 1) that depends on ``seed`` and the job's index ``job`` only (a
+    counter hash, not a stream): the same job gets the same draw whatever order it is met in."""
+    x = _splitmix64(np.uint64(seed) * _GOLDEN + np.uint64(job))
+    x = _splitmix64(x + _GOLDEN)
+    return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)  # the top 53 bits / 2**53
+
+
+@njit(cache=True)
+def jittered_prediction(prediction: float, requested_time: float, seed: int, job: int) -> float:
+    """The online prediction of job ``job`` (its index in submit order) as it becomes the job's
+    estimate under a study's jitter: with ``seed`` :data:`JITTER_OFF` the prediction itself, else
+    the prediction times 1 + e, e = :data:`PREDICTION_JITTER` (2u - 1) with u :func:`jitter_draw`'s,
+    through :func:`predicted_runtime`'s guard again (capped by the request, at least one second).
+    The draw carries no information about the job; it measures how much a schedule moves under
+    changes that say nothing (``sim/runtime_predictions``, round 26)."""
+    if seed == JITTER_OFF:
+        return prediction
+    e = PREDICTION_JITTER * (2.0 * jitter_draw(seed, job) - 1.0)
+    return predicted_runtime(prediction * (1.0 + e), requested_time)
+
+
 # The scheduling side of a runtime predictor: (backfill order, correction rule). EASY++ and
 # Gaussier et al. both backfill the shortest predicted job first (SJBF: the SPF scan over the
 # predictions) and correct expired predictions stepwise; any other predictor gets the same.

@@ -17,6 +17,7 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.fairshare import Associations, DecayedFairShare, associations, fair_share_tree, no_fair_share
+from rush.core.gaussier_online import CV_LOSS
 from rush.core.names import LINEAR_FEATURES, NEUTRAL_FAIRSHARE
 from rush.core.node_pool import NodeRequests, NodeView, new_slots
 from rush.core.node_view import node_view, procs_only_view, uniform_pool
@@ -24,6 +25,8 @@ from rush.core.ordering import static_keys
 from rush.core.pass_data import OrderPolicy, order_policy, pass_config
 from rush.core.policies import Policy
 from rush.core.runtime_predictions import (
+    JITTER_OFF,
+    ONLINE_GAUSSIER,
     ONLINE_RULES,
     PREDICTION_SCOPES,
     SCOPE_BACKFILL,
@@ -79,6 +82,13 @@ class SimInputs:
       keeps the queue order on the request (or on ``rank_estimate``, then allowed: a
       time-independent order's keys given up front) and gives the predictions to the backfill
       scan, the backfill test and the head's reservation only (``sim/runtime_predictions``, H19).
+    * ``prediction_jitter_seed`` (with ``online_prediction``; a study's, ``sim/runtime_predictions``
+      round 26): 0 (default) leaves the predictions as made; a seed >= 1 multiplies each by an
+      information-free 1 + e, |e| <= 0.1 %, as it becomes the job's estimate
+      (:func:`rush.core.runtime_predictions.jittered_prediction`): the schedule's own noise.
+    * ``gaussier_loss`` (with a ``gaussier-online`` source; a study's sensitivity grid, round 26):
+      another of Gaussier et al.'s composite losses
+      (:func:`rush.core.gaussier_online.composite_loss`); default their cross-validated E-Loss.
     * ``fair_share_model``: compute the factors during the replay instead, from the trace's
       users (and groups) and their decayed usage (:mod:`rush.core.fairshare`); exclusive with
       ``fairshare``. The run's ``attributes`` then hold each job's ``association`` and
@@ -99,6 +109,36 @@ class SimInputs:
     fair_share_model: DecayedFairShare | None = None
     online_prediction: str | None = None
     prediction_scope: str = "order-and-backfill"
+    prediction_jitter_seed: int = JITTER_OFF
+    gaussier_loss: np.ndarray | None = None
+
+
+def _study_knobs(inputs: SimInputs) -> tuple[int, np.ndarray]:
+    """``inputs``' jitter seed and Gaussier loss, checked: each only with the online source it
+    perturbs; a seed an integer >= 0; a loss six numbers."""
+    seed = inputs.prediction_jitter_seed
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
+        raise RushError(
+            f"the jitter seed must be an integer >= 0, got {seed!r}",
+            where="SimInputs.prediction_jitter_seed",
+            fix="give 0 (no jitter) or a seed >= 1",
+        )
+    if seed != JITTER_OFF and inputs.online_prediction is None:
+        raise RushError(
+            "a prediction jitter without online predictions",
+            where="SimInputs.prediction_jitter_seed",
+            fix="give online_prediction too, or leave the seed at 0",
+        )
+    if inputs.gaussier_loss is None:
+        return int(seed), CV_LOSS
+    loss = np.ascontiguousarray(inputs.gaussier_loss, dtype=np.float64)
+    if ONLINE_RULES.get(inputs.online_prediction or "", 0) < ONLINE_GAUSSIER or loss.shape != CV_LOSS.shape:
+        raise RushError(
+            f"a Gaussier loss of shape {loss.shape} with online prediction {inputs.online_prediction!r}",
+            where="SimInputs.gaussier_loss",
+            fix="build it with rush.core.gaussier_online.composite_loss and give a gaussier-online source",
+        )
+    return int(seed), loss
 
 
 def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:
@@ -352,6 +392,7 @@ def simulate(
                 fix="simulate another policy (FCFS is what an RJMS without a priority plugin does)",
             )
     scope = _scope(inputs)
+    jitter_seed, gaussier_loss = _study_knobs(inputs)
     rank = _aligned("rank_estimate", inputs.rank_estimate, n, estimate, np.float64)
     if inputs.rank_estimate is not None:
         ranked = (config.policy,) if scope == SCOPE_BACKFILL else (config.policy, config.scan_policy)
@@ -397,6 +438,8 @@ def simulate(
             history_user,
             ONLINE_RULES.get(inputs.online_prediction or "", 0),
             scope,
+            jitter_seed,
+            gaussier_loss,
         ),
         pass_config(config, order, scan_order, time_origin)._replace(same_scan=not apart),
         KillRules(

@@ -39,6 +39,7 @@ from rush.core.false_small_kill import (
     run_outcome,
 )
 from rush.core.gaussier_online import (
+    CV_LOSS,
     GaussierState,
     gaussier_arrival,
     gaussier_completion,
@@ -63,7 +64,9 @@ from rush.core.pass_data import (
 from rush.core.policies import priority_key
 from rush.core.runtime_predictions import (
     CORRECTION_NONE,
+    JITTER_OFF,
     ONLINE_GAUSSIER,
+    jittered_prediction,
     last_two_prediction,
     order_takes_prediction,
     record_finished_run,
@@ -178,6 +181,10 @@ class SimJobs(NamedTuple):
     online_rule: int
     # Where its predictions are used (rush.core.runtime_predictions.PREDICTION_SCOPES; 0: everywhere).
     prediction_scope: int = 0
+    # A study's jitter of the online predictions (rush.core.runtime_predictions.jittered_prediction;
+    # JITTER_OFF: none) and Gaussier et al.'s composite loss (rush.core.gaussier_online.CV_LOSS: theirs).
+    jitter_seed: int = JITTER_OFF
+    gaussier_loss: np.ndarray = CV_LOSS
 
 
 class KillRules(NamedTuple):
@@ -423,7 +430,9 @@ def run_simulation(
         users = max(users, jobs.history_user[j] + 1)
     history = np.full((users, 2), np.nan)
     learns = jobs.online_rule >= ONLINE_GAUSSIER  # Gaussier et al.'s rule (or a study variant)
-    gaussier = new_gaussier_state(users if learns else 0, n if learns else 0, jobs.online_rule)
+    gaussier = new_gaussier_state(
+        users if learns else 0, n if learns else 0, jobs.online_rule, jobs.gaussier_loss
+    )
     # Estimates below a limit (predictions): the running jobs are also kept by the end of their
     # limits, for a starved head (rush.core.starved_head); else both lists are one.
     by_limits = online or _estimates_below_limits(jobs)
@@ -592,6 +601,7 @@ def run_simulation(
                 factor_of_job[nxt] = association_factor(ledger, fair, fair.job_assoc[nxt])
             if online:
                 value = _online_prediction(jobs, history, gaussier, r_job[:rn], start, nxt)
+                value = jittered_prediction(value, jobs.requested_time[nxt], jobs.jitter_seed, nxt)
                 _predict_at_arrival(jobs, config, estimate, nxt, value)
                 killable = is_killable(
                     rules.kill_false_small, runtime_class[nxt], jobs.idempotent[nxt], 0, rules.max_requeues

@@ -58,8 +58,11 @@ def _row(
     config: CoreConfig,
     estimate=None,
     online: str | None = None,
+    study: dict | None = None,
 ) -> dict:
-    result = simulate(workload, config, SimInputs(estimate=estimate, online_prediction=online))
+    """One simulation's row; ``study``: a study's further ``SimInputs`` fields (jitter seed, loss)."""
+    inputs = SimInputs(estimate=estimate, online_prediction=online, **(study or {}))
+    result = simulate(workload, config, inputs)
     metrics = compute_metrics(result, tau=TAU)
     times, cumulative = cumulative_bounded_slowdown(result, TAU)
     return {

@@ -114,7 +114,7 @@ class Predictsim:
 def replay(events, both):
     """Drive both implementations through (kind, job) events: 'submit' (with the running jobs)
     and 'end'; returns both prediction lists."""
-    ref, ours = Predictsim(), g.new_gaussier_state(3, len(both), 2)
+    ref, ours = Predictsim(), g.new_gaussier_state(3, len(both), 2, g.CV_LOSS)
     got, want = [], []
     running = []
     for kind, k, now in events:

@@ -81,7 +81,7 @@ def test_many_steps_match_predictsims_formulas() -> None:
 
 
 def test_features_of_a_user_with_history_and_running_jobs() -> None:
-    state = g.new_gaussier_state(2, 4, 2)
+    state = g.new_gaussier_state(2, 4, 2, g.CV_LOSS)
     # User 0: job 0 (4 procs) submitted at 100, ran 300, ended at 500; job 1 (2 procs) submitted
     # at 200, ran 50, ended at 600.
     g.gaussier_completion(state, 0, 0, 100.0, 300.0, 4.0, 500.0)
@@ -123,3 +123,65 @@ def test_ridge_slope_is_the_weekly_ridges_asymmetry() -> None:
     g.nag_step(on, x, 1e6, 1.0, True)  # p = 5000 < 1e6: underprediction, where they differ
     g.nag_step(off, x, 1e6, 1.0)
     assert on[0] != pytest.approx(off[0], rel=1e-3)
+
+
+def test_composite_slope_is_their_curves_threshold_and_weights() -> None:
+    # Their CompositeLoss (valopt/losses/composite.py) with losscurves abs, square and exp: with
+    # e = p - y and threshold t, g right'(e - t) past it, 0 at it, -g left'(t - e) below it.
+    loss = g.composite_loss("square", 3.0, "abs", 5.0, 60.0, "1")
+    assert g.composite_slope(loss, 200.0, 100.0, 2.0) == 2.0 * 3.0 * 2.0 * 40.0  # e - t = 40
+    assert g.composite_slope(loss, 160.0, 100.0, 2.0) == 0.0  # e = t
+    assert g.composite_slope(loss, 150.0, 100.0, 2.0) == -2.0 * 5.0  # below the threshold: left
+    loss = g.composite_loss("abs", 7.0, "exp", 0.01, 0.0, "1")
+    assert g.composite_slope(loss, 130.0, 100.0, 1.5) == 1.5 * 7.0
+    assert g.composite_slope(loss, 70.0, 100.0, 1.5) == pytest.approx(-1.5 * 0.01 * math.exp(0.01 * 30.0))
+    loss = g.composite_loss("exp", 0.0001, "square", 2.0, 0.0, "1")
+    assert g.composite_slope(loss, 130.0, 100.0, 1.0) == pytest.approx(0.0001 * math.exp(0.0001 * 30.0))
+    assert g.composite_slope(loss, 70.0, 100.0, 1.0) == -2.0 * 2.0 * 30.0
+    # Their C-V triple is the E-Loss, to the bit.
+    for p, y, w in ((130.0, 100.0, 2.0), (70.0, 100.0, 2.0), (1e6 + 0.1, 3.3, 17.7), (100.0, 100.0, 3.0)):
+        assert g.composite_slope(g.CV_LOSS, p, y, w) == g.eloss_slope(p, y, w)
+    assert g.composite_slope(g.CV_LOSS, 1e6 + 0.1, 3.3, 17.7) == 17.7 * 2.0 * (1e6 + 0.1 - 3.3)
+
+
+def test_loss_weights_are_their_expressions_literally() -> None:
+    m, r = 4.0, 250.0
+    assert g.loss_weight(g.WEIGHTS["1"], m, r) == 1.0
+    assert g.loss_weight(g.WEIGHTS["5+log(r/m)"], m, r) == pytest.approx(5.0 + math.log(r / m))
+    assert g.loss_weight(g.WEIGHTS["5+log(m/r)"], m, r) == pytest.approx(5.0 + math.log(m / r))
+    assert g.loss_weight(g.WEIGHTS["11+log(1/(r*m))"], m, r) == pytest.approx(11.0 + math.log(1.0 / (r * m)))
+    assert g.loss_weight(g.WEIGHTS["1+log(m*r)"], m, r) == g.job_weight(m, r)
+    assert g.loss_weight(g.WEIGHTS["5+log(m/r)"], 1.0, 3600.0) < 0.0  # negative, used as it is
+    assert g.loss_weight(g.WEIGHTS["11+log(1/(r*m))"], 1.0, 0.0) == 11.0  # r at least 1 s
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (("cube", 1, "abs", 1, 0, "1"), "gaussier_loss right"),
+        (("abs", 1, "linear", 1, 0, "1"), "gaussier_loss left"),
+        (("abs", 1, "abs", 1, 0, "2+log(m)"), "gaussier_loss weight"),
+        (("abs", -1, "abs", 1, 0, "1"), "gaussier_loss"),
+        (("abs", 1, "abs", 1, float("nan"), "1"), "gaussier_loss"),
+    ],
+)
+def test_a_loss_their_code_does_not_offer_is_refused(args: tuple, where: str) -> None:
+    from rush.errors import PolicyError
+
+    with pytest.raises(PolicyError) as err:
+        g.composite_loss(*args)
+    assert err.value.where == where
+
+
+def test_one_step_on_another_loss_moves_the_weights_by_its_slope() -> None:
+    # From w = 0 (p = 0) toward a target of 3: the abs-abs loss with under parameter 4 steps with
+    # slope -4 where the E-Loss steps with -1; NAG normalises the step by sqrt(G) = |d|, so the
+    # first steps agree in size and sign, the accumulators G by the slope squared.
+    x = np.zeros(g.N_INPUTS)
+    x[0], x[1] = 1.0, 2.0
+    cv, other = g.new_model(), g.new_model()
+    g.nag_step(cv, x, 3.0, 1.0)
+    g.nag_step(other, x, 3.0, 1.0, False, g.composite_loss("abs", 1, "abs", 4, 0, "1"))
+    G_cv, G_other = cv[2 * g.N_INPUTS : g.M_N], other[2 * g.N_INPUTS : g.M_N]
+    assert G_other[1] - 1e-9 == pytest.approx(16.0 * (G_cv[1] - 1e-9))
+    assert np.sign(other[1]) == np.sign(cv[1]) == 1.0

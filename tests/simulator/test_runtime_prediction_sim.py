@@ -330,3 +330,106 @@ def test_gaussier_study_variant_without_running_features_changes_only_those() ->
     bare = _easy_pp(w, SimInputs(online_prediction="gaussier-online (no running features)"))
     assert bare.attributes["estimate"][:2].tolist() == full[:2].tolist() == [1.0, 1.0]
     assert bare.attributes["estimate"][2] != full[2]
+
+
+# The study's jitter of online predictions inside the loop and Gaussier et al.'s other losses
+# (round 26; SimInputs.prediction_jitter_seed, SimInputs.gaussier_loss).
+def _random_users_jobs(n: int = 400) -> list[tuple]:
+    rng = np.random.default_rng(29)
+    submit = np.sort(rng.uniform(0, 200_000, n))
+    request = rng.choice([600.0, 3600.0, 14_400.0], n)
+    runtime = np.floor(request * rng.uniform(0.01, 1.0, n))
+    return list(zip(submit, rng.integers(1, 9, n), runtime, request, rng.integers(0, 5, n), strict=True))
+
+
+def test_jitter_off_leaves_both_online_rules_exactly_as_their_oracles() -> None:
+    from rush.models.runtime_predictors import make_predictor, predict_walkforward
+
+    # EASY++: with the seed at 0 the online predictions are exactly the log-history rule's on the
+    # replay's own schedule (as without the field); a jitter applied when off would move them.
+    jobs = _random_users_jobs()
+    off = _easy_pp(
+        users_workload(16, jobs), SimInputs(online_prediction="easy++-online", prediction_jitter_seed=0)
+    )
+    replayed = users_workload(16, jobs, wait=off.start - off.submit)
+    assert np.array_equal(
+        off.attributes["estimate"], predict_walkforward(replayed, make_predictor("easy++")).predicted
+    )
+    # Gaussier et al.: equal to the transcription of their simulator.
+    trace_jobs, w = _gaussier_trace(100.0)
+    off = _easy_pp(w, SimInputs(online_prediction="gaussier-online", prediction_jitter_seed=0))
+    assert off.attributes["estimate"].tolist() == _predictsim_at_arrivals(trace_jobs)
+
+
+def test_jitter_moves_each_prediction_by_its_own_draw_and_repeats() -> None:
+    from rush.core.runtime_predictions import PREDICTION_JITTER, jittered_prediction
+
+    # The Gaussier trace never fills the machine: the schedule, and so every prediction before the
+    # jitter, is the same with and without it; each estimate is its prediction moved by its draw.
+    _, w = _gaussier_trace(100.0)
+    plain = _easy_pp(w, SimInputs(online_prediction="gaussier-online")).attributes["estimate"]
+    for seed in (1, 2):
+        moved = _easy_pp(w, SimInputs(online_prediction="gaussier-online", prediction_jitter_seed=seed))
+        got = moved.attributes["estimate"]
+        want = [jittered_prediction(p, 1e6, seed, j) for j, p in enumerate(plain)]
+        assert got.tolist() == want
+        assert np.all(np.abs(got / plain - 1.0) <= PREDICTION_JITTER * (1 + 1e-9))
+        # C and D lie between the 1 s floor and the request, so both always move; the guard may
+        # hold the others (a draw below 1 s, or above E's request)
+        assert np.all(got[2:4] != plain[2:4]) and 1.0 < plain[2] < 1e6 and 1.0 < plain[3] < 1e6
+    # On a loaded machine the same seed replays the same schedule; the jitter moves some starts.
+    jobs = _random_users_jobs()
+    runs = [
+        _easy_pp(users_workload(16, jobs), SimInputs(online_prediction=src, prediction_jitter_seed=seed))
+        for src in ("easy++-online", "gaussier-online")
+        for seed in (0, 3, 3)
+    ]
+    for off, one, again in (runs[:3], runs[3:]):
+        assert np.array_equal(one.start, again.start)
+        assert np.array_equal(one.attributes["estimate"], again.attributes["estimate"])
+        assert not np.array_equal(one.attributes["estimate"], off.attributes["estimate"])
+        assert np.all(one.attributes["estimate"] <= one.requested_time)
+
+
+def test_the_default_loss_is_their_cv_triple_and_another_loss_learns_otherwise() -> None:
+    from rush.core.gaussier_online import composite_loss
+
+    _, w = _gaussier_trace(100.0)
+    default = _easy_pp(w, SimInputs(online_prediction="gaussier-online")).attributes["estimate"]
+    cv = composite_loss("square", 1, "abs", 1, 0, "1+log(m*r)")
+    same = _easy_pp(w, SimInputs(online_prediction="gaussier-online", gaussier_loss=cv))
+    assert same.attributes["estimate"].tolist() == default.tolist()
+    # Another curve under (squared, the C-V weight) and another weight (the C-V curves) each learn
+    # otherwise: the loop hands the whole loss to the learner, not only its weight.
+    for other in (
+        composite_loss("square", 1, "square", 1, 0, "1+log(m*r)"),
+        composite_loss("square", 1, "abs", 1, 0, "1"),
+    ):
+        moved = _easy_pp(w, SimInputs(online_prediction="gaussier-online", gaussier_loss=other))
+        assert moved.attributes["estimate"][:2].tolist() == [1.0, 1.0]  # nothing learnt yet
+        assert moved.attributes["estimate"][2:].tolist() != default[2:].tolist()
+
+
+@pytest.mark.parametrize(
+    ("inputs", "where"),
+    [
+        ({"prediction_jitter_seed": 1}, "SimInputs.prediction_jitter_seed"),  # no online source
+        (
+            {"online_prediction": "easy++-online", "prediction_jitter_seed": -1},
+            "SimInputs.prediction_jitter_seed",
+        ),
+        (
+            {"online_prediction": "easy++-online", "prediction_jitter_seed": 1.5},
+            "SimInputs.prediction_jitter_seed",
+        ),
+        ({"online_prediction": "easy++-online", "gaussier_loss": np.zeros(6)}, "SimInputs.gaussier_loss"),
+        ({"online_prediction": "gaussier-online", "gaussier_loss": np.zeros(5)}, "SimInputs.gaussier_loss"),
+    ],
+)
+def test_bad_study_knobs_are_refused(inputs: dict, where: str) -> None:
+    from rush.errors import RushError
+
+    w = users_workload(2, [(0, 1, 10, 100, 1), (1, 1, 10, 100, 1)])
+    with pytest.raises(RushError) as err:
+        _easy_pp(w, SimInputs(**inputs))
+    assert err.value.where == where

@@ -1,0 +1,106 @@
+"""Two readings of the online schedulers of the runtime-prediction study (``sim/runtime_predictions``,
+round 26), each a list of simulation rows for one trace and job set:
+
+* :func:`online_noise_runs`: easy++-online and gaussier-online under Table 6.6's rules, unjittered
+  (seed 0) and under an information-free jitter of their predictions inside the loop
+  (``SimInputs.prediction_jitter_seed``, :func:`rush.core.runtime_predictions.jittered_prediction`),
+  the same seeds for both (paired);
+* :func:`gaussier_grid_runs`: gaussier-online under each of :data:`GRID`'s losses, a subset of
+  Gaussier et al.'s own grid (:func:`rush.core.gaussier_online.composite_loss`): a sensitivity
+  reading, not a tuned result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rush.core.gaussier_online import composite_loss
+from rush.studies.runtime_predictions import _easy_fcfs, _predictor_config, _row, _with_improvements, load
+
+ONLINE_SCHEDULERS = ("easy++-online", "gaussier-online")
+# (right curve, its parameter, left curve, its parameter, threshold s, weight): the README's table,
+# chosen before any run; point 1 is their cross-validated triple (the committed online column).
+GRID: tuple[tuple[str, float, str, float, float, str], ...] = (
+    ("square", 1, "abs", 1, 0, "1+log(m*r)"),
+    ("abs", 1, "abs", 1, 0, "1+log(m*r)"),
+    ("square", 1, "square", 1, 0, "1+log(m*r)"),
+    ("abs", 1, "square", 1, 0, "1+log(m*r)"),
+    ("exp", 0.0001, "abs", 1, 0, "1+log(m*r)"),
+    ("square", 1, "exp", 0.0001, 0, "1+log(m*r)"),
+    ("square", 100, "abs", 1, 0, "1+log(m*r)"),
+    ("square", 10000, "abs", 1, 0, "1+log(m*r)"),
+    ("square", 1, "abs", 100, 0, "1+log(m*r)"),
+    ("square", 1, "abs", 10000, 0, "1+log(m*r)"),
+    ("square", 1, "abs", 1, 60, "1+log(m*r)"),
+    ("square", 1, "abs", 1, 600, "1+log(m*r)"),
+    ("square", 1, "abs", 1, 0, "1"),
+    ("square", 1, "abs", 1, 0, "5+log(r/m)"),
+    ("square", 1, "abs", 1, 0, "5+log(m/r)"),
+    ("square", 1, "abs", 1, 0, "11+log(1/(r*m))"),
+    ("abs", 1, "abs", 1, 0, "1"),
+    ("square", 1, "square", 1, 0, "1"),
+    ("abs", 1, "square", 1, 0, "1"),
+    ("abs", 1, "abs", 1, 600, "1+log(m*r)"),
+    ("square", 1, "square", 1, 600, "1+log(m*r)"),
+    ("abs", 1, "square", 1, 600, "1+log(m*r)"),
+    ("abs", 1, "abs", 100, 0, "1+log(m*r)"),
+    ("abs", 100, "abs", 1, 0, "1+log(m*r)"),
+)
+
+
+def grid_label(point: tuple[str, float, str, float, float, str]) -> str:
+    """A grid point as text: ``over square 1 / under abs 1 / threshold 0 / weight 1+log(m*r)``."""
+    right, rp, left, lp, threshold, weight = point
+    return f"over {right} {rp:g} / under {left} {lp:g} / threshold {threshold:g} / weight {weight}"
+
+
+def _predictions(row: dict, workload) -> None:
+    """The run's predictions, summarised into its row (and dropped from it)."""
+    predicted = row.pop("estimate")
+    runtime = np.minimum(np.asarray(workload.runtime, float), np.asarray(workload.requested_time, float))
+    row["underpredicted"] = float(np.mean(predicted < runtime))
+    row["predicted_1s"] = float(np.mean(predicted <= 1.0))
+
+
+def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
+    """EASY-FCFS, then each of :data:`ONLINE_SCHEDULERS` (SJBF, stepwise correction) with every
+    jitter seed in ``seeds`` (0: none), each row with its ``seed`` and improvement over EASY-FCFS."""
+    workload = load(trace, job_set)
+    base = _easy_fcfs(trace, job_set, workload)
+    rows = []
+    for source in ONLINE_SCHEDULERS:
+        config = _predictor_config(source)
+        for seed in seeds:
+            r = _row(
+                trace,
+                job_set,
+                workload,
+                source,
+                config,
+                online=source,
+                study={"prediction_jitter_seed": seed},
+            )
+            _predictions(r, workload)
+            rows.append(r | {"seed": seed})
+    _with_improvements([base, *rows], base)
+    for r in [base, *rows]:
+        r.pop("cumulative")
+    return [base | {"seed": None}, *rows]
+
+
+def gaussier_grid_runs(trace: str, job_set: str, points: tuple = GRID) -> list[dict]:
+    """EASY-FCFS, then gaussier-online (SJBF, stepwise correction, no jitter) learning on each of
+    ``points``' losses, each row with its ``point`` (1-based) and ``loss`` label."""
+    workload = load(trace, job_set)
+    base = _easy_fcfs(trace, job_set, workload)
+    config = _predictor_config("gaussier-online")
+    rows = []
+    for k, point in enumerate(points, start=1):
+        study = {"gaussier_loss": composite_loss(*point)}
+        r = _row(trace, job_set, workload, "gaussier-online", config, online="gaussier-online", study=study)
+        _predictions(r, workload)
+        rows.append(r | {"point": k, "loss": grid_label(point)})
+    _with_improvements([base, *rows], base)
+    for r in [base, *rows]:
+        r.pop("cumulative")
+    return [base | {"point": None, "loss": None}, *rows]

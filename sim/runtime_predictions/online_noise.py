@@ -1,0 +1,209 @@
+"""The schedule's own noise for the two online schedulers, paired (round 26).
+
+easy++-online and gaussier-online (SJBF, stepwise correction, Table 6.6's protocol) unjittered
+(seed 0, the committed single runs) and under an information-free jitter of each online prediction
+inside the loop (``SimInputs.prediction_jitter_seed``; |e| <= 0.1 %), the same seeds for both
+(``rush.studies.runtime_online_readings.online_noise_runs``). Writes ``results/<job set>/``:
+
+* ``online_noise_runs.md`` / ``.csv``: every simulation;
+* ``online_noise.md`` / ``.csv``: per scheduler and trace, the jittered runs' mean, sd, min and
+  max, and each reference's gap (the jittered mean minus the reference) with the README's verdict
+  (exceeds the noise when |gap| > 2 sd);
+* ``online_noise_paired.md`` / ``.csv``: per trace, gaussier-online minus easy++-online per seed,
+  its mean, sd and 95 % t-interval.
+
+The seed-0 runs must equal the committed ``easy_online_runs.csv`` / ``gaussier_online_runs.csv``
+rows (the jitter off changes nothing; the script exits otherwise). Rows of traces not run are kept.
+
+    RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
+        python sim/runtime_predictions/online_noise.py [--traces KTH-SP2,...] [--seeds 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
+
+TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
+OUT = Path(__file__).parent / "results"
+JOB_SET = "published"  # the brief's; the committed single runs compared are the published set's
+# Table 6.6 of 003_a2a26e2c92a971c9.txt: the original authors' own figures.
+AUTHORS = {
+    "easy++-online": {"KTH-SP2": 36, "CTC-SP2": 37, "SDSC-BLUE": 47, "SDSC-SP2": 29},
+    "gaussier-online": {"KTH-SP2": 44, "CTC-SP2": 59, "SDSC-BLUE": 5, "SDSC-SP2": 15},
+}
+# The log-history figure of each scheduler: EASY++ on the log's history, the weekly Gaussier column
+# (run.py's committed schedulers.csv rows).
+LOG_HISTORY = {"easy++-online": "easy++", "gaussier-online": "gaussier"}
+COMMITTED_RUNS = {"easy++-online": "easy_online_runs.csv", "gaussier-online": "gaussier_online_runs.csv"}
+RUNS = [
+    "trace",
+    "jobs",
+    "scheduler",
+    "seed",
+    "mean_bounded_slowdown",
+    "improvement_over_easy_fcfs_pct",
+    "mean_wait",
+    "backfilled",
+    "underpredicted",
+    "predicted_1s",
+]
+T975 = {7: 2.365, 15: 2.131, 31: 2.040}  # Student's t, 97.5 % quantile, by degrees of freedom
+
+
+def verdict(gap: float, sd: float) -> str:
+    """The README's rule, fixed before the runs: a gap exceeds the noise when |gap| > 2 sd."""
+    return "exceeds" if abs(gap) > 2.0 * sd else "within"
+
+
+def committed_row(out: Path, name: str, trace: str, scheduler: str) -> dict | None:
+    path = out / name
+    if not path.exists():
+        return None
+    return next(
+        (r for r in csv.DictReader(path.open()) if r["trace"] == trace and r["scheduler"] == scheduler), None
+    )
+
+
+def check_unjittered(out: Path, rows: list[dict]) -> None:
+    """The seed-0 runs equal the committed single runs to the last digit (else exit)."""
+    for r in rows:
+        if r["seed"] != 0:
+            continue
+        done = committed_row(out, COMMITTED_RUNS[r["scheduler"]], r["trace"], r["scheduler"])
+        if done is None:
+            continue
+        want = float(done["mean_bounded_slowdown"])
+        if abs(r["mean_bounded_slowdown"] - want) > 1e-9 * want:
+            sys.exit(
+                f"{r['trace']} {r['scheduler']}: unjittered {r['mean_bounded_slowdown']}, committed {want}"
+            )
+
+
+def summary(out: Path, rows: list[dict]) -> list[dict]:
+    """Per scheduler: the jittered runs' spread and each reference's gap and verdict."""
+    table = []
+    trace = rows[0]["trace"]
+    for scheduler in AUTHORS:
+        mine = [r for r in rows if r["scheduler"] == scheduler]
+        single = next(r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] == 0)
+        figures = [r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] != 0]
+        mean, sd = statistics.mean(figures), statistics.stdev(figures)
+        log_row = committed_row(out, "schedulers.csv", trace, LOG_HISTORY[scheduler])
+        log = float(log_row["improvement_over_easy_fcfs_pct"]) if log_row else math.nan
+        authors = float(AUTHORS[scheduler][trace])
+        table.append(
+            {
+                "trace": trace,
+                "scheduler": scheduler,
+                "seeds": len(figures),
+                "unjittered": f"{single:.2f}",
+                "jitter mean": f"{mean:.2f}",
+                "jitter sd": f"{sd:.2f}",
+                "jitter min": f"{min(figures):.2f}",
+                "jitter max": f"{max(figures):.2f}",
+                "authors": f"[{AUTHORS[scheduler][trace]:02d}]",
+                "gap to authors": f"{mean - authors:+.2f}",
+                "unjittered gap to authors": f"{single - authors:+.2f}",
+                "vs authors": verdict(mean - authors, sd),
+                "log history": f"{log:.2f}",
+                "gap to log history": f"{mean - log:+.2f}",
+                "unjittered gap to log history": f"{single - log:+.2f}",
+                "vs log history": verdict(mean - log, sd),
+                "Welch p vs log jitter": welch_vs_log_jitter(out, trace, figures)
+                if scheduler == "easy++-online"
+                else "-",
+            }
+        )
+    return table
+
+
+def welch_vs_log_jitter(out: Path, trace: str, figures: list[float]) -> str:
+    """The second reading for EASY++ (not the verdict): Welch's t-test of the online jittered runs
+    against D-on1's jittered log-history runs (``easy_online_jitter.csv``: 8 seeds), two-sided p."""
+    from scipy.stats import ttest_ind_from_stats
+
+    path = out / "easy_online_jitter.csv"
+    row = (
+        next((r for r in csv.DictReader(path.open()) if r["trace"] == trace), None) if path.exists() else None
+    )
+    if row is None:
+        return "-"
+    log_mean = float(row["log history"]) + float(row["jitter mean - log"])
+    test = ttest_ind_from_stats(
+        statistics.mean(figures),
+        statistics.stdev(figures),
+        len(figures),
+        log_mean,
+        float(row["jitter sd"]),
+        int(row["seeds"]),
+        equal_var=False,
+    )
+    return f"{test.pvalue:.3f} ({statistics.mean(figures) - log_mean:+.2f})"
+
+
+def paired(rows: list[dict]) -> dict:
+    """gaussier-online minus easy++-online, seed by seed (jittered seeds only)."""
+    by = {(r["scheduler"], r["seed"]): r["improvement_over_easy_fcfs_pct"] for r in rows if r["seed"]}
+    seeds = sorted({s for _, s in by})
+    diff = [by["gaussier-online", s] - by["easy++-online", s] for s in seeds]
+    mean, sd = statistics.mean(diff), statistics.stdev(diff)
+    half = T975.get(len(diff) - 1, 2.0) * sd / math.sqrt(len(diff))
+    single = next(r for r in rows if r["seed"] == 0 and r["scheduler"] == "gaussier-online")
+    single_easy = next(r for r in rows if r["seed"] == 0 and r["scheduler"] == "easy++-online")
+    return {
+        "trace": rows[0]["trace"],
+        "seeds": len(diff),
+        "unjittered difference": f"{single['improvement_over_easy_fcfs_pct'] - single_easy['improvement_over_easy_fcfs_pct']:+.2f}",
+        "mean difference": f"{mean:+.2f}",
+        "sd": f"{sd:.2f}",
+        "95 % t-interval": f"[{mean - half:+.2f}, {mean + half:+.2f}]",
+        "gaussier above in": f"{sum(d > 0 for d in diff)}/{len(diff)}",
+        "reading": "above" if mean - half > 0 else "below" if mean + half < 0 else "level",
+    }
+
+
+def run(traces: list[str], seeds: int) -> None:
+    from rush.studies.runtime_online_readings import online_noise_runs
+
+    out = OUT / JOB_SET
+    runs = rows_not_rerun(out / "online_noise_runs.csv", traces, numbers=True)
+    table = rows_not_rerun(out / "online_noise.csv", traces)
+    pairs = rows_not_rerun(out / "online_noise_paired.csv", traces)
+    for trace in traces:
+        started = time.time()
+        rows = online_noise_runs(trace, JOB_SET, list(range(seeds + 1)))
+        check_unjittered(out, rows)
+        runs += rows
+        table += summary(out, rows[1:])
+        pairs.append(paired(rows[1:]))
+        print(f"{trace}: {table[-2:]} {pairs[-1]} ({time.time() - started:.0f} s)", flush=True)
+        # Written after every trace: a stopped run keeps what it measured.
+        write_table(out, "online_noise_runs", in_trace_order(runs, TRACES), RUNS)
+        write_table(out, "online_noise", in_trace_order(table, TRACES), list(table[-1]))
+        write_table(out, "online_noise_paired", in_trace_order(pairs, TRACES), list(pairs[-1]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--seeds", type=int, default=16, help="jitter seeds 1..N (>= 8), beside seed 0")
+    args = parser.parse_args(argv)
+    if args.seeds < 8:
+        parser.error("--seeds: give at least 8")
+    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
+    unknown = [t for t in traces if t not in TRACES]
+    if unknown or not traces:
+        parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
+    run(traces, args.seeds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""``sim/runtime_predictions/online_noise.py`` and ``gaussier_grid.py`` (round 26): the verdict rule
+fixed before the runs (a gap exceeds the noise when |gap| > 2 sd), the paired reading, the check
+that the unjittered run / the C-V grid point equals the committed single run, and the grid's
+range against the authors' figure. The simulations are the study's (tested in tests/simulator)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.script_module import load_script
+
+HERE = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions"
+
+
+def _noise_rows(trace: str, easy: list[float], gaussier: list[float]) -> list[dict]:
+    rows = [{"trace": trace, "scheduler": "EASY-FCFS", "seed": None, "mean_bounded_slowdown": 10.0}]
+    for name, figures in (("easy++-online", easy), ("gaussier-online", gaussier)):
+        for seed, f in enumerate(figures):
+            row = {"trace": trace, "scheduler": name, "seed": seed, "improvement_over_easy_fcfs_pct": f}
+            rows.append(row | {"mean_bounded_slowdown": 10.0 * (1 - f / 100)})
+    return rows
+
+
+def test_the_noise_verdicts_and_the_paired_reading(tmp_path: Path) -> None:
+    script = load_script(HERE / "online_noise.py", "online_noise_under_test")
+    assert script.verdict(4.1, 2.0) == "exceeds" and script.verdict(-4.1, 2.0) == "exceeds"
+    assert script.verdict(3.9, 2.0) == "within" and script.verdict(-4.0, 2.0) == "within"
+    # seed 0 first, then jittered seeds: EASY++ 30 +- ~1.3, Gaussier 5 above it, paired.
+    easy = [31.0, 29.0, 31.0, 30.0, 28.0, 32.0, 30.0, 29.0, 31.0]
+    gaussier = [36.0] + [e + 5.0 + d for e, d in zip(easy[1:], [0.5, -0.5] * 4, strict=True)]
+    rows = _noise_rows("KTH-SP2", easy, gaussier)
+    with open(tmp_path / "schedulers.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "improvement_over_easy_fcfs_pct"])
+        writer.writerows([["KTH-SP2", "easy++", 26.0], ["KTH-SP2", "gaussier", 34.9]])
+    table = {r["scheduler"]: r for r in script.summary(tmp_path, rows[1:])}
+    e, g = table["easy++-online"], table["gaussier-online"]
+    assert e["jitter mean"] == "30.00" and e["jitter sd"] == "1.31" and e["unjittered"] == "31.00"
+    assert e["gap to authors"] == "-6.00" and e["vs authors"] == "exceeds"  # [36], 2 sd = 2.62
+    assert e["gap to log history"] == "+4.00" and e["vs log history"] == "exceeds"
+    assert g["gap to authors"] == "-9.00" and g["gap to log history"] == "+0.10"
+    assert g["vs log history"] == "within"
+    pair = script.paired(rows[1:])
+    assert pair["mean difference"] == "+5.00" and pair["reading"] == "above"
+    assert pair["gaussier above in"] == "8/8" and pair["unjittered difference"] == "+5.00"
+
+
+def test_an_unjittered_run_that_is_not_the_committed_one_stops_the_script(tmp_path: Path) -> None:
+    script = load_script(HERE / "online_noise.py", "online_noise_under_test")
+    with open(tmp_path / "easy_online_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "mean_bounded_slowdown"])
+        writer.writerow(["KTH-SP2", "easy++-online", 7.0])
+    rows = _noise_rows("KTH-SP2", [30.0, 29.0], [35.0, 34.0])
+    script.check_unjittered(tmp_path, rows[1:])  # 10 (1 - 0.3) = 7.0: equal, passes
+    rows[1]["mean_bounded_slowdown"] = 7.0001
+    with pytest.raises(SystemExit, match="committed 7.0"):
+        script.check_unjittered(tmp_path, rows[1:])
+
+
+def test_the_grid_range_against_the_authors_figure_and_the_cv_check(tmp_path: Path) -> None:
+    script = load_script(HERE / "gaussier_grid.py", "gaussier_grid_under_test")
+
+    def grid(trace: str, figures: list[float]) -> list[dict]:
+        base = {
+            "trace": trace,
+            "point": None,
+            "mean_bounded_slowdown": 10.0,
+            "improvement_over_easy_fcfs_pct": 0.0,
+        }
+        return [base] + [
+            {"trace": trace, "point": k, "loss": f"loss {k}", "improvement_over_easy_fcfs_pct": f}
+            | {"mean_bounded_slowdown": 10.0 * (1 - f / 100)}
+            for k, f in enumerate(figures, start=1)
+        ]
+
+    row = script.summary(grid("SDSC-SP2", [25.0, 12.0, 30.0]))
+    assert (row["min"], row["at"], row["max"], row["at "]) == ("12.00", 2, "30.00", 3)
+    assert row["inside [min, max]"] == "yes" and row["points above C-V"] == 1
+    assert script.summary(grid("SDSC-BLUE", [25.0, 12.0, 30.0]))["inside [min, max]"] == "no"  # [05]
+    runs = grid("KTH-SP2", [30.0, 20.0, 31.0]) + grid("CTC-SP2", [40.0, 45.0, 41.0])
+    lines = script.all_four(tmp_path, runs)
+    assert lines[0].endswith(": 1.") and lines[-1].startswith("| 3 | loss 3 | +1.00 | +1.00 |")
+    with open(tmp_path / "gaussier_online_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "mean_bounded_slowdown"])
+        writer.writerow(["KTH-SP2", "gaussier-online", 7.5])
+    with pytest.raises(SystemExit, match="grid point 1 gives 7.0"):
+        script.check_cv_point(tmp_path, grid("KTH-SP2", [30.0, 20.0]))
+    script.check_cv_point(tmp_path, grid("KTH-SP2", [25.0, 20.0]))  # 10 (1 - 0.25) = 7.5: passes
