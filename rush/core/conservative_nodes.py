@@ -55,6 +55,10 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 * The room is carried to the next job: its window's cuts are moved over the bookings between
   when that walks fewer bookings than building the room afresh (:mod:`rush.core.carried_room`;
   a kept reservation switched on or off under it makes the next job build afresh).
+* For whole-node and shared requests each node keeps its offer state (offering the job a
+  unit or not): a booking entry tests the rule only where it can change that offer (a take on
+  an offering node, a gift on one offering nothing), not before and after every entry
+  (tests/core/test_offer_states.py; issue 31, round 24).
 """
 
 from __future__ import annotations

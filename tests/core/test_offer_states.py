@@ -43,7 +43,11 @@ def _bookings(rng, capacity, count: int):
                 take_c.append(int(rng.integers(0, capacity[0][node] // 2 + 1)))
                 take_g.append(int(rng.integers(0, capacity[1][node] // 2 + 1)))
         slot[2 * b + 1] = len(at)
-    entries = (np.array(at, dtype=np.int64), np.array(take_c, dtype=np.int64), np.array(take_g, dtype=np.int64))
+    entries = (
+        np.array(at, dtype=np.int64),
+        np.array(take_c, dtype=np.int64),
+        np.array(take_g, dtype=np.int64),
+    )
     return t0, t1, slot, entries
 
 
@@ -79,7 +83,9 @@ def _slide(rule, capacity, eligible, bookings, duration: float):
     by_start, by_end = np.argsort(t0, kind="stable"), np.argsort(t1, kind="stable")
     room = (capacity[0].copy(), capacity[1].copy())
     units = _recount(rule, eligible, room, capacity)
-    state = np.array([(1 + u if rule[4] else 1) if e else 0 for u, e in zip(units, eligible)], dtype=np.int8)
+    state = np.array(
+        [(1 + u if rule[4] else 1) if e else 0 for u, e in zip(units, eligible, strict=True)], dtype=np.int8
+    )
     total = sum(units)
     next_out, next_in, window_end = 0, 0, 0.0
     for t in np.unique(np.concatenate(([0.0], t1))):
@@ -114,7 +120,7 @@ def test_offer_states_keep_the_total_of_a_recount(seed: int) -> None:
                 assert np.array_equal(room[0], fresh[0]) and np.array_equal(room[1], fresh[1])
             units = _recount(rule, eligible, room, capacity)
             assert total == sum(units)
-            assert list(state) == [1 + u if e else 0 for u, e in zip(units, eligible)]
+            assert list(state) == [1 + u if e else 0 for u, e in zip(units, eligible, strict=True)]
             steps += 1
         assert steps > 0
 
