@@ -12,13 +12,15 @@ the slide visits them. Variants, each a compiled loop over the same data:
 * ``room only``: the same loop updating the room, no offer test;
 * ``no GPU column``: the offer tests, cores only (the GPU column neither read nor written);
 * ``shared, no branch``: both columns, the shared request's offer test without branches;
-* ``shared, GPU flag``: the GPU test a per-node flag kept by GPU-taking entries only.
+* ``shared, GPU flag``: the GPU test a per-node flag kept by GPU-taking entries only;
+* ``offer states``: ``_apply`` testing the offer only where an entry can change it (a take on a
+  node offering a unit, a gift on one offering none: issue 31, round 24).
 
 Printed: ns per entry applied (median of ``--repeat`` sweeps of ``--sweeps`` passes each, CPU
 time), the load average.
 
 Run: ``python benchmarks/slide_entry_cost.py [--pending 10000] [--repeat 5] [--sweeps 20]``
-Figures: docs/research.md (issue 31, round 19).
+Figures: docs/research.md (issue 31, rounds 19 and 24).
 """
 
 from __future__ import annotations
@@ -73,9 +75,12 @@ def first_pass_bookings(pending: int) -> tuple:
 
 
 @njit(cache=True)
-def sweep_kernel(entries, by_start, by_end, spans, room, eligible, capacity, sweeps) -> int:
-    """Every booking taken (by start) and given back (by end), ``sweeps`` times, by ``_apply``."""
-    rule = (1, 0, 16, 0)
+def sweep_kernel(entries, by_start, by_end, spans, room, eligible, capacity, plan) -> int:
+    """Every booking taken (by start) and given back (by end), ``sweeps`` times, by ``_apply``
+    (``plan``: sweeps, and 1 to test the offer only where an entry can change it, the node
+    states in ``eligible``; 0: the test before and after every entry)."""
+    sweeps, flagged = plan
+    rule = (1, 0, 16, 0, flagged)
     at, c, g = entries[0], entries[1], entries[2]
     total = 0
     for _ in range(sweeps):
@@ -196,7 +201,13 @@ def main() -> None:
 
     def kernel():
         room = (capacity[0].copy(), capacity[1].copy())
-        return sweep_kernel(entries, by_start, by_end, spans, room, eligible, capacity, options.sweeps)
+        return sweep_kernel(entries, by_start, by_end, spans, room, eligible, capacity, (options.sweeps, 0))
+
+    def offer_states():
+        room = (capacity[0].copy(), capacity[1].copy())
+        # 0 not eligible, 1 eligible offering nothing, 2 offering (16 cores free on the full room)
+        state = np.where(eligible, np.where(room[0] >= 16, 2, 1), 0).astype(np.int8)
+        return sweep_kernel(entries, by_start, by_end, spans, room, state, capacity, (options.sweeps, 1))
 
     def room_only():
         room = (capacity[0].copy(), capacity[1].copy())
@@ -218,6 +229,7 @@ def main() -> None:
     variants = {
         "shared, GPU flag": gpu_flag,
         "kernel _apply": kernel,
+        "offer states": offer_states,
         "room only": room_only,
         "no GPU column": cores_only,
         "shared, no branch": shared,

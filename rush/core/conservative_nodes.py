@@ -55,6 +55,10 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 * The room is carried to the next job: its window's cuts are moved over the bookings between
   when that walks fewer bookings than building the room afresh (:mod:`rush.core.carried_room`;
   a kept reservation switched on or off under it makes the next job build afresh).
+* For whole-node and shared requests each node keeps its offer state (offering the job a
+  unit or not): a booking entry tests the rule only where it can change that offer (a take on
+  an offering node, a gift on one offering nothing), not before and after every entry
+  (tests/core/test_offer_states.py; issue 31, round 24).
 """
 
 from __future__ import annotations
@@ -78,12 +82,13 @@ NO_BOUND = -(1 << 62)
 
 @njit(cache=True, inline="always")
 def _offer(
-    rule: tuple[int, int, int, int], eligible: bool, room: tuple[int, int], capacity: tuple[int, int]
+    rule: tuple[int, int, int, int, int], eligible: bool, room: tuple[int, int], capacity: tuple[int, int]
 ) -> int:
     """Units one node offers a job on its room: the rule of :func:`rush.core.node_pool._units`
     (``rule``: nodes requested (0: cores anywhere), exclusive, cores and GPUs per node), kept
-    here so the pass can keep the total up to date as bookings come and go."""
-    nodes, exclusive, c_need, g_need = rule
+    here so the pass can keep the total up to date as bookings come and go; ``rule[4]``: see
+    :func:`_apply`."""
+    nodes, exclusive, c_need, g_need = rule[0], rule[1], rule[2], rule[3]
     if not eligible:
         return 0
     if nodes == 0:
@@ -100,25 +105,52 @@ def _apply(
     k1: int,
     sign: int,
     room: tuple[np.ndarray, np.ndarray],
-    eligible: np.ndarray,
+    state: np.ndarray,
     capacity: tuple[np.ndarray, np.ndarray],
-    rule: tuple[int, int, int, int],
+    rule: tuple[int, int, int, int, int],
 ) -> int:
     """Give back (sign 1) or take (sign -1) a booking's ``entries`` (node, cores, GPUs)
     ``k0 .. k1`` on ``room``; returns the change of the job's total units (:func:`_offer`).
+    ``state`` per node: 0 not eligible, 1 eligible offering nothing, 2 offering a unit. With
+    ``rule[4]`` set (a one-unit-per-node request on takes of at least 0) the rule is tested
+    only where an entry can change the node's offer: a take on an offering node, a gift on one
+    offering nothing (the offer is monotone in the room); ``state`` is kept equal to 1 + offer.
     Plain arrays, not named tuples: this is the pass's innermost loop."""
     at, take_c, take_g = entries
     room_c, room_g = room
     cap_c, cap_g = capacity
     delta = 0
+    if rule[4]:
+        can_change = 2 if sign < 0 else 1
+        for k in range(k0, k1):
+            node = at[k]
+            room_c[node] += sign * take_c[k]
+            room_g[node] += sign * take_g[k]
+            was = state[node]
+            if was == can_change:
+                now = 1 + _offer(rule, True, (room_c[node], room_g[node]), (cap_c[node], cap_g[node]))
+                state[node] = now
+                delta += now - was
+        return delta
     for k in range(k0, k1):
         node = at[k]
         cap = (cap_c[node], cap_g[node])
-        delta -= _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
+        eligible = state[node] > 0
+        delta -= _offer(rule, eligible, (room_c[node], room_g[node]), cap)
         room_c[node] += sign * take_c[k]
         room_g[node] += sign * take_g[k]
-        delta += _offer(rule, eligible[node], (room_c[node], room_g[node]), cap)
+        delta += _offer(rule, eligible, (room_c[node], room_g[node]), cap)
     return delta
+
+
+@njit(cache=True)
+def _takes_at_least_0(entries: tuple[np.ndarray, np.ndarray, np.ndarray], span: tuple[int, int]) -> bool:
+    """Whether every entry in ``span`` takes at least 0 cores and 0 GPUs."""
+    _, take_c, take_g = entries
+    for k in range(span[0], span[1]):
+        if take_c[k] < 0 or take_g[k] < 0:
+            return False
+    return True
 
 
 @njit(cache=True)
@@ -593,7 +625,7 @@ def conservative_nodes_pass(
     for b in range(nb):
         _insert_sorted(start_at, by_start, b, b_t0[b], b)
         _insert_sorted(end_at, by_end, b, b_t1[b], b)
-    eligible = np.zeros(m, dtype=np.bool_)
+    eligible = np.zeros(m, dtype=np.int8)  # per node: 0 not eligible, 1 eligible, 2 offering
     cap_c, cap_g = pool.cores, pool.gpus
     base_c, base_g = base
     capacity_of = (cap_c, cap_g)
@@ -729,6 +761,9 @@ def conservative_nodes_pass(
         own_c[s] = c
         own_g[s] = g
         nb += 1
+    # Every take so far at least 0 (running jobs: ``sound``; kept reservations here, placements
+    # as they are made): only then is each node's offer monotone in its room (:func:`_apply`).
+    monotone = sound and _takes_at_least_0(entries_of, (0, used))
     windows = (kept_t0[:nkept], kept_len[:nkept])
     if gpu_counts:
         _occupy_all((ptime_g, avail_g), n, windows, kept_g[:nkept])
@@ -796,7 +831,10 @@ def conservative_nodes_pass(
                 n = _occupy(ptime_c, avail_c, n, kept_at, duration, own_c[s])
         placed_at = -1.0
         count = NO_FIT
-        rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j])
+        # One unit or none per node (whole nodes, shared nodes) on takes of at least 0: an entry
+        # tests the rule only where it can change the node's offer (:func:`_apply`).
+        flagged = 1 if monotone and request.nodes[j] > 0 else 0
+        rule = (request.nodes[j], int(request.exclusive[j]), request.cores[j], request.gpus[j], flagged)
         # The earliest candidate where the counts fit, not before what a job asking for no
         # more found: none before it can fit on nodes.
         shape = _shape(view, j, need)
@@ -824,10 +862,10 @@ def conservative_nodes_pass(
                 room.cores[:] = base[0]
                 room.gpus[:] = base[1]
             for node in range(m):
-                eligible[node] = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
-                total += _offer(
-                    rule, eligible[node], (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node])
-                )
+                ok = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
+                unit = _offer(rule, ok, (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node]))
+                total += unit
+                eligible[node] = (2 if flagged and unit > 0 else 1) if ok else 0
             next_out = to_out
             next_in = to_in
             carried = True
@@ -918,6 +956,7 @@ def conservative_nodes_pass(
             n = _occupy(ptime_c, avail_c, n, placed_at, duration, -c)
             b_slot[2 * nb] = used
             b_slot[2 * nb + 1] = used + count
+            monotone = monotone and _takes_at_least_0(entries_of, (used, used + count))
             _insert_sorted(start_at, by_start, nb, b_t0[nb], nb)
             _insert_sorted(end_at, by_end, nb, b_t1[nb], nb)
             # It starts inside the carried room's window [placed_at, window_end): the room
