@@ -104,11 +104,8 @@ PATCHES = (
         "                extra = 0\n"
         "                for node in range(m):\n"
         "                    ok = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)\n"
-        "                    room_at = (room.cores[node], room.gpus[node])\n"
-        "                    if flagged:\n"
-        "                        extra += _state(rule, ok, room_at, (cap_c[node], cap_g[node]))\n"
-        "                    else:\n"
-        "                        extra += _offer(rule, ok, room_at, (cap_c[node], cap_g[node])) + (1 if ok else 0)\n"
+        "                    unit = _offer(rule, ok, (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node]))\n"
+        "                    extra += unit + (_gpu_part(rule, room.gpus[node], cap_g[node]) if ok and flagged else 0)\n"
         "                tally[SINK] += extra\n"
         "            next_out = to_out\n            next_in = to_in\n            carried = True\n",
     ),
