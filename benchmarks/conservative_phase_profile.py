@@ -105,7 +105,7 @@ PATCHES = (
         "                for node in range(m):\n"
         "                    ok = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)\n"
         "                    unit = _offer(rule, ok, (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node]))\n"
-        "                    extra += unit + (_gpu_part(rule, room.gpus[node], cap_g[node]) if ok and flagged else 0)\n"
+        "                    extra += unit + ((2 if flagged and unit > 0 else 1) if ok else 0)\n"
         "                tally[SINK] += extra\n"
         "            next_out = to_out\n            next_in = to_in\n            carried = True\n",
     ),

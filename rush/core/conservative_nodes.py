@@ -58,10 +58,7 @@ tests/core/test_conservative_nodes_speed.py checks against the pre-optimisation 
 * For whole-node and shared requests each node keeps its offer state (offering the job a
   unit or not): a booking entry tests the rule only where it can change that offer (a take on
   an offering node, a gift on one offering nothing), not before and after every entry
-  (tests/core/test_offer_states.py; issue 31, round 24). The state also says whether the GPU
-  part of the rule holds, so for those requests only an entry taking GPUs reads or writes the
-  GPU room (one taking none adds nothing to it); for the others only such an entry writes it
-  (tests/core/test_offer_parts.py; issue 31, rounds 19 and 25).
+  (tests/core/test_offer_states.py; issue 31, round 24).
 """
 
 from __future__ import annotations
@@ -102,43 +99,6 @@ def _offer(
 
 
 @njit(cache=True, inline="always")
-def _gpu_part(rule: tuple[int, int, int, int, int], room_g: int, cap_g: int) -> bool:
-    """The GPU part of :func:`_offer`'s rule on an eligible node (cores anywhere read no GPUs):
-    the offer is this and :func:`_cores_part`."""
-    nodes, exclusive, g_need = rule[0], rule[1], rule[3]
-    if nodes == 0:
-        return True
-    if exclusive:
-        return room_g == cap_g
-    return room_g >= g_need
-
-
-@njit(cache=True, inline="always")
-def _cores_part(rule: tuple[int, int, int, int, int], room_c: int, cap_c: int) -> int:
-    """:func:`_offer` on an eligible node whose :func:`_gpu_part` holds, from its cores room."""
-    nodes, exclusive, c_need = rule[0], rule[1], rule[2]
-    if nodes == 0:
-        return max(room_c, 0)
-    if exclusive:
-        return 1 if room_c == cap_c else 0
-    return 1 if room_c >= c_need else 0
-
-
-@njit(cache=True, inline="always")
-def _state(
-    rule: tuple[int, int, int, int, int], eligible: bool, room: tuple[int, int], capacity: tuple[int, int]
-) -> int:
-    """A node's offer state for a one-unit-per-node request (whole or shared nodes): 0 not
-    eligible; 3 eligible, its GPU part failing (so offering nothing, whatever its cores);
-    1 its GPU part holding, its cores part not; 2 offering a unit."""
-    if not eligible:
-        return 0
-    if not _gpu_part(rule, room[1], capacity[1]):
-        return 3
-    return 1 + _cores_part(rule, room[0], capacity[0])
-
-
-@njit(cache=True, inline="always")
 def _apply(
     entries: tuple[np.ndarray, np.ndarray, np.ndarray],
     k0: int,
@@ -151,15 +111,11 @@ def _apply(
 ) -> int:
     """Give back (sign 1) or take (sign -1) a booking's ``entries`` (node, cores, GPUs)
     ``k0 .. k1`` on ``room``; returns the change of the job's total units (:func:`_offer`).
-    An entry taking no GPUs leaves the GPU room as it is (it adds 0), so it does not touch it.
-    ``state`` per node: 0 not eligible, else eligible; with ``rule[4]`` set (a one-unit-per-node
-    request on takes of at least 0) it is :func:`_state`, and an entry taking no GPUs, which
-    cannot change the GPU part, tests the cores part only where it can change the node's offer:
-    a take on an offering node (2), a gift on one whose GPU part holds but not its cores (1)
-    (the rule is monotone in the room); an entry taking GPUs recomputes the state. Otherwise
-    (cores anywhere, unsound passes) the rule is tested before and after every entry. Plain
-    arrays, not named tuples: this is the pass's innermost loop. Two loops, the first returning:
-    a third (cores anywhere apart) or an if/else made every path 2.5x slower compiled (round 25)."""
+    ``state`` per node: 0 not eligible, 1 eligible offering nothing, 2 offering a unit. With
+    ``rule[4]`` set (a one-unit-per-node request on takes of at least 0) the rule is tested
+    only where an entry can change the node's offer: a take on an offering node, a gift on one
+    offering nothing (the offer is monotone in the room); ``state`` is kept equal to 1 + offer.
+    Plain arrays, not named tuples: this is the pass's innermost loop."""
     at, take_c, take_g = entries
     room_c, room_g = room
     cap_c, cap_g = capacity
@@ -169,14 +125,10 @@ def _apply(
         for k in range(k0, k1):
             node = at[k]
             room_c[node] += sign * take_c[k]
+            room_g[node] += sign * take_g[k]
             was = state[node]
-            if take_g[k] != 0:
-                room_g[node] += sign * take_g[k]
-                now = _state(rule, was > 0, (room_c[node], room_g[node]), (cap_c[node], cap_g[node]))
-                state[node] = now
-                delta += int(now == 2) - int(was == 2)
-            elif was == can_change:
-                now = 1 + _cores_part(rule, room_c[node], cap_c[node])
+            if was == can_change:
+                now = 1 + _offer(rule, True, (room_c[node], room_g[node]), (cap_c[node], cap_g[node]))
                 state[node] = now
                 delta += now - was
         return delta
@@ -186,8 +138,7 @@ def _apply(
         eligible = state[node] > 0
         delta -= _offer(rule, eligible, (room_c[node], room_g[node]), cap)
         room_c[node] += sign * take_c[k]
-        if take_g[k] != 0:
-            room_g[node] += sign * take_g[k]
+        room_g[node] += sign * take_g[k]
         delta += _offer(rule, eligible, (room_c[node], room_g[node]), cap)
     return delta
 
@@ -674,7 +625,7 @@ def conservative_nodes_pass(
     for b in range(nb):
         _insert_sorted(start_at, by_start, b, b_t0[b], b)
         _insert_sorted(end_at, by_end, b, b_t1[b], b)
-    eligible = np.zeros(m, dtype=np.int8)  # per node: 0 not eligible, else eligible (_state)
+    eligible = np.zeros(m, dtype=np.int8)  # per node: 0 not eligible, 1 eligible, 2 offering
     cap_c, cap_g = pool.cores, pool.gpus
     base_c, base_g = base
     capacity_of = (cap_c, cap_g)
@@ -914,12 +865,7 @@ def conservative_nodes_pass(
                 ok = usable[node] and (p < 0 or ((parts[node] >> p) & 1) == 1)
                 unit = _offer(rule, ok, (room.cores[node], room.gpus[node]), (cap_c[node], cap_g[node]))
                 total += unit
-                if not ok:
-                    eligible[node] = 0
-                elif flagged and not _gpu_part(rule, room.gpus[node], cap_g[node]):
-                    eligible[node] = 3
-                else:
-                    eligible[node] = 1 + unit if flagged else 1
+                eligible[node] = (2 if flagged and unit > 0 else 1) if ok else 0
             next_out = to_out
             next_in = to_in
             carried = True

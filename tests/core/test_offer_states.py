@@ -1,9 +1,8 @@
 """The conservative node pass's offer states keep the job's units exact (issue 31, round 24).
 
 :func:`rush.core.conservative_nodes._apply` keeps, for whole-node and shared requests, a state
-per node (0 not eligible, 3 its GPUs failing the rule, 1 offering nothing on its cores, 2
-offering a unit) and tests the offer rule only where an entry can change it: a take on an
-offering node, a gift on one offering nothing on its cores, any entry taking GPUs (round 25). Here
+per node (0 not eligible, 1 offering nothing, 2 offering a unit) and tests the offer rule only
+where an entry can change it: a take on an offering node, a gift on one offering nothing. Here
 a room is slid over random bookings as the pass slides it (bookings ending by the window's start
 leave it, those starting before its end enter it) with the states, and after every booking the
 room, the total and the states are compared with a recount of :func:`_offer` over every node
@@ -58,17 +57,6 @@ def _rule(rng, capacity, flagged: int):
     return (int(rng.integers(1, 4)), 0, int(rng.integers(1, 17)), int(rng.integers(0, 3)), flagged)
 
 
-def _want_states(rule, eligible, room, capacity) -> list[int]:
-    """0 not eligible; 3 when the node's GPUs fail the rule; else 1 + its offer (1 for every
-    eligible node without the states)."""
-    states = []
-    for n in range(eligible.shape[0]):
-        units = _offer(rule, bool(eligible[n]), (room[0][n], room[1][n]), (capacity[0][n], capacity[1][n]))
-        gpus_hold = room[1][n] == capacity[1][n] if rule[1] else room[1][n] >= rule[3]
-        states.append(0 if not eligible[n] else 1 if not rule[4] else 1 + units if gpus_hold else 3)
-    return states
-
-
 def _recount(rule, eligible, room, capacity) -> list[int]:
     return [
         _offer(rule, bool(eligible[n]), (room[0][n], room[1][n]), (capacity[0][n], capacity[1][n]))
@@ -95,7 +83,9 @@ def _slide(rule, capacity, eligible, bookings, duration: float):
     by_start, by_end = np.argsort(t0, kind="stable"), np.argsort(t1, kind="stable")
     room = (capacity[0].copy(), capacity[1].copy())
     units = _recount(rule, eligible, room, capacity)
-    state = np.array(_want_states(rule, eligible, room, capacity), dtype=np.int8)
+    state = np.array(
+        [(1 + u if rule[4] else 1) if e else 0 for u, e in zip(units, eligible, strict=True)], dtype=np.int8
+    )
     total = sum(units)
     next_out, next_in, window_end = 0, 0, 0.0
     for t in np.unique(np.concatenate(([0.0], t1))):
@@ -130,7 +120,7 @@ def test_offer_states_keep_the_total_of_a_recount(seed: int) -> None:
                 assert np.array_equal(room[0], fresh[0]) and np.array_equal(room[1], fresh[1])
             units = _recount(rule, eligible, room, capacity)
             assert total == sum(units)
-            assert list(state) == _want_states(rule, eligible, room, capacity)
+            assert list(state) == [1 + u if e else 0 for u, e in zip(units, eligible, strict=True)]
             steps += 1
         assert steps > 0
 
