@@ -51,7 +51,9 @@ entry apart (``slide_entry_cost.py``: its offer tests and GPU column are two thi
 the GPU test as a per-node flag written only by GPU-taking entries: exact, 0.88-0.90x main,
 short of the 0.80x fixed beforehand, so not merged either. Round 24 tests the offer rule only
 where an entry can change a node's offer (per-node offer states for whole-node and shared
-requests): exact, 0.83-0.88x main, kept (its criterion was 0.90x).
+requests): exact, 0.83-0.88x main, kept (its criterion was 0.90x). Round 25 stacked round
+19's GPU flag on those states (the GPU part in each node's state): exact, but 0.95-1.06x round
+24's kernel against a 0.93x criterion, so not merged (commit dcf1007).
 """
 
 from __future__ import annotations
