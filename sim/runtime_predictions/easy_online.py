@@ -27,13 +27,14 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 JOB_SETS = ("published", "full")
 OUT = Path(__file__).parent / "results"
 # Table 6.6 of 003_a2a26e2c92a971c9.txt: EASY++ (the thesis's, Tsafrir et al.'s own).
-PUBLISHED = {"KTH-SP2": (23, 36), "CTC-SP2": (1, 37), "SDSC-BLUE": (38, 47), "SDSC-SP2": (32, 29)}
+PUBLISHED = {trace: (row.easy_pp_thesis, row.easy_pp_authors) for trace, row in TABLE_6_6.items()}
 SUMMARY = ["trace", "jobs", "EASY++ log history", "EASY++ online", "online - log", "thesis", "Tsafrir et al."]
 RUNS = [
     "trace",

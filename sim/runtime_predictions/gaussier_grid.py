@@ -27,12 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, markdown_lines, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 OUT = Path(__file__).parent / "results"
 JOB_SET = "published"
-AUTHORS = {"KTH-SP2": 44, "CTC-SP2": 59, "SDSC-BLUE": 5, "SDSC-SP2": 15}
+AUTHORS = {trace: row.gaussier_authors for trace, row in TABLE_6_6.items()}  # Table 6.6
 RUNS = [
     "trace",
     "jobs",

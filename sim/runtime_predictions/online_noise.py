@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
@@ -36,8 +37,8 @@ OUT = Path(__file__).parent / "results"
 JOB_SET = "published"  # the brief's; the committed single runs compared are the published set's
 # Table 6.6 of 003_a2a26e2c92a971c9.txt: the original authors' own figures.
 AUTHORS = {
-    "easy++-online": {"KTH-SP2": 36, "CTC-SP2": 37, "SDSC-BLUE": 47, "SDSC-SP2": 29},
-    "gaussier-online": {"KTH-SP2": 44, "CTC-SP2": 59, "SDSC-BLUE": 5, "SDSC-SP2": 15},
+    "easy++-online": {trace: row.easy_pp_authors for trace, row in TABLE_6_6.items()},
+    "gaussier-online": {trace: row.gaussier_authors for trace, row in TABLE_6_6.items()},
 }
 # The log-history figure of each scheduler: EASY++ on the log's history, the weekly Gaussier column
 # (run.py's committed schedulers.csv rows).
@@ -55,7 +56,6 @@ RUNS = [
     "underpredicted",
     "predicted_1s",
 ]
-T975 = {7: 2.365, 15: 2.131, 31: 2.040}  # Student's t, 97.5 % quantile, by degrees of freedom
 
 
 def verdict(gap: float, sd: float) -> str:
@@ -155,7 +155,9 @@ def paired(rows: list[dict]) -> dict:
     seeds = sorted({s for _, s in by})
     diff = [by["gaussier-online", s] - by["easy++-online", s] for s in seeds]
     mean, sd = statistics.mean(diff), statistics.stdev(diff)
-    half = T975.get(len(diff) - 1, 2.0) * sd / math.sqrt(len(diff))
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, len(diff) - 1)) * sd / math.sqrt(len(diff))
     single = next(r for r in rows if r["seed"] == 0 and r["scheduler"] == "gaussier-online")
     single_easy = next(r for r in rows if r["seed"] == 0 and r["scheduler"] == "easy++-online")
     return {

@@ -29,20 +29,15 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 
+from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 JOB_SETS = ("published", "full")
 OUT = Path(__file__).parent / "results"
 CLASSES = Path(__file__).parent.parent / "runtime_classes" / "results"
-# Table 6.6 of 003_a2a26e2c92a971c9.txt: (EASY++ thesis, EASY++ original, Gaussier original,
-# FCFS-CI, SPF-CI); None: no figure.
-PUBLISHED = {
-    "KTH-SP2": (23, 36, 44, 50, 59),
-    "CTC-SP2": (1, 37, 59, 79, 85),
-    "SDSC-BLUE": (38, 47, 5, 63, 74),
-    "SDSC-SP2": (32, 29, 15, 66, 75),
-}
+# Table 6.6 of 003_a2a26e2c92a971c9.txt, as published.
+PUBLISHED = TABLE_6_6
 
 
 def one(trace: str, job_set: str, out: Path):
