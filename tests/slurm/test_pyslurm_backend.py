@@ -247,15 +247,20 @@ def test_submit_cancel_and_accounting(slurm):
     unknown = b.cancel(999999)
     assert not unknown.ok and "Invalid job id" in unknown.answer
     failing = b.submit(name="fails", procs=1, time_limit=60, command=["sh", "-c", "exit 3"])
-    failed = wait_for(lambda: next(iter(b.accounting([failing])), None), timeout=60)
-    assert failed["state"] == "FAILED" and failed["exit_code"] == "3:0"
-    # slurmctld's own record can still be completing when pyslurm reports the end (the commands
-    # backend then answers from the jobcomp file, without restarts): compare with the settled one.
+    first = wait_for(lambda: next(iter(b.accounting([failing])), None), timeout=60)
+    assert first["state"] == "FAILED" and first["exit_code"] == "3:0"
+    # slurmctld's own record can still be completing when the end is first seen: either backend
+    # then answers from the jobcomp file (without restarts). Compare the two settled records.
     commands = commands_backend(slurm)
-    settled = wait_for(
-        lambda: r if (r := commands.accounting([failing])[0])["source"] != "jobcomp" else None, timeout=30
-    )
-    assert failed == settled | {"source": "pyslurm"}
+
+    def settled(backend: RJMSBackend) -> dict:
+        return wait_for(
+            lambda: r if (r := backend.accounting([failing])[0])["source"] != "jobcomp" else None, timeout=30
+        )
+
+    failed = settled(b)
+    assert failed["source"] == "pyslurm" and failed["state"] == "FAILED" and failed["exit_code"] == "3:0"
+    assert failed == settled(commands) | {"source": "pyslurm"}
 
 
 @needs_pyslurm
