@@ -62,6 +62,13 @@ def _predictions(row: dict, workload) -> None:
     row["predicted_1s"] = float(np.mean(predicted <= 1.0))
 
 
+def _against_easy_fcfs(base: dict, rows: list[dict]) -> None:
+    """Each row's improvement over EASY-FCFS's ``base``; the cumulative curves dropped (not tabled)."""
+    _with_improvements([base, *rows], base)
+    for r in [base, *rows]:
+        r.pop("cumulative")
+
+
 def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
     """EASY-FCFS, then each of :data:`ONLINE_SCHEDULERS` (SJBF, stepwise correction) with every
     jitter seed in ``seeds`` (0: none), each row with its ``seed`` and improvement over EASY-FCFS."""
@@ -82,9 +89,7 @@ def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
             )
             _predictions(r, workload)
             rows.append(r | {"seed": seed})
-    _with_improvements([base, *rows], base)
-    for r in [base, *rows]:
-        r.pop("cumulative")
+    _against_easy_fcfs(base, rows)
     return [base | {"seed": None}, *rows]
 
 
@@ -100,7 +105,5 @@ def gaussier_grid_runs(trace: str, job_set: str, points: tuple = GRID) -> list[d
         r = _row(trace, job_set, workload, "gaussier-online", config, online="gaussier-online", study=study)
         _predictions(r, workload)
         rows.append(r | {"point": k, "loss": grid_label(point)})
-    _with_improvements([base, *rows], base)
-    for r in [base, *rows]:
-        r.pop("cumulative")
+    _against_easy_fcfs(base, rows)
     return [base | {"point": None, "loss": None}, *rows]
