@@ -58,9 +58,9 @@ RIDGE_UNDERPREDICTION_COST = 10.0  # D-g1's variant: the weekly ridge's asymmetr
 # parameter, the threshold (seconds) and the weight's code.
 EL_RIGHT, EL_RIGHT_PARAM, EL_LEFT, EL_LEFT_PARAM, EL_THRESHOLD, EL_WEIGHT = range(6)
 CURVES: dict[str, int] = {"abs": 0, "square": 1, "exp": 2}
-CURVE_ABS, CURVE_SQUARE, CURVE_EXP = 0, 1, 2
+CURVE_ABS, CURVE_SQUARE, CURVE_EXP = CURVES["abs"], CURVES["square"], CURVES["exp"]
 WEIGHTS: dict[str, int] = {"1": 0, "5+log(r/m)": 1, "5+log(m/r)": 2, "11+log(1/(r*m))": 3, "1+log(m*r)": 4}
-WEIGHT_LOG_MR = 4
+WEIGHT_LOG_MR = WEIGHTS["1+log(m*r)"]
 # Their cross-validated triple's loss: overprediction squared, underprediction linear, threshold 0,
 # weight 1 + ln(m r) (the E-Loss of the committed online column).
 CV_LOSS = np.array([CURVE_SQUARE, 1.0, CURVE_ABS, 1.0, 0.0, WEIGHT_LOG_MR], dtype=np.float64)
@@ -102,16 +102,37 @@ def composite_loss(
             where="gaussier_loss weight",
             fix=f"use one of: {', '.join(WEIGHTS)}",
         )
-    numbers = (right_param, left_param, threshold)
-    if not all(math.isfinite(v) and v >= 0.0 for v in numbers):
-        raise PolicyError(
-            f"loss parameters and threshold must be finite and >= 0, got {numbers}",
-            where="gaussier_loss",
-            fix="give their grid's values (parameters 0.0001-10000, threshold 0, 60 or 600)",
-        )
-    return np.array(
-        [CURVES[right], right_param, CURVES[left], left_param, threshold, WEIGHTS[weight]], dtype=np.float64
+    return checked_loss(
+        np.array(
+            [CURVES[right], right_param, CURVES[left], left_param, threshold, WEIGHTS[weight]],
+            dtype=np.float64,
+        ),
+        "gaussier_loss",
     )
+
+
+def checked_loss(loss: np.ndarray, where: str) -> np.ndarray:
+    """``loss`` if it is six numbers the loop can learn on (``EL_*`` columns: curve and weight
+    codes of :data:`CURVES` and :data:`WEIGHTS`, parameters and threshold finite and >= 0), else a
+    PolicyError naming ``where``: a NaN or negative parameter would make every prediction NaN or
+    reverse the loss."""
+    if loss.shape != CV_LOSS.shape:
+        raise PolicyError(
+            f"a loss must be {CV_LOSS.size} numbers, got shape {loss.shape}",
+            where=where,
+            fix="build it with rush.core.gaussier_online.composite_loss",
+        )
+    codes_ok = {loss[EL_RIGHT], loss[EL_LEFT]} <= set(CURVES.values()) and loss[EL_WEIGHT] in WEIGHTS.values()
+    numbers = (float(loss[EL_RIGHT_PARAM]), float(loss[EL_LEFT_PARAM]), float(loss[EL_THRESHOLD]))
+    if not codes_ok or not all(math.isfinite(v) and v >= 0.0 for v in numbers):
+        raise PolicyError(
+            f"loss parameters and threshold must be finite and >= 0 and its curve and weight codes "
+            f"known, got {loss.tolist()}",
+            where=where,
+            fix="give their grid's values (parameters 0.0001-10000, threshold 0, 60 or 600) "
+            "through rush.core.gaussier_online.composite_loss",
+        )
+    return loss
 
 
 class GaussierState(NamedTuple):

@@ -17,7 +17,7 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.fairshare import Associations, DecayedFairShare, associations, fair_share_tree, no_fair_share
-from rush.core.gaussier_online import CV_LOSS
+from rush.core.gaussier_online import CV_LOSS, checked_loss
 from rush.core.names import LINEAR_FEATURES, NEUTRAL_FAIRSHARE
 from rush.core.node_pool import NodeRequests, NodeView, new_slots
 from rush.core.node_view import node_view, procs_only_view, uniform_pool
@@ -138,7 +138,7 @@ def _study_knobs(inputs: SimInputs) -> tuple[int, np.ndarray]:
             where="SimInputs.gaussier_loss",
             fix="build it with rush.core.gaussier_online.composite_loss and give a gaussier-online source",
         )
-    return int(seed), loss
+    return int(seed), checked_loss(loss, "SimInputs.gaussier_loss")
 
 
 def _history_users(workload: Workload, inputs: SimInputs) -> np.ndarray:

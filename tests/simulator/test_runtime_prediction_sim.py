@@ -424,6 +424,22 @@ def test_the_default_loss_is_their_cv_triple_and_another_loss_learns_otherwise()
         ),
         ({"online_prediction": "easy++-online", "gaussier_loss": np.zeros(6)}, "SimInputs.gaussier_loss"),
         ({"online_prediction": "gaussier-online", "gaussier_loss": np.zeros(5)}, "SimInputs.gaussier_loss"),
+        # Six numbers, but not a loss the loop can learn on: NaN, negative or infinite parameters,
+        # unknown curve or weight codes (a raw array skips composite_loss's own checks).
+        *(
+            (
+                {"online_prediction": "gaussier-online", "gaussier_loss": np.array(bad, float)},
+                "SimInputs.gaussier_loss",
+            )
+            for bad in (
+                [1, np.nan, 0, 1, 0, 4],
+                [1, 1, 0, -1, 0, 4],
+                [1, 1, 0, 1, np.inf, 4],
+                [7, 1, 0, 1, 0, 4],
+                [1, 1, 0.5, 1, 0, 4],
+                [1, 1, 0, 1, 0, 9],
+            )
+        ),
     ],
 )
 def test_bad_study_knobs_are_refused(inputs: dict, where: str) -> None:
