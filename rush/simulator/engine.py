@@ -117,9 +117,9 @@ def _study_knobs(inputs: SimInputs) -> tuple[int, np.ndarray]:
     """``inputs``' jitter seed and Gaussier loss, checked: each only with the online source it
     perturbs; a seed an integer >= 0; a loss six numbers."""
     seed = inputs.prediction_jitter_seed
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or not 0 <= seed < 2**63:
         raise RushError(
-            f"the jitter seed must be an integer >= 0, got {seed!r}",
+            f"the jitter seed must be an integer from 0 to 2**63 - 1, got {seed!r}",
             where="SimInputs.prediction_jitter_seed",
             fix="give 0 (no jitter) or a seed >= 1",
         )

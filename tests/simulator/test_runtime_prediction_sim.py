@@ -422,6 +422,10 @@ def test_the_default_loss_is_their_cv_triple_and_another_loss_learns_otherwise()
             {"online_prediction": "easy++-online", "prediction_jitter_seed": 1.5},
             "SimInputs.prediction_jitter_seed",
         ),
+        (  # beyond the 64-bit counter hash's seed
+            {"online_prediction": "easy++-online", "prediction_jitter_seed": 2**64},
+            "SimInputs.prediction_jitter_seed",
+        ),
         ({"online_prediction": "easy++-online", "gaussier_loss": np.zeros(6)}, "SimInputs.gaussier_loss"),
         ({"online_prediction": "gaussier-online", "gaussier_loss": np.zeros(5)}, "SimInputs.gaussier_loss"),
         # Six numbers, but not a loss the loop can learn on: NaN, negative or infinite parameters,
