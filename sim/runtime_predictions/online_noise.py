@@ -1,9 +1,10 @@
-"""The schedule's own noise for the two online schedulers, paired (round 26).
+"""The schedule's own noise for the two online schedulers, paired (round 26; the full job set, round 27).
 
 easy++-online and gaussier-online (SJBF, stepwise correction, Table 6.6's protocol) unjittered
 (seed 0, the committed single runs) and under an information-free jitter of each online prediction
 inside the loop (``SimInputs.prediction_jitter_seed``; |e| <= 0.1 %), the same seeds for both
-(``rush.studies.runtime_online_readings.online_noise_runs``). Writes ``results/<job set>/``:
+(``rush.studies.runtime_online_readings.online_noise_runs``). ``--job-set published`` (the default,
+round 26's committed run) or ``full``; each job set writes its own ``results/<job set>/``:
 
 * ``online_noise_runs.md`` / ``.csv``: every simulation;
 * ``online_noise.md`` / ``.csv``: per scheduler and trace, the jittered runs' mean, sd, min and
@@ -12,11 +13,13 @@ inside the loop (``SimInputs.prediction_jitter_seed``; |e| <= 0.1 %), the same s
 * ``online_noise_paired.md`` / ``.csv``: per trace, gaussier-online minus easy++-online per seed,
   its mean, sd and 95 % t-interval.
 
-The seed-0 runs must equal the committed ``easy_online_runs.csv`` / ``gaussier_online_runs.csv``
-rows (the jitter off changes nothing; the script exits otherwise). Rows of traces not run are kept.
+The seed-0 runs must equal the job set's committed ``easy_online_runs.csv`` /
+``gaussier_online_runs.csv`` rows (the jitter off changes nothing; the script exits otherwise; a
+cell without a committed single run is named and its check skipped). Rows of traces not run are
+kept.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/online_noise.py [--traces KTH-SP2,...] [--seeds 16]
+        python sim/runtime_predictions/online_noise.py [--job-set full] [--traces KTH-SP2,...] [--seeds 16]
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 OUT = Path(__file__).parent / "results"
-JOB_SET = "published"  # the brief's; the committed single runs compared are the published set's
+# Each job set reads its own committed single runs and references and writes its own tables.
+JOB_SETS = ("published", "full")
 # Table 6.6 of 003_a2a26e2c92a971c9.txt: the original authors' own figures.
 AUTHORS = {
     "easy++-online": {trace: row.easy_pp_authors for trace, row in TABLE_6_6.items()},
@@ -72,19 +76,33 @@ def committed_row(out: Path, name: str, trace: str, scheduler: str) -> dict | No
     )
 
 
-def check_unjittered(out: Path, rows: list[dict]) -> None:
-    """The seed-0 runs equal the committed single runs to the last digit (else exit)."""
+def results_dir(job_set: str) -> Path:
+    """``results/<job set>/``: where a job set's references are read and its tables written."""
+    if job_set not in JOB_SETS:
+        raise ValueError(f"job set {job_set!r}: choose from {', '.join(JOB_SETS)}")
+    return OUT / job_set
+
+
+def check_unjittered(out: Path, rows: list[dict]) -> list[str]:
+    """The seed-0 runs equal the committed single runs to the last digit (else exit). Returns, and
+    prints, the cells whose check was skipped because no single run of theirs is committed."""
+    skipped = []
     for r in rows:
         if r["seed"] != 0:
             continue
-        done = committed_row(out, COMMITTED_RUNS[r["scheduler"]], r["trace"], r["scheduler"])
+        name = COMMITTED_RUNS[r["scheduler"]]
+        done = committed_row(out, name, r["trace"], r["scheduler"])
         if done is None:
+            why = "no such file" if not (out / name).exists() else "no row for it"
+            skipped.append(f"{r['trace']} {r['scheduler']}: seed-0 check skipped ({out.name}/{name}: {why})")
+            print(skipped[-1], flush=True)
             continue
         want = float(done["mean_bounded_slowdown"])
         if abs(r["mean_bounded_slowdown"] - want) > 1e-9 * want:
             sys.exit(
                 f"{r['trace']} {r['scheduler']}: unjittered {r['mean_bounded_slowdown']}, committed {want}"
             )
+    return skipped
 
 
 def summary(out: Path, rows: list[dict]) -> list[dict]:
@@ -172,21 +190,22 @@ def paired(rows: list[dict]) -> dict:
     }
 
 
-def run(traces: list[str], seeds: int) -> None:
+def run(traces: list[str], seeds: int, job_set: str) -> None:
     from rush.studies.runtime_online_readings import online_noise_runs
 
-    out = OUT / JOB_SET
+    out = results_dir(job_set)
+    out.mkdir(parents=True, exist_ok=True)
     runs = rows_not_rerun(out / "online_noise_runs.csv", traces, numbers=True)
     table = rows_not_rerun(out / "online_noise.csv", traces)
     pairs = rows_not_rerun(out / "online_noise_paired.csv", traces)
     for trace in traces:
         started = time.time()
-        rows = online_noise_runs(trace, JOB_SET, list(range(seeds + 1)))
+        rows = online_noise_runs(trace, job_set, list(range(seeds + 1)))
         check_unjittered(out, rows)
         runs += rows
         table += summary(out, rows[1:])
         pairs.append(paired(rows[1:]))
-        print(f"{trace}: {table[-2:]} {pairs[-1]} ({time.time() - started:.0f} s)", flush=True)
+        print(f"{trace} ({job_set}): {table[-2:]} {pairs[-1]} ({time.time() - started:.0f} s)", flush=True)
         # Written after every trace: a stopped run keeps what it measured.
         write_table(out, "online_noise_runs", in_trace_order(runs, TRACES), RUNS)
         write_table(out, "online_noise", in_trace_order(table, TRACES), list(table[-1]))
@@ -195,6 +214,7 @@ def run(traces: list[str], seeds: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--job-set", default="published", choices=JOB_SETS)
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--seeds", type=int, default=16, help="jitter seeds 1..N (>= 8), beside seed 0")
     args = parser.parse_args(argv)
@@ -204,7 +224,7 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
-    run(traces, args.seeds)
+    run(traces, args.seeds, args.job_set)
 
 
 if __name__ == "__main__":

@@ -91,3 +91,45 @@ def test_the_grid_range_against_the_authors_figure_and_the_cv_check(tmp_path: Pa
     with pytest.raises(SystemExit, match="grid point 1 gives 7.0"):
         script.check_cv_point(tmp_path, grid("KTH-SP2", [30.0, 20.0]))
     script.check_cv_point(tmp_path, grid("KTH-SP2", [25.0, 20.0]))  # 10 (1 - 0.25) = 7.5: passes
+
+
+def test_the_job_set_flag_reads_and_writes_that_sets_own_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--job-set full`` runs the full set and writes ``results/full/`` only; the default stays the
+    published set; a cell without a committed single run is named and its check skipped; a job set
+    that is not one is refused by argparse, naming the flag. (The simulations are faked: the flag's
+    plumbing is what is tested.)"""
+    from rush.studies import runtime_online_readings
+
+    script = load_script(HERE / "online_noise.py", "online_noise_under_test")
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    asked = []
+
+    def fake_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
+        asked.append((trace, job_set, seeds))
+        easy = [30.0 + (s % 3) for s in seeds]
+        return _noise_rows(trace, easy, [e + 5.0 + (s % 2) for s, e in enumerate(easy)])
+
+    monkeypatch.setattr(runtime_online_readings, "online_noise_runs", fake_runs)
+    script.main(["--job-set", "full", "--traces", "KTH-SP2", "--seeds", "8"])
+    assert asked == [("KTH-SP2", "full", list(range(9)))]
+    tables = ["online_noise", "online_noise_paired", "online_noise_runs"]
+    written = sorted(f"{t}.{ext}" for t in tables for ext in ("csv", "md"))
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == written
+    assert not (tmp_path / "published").exists()
+    said = capsys.readouterr().out
+    for scheduler in ("easy++-online", "gaussier-online"):
+        assert f"KTH-SP2 {scheduler}: seed-0 check skipped (full/" in said
+    full_runs = (tmp_path / "full" / "online_noise_runs.csv").read_text()
+
+    script.main(["--traces", "KTH-SP2", "--seeds", "8"])  # the default: the published set
+    assert asked[-1][1] == "published"
+    assert sorted(p.name for p in (tmp_path / "published").iterdir()) == written
+    assert (tmp_path / "full" / "online_noise_runs.csv").read_text() == full_runs
+    assert script.results_dir("full") == tmp_path / "full"
+    with pytest.raises(ValueError, match="choose from published, full"):
+        script.results_dir("fulll")
+    with pytest.raises(SystemExit):
+        script.main(["--job-set", "fulll"])
+    assert "--job-set" in capsys.readouterr().err
