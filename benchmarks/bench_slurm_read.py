@@ -23,7 +23,12 @@ repeat is a next read; the reference reads the same answers. ``--shape 25.11``: 
 the recorded Slurm 25.11 pending record (``tests/slurm/recorded/25.11/commands``, about 5.6 KB
 of JSON each), ids varied, instead of slurmrestd 22.05's short ones.
 
-Run: ``python benchmarks/bench_slurm_read.py [--pending 10000] [--rounds 3] [--repeat 7] [--shape 22.05|25.11]``.
+``--first-pairs N`` (round 27, r31read3): only the first read, N pairs of the current read and
+the cached first read of the same answer, one after the other, the order swapped each pair;
+each pair's ratio (cached / current), their median and quartiles.
+
+Run: ``python benchmarks/bench_slurm_read.py [--pending 10000] [--rounds 3] [--repeat 7] [--shape 22.05|25.11]
+[--reads-only | --first-pairs 41]``.
 """
 
 from __future__ import annotations
@@ -200,6 +205,32 @@ def whole_reads(args: argparse.Namespace) -> None:
             assert cached_read(parsed, text, factors) == current_read(text, factors)
 
 
+def first_pairs(args: argparse.Namespace) -> None:
+    """The first read alone: ``args.first_pairs`` pairs (current, cached first) alternated one
+    by one, the order swapped each pair; the per-pair ratios' median and quartiles."""
+    records = queue(args.pending, args.shape)
+    factors = {r["job_id"]: 1_000 + r["job_id"] % 500 for r in records}  # as sprio gives them
+    text = json.dumps({"jobs": records})
+    assert cached_read(ParsedJobs(), text, factors) == current_read(text, factors)  # same jobs
+    reads = {
+        "current": lambda: current_read(text, factors),
+        "cached": lambda: cached_read(ParsedJobs(), text, factors),
+    }
+    took: dict[str, list[float]] = {"current": [], "cached": []}
+    for pair in range(args.first_pairs):
+        for name in ("current", "cached") if pair % 2 == 0 else ("cached", "current"):
+            took[name].append(cpu_ms(reads[name], 1)[0])
+        if pair % 10 == 9:
+            print(f"pair {pair + 1}: load {os.getloadavg()[0]:.2f}")
+    ratios = [b / a for a, b in zip(took["current"], took["cached"], strict=True)]
+    q1, q2, q3 = statistics.quantiles(ratios, n=4)
+    print(
+        f"first read, {args.first_pairs} pairs, CPU ms: current median {statistics.median(took['current']):.1f}, "
+        f"cached median {statistics.median(took['cached']):.1f}; per-pair ratio median {statistics.median(ratios):.3f}, "
+        f"quartiles {q1:.3f} {q2:.3f} {q3:.3f}, min {min(ratios):.3f}, max {max(ratios):.3f}"
+    )
+
+
 def cpu_ms(work: Callable[[], object], repeat: int) -> tuple[float, object]:
     """Median CPU ms of ``work`` over ``repeat`` calls, and its last result."""
     seconds, out = [], None
@@ -217,7 +248,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--shape", choices=("22.05", "25.11"), default="22.05")
     parser.add_argument("--reads-only", action="store_true", help="only the whole-read table")
+    parser.add_argument("--first-pairs", type=int, default=0, help="only the first read, this many pairs")
     args = parser.parse_args()
+    if args.first_pairs:
+        print(f"rush from {rush.__file__}; {settle_collector()}; load {os.getloadavg()}")
+        first_pairs(args)
+        print(f"load {os.getloadavg()}")
+        return
     if args.reads_only:
         print(f"rush from {rush.__file__}; {settle_collector()}; load {os.getloadavg()[0]:.1f}")
         whole_reads(args)
