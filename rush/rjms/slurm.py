@@ -343,6 +343,8 @@ class SlurmBackend(RJMSBackend):
         self._scontrol_json: bool | None = None
         # (when read, node -> leaf switch index) of the last `scontrol show topology`.
         self._leaves: tuple[float, dict[str, int], dict[str, int]] | None = None
+        # The last read's jobs, reused while a job's record is unchanged (the read costs its changes).
+        self.parsed = slurm_json.ParsedJobs()
 
     # -- reading --------------------------------------------------------------------------
     def _read(self, endpoint: str, cli_only: bool = False) -> dict[str, Any]:
@@ -388,7 +390,7 @@ class SlurmBackend(RJMSBackend):
 
     def _jobs(self, records: list[dict[str, Any]]) -> list[RJMSJob]:
         try:
-            return [parse_job(r, self.priority_lever) for r in records]
+            return self.parsed.parse(records, self.priority_lever)
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected job record ({exc!r})",
@@ -416,7 +418,7 @@ class SlurmBackend(RJMSBackend):
             ) from exc
         if self.priority_lever == "site_factor":
             factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
-            jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+            jobs = self.parsed.with_site_factors(jobs, factors)
         if self.fairshare and any(j.state == "PENDING" for j in jobs):
             jobs = with_fairshare(jobs, self.fairshare_factors())
         return ClusterState(

@@ -28,14 +28,15 @@ list is garbage (a broken proxy, a corrupt answer), never a job; the read fails 
 
 from __future__ import annotations
 
+import marshal
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rush.core.resources import Node, NodeState, Request
 from rush.errors import RJMSError
-from rush.rjms.base import RJMSJob
+from rush.rjms.base import RJMSJob, with_fields
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
 NO_VAL = 0xFFFFFFFE
@@ -300,6 +301,120 @@ def parse_job(record: dict[str, Any], lever: str = "site_factor") -> RJMSJob:
         request=request,
         allocation=allocation,
     )
+
+
+# The fields of a job record parse_job reads (itself and through parse_request, is_exclusive,
+# job_gpus, parse_allocation): a job's parse depends on these values and the lever, nothing else
+# (tests/slurm/test_parsed_jobs.py records what parse_job asks for and checks it is listed).
+JOB_FIELDS = (
+    "job_id", "job_state", "start_time", "submit_time", "state_reason", "nice", "cpus",
+    "time_limit", "user_name", "account", "partition", "name", "admin_comment", "restart_cnt",
+    "priority", "node_count", "tres_req_str", "tasks", "tasks_per_node", "shared", "exclusive",
+    "job_resources", "tres_per_node", "tres_per_job", "tres_per_task", "gres_detail",
+)  # fmt: skip
+# An absent field in a record's key: JSON has no Ellipsis, so absent and null differ.
+_ABSENT = (...,) * len(JOB_FIELDS)
+
+
+def record_key(record: dict[str, Any]) -> bytes | None:
+    """The values of a record's :data:`JOB_FIELDS`, exactly: marshal (version 2) writes each
+    value's type, dict key order and float bits (1, 1.0, true and "1" differ, so do 0.0 and
+    -0.0) and ``marshal.loads`` gives them back, so equal keys are strictly equal values.
+    ``None`` for a value marshal refuses (a subclass, a nesting too deep): not kept."""
+    try:
+        return marshal.dumps(tuple(map(record.get, JOB_FIELDS, _ABSENT)), 2)
+    except ValueError:
+        return None
+
+
+class ParsedJobs:
+    """:func:`parse_job` over a backend's reads, reusing the last read's job where a record's
+    :func:`record_key` is byte-equal to that job's record's: a read costs its changed records.
+
+    Kept between reads: per job id, the last successful read's key (or that record itself, for
+    a job first seen then: its key is made when it is next compared, so a first read makes no
+    key), its job and the lever it was parsed under; a read that raises keeps the last read's.
+    A first read keeps only its lists; the next read makes the map from them. Only an exact
+    ``dict`` with an exact ``int`` job id is looked up; anything else is parsed (and refused)
+    as always. A record that makes ``parse_job`` raise is never kept.
+    """
+
+    def __init__(self) -> None:
+        self._lever = ""
+        # The last read's entries by job id, or (a first read's) its records and jobs.
+        self._kept: dict[int, tuple[Any, RJMSJob]] | tuple[list[Any], list[RJMSJob]] = {}
+        self._factored: dict[int, tuple[RJMSJob, Any, RJMSJob]] | tuple[list[RJMSJob], list[RJMSJob]] = {}
+
+    def __len__(self) -> int:
+        """How many jobs are kept (the last successful read's)."""
+        return len(self._entries())
+
+    def _entries(self) -> dict[int, tuple[Any, RJMSJob]]:
+        """The last read's (record or key, job) by job id (made here from a first read's lists)."""
+        if isinstance(self._kept, tuple):
+            records, jobs = self._kept
+            self._kept = {
+                j.job_id: (r, j)
+                for r, j in zip(records, jobs, strict=True)
+                if type(r) is dict and type(j.job_id) is int
+            }
+        return self._kept
+
+    def parse(self, records: Iterable[dict[str, Any]], lever: str = "site_factor") -> list[RJMSJob]:
+        """Each record's job, as ``parse_job(record, lever)`` gives it; raises as it does."""
+        kept = self._entries() if lever == self._lever else {}
+        if not kept:  # nothing to compare with (a first read): each parsed, the lists kept
+            records = list(records)
+            jobs = [parse_job(record, lever) for record in records]
+            self._kept, self._lever = (records, jobs), lever
+            return jobs
+        fresh: dict[int, tuple[Any, RJMSJob]] = {}
+        jobs = []
+        for record in records:
+            job_id = record.get("job_id") if type(record) is dict else None
+            if type(job_id) is not int:
+                jobs.append(parse_job(record, lever))
+                continue
+            last = kept.get(job_id)
+            if last is None:
+                job = parse_job(record, lever)
+                fresh[job_id] = (record, job)  # keyed when next compared
+                jobs.append(job)
+                continue
+            key = record_key(record)
+            last_key = record_key(last[0]) if type(last[0]) is dict else last[0]
+            job = last[1] if key is not None and key == last_key else parse_job(record, lever)
+            fresh[job_id] = (key, job)
+            jobs.append(job)
+        self._kept, self._lever = fresh, lever
+        return jobs
+
+    def with_site_factors(self, jobs: Iterable[RJMSJob], factors: dict[int, int]) -> list[RJMSJob]:
+        """Each job with its site factor (0 when ``factors`` has none), as ``with_fields`` makes
+        it: the last read's job with factor where the job is the same object and the factor
+        the same type and value."""
+        kept = self._factored
+        if isinstance(kept, tuple):  # a first read's lists
+            kept = {m.job_id: (j, m.site_factor, m) for j, m in zip(*kept, strict=True)}
+        if not kept:  # a first read: the lists kept
+            jobs = list(jobs)
+            out = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+            self._factored = (jobs, out)
+            return out
+        fresh: dict[int, tuple[RJMSJob, Any, RJMSJob]] = {}
+        out = []
+        for job in jobs:
+            job_id = job.job_id
+            factor = factors.get(job_id, 0)
+            last = kept.get(job_id)
+            if last is not None and last[0] is job and type(last[1]) is type(factor) and last[1] == factor:
+                made = last[2]
+            else:
+                made = with_fields(job, site_factor=factor)
+            fresh[job_id] = (job, factor, made)
+            out.append(made)
+        self._factored = fresh
+        return out
 
 
 def finished_record(record: dict[str, Any], source: str) -> dict[str, Any] | None:

@@ -61,7 +61,6 @@ from rush.rjms.base import (
     RJMSJob,
     check_submit,
     register_backend,
-    with_fields,
 )
 from rush.rjms.slurm import (
     SlurmBackend,
@@ -298,6 +297,8 @@ class PySlurmBackend(RJMSBackend):
         self.slurm_conf = str(Path(slurm_conf).absolute()) if slurm_conf else os.environ.get("SLURM_CONF", "")
         self.timeout = float(timeout)
         self.jobcomp_file = Path(jobcomp_file) if jobcomp_file else None
+        # The last read's jobs, reused while a job's record is unchanged (the read costs its changes).
+        self.parsed = slurm_json.ParsedJobs()
         self.priority_lever = "site_factor"
         self.last_source = "pyslurm"
         self.pyslurm = import_pyslurm()
@@ -389,8 +390,12 @@ class PySlurmBackend(RJMSBackend):
         jobs = self._call("Jobs.load", self.pyslurm.Jobs.load)
         return [job_record(j) for j in jobs.values()]
 
-    def _parse(self, records: list[dict[str, Any]]) -> list[RJMSJob]:
+    def _parse(self, records: list[dict[str, Any]], whole: bool = False) -> list[RJMSJob]:
+        """The records' jobs; ``whole``: the whole queue, whose unchanged jobs the next whole
+        read reuses (:class:`slurm_json.ParsedJobs`)."""
         try:
+            if whole:
+                return self.parsed.parse(records)
             return [slurm_json.parse_job(r) for r in records]
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
@@ -402,7 +407,9 @@ class PySlurmBackend(RJMSBackend):
     def read_state(self, partitions: Sequence[str] = ()) -> ClusterState:
         """Pending and live jobs (finished ones left out), free CPUs and the nodes, all or nothing."""
         taken_at = time.time()
-        live = [j for j in self._parse(self._job_records()) if j.state not in slurm_json.FINAL_STATES]
+        live = [
+            j for j in self._parse(self._job_records(), whole=True) if j.state not in slurm_json.FINAL_STATES
+        ]
         jobs = [j for j in live if j.partition in partitions] if partitions else live
         nodes = self._call("Nodes.load", self.pyslurm.Nodes.load)
         gpus_used: dict[str, int] = {}
@@ -421,7 +428,7 @@ class PySlurmBackend(RJMSBackend):
             ) from exc
         pending = any(j.state == "PENDING" for j in jobs)
         factors = self._commands.site_factors() if pending else {}
-        jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+        jobs = self.parsed.with_site_factors(jobs, factors)
         if self._commands.fairshare and pending:
             jobs = with_fairshare(jobs, self._commands.fairshare_factors())
         return ClusterState(

@@ -1,0 +1,371 @@
+"""The Slurm daemon's whole steady cycle, read included (issue 31 item 3, round 27, r31read3):
+from squeue's answer to the daemon's plan, at 10 000 pending jobs on 1 000 nodes, two ways in
+one process: **main's** read (``parse_job`` per record, ``with_fields`` per job: new job objects
+every cycle) and the **cached** read (:class:`rush.rjms.slurm_json.ParsedJobs`: an unchanged
+record's job is last cycle's object), each followed by ``bench_live_cycle.py``'s daemon cycle
+(:class:`bench_live_cycle.LivePath`: builder, kept columns, ``schedule()`` with start estimates,
+the plan and its words).
+
+The queue is ``bench_live_cycle``'s (:mod:`bench_nodes`, time limits rounded up to minutes),
+written as the 22.05-shaped short records a daemon reads (the fields ``parse_job`` reads and
+``last_sched_evaluation``; a running job's ``job_resources`` core map and ``gres_detail``).
+Between cycles the answer changes as Slurm's does: every pending record's
+``last_sched_evaluation`` advances, the last cycle's starts run where the pass put them,
+``--ended`` running jobs end, ``--arrivals`` jobs are queued, 1 % of the pending records change
+their ``priority`` and the site factors the plan set come back (in sprio's factors and in the
+record's ``priority``). A reference run (main's read, untimed) makes the answers and records
+each cycle's decisions and plan; every timed run is checked against it after each cycle.
+
+Per round, each path runs ``--cycles`` cycles in a row on the same answers (order swapped each
+round), the collector settled as the daemon settles it and left to run as it comes; printed:
+the medians of cycles 2 to N of the read, the rest of the cycle and the whole (CPU ms), and
+``bench_live_cycle.steady()``'s Flux module (kept objects, no read) in the same round.
+
+Run: ``python benchmarks/bench_slurm_cycle.py [--pending 10000] [--rounds 5] [--cycles 12]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import math
+import os
+import random
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+from typing import Any
+
+import bench_live_cycle as live_cycle
+import bench_nodes
+from live_next_pass import next_snapshot
+
+import rush
+from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot
+from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
+from rush.core.resources import Request
+from rush.planner.collector import settle_collector
+from rush.rjms.base import ClusterState, RJMSJob, with_fields
+from rush.rjms.slurm_json import FINAL_STATES, ParsedJobs, parse_job
+
+print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
+BASE_PRIORITY = 10_000
+
+
+def request_fields(request: Request, procs: int) -> dict[str, Any]:
+    """What Slurm writes of a job's request (``-N n --ntasks-per-node=c``, ``--exclusive``,
+    ``--gres=gpu:g``; a processor-count job: ``-n procs`` only)."""
+    if request.nodes == 0:
+        return {
+            "cpus": procs,
+            "node_count": 1,
+            "tasks": procs,
+            "tasks_per_node": 0,
+            "tres_req_str": f"cpu={procs},mem=4G,node=1,billing={procs}",
+            "tres_per_node": "",
+            "shared": None,
+            "partition": request.partition,
+        }
+    cpus = request.nodes * request.cores_per_node
+    return {
+        "cpus": procs,
+        "node_count": request.nodes,
+        "tasks": cpus,
+        "tasks_per_node": request.cores_per_node,
+        "tres_req_str": f"cpu={cpus},mem=4G,node={request.nodes},billing={cpus}",
+        "tres_per_node": f"gres:gpu:{request.gpus_per_node}" if request.gpus_per_node else "",
+        "shared": "exclusive" if request.exclusive else None,
+        "partition": request.partition,
+    }
+
+
+def pending_record(job: PendingJob, stamp: int, priority: int) -> dict[str, Any]:
+    return {
+        "job_id": job.job_id,
+        "job_state": "PENDING",
+        "submit_time": int(job.submit),
+        "start_time": 0,
+        "end_time": 0,
+        "time_limit": int(job.requested_time // 60),
+        "user_name": f"u{job.user}",
+        "account": "",
+        "name": f"job{job.job_id}",
+        "admin_comment": "",
+        "state_reason": "Priority",
+        "restart_cnt": 0,
+        "nice": None,
+        "priority": priority,
+        "last_sched_evaluation": stamp,
+        "job_resources": None,
+        "gres_detail": [],
+        **request_fields(job.request, job.procs),
+    }
+
+
+def running_record(job: RunningJob, names: list[str], stamp: int) -> dict[str, Any]:
+    """A running job's record with 22.05's core map of its allocation (one socket per node)."""
+    allocated = [
+        {
+            "nodename": names[s.node],
+            "sockets": {"0": {"cores": {str(c): "allocated" for c in range(s.cores)}}},
+            "cpus_used": 0,
+            "memory_used": 0,
+            "memory_allocated": 0,
+        }
+        for s in job.allocation
+    ]
+    gpus = [s.gpus for s in job.allocation]
+    return {
+        "job_id": job.job_id,
+        "job_state": "RUNNING",
+        "submit_time": int(job.start) - 60,
+        "start_time": int(job.start),
+        "end_time": int(job.start + job.requested_time),
+        "time_limit": int(job.requested_time // 60),
+        "user_name": "u0",
+        "account": "",
+        "name": f"job{job.job_id}",
+        "admin_comment": "",
+        "state_reason": "None",
+        "restart_cnt": 0,
+        "nice": None,
+        "priority": BASE_PRIORITY,
+        "last_sched_evaluation": stamp,
+        "job_resources": {
+            "nodes": ",".join(names[s.node] for s in job.allocation),
+            "allocated_cpus": job.procs,
+            "allocated_hosts": len(job.allocation),
+            "allocated_nodes": allocated,
+        },
+        "gres_detail": [f"gpu:{g}(IDX:0-{g - 1})" for g in gpus] if any(gpus) else [],
+        **request_fields(job.request, job.procs),
+    }
+
+
+def in_minutes(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with every time limit rounded up to a minute (Slurm keeps minutes)."""
+
+    def up(seconds: float) -> float:
+        return math.ceil(seconds / 60.0) * 60.0
+
+    return replace(
+        snapshot,
+        pending=tuple(replace(p, requested_time=up(p.requested_time)) for p in snapshot.pending),
+        running=tuple(replace(r, requested_time=up(r.requested_time)) for r in snapshot.running),
+    )
+
+
+@dataclass
+class Answers:
+    """The cycles' squeue answers, sprio's factors, the snapshots they were written from, and
+    the reference run's decisions and plans (what every timed run must give)."""
+
+    texts: list[str] = field(default_factory=list)
+    factors: list[dict[int, int]] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    outcomes: list[tuple] = field(default_factory=list)
+
+
+def answer_text(snapshot: Snapshot, stamp: int, priority: Callable[[int], int]) -> str:
+    names = [node.name for node in snapshot.nodes]
+    records = [running_record(r, names, 0) for r in snapshot.running]
+    records += [pending_record(p, stamp, priority(p.job_id)) for p in snapshot.pending]
+    return json.dumps({"jobs": records})
+
+
+def outcome(decided, plan) -> tuple:
+    """What must come out the same: the pass's decisions but the priority ones (kept unwritten),
+    every priority value, the order, reservations and estimates, and the plan's actions."""
+    kinds = [k for k in decided.counts() if k != "priority"]
+    return (
+        decided.among(kinds),
+        decided.order,
+        decided.priority,
+        decided.reserved_at,
+        decided.estimated_start,
+        [(a.kind, a.job_id, a.reason, a.value) for a in plan.actions],
+        list(plan.deferred_priorities),
+    )
+
+
+class PlanKept:
+    """``bench_live_cycle``'s ``plan_actions`` wrapped to keep its last plan (one call a cycle)."""
+
+    def __init__(self) -> None:
+        self.plan = None
+        self.original = live_cycle.plan_actions
+
+    def __call__(self, *args, **kwargs):
+        self.plan = self.original(*args, **kwargs)
+        return self.plan
+
+
+PLANS = PlanKept()
+live_cycle.plan_actions = PLANS
+
+
+def state_of(snapshot: Snapshot, jobs: list[RJMSJob]) -> ClusterState:
+    return ClusterState(
+        snapshot.now, snapshot.total_procs, snapshot.free_procs, tuple(jobs), nodes=snapshot.nodes
+    )
+
+
+def config() -> CoreConfig:
+    return CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
+
+
+def main_read(text: str, factors: dict[int, int]) -> list[RJMSJob]:
+    """Main's read (``SlurmBackend.read_state``'s steps): decode, ``parse_job`` per record, the
+    finished jobs left out, ``with_fields`` per job with its site factor."""
+    jobs = [parse_job(r, "site_factor") for r in json.loads(text)["jobs"]]
+    jobs = [j for j in jobs if j.state not in FINAL_STATES]
+    return [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+
+
+def cached_read(parsed: ParsedJobs, text: str, factors: dict[int, int]) -> list[RJMSJob]:
+    """The same steps through :class:`ParsedJobs`, as the branch's backends read."""
+    jobs = [j for j in parsed.parse(json.loads(text)["jobs"], "site_factor") if j.state not in FINAL_STATES]
+    return parsed.with_site_factors(jobs, factors)
+
+
+def make_answers(args: argparse.Namespace) -> Answers:
+    """The reference run (main's read, untimed): each cycle's answer from the snapshot, the
+    cycle run, its outcome kept, the next snapshot made from its decisions; the cached read
+    checked against main's job by job on every answer."""
+    snapshot = in_minutes(bench_nodes.make_snapshot(args.pending, 1, live_cycle.NODES, live_cycle.PODS))
+    rng = random.Random(27)
+    bumps: dict[int, int] = defaultdict(int)
+    factors: dict[int, int] = {}
+    live = live_cycle.LivePath(config(), explain=True, collect=False, actions=args.actions)
+    parsed = ParsedJobs()
+    out = Answers()
+    for cycle in range(args.cycles):
+        text = answer_text(
+            snapshot, 1_700_000_000 + cycle, lambda j: max(BASE_PRIORITY + bumps[j] + factors.get(j, 0), 0)
+        )
+        jobs = main_read(text, factors)
+        assert cached_read(parsed, text, factors) == jobs, f"cycle {cycle}: the cached read differs"
+        if cycle == 0:
+            check_written(snapshot, jobs)
+        decided = live.cycle(state_of(snapshot, jobs), defaultdict(float))
+        out.texts.append(text)
+        out.factors.append(dict(factors))
+        out.snapshots.append(snapshot)
+        out.outcomes.append(outcome(decided, PLANS.plan))
+        for action in PLANS.plan.actions:  # the site factors set come back in the next read
+            if action.kind == "priority":
+                factors[action.job_id] = int(action.value)
+        later = next_snapshot(snapshot, decided, args.ended, kept=False)
+        snapshot = in_minutes(live_cycle.with_arrivals(later, args.arrivals, args.pending + cycle))
+        pending = [p.job_id for p in snapshot.pending]
+        for job_id in rng.sample(pending, len(pending) // 100):  # the age factor, 1 % a cycle
+            bumps[job_id] += 1 + cycle
+    return out
+
+
+def check_written(snapshot: Snapshot, jobs: list[RJMSJob]) -> None:
+    """The records say what the snapshot holds: each job's request, processors, limit and
+    (running) allocation as parse_job reads them back."""
+    names = [node.name for node in snapshot.nodes]
+    by_id = {j.job_id: j for j in jobs}
+    assert len(by_id) == len(snapshot.pending) + len(snapshot.running)
+    for p in snapshot.pending:
+        j = by_id[p.job_id]
+        assert (j.request, j.procs, j.requested_time, j.submit) == (
+            p.request,
+            p.procs,
+            p.requested_time,
+            p.submit,
+        )
+    for r in snapshot.running:
+        j = by_id[r.job_id]
+        assert (j.request, j.procs, j.requested_time, j.start) == (
+            r.request,
+            r.procs,
+            r.requested_time,
+            r.start,
+        )
+        assert j.allocation == tuple((names[s.node], s.cores, s.gpus) for s in r.allocation)
+
+
+def run_path(answers: Answers, cached: bool, args: argparse.Namespace) -> list[tuple[float, float]]:
+    """``args.cycles`` cycles in a row on the answers: (read, rest) CPU seconds of each; every
+    cycle's outcome checked against the reference's after it (outside the timing)."""
+    live = live_cycle.LivePath(config(), explain=True, collect=False, actions=args.actions)
+    parsed = ParsedJobs()
+    seconds = []
+    gc.collect()
+    for text, factors, snapshot, want in zip(
+        answers.texts, answers.factors, answers.snapshots, answers.outcomes, strict=True
+    ):
+        t0 = time.process_time()
+        jobs = cached_read(parsed, text, factors) if cached else main_read(text, factors)
+        state = state_of(snapshot, jobs)
+        t1 = time.process_time()
+        decided = live.cycle(state, defaultdict(float))
+        t2 = time.process_time()
+        seconds.append((t1 - t0, t2 - t1))
+        assert outcome(decided, PLANS.plan) == want, "a decision or action differs from the reference"
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=12)
+    parser.add_argument("--ended", type=int, default=5)
+    parser.add_argument("--arrivals", type=int, default=5)
+    parser.add_argument("--actions", type=int, default=live_cycle.DAEMON_ACTIONS)
+    args = parser.parse_args()
+    print(f"rush from {rush.__file__}; load {os.getloadavg()}")
+    warm = bench_nodes.make_snapshot(100, 1, live_cycle.NODES, live_cycle.PODS)  # numba's cache, not timed
+    live_cycle.LivePath(config(), True).cycle(live_cycle.rjms_state(warm, None), defaultdict(float))
+    answers = make_answers(args)
+    sizes = [len(t) for t in answers.texts]
+    print(
+        f"{args.pending} pending, {len(answers.snapshots[0].running)} running; answers {min(sizes) / 1e6:.1f}-"
+        f"{max(sizes) / 1e6:.1f} MB; {settle_collector()}"
+    )
+    flux = SimpleNamespace(steady=args.cycles, ended=args.ended, arrivals=args.arrivals, actions=args.actions)
+    print("CPU ms, medians of cycles 2 to N: read / rest / whole; cached / main of the whole")
+    rows = []
+    for r in range(args.rounds):
+        took = {}
+        for cached in (False, True) if r % 2 == 0 else (True, False):
+            took[cached] = run_path(answers, cached, args)
+        flux_seconds, _ = live_cycle.steady(args.pending, "flux-module", False, flux)
+        row = {}
+        for cached, seconds in took.items():
+            steady = seconds[1:]
+            row["cached" if cached else "main"] = tuple(
+                1e3 * statistics.median(f(s) for s in steady)
+                for f in (lambda s: s[0], lambda s: s[1], lambda s: s[0] + s[1])
+            )
+        row["flux"] = 1e3 * statistics.median(flux_seconds[1:])
+        rows.append(row)
+        m, c = row["main"], row["cached"]
+        print(
+            f"round {r + 1} ({'main first' if r % 2 == 0 else 'cached first'}): "
+            f"main {m[0]:6.1f} / {m[1]:5.1f} / {m[2]:6.1f}   cached {c[0]:6.1f} / {c[1]:5.1f} / {c[2]:6.1f}"
+            f"   x {c[2] / m[2]:.3f}   Flux module {row['flux']:5.1f}; load {os.getloadavg()[0]:.2f}"
+        )
+    print(
+        "medians of rounds: main whole {:.1f} (rest {:.1f}), cached whole {:.1f} (rest {:.1f}), Flux module {:.1f}".format(
+            statistics.median(r["main"][2] for r in rows),
+            statistics.median(r["main"][1] for r in rows),
+            statistics.median(r["cached"][2] for r in rows),
+            statistics.median(r["cached"][1] for r in rows),
+            statistics.median(r["flux"] for r in rows),
+        )
+    )
+    print(f"load {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
