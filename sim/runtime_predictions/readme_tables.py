@@ -45,13 +45,16 @@ class MarkdownTable:
 class Source:
     """Where a README figure comes from: ``column`` of ``results/<job set>/<file>``, in the row of
     the README row's trace (and job set) that also matches ``where``; ``index`` picks the figure of
-    a cell holding several (after its last arrow); the file's value is multiplied by ``scale``."""
+    a cell holding several (after its last arrow, or before its first if ``before``), or -1 for all
+    of them, each against the file cell's figure in the same place; the file's value is multiplied
+    by ``scale``."""
 
     file: str
     column: str
     where: tuple[tuple[str, str], ...] = ()
     index: int = 0
     scale: float = 1.0
+    before: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,10 +137,11 @@ def results_rows(path: Path) -> list[dict[str, str]]:
     return [dict(zip(table.header, row, strict=True)) for row in table.rows]
 
 
-def figures(cell: str) -> list[str]:
-    """The figures of a cell after its last arrow, in order, as written (``[36]`` kept bracketed)."""
-    text = _plain(cell).split("\u2192")[-1]
-    return _TOKEN.findall(text)
+def figures(cell: str, before: bool = False) -> list[str]:
+    """The figures of a cell after its last arrow (before its first if ``before``), in order, as
+    written (``[36]`` kept bracketed)."""
+    parts = _plain(cell).split("\u2192")
+    return _TOKEN.findall(parts[0] if before else parts[-1])
 
 
 def _value(token: str) -> float:
@@ -198,6 +202,16 @@ def _committed_row(claim: Claim, source: Source, key: tuple[str, str, str]) -> t
     return matches[0], path
 
 
+def _shows(shown: list[str], committed: list[str], source: Source) -> bool:
+    """The README's figures are the file cell's (one picked by ``index``, or all of them)."""
+    if source.index < 0:
+        return len(shown) == len(committed) and all(
+            agrees(figure, _value(value) * source.scale)
+            for figure, value in zip(shown, committed, strict=True)
+        )
+    return source.index < len(shown) and agrees(shown[source.index], _value(committed[0]) * source.scale)
+
+
 def check_claim(claim: Claim, tables: list[MarkdownTable]) -> list[Mismatch]:
     """The claim's README cells that are not the committed figures."""
     table = find_table(tables, claim)
@@ -209,13 +223,11 @@ def check_claim(claim: Claim, tables: list[MarkdownTable]) -> list[Mismatch]:
         trace = _plain(cells["trace"])
         key = (job_set, trace, _plain(cells.get("scheduler", "")))
         for column, sources in claim.cells.items():
-            shown = figures(cells[column])
             for source in sources:
+                shown = figures(cells[column], source.before)
                 row, path = _committed_row(claim, source, key)
                 committed = row[source.column]
-                ok = source.index < len(shown) and agrees(
-                    shown[source.index], _value(figures(committed)[0]) * source.scale
-                )
+                ok = _shows(shown, figures(committed), source)
                 if ok and column in claim.published:
                     ok = shown[len(shown) - len(figures(committed)) + 1 :] == figures(committed)[1:]
                 if not ok:
@@ -260,6 +272,42 @@ def _rush_q(scheduler: str) -> tuple[Source, ...]:
     return (
         Source("rush_q.md", "improvement_over_easy_fcfs_pct", where, 0),
         Source("rush_q.md", "false_small_kills", where, 1),
+    )
+
+
+def _single(scheduler: str, column: str = "improvement_over_easy_fcfs_pct") -> tuple[Source, ...]:
+    """A single run's figure in ``rush_q.md`` (published set), by its scheduler."""
+    return (Source("rush_q.md", column, (("scheduler", scheduler),)),)
+
+
+def _starvation(column: str, scale: float = 1.0) -> tuple[Source, ...]:
+    """A "before → after" cell of the starved-head rule's table."""
+    return (
+        Source("starvation_before.md", column, scale=scale, before=True),
+        Source("starvation_after.md", column, scale=scale),
+    )
+
+
+def _paired(file: str, columns: Mapping[str, str]) -> dict[str, tuple[Source, ...]]:
+    """README columns copied whole (every figure of the cell) from a paired-seeds table."""
+    return {column: (Source(file, source, index=-1),) for column, source in columns.items()}
+
+
+_SPF_CI = "SPF-CI (classifier)"
+_H13A = "SPF-CI ranked on predictions"
+_H17 = "SPF-CI ranked where confident"
+_KILLS = _single(_SPF_CI, "fcfs_ci_kills")
+
+
+def _hypothesis(section: str, header: str, columns: Mapping[str, str], kills: str) -> Claim:
+    """A published-set table of single runs of record (rush_q.md), one scheduler a column."""
+    cells = {column: _single(scheduler) for column, scheduler in columns.items()}
+    return Claim(
+        f"single runs of record: {section.removeprefix('### ')}",
+        section,
+        header,
+        "published",
+        cells | {kills: _KILLS},
     )
 
 
@@ -386,6 +434,126 @@ CLAIMS: tuple[Claim, ...] = (
             )
         },
         scheduler_names={"EASY++ online": "easy++-online", "Gaussier online": "gaussier-online"},
+    ),
+    Claim(
+        "The starved-head rule, before and after, both job sets",
+        "## Starved jobs under predicted reservations",
+        "| job set | trace | scheduler | improvement % |",
+        None,
+        {
+            "improvement %": _starvation("improvement_pct"),
+            "max wait, days": _starvation("max_wait_s", 1 / 86400),
+            "p99 wait, h": _starvation("p99_wait_s", 1 / 3600),
+            "waits > 10^6 s": _starvation("waits_over_1e6_s"),
+        },
+    ),
+    Claim(
+        "H13a against SPF-CI over 8 tie-break seeds (D15), published job set",
+        "### H13a against SPF-CI paired over tie-break seeds",
+        "| trace | SPF-CI by arrival |",
+        "published",
+        _paired(
+            "paired_seeds.md",
+            {
+                "SPF-CI by arrival": "SPF-CI by arrival",
+                "H13a by arrival": "H13a by arrival",
+                "SPF-CI, 8 seeds: mean (min-max)": "SPF-CI over seeds: mean (min-max)",
+                "H13a, 8 seeds: mean (min-max)": "H13a over seeds: mean (min-max)",
+                "d: mean": "H13a - SPF-CI: mean",
+                "d: min": "min",
+                "d: max": "max",
+                "d >= 0": "H13a >= SPF-CI",
+                "Wilcoxon p": "Wilcoxon p",
+                "sign p": "sign test p",
+                "kills": "kills (both; FCFS-CI's)",
+            },
+        ),
+    ),
+    Claim(
+        "D15 replicated over 32 new seeds (D16), published job set",
+        "### D16: D15 replicated with 32 new seeds",
+        "| trace | SPF-CI, 32 seeds",
+        "published",
+        _paired(
+            "paired_seeds_d16.md",
+            {
+                "SPF-CI, 32 seeds: mean (min-max)": "SPF-CI over seeds: mean (min-max)",
+                "H13a, 32 seeds: mean (min-max)": "H13a over seeds: mean (min-max)",
+                "d: mean": "H13a - SPF-CI: mean",
+                "d: 95 % t-interval": "95 % t-interval",
+                "d: min": "min",
+                "d: max": "max",
+                "d >= 0": "H13a >= SPF-CI",
+            },
+        ),
+    ),
+    Claim(
+        "rush-Q held to FCFS-CI's kill rate (H12), published job set",
+        "### rush-Q held to FCFS-CI's own kill rate",
+        "| trace | SPF-CI | FCFS-CI kills |",
+        "published",
+        {
+            "SPF-CI": _single(_SPF_CI),
+            "FCFS-CI kills": _KILLS,
+            "quantile SPF-CI, 25 % budget": _rush_q("quantile SPF-CI (kill budget)"),
+            "quantile SPF-CI, FCFS-CI's kill rate": _rush_q("quantile SPF-CI (FCFS-CI's kill rate)"),
+            "rush-Q, 25 % budget": _single("rush-Q (kill budget)"),
+            "rush-Q, FCFS-CI's kill rate": _single("rush-Q (FCFS-CI's kill rate)"),
+        },
+    ),
+    _hypothesis(
+        "### SPF-CI's own classes with the predictor",
+        "| trace | SPF-CI | H13a",
+        {
+            "SPF-CI": _SPF_CI,
+            "H13a: ranked on predictions": _H13A,
+            "H13b: with predictions": "SPF-CI with predictions",
+        },
+        "kills (FCFS-CI's)",
+    ),
+    _hypothesis(
+        "### The slowdown risk and tie-breaks",
+        "| trace | SPF-CI (rerun) | H13a (mean)",
+        {
+            "SPF-CI (rerun)": _SPF_CI,
+            "H13a (mean)": _H13A,
+            "H14 (slowdown risk)": "SPF-CI ranked on slowdown risk",
+            "H15 (tie-breaks, post hoc)": "SPF-CI with predicted tie-breaks",
+        },
+        "kills (FCFS-CI's)",
+    ),
+    _hypothesis(
+        "### SAF-CI ranked on the predicted area",
+        "| trace | SPF-CI (rerun) | H13a | H16",
+        {
+            "SPF-CI (rerun)": _SPF_CI,
+            "H13a": _H13A,
+            "H16 (predicted area)": "SAF-CI ranked on predictions",
+            "control: SAF-CI on requests": "SAF-CI (classifier)",
+        },
+        "kills (FCFS-CI's)",
+    ),
+    _hypothesis(
+        "### SPF-CI ranked on the predictor only where it is confident",
+        "| trace | SPF-CI (rerun) | H13a | H17",
+        {"SPF-CI (rerun)": _SPF_CI, "H13a": _H13A, "H17 (confident only)": _H17},
+        "kills (FCFS-CI's)",
+    ),
+    _hypothesis(
+        "### SPF-CI moved one request step where confident",
+        "| trace | SPF-CI (rerun) | H17 | H18",
+        {"SPF-CI (rerun)": _SPF_CI, "H17": _H17, "H18 single run": "SPF-CI one step where confident"},
+        "kills (FCFS-CI's)",
+    ),
+    _hypothesis(
+        "### SPF-CI's order, backfilled on Gaussier et al.'s online predictions",
+        "| trace | SPF-CI (rerun = committed) | H19",
+        {
+            "SPF-CI (rerun = committed)": _SPF_CI,
+            "H19 single run": "SPF-CI backfilled on Gaussier online",
+            "EASY++ online in H19's place (context): single; paired mean": "SPF-CI backfilled on EASY++ online",
+        },
+        "kills (all rows; FCFS-CI's)",
     ),
     Claim(
         "rush-Q with the calibrated mean (H8), both job sets",

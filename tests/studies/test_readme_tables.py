@@ -64,11 +64,30 @@ def _readme_with(tmp_path: Path, old: str, new: str) -> Path:
             "Prediction accuracy, published job set",
             "EASY++: median abs. error, underpredicted, accuracy",
         ),
+        (
+            "| 64.69 | 57.69 | 64.65 | 1.6 %",
+            "| 64.69 | 57.69 | 64.66 | 1.6 %",
+            "single runs of record: SPF-CI ranked",
+            "H17 (confident only)",
+        ),
+        (
+            "| rush-Q | 49.0 \u2192 **71.3**",
+            "| rush-Q | 49.1 \u2192 **71.3**",
+            "The starved-head rule",
+            "improvement %",
+        ),
+        (
+            "| 62.68 (56.56-65.03)",
+            "| 62.68 (56.56-65.02)",
+            "H13a against SPF-CI",
+            "SPF-CI, 8 seeds: mean (min-max)",
+        ),
     ],
 )
 def test_a_changed_readme_cell_is_named(tmp_path: Path, old: str, new: str, claim: str, column: str) -> None:
     mismatches = tables.audit(_readme_with(tmp_path, old, new))
-    assert [(m.claim, m.column) for m in mismatches] == [(claim, column)]
+    assert [m.column for m in mismatches] == [column]
+    assert mismatches[0].claim.startswith(claim)
 
 
 def test_a_changed_results_cell_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
