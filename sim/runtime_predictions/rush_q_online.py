@@ -14,11 +14,14 @@ A walk-forward is started only if the last one's wall time (x1.2) still fits bef
 * ``rush_q_online.{csv,md}``: per trace and scheduler, the log-history figure, the online
   iterates, their mean and range, SPF-CI (ours and the thesis's) and the README's verdicts.
 
-Rows of (trace, scheduler) pairs not run are kept.
+Rows of (trace, scheduler) pairs not run are kept. ``--out NAME`` writes ``NAME_iterations`` and
+``NAME`` instead (a longer chain beside the one of record; the verdict columns are then computed
+the same way but are not the README's verdicts of record).
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 19 \\
         python sim/runtime_predictions/rush_q_online.py [--traces KTH-SP2,...] \\
-        [--schedulers "rush-Q,SPF-CI one step where confident"] [--iterations 3] [--until 19:15]
+        [--schedulers "rush-Q,SPF-CI one step where confident"] [--iterations 3] [--until 19:15] \\
+        [--out rush_q_online]
 """
 
 from __future__ import annotations
@@ -145,17 +148,17 @@ def _kept(path: Path, pairs: set[tuple[str, str]]) -> list[dict]:
         ]
 
 
-def write(runs: dict[tuple[str, str], list[dict]]) -> None:
+def write(runs: dict[tuple[str, str], list[dict]], name: str = "rush_q_online") -> None:
     from rush.studies.tables import in_trace_order, write_table
 
     pairs = set(runs)
     every = in_trace_order(
-        _kept(OUT / "rush_q_online_iterations.csv", pairs) + [r for rs in runs.values() for r in rs], TRACES
+        _kept(OUT / f"{name}_iterations.csv", pairs) + [r for rs in runs.values() for r in rs], TRACES
     )
-    write_table(OUT, "rush_q_online_iterations", every, ITERATION_COLUMNS)
+    write_table(OUT, f"{name}_iterations", every, ITERATION_COLUMNS)
     lines = [summary(t, s, rs) for (t, s), rs in runs.items()]
-    lines = in_trace_order(_kept(OUT / "rush_q_online.csv", pairs) + lines, TRACES)
-    write_table(OUT, "rush_q_online", lines, list(lines[0]))
+    lines = in_trace_order(_kept(OUT / f"{name}.csv", pairs) + lines, TRACES)
+    write_table(OUT, name, lines, list(lines[0]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,12 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedulers", default="rush-Q")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--until", default=None, help="UTC HH:MM: no walk-forward that would end later")
+    parser.add_argument("--out", default="rush_q_online", help="the tables' file stem (results/published/)")
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     if unknown := [t for t in traces if t not in TRACES]:
         parser.error(f"--traces: unknown {unknown}; use some of {list(TRACES)}")
     if args.iterations < 1:
         parser.error("--iterations must be at least 1")
+    if not args.out.isidentifier():
+        parser.error("--out must be a file stem (letters, digits, underscores)")
     until = None
     if args.until:
         hour, minute = (int(x) for x in args.until.split(":"))
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 runs.setdefault((trace, scheduler), []).append(row)
-                write(runs)
+                write(runs, args.out)
     if cut:
         print("cut (time):", ", ".join(cut), flush=True)
     return 0
