@@ -12,7 +12,8 @@ A walk-forward is started only if the last one's wall time (x1.2) still fits bef
   previous iteration's and, on each trace's last run, what still differs from the inputs its own
   schedule gives (``check_*``: converged, the exact prefix's share of the jobs);
 * ``rush_q_online.{csv,md}``: per trace and scheduler, the log-history figure, the online
-  iterates, their mean and range, SPF-CI (ours and the thesis's) and the README's verdicts.
+  iterates, their mean and range, SPF-CI (ours and the thesis's) and the README's verdicts;
+* ``rush_q_online.png``: the figure of every iteration by trace, beside SPF-CI's.
 
 Rows of (trace, scheduler) pairs not run are kept. ``--out NAME`` writes ``NAME_iterations`` and
 ``NAME`` instead (a longer chain beside the one of record; the verdict columns are then computed
@@ -156,6 +157,14 @@ def write(runs: dict[tuple[str, str], list[dict]], name: str = "rush_q_online") 
         _kept(OUT / f"{name}_iterations.csv", pairs) + [r for rs in runs.values() for r in rs], TRACES
     )
     write_table(OUT, f"{name}_iterations", every, ITERATION_COLUMNS)
+    from rush.studies.plots.runtime_quantiles import plot_online_iterates
+    from rush.studies.table_6_6 import TABLE_6_6
+
+    spf_ci = {
+        t: (float(committed_row(t, "rush-Q")["spf_ci_pct"]), TABLE_6_6[t].spf_ci)
+        for t in dict.fromkeys(r["trace"] for r in every)
+    }
+    plot_online_iterates(every, spf_ci, OUT, name)
     lines = [summary(t, s, rs) for (t, s), rs in runs.items()]
     lines = in_trace_order(_kept(OUT / f"{name}.csv", pairs) + lines, TRACES)
     write_table(OUT, name, lines, list(lines[0]))
