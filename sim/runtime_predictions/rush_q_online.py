@@ -187,9 +187,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out must be a file stem (letters, digits, underscores)")
     until = None
     if args.until:
-        hour, minute = (int(x) for x in args.until.split(":"))
+        try:
+            clock = dt.datetime.strptime(args.until, "%H:%M")
+        except ValueError:
+            parser.error(f"--until must be a UTC time HH:MM, not {args.until!r}")
         now = dt.datetime.now(dt.UTC)
-        until = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+        until = now.replace(hour=clock.hour, minute=clock.minute, second=0, microsecond=0).timestamp()
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET
     from rush.studies.runtime_predictions_quantiles import CLASSIFIER_SCHEDULERS, RowOptions
     from rush.studies.runtime_quantiles_online import OnlineSetup, online_iterates
