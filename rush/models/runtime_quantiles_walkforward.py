@@ -16,6 +16,10 @@ every job gets its request as every quantile and the class large):
    *and* had finished before the week (its class is then known); ties go to the one nearest
    0.5, and 0.5 before any such job. No future data enters any step.
 
+A :class:`ReplaySchedule` replaces the logged start and end of some jobs by a replay's (issue 29,
+round 27: the predictor learning from what a simulated schedule finished); every step above then
+reads the replay's times.
+
 The idempotent decision (jobs rush may kill at the divider and requeue as large) uses rush's
 ``IDEMPOTENT_THRESHOLD``, chosen on development traces for the classifier's P(small)
 (:mod:`rush.models.decision_thresholds`), not tuned here.
@@ -23,8 +27,9 @@ The idempotent decision (jobs rush may kill at the divider and requeue as large)
 
 from __future__ import annotations
 
+import hashlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -75,6 +80,51 @@ def trace_jobs(workload: Workload, time_base: TimeBase) -> QuantileJobs:
 
 
 @dataclass
+class ReplaySchedule:
+    """Each job's start and end as a replay ran them, on the workload's clock (as
+    ``workload.submit``), in place of the logged ones; NaN in both: not replayed, the log's
+    times stay. ``fits`` keeps week fits across walk-forwards of the same workload and model
+    under a digest of every input of the fit (a refit with the same inputs gives the same
+    predictions: the model's ``random_state`` is fixed and it stops on no validation split)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    fits: dict = field(default_factory=dict)
+
+    def applied(self, jobs: QuantileJobs, shift: float) -> QuantileJobs:
+        """``jobs`` (times already shifted by ``shift``) with the replayed rows' times."""
+        start = np.asarray(self.start, dtype=np.float64)
+        end = np.asarray(self.end, dtype=np.float64)
+        if start.shape != (len(jobs),) or end.shape != (len(jobs),):
+            raise ModelError(
+                f"a replay schedule of {start.shape} starts and {end.shape} ends for {len(jobs)} jobs",
+                where="schedule",
+                fix="give one start and one end per job of the workload (NaN: keep the log's)",
+            )
+        replayed = np.isfinite(end)
+        if not np.array_equal(replayed, np.isfinite(start)) or np.any(end[replayed] < start[replayed]):
+            raise ModelError(
+                "a replayed job needs a finite start at or before its finite end",
+                where="schedule",
+                fix="give both times of a replayed job, or NaN in both",
+            )
+        return replace(
+            jobs,
+            start=np.where(replayed, start + shift, jobs.start),
+            end=np.where(replayed, end + shift, jobs.end),
+        )
+
+
+def training_rows(
+    end_order: np.ndarray, sorted_end: np.ndarray, week_start: float, max_train_jobs: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(every job ended strictly before ``week_start``, the ``max_train_jobs`` of them that
+    ended last), in end order (``end_order`` sorts the ends into ``sorted_end``)."""
+    finished = end_order[: int(np.searchsorted(sorted_end, week_start, side="left"))]
+    return finished, finished if max_train_jobs is None else finished[-max_train_jobs:]
+
+
+@dataclass
 class QuantileWalkForward:
     """Per job (workload order): the quantiles it was predicted, P(small) and its class."""
 
@@ -116,9 +166,7 @@ class QuantileWalkForward:
             lo, hi = int(bounds[k]), int(bounds[k + 1])
             if hi == lo or not predicted[lo:hi].any():
                 continue
-            train = end_order[: int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))]
-            if self.max_train_jobs is not None:
-                train = train[-self.max_train_jobs :]
+            _, train = training_rows(end_order, sorted_end, origin + WEEK * k, self.max_train_jobs)
             train = train[predicted[train]]
             bands = fit_mean_bands(mean[train], self.runtime[train])
             out[lo:hi] = bands.apply(mean[lo:hi], self.requested_time[lo:hi])
@@ -170,10 +218,13 @@ def predict_quantiles_walkforward(
     timezone: str | None = None,
     n_jobs: int = 1,
     feature_set: str = DEFAULT_FEATURE_SET,
+    schedule: ReplaySchedule | None = None,
 ) -> QuantileWalkForward:
     """Walk-forward predictions for every job of ``workload`` (module docstring); ``n_jobs``
     weeks are fitted at once (joblib processes; the result is the same); ``feature_set``: the
-    columns (:data:`~rush.models.runtime_quantiles_features.FEATURE_SETS`)."""
+    columns (:data:`~rush.models.runtime_quantiles_features.FEATURE_SETS`); ``schedule``: a
+    replay's starts and ends in place of the logged ones (its ``fits`` spare refits of weeks
+    whose inputs an earlier walk-forward fitted)."""
     from joblib import Parallel, delayed
     from sklearn.base import clone
 
@@ -181,13 +232,8 @@ def predict_quantiles_walkforward(
         raise ModelError("max_train_jobs must be >= 1", where="max_train_jobs", fix="give a number or none")
     started = time.perf_counter()
     template = regressor or default_regressor()
-    time_base = TimeBase.from_header(trace_header, timezone)
-    jobs = trace_jobs(workload, time_base)
+    jobs, features, runtime, end = walkforward_inputs(workload, trace_header, timezone, feature_set, schedule)
     n = len(jobs)
-    features = offline_features(jobs, time_base.clock, feature_set=feature_set)
-    runtime = clipped(jobs.runtime, jobs.requested_time)
-    usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
-    end = np.where(usable, jobs.end, np.inf)
     levels = np.asarray(template.quantiles, dtype=np.float64)
     quantiles = np.repeat(np.asarray(jobs.requested_time, dtype=np.float64)[:, None], len(levels), axis=1)
     proba = np.full(n, np.nan)
@@ -203,20 +249,30 @@ def predict_quantiles_walkforward(
     tasks = []
     for k in range(n_weeks):
         lo, hi = int(bounds[k]), int(bounds[k + 1])
-        finished = int(np.searchsorted(sorted_end, origin + WEEK * k, side="left"))  # end < week start
-        if hi > lo and finished:
-            train = end_order[:finished]
-            week_divider = float(np.median(runtime[train]))
-            if max_train_jobs is not None:
-                train = train[-max_train_jobs:]
-            tasks.append((k, lo, hi, train, week_divider))
+        finished, train = training_rows(end_order, sorted_end, origin + WEEK * k, max_train_jobs)
+        if hi > lo and len(finished):
+            tasks.append((k, lo, hi, train, float(np.median(runtime[finished]))))
+    memo = {} if schedule is None else schedule.fits
+    keys = [
+        _fit_key(template, features[train], runtime[train], features[lo:hi], d)
+        if schedule is not None
+        else str(k)
+        for k, lo, hi, train, d in tasks
+    ]
+    todo = [i for i, key in enumerate(keys) if key not in memo]
     fits = Parallel(n_jobs=n_jobs)(
         delayed(_fit_week)(
             clone(template).set_params(divider=d), features[train], runtime[train], features[lo:hi], d
         )
-        for _, lo, hi, train, d in tasks
+        for _, lo, hi, train, d in (tasks[i] for i in todo)
     )
-    fitted = {task[0]: (task, fit) for task, fit in zip(tasks, fits, strict=True)}
+    fresh = {keys[i]: fit for i, fit in zip(todo, fits, strict=True)}
+    if schedule is not None:
+        memo.update(fresh)
+    fitted = {
+        task[0]: (task, fresh[key] if key in fresh else memo[key], key in fresh)
+        for task, key in zip(tasks, keys, strict=True)
+    }
     weekly: list[dict] = []
     fit_seconds: list[float] = []
     for k in range(n_weeks):
@@ -225,12 +281,15 @@ def predict_quantiles_walkforward(
             continue
         report: dict = {"week": k, "start": float(origin + WEEK * k), "jobs": hi - lo, "trained_on": 0}
         if k in fitted:
-            (_, _, _, train, week_divider), (log_q, week_proba, seconds) = fitted[k]
-            fit_seconds.append(seconds)
+            (_, _, _, train, week_divider), (log_q, week_proba, seconds), refitted = fitted[k]
+            if refitted:
+                fit_seconds.append(seconds)
             quantiles[lo:hi] = np.expm1(log_q)
             proba[lo:hi] = week_proba
             divider[lo:hi] = week_divider
             report.update(trained_on=len(train), divider=week_divider)
+            if schedule is not None:
+                report["refitted"] = refitted
         weekly.append(report)
     threshold = walkforward_thresholds(proba, runtime, divider, end, submit)
     for report in weekly:
@@ -256,6 +315,26 @@ def predict_quantiles_walkforward(
         feature_set=feature_set,
         max_train_jobs=max_train_jobs,
     )
+
+
+def walkforward_inputs(
+    workload: Workload,
+    trace_header: dict[str, str] | None,
+    timezone: str | None = None,
+    feature_set: str = DEFAULT_FEATURE_SET,
+    schedule: ReplaySchedule | None = None,
+) -> tuple[QuantileJobs, np.ndarray, np.ndarray, np.ndarray]:
+    """What a walk-forward reads before any fit: (jobs on the time base, every job's features at
+    its submission, runtimes clipped at the request, ends with unusable jobs at inf), the logged
+    times or ``schedule``'s."""
+    time_base = TimeBase.from_header(trace_header, timezone)
+    jobs = trace_jobs(workload, time_base)
+    if schedule is not None:
+        jobs = schedule.applied(jobs, time_base.unix_start)
+    features = offline_features(jobs, time_base.clock, feature_set=feature_set)
+    runtime = clipped(jobs.runtime, jobs.requested_time)
+    usable = usable_history(jobs.runtime, jobs.requested_time, jobs.end)
+    return jobs, features, runtime, np.where(usable, jobs.end, np.inf)
 
 
 def walkforward_thresholds(
@@ -341,6 +420,19 @@ def walkforward_thresholds(
     return threshold
 
 
+def _fit_key(
+    template: RuntimeQuantileRegressor, X: np.ndarray, y: np.ndarray, X_week: np.ndarray, divider: float
+) -> str:
+    """A digest of every input of one week's fit and prediction (the model's parameters, the
+    training rows in order, the week's rows, the divider)."""
+    digest = hashlib.sha256(repr(sorted(template.get_params().items())).encode())
+    for part in (X, y, X_week, np.float64(divider)):
+        arr = np.ascontiguousarray(part, dtype=np.float64)
+        digest.update(repr(arr.shape).encode())
+        digest.update(arr.tobytes())
+    return digest.hexdigest()
+
+
 def _fit_week(
     model: RuntimeQuantileRegressor, X: np.ndarray, y: np.ndarray, X_week: np.ndarray, divider: float
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -352,4 +444,12 @@ def _fit_week(
     return log_q, model.proba_small(X_week, log_q), seconds
 
 
-__all__ = ["QUANTILES", "QuantileWalkForward", "predict_quantiles_walkforward", "trace_jobs"]
+__all__ = [
+    "QUANTILES",
+    "QuantileWalkForward",
+    "ReplaySchedule",
+    "predict_quantiles_walkforward",
+    "trace_jobs",
+    "training_rows",
+    "walkforward_inputs",
+]

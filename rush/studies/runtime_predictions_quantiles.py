@@ -72,6 +72,7 @@ from rush.core.config import CoreConfig
 from rush.models.walkforward import published_job_set
 from rush.simulator.engine import SimInputs, simulate
 from rush.simulator.metrics import compute_metrics
+from rush.simulator.result import SimResult
 from rush.studies.runtime_predictions import TAU, THRESHOLD
 from rush.workload.model import Workload
 
@@ -275,22 +276,24 @@ def quantile_rows(
     out = []
     for name in every if names is None else names:
         for seed in tie_seeds:
-            inputs, kw = scheduler_inputs(
-                name, wf, rows, idempotent_threshold, reference_false_small, classifier
-            )
-            config = CoreConfig.from_names(
-                kw.pop("policy"),
-                "easy",
-                THRESHOLD,
-                kw.pop("scan", None),
-                **kw,
-            )
+            inputs, config = scheduler_run_inputs(name, wf, rows, options)
             if seed is not None:
                 inputs.rank_estimate = _random_ties(inputs, workload, seed)
             out.append(_row(trace, job_set, workload, name, idempotent_threshold, config, inputs, base))
             if seed is not None:
                 out[-1]["tie_seed"] = seed
     return out
+
+
+def scheduler_run_inputs(
+    name: str, wf, rows: np.ndarray, options: RowOptions
+) -> tuple[SimInputs, CoreConfig]:
+    """(inputs, configuration) of one scheduler's run on the jobs ``rows`` of the walk-forward
+    (:func:`scheduler_inputs` with ``options``' decisions, under Table 6.6's protocol)."""
+    inputs, kw = scheduler_inputs(
+        name, wf, rows, options.idempotent_threshold, options.reference_false_small, options.classifier
+    )
+    return inputs, CoreConfig.from_names(kw.pop("policy"), "easy", THRESHOLD, kw.pop("scan", None), **kw)
 
 
 def _random_ties(inputs: SimInputs, workload: Workload, seed: int) -> np.ndarray:
@@ -313,12 +316,18 @@ def _row(
     base: dict,
 ) -> dict:
     """One scheduler's row: its run beside the EASY-FCFS ``base`` metrics."""
-    result = simulate(workload, config, inputs)
+    return result_row(trace, job_set, name, idempotent_threshold, simulate(workload, config, inputs), base)
+
+
+def result_row(
+    trace: str, job_set: str, name: str, idempotent_threshold: float, result: SimResult, base: dict
+) -> dict:
+    """One scheduler's row from its run ``result`` beside the EASY-FCFS ``base`` metrics."""
     metrics = compute_metrics(result, tau=TAU)
     return {
         "trace": trace,
         "job_set": job_set,
-        "jobs": len(workload),
+        "jobs": len(result),
         "scheduler": name,
         "idempotent_threshold": idempotent_threshold,
         "mean_bounded_slowdown": metrics["mean_bounded_slowdown"],

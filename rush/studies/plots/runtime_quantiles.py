@@ -54,3 +54,35 @@ def plot_estimate_errors(trace: str, rows: list[dict], out: Path) -> None:
     fig.tight_layout()
     fig.savefig(out / f"estimate_error_{trace}.png", dpi=80)
     plt.close(fig)
+
+
+def plot_online_iterates(
+    rows: list[dict], spf_ci: dict[str, tuple[float, float]], out: Path, name: str
+) -> None:
+    """<name>.png: per trace, each scheduler's improvement over EASY-FCFS by iteration of the
+    online chain (iteration 1: the log history), beside SPF-CI (``spf_ci``: trace -> (ours,
+    the thesis's))."""
+    plt = pyplot()
+    traces = list(dict.fromkeys(r["trace"] for r in rows))
+    fig, axes = plt.subplots(1, len(traces), figsize=(3.6 * len(traces), 3.8), squeeze=False)
+    for ax, trace in zip(axes[0], traces, strict=True):
+        for scheduler in dict.fromkeys(r["scheduler"] for r in rows if r["trace"] == trace):
+            runs = sorted(
+                (r for r in rows if (r["trace"], r["scheduler"]) == (trace, scheduler)),
+                key=lambda r: r["iteration"],
+            )
+            x = [r["iteration"] for r in runs]
+            y = [r["improvement_over_easy_fcfs_pct"] for r in runs]
+            (line,) = ax.plot(x, y, marker="o", ms=3, label=scheduler)
+            ax.plot(x[:1], y[:1], marker="s", ms=7, color=line.get_color(), ls="none")
+        ours, thesis = spf_ci[trace]
+        ax.axhline(ours, color="black", lw=0.8, ls="--", label="SPF-CI (ours)")
+        ax.axhline(thesis, color="grey", lw=0.8, ls=":", label="SPF-CI (thesis)")
+        ax.set_title(trace)
+        ax.set_xlabel("iteration (1: log history)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("improvement over EASY-FCFS (%)")
+    fig.tight_layout()
+    fig.savefig(out / f"{name}.png", dpi=80)
+    plt.close(fig)

@@ -1,0 +1,62 @@
+"""``sim/runtime_predictions/rush_q_online.py``: its flags and its verdicts (round 27)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.script_module import load_script
+
+SCRIPT = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "rush_q_online.py"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--traces", "FOO"], ["--iterations", "0"], ["--out", "../elsewhere"], ["--until", "7pm"]],
+)
+def test_bad_flags_are_refused_with_exit_2_and_the_flag_named(argv, capsys) -> None:
+    script = load_script(SCRIPT, "rush_q_online")
+    with pytest.raises(SystemExit) as exit_:
+        script.main(argv)
+    assert exit_.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+def _run(iteration: int, figure: float, share: float = 0.55, **check) -> dict:
+    return {
+        "iteration": iteration,
+        "improvement_over_easy_fcfs_pct": figure,
+        "false_small_kills": 100,
+        "within_factor_two": share,
+        **{f"check_{k}": v for k, v in check.items()},
+    }
+
+
+def test_the_verdicts_are_the_designs_against_round_26s_noise() -> None:
+    script = load_script(SCRIPT, "rush_q_online")
+    sd = script.yardstick("KTH-SP2")
+    assert sd == pytest.approx(2.00, abs=0.005)  # gaussier-online's, the larger of the two
+    log = 63.0
+    close = [
+        _run(1, log),
+        _run(2, log + 1.0),
+        _run(3, log - 1.5),
+        _run(4, log + 0.5, converged=False, exact_share=0.05),
+    ]
+    line = script.summary("KTH-SP2", "rush-Q", close)
+    assert line["online mean - log"] == pytest.approx(0.0)
+    assert line["HQ1 (not converged, prefix < 10 %)"] == "holds"
+    assert line["HQ2 (each within 2 sd, mean within 1 sd)"] == "holds"
+    assert line["HQ3 (range <= 2 sd)"] == "holds"
+    far = [
+        _run(1, log),
+        _run(2, log + 2 * sd + 0.1),
+        _run(3, log),
+        _run(4, log, 0.50, converged=True, exact_share=1.0),
+    ]
+    line = script.summary("KTH-SP2", "rush-Q", far)
+    assert line["HQ1 (not converged, prefix < 10 %)"] == "refuted"
+    assert line["HQ2 (each within 2 sd, mean within 1 sd)"] == "refuted"
+    assert line["HQ3 (range <= 2 sd)"] == "refuted"
+    assert line["HQ4 (factor-2 share moves <= 2 points)"] == "refuted"
