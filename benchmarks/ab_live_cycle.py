@@ -22,40 +22,24 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import statistics
-import sys
 from collections import defaultdict
 from types import SimpleNamespace
+
+import ab_trees
 
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass")
 
 
-def _ours(name: str) -> bool:
-    return any(name == own or name.startswith(own + ".") for own in OWN)
-
-
 def load(tree: str) -> dict:
     """``tree``'s benchmark modules and its own ``rush`` (every module of both), by name."""
-    for name in [n for n in sys.modules if _ours(n)]:
-        del sys.modules[name]
-    sys.path[:0] = [os.path.join(tree, "benchmarks"), tree]
-    try:
-        bench = importlib.import_module("bench_live_cycle")
-    finally:
-        del sys.path[:2]
-    assert bench.rush.__file__.startswith(os.path.realpath(tree)) or bench.rush.__file__.startswith(tree), (
-        f"{tree}: rush imported from {bench.rush.__file__}"
-    )
-    return {n: m for n, m in sys.modules.items() if _ours(n)}
+    return ab_trees.load(tree, "bench_live_cycle", OWN)
 
 
 def cycles(modules: dict, pending: int, shell: str, quantiles: bool, ended: int, arrivals: int):
     """One first and one next cycle of ``modules``'s tree: (total, builder) CPU ms of each."""
-    for name in [n for n in sys.modules if _ours(n)]:
-        del sys.modules[name]
-    sys.modules.update(modules)
+    ab_trees.use(modules, OWN)
     b = modules["bench_live_cycle"]
     config = b.CoreConfig(backfill="easy", max_jobs_considered=b.DEFAULT_MAX_JOBS_CONSIDERED)
     snapshot = modules["bench_nodes"].make_snapshot(pending, 1, b.NODES, b.PODS)
@@ -78,9 +62,7 @@ def cycles(modules: dict, pending: int, shell: str, quantiles: bool, ended: int,
 def steady_median(modules: dict, pending: int, shell: str, quantiles: bool, options) -> float:
     """The median CPU ms of cycles 2 to ``options.steady`` of ``modules``'s tree's
     ``bench_live_cycle.steady`` (the collector as it comes)."""
-    for name in [n for n in sys.modules if _ours(n)]:
-        del sys.modules[name]
-    sys.modules.update(modules)
+    ab_trees.use(modules, OWN)
     seconds, _ = modules["bench_live_cycle"].steady(pending, shell, quantiles, options)
     return 1e3 * statistics.median(seconds[1:])
 

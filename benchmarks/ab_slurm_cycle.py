@@ -24,16 +24,15 @@ import dataclasses
 import enum
 import functools
 import gc
-import importlib
 import math
 import os
 import statistics
-import sys
 import time
 from collections import defaultdict
 from types import SimpleNamespace
 from typing import Any
 
+import ab_trees
 import numpy as np
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
@@ -41,30 +40,14 @@ OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm
 PARTS = ("read", "build", "rest", "whole")
 
 
-def _ours(name: str) -> bool:
-    return any(name == own or name.startswith(own + ".") for own in OWN)
-
-
 def use(modules: dict) -> dict:
     """``modules``'s tree made the one imports resolve to; its modules back."""
-    for name in [n for n in sys.modules if _ours(n)]:
-        del sys.modules[name]
-    sys.modules.update(modules)
-    return modules
+    return ab_trees.use(modules, OWN)
 
 
 def load(tree: str) -> dict:
     """``tree``'s benchmark modules and its own ``rush`` (every module of both), by name."""
-    for name in [n for n in sys.modules if _ours(n)]:
-        del sys.modules[name]
-    sys.path[:0] = [os.path.join(tree, "benchmarks"), tree]
-    try:
-        bench = importlib.import_module("bench_slurm_cycle")
-    finally:
-        del sys.path[:2]
-    where = os.path.realpath(bench.rush.__file__)
-    assert where.startswith(os.path.realpath(tree)), f"{tree}: rush imported from {where}"
-    return {n: m for n, m in sys.modules.items() if _ours(n)}
+    return ab_trees.load(tree, "bench_slurm_cycle", OWN)
 
 
 def plain(value: Any) -> Any:
