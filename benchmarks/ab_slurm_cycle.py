@@ -122,11 +122,17 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--actions", type=int, default=200)
-    parser.add_argument("--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle')
-    parser.add_argument("--fair-changes", type=int, default=3, help="associations whose factor changes a cycle")
+    parser.add_argument(
+        "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
+    )
+    parser.add_argument(
+        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+    )
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
-    print(f"A = {args.a}, B = {args.b}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}")
+    print(
+        f"A = {args.a}, B = {args.b}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+    )
     answers = {}
     for name, modules in trees.items():
         warm(modules)

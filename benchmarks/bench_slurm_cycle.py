@@ -267,14 +267,18 @@ def main_read(text: str, factors: dict[int, int], share_text: str = "") -> list[
         return jobs
     shares = site_factor_values.parse_sshare(share_text)
     return [
-        with_fields(j, fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, shares))
+        with_fields(
+            j, fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, shares)
+        )
         if j.state == "PENDING"
         else j
         for j in jobs
     ]
 
 
-def cached_read(parsed: ParsedJobs, text: str, factors: dict[int, int], share_text: str = "") -> list[RJMSJob]:
+def cached_read(
+    parsed: ParsedJobs, text: str, factors: dict[int, int], share_text: str = ""
+) -> list[RJMSJob]:
     """The same steps through :class:`ParsedJobs`, as the tree's backends read: its fair-share
     step is ``ParsedJobs.with_fairshare`` where the tree has one (r31fair), else the module's
     ``slurm.with_fairshare`` (integ before r31fair)."""
@@ -311,7 +315,9 @@ def make_answers(args: argparse.Namespace) -> Answers:
             next_shares(shares, snapshot, rng, args.fair_changes)
         share_text = sshare_text(shares) if fairshare else ""
         jobs = main_read(text, factors, share_text)
-        assert cached_read(parsed, text, factors, share_text) == jobs, f"cycle {cycle}: the cached read differs"
+        assert cached_read(parsed, text, factors, share_text) == jobs, (
+            f"cycle {cycle}: the cached read differs"
+        )
         if cycle == 0:
             check_written(snapshot, jobs)
         decided = live.cycle(state_of(snapshot, jobs), defaultdict(float))
@@ -367,7 +373,9 @@ def run_path(answers: Answers, cached: bool, args: argparse.Namespace) -> list[t
         answers.texts, answers.factors, answers.shares, answers.snapshots, answers.outcomes, strict=True
     ):
         t0 = time.process_time()
-        jobs = cached_read(parsed, text, factors, share_text) if cached else main_read(text, factors, share_text)
+        jobs = (
+            cached_read(parsed, text, factors, share_text) if cached else main_read(text, factors, share_text)
+        )
         state = state_of(snapshot, jobs)
         t1 = time.process_time()
         decided = live.cycle(state, defaultdict(float))
@@ -385,10 +393,16 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--actions", type=int, default=live_cycle.DAEMON_ACTIONS)
-    parser.add_argument("--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle')
-    parser.add_argument("--fair-changes", type=int, default=3, help="associations whose factor changes a cycle")
+    parser.add_argument(
+        "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
+    )
+    parser.add_argument(
+        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+    )
     args = parser.parse_args()
-    print(f"rush from {rush.__file__}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}")
+    print(
+        f"rush from {rush.__file__}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+    )
     warm = bench_nodes.make_snapshot(100, 1, live_cycle.NODES, live_cycle.PODS)  # numba's cache, not timed
     live_cycle.LivePath(config(), True).cycle(live_cycle.rjms_state(warm, None), defaultdict(float))
     answers = make_answers(args)
