@@ -97,7 +97,13 @@ def test_the_step_equals_with_fields_and_keeps_unchanged_jobs(seed: int) -> None
     for _ in range(8):
         roll = rng.random(len(jobs))
         jobs = [
-            j if r < 0.6 else replace(j) if r < 0.75 else replace(j, site_factor=j.site_factor + 1) if r < 0.9 else None
+            j
+            if r < 0.6
+            else replace(j)
+            if r < 0.75
+            else replace(j, site_factor=j.site_factor + 1)
+            if r < 0.9
+            else None
             for j, r in zip(jobs, roll, strict=True)
         ]  # kept, re-made equal, changed, left
         jobs = [j for j in jobs if j is not None]
