@@ -12,9 +12,11 @@ new ``ParsedJobs`` and ``LivePath``), every cycle's outcome checked against its 
 after it; CPU ms, medians of cycles 2 to N, of the read, the builder, the rest (kept columns,
 ``schedule()``, the plan) and the whole; then each tree's ``bench_live_cycle.steady()`` Flux
 module (kept objects, no read), its median of cycles 2 to N, the order swapped too.
+``--fairshare`` (r31fair): ``bench_slurm_cycle.py``'s fair-share answers (an sshare answer each
+cycle, ``--fair-changes`` associations' factors changed a cycle), read by each tree's own step.
 
 Run: ``python benchmarks/ab_slurm_cycle.py /path/to/tree/A /path/to/tree/B [--rounds 5]
-[--cycles 12] [--pending 10000]``.
+[--cycles 12] [--pending 10000] [--fairshare [--fair-changes 3]]``.
 """
 
 from __future__ import annotations
@@ -86,11 +88,11 @@ def cached_cycles(modules: dict, answers, args: argparse.Namespace) -> list[tupl
     parsed = b.ParsedJobs()
     out = []
     gc.collect()
-    for text, factors, snapshot, want in zip(
-        answers.texts, answers.factors, answers.snapshots, answers.outcomes, strict=True
+    for text, factors, share_text, snapshot, want in zip(
+        answers.texts, answers.factors, answers.shares, answers.snapshots, answers.outcomes, strict=True
     ):
         t0 = time.process_time()
-        state = b.state_of(snapshot, b.cached_read(parsed, text, factors))
+        state = b.state_of(snapshot, b.cached_read(parsed, text, factors, share_text))
         t1 = time.process_time()
         parts: dict[str, float] = defaultdict(float)
         decided = live.cycle(state, parts)
@@ -120,14 +122,23 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--actions", type=int, default=200)
+    parser.add_argument(
+        "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
+    )
+    parser.add_argument(
+        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+    )
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
-    print(f"A = {args.a}, B = {args.b}; load {os.getloadavg()}")
+    print(
+        f"A = {args.a}, B = {args.b}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+    )
     answers = {}
     for name, modules in trees.items():
         warm(modules)
         answers[name] = use(modules)["bench_slurm_cycle"].make_answers(args)
     assert answers["A"].texts == answers["B"].texts, "the two trees' answers differ"
+    assert answers["A"].shares == answers["B"].shares, "the two trees' sshare answers differ"
     assert plain(answers["A"].outcomes) == plain(answers["B"].outcomes), "the reference runs' outcomes differ"
     from rush.planner.collector import settle_collector  # (B's: the same rule in both trees)
 

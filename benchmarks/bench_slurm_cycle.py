@@ -21,7 +21,16 @@ round), the collector settled as the daemon settles it and left to run as it com
 the medians of cycles 2 to N of the read, the rest of the cycle and the whole (CPU ms), and
 ``bench_live_cycle.steady()``'s Flux module (kept objects, no read) in the same round.
 
-Run: ``python benchmarks/bench_slurm_cycle.py [--pending 10000] [--rounds 5] [--cycles 12]``.
+With ``--fairshare`` (``site.fairshare = "rjms"``, round 27, r31fair) each pending record carries
+an account (``acct0``-``acct7`` by user) and each cycle has an ``sshare`` answer (``-P -n -a``'s
+``account|user|partition|factor`` lines, one per user association, six decimals as sshare
+prints them), read as the backends read it (``parse_sshare``, then the fair-share step: main's
+``with_fields`` per pending job, the cached path as the tree's backends do it); between cycles
+``--fair-changes`` associations get a new factor (Fair Tree's ranks move for a few users as
+usage is charged) and new users' associations appear.
+
+Run: ``python benchmarks/bench_slurm_cycle.py [--pending 10000] [--rounds 5] [--cycles 12]
+[--fairshare [--fair-changes 3]]``.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ from rush.core import CoreConfig, PendingJob, RunningJob, Snapshot
 from rush.core.pass_budget import DEFAULT_MAX_JOBS_CONSIDERED
 from rush.core.resources import Request
 from rush.planner.collector import settle_collector
+from rush.rjms import site_factor as site_factor_values
+from rush.rjms import slurm
 from rush.rjms.base import ClusterState, RJMSJob, with_fields
 from rush.rjms.slurm_json import FINAL_STATES, ParsedJobs, parse_job
 
@@ -84,7 +95,12 @@ def request_fields(request: Request, procs: int) -> dict[str, Any]:
     }
 
 
-def pending_record(job: PendingJob, stamp: int, priority: int) -> dict[str, Any]:
+def account_of(user: int) -> str:
+    """A pending job's account with ``--fairshare`` (its user's association's)."""
+    return f"acct{user % 8}"
+
+
+def pending_record(job: PendingJob, stamp: int, priority: int, account: str = "") -> dict[str, Any]:
     return {
         "job_id": job.job_id,
         "job_state": "PENDING",
@@ -93,7 +109,7 @@ def pending_record(job: PendingJob, stamp: int, priority: int) -> dict[str, Any]
         "end_time": 0,
         "time_limit": int(job.requested_time // 60),
         "user_name": f"u{job.user}",
-        "account": "",
+        "account": account,
         "name": f"job{job.job_id}",
         "admin_comment": "",
         "state_reason": "Priority",
@@ -167,15 +183,36 @@ class Answers:
 
     texts: list[str] = field(default_factory=list)
     factors: list[dict[int, int]] = field(default_factory=list)
+    shares: list[str] = field(default_factory=list)  # sshare's answers ("": fair-share off)
     snapshots: list[Snapshot] = field(default_factory=list)
     outcomes: list[tuple] = field(default_factory=list)
 
 
-def answer_text(snapshot: Snapshot, stamp: int, priority: Callable[[int], int]) -> str:
+def answer_text(snapshot: Snapshot, stamp: int, priority: Callable[[int], int], fairshare: bool) -> str:
     names = [node.name for node in snapshot.nodes]
     records = [running_record(r, names, 0) for r in snapshot.running]
-    records += [pending_record(p, stamp, priority(p.job_id)) for p in snapshot.pending]
+    records += [
+        pending_record(p, stamp, priority(p.job_id), account_of(p.user) if fairshare else "")
+        for p in snapshot.pending
+    ]
     return json.dumps({"jobs": records})
+
+
+def sshare_text(shares: dict[int, float]) -> str:
+    """``sshare -P -n -a -o Account,User,Partition,FairShare``'s answer: the root and account
+    lines (no user: skipped by the read), then one line per user association."""
+    lines = ["root|||1.000000"] + [f" acct{a}|||0.500000" for a in range(8)]
+    lines += [f"  {account_of(u)}|u{u}||{f:.6f}" for u, f in sorted(shares.items())]
+    return "\n".join(lines) + "\n"
+
+
+def next_shares(shares: dict[int, float], snapshot: Snapshot, rng: random.Random, changes: int) -> None:
+    """Each pending job's user association (a new user's appears) and ``changes`` of the
+    associations given a new factor, as a Fair Tree's ranks move for a few users a cycle."""
+    for user in sorted({p.user for p in snapshot.pending} - set(shares)):
+        shares[user] = rng.random()
+    for user in rng.sample(sorted(shares), min(changes, len(shares))):
+        shares[user] = rng.random()
 
 
 def outcome(decided, plan) -> tuple:
@@ -219,18 +256,39 @@ def config() -> CoreConfig:
     return CoreConfig(backfill="easy", max_jobs_considered=DEFAULT_MAX_JOBS_CONSIDERED)
 
 
-def main_read(text: str, factors: dict[int, int]) -> list[RJMSJob]:
+def main_read(text: str, factors: dict[int, int], share_text: str = "") -> list[RJMSJob]:
     """Main's read (``SlurmBackend.read_state``'s steps): decode, ``parse_job`` per record, the
-    finished jobs left out, ``with_fields`` per job with its site factor."""
+    finished jobs left out, ``with_fields`` per job with its site factor; with an sshare
+    answer, ``with_fields`` per pending job with its association's fair-share factor."""
     jobs = [parse_job(r, "site_factor") for r in json.loads(text)["jobs"]]
     jobs = [j for j in jobs if j.state not in FINAL_STATES]
-    return [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+    jobs = [with_fields(j, site_factor=factors.get(j.job_id, 0)) for j in jobs]
+    if not share_text:
+        return jobs
+    shares = site_factor_values.parse_sshare(share_text)
+    return [
+        with_fields(
+            j, fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, shares)
+        )
+        if j.state == "PENDING"
+        else j
+        for j in jobs
+    ]
 
 
-def cached_read(parsed: ParsedJobs, text: str, factors: dict[int, int]) -> list[RJMSJob]:
-    """The same steps through :class:`ParsedJobs`, as the branch's backends read."""
+def cached_read(
+    parsed: ParsedJobs, text: str, factors: dict[int, int], share_text: str = ""
+) -> list[RJMSJob]:
+    """The same steps through :class:`ParsedJobs`, as the tree's backends read: its fair-share
+    step is ``ParsedJobs.with_fairshare`` where the tree has one (r31fair), else the module's
+    ``slurm.with_fairshare`` (integ before r31fair)."""
     jobs = [j for j in parsed.parse(json.loads(text)["jobs"], "site_factor") if j.state not in FINAL_STATES]
-    return parsed.with_site_factors(jobs, factors)
+    jobs = parsed.with_site_factors(jobs, factors)
+    if not share_text:
+        return jobs
+    shares = site_factor_values.parse_sshare(share_text)
+    fair = getattr(parsed, "with_fairshare", None)
+    return fair(jobs, shares) if fair is not None else slurm.with_fairshare(jobs, shares)
 
 
 def make_answers(args: argparse.Namespace) -> Answers:
@@ -241,20 +299,31 @@ def make_answers(args: argparse.Namespace) -> Answers:
     rng = random.Random(27)
     bumps: dict[int, int] = defaultdict(int)
     factors: dict[int, int] = {}
+    shares: dict[int, float] = {}
+    fairshare = getattr(args, "fairshare", False)
     live = live_cycle.LivePath(config(), explain=True, collect=False, actions=args.actions)
     parsed = ParsedJobs()
     out = Answers()
     for cycle in range(args.cycles):
         text = answer_text(
-            snapshot, 1_700_000_000 + cycle, lambda j: max(BASE_PRIORITY + bumps[j] + factors.get(j, 0), 0)
+            snapshot,
+            1_700_000_000 + cycle,
+            lambda j: max(BASE_PRIORITY + bumps[j] + factors.get(j, 0), 0),
+            fairshare,
         )
-        jobs = main_read(text, factors)
-        assert cached_read(parsed, text, factors) == jobs, f"cycle {cycle}: the cached read differs"
+        if fairshare:
+            next_shares(shares, snapshot, rng, args.fair_changes)
+        share_text = sshare_text(shares) if fairshare else ""
+        jobs = main_read(text, factors, share_text)
+        assert cached_read(parsed, text, factors, share_text) == jobs, (
+            f"cycle {cycle}: the cached read differs"
+        )
         if cycle == 0:
             check_written(snapshot, jobs)
         decided = live.cycle(state_of(snapshot, jobs), defaultdict(float))
         out.texts.append(text)
         out.factors.append(dict(factors))
+        out.shares.append(share_text)
         out.snapshots.append(snapshot)
         out.outcomes.append(outcome(decided, PLANS.plan))
         for action in PLANS.plan.actions:  # the site factors set come back in the next read
@@ -300,11 +369,13 @@ def run_path(answers: Answers, cached: bool, args: argparse.Namespace) -> list[t
     parsed = ParsedJobs()
     seconds = []
     gc.collect()
-    for text, factors, snapshot, want in zip(
-        answers.texts, answers.factors, answers.snapshots, answers.outcomes, strict=True
+    for text, factors, share_text, snapshot, want in zip(
+        answers.texts, answers.factors, answers.shares, answers.snapshots, answers.outcomes, strict=True
     ):
         t0 = time.process_time()
-        jobs = cached_read(parsed, text, factors) if cached else main_read(text, factors)
+        jobs = (
+            cached_read(parsed, text, factors, share_text) if cached else main_read(text, factors, share_text)
+        )
         state = state_of(snapshot, jobs)
         t1 = time.process_time()
         decided = live.cycle(state, defaultdict(float))
@@ -322,8 +393,16 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=5)
     parser.add_argument("--arrivals", type=int, default=5)
     parser.add_argument("--actions", type=int, default=live_cycle.DAEMON_ACTIONS)
+    parser.add_argument(
+        "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
+    )
+    parser.add_argument(
+        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+    )
     args = parser.parse_args()
-    print(f"rush from {rush.__file__}; load {os.getloadavg()}")
+    print(
+        f"rush from {rush.__file__}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+    )
     warm = bench_nodes.make_snapshot(100, 1, live_cycle.NODES, live_cycle.PODS)  # numba's cache, not timed
     live_cycle.LivePath(config(), True).cycle(live_cycle.rjms_state(warm, None), defaultdict(float))
     answers = make_answers(args)

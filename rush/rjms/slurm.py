@@ -49,7 +49,6 @@ from rush.rjms.base import (
     check_submit,
     check_time_limit,
     register_backend,
-    with_fields,
 )
 from rush.rjms.slurm_cli import SlurmCLI
 from rush.rjms.slurm_json import (  # noqa: F401  (re-exported: the backend's parsing API)
@@ -83,19 +82,6 @@ def format_tags(tags: dict[str, str]) -> str:
                 fix="keys [a-z_], values [A-Za-z0-9._-]",
             )
     return "rush:" + ";".join(f"{k}={v}" for k, v in tags.items())
-
-
-def with_fairshare(jobs: Sequence[RJMSJob], factors: site_factor_values.Associations) -> list[RJMSJob]:
-    """Pending jobs with their association's fair-share factor (others unchanged)."""
-    return [
-        with_fields(
-            j,
-            fairshare=site_factor_values.fairshare_of(j.job_id, j.account, j.user, j.partition, factors),
-        )
-        if j.state == "PENDING"
-        else j
-        for j in jobs
-    ]
 
 
 # -- validation -----------------------------------------------------------------------------
@@ -420,7 +406,7 @@ class SlurmBackend(RJMSBackend):
             factors = self.site_factors() if any(j.state == "PENDING" for j in jobs) else {}
             jobs = self.parsed.with_site_factors(jobs, factors)
         if self.fairshare and any(j.state == "PENDING" for j in jobs):
-            jobs = with_fairshare(jobs, self.fairshare_factors())
+            jobs = self.parsed.with_fairshare(jobs, self.fairshare_factors())
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,

@@ -38,6 +38,7 @@ from typing import Any
 
 from rush.core.resources import Node, NodeState, Request
 from rush.errors import RJMSError
+from rush.rjms import site_factor as site_factor_values
 from rush.rjms.base import RJMSJob, with_fields
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
@@ -361,7 +362,8 @@ class ParsedJobs:
         self._lever = ""
         # The last read's entries by job id, or (a first read's) its records and jobs.
         self._kept: dict[int, tuple[Any, RJMSJob]] | tuple[list[Any], list[RJMSJob]] = {}
-        self._factored: dict[int, tuple[RJMSJob, Any, RJMSJob]] | tuple[list[RJMSJob], list[RJMSJob]] = {}
+        self._site_factors = KeptValues("site_factor")
+        self._fairshares = KeptValues("fairshare")
 
     def __len__(self) -> int:
         """How many jobs are kept (the last successful read's)."""
@@ -407,60 +409,106 @@ class ParsedJobs:
         self._kept, self._lever = fresh, lever
         return jobs
 
-    def with_site_factors(self, jobs: Iterable[RJMSJob], factors: dict[int, int]) -> list[RJMSJob]:
+    def with_site_factors(self, jobs: Sequence[RJMSJob], factors: dict[int, int]) -> list[RJMSJob]:
         """Each job with its site factor (0 when ``factors`` has none), equal to what
-        ``with_fields`` makes (:func:`with_site_factor`): the last read's job with factor where
-        the job is the same object and the factor its factor (:func:`same_value`)."""
-        kept = self._factored
+        ``with_fields`` makes (:func:`with_job_value`): the last read's job with factor where
+        the job is the same object and the factor its factor (:class:`KeptValues`)."""
+        return self._site_factors.apply(jobs, [factors.get(j.job_id, 0) for j in jobs])
+
+    def with_fairshare(
+        self, jobs: Sequence[RJMSJob], factors: site_factor_values.Associations
+    ) -> list[RJMSJob]:
+        """Pending jobs with their association's fair-share factor (:func:`site_factor.fairshare_of`,
+        raising as it does, before anything is kept), others unchanged; each equal to
+        ``with_fields(job, fairshare=factor)``, the last read's where the job is the same object
+        and the factor its factor (sshare's factors are new floats each read: :func:`same_value`)."""
+        fairshare_of = site_factor_values.fairshare_of
+        values = [
+            fairshare_of(j.job_id, j.account, j.user, j.partition, factors)
+            if j.state == "PENDING"
+            else j.fairshare
+            for j in jobs
+        ]
+        return self._fairshares.apply(jobs, values)
+
+
+class KeptValues:
+    """One field of each job set to a value read beside the jobs (sprio's site factor, sshare's
+    fair-share factor), each job made by :func:`with_job_value`, reusing the last read's made
+    job where the job given is the same object as then and its value :func:`same_value`'s the
+    one kept: an unchanged job stays one object from read to read (the snapshot builder's
+    ``is``), and a read costs its changed jobs. A first read keeps its lists; the next makes
+    the map by job id from them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        # Per job id: (the job given, its value, the job made); or a first read's three lists.
+        self._kept: dict[int, tuple[RJMSJob, Any, RJMSJob]] | tuple[Sequence, Sequence, list] = {}
+
+    def apply(self, jobs: Sequence[RJMSJob], values: Sequence[Any]) -> list[RJMSJob]:
+        """Each ``jobs[k]`` with the field set to ``values[k]``, equal to ``with_fields``'."""
+        name, kept = self.name, self._kept
         if isinstance(kept, tuple):  # a first read's lists
-            kept = {m.job_id: (j, m.site_factor, m) for j, m in zip(*kept, strict=True)}
+            kept = {m.job_id: (j, v, m) for j, v, m in zip(*kept, strict=True)}
         if not kept:  # a first read: the lists kept
-            jobs = list(jobs)
-            out = [with_site_factor(j, factors.get(j.job_id, 0)) for j in jobs]
-            self._factored = (jobs, out)
+            out = [with_job_value(j, name, v) for j, v in zip(jobs, values, strict=True)]
+            self._kept = (jobs, values, out)
             return out
         fresh: dict[int, tuple[RJMSJob, Any, RJMSJob]] = {}
         out = []
-        for job in jobs:
+        for job, value in zip(jobs, values, strict=True):
             job_id = job.job_id
-            factor = factors.get(job_id, 0)
             last = kept.get(job_id)
-            if last is not None and last[0] is job and same_value(last[1], factor):
+            if last is not None and last[0] is job and same_value(last[1], value):
                 made = last[2]
             else:
-                made = with_site_factor(job, factor)
-            fresh[job_id] = (job, factor, made)
+                made = with_job_value(job, name, value)
+            fresh[job_id] = (job, value, made)
             out.append(made)
-        self._factored = fresh
+        self._kept = fresh
         return out
 
 
-# A job's field values in field order (the constructor's positional order), and where the site
-# factor is among them.
+# A job's field values in field order (the constructor's positional order), and where each
+# field is among them.
 _JOB_VALUES = operator.attrgetter(*(f.name for f in fields(RJMSJob)))
-_SITE_FACTOR_AT = [f.name for f in fields(RJMSJob)].index("site_factor")
+_FIELD_AT = {f.name: k for k, f in enumerate(fields(RJMSJob))}
 
 
 def same_value(kept: Any, value: Any) -> bool:
-    """Whether ``kept`` may stand for ``value`` in a job: equal ints (one value however held),
-    else the same object (a float's -0.0 equals 0.0 and prints apart; a factor is an int)."""
-    return kept is value or (type(kept) is int and type(value) is int and kept == value)
+    """Whether ``kept`` may stand for ``value`` in a job: the same object; equal ints (one
+    value however held); equal floats of the same sign (one IEEE-754 double: sshare's factors
+    are new objects each read; -0.0 equals 0.0 and prints apart; NaN equals nothing)."""
+    if kept is value:
+        return True
+    kind = type(kept)
+    if kind is not type(value) or kept != value:
+        return False
+    return kind is int or (
+        kind is float and (kept != 0.0 or math.copysign(1.0, kept) == math.copysign(1.0, value))
+    )
+
+
+def with_job_value(job: RJMSJob, name: str, value: Any) -> RJMSJob:
+    """A job equal to ``with_fields(job, **{name: value})`` (each other value the same object)
+    whose values stay in the object, as the constructor keeps them: ``with_fields``
+    materialises a ``__dict__`` on both jobs, a second object to reach at every read of a field,
+    and the snapshot builder reads a few fields of every job several times a cycle. ``job``
+    itself where ``value`` is its own already (:func:`same_value`: a site factor of 0 for most
+    of a queue); otherwise a new job made by the constructor (about 3 us, against
+    ``with_fields``' 1.7)."""
+    if type(job) is not RJMSJob:  # a subclass: replace's own way
+        return with_fields(job, **{name: value})
+    if same_value(getattr(job, name), value):
+        return job
+    values = list(_JOB_VALUES(job))
+    values[_FIELD_AT[name]] = value
+    return RJMSJob(*values)
 
 
 def with_site_factor(job: RJMSJob, factor: Any) -> RJMSJob:
-    """A job equal to ``with_fields(job, site_factor=factor)`` (each other value the same
-    object) whose values stay in the object, as the constructor keeps them: ``with_fields``
-    materialises a ``__dict__`` on both jobs, a second object to reach at every read of a field,
-    and the snapshot builder reads a few fields of every job several times a cycle. ``job``
-    itself where ``factor`` is its own already (:func:`same_value`: 0 for most of a queue);
-    otherwise a new job made by the constructor (about 3 us, against ``with_fields``' 1.7)."""
-    if type(job) is not RJMSJob:  # a subclass: replace's own way
-        return with_fields(job, site_factor=factor)
-    if same_value(job.site_factor, factor):
-        return job
-    values = list(_JOB_VALUES(job))
-    values[_SITE_FACTOR_AT] = factor
-    return RJMSJob(*values)
+    """:func:`with_job_value` of the site factor."""
+    return with_job_value(job, "site_factor", factor)
 
 
 def finished_record(record: dict[str, Any], source: str) -> dict[str, Any] | None:

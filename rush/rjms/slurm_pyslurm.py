@@ -70,7 +70,6 @@ from rush.rjms.slurm import (
     _text,
     finished_records,
     format_tags,
-    with_fairshare,
 )
 
 ESLURM_INVALID_JOB_ID = 2017  # slurm_errno.h, the same in every release
@@ -430,7 +429,7 @@ class PySlurmBackend(RJMSBackend):
         factors = self._commands.site_factors() if pending else {}
         jobs = self.parsed.with_site_factors(jobs, factors)
         if self._commands.fairshare and pending:
-            jobs = with_fairshare(jobs, self._commands.fairshare_factors())
+            jobs = self.parsed.with_fairshare(jobs, self._commands.fairshare_factors())
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,

@@ -116,6 +116,24 @@ def test_the_backend_fills_pending_jobs_factors_with_one_sshare(tmp_path: Path) 
     assert {p.job_id: p.fairshare for p in built.snapshot.pending} == {2: 0.25, 3: 0.75}
 
 
+def test_reads_keep_a_pending_job_while_its_record_and_factor_are_unchanged(tmp_path: Path) -> None:
+    """The backend's later reads give back the last read's job objects (r31fair: the snapshot
+    builder's ``is`` then passes); a changed association's jobs come anew with the new factor,
+    equal to what the first read of that answer gives."""
+    bin_dir = commands(tmp_path, SSHARE, ACCOUNTS)
+    backend = get_backend("slurm", bin_dir=str(bin_dir), fairshare=True)
+    first = {j.job_id: j for j in backend.read_state().jobs}
+    second = {j.job_id: j for j in backend.read_state().jobs}
+    assert all(second[k] is first[k] for k in first)
+    (tmp_path / "sshare.txt").write_text(SSHARE.replace("acct_a|root||0.250000", "acct_a|root||0.300000"))
+    third = {j.job_id: j for j in backend.read_state().jobs}
+    assert third[2] is not first[2] and third[2].fairshare == 0.3 and third[3] is first[3]
+    fresh = {
+        j.job_id: j for j in get_backend("slurm", bin_dir=str(bin_dir), fairshare=True).read_state().jobs
+    }
+    assert third == fresh
+
+
 def test_without_the_option_nothing_is_read(tmp_path: Path) -> None:
     bin_dir = commands(tmp_path, SSHARE, ACCOUNTS)
     state = get_backend("slurm", bin_dir=str(bin_dir)).read_state()
