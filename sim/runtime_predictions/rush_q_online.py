@@ -80,11 +80,18 @@ def yardstick(trace: str) -> float:
     return max(sds)
 
 
-def committed_row(trace: str, scheduler: str) -> dict:
+def _committed_rows(trace: str, scheduler: str) -> list[dict]:
     with open(OUT / "rush_q.csv", newline="") as fh:
-        for r in csv.DictReader(fh):
-            if r["trace"] == trace and r["scheduler"] == scheduler:
-                return r
+        return [r for r in csv.DictReader(fh) if r["trace"] == trace and r["scheduler"] == scheduler]
+
+
+def has_committed_row(trace: str, scheduler: str) -> bool:
+    return bool(_committed_rows(trace, scheduler))
+
+
+def committed_row(trace: str, scheduler: str) -> dict:
+    if rows := _committed_rows(trace, scheduler):
+        return rows[0]
     raise SystemExit(f"{trace}: no committed {scheduler!r} row in rush_q.csv")
 
 
@@ -181,6 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     if unknown := [t for t in traces if t not in TRACES]:
         parser.error(f"--traces: unknown {unknown}; use some of {list(TRACES)}")
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    # Each run's first iterate is checked against its committed row: refuse a missing one
+    # before any trace is loaded.
+    if missing := [f"{t} {s!r}" for t in traces for s in schedulers if not has_committed_row(t, s)]:
+        parser.error(f"--schedulers: no committed row in rush_q.csv for {', '.join(missing)}")
+    if not schedulers:
+        parser.error("--schedulers: give at least one (a scheduler of rush_q.csv)")
     if args.iterations < 1:
         parser.error("--iterations must be at least 1")
     if not args.out.isidentifier():
@@ -200,7 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     from rush.workload.model import workload_from_trace
 
     rush_q = _script("rush_q", HERE / "rush_q.py")
-    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     runs: dict[tuple[str, str], list[dict]] = {}
     cut = []
     for trace in traces:

@@ -13,7 +13,14 @@ SCRIPT = Path(__file__).resolve().parents[2] / "sim" / "runtime_predictions" / "
 
 @pytest.mark.parametrize(
     "argv",
-    [["--traces", "FOO"], ["--iterations", "0"], ["--out", "../elsewhere"], ["--until", "7pm"]],
+    [
+        ["--traces", "FOO"],
+        ["--iterations", "0"],
+        ["--out", "../elsewhere"],
+        ["--until", "7pm"],
+        ["--schedulers", "rush-Q,no such scheduler"],
+        ["--schedulers", " , "],
+    ],
 )
 def test_bad_flags_are_refused_with_exit_2_and_the_flag_named(argv, capsys) -> None:
     script = load_script(SCRIPT, "rush_q_online")
@@ -21,6 +28,22 @@ def test_bad_flags_are_refused_with_exit_2_and_the_flag_named(argv, capsys) -> N
         script.main(argv)
     assert exit_.value.code == 2
     assert argv[0] in capsys.readouterr().err
+
+
+def test_an_unknown_scheduler_is_refused_before_any_trace_is_loaded(monkeypatch, capsys) -> None:
+    from rush.workload import catalogue
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a trace was loaded before the flags were checked")
+
+    monkeypatch.setattr(catalogue, "load_trace", no_load)
+    script = load_script(SCRIPT, "rush_q_online")
+    with pytest.raises(SystemExit) as exit_:
+        script.main(["--traces", "KTH-SP2", "--schedulers", "rush-Q,SPF-CI (typo)"])
+    assert exit_.value.code == 2
+    said = capsys.readouterr().err
+    assert "--schedulers" in said and "KTH-SP2 'SPF-CI (typo)'" in said and "'rush-Q'" not in said
+    assert script.has_committed_row("KTH-SP2", "rush-Q")
 
 
 def _run(iteration: int, figure: float, share: float = 0.55, **check) -> dict:
