@@ -5,6 +5,9 @@ round 26), each a list of simulation rows for one trace and job set:
   (seed 0) and under an information-free jitter of their predictions inside the loop
   (``SimInputs.prediction_jitter_seed``, :func:`rush.core.runtime_predictions.jittered_prediction`),
   the same seeds for both (paired);
+* :func:`log_noise_runs` (round 28): Table 6.6's EASY++ (the log's history) and Gaussier et al.
+  (weekly) columns under the same information-free jitter, the draw the loop would make for each
+  job (:func:`jittered_log_predictions`) applied to their predictions made before the run;
 * :func:`gaussier_grid_runs`: gaussier-online under each of :data:`GRID`'s losses, a subset of
   Gaussier et al.'s own grid (:func:`rush.core.gaussier_online.composite_loss`): a sensitivity
   reading, not a tuned result.
@@ -15,7 +18,16 @@ from __future__ import annotations
 import numpy as np
 
 from rush.core.gaussier_online import composite_loss
-from rush.studies.runtime_predictions import _easy_fcfs, _predictor_config, _row, _with_improvements, load
+from rush.core.runtime_predictions import JITTER_OFF, jittered_prediction
+from rush.models.runtime_predictors import make_predictor, predict_walkforward
+from rush.studies.runtime_predictions import (
+    PREDICTORS,
+    _easy_fcfs,
+    _predictor_config,
+    _row,
+    _with_improvements,
+    load,
+)
 
 ONLINE_SCHEDULERS = ("easy++-online", "gaussier-online")
 # (right curve, its parameter, left curve, its parameter, threshold s, weight): the README's table,
@@ -87,6 +99,42 @@ def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
                 online=source,
                 study={"prediction_jitter_seed": seed},
             )
+            _predictions(r, workload)
+            rows.append(r | {"seed": seed})
+    _against_easy_fcfs(base, rows)
+    return [base | {"seed": None}, *rows]
+
+
+def jittered_log_predictions(predicted: np.ndarray, requested_time: np.ndarray, seed: int) -> np.ndarray:
+    """Predictions made before the run (the log's history, the weekly fit), each moved as the
+    simulator's loop moves an online one under ``seed``: job j (its index in submit order) by the
+    core's :func:`~rush.core.runtime_predictions.jittered_prediction` with the same (seed, j) draw,
+    so a seed perturbs a log column's job exactly as it perturbs that job's online prediction.
+    ``seed`` :data:`~rush.core.runtime_predictions.JITTER_OFF` returns ``predicted`` itself."""
+    if seed == JITTER_OFF:
+        return predicted
+    requested = np.asarray(requested_time, dtype=np.float64)
+    values = np.asarray(predicted, dtype=np.float64)
+    return np.array(
+        [jittered_prediction(v, r, seed, j) for j, (v, r) in enumerate(zip(values, requested, strict=True))]
+    )
+
+
+def log_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
+    """EASY-FCFS, then each of Table 6.6's two regression columns (``easy++``: the log's history;
+    ``gaussier``: the weekly fit; SJBF, stepwise correction) with its walk-forward predictions made
+    once and each jitter seed of ``seeds`` applied (0: none, the committed ``schedulers.csv`` run),
+    each row with its ``seed`` and improvement over EASY-FCFS (round 28)."""
+    workload = load(trace, job_set)
+    base = _easy_fcfs(trace, job_set, workload)
+    rows = []
+    for name in PREDICTORS:
+        predicted = predict_walkforward(workload, make_predictor(name)).predicted
+        config = _predictor_config(name)
+        for seed in seeds:
+            moved = jittered_log_predictions(predicted, workload.requested_time, seed)
+            r = _row(trace, job_set, workload, name, config, moved)
+            r["estimate"] = moved
             _predictions(r, workload)
             rows.append(r | {"seed": seed})
     _against_easy_fcfs(base, rows)

@@ -17,10 +17,14 @@ confident"``) ``paired_seeds_h18``, H19 (round 25, seeds 9-40, ``--rule "SPF-CI 
 Gaussier online"``) ``paired_seeds_h19``; ``--traces HPC2N`` (round 22, D22: a trace H18 was not shaped
 on) needs HPC2N's rows in ``results/published/rush_q.csv`` first. A rule's runs with ties by
 arrival must equal its committed single run (H13a's below; another rule's row of
-``results/published/rush_q.csv``).
+``results/published/rush_q.csv``). ``--job-set full`` (round 28; default ``published``, whose runs
+and files it leaves as they were) runs the full job set instead: the classifier's walk-forward of
+the full set, the arrival runs checked against ``results/full/rush_q.csv`` (H13a's too), and the
+files written to ``results/full/<out>``.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8] [--out NAME] [--rule NAME]
+        python sim/runtime_predictions/paired_seeds.py --traces KTH-SP2 [--seeds 1-8] [--out NAME] [--rule NAME] \\
+        [--job-set full]
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 SPF_CI, H13A = "SPF-CI (classifier)", "SPF-CI ranked on predictions"
+JOB_SETS = ("published", "full")  # each reads its own results/<job set>/rush_q.csv and writes there
 COMMITTED = {  # results/published/rush_q.csv, ties by arrival
     ("KTH-SP2", SPF_CI): 64.69,
     ("CTC-SP2", SPF_CI): 70.35,
@@ -63,16 +68,16 @@ def _rule(text: str) -> str:
     return text
 
 
-def _committed(trace: str, scheduler: str) -> float:
-    """The single run of record of ``scheduler`` on ``trace`` (published, ties by arrival)."""
-    if (trace, scheduler) in COMMITTED:
+def _committed(trace: str, scheduler: str, job_set: str = "published") -> float:
+    """The single run of record of ``scheduler`` on ``trace`` (ties by arrival) in ``job_set``."""
+    if job_set == "published" and (trace, scheduler) in COMMITTED:
         return COMMITTED[trace, scheduler]
-    with open(HERE / "results" / "published" / "rush_q.csv") as fh:
+    with open(HERE / "results" / job_set / "rush_q.csv") as fh:
         for r in csv.DictReader(fh):
             if r["trace"] == trace and r["scheduler"] == scheduler:
                 return float(r["improvement_over_easy_fcfs_pct"])
     raise SystemExit(
-        f"{trace} {scheduler}: no single run of record in results/published/rush_q.csv: run rush_q.py first"
+        f"{trace} {scheduler}: no single run of record in results/{job_set}/rush_q.csv: run rush_q.py first"
     )
 
 
@@ -97,8 +102,8 @@ def _out_name(text: str) -> str:
     return text
 
 
-def run_trace(trace: str, seeds: tuple[int, ...], rule: str = H13A) -> list[dict]:
-    """SPF-CI and ``rule`` on ``trace`` (published), ties by arrival and by each seed."""
+def run_trace(trace: str, seeds: tuple[int, ...], rule: str = H13A, job_set: str = "published") -> list[dict]:
+    """SPF-CI and ``rule`` on ``trace`` (``job_set``), ties by arrival and by each seed."""
     import numpy as np
 
     sys.path.insert(0, str(HERE))
@@ -112,12 +117,13 @@ def run_trace(trace: str, seeds: tuple[int, ...], rule: str = H13A) -> list[dict
     workload = workload_from_trace(load_trace(trace))
     wf = rush_q.default_walkforward(trace, DEFAULT_FEATURE_SET)
     rows = np.flatnonzero((workload.runtime > 0) & (workload.runtime < workload.requested_time))
-    cw = rush_q.classifier_walkforward(trace, "published")
-    reference = rush_q.fcfs_ci_false_small(trace, "published", len(workload), rows, cw)
+    rows = rows if job_set == "published" else np.arange(len(workload))
+    cw = rush_q.classifier_walkforward(trace, job_set)
+    reference = rush_q.fcfs_ci_false_small(trace, job_set, len(workload), rows, cw)
     fcfs_kills = int(np.nansum(reference))
     found = quantile_rows(
         trace,
-        "published",
+        job_set,
         workload,
         wf,
         RowOptions(
@@ -131,7 +137,7 @@ def run_trace(trace: str, seeds: tuple[int, ...], rule: str = H13A) -> list[dict
             raise SystemExit(f"{trace} {r['scheduler']} seed {r['tie_seed']}: {r['false_small_kills']} kills")
         if (
             r["tie_seed"] == "arrival"
-            and abs(r["improvement_over_easy_fcfs_pct"] - _committed(trace, r["scheduler"])) > 0.006
+            and abs(r["improvement_over_easy_fcfs_pct"] - _committed(trace, r["scheduler"], job_set)) > 0.006
         ):
             raise SystemExit(
                 f"{trace} {r['scheduler']}: {r['improvement_over_easy_fcfs_pct']} is not the committed row"
@@ -201,10 +207,16 @@ def main() -> None:
         "--out",
         default="paired_seeds",
         type=_out_name,
-        help="file stem in results/published (D16: paired_seeds_d16)",
+        help="file stem in results/<job set> (D16: paired_seeds_d16)",
     )
     parser.add_argument(
         "--rule", default=H13A, type=_rule, help=f"the rule paired with SPF-CI: one of {', '.join(RULES)}"
+    )
+    parser.add_argument(
+        "--job-set",
+        default="published",
+        choices=JOB_SETS,
+        help="the job set run and the results/<job set>/ written (round 28: full)",
     )
     args = parser.parse_args()
     seeds = args.seeds
@@ -212,8 +224,11 @@ def main() -> None:
     unknown = [t for t in run if t not in traces]
     if unknown:
         parser.error(f"--traces: unknown {unknown}; use some of {', '.join(traces)}")
-    rows = [r for t in run for r in run_trace(t, seeds, args.rule)]
-    out = HERE / "results" / "published"
+    # The published set's call is the one earlier rounds made (their tests stand in for it).
+    extra = {} if args.job_set == "published" else {"job_set": args.job_set}
+    rows = [r for t in run for r in run_trace(t, seeds, args.rule, **extra)]
+    out = HERE / "results" / args.job_set
+    out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.out}.csv"
     kept = []
     if path.exists():
