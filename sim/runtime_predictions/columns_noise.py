@@ -73,7 +73,7 @@ def cell(trace: str, column: str, mechanism: str, runs: dict[str, float], spf: d
     sd = statistics.stdev(figures)
     return {
         "trace": trace,
-        "column": column,
+        "scheduler": column,
         "mechanism": mechanism,
         "seeds": len(seeds),
         "single run": f"{single:.2f}",

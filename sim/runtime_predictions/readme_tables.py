@@ -556,6 +556,54 @@ CLAIMS: tuple[Claim, ...] = (
         "kills (all rows; FCFS-CI's)",
     ),
     Claim(
+        "Table 6.6's columns over seeds against SPF-CI (round 28), full job set",
+        "### Results (round 28; `results/full/columns_noise.md`",
+        "| trace | scheduler | mechanism |",
+        "full",
+        _paired(
+            "columns_noise.md",
+            {
+                column: column
+                for column in (
+                    "seeds",
+                    "single run",
+                    "mean",
+                    "sd",
+                    "min",
+                    "max",
+                    "minus SPF-CI: mean",
+                    "sd of the differences",
+                    "95 % t-interval",
+                )
+            },
+        ),
+    ),
+    Claim(
+        "H18 against SPF-CI over 16 tie-break seeds (round 28), full job set",
+        "### Results (round 28; `results/full/columns_noise.md`",
+        "| trace | seeds | SPF-CI by arrival | H18 by arrival |",
+        "full",
+        _paired(
+            "paired_seeds_h18.md",
+            {
+                column: column
+                for column in (
+                    "seeds",
+                    "SPF-CI by arrival",
+                    "H18 by arrival",
+                    "SPF-CI over seeds: mean (min-max)",
+                    "H18 over seeds: mean (min-max)",
+                    "H18 - SPF-CI: mean",
+                    "95 % t-interval",
+                    "H18 >= SPF-CI",
+                    "Wilcoxon p",
+                    "sign test p",
+                    "kills (both; FCFS-CI's)",
+                )
+            },
+        ),
+    ),
+    Claim(
         "rush-Q with the calibrated mean (H8), both job sets",
         "### rush-Q with the deployed (calibrated) mean",
         "| job set | trace | SPF-CI | FCFS-CI kills | rush-Q |",

@@ -165,7 +165,7 @@ def test_columns_noise_reads_each_column_against_spf_ci_by_both_rules(tmp_path, 
     h18 = [63.7, 62.5, 64.4, 63.6, 61.5]  # paired: +0.5 +0.4 +0.6 +0.5 (sd 0.08)
     easy = [34.6, 30.0, 33.0, 35.0, 31.0]
     _columns_files(tmp_path, spf, h18, easy)
-    rows = {r["column"]: r for r in script.table(tmp_path)}
+    rows = {r["scheduler"]: r for r in script.table(tmp_path)}
     said = capsys.readouterr().out
     assert "KTH-SP2 Gaussier online: no seeded runs committed: skipped" in said
     assert "CTC-SP2: no SPF-CI seeds" in said
@@ -180,7 +180,7 @@ def test_columns_noise_reads_each_column_against_spf_ci_by_both_rules(tmp_path, 
     assert f["2-sd verdict"] == "below" and f["mechanism"] == "none (single run)"
     # Level under 2 sd, but the mean's interval excludes 0: the two rules can disagree.
     _columns_files(tmp_path, spf, [63.7, 63.0, 63.0, 64.0, 61.0], easy)  # +1 -1 +1 0: level both
-    h = {r["column"]: r for r in script.table(tmp_path)}["H18"]
+    h = {r["scheduler"]: r for r in script.table(tmp_path)}["H18"]
     assert (h["2-sd verdict"], h["t verdict"]) == ("level", "level")
     assert script.verdicts([1.0, 2.0, 0.5, 2.5]) == ("[+0.05, +2.95]", "level", "above")
     assert script.verdicts([-5.0, -6.0, -5.0, -6.0])[1:] == ("below", "below")
