@@ -93,12 +93,15 @@ def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
     return [base | {"seed": None}, *rows]
 
 
-def gaussier_grid_runs(trace: str, job_set: str, points: tuple = GRID) -> list[dict]:
-    """EASY-FCFS, then gaussier-online (SJBF, stepwise correction, no jitter) learning on each of
-    ``points``' losses, each row with its ``point`` (1-based) and ``loss`` label."""
+def gaussier_grid_runs(
+    trace: str, job_set: str, points: tuple = GRID, correction: str | None = None
+) -> list[dict]:
+    """EASY-FCFS, then gaussier-online (SJBF, no jitter; stepwise correction, or ``correction``, e.g.
+    ``"request"``, their triple's other rule) learning on each of ``points``' losses, each row with
+    its ``point`` (1-based) and ``loss`` label."""
     workload = load(trace, job_set)
     base = _easy_fcfs(trace, job_set, workload)
-    config = _predictor_config("gaussier-online")
+    config = _predictor_config("gaussier-online", correction)
     rows = []
     for k, point in enumerate(points, start=1):
         study = {"gaussier_loss": composite_loss(*point)}

@@ -133,3 +133,62 @@ def test_the_job_set_flag_reads_and_writes_that_sets_own_files(
     with pytest.raises(SystemExit):
         script.main(["--job-set", "fulll"])
     assert "--job-set" in capsys.readouterr().err
+
+
+def test_the_grid_flags_choose_the_job_set_and_the_correction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round 28: ``--job-set full --correction request`` runs the full set under correction to the
+    request and writes ``results/full/gaussier_grid_request*`` only, its point 1 checked against the
+    committed correct-to-request run; the defaults stay round 26's (published set, stepwise, the
+    ``gaussier_grid*`` files); values that are not choices are refused by argparse, naming the flag.
+    (The simulations are faked: the flags' plumbing is what is tested.)"""
+    from rush.studies import runtime_online_readings
+
+    script = load_script(HERE / "gaussier_grid.py", "gaussier_grid_under_test")
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    asked = []
+
+    def fake_grid(trace: str, job_set: str, correction: str | None = None) -> list[dict]:
+        asked.append((trace, job_set, correction))
+        rows = [{"trace": trace, "jobs": 5, "point": None, "loss": None, "mean_bounded_slowdown": 10.0}]
+        for k, f in enumerate([25.0, 12.0, 30.0], start=1):
+            rows.append({"trace": trace, "jobs": 5, "point": k, "loss": f"loss {k}"})
+            rows[-1] |= {"mean_bounded_slowdown": 10.0 * (1 - f / 100), "improvement_over_easy_fcfs_pct": f}
+        rows[0]["improvement_over_easy_fcfs_pct"] = 0.0
+        return rows
+
+    monkeypatch.setattr(runtime_online_readings, "gaussier_grid_runs", fake_grid)
+    (tmp_path / "full").mkdir()
+    with open(tmp_path / "full" / "gaussier_online_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "mean_bounded_slowdown"])
+        writer.writerow(["SDSC-BLUE", "gaussier-online", 9.9])  # not the request run's: ignored
+        writer.writerow(["SDSC-BLUE", "gaussier-online (correct-to-request)", 7.5])
+    script.main(["--job-set", "full", "--correction", "request", "--traces", "SDSC-BLUE"])
+    assert asked == [("SDSC-BLUE", "full", "request")]
+    stems = ["gaussier_grid_request", "gaussier_grid_request_runs"]
+    written = sorted(
+        [f"{t}.{ext}" for t in stems for ext in ("csv", "md")] + ["gaussier_grid_request_all_four.md"]
+    )
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == sorted(
+        [*written, "gaussier_online_runs.csv"]
+    )
+    assert not (tmp_path / "published").exists()
+    assert "[05]" in (tmp_path / "full" / "gaussier_grid_request.md").read_text()
+
+    with open(tmp_path / "full" / "gaussier_online_runs.csv", "a", newline="") as fh:
+        csv.writer(fh).writerow(["KTH-SP2", "gaussier-online (correct-to-request)", 7.0])
+    with pytest.raises(SystemExit, match="committed gaussier-online \\(correct-to-request\\) 7.0"):
+        script.main(["--job-set", "full", "--correction", "request", "--traces", "KTH-SP2"])
+
+    script.main(["--traces", "SDSC-BLUE"])  # the defaults: the published set, stepwise
+    assert asked[-1] == ("SDSC-BLUE", "published", None)
+    assert sorted(p.name for p in (tmp_path / "published").iterdir()) == sorted(
+        [f"{t}.{ext}" for t in ("gaussier_grid", "gaussier_grid_runs") for ext in ("csv", "md")]
+        + ["gaussier_grid_all_four.md"]
+    )
+    for flag, value in (("--job-set", "fulll"), ("--correction", "requests")):
+        with pytest.raises(SystemExit):
+            script.main([flag, value])
+        assert flag in capsys.readouterr().err
