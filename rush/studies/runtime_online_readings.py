@@ -15,7 +15,14 @@ from __future__ import annotations
 import numpy as np
 
 from rush.core.gaussier_online import composite_loss
-from rush.studies.runtime_predictions import _easy_fcfs, _predictor_config, _row, _with_improvements, load
+from rush.studies.runtime_predictions import (
+    THRESHOLD,
+    _easy_fcfs,
+    _predictor_config,
+    _row,
+    _with_improvements,
+    load,
+)
 
 ONLINE_SCHEDULERS = ("easy++-online", "gaussier-online")
 # (right curve, its parameter, left curve, its parameter, threshold s, weight): the README's table,
@@ -94,14 +101,19 @@ def online_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
 
 
 def gaussier_grid_runs(
-    trace: str, job_set: str, points: tuple = GRID, correction: str | None = None
+    trace: str,
+    job_set: str,
+    points: tuple = GRID,
+    correction: str | None = None,
+    threshold: float | None = THRESHOLD,
 ) -> list[dict]:
     """EASY-FCFS, then gaussier-online (SJBF, no jitter; stepwise correction, or ``correction``, e.g.
     ``"request"``, their triple's other rule) learning on each of ``points``' losses, each row with
-    its ``point`` (1-based) and ``loss`` label."""
+    its ``point`` (1-based) and ``loss`` label. ``threshold`` None: both without a starvation
+    threshold (and so without the starved-head rule), as Gaussier et al.'s simulator ran."""
     workload = load(trace, job_set)
-    base = _easy_fcfs(trace, job_set, workload)
-    config = _predictor_config("gaussier-online", correction)
+    base = _easy_fcfs(trace, job_set, workload, threshold)
+    config = _predictor_config("gaussier-online", correction, threshold)
     rows = []
     for k, point in enumerate(points, start=1):
         study = {"gaussier_loss": composite_loss(*point)}

@@ -19,10 +19,13 @@ Round 28: ``--job-set full`` runs the full job set (Gaussier et al.'s, less 20 j
 ``results/full/``; ``--correction request`` corrects an expired prediction to the request (the
 other rule of their cross-validated triple) and writes ``gaussier_grid_request*`` files, its point 1
 checked against the committed correct-to-request run. The defaults are round 26's run.
+``--no-starvation-threshold`` (D28, post hoc) runs EASY-FCFS and the grid with no starvation
+threshold, and so without the starved-head rule, as Gaussier et al.'s simulator ran; it writes
+``*_nothreshold*`` files and has no committed run to check point 1 against.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
         python sim/runtime_predictions/gaussier_grid.py [--traces KTH-SP2,...] \\
-        [--job-set published|full] [--correction stepwise|request]
+        [--job-set published|full] [--correction stepwise|request] [--no-starvation-threshold]
 """
 
 from __future__ import annotations
@@ -135,18 +138,25 @@ def all_four(out: Path, runs: list[dict]) -> list[str]:
     return [note, "", *markdown_lines(header, rows)]
 
 
-def run(traces: list[str], job_set: str = "published", correction: str = "stepwise") -> None:
+def run(
+    traces: list[str], job_set: str = "published", correction: str = "stepwise", threshold: bool = True
+) -> None:
     from rush.studies.runtime_online_readings import gaussier_grid_runs
+    from rush.studies.runtime_predictions import THRESHOLD
 
     rule, stem, committed = CORRECTIONS[correction]
+    stem = stem if threshold else f"{stem}_nothreshold"
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
     runs = rows_not_rerun(out / f"{stem}_runs.csv", traces, numbers=True)
     table = rows_not_rerun(out / f"{stem}.csv", traces)
     for trace in traces:
         started = time.time()
-        rows = gaussier_grid_runs(trace, job_set, correction=rule)
-        check_cv_point(out, rows, committed)
+        rows = gaussier_grid_runs(trace, job_set, correction=rule, threshold=THRESHOLD if threshold else None)
+        if threshold:
+            check_cv_point(out, rows, committed)
+        else:
+            print(f"{trace}: no starvation threshold: point 1 not checked (no committed run)", flush=True)
         runs += rows
         table.append(summary(rows))
         print(f"{trace}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
@@ -160,12 +170,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=JOB_SETS)
     parser.add_argument("--correction", default="stepwise", choices=tuple(CORRECTIONS))
+    parser.add_argument("--no-starvation-threshold", action="store_true", help="D28 (post hoc)")
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
-    run(traces, args.job_set, args.correction)
+    run(traces, args.job_set, args.correction, not args.no_starvation_threshold)
 
 
 if __name__ == "__main__":
