@@ -11,9 +11,12 @@ unfinished, and left out of every comparison). Without it the committed file is 
 ``gaussier_grid.py --job-set full`` runs (stepwise and ``--correction request``), it writes
 ``results/full/gaussier_grid_vs_theirs.md`` / ``.csv``: per trace and correction the Spearman
 correlation over the finished points, the distances |ours - theirs|, where the C-V point's lies among
-them, and its figures among their own 24 (the README's hypotheses HB1-HB4).
+them, and its figures among their own 24 (the README's hypotheses HB1-HB4). With
+``--no-starvation-threshold`` (D28, post hoc) it compares our ``*_nothreshold`` runs instead, for
+the traces and corrections run, into ``gaussier_grid_vs_theirs_nothreshold.md`` / ``.csv``.
 
-    python sim/runtime_predictions/gaussier_grid_theirs.py [--metrics-dir .../experiments/data]
+    python sim/runtime_predictions/gaussier_grid_theirs.py [--metrics-dir .../experiments/data] \\
+        [--no-starvation-threshold]
 """
 
 from __future__ import annotations
@@ -89,21 +92,28 @@ def extract(trace: str, rows: list[dict]) -> list[dict]:
     return out
 
 
-def ours(out: Path) -> dict[tuple[str, str, int], float]:
-    """Our full-set grid figures by (trace, correction, point)."""
+def ours(out: Path, suffix: str = "") -> dict[tuple[str, str, int], float]:
+    """Our full-set grid figures by (trace, correction, point), from the ``<stem><suffix>.csv`` runs
+    files that exist."""
     figures = {}
     for correction, (_, stem) in CORRECTIONS.items():
-        for r in csv.DictReader((out / f"{stem}.csv").open()):
+        path = out / f"{stem.removesuffix('_runs')}{suffix}_runs.csv"
+        if not path.exists():
+            continue
+        for r in csv.DictReader(path.open()):
             if r["point"]:
                 figures[r["trace"], correction, int(r["point"])] = float(r["improvement_over_easy_fcfs_pct"])
     return figures
 
 
 def compare(theirs: list[dict], mine: dict[tuple[str, str, int], float]) -> list[dict]:
-    """Per trace and correction: Spearman over finished points, distances, the C-V point's place."""
+    """Per trace and correction run by us: Spearman over finished points, distances, the C-V
+    point's place."""
     rows = []
     for correction in CORRECTIONS:
         for trace in TRACES:
+            if (trace, correction, 1) not in mine:
+                continue
             done = [t for t in theirs if t["trace"] == trace and t["correction"] == correction]
             done = [t for t in done if t["finished"] == "yes"]
             pairs = [(mine[trace, correction, int(t["point"])], float(t["improvement"])) for t in done]
@@ -135,6 +145,7 @@ def compare(theirs: list[dict], mine: dict[tuple[str, str, int], float]) -> list
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--metrics-dir", type=Path, help="their experiments/data (to extract again)")
+    parser.add_argument("--no-starvation-threshold", action="store_true", help="D28: our *_nothreshold runs")
     args = parser.parse_args(argv)
     if args.metrics_dir is not None:
         missing = [
@@ -149,8 +160,11 @@ def main(argv: list[str] | None = None) -> None:
             )
         write_table(OUT, "gaussier_grid_theirs", theirs, THEIRS)
     theirs = list(csv.DictReader((OUT / "gaussier_grid_theirs.csv").open()))
-    table = compare(theirs, ours(OUT))
-    write_table(OUT, "gaussier_grid_vs_theirs", table, list(table[0]))
+    suffix = "_nothreshold" if args.no_starvation_threshold else ""
+    table = compare(theirs, ours(OUT, suffix))
+    if not table:
+        parser.error(f"no runs of ours{suffix and ' without the threshold'} in {OUT}")
+    write_table(OUT, f"gaussier_grid_vs_theirs{suffix}", table, list(table[0]))
     for r in table:
         print(r)
 

@@ -104,3 +104,33 @@ def test_a_metrics_dir_without_their_files_is_refused_naming_the_flag(
         script.main(["--metrics-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert "--metrics-dir" in err and "KTH-SP2" in err
+
+
+def test_our_runs_without_the_threshold_are_compared_where_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """D28: ``--no-starvation-threshold`` reads our ``*_nothreshold`` runs only, compares only the
+    traces and corrections run, and writes its own table; with none, it is refused."""
+    import csv
+
+    script = load_script(HERE / "gaussier_grid_theirs.py", "gaussier_grid_theirs_under_test")
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    with open(tmp_path / "gaussier_grid_theirs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "correction", "point", "finished", "improvement"])
+        for trace in script.TRACES:
+            for k in range(1, 25):
+                writer.writerow([trace, "request", k, "yes", 5.0 + k])
+    with pytest.raises(SystemExit):
+        script.main(["--no-starvation-threshold"])
+    assert "without the threshold" in capsys.readouterr().err
+    with open(tmp_path / "gaussier_grid_request_nothreshold_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "point", "improvement_over_easy_fcfs_pct"])
+        writer.writerow(["SDSC-BLUE", "", 0.0])  # EASY-FCFS's row
+        writer.writerows([["SDSC-BLUE", k, 7.0 + k] for k in range(1, 25)])
+    script.main(["--no-starvation-threshold"])
+    table = list(csv.DictReader((tmp_path / "gaussier_grid_vs_theirs_nothreshold.csv").open()))
+    assert [(r["trace"], r["correction"]) for r in table] == [("SDSC-BLUE", "request")]
+    assert table[0]["C-V |ours - theirs|"] == "2.00" and float(table[0]["Spearman"]) == 1.0
+    assert not (tmp_path / "gaussier_grid_vs_theirs.csv").exists()
