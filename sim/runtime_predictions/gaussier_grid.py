@@ -21,11 +21,13 @@ other rule of their cross-validated triple) and writes ``gaussier_grid_request*`
 checked against the committed correct-to-request run. The defaults are round 26's run.
 ``--no-starvation-threshold`` (D28, post hoc) runs EASY-FCFS and the grid with no starvation
 threshold, and so without the starved-head rule, as Gaussier et al.'s simulator ran; it writes
-``*_nothreshold*`` files and has no committed run to check point 1 against.
+``*_nothreshold*`` files and has no committed run to check point 1 against. ``--jitter-seed N``
+(D28b, post hoc; 0, the default, is none) jitters every point's predictions as round 26's noise
+reading does, into ``*_seed<N>*`` files, point 1 unchecked.
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
         python sim/runtime_predictions/gaussier_grid.py [--traces KTH-SP2,...] \\
-        [--job-set published|full] [--correction stepwise|request] [--no-starvation-threshold]
+        [--job-set published|full] [--correction stepwise|request] [--no-starvation-threshold] [--jitter-seed N]
 """
 
 from __future__ import annotations
@@ -139,24 +141,32 @@ def all_four(out: Path, runs: list[dict]) -> list[str]:
 
 
 def run(
-    traces: list[str], job_set: str = "published", correction: str = "stepwise", threshold: bool = True
+    traces: list[str],
+    job_set: str = "published",
+    correction: str = "stepwise",
+    threshold: bool = True,
+    seed: int = 0,
 ) -> None:
     from rush.studies.runtime_online_readings import gaussier_grid_runs
     from rush.studies.runtime_predictions import THRESHOLD
 
     rule, stem, committed = CORRECTIONS[correction]
     stem = stem if threshold else f"{stem}_nothreshold"
+    stem = f"{stem}_seed{seed}" if seed else stem
     out = OUT / job_set
     out.mkdir(parents=True, exist_ok=True)
     runs = rows_not_rerun(out / f"{stem}_runs.csv", traces, numbers=True)
     table = rows_not_rerun(out / f"{stem}.csv", traces)
     for trace in traces:
         started = time.time()
-        rows = gaussier_grid_runs(trace, job_set, correction=rule, threshold=THRESHOLD if threshold else None)
-        if threshold:
+        limit = THRESHOLD if threshold else None
+        rows = gaussier_grid_runs(trace, job_set, correction=rule, threshold=limit, jitter_seed=seed)
+        if threshold and not seed:
             check_cv_point(out, rows, committed)
         else:
-            print(f"{trace}: no starvation threshold: point 1 not checked (no committed run)", flush=True)
+            print(
+                f"{trace}: no threshold or a jitter seed: point 1 not checked (no committed run)", flush=True
+            )
         runs += rows
         table.append(summary(rows))
         print(f"{trace}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
@@ -171,12 +181,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--job-set", default="published", choices=JOB_SETS)
     parser.add_argument("--correction", default="stepwise", choices=tuple(CORRECTIONS))
     parser.add_argument("--no-starvation-threshold", action="store_true", help="D28 (post hoc)")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="D28b (post hoc); 0: none")
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
-    run(traces, args.job_set, args.correction, not args.no_starvation_threshold)
+    if args.jitter_seed < 0:
+        parser.error(f"--jitter-seed: {args.jitter_seed} is negative; 0 is none, seeds are 1 and up")
+    run(traces, args.job_set, args.correction, not args.no_starvation_threshold, args.jitter_seed)
 
 
 if __name__ == "__main__":

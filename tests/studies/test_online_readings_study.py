@@ -150,7 +150,11 @@ def test_the_grid_flags_choose_the_job_set_and_the_correction(
     asked = []
 
     def fake_grid(
-        trace: str, job_set: str, correction: str | None = None, threshold: float | None = 200_000.0
+        trace: str,
+        job_set: str,
+        correction: str | None = None,
+        threshold: float | None = 200_000.0,
+        jitter_seed: int = 0,
     ) -> list[dict]:
         asked.append((trace, job_set, correction, threshold))
         rows = [{"trace": trace, "jobs": 5, "point": None, "loss": None, "mean_bounded_slowdown": 10.0}]
@@ -208,8 +212,10 @@ def test_no_starvation_threshold_runs_without_it_into_its_own_files(
     monkeypatch.setattr(script, "OUT", tmp_path)
     asked = []
 
-    def fake_grid(trace: str, job_set: str, correction: str | None = None, threshold=200_000.0) -> list[dict]:
-        asked.append((correction, threshold))
+    def fake_grid(
+        trace: str, job_set: str, correction=None, threshold=200_000.0, jitter_seed=0
+    ) -> list[dict]:
+        asked.append((correction, threshold, jitter_seed))
         rows = [{"trace": trace, "point": None, "loss": None, "mean_bounded_slowdown": 10.0}]
         rows[0]["improvement_over_easy_fcfs_pct"] = 0.0
         return rows + [
@@ -227,7 +233,7 @@ def test_no_starvation_threshold_runs_without_it_into_its_own_files(
         writer.writerow(["SDSC-BLUE", "gaussier-online (correct-to-request)", 3.0])  # would stop a check
     argv = ["--job-set", "full", "--correction", "request", "--traces", "SDSC-BLUE"]
     script.main([*argv, "--no-starvation-threshold"])
-    assert asked == [("request", None)]
+    assert asked == [("request", None, 0)]
     assert "point 1 not checked" in capsys.readouterr().out
     names = sorted(p.name for p in (tmp_path / "full").iterdir())
     assert "gaussier_grid_request_nothreshold_runs.csv" in names
@@ -235,7 +241,13 @@ def test_no_starvation_threshold_runs_without_it_into_its_own_files(
     assert (tmp_path / "full" / "gaussier_grid_request.csv").read_text() == "kept\n"
     with pytest.raises(SystemExit, match="committed gaussier-online \\(correct-to-request\\) 3.0"):
         script.main(argv)  # with the threshold, point 1 is checked
-    assert asked[-1] == ("request", 200_000.0)
+    assert asked[-1] == ("request", 200_000.0, 0)
+    script.main([*argv, "--no-starvation-threshold", "--jitter-seed", "3"])  # D28b
+    assert asked[-1] == ("request", None, 3)
+    assert (tmp_path / "full" / "gaussier_grid_request_nothreshold_seed3_runs.csv").exists()
+    with pytest.raises(SystemExit):
+        script.main([*argv, "--jitter-seed", "-1"])
+    assert "--jitter-seed" in capsys.readouterr().err
 
 
 def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(
@@ -245,7 +257,7 @@ def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(
     starvation threshold, the correction as asked; by default both keep Table 6.6's 200,000 s."""
     from rush.studies import runtime_online_readings as readings
 
-    seen = []
+    seen, jitter = [], []
     monkeypatch.setattr(readings, "load", lambda trace, job_set: "workload")
     monkeypatch.setattr(
         readings, "_easy_fcfs", lambda t, j, w, threshold: seen.append(("base", threshold)) or {}
@@ -255,6 +267,7 @@ def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(
 
     def fake_row(trace, job_set, workload, label, config, online=None, study=None) -> dict:
         seen.append((config.threshold, config.prediction_correction))
+        jitter.append(study.get("prediction_jitter_seed"))
         return {}
 
     monkeypatch.setattr(readings, "_row", fake_row)
@@ -265,3 +278,6 @@ def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(
     seen.clear()
     readings.gaussier_grid_runs("SDSC-BLUE", "full", points=readings.GRID[:1])
     assert seen == [("base", 200_000.0), (200_000.0, "stepwise")]
+    assert jitter == [None, None, None]  # no jitter asked: none set
+    readings.gaussier_grid_runs("SDSC-BLUE", "full", points=readings.GRID[:2], jitter_seed=4)
+    assert jitter[-2:] == [4, 4]
