@@ -13,10 +13,11 @@ unfinished, and left out of every comparison). Without it the committed file is 
 correlation over the finished points, the distances |ours - theirs|, where the C-V point's lies among
 them, and its figures among their own 24 (the README's hypotheses HB1-HB4). With
 ``--no-starvation-threshold`` (D28, post hoc) it compares our ``*_nothreshold`` runs instead, for
-the traces and corrections run, into ``gaussier_grid_vs_theirs_nothreshold.md`` / ``.csv``.
+the traces and corrections run, into ``gaussier_grid_vs_theirs_nothreshold.md`` / ``.csv``;
+``--jitter-seed N`` (D28b) those of ``gaussier_grid.py --jitter-seed N`` (``*_seed<N>``).
 
     python sim/runtime_predictions/gaussier_grid_theirs.py [--metrics-dir .../experiments/data] \\
-        [--no-starvation-threshold]
+        [--no-starvation-threshold] [--jitter-seed N]
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--metrics-dir", type=Path, help="their experiments/data (to extract again)")
     parser.add_argument("--no-starvation-threshold", action="store_true", help="D28: our *_nothreshold runs")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="D28b: our *_seed<N> runs (0: none)")
     args = parser.parse_args(argv)
     if args.metrics_dir is not None:
         missing = [
@@ -160,10 +162,13 @@ def main(argv: list[str] | None = None) -> None:
             )
         write_table(OUT, "gaussier_grid_theirs", theirs, THEIRS)
     theirs = list(csv.DictReader((OUT / "gaussier_grid_theirs.csv").open()))
+    if args.jitter_seed < 0:
+        parser.error(f"--jitter-seed: {args.jitter_seed} is negative; 0 is none, seeds are 1 and up")
     suffix = "_nothreshold" if args.no_starvation_threshold else ""
+    suffix += f"_seed{args.jitter_seed}" if args.jitter_seed else ""
     table = compare(theirs, ours(OUT, suffix))
     if not table:
-        parser.error(f"no runs of ours{suffix and ' without the threshold'} in {OUT}")
+        parser.error(f"no runs of ours ({suffix or 'the committed ones'}) in {OUT}")
     write_table(OUT, f"gaussier_grid_vs_theirs{suffix}", table, list(table[0]))
     for r in table:
         print(r)

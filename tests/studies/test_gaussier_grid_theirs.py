@@ -123,7 +123,7 @@ def test_our_runs_without_the_threshold_are_compared_where_run(
                 writer.writerow([trace, "request", k, "yes", 5.0 + k])
     with pytest.raises(SystemExit):
         script.main(["--no-starvation-threshold"])
-    assert "without the threshold" in capsys.readouterr().err
+    assert "(_nothreshold)" in capsys.readouterr().err
     with open(tmp_path / "gaussier_grid_request_nothreshold_runs.csv", "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["trace", "point", "improvement_over_easy_fcfs_pct"])
@@ -134,3 +134,14 @@ def test_our_runs_without_the_threshold_are_compared_where_run(
     assert [(r["trace"], r["correction"]) for r in table] == [("SDSC-BLUE", "request")]
     assert table[0]["C-V |ours - theirs|"] == "2.00" and float(table[0]["Spearman"]) == 1.0
     assert not (tmp_path / "gaussier_grid_vs_theirs.csv").exists()
+    # D28b: a jitter seed's runs, into their own table; a negative seed is refused naming the flag.
+    seeded = tmp_path / "gaussier_grid_request_nothreshold_seed2_runs.csv"
+    seeded.write_text(
+        (tmp_path / "gaussier_grid_request_nothreshold_runs.csv").read_text().replace(",8.0", ",30.0")
+    )
+    script.main(["--no-starvation-threshold", "--jitter-seed", "2"])
+    table = list(csv.DictReader((tmp_path / "gaussier_grid_vs_theirs_nothreshold_seed2.csv").open()))
+    assert table[0]["C-V |ours - theirs|"] == "24.00"
+    with pytest.raises(SystemExit):
+        script.main(["--jitter-seed", "-2"])
+    assert "--jitter-seed" in capsys.readouterr().err
