@@ -22,6 +22,7 @@ from rush.core.runtime_predictions import JITTER_OFF, jittered_prediction
 from rush.models.runtime_predictors import make_predictor, predict_walkforward
 from rush.studies.runtime_predictions import (
     PREDICTORS,
+    THRESHOLD,
     _easy_fcfs,
     _predictor_config,
     _row,
@@ -141,15 +142,27 @@ def log_noise_runs(trace: str, job_set: str, seeds: list[int]) -> list[dict]:
     return [base | {"seed": None}, *rows]
 
 
-def gaussier_grid_runs(trace: str, job_set: str, points: tuple = GRID) -> list[dict]:
-    """EASY-FCFS, then gaussier-online (SJBF, stepwise correction, no jitter) learning on each of
-    ``points``' losses, each row with its ``point`` (1-based) and ``loss`` label."""
+def gaussier_grid_runs(
+    trace: str,
+    job_set: str,
+    points: tuple = GRID,
+    correction: str | None = None,
+    threshold: float | None = THRESHOLD,
+    jitter_seed: int = 0,
+) -> list[dict]:
+    """EASY-FCFS, then gaussier-online (SJBF, no jitter; stepwise correction, or ``correction``, e.g.
+    ``"request"``, their triple's other rule) learning on each of ``points``' losses, each row with
+    its ``point`` (1-based) and ``loss`` label. ``threshold`` None: both without a starvation
+    threshold (and so without the starved-head rule), as Gaussier et al.'s simulator ran;
+    ``jitter_seed`` (0: none) jitters every point's predictions as round 26's noise reading does."""
     workload = load(trace, job_set)
-    base = _easy_fcfs(trace, job_set, workload)
-    config = _predictor_config("gaussier-online")
+    base = _easy_fcfs(trace, job_set, workload, threshold)
+    config = _predictor_config("gaussier-online", correction, threshold)
     rows = []
     for k, point in enumerate(points, start=1):
         study = {"gaussier_loss": composite_loss(*point)}
+        if jitter_seed:
+            study["prediction_jitter_seed"] = jitter_seed
         r = _row(trace, job_set, workload, "gaussier-online", config, online="gaussier-online", study=study)
         _predictions(r, workload)
         rows.append(r | {"point": k, "loss": grid_label(point)})

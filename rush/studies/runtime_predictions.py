@@ -81,15 +81,19 @@ def _row(
     } | ({"estimate": result.attributes["estimate"]} if online is not None else {})
 
 
-def _easy_fcfs(trace: str, job_set: str, workload: Workload) -> dict:
-    """EASY-FCFS's row, the reference every improvement is read against."""
-    return _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", THRESHOLD))
+def _easy_fcfs(trace: str, job_set: str, workload: Workload, threshold: float | None = THRESHOLD) -> dict:
+    """EASY-FCFS's row, the reference every improvement is read against (``threshold``: None for
+    none, a study's reading of simulators without one)."""
+    return _row(trace, job_set, workload, "EASY-FCFS", CoreConfig.from_names("FCFS", "easy", threshold))
 
 
-def _predictor_config(name: str, correction: str | None = None) -> CoreConfig:
-    """FCFS with EASY under ``name``'s backfill order and correction rule (or ``correction``)."""
+def _predictor_config(
+    name: str, correction: str | None = None, threshold: float | None = THRESHOLD
+) -> CoreConfig:
+    """FCFS with EASY under ``name``'s backfill order and correction rule (or ``correction``);
+    ``threshold`` None: no starvation threshold, and so no starved-head rule."""
     order, rule = prediction_policy(name)
-    return CoreConfig.from_names("FCFS", "easy", THRESHOLD, order, prediction_correction=correction or rule)
+    return CoreConfig.from_names("FCFS", "easy", threshold, order, prediction_correction=correction or rule)
 
 
 def _with_improvements(rows: list[dict], base: dict) -> None:

@@ -15,8 +15,19 @@ before any run; point 1 is their cross-validated triple, the committed online co
 Point 1 must equal the committed ``gaussier_online_runs.csv`` row (checked: the general loss gives
 the committed E-Loss's results). Rows of traces not run are kept.
 
+Round 28: ``--job-set full`` runs the full job set (Gaussier et al.'s, less 20 jobs) into
+``results/full/``; ``--correction request`` corrects an expired prediction to the request (the
+other rule of their cross-validated triple) and writes ``gaussier_grid_request*`` files, its point 1
+checked against the committed correct-to-request run. The defaults are round 26's run.
+``--no-starvation-threshold`` (D28, post hoc) runs EASY-FCFS and the grid with no starvation
+threshold, and so without the starved-head rule, as Gaussier et al.'s simulator ran; it writes
+``*_nothreshold*`` files and has no committed run to check point 1 against. ``--jitter-seed N``
+(D28b, post hoc; 0, the default, is none) jitters every point's predictions as round 26's noise
+reading does, into ``*_seed<N>*`` files, point 1 unchecked.
+
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 15 \\
-        python sim/runtime_predictions/gaussier_grid.py [--traces KTH-SP2,...]
+        python sim/runtime_predictions/gaussier_grid.py [--traces KTH-SP2,...] \\
+        [--job-set published|full] [--correction stepwise|request] [--no-starvation-threshold] [--jitter-seed N]
 """
 
 from __future__ import annotations
@@ -32,7 +43,12 @@ from rush.studies.tables import in_trace_order, markdown_lines, rows_not_rerun, 
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
 OUT = Path(__file__).parent / "results"
-JOB_SET = "published"
+JOB_SETS = ("published", "full")
+# --correction: the rule (None: the scheduler's own, stepwise), the files' stem, point 1's committed row.
+CORRECTIONS = {
+    "stepwise": (None, "gaussier_grid", "gaussier-online"),
+    "request": ("request", "gaussier_grid_request", "gaussier-online (correct-to-request)"),
+}
 AUTHORS = {trace: row.gaussier_authors for trace, row in TABLE_6_6.items()}  # Table 6.6
 RUNS = [
     "trace",
@@ -48,24 +64,21 @@ RUNS = [
 ]
 
 
-def check_cv_point(out: Path, rows: list[dict]) -> None:
-    """Point 1 (their C-V triple through the general loss) equals the committed online run."""
+def check_cv_point(out: Path, rows: list[dict], committed: str = "gaussier-online") -> None:
+    """Point 1 (their C-V triple through the general loss) equals the committed online run
+    (``committed``: its scheduler label in ``gaussier_online_runs.csv``)."""
     path = out / "gaussier_online_runs.csv"
     if not path.exists():
         return
     trace = rows[0]["trace"]
     done = next(
-        (
-            r
-            for r in csv.DictReader(path.open())
-            if r["trace"] == trace and r["scheduler"] == "gaussier-online"
-        ),
+        (r for r in csv.DictReader(path.open()) if r["trace"] == trace and r["scheduler"] == committed),
         None,
     )
     mine = next(r["mean_bounded_slowdown"] for r in rows if r["point"] == 1)
     if done is not None and abs(mine - float(done["mean_bounded_slowdown"])) > 1e-9 * mine:
         sys.exit(
-            f"{trace}: grid point 1 gives {mine}, the committed gaussier-online {done['mean_bounded_slowdown']}"
+            f"{trace}: grid point 1 gives {mine}, the committed {committed} {done['mean_bounded_slowdown']}"
         )
 
 
@@ -127,33 +140,56 @@ def all_four(out: Path, runs: list[dict]) -> list[str]:
     return [note, "", *markdown_lines(header, rows)]
 
 
-def run(traces: list[str]) -> None:
+def run(
+    traces: list[str],
+    job_set: str = "published",
+    correction: str = "stepwise",
+    threshold: bool = True,
+    seed: int = 0,
+) -> None:
     from rush.studies.runtime_online_readings import gaussier_grid_runs
+    from rush.studies.runtime_predictions import THRESHOLD
 
-    out = OUT / JOB_SET
-    runs = rows_not_rerun(out / "gaussier_grid_runs.csv", traces, numbers=True)
-    table = rows_not_rerun(out / "gaussier_grid.csv", traces)
+    rule, stem, committed = CORRECTIONS[correction]
+    stem = stem if threshold else f"{stem}_nothreshold"
+    stem = f"{stem}_seed{seed}" if seed else stem
+    out = OUT / job_set
+    out.mkdir(parents=True, exist_ok=True)
+    runs = rows_not_rerun(out / f"{stem}_runs.csv", traces, numbers=True)
+    table = rows_not_rerun(out / f"{stem}.csv", traces)
     for trace in traces:
         started = time.time()
-        rows = gaussier_grid_runs(trace, JOB_SET)
-        check_cv_point(out, rows)
+        limit = THRESHOLD if threshold else None
+        rows = gaussier_grid_runs(trace, job_set, correction=rule, threshold=limit, jitter_seed=seed)
+        if threshold and not seed:
+            check_cv_point(out, rows, committed)
+        else:
+            print(
+                f"{trace}: no threshold or a jitter seed: point 1 not checked (no committed run)", flush=True
+            )
         runs += rows
         table.append(summary(rows))
         print(f"{trace}: {table[-1]} ({time.time() - started:.0f} s)", flush=True)
-        write_table(out, "gaussier_grid_runs", in_trace_order(runs, TRACES), RUNS)
-        write_table(out, "gaussier_grid", in_trace_order(table, TRACES), list(table[-1]))
-        (out / "gaussier_grid_all_four.md").write_text("\n".join(all_four(out, runs)) + "\n")
+        write_table(out, f"{stem}_runs", in_trace_order(runs, TRACES), RUNS)
+        write_table(out, stem, in_trace_order(table, TRACES), list(table[-1]))
+        (out / f"{stem}_all_four.md").write_text("\n".join(all_four(out, runs)) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--job-set", default="published", choices=JOB_SETS)
+    parser.add_argument("--correction", default="stepwise", choices=tuple(CORRECTIONS))
+    parser.add_argument("--no-starvation-threshold", action="store_true", help="D28 (post hoc)")
+    parser.add_argument("--jitter-seed", type=int, default=0, help="D28b (post hoc); 0: none")
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     unknown = [t for t in traces if t not in TRACES]
     if unknown or not traces:
         parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
-    run(traces)
+    if args.jitter_seed < 0:
+        parser.error(f"--jitter-seed: {args.jitter_seed} is negative; 0 is none, seeds are 1 and up")
+    run(traces, args.job_set, args.correction, not args.no_starvation_threshold, args.jitter_seed)
 
 
 if __name__ == "__main__":

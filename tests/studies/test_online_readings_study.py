@@ -133,3 +133,151 @@ def test_the_job_set_flag_reads_and_writes_that_sets_own_files(
     with pytest.raises(SystemExit):
         script.main(["--job-set", "fulll"])
     assert "--job-set" in capsys.readouterr().err
+
+
+def test_the_grid_flags_choose_the_job_set_and_the_correction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Round 28: ``--job-set full --correction request`` runs the full set under correction to the
+    request and writes ``results/full/gaussier_grid_request*`` only, its point 1 checked against the
+    committed correct-to-request run; the defaults stay round 26's (published set, stepwise, the
+    ``gaussier_grid*`` files); values that are not choices are refused by argparse, naming the flag.
+    (The simulations are faked: the flags' plumbing is what is tested.)"""
+    from rush.studies import runtime_online_readings
+
+    script = load_script(HERE / "gaussier_grid.py", "gaussier_grid_under_test")
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    asked = []
+
+    def fake_grid(
+        trace: str,
+        job_set: str,
+        correction: str | None = None,
+        threshold: float | None = 200_000.0,
+        jitter_seed: int = 0,
+    ) -> list[dict]:
+        asked.append((trace, job_set, correction, threshold))
+        rows = [{"trace": trace, "jobs": 5, "point": None, "loss": None, "mean_bounded_slowdown": 10.0}]
+        for k, f in enumerate([25.0, 12.0, 30.0], start=1):
+            rows.append({"trace": trace, "jobs": 5, "point": k, "loss": f"loss {k}"})
+            rows[-1] |= {"mean_bounded_slowdown": 10.0 * (1 - f / 100), "improvement_over_easy_fcfs_pct": f}
+        rows[0]["improvement_over_easy_fcfs_pct"] = 0.0
+        return rows
+
+    monkeypatch.setattr(runtime_online_readings, "gaussier_grid_runs", fake_grid)
+    (tmp_path / "full").mkdir()
+    with open(tmp_path / "full" / "gaussier_online_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "mean_bounded_slowdown"])
+        writer.writerow(["SDSC-BLUE", "gaussier-online", 9.9])  # not the request run's: ignored
+        writer.writerow(["SDSC-BLUE", "gaussier-online (correct-to-request)", 7.5])
+    script.main(["--job-set", "full", "--correction", "request", "--traces", "SDSC-BLUE"])
+    assert asked == [("SDSC-BLUE", "full", "request", 200_000.0)]
+    stems = ["gaussier_grid_request", "gaussier_grid_request_runs"]
+    written = sorted(
+        [f"{t}.{ext}" for t in stems for ext in ("csv", "md")] + ["gaussier_grid_request_all_four.md"]
+    )
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == sorted(
+        [*written, "gaussier_online_runs.csv"]
+    )
+    assert not (tmp_path / "published").exists()
+    assert "[05]" in (tmp_path / "full" / "gaussier_grid_request.md").read_text()
+
+    with open(tmp_path / "full" / "gaussier_online_runs.csv", "a", newline="") as fh:
+        csv.writer(fh).writerow(["KTH-SP2", "gaussier-online (correct-to-request)", 7.0])
+    with pytest.raises(SystemExit, match="committed gaussier-online \\(correct-to-request\\) 7.0"):
+        script.main(["--job-set", "full", "--correction", "request", "--traces", "KTH-SP2"])
+
+    script.main(["--traces", "SDSC-BLUE"])  # the defaults: the published set, stepwise
+    assert asked[-1] == ("SDSC-BLUE", "published", None, 200_000.0)
+    assert sorted(p.name for p in (tmp_path / "published").iterdir()) == sorted(
+        [f"{t}.{ext}" for t in ("gaussier_grid", "gaussier_grid_runs") for ext in ("csv", "md")]
+        + ["gaussier_grid_all_four.md"]
+    )
+    for flag, value in (("--job-set", "fulll"), ("--correction", "requests")):
+        with pytest.raises(SystemExit):
+            script.main([flag, value])
+        assert flag in capsys.readouterr().err
+
+
+def test_no_starvation_threshold_runs_without_it_into_its_own_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """D28 (post hoc): ``--no-starvation-threshold`` asks for the grid with no threshold (None) and
+    writes ``*_nothreshold*`` files beside the committed ones, which it leaves alone; point 1 has no
+    committed run to be checked against, and the script says so."""
+    from rush.studies import runtime_online_readings
+
+    script = load_script(HERE / "gaussier_grid.py", "gaussier_grid_under_test")
+    monkeypatch.setattr(script, "OUT", tmp_path)
+    asked = []
+
+    def fake_grid(
+        trace: str, job_set: str, correction=None, threshold=200_000.0, jitter_seed=0
+    ) -> list[dict]:
+        asked.append((correction, threshold, jitter_seed))
+        rows = [{"trace": trace, "point": None, "loss": None, "mean_bounded_slowdown": 10.0}]
+        rows[0]["improvement_over_easy_fcfs_pct"] = 0.0
+        return rows + [
+            {"trace": trace, "point": k, "loss": f"loss {k}", "improvement_over_easy_fcfs_pct": 5.0 * k}
+            | {"mean_bounded_slowdown": 10.0 - k / 2}
+            for k in (1, 2)
+        ]
+
+    monkeypatch.setattr(runtime_online_readings, "gaussier_grid_runs", fake_grid)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "gaussier_grid_request.csv").write_text("kept\n")
+    with open(tmp_path / "full" / "gaussier_online_runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["trace", "scheduler", "mean_bounded_slowdown"])
+        writer.writerow(["SDSC-BLUE", "gaussier-online (correct-to-request)", 3.0])  # would stop a check
+    argv = ["--job-set", "full", "--correction", "request", "--traces", "SDSC-BLUE"]
+    script.main([*argv, "--no-starvation-threshold"])
+    assert asked == [("request", None, 0)]
+    assert "point 1 not checked" in capsys.readouterr().out
+    names = sorted(p.name for p in (tmp_path / "full").iterdir())
+    assert "gaussier_grid_request_nothreshold_runs.csv" in names
+    assert "gaussier_grid_request_nothreshold_all_four.md" in names
+    assert (tmp_path / "full" / "gaussier_grid_request.csv").read_text() == "kept\n"
+    with pytest.raises(SystemExit, match="committed gaussier-online \\(correct-to-request\\) 3.0"):
+        script.main(argv)  # with the threshold, point 1 is checked
+    assert asked[-1] == ("request", 200_000.0, 0)
+    script.main([*argv, "--no-starvation-threshold", "--jitter-seed", "3"])  # D28b
+    assert asked[-1] == ("request", None, 3)
+    assert (tmp_path / "full" / "gaussier_grid_request_nothreshold_seed3_runs.csv").exists()
+    with pytest.raises(SystemExit):
+        script.main([*argv, "--jitter-seed", "-1"])
+    assert "--jitter-seed: -1 is negative" in capsys.readouterr().err
+
+
+def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gaussier_grid_runs(threshold=None)``: EASY-FCFS and every point's scheduler without a
+    starvation threshold, the correction as asked; by default both keep Table 6.6's 200,000 s."""
+    from rush.studies import runtime_online_readings as readings
+
+    seen, jitter = [], []
+    monkeypatch.setattr(readings, "load", lambda trace, job_set: "workload")
+    monkeypatch.setattr(
+        readings, "_easy_fcfs", lambda t, j, w, threshold: seen.append(("base", threshold)) or {}
+    )
+    monkeypatch.setattr(readings, "_predictions", lambda row, workload: None)
+    monkeypatch.setattr(readings, "_against_easy_fcfs", lambda base, rows: None)
+
+    def fake_row(trace, job_set, workload, label, config, online=None, study=None) -> dict:
+        seen.append((config.threshold, config.prediction_correction))
+        jitter.append(study.get("prediction_jitter_seed"))
+        return {}
+
+    monkeypatch.setattr(readings, "_row", fake_row)
+    readings.gaussier_grid_runs(
+        "SDSC-BLUE", "full", points=readings.GRID[:2], correction="request", threshold=None
+    )
+    assert seen == [("base", None), (None, "request"), (None, "request")]
+    seen.clear()
+    readings.gaussier_grid_runs("SDSC-BLUE", "full", points=readings.GRID[:1])
+    assert seen == [("base", 200_000.0), (200_000.0, "stepwise")]
+    assert jitter == [None, None, None]  # no jitter asked: none set
+    readings.gaussier_grid_runs("SDSC-BLUE", "full", points=readings.GRID[:2], jitter_seed=4)
+    assert jitter[-2:] == [4, 4]
