@@ -28,6 +28,7 @@ list is garbage (a broken proxy, a corrupt answer), never a job; the read fails 
 
 from __future__ import annotations
 
+import marshal
 import math
 import operator
 import re
@@ -39,7 +40,6 @@ from rush.core.resources import Node, NodeState, Request
 from rush.errors import RJMSError
 from rush.rjms import site_factor as site_factor_values
 from rush.rjms.base import RJMSJob, with_fields
-from rush.rjms.record_keys import record_key
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
 NO_VAL = 0xFFFFFFFE
@@ -331,6 +331,19 @@ JOB_FIELDS = (
     "priority", "node_count", "tres_req_str", "tasks", "tasks_per_node", "shared", "exclusive",
     "job_resources", "tres_per_node", "tres_per_job", "tres_per_task", "gres_detail",
 )  # fmt: skip
+# An absent field in a record's key: JSON has no Ellipsis, so absent and null differ.
+_ABSENT = (...,) * len(JOB_FIELDS)
+
+
+def record_key(record: dict[str, Any]) -> bytes | None:
+    """The values of a record's :data:`JOB_FIELDS`, exactly: marshal (version 2) writes each
+    value's type, dict key order and float bits (1, 1.0, true and "1" differ, so do 0.0 and
+    -0.0) and ``marshal.loads`` gives them back, so equal keys are strictly equal values.
+    ``None`` for a value marshal refuses (a subclass, a nesting too deep): not kept."""
+    try:
+        return marshal.dumps(tuple(map(record.get, JOB_FIELDS, _ABSENT)), 2)
+    except ValueError:
+        return None
 
 
 class ParsedJobs:
@@ -388,8 +401,8 @@ class ParsedJobs:
                 fresh[job_id] = (record, job)  # keyed when next compared
                 jobs.append(job)
                 continue
-            key = record_key(record, JOB_FIELDS)
-            last_key = record_key(last[0], JOB_FIELDS) if type(last[0]) is dict else last[0]
+            key = record_key(record)
+            last_key = record_key(last[0]) if type(last[0]) is dict else last[0]
             job = last[1] if key is not None and key == last_key else parse_job(record, lever)
             fresh[job_id] = (key, job)
             jobs.append(job)
