@@ -363,7 +363,7 @@ class ParsedJobs:
         # The last read's entries by job id, or (a first read's) its records and jobs.
         self._kept: dict[int, tuple[Any, RJMSJob]] | tuple[list[Any], list[RJMSJob]] = {}
         self._site_factors = KeptValues("site_factor")
-        self._fairshares = KeptFairshares()
+        self._fairshares = KeptValues("fairshare")
 
     def __len__(self) -> int:
         """How many jobs are kept (the last successful read's)."""
@@ -421,9 +421,15 @@ class ParsedJobs:
         """Pending jobs with their association's fair-share factor (:func:`site_factor.fairshare_of`,
         raising as it does, before anything is kept), others unchanged; each equal to
         ``with_fields(job, fairshare=factor)``, the last read's where the job is the same object
-        and the factor its factor (sshare's factors are new floats each read: :func:`same_value`),
-        found by association (:class:`KeptFairshares`)."""
-        return self._fairshares.apply(jobs, factors)
+        and the factor its factor (sshare's factors are new floats each read: :func:`same_value`)."""
+        fairshare_of = site_factor_values.fairshare_of
+        values = [
+            fairshare_of(j.job_id, j.account, j.user, j.partition, factors)
+            if j.state == "PENDING"
+            else j.fairshare
+            for j in jobs
+        ]
+        return self._fairshares.apply(jobs, values)
 
 
 class KeptValues:
@@ -461,76 +467,6 @@ class KeptValues:
             out.append(made)
         self._kept = fresh
         return out
-
-
-class _Association:
-    """One association key's fair-share factor as the read that made it found it (``value``, never
-    changed), the last read whose cell for the key it was (``read``, that read's number) and that
-    read's own factor object (``current``, the one its made jobs get)."""
-
-    __slots__ = ("value", "read", "current")
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-        self.read = 0
-        self.current = value
-
-
-class KeptFairshares:
-    """The fair-share step by association (r31fsassoc): what :class:`KeptValues` gives for the
-    values ``fairshare_of(...)`` of pending jobs and each other job's own ``fairshare``, with the
-    work of a read following its changes: each distinct ``(account, user, partition)`` is looked
-    up once a read, and a job given that is the same object as last read's (so of the same
-    state and key: a frozen ``RJMSJob``) whose association's factor :func:`same_value`'s the one
-    its made job was made with gets that made job back after an identity test and a mark test,
-    without a lookup or a comparison of its own. Stored only when a read returns."""
-
-    def __init__(self) -> None:
-        self._read = 0
-        # Per job id: (the job given, its association or None if not pending, the job made).
-        self._kept: dict[int, tuple[RJMSJob, _Association | None, RJMSJob]] = {}
-        # The last read's association per key (the cells its pending jobs' kept entries hold).
-        self._cells: dict[tuple[Any, Any, Any], _Association] = {}
-
-    def apply(self, jobs: Sequence[RJMSJob], factors: site_factor_values.Associations) -> list[RJMSJob]:
-        """Each pending job with its association's factor and each other job with its own, equal
-        to ``with_fields``'; raises as ``fairshare_of`` does, for the first such job in order."""
-        self._read += 1  # a failed read's marks name a number no later read uses
-        read, kept, cells = self._read, self._kept, {}
-        fresh: dict[int, tuple[RJMSJob, _Association | None, RJMSJob]] = {}
-        out = []
-        for job in jobs:
-            job_id = job.job_id
-            last = kept.get(job_id)
-            if last is not None and last[0] is job:
-                cell = last[1]
-                if cell is None or cell.read == read or cell is self._cell(job, factors, cells):
-                    fresh[job_id] = last
-                    out.append(last[2])
-                    continue
-            if job.state == "PENDING":
-                cell = self._cell(job, factors, cells)
-                made = with_job_value(job, "fairshare", cell.current)
-            else:
-                cell, made = None, with_job_value(job, "fairshare", job.fairshare)
-            fresh[job_id] = (job, cell, made)
-            out.append(made)
-        self._kept, self._cells = fresh, cells
-        return out
-
-    def _cell(self, job: RJMSJob, factors: site_factor_values.Associations, cells: dict) -> _Association:
-        """This read's association of a pending job's key (looked up at its first job: raises
-        for that job as ``fairshare_of`` does); last read's cell where the factor is its factor."""
-        key = (job.account, job.user, job.partition)
-        cell = cells.get(key)
-        if cell is None:
-            value = site_factor_values.fairshare_of(job.job_id, *key, factors)
-            cell = self._cells.get(key)
-            if cell is None or not same_value(cell.value, value):
-                cell = _Association(value)
-            cell.read, cell.current = self._read, value
-            cells[key] = cell
-        return cell
 
 
 # A job's field values in field order (the constructor's positional order), and where each
