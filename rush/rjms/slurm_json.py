@@ -363,7 +363,7 @@ class ParsedJobs:
         # The last read's entries by job id, or (a first read's) its records and jobs.
         self._kept: dict[int, tuple[Any, RJMSJob]] | tuple[list[Any], list[RJMSJob]] = {}
         self._site_factors = KeptValues("site_factor")
-        self._fairshares = KeptFairshares()
+        self._fairshares = KeptValues("fairshare")
 
     def __len__(self) -> int:
         """How many jobs are kept (the last successful read's)."""
@@ -421,9 +421,15 @@ class ParsedJobs:
         """Pending jobs with their association's fair-share factor (:func:`site_factor.fairshare_of`,
         raising as it does, before anything is kept), others unchanged; each equal to
         ``with_fields(job, fairshare=factor)``, the last read's where the job is the same object
-        and the factor its factor (sshare's factors are new floats each read: :func:`same_value`),
-        found by association (:class:`KeptFairshares`)."""
-        return self._fairshares.apply(jobs, factors)
+        and the factor its factor (sshare's factors are new floats each read: :func:`same_value`)."""
+        fairshare_of = site_factor_values.fairshare_of
+        values = [
+            fairshare_of(j.job_id, j.account, j.user, j.partition, factors)
+            if j.state == "PENDING"
+            else j.fairshare
+            for j in jobs
+        ]
+        return self._fairshares.apply(jobs, values)
 
 
 class KeptValues:
@@ -461,78 +467,6 @@ class KeptValues:
             out.append(made)
         self._kept = fresh
         return out
-
-
-class _Association:
-    """One association key's fair-share factor as the read that made it found it (``value``, never
-    changed), the last read whose cell for the key it was (``read``, that read's number) and that
-    read's own factor object (``current``, the one its made jobs get)."""
-
-    __slots__ = ("value", "read", "current")
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-        self.read = 0
-        self.current = value
-
-
-class KeptFairshares:
-    """The fair-share step by association (r31fsassoc): each pending job with its association's
-    ``fairshare_of(...)`` and each other job with its own ``fairshare``, each equal to
-    ``with_fields``', with the work of a read following its changes. Kept between reads, by the
-    identity of the job given (its ``id``, valid while the kept map holds that job): the job,
-    its association cell (None if not pending) and the job made. A job given that was given
-    last read (so of the same state and key: a frozen ``RJMSJob``) whose association's factor
-    :func:`same_value`'s the one its cell was made with gets its made job back after a look-up
-    made in C and a mark test; each distinct ``(account, user, partition)`` is looked up once a
-    read, at its first job that needs it. Stored only when a read returns."""
-
-    def __init__(self) -> None:
-        self._read = 0
-        # Per id of a job given: (that job, its association or None if not pending, the job made).
-        self._kept: dict[int, tuple[RJMSJob, _Association | None, RJMSJob]] = {}
-        # The last read's association per key (the cells its pending jobs' kept entries hold).
-        self._cells: dict[tuple[Any, Any, Any], _Association] = {}
-
-    def apply(self, jobs: Sequence[RJMSJob], factors: site_factor_values.Associations) -> list[RJMSJob]:
-        """Each pending job with its association's factor and each other job with its own, equal
-        to ``with_fields``'; raises as ``fairshare_of`` does, for the first such job in order."""
-        self._read += 1  # a failed read's marks name a number no later read uses
-        read, cells = self._read, {}
-        ids = list(map(id, jobs))
-        entries = list(map(self._kept.get, ids))  # the same object's entry of last read, or None
-        for k, entry in enumerate(entries):
-            if entry is not None:
-                cell = entry[1]
-                if cell is None or cell.read == read:
-                    continue
-                job = entry[0]
-                now = self._cell(job, factors, cells)
-                if now is cell:
-                    continue
-            else:
-                job = jobs[k]
-                if job.state != "PENDING":
-                    entries[k] = (job, None, with_job_value(job, "fairshare", job.fairshare))
-                    continue
-                now = self._cell(job, factors, cells)
-            entries[k] = (job, now, with_job_value(job, "fairshare", now.current))
-        self._kept, self._cells = dict(zip(ids, entries, strict=True)), cells
-        return [entry[2] for entry in entries]
-
-    def _cell(self, job: RJMSJob, factors: site_factor_values.Associations, cells: dict) -> _Association:
-        """This read's association of a pending job's key (looked up at its first job: raises
-        for that job as ``fairshare_of`` does); last read's cell where the factor is its factor."""
-        key = (job.account, job.user, job.partition)
-        cell = cells.get(key)
-        if cell is None:
-            value = site_factor_values.fairshare_of(job.job_id, *key, factors)
-            cell = self._cells.get(key)
-            if cell is None or not same_value(cell.value, value):
-                cell = _Association(value)
-            cell.read, cell.current = self._read, value
-            cells[key] = cell
-        return cell
 
 
 # A job's field values in field order (the constructor's positional order), and where each
