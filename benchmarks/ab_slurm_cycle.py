@@ -9,8 +9,9 @@ Each tree makes its own answers and reference run (``bench_slurm_cycle.make_answ
 reference outcomes (decisions, priorities, order, reservations, estimates, plan actions) equal
 in a tree-neutral form. Per round and tree: ``--cycles`` cycles in a row of the cached path (a
 new ``ParsedJobs`` and ``LivePath``), every cycle's outcome checked against its tree's reference
-after it; CPU ms, medians of cycles 2 to N, of the read, the builder, the rest (kept columns,
-``schedule()``, the plan) and the whole; then each tree's ``bench_live_cycle.steady()`` Flux
+after it; CPU ms, medians of cycles 2 to N, of the read, the fair-share step (with
+``--fairshare``: sshare's answer parsed and the tree's step, timed apart, also in the read;
+r31fsassoc), the builder, the rest (kept columns, ``schedule()``, the plan) and the whole; then each tree's ``bench_live_cycle.steady()`` Flux
 module (kept objects, no read), its median of cycles 2 to N, the order swapped too.
 ``--fairshare`` (r31fair): ``bench_slurm_cycle.py``'s fair-share answers (an sshare answer each
 cycle, ``--fair-changes`` associations' factors changed a cycle), read by each tree's own step.
@@ -39,7 +40,7 @@ import numpy as np
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm_cycle")
-PARTS = ("read", "build", "rest", "whole")
+PARTS = ("read", "fair", "build", "rest", "whole")
 
 
 def use(modules: dict) -> dict:
@@ -92,14 +93,26 @@ def cached_cycles(modules: dict, answers, args: argparse.Namespace) -> list[tupl
         answers.texts, answers.factors, answers.shares, answers.snapshots, answers.outcomes, strict=True
     ):
         t0 = time.process_time()
-        state = b.state_of(snapshot, b.cached_read(parsed, text, factors, share_text))
+        jobs = b.cached_read(parsed, text, factors)  # up to the site factors
+        tf = time.process_time()
+        if share_text:  # cached_read's fair-share step, timed apart
+            jobs = fair_step(b, parsed, jobs, share_text)
+        state = b.state_of(snapshot, jobs)
         t1 = time.process_time()
         parts: dict[str, float] = defaultdict(float)
         decided = live.cycle(state, parts)
         t2 = time.process_time()
-        out.append((t1 - t0, parts["build"], t2 - t1 - parts["build"], t2 - t0))
+        out.append((t1 - t0, t1 - tf, parts["build"], t2 - t1 - parts["build"], t2 - t0))
         assert b.outcome(decided, b.PLANS.plan) == want, "a decision or action differs from the reference"
     return out
+
+
+def fair_step(b, parsed, jobs: list, share_text: str) -> list:
+    """``bench_slurm_cycle.cached_read``'s last steps (sshare's answer parsed, the tree's
+    fair-share step), so that they are timed apart from the read before them."""
+    shares = b.site_factor_values.parse_sshare(share_text)
+    fair = getattr(parsed, "with_fairshare", None)
+    return fair(jobs, shares) if fair is not None else b.slurm.with_fairshare(jobs, shares)
 
 
 def flux_module(modules: dict, args: argparse.Namespace) -> float:
@@ -144,14 +157,16 @@ def main() -> None:
 
     gc.collect()
     print(f"{args.pending} pending, {args.cycles} cycles, references equal; {settle_collector()}")
-    print("CPU ms, medians of cycles 2 to N: read / build / rest / whole; the Flux module's steady cycle")
+    print(
+        "CPU ms, medians of cycles 2 to N: read (fair-share step included) / fair-share step / build / rest / whole; the Flux module's steady cycle"
+    )
     rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for r in range(args.rounds):
         order = ("A", "B") if r % 2 == 0 else ("B", "A")
         for name in order:
             cycles = cached_cycles(trees[name], answers[name], args)
             row = {p: 1e3 * statistics.median(c[k] for c in cycles[1:]) for k, p in enumerate(PARTS)}
-            row["first read"], row["first build"] = 1e3 * cycles[0][0], 1e3 * cycles[0][1]
+            row["first read"], row["first fair"], row["first build"] = (1e3 * cycles[0][k] for k in range(3))
             rows[name].append(row)
         for name in order:
             rows[name][-1]["flux"] = flux_module(trees[name], args)
@@ -162,11 +177,12 @@ def main() -> None:
                 f"{n} " + " / ".join(f"{x[p]:6.1f}" for p in PARTS) + f"  Flux {x['flux']:5.1f}"
                 for n, x in (("A", a), ("B", b))
             )
-            + f"   B-A build {b['build'] - a['build']:+5.1f} read {b['read'] - a['read']:+5.1f}"
+            + f"   B-A fair {b['fair'] - a['fair']:+5.1f} build {b['build'] - a['build']:+5.1f}"
+            f" read {b['read'] - a['read']:+5.1f} whole {b['whole'] - a['whole']:+5.1f}"
             f" Flux {b['flux'] - a['flux']:+5.1f}; first read A {a['first read']:.1f} B {b['first read']:.1f};"
             f" load {os.getloadavg()[0]:.2f}"
         )
-    for part in (*PARTS, "flux", "first read", "first build"):
+    for part in (*PARTS, "flux", "first read", "first fair", "first build"):
         diffs = [b[part] - a[part] for a, b in zip(rows["A"], rows["B"], strict=True)]
         print(
             f"{part:11s} median of rounds A {statistics.median(r[part] for r in rows['A']):6.1f} "
