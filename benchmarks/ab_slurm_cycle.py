@@ -15,9 +15,12 @@ r31fsassoc), the builder, the rest (kept columns, ``schedule()``, the plan) and 
 module (kept objects, no read), its median of cycles 2 to N, the order swapped too.
 ``--fairshare`` (r31fair): ``bench_slurm_cycle.py``'s fair-share answers (an sshare answer each
 cycle, ``--fair-changes`` associations' factors changed a cycle), read by each tree's own step.
+``--moving-starts`` and ``--finished`` (r31move): ``bench_slurm_cycle.py``'s; both trees need
+its ``Moving`` (a tree older than round 28 makes different answers and the run stops).
 
 Run: ``python benchmarks/ab_slurm_cycle.py /path/to/tree/A /path/to/tree/B [--rounds 5]
-[--cycles 12] [--pending 10000] [--fairshare [--fair-changes 3]]``.
+[--cycles 12] [--pending 10000] [--fairshare [--fair-changes 3]] [--moving-starts 0.3]
+[--finished 300]``.
 """
 
 from __future__ import annotations
@@ -141,10 +144,13 @@ def main() -> None:
     parser.add_argument(
         "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
     )
+    parser.add_argument("--moving-starts", type=float, default=0.0, help="bench_slurm_cycle's")
+    parser.add_argument("--finished", type=int, default=0, help="bench_slurm_cycle's")
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
     print(
-        f"A = {args.a}, B = {args.b}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+        f"A = {args.a}, B = {args.b}; fair-share {'on' if args.fairshare else 'off'}; "
+        f"moving starts {args.moving_starts:g}, finished listed {args.finished}; load {os.getloadavg()}"
     )
     answers = {}
     for name, modules in trees.items():

@@ -29,8 +29,14 @@ prints them), read as the backends read it (``parse_sshare``, then the fair-shar
 ``--fair-changes`` associations get a new factor (Fair Tree's ranks move for a few users as
 usage is charged) and new users' associations appear.
 
+With ``--moving-starts F`` (round 28, r31move: :class:`Moving`) every pending record carries
+an expected ``start_time`` as backfill sets it, and each cycle a fraction F of them moves (by up
+to 10 minutes); with ``--finished N`` squeue also lists N finished jobs (COMPLETED, FAILED,
+CANCELLED in turn, with their allocation, as MinJobAge keeps them: 300 s at one job ending a
+second is 300), the ones that ended last cycle added and the oldest dropped.
+
 Run: ``python benchmarks/bench_slurm_cycle.py [--pending 10000] [--rounds 5] [--cycles 12]
-[--fairshare [--fair-changes 3]]``.
+[--fairshare [--fair-changes 3]] [--moving-starts 0.3] [--finished 300]``.
 """
 
 from __future__ import annotations
@@ -188,14 +194,81 @@ class Answers:
     outcomes: list[tuple] = field(default_factory=list)
 
 
-def answer_text(snapshot: Snapshot, stamp: int, priority: Callable[[int], int], fairshare: bool) -> str:
+def answer_text(
+    snapshot: Snapshot,
+    stamp: int,
+    priority: Callable[[int], int],
+    fairshare: bool,
+    moving: Moving | None = None,
+) -> str:
     names = [node.name for node in snapshot.nodes]
     records = [running_record(r, names, 0) for r in snapshot.running]
     records += [
         pending_record(p, stamp, priority(p.job_id), account_of(p.user) if fairshare else "")
         for p in snapshot.pending
     ]
+    if moving is not None:  # backfill's expected starts, then the finished jobs still listed
+        for record in records[len(snapshot.running) :]:
+            record["start_time"] = moving.starts.get(record["job_id"], 0)
+        records += moving.finished
     return json.dumps({"jobs": records})
+
+
+FINISHED = (("COMPLETED", "None", 0), ("FAILED", "NonZeroExitCode", 256), ("CANCELLED", "None", 15))
+FIRST_FINISHED_ID = 1_000_000_000  # the jobs that ended before the first cycle
+
+
+@dataclass
+class Moving:
+    """What a real slurmctld changes in squeue's answer between cycles beyond the default run
+    (round 28, r31move): backfill's expected ``start_time`` of pending jobs (set for each one
+    it tests, moving as running jobs end and jobs arrive), and the finished jobs squeue keeps
+    listing for ``MinJobAge`` (COMPLETED, FAILED, CANCELLED records with their allocation,
+    as tests/slurm/recorded/22.05 shows them). Its own random stream: the default answers are
+    unchanged."""
+
+    fraction: float  # of the pending jobs whose expected start moves each cycle
+    listed: int  # finished records listed (about MinJobAge x the rate jobs end)
+    rng: random.Random = field(default_factory=lambda: random.Random(28))
+    starts: dict[int, int] = field(default_factory=dict)
+    finished: list[dict[str, Any]] = field(default_factory=list)
+
+    def next_starts(self, snapshot: Snapshot, stamp: int) -> None:
+        """Every pending job an expected start; ``fraction`` of those it had moved."""
+        if not self.fraction:
+            return
+        pending = [p.job_id for p in snapshot.pending]
+        self.starts = {j: self.starts[j] for j in pending if j in self.starts}
+        moved = self.rng.sample(sorted(self.starts), round(self.fraction * len(self.starts)))
+        for job_id in moved:
+            self.starts[job_id] += self.rng.randint(-600, 600) or 1
+        for job_id in pending:
+            self.starts.setdefault(job_id, stamp + self.rng.randint(60, 86_400))
+
+    def next_finished(self, snapshot: Snapshot, later: Snapshot) -> None:
+        """The jobs of ``snapshot`` that ended before ``later`` listed as finished (the first
+        cycle: ``listed`` earlier ones), the oldest dropped beyond ``listed``."""
+        if not self.listed:
+            return
+        names = [node.name for node in snapshot.nodes]
+        if not self.finished:  # shaped as the running jobs' records, in turn
+            running = snapshot.running
+            self.finished = [
+                self.ended(running_record(running[k % len(running)], names, 0), FIRST_FINISHED_ID + k, k)
+                for k in range(self.listed)
+            ]
+        still = {r.job_id for r in later.running}
+        self.finished += [
+            self.ended(running_record(r, names, 0), r.job_id, r.job_id)
+            for r in snapshot.running
+            if r.job_id not in still
+        ]
+        del self.finished[: len(self.finished) - self.listed]
+
+    @staticmethod
+    def ended(record: dict[str, Any], job_id: int, k: int) -> dict[str, Any]:
+        state, reason, status = FINISHED[k % len(FINISHED)]
+        return {**record, "job_id": job_id, "job_state": state, "state_reason": reason, "exit_code": status}
 
 
 def sshare_text(shares: dict[int, float]) -> str:
@@ -304,12 +377,16 @@ def make_answers(args: argparse.Namespace) -> Answers:
     live = live_cycle.LivePath(config(), explain=True, collect=False, actions=args.actions)
     parsed = ParsedJobs()
     out = Answers()
+    moving = Moving(getattr(args, "moving_starts", 0.0), getattr(args, "finished", 0))
+    moving.next_finished(snapshot, snapshot)  # listed from the first answer
     for cycle in range(args.cycles):
+        moving.next_starts(snapshot, 1_700_000_000 + cycle)
         text = answer_text(
             snapshot,
             1_700_000_000 + cycle,
             lambda j: max(BASE_PRIORITY + bumps[j] + factors.get(j, 0), 0),
             fairshare,
+            moving if moving.fraction or moving.listed else None,
         )
         if fairshare:
             next_shares(shares, snapshot, rng, args.fair_changes)
@@ -330,6 +407,7 @@ def make_answers(args: argparse.Namespace) -> Answers:
             if action.kind == "priority":
                 factors[action.job_id] = int(action.value)
         later = next_snapshot(snapshot, decided, args.ended, kept=False)
+        moving.next_finished(snapshot, later)
         snapshot = in_minutes(live_cycle.with_arrivals(later, args.arrivals, args.pending + cycle))
         pending = [p.job_id for p in snapshot.pending]
         for job_id in rng.sample(pending, len(pending) // 100):  # the age factor, 1 % a cycle
@@ -385,6 +463,17 @@ def run_path(answers: Answers, cached: bool, args: argparse.Namespace) -> list[t
     return seconds
 
 
+def moving_flags(parser: argparse.ArgumentParser) -> None:
+    """``--moving-starts`` and ``--finished`` (:class:`Moving`), for this benchmark and the A/B."""
+    parser.add_argument(
+        "--moving-starts",
+        type=float,
+        default=0.0,
+        help="fraction of pending jobs whose expected start_time moves each cycle (0: all 0)",
+    )
+    parser.add_argument("--finished", type=int, default=0, help="finished jobs squeue lists (MinJobAge's)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", type=int, default=10_000)
@@ -399,9 +488,11 @@ def main() -> None:
     parser.add_argument(
         "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
     )
+    moving_flags(parser)
     args = parser.parse_args()
     print(
-        f"rush from {rush.__file__}; fair-share {'on' if args.fairshare else 'off'}; load {os.getloadavg()}"
+        f"rush from {rush.__file__}; fair-share {'on' if args.fairshare else 'off'}; "
+        f"moving starts {args.moving_starts:g}, finished listed {args.finished}; load {os.getloadavg()}"
     )
     warm = bench_nodes.make_snapshot(100, 1, live_cycle.NODES, live_cycle.PODS)  # numba's cache, not timed
     live_cycle.LivePath(config(), True).cycle(live_cycle.rjms_state(warm, None), defaultdict(float))

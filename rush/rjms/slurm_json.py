@@ -331,24 +331,40 @@ JOB_FIELDS = (
     "priority", "node_count", "tres_req_str", "tasks", "tasks_per_node", "shared", "exclusive",
     "job_resources", "tres_per_node", "tres_per_job", "tres_per_task", "gres_detail",
 )  # fmt: skip
+# The fields a record's key holds: JOB_FIELDS but ``start_time``, which backfill rewrites on
+# every pending job it tests (its expected start) while parse_job keeps it for running jobs
+# only; :func:`with_start` applies it to a kept job (round 28, r31move).
+KEY_FIELDS = tuple(f for f in JOB_FIELDS if f != "start_time")
 # An absent field in a record's key: JSON has no Ellipsis, so absent and null differ.
-_ABSENT = (...,) * len(JOB_FIELDS)
+_ABSENT = (...,) * len(KEY_FIELDS)
 
 
 def record_key(record: dict[str, Any]) -> bytes | None:
-    """The values of a record's :data:`JOB_FIELDS`, exactly: marshal (version 2) writes each
+    """The values of a record's :data:`KEY_FIELDS`, exactly: marshal (version 2) writes each
     value's type, dict key order and float bits (1, 1.0, true and "1" differ, so do 0.0 and
     -0.0) and ``marshal.loads`` gives them back, so equal keys are strictly equal values.
     ``None`` for a value marshal refuses (a subclass, a nesting too deep): not kept."""
     try:
-        return marshal.dumps(tuple(map(record.get, JOB_FIELDS, _ABSENT)), 2)
+        return marshal.dumps(tuple(map(record.get, KEY_FIELDS, _ABSENT)), 2)
     except ValueError:
         return None
 
 
+def with_start(job: RJMSJob, record: dict[str, Any]) -> RJMSJob:
+    """``parse_job(record)`` for a record whose :data:`KEY_FIELDS` are those ``job`` was
+    parsed from: ``record``'s start_time checked and read as parse_job does (raising alike),
+    the job's start if it runs, none otherwise; ``job`` itself when that is its start already
+    (a pending job whatever backfill's estimate), else the job with that start."""
+    start = unix_time(record.get("start_time"), "start_time")
+    if job.state not in RUNNING_STATES:
+        start = None
+    return job if same_value(job.start, start) else with_job_value(job, "start", start)
+
+
 class ParsedJobs:
     """:func:`parse_job` over a backend's reads, reusing the last read's job where a record's
-    :func:`record_key` is byte-equal to that job's record's: a read costs its changed records.
+    :func:`record_key` is byte-equal to that job's record's (its start_time applied by
+    :func:`with_start`): a read costs its changed records.
 
     Kept between reads: per job id, the last successful read's key (or that record itself, for
     a job first seen then: its key is made when it is next compared, so a first read makes no
@@ -403,7 +419,14 @@ class ParsedJobs:
                 continue
             key = record_key(record)
             last_key = record_key(last[0]) if type(last[0]) is dict else last[0]
-            job = last[1] if key is not None and key == last_key else parse_job(record, lever)
+            if key is None or key != last_key:
+                job = parse_job(record, lever)
+            else:
+                job, start = last[1], record.get("start_time")
+                # An int time (or 0) never raises, and a job not running has no start: the kept
+                # job as it is, without with_start's call (most of a queue, every read).
+                if type(start) is not int or not 0 <= start < MAX_TIME or job.state in RUNNING_STATES:
+                    job = with_start(job, record)
             fresh[job_id] = (key, job)
             jobs.append(job)
         self._kept, self._lever = fresh, lever
