@@ -28,6 +28,7 @@ import os
 import statistics
 
 import ab_trees
+import bench_args
 from ab_slurm_cycle import plain
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
@@ -42,14 +43,14 @@ def use(modules: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="tree A (e.g. main's)")
-    parser.add_argument("b", help="tree B")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=12)
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
-    parser.add_argument("--actions", type=int, default=200)
+    parser.add_argument("a", type=bench_args.source_tree, help="tree A (e.g. main's)")
+    parser.add_argument("b", type=bench_args.source_tree, help="tree B")
+    parser.add_argument("--rounds", type=bench_args.positive, default=5)
+    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
+    parser.add_argument("--actions", type=bench_args.non_negative, default=200)
     args = parser.parse_args()
     trees = {
         "A": ab_trees.load(args.a, "bench_flux_cycle", OWN),

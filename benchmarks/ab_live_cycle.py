@@ -28,6 +28,7 @@ from collections import defaultdict
 from types import SimpleNamespace
 
 import ab_trees
+import bench_args
 
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass")
 
@@ -69,15 +70,17 @@ def steady_median(modules: dict, pending: int, shell: str, quantiles: bool, opti
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="tree A (e.g. main's)")
-    parser.add_argument("b", help="tree B")
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("a", type=bench_args.source_tree, help="tree A (e.g. main's)")
+    parser.add_argument("b", type=bench_args.source_tree, help="tree B")
+    parser.add_argument("--rounds", type=bench_args.positive, default=7)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     parser.add_argument("--shells", default="flux-module,daemon")
     parser.add_argument("--quantiles", choices=("no", "yes"), default="yes")
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
-    parser.add_argument("--steady", type=int, default=0, help="cycles in a row per round (0: none)")
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
+    parser.add_argument(
+        "--steady", type=bench_args.non_negative, default=0, help="cycles in a row per round (0: none)"
+    )
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
     quantiles = args.quantiles == "yes"

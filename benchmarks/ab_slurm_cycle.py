@@ -39,6 +39,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import ab_trees
+import bench_args
 import numpy as np
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
@@ -130,22 +131,25 @@ def flux_module(modules: dict, args: argparse.Namespace) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="tree A (e.g. the integration branch's)")
-    parser.add_argument("b", help="tree B")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=12)
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
-    parser.add_argument("--actions", type=int, default=200)
+    parser.add_argument("a", type=bench_args.source_tree, help="tree A (e.g. the integration branch's)")
+    parser.add_argument("b", type=bench_args.source_tree, help="tree B")
+    parser.add_argument("--rounds", type=bench_args.positive, default=5)
+    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
+    parser.add_argument("--actions", type=bench_args.non_negative, default=200)
     parser.add_argument(
         "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
     )
     parser.add_argument(
-        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+        "--fair-changes",
+        type=bench_args.non_negative,
+        default=3,
+        help="associations whose factor changes a cycle",
     )
-    parser.add_argument("--moving-starts", type=float, default=0.0, help="bench_slurm_cycle's")
-    parser.add_argument("--finished", type=int, default=0, help="bench_slurm_cycle's")
+    parser.add_argument("--moving-starts", type=bench_args.fraction, default=0.0, help="bench_slurm_cycle's")
+    parser.add_argument("--finished", type=bench_args.non_negative, default=0, help="bench_slurm_cycle's")
     args = parser.parse_args()
     trees = {"A": load(args.a), "B": load(args.b)}
     print(

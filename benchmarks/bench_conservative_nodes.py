@@ -64,6 +64,7 @@ import os
 import statistics
 import time
 
+import bench_args
 import numpy as np
 from bench_nodes import _fresh, captured_pass, make_snapshots
 
@@ -157,9 +158,14 @@ def timed(args: tuple, repeat: int, clock=time.perf_counter) -> tuple[float, flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--ended", type=int, default=5, help="running jobs ended early before the next pass")
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
+    parser.add_argument(
+        "--ended",
+        type=bench_args.non_negative,
+        default=5,
+        help="running jobs ended early before the next pass",
+    )
     parser.add_argument("--cpu", action="store_true", help="CPU time (process_time), not wall-clock")
     parser.add_argument("--cases", default="", help="only these cases, comma-separated (e.g. 'nodes cold')")
     args = parser.parse_args()

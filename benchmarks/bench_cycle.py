@@ -10,6 +10,7 @@ import argparse
 import statistics
 import time
 
+import bench_args
 import numpy as np
 
 from rush.core import CoreConfig, PendingJob, RunningJob, RuntimeClass, Snapshot
@@ -50,9 +51,9 @@ def make_snapshot(pending: int, running: int, seed: int = 1) -> Snapshot:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--running", type=int, default=2_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--running", type=bench_args.non_negative, default=2_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     args = parser.parse_args()
     snapshot = make_snapshot(args.pending, args.running)
     for policy, backfill in (("FCFS", "easy"), ("WFP3", "easy"), ("SAF", "conservative")):

@@ -26,6 +26,7 @@ import sys
 import time
 from functools import partial
 
+import bench_args
 import numpy as np
 from bench_nodes import make_snapshots
 
@@ -66,8 +67,8 @@ def _captured_inputs(snapshot, config):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument(
         "--modes", default="easy,none,conservative", help="backfilling modes, comma-separated"
     )

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 from rush.core.config import CoreConfig
 from rush.core.policies import parse_policy
 from rush.core.priority_terms import JobInputs
@@ -210,8 +212,8 @@ def plans(path: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--decisions", type=int, default=3_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--decisions", type=bench_args.positive, default=3_000_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     parser.add_argument("--keep", type=Path, default=None, help="write the journal here and keep it")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,6 +16,7 @@ import statistics
 import tempfile
 import time
 
+import bench_args
 import numpy as np
 
 from rush.collect.base import Sample
@@ -24,10 +25,10 @@ from rush.collect.store import FeatureStore
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=3000)
-    parser.add_argument("--metrics", type=int, default=100)
-    parser.add_argument("--minutes", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--nodes", type=bench_args.positive, default=3000)
+    parser.add_argument("--metrics", type=bench_args.positive, default=100)
+    parser.add_argument("--minutes", type=bench_args.positive, default=10)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     hosts = [f"n{h:05d}" for h in range(args.nodes)]

@@ -40,6 +40,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import bench_args
 import bench_live_cycle as live_cycle
 import bench_nodes
 from bench_slurm_cycle import PLANS, config, outcome
@@ -201,13 +202,18 @@ def warm() -> None:
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=12)
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
-    parser.add_argument("--actions", type=int, default=live_cycle.DAEMON_ACTIONS)
-    parser.add_argument("--profile", type=int, default=0, help="top N functions of a profiled run (0: none)")
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--rounds", type=bench_args.positive, default=5)
+    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
+    parser.add_argument("--actions", type=bench_args.non_negative, default=live_cycle.DAEMON_ACTIONS)
+    parser.add_argument(
+        "--profile",
+        type=bench_args.non_negative,
+        default=0,
+        help="top N functions of a profiled run (0: none)",
+    )
     return parser.parse_args()
 
 

@@ -65,6 +65,8 @@ import threading
 import time
 from pathlib import Path
 
+import bench_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -556,8 +558,8 @@ def print_timers(path: Path, result: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--cores", type=int, default=4, help="cores per fake node")
+    parser.add_argument("--nodes", type=bench_args.positive, default=1000)
+    parser.add_argument("--cores", type=bench_args.positive, default=4, help="cores per fake node")
     parser.add_argument("--jobs", default="1000,3000")
     parser.add_argument("--only", default="", help="comma-separated run names to keep (substring)")
     parser.add_argument("--profile", action="store_true", help="rush under cProfile; print the top")
@@ -593,7 +595,10 @@ def main() -> None:
         help="also this checkout's module with these module arguments (repeatable), e.g. start-batch=64",
     )
     parser.add_argument(
-        "--repeat", type=int, default=1, help="runs per scheduler, interleaved; medians printed"
+        "--repeat",
+        type=bench_args.positive,
+        default=1,
+        help="runs per scheduler, interleaved; medians printed",
     )
     parser.add_argument(
         "--threads",
@@ -606,7 +611,7 @@ def main() -> None:
         help="rush's module and sched-backfill each with a per-job timeline (flux_lag_sched.py): "
         "arrival, decision, response, and the job's eventlog",
     )
-    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--timeout", type=bench_args.positive_number, default=1800)
     parser.add_argument("--keep", default="", help="keep every run's directory under this one")
     args = parser.parse_args()
     why = available()

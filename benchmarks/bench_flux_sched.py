@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -82,7 +84,7 @@ def one_run(workdir: Path, load: list[str], jobs: int, cores: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", default="1000,10000")
-    parser.add_argument("--cores", type=int, default=64)
+    parser.add_argument("--cores", type=bench_args.positive, default=64)
     parser.add_argument("--only", default="", help="comma-separated run names to keep (substring match)")
     args = parser.parse_args()
     why = available()

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -68,7 +70,9 @@ def one_case(workdir: Path, case: str, cycle: float) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycle", type=float, default=5.0, help="rush's cycle_interval in the held case")
+    parser.add_argument(
+        "--cycle", type=bench_args.positive_number, default=5.0, help="rush's cycle_interval in the held case"
+    )
     args = parser.parse_args()
     why = fluxion.unavailable()
     if why:

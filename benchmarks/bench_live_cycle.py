@@ -57,6 +57,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+import bench_args
 import bench_nodes
 import numpy as np
 from live_next_pass import next_snapshot
@@ -307,13 +308,17 @@ def settle(collector: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", default="1000,10000", help="pending-job counts, comma-separated")
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--ended", type=int, default=5, help="running jobs ended before the next cycle")
-    parser.add_argument("--arrivals", type=int, default=5, help="jobs queued before the next cycle")
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
+    parser.add_argument(
+        "--ended", type=bench_args.non_negative, default=5, help="running jobs ended before the next cycle"
+    )
+    parser.add_argument(
+        "--arrivals", type=bench_args.non_negative, default=5, help="jobs queued before the next cycle"
+    )
     parser.add_argument("--shells", default="flux-module,daemon")
     parser.add_argument(
         "--actions",
-        type=int,
+        type=bench_args.non_negative,
         default=DAEMON_ACTIONS,
         help="the daemon's daemon.max_actions_per_cycle (RJMS calls per cycle; its default 200)",
     )
@@ -325,7 +330,10 @@ def main() -> None:
         "rush.planner.collector), or the shells' rule (rush.planner.collector.settle_collector)",
     )
     parser.add_argument(
-        "--steady", type=int, default=12, help="cycles in a row, collector as it comes (0: none)"
+        "--steady",
+        type=bench_args.non_negative,
+        default=12,
+        help="cycles in a row, collector as it comes (0: none)",
     )
     parser.add_argument(
         "--quantiles",

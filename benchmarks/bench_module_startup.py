@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 ROOT = Path(__file__).resolve().parent.parent
 FLUX_PYTHON = "/usr/bin/python3"  # the broker's (Debian's) python3, as in tests/flux/instance.py
 
@@ -132,7 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument("--base", type=Path, help="another checkout of rush, measured interleaved")
     args = parser.parse_args()
     venv = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+import bench_args
 import numpy as np
 
 import rush.core.schedule as core_schedule
@@ -228,9 +229,9 @@ def report(label: str, snapshot: Snapshot, config: CoreConfig, repeat: int, targ
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--conservative-pending", type=int, default=1_000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--conservative-pending", type=bench_args.non_negative, default=1_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument("--profile", action="store_true", help="cProfile one EASY first-fit call on nodes")
     args = parser.parse_args()
     on_nodes, as_procs = make_snapshots(args.pending)

@@ -19,6 +19,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import bench_args
+
 from rush.workload.swf import read_swf, write_swf
 
 TRACES = ("SDSC-SP2-1998-4.2-cln.swf.gz", "HPC2N-2002-2.2-cln.swf.gz", "CEA-Curie-2011-2.1-cln.swf.gz")
@@ -26,7 +28,7 @@ TRACES = ("SDSC-SP2-1998-4.2-cln.swf.gz", "HPC2N-2002-2.2-cln.swf.gz", "CEA-Curi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     parser.add_argument("--mirror", default=os.environ.get("RUSH_TRACE_MIRROR", "/work/shared/traces"))
     args = parser.parse_args()
     mirror = Path(args.mirror)

@@ -19,6 +19,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import bench_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -83,10 +85,10 @@ def passes(args: argparse.Namespace, limit: int | str, workdir: Path) -> list[tu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=10_000)
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--cores", type=int, default=4)
-    parser.add_argument("--passes", type=int, default=6)
+    parser.add_argument("--jobs", type=bench_args.positive, default=10_000)
+    parser.add_argument("--nodes", type=bench_args.positive, default=1000)
+    parser.add_argument("--cores", type=bench_args.positive, default=4)
+    parser.add_argument("--passes", type=bench_args.positive, default=6)
     args = parser.parse_args()
     print(
         f"{args.jobs} one-node jobs on {args.nodes} nodes x {args.cores} cores, FCFS EASY, {args.passes} passes"

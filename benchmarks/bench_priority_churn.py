@@ -15,6 +15,7 @@ import argparse
 import statistics
 import time
 
+import bench_args
 import numpy as np
 
 from rush.core import CoreConfig, PendingJob, Snapshot
@@ -97,10 +98,10 @@ def run(policy: str, queue: int, arrivals: int, cycles: int, wait_quantum: float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queue", type=int, default=10_000)
-    parser.add_argument("--arrivals", type=int, default=100)
-    parser.add_argument("--cycles", type=int, default=20)
-    parser.add_argument("--wait-quantum", type=float, default=60.0)
+    parser.add_argument("--queue", type=bench_args.positive, default=10_000)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=100)
+    parser.add_argument("--cycles", type=bench_args.positive, default=20)
+    parser.add_argument("--wait-quantum", type=bench_args.positive_number, default=60.0)
     args = parser.parse_args()
     print(
         f"queue {args.queue} jobs, {args.arrivals} arrivals and {args.arrivals} starts per {CYCLE:.0f} s "

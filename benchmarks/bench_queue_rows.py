@@ -42,6 +42,7 @@ import time
 from collections import defaultdict
 from types import ModuleType
 
+import bench_args
 import bench_live_cycle as live_cycle
 import bench_nodes
 from live_next_pass import next_snapshot
@@ -132,14 +133,14 @@ def run(tree: tuple[ModuleType, ModuleType], pending: int, shell: str, args) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
     parser.add_argument("--shells", default="flux-module,daemon")
     parser.add_argument(
         "--cycles",
-        type=int,
+        type=bench_args.positive,
         default=2,
         help="the cycle timed as 'next' (2: the one after the first; e.g. 45 at 10 000 pending: the "
         "priority terms' budget spent, all rows given theirs)",

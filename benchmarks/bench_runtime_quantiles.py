@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 
+import bench_args
 import numpy as np
 from sklearn.base import clone
 
@@ -65,9 +66,9 @@ def median_ms(work, repeats: int = 7, clock=time.perf_counter) -> float:
 def model_from_args() -> tuple[RuntimeQuantileRegressor, argparse.Namespace]:
     default = RuntimeQuantileRegressor()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-iter", type=int, default=default.max_iter)
-    parser.add_argument("--learning-rate", type=float, default=default.learning_rate)
-    parser.add_argument("--max-leaf-nodes", type=int, default=default.max_leaf_nodes)
+    parser.add_argument("--max-iter", type=bench_args.positive, default=default.max_iter)
+    parser.add_argument("--learning-rate", type=bench_args.positive_number, default=default.learning_rate)
+    parser.add_argument("--max-leaf-nodes", type=bench_args.positive, default=default.max_leaf_nodes)
     parser.add_argument("--feature-set", default=DEFAULT_FEATURE_SET, choices=sorted(FEATURE_SETS))
     parser.add_argument("--reference-feature-set", default=None, choices=sorted(FEATURE_SETS))
     parser.add_argument("--class-head", default=default.class_head, choices=CLASS_HEADS)

@@ -44,6 +44,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import bench_args
 import bench_nodes
 import numpy as np
 from live_next_pass import next_snapshot
@@ -116,13 +117,22 @@ def n_log_n_exponent(sizes: list[int]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1k/10k pending on 100/1k nodes, one call each")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=bench_args.positive, default=3)
     parser.add_argument("--modes", default="easy,conservative")
-    parser.add_argument("--max-seconds", type=float, default=120.0, help="skip a case predicted slower")
+    parser.add_argument(
+        "--max-seconds", type=bench_args.positive_number, default=120.0, help="skip a case predicted slower"
+    )
     parser.add_argument("--pending", default=",".join(map(str, PENDING)), help="pending-job counts")
     parser.add_argument("--nodes", default=",".join(map(str, NODES)), help="node counts")
-    parser.add_argument("--ended", type=int, default=5, help="running jobs ended early before the next pass")
-    parser.add_argument("--step", type=float, default=1.0, help="seconds between a pass and the next")
+    parser.add_argument(
+        "--ended",
+        type=bench_args.non_negative,
+        default=5,
+        help="running jobs ended early before the next pass",
+    )
+    parser.add_argument(
+        "--step", type=bench_args.positive_number, default=1.0, help="seconds between a pass and the next"
+    )
     args = parser.parse_args()
     pending_sizes = tuple(int(x) for x in args.pending.split(","))
     node_sizes = tuple(int(x) for x in args.nodes.split(","))

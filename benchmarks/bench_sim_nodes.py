@@ -46,6 +46,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import bench_args
 import numpy as np
 
 from rush.core.config import CoreConfig
@@ -116,7 +117,7 @@ def bench_trace(name: str, config: CoreConfig, repeat: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--traces", default="SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=bench_args.positive, default=3)
     parser.add_argument("--policy", default="FCFS")
     parser.add_argument("--placement", default="first-fit")
     args = parser.parse_args()

@@ -41,6 +41,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import bench_args
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import rush  # noqa: E402
@@ -222,10 +224,13 @@ def measure(cluster: SlurmCluster, backends: dict[str, Any], repeat: int) -> Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pending", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pending", type=bench_args.positive, nargs="+", default=[1000, 10000])
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     parser.add_argument(
-        "--timeout", type=float, default=20.0, help="rjms.options.timeout (rush's default 20 s)"
+        "--timeout",
+        type=bench_args.positive_number,
+        default=20.0,
+        help="rjms.options.timeout (rush's default 20 s)",
     )
     args = parser.parse_args()
     if reason := VENDORED.available():

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
+import bench_args
 import bench_live_cycle as live_cycle
 import bench_nodes
 from live_next_pass import next_snapshot
@@ -467,26 +468,31 @@ def moving_flags(parser: argparse.ArgumentParser) -> None:
     """``--moving-starts`` and ``--finished`` (:class:`Moving`), for this benchmark and the A/B."""
     parser.add_argument(
         "--moving-starts",
-        type=float,
+        type=bench_args.fraction,
         default=0.0,
         help="fraction of pending jobs whose expected start_time moves each cycle (0: all 0)",
     )
-    parser.add_argument("--finished", type=int, default=0, help="finished jobs squeue lists (MinJobAge's)")
+    parser.add_argument(
+        "--finished", type=bench_args.non_negative, default=0, help="finished jobs squeue lists (MinJobAge's)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=12)
-    parser.add_argument("--ended", type=int, default=5)
-    parser.add_argument("--arrivals", type=int, default=5)
-    parser.add_argument("--actions", type=int, default=live_cycle.DAEMON_ACTIONS)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--rounds", type=bench_args.positive, default=5)
+    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
+    parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
+    parser.add_argument("--actions", type=bench_args.non_negative, default=live_cycle.DAEMON_ACTIONS)
     parser.add_argument(
         "--fairshare", action="store_true", help='site.fairshare = "rjms": sshare read each cycle'
     )
     parser.add_argument(
-        "--fair-changes", type=int, default=3, help="associations whose factor changes a cycle"
+        "--fair-changes",
+        type=bench_args.non_negative,
+        default=3,
+        help="associations whose factor changes a cycle",
     )
     moving_flags(parser)
     args = parser.parse_args()

@@ -47,6 +47,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import bench_args
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import rush  # noqa: E402
@@ -243,12 +245,14 @@ def cpu_ms(work: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--rounds", type=bench_args.positive, default=3)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument("--shape", choices=("22.05", "25.11"), default="22.05")
     parser.add_argument("--reads-only", action="store_true", help="only the whole-read table")
-    parser.add_argument("--first-pairs", type=int, default=0, help="only the first read, this many pairs")
+    parser.add_argument(
+        "--first-pairs", type=bench_args.non_negative, default=0, help="only the first read, this many pairs"
+    )
     args = parser.parse_args()
     if args.first_pairs:
         print(f"rush from {rush.__file__}; {settle_collector()}; load {os.getloadavg()}")

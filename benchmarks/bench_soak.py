@@ -38,6 +38,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import bench_args
+
 from rush.collect.base import Collector, Sample, register_collector
 from rush.collect.config import collect_config_from_dict
 from rush.collect.service import CollectorService
@@ -342,13 +344,19 @@ def soak_flux(tmp: Path, pending: int, seconds: float, cores: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cycles", type=int, default=10_000)
-    parser.add_argument("--pending", type=int, default=200)
-    parser.add_argument("--step", type=float, default=60.0, help="fake seconds per daemon cycle")
-    parser.add_argument("--retention", type=float, default=86_400.0, help="journal retention (s)")
+    parser.add_argument("--cycles", type=bench_args.positive, default=10_000)
+    parser.add_argument("--pending", type=bench_args.positive, default=200)
+    parser.add_argument(
+        "--step", type=bench_args.positive_number, default=60.0, help="fake seconds per daemon cycle"
+    )
+    parser.add_argument(
+        "--retention", type=bench_args.positive_number, default=86_400.0, help="journal retention (s)"
+    )
     parser.add_argument("--only", choices=("daemon", "collector", "flux"))
-    parser.add_argument("--flux-seconds", type=float, default=300.0, help="how long the Flux soak runs")
-    parser.add_argument("--flux-cores", type=int, default=64)
+    parser.add_argument(
+        "--flux-seconds", type=bench_args.positive_number, default=300.0, help="how long the Flux soak runs"
+    )
+    parser.add_argument("--flux-cores", type=bench_args.positive, default=64)
     parser.add_argument("--apply", action="store_true", help="daemon applies (to the fake queue)")
     parser.add_argument("--model", type=Path, help="a runtime-class model (rush train runtime-class)")
     args = parser.parse_args()

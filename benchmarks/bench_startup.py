@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 HERE = Path(__file__).resolve().parent
 MIRROR = Path(os.environ.get("RUSH_TRACE_MIRROR", HERE.parent.parent / "shared" / "traces"))
 SDSC = "SDSC-SP2-1998-4.2-cln.swf.gz"
@@ -108,7 +110,7 @@ def run(command: list[str], env: dict[str, str], cwd: str | None = None) -> tupl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument("--against", type=Path, help="another checkout of rush: its replay, interleaved")
     args = parser.parse_args()
     env = {**os.environ, "RUSH_TRACE_MIRROR": str(MIRROR)}

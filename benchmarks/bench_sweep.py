@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
+
 from rush.studies.sweep import SweepOptions, run_sweep
 from rush.studies.sweep.simulation import load_sliced, simulate_cell, trace_resource
 
@@ -95,8 +97,12 @@ def on_dask(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--weeks", type=int, default=0, help="weekly slices from the first (default: all)")
-    parser.add_argument("--batch", type=int, default=None, help="cells per Dask task (default: automatic)")
+    parser.add_argument(
+        "--weeks", type=bench_args.non_negative, default=0, help="weekly slices from the first (default: all)"
+    )
+    parser.add_argument(
+        "--batch", type=bench_args.positive, default=None, help="cells per Dask task (default: automatic)"
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     sliced = load_sliced(TRACE)

@@ -24,6 +24,7 @@ import tempfile
 import time
 from types import SimpleNamespace
 
+import bench_args
 import numpy as np
 
 from rush.collect.base import Sample
@@ -51,13 +52,15 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=3000)
-    parser.add_argument("--metrics", type=int, default=22)  # the published InfiniBand counter count
-    parser.add_argument("--minutes", type=int, default=10)
-    parser.add_argument("--interval", type=float, default=30.0)
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--estimators", type=int, default=100)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--nodes", type=bench_args.positive, default=3000)
+    parser.add_argument(
+        "--metrics", type=bench_args.positive, default=22
+    )  # the published InfiniBand counter count
+    parser.add_argument("--minutes", type=bench_args.positive, default=10)
+    parser.add_argument("--interval", type=bench_args.positive_number, default=30.0)
+    parser.add_argument("--jobs", type=bench_args.positive, default=1000)
+    parser.add_argument("--estimators", type=bench_args.positive, default=100)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     hosts = [f"n{h:05d}" for h in range(args.nodes)]

@@ -43,6 +43,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import bench_args
 import numpy as np
 
 from rush.collect.base import Sample
@@ -182,8 +183,8 @@ def train_model(store_path: str, model_path: str, rng: np.random.Generator, runs
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--jobs", type=bench_args.positive, default=1000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=7)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     hosts = [f"n{h:03d}" for h in range(NODES)]

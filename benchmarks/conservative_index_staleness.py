@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 
+import bench_args
 import numpy as np
 from bench_conservative_nodes import first_pass_inputs
 from bench_nodes import _fresh, make_snapshots
@@ -78,7 +79,7 @@ def staleness(order: list[tuple[int, tuple, frozenset]]) -> tuple[int, list[int]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     options = parser.parse_args()
     order, m = placements_in_order(options.pending)
     keys, since, touched = staleness(order)

@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import hashlib
 
+import bench_args
 import numpy as np
 from bench_conservative_nodes import first_pass_inputs, run_pair
 from bench_nodes import _fresh, make_snapshots
@@ -91,9 +92,9 @@ def schedule_digest(decided) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--nodes", type=int, default=1_000)
-    parser.add_argument("--ended", type=int, default=5)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--nodes", type=bench_args.positive, default=1_000)
+    parser.add_argument("--ended", type=bench_args.non_negative, default=5)
     args = parser.parse_args()
     print(f"rush from {rush.__file__}")
     config = CoreConfig(backfill="conservative")

@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_args
 import numpy as np
 from bench_conservative_nodes import first_pass_inputs
 from bench_nodes import _fresh, make_snapshots
@@ -281,8 +282,8 @@ def print_counts(tally: np.ndarray, pending: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
     args = parser.parse_args()
     on_nodes, _ = make_snapshots(args.pending)
     inputs = first_pass_inputs(on_nodes, CoreConfig(backfill="conservative"))

@@ -30,6 +30,7 @@ import os
 import statistics
 import time
 
+import bench_args
 import numpy as np
 from bench_conservative_nodes import first_pass_inputs
 from bench_nodes import _fresh, make_snapshots
@@ -184,9 +185,9 @@ def sweep_gpu_flag(entries, by_start, by_end, spans, room, eligible, sweeps) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--sweeps", type=int, default=20)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument("--repeat", type=bench_args.positive, default=5)
+    parser.add_argument("--sweeps", type=bench_args.positive, default=20)
     options = parser.parse_args()
     entries, t0, t1, spans, pool = first_pass_bookings(options.pending)
     by_start = np.argsort(t0, kind="mergesort")

@@ -1,0 +1,70 @@
+"""Argument types shared by the benchmarks, so that a bad flag is refused by argparse (exit 2,
+the flag named) before any work, not met later as a traceback: counts with their least value,
+and the source trees the A/B benchmarks load."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+
+
+def count(least: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is below {least}, its least value")
+        return value
+
+    parse.__name__ = f"count of at least {least}"  # argparse names the type in its messages
+    return parse
+
+
+# Sizes and repetitions (pending jobs, nodes, rounds, cycles) need one; changes between cycles
+# (jobs ended or arrived, actions) may be none.
+positive = count(1)
+non_negative = count(0)
+
+
+def source_tree(text: str) -> str:
+    """An argparse type: a checkout of rush (a directory with ``rush/__init__.py`` and
+    ``benchmarks/``), as the A/B benchmarks load two of them."""
+    if not os.path.isfile(os.path.join(text, "rush", "__init__.py")) or not os.path.isdir(
+        os.path.join(text, "benchmarks")
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a rush checkout (no rush/__init__.py and benchmarks/)"
+        )
+    return text
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a share between 0 and 1."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a share between 0 and 1")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number above 0 (seconds, a rate)."""
+    value = _number(text)
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value

@@ -1,0 +1,92 @@
+"""The benchmarks' flags are checked by argparse (`benchmarks/bench_args.py`): a bad count,
+share or tree is refused with exit 2 and the flag named before any work, not met as a traceback
+minutes into a run."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.script_module import load_script
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+bench_args = load_script(BENCHMARKS / "bench_args.py", "bench_args")
+
+
+def unchecked_flags(path: Path) -> list[str]:
+    """The flags of ``path`` whose values argparse converts with a bare ``int`` or ``float``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            for kw in node.keywords:
+                if kw.arg == "type" and isinstance(kw.value, ast.Name) and kw.value.id in ("int", "float"):
+                    found.append(f"{path.name}: {ast.literal_eval(node.args[0])}")
+    return found
+
+
+def test_no_benchmark_flag_is_a_bare_number() -> None:
+    paths = sorted(BENCHMARKS.glob("*.py"))
+    assert len(paths) > 30
+    assert [flag for path in paths for flag in unchecked_flags(path)] == []
+
+
+def test_the_check_sees_a_bare_number(tmp_path: Path) -> None:
+    script = tmp_path / "bench_x.py"
+    script.write_text('import argparse\np = argparse.ArgumentParser()\np.add_argument("--rounds", type=int)\n')
+    assert unchecked_flags(script) == ["bench_x.py: --rounds"]
+
+
+def parse(kind, text: str):
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    parser.add_argument("--x", type=kind)
+    return parser.parse_args(["--x", text]).x
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "value"),
+    [
+        (bench_args.positive, "1", 1),
+        (bench_args.positive, "10000", 10000),
+        (bench_args.non_negative, "0", 0),
+        (bench_args.fraction, "0", 0.0),
+        (bench_args.fraction, "1", 1.0),
+        (bench_args.fraction, "0.3", 0.3),
+        (bench_args.positive_number, "1e-3", 0.001),
+    ],
+)
+def test_good_values_pass(kind, text: str, value) -> None:
+    assert parse(kind, text) == value
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        (bench_args.positive, "0"),
+        (bench_args.positive, "-5"),
+        (bench_args.positive, "2.5"),
+        (bench_args.positive, "x"),
+        (bench_args.non_negative, "-1"),
+        (bench_args.fraction, "1.5"),
+        (bench_args.fraction, "-0.1"),
+        (bench_args.fraction, "nan"),
+        (bench_args.positive_number, "0"),
+        (bench_args.positive_number, "-1"),
+        (bench_args.positive_number, "inf"),
+        (bench_args.positive_number, "nan"),
+        (bench_args.source_tree, "/nonexistent"),
+    ],
+)
+def test_bad_values_are_refused(kind, text: str) -> None:
+    with pytest.raises(argparse.ArgumentError, match="argument --x"):
+        parse(kind, text)
+
+
+def test_a_checkout_is_a_source_tree(tmp_path: Path) -> None:
+    root = str(BENCHMARKS.parent)
+    assert parse(bench_args.source_tree, root) == root
+    (tmp_path / "rush").mkdir()
+    with pytest.raises(argparse.ArgumentError, match="not a rush checkout"):
+        parse(bench_args.source_tree, str(tmp_path))
