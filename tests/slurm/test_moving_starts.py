@@ -16,8 +16,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +23,8 @@ import pytest
 
 from rush.rjms.base import RJMSJob
 from rush.rjms.slurm_json import ParsedJobs, parse_job
+from tests.slurm.read_checks import RECORDED, assert_same_read, outcome
 
-RECORDED = Path(__file__).resolve().parent / "recorded"
-NAMES = [f.name for f in fields(RJMSJob)]
 TEMPLATES = [r for p in sorted(RECORDED.glob("*/*/jobs.json")) for r in json.loads(p.read_text())["jobs"]]
 # Starts slurmctld writes (an estimate, unset, Slurm's NO_VAL and INFINITE markers) ...
 GOOD_STARTS: list[Any] = [
@@ -47,27 +44,6 @@ GOOD_STARTS: list[Any] = [
 # ... and what parse_job refuses.
 BAD_STARTS: list[Any] = [-1, math.nan, "1795390151", True, 2**41, [], {"set": True, "number": -5}]
 STATES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "COMPLETING"]
-
-
-def outcome(read: Any) -> tuple:
-    """What a read gives: ("ok", jobs) or ("error", its class, its message)."""
-    try:
-        return ("ok", read())
-    except Exception as exc:  # noqa: BLE001 - the errors are what is compared
-        return ("error", type(exc), str(exc))
-
-
-def assert_same_read(got: tuple, want: tuple) -> None:
-    """The same error, or job by job equal jobs whose fields have the same types and reprs."""
-    assert got[0] == want[0], (got, want)
-    if got[0] == "error":
-        assert got[1:] == want[1:]
-        return
-    assert len(got[1]) == len(want[1])
-    for made, wanted in zip(got[1], want[1], strict=True):
-        assert made == wanted and type(made) is type(wanted)
-        assert [type(getattr(made, n)) for n in NAMES] == [type(getattr(wanted, n)) for n in NAMES]
-        assert repr(made) == repr(wanted)
 
 
 def with_state(record: dict[str, Any], state: str) -> dict[str, Any]:
