@@ -115,14 +115,29 @@ def check_unjittered(out: Path, rows: list[dict]) -> list[str]:
     return skipped
 
 
+def jitter_spread(rows: list[dict], scheduler: str) -> tuple[float, list[float], dict]:
+    """One scheduler's unjittered improvement (seed 0), its jittered runs' improvements, and the
+    table cells both summaries show for them (seeds, unjittered, the jitter's mean, sd, range)."""
+    mine = [r for r in rows if r["scheduler"] == scheduler]
+    single = next(r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] == 0)
+    figures = [r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] != 0]
+    cells = {
+        "seeds": len(figures),
+        "unjittered": f"{single:.2f}",
+        "jitter mean": f"{statistics.mean(figures):.2f}",
+        "jitter sd": f"{statistics.stdev(figures):.2f}",
+        "jitter min": f"{min(figures):.2f}",
+        "jitter max": f"{max(figures):.2f}",
+    }
+    return single, figures, cells
+
+
 def summary(out: Path, rows: list[dict]) -> list[dict]:
     """Per scheduler: the jittered runs' spread and each reference's gap and verdict."""
     table = []
     trace = rows[0]["trace"]
     for scheduler in AUTHORS:
-        mine = [r for r in rows if r["scheduler"] == scheduler]
-        single = next(r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] == 0)
-        figures = [r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] != 0]
+        single, figures, spread = jitter_spread(rows, scheduler)
         mean, sd = statistics.mean(figures), statistics.stdev(figures)
         log_row = committed_row(out, "schedulers.csv", trace, LOG_HISTORY[scheduler])
         log = float(log_row["improvement_over_easy_fcfs_pct"]) if log_row else math.nan
@@ -131,12 +146,7 @@ def summary(out: Path, rows: list[dict]) -> list[dict]:
             {
                 "trace": trace,
                 "scheduler": scheduler,
-                "seeds": len(figures),
-                "unjittered": f"{single:.2f}",
-                "jitter mean": f"{mean:.2f}",
-                "jitter sd": f"{sd:.2f}",
-                "jitter min": f"{min(figures):.2f}",
-                "jitter max": f"{max(figures):.2f}",
+                **spread,
                 "authors": f"[{AUTHORS[scheduler][trace]:02d}]",
                 "gap to authors": f"{mean - authors:+.2f}",
                 "unjittered gap to authors": f"{single - authors:+.2f}",
@@ -233,21 +243,14 @@ def log_summary(rows: list[dict]) -> list[dict]:
     table = []
     trace = rows[0]["trace"]
     for scheduler, authors_of in LOG_AUTHORS.items():
-        mine = [r for r in rows if r["scheduler"] == scheduler]
-        single = next(r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] == 0)
-        figures = [r["improvement_over_easy_fcfs_pct"] for r in mine if r["seed"] != 0]
+        single, figures, spread = jitter_spread(rows, scheduler)
         mean, sd = statistics.mean(figures), statistics.stdev(figures)
         authors = float(authors_of[trace])
         table.append(
             {
                 "trace": trace,
                 "scheduler": scheduler,
-                "seeds": len(figures),
-                "unjittered": f"{single:.2f}",
-                "jitter mean": f"{mean:.2f}",
-                "jitter sd": f"{sd:.2f}",
-                "jitter min": f"{min(figures):.2f}",
-                "jitter max": f"{max(figures):.2f}",
+                **spread,
                 "unjittered - mean, sds": f"{(single - mean) / sd:+.2f}" if sd else "-",
                 "authors": f"[{authors_of[trace]:02d}]",
                 "gap to authors": f"{mean - authors:+.2f}",
