@@ -22,7 +22,15 @@ import ab_trees
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm_cycle", "bench_daemon_cycle")
-SHOWN = ("whole", "_touch", "_observe_completions", "_journal_request_notes", "plan_actions", "apply", "reconcile")
+SHOWN = (
+    "whole",
+    "_touch",
+    "_observe_completions",
+    "_journal_request_notes",
+    "plan_actions",
+    "apply",
+    "reconcile",
+)
 
 
 def main() -> None:
@@ -34,7 +42,9 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=10_000)
     args = parser.parse_args()
     options = SimpleNamespace(pending=args.pending, cycles=args.cycles, ended=5, arrivals=5, actions=200)
-    trees = {name: ab_trees.load(tree, "bench_daemon_cycle", OWN) for name, tree in (("A", args.a), ("B", args.b))}
+    trees = {
+        name: ab_trees.load(tree, "bench_daemon_cycle", OWN) for name, tree in (("A", args.a), ("B", args.b))
+    }
     print(f"A = {args.a}, B = {args.b}; load {os.getloadavg()}")
     read, journal = {}, None
     for name, modules in trees.items():

@@ -174,7 +174,11 @@ def main() -> None:
         assert first is None or rows == first, "the journal differs between rounds"
         first = rows
         parts = medians(whole, seconds, 2)
-        print(f"round {r + 1}: " + "  ".join(f"{k} {v:.1f}" for k, v in parts.items()) + f"; load {os.getloadavg()[0]:.2f}")
+        print(
+            f"round {r + 1}: "
+            + "  ".join(f"{k} {v:.1f}" for k, v in parts.items())
+            + f"; load {os.getloadavg()[0]:.2f}"
+        )
 
 
 if __name__ == "__main__":
