@@ -114,7 +114,7 @@ def plan_actions(
     outputs: dict[int, dict[str, Any]] | None = None,
 ) -> Plan:
     outputs = outputs or {}
-    jobs = state.by_id
+    jobs = {j.job_id: j for j in state.jobs}
     plan = Plan()
     candidates: list[Action] = []
 
@@ -252,7 +252,7 @@ class Applier:
     # -- applying -------------------------------------------------------------------------
     def apply(self, cycle: int, plan: Plan, state: ClusterState) -> tuple[dict[str, int], RJMSError | None]:
         """Run the plan; returns (done actions by kind, the RJMS error that stopped it, if any)."""
-        jobs = state.by_id
+        jobs = {j.job_id: j for j in state.jobs}
         intents: list[tuple[Action, int]] = []
         # A requeue issued earlier and not yet confirmed is never issued a second time.
         requeuing = {i.job_id for i in self.journal.open_intents() if i.action == "kill"}
@@ -395,7 +395,7 @@ class Applier:
     # -- after a crash --------------------------------------------------------------------
     def reconcile(self, state: ClusterState) -> list[tuple[Intent, str, str]]:
         """Settle open intents against a fresh read; returns (intent, status, answer) per intent."""
-        jobs = state.by_id
+        jobs = {j.job_id: j for j in state.jobs}
         settled = []
         for intent in self.journal.open_intents():
             with self.journal.transaction():

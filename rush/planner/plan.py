@@ -403,7 +403,7 @@ class Planner:
                     f"job {job.job_id}: rush cannot read its resource request ({job.request_note}); "
                     f"read as its {job.procs} cores anywhere",
                 )
-        self._request_noted.intersection_update(state.by_id)  # bounded: the jobs listed
+        self._request_noted &= {job.job_id for job in state.jobs}  # bounded: the jobs listed
 
     def _record_queue(self, cycle: int, state: ClusterState, built: Built, decisions: Decisions) -> None:
         """The queue as rush sees it, into the journal (changed rows only) and the metrics."""
@@ -521,7 +521,7 @@ class Planner:
     def _touch(self, state: ClusterState) -> None:
         """Mark the jobs still in the queue; forget the ones long gone (none with open intents)."""
         now = state.taken_at
-        seen = state.by_id
+        seen = {j.job_id for j in state.jobs}
         open_jobs = {i.job_id for i in self.journal.open_intents()}
         stale = []
         for job_id, rec in self.book.jobs().items():
@@ -537,7 +537,7 @@ class Planner:
     def _observe_completions(self, state: ClusterState, cycle: int) -> None:
         """Jobs that were running last cycle and left the queue finished: feed the history."""
         running = {j.job_id: j for j in state.jobs if j.state != "PENDING" and j.start is not None}
-        still_here = state.by_id
+        still_here = {j.job_id for j in state.jobs}
         finished = [j for job_id, j in self._running.items() if job_id not in still_here]
         self._running = running
         if not finished or (self.classifier is None and self.runtime is None):

@@ -11,8 +11,6 @@ import abc
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 from rush.core.resources import Node, Request
@@ -86,12 +84,6 @@ class ClusterState:
     partitions: tuple[str, ...] = ()
     # The nodes with their state and free cores/GPUs (empty: the RJMS gave only counts).
     nodes: tuple[Node, ...] = ()
-
-    @cached_property
-    def by_id(self) -> Mapping[int, RJMSJob]:
-        """Each job by its id (a repeated id: the last one read), made once per read and shared
-        by the shell's steps (six walks over every job a cycle before); read-only."""
-        return MappingProxyType({j.job_id: j for j in self.jobs})
 
     @property
     def pending(self) -> list[RJMSJob]:
