@@ -1,0 +1,86 @@
+"""Two trees' Slurm daemon cycles after the read in one process, alternated (issue 31 item 3,
+round 28, r31post): ``bench_daemon_cycle.py``'s real ``Planner.run_cycle`` on each tree's own
+read of ``bench_slurm_cycle``'s states, the trees loaded as ``ab_slurm_cycle.py`` loads them
+(:mod:`ab_trees`). Both trees need ``benchmarks/bench_daemon_cycle.py`` (copy it into an older
+tree). The run stops unless every journal, row for row, is the same in both trees and every
+round.
+
+Run: ``python benchmarks/ab_daemon_cycle.py TREE_A TREE_B [--rounds 5] [--cycles 8]``; swap
+the trees for the other argument order (the tree loaded second runs shared code slower,
+round 27).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+from types import SimpleNamespace
+
+import ab_trees
+
+print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
+OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm_cycle", "bench_daemon_cycle")
+SHOWN = (
+    "whole",
+    "_touch",
+    "_observe_completions",
+    "_journal_request_notes",
+    "plan_actions",
+    "apply",
+    "reconcile",
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", help="tree A (e.g. main's)")
+    parser.add_argument("b", help="tree B")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=8)
+    parser.add_argument("--pending", type=int, default=10_000)
+    args = parser.parse_args()
+    options = SimpleNamespace(pending=args.pending, cycles=args.cycles, ended=5, arrivals=5, actions=200)
+    trees = {
+        name: ab_trees.load(tree, "bench_daemon_cycle", OWN) for name, tree in (("A", args.a), ("B", args.b))
+    }
+    print(f"A = {args.a}, B = {args.b}; load {os.getloadavg()}")
+    read, journal = {}, None
+    for name, modules in trees.items():
+        bench = ab_trees.use(modules, OWN)["bench_daemon_cycle"]
+        read[name] = bench.states(options)
+        rows = bench.run(read[name])[2]  # numba's cache and first calls, not timed
+        assert journal is None or rows == journal, "the two trees' journals differ"
+        journal = rows
+    from rush.planner.collector import settle_collector  # (B's: the same rule in both trees)
+
+    print(f"{args.pending} pending, {args.cycles} cycles, journals equal; {settle_collector()}")
+    print("CPU ms, medians of cycles 3 to N: " + " / ".join(SHOWN))
+    rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
+    for r in range(args.rounds):
+        order = ("A", "B") if r % 2 == 0 else ("B", "A")
+        for name in order:
+            bench = ab_trees.use(trees[name], OWN)["bench_daemon_cycle"]
+            whole, seconds, dumped = bench.run(read[name])
+            assert dumped == journal, f"tree {name}'s journal differs in round {r + 1}"
+            rows[name].append(bench.medians(whole, seconds, 2))
+        a, b = rows["A"][-1], rows["B"][-1]
+        print(
+            f"round {r + 1} ({order[0]} first): "
+            + "   ".join(f"{n} " + " / ".join(f"{x[p]:.1f}" for p in SHOWN) for n, x in (("A", a), ("B", b)))
+            + f"   B-A whole {b['whole'] - a['whole']:+.1f}; load {os.getloadavg()[0]:.2f}"
+        )
+    for part in SHOWN:
+        diffs = [b[part] - a[part] for a, b in zip(rows["A"], rows["B"], strict=True)]
+        print(
+            f"{part:24s} median of rounds A {statistics.median(x[part] for x in rows['A']):6.1f} "
+            f"B {statistics.median(x[part] for x in rows['B']):6.1f}; B-A by round "
+            + " ".join(f"{d:+.1f}" for d in diffs)
+            + f" (median {statistics.median(diffs):+.1f})"
+        )
+    print(f"load {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
