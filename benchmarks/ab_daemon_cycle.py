@@ -19,6 +19,7 @@ import statistics
 from types import SimpleNamespace
 
 import ab_trees
+import bench_args
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm_cycle", "bench_daemon_cycle")
@@ -35,11 +36,13 @@ SHOWN = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="tree A (e.g. main's)")
-    parser.add_argument("b", help="tree B")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=8)
-    parser.add_argument("--pending", type=int, default=10_000)
+    parser.add_argument("a", type=bench_args.source_tree, help="tree A (e.g. main's)")
+    parser.add_argument("b", type=bench_args.source_tree, help="tree B")
+    parser.add_argument("--rounds", type=bench_args.positive, default=5)
+    parser.add_argument(
+        "--cycles", type=bench_args.count(3), default=8, help="cycles a round (the first two are not timed)"
+    )
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     args = parser.parse_args()
     options = SimpleNamespace(pending=args.pending, cycles=args.cycles, ended=5, arrivals=5, actions=200)
     trees = {

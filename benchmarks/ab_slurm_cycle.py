@@ -134,7 +134,9 @@ def main() -> None:
     parser.add_argument("a", type=bench_args.source_tree, help="tree A (e.g. the integration branch's)")
     parser.add_argument("b", type=bench_args.source_tree, help="tree B")
     parser.add_argument("--rounds", type=bench_args.positive, default=5)
-    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument(
+        "--cycles", type=bench_args.count(2), default=12, help="cycles a round (the first is not timed)"
+    )
     parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     parser.add_argument("--ended", type=bench_args.non_negative, default=5)
     parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)

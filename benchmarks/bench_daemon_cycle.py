@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
+import bench_args
 import bench_live_cycle as live_cycle
 import bench_slurm_cycle as slurm_cycle
 
@@ -159,9 +160,11 @@ def medians(whole: list[float], seconds: dict[str, list[float]], skip: int) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", type=int, default=10_000)
-    parser.add_argument("--cycles", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument(
+        "--cycles", type=bench_args.count(3), default=8, help="cycles a round (the first two are not timed)"
+    )
+    parser.add_argument("--rounds", type=bench_args.positive, default=3)
     args = parser.parse_args()
     options = SimpleNamespace(
         pending=args.pending, cycles=args.cycles, ended=5, arrivals=5, actions=live_cycle.DAEMON_ACTIONS

@@ -204,7 +204,9 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     parser.add_argument("--rounds", type=bench_args.positive, default=5)
-    parser.add_argument("--cycles", type=bench_args.positive, default=12)
+    parser.add_argument(
+        "--cycles", type=bench_args.count(2), default=12, help="cycles a round (the first is not timed)"
+    )
     parser.add_argument("--ended", type=bench_args.non_negative, default=5)
     parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
     parser.add_argument("--actions", type=bench_args.non_negative, default=live_cycle.DAEMON_ACTIONS)
