@@ -37,24 +37,39 @@ from rush.studies.runtime_predictions import TAU, THRESHOLD
 from rush.studies.runtime_predictions_quantiles import RowOptions, result_row, scheduler_run_inputs
 from rush.workload.model import Workload
 
+JOB_SETS = ("published", "full")
+
 
 @dataclass(frozen=True)
 class OnlineSetup:
-    """One scheduler on one trace's published job set: the full trace (every logged job is in
-    the predictor's history; only the published ones are simulated) and the scheduler's options
-    (e.g. the runtime classifier's walk-forward for the SPF-CI rules)."""
+    """One scheduler on one trace's job set: the full trace (every logged job is in the
+    predictor's history; for ``published`` only the published ones are simulated, for ``full``
+    every one, as Table 6.6's two job sets do) and the scheduler's options (e.g. the runtime
+    classifier's walk-forward of the same job set for the SPF-CI rules)."""
 
     trace: str
     workload_full: Workload
     header: dict | None
     scheduler: str
     options: RowOptions = RowOptions()
+    job_set: str = "published"
+
+    def __post_init__(self) -> None:
+        if self.job_set not in JOB_SETS:
+            raise ValueError(f"job set {self.job_set!r}: choose from {', '.join(JOB_SETS)}")
 
     @property
     def rows(self) -> np.ndarray:
-        """The published jobs' rows in the full trace (what the replay runs)."""
+        """The job set's rows in the full trace (what the replay runs)."""
         w = self.workload_full
+        if self.job_set == "full":
+            return np.arange(len(w))
         return np.flatnonzero((w.runtime > 0) & (w.runtime < w.requested_time))
+
+    @property
+    def workload(self) -> Workload:
+        """The simulated workload: the job set's jobs, aligned with :attr:`rows`."""
+        return published_job_set(self.workload_full) if self.job_set == "published" else self.workload_full
 
 
 @dataclass(frozen=True)
@@ -142,8 +157,10 @@ def prediction_changes(before, after, rows: np.ndarray) -> int:
 
 
 def within_factor_two(wf, rows: np.ndarray) -> float:
-    """The share of ``rows`` with a model whose calibrated mean is within a factor 2 of the
-    runtime (the jobs' runtimes are positive: published jobs)."""
+    """The share of ``rows`` with a positive runtime and a model whose calibrated mean is within
+    a factor 2 of the runtime (every published job's runtime is positive; the full set's
+    zero-runtime jobs have no ratio and are left out)."""
+    rows = rows[np.asarray(wf.runtime)[rows] > 0]
     predicted = rows[np.isfinite(wf.proba_small[rows])]
     ratio = wf.calibrated_mean()[predicted] / wf.runtime[predicted]
     return float(np.mean((ratio >= 0.5) & (ratio <= 2.0))) if len(predicted) else float("nan")
@@ -160,7 +177,7 @@ def online_iterates(
     (computed without fitting): converged or not, and how much still differs."""
     rows = setup.rows
     n = len(setup.workload_full)
-    workload = published_job_set(setup.workload_full)
+    workload = setup.workload
     from rush.core.config import CoreConfig
 
     base = compute_metrics(simulate(workload, CoreConfig.from_names("FCFS", "easy", THRESHOLD)), tau=TAU)
@@ -170,7 +187,7 @@ def online_iterates(
         inputs, config = scheduler_run_inputs(setup.scheduler, wf, rows, setup.options)
         result = simulate(workload, config, inputs)
         row = result_row(
-            setup.trace, "published", setup.scheduler, setup.options.idempotent_threshold, result, base
+            setup.trace, setup.job_set, setup.scheduler, setup.options.idempotent_threshold, result, base
         )
         row |= {
             "iteration": i,
@@ -208,6 +225,7 @@ def online_iterates(
 
 
 __all__ = [
+    "JOB_SETS",
     "OnlineSetup",
     "WalkForwardTimes",
     "input_changes",

@@ -1,12 +1,15 @@
 """rush's quantile predictor learning from the replay's own schedule (round 27): the fixed point
 σ = SIM(WF(σ)) iterated from the committed log-history run.
 
-Per trace (published job set) and scheduler: iteration 1 is the committed run (the log
-walk-forward, the newest cached one of the predictor's default feature set as ``rush_q.py`` takes
-it; checked against the committed ``results/published/rush_q.csv`` row to the last digit), then
-up to ``--iterations`` online ones (:func:`rush.studies.runtime_quantiles_online.online_iterates`).
-A walk-forward is started only if the last one's wall time (x1.2) still fits before ``--until``
-(UTC HH:MM); a trace not reached is listed as cut. Writes ``results/published/``:
+Per trace, job set (``--job-set published``, the default and round 27's, or ``full``, round
+28) and scheduler: iteration 1 is the committed run (the log walk-forward, the newest cached one
+of the predictor's default feature set as ``rush_q.py`` takes it; checked against the job set's
+committed ``results/<job set>/rush_q.csv`` row to the last digit), then up to ``--iterations``
+online ones (:func:`rush.studies.runtime_quantiles_online.online_iterates`). The SPF-CI rules
+take the runtime classifier's walk-forward of the same job set, and the verdicts the same job
+set's schedule noise (``results/<job set>/online_noise.csv``). A walk-forward is started only if
+the last one's wall time (x1.2) still fits before ``--until`` (UTC HH:MM); a trace not reached
+is listed as cut. Writes ``results/<job set>/``:
 
 * ``rush_q_online_iterations.{csv,md}``: every run, with what its inputs changed from the
   previous iteration's and, on each trace's last run, what still differs from the inputs its own
@@ -20,7 +23,7 @@ Rows of (trace, scheduler) pairs not run are kept. ``--out NAME`` writes ``NAME_
 the same way but are not the README's verdicts of record).
 
     RUSH_TRACE_MIRROR=/work/shared/traces OMP_NUM_THREADS=1 nice -n 19 \\
-        python sim/runtime_predictions/rush_q_online.py [--traces KTH-SP2,...] \\
+        python sim/runtime_predictions/rush_q_online.py [--job-set published|full] [--traces KTH-SP2,...] \\
         [--schedulers "rush-Q,SPF-CI one step where confident"] [--iterations 3] [--until 19:15] \\
         [--out rush_q_online]
 """
@@ -36,7 +39,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).parent
-OUT = HERE / "results" / "published"
+RESULTS = HERE / "results"
+JOB_SETS = ("published", "full")  # each reads and writes its own results/<job set>/
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE")  # the order fixed in round 27's design
 MARGIN = 1.2  # a walk-forward is started if 1.2 x the last one's wall time fits before --until
 ITERATION_COLUMNS = (
@@ -71,41 +75,52 @@ def _script(name: str, path: Path):
     return module
 
 
-def yardstick(trace: str) -> float:
-    """Round 26's schedule noise on ``trace``: the larger sd of easy++-online and gaussier-online."""
-    with open(OUT / "online_noise.csv", newline="") as fh:
+def results_dir(job_set: str) -> Path:
+    """``results/<job set>/``: where a job set's committed rows and noise are read and its
+    tables written."""
+    if job_set not in JOB_SETS:
+        raise ValueError(f"job set {job_set!r}: choose from {', '.join(JOB_SETS)}")
+    return RESULTS / job_set
+
+
+def yardstick(trace: str, job_set: str = "published") -> float:
+    """The job set's schedule noise on ``trace`` (round 26's, and round 27's for the full set):
+    the larger sd of easy++-online and gaussier-online."""
+    path = results_dir(job_set) / "online_noise.csv"
+    with open(path, newline="") as fh:
         sds = [float(r["jitter sd"]) for r in csv.DictReader(fh) if r["trace"] == trace]
     if not sds:
-        raise SystemExit(f"{trace}: no round-26 noise in {OUT / 'online_noise.csv'}")
+        raise SystemExit(f"{trace}: no schedule noise in {path}")
     return max(sds)
 
 
-def _committed_rows(trace: str, scheduler: str) -> list[dict]:
-    with open(OUT / "rush_q.csv", newline="") as fh:
+def _committed_rows(trace: str, scheduler: str, job_set: str) -> list[dict]:
+    with open(results_dir(job_set) / "rush_q.csv", newline="") as fh:
         return [r for r in csv.DictReader(fh) if r["trace"] == trace and r["scheduler"] == scheduler]
 
 
-def has_committed_row(trace: str, scheduler: str) -> bool:
-    return bool(_committed_rows(trace, scheduler))
+def has_committed_row(trace: str, scheduler: str, job_set: str = "published") -> bool:
+    return bool(_committed_rows(trace, scheduler, job_set))
 
 
-def committed_row(trace: str, scheduler: str) -> dict:
-    if rows := _committed_rows(trace, scheduler):
+def committed_row(trace: str, scheduler: str, job_set: str = "published") -> dict:
+    if rows := _committed_rows(trace, scheduler, job_set):
         return rows[0]
-    raise SystemExit(f"{trace}: no committed {scheduler!r} row in rush_q.csv")
+    raise SystemExit(f"{trace}: no committed {scheduler!r} row in results/{job_set}/rush_q.csv")
 
 
-def summary(trace: str, scheduler: str, runs: list[dict]) -> dict:
-    """One (trace, scheduler) line of ``rush_q_online``: figures and round 27's verdicts."""
+def summary(trace: str, scheduler: str, runs: list[dict], job_set: str = "published") -> dict:
+    """One (trace, scheduler) line of ``rush_q_online``: figures and round 27's verdicts, against
+    the job set's committed SPF-CI and schedule noise."""
     from rush.studies.table_6_6 import TABLE_6_6
 
     log, online = runs[0], runs[1:]
-    sd = yardstick(trace)
+    sd = yardstick(trace, job_set)
     figures = [r["improvement_over_easy_fcfs_pct"] for r in online]
     mean = sum(figures) / len(figures) if figures else float("nan")
     gaps = [f - log["improvement_over_easy_fcfs_pct"] for f in figures]
     last = runs[-1]
-    committed = committed_row(trace, scheduler)
+    committed = committed_row(trace, scheduler, job_set)
     out = {
         "trace": trace,
         "scheduler": scheduler,
@@ -156,34 +171,38 @@ def _kept(path: Path, pairs: set[tuple[str, str]]) -> list[dict]:
         ]
 
 
-def write(runs: dict[tuple[str, str], list[dict]], name: str = "rush_q_online") -> None:
+def write(
+    runs: dict[tuple[str, str], list[dict]], name: str = "rush_q_online", job_set: str = "published"
+) -> None:
     from rush.studies.tables import in_trace_order, write_table
 
+    out = results_dir(job_set)
     pairs = set(runs)
     every = in_trace_order(
-        _kept(OUT / f"{name}_iterations.csv", pairs) + [r for rs in runs.values() for r in rs], TRACES
+        _kept(out / f"{name}_iterations.csv", pairs) + [r for rs in runs.values() for r in rs], TRACES
     )
-    write_table(OUT, f"{name}_iterations", every, ITERATION_COLUMNS)
+    write_table(out, f"{name}_iterations", every, ITERATION_COLUMNS)
     from rush.studies.plots.runtime_quantiles import plot_online_iterates
     from rush.studies.table_6_6 import TABLE_6_6
 
     spf_ci = {
-        t: (float(committed_row(t, "rush-Q")["spf_ci_pct"]), TABLE_6_6[t].spf_ci)
+        t: (float(committed_row(t, "rush-Q", job_set)["spf_ci_pct"]), TABLE_6_6[t].spf_ci)
         for t in dict.fromkeys(r["trace"] for r in every)
     }
-    plot_online_iterates(every, spf_ci, OUT, name)
-    lines = [summary(t, s, rs) for (t, s), rs in runs.items()]
-    lines = in_trace_order(_kept(OUT / f"{name}.csv", pairs) + lines, TRACES)
-    write_table(OUT, name, lines, list(lines[0]))
+    plot_online_iterates(every, spf_ci, out, name)
+    lines = [summary(t, s, rs, job_set) for (t, s), rs in runs.items()]
+    lines = in_trace_order(_kept(out / f"{name}.csv", pairs) + lines, TRACES)
+    write_table(out, name, lines, list(lines[0]))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--job-set", default="published", choices=JOB_SETS)
     parser.add_argument("--traces", default=",".join(TRACES))
     parser.add_argument("--schedulers", default="rush-Q")
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--until", default=None, help="UTC HH:MM: no walk-forward that would end later")
-    parser.add_argument("--out", default="rush_q_online", help="the tables' file stem (results/published/)")
+    parser.add_argument("--out", default="rush_q_online", help="the tables' file stem (results/<job set>/)")
     args = parser.parse_args(argv)
     traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     if unknown := [t for t in traces if t not in TRACES]:
@@ -191,8 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     # Each run's first iterate is checked against its committed row: refuse a missing one
     # before any trace is loaded.
-    if missing := [f"{t} {s!r}" for t in traces for s in schedulers if not has_committed_row(t, s)]:
-        parser.error(f"--schedulers: no committed row in rush_q.csv for {', '.join(missing)}")
+    job_set = args.job_set
+    if missing := [f"{t} {s!r}" for t in traces for s in schedulers if not has_committed_row(t, s, job_set)]:
+        parser.error(
+            f"--schedulers: no committed row in results/{job_set}/rush_q.csv for {', '.join(missing)}"
+        )
     if not schedulers:
         parser.error("--schedulers: give at least one (a scheduler of rush_q.csv)")
     if args.iterations < 1:
@@ -226,12 +248,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             options = RowOptions(
                 names=(scheduler,),
-                classifier=rush_q.classifier_walkforward(trace, "published")
+                classifier=rush_q.classifier_walkforward(trace, job_set)
                 if scheduler in CLASSIFIER_SCHEDULERS
                 else None,
             )
-            setup = OnlineSetup(trace, workload, trace_obj.header, scheduler, options)
-            committed = committed_row(trace, scheduler)
+            setup = OnlineSetup(trace, workload, trace_obj.header, scheduler, options, job_set)
+            committed = committed_row(trace, scheduler, job_set)
 
             def keep_going(seconds: float) -> bool:
                 return until is None or time.time() + MARGIN * seconds <= until
@@ -242,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
                     or str(row["false_small_kills"]) != committed["false_small_kills"]
                 ):
                     raise SystemExit(
-                        f"{trace} {scheduler}: the log-history run gives {row['improvement_over_easy_fcfs_pct']!r} "
+                        f"{trace} {job_set} {scheduler}: the log-history run gives {row['improvement_over_easy_fcfs_pct']!r} "
                         f"({row['false_small_kills']} kills), committed {committed['improvement_over_easy_fcfs_pct']} "
                         f"({committed['false_small_kills']}): not the committed walk-forward"
                     )
@@ -252,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
                 runs.setdefault((trace, scheduler), []).append(row)
-                write(runs, args.out)
+                write(runs, args.out, job_set)
     if cut:
         print("cut (time):", ", ".join(cut), flush=True)
     return 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rush.models.runtime_quantiles_walkforward import WEEK, ReplaySchedule, predict_quantiles_walkforward
 from rush.models.walkforward import published_job_set
@@ -16,6 +17,7 @@ from rush.studies.runtime_quantiles_online import (
     online_iterates,
     replay_schedule,
     times_of,
+    within_factor_two,
 )
 from tests.models.fixtures import HEADER, synthetic_workload
 
@@ -118,3 +120,26 @@ def test_a_memo_of_fits_is_kept_by_the_schedule_across_iterations() -> None:
     assert isinstance(schedule, ReplaySchedule) and schedule.fits is fits
     predict_quantiles_walkforward(setup.workload_full, HEADER, schedule=schedule)
     assert len(fits) == sum(1 for r in log_wf.weekly if r["trained_on"])
+
+
+def test_the_full_job_set_replays_every_job_and_starts_from_the_full_sets_run() -> None:
+    w = synthetic_workload(600)
+    w.machine_procs = 64
+    w.runtime[::7] = 0.0  # logged without a runtime: in the full set only
+    w.runtime[3::11] = w.requested_time[3::11]  # ran to the limit: in the full set only
+    log_wf = predict_quantiles_walkforward(w, HEADER)
+    options = RowOptions(names=("rush-Q",))
+    full = OnlineSetup("synthetic", w, HEADER, "rush-Q", options, "full")
+    published = OnlineSetup("synthetic", w, HEADER, "rush-Q", options)
+    assert np.array_equal(full.rows, np.arange(len(w))) and full.workload is w
+    assert len(published.rows) == len(published.workload) < len(w)
+    runs = list(online_iterates(full, log_wf, 1))
+    committed = quantile_rows("synthetic", "full", w, log_wf, options)[0]
+    assert runs[0]["job_set"] == "full" and runs[0]["jobs"] == len(w)
+    assert runs[0]["improvement_over_easy_fcfs_pct"] == committed["improvement_over_easy_fcfs_pct"]
+    assert runs[-1]["jobs"] == len(w) and runs[-1]["stopped"] == "cap"
+    # A zero runtime has no ratio: left out of the factor-2 share, not counted as a miss.
+    positive = full.rows[w.runtime[full.rows] > 0]
+    assert within_factor_two(log_wf, full.rows) == within_factor_two(log_wf, positive)
+    with pytest.raises(ValueError, match="job set"):
+        OnlineSetup("synthetic", w, HEADER, "rush-Q", options, "all")
