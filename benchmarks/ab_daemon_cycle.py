@@ -25,6 +25,7 @@ print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they
 OWN = ("rush", "bench_live_cycle", "bench_nodes", "live_next_pass", "bench_slurm_cycle", "bench_daemon_cycle")
 SHOWN = (
     "whole",
+    "wall",
     "_touch",
     "_observe_completions",
     "_journal_request_notes",
@@ -59,7 +60,7 @@ def main() -> None:
     from rush.planner.collector import settle_collector  # (B's: the same rule in both trees)
 
     print(f"{args.pending} pending, {args.cycles} cycles, journals equal; {settle_collector()}")
-    print("CPU ms, medians of cycles 3 to N: " + " / ".join(SHOWN))
+    print("ms (CPU but wall: elapsed), medians of cycles 3 to N: " + " / ".join(SHOWN))
     rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for r in range(args.rounds):
         order = ("A", "B") if r % 2 == 0 else ("B", "A")
