@@ -325,9 +325,12 @@ class Applier:
                     self.journal.finish(intent, "intent", f"RJMS error, outcome unknown: {exc}")
                 self._count("priority", "failed", len(grouped))
                 return done, exc
-            for (a, intent), result in zip(grouped, results, strict=True):
-                if self._settle(a, intent, result):
-                    done["priority"] = done.get("priority", 0) + 1
+            # One commit for the batch (each _settle joins it): the intents were durable before
+            # the RPC, and any left open by a crash here are settled by reconcile.
+            with self.journal.transaction():
+                for (a, intent), result in zip(grouped, results, strict=True):
+                    if self._settle(a, intent, result):
+                        done["priority"] = done.get("priority", 0) + 1
         return done, None
 
     def _call(self, a: Action, job: RJMSJob) -> ActionResult:
