@@ -27,6 +27,7 @@ SHOWN = (
     "whole",
     "wall",
     "_touch",
+    "_check_start_order",
     "_observe_completions",
     "_journal_request_notes",
     "plan_actions",

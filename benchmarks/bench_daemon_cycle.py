@@ -42,8 +42,8 @@ from rush.rjms.base import ActionResult, ClusterState, RJMSBackend
 from rush.rjms.slurm_json import ParsedJobs
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
-# The daemon's steps that read the state's jobs by id (round 28's lever), timed apart.
-STEPS = ("_journal_request_notes", "_observe_completions", "_touch")
+# The daemon's steps that walk the state's jobs (round 28's levers), timed apart.
+STEPS = ("_journal_request_notes", "_check_start_order", "_observe_completions", "_touch")
 APPLIER_STEPS = ("reconcile", "apply")
 
 
