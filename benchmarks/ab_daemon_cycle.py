@@ -5,7 +5,7 @@ read of ``bench_slurm_cycle``'s states, the trees loaded as ``ab_slurm_cycle.py`
 tree). The run stops unless every journal, row for row, is the same in both trees and every
 round.
 
-Run: ``python benchmarks/ab_daemon_cycle.py TREE_A TREE_B [--rounds 5] [--cycles 8]``; swap
+Run: ``python benchmarks/ab_daemon_cycle.py TREE_A TREE_B [--rounds 5] [--cycles 8] [--full-book]``; swap
 the trees for the other argument order (the tree loaded second runs shared code slower,
 round 27).
 """
@@ -45,6 +45,11 @@ def main() -> None:
         "--cycles", type=bench_args.count(3), default=8, help="cycles a round (the first two are not timed)"
     )
     parser.add_argument("--pending", type=bench_args.positive, default=10_000)
+    parser.add_argument(
+        "--full-book",
+        action="store_true",
+        help="each journal starts with a record for every job (both trees)",
+    )
     args = parser.parse_args()
     options = SimpleNamespace(pending=args.pending, cycles=args.cycles, ended=5, arrivals=5, actions=200)
     trees = {
@@ -55,19 +60,20 @@ def main() -> None:
     for name, modules in trees.items():
         bench = ab_trees.use(modules, OWN)["bench_daemon_cycle"]
         read[name] = bench.states(options)
-        rows = bench.run(read[name])[2]  # numba's cache and first calls, not timed
+        rows = bench.run(read[name], args.full_book)[2]  # numba's cache and first calls, not timed
         assert journal is None or rows == journal, "the two trees' journals differ"
         journal = rows
     from rush.planner.collector import settle_collector  # (B's: the same rule in both trees)
 
-    print(f"{args.pending} pending, {args.cycles} cycles, journals equal; {settle_collector()}")
+    book = "full book" if args.full_book else "empty book"
+    print(f"{args.pending} pending, {args.cycles} cycles, {book}, journals equal; {settle_collector()}")
     print("ms (CPU but wall: elapsed), medians of cycles 3 to N: " + " / ".join(SHOWN))
     rows: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     for r in range(args.rounds):
         order = ("A", "B") if r % 2 == 0 else ("B", "A")
         for name in order:
             bench = ab_trees.use(trees[name], OWN)["bench_daemon_cycle"]
-            whole, seconds, dumped = bench.run(read[name])
+            whole, seconds, dumped = bench.run(read[name], args.full_book)
             assert dumped == journal, f"tree {name}'s journal differs in round {r + 1}"
             rows[name].append(bench.medians(whole, seconds, 2))
         a, b = rows["A"][-1], rows["B"][-1]
