@@ -75,6 +75,10 @@ class Book(Protocol):
 
     def forget_jobs(self, job_ids: list[int]) -> None: ...
 
+    def mark_seen(self, job_ids: list[int], now: float) -> None: ...
+
+    def seen_before(self, before: float) -> list[int]: ...
+
 
 @dataclass(frozen=True)
 class Action:

@@ -289,6 +289,15 @@ class MemoryBook:
         for job_id in job_ids:
             self.records.pop(job_id, None)
 
+    def mark_seen(self, job_ids: list[int], now: float) -> None:
+        for job_id in job_ids:
+            rec = self.records.get(job_id)
+            if rec is not None and rec.last_seen != now:
+                rec.last_seen = now
+
+    def seen_before(self, before: float) -> list[int]:
+        return [k for k, rec in self.records.items() if (rec.last_seen or 0) < before]
+
 
 class Journal:
     def __init__(
@@ -531,6 +540,22 @@ class Journal:
 
     def forget_jobs(self, job_ids: list[int]) -> None:
         self.db.executemany("DELETE FROM jobs WHERE job_id = ?", [(j,) for j in job_ids])
+
+    def mark_seen(self, job_ids: list[int], now: float) -> None:
+        """The records of these jobs get ``last_seen = now`` where it differs; a job without a
+        record gets none. One statement: a record saved each (the whole book every cycle, as
+        ``last_seen`` moves with every read) cost about 6 us a record (round 28, r31walks)."""
+        self.db.execute(
+            "UPDATE jobs SET last_seen = ? WHERE last_seen IS NOT ? AND job_id IN (SELECT value FROM json_each(?))",
+            (now, now, json.dumps(job_ids)),
+        )
+
+    def seen_before(self, before: float) -> list[int]:
+        """The jobs whose record was last seen before ``before`` (never seen: as at 0)."""
+        return [
+            r[0]
+            for r in self.db.execute("SELECT job_id FROM jobs WHERE COALESCE(last_seen, 0) < ?", (before,))
+        ]
 
     # -- the queue as rush sees it -----------------------------------------------------------
     def record_queue(self, rows: list[QueueRow], moved: list[QueueRow] | None = None) -> None:

@@ -521,16 +521,12 @@ class Planner:
     def _touch(self, state: ClusterState) -> None:
         """Mark the jobs still in the queue; forget the ones long gone (none with open intents)."""
         now = state.taken_at
-        seen = {j.job_id for j in state.jobs}
+        # Without reading the book: its records are as many as the jobs rush ever set a factor
+        # for, and each listed one moves its last_seen every read (round 28, r31walks).
+        self.book.mark_seen([j.job_id for j in state.jobs], now)
+        # A listed job's record is now seen at `now`, never before the cut-off: only gone ones.
         open_jobs = {i.job_id for i in self.journal.open_intents()}
-        stale = []
-        for job_id, rec in self.book.jobs().items():
-            if job_id in seen:
-                if rec.last_seen != now:
-                    rec.last_seen = now
-                    self.book.save_job(rec)
-            elif job_id not in open_jobs and (rec.last_seen or 0) < now - FORGET_AFTER:
-                stale.append(job_id)
+        stale = [job_id for job_id in self.book.seen_before(now - FORGET_AFTER) if job_id not in open_jobs]
         if stale:
             self.book.forget_jobs(stale)
 
