@@ -299,6 +299,15 @@ class MemoryBook:
         return [k for k, rec in self.records.items() if (rec.last_seen or 0) < before]
 
 
+def _has_json_each(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite has the JSON1 table functions (built in since 3.38, optional before)."""
+    try:
+        db.execute("SELECT value FROM json_each('[]')").fetchall()
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
 class Journal:
     def __init__(
         self,
@@ -545,10 +554,16 @@ class Journal:
         """The records of these jobs get ``last_seen = now`` where it differs; a job without a
         record gets none. One statement: a record saved each (the whole book every cycle, as
         ``last_seen`` moves with every read) cost about 6 us a record (round 28, r31walks)."""
-        self.db.execute(
-            "UPDATE jobs SET last_seen = ? WHERE last_seen IS NOT ? AND job_id IN (SELECT value FROM json_each(?))",
-            (now, now, json.dumps(job_ids)),
-        )
+        if _has_json_each(self.db):
+            self.db.execute(
+                "UPDATE jobs SET last_seen = ? WHERE last_seen IS NOT ? AND job_id IN (SELECT value FROM json_each(?))",
+                (now, now, json.dumps(job_ids)),
+            )
+        else:  # an SQLite built without JSON1 (before 3.38 it was optional): a statement an id
+            self.db.executemany(
+                "UPDATE jobs SET last_seen = ? WHERE job_id = ? AND last_seen IS NOT ?",
+                ((now, job_id, now) for job_id in job_ids),
+            )
 
     def seen_before(self, before: float) -> list[int]:
         """The jobs whose record was last seen before ``before`` (never seen: as at 0)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+import rush.planner.journal as journal_module
 from rush.daemon.service import Daemon
 from rush.planner.config import parse_config
 from rush.planner.journal import DecisionRow, JobRecord, Journal, MemoryBook
@@ -38,10 +39,12 @@ def by_record(book: dict[int, JobRecord], listed: list[int], now: float) -> dict
     return out
 
 
-@pytest.fixture(params=["journal", "memory"])
-def book(request, tmp_path):
+@pytest.fixture(params=["journal", "journal without JSON1", "memory"])
+def book(request, tmp_path, monkeypatch):
     if request.param == "memory":
         return MemoryBook({r.job_id: r for r in records()})
+    if request.param == "journal without JSON1":
+        monkeypatch.setattr(journal_module, "_has_json_each", lambda db: False)
     journal = Journal(tmp_path / "j.sqlite")
     for rec in records():
         journal.save_job(rec)
@@ -54,7 +57,10 @@ def test_mark_seen_marks_only_the_listed_records(book):
     assert book.jobs() == by_record(before, [1, 2, 3], NOW)  # 99 has no record and gets none
 
 
-def test_mark_seen_rewrites_only_the_rows_that_change(tmp_path):
+@pytest.mark.parametrize("json1", [True, False])
+def test_mark_seen_rewrites_only_the_rows_that_change(tmp_path, monkeypatch, json1):
+    if not json1:
+        monkeypatch.setattr(journal_module, "_has_json_each", lambda db: False)
     journal = Journal(tmp_path / "j.sqlite")
     for rec in records():
         journal.save_job(rec)
