@@ -32,6 +32,7 @@ SHOWN = (
     "plan_actions",
     "apply",
     "reconcile",
+    "_record_queue",
 )
 
 
