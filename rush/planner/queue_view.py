@@ -157,9 +157,8 @@ def queue_delta(
     Built in bulk: the values a row reads of the pass (its pending columns, the running jobs'
     estimates, the decisions' columns: :class:`rush.core.decision_columns.DecisionColumns`)
     gathered as arrays aligned with the RJMS's jobs and compared with the last call's as arrays;
-    the RJMS jobs' own fields and outputs compared with C-level maps (a new outputs object by
-    value, :func:`_shows_otherwise`); one row built only for a job that is new or whose inputs
-    changed.
+    the RJMS jobs' own fields and outputs compared with C-level maps; one row built only for a
+    job that is new or whose inputs changed.
 
     ``hold_estimates`` (the shells'): a row keeps the estimated start it shows (``previous``'s)
     while the core's granularity holds it (:func:`rush.core.start_estimates.shown_starts`:
@@ -193,14 +192,10 @@ def queue_delta(
             fresh = other.nonzero()[0].tolist()
             got = operator.itemgetter(*fresh) if len(fresh) > 1 else lambda s: (s[fresh[0]],)
             changed[fresh] = list(map(ne, map(_FIELDS, got(jobs)), map(_FIELDS, got(lasts))))
-        last_outs = _aligned(memo["out"], head, back)
-        made = np.fromiter(map(is_not, outs, last_outs), dtype=np.bool_, count=len(ids)) & ~changed
-        if made.any():  # a new outputs object: looked at only where it shows otherwise
-            anew = made.nonzero()[0].tolist()
-            made[anew] = list(
-                map(_shows_otherwise, map(outs.__getitem__, anew), map(last_outs.__getitem__, anew))
-            )
-        changed |= made
+        last_out = memo["out"]
+        changed |= np.fromiter(
+            map(is_not, outs, _aligned(last_out, head, back)), dtype=np.bool_, count=len(ids)
+        )
         changed |= ~np.fromiter(map(previous.__contains__, ids), dtype=np.bool_, count=len(ids))
         # A row whose only change is its estimated start (and what comes with it): the last
         # row with the new values, where it qualifies (_moved_rows); the others built whole.
@@ -447,32 +442,6 @@ def _changed(at: RowColumns, last: RowColumns, rows: np.ndarray) -> tuple[np.nda
         else:
             changed |= differs
     return changed, moving
-
-
-# Outputs values whose JSON text is fixed by their type and value (a float's by its repr: -0.0).
-_PLAIN = (str, int, bool, type(None))
-
-
-def _shows_otherwise(outputs: dict | None, last: dict | None) -> bool:
-    """Whether ``outputs`` may encode to other JSON than ``last`` (the outputs the job's row was
-    written from). False only for two dicts of the same keys whose values are plain and of the
-    same type and equal (floats by their repr): the daemon's builder makes a new, equal outputs
-    dict for a job whose read changed in a field no row reads (the priority rush just set)."""
-    if outputs is None or last is None or len(outputs) != len(last):
-        return outputs is not last
-    for key, value in outputs.items():
-        if key not in last:
-            return True
-        was = last[key]
-        kind = type(value)
-        if kind is not type(was):
-            return True
-        if kind is float:
-            if value.__repr__() != was.__repr__():
-                return True
-        elif kind not in _PLAIN or value != was:
-            return True
-    return False
 
 
 # The decisions' columns a row shows in its moving columns only (QueueRow[16:19]).
