@@ -33,6 +33,7 @@ SHOWN = (
     "plan_actions",
     "apply",
     "reconcile",
+    "_record_queue",
 )
 
 

@@ -8,7 +8,7 @@ of every job and checks the RJMS's start order. Here a backend replays the state
 costs nothing, every action succeeds), the journal is sqlite in a temp dir with its clock at the
 state's time, and each ``run_cycle`` is timed in CPU seconds (and in wall seconds: its
 commits wait for the disk), with the steps that read the
-state's jobs by id timed apart. After the run every journal table is dumped (the cycles' own
+state's jobs by id and the queue rows (``_record_queue``) timed apart. After the run every journal table is dumped (the cycles' own
 seconds left out), so that two trees' runs can be compared row for row
 (``ab_daemon_cycle.py``).
 
@@ -43,8 +43,9 @@ from rush.rjms.base import ActionResult, ClusterState, RJMSBackend
 from rush.rjms.slurm_json import ParsedJobs
 
 print = functools.partial(print, flush=True)  # noqa: A001 - rounds show as they end
-# The daemon's steps that walk the state's jobs (round 28's levers), timed apart.
-STEPS = ("_journal_request_notes", "_check_start_order", "_observe_completions", "_touch")
+# The daemon's steps that walk the state's jobs (round 28's levers), and its queue rows
+# (r31rq), timed apart.
+STEPS = ("_journal_request_notes", "_check_start_order", "_observe_completions", "_touch", "_record_queue")
 APPLIER_STEPS = ("reconcile", "apply")
 
 
