@@ -19,6 +19,7 @@ the t-interval excludes 0, else level).
 
 from __future__ import annotations
 
+import argparse
 import csv
 import math
 import statistics
@@ -119,4 +120,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options: a flag given is refused (exit 2), not ignored while the files are rewritten.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main()

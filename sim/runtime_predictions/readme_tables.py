@@ -13,6 +13,7 @@ file, and the README tables whose section or caption names a results file but no
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -662,4 +663,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # No options: a flag given is refused (exit 2), not ignored while the files are rewritten.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     sys.exit(main())

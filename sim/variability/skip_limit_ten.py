@@ -9,6 +9,7 @@ taken from the first (FCFS+EASY is in several, the same jobs in each). No trial 
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,4 +50,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options: a flag given is refused (exit 2), not ignored while the files are rewritten.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main()

@@ -12,6 +12,7 @@ submit (quantiles-mean, every job), each set's figure and the difference.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -67,4 +68,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options: a flag given is refused (exit 2), not ignored while the files are rewritten.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main()
