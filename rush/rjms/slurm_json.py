@@ -28,6 +28,7 @@ list is garbage (a broken proxy, a corrupt answer), never a job; the read fails 
 
 from __future__ import annotations
 
+import marshal
 import math
 import operator
 import re
@@ -39,7 +40,6 @@ from rush.core.resources import Node, NodeState, Request
 from rush.errors import RJMSError
 from rush.rjms import site_factor as site_factor_values
 from rush.rjms.base import RJMSJob, with_fields
-from rush.rjms.record_keys import record_key
 
 # Slurm's "no value" / "infinite" markers for 32- and 64-bit fields (NO_VAL, INFINITE).
 NO_VAL = 0xFFFFFFFE
@@ -335,6 +335,19 @@ JOB_FIELDS = (
 # every pending job it tests (its expected start) while parse_job keeps it for running jobs
 # only; :func:`with_start` applies it to a kept job (round 28, r31move).
 KEY_FIELDS = tuple(f for f in JOB_FIELDS if f != "start_time")
+# An absent field in a record's key: JSON has no Ellipsis, so absent and null differ.
+_ABSENT = (...,) * len(KEY_FIELDS)
+
+
+def record_key(record: dict[str, Any]) -> bytes | None:
+    """The values of a record's :data:`KEY_FIELDS`, exactly: marshal (version 2) writes each
+    value's type, dict key order and float bits (1, 1.0, true and "1" differ, so do 0.0 and
+    -0.0) and ``marshal.loads`` gives them back, so equal keys are strictly equal values.
+    ``None`` for a value marshal refuses (a subclass, a nesting too deep): not kept."""
+    try:
+        return marshal.dumps(tuple(map(record.get, KEY_FIELDS, _ABSENT)), 2)
+    except ValueError:
+        return None
 
 
 def with_start(job: RJMSJob, record: dict[str, Any]) -> RJMSJob:
@@ -404,8 +417,8 @@ class ParsedJobs:
                 fresh[job_id] = (record, job)  # keyed when next compared
                 jobs.append(job)
                 continue
-            key = record_key(record, KEY_FIELDS)
-            last_key = record_key(last[0], KEY_FIELDS) if type(last[0]) is dict else last[0]
+            key = record_key(record)
+            last_key = record_key(last[0]) if type(last[0]) is dict else last[0]
             if key is None or key != last_key:
                 job = parse_job(record, lever)
             else:

@@ -106,7 +106,6 @@ from rush.rjms.flux.resource_set import (
     r_hosts,
     r_ranks,
 )
-from rush.rjms.record_keys import record_key
 
 log = logging.getLogger("rush.rjms.flux")
 # The note of rush's cancel exception: tells its false-small kills from other cancels.
@@ -119,13 +118,6 @@ PRIORITY_MAX = 2**32 - 1
 PLUGIN_SERVICE = "job-manager.rush-priority"
 PLUGIN_MAX_BATCH = 4096
 PRIORITY_LEVERS = ("auto", "plugin", "urgency")
-# The job-list fields _job reads (itself and through _submit_time): a job is made from these,
-# its jobspec's cached values and the backend's owner, nothing else (tests/flux/test_kept_read.py
-# records what _job asks of a record and checks it is listed).
-JOB_LIST_FIELDS = (
-    "id", "state", "duration", "urgency", "priority", "t_submit", "userid", "ncores", "ntasks",
-    "t_run", "bank", "queue", "name",
-)  # fmt: skip
 # flux_job_result_t (job-list's ``result``) by name, as accounting records give a job's end.
 RESULTS = {1: "COMPLETED", 2: "FAILED", 4: "CANCELED", 8: "TIMEOUT"}
 
@@ -217,9 +209,6 @@ class FluxBackend(RJMSBackend):
         # The module that provides ``sched`` (None: unknown): jobspecs are read as it reads them.
         self._scheduler: str | None = None
         self._allocations: dict[int, tuple[tuple[str, int, int], ...]] = {}
-        # The last read's jobs by id: (its record's key, or the record of a job made in that read,
-        # its jobspec cache entry, the job).
-        self._kept: dict[int, tuple[Any, tuple[dict[str, str], float | None] | None, RJMSJob]] = {}
         self._held_urgency: dict[int, int] = {}
         self._ended_allocations: dict[int, dict[str, Any]] = {}
         self._lever: str | None = "urgency" if priority_lever == "urgency" else None
@@ -297,8 +286,9 @@ class FluxBackend(RJMSBackend):
                 self._tags.clear()
                 self._requests.clear()
                 self._unread.clear()
+            jobs = [self._job(j) for j in listing["jobs"]]
             names = r_hosts(status.get("all"), list(r_ranks(status.get("all"))))
-            jobs = self._jobs(listing["jobs"], names)
+            jobs = [self._with_allocation(j, names) for j in jobs]
         except (KeyError, TypeError, ValueError) as exc:
             raise RJMSError(
                 f"unexpected Flux answer ({exc!r})",
@@ -308,9 +298,10 @@ class FluxBackend(RJMSBackend):
         if partitions:  # Flux queues play the part of Slurm partitions
             jobs = [j for j in jobs if j.partition in partitions]
         live = {j.job_id for j in jobs}
-        for cache in (self._tags, self._requests, self._unread, self._allocations):
-            for job_id in cache.keys() - live:  # (the others stay, in their order)
-                del cache[job_id]
+        self._tags = {k: v for k, v in self._tags.items() if k in live}
+        self._requests = {k: v for k, v in self._requests.items() if k in live}
+        self._unread = {k: v for k, v in self._unread.items() if k in live}
+        self._allocations = {k: v for k, v in self._allocations.items() if k in live}
         return ClusterState(
             taken_at=taken_at,
             total_procs=total,
@@ -346,45 +337,6 @@ class FluxBackend(RJMSBackend):
             return [r for idset in (drain or {}) for r in idset_ids(str(idset))]
         except (RJMSError, ValueError, TypeError, AttributeError):
             return []
-
-    def _jobs(self, records: list[Any], names: dict[int, str]) -> list[RJMSJob]:
-        """Each listed job with its allocation, as ``_with_allocation(_job(j), names)`` makes
-        it: the last read's job where the record's :data:`JOB_LIST_FIELDS` (with fair-share,
-        its annotations too) are exactly the last read's (:func:`record_key`), its jobspec
-        cache entry is the same object (a scheduler or node-size change, or
-        ``set_time_limit``, drops it) and, running, its allocation is the cache's: a read
-        costs its changed jobs, and an unchanged job stays one object (the snapshot builder's
-        ``is``). Allocations are read after every job is made, as ever; a read that raises
-        keeps the last read's jobs."""
-        kept, fresh = self._kept, {}
-        names_read = JOB_LIST_FIELDS + ("annotations",) if self.fairshare else JOB_LIST_FIELDS
-        tags, allocations = self._tags, self._allocations
-        jobs: list[RJMSJob] = []
-        made: list[tuple[int, dict[str, Any] | None]] = []  # (where in jobs, record) of jobs made now
-        for j in records:
-            job_id = j.get("id") if type(j) is dict else None
-            last = kept.get(job_id) if type(job_id) is int else None
-            if last is not None:
-                # A job made last read kept its record: its key is made now (a first read keys nothing).
-                last_key = record_key(last[0], names_read) if type(last[0]) is dict else last[0]
-                key = record_key(j, names_read)
-                if (
-                    key is not None
-                    and key == last_key
-                    and last[1] is tags.get(job_id)
-                    and (last[2].state != "RUNNING" or last[2].allocation is allocations.get(job_id))
-                ):
-                    fresh[job_id] = (key, last[1], last[2])
-                    jobs.append(last[2])
-                    continue
-            made.append((len(jobs), j if type(job_id) is int else None))
-            jobs.append(self._job(j))
-        for at, record in made:
-            job = jobs[at] = self._with_allocation(jobs[at], names)
-            if record is not None:
-                fresh[job.job_id] = (record, tags.get(job.job_id), job)
-        self._kept = fresh
-        return jobs
 
     def _with_allocation(self, job: RJMSJob, names: dict[int, str]) -> RJMSJob:
         """A running job with its allocation from its R (read once per job)."""

@@ -80,18 +80,16 @@ def nodes_from_r(
     for name, idset in ((everything or {}).get("execution", {}).get("properties", {}) or {}).items():
         properties[str(name)] = set(idset_ids(str(idset)))
     drained_set = set(drained)
-    # Each queue's member ranks (those with every property it requires; None: every rank),
-    # worked out once, not per node: a node is in the queues whose members it is among.
-    members = {
-        q: set.intersection(*(properties.get(p, set()) for p in need)) if need else None
-        for q, need in sorted((queues or {}).items())
-    }
     nodes = []
     for rank in sorted(ranks):
         cores, gpus = ranks[rank]
         used = busy.get(rank, ([], []))
         state = "drained" if rank in drained_set else "down" if rank in off else "up"
-        member = tuple(q for q, among in members.items() if among is None or rank in among)
+        member = tuple(
+            sorted(
+                q for q, need in (queues or {}).items() if all(rank in properties.get(p, ()) for p in need)
+            )
+        )
         nodes.append(
             Node(
                 name=names[rank],
