@@ -14,6 +14,7 @@ Run: ``RUSH_TRACE_MIRROR=../shared/traces python benchmarks/bench_replay.py``
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -87,4 +88,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # No options: a flag given is refused (exit 2), not ignored.
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     sys.exit(main())

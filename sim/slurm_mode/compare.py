@@ -27,6 +27,7 @@ from rush.core.config import CoreConfig  # noqa: E402
 from rush.rjms.slurm_conf import read_slurm_conf  # noqa: E402
 from rush.studies.replay_slurm import slurm_mode_report  # noqa: E402
 from rush.studies.replay_window import Observed, Window, scale_window  # noqa: E402
+from rush.studies.script_args import run_main  # noqa: E402
 from rush.workload.catalogue import load_trace  # noqa: E402
 from rush.workload.model import workload_from_trace  # noqa: E402
 
@@ -84,4 +85,4 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

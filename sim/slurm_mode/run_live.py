@@ -27,6 +27,7 @@ from rush.core.config import CoreConfig  # noqa: E402
 from rush.rjms.base import get_backend  # noqa: E402
 from rush.studies.replay import ReplayOptions, replay  # noqa: E402
 from rush.studies.replay_window import Window  # noqa: E402
+from rush.studies.script_args import run_main  # noqa: E402
 from rush.workload.catalogue import load_trace  # noqa: E402
 from rush.workload.model import workload_from_trace  # noqa: E402
 from tests.slurm.cluster import VENDORED, NodeLayout, SlurmCluster  # noqa: E402
@@ -58,16 +59,16 @@ class ReplayCluster(SlurmCluster):
             )
 
 
-def main(argv: list[str]) -> None:
-    name, window, speedup = argv[0], Window.parse(argv[1]), float(argv[2])
-    nodes, cpus = (int(argv[3]), int(argv[4])) if len(argv) > 4 else (10, 10)
+def main(
+    name: str, window: str, speedup: float, nodes: int = 10, cpus: int = 10, scheduler_parameters: str = ""
+) -> None:
     reason = VENDORED.available()
     if reason:
         sys.exit(reason)
     RESULTS.mkdir(exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="rush-slurm-mode-"))
     cluster = ReplayCluster(workdir, install=VENDORED, layout=layout(nodes, cpus))
-    cluster.extra = argv[5] if len(argv) > 5 else ""
+    cluster.extra = scheduler_parameters
     try:
         cluster.start()
         shutil.copyfile(cluster.conf, RESULTS / f"{name}.slurm.conf")
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> None:
         report = replay(
             backend,
             workload_from_trace(load_trace("KTH-SP2")),
-            window,
+            Window.parse(window),
             speedup,
             CoreConfig.from_names("FCFS", "easy"),
             ReplayOptions(timeout=1800, say=lambda text: print(text, file=sys.stderr)),
@@ -93,4 +94,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

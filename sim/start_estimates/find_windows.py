@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 from rush.core.config import CoreConfig  # noqa: E402
 from rush.simulator.engine import simulate  # noqa: E402
 from rush.studies.replay_window import Window, scale_window  # noqa: E402
+from rush.studies.script_args import run_main  # noqa: E402
 from rush.workload.model import workload_from_trace  # noqa: E402
 from rush.workload.swf import read_swf  # noqa: E402
 from tests.core.real_traces import MIRROR  # noqa: E402
@@ -47,4 +48,4 @@ def main(trace: str, speedup: float, cpus: int, count: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    run_main(main, description=__doc__.splitlines()[0])

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.script_args import run_main
+
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = (
     "slurm", "slurm-nodes", "flux", "fluxion", "fluxion-conservative",
@@ -256,4 +258,4 @@ def main(rjms: str, trace: str, window: str, speedup: str, variant: str, model: 
 if __name__ == "__main__":
     # An optional sixth argument: a quantile model file to reuse, or to train into once
     # (runtime-quantiles runs of the same trace, window and K share it).
-    sys.exit(main(*sys.argv[1:7]))
+    sys.exit(run_main(main, description=__doc__.splitlines()[0]))

@@ -8,7 +8,6 @@ Run: ``python sim/runtime_predictions/estimates/mean_bands_crossfit.py WALKFORWA
 from __future__ import annotations
 
 import pickle
-import sys
 
 import numpy as np
 
@@ -16,10 +15,11 @@ from rush.models.runtime_mean_bands import fit_mean_bands
 from rush.models.runtime_quantiles import RuntimeQuantileRegressor, mean_of_quantiles
 from rush.models.runtime_quantiles_features import REQUEST_COLUMN
 from rush.models.runtime_quantiles_walkforward import WEEK
+from rush.studies.script_args import run_main
 
 
-def main() -> None:
-    with open(sys.argv[1], "rb") as f:
+def main(walkforward: str) -> None:
+    with open(walkforward, "rb") as f:
         wf = pickle.load(f)
     mean = wf.mean()
     origin = float(wf.submit[0])
@@ -48,4 +48,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, description=__doc__.splitlines()[0])

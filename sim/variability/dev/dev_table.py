@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import csv
 import gzip
-import sys
 from collections import defaultdict
+
+from rush.studies.script_args import run_main
 
 
 def main(path: str, label: str = "") -> None:
@@ -52,4 +53,4 @@ def main(path: str, label: str = "") -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

@@ -22,13 +22,13 @@ on the path and labels its rows ``POLICY@LABEL`` (round six: one copy of ``rush/
 from __future__ import annotations
 
 import csv
-import sys
 from dataclasses import replace
 
 import numpy as np
 from trial_cell import cell, without_attribution
 
 from rush.contention.shell import Oracle
+from rush.studies.script_args import run_main
 
 
 def run(c: dict, predictor: Oracle | None = None) -> list[dict]:
@@ -134,4 +134,4 @@ def main(variant: str, scenario: str, first: str, n: str, policies: str, dest: s
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
+
+from rush.studies.script_args import run_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,4 +63,4 @@ def main(out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

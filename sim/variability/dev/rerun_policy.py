@@ -22,9 +22,10 @@ from __future__ import annotations
 import csv
 import gzip
 import os
-import sys
 
 from trial_cell import cell, without_attribution
+
+from rush.studies.script_args import run_main
 
 
 def rows_of(c: dict, attribute: bool = True) -> list[dict]:
@@ -82,4 +83,4 @@ def main(variant: str, scenarios: str, first: str, n: str, policy: str, committe
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

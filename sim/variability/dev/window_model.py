@@ -12,8 +12,9 @@ and writes ``OUT/paper/models/`` (the model, its card, ``prepare.json`` with the
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+
+from rush.studies.script_args import run_main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,4 +70,4 @@ def main(window: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

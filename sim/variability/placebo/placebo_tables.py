@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.script_args import run_main
+
 HERE = Path(__file__).resolve().parent
 STUDY = HERE.parent
 sys.path.insert(0, str(STUDY))
@@ -149,4 +151,4 @@ def main(dest: Path | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else None)
+    run_main(main, description=__doc__.splitlines()[0])

@@ -15,6 +15,8 @@ import gzip
 import sys
 from pathlib import Path
 
+from rush.studies.script_args import run_main
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dev"))
 
 from move_diag import run  # noqa: E402
@@ -36,4 +38,4 @@ def main(variant: str, scenarios: str, trial: str, topology: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

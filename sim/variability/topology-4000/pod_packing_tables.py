@@ -17,6 +17,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from rush.studies.script_args import run_main
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ten_trials  # noqa: E402
@@ -80,4 +82,4 @@ def main(pod: str, topo: str, *committed: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])

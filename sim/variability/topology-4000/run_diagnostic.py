@@ -27,6 +27,8 @@ import gzip
 import sys
 from pathlib import Path
 
+from rush.studies.script_args import run_main
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "dev"))
 
 from diagnostic_predictors import FlagEvery  # noqa: E402
@@ -65,4 +67,4 @@ def main(policy: str, variant: str, scenarios: str, first: str, n: str, dest: st
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    run_main(main, description=__doc__.splitlines()[0])
