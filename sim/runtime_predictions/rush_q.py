@@ -84,12 +84,11 @@ def fcfs_ci_false_small(trace: str, job_set: str, n_full: int, rows: np.ndarray,
 def default_walkforward(trace: str, feature_set: str):
     """The newest cached walk-forward of ``estimates/run.py`` for this trace whose feature set is
     ``feature_set`` (other studies cache other sets in the same folder)."""
-    import os
-    import pickle
+    from rush.studies.study_cache import cache_folder, load_entry
 
-    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
+    cache = cache_folder("runtime_quantiles")
     for path in sorted(cache.glob(f"{trace}-*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True):
-        wf = pickle.loads(path.read_bytes())
+        wf = load_entry(path)
         if getattr(wf, "feature_set", "base") == feature_set:
             print(f"{trace}: walk-forward {path}", flush=True)
             return wf

@@ -147,12 +147,10 @@ def isotonic_proba(wf, end: np.ndarray) -> np.ndarray:
 def latest_walkforward(name: str):
     """The newest cached walk-forward of ``run.py`` for this trace (its predictions and
     features do not depend on the code this study adds), else a fresh one."""
-    import os
-    import pickle
+    from rush.studies.study_cache import cache_folder, load_entry
 
-    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
-    found = sorted(cache.glob(f"{name}-*.pkl"), key=lambda p: p.stat().st_mtime)
-    return pickle.loads(found[-1].read_bytes()) if found else cached_walkforward(name, 10_000, 40)
+    found = sorted(cache_folder("runtime_quantiles").glob(f"{name}-*.pkl"), key=lambda p: p.stat().st_mtime)
+    return load_entry(found[-1]) if found else cached_walkforward(name, 10_000, 40)
 
 
 _ORIGIN: dict[int, float] = {}

@@ -1,13 +1,16 @@
 """The mean's bands from the walk-forward's out-of-sample means against those from cross-fitted
 halves (what ``rush train runtime-quantiles`` does), on the same training rows of three weeks.
 
-Run: ``python sim/runtime_predictions/estimates/mean_bands_crossfit.py WALKFORWARD.pkl`` (a
-``t23`` walk-forward that ``run.py`` cached under ``RUSH_CACHE``); prints each band's two factors.
+Run: ``python sim/runtime_predictions/estimates/mean_bands_crossfit.py TRACE`` (the trace's
+newest ``t23`` walk-forward that ``run.py`` cached under ``RUSH_CACHE``, read through
+``rush.studies.study_cache``: a pickle runs code, so the script reads only its own cache, never
+a file named on its command line); prints each band's two factors.
 """
 
 from __future__ import annotations
 
-import pickle
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -18,9 +21,11 @@ from rush.models.runtime_quantiles_walkforward import WEEK
 from rush.studies.script_args import run_main
 
 
-def main(walkforward: str) -> None:
-    with open(walkforward, "rb") as f:
-        wf = pickle.load(f)
+def main(trace: str) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from class_protocol import default_walkforward
+
+    wf = default_walkforward(trace)
     mean = wf.mean()
     origin = float(wf.submit[0])
     order = np.argsort(wf.end, kind="stable")

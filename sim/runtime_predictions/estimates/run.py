@@ -29,7 +29,6 @@ import argparse
 import csv
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 
@@ -87,11 +86,10 @@ def cached_walkforward(
     code it runs (the predictor's modules, the runtime features, the trace reader). The model is
     always the caller's: the keyword defaults are round 2's (what the older studies ran), and
     ``main`` passes the predictor's own default."""
-    import pickle
-
     import rush
     from rush.models.runtime_quantiles import RuntimeQuantileRegressor
     from rush.models.runtime_quantiles_walkforward import predict_quantiles_walkforward
+    from rush.studies.study_cache import cache_folder, load_entry, store_entry
 
     root = Path(rush.__file__).parent
     key = f"{trace_name} {max_train_jobs} {max_iter} {learning_rate}"
@@ -104,10 +102,9 @@ def cached_walkforward(
         ]
     ):
         digest.update(path.read_bytes())
-    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
-    path = cache / f"{trace_name}-{digest.hexdigest()[:16]}.pkl"
+    path = cache_folder("runtime_quantiles") / f"{trace_name}-{digest.hexdigest()[:16]}.pkl"
     if path.exists():
-        return pickle.loads(path.read_bytes())
+        return load_entry(path)
     trace, workload = load(trace_name)
     regressor = RuntimeQuantileRegressor(
         max_iter=max_iter, learning_rate=learning_rate, max_leaf_nodes=max_leaf_nodes
@@ -120,10 +117,7 @@ def cached_walkforward(
         n_jobs=n_jobs,
         feature_set=feature_set,
     )
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps(wf))
-    os.replace(tmp, path)
+    store_entry(path, wf)
     return wf
 
 

@@ -1,0 +1,42 @@
+"""The studies' own cache of walk-forwards (pickles under ``RUSH_CACHE`` or ~/.cache/rush).
+
+A pickle runs code when loaded, so a cache entry is unpickled only after the check a model file
+gets (:func:`rush.models.trust.check_trusted`: the file and every directory above it owned by
+root or the user running the study, writable by no one else). A study never unpickles a path
+given on its command line; it names a trace and reads its own entry.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from rush.errors import ModelError
+from rush.models.trust import check_trusted
+
+
+def cache_folder(kind: str) -> Path:
+    """``$RUSH_CACHE/<kind>`` (default ``~/.cache/rush/<kind>``)."""
+    return Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / kind
+
+
+def load_entry(path: Path) -> Any:
+    """The object cached at ``path``, after the trust check; a clear exit 2 if others could have
+    replaced it."""
+    try:
+        check_trusted(path)
+    except ModelError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return pickle.loads(path.read_bytes())
+
+
+def store_entry(path: Path, value: Any) -> None:
+    """Write ``value`` to ``path`` whole (a temporary file renamed over it), readable by its
+    owner and group only: the next load checks who may have written it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640), "wb") as f:
+        f.write(pickle.dumps(value))
+    os.replace(tmp, path)
