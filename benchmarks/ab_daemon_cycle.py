@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
 from types import SimpleNamespace
 
 import ab_trees
@@ -83,14 +82,8 @@ def main() -> None:
             + "   ".join(f"{n} " + " / ".join(f"{x[p]:.1f}" for p in SHOWN) for n, x in (("A", a), ("B", b)))
             + f"   B-A whole {b['whole'] - a['whole']:+.1f}; load {os.getloadavg()[0]:.2f}"
         )
-    for part in SHOWN:
-        diffs = [b[part] - a[part] for a, b in zip(rows["A"], rows["B"], strict=True)]
-        print(
-            f"{part:24s} median of rounds A {statistics.median(x[part] for x in rows['A']):6.1f} "
-            f"B {statistics.median(x[part] for x in rows['B']):6.1f}; B-A by round "
-            + " ".join(f"{d:+.1f}" for d in diffs)
-            + f" (median {statistics.median(diffs):+.1f})"
-        )
+    for line in ab_trees.summarize(rows, SHOWN):
+        print(line)
     print(f"load {os.getloadavg()}")
 
 

@@ -25,7 +25,6 @@ import argparse
 import functools
 import gc
 import os
-import statistics
 
 import ab_trees
 import bench_args
@@ -86,13 +85,8 @@ def main() -> None:
             )
             + f"   B/A whole x{b['whole'] / a['whole']:.3f}; load {os.getloadavg()[0]:.2f}"
         )
-    for part in (*PARTS, "first read", "first build"):
-        ratios = [b[part] / a[part] for a, b in zip(rows["A"], rows["B"], strict=True)]
-        print(
-            f"{part:11s} median of rounds A {statistics.median(r[part] for r in rows['A']):6.1f} "
-            f"B {statistics.median(r[part] for r in rows['B']):6.1f}; B/A by round "
-            + " ".join(f"{x:.3f}" for x in ratios)
-        )
+    for line in ab_trees.summarize(rows, (*PARTS, "first read", "first build"), ratio=True):
+        print(line)
     print(f"load {os.getloadavg()}")
 
 

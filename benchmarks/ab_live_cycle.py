@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("b", type=bench_args.source_tree, help="tree B")
     parser.add_argument("--rounds", type=bench_args.positive, default=7)
     parser.add_argument("--pending", type=bench_args.positive, default=10_000)
-    parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument("--shells", type=bench_args.names(bench_args.SHELLS), default="flux-module,daemon")
     parser.add_argument("--quantiles", choices=("no", "yes"), default="yes")
     parser.add_argument("--ended", type=bench_args.non_negative, default=5)
     parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
@@ -93,7 +93,7 @@ def main() -> None:
     print(
         f"A = {args.a}, B = {args.b}; {args.pending} pending, quantiles {args.quantiles}; load {os.getloadavg()}"
     )
-    for shell in args.shells.split(","):
+    for shell in args.shells:
         got: dict[str, list] = {"A": [], "B": []}
         for r in range(args.rounds):
             for name in ("A", "B") if r % 2 == 0 else ("B", "A"):

@@ -194,14 +194,8 @@ def main() -> None:
             f" Flux {b['flux'] - a['flux']:+5.1f}; first read A {a['first read']:.1f} B {b['first read']:.1f};"
             f" load {os.getloadavg()[0]:.2f}"
         )
-    for part in (*PARTS, "flux", "first read", "first fair", "first build"):
-        diffs = [b[part] - a[part] for a, b in zip(rows["A"], rows["B"], strict=True)]
-        print(
-            f"{part:11s} median of rounds A {statistics.median(r[part] for r in rows['A']):6.1f} "
-            f"B {statistics.median(r[part] for r in rows['B']):6.1f}; B-A by round "
-            + " ".join(f"{d:+.1f}" for d in diffs)
-            + f" (median {statistics.median(diffs):+.1f})"
-        )
+    for line in ab_trees.summarize(rows, (*PARTS, "flux", "first read", "first fair", "first build")):
+        print(line)
     print(f"load {os.getloadavg()}")
 
 

@@ -7,11 +7,17 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+# A count above this is a typo (a benchmark of 10^12 jobs would exhaust memory before it
+# printed anything): the largest measured sizes are 100 000 pending on 10 000 nodes.
+MOST = 10_000_000
+SHELLS = ("flux-module", "daemon")
+BACKFILL_MODES = ("easy", "conservative", "none")
 
 
 def count(least: int) -> Callable[[str], int]:
-    """An argparse type: an integer of at least ``least``."""
+    """An argparse type: an integer of at least ``least`` and at most :data:`MOST`."""
 
     def parse(text: str) -> int:
         try:
@@ -20,6 +26,8 @@ def count(least: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if value < least:
             raise argparse.ArgumentTypeError(f"{value} is below {least}, its least value")
+        if value > MOST:
+            raise argparse.ArgumentTypeError(f"{value} is above {MOST}, the most a benchmark takes")
         return value
 
     parse.__name__ = f"count of at least {least}"  # argparse names the type in its messages
@@ -30,6 +38,34 @@ def count(least: int) -> Callable[[str], int]:
 # (jobs ended or arrived, actions) may be none.
 positive = count(1)
 non_negative = count(0)
+
+
+def counts(least: int) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type: comma-separated counts, each of at least ``least`` (sizes to sweep)."""
+    one = count(least)
+
+    def parse(text: str) -> tuple[int, ...]:
+        return tuple(one(part.strip()) for part in text.split(","))
+
+    parse.__name__ = f"comma-separated counts of at least {least}"
+    return parse
+
+
+def names(allowed: Sequence[str] | None = None) -> Callable[[str], tuple[str, ...]]:
+    """An argparse type: comma-separated names, at least one, each one of ``allowed`` if given
+    (a misspelt shell or mode must not run as some other one)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        found = tuple(part.strip() for part in text.split(",") if part.strip())
+        if not found:
+            raise argparse.ArgumentTypeError("no name given")
+        unknown = [name for name in found if allowed is not None and name not in allowed]
+        if unknown:
+            raise argparse.ArgumentTypeError(f"{unknown[0]!r} is not one of {', '.join(allowed or ())}")
+        return found
+
+    parse.__name__ = "comma-separated names"
+    return parse
 
 
 def source_tree(text: str) -> str:

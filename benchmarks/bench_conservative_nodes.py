@@ -167,9 +167,14 @@ def main() -> None:
         help="running jobs ended early before the next pass",
     )
     parser.add_argument("--cpu", action="store_true", help="CPU time (process_time), not wall-clock")
-    parser.add_argument("--cases", default="", help="only these cases, comma-separated (e.g. 'nodes cold')")
+    parser.add_argument(
+        "--cases",
+        type=bench_args.names(),
+        default=(),
+        help="only these cases, comma-separated (e.g. 'nodes cold')",
+    )
     args = parser.parse_args()
-    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    cases = list(args.cases)
     clock = time.process_time if args.cpu else time.perf_counter
     on_nodes, as_procs = make_snapshots(args.pending)
     config = CoreConfig(backfill="conservative")

@@ -70,7 +70,10 @@ def main() -> None:
     parser.add_argument("--pending", type=bench_args.positive, default=10_000)
     parser.add_argument("--repeat", type=bench_args.positive, default=7)
     parser.add_argument(
-        "--modes", default="easy,none,conservative", help="backfilling modes, comma-separated"
+        "--modes",
+        type=bench_args.names(bench_args.BACKFILL_MODES),
+        default="easy,none,conservative",
+        help="backfilling modes, comma-separated",
     )
     args = parser.parse_args()
     on_nodes, as_procs = make_snapshots(args.pending)
@@ -81,7 +84,7 @@ def main() -> None:
     print(f"reference: python -c pass  {floor * 1e3:8.1f} ms")
     print(f"{'case':34s} {'median ms':>10s} {'max ms':>8s}")
     for label, snapshot in (("nodes", on_nodes), ("counts", as_procs)):
-        for mode in args.modes.split(","):
+        for mode in args.modes:
             config = CoreConfig(backfill=mode)
             without = _times(
                 partial(schedule, snapshot, config, explain_priorities=False, estimate_starts_too=False),

@@ -560,8 +560,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=bench_args.positive, default=1000)
     parser.add_argument("--cores", type=bench_args.positive, default=4, help="cores per fake node")
-    parser.add_argument("--jobs", default="1000,3000")
-    parser.add_argument("--only", default="", help="comma-separated run names to keep (substring)")
+    parser.add_argument("--jobs", type=bench_args.counts(1), default="1000,3000")
+    parser.add_argument(
+        "--only", type=bench_args.names(), default=(), help="comma-separated run names to keep (substring)"
+    )
     parser.add_argument("--profile", action="store_true", help="rush under cProfile; print the top")
     parser.add_argument(
         "--timers", action="store_true", help="rush with wall-clock timers of its steps; print them"
@@ -627,10 +629,10 @@ def main() -> None:
             f"{'scheduler':26} {'jobs':>6} {'submit':>7} {'1st start':>10} {'all started':>12} "
             f"{'all done':>9} {'jobs/s':>7} {'RSS MB':>7} {'sched CPU':>10} {'inst CPU':>9}"
         )
-        for jobs in [int(x) for x in args.jobs.split(",")]:
+        for jobs in args.jobs:
             print(header)
             runs = [run for run in scheduler_runs(base / f"cfg-{jobs}", args)]
-            runs = [run for run in runs if not args.only or any(o in run[0] for o in args.only.split(","))]
+            runs = [run for run in runs if not args.only or any(o in run[0] for o in args.only)]
             every: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
             for repeat in range(args.repeat):
                 # Each repeat starts one run later in the list: no scheduler always runs first.

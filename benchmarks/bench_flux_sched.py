@@ -83,20 +83,25 @@ def one_run(workdir: Path, load: list[str], jobs: int, cores: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", default="1000,10000")
+    parser.add_argument("--jobs", type=bench_args.counts(1), default="1000,10000")
     parser.add_argument("--cores", type=bench_args.positive, default=64)
-    parser.add_argument("--only", default="", help="comma-separated run names to keep (substring match)")
+    parser.add_argument(
+        "--only",
+        type=bench_args.names(),
+        default=(),
+        help="comma-separated run names to keep (substring match)",
+    )
     args = parser.parse_args()
     why = available()
     if why:
         sys.exit(f"no Flux here: {why}")
-    sizes = [int(x) for x in args.jobs.split(",")]
+    sizes = list(args.jobs)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         print(f"{'scheduler':32} {'pending':>8} {'1st start':>10} {'all done':>10} {'jobs/s':>8}")
         for jobs in sizes:
             for name, load in scheduler_runs(base):
-                if args.only and not any(o in name for o in args.only.split(",")):
+                if args.only and not any(o in name for o in args.only):
                     continue
                 r = one_run(base / f"{name.split()[0]}-{jobs}-{time.monotonic_ns()}", load, jobs, args.cores)
                 print(

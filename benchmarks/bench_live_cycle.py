@@ -307,7 +307,12 @@ def settle(collector: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pending", default="1000,10000", help="pending-job counts, comma-separated")
+    parser.add_argument(
+        "--pending",
+        type=bench_args.counts(1),
+        default="1000,10000",
+        help="pending-job counts, comma-separated",
+    )
     parser.add_argument("--repeat", type=bench_args.positive, default=5)
     parser.add_argument(
         "--ended", type=bench_args.non_negative, default=5, help="running jobs ended before the next cycle"
@@ -315,7 +320,7 @@ def main() -> None:
     parser.add_argument(
         "--arrivals", type=bench_args.non_negative, default=5, help="jobs queued before the next cycle"
     )
-    parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument("--shells", type=bench_args.names(bench_args.SHELLS), default="flux-module,daemon")
     parser.add_argument(
         "--actions",
         type=bench_args.non_negative,
@@ -355,8 +360,8 @@ def main() -> None:
         + " ".join(f"{p:>9s}" for p in COLUMNS)
     )
     for quantiles in modes:
-        for pending in (int(x) for x in args.pending.split(",")):
-            for shell in args.shells.split(","):
+        for pending in args.pending:
+            for shell in args.shells:
                 for cycle, parts in run(pending, shell, quantiles, args).items():
                     total = parts["build"] + parts["columns"] + parts["schedule"] + parts["words"]
                     print(
@@ -374,8 +379,8 @@ def main() -> None:
         f"{'gen 0':>7s} {'gen 1':>7s} {'gen 2':>7s}"
     )
     for quantiles in modes:
-        for pending in (int(x) for x in args.pending.split(",")):
-            for shell in args.shells.split(","):
+        for pending in args.pending:
+            for shell in args.shells:
                 seconds, pauses = steady(pending, shell, quantiles, args)
                 per_cycle = [pauses.get(g, 0.0) / len(seconds) * 1e3 for g in (0, 1, 2)]
                 print(

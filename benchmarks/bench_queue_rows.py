@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=bench_args.positive, default=5)
     parser.add_argument("--ended", type=bench_args.non_negative, default=5)
     parser.add_argument("--arrivals", type=bench_args.non_negative, default=5)
-    parser.add_argument("--shells", default="flux-module,daemon")
+    parser.add_argument("--shells", type=bench_args.names(bench_args.SHELLS), default="flux-module,daemon")
     parser.add_argument(
         "--cycles",
         type=bench_args.positive,
@@ -174,7 +174,7 @@ def main() -> None:
         + " ".join(f"{k:>11s}" for k in keys)
         + f" {'written':>8s} {'next wr.':>8s} {'made':>6s}"
     )
-    for shell in args.shells.split(","):
+    for shell in args.shells:
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
         for _ in range(args.repeat):
             for name, tree in trees.items():  # alternated

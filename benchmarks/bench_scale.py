@@ -118,12 +118,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1k/10k pending on 100/1k nodes, one call each")
     parser.add_argument("--repeat", type=bench_args.positive, default=3)
-    parser.add_argument("--modes", default="easy,conservative")
+    parser.add_argument(
+        "--modes", type=bench_args.names(bench_args.BACKFILL_MODES), default="easy,conservative"
+    )
     parser.add_argument(
         "--max-seconds", type=bench_args.positive_number, default=120.0, help="skip a case predicted slower"
     )
-    parser.add_argument("--pending", default=",".join(map(str, PENDING)), help="pending-job counts")
-    parser.add_argument("--nodes", default=",".join(map(str, NODES)), help="node counts")
+    parser.add_argument(
+        "--pending", type=bench_args.counts(1), default=",".join(map(str, PENDING)), help="pending-job counts"
+    )
+    parser.add_argument(
+        "--nodes", type=bench_args.counts(1), default=",".join(map(str, NODES)), help="node counts"
+    )
     parser.add_argument(
         "--ended",
         type=bench_args.non_negative,
@@ -134,8 +140,8 @@ def main() -> None:
         "--step", type=bench_args.positive_number, default=1.0, help="seconds between a pass and the next"
     )
     args = parser.parse_args()
-    pending_sizes = tuple(int(x) for x in args.pending.split(","))
-    node_sizes = tuple(int(x) for x in args.nodes.split(","))
+    pending_sizes = args.pending
+    node_sizes = args.nodes
     if args.quick:
         pending_sizes, node_sizes = PENDING[:2], NODES[:2]
     repeat = 1 if args.quick else args.repeat
@@ -152,7 +158,7 @@ def main() -> None:
     results: dict[tuple[str, int, int], float] = {}
     alone_results: dict[tuple[str, int, int], float] = {}
     estimate_results: dict[tuple[str, int, int], float] = {}
-    for mode in args.modes.split(","):  # numba cache load, once, on both projections
+    for mode in args.modes:  # numba cache load, once, on both projections
         for size in (100, EASY_REPLAY_MAX_JOBS + 1):
             schedule(make_snapshot(node_sizes[0], size), CoreConfig(backfill=mode), explain_priorities=False)
     next_results: dict[tuple[str, int, int], float] = {}
@@ -163,7 +169,7 @@ def main() -> None:
     for nodes in node_sizes:
         for pending in pending_sizes:
             snapshot = make_snapshot(nodes, pending)
-            for mode in args.modes.split(","):
+            for mode in args.modes:
                 smaller = [p for p in pending_sizes if p < pending and (mode, nodes, p) in results]
                 is_target = (mode, pending, nodes) == TARGET[:3]
                 if smaller and not is_target:
@@ -195,7 +201,7 @@ def main() -> None:
                 )
 
     print("growth exponents (slope of log time over log size; n log n over the same sizes in brackets):")
-    for mode in args.modes.split(","):
+    for mode in args.modes:
         tables = (
             ("with estimates", results),
             ("pass alone", alone_results),

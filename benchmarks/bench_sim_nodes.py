@@ -116,7 +116,7 @@ def bench_trace(name: str, config: CoreConfig, repeat: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--traces", default="SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2")
+    parser.add_argument("--traces", type=bench_args.names(), default="SDSC-BLUE,LLNL-Atlas,KTH-SP2,CTC-SP2")
     parser.add_argument("--repeat", type=bench_args.positive, default=3)
     parser.add_argument("--policy", default="FCFS")
     parser.add_argument("--placement", default="first-fit")
@@ -131,7 +131,7 @@ def main() -> None:
         f"{'cpu p':>6} {'cpu n':>6} {'cpu k':>6}  {'nodes':>6} {'<=2x':6} {'kernels':>7} "
         f"{'same st':>7} {'=kern':>5}"
     )
-    for name in args.traces.split(","):
+    for name in args.traces:
         bench_trace(name.strip(), config, args.repeat)
     print(f"load average {os.getloadavg()[0]:.2f} after the run")
 
