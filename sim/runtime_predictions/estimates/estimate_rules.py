@@ -57,9 +57,6 @@ CANDIDATES = (
     # Round 16 (rule C, rush.core.runtime_conformal): L2 with every job's quantiles at the levels
     # the PITs of the last 64 jobs that ended before its submission map them to (all users).
     ("C: L2 with global conformal levels", "easy", "conditional-median", "l2-c"),
-    # Round 29 (rule U, rush.core.runtime_user_levels): L2 with the queue's Q0.75 read at its
-    # user's level from the PITs of the user's last 8 jobs that ended before its submission.
-    ("U: L2 at per-user conformal level", "easy", "conditional-median", "l2-u"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -144,9 +141,6 @@ def main() -> None:
             q75, knots["l2-c"], maps = conformal_inputs(st, runtime)
             first["l2-c"] = np.minimum(np.maximum(first["mean-window"], q75), req)
             print(trace_name, conformal_summary(maps, st.walkforward.levels), flush=True)
-        if not args.only or "U: L2 at per-user conformal level" in args.only.split(";"):
-            first["l2-u"], pits = user_level_inputs(st, runtime, first["mean-window"])
-            print(trace_name, pits, flush=True)
         n = len(st.submit)
         step = max(1, int(np.ceil(n / args.queries)))
         jobs, real, classes = st.sample(step)
@@ -262,38 +256,6 @@ def conformal_inputs(st, runtime: np.ndarray) -> tuple[np.ndarray, tuple[np.ndar
     q = np.minimum(np.sort(recalibrated_seconds(wf.quantiles, levels, maps, req), axis=1), req[:, None])
     level = int(np.flatnonzero(np.isclose(levels, 0.75))[0])
     return q[:, level], quantile_knots(np.log1p(q), levels, np.log1p(req)), maps
-
-
-def user_level_inputs(st, runtime: np.ndarray, estimate: np.ndarray) -> tuple[np.ndarray, str]:
-    """Rule U offline (round 29, ``dev_log.md``): each job's user level at its submission
-    (:func:`rush.core.runtime_user_levels.user_levels_walkforward`; a PIT from each job that ended
-    in the study's schedule, against its walk-forward quantiles, so out-of-sample), the queue's
-    lengths under U, and a line on the levels and on the PITs of the jobs that waited over an hour
-    (median raw PIT, L2's; median PIT under U's level map)."""
-    from rush.core.runtime_conformal import pit_value
-    from rush.core.runtime_user_levels import level_pit, user_level_lengths, user_levels_walkforward
-
-    wf, req = st.walkforward, st.request
-    levels = np.asarray(wf.levels, dtype=np.float64)
-    pit = np.array(
-        [
-            pit_value(levels, row, r, lim)
-            for row, r, lim in zip(wf.quantiles.tolist(), runtime.tolist(), req.tolist(), strict=True)
-        ]
-    )
-    pit[~np.isfinite(wf.proba_small)] = np.nan  # no prediction at its submission
-    end = np.where(st.start >= 0, st.end, np.inf)
-    level = user_levels_walkforward(np.asarray(st.workload.user), st.submit, end, pit)
-    lengths = user_level_lengths(wf.quantiles, levels, level, estimate, req)
-    long = (st.start >= 0) & (st.start - st.submit > 3600) & np.isfinite(pit)
-    raw, mapped = pit[long], level_pit(pit[long], level[long])
-    line = (
-        "user levels q10/median/q90 "
-        + "/".join(f"{v:.2f}" for v in np.quantile(level, [0.1, 0.5, 0.9]))
-        + f"; {np.mean(level != 0.75) * 100:.0f} % moved; waited > 1 h: {int(long.sum())} jobs, "
-        + f"median PIT raw (L2) {np.median(raw):.3f}, under U {np.median(mapped):.3f}"
-    )
-    return lengths, line
 
 
 def conformal_summary(maps: np.ndarray, levels) -> str:
