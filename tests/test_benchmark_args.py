@@ -5,27 +5,16 @@ minutes into a run."""
 from __future__ import annotations
 
 import argparse
-import ast
 from pathlib import Path
 
 import pytest
 
+from tests.flag_checks import parse_flag, split_lists, unchecked_flags
 from tests.script_module import load_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 bench_args = load_script(BENCHMARKS / "bench_args.py", "bench_args")
 ab_trees = load_script(BENCHMARKS / "ab_trees.py", "ab_trees")
-
-
-def unchecked_flags(path: Path) -> list[str]:
-    """The flags of ``path`` whose values argparse converts with a bare ``int`` or ``float``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-            for kw in node.keywords:
-                if kw.arg == "type" and isinstance(kw.value, ast.Name) and kw.value.id in ("int", "float"):
-                    found.append(f"{path.name}: {ast.literal_eval(node.args[0])}")
-    return found
 
 
 def test_no_benchmark_flag_is_a_bare_number() -> None:
@@ -40,12 +29,6 @@ def test_the_check_sees_a_bare_number(tmp_path: Path) -> None:
         'import argparse\np = argparse.ArgumentParser()\np.add_argument("--rounds", type=int)\n'
     )
     assert unchecked_flags(script) == ["bench_x.py: --rounds"]
-
-
-def parse(kind, text: str):
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    parser.add_argument("--x", type=kind)
-    return parser.parse_args(["--x", text]).x
 
 
 @pytest.mark.parametrize(
@@ -65,7 +48,7 @@ def parse(kind, text: str):
     ],
 )
 def test_good_values_pass(kind, text: str, value) -> None:
-    assert parse(kind, text) == value
+    assert parse_flag(kind, text) == value
 
 
 @pytest.mark.parametrize(
@@ -95,28 +78,15 @@ def test_good_values_pass(kind, text: str, value) -> None:
 )
 def test_bad_values_are_refused(kind, text: str) -> None:
     with pytest.raises(argparse.ArgumentError, match="argument --x"):
-        parse(kind, text)
+        parse_flag(kind, text)
 
 
 def test_a_checkout_is_a_source_tree(tmp_path: Path) -> None:
     root = str(BENCHMARKS.parent)
-    assert parse(bench_args.source_tree, root) == root
+    assert parse_flag(bench_args.source_tree, root) == root
     (tmp_path / "rush").mkdir()
     with pytest.raises(argparse.ArgumentError, match="not a rush checkout"):
-        parse(bench_args.source_tree, str(tmp_path))
-
-
-def split_lists(path: Path) -> list[str]:
-    """The places in ``path`` that split a flag's value by commas themselves (a list flag that
-    argparse does not check: a bad size or a misspelt shell would be met later, or not at all)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "split" and node.args:
-            target = node.func.value
-            if isinstance(target, ast.Attribute) and getattr(target.value, "id", "") == "args":
-                if isinstance(node.args[0], ast.Constant) and node.args[0].value == ",":
-                    found.append(f"{path.name}:{node.lineno} --{target.attr}")
-    return found
+        parse_flag(bench_args.source_tree, str(tmp_path))
 
 
 def test_no_benchmark_splits_a_list_flag_itself(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from rush.models.walkforward import DEFAULT_MAX_TRAIN_JOBS
+from rush.studies.arg_types import count, names, trace_specs
 from rush.studies.plots.runtime_classes import plot
 from rush.studies.tables import write_table
 
@@ -166,6 +167,15 @@ def simulate_all(trace_name: str, job_set: str, wf, policies: tuple[str, ...]) -
     return rows
 
 
+def scheduler_address(text: str) -> str:
+    """An argparse type: a Dask scheduler's address (``tcp://host:8786``)."""
+    from rush.studies.sweep.clusters import ADDRESS
+
+    if not ADDRESS.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a scheduler address such as tcp://host:8786")
+    return text
+
+
 def backend(dask_address: str | None):
     if dask_address is None:
         return contextlib.nullcontext()
@@ -239,26 +249,30 @@ def summary_rows(rows: list[dict]) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--traces", type=trace_specs, default=",".join(TRACES))
     parser.add_argument(
         "--job-set",
         choices=(*JOB_SETS, "both"),
         default="both",
         help="full trace, the published job set (runtime <= 0 or >= request dropped), or both",
     )
-    parser.add_argument("--modes", default="live", help="walk-forward modes; the first feeds the simulations")
-    parser.add_argument("--policies", default="FCFS,SPF", help=f"EASY policies, of {','.join(POLICIES)}")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib)")
-    parser.add_argument("--dask", default=None, help="Dask scheduler address, e.g. tcp://host:8786")
+    parser.add_argument(
+        "--modes",
+        type=names(("weekly", "live")),
+        default="live",
+        help="walk-forward modes; the first feeds the simulations",
+    )
+    parser.add_argument(
+        "--policies", type=names(POLICIES), default="FCFS,SPF", help=f"EASY policies, of {','.join(POLICIES)}"
+    )
+    parser.add_argument("--jobs", type=count(1), default=1, help="parallel workers (joblib)")
+    parser.add_argument(
+        "--dask", type=scheduler_address, default=None, help="Dask scheduler address, e.g. tcp://host:8786"
+    )
     args = parser.parse_args()
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
-    bad = [p for p in policies if p not in POLICIES] + [m for m in modes if m not in ("weekly", "live")]
-    if bad or not modes or not policies or "FCFS" not in policies:
-        raise SystemExit(
-            f"bad --policies/--modes {bad}: policies of {POLICIES} (FCFS needed), modes weekly,live"
-        )
+    traces, modes, policies = list(args.traces), list(args.modes), args.policies
+    if "FCFS" not in policies:
+        parser.error(f"--policies: FCFS is needed; give it with some of {', '.join(POLICIES)}")
     job_sets = JOB_SETS if args.job_set == "both" else (args.job_set,)
     for job_set in job_sets:
         run(traces, job_set, modes, policies, args.jobs, args.dask)

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 from joblib import Parallel, delayed
 
+from rush.studies.arg_types import count
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -109,7 +110,7 @@ def choose(rows: list[dict], column: str = "share") -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib)")
+    parser.add_argument("--jobs", type=count(1), default=1, help="parallel workers (joblib)")
     args = parser.parse_args()
     started = time.time()
     batches = Parallel(n_jobs=args.jobs, verbose=5)(delayed(evaluate)(t) for t in DEV_TRACES)

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.arg_types import count, names
 from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
@@ -143,21 +144,18 @@ def jitter(traces: list[str], job_set: str, seeds: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=[*JOB_SETS, "both"])
     parser.add_argument(
         "--jitter-seeds",
-        type=int,
+        type=count(0),
         default=0,
         help="D-on1 (post hoc): the jitter runs instead, seeds 1..N (>= 2)",
     )
     args = parser.parse_args(argv)
-    if args.jitter_seeds == 1 or args.jitter_seeds < 0:
+    if args.jitter_seeds == 1:
         parser.error("--jitter-seeds: give 0 (the main runs) or at least 2 seeds")
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    unknown = [t for t in traces if t not in TRACES]
-    if unknown or not traces:
-        parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
+    traces = list(args.traces)
     for job_set in JOB_SETS if args.job_set == "both" else [args.job_set]:
         if args.jitter_seeds:
             jitter(traces, job_set, args.jitter_seeds)

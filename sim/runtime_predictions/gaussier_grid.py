@@ -38,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.arg_types import count, names
 from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, markdown_lines, rows_not_rerun, write_table
 
@@ -177,19 +178,13 @@ def run(
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=JOB_SETS)
     parser.add_argument("--correction", default="stepwise", choices=tuple(CORRECTIONS))
     parser.add_argument("--no-starvation-threshold", action="store_true", help="D28 (post hoc)")
-    parser.add_argument("--jitter-seed", type=int, default=0, help="D28b (post hoc); 0: none")
+    parser.add_argument("--jitter-seed", type=count(0), default=0, help="D28b (post hoc); 0: none")
     args = parser.parse_args(argv)
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    unknown = [t for t in traces if t not in TRACES]
-    if unknown or not traces:
-        parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
-    if args.jitter_seed < 0:
-        parser.error(f"--jitter-seed: {args.jitter_seed} is negative; 0 is none, seeds are 1 and up")
-    run(traces, args.job_set, args.correction, not args.no_starvation_threshold, args.jitter_seed)
+    run(list(args.traces), args.job_set, args.correction, not args.no_starvation_threshold, args.jitter_seed)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from scipy.stats import spearmanr
 
+from rush.studies.arg_types import count
 from rush.studies.runtime_online_readings import GRID, grid_label
 from rush.studies.tables import write_table
 
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--metrics-dir", type=Path, help="their experiments/data (to extract again)")
     parser.add_argument("--no-starvation-threshold", action="store_true", help="D28: our *_nothreshold runs")
-    parser.add_argument("--jitter-seed", type=int, default=0, help="D28b: our *_seed<N> runs (0: none)")
+    parser.add_argument("--jitter-seed", type=count(0), default=0, help="D28b: our *_seed<N> runs (0: none)")
     args = parser.parse_args(argv)
     if args.metrics_dir is not None:
         missing = [
@@ -162,8 +163,6 @@ def main(argv: list[str] | None = None) -> None:
             )
         write_table(OUT, "gaussier_grid_theirs", theirs, THEIRS)
     theirs = list(csv.DictReader((OUT / "gaussier_grid_theirs.csv").open()))
-    if args.jitter_seed < 0:
-        parser.error(f"--jitter-seed: {args.jitter_seed} is negative; 0 is none, seeds are 1 and up")
     suffix = "_nothreshold" if args.no_starvation_threshold else ""
     suffix += f"_seed{args.jitter_seed}" if args.jitter_seed else ""
     table = compare(theirs, ours(OUT, suffix))

@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.arg_types import names
 from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
@@ -165,7 +166,7 @@ def decompose(traces: list[str], job_set: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
     parser.add_argument("--job-set", default="published", choices=[*JOB_SETS, "both"])
     parser.add_argument(
         "--decompose",
@@ -173,10 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         help="D-g1 (post hoc): the variants without the running-job features and with the ridge loss",
     )
     args = parser.parse_args(argv)
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    unknown = [t for t in traces if t not in TRACES]
-    if unknown or not traces:
-        parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
+    traces = list(args.traces)
     for job_set in JOB_SETS if args.job_set == "both" else [args.job_set]:
         if args.decompose:
             decompose(traces, job_set)

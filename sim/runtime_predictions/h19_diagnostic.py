@@ -15,6 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from rush.studies.arg_types import names
+
 HERE = Path(__file__).parent
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-SP2", "SDSC-BLUE")
 RULES = ("SPF-CI (classifier)", "SPF-CI backfilled on Gaussier online", "SPF-CI backfilled on EASY++ online")
@@ -65,12 +67,9 @@ def _trace_rows(trace: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
     args = parser.parse_args()
-    run = [t.strip() for t in args.traces.split(",")]
-    unknown = [t for t in run if t not in TRACES]
-    if unknown:
-        parser.error(f"--traces: unknown {unknown}; use some of {', '.join(TRACES)}")
+    run = list(args.traces)
     lines = [
         "| trace | scheduler | backfilled | mean wait, small (s) | mean wait, large (s) | mean bsld, small "
         "| mean bsld, large | mean bsld | predicted below runtime | jobs given a reservation "

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -50,6 +51,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "sim" / "start_estimates"))
 
 import live_windows  # noqa: E402
+
+from rush.studies.arg_types import names  # noqa: E402
 
 VARIANTS = (
     "deployed",
@@ -411,15 +414,34 @@ def kept_runs(w, rjms: str) -> list[tuple[str, Path]]:
     return kept
 
 
+def run_sources(text: str) -> set[str]:
+    """An argparse type: ``all``, ``latest`` or kept runs' sources (``before L2``, ``repN``,
+    ``current``: :func:`kept_runs`' labels), comma-separated."""
+    sources = set(names()(text))
+    if sources in ({"all"}, {"latest"}):
+        return sources
+    if odd := sorted(s for s in sources if not re.fullmatch(r"before L2|current|rep[1-9][0-9]*", s)):
+        raise argparse.ArgumentTypeError(
+            f"{odd[0]!r} is not a kept run's source: give all, latest, or some of 'before L2', rep1, rep2, ..., current"
+        )
+    return sources
+
+
 def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[tuple]]:
     """The command line the live-window recomputations share (``--models``, ``--window``,
     ``--runs``) and the recorded daemon runs they replay: the models' directory and (window,
     RJMS, CSV, source) per run, the runs since rule L2 (``repN``, ``current``) first."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default="", help="a directory holding (or to hold) the windows' models")
-    parser.add_argument("--window", default="", help="windows, comma-separated (default: all)")
+    parser.add_argument(
+        "--window",
+        type=names(tuple(w.name for w in live_windows.WINDOWS)),
+        default=(),
+        help="windows, comma-separated (default: all)",
+    )
     parser.add_argument(
         "--runs",
+        type=run_sources,
         default="all",
         help="'all' (every kept run), 'latest' (each window's current CSV) or sources, "
         "comma-separated ('before L2', 'rep1', 'current', ...)",
@@ -427,11 +449,7 @@ def recorded_runs(argv: list[str] | None, description: str) -> tuple[Path, list[
     args = parser.parse_args(argv)
     models = Path(args.models) if args.models else Path(tempfile.gettempdir()) / "rush-live-bias-models"
     models.mkdir(parents=True, exist_ok=True)
-    wanted = {n for n in args.window.split(",") if n}
-    unknown = wanted - {w.name for w in live_windows.WINDOWS}
-    if unknown:
-        parser.error(f"--window: unknown {', '.join(sorted(unknown))}")
-    sources = {n.strip() for n in args.runs.split(",") if n.strip()}
+    wanted, sources = set(args.window), args.runs
     runs = []
     for w in live_windows.WINDOWS:
         if wanted and w.name not in wanted:

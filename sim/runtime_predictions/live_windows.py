@@ -65,6 +65,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rush.studies.arg_types import names  # noqa: E402
 from rush.studies.estimate_accuracy import WAIT_CLASSES, accuracy  # noqa: E402
 from rush.studies.live_window_choice import WindowRule  # noqa: E402
 
@@ -384,10 +385,18 @@ def choose() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", action="store_true", help="run the live windows first (missing CSVs)")
-    parser.add_argument("--rjms", default=",".join(RUNS), help=f"runs, comma-separated: {', '.join(RUNS)}")
-    names = [w.name for w in WINDOWS]
     parser.add_argument(
-        "--window", default=",".join(names), help=f"windows, comma-separated: {', '.join(names)}"
+        "--rjms",
+        type=names(tuple(RUNS)),
+        default=tuple(RUNS),
+        help=f"runs, comma-separated: {', '.join(RUNS)}",
+    )
+    window_names = tuple(w.name for w in WINDOWS)
+    parser.add_argument(
+        "--window",
+        type=names(window_names),
+        default=window_names,
+        help=f"windows, comma-separated: {', '.join(window_names)}",
     )
     parser.add_argument("--choose", action="store_true", help="print the rule's windows and stop")
     parser.add_argument(
@@ -396,18 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.choose:
         return choose()
-    selected = [name.strip() for name in args.rjms.split(",") if name.strip()]
-    windows = [name.strip() for name in args.window.split(",") if name.strip()]
-    unknown = [name for name in selected if name not in RUNS] + [
-        name for name in windows if name not in names
-    ]
-    if unknown:
-        print(
-            f"--rjms/--window: unknown {', '.join(unknown)}; runs {', '.join(RUNS)}; windows {', '.join(names)}",
-            file=sys.stderr,
-        )
-        return 2
-    again = args.rjms != ",".join(RUNS) or args.window != ",".join(names)
+    selected, windows = list(args.rjms), list(args.window)
+    again = args.rjms != tuple(RUNS) or args.window != window_names
     for w in WINDOWS:
         models = Path(args.models) if args.models else None
         if args.run and w.name in windows and (code := run(w, selected, again, models)):

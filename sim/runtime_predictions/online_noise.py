@@ -42,6 +42,7 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.arg_types import count, names
 from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import in_trace_order, rows_not_rerun, write_table
 
@@ -303,8 +304,8 @@ def run(traces: list[str], seeds: int, job_set: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--job-set", default="published", choices=JOB_SETS)
-    parser.add_argument("--traces", default=",".join(TRACES))
-    parser.add_argument("--seeds", type=int, default=16, help="jitter seeds 1..N (>= 8), beside seed 0")
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
+    parser.add_argument("--seeds", type=count(8), default=16, help="jitter seeds 1..N (>= 8), beside seed 0")
     parser.add_argument(
         "--columns",
         default="online",
@@ -312,12 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         help="online: the two online schedulers; log: Table 6.6's EASY++ and weekly Gaussier columns",
     )
     args = parser.parse_args(argv)
-    if args.seeds < 8:
-        parser.error("--seeds: give at least 8")
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    unknown = [t for t in traces if t not in TRACES]
-    if unknown or not traces:
-        parser.error(f"--traces: unknown {unknown or 'empty'}; choose from {', '.join(TRACES)}")
+    traces = list(args.traces)
     (run_log if args.columns == "log" else run)(traces, args.seeds, args.job_set)
 
 

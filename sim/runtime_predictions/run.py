@@ -29,6 +29,7 @@ from pathlib import Path
 
 from joblib import Parallel, delayed
 
+from rush.studies.arg_types import count, names
 from rush.studies.table_6_6 import TABLE_6_6
 from rush.studies.tables import write_table
 
@@ -156,14 +157,12 @@ def run(traces: list[str], job_set: str, n_jobs: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
+    # Table 6.6's traces (PUBLISHED's)
+    parser.add_argument("--traces", type=names(tuple(PUBLISHED)), default=",".join(TRACES))
     parser.add_argument("--job-set", choices=(*JOB_SETS, "both"), default="both")
-    parser.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib)")
+    parser.add_argument("--jobs", type=count(1), default=1, help="parallel workers (joblib)")
     args = parser.parse_args()
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    unknown = [t for t in traces if t not in PUBLISHED]
-    if unknown:
-        raise SystemExit(f"unknown --traces {unknown}: Table 6.6 has {', '.join(TRACES)}")
+    traces = list(args.traces)
     for job_set in JOB_SETS if args.job_set == "both" else (args.job_set,):
         run(traces, job_set, args.jobs)
 

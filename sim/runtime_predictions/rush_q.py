@@ -129,26 +129,53 @@ def main() -> None:
     from rush.models.runtime_features import TimeBase
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, usable_history
     from rush.models.runtime_quantiles_walkforward import trace_jobs
-    from rush.studies.runtime_predictions_quantiles import RowOptions, quantile_rows
+    from rush.studies.arg_types import names, trace_specs
+    from rush.studies.runtime_predictions_quantiles import (
+        CLASSIFIER_SCHEDULERS,
+        MATCHED_SCHEDULERS,
+        SCHEDULERS,
+        RowOptions,
+        quantile_rows,
+    )
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
 
     table = _table_module()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default=",".join(table.TRACES))
+    parser.add_argument("--traces", type=trace_specs, default=",".join(table.TRACES))
     parser.add_argument("--job-set", default="both", choices=("published", "full", "both"))
-    parser.add_argument("--class-head", default="quantiles", help="a rule of estimates/class_rules.py")
     parser.add_argument(
-        "--schedulers", default=None, help="comma-separated names (default: every one); the others' rows stay"
+        "--class-head",
+        default="quantiles",
+        choices=_class_rules().RULES,
+        help="a rule of estimates/class_rules.py",
+    )
+    # quantile_rows runs each with FCFS-CI's decisions and the classifier's walk-forward given
+    parser.add_argument(
+        "--schedulers",
+        type=names((*SCHEDULERS, *MATCHED_SCHEDULERS, *CLASSIFIER_SCHEDULERS)),
+        default=None,
+        help="comma-separated names (default: every one); the others' rows stay",
     )
     args = parser.parse_args()
     suffix = "" if args.class_head == "quantiles" else f"_{args.class_head}"
     job_sets = ("published", "full") if args.job_set == "both" else (args.job_set,)
-    schedulers = None if args.schedulers is None else tuple(s.strip() for s in args.schedulers.split(","))
+    schedulers = args.schedulers
+    # Each trace's FCFS-CI row is its reference: refuse a trace without one before any is loaded.
+    if unclassified := [
+        f"{trace} ({job_set})"
+        for job_set in job_sets
+        for trace in args.traces
+        if (trace, "FCFS") not in table.classification(job_set)
+    ]:
+        parser.error(
+            f"--traces: no FCFS-CI row in sim/runtime_classes/results/<job set>/improvement.csv for "
+            f"{', '.join(unclassified)}; run sim/runtime_classes/run.py for them first"
+        )
     for job_set in job_sets:
         ci = table.classification(job_set)
         rows = []
-        for trace in args.traces.split(","):
+        for trace in args.traces:
             trace_obj = load_trace(trace)
             workload = workload_from_trace(trace_obj)
             wf = default_walkforward(trace, DEFAULT_FEATURE_SET)

@@ -38,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from rush.studies.arg_types import count, names
+
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 JOB_SETS = ("published", "full")  # each reads and writes its own results/<job set>/
@@ -198,16 +200,13 @@ def write(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--job-set", default="published", choices=JOB_SETS)
-    parser.add_argument("--traces", default=",".join(TRACES))
-    parser.add_argument("--schedulers", default="rush-Q")
-    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--traces", type=names(TRACES), default=",".join(TRACES))
+    parser.add_argument("--schedulers", type=names(), default="rush-Q")
+    parser.add_argument("--iterations", type=count(1), default=3)
     parser.add_argument("--until", default=None, help="UTC HH:MM: no walk-forward that would end later")
     parser.add_argument("--out", default="rush_q_online", help="the tables' file stem (results/<job set>/)")
     args = parser.parse_args(argv)
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
-    if unknown := [t for t in traces if t not in TRACES]:
-        parser.error(f"--traces: unknown {unknown}; use some of {list(TRACES)}")
-    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    traces, schedulers = list(args.traces), list(args.schedulers)
     # Each run's first iterate is checked against its committed row: refuse a missing one
     # before any trace is loaded.
     job_set = args.job_set
@@ -215,10 +214,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--schedulers: no committed row in results/{job_set}/rush_q.csv for {', '.join(missing)}"
         )
-    if not schedulers:
-        parser.error("--schedulers: give at least one (a scheduler of rush_q.csv)")
-    if args.iterations < 1:
-        parser.error("--iterations must be at least 1")
     if not args.out.isidentifier():
         parser.error("--out must be a file stem (letters, digits, underscores)")
     until = None

@@ -60,6 +60,7 @@ def main() -> None:
     from rush.models.walkforward import published_job_set
     from rush.simulator.engine import SimInputs, simulate
     from rush.simulator.metrics import compute_metrics
+    from rush.studies.arg_types import file_stem, trace_specs
     from rush.studies.runtime_predictions import TAU, THRESHOLD
     from rush.studies.runtime_predictions_quantiles import _published, scheduler_inputs
     from rush.studies.tables import write_table
@@ -70,8 +71,8 @@ def main() -> None:
     from rush_q import default_walkforward
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--label", required=True)
-    parser.add_argument("--traces", default="KTH-SP2,CTC-SP2,SDSC-BLUE,SDSC-SP2")
+    parser.add_argument("--label", type=file_stem, required=True, help="results/<job set>/starvation_<label>")
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,CTC-SP2,SDSC-BLUE,SDSC-SP2")
     parser.add_argument("--job-set", default="both", choices=("published", "full", "both"))
     args = parser.parse_args()
     job_sets = ("published", "full") if args.job_set == "both" else (args.job_set,)
@@ -80,7 +81,7 @@ def main() -> None:
     print("rush from", rush.__file__, flush=True)
     for job_set in job_sets:
         rows = []
-        for trace in args.traces.split(","):
+        for trace in args.traces:
             full = workload_from_trace(load_trace(trace))
             wf = default_walkforward(trace, DEFAULT_FEATURE_SET)
             picked = _published(full) if job_set == "published" else np.arange(len(full))

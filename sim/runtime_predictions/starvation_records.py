@@ -236,8 +236,9 @@ def main() -> None:
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET
     from rush.models.walkforward import published_job_set
     from rush.simulator.engine import simulate
+    from rush.studies.arg_types import count, trace_spec
     from rush.studies.runtime_predictions import THRESHOLD
-    from rush.studies.runtime_predictions_quantiles import _published, scheduler_inputs
+    from rush.studies.runtime_predictions_quantiles import SCHEDULERS, _published, scheduler_inputs
     from rush.studies.tables import write_table
     from rush.workload.catalogue import load_trace
     from rush.workload.model import workload_from_trace
@@ -246,10 +247,11 @@ def main() -> None:
     from rush_q import default_walkforward
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--trace", default="CTC-SP2")
+    parser.add_argument("--trace", type=trace_spec, default="CTC-SP2")
     parser.add_argument("--job-set", default="full", choices=("published", "full"))
-    parser.add_argument("--scheduler", default="rush-Q")
-    parser.add_argument("--top", type=int, default=10)
+    # scheduler_inputs is given neither FCFS-CI's decisions nor the classifier: SCHEDULERS only
+    parser.add_argument("--scheduler", default="rush-Q", choices=SCHEDULERS)
+    parser.add_argument("--top", type=count(1), default=10)
     args = parser.parse_args()
     full = workload_from_trace(load_trace(args.trace))
     wf = default_walkforward(args.trace, DEFAULT_FEATURE_SET)

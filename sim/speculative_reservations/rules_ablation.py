@@ -24,6 +24,7 @@ import functools
 import tempfile
 from pathlib import Path
 
+from rush.studies.arg_types import count, trace_specs
 from rush.studies.speculative import load_slice, trace_task
 from rush.studies.sweep import SweepOptions, run_sweep
 
@@ -49,15 +50,27 @@ COLUMNS = (
 )
 
 
+def _cluster(text: str) -> str:
+    """An argparse type: a cluster that rush.studies.sweep takes (checked before any trace)."""
+    from rush.errors import ConfigError
+    from rush.studies.sweep.clusters import check_cluster
+
+    try:
+        check_cluster(SweepOptions(cluster=text))
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(f"{error.message}; {error.fix}") from None
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default="KTH-SP2,CTC-SP2")
-    parser.add_argument("--jobs", type=int, default=5000)
-    parser.add_argument("--cluster", default="local:2", help="rush.studies.sweep cluster")
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,CTC-SP2")
+    parser.add_argument("--jobs", type=count(1), default=5000)
+    parser.add_argument("--cluster", type=_cluster, default="local:2", help="rush.studies.sweep cluster")
     args = parser.parse_args()
     here = Path(__file__).resolve().parent
     rows: list[dict] = []
-    for trace in args.traces.split(","):
+    for trace in args.traces:
         cells = [
             {"trace": trace, "jobs": args.jobs, "estimator": e, "history": 20, "rules": name, **rule}
             for name, rule in RULES.items()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from rush.studies.arg_types import existing_file
 from rush.studies.contention_avoidable import BASELINE, CAUSE_NAMES, causes
 
 BOOTSTRAP = 10_000
@@ -234,9 +235,11 @@ def cause_rows(pool: Pool) -> list[str]:
 
 
 def main() -> None:
+    from rush.contention.experiment import VARIANTS
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+")
-    ap.add_argument("--variant", default="paper")
+    ap.add_argument("runs", nargs="+", type=existing_file)
+    ap.add_argument("--variant", default="paper", choices=tuple(VARIANTS))
     args = ap.parse_args()
     pool = Pool()
     for path in args.runs:

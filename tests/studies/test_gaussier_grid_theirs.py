@@ -144,4 +144,4 @@ def test_our_runs_without_the_threshold_are_compared_where_run(
     assert table[0]["C-V |ours - theirs|"] == "24.00"
     with pytest.raises(SystemExit):
         script.main(["--jitter-seed", "-2"])
-    assert "--jitter-seed: -2 is negative" in capsys.readouterr().err
+    assert "argument --jitter-seed: -2 is below 0" in capsys.readouterr().err

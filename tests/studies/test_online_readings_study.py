@@ -247,7 +247,7 @@ def test_no_starvation_threshold_runs_without_it_into_its_own_files(
     assert (tmp_path / "full" / "gaussier_grid_request_nothreshold_seed3_runs.csv").exists()
     with pytest.raises(SystemExit):
         script.main([*argv, "--jitter-seed", "-1"])
-    assert "--jitter-seed: -1 is negative" in capsys.readouterr().err
+    assert "argument --jitter-seed: -1 is below 0" in capsys.readouterr().err
 
 
 def test_the_grid_runs_pass_the_threshold_and_correction_to_both_schedulers(

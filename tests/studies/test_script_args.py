@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rush.studies.script_args import parser_for, run_main
+from tests.flag_checks import split_lists, unchecked_flags
 
 ROOT = Path(__file__).resolve().parents[2]
 PARSERS = ("ArgumentParser(", "recorded_runs(", "run_main(")
@@ -77,3 +78,24 @@ def _record(called: list):
 def test_usage_names_each_argument() -> None:
     usage = parser_for(replay).format_usage()
     assert "name window speedup [nodes] [extra]" in " ".join(usage.split())
+
+
+def sim_scripts() -> list[Path]:
+    return sorted(ROOT.glob("sim/**/*.py"))
+
+
+def test_no_study_flag_is_a_bare_number() -> None:
+    """A count or a number flag of a study is checked by `rush/studies/arg_types.py`'s types
+    (least value, cap, finite), as the benchmarks' are."""
+    paths = sim_scripts()
+    assert len(paths) > 50
+    assert [flag for path in paths for flag in unchecked_flags(path)] == []
+
+
+def test_no_study_splits_a_list_flag_itself(tmp_path: Path) -> None:
+    """A list flag of a study (traces, rules, candidates) is parsed and checked by argparse
+    (`names`, `counts`, `trace_specs`), not split by the script after the parse."""
+    assert [place for path in sim_scripts() for place in split_lists(path)] == []
+    script = tmp_path / "study_y.py"
+    script.write_text('for c in args.only.split(";"):\n    pass\ntraces = args.traces.split(",")\n')
+    assert split_lists(script) == ["study_y.py:1 --only", "study_y.py:3 --traces"]

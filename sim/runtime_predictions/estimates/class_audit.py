@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import file_stem, names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -190,17 +191,18 @@ def _decision(wf, rule: str, divider: np.ndarray, quantile_proba: np.ndarray, re
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
-    parser.add_argument("--rules", default=f"quantiles,{BEST}")
-    parser.add_argument("--dividers", default=",".join(DIVIDERS), help="of rolling, R7, R8")
-    parser.add_argument("--table", default="class_audit")
+    from class_history import RULE_NAMES
+
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2")
+    parser.add_argument("--rules", type=names(("quantiles", *RULE_NAMES)), default=f"quantiles,{BEST}")
+    parser.add_argument(
+        "--dividers", type=names(DIVIDERS), default=",".join(DIVIDERS), help="of rolling, R7, R8"
+    )
+    parser.add_argument("--table", type=file_stem, default="class_audit")
     args = parser.parse_args()
-    divider_names = args.dividers.split(",")
-    if not set(divider_names) <= set(DIVIDERS):
-        parser.error(f"--dividers: {args.dividers!r}; use some of {','.join(DIVIDERS)}")
     rows = []
-    for name in args.traces.split(","):
-        rows += trace_rows(name, args.rules.split(","), divider_names)
+    for name in args.traces:
+        rows += trace_rows(name, list(args.rules), list(args.dividers))
         write_table(OUT, args.table, rows, missing="")
 
 

@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from class_heads import _ORIGIN, head_proba, scores  # noqa: E402
 from run import OUT, cached_walkforward, load, write_table  # noqa: E402
 
+from rush.studies.arg_types import names, trace_specs
+
 TRIES = ("D1", "T1", "T2", "T3", "T23", "T4")
 WINDOW_WEEKS = 8  # T1's trailing window, fixed before the run
 
@@ -222,11 +224,11 @@ def run_trace(name: str, tries: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
-    parser.add_argument("--tries", default=",".join(TRIES))
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2")
+    parser.add_argument("--tries", type=names(TRIES), default=",".join(TRIES))
     args = parser.parse_args()
-    for name in args.traces.split(","):
-        run_trace(name, args.tries.split(","))
+    for name in args.traces:
+        run_trace(name, list(args.tries))
 
 
 if __name__ == "__main__":

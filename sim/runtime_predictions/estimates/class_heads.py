@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -188,11 +189,11 @@ def main() -> None:
     from rush.models.runtime_quantiles_walkforward import trace_jobs
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2")
+    parser.add_argument("--variants", type=names(VARIANTS), default=",".join(VARIANTS))
     args = parser.parse_args()
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         trace, workload = load(name)
         wf = latest_walkforward(name)
         jobs = trace_jobs(workload, TimeBase.from_header(trace.header))
@@ -201,7 +202,7 @@ def main() -> None:
         runtime = np.asarray(workload.runtime, dtype=float)
         published = (runtime > 0) & (runtime < np.asarray(workload.requested_time, dtype=float))
         done: dict[str, np.ndarray] = {}
-        for variant in args.variants.split(","):
+        for variant in args.variants:
             t0 = time.perf_counter()
             if variant == "quantiles":
                 proba = wf.proba_small

@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import file_stem, names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -64,6 +65,8 @@ RULES = (
     "blend-monotone",
     "blend-monotone-history",
 )
+# Every rule rule_proba takes: those above, and each with the cold start added.
+RULE_NAMES = (*RULES, *(f"{rule}+cold-start" for rule in RULES if not rule.endswith("+cold-start")))
 # R9i: columns of the `t23` matrix along which P(small) may only fall (the head's class 1 is small).
 MONOTONE_REQUEST = ("log_requested_time",)
 MONOTONE_HISTORY = (
@@ -403,10 +406,10 @@ def rule_gain_rows(name: str, wf, rule: str, decide) -> list[dict]:
 def gain_main(args) -> None:
     """``run.py``'s FCFS gain protocol with each rule's classes (:func:`rule_gain_rows`)."""
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         _, wf, _, _, _, recent = trace_history(name)
         rolling = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
-        for rule in args.rules.split(","):
+        for rule in args.rules:
             rows += rule_gain_rows(
                 name,
                 wf,
@@ -420,21 +423,24 @@ def gain_main(args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
-    parser.add_argument("--rules", default=",".join(RULES))
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2")
+    parser.add_argument("--rules", type=names(RULE_NAMES), default=",".join(RULES))
     parser.add_argument(
         "--thesis-divider",
-        default="",
+        type=names(RULE_NAMES),
+        default=(),
         help="rules also scored at Table 6.1's divider (future data), comma-separated",
     )
-    parser.add_argument("--table", default="class_history")
+    parser.add_argument("--table", type=file_stem, default="class_history")
     parser.add_argument("--gain", action="store_true", help="the FCFS gain protocol per rule instead")
     args = parser.parse_args()
+    if args.gain and (cold := [rule for rule in args.rules if rule.endswith("+cold-start")]):
+        parser.error(f"--rules: {cold[0]}: the gain protocol (--gain) has no divider in week 0")
     if args.gain:
         return gain_main(args)
     rows = []
-    for name in args.traces.split(","):
-        rows += trace_rows(name, args.rules.split(","), [r for r in args.thesis_divider.split(",") if r])
+    for name in args.traces:
+        rows += trace_rows(name, list(args.rules), list(args.thesis_divider))
     write_table(OUT, args.table, rows, missing="")
 
 

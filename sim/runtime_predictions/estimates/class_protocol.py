@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import names
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -179,10 +180,10 @@ def trace_rows(name: str) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,CTC-SP2,SDSC-SP2")
+    parser.add_argument("--traces", type=names(tuple(THESIS_DIVIDER)), default="KTH-SP2,CTC-SP2,SDSC-SP2")
     args = parser.parse_args()
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         for row in trace_rows(name):
             print(row, flush=True)
             rows.append(row)

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import file_stem, names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -163,22 +164,25 @@ def scores(wf, proba: np.ndarray, mask: np.ndarray) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2,CTC-SP2")
-    parser.add_argument("--rules", default=",".join(RULES))
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2,CTC-SP2")
+    parser.add_argument("--rules", type=names(RULES), default=",".join(RULES))
     parser.add_argument("--gain", action="store_true", help="also the FCFS gain protocol per rule")
     parser.add_argument(
-        "--table", default="class_rules", help="results/<table>.{csv,md} (round 8: class_rules_shares)"
+        "--table",
+        type=file_stem,
+        default="class_rules",
+        help="results/<table>.{csv,md} (round 8: class_rules_shares)",
     )
     args = parser.parse_args()
     if args.gain:
         return gain_main(args)
 
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         wf = default_walkforward(name)
         n = len(wf.runtime)
         halves = {"first": np.arange(n) < n // 2, "second": np.arange(n) >= n // 2, "all": np.ones(n, bool)}
-        for rule in args.rules.split(","):
+        for rule in args.rules:
             t0 = time.process_time()
             proba = rule_proba(wf, rule, name)
             for half, mask in halves.items():
@@ -193,9 +197,9 @@ def gain_main(args) -> None:
     from run import gain_rows
 
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         wf = default_walkforward(name)
-        for rule in args.rules.split(","):
+        for rule in args.rules:
             for row in gain_rows(name, with_rule(wf, rule), policies=("FCFS",)):
                 row = {"rule": rule, **row}
                 print(row, flush=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import file_stem, names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -61,6 +62,8 @@ RULES = (
 COPY_WINDOW = 3600.0  # R10f: a same-script outcome at most this old at the submission
 BURST_GAP = 600.0  # seconds between a user's submits within one burst
 HOUR = 3600.0
+# What a rule joins with + after its base (blend-<part>); +cold-start and +copy may end it.
+RULE_PARTS = frozenset({"recent", "session", "stacked", "recent-bands", "bands", "forest"})
 BAND_EDGES = (4.0, 16.0)  # request / divider
 MIN_BAND_JOBS = 200
 PENDING, RUNNING, FINISHED, NONE = -1.0, 0.0, 1.0, -2.0
@@ -301,7 +304,7 @@ def rule_proba(wf, rule: str, divider, extras: dict) -> tuple[np.ndarray, np.nda
         return np.where(found, (last <= divider).astype(np.float64), proba), np.where(found, 0.5, threshold)
     base, *more = rule.split("+")
     parts = {base.removeprefix("blend-"), *more}
-    unknown = parts - {"recent", "session", "stacked", "recent-bands", "bands", "forest"}
+    unknown = parts - RULE_PARTS
     if unknown:
         raise SystemExit(f"unknown rule {rule!r}; use one of {', '.join(RULES)} (parts joined by +)")
     blocks = [extras["recent"]]
@@ -357,12 +360,12 @@ def trace_rows(name: str, rules: list[str]) -> list[dict]:
 def gain_main(args) -> None:
     """``run.py``'s FCFS gain protocol with each rule's classes (``class_history.rule_gain_rows``)."""
     rows = []
-    for name in args.traces.split(","):
+    for name in args.traces:
         _, wf, jobs, _, end, recent = trace_history(name)
         extras = {"recent": recent, "session": session_columns(jobs, end), "stacked": stacked_columns(wf)}
         extras["copy"] = fresh_outcome(jobs, end, wf.runtime)
         divider = np.where(np.isfinite(wf.divider), wf.divider, np.nanmin(wf.divider))
-        for rule in args.rules.split(","):
+        for rule in args.rules:
             rows += rule_gain_rows(
                 name,
                 wf,
@@ -372,22 +375,36 @@ def gain_main(args) -> None:
     write_table(OUT, f"{args.table}_gain", rows, missing="")
 
 
+def known_rule(rule: str) -> bool:
+    """Whether :func:`rule_proba` takes ``rule`` (checked before any trace is read)."""
+    while rule.endswith(("+cold-start", "+copy")):
+        rule = rule.rpartition("+")[0]
+    base, *more = rule.split("+")
+    return not {base.removeprefix("blend-"), *more} - RULE_PARTS
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2,SDSC-SP2")
-    parser.add_argument("--rules", default=",".join(RULES))
-    parser.add_argument("--table", default="class_session")
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2,SDSC-SP2")
+    parser.add_argument("--rules", type=names(), default=",".join(RULES))
+    parser.add_argument("--table", type=file_stem, default="class_session")
     parser.add_argument("--gain", action="store_true", help="the FCFS gain protocol per rule instead")
     parser.add_argument("--ceiling", action="store_true", help="D8: R9a's head cross-fitted (future data)")
     args = parser.parse_args()
+    if unknown := [rule for rule in args.rules if not known_rule(rule)]:
+        parser.error(
+            f"--rules: unknown rule {unknown[0]!r}; use one of {', '.join(RULES)} (parts joined by +)"
+        )
+    if args.gain and (cold := [rule for rule in args.rules if rule.endswith("+cold-start")]):
+        parser.error(f"--rules: {cold[0]}: the gain protocol (--gain) has no divider in week 0")
     if args.gain:
         return gain_main(args)
     if args.ceiling:
-        rows = [row for name in args.traces.split(",") for row in ceiling_rows(name)]
+        rows = [row for name in args.traces for row in ceiling_rows(name)]
         return write_table(OUT, args.table, rows, missing="")
     rows = []
-    for name in args.traces.split(","):
-        rows += trace_rows(name, args.rules.split(","))
+    for name in args.traces:
+        rows += trace_rows(name, list(args.rules))
     write_table(OUT, args.table, rows, missing="")
 
 

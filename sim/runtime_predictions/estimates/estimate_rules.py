@@ -82,21 +82,35 @@ def main() -> None:
         "conditional-median": REMAINING_MEDIAN,
         "conditional-q0.4": REMAINING_Q40,
     }
+    from rush.models.runtime_quantiles_features import FEATURE_SETS
+    from rush.studies.arg_types import count, names, trace_specs
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2")
-    parser.add_argument("--queries", type=int, default=8000)
-    parser.add_argument("--only", default="", help="candidate names separated by ; (default: all)")
-    parser.add_argument("--feature-set", default="base", help="the walk-forward's (round 6: base)")
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2")
+    parser.add_argument("--queries", type=count(1), default=8000)
+    parser.add_argument(
+        "--only",
+        type=names([c[0] for c in CANDIDATES], sep=";"),
+        default=(),
+        help="candidate names separated by ; (default: all)",
+    )
+    parser.add_argument(
+        "--feature-set",
+        default="base",
+        choices=sorted(FEATURE_SETS),
+        help="the walk-forward's (round 6: base)",
+    )
     parser.add_argument(
         "--other-feature-set",
         default="",
+        choices=sorted(FEATURE_SETS),
         help="the D4 candidate's queue means come from this set's walk-forward",
     )
     args = parser.parse_args()
     suffix = "" if args.feature_set == "base" else f"_{args.feature_set}"
     path = OUT / f"estimate_rules{suffix}.json"
     report = json.loads(path.read_text()) if path.exists() else {}
-    for trace_name in args.traces.split(","):
+    for trace_name in args.traces:
         t0 = time.time()
         st = study_trace(trace_name, args.feature_set)
         wf, req = st.walkforward, st.request
@@ -129,7 +143,7 @@ def main() -> None:
         first["l2"] = np.minimum(np.maximum(first["mean-window"], first["q0.75"]), req)
         knots = {"": st.knots}
         drift_rules = ("D: L2 with per-user drift", "D2: L2 length times per-user drift")
-        if not args.only or any(c in args.only.split(";") for c in drift_rules):
+        if not args.only or any(c in args.only for c in drift_rules):
             from rush.core.runtime_drift import drift_projection_length
 
             drifted, knots["l2-drift"], shift = drift_inputs(st, runtime)
@@ -137,7 +151,7 @@ def main() -> None:
             knots["l2-d2"] = knots["l2-drift"]
             first["l2-d2"] = drift_projection_length(first["l2"], shift, req)
             print(trace_name, drift_summary(shift), flush=True)
-        if not args.only or "C: L2 with global conformal levels" in args.only.split(";"):
+        if not args.only or "C: L2 with global conformal levels" in args.only:
             q75, knots["l2-c"], maps = conformal_inputs(st, runtime)
             first["l2-c"] = np.minimum(np.maximum(first["mean-window"], q75), req)
             print(trace_name, conformal_summary(maps, st.walkforward.levels), flush=True)
@@ -146,9 +160,7 @@ def main() -> None:
         jobs, real, classes = st.sample(step)
         estimates = {}
         for rule_name, rule in (("conservative", RULE_CONSERVATIVE), ("easy", RULE_EASY)):
-            wanted = [
-                c for c in CANDIDATES if (not args.only or c[0] in args.only.split(";")) and c[3] in first
-            ]
+            wanted = [c for c in CANDIDATES if (not args.only or c[0] in args.only) and c[3] in first]
             chosen = [c for c in wanted if c[1] == rule_name]
             if not chosen:
                 continue

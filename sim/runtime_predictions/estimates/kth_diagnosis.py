@@ -55,6 +55,8 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from study_trace import study_trace
 
+    from rush.models.runtime_quantiles_features import FEATURE_SETS
+    from rush.studies.arg_types import count, trace_specs
     from rush.studies.estimate_accuracy_offline import (
         REMAINING_LADDER,
         REMAINING_MEDIAN,
@@ -66,12 +68,17 @@ def main() -> None:
     from rush.studies.runtime_calibration import binned_mean_factors, calibrated_means
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default="KTH-SP2")
-    parser.add_argument("--step", type=int, default=10, help="every k-th job")
-    parser.add_argument("--feature-set", default="base", help="the walk-forward's (rounds 6-7: base)")
+    parser.add_argument("--traces", type=trace_specs, default="KTH-SP2")
+    parser.add_argument("--step", type=count(1), default=10, help="every k-th job")
+    parser.add_argument(
+        "--feature-set",
+        default="base",
+        choices=sorted(FEATURE_SETS),
+        help="the walk-forward's (rounds 6-7: base)",
+    )
     args = parser.parse_args()
     report = {}
-    for trace_name in args.traces.split(","):
+    for trace_name in args.traces:
         st = study_trace(trace_name, args.feature_set)
         calibrated = st.ladders["mean"].copy()
         known = np.isfinite(st.walkforward.proba_small) & (st.start >= 0)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import count, positive_number, trace_specs
 from rush.studies.tables import write_table
 
 TRACES = ("KTH-SP2", "CTC-SP2", "SDSC-BLUE", "SDSC-SP2")
@@ -287,28 +288,36 @@ def estimate_rows(trace_name: str, wf, max_queries: int) -> tuple[list[dict], di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default=",".join(TRACES))
-    parser.add_argument("--max-queries", type=int, default=MAX_QUERIES)
+    parser.add_argument("--traces", type=trace_specs, default=",".join(TRACES))
+    parser.add_argument("--max-queries", type=count(1), default=MAX_QUERIES)
     parser.add_argument(
         "--skip-gain",
         action="store_true",
         help="no scheduling simulations (the part on disk keeps its gain rows if of the same model)",
     )
     parser.add_argument(
-        "--max-train-jobs", type=int, default=10_000, help="weekly refit on the N most recently finished jobs"
+        "--max-train-jobs",
+        type=count(1),
+        default=10_000,
+        help="weekly refit on the N most recently finished jobs",
     )
     # The predictor's default model (one default: RuntimeQuantileRegressor's own).
     from rush.models.runtime_quantiles import RuntimeQuantileRegressor
 
     model = RuntimeQuantileRegressor()
     parser.add_argument(
-        "--max-iter", type=int, default=model.max_iter, help="boosting iterations per quantile model"
+        "--max-iter", type=count(1), default=model.max_iter, help="boosting iterations per quantile model"
     )
     parser.add_argument(
-        "--learning-rate", type=float, default=model.learning_rate, help="of each quantile model"
+        "--learning-rate", type=positive_number, default=model.learning_rate, help="of each quantile model"
     )
-    parser.add_argument("--max-leaf-nodes", type=int, default=model.max_leaf_nodes, help="leaves per tree")
-    parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
+    # scikit-learn's least: a tree of one leaf does not split
+    parser.add_argument(
+        "--max-leaf-nodes", type=count(2), default=model.max_leaf_nodes, help="leaves per tree"
+    )
+    parser.add_argument(
+        "--jobs", type=count(1), default=1, help="weeks fitted at once (the result is the same)"
+    )
     from rush.models.runtime_quantiles_features import DEFAULT_FEATURE_SET, FEATURE_SETS
 
     parser.add_argument(
@@ -320,7 +329,7 @@ def main() -> None:
     args = parser.parse_args()
     global OUT
     OUT = results_dir(args.feature_set)
-    traces = [t.strip() for t in args.traces.split(",") if t.strip()]
+    traces = list(args.traces)
     OUT.mkdir(parents=True, exist_ok=True)
     from rush.studies.plots.runtime_quantiles import plot_estimate_errors, plot_predicted_vs_real
 

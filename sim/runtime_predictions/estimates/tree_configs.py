@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rush.studies.arg_types import count, names, trace_specs
 from rush.studies.tables import write_table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -101,13 +102,15 @@ def measure(trace: str, name: str, n_jobs: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", default="SDSC-SP2,CTC-SP2")
-    parser.add_argument("--candidates", default=",".join(CANDIDATES))
-    parser.add_argument("--jobs", type=int, default=1, help="weeks fitted at once (the result is the same)")
+    parser.add_argument("--traces", type=trace_specs, default="SDSC-SP2,CTC-SP2")
+    parser.add_argument("--candidates", type=names(tuple(CANDIDATES)), default=",".join(CANDIDATES))
+    parser.add_argument(
+        "--jobs", type=count(1), default=1, help="weeks fitted at once (the result is the same)"
+    )
     args = parser.parse_args()
     PARTS.mkdir(parents=True, exist_ok=True)
-    for trace in [t.strip() for t in args.traces.split(",") if t.strip()]:
-        for name in [c.strip() for c in args.candidates.split(",") if c.strip()]:
+    for trace in args.traces:
+        for name in args.candidates:
             row = measure(trace, name, args.jobs)
             print(row, flush=True)
             (PARTS / f"{trace}-{name}.json").write_text(json.dumps(row, indent=1))

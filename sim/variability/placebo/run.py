@@ -75,6 +75,24 @@ def trial_list(text: str) -> list[int]:
     return out
 
 
+def trial_ranges(text: str) -> str:
+    """An argparse type: trials as :func:`trial_list` reads them (``4000-4009,5000-5004``: each
+    a number or a rising range of numbers from 0), given back as written (rates.json keeps it)."""
+    from rush.studies.arg_types import MOST, count
+
+    bound, total = count(0), 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        first = bound(lo)
+        last = bound(hi) if hi else first
+        if last < first:
+            raise argparse.ArgumentTypeError(f"{part!r}: the range falls ({last} < {first})")
+        total += last - first + 1
+    if total > MOST:
+        raise argparse.ArgumentTypeError(f"{total} trials, more than {MOST}")
+    return text
+
+
 def read(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -226,17 +244,22 @@ def run_placebos(placebos: list[str], scenarios: list[str], trials: list[int], t
 
 
 def main() -> None:
+    from rush.contention.experiment import SCENARIO_NAMES
+    from rush.studies.arg_types import names
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trials", default="4000-4009,5000-5004")
-    ap.add_argument("--scenarios", default="ADAA,WS,SS")
-    ap.add_argument("--placebos", default=",".join(LEARNED), help="placebos to run (default: all)")
+    ap.add_argument("--trials", type=trial_ranges, default="4000-4009,5000-5004")
+    ap.add_argument("--scenarios", type=names(SCENARIO_NAMES), default="ADAA,WS,SS")
+    ap.add_argument(
+        "--placebos",
+        type=names(tuple(LEARNED)),
+        default=",".join(LEARNED),
+        help="placebos to run (default: all)",
+    )
     ap.add_argument("--tables-only", action="store_true", help="only write tables.md from the outputs")
     args = ap.parse_args()
-    trials, scenarios = trial_list(args.trials), args.scenarios.split(",")
-    placebos = args.placebos.split(",")
-    unknown = [p for p in placebos if p not in LEARNED]
-    if unknown:
-        raise SystemExit(f"--placebos: unknown {', '.join(unknown)}; use {', '.join(LEARNED)}")
+    trials, scenarios = trial_list(args.trials), list(args.scenarios)
+    placebos = list(args.placebos)
     if not args.tables_only:
         if any(LEARNED[p] == "RUSH-PRESENT-LABEL" for p in placebos):
             present_label_questions(scenarios, trials)

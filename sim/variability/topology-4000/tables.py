@@ -62,10 +62,13 @@ def job_by_job(topo: dict, committed: dict) -> list[str]:
 
 
 def main() -> None:
+    from rush.contention.experiment import VARIANTS
+    from rush.studies.arg_types import existing_file
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("topology")
-    ap.add_argument("committed", nargs="+")
-    ap.add_argument("--variant", default="paper")
+    ap.add_argument("topology", type=existing_file)
+    ap.add_argument("committed", nargs="+", type=existing_file)
+    ap.add_argument("--variant", default="paper", choices=tuple(VARIANTS))
     a = ap.parse_args()
     topo = read(a.topology, a.variant, {"TOPOLOGY"})
     committed: dict = {}
