@@ -73,25 +73,23 @@ def states(cycles: int) -> list[ClusterState]:
     return out
 
 
-def daemon_on(tmp_path: Path, dry_run: bool = False) -> tuple[Daemon, Queue]:
-    config = parse_config(
-        {
-            "daemon": {"journal": str(tmp_path / "j.sqlite")},
-            "policy": {
-                "policy": "WFP3",
-                "backfill": "conservative",
-                "kill_false_small": True,
-                "divider": 900,
-            },
-            "models": {"small_below": 900},
-        }
-    )
+# Every kind of write of the book: classes, reservations, priorities, kills, last_seen, forgetting.
+BUSY = {
+    "policy": {"policy": "WFP3", "backfill": "conservative", "kill_false_small": True, "divider": 900},
+    "models": {"small_below": 900},
+}
+# None but last_seen and forgetting: the records a dry run holds are the ones it started with.
+QUIET = {"policy": {"policy": "RJMS", "backfill": "easy"}}
+
+
+def daemon_on(tmp_path: Path, sections: dict, dry_run: bool = False) -> tuple[Daemon, Queue]:
+    config = parse_config({"daemon": {"journal": str(tmp_path / "j.sqlite")}, **sections})
     queue = Queue()
     return Daemon(config, backend=queue, dry_run=dry_run), queue
 
 
 def test_each_use_sees_what_a_read_gives_and_the_book_is_read_once(tmp_path, monkeypatch):
-    daemon, queue = daemon_on(tmp_path)
+    daemon, queue = daemon_on(tmp_path, BUSY)
     path = tmp_path / "j.sqlite"
     lent = daemon.journal.jobs
     uses: list[list] = []
@@ -125,12 +123,14 @@ def test_a_dry_run_plays_its_book_on_copies(tmp_path):
     for job_id in range(1, 25):
         journal.save_job(JobRecord(job_id, skips=job_id % 3, last_seen=5.0))
     journal.close()
-    daemon, queue = daemon_on(tmp_path, dry_run=True)
-    for state in states(4):
-        queue.state = state
-        assert daemon.run_cycle().ok
-    assert daemon.book.jobs() != daemon.journal.jobs()  # the memory book moved on
-    assert typed(daemon.journal.jobs()) == on_file(path)  # the journal's did not
+    for sections in (QUIET, BUSY):
+        daemon, queue = daemon_on(tmp_path, sections, dry_run=True)
+        for state in states(4):
+            queue.state = state
+            assert daemon.run_cycle().ok
+        assert daemon.book.jobs() != daemon.journal.jobs()  # the memory book moved on
+        assert typed(daemon.journal.jobs()) == on_file(path)  # the journal's did not
+        daemon.journal.close()
 
 
 REAL_VALUES = (None, 0.0, -0.0, 7, True, 1.5, float("inf"), np.float64(2.5), float("nan"), "x")
