@@ -27,6 +27,11 @@ open at the next cycle means the daemon died in between (or the RJMS's answer wa
 unclear); :mod:`rush.planner.apply` reconciles it against a fresh read of the RJMS rather
 than re-issuing it. ``synchronous=FULL``: a committed row survives a power cut.
 
+The book (the ``jobs`` table) is read once and then kept in memory as the journal writes it
+(:class:`KeptBook`): a daemon's cycle uses the whole book two or three times and writes it in
+between. The file stays the truth: the copy is dropped on any failed write, rolled-back
+transaction or other connection's commit, and read again at the next use.
+
 Retention: with ``retention`` seconds set (``daemon.journal_retention``, default 90 days),
 each :meth:`Journal.end_cycle` deletes decisions, events and cycles older than that, by
 their ``time`` index, in batches of ``PRUNE_BATCH`` rows (one short transaction each, at
