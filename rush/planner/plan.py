@@ -120,8 +120,13 @@ class Planner:
         )
         self.backend = backend or make_backend(config)
         self.applier = Applier(self.backend, self.journal, self.metrics)
-        # Dry-run never writes per-job state to the journal; it plays it in memory.
-        self.book: Book = MemoryBook(self.journal.jobs()) if self.dry_run else self.journal
+        # Dry-run never writes per-job state to the journal; it plays it in memory (on copies:
+        # the journal's kept book lends its own records, and the memory book changes its own).
+        self.book: Book = (
+            MemoryBook({k: r.copy() for k, r in self.journal.jobs().items()})
+            if self.dry_run
+            else self.journal
+        )
         self.failures = 0
         # The last successful cycle's (cycle number, built snapshot, decisions), for a shell
         # that carries the core's starts out itself (the Flux scheduler module allocates them).
