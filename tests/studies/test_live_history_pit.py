@@ -18,10 +18,11 @@ script = load_script(ROOT / "sim" / "runtime_predictions" / "live_history_pit.py
 def test_cut_hides_outside_jobs_not_ended_by_the_windows_first_submit():
     submit = np.array([0.0, 10.0, 20.0, 30.0, 40.0])
     start = np.array([0.0, 10.0, 25.0, 30.0, 45.0])
-    end = np.array([15.0, 40.0, 50.0, 60.0, 70.0])
+    end = np.array([15.0, 25.0, 50.0, 60.0, 70.0])
     window = np.array([2, 3])
     s, e = script.cut_schedule(submit, start, end, window)
-    # job 0 ended (15) before the window's first submit (20): kept; job 1 (40) and job 4 (70,
+    # job 0 ended (15) before the window's first submit (20): kept; job 1 (25: before the window's
+    # last submit, after its first) and job 4 (70,
     # submitted after it) are hidden; the window's own jobs keep the log's times
     assert e.tolist() == [15.0, script.HIDDEN, 50.0, 60.0, script.HIDDEN]
     assert s.tolist() == [0.0, script.HIDDEN, 25.0, 30.0, script.HIDDEN]
