@@ -175,7 +175,9 @@ class WeekModel:
     """The walk-forward's fits of the weeks the window's rows fall in, on the log's inputs, and
     predictions of the window from any feature rows."""
 
-    def __init__(self, workload, header, rows: np.ndarray) -> None:
+    def __init__(self, workload, header, rows: np.ndarray, cut: bool = False) -> None:
+        """``cut``: one model, trained on the jobs ended before the window's first submit (the
+        live model's cut, D30) instead of each week's."""
         from sklearn.base import clone
 
         from rush.models.runtime_quantiles import RuntimeQuantileRegressor
@@ -186,10 +188,15 @@ class WeekModel:
         self.jobs, self.log_features, self.runtime = jobs, features, runtime
         origin = float(jobs.submit[0])
         self.week = ((jobs.submit[rows] - origin) // WEEK).astype(np.int64)
+        moment = {int(k): origin + WEEK * k for k in self.week}
+        if cut:
+            self.week = np.zeros(len(rows), dtype=np.int64)
+            moment = {0: float(jobs.submit[rows[0]])}
         order = np.argsort(end, kind="stable")
-        self.models = {}
-        for k in sorted(set(self.week.tolist())):
-            finished, train = training_rows(order, end[order], origin + WEEK * k, MAX_TRAIN_JOBS)
+        self.models, self.trained_on = {}, {}
+        for k in sorted(moment):
+            finished, train = training_rows(order, end[order], moment[k], MAX_TRAIN_JOBS)
+            self.trained_on[k] = len(train)
             d = float(np.median(runtime[finished]))
             self.models[k] = (
                 clone(RuntimeQuantileRegressor()).set_params(divider=d).fit(features[train], runtime[train])
@@ -230,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
         "--models", required=True, help="DIR with the window's live model (trained there if absent)"
     )
     parser.add_argument("--runs", default="d9", help="d9 (round 11's runs, D9's) or all (every kept run too)")
+    parser.add_argument(
+        "--decompose", action="store_true", help="also D30: the week's model built like the live one"
+    )
     args = parser.parse_args(argv)
     if args.runs not in ("d9", "all"):
         parser.error(f"--runs: {args.runs!r} is not d9 or all")
@@ -243,30 +253,101 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(report)
     (HERE / "results" / "live_history_pit.md").write_text(text)
     print(text)
+    if args.decompose:
+        parts = decompose()
+        (HERE / "results" / "live_history_pit_models.json").write_text(json.dumps(parts, indent=1) + "\n")
+        text = "\n".join([
+            "# D30: BLUE's window, median PIT under the week's model built like the live one",
+            "",
+            "Written by `python sim/runtime_predictions/live_history_pit.py --decompose` (its docstring and "
+            "`estimates/dev_log.md`, D30). `q`: without the job fields (app, queue); `c`: trained on the "
+            "jobs ended before the window's first submit; D9's PIT definition.",
+            "",
+            "| variant | history | jobs | median PIT | above q0.75 |",
+            "|---|---|---:|---:|---:|",
+            *(f"| {p['variant']} | {p['history']} | {p['d9']['jobs']} | {p['d9']['median_pit']:.3f} | "
+              f"{100 * p['d9']['above_q75']:.0f} % |" for p in parts),
+        ]) + "\n"  # fmt: skip
+        (HERE / "results" / "live_history_pit_models.md").write_text(text)
+        print(text)
     return 0
 
 
-def run_arms(models: Path, runs: str) -> list[dict]:
-    import live_bias
+def window_setup():
+    """(the live window, the estimates' ``run`` module, the trace, the workload up to the
+    window's last job, the window's rows, their trace job ids)."""
     import live_windows
 
     w = next(x for x in live_windows.WINDOWS if x.name == WINDOW)
-    k = float(w.speedup)
     run = estimates_run()
     trace, full = run.load("SDSC-BLUE")
     first = int(w.window.partition(":")[0])
     window = np.arange(first, first + int(w.window.partition(":")[2]))
     # The walk-forward is causal: jobs after the window change nothing of the window's predictions.
     workload = full.subset(np.arange(window[-1] + 1))
-    ids = np.asarray(workload.job_id)[window].tolist()
+    return w, run, trace, workload, window, np.asarray(workload.job_id)[window].tolist()
+
+
+def log_times(week: WeekModel) -> tuple[np.ndarray, np.ndarray]:
+    """Every job's logged start and end on the workload's clock (``workload.submit``)."""
+    shift = week.jobs.submit - np.asarray(week.workload.submit, dtype=np.float64)
+    return week.jobs.start - shift, week.jobs.end - shift
+
+
+def decompose() -> list[dict]:
+    """D30: the window's median PIT under the week's model refitted without the job fields
+    (``q``), on the live model's cut (``c``) or both, on the log-timed history (cut as the live
+    model's) and, for ``Wqc``, on D9's two runs' live-timed history."""
+    import dataclasses
+
+    import live_bias
+    import live_windows
+
+    w, _, trace, workload, window, ids = window_setup()
+    bare = dataclasses.replace(
+        workload, extra={a: v for a, v in workload.extra.items() if a not in ("app", "queue")}
+    )
+    submit = np.asarray(workload.submit, dtype=np.float64)
+    out = []
+    for name, data, cut in (
+        ("W", workload, False),
+        ("Wq", bare, False),
+        ("Wc", workload, True),
+        ("Wqc", bare, True),
+    ):
+        week = WeekModel(data, trace.header, window, cut=cut)
+        start, end = log_times(week)
+        out.append({"variant": name, "history": "cut, log",
+                    "d9": summary(w_arm(week, week.features(*cut_schedule(submit, start, end, window)))[0])})  # fmt: skip
+    for rjms in FLUX_RUNS:  # the last week model is Wqc
+        path = live_windows.BEFORE_L2 / live_windows.csv_path(live_windows.RUNS[rjms][0], rjms, w).name
+        jobs = live_bias.real_jobs(w, rjms, path)
+        live = np.array([[jobs[i]["submit"], jobs[i]["start"], jobs[i]["end"]] for i in ids])
+        on_trace = live_on_trace_clock(submit[window], *live.T, float(w.speedup))
+        features = week.features(*cut_schedule(submit, start, end, window, on_trace))
+        out.append(
+            {
+                "variant": "Wqc",
+                "history": f"cut, live ({rjms}, D9's run)",
+                "d9": summary(w_arm(week, features)[0]),
+            }
+        )
+    return out
+
+
+def run_arms(models: Path, runs: str) -> list[dict]:
+    import live_bias
+    import live_windows
+
+    w, run, trace, workload, window, ids = window_setup()
+    k = float(w.speedup)
     week = WeekModel(workload, trace.header, window)
     cached = run.cached_walkforward("SDSC-BLUE", MAX_TRAIN_JOBS, 40, 1, 0.1, 15, FEATURE_SET)
     same = np.array_equal(week.quantiles(week.log_features), cached.quantiles[window])
     d9_log, d29_log = w_arm(week, week.log_features)
-    jobs_log, user = week.jobs, np.asarray(workload.user)[window]
+    user = np.asarray(workload.user)[window]
     submit_w = np.asarray(workload.submit, dtype=np.float64)
-    log_start = jobs_log.start - (jobs_log.submit - submit_w)  # back on the workload clock
-    log_end = jobs_log.end - (jobs_log.submit - submit_w)
+    log_start, log_end = log_times(week)
     cut_log = cut_schedule(submit_w, log_start, log_end, window)
     d9_cut, d29_cut = w_arm(week, week.features(*cut_log))
     model = live_bias.model_path(w, models)

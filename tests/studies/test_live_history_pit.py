@@ -85,3 +85,22 @@ def test_summary_median_and_share_above_q075():
     s = script.summary([0.2, 0.8, 0.9, float("nan")])
     assert s["jobs"] == 3 and math.isclose(s["median_pit"], 0.8) and math.isclose(s["above_q75"], 2 / 3)
     assert script.summary([])["median_pit"] is None
+
+
+def test_week_model_gives_the_walk_forward_back_and_its_cut_trains_on_jobs_ended_by_the_window():
+    from rush.models.runtime_quantiles_walkforward import WEEK, predict_quantiles_walkforward
+    from tests.models.fixtures import HEADER, synthetic_workload
+
+    w = synthetic_workload(700)
+    week_of = (w.submit - w.submit[0]) // WEEK
+    rows = np.flatnonzero(week_of == 1)[10:40]
+    model = script.WeekModel(w, HEADER, rows)
+    wf = predict_quantiles_walkforward(
+        w, HEADER, max_train_jobs=script.MAX_TRAIN_JOBS, feature_set=script.FEATURE_SET
+    )
+    assert np.array_equal(model.quantiles(model.log_features), wf.quantiles[rows])
+    start, end = script.log_times(model)
+    assert np.allclose(start, w.submit) and np.allclose(end, w.submit + w.runtime)  # the fixture: no waits
+    cut = script.WeekModel(w, HEADER, rows, cut=True)
+    ended = int(np.sum(w.submit + w.runtime < w.submit[rows[0]]))
+    assert cut.trained_on == {0: ended} and ended > model.trained_on[1]
