@@ -25,6 +25,7 @@ later submit. Writes ``results/live_history_pit.{md,json}``. Chooses nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import sys
@@ -130,9 +131,40 @@ def verdict(rows: list[dict]) -> dict:
 # ---- arm M: the live model, its history fed at chosen times (live_pit.py's pass) ----
 
 
-def m_arm(w, rjms: str, model: Path, jobs: dict, history: dict[int, tuple[float, float]]) -> dict[int, float]:
+def trace_keyed(tagged: str) -> int | None:
+    """The trace's user number N of a replay's ``trace-N`` tag (the key a model trained on an SWF
+    trace's history uses, ``user_key_kind`` ``trace-id``); None for any other tag."""
+    head, _, number = tagged.partition("-")
+    return int(number) if head == "trace" and number.isdigit() else None
+
+
+@contextlib.contextmanager
+def keyed_as_trained():
+    """D31, for this diagnostic only: the live predictor keys a ``trace-N`` tag as N."""
+    from rush.planner import runtime_prediction
+
+    original = runtime_prediction.history_user
+
+    def history_user(job, own):
+        number = trace_keyed(job.tags.get("user", ""))
+        return original(job, own) if number is None or job.user not in own else number
+
+    runtime_prediction.history_user = history_user
+    try:
+        yield
+    finally:
+        runtime_prediction.history_user = original
+
+
+def m_arm(
+    w, rjms: str, model: Path, jobs: dict, history: dict[int, tuple[float, float]], keyed: bool = False
+) -> dict[int, float]:
     """Per window job, D9's PIT under the live model whose history is fed each job at
-    ``history[job] = (start, end)`` (wall s; the run's own for D9's pass), in end order."""
+    ``history[job] = (start, end)`` (wall s; the run's own for D9's pass), in end order;
+    ``keyed``: D31's user keys (:func:`keyed_as_trained`)."""
+    if keyed:
+        with keyed_as_trained():
+            return m_arm(w, rjms, model, jobs, history)
     import live_bias
 
     from rush.planner.runtime_prediction import load_runtime_predictor, own_accounts
@@ -254,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     (HERE / "results" / "live_history_pit.md").write_text(text)
     print(text)
     if args.decompose:
-        parts = decompose()
+        parts = decompose(models)
         (HERE / "results" / "live_history_pit_models.json").write_text(json.dumps(parts, indent=1) + "\n")
         text = "\n".join([
             "# D30: BLUE's window, median PIT under the week's model built like the live one",
@@ -294,7 +326,7 @@ def log_times(week: WeekModel) -> tuple[np.ndarray, np.ndarray]:
     return week.jobs.start - shift, week.jobs.end - shift
 
 
-def decompose() -> list[dict]:
+def decompose(models: Path) -> list[dict]:
     """D30: the window's median PIT under the week's model refitted without the job fields
     (``q``), on the live model's cut (``c``) or both, on the log-timed history (cut as the live
     model's) and, for ``Wqc``, on D9's two runs' live-timed history."""
@@ -332,6 +364,18 @@ def decompose() -> list[dict]:
                 "d9": summary(w_arm(week, features)[0]),
             }
         )
+        # D31: the live model with the window's users keyed as its training history keys them
+        wait_log = (start - submit)[window] / float(w.speedup)
+        log_wall = {i: (jobs[i]["submit"] + wl, jobs[i]["submit"] + wl + jobs[i]["end"] - jobs[i]["start"])
+                    for i, wl in zip(ids, wait_log.tolist(), strict=True)}  # fmt: skip
+        model = live_bias.model_path(w, models)
+        for name, history in (
+            ("live", {i: (j["start"], j["end"]) for i, j in jobs.items()}),
+            ("log", log_wall),
+        ):
+            pits = m_arm(w, rjms, model, jobs, history, keyed=True)
+            out.append({"variant": "M keyed", "history": f"{name} ({rjms}, D9's run)",
+                        "d9": summary([pits.get(i, np.nan) for i in ids])})  # fmt: skip
     return out
 
 

@@ -26,7 +26,9 @@ def test_cut_hides_outside_jobs_not_ended_by_the_windows_first_submit():
     # submitted after it) are hidden; the window's own jobs keep the log's times
     assert e.tolist() == [15.0, script.HIDDEN, 50.0, 60.0, script.HIDDEN]
     assert s.tolist() == [0.0, script.HIDDEN, 25.0, 30.0, script.HIDDEN]
-    s, e = script.cut_schedule(submit, start, end, window, (np.array([100.0, 110.0]), np.array([200.0, 300.0])))
+    s, e = script.cut_schedule(
+        submit, start, end, window, (np.array([100.0, 110.0]), np.array([200.0, 300.0]))
+    )
     assert s[window].tolist() == [100.0, 110.0] and e[window].tolist() == [200.0, 300.0]
     assert e[0] == 15.0 and e[1] == script.HIDDEN
 
@@ -104,3 +106,31 @@ def test_week_model_gives_the_walk_forward_back_and_its_cut_trains_on_jobs_ended
     cut = script.WeekModel(w, HEADER, rows, cut=True)
     ended = int(np.sum(w.submit + w.runtime < w.submit[rows[0]]))
     assert cut.trained_on == {0: ended} and ended > model.trained_on[1]
+
+
+def test_trace_keyed_reads_only_replay_tags():
+    assert script.trace_keyed("trace-42") == 42
+    assert script.trace_keyed("alice") is None and script.trace_keyed("trace-x") is None
+
+
+def test_keyed_as_trained_keys_a_replay_tag_as_the_trace_number_and_restores():
+    from rush.models.users import user_key
+    from rush.planner import runtime_prediction
+    from rush.rjms.base import RJMSJob
+
+    own = frozenset({"rush"})
+
+    def job(user, tag):
+        return RJMSJob(
+            job_id=1, state="PENDING", submit=0.0, procs=1, requested_time=60.0, user=user, tags={"user": tag}
+        )
+
+    assert runtime_prediction.history_user(job("rush", "trace-42"), own) == user_key("trace-42")
+    with pytest.raises(RuntimeError), script.keyed_as_trained():
+        assert runtime_prediction.history_user(job("rush", "trace-42"), own) == 42
+        assert runtime_prediction.history_user(job("rush", "alice"), own) == user_key("alice")
+        assert runtime_prediction.history_user(job("bob", "trace-42"), own) == user_key(
+            "bob"
+        )  # not ours: no tag
+        raise RuntimeError("restored even so")
+    assert runtime_prediction.history_user(job("rush", "trace-42"), own) == user_key("trace-42")
