@@ -22,7 +22,8 @@ from rush.core.schedule import schedule
 from rush.planner.journal import QueueRow
 from rush.planner.queue_view import QueueView, queue_delta
 from rush.planner.snapshot_builder import SnapshotBuilder
-from rush.rjms.base import ClusterState, RJMSJob
+from rush.rjms.base import RJMSJob
+from tests.planner.queue_steps import random_step, read_of
 from tests.planner.set_answers import keep_latest
 
 TOTAL = 16
@@ -35,23 +36,6 @@ def _all_whole(view, previous, at, fast, slow, due):  # type: ignore[no-untyped-
     """The reference: every moved candidate built whole by the loop."""
     slow.extend(fast)
     return []
-
-
-def _step(rng: random.Random, jobs: dict[int, RJMSJob], now: float, next_id: list[int]) -> None:
-    """End some running jobs, start some pending ones that fit, queue new ones."""
-    busy = 0
-    for job_id, job in sorted(jobs.items()):
-        if job.state == "RUNNING" and rng.random() < 0.25:
-            del jobs[job_id]
-        elif job.state == "RUNNING":
-            busy += job.procs
-    for job_id, job in sorted(jobs.items()):
-        if job.state == "PENDING" and busy + job.procs <= TOTAL and rng.random() < 0.3:
-            jobs[job_id] = replace(job, state="RUNNING", start=now)
-            busy += job.procs
-    for _ in range(rng.randrange(3)):
-        jobs[next_id[0]] = RJMSJob(next_id[0], "PENDING", now, rng.choice([2, 4, 8]), 900.0, user="v")
-        next_id[0] += 1
 
 
 @pytest.mark.parametrize("hold", [True, False], ids=["held", "every-move"])
@@ -80,9 +64,7 @@ def test_moved_rows_waiting_for_terms_are_the_rows_built_whole(
     next_id = [100]
     for cycle in range(1, 40):
         now = 1_000.0 + 30.0 * cycle
-        busy = sum(j.procs for j in jobs.values() if j.state == "RUNNING")
-        listed = tuple(replace(j) for j in jobs.values()) if seed % 2 else tuple(jobs.values())
-        state = ClusterState(now, TOTAL, TOTAL - busy, listed)
+        state = read_of(jobs, now, bool(seed % 2), TOTAL)
         built = builder.build(state, {})
         # Some jobs given new outputs objects, equal to the last: their rows are looked at whole
         # (a moved one among them wants its terms from the loop, between the rows given here).
@@ -98,7 +80,7 @@ def test_moved_rows_waiting_for_terms_are_the_rows_built_whole(
         keep_latest(want.whole + want.moved, whole_rows)
         assert rows == whole_rows
         assert memo["due"] == whole_memo["due"] and memo["queued"] == whole_memo["queued"]
-        _step(rng, jobs, now, next_id)
+        random_step(rng, jobs, now, next_id, TOTAL)
     # The case the lever is for happened.
     assert given["due"] > 0, given
 
