@@ -48,6 +48,7 @@ from rush.planner.speculative import speculator_for
 from rush.planner.start_order import (
     MAX_REPORTED,
     PendingEpisodes,
+    StartOrderRead,
     ended_line,
     expected_and_gone,
     left_pending,
@@ -372,19 +373,19 @@ class Planner:
         start (rush.planner.start_order); a shell that starts jobs itself follows rush's order."""
         if self.last is None or self.backend.capabilities.starts_jobs:
             return
-        previous = self.last[2]
-        lines = started_out_of_order(previous, state)
-        for job_id in expected_and_gone(previous, state):  # one RPC each, at most the expected
+        read = StartOrderRead(self.last[2], state)  # the read's indexes, made once for every check
+        lines = started_out_of_order(read)
+        for job_id in expected_and_gone(read):  # one RPC each, at most the expected
             why = self.backend.ended_unstarted(job_id)
             if why is not None:
                 lines.append(ended_line(job_id, why))
-        for job_id in released_and_gone(previous, state):  # released as infeasible, then refused
+        for job_id in released_and_gone(read):  # released as infeasible, then refused
             why = self.backend.ended_unstarted(job_id)
             if why is not None:
                 lines.append(released_line(job_id, why))
-        settled = not rjms_started_any(previous, state)
-        lines += [pending_line(j) for j in self._left_pending.update(left_pending(previous, state), settled)]
-        released = released_left_pending(previous, state)
+        settled = not rjms_started_any(read)
+        lines += [pending_line(j) for j in self._left_pending.update(left_pending(read), settled)]
+        released = released_left_pending(read)
         kept = self._released_pending.update(list(released), settled)
         lines += [released_pending_line(j, released[j]) for j in kept]
         for line in lines[:MAX_REPORTED]:

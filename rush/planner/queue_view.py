@@ -169,6 +169,9 @@ def queue_delta(
     ids = list(map(_JOB_ID, jobs))
     at = _row_columns(view, np.array(ids, dtype=np.int64))
     memo = inputs if inputs is not None else {}
+    # Rows whose only change is moving and whose terms wait (with their positions): the rows a
+    # whole build gives, wanting their terms (_moved_rows).
+    due_rows: list[tuple[int, QueueRow]] = []
     outs = list(map(view.built.outputs.get, ids))
     # Each job's object as the builder kept it where it found the read's equal (the daemon's
     # fresh reads of unchanged pending jobs), else the read's: the same object while unchanged.
@@ -200,7 +203,7 @@ def queue_delta(
         # A row whose only change is its estimated start (and what comes with it): the last
         # row with the new values, where it qualifies (_moved_rows); the others built whole.
         slow: list[int] = []
-        fast = _moved_rows(view, previous, at, np.flatnonzero(moving & ~changed).tolist(), slow)
+        fast = _moved_rows(view, previous, at, np.flatnonzero(moving & ~changed).tolist(), slow, due_rows)
         changed[slow] = True
         look: Sequence[int] = np.flatnonzero(changed).tolist()
     else:
@@ -213,6 +216,7 @@ def queue_delta(
     moved: list[QueueRow] = []
     moved_at: list[int] = []  # (their positions: the fast rows merged in the jobs' order)
     wanted: dict[int, QueueRow] = {}  # rows that want their terms, by job id
+    wanted_at: list[int] = []  # (their positions: due_rows merged in the jobs' order)
     new_row = tuple.__new__
     for k, (p, running_est, priority, group, key, estimated, basis, behind) in zip(
         look, _values(at, look), strict=True
@@ -282,6 +286,7 @@ def queue_delta(
         )
         if wants:
             wanted[job_id] = row
+            wanted_at.append(k)
         elif old is None or row[3:16] != old[3:16] or row[21:] != old[21:]:
             whole.append(row)
         elif row[16:21] != old[16:21]:
@@ -289,6 +294,9 @@ def queue_delta(
             moved_at.append(k)
     if fast:
         moved = [row for _, row in sorted([*zip(moved_at, moved, strict=True), *fast], key=_FIRST)]
+    if due_rows:
+        merged = sorted([*zip(wanted_at, wanted.values(), strict=True), *due_rows], key=_FIRST)
+        wanted = {row.job_id: row for _, row in merged}
     # The position of each job waiting for its terms (this pass's and earlier passes'), if
     # listed: of every job when most wait (the first passes), else of those only.
     due = memo.get("due", ())
@@ -449,12 +457,19 @@ _MOVING = ("start", "basis", "behind")
 
 
 def _moved_rows(
-    view: QueueView, previous: dict[int, QueueRow], at: RowColumns, fast: list[int], slow: list[int]
+    view: QueueView,
+    previous: dict[int, QueueRow],
+    at: RowColumns,
+    fast: list[int],
+    slow: list[int],
+    due: list[tuple[int, QueueRow]],
 ) -> list[tuple[int, QueueRow]]:
     """The rows (with their positions) of the jobs at ``fast`` (by position in the RJMS's list), whose only change since
     their last row is in :data:`_MOVING` and whose row is pending, has its first estimate and its
     priority terms: the last row with this pass's time, cycle and moving values, those that moved
-    (the others in ``slow`` to build whole; the rows a whole build would give)."""
+    (the others in ``slow`` to build whole; the rows a whole build would give). A row whose terms
+    are still due (:func:`terms_due`) is the same row, moved or not, into ``due`` instead: it
+    wants its terms, as a whole build would find (its key and group are its last row's)."""
     out: list[tuple[int, QueueRow]] = []
     k = np.asarray(fast, dtype=np.int64)
     starts = at["start"][k]
@@ -470,13 +485,14 @@ def _moved_rows(
     ):
         old = previous[job_id]
         terms = old.priority_terms
-        if (
-            old.state != "pending"
-            or old.first_estimated_at is None
-            or terms is None
-            or due_at(terms) is not None
-        ):
+        if old.state != "pending" or old.first_estimated_at is None or terms is None:
             slow.append(i)
+        elif due_at(terms) is not None:
+            key = old.priority_key
+            if key is None or key != key:  # (a whole build gives a NaN key new terms: built whole)
+                slow.append(i)
+                continue
+            due.append((i, new_row(QueueRow, (job_id, now, cycle, *old[3:16], *values, *old[19:]))))
         elif values != old[16:19]:
             out.append((i, new_row(QueueRow, (job_id, now, cycle, *old[3:16], *values, *old[19:]))))
     return out

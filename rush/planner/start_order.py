@@ -34,26 +34,99 @@ Two more disagreements are journaled, each naming the job:
 
 from __future__ import annotations
 
-from rush.core.snapshot import Decisions
-from rush.rjms.base import ClusterState
+from functools import cached_property
+from itertools import compress, repeat
+from operator import attrgetter, eq
+
+from rush.core.snapshot import Decision, Decisions
+from rush.rjms.base import ClusterState, RJMSJob
 
 EXPECTED = ("start", "backfill")
 MAX_REPORTED = 20  # lines per cycle; the count says how many there were
+_LISTED = ("PENDING", "RUNNING")  # a job the RJMS still lists as waiting or running
+_JOB_ID = attrgetter("job_id")
+_STATE = attrgetter("state")
 
 
-def started_out_of_order(previous: Decisions, state: ClusterState) -> list[str]:
-    """One line per job the RJMS started ahead of a job rush expected it to start
-    (``previous``: the last cycle's decisions; ``state``: this cycle's read)."""
-    rank = {job_id: k for k, job_id in enumerate(previous.order)}
-    expected = [d.job_id for d in previous.among(EXPECTED)]
-    now = {job.job_id: job.state for job in state.jobs}
+class StartOrderRead:
+    """The last cycle's decisions (``previous``) and this cycle's read (``state``) as the checks
+    below read them. Each index is made once a cycle, at its first use, instead of once per
+    check: one walk over the read's jobs (their ids and states), one rank of the last plan's
+    order, the jobs listed as running. The checks ask about a few hundred jobs (those rush
+    expected to start, those it released) and the running ones, not the whole queue."""
+
+    def __init__(self, previous: Decisions, state: ClusterState) -> None:
+        self.previous, self.state = previous, state
+
+    @cached_property
+    def expected(self) -> list[Decision]:
+        """The jobs rush expected the RJMS to start (its ``start`` and ``backfill`` decisions)."""
+        return self.previous.among(EXPECTED)
+
+    @cached_property
+    def released(self) -> list[Decision]:
+        """The jobs rush read as infeasible and released to the RJMS (with a value)."""
+        return [d for d in self.previous.of("infeasible") if d.value is not None]
+
+    @cached_property
+    def rank(self) -> dict[int, int]:
+        """Each job's position in the last plan's order (a job listed twice: its last)."""
+        order = self.previous.order
+        return dict(zip(order, range(len(order)), strict=True))
+
+    @cached_property
+    def _ids_states(self) -> tuple[list[int], list[str]]:
+        jobs = self.state.jobs
+        return list(map(_JOB_ID, jobs)), list(map(_STATE, jobs))
+
+    @cached_property
+    def state_of(self) -> dict[int, str]:
+        """Each listed job's state (a job listed twice: its last listing's)."""
+        return dict(zip(*self._ids_states, strict=True))
+
+    @cached_property
+    def _unique(self) -> bool:  # each job listed once: its one state answers every question
+        return len(self.state_of) == len(self.state.jobs)
+
+    @cached_property
+    def _pending(self) -> set[int]:
+        ids, states = self._ids_states
+        return set(compress(ids, map(eq, states, repeat("PENDING"))))
+
+    @cached_property
+    def _listed(self) -> set[int]:
+        ids, states = self._ids_states
+        return set(compress(ids, map(_LISTED.__contains__, states)))
+
+    def is_pending(self, job_id: int) -> bool:
+        """Whether the read lists the job as pending (in any of its listings)."""
+        if self._unique:
+            return self.state_of.get(job_id) == "PENDING"
+        return job_id in self._pending
+
+    def is_listed(self, job_id: int) -> bool:
+        """Whether the read lists the job as pending or running (in any of its listings)."""
+        if self._unique:
+            return self.state_of.get(job_id, None) in _LISTED
+        return job_id in self._listed
+
+    @cached_property
+    def running(self) -> list[RJMSJob]:
+        """The jobs listed as running, in the read's order."""
+        jobs, states = self.state.jobs, self._ids_states[1]
+        return [jobs[k] for k in compress(range(len(jobs)), map(eq, states, repeat("RUNNING")))]
+
+
+def started_out_of_order(read: StartOrderRead) -> list[str]:
+    """One line per job the RJMS started ahead of a job rush expected it to start (``read``:
+    the last cycle's decisions and this cycle's read)."""
+    rank, now = read.rank, read.state_of
+    expected = [d.job_id for d in read.expected]
     still_waiting = sorted((rank[j], j) for j in expected if j in rank and now.get(j) == "PENDING")
     if not still_waiting:
         return []
     started = sorted(
-        (rank[job.job_id], job.job_id)
-        for job in state.jobs
-        if job.job_id in rank and job.state == "RUNNING" and job.start is not None
+        (rank[job.job_id], job.job_id) for job in read.running if job.job_id in rank and job.start is not None
     )
     lines = []
     for position, job_id in started:
@@ -67,21 +140,19 @@ def started_out_of_order(previous: Decisions, state: ClusterState) -> list[str]:
     return lines
 
 
-def expected_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
+def expected_and_gone(read: StartOrderRead) -> list[int]:
     """The jobs rush expected the RJMS to start that this read no longer lists (ended, however
     briefly they ran: the shell tells which of them never started)."""
-    now = {job.job_id for job in state.jobs if job.state in ("PENDING", "RUNNING")}
-    return [d.job_id for d in previous.among(EXPECTED) if d.job_id not in now]
+    return [d.job_id for d in read.expected if not read.is_listed(d.job_id)]
 
 
 def ended_line(job_id: int, why: str) -> str:
     return f"job {job_id}, which rush expected the RJMS to start, ended without starting: {why}"
 
 
-def released_and_gone(previous: Decisions, state: ClusterState) -> list[int]:
+def released_and_gone(read: StartOrderRead) -> list[int]:
     """The jobs rush read as infeasible and released to the RJMS that this read no longer lists."""
-    now = {job.job_id for job in state.jobs if job.state in ("PENDING", "RUNNING")}
-    return [d.job_id for d in previous.of("infeasible") if d.value is not None and d.job_id not in now]
+    return [d.job_id for d in read.released if not read.is_listed(d.job_id)]
 
 
 def released_line(job_id: int, why: str) -> str:
@@ -91,13 +162,10 @@ def released_line(job_id: int, why: str) -> str:
     )
 
 
-def released_left_pending(previous: Decisions, state: ClusterState) -> dict[int, str]:
+def released_left_pending(read: StartOrderRead) -> dict[int, str]:
     """The jobs rush read as infeasible and released to the RJMS that this read finds still
     pending, with rush's reason."""
-    pending = {job.job_id for job in state.jobs if job.state == "PENDING"}
-    return {
-        d.job_id: d.reason for d in previous.of("infeasible") if d.value is not None and d.job_id in pending
-    }
+    return {d.job_id: d.reason for d in read.released if read.is_pending(d.job_id)}
 
 
 def released_pending_line(job_id: int, reason: str) -> str:
@@ -108,26 +176,20 @@ def released_pending_line(job_id: int, reason: str) -> str:
     )
 
 
-def left_pending(previous: Decisions, state: ClusterState) -> list[int]:
+def left_pending(read: StartOrderRead) -> list[int]:
     """The jobs rush expected the RJMS to start that are still pending while no job rush ranked
     after them started (those :func:`started_out_of_order` names instead)."""
-    rank = {job_id: k for k, job_id in enumerate(previous.order)}
-    pending = {job.job_id for job in state.jobs if job.state == "PENDING"}
-    last_started = max(
-        (rank[job.job_id] for job in state.jobs if job.job_id in rank and job.state == "RUNNING"),
-        default=-1,
-    )
+    rank = read.rank
+    last_started = max((rank[job.job_id] for job in read.running if job.job_id in rank), default=-1)
     return [
-        d.job_id
-        for d in previous.among(EXPECTED)
-        if d.job_id in pending and rank.get(d.job_id, -1) > last_started
+        d.job_id for d in read.expected if read.is_pending(d.job_id) and rank.get(d.job_id, -1) > last_started
     ]
 
 
-def rjms_started_any(previous: Decisions, state: ClusterState) -> bool:
+def rjms_started_any(read: StartOrderRead) -> bool:
     """Whether the RJMS started any job of the last plan's queue since the read before."""
-    ranked = set(previous.order)
-    return any(job.state == "RUNNING" and job.job_id in ranked for job in state.jobs)
+    ranked = read.rank
+    return any(job.job_id in ranked for job in read.running)
 
 
 PENDING_READS = 2  # consecutive reads that find a job left pending before it is reported

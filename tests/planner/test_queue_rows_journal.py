@@ -14,7 +14,6 @@ their terms over several passes."""
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +27,8 @@ from rush.planner.journal import Journal, QueueRow, due_at, terms_due
 from rush.planner.journal_query import JournalQuery
 from rush.planner.queue_view import QueueView, describe_core, queue_delta
 from rush.planner.snapshot_builder import SnapshotBuilder
-from rush.rjms.base import ClusterState, RJMSJob
+from rush.rjms.base import RJMSJob
+from tests.planner.queue_steps import random_step, read_of
 from tests.planner.set_answers import keep_latest
 
 # A key that moves as jobs wait, and one that does not (the terms still show the wait: a row's
@@ -123,23 +123,6 @@ def _answers(path: Path, job_ids: set[int]) -> tuple:
         return views, query.queue_view()
 
 
-def _cycle(rng: random.Random, jobs: dict[int, RJMSJob], now: float, next_id: list[int]) -> None:
-    """End some running jobs, start what fits of the pending ones, queue new ones."""
-    busy = 0
-    for job_id, job in sorted(jobs.items()):
-        if job.state == "RUNNING" and rng.random() < 0.3:
-            del jobs[job_id]
-        elif job.state == "RUNNING":
-            busy += job.procs
-    for job_id, job in sorted(jobs.items()):
-        if job.state == "PENDING" and busy + job.procs <= TOTAL and rng.random() < 0.2:
-            jobs[job_id] = replace(job, state="RUNNING", start=now)
-            busy += job.procs
-    for _ in range(rng.randrange(4)):
-        jobs[next_id[0]] = RJMSJob(next_id[0], "PENDING", now, rng.choice([1, 2, 4]), 900.0, user="v")
-        next_id[0] += 1
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
@@ -165,11 +148,9 @@ def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
     moved_written = deferred = 0
     for cycle in range(1, 13):
         now = 2000.0 + 45.0 * cycle
-        busy = sum(j.procs for j in jobs.values() if j.state == "RUNNING")
         # Odd seeds: a fresh read each cycle (the daemon's), objects equal to the last ones, not
         # the same; even seeds: the objects kept while unchanged (the Flux module's).
-        listed = tuple(replace(j) for j in jobs.values()) if seed % 2 else tuple(jobs.values())
-        state = ClusterState(now, TOTAL, TOTAL - busy, listed)
+        state = read_of(jobs, now, bool(seed % 2), TOTAL)
         built = builder.build(state, {})
         decided = schedule(built.snapshot, config)
         view = QueueView(cycle, now, state, built, decided, config, policy)
@@ -185,7 +166,7 @@ def test_explain_and_status_answer_the_same_from_rows_written_in_bulk(
         )
         asked |= set(jobs)
         assert _answers(new_journal.path, asked) == _answers(old_journal.path, asked), cycle
-        _cycle(rng, jobs, now, next_id)
+        random_step(rng, jobs, now, next_id, TOTAL)
     # The cases the test is for did happen: rows written in their moving columns only, and rows
     # whose terms waited for a later pass.
     assert moved_written > 0 and deferred > 0
