@@ -165,7 +165,7 @@ def m_arm(
     if keyed:
         with keyed_as_trained():
             return m_arm(w, rjms, model, jobs, history)
-    import live_bias
+    import live_pit
 
     from rush.planner.runtime_prediction import load_runtime_predictor, own_accounts
     from rush.rjms.base import RJMSJob
@@ -173,18 +173,8 @@ def m_arm(
     account = min(own_accounts(), key=lambda name: name.isdigit())
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
     fed = {i: {**j, "start": history[i][0], "end": history[i][1]} for i, j in jobs.items()}
-    finished: set[int] = set()
     out = {}
-    for job_id in sorted(jobs, key=lambda j: (jobs[j]["submit"], j)):
-        now = jobs[job_id]["submit"]
-        done = sorted((j["end"], i) for i, j in fed.items() if j["end"] <= now and i not in finished)
-        if done:
-            predictor.observe_finished(
-                [(live_bias._rjms_job(RJMSJob, i, fed[i], "COMPLETED", account), e) for e, i in done]
-            )
-            finished.update(i for _, i in done)
-        one = [live_bias._rjms_job(RJMSJob, job_id, jobs[job_id], "PENDING", account)]
-        predictor.predict_new(one)
+    for job_id, one in live_pit.at_submit(predictor, jobs, fed, (RJMSJob, account)):
         q = predictor.runtime_quantiles(one).get(job_id)
         if q is not None:
             real = jobs[job_id]["end"] - jobs[job_id]["start"]

@@ -57,18 +57,8 @@ def job_rows(w, rjms: str, model: Path, folder: Path) -> list[dict]:
                         "end": origin + p["real_end"], "procs": int(scaled.procs[i]),
                         "limit": float(scaled.requested_time[i]), "tags": tags}  # fmt: skip
     predictor = load_runtime_predictor("runtime-quantiles", model, None)
-    finished: set[int] = set()
     out = []
-    for job_id in sorted(jobs, key=lambda j: (jobs[j]["submit"], j)):
-        now = jobs[job_id]["submit"]
-        done = sorted((j["end"], i) for i, j in jobs.items() if j["end"] <= now and i not in finished)
-        if done:
-            predictor.observe_finished(
-                [(live_bias._rjms_job(RJMSJob, i, jobs[i], "COMPLETED", account), e) for e, i in done]
-            )
-            finished.update(i for _, i in done)
-        one = [live_bias._rjms_job(RJMSJob, job_id, jobs[job_id], "PENDING", account)]
-        predictor.predict_new(one)
+    for job_id, one in at_submit(predictor, jobs, jobs, (RJMSJob, account)):
         mean = predictor.estimates(one)[job_id][0]
         q = predictor.runtime_quantiles(one).get(job_id)
         if q is None:
@@ -83,6 +73,25 @@ def job_rows(w, rjms: str, model: Path, folder: Path) -> list[dict]:
             "pit": float(np.interp(real, seconds, levels, left=0.0, right=1.0)),
         })  # fmt: skip
     return out
+
+
+def at_submit(predictor, pending: dict, fed: dict, make: tuple):
+    """Each job of ``pending`` in submit order, predicted at its submit, after ``predictor`` was
+    told, in end order, of every job of ``fed`` ended by then (as ``live_bias.py`` feeds it);
+    yields (job id, the one-job list predicted). ``make``: (RJMSJob, the account) to build jobs."""
+    job_class, account = make
+    told: set[int] = set()
+    for job_id in sorted(pending, key=lambda j: (pending[j]["submit"], j)):
+        now = pending[job_id]["submit"]
+        done = sorted((j["end"], i) for i, j in fed.items() if j["end"] <= now and i not in told)
+        if done:
+            predictor.observe_finished(
+                [(live_bias._rjms_job(job_class, i, fed[i], "COMPLETED", account), e) for e, i in done]
+            )
+            told.update(i for _, i in done)
+        one = [live_bias._rjms_job(job_class, job_id, pending[job_id], "PENDING", account)]
+        predictor.predict_new(one)
+        yield job_id, one
 
 
 def summary(rows: list[dict]) -> dict:
