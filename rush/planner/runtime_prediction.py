@@ -87,9 +87,6 @@ CREATE INDEX IF NOT EXISTS runtime_history_user ON runtime_history (user, end);
 SOURCE_REQUEST = "request"
 
 
-__all__ = ["own_accounts"]  # re-exported: it lives beside the user keys (snapshot_builder)
-
-
 def history_user(job: RJMSJob, own: frozenset[str], kind: str = NAME) -> int:
     """The user key a job's runtime is learned and predicted under (module docstring), on a
     model whose card says ``kind``."""
