@@ -204,7 +204,7 @@ def runtime_class(
     users = (
         "user names (match live Slurm jobs)"
         if meta["user_key_kind"] == "name"
-        else "trace user ids (cannot match live Slurm names: the daemon starts the per-user history empty)"
+        else "trace user ids (cannot match live names: their per-user history starts empty; a replay's trace-N jobs match)"
     )
     typer.echo(
         f"wrote {out} and {out}.json (divider {trained.divider:.0f} s, {trained.jobs} jobs, "

@@ -16,8 +16,10 @@ uses the model's zone, never the host's, so a job's hour is the same number in t
 live whatever host runs the daemon.
 
 One user mapping (:mod:`rush.models.users`): names (Slurm, sacct) to ``crc32`` keys; SWF
-traces keep their numbers, and the card says so (``user_key_kind``); the daemon then starts
-the per-user history empty (:class:`LiveRuntimeModel`) instead of mismatching silently.
+traces keep their numbers, and the card says so (``user_key_kind``); the daemon then keeps the
+trained history for replayed jobs tagged ``user=trace-N`` (keyed N,
+:func:`rush.models.users.replay_user_key`) and says at load that live names cannot match it
+(:class:`LiveRuntimeModel`) instead of mismatching silently.
 
 ``fit_transform`` is not ``fit().transform()`` (as scikit-learn's ``TargetEncoder``): fitting
 gives each training job the features it had *at its submission* (history finished strictly
@@ -53,7 +55,7 @@ from rush.models.runtime_features import (
     static_features,
     submit_stream,
 )
-from rush.models.users import NAME, USER_KEY_KINDS
+from rush.models.users import NAME, USER_KEY_KINDS, unmatched_users_note
 
 WEEK = 7 * 86400
 # (user, day) history is kept this long live: a job pending longer sees its day as unknown.
@@ -285,8 +287,8 @@ class LiveRuntimeModel:
     """The daemon's runtime-class model: the verified pipeline, its live history, notes.
 
     ``notes`` says what a log should tell the administrator: a model trained on SWF trace
-    ids (whose users cannot match live names) starts the per-user history empty; a saved
-    history of another model is not used.
+    ids keeps its trained history, which only replayed ``trace-N`` jobs can match (live names
+    cannot); a saved history of another model is not used.
     """
 
     def __init__(self, model_path: str | Path, history_path: str | Path | None = None) -> None:
@@ -298,35 +300,28 @@ class LiveRuntimeModel:
         saved = self._saved_history()
         if saved is not None:
             self.features.history_ = saved
-        elif self.card["user_key_kind"] != NAME:
-            self.features.history_ = self.features.history_.empty_copy(NAME)
-            self.notes.append(
-                f"the model was trained on {self.card['user_key_kind']} users (an SWF trace's numbers), "
-                "which cannot match Slurm user names: the per-user history starts empty and fills "
-                "from completions (train on sacct output to start with it)"
-            )
+        note = unmatched_users_note(str(self.card["user_key_kind"]))
+        if note is not None:
+            self.notes.append(note)
 
     def _saved_history(self) -> RuntimeHistory | None:
         """The live history a previous run saved, when it can continue with this model.
 
         A history of another model (or clock), of an earlier rush, or damaged, is not mixed
         in: it is set aside as ``PATH.unused`` (nothing lost), the model's own history is
-        used, and a note says so. Exception: a
-        model trained on trace ids has no usable history of its own, so a saved name-keyed
-        history on the same clock is continued."""
+        used, and a note says so. (A model trained on trace ids keeps its trained history,
+        which replayed ``trace-N`` jobs meet: an earlier model's is not continued over it.)"""
         path = self.history_path
         if path is None or not path.exists():
             return None
         try:
             saved, sha = RuntimeHistory.load(path)
-            compatible = saved.clock == self.features.clock_ and saved.user_key_kind == NAME
+            kind = self.card["user_key_kind"]
+            compatible = saved.clock == self.features.clock_ and saved.user_key_kind == kind
             why = None
         except ModelError as exc:  # an earlier rush's format, or a damaged file
             saved, sha, compatible, why = None, None, False, exc.message
         if compatible and sha == self.card["sha256"]:
-            return saved
-        if compatible and self.card["user_key_kind"] != NAME:
-            self.notes.append(f"continuing the live history saved in {path} by an earlier model")
             return saved
         aside = path.with_name(path.name + ".unused")
         try:

@@ -198,7 +198,7 @@ class Planner:
             classifier = load_class_predictor(None, None, m.small_below)
         if classifier is not None:
             self.metrics.model_info.labels(model=classifier.name, version=classifier.version).set(1)
-            # What an administrator should know about the model (e.g. per-user history starts empty).
+            # What an administrator should know about the model (e.g. live users cannot match its history).
             for note in getattr(classifier, "notes", []):
                 self.journal.event(None, "model", f"{classifier.name}: {note}")
         return classifier

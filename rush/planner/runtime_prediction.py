@@ -34,7 +34,10 @@ history continues from the training trace with the live completions.
 A replay submits every trace user's jobs as one account; a job submitted by the account rush
 itself runs as may name the user it stands for in a ``user`` tag (Flux: ``system.rush.user``),
 which keys its history instead. Another account's tag is ignored: users cannot borrow
-someone else's history.
+someone else's history. On a quantile model trained on an SWF trace (card ``user_key_kind``
+``trace-id``), a replay's ``trace-N`` tag is keyed N, as its trained history is
+(:func:`rush.planner.snapshot_builder.model_user`, the rule the runtime-class model shares);
+loading such a model notes that no other live user can match its history.
 """
 
 from __future__ import annotations
@@ -42,8 +45,6 @@ from __future__ import annotations
 import logging
 import math
 import operator
-import os
-import pwd
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -69,7 +70,8 @@ from rush.core.runtime_drift import (
 from rush.core.runtime_predictions import predicted_runtimes
 from rush.core.snapshot import RuntimeQuantiles
 from rush.models.runtime_predictors import RuntimeJobs, RuntimePredictor, make_predictor, usable_history
-from rush.planner.snapshot_builder import UNLIMITED_SECONDS, user_id
+from rush.models.users import NAME, unmatched_users_note
+from rush.planner.snapshot_builder import UNLIMITED_SECONDS, model_user, own_accounts, user_id
 from rush.rjms.base import RJMSJob
 
 log = logging.getLogger("rush.daemon")
@@ -85,21 +87,10 @@ CREATE INDEX IF NOT EXISTS runtime_history_user ON runtime_history (user, end);
 SOURCE_REQUEST = "request"
 
 
-def own_accounts() -> frozenset[str]:
-    """The account rush runs as, by name and by uid (Flux's backend reports uids)."""
-    uid = os.geteuid()
-    try:
-        return frozenset({pwd.getpwuid(uid).pw_name, str(uid)})
-    except KeyError:
-        return frozenset({str(uid)})
-
-
-def history_user(job: RJMSJob, own: frozenset[str]) -> int:
-    """The user key a job's runtime is learned and predicted under (module docstring)."""
-    tagged = job.tags.get("user", "")
-    if tagged and job.user in own:
-        return user_id(tagged)
-    return user_id(job.user)
+def history_user(job: RJMSJob, own: frozenset[str], kind: str = NAME) -> int:
+    """The user key a job's runtime is learned and predicted under (module docstring), on a
+    model whose card says ``kind``."""
+    return model_user(job, kind, own, True)
 
 
 @dataclass
@@ -187,8 +178,10 @@ class LiveRuntimePredictor:
         version: str = "",
         own: frozenset[str] | None = None,
         drift: bool = False,
+        user_key_kind: str = NAME,
     ) -> None:
         self.name = name
+        self.user_key_kind = user_key_kind  # the model card's: how its trained history keys users
         self.predictor = predictor
         self.store = store
         self.version = version or name
@@ -254,7 +247,7 @@ class LiveRuntimePredictor:
         rows = [
             Finished(
                 j.job_id,
-                history_user(j, self.own),
+                history_user(j, self.own, self.user_key_kind),
                 float(j.submit),
                 int(j.procs),
                 min(float(j.requested_time), UNLIMITED_SECONDS),
@@ -310,7 +303,7 @@ class LiveRuntimePredictor:
             return 0
         ids = list(map(operator.attrgetter("job_id"), new))
         columns = RuntimeJobs.of(
-            user=np.array([history_user(j, self.own) for j in new], dtype=np.int64),
+            user=np.array([history_user(j, self.own, self.user_key_kind) for j in new], dtype=np.int64),
             submit=np.array([j.submit for j in new], dtype=np.float64),
             procs=np.array([j.procs for j in new], dtype=np.int64),
             requested_time=np.array(
@@ -433,13 +426,19 @@ def load_runtime_predictor(
         return None
     store = RuntimeHistoryStore(db) if db is not None else None
     if name == "runtime-quantiles":
-        predictor, version = _quantile_predictor(quantile_model)
-        return LiveRuntimePredictor(name, predictor, store, version)
+        predictor, version, kind = _quantile_predictor(quantile_model)
+        live = LiveRuntimePredictor(name, predictor, store, version, user_key_kind=kind)
+        note = unmatched_users_note(kind)
+        if note is not None:  # as the runtime-class model's: logged here, journaled by the planner
+            log.warning("runtime-quantile model %s: %s", quantile_model, note)
+            live.notes.append(note)
+        return live
     return LiveRuntimePredictor(name, make_predictor(name), store)
 
 
-def _quantile_predictor(path: Path | None) -> tuple[Any, str]:
-    """rush's quantile model from its verified file, behind the predictor protocol, not refit live."""
+def _quantile_predictor(path: Path | None) -> tuple[Any, str, str]:
+    """rush's quantile model from its verified file, behind the predictor protocol, not refit
+    live; its version and its card's ``user_key_kind``."""
     from rush.errors import ModelError
     from rush.models.runtime_quantiles_pipeline import load_quantile_model
     from rush.models.runtime_quantiles_predictor import RuntimeQuantilePredictor
@@ -460,4 +459,4 @@ def _quantile_predictor(path: Path | None) -> tuple[Any, str]:
     predictor.history_ = features.history_
     predictor.model_ = regressor
     predictor.retrain_every = None  # retrained offline, with its card
-    return predictor, f"{card['created']} sha256:{card['sha256'][:12]}"
+    return predictor, f"{card['created']} sha256:{card['sha256'][:12]}", str(card["user_key_kind"])

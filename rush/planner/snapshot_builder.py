@@ -27,6 +27,8 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import os
+import pwd
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -64,6 +66,33 @@ def user_id(name: str) -> int:
             _USER_KEYS.clear()
         key = _USER_KEYS[name] = user_key(name)
     return key
+
+
+def own_accounts() -> frozenset[str]:
+    """The account rush runs as, by name and by uid (Flux's backend reports uids)."""
+    uid = os.geteuid()
+    try:
+        return frozenset({pwd.getpwuid(uid).pw_name, str(uid)})
+    except KeyError:
+        return frozenset({str(uid)})
+
+
+def model_user(job: RJMSJob, kind: str, own: frozenset[str], name_from_tag: bool) -> int:
+    """The user key a live job is learned and predicted under, for a model whose card says
+    ``kind`` (``user_key_kind``): every shell and both predictors key jobs here.
+
+    A job of rush's own account may name the user it stands for in its ``user`` tag (a
+    replay's; another account's tag is ignored: users cannot borrow someone else's history).
+    On a ``"trace-id"`` model a replay's ``trace-N`` tag is keyed N
+    (:func:`rush.models.users.replay_user_key`); otherwise the name's key: the tag's for the
+    runtime predictors (``name_from_tag``), the account's for the runtime-class model."""
+    from rush.models.users import replay_user_key
+
+    tag = job.tags.get("user", "") if job.user in own else ""
+    number = replay_user_key(tag, kind)
+    if number is not None:
+        return number
+    return user_id(tag if name_from_tag and tag else job.user)
 
 
 # User name -> key, kept: a queue of 10 000 jobs has a few hundred users.
@@ -115,14 +144,19 @@ class ModelClassPredictor:
     """A trained runtime-class pipeline; its feature step keeps the live per-user history.
 
     Jobs go in as raw columns on the model's time base (absolute Unix submit times; calendar
-    features in the model's zone) with :func:`user_id` keys, exactly as in training. What
-    the administrator should know (e.g. a model trained on SWF trace ids starts its
-    per-user history empty) is logged at load and kept in ``notes``.
+    features in the model's zone) with :func:`model_user` keys, as in training. What the
+    administrator should know (e.g. that live users cannot match a model trained on SWF trace
+    ids) is logged at load and kept in ``notes``.
     """
 
     name = "runtime-class"
 
-    def __init__(self, model_path: str | Path, history_path: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        model_path: str | Path,
+        history_path: str | Path | None = None,
+        own: frozenset[str] | None = None,
+    ) -> None:
         import logging
 
         from rush.models.runtime_pipeline import LiveRuntimeModel
@@ -131,6 +165,8 @@ class ModelClassPredictor:
         self.divider = self.live.divider
         self.notes = list(self.live.notes)
         card = self.live.card
+        self.user_key_kind = str(card["user_key_kind"])
+        self.own = own if own is not None else own_accounts()
         self.version = f"{card['created']} sha256:{card['sha256'][:12]}"
         for note in self.notes:
             logging.getLogger("rush.daemon").warning("runtime-class model %s: %s", model_path, note)
@@ -143,7 +179,7 @@ class ModelClassPredictor:
         from rush.models.history import JobColumns
 
         return JobColumns(
-            np.array([user_id(j.user) for j in jobs], dtype=np.int64),
+            np.array([model_user(j, self.user_key_kind, self.own, False) for j in jobs], dtype=np.int64),
             np.array([j.procs for j in jobs], dtype=np.int64),
             np.array([min(j.requested_time, UNLIMITED_SECONDS) for j in jobs], dtype=np.float64),
             np.array([j.submit for j in jobs], dtype=np.float64),
@@ -174,7 +210,7 @@ class ModelClassPredictor:
     def observe_finished(self, job: RJMSJob, end: float) -> None:
         if job.start is not None:
             self.live.observe_finished(
-                user_id(job.user),
+                model_user(job, self.user_key_kind, self.own, False),
                 job.procs,
                 min(job.requested_time, UNLIMITED_SECONDS),
                 job.submit,

@@ -10,6 +10,10 @@ keyed as recorded (a ``trace-N`` tag under its name's key) and once keyed as the
 (``live_history_pit.keyed_as_trained``, D31); on the jobs both rush and the RJMS estimated at
 submit that waited over an hour, beside the RJMS's own. Trace minutes. Writes
 ``results/live_keyed_estimates.{md,json}``. Chooses nothing.
+
+Since r29keys (D33) rush itself keys a ``trace-N`` tag as N on a ``trace-id`` model, so both
+passes give the keyed figures (``results/live_keyed_estimates_fixed.md``); D32's "as recorded"
+column is reproduced only at a433a04, before the fix.
 """
 
 from __future__ import annotations

@@ -22,8 +22,10 @@ def test_trained_model_classifies_live_jobs_and_learns_completions(tmp_path, cap
         predictor = load_class_predictor(path, tmp_path / "history.json", small_below=None)
     assert isinstance(predictor, ModelClassPredictor)
     assert predictor.divider == card["divider"] and "sha256:" in predictor.version
-    # Trained on an SWF trace (numeric users): the log says the per-user history starts empty.
-    assert "starts empty" in caplog.text and predictor.history.observed == 0
+    # Trained on an SWF trace (numeric users): the trained history is kept (replayed trace-N jobs
+    # meet it) and the log says that live user names cannot match it.
+    trained_jobs = predictor.history.observed
+    assert "cannot match" in caplog.text and trained_jobs > 0
     jobs = [
         RJMSJob(i, "PENDING", 1_800_000_000.0 + i, q, t, user=u)
         for i, (q, t, u) in enumerate([(1, 60.0, "a"), (64, 86400.0, "b"), (8, float("inf"), "a")], start=1)
@@ -45,12 +47,12 @@ def test_trained_model_classifies_live_jobs_and_learns_completions(tmp_path, cap
     predictor.observe_finished(done, end=1_800_000_040.0)
     predictor.save()
     again = ModelClassPredictor(path, tmp_path / "history.json")
-    assert again.history.observed == 1 and again.notes == []
+    assert again.history.observed == trained_jobs + 1 and len(again.notes) == 1
     assert again.history.recent[("q", user_key("a"), 1)] == [30.0]
     assert RuntimeClass(built.snapshot.pending[0].runtime_class) in (RuntimeClass.SMALL, RuntimeClass.LARGE)
 
 
-def test_saved_live_history_continues_with_a_retrained_trace_id_model(tmp_path):
+def test_a_retrained_trace_id_model_keeps_its_own_trained_history(tmp_path):
     path = tmp_path / "rc.joblib"
     save_trained(path)
     predictor = ModelClassPredictor(path, tmp_path / "history.json")
@@ -58,9 +60,13 @@ def test_saved_live_history_continues_with_a_retrained_trace_id_model(tmp_path):
     predictor.save()
     other = tmp_path / "other.joblib"  # e.g. the model retrained on newer accounting
     save_trained(other, trained(n=500))
-    # Both trained on trace ids: the live (name-keyed) history continues with the new model.
-    continued = ModelClassPredictor(other, tmp_path / "history.json")
-    assert continued.history.observed == 1 and any("earlier model" in n for n in continued.notes)
+    # Both trained on trace ids: the new model's trained history (which replayed trace-N jobs
+    # meet) is used, the earlier model's saved one set aside (nothing lost).
+    retrained = ModelClassPredictor(other, tmp_path / "history.json")
+    fresh = ModelClassPredictor(other, None)
+    assert retrained.history.observed == fresh.history.observed
+    assert any("another model or clock" in n for n in retrained.notes)
+    assert (tmp_path / "history.json.unused").exists()
 
 
 def test_saved_history_that_cannot_continue_is_set_aside(tmp_path):
@@ -73,7 +79,9 @@ def test_saved_history_that_cannot_continue_is_set_aside(tmp_path):
     utc = tmp_path / "utc.joblib"  # another clock: its days are other days
     save_trained(utc, trained(header={"UnixStartTime": "1700000000"}))
     fresh = ModelClassPredictor(utc, tmp_path / "history.json")
-    assert fresh.history.observed == 0 and any("another model or clock" in n for n in fresh.notes)
+    unsaved = ModelClassPredictor(utc, None)
+    assert fresh.history.observed == unsaved.history.observed  # its own trained history, not the saved
+    assert any("another model or clock" in n for n in fresh.notes)
     assert (tmp_path / "history.json.unused").read_bytes() == saved  # nothing lost
 
 
@@ -100,7 +108,8 @@ def test_history_saved_by_an_earlier_rush_is_not_used(tmp_path):
     old = {"format": 1, "clock": {"start": 8e8}, "observed": 5, "categories": []}
     (tmp_path / "history.json").write_text(json.dumps(old))
     predictor = ModelClassPredictor(path, tmp_path / "history.json")
-    assert any("format 1" in note for note in predictor.notes) and predictor.history.observed == 0
+    assert any("format 1" in note for note in predictor.notes)
+    assert predictor.history.observed == ModelClassPredictor(path, None).history.observed  # not its 5
     assert json.loads((tmp_path / "history.json.unused").read_text()) == old
     predictor.save()
     assert json.loads((tmp_path / "history.json").read_text())["format"] == 3
@@ -132,6 +141,7 @@ def test_live_history_keeps_day_categories_for_two_weeks_only(tmp_path):
     path = tmp_path / "rc.joblib"
     save_trained(path)
     predictor = ModelClassPredictor(path, tmp_path / "history.json")
+    trained_jobs = predictor.history.observed  # a trace-id model keeps its trained history
     day = 86400.0
     now = 1.8e9
     for age in (30, 15, 13, 0):
@@ -140,6 +150,6 @@ def test_live_history_keeps_day_categories_for_two_weeks_only(tmp_path):
             RJMSJob(1, "RUNNING", submit, 1, 60.0, start=submit, user="a"), end=submit + 5
         )
     predictor.live.save(now=now)
-    days = sorted(k[2] for k in predictor.history.recent if k[0] == "d")
+    days = sorted(k[2] for k in predictor.history.recent if k[0] == "d" and k[1] == user_key("a"))
     assert len(days) == 2 and days[-1] - days[0] == 13
-    assert predictor.history.observed == 4  # the other categories keep every completion
+    assert predictor.history.observed == trained_jobs + 4  # the other categories keep every completion

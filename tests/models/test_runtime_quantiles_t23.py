@@ -160,7 +160,7 @@ def test_a_t23_model_records_its_feature_set_and_loads_for_the_live_predictor(tm
         loaded.named_steps["regressor"].predict_quantiles(X),
         model.named_steps["regressor"].predict_quantiles(X),
     )
-    predictor, _ = _quantile_predictor(path)
+    predictor, _, _ = _quantile_predictor(path)
     assert predictor.feature_set == "t23" and predictor.history_.feature_set == "t23"
 
 
