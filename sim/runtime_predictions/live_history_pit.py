@@ -20,6 +20,10 @@ two models, each on two histories that differ only in the times finished jobs en
 Per arm: median PIT (D9's definition, and D29's ``pit_value`` for arm W), share above q0.75, and of
 the window's same-user (job, earlier job) pairs how many had the earlier one in the history at the
 later submit. Writes ``results/live_history_pit.{md,json}``. Chooses nothing.
+
+Since r29keys (D33) rush itself keys a replay's ``trace-N`` tag as N on a ``trace-id`` model, so
+arm M's unpatched rows now give the keyed figures (``M live`` 0.57-0.59 on every run, rerun and
+checked): the committed results, with D9's 0.79, are reproduced only at a433a04, before the fix.
 """
 
 from __future__ import annotations

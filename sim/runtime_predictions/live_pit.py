@@ -14,6 +14,10 @@ the calibrated means (what the scheduling pass uses) and over the sum of rule L2
 runtimes (max(mean, q0.75), capped at the request), for all jobs and for those that waited 10
 minutes or more. Uses no estimate and changes nothing: it says whether the queue's runtimes were
 short (the model) on the windows where rush's estimates at submit are early.
+
+Since r29keys (D33) rush keys a replay's ``trace-N`` tag as N on a ``trace-id`` model (before, by a
+hash of the name, so no window job met its user's history: D31): a rerun gives the keyed PITs, and
+the committed D9 figures are reproduced only at a433a04, before the fix.
 """
 
 from __future__ import annotations
