@@ -28,6 +28,10 @@ LINEAR    sum of weights over (q, p~, w, rho, expansion, area, r)   smallest
 LEARNED   sum_k c_k (p~/s_p)^a_k (q/s_q)^b_k (r/s_r)^c_k  smallest
 ========  =============================================  ==========
 
+An unlimited request (p~ = inf, Slurm's UNLIMITED) gets an orderable key under every policy:
+its expansion is 1 (the quotient's limit), LINEAR sums only the terms the site weighted, and a sum
+or LEARNED polynomial that would be inf - inf orders last (inf), never NaN, which no sort orders.
+
 F1-F4 are from Carastan-Santos & de Camargo (SC'17); WFP3 and UNICEF from Tang et al.
 (IPDPS'09). The learned polynomial heuristics of ``rush.models`` plug in as LINEAR
 weights over the same feature vector; the regression-obtained heuristics of ``rush.models.policies.regression``
@@ -155,6 +159,27 @@ def _guarded_r(submit: float, time_origin: float) -> float:
     return r if r >= 1.0 else 1.0
 
 
+@njit(cache=True, inline="always")
+def expansion(w: float, p: float) -> float:
+    """(w + p~) / p~ with p~ >= 1; 1 for an unlimited request (p~ = inf), whose expansion tends
+    to 1, where the quotient is inf / inf, an unorderable NaN."""
+    return (w + p) / p if p < np.inf else 1.0
+
+
+@njit(cache=True)
+def _linear_key(weights: np.ndarray, q: float, estimate: float, p: float, w: float, r: float) -> float:
+    """LINEAR over (q, p~, wait, rho, expansion, area, r): only the terms the site weighted
+    (0 x inf, an unlimited request under a zero weight, would be NaN, not 0)."""
+    values = (q, estimate, w, estimate / q, expansion(w, p), estimate * q, r)
+    total = 0.0
+    for k in range(7):
+        if weights[k] != 0.0:
+            total += weights[k] * values[k]
+    if total != total:  # inf - inf between weighted terms: last, not an unorderable NaN
+        return np.inf
+    return total
+
+
 @njit(cache=True)
 def _learned_key(weights: np.ndarray, p: float, q: float, r: float) -> float:
     """LEARNED: weights = (n, s_p, s_q, s_r, then a, b, c, coefficient per term)."""
@@ -205,9 +230,9 @@ def priority_key(
     if code == 9:
         return -estimate / q
     if code == 10:
-        return (w + p) / p
+        return expansion(w, p)
     if code == 11:
-        return -(w + p) / p
+        return -expansion(w, p)
     if code == 12:
         return -((w / p) ** 3) * q
     if code == 13:
@@ -226,17 +251,9 @@ def priority_key(
         return p * np.sqrt(q) + 5.31e5 * np.log10(r)
     if code == 18:
         return 3.24e-2 + 1.15e-7 * p + 2.61e-5 * q - 1.57e-7 * r
-    # LINEAR over (q, p~, wait, rho, expansion, area, r); the fair-share term is per job and
-    # added by rush.core.ordering (it is not a function of these inputs).
-    return (
-        weights[0] * q
-        + weights[1] * estimate
-        + weights[2] * w
-        + weights[3] * (estimate / q)
-        + weights[4] * ((w + p) / p)
-        + weights[5] * (estimate * q)
-        + weights[6] * r
-    )
+    # LINEAR; the fair-share term is per job and added by rush.core.ordering (it is not a
+    # function of these inputs).
+    return _linear_key(weights, q, estimate, p, w, r)
 
 
 @njit(cache=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from rush.core.config import CoreConfig
 from rush.core.names import LINEAR_FEATURES, NEUTRAL_FAIRSHARE
-from rush.core.policies import priority_key, quantised_wait
+from rush.core.policies import expansion, priority_key, quantised_wait
 
 # The interpreted versions of the very functions the pass compiles: rush explain computes one
 # job's terms, and loading the compiled kernels from numba's cache would cost it about 0.35 s.
@@ -93,7 +93,7 @@ def priority_terms(config: CoreConfig, job: JobInputs, now: float, time_origin: 
             "p": job.estimate,
             "wait": wait,
             "rho": job.estimate / q,
-            "expansion": (wait + p) / p,
+            "expansion": float(expansion(wait, p)),
             "area": job.estimate * q,
             "r": r,
             "fairshare": fairshare,
