@@ -225,8 +225,8 @@ def predict_quantiles_walkforward(
     columns (:data:`~rush.models.runtime_quantiles_features.FEATURE_SETS`); ``schedule``: a
     replay's starts and ends in place of the logged ones (its ``fits`` spare refits of weeks
     whose inputs an earlier walk-forward fitted)."""
-    from sklearn.utils.parallel import Parallel, delayed  # propagates scikit-learn's config to workers
     from sklearn.base import clone
+    from sklearn.utils.parallel import Parallel, delayed  # propagates scikit-learn's config to workers
 
     if max_train_jobs is not None and max_train_jobs < 1:
         raise ModelError("max_train_jobs must be >= 1", where="max_train_jobs", fix="give a number or none")
