@@ -22,13 +22,26 @@ def cache_folder(kind: str) -> Path:
     return Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / kind
 
 
-def load_entry(path: Path) -> Any:
-    """The object cached at ``path``, after the trust check; a clear exit 2 if others could have
-    replaced it."""
+def trusted_folder(kind: str) -> Path:
+    """:func:`cache_folder`, after the trust check if it exists: for caches that unpickle their
+    own entries (joblib's ``Memory``), whose folder others must not be able to write."""
+    folder = cache_folder(kind)
+    if folder.exists():
+        _check(folder)
+    return folder
+
+
+def _check(path: Path) -> None:
     try:
         check_trusted(path)
     except ModelError as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+def load_entry(path: Path) -> Any:
+    """The object cached at ``path``, after the trust check; a clear exit 2 if others could have
+    replaced it."""
+    _check(path)
     return pickle.loads(path.read_bytes())
 
 

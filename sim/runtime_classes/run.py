@@ -105,7 +105,6 @@ def cached_walkforward(trace_name: str, job_set: str, mode: str):
     the arguments, this module's code (joblib.Memory) and a digest of ``rush/models`` and
     ``rush/workload``, so a changed classifier, feature or trace reader refits."""
     import hashlib
-    import os
 
     from joblib import Memory
 
@@ -115,8 +114,9 @@ def cached_walkforward(trace_name: str, job_set: str, mode: str):
     digest = hashlib.sha256()
     for path in sorted([*root.glob("models/*.py"), *root.glob("workload/*.py")]):
         digest.update(path.read_bytes())
-    location = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_classes"
-    cached = Memory(location, verbose=0).cache(walkforward)
+    from rush.studies.study_cache import trusted_folder
+
+    cached = Memory(trusted_folder("runtime_classes"), verbose=0).cache(walkforward)
     return cached(trace_name, job_set, mode, code=digest.hexdigest())
 
 

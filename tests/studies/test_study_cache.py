@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rush.studies.study_cache import cache_folder, load_entry, store_entry
+from rush.studies.study_cache import cache_folder, load_entry, store_entry, trusted_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,16 @@ def test_no_study_script_unpickles_by_itself() -> None:
                 if (node.value.id, node.attr) in UNPICKLERS:
                     found.append(f"{script.relative_to(ROOT)}:{node.lineno}")
     assert not found, f"unpickled outside rush.studies.study_cache: {found}"
+
+
+def test_a_memory_cache_folder_others_could_write_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RUSH_CACHE", str(tmp_path))
+    assert trusted_folder("runtime_classes") == tmp_path / "runtime_classes"  # absent: nothing to check
+    folder = tmp_path / "runtime_classes"
+    folder.mkdir()
+    assert trusted_folder("runtime_classes") == folder
+    os.chmod(folder, 0o777)
+    with pytest.raises(SystemExit, match="chmod go-w"):
+        trusted_folder("runtime_classes")

@@ -100,16 +100,15 @@ def cached_head(wf, daily: bool, shares_of: str | None = None) -> np.ndarray:
     """``head_proba`` of this walk-forward, kept on disk beside the walk-forward cache (keyed by
     the walk-forward's identity: its trace size, feature set, first quantiles and P(small))."""
     import hashlib
-    import os
 
     from rush.models.runtime_quantiles_walkforward import WEEK
+    from rush.studies.study_cache import cache_folder
 
     key = f"{len(wf.runtime)} {wf.feature_set} {daily}"
     digest = hashlib.sha256((f"{key} shares" if shares_of else key).encode())
     digest.update(np.ascontiguousarray(wf.quantiles).tobytes())
     digest.update(np.nan_to_num(wf.proba_small, nan=-1.0).tobytes())
-    cache = Path(os.environ.get("RUSH_CACHE", Path.home() / ".cache" / "rush")) / "runtime_quantiles"
-    path = cache / "class_rules" / f"{digest.hexdigest()[:16]}.npy"
+    path = cache_folder("runtime_quantiles") / "class_rules" / f"{digest.hexdigest()[:16]}.npy"
     if path.exists():
         return np.load(path)
     proba = head_proba(wf, DAY if daily else WEEK, extra=trace_shares(shares_of, wf) if shares_of else None)
