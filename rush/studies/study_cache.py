@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +32,35 @@ def trusted_folder(kind: str) -> Path:
     return folder
 
 
+def _exit(message: str) -> None:
+    # exit 2, the configuration-error status: the fix is the user's (a mode, a stale file)
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _check(path: Path) -> None:
     try:
         check_trusted(path)
     except ModelError as exc:
-        raise SystemExit(f"error: {exc}") from None
+        _exit(str(exc))
+
+
+# what a truncated or foreign file raises when unpickled (a killed run, a disk filled up, an
+# entry written by other versions of the classes it holds)
+DAMAGED = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError, ValueError)
 
 
 def load_entry(path: Path) -> Any:
     """The object cached at ``path``, after the trust check; a clear exit 2 if others could have
-    replaced it."""
+    replaced it or it cannot be read whole."""
     _check(path)
-    return pickle.loads(path.read_bytes())
+    try:
+        return pickle.loads(path.read_bytes())
+    except DAMAGED as exc:
+        _exit(
+            f"{path}: the study cache entry cannot be read ({type(exc).__name__}: {exc}); "
+            f"remove it (rm {path}) and the study recomputes it"
+        )
 
 
 def store_entry(path: Path, value: Any) -> None:
