@@ -203,7 +203,8 @@ class PolicySection(Section):
         description="how start estimates project a queued job with predicted quantiles (with "
         '"runtime-quantiles"): "L2", the larger of its calibrated mean and its upper quartile, or '
         '"T", that raised to the mean with the tail above its top predicted quantile at its limit '
-        "(issue 29 round 30, sim/runtime_predictions/estimates/dev_log.md); decisions never read it",
+        "(issue 29 round 30: refuted as the default, sim/runtime_predictions/estimates/dev_log.md); "
+        "decisions never read it",
     )
     time_origin: Seconds | None = Field(
         None,

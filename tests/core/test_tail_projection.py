@@ -97,9 +97,10 @@ def test_rule_t_projects_the_queue_for_the_tail_carried_mean_and_decisions_do_no
 def test_the_default_is_l2() -> None:
     assert CoreConfig().estimate_rule == ESTIMATE_RULE_L2
     q = RuntimeQuantiles(LEVELS, (200.0, 400.0, 900.0, 1800.0, 2500.0))
-    assert schedule(_queue(q), _config()).estimated_start == schedule(
-        _queue(q), _config(ESTIMATE_RULE_L2)
-    ).estimated_start
+    assert (
+        schedule(_queue(q), _config()).estimated_start
+        == schedule(_queue(q), _config(ESTIMATE_RULE_L2)).estimated_start
+    )
 
 
 def test_never_below_l2_nor_above_the_request() -> None:
@@ -109,7 +110,9 @@ def test_never_below_l2_nor_above_the_request() -> None:
     seconds = rng.uniform(0.0, 1.3, (n, len(LEVELS))) * request[:, None] ** rng.uniform(0.5, 1.0, (n, 1))
     est = rng.uniform(0.01, 0.9, n) * request
     pending = [
-        PendingJob(k, 0.0, 1, float(request[k]), runtime_quantiles=RuntimeQuantiles(LEVELS, tuple(seconds[k])))
+        PendingJob(
+            k, 0.0, 1, float(request[k]), runtime_quantiles=RuntimeQuantiles(LEVELS, tuple(seconds[k]))
+        )
         for k in range(n)
     ]
     l2, _ = queued_projection_runtimes(pending, est)
