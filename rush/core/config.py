@@ -7,7 +7,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rush.core.names import BACKFILL_MODES, PREDICTION_CORRECTIONS
+from rush.core.names import BACKFILL_MODES, ESTIMATE_RULE_L2, ESTIMATE_RULES, PREDICTION_CORRECTIONS
 from rush.core.policies import Policy, parse_policy
 from rush.core.priority_values import MAX_VALUE
 from rush.core.resources import PLACEMENTS
@@ -34,6 +34,9 @@ class CoreConfig:
     * ``prediction_correction``: how a running job's estimate is corrected once it outlives
       its predicted runtime (``none``, ``request``, ``stepwise``;
       :mod:`rush.core.runtime_predictions`); kills stay at the request.
+    * ``estimate_rule``: how the start estimates project a queued job with predicted quantiles
+      (:data:`rush.core.names.ESTIMATE_RULES`, :func:`rush.core.remaining_runtime.rule_upper`):
+      ``L2`` (the default) or ``T``; only the estimates read it, never a decision.
     * ``rjms_priority_first``: order by the RJMS's priority (``PendingJob.rjms_priority``,
       highest first) before the policy, which decides among equal priorities (rush as the
       RJMS's scheduler: Flux's urgency, holds and priority plugins keep their meaning).
@@ -55,6 +58,7 @@ class CoreConfig:
     wait_quantum: float = 0.0
     placement: str = "first-fit"
     prediction_correction: str = "none"
+    estimate_rule: str = ESTIMATE_RULE_L2
     # Beside a site's own priorities: the values are scaled into [1, priority_weight]
     # (rush.core.priority_values.scaled); None: the full range, rush's order overrides them.
     priority_weight: int | None = None
@@ -94,6 +98,12 @@ class CoreConfig:
                 f"unknown prediction correction {self.prediction_correction!r}",
                 where="prediction_correction",
                 fix=f"use one of: {', '.join(PREDICTION_CORRECTIONS)}",
+            )
+        if self.estimate_rule not in ESTIMATE_RULES:
+            raise PolicyError(
+                f"unknown estimate rule {self.estimate_rule!r}",
+                where="policy.estimate_rule",
+                fix=f"use one of: {', '.join(ESTIMATE_RULES)}",
             )
         if self.backfill not in BACKFILL_MODES:
             raise PolicyError(

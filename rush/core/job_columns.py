@@ -106,12 +106,14 @@ class PendingColumns(_JobColumns):
     request: tuple = _read(object)
     # Its predicted runtime quantiles (None: none), for the start projection's rule L2.
     runtime_quantiles: tuple = _read(object)
-    # Rule L2's inputs that do not depend on the pass, computed once when the row is read
-    # (rush.core.remaining_runtime.queued_projection_columns): whether the quantiles are usable
+    # Rules L2's and T's inputs that do not depend on the pass, computed once when the row is
+    # read (rush.core.remaining_runtime.queued_rule_columns): whether the quantiles are usable
     # (NO_QUANTILES, 0, or the code of why they are refused), their upper runtime (NaN: none),
     # rule D2's projection shift and their set of levels as a number (the refusals' order).
     quantile_code: np.ndarray = _derived(np.int64)
     queued_upper: np.ndarray = _derived(np.float64)
+    # Rule T's tail-carried mean (rush.core.remaining_runtime.tail_carried_mean; NaN: none).
+    queued_tail: np.ndarray = _derived(np.float64)
     projection_shift: np.ndarray = _derived(np.float64)
     quantile_key: np.ndarray = _derived(np.int64)
 
@@ -241,13 +243,20 @@ def _quantile_columns(quantiles: tuple, requested_time: np.ndarray) -> dict[str,
         return {
             "quantile_code": np.full(n, -1, dtype=np.int64),
             "queued_upper": np.full(n, np.nan),
+            "queued_tail": np.full(n, np.nan),
             "projection_shift": np.zeros(n),
             "quantile_key": np.zeros(n, dtype=np.int64),
         }
-    from rush.core.remaining_runtime import queued_projection_columns
+    from rush.core.remaining_runtime import queued_rule_columns
 
-    code, upper, shift, key = queued_projection_columns(quantiles, requested_time)
-    return {"quantile_code": code, "queued_upper": upper, "projection_shift": shift, "quantile_key": key}
+    code, upper, tail, shift, key = queued_rule_columns(quantiles, requested_time)
+    return {
+        "quantile_code": code,
+        "queued_upper": upper,
+        "queued_tail": tail,
+        "projection_shift": shift,
+        "quantile_key": key,
+    }
 
 
 def pending_columns_from(values: Callable[[str], Iterable], count: int) -> PendingColumns:

@@ -47,3 +47,9 @@ BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
 # How a running job's estimate is corrected once it outlives its predicted runtime
 # (rush.core.runtime_predictions.running_estimate).
 PREDICTION_CORRECTIONS: tuple[str, ...] = ("none", "request", "stepwise")
+# How a queued job with predicted quantiles is projected in the start estimates
+# (rush.core.remaining_runtime.rule_upper): L2, max(its mean, Q(0.75)) (issue 29, round 12), or
+# T, L2 raised to the mean with the tail above the top predicted quantile at the request (round 30).
+ESTIMATE_RULE_L2 = "L2"
+ESTIMATE_RULE_T = "T"
+ESTIMATE_RULES: tuple[str, ...] = (ESTIMATE_RULE_L2, ESTIMATE_RULE_T)

@@ -23,6 +23,7 @@ from itertools import chain, repeat
 import numpy as np
 from numba import njit
 
+from rush.core.names import ESTIMATE_RULE_L2, ESTIMATE_RULE_T, ESTIMATE_RULES
 from rush.core.runtime_drift import drift_projection_length
 
 
@@ -112,6 +113,40 @@ def conditional_mean_runtimes(xs: np.ndarray, ps: np.ndarray, elapsed: np.ndarra
     return out
 
 
+@njit(cache=True)
+def tail_carried_mean(xs: np.ndarray, ps: np.ndarray) -> float:
+    """Rule T's mean (seconds) of one job's knots ``xs`` (log(1 + seconds), non-decreasing) at
+    levels ``ps`` (0, the predicted levels, 1): the integral of the quantile function from 0 to
+    the top predicted level p_K (exact per segment, as :func:`conditional_mean_runtime`'s) plus
+    (1 - p_K) times the last knot, the request: the mass above the top predicted quantile carried
+    up to the limit that bounds every runtime. Never below the distribution's mean, never above
+    the last knot."""
+    k = len(xs)
+    total = 0.0
+    for i in range(k - 2):  # the segments below the top predicted level
+        width = ps[i + 1] - ps[i]
+        if width <= 0.0:
+            continue
+        rise = xs[i + 1] - xs[i]
+        if rise > 1e-9:
+            total += (np.exp(xs[i + 1]) - np.exp(xs[i])) * width / rise
+        else:
+            total += np.exp(xs[i]) * width
+        total -= width  # expm1: the integral of exp(x) - 1
+    top = np.expm1(xs[k - 1])
+    mean = total + (1.0 - ps[k - 2]) * top
+    return min(max(mean, 0.0), top) if np.isfinite(mean) else top
+
+
+@njit(cache=True)
+def tail_carried_means(xs: np.ndarray, ps: np.ndarray) -> np.ndarray:
+    """:func:`tail_carried_mean` per row of ``xs`` (n, k)."""
+    out = np.empty(xs.shape[0], dtype=np.float64)
+    for r in range(xs.shape[0]):
+        out[r] = tail_carried_mean(xs[r], ps)
+    return out
+
+
 # Why a running job's quantiles were not used (its end is then the pass's estimate without
 # them: the prediction or the request); the live shells journal it.
 REFUSED_LEVELS = "quantile levels not increasing within (0, 1) or not as many as the quantiles"
@@ -194,13 +229,29 @@ def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dic
 # the expected maximum of random runtimes exceeds the maximum of their means (the PERT bias), so
 # a projection on means is early for long waits; 0.75 is the level round 6 tested (H3).
 QUEUE_PROJECTION_LEVEL = 0.75
+# Rule T (issue 29, round 30; the same dev_log.md; refuted as the default by its criterion there,
+# offline 2-3 % worse on two traces, live 1-2 minutes closer on BLUE): L2's
+# length raised to the mean with the mass above the top predicted quantile carried up to the
+# request (:func:`tail_carried_mean`), the largest mean the predicted quantiles and the limit
+# allow. A site chooses the rule (CoreConfig.estimate_rule, rush.core.names.ESTIMATE_RULES).
+
+
+def rule_upper(upper: np.ndarray, tail: np.ndarray, rule: str = ESTIMATE_RULE_L2) -> np.ndarray:
+    """The queued jobs' upper runtimes under ``rule``: L2's (``upper``, Q(0.75)), or under T the
+    larger of it and the tail-carried mean ``tail`` (NaN where a job has neither)."""
+    if rule == ESTIMATE_RULE_L2:
+        return upper
+    if rule != ESTIMATE_RULE_T:
+        raise ValueError(f"unknown estimate rule {rule!r}: one of {', '.join(ESTIMATE_RULES)}")
+    return np.fmax(upper, tail)
 
 
 def queued_projection_runtimes(
-    pending, est: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL
+    pending, est: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL, rule: str = ESTIMATE_RULE_L2
 ) -> tuple[np.ndarray | None, dict[int, str]]:
     """Each queued job's runtime in the start projection: max(``est``, Q(``level``) of its
-    predicted distribution), never above its request, for the jobs of ``pending`` (duck-typed
+    predicted distribution), under rule T also its tail-carried mean, never above its request,
+    for the jobs of ``pending`` (duck-typed
     :class:`rush.core.snapshot.PendingJob`: ``runtime_quantiles``, ``requested_time``,
     ``job_id``) with usable quantiles; NaN for the others (None when no job has any), and, by
     job id, why a job's quantiles were refused (:func:`quantiles_refused`'s reasons). The jobs'
@@ -212,6 +263,7 @@ def queued_projection_runtimes(
         np.fromiter(map(operator.attrgetter("job_id"), pending), dtype=np.int64, count=n),
         est,
         level,
+        rule,
     )
 
 
@@ -290,18 +342,34 @@ def _refusals(code: np.ndarray, job_id: np.ndarray, key: np.ndarray | None = Non
 
 
 def queued_projection_columns(
-    quantiles: Sequence, requested_time: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL
+    quantiles: Sequence,
+    requested_time: np.ndarray,
+    level: float = QUEUE_PROJECTION_LEVEL,
+    rule: str = ESTIMATE_RULE_L2,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What rule L2 needs of each queued job that does not depend on the pass, from its
+    """What rule L2 (or T) needs of each queued job that does not depend on the pass, from its
     ``runtime_quantiles`` (or None) and request: (code: NO_QUANTILES, 0 usable, or why refused;
-    its runtime at ``level`` of its distribution closed at the request (NaN where not usable);
-    rule D2's projection shift (0.0: none); its set of levels as a number (0: no quantiles),
-    for the refusals' order). The core's pending columns keep them by row
-    (:class:`rush.core.job_columns.PendingColumns`), so a pass reads no quantile object.
-    Computed per model (one set of levels) at once (:func:`_usable_groups`)."""
+    its upper runtime under ``rule`` (:func:`rule_upper`; NaN where not usable); rule D2's
+    projection shift (0.0: none); its set of levels as a number (0: no quantiles), for the
+    refusals' order). :func:`queued_rule_columns` with the rule applied."""
+    code, upper, tail, shift, key = queued_rule_columns(quantiles, requested_time, level)
+    return code, rule_upper(upper, tail, rule), shift, key
+
+
+def queued_rule_columns(
+    quantiles: Sequence, requested_time: np.ndarray, level: float = QUEUE_PROJECTION_LEVEL
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every estimate rule's inputs of each queued job that do not depend on the pass: (code:
+    NO_QUANTILES, 0 usable, or why refused; its runtime at ``level`` of its distribution closed
+    at the request; its tail-carried mean (:func:`tail_carried_mean`; both NaN where not
+    usable); rule D2's projection shift (0.0: none); its set of levels as a number (0: no
+    quantiles), for the refusals' order). The core's pending columns keep them by row
+    (:class:`rush.core.job_columns.PendingColumns`), so a pass reads no quantile object and
+    picks the site's rule. Computed per model (one set of levels) at once (:func:`_usable_groups`)."""
     n = len(quantiles)
     code = np.full(n, NO_QUANTILES, dtype=np.int64)
     upper = np.full(n, np.nan)
+    tail = np.full(n, np.nan)
     shift = np.zeros(n)
     key = np.zeros(n, dtype=np.int64)
     for kept, lv, q, request in _usable_groups(quantiles, requested_time, code, key) or ():
@@ -309,12 +377,13 @@ def queued_projection_columns(
         i = min(max(int(np.searchsorted(ps, level, side="right")) - 1, 0), len(ps) - 2)
         w = (level - ps[i]) / (ps[i + 1] - ps[i])
         upper[kept] = np.expm1(xs[:, i] + w * (xs[:, i + 1] - xs[:, i]))
+        tail[kept] = tail_carried_means(np.ascontiguousarray(xs), ps)
         shift[kept] = np.fromiter(
             map(operator.attrgetter("projection_shift"), map(quantiles.__getitem__, kept.tolist())),
             dtype=np.float64,
             count=len(kept),
         )
-    return code, upper, shift, key
+    return code, upper, tail, shift, key
 
 
 def queued_projection_from_columns(
@@ -323,7 +392,7 @@ def queued_projection_from_columns(
     job_id: np.ndarray,
     est: np.ndarray,
 ) -> tuple[np.ndarray | None, dict[int, str]]:
-    """Rule L2 from :func:`queued_projection_columns`' columns ``derived`` (code, upper runtime,
+    """Rule L2 (or T) from :func:`queued_projection_columns`' columns ``derived`` (code, upper runtime,
     shift, levels key), the jobs' requests and ids, and their reservation estimates ``est``:
     each usable job's projected runtime, max(``est``, its upper runtime), never above
     max(request, ``est``), rule D2's shift on top over each set of levels where a usable job has
@@ -353,10 +422,11 @@ def queued_projection_runtimes_of(
     job_id: np.ndarray,
     est: np.ndarray,
     level: float = QUEUE_PROJECTION_LEVEL,
+    rule: str = ESTIMATE_RULE_L2,
 ) -> tuple[np.ndarray | None, dict[int, str]]:
     """:func:`queued_projection_runtimes` from the queue's columns (the core's pending columns,
     :class:`rush.core.job_columns.PendingColumns`: each job's ``runtime_quantiles`` or None, its
     request and id), no job object read. Checked and computed per model (one set of levels)
     at once (:func:`_usable_groups`): a pass over 10,000 queued jobs."""
-    derived = queued_projection_columns(quantiles, requested_time, level)
+    derived = queued_projection_columns(quantiles, requested_time, level, rule)
     return queued_projection_from_columns(derived, requested_time, job_id, est)

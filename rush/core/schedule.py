@@ -64,7 +64,7 @@ from rush.core.pass_data import (
 )
 from rush.core.priority_explanations import PriorityExplanations
 from rush.core.priority_values import LOWEST_VALUE, priority_values, scaled
-from rush.core.remaining_runtime import queued_projection_from_columns, running_median_runtimes
+from rush.core.remaining_runtime import queued_projection_from_columns, rule_upper, running_median_runtimes
 from rush.core.runtime_predictions import correction_code, running_estimates
 from rush.core.scheduling_pass import scheduling_pass
 from rush.core.skip_with_limit import counts_skips
@@ -402,11 +402,12 @@ def schedule(
         # A running job with predicted quantiles ends at its median runtime given its elapsed
         # time (the offline study's rule); refused quantiles are noted for the shells' journal.
         r_runtime, decided.estimate_notes = running_median_runtimes(running, now)
-        # A queued job with predicted quantiles is projected for their upper part (rule L2),
-        # from the pending columns' per-job inputs, computed when their rows were read (no
-        # core job made, no quantile object read).
+        # A queued job with predicted quantiles is projected for their upper part (rule L2, or
+        # the site's rule T), from the pending columns' per-job inputs, computed when their rows
+        # were read (no core job made, no quantile object read).
+        upper = rule_upper(waiting.queued_upper, waiting.queued_tail, config.estimate_rule)
         q_runtime, q_notes = queued_projection_from_columns(
-            (waiting.quantile_code, waiting.queued_upper, waiting.projection_shift, waiting.quantile_key),
+            (waiting.quantile_code, upper, waiting.projection_shift, waiting.quantile_key),
             waiting.requested_time,
             waiting.job_id,
             est,

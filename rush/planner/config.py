@@ -198,6 +198,14 @@ class PolicySection(Section):
         description="how a running job that outlives its prediction is re-estimated: none, request or "
         "stepwise (Tsafrir et al.'s); absent: the predictor's rule (stepwise)",
     )
+    estimate_rule: Literal["L2", "T"] = Field(
+        "L2",
+        description="how start estimates project a queued job with predicted quantiles (with "
+        '"runtime-quantiles"): "L2", the larger of its calibrated mean and its upper quartile, or '
+        '"T", that raised to the mean with the tail above its top predicted quantile at its limit '
+        "(issue 29 round 30: refuted as the default, sim/runtime_predictions/estimates/dev_log.md); "
+        "decisions never read it",
+    )
     time_origin: Seconds | None = Field(
         None,
         ge=0,
@@ -364,6 +372,7 @@ class RushConfig(Section):
             priority_weight=self.site.priority_weight,
             max_jobs_considered=None if p.max_jobs_considered == "all" else p.max_jobs_considered,
             rjms_priority_first=starts_jobs and p.rjms_priority == "first",
+            estimate_rule=p.estimate_rule,
             **self.prediction_rules(),
         )
 

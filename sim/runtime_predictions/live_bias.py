@@ -81,6 +81,9 @@ CONFORMAL_VARIANT = "queue: L2 + C"
 # Round 17's decomposition (live_decompose.py): "queue: L2" with the running jobs at their real
 # ends, so that L2 -> this -> "all real" takes the running jobs, then the queued ones, apart.
 L2_RUNNING_REAL = "queue: L2, running: real"
+# Round 30's rule T (rush.core.remaining_runtime.rule_upper), recomputed by live_tail_estimates.py:
+# "queue: L2"'s pass with the core's estimate_rule "T" (the queue's tail carried to the request).
+TAIL_VARIANT = "queue: T"
 # And every job, running or queued, at its limit (no prediction: what Slurm's squeue --start reads).
 ALL_LIMITS = "all limits"
 
@@ -283,7 +286,7 @@ def reconstruct(
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
             elif variant == ALL_LIMITS:
                 p = [replace(x, estimate=None) for x in pending]
-            elif variant in ("queue: L2", L2_RUNNING_REAL):  # the queue projected on its quantiles (rule L2)
+            elif variant in ("queue: L2", L2_RUNNING_REAL, TAIL_VARIANT):  # the queue on its quantiles
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
             elif variant in (
                 DRIFT_VARIANT,
@@ -293,7 +296,8 @@ def reconstruct(
                 p = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in pending]
                 r = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in running]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
-            decided = schedule(snap, config, explain_priorities=False)
+            rule = replace(config, estimate_rule="T") if variant == TAIL_VARIANT else config
+            decided = schedule(snap, rule, explain_priorities=False)
             start = decided.estimated_start.get(job_id, np.inf)
             row[variant] = (start - real_start) * k if np.isfinite(start) else None
         out.append(row)

@@ -57,6 +57,9 @@ CANDIDATES = (
     # Round 16 (rule C, rush.core.runtime_conformal): L2 with every job's quantiles at the levels
     # the PITs of the last 64 jobs that ended before its submission map them to (all users).
     ("C: L2 with global conformal levels", "easy", "conditional-median", "l2-c"),
+    # Round 30 (rule T, rush.core.remaining_runtime.rule_upper): L2's length raised to the mean
+    # with the mass above the top predicted quantile carried up to the request.
+    ("T: conditional median, max(L2, tail-carried mean)", "easy", "conditional-median", "t"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -141,6 +144,7 @@ def main() -> None:
             wf.mean(), req, binned_mean_factors(wf.mean(), known, st.submit, st.end, runtime, window=10_000)
         )
         first["l2"] = np.minimum(np.maximum(first["mean-window"], first["q0.75"]), req)
+        first["t"] = np.minimum(np.fmax(first["l2"], tail_means(wf, req)), req)
         knots = {"": st.knots}
         drift_rules = ("D: L2 with per-user drift", "D2: L2 length times per-user drift")
         if not args.only or any(c in args.only for c in drift_rules):
@@ -218,6 +222,16 @@ def main() -> None:
         }
         OUT.mkdir(exist_ok=True)
         path.write_text(json.dumps(report, indent=1))
+
+
+def tail_means(wf, req: np.ndarray) -> np.ndarray:
+    """Rule T's tail-carried mean of each job (round 30, ``dev_log.md``): the core's function on
+    the knots the core reads (the walk-forward's quantiles sorted and capped by the request)."""
+    from rush.core.remaining_runtime import quantile_knots, tail_carried_means
+
+    q = np.minimum(np.sort(wf.quantiles, axis=1), req[:, None])
+    xs, ps = quantile_knots(np.log1p(q), np.asarray(wf.levels, dtype=np.float64), np.log1p(req))
+    return tail_carried_means(np.ascontiguousarray(xs), ps)
 
 
 def drift_inputs(st, runtime: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
