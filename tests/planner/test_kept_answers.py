@@ -125,7 +125,9 @@ class Queue:
             if roll < 0.05:  # started
                 self.jobs[j.job_id] = dataclasses.replace(j, state="RUNNING", start=self.now)
             elif roll < 0.08:  # its limit changed (scontrol update)
-                self.jobs[j.job_id] = dataclasses.replace(j, requested_time=float(rng.choice([300.0, 5400.0])))
+                self.jobs[j.job_id] = dataclasses.replace(
+                    j, requested_time=float(rng.choice([300.0, 5400.0]))
+                )
             elif roll < 0.12:  # another field changed (its RJMS priority)
                 self.jobs[j.job_id] = dataclasses.replace(j, priority=float(rng.integers(0, 1000)))
             elif roll < 0.14:  # cancelled
