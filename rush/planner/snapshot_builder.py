@@ -288,15 +288,17 @@ class SnapshotBuilder:
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
         # job id -> its entry [the RJMSJob read, the inputs that vary, its row of rule-made
-        # fields, its outputs, its core job once made]: a job read as the same (the Flux scheduler module keeps its job
-        # objects and runs a pass per event) or an equal object with the same record, class and
-        # flag keeps its entry, so its columns' row below is kept.
+        # fields, its outputs, its core job once made, the shared inputs it was made with (a job
+        # with only the predictor's answers; else None)]: a job read as the same (the Flux
+        # scheduler module keeps its job objects and runs a pass per event) or an equal object
+        # with the same record, class and flag keeps its entry, so its columns' row below is kept.
         self._pending_cache: dict[int, list] = {}
         self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
         self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
         self._blank_outputs: dict[str, Any] = {}
+        self._blank_varies: tuple = ()  # the last build's, kept while equal (entries compare by identity)
         # (the runtime predictor, its answers_token()) as of the last build whose pending entries
         # hold that predictor's answers of the time; None: ask it for every job.
         self._answered: tuple[Any, tuple] | None = None
@@ -474,6 +476,9 @@ class SnapshotBuilder:
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
         blank_varies = (None, None, False, variation_outputs, source_name, _NO_OUTPUTS, None, None)
+        if self._blank_varies == blank_varies:
+            blank_varies = self._blank_varies
+        self._blank_varies = blank_varies
         plain_varies = blank_varies[:6]  # and the job's (estimate, quantiles)
         blank_outputs = {"runtime_class": CLASS_NAMES[untagged[0]], "class_source": untagged[1]}
         blank_outputs.update(variable=False, **variation_outputs)
@@ -489,15 +494,19 @@ class SnapshotBuilder:
             if fresh is None or job_id in fresh:
                 estimated = runtimes.get(job_id) if runtimes else None
                 quantile = quantiles.get(job_id) if quantiles else None
+                shared = None
             else:  # not asked: its entry's answers stand (_answers)
                 estimated, quantile = hit[1][6], hit[1][7]
+                shared = hit[5]
             flagged = variable.get(job_id, False) if variable else False
             # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
             # queue with a predictor); blank: not even those.
             plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
             blank = plain and estimated is None and quantile is None
             varies = (
-                blank_varies
+                hit[1]  # its answers kept, made with these shared parts: its very inputs
+                if plain and shared is blank_varies
+                else blank_varies
                 if blank
                 else (*plain_varies, estimated, quantile)
                 if plain
@@ -525,7 +534,7 @@ class SnapshotBuilder:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None, None]
                 entries.append(entry)
                 built.outputs[job_id] = blank_outputs
                 continue
@@ -536,7 +545,7 @@ class SnapshotBuilder:
                     if estimated is None
                     else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
                 )
-                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None, blank_varies]
                 entries.append(entry)
                 built.outputs[job_id] = outputs
                 continue
@@ -576,7 +585,7 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entry = [j, varies, row, built.outputs[job_id], None]
+            entry = [j, varies, row, built.outputs[job_id], None, None]
             self._pending_cache[job_id] = entry
             entries.append(entry)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
@@ -635,7 +644,8 @@ class SnapshotBuilder:
 
 
 def _made_job(entry: list) -> PendingJob:
-    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None, shared
+    inputs]), kept in it."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
     made = entry[4] = PendingJob(

@@ -140,6 +140,19 @@ class Queue:
         return ClusterState(self.now, 4096, 1024, jobs)
 
 
+class Counter:
+    """A variation predictor that flags no job and whose outputs every job shares (its counter)
+    change now and then: the shared part of every job's inputs changes with them."""
+
+    name = "counter"
+
+    def __init__(self) -> None:
+        self.counter = 0
+
+    def predict(self, jobs, now: float) -> list[bool]:
+        return [False] * len(jobs)
+
+
 def _predictor(kind: type[LiveRuntimePredictor]) -> LiveRuntimePredictor:
     return kind("quantiles", Model(), None, own=frozenset())
 
@@ -163,8 +176,12 @@ def test_kept_answers_build_what_asking_every_job_builds(seed):
     rng = np.random.default_rng(1000 + seed)
     kept_errors: list = []
     every_errors: list = []
-    kept = SnapshotBuilder(runtime=_predictor(LiveRuntimePredictor), on_model_error=_errors(kept_errors))
-    every = SnapshotBuilder(runtime=_predictor(AskEveryJob), on_model_error=_errors(every_errors))
+    kept = SnapshotBuilder(
+        runtime=_predictor(LiveRuntimePredictor), on_model_error=_errors(kept_errors), variation=Counter()
+    )
+    every = SnapshotBuilder(
+        runtime=_predictor(AskEveryJob), on_model_error=_errors(every_errors), variation=Counter()
+    )
     asked_fewer = 0
     for cycle in range(40):
         fresh = cycle % 3 != 0  # a daemon's fresh read, or the Flux module's kept objects
@@ -179,6 +196,8 @@ def test_kept_answers_build_what_asking_every_job_builds(seed):
             if cycle == 30:
                 live.drift = live.conformal = live.drift_length = False
             live.predictor.fail = cycle in (7, 8)
+            if cycle % 5 == 4:  # the shared inputs change (cycle 14: back to an earlier value)
+                builder.variation.counter = {14: 1}.get(cycle, cycle)
         if cycle == 21:  # one step failing alone: estimates, then quantiles
             for builder in (kept, every):
                 builder.runtime.estimates = _failing(builder.runtime.estimates)
