@@ -12,7 +12,10 @@ whole cycle (builder, kept columns, ``schedule()``, plan) and of the builder; me
 
 With ``--steady N`` (N >= 2), per round and tree also ``bench_live_cycle.steady``: N cycles in
 a row with the collector left to run as it comes, as a live process runs them; their median
-(cycles 2 to N, CPU ms) per round, each round's difference (B - A), and its median.
+(cycles 2 to N, CPU ms) per round, each round's difference (B - A), and its median. Each steady
+cycle's decisions (order, priorities, every other decision, start estimates, notes) and the
+daemon's plan are read after the cycle's timing, as plain values; the run stops at the first
+round where the two trees' differ.
 
 Run: ``python benchmarks/ab_live_cycle.py /path/to/tree/A /path/to/tree/B [--rounds 7]
 [--pending 10000] [--quantiles yes] [--steady 12]``.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
 import statistics
 from collections import defaultdict
@@ -60,12 +64,63 @@ def cycles(modules: dict, pending: int, shell: str, quantiles: bool, ended: int,
     return out
 
 
-def steady_median(modules: dict, pending: int, shell: str, quantiles: bool, options) -> float:
+def decided_digest(decided, plans: list) -> str:
+    """The decisions of one cycle (and the plan made from them, if any) as plain values, hashed:
+    comparable between two trees' classes. The priority decisions are read as their values (their
+    words are not made: making 10 000 would move the next cycles' collector)."""
+    listed = getattr(decided, "_listed", None)
+    if listed is None or getattr(decided, "_explained", None) is None:
+        listed = decided.decisions
+    others = [
+        (d.job_id, str(d.action), d.reason, d.value, d.requeue_class, d.requeues, d.nodes, d.allocation)
+        for d in listed
+        if d.action != "priority"
+    ]
+    plain = (
+        decided.now,
+        decided.order,
+        sorted(decided.priority.items()),
+        others,
+        sorted(decided.reserved_at.items()),
+        sorted(decided.estimated_start.items()),
+        sorted(decided.estimate_basis.items()),
+        sorted(decided.waits_behind.items()),
+        sorted(decided.estimate_notes.items()),
+        decided.unconsidered,
+        [[(a.kind, a.job_id, a.value) for a in plan.actions] for plan in plans],
+    )
+    plans.clear()
+    return hashlib.sha256(repr(plain).encode()).hexdigest()
+
+
+def steady_median(
+    modules: dict, pending: int, shell: str, quantiles: bool, options
+) -> tuple[float, list[str]]:
     """The median CPU ms of cycles 2 to ``options.steady`` of ``modules``'s tree's
-    ``bench_live_cycle.steady`` (the collector as it comes)."""
+    ``bench_live_cycle.steady`` (the collector as it comes), and each cycle's decisions
+    (:func:`decided_digest`, taken when the benchmark reads the decisions for its next snapshot,
+    after the cycle's timing)."""
     ab_trees.use(modules, OWN)
-    seconds, _ = modules["bench_live_cycle"].steady(pending, shell, quantiles, options)
-    return 1e3 * statistics.median(seconds[1:])
+    bench = modules["bench_live_cycle"]
+    digests: list[str] = []
+    plans: list = []
+    next_snapshot, plan_actions = bench.next_snapshot, bench.plan_actions
+
+    def planned(*args, **kwargs):
+        plan = plan_actions(*args, **kwargs)
+        plans.append(plan)
+        return plan
+
+    def read_next(snapshot, decided, *args, **kwargs):
+        digests.append(decided_digest(decided, plans))
+        return next_snapshot(snapshot, decided, *args, **kwargs)
+
+    bench.next_snapshot, bench.plan_actions = read_next, planned
+    try:
+        seconds, _ = bench.steady(pending, shell, quantiles, options)
+    finally:
+        bench.next_snapshot, bench.plan_actions = next_snapshot, plan_actions
+    return 1e3 * statistics.median(seconds[1:]), digests
 
 
 def main() -> None:
@@ -109,11 +164,23 @@ def main() -> None:
             )
             rows: dict[str, list[float]] = {"A": [], "B": []}
             for r in range(args.rounds):
+                decided: dict[str, list[str]] = {}
                 for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
-                    rows[name].append(steady_median(trees[name], args.pending, shell, quantiles, options))
+                    median, decided[name] = steady_median(
+                        trees[name], args.pending, shell, quantiles, options
+                    )
+                    rows[name].append(median)
+                if decided["A"] != decided["B"]:
+                    first = next(
+                        k for k, (a, b) in enumerate(zip(decided["A"], decided["B"], strict=True)) if a != b
+                    )
+                    raise SystemExit(
+                        f"{shell} steady round {r + 1}: the trees' decisions differ at cycle {first + 1}"
+                    )
                 print(
                     f"{shell:12s} steady round {r + 1}: A {rows['A'][-1]:6.1f} B {rows['B'][-1]:6.1f} "
-                    f"(B-A {rows['B'][-1] - rows['A'][-1]:+6.1f}); load {os.getloadavg()[0]:.2f}"
+                    f"(B-A {rows['B'][-1] - rows['A'][-1]:+6.1f}); load {os.getloadavg()[0]:.2f}; "
+                    f"{len(decided['A'])} cycles' decisions equal"
                 )
             diffs = [b - a for a, b in zip(rows["A"], rows["B"], strict=True)]
             print(

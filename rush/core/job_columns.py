@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from typing import Any, NamedTuple, TypeVar
@@ -116,6 +117,10 @@ class PendingColumns(_JobColumns):
     queued_tail: np.ndarray = _derived(np.float64)
     projection_shift: np.ndarray = _derived(np.float64)
     quantile_key: np.ndarray = _derived(np.int64)
+    # Its request's shape as a code (:func:`request_shapes`: the same code for equal shapes, in
+    # every pass of the process; NO_SHAPE: none kept), for the node pass's distinct requests
+    # (rush.core.nodes_snapshot), computed once when the row is read.
+    request_shape: np.ndarray = _derived(np.int64)
 
     def take(self, rows: np.ndarray) -> PendingColumns:
         """These columns' ``rows``, in that order."""
@@ -165,7 +170,7 @@ _MASK_OF = {
 
 # Columns computed from others (and what they are computed from), never set alone.
 _DERIVED = frozenset(f.name for f in dataclasses.fields(PendingColumns) if f.metadata.get("derived"))
-_DERIVED_FROM = frozenset({"runtime_quantiles", "requested_time"})
+_DERIVED_FROM = frozenset({"runtime_quantiles", "requested_time", "request"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +237,55 @@ def _columns_from(kind: type[Columns], values: Callable[[str], Iterable], count:
                 read[masks[f.name]] = given
     if derived:
         read.update(_quantile_columns(read["runtime_quantiles"], read["requested_time"]))
+        read["request_shape"] = request_shapes(read["request"])
     return kind(**read)
+
+
+# What a request's shape is: every field of rush.core.resources.Request (None: no request).
+request_shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", "exclusive", "partition")
+# Shape -> its code, for the whole process: a code is never given to another shape, so a row
+# read in an earlier pass keeps a valid one. Bounded: a shape first met when it is full gets
+# NO_SHAPE (a hostile queue of endless shapes), and the node pass then reads every request.
+_SHAPE_CODES: dict[tuple | None, int] = {}
+_SHAPE_LOCK = threading.Lock()
+MAX_SHAPES = 1 << 20
+NO_SHAPE = -1
+
+
+def _new_shape(key: tuple | None) -> int:
+    """``key``'s code, made under the lock (two threads never give one code to two shapes)."""
+    with _SHAPE_LOCK:
+        code = _SHAPE_CODES.get(key)
+        if code is None:
+            if len(_SHAPE_CODES) >= MAX_SHAPES:
+                return NO_SHAPE
+            code = _SHAPE_CODES[key] = len(_SHAPE_CODES)
+        return code
+
+
+def request_shapes(requests: Sequence) -> np.ndarray:
+    """Each request's shape code (equal shapes, as dict keys are equal, one code); NO_SHAPE
+    for every row where they cannot be kept (a full registry, a field that cannot be a key, an
+    object that is no request: the node pass then reads the requests itself, as before)."""
+    try:
+        return _coded(map(request_shape, requests), len(requests))
+    except AttributeError:  # a job without a request (None) among them
+        pass
+    except Exception:
+        return np.full(len(requests), NO_SHAPE, dtype=np.int64)
+    try:
+        return _coded((None if r is None else request_shape(r) for r in requests), len(requests))
+    except Exception:
+        return np.full(len(requests), NO_SHAPE, dtype=np.int64)
+
+
+def _coded(keys: Iterable, count: int) -> np.ndarray:
+    get = _SHAPE_CODES.get
+    return np.fromiter(
+        (code if (code := get(key)) is not None else _new_shape(key) for key in keys),
+        dtype=np.int64,
+        count=count,
+    )
 
 
 def _quantile_columns(quantiles: tuple, requested_time: np.ndarray) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rush.core.config import CoreConfig
-from rush.core.job_columns import PendingColumns
+from rush.core.job_columns import NO_SHAPE, PendingColumns, request_shape
 from rush.core.node_pool import NodePool, NodeRequests, NodeView
 from rush.core.node_view import (
     MachineCounts,
@@ -85,16 +85,7 @@ def _requests(
     """Why each infeasible job can never run here, and every job's request arrays: each
     distinct request (with its processor count where it asks for cores anywhere) checked and
     converted once, then spread to its jobs (a queue repeats a few shapes many times)."""
-    shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", "exclusive", "partition")
-    code_of: dict[tuple | None, int] = {}
-    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
-    code = np.fromiter(
-        (code_of.setdefault(None if r is None else shape(r), len(code_of)) for r in pending.request),
-        dtype=np.int64,
-        count=len(pending.request),
-    )
-    # A request's processor count matters only where it asks for cores anywhere (no node count).
-    anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
+    code, anywhere = _shapes(pending)
     procs = np.where(anywhere[code], pending.procs, 0)
     by_key = np.lexsort((procs, code))
     new = np.ones(len(by_key), dtype=np.bool_)
@@ -116,3 +107,29 @@ def _requests(
     }
     rows = requests_of(distinct, np.array(distinct_procs, dtype=np.int64), partitions)
     return infeasible, NodeRequests(*(column[inverse] for column in rows))
+
+
+def _shapes(pending: PendingColumns) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's request shape as a number (equal shapes, one number) and, per number, whether
+    the shape asks for cores anywhere (no request, or no node count): a request's processor
+    count matters only there. From the rows' kept shape codes (``request_shape``, read once
+    per row), else by reading every request."""
+    kept = pending.request_shape
+    if not len(kept) or kept.min() != NO_SHAPE:
+        first, code = np.unique(kept, return_index=True, return_inverse=True)[1:]
+        requests = pending.request
+        anywhere = np.fromiter(
+            (r is None or r.nodes == 0 for r in map(requests.__getitem__, first.tolist())),
+            dtype=np.bool_,
+            count=len(first),
+        )
+        return code.reshape(len(kept)), anywhere
+    code_of: dict[tuple | None, int] = {}
+    # Each shape tuple dies at once unless new: no heap of 100 000 tuples for the collector.
+    code = np.fromiter(
+        (code_of.setdefault(None if r is None else request_shape(r), len(code_of)) for r in pending.request),
+        dtype=np.int64,
+        count=len(pending.request),
+    )
+    anywhere = np.fromiter((s is None or s[0] == 0 for s in code_of), dtype=np.bool_, count=len(code_of))
+    return code, anywhere

@@ -46,7 +46,8 @@ import logging
 import math
 import operator
 import sqlite3
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
@@ -85,6 +86,9 @@ CREATE TABLE IF NOT EXISTS runtime_history (
 CREATE INDEX IF NOT EXISTS runtime_history_user ON runtime_history (user, end);
 """
 SOURCE_REQUEST = "request"
+# Revisions of the kept answers remembered for a reader that keeps answers by job (the snapshot
+# builder asks once a cycle; a reader further behind gets every job's answers again).
+REVISIONS_KEPT = 64
 
 
 def history_user(job: RJMSJob, own: frozenset[str], kind: str = NAME) -> int:
@@ -212,6 +216,10 @@ class LiveRuntimePredictor:
         self.level_map: dict[int, tuple[float, ...]] = {}
         # Users with a completion since their jobs were last predicted.
         self.changed: set[int] = set()
+        # The kept answers' revisions: (revision, the job ids whose raw value, quantiles, shift or
+        # level map it may have changed), the last REVISIONS_KEPT, for revised_since.
+        self.revision = 0
+        self._revisions: deque[tuple[int, frozenset[int]]] = deque(maxlen=REVISIONS_KEPT)
         self.notes: list[str] = []
         self.dropped = self.clipped = 0
         if store is not None:
@@ -260,6 +268,7 @@ class LiveRuntimePredictor:
         rows.sort(key=lambda r: (r.end, r.job_id))
         if not rows:
             return
+        self._revise(r.job_id for r in rows)  # their answers dropped below
         if self.store is not None:
             good = [r for r in rows if math.isfinite(r.runtime) and math.isfinite(r.end)]
             self.store.add(good)
@@ -325,6 +334,7 @@ class LiveRuntimePredictor:
                 raise ValueError(
                     f"the {self.name} predictor gave quantiles of shape {quantiles.shape} for {len(new)} jobs"
                 )
+        self._revise(ids)  # before any answer changes: a step failing below leaves them revised
         self.raw.update(zip(ids, values.tolist(), strict=True))
         self.user_of.update(zip(ids, columns.user.tolist(), strict=True))
         if quantiles is not None:
@@ -406,16 +416,47 @@ class LiveRuntimePredictor:
         )
 
     def forget_except(self, live: set[int]) -> None:
-        """Drop the predictions of jobs no longer in the queue."""
+        """Drop the predictions of jobs no longer in the queue (each kept dict's gone keys
+        deleted, one C-level set difference: a cycle follows the jobs that left)."""
         if len(self.raw) > len(live):
-            self.raw = {k: v for k, v in self.raw.items() if k in live}
-            self.user_of = {k: v for k, v in self.user_of.items() if k in live}
+            _forget(self.raw, live)
+            _forget(self.user_of, live)
         if len(self.quantiles) > len(live):
-            self.quantiles = {k: v for k, v in self.quantiles.items() if k in live}
+            _forget(self.quantiles, live)
         if len(self.shift) > len(live):
-            self.shift = {k: v for k, v in self.shift.items() if k in live}
+            _forget(self.shift, live)
         if len(self.level_map) > len(live):
-            self.level_map = {k: v for k, v in self.level_map.items() if k in live}
+            _forget(self.level_map, live)
+
+    # -- revisions, for a reader that keeps answers by job ------------------------------------
+    def _revise(self, job_ids: Iterable[int]) -> None:
+        self.revision += 1
+        self._revisions.append((self.revision, frozenset(job_ids)))
+
+    def answers_token(self) -> tuple:
+        """Where the kept answers stand now: the revision, and the rules the answers are read
+        with (name, drift, drift_length, conformal)."""
+        return (self.revision, self.name, self.drift, self.drift_length, self.conformal)
+
+    def revised_since(self, token: tuple) -> frozenset[int] | None:
+        """The job ids whose answers (``estimates``, ``runtime_quantiles``) may differ from those
+        given when ``token`` (:meth:`answers_token`) was taken, for jobs read the same (the same
+        request, still pending or still running); None when that cannot be told (another rule
+        since, or a revision no longer remembered): every job's answers may differ."""
+        revision = token[0]
+        if token[1:] != self.answers_token()[1:] or revision > self.revision:
+            return None
+        if revision == self.revision:
+            return frozenset()
+        if not self._revisions or self._revisions[0][0] > revision + 1:
+            return None
+        return frozenset().union(*(ids for at, ids in self._revisions if at > revision))
+
+
+def _forget(kept: dict[int, Any], live: set[int]) -> None:
+    """``kept``'s entries of jobs not in ``live`` deleted (the others, and their order, kept)."""
+    for job_id in kept.keys() - live:
+        del kept[job_id]
 
 
 def load_runtime_predictor(

@@ -288,15 +288,20 @@ class SnapshotBuilder:
         self.variation = variation
         self.on_model_error = on_model_error or (lambda name, exc: None)
         # job id -> its entry [the RJMSJob read, the inputs that vary, its row of rule-made
-        # fields, its outputs, its core job once made]: a job read as the same (the Flux scheduler module keeps its job
-        # objects and runs a pass per event) or an equal object with the same record, class and
-        # flag keeps its entry, so its columns' row below is kept.
+        # fields, its outputs, its core job once made, the shared inputs it was made with (a job
+        # with only the predictor's answers; else None)]: a job read as the same (the Flux
+        # scheduler module keeps its job objects and runs a pass per event) or an equal object
+        # with the same record, class and flag keeps its entry, so its columns' row below is kept.
         self._pending_cache: dict[int, list] = {}
         self._running_outputs: dict[int, dict[str, Any]] = {}
         # The pending jobs' columns, one row per job kept between cycles (a row is written again
         # when its job's entry above is new).
         self._rows: KeptRows[PendingColumns] = KeptRows(_entry_columns, _entry_ids)
         self._blank_outputs: dict[str, Any] = {}
+        self._blank_varies: tuple = ()  # the last build's, kept while equal (entries compare by identity)
+        # (the runtime predictor, its answers_token()) as of the last build whose pending entries
+        # hold that predictor's answers of the time; None: ask it for every job.
+        self._answered: tuple[Any, tuple] | None = None
 
     @property
     def rows_read(self) -> int:
@@ -342,36 +347,78 @@ class SnapshotBuilder:
         built.model_seconds[f"variation:{self.variation.name}"] = time.perf_counter() - started
         return {j.job_id: bool(f) for j, f in zip(jobs, flags, strict=True)}
 
-    def _runtimes(
-        self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built
-    ) -> dict[int, tuple[float, str]]:
-        """Each job's guarded predicted runtime and its source; {} without a predictor or when
-        it fails (the limits then, as without one)."""
-        if self.runtime is None:
-            return {}
+    def _predicted(self, jobs: list[RJMSJob], state: ClusterState, built: Built) -> bool:
+        """The runtime predictor told which jobs are gone and asked to predict the new ones;
+        False when it fails (the limits then, as without one)."""
         started = time.perf_counter()
-        jobs = [*pending, *running]
         try:
             self.runtime.forget_except(set(map(operator.attrgetter("job_id"), state.jobs)))
             if self.runtime.predict_new(jobs):
                 built.model_seconds[f"runtime:{self.runtime.name}"] = time.perf_counter() - started
-            return self.runtime.estimates(jobs)
+            return True
         except Exception as exc:  # a model failing on live input must not stop scheduling
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
-            return {}
+            return False
 
-    def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles]:
+    def _estimates(self, jobs: list[RJMSJob]) -> dict[int, tuple[float, str]] | None:
+        """Each job's guarded predicted runtime and its source; None when the predictor fails."""
+        try:
+            return self.runtime.estimates(jobs)
+        except Exception as exc:
+            self.on_model_error(f"runtime:{self.runtime.name}", exc)
+            return None
+
+    def _quantiles(self, jobs: list[RJMSJob]) -> dict[int, RuntimeQuantiles] | None:
         """The jobs' predicted runtime quantiles (a quantile model's: a running job's as of its
         start, a pending job's its latest), for the start estimates' rules
-        (rush.core.remaining_runtime); {} otherwise."""
+        (rush.core.remaining_runtime); {} without them; None when the predictor fails (the
+        estimates then read the running jobs' estimates, as without)."""
         get = getattr(self.runtime, "runtime_quantiles", None)
         if get is None or not jobs:
             return {}
         try:
             return get(jobs)
-        except Exception as exc:  # the estimates then read the running jobs' estimates, as without
+        except Exception as exc:
             self.on_model_error(f"runtime:{self.runtime.name}", exc)
-            return {}
+            return None
+
+    def _answers(
+        self, pending: list[RJMSJob], running: list[RJMSJob], state: ClusterState, built: Built, cache: dict
+    ) -> tuple[dict[int, tuple[float, str]], dict[int, RuntimeQuantiles], set[int] | None]:
+        """The runtime predictor's answers: estimates and quantiles by job id, and the pending
+        jobs they were asked for (None: every one). A pending job not asked keeps its entry's
+        answers (``cache``, the last build's): the predictor has not revised them since
+        (:meth:`LiveRuntimePredictor.revised_since`) and the job's request is the same, so they
+        are what asking would give."""
+        if self.runtime is None:
+            return {}, {}, None
+        answered, self._answered = self._answered, None  # kept again only if every step answers
+        if not self._predicted([*pending, *running], state, built):
+            return {}, self._quantiles([*running, *pending]) or {}, None
+        revised = None
+        if answered is not None and answered[0] is self.runtime:
+            revised = self.runtime.revised_since(answered[1])
+        asked, fresh = pending, None
+        if revised is not None:
+            asked = [
+                j
+                for j in pending
+                if (hit := cache.get(j.job_id)) is None
+                or j.job_id in revised
+                or not (hit[0] is j or hit[0].requested_time == j.requested_time)
+            ]
+            fresh = set(map(operator.attrgetter("job_id"), asked))
+        runtimes = self._estimates([*asked, *running])
+        quantiles = self._quantiles([*running, *asked])
+        if runtimes is not None and quantiles is not None:
+            token = getattr(self.runtime, "answers_token", None)
+            if token is not None:
+                self._answered = (self.runtime, token())
+        elif fresh is not None:  # a step failed: no answer kept, every job's asked as without them
+            fresh = None
+            runtimes = {} if runtimes is None else self._estimates([*pending, *running])
+            quantiles = {} if quantiles is None else self._quantiles([*running, *pending])
+        return runtimes or {}, quantiles or {}, fresh
 
     def build(self, state: ClusterState, records: dict[int, JobRecord]) -> Built:
         now = state.taken_at
@@ -413,8 +460,8 @@ class SnapshotBuilder:
                 and records.get(j.job_id, _NO_RECORD).predicted_class < 0
             ]
         predicted = self._classes(need_class, built)
-        runtimes = self._runtimes(pending_jobs, running_jobs, state, built)
-        quantiles = self._quantiles([*running_jobs, *pending_jobs])
+        cache, self._pending_cache = self._pending_cache, {}
+        runtimes, quantiles, fresh = self._answers(pending_jobs, running_jobs, state, built, cache)
         variable = self._variable(pending_jobs, now, built)
         variation_outputs = _variation_outputs(self.variation)
         source_name = self.classifier.name if self.classifier else "none"
@@ -423,13 +470,15 @@ class SnapshotBuilder:
         untagged = _class_of(_UNTAGGED, 0, -1, -1, source_name)
         # Its row's rule-made fields (_ROW_FIELDS), shared while nothing of this pass is its own.
         blank_row = (untagged[0], False, 0, 0, math.inf, None, False, None)
-        cache, self._pending_cache = self._pending_cache, {}
         # A predictor's own outputs per job (the learned one: class, probabilities, reason).
         outputs_of = getattr(self.variation, "job_outputs", None)
         # A job with nothing of its own this pass (no record, prediction, flag, estimate or
         # quantiles: most of a queue) has these inputs, and, untagged, this row and these outputs,
         # shared (the outputs kept across passes while the same, for the queue rows' memo).
         blank_varies = (None, None, False, variation_outputs, source_name, _NO_OUTPUTS, None, None)
+        if self._blank_varies == blank_varies:
+            blank_varies = self._blank_varies
+        self._blank_varies = blank_varies
         plain_varies = blank_varies[:6]  # and the job's (estimate, quantiles)
         blank_outputs = {"runtime_class": CLASS_NAMES[untagged[0]], "class_source": untagged[1]}
         blank_outputs.update(variable=False, **variation_outputs)
@@ -441,15 +490,23 @@ class SnapshotBuilder:
             job_id = j.job_id
             stored = records.get(job_id)
             job_outputs = _NO_OUTPUTS if outputs_of is None else outputs_of(job_id)
-            estimated = runtimes.get(job_id) if runtimes else None
+            hit = cache.get(job_id)
+            if fresh is None or job_id in fresh:
+                estimated = runtimes.get(job_id) if runtimes else None
+                quantile = quantiles.get(job_id) if quantiles else None
+                shared = None
+            else:  # not asked: its entry's answers stand (_answers)
+                estimated, quantile = hit[1][6], hit[1][7]
+                shared = hit[5]
             flagged = variable.get(job_id, False) if variable else False
-            quantile = quantiles.get(job_id) if quantiles else None
             # Nothing of its own but, perhaps, the runtime predictor's answers (most of a live
             # queue with a predictor); blank: not even those.
             plain = stored is None and not flagged and job_outputs is _NO_OUTPUTS and job_id not in predicted
             blank = plain and estimated is None and quantile is None
             varies = (
-                blank_varies
+                hit[1]  # its answers kept, made with these shared parts: its very inputs
+                if plain and shared is blank_varies
+                else blank_varies
                 if blank
                 else (*plain_varies, estimated, quantile)
                 if plain
@@ -466,7 +523,6 @@ class SnapshotBuilder:
                     quantile,
                 )
             )
-            hit = cache.get(job_id)
             # The same object (the Flux module keeps them) or an equal one (a daemon's fresh read).
             if hit is not None and (hit[0] is j or hit[0] == j) and hit[1] == varies:
                 self._pending_cache[job_id] = hit
@@ -478,7 +534,7 @@ class SnapshotBuilder:
                     built.predicted[job_id] = int(hit[2][0])
                 continue
             if blank and not j.tags:  # the usual arrival
-                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, blank_row, blank_outputs, None, None]
                 entries.append(entry)
                 built.outputs[job_id] = blank_outputs
                 continue
@@ -489,7 +545,7 @@ class SnapshotBuilder:
                     if estimated is None
                     else {**blank_outputs, "predicted_runtime": estimated[0], "runtime_source": estimated[1]}
                 )
-                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None]
+                entry = self._pending_cache[job_id] = [j, varies, row, outputs, None, blank_varies]
                 entries.append(entry)
                 built.outputs[job_id] = outputs
                 continue
@@ -516,7 +572,11 @@ class SnapshotBuilder:
                 )
             if job_id in predicted:
                 built.predicted[job_id] = predicted[job_id]
-            runtime_outputs = _NO_OUTPUTS if estimated is None else _runtime_of(runtimes, job_id)[1]
+            runtime_outputs = (
+                _NO_OUTPUTS
+                if estimated is None
+                else {"predicted_runtime": estimated[0], "runtime_source": estimated[1]}
+            )
             built.outputs[job_id] = {
                 "runtime_class": CLASS_NAMES[cls],
                 "class_source": source,
@@ -525,7 +585,7 @@ class SnapshotBuilder:
                 **job_outputs,
                 **runtime_outputs,
             }
-            entry = [j, varies, row, built.outputs[job_id], None]
+            entry = [j, varies, row, built.outputs[job_id], None, None]
             self._pending_cache[job_id] = entry
             entries.append(entry)
         # The pass's columns, kept by job: only the rows of jobs that arrived or changed are
@@ -584,7 +644,8 @@ class SnapshotBuilder:
 
 
 def _made_job(entry: list) -> PendingJob:
-    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None]), kept in it."""
+    """The core job of an entry ([RJMS job, inputs, row, outputs, core job or None, shared
+    inputs]), kept in it."""
     j = entry[0]
     cls, idempotent, skips, requeues, reserved_at, estimate, flagged, quantile = entry[2]
     made = entry[4] = PendingJob(
