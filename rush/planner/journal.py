@@ -47,6 +47,7 @@ import json
 import logging
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -359,6 +360,13 @@ def _stored_row(row: tuple) -> tuple | None:
     return tuple(out)
 
 
+class LentRecords(dict):
+    """A dict of the book's records as :meth:`KeptBook.lend` hands it out: a plain dict that
+    takes a weak reference, so that the kept book can tell whether any holder still has it."""
+
+    __slots__ = ("__weakref__",)
+
+
 class KeptBook:
     """The journal's book as last read, kept up to date by the journal's own writes of it
     (write-through), so that a cycle's uses of the whole book (the builder, ``plan_actions``)
@@ -366,14 +374,17 @@ class KeptBook:
 
     The journal stays the truth: ``records`` is None (no copy) until a read, and is dropped on
     any doubt: a write that fails or whose stored value is not certain, a transaction rolled back,
-    another connection's commit. A dict handed out by :meth:`lend` never changes afterwards:
-    writes replace records, and ``last_seen`` is set in place only on a record no lent dict holds.
+    another connection's commit. A dict handed out by :meth:`lend` never changes while it is
+    held: writes replace records, and ``last_seen`` is set in place only on a record no held lent
+    dict holds (with none held, on every record: no copies; round 30, r31touch). A record taken
+    out of a lent dict is to be read while the dict is held (keep a copy to keep it longer).
     """
 
     def __init__(self) -> None:
         self.records: dict[int, JobRecord] | None = None
         self.version = 0  # the file's PRAGMA data_version when read
         self._fresh: set[int] = set()  # records made since the last lend (no lent dict holds them)
+        self._lent: list[weakref.ref] = []  # the dicts lent, while perhaps held
         self._top = 0  # the largest id; a smaller new one leaves the dict out of id order
         self._sorted = True
 
@@ -394,7 +405,15 @@ class KeptBook:
             self.records = dict(sorted(self.records.items()))
             self._sorted = True
         self._fresh = set()
-        return dict(self.records)
+        lent = LentRecords(self.records)
+        self._lent = [ref for ref in self._lent if ref() is not None]
+        self._lent.append(weakref.ref(lent))
+        return lent
+
+    def _held(self) -> bool:
+        """Whether a holder still has a dict lent (the daemon's uses drop theirs at once)."""
+        self._lent = [ref for ref in self._lent if ref() is not None]
+        return bool(self._lent)
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -437,11 +456,16 @@ class KeptBook:
         if at is None:
             self.drop()
             return
+        if not {int}.issuperset(map(type, job_ids)):  # the statement's rule for other types: not copied
+            self.drop()
+            return
+        if not self._held():  # no lent dict holds a record: each changed in place, none copied
+            for rec in map(records.get, job_ids):
+                if rec is not None:
+                    rec.last_seen = at
+            return
         fresh = self._fresh
         for job_id in job_ids:
-            if type(job_id) is not int:
-                self.drop()
-                return
             rec = records.get(job_id)
             if rec is not None and rec.last_seen != at:
                 if job_id not in fresh:  # a lent dict holds it: replaced, not changed
@@ -714,8 +738,9 @@ class Journal:
 
     def jobs(self) -> dict[int, JobRecord]:
         """Every record by job id, in id order: read once, then kept as the journal writes them
-        (:class:`KeptBook`). The dict is the caller's; its records are to be read, not changed
-        (copy one to change it, or use :meth:`job`)."""
+        (:class:`KeptBook`). The dict is the caller's and does not change while held; its records
+        are to be read, not changed, and while the dict is held (copy one to change or keep it,
+        or use :meth:`job`)."""
         if self._kept_book() is None:
             with self._kept.writing():
                 version = self.db.execute("PRAGMA data_version").fetchone()[0]  # before the read
