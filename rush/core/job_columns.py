@@ -246,9 +246,11 @@ request_shape = operator.attrgetter("nodes", "cores_per_node", "gpus_per_node", 
 # Shape -> its code, for the whole process: a code is never given to another shape, so a row
 # read in an earlier pass keeps a valid one. Bounded: a shape first met when it is full gets
 # NO_SHAPE (a hostile queue of endless shapes), and the node pass then reads every request.
+# 65 536 shapes hold a site's whole variety (nodes x cores x GPUs x partitions met in a
+# daemon's life) in about 13 MB at most; 1 << 20 would let a stream of odd requests pin ~200 MB.
 _SHAPE_CODES: dict[tuple | None, int] = {}
 _SHAPE_LOCK = threading.Lock()
-MAX_SHAPES = 1 << 20
+MAX_SHAPES = 1 << 16
 NO_SHAPE = -1
 
 
