@@ -62,7 +62,9 @@ def first_read(rng: np.random.Generator, n: int) -> list[RJMSJob]:
                 user=f"user{int(rng.integers(0, 9))}",
                 tags={"class": "small"} if rng.random() < 0.3 else {},
                 priority=math.nan if rng.random() < 0.1 else float(rng.integers(0, 1_000)),
-                request=None if rng.random() < 0.4 else Request(int(rng.integers(1, 4)), int(rng.integers(1, 9))),
+                request=None
+                if rng.random() < 0.4
+                else Request(int(rng.integers(1, 4)), int(rng.integers(1, 9))),
             )
         )
     return jobs
