@@ -52,9 +52,7 @@ class PriorityExplanations:
         (job id, value): a reader that acts on a few (the daemon's per-cycle action budget)
         leaves the others unwritten."""
         ids, values = self.job_id.tolist(), self.value.tolist()
-        if self.value.dtype.kind not in "iu":  # an integer column's tolist() gives ints already
-            values = list(map(int, values))
-        kept = np.fromiter(keep(ids, values), dtype=np.bool_, count=len(ids))
+        kept = np.fromiter(keep(ids, list(map(int, values))), dtype=np.bool_, count=len(ids))
         by_value = np.argsort(-self.value, kind="stable")
         ranks = by_value[kept[by_value]]
         cut = len(ranks) if words is None else max(words, 0)
