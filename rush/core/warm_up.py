@@ -15,19 +15,13 @@ those paths for one configuration: on a warm cache it costs milliseconds, on a c
 compiles at start-up (the Flux module's load, the daemon's start, ``rush warmup``) instead of
 in a pass.
 
-:func:`warm_live_pass_in_child` compiles them in a child process instead, which writes numba's
-cache; the caller's own :func:`warm_live_pass` then loads them. A process that compiled keeps
-the compiler's state (its IR objects, about 310 000, and LLVM's modules, about 490 MB) and
-ran the daemon's steady cycle 13-17 ms slower than one that loaded (docs/research.md, round 30,
-r31cold).
+The daemon's service compiles them in a child process first (``rush.daemon.warm_child``), so
+that it loads them here instead of keeping the compiler's state.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import pickle
-import subprocess
-import sys
 
 from rush.core.config import CoreConfig
 from rush.core.resources import Node, Request, Slot
@@ -68,22 +62,3 @@ def warm_live_pass(config: CoreConfig, now: float = 1_000_000.0) -> int:
                 schedule(snapshot, dataclasses.replace(config, backfill=backfill, max_jobs_considered=limit))
                 passes += 1
     return passes
-
-
-def warm_live_pass_in_child(config: CoreConfig, timeout: float = 1_800.0) -> int:
-    """:func:`warm_live_pass` under ``config`` in a child interpreter (same environment, so the
-    same numba cache): what it compiles is written to the cache, not kept in this process's
-    heap. Returns the child's pass count; raises ``OSError`` or ``subprocess.SubprocessError``
-    when the child cannot run or fails (the caller then compiles in-process, as before)."""
-    done = subprocess.run(
-        [sys.executable, "-m", __name__],
-        input=pickle.dumps(config),
-        capture_output=True,
-        timeout=timeout,
-        check=True,
-    )
-    return int(done.stdout.split()[-1])
-
-
-if __name__ == "__main__":  # the child of warm_live_pass_in_child: the config arrives pickled
-    print(warm_live_pass(pickle.loads(sys.stdin.buffer.read())))

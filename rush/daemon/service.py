@@ -17,7 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rush.core.warm_up import warm_live_pass, warm_live_pass_in_child
+from rush.core.warm_up import warm_live_pass
+from rush.daemon.warm_child import warm_live_pass_in_child
 from rush.errors import RushError
 from rush.planner.collector import settle_collector
 from rush.planner.config import RushConfig, load_config
@@ -73,12 +74,18 @@ class Daemon(Planner):
         return server
 
     def run(
-        self, cycles: int | None = None, handle_signals: bool = False, serve_queries: bool | None = None
+        self,
+        cycles: int | None = None,
+        handle_signals: bool = False,
+        serve_queries: bool | None = None,
+        warm_in_child: bool | None = None,
     ) -> None:
         """Cycle until :meth:`stop` (SIGTERM/SIGINT with ``handle_signals``) or ``cycles`` cycles.
 
         ``serve_queries`` (default: ``handle_signals``, i.e. when running as the service)
-        answers queries on the socket while the loop runs."""
+        answers queries on the socket while the loop runs; ``warm_in_child`` (the same default)
+        compiles the kernels in a child first (:mod:`rush.daemon.warm_child`): worth its 1-2 s
+        of start-up for a service that cycles for days, not for a few cycles in one process."""
         if handle_signals:
             signal.signal(signal.SIGTERM, self.stop)
             signal.signal(signal.SIGINT, self.stop)
@@ -88,10 +95,11 @@ class Daemon(Planner):
         # Every kernel a cycle can call, loaded before the first cycle needs it (rush.core.warm_up):
         # compiled in a child, so that this process loads them from numba's cache and does not
         # keep the compiler's state (13-17 ms a steady cycle at 10 000 pending, round 30 r31cold).
-        try:
-            warm_live_pass_in_child(self.core_config)
-        except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
-            log.warning("kernels not compiled in a child (%s); compiling them here", exc)
+        if handle_signals if warm_in_child is None else warm_in_child:
+            try:
+                warm_live_pass_in_child(self.core_config)
+            except (OSError, subprocess.SubprocessError, ValueError, IndexError) as exc:
+                log.warning("kernels not compiled in a child (%s); compiling them here", exc)
         warm_live_pass(self.core_config)
         # What start-up loaded lives as long as the service: out of the collector's reach.
         log.info(settle_collector())

@@ -86,17 +86,3 @@ def test_the_warm_up_of_one_pass_on_processor_counts_left_the_projection_for_the
     # What this module fixes: the check above can see a kernel first loaded inside the pass.
     result = kernels_loaded_in_the_pass("easy", "none", "procs")
     assert "rush.core.start_estimates.project_starts" in result["new"]
-
-
-@pytest.mark.parametrize("backfill", ["none", "easy"])
-def test_warm_live_pass_in_child_runs_the_callers_config(backfill: str, monkeypatch) -> None:
-    """The child warms the caller's configuration: its pass count depends on the backfill (the
-    daemon's start compiles there, round 30 r31cold: a compiling process keeps the compiler's
-    state and ran its steady cycle 13-17 ms slower)."""
-    from rush.core.config import CoreConfig
-    from rush.core.warm_up import warm_live_pass, warm_live_pass_in_child
-
-    config = CoreConfig.from_names("FCFS", backfill)
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the child imports this tree
-    passes = warm_live_pass_in_child(config)
-    assert passes == warm_live_pass(config) == (4 if backfill == "none" else 8)

@@ -5,6 +5,7 @@ reports is still released (nothing per cycle is kept out of the collector's reac
 from __future__ import annotations
 
 import gc
+import subprocess
 import weakref
 
 import pytest
@@ -73,5 +74,28 @@ def test_the_daemon_compiles_its_kernels_in_a_child_before_loading_them(
     config = parse_config({"daemon": {"journal": str(tmp_path / "j.sqlite")}})
     queue = Reads(ClusterState(1000.0, 8, 8, ()))
     daemon = Daemon(config, backend=queue, dry_run=True)
-    daemon.run(cycles=1)
+    daemon.run(cycles=1, warm_in_child=True)
     assert order == [daemon.core_config.backfill, "settled"]
+    # A few cycles in one process (tests, replays driving run()) skip the child by default.
+    order.clear()
+    Daemon(config, backend=queue, dry_run=True).run(cycles=1)
+    assert order == ["settled"]
+
+
+def test_a_child_that_fails_leaves_the_daemon_compiling_in_process(
+    tmp_path, collector_restored, monkeypatch, caplog
+) -> None:
+    import rush.daemon.service as service
+
+    def broken(config):
+        raise subprocess.CalledProcessError(1, ["python", "-m", "rush.daemon.warm_child"])
+
+    warmed: list[str] = []
+    monkeypatch.setattr(service, "warm_live_pass_in_child", broken)
+    monkeypatch.setattr(service, "warm_live_pass", lambda config: warmed.append(config.backfill) or 0)
+    config = parse_config({"daemon": {"journal": str(tmp_path / "j.sqlite")}})
+    daemon = Daemon(config, backend=Reads(ClusterState(1000.0, 8, 8, ())), dry_run=True)
+    with caplog.at_level("WARNING", logger=service.log.name):
+        daemon.run(cycles=1, warm_in_child=True)
+    assert "compiling them here" in caplog.text
+    assert warmed == [daemon.core_config.backfill]  # compiled in-process after all
