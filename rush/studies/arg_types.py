@@ -128,3 +128,12 @@ def existing_file(text: str) -> str:
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is not a file")
     return text
+
+
+def folder(text: str) -> Path:
+    """An argparse type: a folder to read from and write to (the live windows' models), made
+    if absent; a path that is something else is refused before any work."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
+    return path

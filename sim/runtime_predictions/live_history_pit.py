@@ -43,6 +43,8 @@ for extra in (ROOT, HERE, ROOT / "sim" / "start_estimates"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from rush.studies import arg_types  # noqa: E402
+
 WINDOW = "BLUE"
 FLUX_RUNS = ("flux", "fluxion")
 FEATURE_SET = "t23"
@@ -260,7 +262,10 @@ def w_arm(week: WeekModel, features: np.ndarray) -> tuple[list[float], list[floa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--models", required=True, help="DIR with the window's live model (trained there if absent)"
+        "--models",
+        required=True,
+        type=arg_types.folder,
+        help="DIR with the window's live model (trained there if absent)",
     )
     parser.add_argument("--runs", default="d9", help="d9 (round 11's runs, D9's) or all (every kept run too)")
     parser.add_argument(
@@ -269,9 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs not in ("d9", "all"):
         parser.error(f"--runs: {args.runs!r} is not d9 or all")
-    models = Path(args.models)
-    if models.exists() and not models.is_dir():
-        parser.error(f"--models: {models} is not a directory")
+    models = args.models
     models.mkdir(parents=True, exist_ok=True)
     rows = run_arms(models, args.runs)
     report = {"rows": rows, "verdict": verdict(rows)}

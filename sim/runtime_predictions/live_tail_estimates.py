@@ -28,6 +28,8 @@ for extra in (ROOT, HERE, ROOT / "sim" / "start_estimates"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+from rush.studies import arg_types  # noqa: E402
+
 WINDOW = "BLUE"
 # r29live's runs after the key fix (sim/start_estimates/results/repeats/).
 RUNS = (("flux", "rep4"), ("flux", "rep5"), ("fluxion", "rep5"), ("fluxion", "rep6"))
@@ -96,12 +98,13 @@ def markdown(table: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--models", required=True, help="DIR with the window's live model (trained there if absent)"
+        "--models",
+        required=True,
+        type=arg_types.folder,
+        help="DIR with the window's live model (trained there if absent)",
     )
     args = parser.parse_args(argv)
-    models = Path(args.models)
-    if models.exists() and not models.is_dir():
-        parser.error(f"--models: {models} is not a directory")
+    models = args.models
     models.mkdir(parents=True, exist_ok=True)
     import live_bias
     import live_windows

@@ -24,6 +24,8 @@ from tests.flag_checks import parse_flag
         (arg_types.trace_spec, "CTC-SP2", "CTC-SP2"),
         (arg_types.file_stem, "class_rules_shares", "class_rules_shares"),
         (arg_types.existing_file, __file__, __file__),
+        (arg_types.folder, "/nonexistent/models", Path("/nonexistent/models")),  # made later
+        (arg_types.folder, str(Path(__file__).parent), Path(__file__).parent),
     ],
 )
 def test_good_values_pass(kind, text: str, value) -> None:
@@ -46,6 +48,7 @@ def test_good_values_pass(kind, text: str, value) -> None:
         (arg_types.file_stem, "../x", "not a file stem"),
         (arg_types.file_stem, "", "not a file stem"),
         (arg_types.existing_file, "/nonexistent/runs.csv.gz", "not a file"),
+        (arg_types.folder, __file__, "is not a directory"),
     ],
 )
 def test_bad_values_are_refused(kind, text: str, said: str) -> None:
