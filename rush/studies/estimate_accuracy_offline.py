@@ -57,6 +57,8 @@ REMAINING_MEAN = 1
 REMAINING_MEDIAN = 2
 # Round 7's H5 (dev_log.md): the conditional 0.4 quantile, one step below the median.
 REMAINING_Q40 = 3
+# Round 30's rule R (dev_log.md): the conditional 0.75 quantile, L2's level for the running jobs.
+REMAINING_Q75 = 4
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -243,8 +245,10 @@ def sweep_by_source(
                 k = run_k[i]
                 if conditional[e] == REMAINING_MEAN:
                     run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
-                elif conditional[e] == REMAINING_MEDIAN or conditional[e] == REMAINING_Q40:
+                elif conditional[e] >= REMAINING_MEDIAN:  # a conditional quantile
                     level = 0.5 if conditional[e] == REMAINING_MEDIAN else 0.4
+                    if conditional[e] == REMAINING_Q75:
+                        level = 0.75
                     run_end[i] = start[k] + conditional_quantile_runtime(
                         knots_x[k], knots_p, t - start[k], level
                     )

@@ -60,6 +60,9 @@ CANDIDATES = (
     # Round 30 (rule T, rush.core.remaining_runtime.rule_upper): L2's length raised to the mean
     # with the mass above the top predicted quantile carried up to the request.
     ("T: conditional median, max(L2, tail-carried mean)", "easy", "conditional-median", "t"),
+    # Round 30 (rule R, rush.core.remaining_runtime.running_level): the running jobs' ends at
+    # their conditional 0.75 quantile given their elapsed time, the queue as L2.
+    ("R: conditional q0.75, L2", "easy", "conditional-q0.75", "l2"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -73,6 +76,7 @@ def main() -> None:
         REMAINING_MEAN,
         REMAINING_MEDIAN,
         REMAINING_Q40,
+        REMAINING_Q75,
         RULE_CONSERVATIVE,
         RULE_EASY,
         projection,
@@ -84,6 +88,7 @@ def main() -> None:
         "conditional": REMAINING_MEAN,
         "conditional-median": REMAINING_MEDIAN,
         "conditional-q0.4": REMAINING_Q40,
+        "conditional-q0.75": REMAINING_Q75,
     }
     from rush.models.runtime_quantiles_features import FEATURE_SETS
     from rush.studies.arg_types import count, names, trace_specs
