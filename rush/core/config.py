@@ -36,9 +36,7 @@ class CoreConfig:
       :mod:`rush.core.runtime_predictions`); kills stay at the request.
     * ``estimate_rule``: how the start estimates project a queued job with predicted quantiles
       (:data:`rush.core.names.ESTIMATE_RULES`, :func:`rush.core.remaining_runtime.rule_upper`):
-      ``L2`` (the default), ``T`` or ``R`` (L2 with the running jobs at their conditional 0.75
-      quantile, :func:`rush.core.remaining_runtime.running_level`); only the estimates read it,
-      never a decision.
+      ``L2`` (the default) or ``T``; only the estimates read it, never a decision.
     * ``rjms_priority_first``: order by the RJMS's priority (``PendingJob.rjms_priority``,
       highest first) before the policy, which decides among equal priorities (rush as the
       RJMS's scheduler: Flux's urgency, holds and priority plugins keep their meaning).

@@ -49,10 +49,7 @@ BACKFILL_MODES: tuple[str, ...] = ("easy", "conservative", "none")
 PREDICTION_CORRECTIONS: tuple[str, ...] = ("none", "request", "stepwise")
 # How a queued job with predicted quantiles is projected in the start estimates
 # (rush.core.remaining_runtime.rule_upper): L2, max(its mean, Q(0.75)) (issue 29, round 12), or
-# T, L2 raised to the mean with the tail above the top predicted quantile at the request (round 30),
-# or R, L2 with the running jobs ended at their 0.75 quantile given their elapsed time, not their
-# median (round 30, rush.core.remaining_runtime.running_level).
+# T, L2 raised to the mean with the tail above the top predicted quantile at the request (round 30).
 ESTIMATE_RULE_L2 = "L2"
 ESTIMATE_RULE_T = "T"
-ESTIMATE_RULE_R = "R"
-ESTIMATE_RULES: tuple[str, ...] = (ESTIMATE_RULE_L2, ESTIMATE_RULE_T, ESTIMATE_RULE_R)
+ESTIMATE_RULES: tuple[str, ...] = (ESTIMATE_RULE_L2, ESTIMATE_RULE_T)

@@ -23,7 +23,7 @@ from itertools import chain, repeat
 import numpy as np
 from numba import njit
 
-from rush.core.names import ESTIMATE_RULE_L2, ESTIMATE_RULE_R, ESTIMATE_RULE_T, ESTIMATE_RULES
+from rush.core.names import ESTIMATE_RULE_L2, ESTIMATE_RULE_T, ESTIMATE_RULES
 from rush.core.runtime_drift import drift_projection_length
 
 
@@ -195,13 +195,10 @@ def median_runtime_given_elapsed(levels, seconds, requested_time: float, elapsed
     return float(conditional_quantile_runtime(xs[0], ps, float(elapsed), 0.5)), ""
 
 
-def running_median_runtimes(
-    running, now: float, level: float = 0.5
-) -> tuple[np.ndarray | None, dict[int, str]]:
+def running_median_runtimes(running, now: float) -> tuple[np.ndarray | None, dict[int, str]]:
     """:func:`median_runtime_given_elapsed` for each running job (duck-typed
     :class:`rush.core.snapshot.RunningJob`: ``runtime_quantiles``, ``requested_time``, ``start``,
-    ``job_id``) at ``now`` (or, with ``level``, the conditional quantile at that level:
-    :func:`running_level`): the runtimes (NaN where a job has none or they are refused; None when
+    ``job_id``) at ``now``: the runtimes (NaN where a job has none or they are refused; None when
     no job has any) and, by job id, why a job's quantiles were refused. The checks and knots
     per set of levels at once (:func:`_usable_groups`), the compiled rule per job."""
     n = len(running)
@@ -222,7 +219,7 @@ def running_median_runtimes(
     for kept, lv, q, request in groups:
         xs, ps = quantile_knots(np.log1p(q), lv, np.log1p(request))
         elapsed = (now - start[kept]).tolist()
-        out[kept] = [conditional_quantile_runtime(x, ps, e, level) for x, e in zip(xs, elapsed, strict=True)]
+        out[kept] = [conditional_quantile_runtime(x, ps, e, 0.5) for x, e in zip(xs, elapsed, strict=True)]
     return out, refused
 
 
@@ -239,25 +236,10 @@ QUEUE_PROJECTION_LEVEL = 0.75
 # allow. A site chooses the rule (CoreConfig.estimate_rule, rush.core.names.ESTIMATE_RULES).
 
 
-# Rule R (issue 29, round 30, helper r29run; the same dev_log.md): L2's queue, and each running
-# job ended at its conditional quantile at L2's level instead of its median: a start is a maximum
-# over the ends ahead of a job, the running jobs' as well as the queue's, so L2's PERT argument
-# holds for both.
-
-
-def running_level(rule: str = ESTIMATE_RULE_L2) -> float:
-    """The level of a running job's conditional quantile under ``rule``: the median (L2, T), or
-    :data:`QUEUE_PROJECTION_LEVEL` under R."""
-    if rule not in ESTIMATE_RULES:
-        raise ValueError(f"unknown estimate rule {rule!r}: one of {', '.join(ESTIMATE_RULES)}")
-    return QUEUE_PROJECTION_LEVEL if rule == ESTIMATE_RULE_R else 0.5
-
-
 def rule_upper(upper: np.ndarray, tail: np.ndarray, rule: str = ESTIMATE_RULE_L2) -> np.ndarray:
-    """The queued jobs' upper runtimes under ``rule``: L2's (``upper``, Q(0.75); R's queue is
-    L2's), or under T the larger of it and the tail-carried mean ``tail`` (NaN where a job has
-    neither)."""
-    if rule in (ESTIMATE_RULE_L2, ESTIMATE_RULE_R):
+    """The queued jobs' upper runtimes under ``rule``: L2's (``upper``, Q(0.75)), or under T the
+    larger of it and the tail-carried mean ``tail`` (NaN where a job has neither)."""
+    if rule == ESTIMATE_RULE_L2:
         return upper
     if rule != ESTIMATE_RULE_T:
         raise ValueError(f"unknown estimate rule {rule!r}: one of {', '.join(ESTIMATE_RULES)}")

@@ -198,13 +198,12 @@ class PolicySection(Section):
         description="how a running job that outlives its prediction is re-estimated: none, request or "
         "stepwise (Tsafrir et al.'s); absent: the predictor's rule (stepwise)",
     )
-    estimate_rule: Literal["L2", "T", "R"] = Field(
+    estimate_rule: Literal["L2", "T"] = Field(
         "L2",
         description="how start estimates project a queued job with predicted quantiles (with "
         '"runtime-quantiles"): "L2", the larger of its calibrated mean and its upper quartile, or '
         '"T", that raised to the mean with the tail above its top predicted quantile at its limit '
-        "(issue 29 round 30: refuted as the default, sim/runtime_predictions/estimates/dev_log.md), "
-        '"R", L2 with each running job ended at its upper quartile given its elapsed time (round 30); '
+        "(issue 29 round 30: refuted as the default, sim/runtime_predictions/estimates/dev_log.md); "
         "decisions never read it",
     )
     time_origin: Seconds | None = Field(

@@ -57,7 +57,7 @@ REMAINING_MEAN = 1
 REMAINING_MEDIAN = 2
 # Round 7's H5 (dev_log.md): the conditional 0.4 quantile, one step below the median.
 REMAINING_Q40 = 3
-# Round 30's rule R (dev_log.md): the conditional 0.75 quantile, L2's level for the running jobs.
+# Round 30's rule R (dev_log.md; refuted, the core's rule reverted): the conditional 0.75 quantile.
 REMAINING_Q75 = 4
 
 

@@ -84,10 +84,6 @@ L2_RUNNING_REAL = "queue: L2, running: real"
 # Round 30's rule T (rush.core.remaining_runtime.rule_upper), recomputed by live_tail_estimates.py:
 # "queue: L2"'s pass with the core's estimate_rule "T" (the queue's tail carried to the request).
 TAIL_VARIANT = "queue: T"
-# Round 30's rule R (rush.core.remaining_runtime.running_level), recomputed by
-# live_running_estimates.py: "queue: L2"'s pass with the core's estimate_rule "R" (the running
-# jobs at their conditional 0.75 quantile).
-RUNNING_R_VARIANT = "running: R"
 # And every job, running or queued, at its limit (no prediction: what Slurm's squeue --start reads).
 ALL_LIMITS = "all limits"
 
@@ -290,7 +286,7 @@ def reconstruct(
                 p = [replace(x, estimate=jobs[x.job_id]["end"] - jobs[x.job_id]["start"]) for x in pending]
             elif variant == ALL_LIMITS:
                 p = [replace(x, estimate=None) for x in pending]
-            elif variant in ("queue: L2", L2_RUNNING_REAL, TAIL_VARIANT, RUNNING_R_VARIANT):  # quantiles
+            elif variant in ("queue: L2", L2_RUNNING_REAL, TAIL_VARIANT):  # the queue on its quantiles
                 p = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
             elif variant in (
                 DRIFT_VARIANT,
@@ -300,8 +296,7 @@ def reconstruct(
                 p = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in pending]
                 r = [replace(x, runtime_quantiles=drifted.get(x.job_id)) for x in running]
             snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
-            rule = {TAIL_VARIANT: "T", RUNNING_R_VARIANT: "R"}.get(variant, config.estimate_rule)
-            rule = replace(config, estimate_rule=rule)
+            rule = replace(config, estimate_rule="T") if variant == TAIL_VARIANT else config
             decided = schedule(snap, rule, explain_priorities=False)
             start = decided.estimated_start.get(job_id, np.inf)
             row[variant] = (start - real_start) * k if np.isfinite(start) else None

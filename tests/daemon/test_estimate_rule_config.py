@@ -33,8 +33,3 @@ def test_a_bad_rule_is_refused_with_the_key_and_the_choices(tmp_path):
     err = info.value
     assert err.where.endswith("policy.estimate_rule")
     assert "'L2'" in err.message + (err.fix or "") and "'T'" in err.message + (err.fix or "")
-
-
-def test_r_reaches_the_core(tmp_path):
-    config = _load(tmp_path, '[policy]\nestimate_rule = "R"\n')
-    assert config.core_config().estimate_rule == "R"

@@ -60,8 +60,8 @@ CANDIDATES = (
     # Round 30 (rule T, rush.core.remaining_runtime.rule_upper): L2's length raised to the mean
     # with the mass above the top predicted quantile carried up to the request.
     ("T: conditional median, max(L2, tail-carried mean)", "easy", "conditional-median", "t"),
-    # Round 30 (rule R, rush.core.remaining_runtime.running_level): the running jobs' ends at
-    # their conditional 0.75 quantile given their elapsed time, the queue as L2.
+    # Round 30 (rule R, r29run; refuted and its core rule reverted, held by a4366c9): the running
+    # jobs' ends at their conditional 0.75 quantile given their elapsed time, the queue as L2.
     ("R: conditional q0.75, L2", "easy", "conditional-q0.75", "l2"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
