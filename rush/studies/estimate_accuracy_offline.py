@@ -59,6 +59,8 @@ REMAINING_MEDIAN = 2
 REMAINING_Q40 = 3
 # Round 30's rule R (dev_log.md; refuted, the core's rule reverted): the conditional 0.75 quantile.
 REMAINING_Q75 = 4
+# The level of each conditional quantile above, by its code minus REMAINING_MEDIAN.
+CONDITIONAL_LEVELS = (0.5, 0.4, 0.75)
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -246,9 +248,7 @@ def sweep_by_source(
                 if conditional[e] == REMAINING_MEAN:
                     run_end[i] = start[k] + conditional_mean_runtime(knots_x[k], knots_p, t - start[k])
                 elif conditional[e] >= REMAINING_MEDIAN:  # a conditional quantile
-                    level = 0.5 if conditional[e] == REMAINING_MEDIAN else 0.4
-                    if conditional[e] == REMAINING_Q75:
-                        level = 0.75
+                    level = CONDITIONAL_LEVELS[conditional[e] - REMAINING_MEDIAN]
                     run_end[i] = start[k] + conditional_quantile_runtime(
                         knots_x[k], knots_p, t - start[k], level
                     )

@@ -495,6 +495,15 @@ def write_results(stem: str, table: list[dict], text: str) -> None:
     print(text)
 
 
+def write_report(stem: str, report: dict, text: str) -> None:
+    """``results/STEM.json`` (``report``) and ``results/STEM.md`` (``text``), printed: the
+    recomputations that keep their reading beside their rows (live_keyed_estimates, ...)."""
+    out = HERE / "results" / stem
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    out.with_suffix(".md").write_text(text)
+    print(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []

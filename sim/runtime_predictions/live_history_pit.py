@@ -276,12 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--runs: {args.runs!r} is not d9 or all")
     models = args.models
     models.mkdir(parents=True, exist_ok=True)
+    import live_bias
+
     rows = run_arms(models, args.runs)
     report = {"rows": rows, "verdict": verdict(rows)}
-    (HERE / "results" / "live_history_pit.json").write_text(json.dumps(report, indent=1) + "\n")
-    text = markdown(report)
-    (HERE / "results" / "live_history_pit.md").write_text(text)
-    print(text)
+    live_bias.write_report("live_history_pit", report, markdown(report))
     if args.decompose:
         parts = decompose(models)
         (HERE / "results" / "live_history_pit_models.json").write_text(json.dumps(parts, indent=1) + "\n")

@@ -19,7 +19,6 @@ column is reproduced only at a433a04, before the fix.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -124,12 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             if row is not None:
                 table.append({"run": rjms, "source": source, **row})
             print(rjms, source, row, flush=True)
-    (HERE / "results" / "live_keyed_estimates.json").write_text(
-        json.dumps({"rows": table, "reading": reading(table)}, indent=1) + "\n"
+    live_bias.write_report(
+        "live_keyed_estimates", {"rows": table, "reading": reading(table)}, markdown(table)
     )
-    text = markdown(table)
-    (HERE / "results" / "live_keyed_estimates.md").write_text(text)
-    print(text)
     return 0
 
 

@@ -17,7 +17,6 @@ minutes of the live one.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -123,12 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if row is not None:
             table.append({"run": rjms, "source": wanted, **row})
         print(rjms, wanted, row, flush=True)
-    (HERE / "results" / "live_tail_estimates.json").write_text(
-        json.dumps({"rows": table, "reading": reading(table)}, indent=1) + "\n"
-    )
-    text = markdown(table)
-    (HERE / "results" / "live_tail_estimates.md").write_text(text)
-    print(text)
+    live_bias.write_report("live_tail_estimates", {"rows": table, "reading": reading(table)}, markdown(table))
     return 0
 
 

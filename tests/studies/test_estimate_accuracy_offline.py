@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rush.core.remaining_runtime import conditional_quantile_runtime, quantile_knots
 from rush.studies.estimate_accuracy_offline import (
     REMAINING_LADDER,
     REMAINING_MEDIAN,
+    REMAINING_Q40,
+    REMAINING_Q75,
     RULE_EASY,
     error_rows,
     ladder,
@@ -113,3 +116,17 @@ def test_a_running_job_past_its_median_is_expected_at_its_conditional_median():
     expected = conditional_quantile_runtime(knots[0][0], knots[1], 70.0, 0.5)
     assert 70.0 < expected < 1000.0
     assert est[0, 0] == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "level"), [(REMAINING_MEDIAN, 0.5), (REMAINING_Q40, 0.4), (REMAINING_Q75, 0.75)]
+)
+def test_each_conditional_quantile_code_ends_a_running_job_at_its_level(code: int, level: float):
+    submit, start, end, procs, request, runtime = _schedule()
+    levels = np.array([0.1, 0.25, 0.5, 0.75, 0.9])
+    quantiles = np.array([[20.0, 40.0, 60.0, 80.0, 95.0], [10, 20, 30, 40, 50], [5, 6, 7, 8, 9.0]])
+    knots = quantile_knots(np.log1p(quantiles), levels, np.log1p(request))
+    ladders = quantile_ladder(quantiles, levels, request)[None]
+    how = projection(RULE_EASY, request, np.array([code]), knots)
+    est = sweep_projected(np.array([70.0]), np.array([1]), (submit, start, end, procs, 4), ladders, how)
+    assert est[0, 0] == conditional_quantile_runtime(knots[0][0], knots[1], 70.0, level)
