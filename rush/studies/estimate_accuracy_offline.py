@@ -37,6 +37,13 @@ from numba import njit
 
 from rush.core.conservative import MIN_DURATION
 from rush.core.remaining_runtime import conditional_mean_runtime, conditional_quantile_runtime
+from rush.core.start_distribution import (
+    SCENARIOS,
+    median_of_starts,
+    sampled_runtime,
+    scenario_levels,
+    scenario_seed,
+)
 from rush.core.start_estimates import EasyRunning, project_easy_starts, project_starts
 
 WAIT_CLASSES = ("0", "<10min", "10min-1h", ">1h")
@@ -61,6 +68,10 @@ REMAINING_Q40 = 3
 REMAINING_Q75 = 4
 # The level of each conditional quantile above, by its code minus REMAINING_MEDIAN.
 CONDITIONAL_LEVELS = (0.5, 0.4, 0.75)
+# Round 31's rule M (dev_log.md; rush.core.start_distribution): the median over sampled
+# scenarios of the job's projected start, every running end and queued length drawn from the
+# knots (the estimator's ladder is not read).
+REMAINING_SAMPLED = 5
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -118,13 +129,15 @@ class Projection(NamedTuple):
     reads ``request``, the limits EASY decides on) and, per estimator, how a running job ends
     (``conditional``: :data:`REMAINING_LADDER` off its ladder, :data:`REMAINING_MEAN` /
     :data:`REMAINING_MEDIAN` at its mean / median runtime given its elapsed time, from the
-    quantile function's knots ``knots_x`` (n, k) at levels ``knots_p``)."""
+    quantile function's knots ``knots_x`` (n, k) at levels ``knots_p``; :data:`REMAINING_SAMPLED`:
+    rule M over ``scenarios`` scenarios drawn from the knots)."""
 
     rule: int
     request: np.ndarray
     conditional: np.ndarray
     knots_x: np.ndarray
     knots_p: np.ndarray
+    scenarios: int
 
 
 def projection(
@@ -132,8 +145,10 @@ def projection(
     request: np.ndarray,
     conditional: np.ndarray,
     knots: tuple[np.ndarray, np.ndarray] | None = None,
+    scenarios: int = SCENARIOS,
 ) -> Projection:
-    """A :class:`Projection` with contiguous arrays (``conditional``: one code per estimator)."""
+    """A :class:`Projection` with contiguous arrays (``conditional``: one code per estimator;
+    ``scenarios``: rule M's, :data:`REMAINING_SAMPLED`)."""
     n = len(request)
     knots_x, knots_p = (np.zeros((n, 2)), np.array([0.0, 1.0])) if knots is None else knots
     return Projection(
@@ -142,6 +157,7 @@ def projection(
         np.asarray(conditional, dtype=np.int64),
         np.ascontiguousarray(knots_x, dtype=np.float64),
         np.ascontiguousarray(knots_p, dtype=np.float64),
+        int(scenarios),
     )
 
 
@@ -190,7 +206,7 @@ def sweep_by_source(
     error into what the running jobs' ends and the queue's runtimes cost)."""
     submit, start, end, procs, machine = jobs
     ladders, queue = runtimes
-    rule, request, conditional, knots_x, knots_p = how
+    rule, request, conditional, knots_x, knots_p, _ = how
     n_est = ladders.shape[0]
     nq = len(query_time)
     out = np.full((n_est, nq), np.inf)
@@ -238,10 +254,13 @@ def sweep_by_source(
                 pend_k[p] = k
                 p += 1
         pend_k = np.sort(pend_k)  # FCFS: submit order
-        order = np.arange(n_pend)
         local_procs = procs[pend_k]
         run_procs = procs[run_k]
+        free = max(machine - busy, 0)
         for e in range(n_est):
+            if conditional[e] == REMAINING_SAMPLED:
+                out[e, q] = _sampled_start(t, free, (run_k, pend_k), start, procs, how)
+                continue
             run_end = np.empty(n_run)
             for i in range(n_run):
                 k = run_k[i]
@@ -257,30 +276,61 @@ def sweep_by_source(
             dur = np.empty(n_pend)
             for i in range(n_pend):
                 dur[i] = queue[e, pend_k[i]]
-            if rule == RULE_EASY:
-                starts = project_easy_starts(
-                    t,
-                    max(machine - busy, 0),
-                    EasyRunning(run_end, start[run_k] + request[run_k], run_procs),
-                    order,
-                    local_procs,
-                    dur,
-                    request[pend_k],
-                )
-            else:
-                by_end = np.argsort(run_end)
-                starts = project_starts(
-                    t,
-                    max(machine - busy, 0),
-                    run_end[by_end],
-                    run_procs[by_end],
-                    order,
-                    local_procs,
-                    dur,
-                    False,
-                )
-            out[e, q] = starts[n_pend - 1]  # j is the last of the jobs ahead of it and itself
+            running = EasyRunning(run_end, start[run_k] + request[run_k], run_procs)
+            # j is the last of the jobs ahead of it and itself
+            out[e, q] = _project(rule, t, free, running, local_procs, dur, request[pend_k])[n_pend - 1]
     return out
+
+
+@njit(cache=True)
+def _project(
+    rule: int,
+    t: float,
+    free: int,
+    running: EasyRunning,
+    procs: np.ndarray,
+    dur: np.ndarray,
+    limit: np.ndarray,
+) -> np.ndarray:
+    """The starts of the queued jobs (in FCFS order) under the sweep's ``rule``: the core's EASY
+    replay, or its conservative projection (which reads no limit)."""
+    order = np.arange(len(procs))
+    if rule == RULE_EASY:
+        return project_easy_starts(t, free, running, order, procs, dur, limit)
+    by_end = np.argsort(running.end)
+    return project_starts(t, free, running.end[by_end], running.procs[by_end], order, procs, dur, False)
+
+
+@njit(cache=True)
+def _sampled_start(
+    t: float, free: int, rows: tuple, start: np.ndarray, procs: np.ndarray, how: Projection
+) -> float:
+    """Rule M's estimate for the last queued job of ``rows`` = (running jobs, queued jobs in FCFS
+    order) at ``t``: the median over ``how.scenarios`` scenarios of its projected start, each
+    running job ending and each queued job running at its level in the scenario
+    (:func:`rush.core.start_distribution.scenario_levels`, seeded from ``t``; running jobs' levels
+    first), drawn from the knots (:func:`rush.core.start_distribution.sampled_runtime`; a queued
+    job's length at least 1 s, at most its request, as the ladders' first rung)."""
+    rule, request, _, knots_x, knots_p, scenarios = how
+    run_k, pend_k = rows
+    n_run = len(run_k)
+    n_pend = len(pend_k)
+    levels = scenario_levels(scenario_seed(t), scenarios, n_run + n_pend)
+    starts = np.empty((scenarios, 1))
+    run_end = np.empty(n_run)
+    dur = np.empty(n_pend)
+    for s in range(scenarios):
+        for i in range(n_run):
+            k = run_k[i]
+            run_end[i] = start[k] + sampled_runtime(knots_x[k], knots_p, t - start[k], levels[s, i], np.inf)
+        for i in range(n_pend):
+            k = pend_k[i]
+            drawn = sampled_runtime(knots_x[k], knots_p, 0.0, levels[s, n_run + i], request[k])
+            dur[i] = min(max(drawn, 1.0), request[k])
+        running = EasyRunning(run_end.copy(), start[run_k] + request[run_k], procs[run_k])
+        projected = _project(rule, t, free, running, procs[pend_k], dur.copy(), request[pend_k])
+        starts[s, 0] = projected[n_pend - 1]
+    return median_of_starts(starts)[0]
 
 
 @dataclass

@@ -63,6 +63,10 @@ CANDIDATES = (
     # Round 30 (rule R, r29run; refuted and its core rule reverted, held by a4366c9): the running
     # jobs' ends at their conditional 0.75 quantile given their elapsed time, the queue as L2.
     ("R: conditional q0.75, L2", "easy", "conditional-q0.75", "l2"),
+    # Round 31 (rule M, r29mc, rush.core.start_distribution): the median over 32 scenarios of the
+    # job's projected start, every running end and queued length drawn from the knots (the
+    # queue's "l2" column is not read).
+    ("M: median of sampled starts", "easy", "sampled", "l2"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -77,6 +81,7 @@ def main() -> None:
         REMAINING_MEDIAN,
         REMAINING_Q40,
         REMAINING_Q75,
+        REMAINING_SAMPLED,
         RULE_CONSERVATIVE,
         RULE_EASY,
         projection,
@@ -89,6 +94,7 @@ def main() -> None:
         "conditional-median": REMAINING_MEDIAN,
         "conditional-q0.4": REMAINING_Q40,
         "conditional-q0.75": REMAINING_Q75,
+        "sampled": REMAINING_SAMPLED,
     }
     from rush.models.runtime_quantiles_features import FEATURE_SETS
     from rush.studies.arg_types import count, names, trace_specs
@@ -114,8 +120,14 @@ def main() -> None:
         choices=sorted(FEATURE_SETS),
         help="the D4 candidate's queue means come from this set's walk-forward",
     )
+    parser.add_argument(
+        "--tag",
+        default="",
+        type=file_tag,
+        help="appended to the results file's name (a run on another sample than the committed one)",
+    )
     args = parser.parse_args()
-    suffix = "" if args.feature_set == "base" else f"_{args.feature_set}"
+    suffix = ("" if args.feature_set == "base" else f"_{args.feature_set}") + args.tag
     path = OUT / f"estimate_rules{suffix}.json"
     report = json.loads(path.read_text()) if path.exists() else {}
     for trace_name in args.traces:
@@ -177,7 +189,7 @@ def main() -> None:
                 group = [c for c in chosen if (c[3] if c[3] in knots else "") == knot_key]
                 stacked = []
                 for _, _, running, queue in group:
-                    conditional = running.startswith("conditional")
+                    conditional = running.startswith("conditional") or running == "sampled"
                     lad = ladders["mean-ladder" if conditional else running].copy()
                     lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
                     stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
@@ -227,6 +239,15 @@ def main() -> None:
         }
         OUT.mkdir(exist_ok=True)
         path.write_text(json.dumps(report, indent=1))
+
+
+def file_tag(text: str) -> str:
+    """``--tag``: letters, digits, ``_`` and ``-`` only (it becomes part of a file name)."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", text):
+        raise argparse.ArgumentTypeError(f"tag {text!r}: letters, digits, _ and - only")
+    return text
 
 
 def tail_means(wf, req: np.ndarray) -> np.ndarray:
