@@ -72,6 +72,9 @@ CONDITIONAL_LEVELS = (0.5, 0.4, 0.75)
 # scenarios of the job's projected start, every running end and queued length drawn from the
 # knots (the estimator's ladder is not read).
 REMAINING_SAMPLED = 5
+# Round 31's post-hoc rule MR: rule M's drawn running ends, the queue at the estimator's own
+# lengths (its ladder's first rung) in every scenario.
+REMAINING_SAMPLED_RUNNING = 6
 
 
 def wait_class(wait: np.ndarray) -> np.ndarray:
@@ -258,8 +261,9 @@ def sweep_by_source(
         run_procs = procs[run_k]
         free = max(machine - busy, 0)
         for e in range(n_est):
-            if conditional[e] == REMAINING_SAMPLED:
-                out[e, q] = _sampled_start(t, free, (run_k, pend_k), start, procs, how)
+            if conditional[e] == REMAINING_SAMPLED or conditional[e] == REMAINING_SAMPLED_RUNNING:
+                lengths = queue[e, pend_k] if conditional[e] == REMAINING_SAMPLED_RUNNING else queue[e, :0]
+                out[e, q] = _sampled_start(t, free, (run_k, pend_k, lengths), start, procs, how)
                 continue
             run_end = np.empty(n_run)
             for i in range(n_run):
@@ -306,13 +310,13 @@ def _sampled_start(
     t: float, free: int, rows: tuple, start: np.ndarray, procs: np.ndarray, how: Projection
 ) -> float:
     """Rule M's estimate for the last queued job of ``rows`` = (running jobs, queued jobs in FCFS
-    order) at ``t``: the median over ``how.scenarios`` scenarios of its projected start, each
+    order, their lengths: empty to draw them (M), else one per queued job (MR)) at ``t``: the median over ``how.scenarios`` scenarios of its projected start, each
     running job ending and each queued job running at its level in the scenario
     (:func:`rush.core.start_distribution.scenario_levels`, seeded from ``t``; running jobs' levels
     first), drawn from the knots (:func:`rush.core.start_distribution.sampled_runtime`; a queued
     job's length at least 1 s, at most its request, as the ladders' first rung)."""
     rule, request, _, knots_x, knots_p, scenarios = how
-    run_k, pend_k = rows
+    run_k, pend_k, lengths = rows
     n_run = len(run_k)
     n_pend = len(pend_k)
     levels = scenario_levels(scenario_seed(t), scenarios, n_run + n_pend)
@@ -325,8 +329,11 @@ def _sampled_start(
             run_end[i] = start[k] + sampled_runtime(knots_x[k], knots_p, t - start[k], levels[s, i], np.inf)
         for i in range(n_pend):
             k = pend_k[i]
-            drawn = sampled_runtime(knots_x[k], knots_p, 0.0, levels[s, n_run + i], request[k])
-            dur[i] = min(max(drawn, 1.0), request[k])
+            if len(lengths):
+                dur[i] = lengths[i]
+            else:
+                drawn = sampled_runtime(knots_x[k], knots_p, 0.0, levels[s, n_run + i], request[k])
+                dur[i] = min(max(drawn, 1.0), request[k])
         running = EasyRunning(run_end.copy(), start[run_k] + request[run_k], procs[run_k])
         projected = _project(rule, t, free, running, procs[pend_k], dur.copy(), request[pend_k])
         starts[s, 0] = projected[n_pend - 1]

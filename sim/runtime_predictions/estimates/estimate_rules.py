@@ -67,6 +67,8 @@ CANDIDATES = (
     # job's projected start, every running end and queued length drawn from the knots (the
     # queue's "l2" column is not read).
     ("M: median of sampled starts", "easy", "sampled", "l2"),
+    # Round 31, post hoc (rule MR): M's drawn running ends, the queue at L2's length.
+    ("MR: sampled running ends, L2 queue", "easy", "sampled-running", "l2"),
     ("clairvoyant/easy", "easy", "real", "real"),
 )
 
@@ -82,6 +84,7 @@ def main() -> None:
         REMAINING_Q40,
         REMAINING_Q75,
         REMAINING_SAMPLED,
+        REMAINING_SAMPLED_RUNNING,
         RULE_CONSERVATIVE,
         RULE_EASY,
         projection,
@@ -95,6 +98,7 @@ def main() -> None:
         "conditional-q0.4": REMAINING_Q40,
         "conditional-q0.75": REMAINING_Q75,
         "sampled": REMAINING_SAMPLED,
+        "sampled-running": REMAINING_SAMPLED_RUNNING,
     }
     from rush.models.runtime_quantiles_features import FEATURE_SETS
     from rush.studies.arg_types import count, names, trace_specs
@@ -189,7 +193,7 @@ def main() -> None:
                 group = [c for c in chosen if (c[3] if c[3] in knots else "") == knot_key]
                 stacked = []
                 for _, _, running, queue in group:
-                    conditional = running.startswith("conditional") or running == "sampled"
+                    conditional = running.startswith(("conditional", "sampled"))
                     lad = ladders["mean-ladder" if conditional else running].copy()
                     lad[:, 0] = np.minimum(np.maximum(first[queue], 1.0), req)  # the queue's runtime
                     stacked.append(lad if conditional else np.maximum.accumulate(lad, axis=1))
