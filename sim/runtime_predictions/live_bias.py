@@ -84,6 +84,11 @@ L2_RUNNING_REAL = "queue: L2, running: real"
 # Round 30's rule T (rush.core.remaining_runtime.rule_upper), recomputed by live_tail_estimates.py:
 # "queue: L2"'s pass with the core's estimate_rule "T" (the queue's tail carried to the request).
 TAIL_VARIANT = "queue: T"
+# Round 31's rules M and MR (estimates/dev_log.md, D36; not in the core), recomputed by
+# live_sampled_estimates.py: the median over rush.core.start_distribution's scenarios of the core's
+# pass, each running job (MR), or each running and queued job (M), given its draw as its estimate.
+SAMPLED_RUNNING_VARIANT = "running: sampled (MR)"
+SAMPLED_VARIANT = "sampled (M)"
 # And every job, running or queued, at its limit (no prediction: what Slurm's squeue --start reads).
 ALL_LIMITS = "all limits"
 
@@ -270,6 +275,11 @@ def reconstruct(
             row.update(c_levels=list(m), pits=len(predictor.pits))
         real_start = jobs[job_id]["start"]
         for variant in variants:
+            if variant in (SAMPLED_RUNNING_VARIANT, SAMPLED_VARIANT):
+                scene = (now, job_id, pending, running, busy)
+                start = _sampled_start(scene, quantiles, config, variant == SAMPLED_VARIANT)
+                row[variant] = (start - real_start) * k if np.isfinite(start) else None
+                continue
             p, r = pending, running
             if variant == "running: mean":
                 r = [replace(x, runtime_quantiles=None) for x in running]
@@ -326,6 +336,64 @@ def reconstructed(models: Path, w, rjms: str, path: Path, moments=None, variants
 def _rjms_job(cls, job_id: int, j: dict, state: str, account: str):
     return cls(job_id=job_id, state=state, submit=j["submit"], procs=j["procs"], requested_time=j["limit"],
                start=None if state == "PENDING" else j["start"], user=account, tags=j["tags"])  # fmt: skip
+
+
+def _knots(x) -> tuple[np.ndarray, np.ndarray] | None:
+    """A job's quantile function's knots as the core makes them (quantiles sorted, capped by the
+    request; closed at it), or None without quantiles."""
+    from rush.core.remaining_runtime import quantile_knots
+
+    if x.runtime_quantiles is None:
+        return None
+    q = np.minimum(np.sort(np.asarray(x.runtime_quantiles.seconds, dtype=np.float64)), x.requested_time)
+    xs, ps = quantile_knots(
+        np.log1p(q)[None, :], np.asarray(x.runtime_quantiles.levels), np.log1p([x.requested_time])
+    )
+    return xs[0], ps
+
+
+def _sampled_start(scene: tuple, quantiles: dict, config, draw_queue: bool) -> float:
+    """Rule MR (``draw_queue`` False) or M at one moment: ``scene`` = (now, the job, pending and
+    running jobs as the pass sees them, busy processors); per scenario of
+    :mod:`rush.core.start_distribution` (levels seeded from ``now``, running jobs first, then the
+    queue), each running job with quantiles gets its draw above its elapsed time as its estimate,
+    each queued one its quantiles (L2) or, under M, its draw (at least 1 s, at most its request);
+    the core's pass; the median of the job's estimated starts."""
+    from dataclasses import replace
+
+    from rush.core.schedule import schedule
+    from rush.core.snapshot import Snapshot
+    from rush.core.start_distribution import (
+        SCENARIOS,
+        median_of_starts,
+        sampled_runtime,
+        scenario_levels,
+        scenario_seed,
+    )
+
+    now, job_id, pending, running, busy = scene
+    queue = [replace(x, runtime_quantiles=quantiles.get(x.job_id)) for x in pending]
+    levels = scenario_levels(scenario_seed(now), SCENARIOS, len(running) + len(queue))
+    knots_r = [_knots(x) for x in running]
+    knots_q = [_knots(x) for x in queue]
+    starts = np.empty((SCENARIOS, 1))
+    for s in range(SCENARIOS):
+        r = [
+            x if kn is None
+            else replace(x, runtime_quantiles=None, estimate=float(sampled_runtime(*kn, now - x.start, levels[s, i], np.inf)))
+            for i, (x, kn) in enumerate(zip(running, knots_r, strict=True))
+        ]  # fmt: skip
+        p = queue
+        if draw_queue:
+            p = [
+                x if kn is None
+                else replace(x, runtime_quantiles=None, estimate=float(min(max(
+                    sampled_runtime(*kn, 0.0, levels[s, len(running) + i], x.requested_time), 1.0), x.requested_time)))
+                for i, (x, kn) in enumerate(zip(queue, knots_q, strict=True))
+            ]  # fmt: skip
+        snap = Snapshot(now=now, total_procs=32, free_procs=32 - busy, pending=tuple(p), running=tuple(r))
+        starts[s, 0] = schedule(snap, config, explain_priorities=False).estimated_start.get(job_id, np.inf)
+    return float(median_of_starts(starts)[0])
 
 
 def _conditional_mean(x, now: float, quantile_knots, conditional_mean_runtime):
