@@ -33,6 +33,7 @@ SHOWN = (
     "apply",
     "reconcile",
     "_record_queue",
+    "record_queue",
 )
 
 
