@@ -147,6 +147,8 @@ def run(
             timed(daemon, step, seconds)
         for step in APPLIER_STEPS:
             timed(daemon.applier, step, seconds)
+        # The journal's queue write (its statements and commit) apart from the rows' making (r31rq).
+        timed(daemon.journal, "record_queue", seconds)
         plan_actions = plan_module.plan_actions
         timed(plan_module, "plan_actions", seconds)
         whole = []
