@@ -572,11 +572,16 @@ def write_report(stem: str, report: dict, text: str) -> None:
     print(text)
 
 
+def run_rows(models: Path, w, rjms: str, path: Path, source: str) -> list[dict]:
+    """This table's rows of one recorded run (``source``: its kept run's label)."""
+    return summary(w.name, rjms, reconstructed(models, w, rjms, path), source)
+
+
 def main(argv: list[str] | None = None) -> int:
     models, runs = recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
     for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
-        table += summary(w.name, rjms, reconstructed(models, w, rjms, path), source)
+        table += run_rows(models, w, rjms, path, source)
         write_results("live_bias", in_order(table), markdown(in_order(table)))
         print(w.name, rjms, source, "done", flush=True)
     return 0

@@ -155,14 +155,19 @@ def markdown(table: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_rows(models: Path, w, rjms: str, path: Path, source: str) -> list[dict]:
+    """This table's rows of one recorded run (``source``: its kept run's label)."""
+    rows = live_windows.read_rows(path)
+    at, rjms_rows = moments(rows)
+    recomputed = live_bias.reconstructed(models, w, rjms, path, at, ("deployed", "queue: L2"))
+    return same_moment(w.name, rjms, rows, recomputed, rjms_rows, source)
+
+
 def main(argv: list[str] | None = None) -> int:
     models, runs = live_bias.recorded_runs(argv, __doc__.split("\n\n")[0])
     table = []
     for w, rjms, path, source in runs:  # the results written after each run, so a stopped one keeps them
-        rows = live_windows.read_rows(path)
-        at, rjms_rows = moments(rows)
-        recomputed = live_bias.reconstructed(models, w, rjms, path, at, ("deployed", "queue: L2"))
-        table += same_moment(w.name, rjms, rows, recomputed, rjms_rows, source)
+        table += run_rows(models, w, rjms, path, source)
         ordered = live_bias.in_order(table)
         live_bias.write_results("live_same_moment", ordered, markdown(ordered))
         print(w.name, rjms, source, "done", flush=True)
