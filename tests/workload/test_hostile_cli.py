@@ -159,3 +159,11 @@ def test_a_corrupt_cached_copy_is_replaced_from_the_mirror(cache, tmp_path):
     assert file_sha256(path) == catalogue.lookup(NAME).sha256
     assert sorted(p.name for p in cache.iterdir()) == [NAME]
     shutil.rmtree(cache)
+
+
+@pytest.mark.parametrize("spec", ["/tmp/" + "x" * 300 + "/t.swf", "x" * 300, "~no-such-user-rfuzz/t.swf"])
+def test_a_path_stat_cannot_answer_for_is_no_such_trace(spec: str):
+    """A name over NAME_MAX (ENAMETOOLONG) or ~ of an unknown user: TraceNotFoundError, not an
+    OSError/RuntimeError traceback (found by fuzzing)."""
+    with pytest.raises(TraceNotFoundError, match="no such trace file|neither a file nor a catalogue"):
+        load_trace(spec)
