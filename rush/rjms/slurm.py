@@ -164,7 +164,7 @@ def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
             "submit": stamp("SubmitTime"),
             "start": stamp("StartTime"),
             "end": stamp("EndTime"),
-            "procs": int(fields["ProcCnt"]) if re.fullmatch("[0-9]{1,9}", fields.get("ProcCnt", "")) else None,
+            "procs": int(procs) if re.fullmatch("[0-9]{1,9}", procs := fields.get("ProcCnt", "")) else None,
             "exit_code": fields.get("ExitCode", ""),
             "source": "jobcomp",
         }
