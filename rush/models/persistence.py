@@ -104,9 +104,13 @@ def _minor(version: str) -> str:
 def read_card(path: str | Path, card: type[ModelCard] = ModelCard, fix: str = DEFAULT_FIX) -> dict:
     """The model file's validated card (the model is not read)."""
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:  # e.g. ENAMETOOLONG: is_dir() only answers False for a missing path
+        raise ModelError(f"cannot use the model path ({exc.strerror})", where=str(path), fix=fix) from None
+    if is_dir:
         raise ModelError("the model path is a directory, not a model file", where=str(path), fix=fix)
-    if not path.is_file():
+    if not is_file:
         raise ModelError("model file not found", where=str(path), fix=fix)
     side = sidecar_path(path)
     try:

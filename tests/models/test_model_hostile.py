@@ -210,3 +210,12 @@ def test_hostile_model_file_is_a_clear_model_error(good, tmp_path, name, spoil, 
     # The daemon gets the same error (it journals it and falls back to the rule, if any).
     with pytest.raises(ModelError):
         load_class_predictor(path, None, small_below=None)
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "x" * 300 + "/rc.joblib"], ids=["file", "directory"])
+def test_a_path_over_name_max_is_a_model_error(tmp_path, name):
+    """Found by fuzzing: a name over NAME_MAX made Path.is_dir() raise OSError (ENAMETOOLONG)."""
+    path = tmp_path / name
+    with pytest.raises(ModelError, match="File name too long") as err:
+        load_runtime_model(path)
+    assert err.value.fix
