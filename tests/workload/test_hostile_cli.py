@@ -167,3 +167,18 @@ def test_a_path_stat_cannot_answer_for_is_no_such_trace(spec: str):
     OSError/RuntimeError traceback (found by fuzzing)."""
     with pytest.raises(TraceNotFoundError, match="no such trace file|neither a file nor a catalogue"):
         load_trace(spec)
+
+
+@pytest.mark.parametrize(
+    "output", ["", ".", "x" * 300, "x" * 300 + ".gz"], ids=["empty", "dot", "long", "long-gz"]
+)
+def test_convert_to_an_output_path_that_names_no_writable_file(tmp_path: Path, output: str, monkeypatch):
+    """Found by fuzzing: '' (Path('.')) raised ValueError in with_name, and a name over NAME_MAX
+    raised OSError again from the cleanup of the .part file; both are a TraceFormatError now."""
+    source = tmp_path / "t.swf"
+    source.write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["trace", "convert", str(source), output])
+    assert isinstance(result.exception, TraceFormatError), repr(result.exception)
+    assert "fix:" in str(result.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.swf"]  # nothing left behind
