@@ -30,8 +30,10 @@ def _check_probability(value: float | None, option: str, zero_means: str) -> Non
 
 def _check_output(path: Path, option: str) -> None:
     """Refuse an output path that cannot be written *before* the training (nothing lost)."""
+    from rush.cli.checks import stat_answers
     from rush.errors import ConfigError
 
+    stat_answers(path, option)
     if path.is_dir():
         raise ConfigError("is a directory", where=f"{option} {path}", fix="give a file name")
     parent = path.parent if str(path.parent) else Path(".")
