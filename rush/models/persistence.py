@@ -68,6 +68,14 @@ def save_model(
         raise ModelError(
             "the model path is a directory", where=str(path), fix="give a file name, e.g. MODEL.joblib"
         )
+    for target in (path, sidecar_path(path)):
+        # os.replace below would replace it: as root, a device node such as /dev/null.
+        if target.exists() and not target.is_file():
+            raise ModelError(
+                "exists and is not a regular file (a device, FIFO or socket)",
+                where=str(target),
+                fix="give a file name, e.g. MODEL.joblib",
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     side = sidecar_path(path)

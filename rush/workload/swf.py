@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -261,6 +262,17 @@ def write_swf(trace: Trace, path: str | Path) -> None:
     if path.name in ("", ".", ".."):  # Path("") is Path("."): no file name to write
         raise TraceFormatError(
             "the output path names no file", where=repr(str(path)), fix="give a file name, e.g. out.swf"
+        )
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None  # absent (or unreachable: the write below names the error)
+    if mode is not None and not stat.S_ISREG(mode):
+        # The rename below would replace it: as root, a device node such as /dev/zero.
+        raise TraceFormatError(
+            "the output exists and is not a regular file (a device, FIFO, socket or directory)",
+            where=str(path),
+            fix="give the path of a file to write (it is replaced whole)",
         )
     data = format_swf(trace).encode()
     if path.suffix == ".gz":

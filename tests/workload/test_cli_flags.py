@@ -69,6 +69,11 @@ HOSTILE = [
     ),
     ("out-too-long", ["simulate", MISSING, "--out", "{tmp}/" + "x" * 300 + "/runs"], ["--out", "too long"]),
     (
+        "train-out-fifo",
+        ["train", "runtime-class", MISSING, "--out", "{tmp}/fifo"],
+        ["--out", "not a regular file"],
+    ),
+    (
         "train-out-too-long",
         ["train", "runtime-class", MISSING, "--out", "{tmp}/" + "x" * 300],
         ["--out", "too long"],

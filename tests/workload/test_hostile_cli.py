@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,18 @@ def test_convert_to_an_output_path_that_names_no_writable_file(tmp_path: Path, o
     assert isinstance(result.exception, TraceFormatError), repr(result.exception)
     assert "fix:" in str(result.exception)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.swf"]  # nothing left behind
+
+
+def test_convert_never_replaces_a_device_or_fifo(tmp_path: Path):
+    """Found by fuzzing, run as root: 'rush trace convert t.swf /dev/zero' renamed the trace over
+    the device node (/dev/zero became a regular file). An output that exists and is not a
+    regular file is refused, left as it was. A FIFO stands in for the device here."""
+    source = tmp_path / "t.swf"
+    source.write_text(GOOD)
+    fifo = tmp_path / "out.swf"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(app, ["trace", "convert", str(source), str(fifo)])
+    assert isinstance(result.exception, TraceFormatError), repr(result.exception)
+    assert "not a regular file" in str(result.exception) and "fix:" in str(result.exception)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a trace file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.swf", "t.swf"]
