@@ -160,7 +160,11 @@ def file_path(value: Any) -> str:
         raise ValueError("must not be empty")
     if "\0" in value:
         raise ValueError("must not contain a NUL character")
-    if Path(value).is_dir():
+    try:
+        is_dir = Path(value).is_dir()
+    except OSError as exc:  # e.g. ENAMETOOLONG: is_dir() only answers False for a missing path
+        raise ValueError(f"cannot be a path here ({exc.strerror}); give a shorter path") from None
+    if is_dir:
         raise ValueError("is a directory; give the path of a file (inside it)")
     return value
 

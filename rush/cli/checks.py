@@ -48,6 +48,19 @@ def machine_procs(value: int | None, flag: str = "--procs") -> int | None:
     return value
 
 
+def stat_answers(path: Path, flag: str) -> None:
+    """Refuse a path no file can have (a name over NAME_MAX, a path over PATH_MAX): stat() fails
+    with ENAMETOOLONG, which Path.is_dir/exists raise instead of answering False."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise ConfigError(
+            f"{flag} {str(path)[:80]}...: {exc.strerror}", where=flag, fix="give a shorter path"
+        ) from None
+
+
 def _nearest_existing(path: Path) -> Path:
     for parent in (path, *path.parents):
         if os.path.lexists(parent):
@@ -59,6 +72,7 @@ def output_file(path: Path | None, flag: str) -> Path | None:
     """``path`` can be written as a file: not a directory, in a writable directory."""
     if path is None:
         return None
+    stat_answers(path, flag)
     if path.is_dir():
         raise ConfigError(
             f"{flag} {path} is a directory",
@@ -92,6 +106,7 @@ def output_dir(path: Path | None, flag: str) -> Path | None:
     """``path`` is a writable directory, or can be created (its nearest existing ancestor is one)."""
     if path is None:
         return None
+    stat_answers(path, flag)
     base = _nearest_existing(path)
     if not base.is_dir():
         raise ConfigError(

@@ -325,7 +325,19 @@ class LdmsCsvReader:
                     )
                     continue
             if not name.known or name.is_rate:
-                rate: float | None = value * name.scale
+                try:
+                    scaled = float(value) * name.scale
+                except OverflowError:  # an integer beyond a float's range
+                    scaled = math.inf
+                # A per-second value LDMS computed is never negative, and none is infinite
+                # (1e308 words is inf bytes); a raw value of an unknown metric may be negative.
+                if not math.isfinite(scaled) or (name.known and scaled < 0):
+                    self.bad_values += 1
+                    self._warn(
+                        f"value:{column}", f"{where}: {column!r} value {text[:30]!r} out of range, skipped"
+                    )
+                    continue
+                rate: float | None = scaled
             else:
                 # Rate of the raw counter (its own wrap range), then scaled to bytes.
                 rate = self.rates.update((host, instance, column), t, value)

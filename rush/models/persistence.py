@@ -68,6 +68,14 @@ def save_model(
         raise ModelError(
             "the model path is a directory", where=str(path), fix="give a file name, e.g. MODEL.joblib"
         )
+    for target in (path, sidecar_path(path)):
+        # os.replace below would replace it: as root, a device node such as /dev/null.
+        if target.exists() and not target.is_file():
+            raise ModelError(
+                "exists and is not a regular file (a device, FIFO or socket)",
+                where=str(target),
+                fix="give a file name, e.g. MODEL.joblib",
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     side = sidecar_path(path)
@@ -104,9 +112,13 @@ def _minor(version: str) -> str:
 def read_card(path: str | Path, card: type[ModelCard] = ModelCard, fix: str = DEFAULT_FIX) -> dict:
     """The model file's validated card (the model is not read)."""
     path = Path(path)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError as exc:  # e.g. ENAMETOOLONG: is_dir() only answers False for a missing path
+        raise ModelError(f"cannot use the model path ({exc.strerror})", where=str(path), fix=fix) from None
+    if is_dir:
         raise ModelError("the model path is a directory, not a model file", where=str(path), fix=fix)
-    if not path.is_file():
+    if not is_file:
         raise ModelError("model file not found", where=str(path), fix=fix)
     side = sidecar_path(path)
     try:

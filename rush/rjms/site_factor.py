@@ -15,6 +15,7 @@ priority/multifactor uses for that association's jobs (classic or fair tree).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 from rush.errors import RJMSError
@@ -50,9 +51,11 @@ def parse_sprio(text: str) -> dict[int, int]:
     """Job id -> site factor from ``sprio -h -o '%i %S'`` (lines it cannot read are left out)."""
     factors = {}
     for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit() and parts[1].lstrip("-").isdigit():
-            factors[int(parts[0])] = int(parts[1])
+        # ASCII digits of a bounded length: str.isdigit also takes "²", and int() refuses it
+        # and numbers of over 4300 digits (a garbled answer must not fail the read).
+        found = re.fullmatch(r"\s*([0-9]{1,19})\s+(-?[0-9]{1,19})\s*", line)
+        if found:
+            factors[int(found[1])] = int(found[2])
     return factors
 
 

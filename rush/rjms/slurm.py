@@ -142,9 +142,13 @@ def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
     """Records of Slurm's jobcomp/filetxt file (``JobId=1 ... JobState=COMPLETED ...``), by job id."""
     records: dict[int, dict[str, Any]] = {}
     for line in text.splitlines():
-        fields = dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line))
-        if not fields.get("JobId", "").isdigit():
+        # The id is the line's first field, as filetxt writes it: a "JobId=" inside the user's
+        # job name (written later on the line) must not name another job. ASCII digits only
+        # (int() refuses "²", which str.isdigit accepts), of a bounded length.
+        first = re.match(r"JobId=([0-9]{1,19})(?:\s|$)", line)
+        if first is None:
             continue
+        fields = dict(re.findall(r"(?:^|\s)([A-Za-z]+)=(\S*)", line))
 
         def stamp(key: str, fields: dict[str, str] = fields) -> float | None:
             value = fields.get(key, "")
@@ -153,14 +157,14 @@ def parse_jobcomp(text: str) -> dict[int, dict[str, Any]]:
             except ValueError:
                 return None
 
-        job_id = int(fields["JobId"])
+        job_id = int(first[1])
         records[job_id] = {
             "job_id": job_id,
             "state": fields.get("JobState", ""),
             "submit": stamp("SubmitTime"),
             "start": stamp("StartTime"),
             "end": stamp("EndTime"),
-            "procs": int(fields["ProcCnt"]) if fields.get("ProcCnt", "").isdigit() else None,
+            "procs": int(procs) if re.fullmatch("[0-9]{1,9}", procs := fields.get("ProcCnt", "")) else None,
             "exit_code": fields.get("ExitCode", ""),
             "source": "jobcomp",
         }

@@ -145,7 +145,11 @@ def number(value: Any, field: str = "value") -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{field} is {short(value)}, not a number")
-    if not math.isfinite(value) or value < 0:
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # a JSON integer beyond a float's range (Python reads any length)
+        finite = False
+    if not finite or value < 0:
         raise ValueError(f"{field} is {short(value)}, not a finite number >= 0")
     # Slurm's markers are exact values (NO_VAL, INFINITE and their 64-bit forms).
     return math.inf if value in NO_VAL_MARKERS else float(value)

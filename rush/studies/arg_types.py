@@ -102,10 +102,10 @@ def trace_spec(text: str) -> str:
     ``lublin[:JOBS[:PROCS[:SEED]]]`` spec or an existing file), checked without being fetched or
     read, for a study whose traces are not a fixed set."""
     from rush.errors import TraceNotFoundError
-    from rush.workload.catalogue import lookup, parse_lublin_spec
+    from rush.workload.catalogue import is_local_file, lookup, parse_lublin_spec
 
     try:
-        if parse_lublin_spec(text) is None and not Path(text).expanduser().is_file():
+        if parse_lublin_spec(text) is None and not is_local_file(text):
             lookup(text)
     except TraceNotFoundError as error:
         raise argparse.ArgumentTypeError(f"{error.message}; {error.fix}") from None
@@ -125,7 +125,11 @@ trace_specs.__name__ = "comma-separated traces"
 
 def existing_file(text: str) -> str:
     """An argparse type: the path of a file that exists (runs or results to read), as given."""
-    if not Path(text).is_file():
+    try:
+        is_file = Path(text).is_file()
+    except OSError:  # ENAMETOOLONG: Path.is_file answers False only for ENOENT-like errors
+        is_file = False
+    if not is_file:
         raise argparse.ArgumentTypeError(f"{text!r} is not a file")
     return text
 
@@ -134,6 +138,10 @@ def folder(text: str) -> Path:
     """An argparse type: a folder to read from and write to (the live windows' models), made
     if absent; a path that is something else is refused before any work."""
     path = Path(text)
-    if path.exists() and not path.is_dir():
+    try:
+        other = path.exists() and not path.is_dir()
+    except OSError as exc:  # ENAMETOOLONG: a path that can never be made
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be a directory ({exc.strerror})") from None
+    if other:
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
     return path

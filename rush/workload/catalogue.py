@@ -171,9 +171,28 @@ def parse_lublin_spec(spec: str) -> tuple[int, int, int] | None:
     return values[0], values[1], values[2]
 
 
+def _local_path(spec: str) -> tuple[Path, bool]:
+    """``spec`` as a local path and whether it exists; a path stat() cannot answer for (a name
+    over NAME_MAX, ``~`` of an unknown user) is one that does not exist."""
+    try:
+        path = Path(spec).expanduser()
+    except RuntimeError:  # ~user of no such user
+        return Path(spec), False
+    try:
+        return path, path.exists()
+    except OSError:  # ENAMETOOLONG: Path.exists answers False only for ENOENT-like errors
+        return path, False
+
+
+def is_local_file(spec: str) -> bool:
+    """Whether ``spec`` names an existing file (``~`` expanded), never raising."""
+    path, exists = _local_path(spec)
+    return exists and path.is_file()
+
+
 def resolve_trace(spec: str) -> Path:
-    path = Path(spec).expanduser()
-    if path.exists():
+    path, exists = _local_path(spec)
+    if exists:
         return path
     if path.suffix in (".swf", ".gz", ".json", ".txt", ".csv") and (os.sep in spec or "/" in spec):
         raise TraceNotFoundError(f"no such trace file: {spec}", where="TRACE", fix="check the path")

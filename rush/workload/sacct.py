@@ -329,9 +329,11 @@ def read_sacct(path: str | Path, timezone: str | None = None) -> Trace:
 
 
 def _job_ids(rows: list[dict]) -> tuple[np.ndarray, dict[int, str] | None]:
-    """Slurm's ids if they are unique integers, else 1..n plus the original ids as labels."""
+    """Slurm's ids if they are unique integers of int64, else 1..n plus the original ids as labels."""
     raw = [r["job_id"] for r in rows]
-    if all(i.isdigit() for i in raw) and len(set(raw)) == len(raw):
+    # isascii: str.isdigit also accepts "²", which int() refuses; the length bounds int()'s work.
+    in_int64 = all(i.isascii() and i.isdigit() and len(i) < 40 and int(i) < 2**63 for i in raw)
+    if in_int64 and len(set(raw)) == len(raw):
         return np.array([int(i) for i in raw], dtype=np.int64), None
     ids = np.arange(1, len(rows) + 1, dtype=np.int64)
     return ids, {k + 1: r.get("display_id", r["job_id"]) for k, r in enumerate(rows)}

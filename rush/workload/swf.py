@@ -22,12 +22,14 @@ with ``strict=True`` it raises, naming the line of the repeat.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import logging
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,6 +259,21 @@ def format_swf(trace: Trace) -> str:
 def write_swf(trace: Trace, path: str | Path) -> None:
     """Write ``trace`` as SWF (gzip if the name ends in .gz); reading it back gives the same trace."""
     path = Path(path)
+    if path.name in ("", ".", ".."):  # Path("") is Path("."): no file name to write
+        raise TraceFormatError(
+            "the output path names no file", where=repr(str(path)), fix="give a file name, e.g. out.swf"
+        )
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        mode = None  # absent (or unreachable: the write below names the error)
+    if mode is not None and not stat.S_ISREG(mode):
+        # The rename below would replace it: as root, a device node such as /dev/zero.
+        raise TraceFormatError(
+            "the output exists and is not a regular file (a device, FIFO, socket or directory)",
+            where=str(path),
+            fix="give the path of a file to write (it is replaced whole)",
+        )
     data = format_swf(trace).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6)
@@ -266,7 +283,8 @@ def write_swf(trace: Trace, path: str | Path) -> None:
         partial.write_bytes(data)
         partial.replace(path)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. ENAMETOOLONG again: nothing was written
+            partial.unlink(missing_ok=True)
         raise TraceFormatError(
             f"cannot write the trace ({exc.strerror or exc})",
             where=str(path),

@@ -80,6 +80,32 @@ def test_far_future_row_does_not_stop_later_readings(tmp_path: Path):
     assert [s.timestamp for s in later] == [T0 + 20, T0 + 30]
 
 
+# A column LDMS already gives per second (sysclassib's ``.rate``): (id, value, rates, bad values).
+RATE_HEADER = "#Time,Time_usec,ProducerName,component_id,job_id,app_id,ib.port_xmit_data.rate#mlx5_0.1\n"
+RATE_CASES = [
+    ("plain", "100", 1, 0),
+    ("zero", "0", 1, 0),
+    ("negative", "-5", 0, 1),
+    ("1e308-times-the-word-size", "1e308", 0, 1),
+    ("400-digit-integer", "9" * 400, 0, 1),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "rates", "bad"), [c[1:] for c in RATE_CASES], ids=[c[0] for c in RATE_CASES]
+)
+def test_hostile_rate_column(tmp_path: Path, value: str, rates: int, bad: int):
+    """Found by fuzzing: a negative or overflowing per-second value was published as a rate (-20,
+    inf) or stopped the read with an OverflowError; it is a bad value, counted and skipped."""
+    path = tmp_path / "sysclassib"
+    path.write_text(RATE_HEADER + row(T0, value) + row(T0 + 10, 100))
+    reader = LdmsCsvReader(path)
+    samples = reader.read_new(final=True)
+    assert len(samples) == rates + 1 and reader.bad_values == bad
+    assert all(math.isfinite(s.value) and s.value >= 0 for s in samples)
+    assert samples[-1].value == 400.0  # 100 words (4 bytes) per second
+
+
 @pytest.mark.parametrize(
     ("header", "message"),
     [

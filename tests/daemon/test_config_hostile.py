@@ -19,6 +19,7 @@ from rush.errors import ConfigError
 from rush.planner.config import load_config
 
 A_DIRECTORY = "/tmp"  # any existing directory
+TOO_LONG = f"/tmp/{'x' * 300}/file"  # a name over NAME_MAX: stat() fails with ENAMETOOLONG
 # (section, key, TOML value): each must be refused with the error naming section.key.
 DAEMON_CASES = [
     ("daemon", "cycle_interval", '"60"'),
@@ -47,6 +48,7 @@ DAEMON_CASES = [
     ("daemon", "journal", "5"),
     ("daemon", "journal", '"a\\u0000b"'),
     ("daemon", "journal", "true"),
+    ("daemon", "journal", f'"{TOO_LONG}"'),
     ("daemon", "query_socket", '""'),
     ("daemon", "query_socket", f'"{A_DIRECTORY}"'),
     ("daemon", "query_socket", "5"),
@@ -189,6 +191,7 @@ DAEMON_CASES = [
     ("variation", "threshold", '"high"'),
     ("variation", "store", '""'),
     ("variation", "store", f'"{A_DIRECTORY}"'),
+    ("variation", "store", f'"{TOO_LONG}"'),
     ("variation", "model", '""'),
     ("variation", "model", f'"{A_DIRECTORY}"'),
     ("variation", "model", "5"),
@@ -241,6 +244,7 @@ COLLECT_CASES = [
     ("interval", '"1e3s"'),
     ("store", '""'),
     ("store", f'"{A_DIRECTORY}"'),
+    ("store", f'"{TOO_LONG}"'),
     ("store", "5"),
     ("store", '"a\\u0000b"'),
     ("retention", "0"),
@@ -413,6 +417,7 @@ CLI_CASES = {
     "bool as seconds": ("[policy]\nthreshold = true\n[collect]\nretention = true\n", "must be"),
     "zero retention": ("[daemon]\njournal_retention = 0\n[collect]\nretention = 0\n", "retention"),
     "syntax": ("[daemon\n[collect]\n", "not valid TOML"),
+    "path too long": (f'[daemon]\njournal = "{TOO_LONG}"\n[collect]\nstore = "{TOO_LONG}"\n', "too long"),
 }
 
 

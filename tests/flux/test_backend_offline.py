@@ -256,3 +256,20 @@ def test_gpu_slots_read_with_the_sizes_of_the_jobs_queue():
     config = {"queues": {"batch": {"requires": ["batch"]}, "gpu": {"requires": ["gpu"]}, "all": {}}}
     assert queue_requirements(config) == {"batch": ["batch"], "gpu": ["gpu"], "all": []}
     assert queue_requirements({"queues": "x"}) == queue_requirements(None) == {}
+
+
+@pytest.mark.parametrize(
+    "jobspec",
+    [
+        {"attributes": []},
+        {"attributes": "x"},
+        {"attributes": {"system": 5}},
+        {"attributes": {"system": {"rush": []}}},
+    ],
+    ids=["attributes-list", "attributes-string", "system-number", "rush-list"],
+)
+def test_jobspec_tags_of_a_malformed_jobspec_are_none(jobspec):
+    """Found by fuzzing: a non-object ``attributes`` raised AttributeError out of jobspec_tags."""
+    from rush.rjms.flux.jobspec import jobspec_tags
+
+    assert jobspec_tags(jobspec) == {}

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -210,3 +212,32 @@ def test_hostile_model_file_is_a_clear_model_error(good, tmp_path, name, spoil, 
     # The daemon gets the same error (it journals it and falls back to the rule, if any).
     with pytest.raises(ModelError):
         load_class_predictor(path, None, small_below=None)
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "x" * 300 + "/rc.joblib"], ids=["file", "directory"])
+def test_a_path_over_name_max_is_a_model_error(tmp_path, name):
+    """Found by fuzzing: a name over NAME_MAX made Path.is_dir() raise OSError (ENAMETOOLONG)."""
+    path = tmp_path / name
+    with pytest.raises(ModelError, match="File name too long") as err:
+        load_runtime_model(path)
+    assert err.value.fix
+
+
+def test_a_model_is_never_saved_over_a_device_or_fifo(tmp_path):
+    """Found by fuzzing (trace convert did it to /dev/zero as root): the model and its card are
+    renamed into place, which would replace a device node; a FIFO stands in for it here."""
+    from rush.models.model_card import RuntimeClassCard
+    from rush.models.persistence import save_model
+
+    model = trained()
+    for fifo in (tmp_path / "rc.joblib", sidecar_path(tmp_path / "other.joblib")):
+        os.mkfifo(fifo)
+        with pytest.raises(ModelError, match="not a regular file"):
+            save_model(
+                model.model,
+                fifo if fifo.suffix == ".joblib" else tmp_path / "other.joblib",
+                model.metadata,
+                card=RuntimeClassCard,
+            )
+        assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.joblib.json", "rc.joblib"]

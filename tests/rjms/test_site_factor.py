@@ -38,3 +38,9 @@ def test_nice_is_negated_and_slurmrestd_gets_the_stored_value() -> None:
 def test_sprio_lines_it_cannot_read_are_left_out() -> None:
     text = "  101 4321\n102 -7\nJOBID SITE\n103\n104 x\n"
     assert site_factor.parse_sprio(text) == {101: 4321, 102: -7}
+
+
+def test_sprio_digits_int_refuses_are_left_out_not_a_traceback() -> None:
+    """str.isdigit accepts '²' and 5000-digit numbers, which int() refuses (found by fuzzing)."""
+    text = "101 4321\n102 ²\n² 5\n103 " + "9" * 5000 + "\n104 -" + "9" * 30 + "\n"
+    assert site_factor.parse_sprio(text) == {101: 4321}

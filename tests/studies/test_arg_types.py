@@ -12,6 +12,8 @@ import pytest
 from rush.studies import arg_types
 from tests.flag_checks import parse_flag
 
+TOO_LONG = "/tmp/" + "x" * 300 + "/runs.csv"  # a name over NAME_MAX: stat() fails with ENAMETOOLONG
+
 
 @pytest.mark.parametrize(
     ("kind", "text", "value"),
@@ -49,6 +51,11 @@ def test_good_values_pass(kind, text: str, value) -> None:
         (arg_types.file_stem, "", "not a file stem"),
         (arg_types.existing_file, "/nonexistent/runs.csv.gz", "not a file"),
         (arg_types.folder, __file__, "is not a directory"),
+        # Paths stat() cannot answer for (found by fuzzing): refused, not an OSError/RuntimeError.
+        (arg_types.existing_file, TOO_LONG, "not a file"),
+        (arg_types.folder, TOO_LONG, "cannot be a directory (File name too long)"),
+        (arg_types.trace_spec, TOO_LONG, "neither a file nor a catalogue trace"),
+        (arg_types.trace_spec, "~no-such-user-rfuzz/t.swf", "neither a file nor a catalogue trace"),
     ],
 )
 def test_bad_values_are_refused(kind, text: str, said: str) -> None:

@@ -61,6 +61,23 @@ HOSTILE = [
         ["simulate", "{tmp}/file", "--jobs-out", "{tmp}/file"],
         ["--jobs-out", "input trace"],
     ),
+    # A name over NAME_MAX (found by fuzzing: an OSError traceback, or a failed save after the run).
+    (
+        "jobs-out-too-long",
+        ["simulate", MISSING, "--jobs-out", "{tmp}/" + "x" * 300],
+        ["--jobs-out", "too long"],
+    ),
+    ("out-too-long", ["simulate", MISSING, "--out", "{tmp}/" + "x" * 300 + "/runs"], ["--out", "too long"]),
+    (
+        "train-out-fifo",
+        ["train", "runtime-class", MISSING, "--out", "{tmp}/fifo"],
+        ["--out", "not a regular file"],
+    ),
+    (
+        "train-out-too-long",
+        ["train", "runtime-class", MISSING, "--out", "{tmp}/" + "x" * 300],
+        ["--out", "too long"],
+    ),
     ("out-is-file", ["simulate", MISSING, "--out", "{tmp}/file"], ["--out", "not a directory"]),
     ("out-under-file", ["simulate", MISSING, "--out", "{tmp}/file/runs"], ["--out", "not a directory"]),
     ("procs-1e20", ["simulate", MISSING, "--procs", "1e20"], ["--procs"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,41 @@ def test_a_corrupt_cached_copy_is_replaced_from_the_mirror(cache, tmp_path):
     assert file_sha256(path) == catalogue.lookup(NAME).sha256
     assert sorted(p.name for p in cache.iterdir()) == [NAME]
     shutil.rmtree(cache)
+
+
+@pytest.mark.parametrize("spec", ["/tmp/" + "x" * 300 + "/t.swf", "x" * 300, "~no-such-user-rfuzz/t.swf"])
+def test_a_path_stat_cannot_answer_for_is_no_such_trace(spec: str):
+    """A name over NAME_MAX (ENAMETOOLONG) or ~ of an unknown user: TraceNotFoundError, not an
+    OSError/RuntimeError traceback (found by fuzzing)."""
+    with pytest.raises(TraceNotFoundError, match="no such trace file|neither a file nor a catalogue"):
+        load_trace(spec)
+
+
+@pytest.mark.parametrize(
+    "output", ["", ".", "x" * 300, "x" * 300 + ".gz"], ids=["empty", "dot", "long", "long-gz"]
+)
+def test_convert_to_an_output_path_that_names_no_writable_file(tmp_path: Path, output: str, monkeypatch):
+    """Found by fuzzing: '' (Path('.')) raised ValueError in with_name, and a name over NAME_MAX
+    raised OSError again from the cleanup of the .part file; both are a TraceFormatError now."""
+    source = tmp_path / "t.swf"
+    source.write_text(GOOD)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["trace", "convert", str(source), output])
+    assert isinstance(result.exception, TraceFormatError), repr(result.exception)
+    assert "fix:" in str(result.exception)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.swf"]  # nothing left behind
+
+
+def test_convert_never_replaces_a_device_or_fifo(tmp_path: Path):
+    """Found by fuzzing, run as root: 'rush trace convert t.swf /dev/zero' renamed the trace over
+    the device node (/dev/zero became a regular file). An output that exists and is not a
+    regular file is refused, left as it was. A FIFO stands in for the device here."""
+    source = tmp_path / "t.swf"
+    source.write_text(GOOD)
+    fifo = tmp_path / "out.swf"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(app, ["trace", "convert", str(source), str(fifo)])
+    assert isinstance(result.exception, TraceFormatError), repr(result.exception)
+    assert "not a regular file" in str(result.exception) and "fix:" in str(result.exception)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)  # still the FIFO, not a trace file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.swf", "t.swf"]

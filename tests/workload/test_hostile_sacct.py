@@ -81,6 +81,9 @@ CASES: list[tuple[str, bytes, tuple]] = [
         ("error", "no jobs in the trace"),
     ),
     ("json-no-submit", with_job(set_time("submission", None)), ("ok", 1)),
+    # Ids beyond int64 or not ASCII digits are labels (jobs numbered 1..n), not an int64 overflow.
+    ("json-job-id-2^64", with_job(lambda j: j.__setitem__("job_id", 2**64)), ("ok", 2)),
+    ("json-job-id-superscript", with_job(lambda j: j.__setitem__("job_id", "²")), ("ok", 2)),
     ("json-truncated", JSON_OK[: len(JSON_OK) // 2], ("error", "invalid JSON")),
     ("json-deep-nesting", b"[" * 200_000 + b"]" * 200_000, ("error", "nested too deeply")),
     ("json-not-utf8", JSON_OK.replace(b'"alice"', b'"al\xffice"'), ("ok", 2)),
@@ -99,6 +102,7 @@ CASES: list[tuple[str, bytes, tuple]] = [
     ("parsable-extra-bar", parsable_with("JobName", "a|b"), ("error", "has 14 fields, the header 13")),
     ("parsable-header-only", PARSABLE.splitlines()[0].encode() + b"\n", ("error", "no jobs in the trace")),
     ("parsable-no-header", b"1|2|3\n", ("error", "needs a header line")),
+    ("parsable-job-id-2^64", parsable_with("JobID", str(2**64)), ("ok", 3)),
     ("parsable-nul-in-name", PARSABLE.encode().replace(b"post", b"p\x00st"), ("ok", 3)),
     ("parsable-field-over-csv-limit", parsable_with("JobName", "x" * 200_000), ("error", "field larger")),
 ]

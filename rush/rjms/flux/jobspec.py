@@ -19,7 +19,8 @@ MAX_RESOURCE_DEPTH = 100  # as flux-core's own parser (Rv1Pool.py)
 def jobspec_tags(jobspec: Any) -> dict[str, str]:
     """rush's per-job inputs: the jobspec attributes under ``system.rush`` (``flux submit
     --setattr=rush.K=V``), as strings, at most 64 keys of 64 and values of 256 characters."""
-    system = jobspec.get("attributes", {}).get("system", {}) if isinstance(jobspec, dict) else {}
+    attributes = jobspec.get("attributes", {}) if isinstance(jobspec, dict) else {}
+    system = attributes.get("system", {}) if isinstance(attributes, dict) else {}
     rush = system.get("rush", {}) if isinstance(system, dict) else {}
     if not isinstance(rush, dict):
         return {}
