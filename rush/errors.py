@@ -53,3 +53,7 @@ class BackendUnavailableError(RushError):
 
 class CollectorError(RushError):
     """A collector source could not be read (missing file, permission denied, bad format)."""
+
+
+class OutputError(RushError):
+    """An output path that rush must not write (e.g. an existing device, FIFO or socket)."""

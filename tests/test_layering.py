@@ -25,7 +25,7 @@ ROOT = Path(rush.__file__).resolve().parent
 
 # Bottom first. A package may import packages of its own layer or of the layers above it in this list.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("rush", "errors", "config_file", "jit_cache", "hashing", "data")),
+    ("foundation", ("rush", "errors", "config_file", "jit_cache", "hashing", "output_file", "data")),
     ("core", ("core",)),
     ("traces", ("workload",)),
     ("sources", ("rjms", "collect")),
@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 SIDEWAYS: dict[tuple[str, str], str] = {
     ("rush", "jit_cache"): "importing rush points numba's cache at the kernels' version",
     ("config_file", "errors"): "configuration errors are RushErrors",
+    ("output_file", "errors"): "a refused output is a RushError",
     ("collect", "rjms"): "the MPI probe is submitted through an RJMS backend (type hints only)",
     ("__main__", "cli"): "python -m rush runs the command line",
 }

@@ -66,6 +66,7 @@ from rush.campaign.records import (
 from rush.collect.probe import MPI_SESSION_SCRIPT
 from rush.config_file import explain
 from rush.errors import RushError
+from rush.output_file import replace_file
 
 log = logging.getLogger("rush.campaign")
 # What runs on compute nodes ships inside the package (collectors/ links to it), so campaigns work
@@ -732,7 +733,7 @@ class Campaign:
 def _write_json(path: Path, obj: object) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    replace_file(tmp, path)
 
 
 def run_campaign(

@@ -32,16 +32,12 @@ def _check_output(path: Path, option: str) -> None:
     """Refuse an output path that cannot be written *before* the training (nothing lost)."""
     from rush.cli.checks import stat_answers
     from rush.errors import ConfigError
+    from rush.output_file import check_output
 
     stat_answers(path, option)
     if path.is_dir():
         raise ConfigError("is a directory", where=f"{option} {path}", fix="give a file name")
-    if path.exists() and not path.is_file():  # the model is renamed over it: never a device
-        raise ConfigError(
-            "is not a regular file (a device, FIFO or socket)",
-            where=f"{option} {path}",
-            fix="give a file name",
-        )
+    check_output(path, ConfigError, f"{option} {path}")  # the model is renamed over it
     parent = path.parent if str(path.parent) else Path(".")
     existing = next((p for p in (parent, *parent.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():

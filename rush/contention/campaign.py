@@ -47,6 +47,7 @@ from rush.contention.shell import EPOCH, JobResult, JobSpec, Simulation
 from rush.contention.state import Fabric
 from rush.core.config import CoreConfig
 from rush.models.variability.dataset import FORMAT
+from rush.output_file import replace_file
 
 BLOCK_EVERY = 2700.0  # an experiment's makespan and a gap: each block mostly drains before the next
 BLOCK_SCENARIOS = ("ADAA", "WS")
@@ -128,7 +129,7 @@ def run_campaign(
         fh.write(json.dumps(header) + "\n")
         for r in controls:
             fh.write(json.dumps(record(r, loud)) + "\n")
-    tmp.replace(out / "records.jsonl")
+    replace_file(tmp, out / "records.jsonl")
     end = max(r.end for r in results)
     return {
         "runs": len(controls),
@@ -200,5 +201,5 @@ def filter_records(src: Path, dst: Path, apps: tuple[str, ...]) -> int:
                 kept.append(line)
     tmp = dst.with_name(dst.name + ".tmp")
     tmp.write_text("".join(kept))
-    tmp.replace(dst)
+    replace_file(tmp, dst)
     return sum("format" not in json.loads(line) for line in kept)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +47,7 @@ from rush.models.runtime_features import (
     user_recent_values,
 )
 from rush.models.users import NAME, USER_KEY_KINDS
+from rush.output_file import replace_file
 
 FORMAT_VERSION = 3  # 2: Unix times, user key kind, model sha256; 3: the user category, recent runs
 SUBMITS_KEPT = 512  # per user; a pending job older than its user's last 512 submissions is rare
@@ -406,7 +406,7 @@ class RuntimeHistory:
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
+        replace_file(tmp, path)
 
     @classmethod
     def load(cls, path: str | Path) -> tuple[RuntimeHistory, str | None]:

@@ -23,7 +23,6 @@ rush loads (runtime classes, the variability predictor) comes through here.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from rush.errors import ModelError
 from rush.hashing import file_sha256
 from rush.models.model_card import MAX_CARD_BYTES, ModelCard, card_problems
 from rush.models.trust import check_trusted
+from rush.output_file import check_output, replace_file
 
 DEFAULT_FIX = "retrain: rush train runtime-class TRACE --out MODEL"
 
@@ -68,14 +68,8 @@ def save_model(
         raise ModelError(
             "the model path is a directory", where=str(path), fix="give a file name, e.g. MODEL.joblib"
         )
-    for target in (path, sidecar_path(path)):
-        # os.replace below would replace it: as root, a device node such as /dev/null.
-        if target.exists() and not target.is_file():
-            raise ModelError(
-                "exists and is not a regular file (a device, FIFO or socket)",
-                where=str(target),
-                fix="give a file name, e.g. MODEL.joblib",
-            )
+    for target in (path, sidecar_path(path)):  # before the work: never over a device
+        check_output(target, ModelError)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     side = sidecar_path(path)
@@ -91,8 +85,8 @@ def save_model(
         if problems:  # a bug of the caller, but never write a card that load_model refuses
             raise ModelError(f"invalid model card: {'; '.join(problems)}", where=str(side), fix=fix)
         side_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True))
-        os.replace(tmp, path)
-        os.replace(side_tmp, side)
+        replace_file(tmp, path)
+        replace_file(side_tmp, side)
     finally:
         for leftover in (tmp, side_tmp):
             leftover.unlink(missing_ok=True)

@@ -14,6 +14,7 @@ from typing import IO
 import numpy as np
 
 from rush.errors import RushError
+from rush.output_file import check_output, replace_file
 
 JOBS_CSV_HEADER = (
     "job_id",
@@ -102,12 +103,7 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs: object) -> It
     # Through a symlink to its target, as open() would; never over a device or FIFO, which
     # a rename would replace (e.g. /dev/null for root) instead of writing into.
     path = Path(os.path.realpath(path))
-    if path.exists() and not path.is_file():
-        raise RushError(
-            "not a regular file: rush replaces its outputs whole",
-            where=str(path),
-            fix="give a regular file path",
-        )
+    check_output(path, RushError)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -119,7 +115,7 @@ def atomic_write(path: str | Path, mode: str = "w", **open_kwargs: object) -> It
         with open(fd, mode, **open_kwargs) as fh:  # type: ignore[call-overload]
             yield fh
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
+        replace_file(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise RushError(

@@ -28,6 +28,7 @@ from typing import Any
 from rush.contention.apps import OTHER_FOUR
 from rush.contention.experiment import LEARNED, POLICIES, SCENARIOS, run_trial, slowdown_thresholds
 from rush.errors import ConfigError
+from rush.output_file import replace_file
 
 MAX_TRIALS = 100
 MAX_HOURS = 48.0
@@ -419,7 +420,7 @@ def _write_csv(path: Path, rows: list[dict], columns: tuple[str, ...]) -> None:
         w.writerow(columns)
         for r in sorted(rows, key=lambda r: tuple(_sort_key(r[c]) for c in columns[:6])):
             w.writerow([r.get(c, "") for c in columns])
-    tmp.replace(path)
+    replace_file(tmp, path)
 
 
 def _sort_key(value: Any) -> tuple:

@@ -26,6 +26,7 @@ import numpy as np
 
 from rush.contention.labels import LABELS, PresentStateRecorder
 from rush.errors import ConfigError
+from rush.output_file import replace_file
 
 __all__ = [
     "LABELS",
@@ -71,7 +72,7 @@ def save_answers(camp: Path, thresholds: dict[str, Any], answers: dict[str, bool
     path = camp / ANSWERS
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"key": _key(camp, thresholds), "answers": answers}, indent=0))
-    tmp.replace(path)
+    replace_file(tmp, path)
 
 
 def present_state_answers(

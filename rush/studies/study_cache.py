@@ -16,6 +16,7 @@ from typing import Any
 
 from rush.errors import ModelError
 from rush.models.trust import check_trusted
+from rush.output_file import replace_file
 
 
 def cache_folder(kind: str) -> Path:
@@ -70,4 +71,4 @@ def store_entry(path: Path, value: Any) -> None:
     tmp = path.with_suffix(".tmp")
     with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640), "wb") as f:
         f.write(pickle.dumps(value))
-    os.replace(tmp, path)
+    replace_file(tmp, path)

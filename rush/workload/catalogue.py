@@ -37,6 +37,7 @@ from pathlib import Path
 
 from rush.errors import ConfigError, TraceFormatError, TraceNotFoundError
 from rush.hashing import file_sha256
+from rush.output_file import replace_file
 from rush.workload.limits import MAX_PROCS, MAX_SEED, MAX_SYNTH_JOBS
 from rush.workload.model import Trace
 from rush.workload.trace_file import check_regular_file, normalise_text
@@ -109,7 +110,7 @@ def _download(entry: CatalogueEntry, target: Path, base_url: str) -> str:
             fix="check the network, or set RUSH_TRACE_MIRROR to a local directory of traces",
         ) from exc
     _verify(partial, entry, url)
-    partial.replace(target)
+    replace_file(partial, target)
     return url
 
 
@@ -141,7 +142,7 @@ def fetch(name: str, *, mirror: str | Path | None = None, base_url: str | None =
                     fix="fix the mirror's copy (a readable regular file) or unset RUSH_TRACE_MIRROR",
                 ) from exc
             _verify(partial, entry, str(source))
-            partial.replace(target)
+            replace_file(partial, target)
             return target
     _download(entry, target, base_url or os.environ.get("RUSH_TRACE_BASE_URL", PWA_BASE_URL))
     return target

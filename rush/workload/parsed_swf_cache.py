@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import ConfigError
+from rush.output_file import replace_file
 
 FORMAT = b"rush-parsed-swf 1\n"
 MIN_CACHED_BYTES = 64 * 1024
@@ -158,7 +159,7 @@ def store(file_sha256: str, parsed: ParsedSWF) -> Path | None:
             fh.write(json.dumps(meta).encode() + b"\n")
             np.save(fh, ints, allow_pickle=False)
             np.save(fh, floats, allow_pickle=False)
-        partial.replace(path)
+        replace_file(partial, path)
     except OSError:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)

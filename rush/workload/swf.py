@@ -29,13 +29,13 @@ import logging
 import math
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from rush.errors import RushError, TraceFormatError
+from rush.output_file import check_output, replace_file
 from rush.workload import parsed_swf_cache
 from rush.workload.model import SWF_FIELDS, SWF_FLOAT_FIELDS, Trace, duplicate_job_ids
 from rush.workload.parsed_swf_cache import ParsedSWF
@@ -263,17 +263,7 @@ def write_swf(trace: Trace, path: str | Path) -> None:
         raise TraceFormatError(
             "the output path names no file", where=repr(str(path)), fix="give a file name, e.g. out.swf"
         )
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        mode = None  # absent (or unreachable: the write below names the error)
-    if mode is not None and not stat.S_ISREG(mode):
-        # The rename below would replace it: as root, a device node such as /dev/zero.
-        raise TraceFormatError(
-            "the output exists and is not a regular file (a device, FIFO, socket or directory)",
-            where=str(path),
-            fix="give the path of a file to write (it is replaced whole)",
-        )
+    check_output(path, TraceFormatError)  # before the work: never over a device such as /dev/zero
     data = format_swf(trace).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6)
@@ -281,7 +271,7 @@ def write_swf(trace: Trace, path: str | Path) -> None:
     partial = path.with_name(f".{path.name}.{os.getpid()}.part")
     try:
         partial.write_bytes(data)
-        partial.replace(path)
+        replace_file(partial, path)
     except OSError as exc:
         with contextlib.suppress(OSError):  # e.g. ENAMETOOLONG again: nothing was written
             partial.unlink(missing_ok=True)

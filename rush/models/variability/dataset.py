@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +75,7 @@ from rush.models.variability.features import (
     window_features_for,
     wtype_features,
 )
+from rush.output_file import replace_file
 
 FORMAT = "rush-campaign/1"  # records.jsonl header: the one spelling (campaign, contention read it here)
 DATASET_FORMAT = "rush-variability-dataset/1"
@@ -189,8 +189,8 @@ class Dataset:
         description["feature_names"] = list(self.feature_names)
         json_tmp = json_path.with_name(json_path.name + ".tmp")
         json_tmp.write_text(json.dumps(description, indent=2, sort_keys=True, default=_plain))
-        os.replace(tmp, csv_path)
-        os.replace(json_tmp, json_path)
+        replace_file(tmp, csv_path)
+        replace_file(json_tmp, json_path)
         self.description = description
         return csv_path, json_path
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rush.errors import ConfigError
+from rush.output_file import replace_file
 from rush.studies.sweep.keys import ERROR, ERROR_TYPE, KEY, PART, PARTS
 
 # A resumable table beyond this is not a sweep's output (and would be read into memory).
@@ -182,7 +183,7 @@ class Table:
     def _replace(self, text: str) -> None:
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, self.path)
+        replace_file(temporary, self.path)
         if self._fd is not None:
             os.close(self._fd)
             self._open()
@@ -197,7 +198,7 @@ class Table:
 def write_description(path: Path, description: dict) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(description, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    replace_file(temporary, path)
 
 
 def read_description(path: Path) -> dict | None:
