@@ -5,6 +5,7 @@ that is not a regular file; a FIFO stands in for the device here."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -70,7 +71,7 @@ def _contention_records(path: Path) -> None:
     from rush.models.variability.dataset import FORMAT
 
     source = path.with_name("records.jsonl")
-    source.write_text('{"format": "%s"}\n' % FORMAT)
+    source.write_text(json.dumps({"format": FORMAT}) + "\n")
     filter_records(source, path, ())
 
 

@@ -45,6 +45,11 @@ class LliteStats:
     bad_lines: int = 0  # lines skipped with a warning
 
 
+# Bad lines of one block warned about one by one; the rest are counted in one line (a hostile
+# file of two million bad lines must not write two million log lines).
+WARNED_LINES = 10
+
+
 def _finite(text: str) -> float:
     """A non-negative finite number: a counter or a time ("nan", "inf", "-3" are bad lines)."""
     value = float(text)
@@ -66,20 +71,27 @@ def _parse_block(name: str, lines: list[str], where: str) -> LliteStats:
             if parts[0] in ("start_time", "elapsed_time"):
                 continue
             if len(parts) < 3 or parts[2] != "samples":
-                stats.bad_lines += 1
-                log.warning("%s:%d: not a stats line: %r", where, lineno, line[:60])
+                _skip(stats, f"{where}:{lineno}: not a stats line: {line[:60]!r}")
                 continue
             # name count samples [unit] min max sum [sumsq]
             count = _finite(parts[1])
             total = _finite(parts[6]) if len(parts) >= 7 and parts[3].startswith("[") else None
         except (ValueError, IndexError):
-            stats.bad_lines += 1
-            log.warning("%s:%d: bad number in %r", where, lineno, line[:60])
+            _skip(stats, f"{where}:{lineno}: bad number in {line[:60]!r}")
             continue
         stats.counts[parts[0]] = count
         if total is not None:
             stats.sums[parts[0]] = total
+    if stats.bad_lines > WARNED_LINES:
+        log.warning("%s: %d more bad lines skipped", where, stats.bad_lines - WARNED_LINES)
     return stats
+
+
+def _skip(stats: LliteStats, why: str) -> None:
+    """Count a bad line; warn about the first WARNED_LINES of a block one by one."""
+    stats.bad_lines += 1
+    if stats.bad_lines <= WARNED_LINES:
+        log.warning("%s", why)
 
 
 def parse_stats_file(text: str, filesystem: str, where: str = "stats") -> LliteStats:

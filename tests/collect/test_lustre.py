@@ -52,6 +52,19 @@ def test_garbage_lines_are_skipped_with_a_warning(caplog):
     assert "bad number" in caplog.text and "not a stats line" in caplog.text
 
 
+def test_a_flood_of_bad_lines_is_counted_not_logged_line_by_line(caplog):
+    """Found by fuzzing (round 31): 2 million bad lines wrote 2 million warnings. The first
+    WARNED_LINES of a block are warned about one by one, the rest in one line; all are counted."""
+    from rush.collect.lustre import WARNED_LINES
+
+    text = "open 3 samples [usecs]\n" + "what is this\n" * 5000
+    with caplog.at_level(logging.WARNING):
+        stats = parse_stats_file(text, "fs-1", "stats")
+    assert stats.counts == {"open": 3} and stats.bad_lines == 5000
+    assert len(caplog.records) == WARNED_LINES + 1
+    assert f"{5000 - WARNED_LINES} more bad lines skipped" in caplog.records[-1].getMessage()
+
+
 def write_stats(directory: Path, snapshot: float, read_bytes: int, opens: int) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     text = (FIXTURES / "llite_stats_2.15.txt").read_text()
