@@ -145,3 +145,14 @@ def folder(text: str) -> Path:
     if other:
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory")
     return path
+
+
+def add_models_folder(parser: argparse.ArgumentParser) -> None:
+    """The live recomputations' one shared flag: ``--models DIR``, the windows' live models
+    (trained there when absent; a file given as the folder is refused, exit 2)."""
+    parser.add_argument(
+        "--models",
+        required=True,
+        type=folder,
+        help="DIR with the windows' live models (trained there if absent)",
+    )

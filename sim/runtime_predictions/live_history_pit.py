@@ -261,12 +261,7 @@ def w_arm(week: WeekModel, features: np.ndarray) -> tuple[list[float], list[floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--models",
-        required=True,
-        type=arg_types.folder,
-        help="DIR with the window's live model (trained there if absent)",
-    )
+    arg_types.add_models_folder(parser)
     parser.add_argument("--runs", default="d9", help="d9 (round 11's runs, D9's) or all (every kept run too)")
     parser.add_argument(
         "--decompose", action="store_true", help="also D30: the week's model built like the live one"

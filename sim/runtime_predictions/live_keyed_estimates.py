@@ -98,12 +98,7 @@ def markdown(table: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--models",
-        required=True,
-        type=arg_types.folder,
-        help="DIR with the window's live model (trained there if absent)",
-    )
+    arg_types.add_models_folder(parser)
     args = parser.parse_args(argv)
     models = args.models
     models.mkdir(parents=True, exist_ok=True)

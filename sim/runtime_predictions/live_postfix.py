@@ -69,12 +69,7 @@ def post_fix_runs() -> list[tuple]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--models",
-        required=True,
-        type=arg_types.folder,
-        help="DIR with the windows' models (trained there if absent)",
-    )
+    arg_types.add_models_folder(parser)
     models = parser.parse_args(argv).models
     models.mkdir(parents=True, exist_ok=True)
     bias, same = [], []
