@@ -34,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 from rush.errors import ConfigError
-from rush.output_file import replace_file
 
 FORMAT = b"rush-parsed-swf 1\n"
 MIN_CACHED_BYTES = 64 * 1024
@@ -159,7 +158,9 @@ def store(file_sha256: str, parsed: ParsedSWF) -> Path | None:
             fh.write(json.dumps(meta).encode() + b"\n")
             np.save(fh, ints, allow_pickle=False)
             np.save(fh, floats, allow_pickle=False)
-        replace_file(partial, path)
+        # Not rush.output_file.replace_file: this is rush's own cache directory, and an entry
+        # there that is not a regular file (a FIFO) is replaced by a good one (the cache heals).
+        os.replace(partial, path)
     except OSError:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
